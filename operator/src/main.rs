@@ -1,1 +1,4 @@
-fn main() { eprintln!("hollo-operator: not built yet (see issue 7)"); std::process::exit(2); }
+fn main() {
+    eprintln!("hollo-operator: not built yet (see issue 7)");
+    std::process::exit(2);
+}

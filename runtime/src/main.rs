@@ -1,1 +1,261 @@
-fn main() {}
+//! `hollo`: serve | migrate | version | queue | probe | local-db.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use hollo_runtime::config::{Config, ConfigError, DbConfig, Env, LogFormat};
+use hollo_runtime::queue::{QueueName, stats};
+use hollo_runtime::{db, logging, node, tasks, version_json};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(
+    name = "hollo",
+    version,
+    about = "Hollo workload runtime: web and worker nodes on one PostgreSQL"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a node; the role comes from NODE_TYPE (all | web | worker).
+    Serve,
+    /// Apply the SQL migrations and exit.
+    Migrate,
+    /// Print the build, schema and task-definition versions.
+    Version {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Queue inspection.
+    Queue {
+        #[command(subcommand)]
+        command: QueueCommand,
+    },
+    /// The probe task: prove workers consume, drive load.
+    Probe {
+        #[command(subcommand)]
+        command: ProbeCommand,
+    },
+    /// The local PostgreSQL used when DATABASE_URL is unset (and by the test suite).
+    LocalDb {
+        #[command(subcommand)]
+        command: LocalDbCommand,
+        /// Directory of the cluster (default: $HOLLO_HOME/postgres, i.e. .hollo/postgres).
+        #[arg(long, global = true)]
+        dir: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum QueueCommand {
+    /// queued / ready / delayed / in-flight per queue (the seed's monitoring SQL numbers).
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProbeCommand {
+    Enqueue {
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        #[arg(long, default_value_t = 0)]
+        sleep_ms: u64,
+        #[arg(long, default_value_t = 0)]
+        fail_times: u32,
+        #[arg(long, default_value_t = 0.0)]
+        delay_seconds: f64,
+        #[arg(long, default_value = "task")]
+        queue: QueueName,
+        /// Key prefix (default: a fresh random one, so runs never collide).
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum LocalDbCommand {
+    /// Create and start it if needed; print the admin URL.
+    Start,
+    Stop,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let env = Env::from_process();
+    let format = match env.get("LOG_FORMAT") {
+        Some(v) if v.eq_ignore_ascii_case("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    };
+    logging::init(format);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli.command, &env)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, env: &Env) -> Result<()> {
+    match command {
+        Command::Serve => {
+            let config = Config::from_env(env).map_err(config_error)?;
+            node::serve(config).await
+        }
+        Command::Migrate => {
+            let pool = connect(env).await?;
+            let v = db::migrate(&pool).await?;
+            println!("schema is at version {v}");
+            Ok(())
+        }
+        Command::Version { json } => {
+            let v = version_json(None);
+            if json {
+                println!("{v}");
+            } else {
+                println!(
+                    "hollo {} (schema {}, task definitions {})",
+                    hollo_runtime::VERSION,
+                    v["schemaVersion"],
+                    tasks::TASK_DEFINITION_VERSION
+                );
+            }
+            Ok(())
+        }
+        Command::Queue {
+            command: QueueCommand::Stats { json },
+        } => {
+            let pool = connect(env).await?;
+            let mut all = Vec::new();
+            for q in QueueName::ALL {
+                all.push(stats::queue_stats(&pool, q).await?);
+            }
+            if json {
+                println!("{}", serde_json::to_string(&all)?);
+            } else {
+                println!(
+                    "{:<9} {:>8} {:>8} {:>8} {:>9} {:>7}",
+                    "queue", "queued", "ready", "delayed", "in-flight", "failed"
+                );
+                for s in all {
+                    println!(
+                        "{:<9} {:>8} {:>8} {:>8} {:>9} {:>7}",
+                        s.queue.as_str(),
+                        s.queued,
+                        s.ready,
+                        s.delayed,
+                        s.in_flight,
+                        s.failed
+                    );
+                }
+            }
+            Ok(())
+        }
+        Command::Probe { command } => probe(command, env).await,
+        Command::LocalDb { command, dir } => {
+            let cfg = DbConfig::from_env(env).map_err(config_error)?;
+            let dir = dir.unwrap_or_else(|| format!("{}/postgres", cfg.home));
+            let pg = db::local::LocalPostgres::new(dir)?;
+            match command {
+                LocalDbCommand::Start => {
+                    let url = tokio::task::spawn_blocking(move || pg.ensure_started()).await??;
+                    println!("{url}");
+                }
+                LocalDbCommand::Stop => tokio::task::spawn_blocking(move || pg.stop()).await??,
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn probe(command: ProbeCommand, env: &Env) -> Result<()> {
+    let pool = connect(env).await?;
+    match command {
+        ProbeCommand::Enqueue {
+            count,
+            sleep_ms,
+            fail_times,
+            delay_seconds,
+            queue,
+            prefix,
+        } => {
+            if !(0.0..=365.0 * 86400.0).contains(&delay_seconds) {
+                anyhow::bail!("--delay-seconds must be between 0 and one year");
+            }
+            let prefix =
+                prefix.unwrap_or_else(|| format!("probe-{}", uuid::Uuid::new_v4().simple()));
+            let n = tasks::probe::enqueue(
+                &pool,
+                queue,
+                &prefix,
+                count,
+                sleep_ms,
+                fail_times,
+                Duration::from_secs_f64(delay_seconds),
+            )
+            .await?;
+            println!(
+                "{}",
+                serde_json::json!({ "enqueued": n, "prefix": prefix, "queue": queue })
+            );
+        }
+        ProbeCommand::Stats { json } => {
+            let s = tasks::probe::stats(&pool).await?;
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else {
+                println!(
+                    "enqueued {} completed {} pending {} failed {} duplicates {}",
+                    s.enqueued, s.completed, s.pending, s.failed, s.duplicates
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A pool for one-shot commands; `hollo migrate` uses the direct URL (poolers break the
+/// migrator's advisory lock). With DATABASE_URL unset, the local PostgreSQL is used and
+/// migrated on first use.
+async fn connect(env: &Env) -> Result<sqlx::PgPool> {
+    let cfg = DbConfig::from_env(env).map_err(config_error)?;
+    let (urls, local) = db::resolve_urls(&cfg).await?;
+    let stop = CancellationToken::new();
+    let pool = tokio::time::timeout(
+        Duration::from_secs(60),
+        db::connect_pool(&urls.direct, 4, "cli", &stop),
+    )
+    .await
+    .context("database unreachable for 60 s")??;
+    if local.is_some() {
+        db::migrate(&pool).await?;
+    }
+    Ok(pool)
+}
+
+fn config_error(e: ConfigError) -> anyhow::Error {
+    anyhow::anyhow!("configuration: {e}")
+}

@@ -1,0 +1,424 @@
+//! Every environment variable the runtime reads, parsed and validated once at start (R-Q-6).
+//! A bad value is a startup error that names the variable, the value and what is allowed.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The process role chosen by `NODE_TYPE` (R-ROLE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    All,
+    Web,
+    Worker,
+}
+
+impl Role {
+    pub const ALLOWED: &'static str = "all, web, worker";
+
+    pub fn serves_http(self) -> bool {
+        matches!(self, Role::All | Role::Web)
+    }
+
+    pub fn consumes(self) -> bool {
+        matches!(self, Role::All | Role::Worker)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::All => "all",
+            Role::Web => "web",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "all" => Ok(Role::All),
+            "web" => Ok(Role::Web),
+            "worker" => Ok(Role::Worker),
+            _ => Err(ConfigError::Invalid {
+                var: "NODE_TYPE",
+                value: s.to_string(),
+                expected: format!("one of: {}", Role::ALLOWED),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("invalid {var}={value:?}: expected {expected}")]
+    Invalid {
+        var: &'static str,
+        value: String,
+        expected: String,
+    },
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// Database connection settings shared by every command.
+#[derive(Clone, Debug)]
+pub struct DbConfig {
+    /// `DATABASE_URL`; `None` means "start a local PostgreSQL under `.hollo/`".
+    pub url: Option<String>,
+    /// `DATABASE_DIRECT_URL`: bypasses a transaction-mode pooler for LISTEN/NOTIFY and migrations.
+    pub direct_url: Option<String>,
+    /// `DATABASE_POOL_MAX`: pool of a web node (R-DB-1).
+    pub web_pool_max: u32,
+    /// `WORKER_POOL_MAX`: general pool of a worker (R-DB-1).
+    pub worker_pool_max: u32,
+    /// `ITEM_LOCK_POOL_SIZE`: connections dedicated to item locks on a worker (R-DB-1).
+    pub item_lock_pool_size: u32,
+    /// `HOLLO_HOME`: where the local PostgreSQL lives when `DATABASE_URL` is unset.
+    pub home: String,
+}
+
+/// Per-process queue limits and timings (SPEC.md §2).
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    pub activity_concurrency: usize,
+    pub task_concurrency: usize,
+    pub reply_concurrency: usize,
+    pub lease: Duration,
+    pub poll_interval: Duration,
+}
+
+/// Everything `hollo serve` needs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub role: Role,
+    pub db: DbConfig,
+    pub queue: QueueConfig,
+    pub port: u16,
+    pub health_port: u16,
+    pub bind: String,
+    pub drain: Duration,
+    pub prestop: Duration,
+    pub environment: String,
+    pub admin_token: Option<String>,
+    pub heartbeat_interval: Duration,
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// A view over the environment, so tests can validate configuration without touching the
+/// process environment (which is shared between parallel tests).
+pub struct Env(HashMap<String, String>);
+
+impl Env {
+    pub fn from_process() -> Self {
+        Env(std::env::vars().collect())
+    }
+
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Env(pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    /// A set, non-blank value.
+    pub fn get(&self, var: &str) -> Option<&str> {
+        self.0
+            .get(var)
+            .map(|v| v.as_str())
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    fn parse<T: FromStr>(
+        &self,
+        var: &'static str,
+        default: T,
+        expected: &str,
+    ) -> Result<T, ConfigError> {
+        match self.get(var) {
+            None => Ok(default),
+            Some(raw) => raw.trim().parse().map_err(|_| ConfigError::Invalid {
+                var,
+                value: raw.to_string(),
+                expected: expected.to_string(),
+            }),
+        }
+    }
+
+    fn count(
+        &self,
+        var: &'static str,
+        default: u32,
+        min: u32,
+        max: u32,
+    ) -> Result<u32, ConfigError> {
+        let expected = format!("an integer from {min} to {max}");
+        let v: i64 = self.parse(var, i64::from(default), &expected)?;
+        if v < i64::from(min) || v > i64::from(max) {
+            return Err(ConfigError::Invalid {
+                var,
+                value: v.to_string(),
+                expected,
+            });
+        }
+        Ok(v as u32)
+    }
+
+    fn seconds(
+        &self,
+        var: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<Duration, ConfigError> {
+        let expected = format!("a whole number of seconds from {min} to {max}");
+        let v: i64 = self.parse(var, default as i64, &expected)?;
+        if v < min as i64 || v > max as i64 {
+            return Err(ConfigError::Invalid {
+                var,
+                value: v.to_string(),
+                expected,
+            });
+        }
+        Ok(Duration::from_secs(v as u64))
+    }
+
+    fn bool(&self, var: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(var).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(default),
+            Some(v) if matches!(v.as_str(), "1" | "true" | "yes" | "on") => Ok(true),
+            Some(v) if matches!(v.as_str(), "0" | "false" | "no" | "off") => Ok(false),
+            Some(v) => Err(ConfigError::Invalid {
+                var,
+                value: v,
+                expected: "true or false".into(),
+            }),
+        }
+    }
+}
+
+impl DbConfig {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let url = env.get("DATABASE_URL").map(str::to_string);
+        for (var, value) in [
+            ("DATABASE_URL", &url),
+            (
+                "DATABASE_DIRECT_URL",
+                &env.get("DATABASE_DIRECT_URL").map(str::to_string),
+            ),
+        ] {
+            if let Some(v) = value
+                && !(v.starts_with("postgres://") || v.starts_with("postgresql://"))
+            {
+                return Err(ConfigError::Invalid {
+                    var,
+                    value: redact_url(v),
+                    expected: "a postgres:// or postgresql:// URL".into(),
+                });
+            }
+        }
+        let direct_url = env.get("DATABASE_DIRECT_URL").map(str::to_string);
+        if url.is_none() && direct_url.is_some() {
+            return Err(ConfigError::Inconsistent(
+                "DATABASE_DIRECT_URL is set but DATABASE_URL is not; set both or neither".into(),
+            ));
+        }
+        Ok(DbConfig {
+            url,
+            direct_url,
+            web_pool_max: env.count("DATABASE_POOL_MAX", 20, 1, 10_000)?,
+            worker_pool_max: env.count("WORKER_POOL_MAX", 20, 2, 10_000)?,
+            item_lock_pool_size: env.count("ITEM_LOCK_POOL_SIZE", 4, 1, 1_000)?,
+            home: env.get("HOLLO_HOME").unwrap_or(".hollo").to_string(),
+        })
+    }
+}
+
+impl QueueConfig {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let task_concurrency = env.count("TASK_CONCURRENCY", 4, 1, 1_000)? as usize;
+        let reply_concurrency = env.count("REPLY_CONCURRENCY", 2, 0, 1_000)? as usize;
+        if reply_concurrency > task_concurrency {
+            return Err(ConfigError::Inconsistent(format!(
+                "REPLY_CONCURRENCY={reply_concurrency} exceeds TASK_CONCURRENCY={task_concurrency}: \
+                 reply collections run inside the task slots"
+            )));
+        }
+        let lease = env.seconds("QUEUE_LEASE_SECONDS", 30, 3, 3600)?;
+        Ok(QueueConfig {
+            activity_concurrency: env.count("ACTIVITY_CONCURRENCY", 10, 1, 10_000)? as usize,
+            task_concurrency,
+            reply_concurrency,
+            lease,
+            poll_interval: Duration::from_millis(u64::from(env.count(
+                "QUEUE_POLL_MS",
+                5000,
+                10,
+                600_000,
+            )?)),
+        })
+    }
+}
+
+impl Config {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let role: Role = env.get("NODE_TYPE").unwrap_or("all").parse()?;
+        let port = env.count("PORT", 3000, 1, 65535)? as u16;
+        let health_port = env.count("HEALTH_PORT", 9090, 1, 65535)? as u16;
+        let drain = env.seconds("SHUTDOWN_DRAIN_SECONDS", 30, 0, 3600)?;
+        let prestop = env.seconds("SHUTDOWN_PRESTOP_SECONDS", 0, 0, 300)?;
+        let log_format = match env.get("LOG_FORMAT").map(|v| v.trim().to_ascii_lowercase()) {
+            None => LogFormat::Text,
+            Some(v) if v == "text" => LogFormat::Text,
+            Some(v) if v == "json" => LogFormat::Json,
+            Some(v) => {
+                return Err(ConfigError::Invalid {
+                    var: "LOG_FORMAT",
+                    value: v,
+                    expected: "text or json".into(),
+                });
+            }
+        };
+        let _behind_proxy = env.bool("BEHIND_PROXY", false)?;
+        Ok(Config {
+            role,
+            db: DbConfig::from_env(env)?,
+            queue: QueueConfig::from_env(env)?,
+            port,
+            health_port,
+            bind: env.get("BIND").unwrap_or("0.0.0.0").to_string(),
+            drain,
+            prestop,
+            environment: env.get("RUNTIME_ENV").unwrap_or("production").to_string(),
+            admin_token: env.get("ADMIN_TOKEN").map(str::to_string),
+            heartbeat_interval: Duration::from_secs(5),
+            log_format,
+        })
+    }
+
+    /// Connections this process may open at most (R-DB-2), logged at start.
+    /// The LISTEN connection comes out of the general pool unless `DATABASE_DIRECT_URL` sends
+    /// it around the pooler, where it is one more.
+    pub fn connection_budget(&self) -> u32 {
+        let direct_listener = u32::from(self.db.direct_url.is_some() && self.role.consumes());
+        match self.role {
+            Role::Web => self.db.web_pool_max,
+            Role::Worker | Role::All => {
+                self.db.worker_pool_max + self.db.item_lock_pool_size + direct_listener
+            }
+        }
+    }
+}
+
+/// Hide the password of a connection URL in logs and errors.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &creds[..colon],
+                    &url[at..]
+                ),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = Config::from_env(&Env::from_pairs([])).expect("defaults are valid");
+        assert_eq!(c.role, Role::All);
+        assert_eq!(c.port, 3000);
+        assert_eq!(c.queue.activity_concurrency, 10);
+        assert_eq!(c.queue.task_concurrency, 4);
+        assert_eq!(c.queue.reply_concurrency, 2);
+        assert_eq!(c.queue.lease, Duration::from_secs(30));
+        assert_eq!(c.queue.poll_interval, Duration::from_secs(5));
+        assert_eq!(c.db.web_pool_max, 20);
+        assert_eq!(c.db.worker_pool_max + c.db.item_lock_pool_size, 24);
+        assert_eq!(c.drain, Duration::from_secs(30));
+        assert_eq!(c.environment, "production");
+    }
+
+    #[test]
+    fn unknown_node_type_names_the_allowed_values() {
+        let err = Config::from_env(&Env::from_pairs([("NODE_TYPE", "foo")])).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("NODE_TYPE")
+                && msg.contains("\"foo\"")
+                && msg.contains("all, web, worker"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn negative_or_zero_pool_is_rejected() {
+        for bad in ["-1", "0", "abc", "1.5"] {
+            let err = Config::from_env(&Env::from_pairs([("DATABASE_POOL_MAX", bad)])).unwrap_err();
+            assert!(err.to_string().contains("DATABASE_POOL_MAX"), "{err}");
+        }
+    }
+
+    #[test]
+    fn reply_limit_must_fit_in_task_slots() {
+        let err = Config::from_env(&Env::from_pairs([
+            ("TASK_CONCURRENCY", "2"),
+            ("REPLY_CONCURRENCY", "3"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("REPLY_CONCURRENCY=3"), "{err}");
+    }
+
+    #[test]
+    fn database_url_must_be_postgres_and_is_redacted() {
+        let err = Config::from_env(&Env::from_pairs([(
+            "DATABASE_URL",
+            "mysql://u:secret@h/db",
+        )]))
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("DATABASE_URL") && !msg.contains("secret"),
+            "{msg}"
+        );
+        assert_eq!(
+            redact_url("postgres://u:pw@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+    }
+
+    #[test]
+    fn worker_budget_is_24() {
+        let c = Config::from_env(&Env::from_pairs([("NODE_TYPE", "worker")])).expect("valid");
+        assert_eq!(c.connection_budget(), 24);
+        let w = Config::from_env(&Env::from_pairs([
+            ("NODE_TYPE", "web"),
+            ("DATABASE_POOL_MAX", "7"),
+        ]))
+        .expect("valid");
+        assert_eq!(w.connection_budget(), 7);
+    }
+}

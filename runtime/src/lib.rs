@@ -1,0 +1,27 @@
+//! The Hollo workload runtime: one binary, three roles (`NODE_TYPE`), a PostgreSQL-backed
+//! activity queue and task queue, and the HTTP endpoints that feed them.
+
+pub mod config;
+pub mod db;
+pub mod logging;
+pub mod metrics;
+pub mod node;
+pub mod queue;
+pub mod shutdown;
+pub mod tasks;
+pub mod web;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `hollo version --json` and `GET /api/version` (R-ROLE-6).
+pub fn version_json(database_schema: Option<i64>) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "version": VERSION,
+        "schemaVersion": db::expected_schema_version(),
+        "taskDefinitionVersion": tasks::TASK_DEFINITION_VERSION,
+    });
+    if let Some(s) = database_schema {
+        v["databaseSchemaVersion"] = serde_json::json!(s);
+    }
+    v
+}

@@ -1,0 +1,119 @@
+//! Prometheus metrics (text exposition on `/metrics`), per queue and task kind.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub queue: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub queue: String,
+    pub state: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms … ~65 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub enqueued: Family<KindLabels, Counter>,
+    pub started: Family<KindLabels, Counter>,
+    pub succeeded: Family<KindLabels, Counter>,
+    pub failed: Family<KindLabels, Counter>,
+    pub retried: Family<KindLabels, Counter>,
+    pub in_flight: Family<KindLabels, Gauge<i64, AtomicI64>>,
+    pub depth: Family<QueueLabels, Gauge<i64, AtomicI64>>,
+    pub latency: Family<KindLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Self> {
+        let mut registry = Registry::with_prefix("hollo");
+        let enqueued = Family::<KindLabels, Counter>::default();
+        let started = Family::<KindLabels, Counter>::default();
+        let succeeded = Family::<KindLabels, Counter>::default();
+        let failed = Family::<KindLabels, Counter>::default();
+        let retried = Family::<KindLabels, Counter>::default();
+        let in_flight = Family::<KindLabels, Gauge<i64, AtomicI64>>::default();
+        let depth = Family::<QueueLabels, Gauge<i64, AtomicI64>>::default();
+        let latency = Family::<KindLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "queue_enqueued",
+            "Messages enqueued by this process",
+            enqueued.clone(),
+        );
+        registry.register("queue_started", "Handler runs started", started.clone());
+        registry.register(
+            "queue_succeeded",
+            "Handler runs that succeeded",
+            succeeded.clone(),
+        );
+        registry.register(
+            "queue_failed",
+            "Messages that failed for good (retry policy exhausted or permanent error)",
+            failed.clone(),
+        );
+        registry.register(
+            "queue_retried",
+            "Recorded failures scheduled for another run",
+            retried.clone(),
+        );
+        registry.register(
+            "queue_in_flight",
+            "Messages running in this process",
+            in_flight.clone(),
+        );
+        registry.register(
+            "queue_depth",
+            "Stored messages by state (sampled)",
+            depth.clone(),
+        );
+        registry.register(
+            "queue_enqueue_to_start_seconds",
+            "Time from a message becoming due to its handler starting",
+            latency.clone(),
+        );
+        Arc::new(Metrics {
+            registry,
+            enqueued,
+            started,
+            succeeded,
+            failed,
+            retried,
+            in_flight,
+            depth,
+            latency,
+        })
+    }
+
+    pub fn labels(queue: &str, kind: &str) -> KindLabels {
+        KindLabels {
+            queue: queue.to_string(),
+            kind: kind.to_string(),
+        }
+    }
+
+    /// Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

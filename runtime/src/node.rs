@@ -1,0 +1,288 @@
+//! A running node: role gate, pools, heartbeat row, consumers, HTTP, and the drain on SIGTERM.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use sqlx::PgPool;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::config::{Config, Role};
+use crate::db;
+use crate::metrics::Metrics;
+use crate::queue::consumer::{Consumer, InFlight};
+use crate::queue::{QueueName, Registry, listener};
+use crate::shutdown::Shutdown;
+use crate::tasks::{self, TASK_DEFINITION_VERSION};
+use crate::web::{self, AppState};
+
+/// The exact line a worker logs once it consumes (R-ROLE-3); tests and operators grep for it.
+pub const WORKER_STARTED: &str = "Worker started (Fedify activity/task queues + Job recovery)";
+
+/// R-ROLE-2: a consumer subsystem refuses to start in a role that must not run it, instead of
+/// silently double-consuming or, worse, consuming on a web node sized for HTTP.
+pub fn assert_may_consume(role: Role, subsystem: &str) -> Result<()> {
+    if !role.consumes() {
+        bail!(
+            "{subsystem} must not run on a {role} node (NODE_TYPE={role}); run it with NODE_TYPE=worker or all"
+        );
+    }
+    Ok(())
+}
+
+/// `hollo serve`.
+pub async fn serve(config: Config) -> Result<()> {
+    let shutdown = Shutdown::new();
+    shutdown
+        .install(config.drain)
+        .context("installing signal handlers")?;
+
+    let (urls, local_pg) = db::resolve_urls(&config.db).await?;
+    let pool_max = if config.role.consumes() {
+        config.db.worker_pool_max
+    } else {
+        config.db.web_pool_max
+    };
+    let pool = db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await?;
+    if local_pg.is_some() {
+        // The local default is for trying things out: keep it one command.
+        let v = db::migrate(&pool).await?;
+        tracing::info!(schema_version = v, "local database migrated");
+    }
+    db::check_schema(&pool).await?;
+    tracing::info!(
+        role = %config.role, pool = pool_max,
+        item_locks = if config.role.consumes() { config.db.item_lock_pool_size } else { 0 },
+        budget = config.connection_budget(),
+        "database connection budget for this process (R-DB-2)"
+    );
+
+    let node_id = Uuid::new_v4();
+    let metrics = Metrics::new();
+    let in_flight = InFlight::default();
+    register_node(&pool, node_id, &config).await?;
+    let heartbeat_stop = tokio_util::sync::CancellationToken::new();
+    let heartbeat = tokio::spawn(heartbeat_loop(
+        pool.clone(),
+        node_id,
+        config.heartbeat_interval,
+        in_flight.clone(),
+        heartbeat_stop.clone(),
+    ));
+
+    let mut consumers = Vec::new();
+    let listener_stop = tokio_util::sync::CancellationToken::new();
+    let mut listener_task = None;
+    if config.role.consumes() {
+        let registry = tasks::registry(&config.queue);
+        let item_locks = db::connect_pool(
+            &urls.url,
+            config.db.item_lock_pool_size,
+            "item-locks",
+            &shutdown.stop,
+        )
+        .await?;
+        let (handles, listen) = start_consumers(
+            &config,
+            &urls,
+            &pool,
+            item_locks,
+            node_id,
+            &metrics,
+            &registry,
+            &shutdown,
+            &in_flight,
+            &listener_stop,
+        )?;
+        consumers = handles;
+        listener_task = Some(listen);
+        tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
+    }
+
+    let accepting = Arc::new(AtomicBool::new(true));
+    let state = AppState {
+        pool: pool.clone(),
+        metrics: metrics.clone(),
+        role: config.role,
+        admin_token: config.admin_token.clone(),
+        accepting: accepting.clone(),
+    };
+    let (app, port) = if config.role.serves_http() {
+        (web::router(state), config.port)
+    } else {
+        (web::health_router(state), config.health_port)
+    };
+    let listener = tokio::net::TcpListener::bind((config.bind.as_str(), port))
+        .await
+        .with_context(|| format!("binding {}:{port}", config.bind))?;
+    if config.role.serves_http() {
+        tracing::info!(address = %listener.local_addr()?, role = %config.role, "listening for HTTP");
+    } else {
+        tracing::info!(address = %listener.local_addr()?, "health server listening (/healthz, /readyz, /metrics)");
+    }
+    // HTTP stops after the pre-stop delay so load balancers drop the node first (R-SHUT-3),
+    // then finishes in-flight requests; the drain deadline bounds it.
+    let http_stop = {
+        let stop = shutdown.stop.clone();
+        let abort = shutdown.abort.clone();
+        let accepting = accepting.clone();
+        let prestop = if config.role.serves_http() {
+            config.prestop
+        } else {
+            Duration::ZERO
+        };
+        async move {
+            stop.cancelled().await;
+            accepting.store(false, Ordering::SeqCst);
+            tokio::select! { _ = tokio::time::sleep(prestop) => {}, _ = abort.cancelled() => {} }
+        }
+    };
+    let abort = shutdown.abort.clone();
+    let server = axum::serve(listener, app).with_graceful_shutdown(http_stop);
+    tokio::select! {
+        r = server => r.context("HTTP server")?,
+        _ = async { abort.cancelled().await; tokio::time::sleep(Duration::from_secs(1)).await } => {
+            tracing::warn!("drain window over with HTTP requests still open");
+        }
+    }
+
+    for c in consumers {
+        let _ = c.await;
+    }
+    listener_stop.cancel();
+    if let Some(l) = listener_task {
+        let _ = l.await;
+    }
+    heartbeat_stop.cancel();
+    let _ = heartbeat.await;
+    let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")
+        .bind(node_id)
+        .execute(&pool)
+        .await;
+    pool.close().await;
+    if let Some(pg) = local_pg {
+        let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start_consumers(
+    config: &Config,
+    urls: &db::Urls,
+    pool: &PgPool,
+    item_locks: PgPool,
+    node_id: Uuid,
+    metrics: &Arc<Metrics>,
+    registry: &Registry,
+    shutdown: &Shutdown,
+    in_flight: &InFlight,
+    listener_stop: &tokio_util::sync::CancellationToken,
+) -> Result<(
+    Vec<tokio::task::JoinHandle<()>>,
+    tokio::task::JoinHandle<()>,
+)> {
+    assert_may_consume(config.role, "the activity and task queue consumers")?;
+    let mut wakes = HashMap::new();
+    let mut handles = Vec::new();
+    for queue in QueueName::ALL {
+        let limit = match queue {
+            QueueName::Activity => config.queue.activity_concurrency,
+            QueueName::Task => config.queue.task_concurrency,
+        };
+        let wake = Arc::new(Notify::new());
+        wakes.insert(queue, wake.clone());
+        let consumer = Consumer {
+            queue,
+            limit,
+            registry: registry.clone(),
+            pool: pool.clone(),
+            item_locks: Some(item_locks.clone()),
+            node: node_id,
+            lease: config.queue.lease,
+            poll: config.queue.poll_interval,
+            metrics: metrics.clone(),
+        };
+        handles.push(tokio::spawn(consumer.run(
+            wake,
+            shutdown.stop.clone(),
+            shutdown.abort.clone(),
+            in_flight.clone(),
+        )));
+    }
+    let source = match &config.db.direct_url {
+        Some(_) => listener::Source::Direct(urls.direct.clone()),
+        None => listener::Source::Pool(pool.clone()),
+    };
+    let listen = tokio::spawn(listener::run(source, wakes, listener_stop.clone()));
+    Ok((handles, listen))
+}
+
+async fn register_node(pool: &PgPool, node_id: Uuid, config: &Config) -> Result<()> {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    sqlx::query(
+        "INSERT INTO hollo_node (node_id, role, version, task_definition_version, environment, hostname, pid)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(node_id)
+    .bind(config.role.as_str())
+    .bind(crate::VERSION)
+    .bind(TASK_DEFINITION_VERSION)
+    .bind(&config.environment)
+    .bind(hostname)
+    .bind(std::process::id() as i32)
+    .execute(pool)
+    .await
+    .context("registering this node")?;
+    // Old rows of long-gone nodes are of no use to anyone.
+    let _ = sqlx::query("DELETE FROM hollo_node WHERE last_seen < now() - interval '7 days'")
+        .execute(pool)
+        .await;
+    Ok(())
+}
+
+/// R-ROLE-4: refresh `last_seen` and the in-flight counts. A failed write is logged and retried
+/// on the next beat; the node keeps working through a database blip.
+async fn heartbeat_loop(
+    pool: PgPool,
+    node_id: Uuid,
+    every: Duration,
+    in_flight: InFlight,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(every) => {} }
+        let counts = serde_json::to_value(in_flight.snapshot()).unwrap_or_default();
+        if let Err(e) = sqlx::query(
+            "UPDATE hollo_node SET last_seen = now(), in_flight = $2 WHERE node_id = $1",
+        )
+        .bind(node_id)
+        .bind(counts)
+        .execute(&pool)
+        .await
+        {
+            tracing::warn!(error = %e, "heartbeat failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_web_node_refuses_to_start_consumers() {
+        let err = assert_may_consume(Role::Web, "the task queue consumer")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("must not run on a web node"), "{err}");
+        assert!(assert_may_consume(Role::Worker, "x").is_ok());
+        assert!(assert_may_consume(Role::All, "x").is_ok());
+    }
+}

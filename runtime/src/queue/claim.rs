@@ -1,0 +1,147 @@
+//! Claiming with a lease, renewing leases, and handing messages back.
+//!
+//! A claim does not delete: it moves the row's `due` (and `delay`, so `created + delay` keeps
+//! meaning "due") to the end of the lease and records the owner and a fencing token. If the
+//! owner dies, the row simply becomes due again when the lease ends (R-Q-2); if it lives, one
+//! statement per queue renews every lease it holds.
+
+use sqlx::AssertSqlSafe;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::message::{Claimed, QueueName};
+
+/// One branch of a claim: up to `limit` due messages of these kinds.
+#[derive(Clone, Debug)]
+pub struct ClaimBranch {
+    pub kinds: Vec<String>,
+    pub limit: usize,
+}
+
+/// Claims up to `total` due messages in one statement, at most `branch.limit` from each branch
+/// (lanes with a sub-limit get their own branch). Only *ready* rows are considered, so delayed
+/// messages never take a slot (R-Q-3), and only kinds this process can run.
+pub async fn claim(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    lease: Duration,
+    total: usize,
+    branches: &[ClaimBranch],
+) -> Result<Vec<Claimed>, sqlx::Error> {
+    let branches: Vec<&ClaimBranch> = branches
+        .iter()
+        .filter(|b| b.limit > 0 && !b.kinds.is_empty())
+        .collect();
+    if total == 0 || branches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let t = queue.table();
+    // Parameters: $1 total, $2 node, $3 lease seconds, then (kinds, limit) per branch.
+    let mut parts = Vec::with_capacity(branches.len());
+    for i in 0..branches.len() {
+        let kinds = 4 + 2 * i;
+        let limit = kinds + 1;
+        parts.push(format!(
+            "(SELECT id, due FROM {t} WHERE due <= now() AND kind = ANY(${kinds}::text[])
+              ORDER BY due LIMIT ${limit} FOR UPDATE SKIP LOCKED)"
+        ));
+    }
+    let sql = format!(
+        "WITH cand AS ({}), pick AS (SELECT id FROM cand ORDER BY due LIMIT $1)
+         UPDATE {t} m
+            SET lease_owner = $2, claims = m.claims + 1,
+                due = now() + $3 * interval '1 second',
+                delay = (now() + $3 * interval '1 second') - m.created
+           FROM pick WHERE m.id = pick.id
+         RETURNING m.id, m.kind, m.message -> 'data', m.attempts, m.claims, m.created, m.ready_at",
+        parts.join(" UNION ALL ")
+    );
+    let mut q = sqlx::query_as::<
+        _,
+        (
+            Uuid,
+            String,
+            Option<serde_json::Value>,
+            i32,
+            i32,
+            DateTime<Utc>,
+            DateTime<Utc>,
+        ),
+    >(AssertSqlSafe(sql))
+    .bind(total as i64)
+    .bind(node)
+    .bind(lease.as_secs_f64());
+    for b in &branches {
+        q = q.bind(&b.kinds).bind(b.limit.min(total) as i64);
+    }
+    let rows = q.fetch_all(pool).await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(id, kind, data, attempts, claims, created, ready_at)| Claimed {
+                id,
+                queue,
+                kind,
+                data: data.unwrap_or(serde_json::Value::Null),
+                attempts,
+                claims,
+                created,
+                ready_at,
+            },
+        )
+        .collect())
+}
+
+/// Extends the lease of every listed message this node still owns, in one statement. Returns
+/// how many leases were extended (fewer than asked means some were lost to expiry).
+pub async fn renew(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    lease: Duration,
+    ids: &[Uuid],
+) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let sql = format!(
+        "UPDATE {} SET due = now() + $3 * interval '1 second', delay = (now() + $3 * interval '1 second') - created
+          WHERE lease_owner = $1 AND id = ANY($2)",
+        queue.table()
+    );
+    Ok(sqlx::query(AssertSqlSafe(sql))
+        .bind(node)
+        .bind(ids)
+        .bind(lease.as_secs_f64())
+        .execute(pool)
+        .await?
+        .rows_affected())
+}
+
+/// Hands messages back at once without recording a failure (drain deadline passed): another
+/// worker may claim them immediately instead of waiting for the lease to end.
+pub async fn release(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    ids: &[Uuid],
+) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let sql = format!(
+        "UPDATE {} SET lease_owner = NULL, due = now(), delay = now() - created, ready_at = now()
+          WHERE lease_owner = $1 AND id = ANY($2)",
+        queue.table()
+    );
+    Ok(sqlx::query(AssertSqlSafe(sql))
+        .bind(node)
+        .bind(ids)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}

@@ -1,0 +1,158 @@
+//! Finishing messages: batched completion, retry scheduling and giving up.
+//!
+//! Completions are grouped for a few milliseconds into one `DELETE`; until that commits the row
+//! stays leased by us (and its lease keeps being renewed), so a crash in between only means
+//! the message runs again (at-least-once), never that it is lost.
+
+use sqlx::AssertSqlSafe;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::message::{Claimed, QueueName};
+
+/// Ids a node holds leases on: running, or finished and waiting for their batched delete.
+pub type Held = Arc<Mutex<HashSet<Uuid>>>;
+
+const BATCH_WINDOW: Duration = Duration::from_millis(2);
+const BATCH_MAX: usize = 1000;
+
+/// Handle to a queue's completion batcher.
+#[derive(Clone)]
+pub struct Completer {
+    tx: mpsc::UnboundedSender<(Uuid, i32)>,
+}
+
+impl Completer {
+    /// Starts the batcher; it ends once every `Completer` clone is dropped and the backlog is
+    /// written.
+    pub fn start(
+        pool: PgPool,
+        queue: QueueName,
+        node: Uuid,
+        held: Held,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(pool, queue, node, held, rx));
+        (Completer { tx }, task)
+    }
+
+    pub fn complete(&self, msg: &Claimed) {
+        // The batcher only stops after every sender is gone, so this cannot fail while we hold one.
+        let _ = self.tx.send((msg.id, msg.claims));
+    }
+}
+
+async fn run(
+    pool: PgPool,
+    queue: QueueName,
+    node: Uuid,
+    held: Held,
+    mut rx: mpsc::UnboundedReceiver<(Uuid, i32)>,
+) {
+    let sql = format!(
+        "DELETE FROM {} m USING unnest($1::uuid[], $2::int[]) AS d(id, claims)
+          WHERE m.id = d.id AND m.claims = d.claims AND m.lease_owner = $3",
+        queue.table()
+    );
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
+        while batch.len() < BATCH_MAX {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(item)) => batch.push(item),
+                _ => break,
+            }
+        }
+        let ids: Vec<Uuid> = batch.iter().map(|b| b.0).collect();
+        let claims: Vec<i32> = batch.iter().map(|b| b.1).collect();
+        let mut delay = Duration::from_millis(100);
+        for attempt in 1..=5 {
+            match sqlx::query(AssertSqlSafe(sql.clone()))
+                .bind(&ids)
+                .bind(&claims)
+                .bind(node)
+                .execute(&pool)
+                .await
+            {
+                Ok(_) => break,
+                Err(e) if attempt < 5 => {
+                    tracing::warn!(queue = queue.as_str(), error = %e, "completion batch failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(e) => {
+                    // The rows stay leased and run again after the lease ends: at-least-once.
+                    tracing::error!(queue = queue.as_str(), error = %e, count = ids.len(),
+                        "could not record completions; these messages will run again");
+                }
+            }
+        }
+        if let Ok(mut h) = held.lock() {
+            for id in &ids {
+                h.remove(id);
+            }
+        }
+    }
+}
+
+/// Records a failure and schedules the next run `delay` from now, fenced on the claim.
+pub async fn retry_later(
+    pool: &PgPool,
+    msg: &Claimed,
+    node: Uuid,
+    delay: Duration,
+    error: &str,
+) -> Result<bool, sqlx::Error> {
+    let sql = format!(
+        "UPDATE {} SET attempts = attempts + 1, lease_owner = NULL,
+                due = now() + $4 * interval '1 second', delay = (now() + $4 * interval '1 second') - created,
+                ready_at = now() + $4 * interval '1 second',
+                message = jsonb_set(message, '{{lastError}}', to_jsonb($5::text))
+          WHERE id = $1 AND claims = $2 AND lease_owner = $3",
+        msg.queue.table()
+    );
+    let n = sqlx::query(AssertSqlSafe(sql))
+        .bind(msg.id)
+        .bind(msg.claims)
+        .bind(node)
+        .bind(delay.as_secs_f64())
+        .bind(error)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}
+
+/// Gives up on a message: moves it to `hollo_failed_message` in one statement, fenced.
+pub async fn fail(
+    pool: &PgPool,
+    msg: &Claimed,
+    node: Uuid,
+    error: &str,
+) -> Result<bool, sqlx::Error> {
+    let sql = format!(
+        "WITH gone AS (
+            DELETE FROM {} WHERE id = $1 AND claims = $2 AND lease_owner = $3
+            RETURNING id, kind, message, attempts, created
+         )
+         INSERT INTO hollo_failed_message (id, queue, kind, message, attempts, error, created)
+         SELECT id, $4, kind, message, attempts + 1, $5, created FROM gone
+         ON CONFLICT (id) DO UPDATE SET attempts = EXCLUDED.attempts, error = EXCLUDED.error, failed_at = now()",
+        msg.queue.table()
+    );
+    let n = sqlx::query(AssertSqlSafe(sql))
+        .bind(msg.id)
+        .bind(msg.claims)
+        .bind(node)
+        .bind(msg.queue.as_str())
+        .bind(error)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}

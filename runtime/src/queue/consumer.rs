@@ -1,0 +1,336 @@
+//! One queue's consumer loop: claim into free slots, run handlers, finish them, drain on stop.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::claim::{self, ClaimBranch};
+use super::complete::{self, Completer, Held};
+use super::message::{Claimed, QueueName};
+use super::registry::{JobContext, Registry, TaskError};
+use crate::metrics::Metrics;
+
+/// Everything a consumer needs; built by the node for each queue.
+#[derive(Clone)]
+pub struct Consumer {
+    pub queue: QueueName,
+    pub limit: usize,
+    pub registry: Registry,
+    pub pool: PgPool,
+    pub item_locks: Option<PgPool>,
+    pub node: Uuid,
+    pub lease: Duration,
+    pub poll: Duration,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Counts of what a consumer is running, shared with the heartbeat.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<Mutex<HashMap<String, usize>>>);
+
+impl InFlight {
+    fn add(&self, kind: &str, delta: isize) {
+        if let Ok(mut m) = self.0.lock() {
+            let e = m.entry(kind.to_string()).or_default();
+            *e = e.saturating_add_signed(delta);
+            if *e == 0 {
+                m.remove(kind);
+            }
+        }
+    }
+    pub fn snapshot(&self) -> HashMap<String, usize> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+/// Random fraction for retry jitter, without another dependency.
+fn unit_random() -> f64 {
+    (Uuid::new_v4().as_u128() >> 75) as f64 / (1u128 << 53) as f64
+}
+
+impl Consumer {
+    /// Runs until `stop` fires (stop claiming at once, R-SHUT-1), then waits for running
+    /// handlers until `abort` fires; whatever still runs then is handed back without a
+    /// recorded failure (R-SHUT-2).
+    pub async fn run(
+        self,
+        wake: Arc<Notify>,
+        stop: CancellationToken,
+        abort: CancellationToken,
+        in_flight: InFlight,
+    ) {
+        let held: Held = Default::default();
+        let (completer, completer_task) =
+            Completer::start(self.pool.clone(), self.queue, self.node, held.clone());
+        let renewal_stop = CancellationToken::new();
+        let renewal = tokio::spawn(renew_loop(self.clone(), held.clone(), renewal_stop.clone()));
+
+        let lanes = self.registry.lanes_of(self.queue);
+        let free_kinds: Vec<String> = self
+            .registry
+            .kinds_of(self.queue)
+            .filter(|k| k.lane.is_none())
+            .map(|k| k.name.to_string())
+            .collect();
+        let lane_kinds: HashMap<&'static str, Vec<String>> = lanes
+            .iter()
+            .map(|l| {
+                (
+                    l.name,
+                    self.registry
+                        .kinds_of(self.queue)
+                        .filter(|k| k.lane == Some(l.name))
+                        .map(|k| k.name.to_string())
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut lane_busy: HashMap<&'static str, usize> = HashMap::new();
+        let mut running: JoinSet<()> = JoinSet::new();
+        let mut running_ids: HashMap<tokio::task::Id, (Uuid, Option<&'static str>, String)> =
+            HashMap::new();
+        let mut more = true;
+        let mut backoff = Duration::from_millis(100);
+
+        while !stop.is_cancelled() {
+            let free = self.limit.saturating_sub(running.len());
+            if more && free > 0 {
+                let mut branches = vec![ClaimBranch {
+                    kinds: free_kinds.clone(),
+                    limit: free,
+                }];
+                for lane in &lanes {
+                    let room = lane
+                        .limit
+                        .saturating_sub(lane_busy.get(lane.name).copied().unwrap_or(0));
+                    branches.push(ClaimBranch {
+                        kinds: lane_kinds.get(lane.name).cloned().unwrap_or_default(),
+                        limit: room,
+                    });
+                }
+                match claim::claim(
+                    &self.pool, self.queue, self.node, self.lease, free, &branches,
+                )
+                .await
+                {
+                    Ok(claimed) => {
+                        backoff = Duration::from_millis(100);
+                        more = claimed.len() == free;
+                        if let Ok(mut h) = held.lock() {
+                            h.extend(claimed.iter().map(|m| m.id));
+                        }
+                        for msg in claimed {
+                            let lane = self.registry.get(&msg.kind).and_then(|k| k.lane);
+                            if let Some(l) = lane {
+                                *lane_busy.entry(l).or_default() += 1;
+                            }
+                            in_flight.add(&msg.kind, 1);
+                            let (id, kind) = (msg.id, msg.kind.clone());
+                            let handle = running.spawn(self.clone().execute(
+                                msg,
+                                completer.clone(),
+                                held.clone(),
+                                abort.clone(),
+                            ));
+                            running_ids.insert(handle.id(), (id, lane, kind));
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(queue = self.queue.as_str(), error = %e, "claim failed; retrying");
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = tokio::time::sleep(backoff) => {}
+                        }
+                        backoff = (backoff * 2).min(self.poll);
+                        continue;
+                    }
+                }
+            }
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = wake.notified() => more = true,
+                _ = tokio::time::sleep(self.poll) => more = true,
+                Some(done) = running.join_next_with_id(), if !running.is_empty() => {
+                    let was_full = running.len() + 1 >= self.limit;
+                    let id = match &done { Ok((id, _)) => *id, Err(e) => e.id() };
+                    if let Some((_, lane, kind)) = running_ids.remove(&id) {
+                        if let Some(l) = lane {
+                            lane_busy.entry(l).and_modify(|n| *n = n.saturating_sub(1));
+                            // A freed lane slot may unblock lane work even if the queue looked empty.
+                            more = true;
+                        }
+                        in_flight.add(&kind, -1);
+                    }
+                    if was_full {
+                        more = true;
+                    }
+                }
+            }
+        }
+
+        // Draining: no new claims; wait for running handlers within the window.
+        let running_count = running.len();
+        if running_count > 0 {
+            tracing::info!(
+                queue = self.queue.as_str(),
+                running = running_count,
+                "draining in-flight messages"
+            );
+        }
+        loop {
+            tokio::select! {
+                done = running.join_next_with_id() => match done {
+                    None => break,
+                    Some(done) => {
+                        let id = match &done { Ok((id, _)) => *id, Err(e) => e.id() };
+                        if let Some((_, _, kind)) = running_ids.remove(&id) {
+                            in_flight.add(&kind, -1);
+                        }
+                    }
+                },
+                _ = abort.cancelled() => {
+                    running.abort_all();
+                    while running.join_next().await.is_some() {}
+                    let cut: Vec<Uuid> = running_ids.drain().map(|(_, (msg, _, kind))| { in_flight.add(&kind, -1); msg }).collect();
+                    if !cut.is_empty() {
+                        match claim::release(&self.pool, self.queue, self.node, &cut).await {
+                            Ok(n) => tracing::warn!(queue = self.queue.as_str(), released = n, "drain window over: handed unfinished messages back"),
+                            Err(e) => tracing::warn!(queue = self.queue.as_str(), error = %e, "drain window over; unfinished messages return when their lease ends"),
+                        }
+                        if let Ok(mut h) = held.lock() {
+                            for id in &cut {
+                                h.remove(id);
+                            }
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        drop(completer);
+        let _ = completer_task.await;
+        renewal_stop.cancel();
+        let _ = renewal.await;
+    }
+
+    /// Runs one message's handler under its time limit and records the outcome.
+    async fn execute(
+        self,
+        msg: Claimed,
+        completer: Completer,
+        held: Held,
+        abort: CancellationToken,
+    ) {
+        let Some(kind) = self.registry.get(&msg.kind).cloned() else {
+            // Claims only ask for registered kinds, so this is a bug: hand it back untouched.
+            let _ = claim::release(&self.pool, self.queue, self.node, &[msg.id]).await;
+            return;
+        };
+        let labels = Metrics::labels(self.queue.as_str(), &msg.kind);
+        self.metrics.started.get_or_create(&labels).inc();
+        self.metrics.in_flight.get_or_create(&labels).inc();
+        let waited = (chrono::Utc::now() - msg.ready_at)
+            .to_std()
+            .unwrap_or_default();
+        self.metrics
+            .latency
+            .get_or_create(&labels)
+            .observe(waited.as_secs_f64());
+
+        let ctx = JobContext::new(
+            msg.clone(),
+            self.pool.clone(),
+            self.item_locks.clone(),
+            self.node,
+            abort,
+        );
+        let outcome = match tokio::time::timeout(kind.timeout, (kind.handler)(ctx.clone())).await {
+            Ok(r) => r,
+            Err(_) => Err(TaskError::Transient(format!(
+                "timed out after {} s",
+                kind.timeout.as_secs()
+            ))),
+        };
+        self.metrics.in_flight.get_or_create(&labels).dec();
+        let finish = match outcome {
+            Ok(()) => {
+                self.metrics.succeeded.get_or_create(&labels).inc();
+                if ctx.completed_in_tx() {
+                    forget(&held, msg.id);
+                } else {
+                    completer.complete(&msg);
+                }
+                return;
+            }
+            Err(TaskError::Permanent(e)) => {
+                tracing::warn!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, error = %e, "message failed permanently");
+                self.metrics.failed.get_or_create(&labels).inc();
+                complete::fail(&self.pool, &msg, self.node, &e).await
+            }
+            Err(TaskError::Transient(e)) => {
+                let failures = (msg.attempts + 1).max(1) as u32;
+                match kind.retry.next_delay(failures, unit_random()) {
+                    Some(delay) => {
+                        tracing::info!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, attempt = failures,
+                            retry_in_ms = delay.as_millis() as u64, error = %e, "message failed; will retry");
+                        self.metrics.retried.get_or_create(&labels).inc();
+                        complete::retry_later(&self.pool, &msg, self.node, delay, &e).await
+                    }
+                    None => {
+                        tracing::warn!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, attempts = failures, error = %e,
+                            "message failed; retry policy exhausted");
+                        self.metrics.failed.get_or_create(&labels).inc();
+                        complete::fail(&self.pool, &msg, self.node, &e).await
+                    }
+                }
+            }
+        };
+        if let Err(e) = finish {
+            // The lease ends and the message runs again; the failure just went unrecorded.
+            tracing::warn!(queue = self.queue.as_str(), id = %msg.id, error = %e, "could not record the outcome");
+        }
+        forget(&held, msg.id);
+    }
+}
+
+fn forget(held: &Held, id: Uuid) {
+    if let Ok(mut h) = held.lock() {
+        h.remove(&id);
+    }
+}
+
+/// Renews every lease this consumer holds, a third of a lease apart, one statement each time.
+async fn renew_loop(c: Consumer, held: Held, stop: CancellationToken) {
+    let every = c.lease / 3;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let ids: Vec<Uuid> = held
+            .lock()
+            .map(|h| h.iter().copied().collect())
+            .unwrap_or_default();
+        if ids.is_empty() {
+            continue;
+        }
+        match claim::renew(&c.pool, c.queue, c.node, c.lease, &ids).await {
+            Ok(n) if (n as usize) < ids.len() => {
+                tracing::debug!(
+                    queue = c.queue.as_str(),
+                    held = ids.len(),
+                    renewed = n,
+                    "some leases were already finished or lost"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(queue = c.queue.as_str(), error = %e, "lease renewal failed"),
+        }
+    }
+}

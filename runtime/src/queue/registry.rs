@@ -1,0 +1,230 @@
+//! The typed task registry: each kind has a name (`hollo.<kind>.v1`), a queue, a payload type,
+//! a handler, a retry policy, a time limit and optionally a *lane* (a sub-limit inside the
+//! queue's slots, e.g. at most 2 reply collections of the 4 task slots).
+
+use sqlx::AssertSqlSafe;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use sqlx::{PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::message::{Claimed, QueueName};
+use super::retry::RetryPolicy;
+
+/// Why a run did not succeed. Both are *recorded* failures; a process exit never produces one.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// Worth retrying under the kind's policy.
+    #[error("{0}")]
+    Transient(String),
+    /// Retrying cannot help (bad payload, 4xx from a remote): fail at once.
+    #[error("{0}")]
+    Permanent(String),
+}
+
+impl TaskError {
+    pub fn transient(e: impl std::fmt::Display) -> Self {
+        TaskError::Transient(e.to_string())
+    }
+}
+
+impl From<sqlx::Error> for TaskError {
+    fn from(e: sqlx::Error) -> Self {
+        TaskError::Transient(format!("database: {e}"))
+    }
+}
+
+impl From<anyhow::Error> for TaskError {
+    fn from(e: anyhow::Error) -> Self {
+        TaskError::Transient(format!("{e:#}"))
+    }
+}
+
+/// What a handler gets: the message, the pools and the means to complete the message inside
+/// its own transaction (so a database effect and the message's removal commit together).
+#[derive(Clone)]
+pub struct JobContext {
+    pub msg: Claimed,
+    pub pool: PgPool,
+    /// Connections reserved for item locks (R-DB-1); `None` on nodes that do not consume.
+    pub item_locks: Option<PgPool>,
+    pub node_id: Uuid,
+    /// Fires when the node is shutting down and the drain window has run out.
+    pub cancel: CancellationToken,
+    completed: Arc<AtomicBool>,
+}
+
+impl JobContext {
+    pub(crate) fn new(
+        msg: Claimed,
+        pool: PgPool,
+        item_locks: Option<PgPool>,
+        node_id: Uuid,
+        cancel: CancellationToken,
+    ) -> Self {
+        JobContext {
+            msg,
+            pool,
+            item_locks,
+            node_id,
+            cancel,
+            completed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Deletes the message inside the caller's transaction, fenced on this claim. Returns
+    /// `false` when the lease was lost (another worker owns the message now): the caller must
+    /// roll back instead of committing its effects.
+    pub async fn complete_in(&self, conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
+        let sql = format!(
+            "DELETE FROM {} WHERE id = $1 AND claims = $2 AND lease_owner = $3",
+            self.msg.queue.table()
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(self.msg.id)
+            .bind(self.msg.claims)
+            .bind(self.node_id)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+            == 1;
+        if done {
+            self.completed.store(true, Ordering::SeqCst);
+        }
+        Ok(done)
+    }
+
+    pub(crate) fn completed_in_tx(&self) -> bool {
+        self.completed.load(Ordering::SeqCst)
+    }
+}
+
+pub type HandlerFn =
+    Arc<dyn Fn(JobContext) -> BoxFuture<'static, Result<(), TaskError>> + Send + Sync>;
+
+#[derive(Clone)]
+pub struct TaskKind {
+    pub name: &'static str,
+    pub queue: QueueName,
+    pub retry: RetryPolicy,
+    pub timeout: Duration,
+    pub lane: Option<&'static str>,
+    pub handler: HandlerFn,
+}
+
+/// A sub-limit inside one queue's slots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lane {
+    pub name: &'static str,
+    pub queue: QueueName,
+    pub limit: usize,
+}
+
+#[derive(Clone, Default)]
+pub struct Registry {
+    kinds: BTreeMap<&'static str, TaskKind>,
+    lanes: Vec<Lane>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn lane(mut self, name: &'static str, queue: QueueName, limit: usize) -> Self {
+        self.lanes.retain(|l| l.name != name);
+        self.lanes.push(Lane { name, queue, limit });
+        self
+    }
+
+    /// Registers a kind whose payload is `P`. A payload that does not parse is a permanent
+    /// failure: no retry can fix it.
+    pub fn register<P, F, Fut>(&mut self, spec: KindSpec, handler: F)
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(JobContext, P) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), TaskError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let name = spec.name;
+        let f: HandlerFn = Arc::new(move |ctx: JobContext| {
+            let handler = handler.clone();
+            Box::pin(async move {
+                let payload: P = serde_json::from_value(ctx.msg.data.clone())
+                    .map_err(|e| TaskError::Permanent(format!("malformed {name} payload: {e}")))?;
+                handler(ctx, payload).await
+            })
+        });
+        self.kinds.insert(
+            spec.name,
+            TaskKind {
+                name: spec.name,
+                queue: spec.queue,
+                retry: spec.retry,
+                timeout: spec.timeout,
+                lane: spec.lane,
+                handler: f,
+            },
+        );
+    }
+
+    pub fn get(&self, name: &str) -> Option<&TaskKind> {
+        self.kinds.get(name)
+    }
+
+    pub fn kinds_of(&self, queue: QueueName) -> impl Iterator<Item = &TaskKind> {
+        self.kinds.values().filter(move |k| k.queue == queue)
+    }
+
+    pub fn lanes_of(&self, queue: QueueName) -> Vec<Lane> {
+        self.lanes
+            .iter()
+            .filter(|l| l.queue == queue)
+            .cloned()
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+}
+
+/// Static facts of a kind, separate from its handler.
+#[derive(Clone, Debug)]
+pub struct KindSpec {
+    pub name: &'static str,
+    pub queue: QueueName,
+    pub retry: RetryPolicy,
+    pub timeout: Duration,
+    pub lane: Option<&'static str>,
+}
+
+impl KindSpec {
+    pub fn new(name: &'static str, queue: QueueName) -> Self {
+        KindSpec {
+            name,
+            queue,
+            retry: RetryPolicy::fixed(Duration::from_secs(5), 5),
+            timeout: Duration::from_secs(600),
+            lane: None,
+        }
+    }
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    pub fn lane(mut self, lane: &'static str) -> Self {
+        self.lane = Some(lane);
+        self
+    }
+}

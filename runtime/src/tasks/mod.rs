@@ -1,0 +1,19 @@
+//! Task kinds, one module each. `registry` wires every kind this binary can run.
+
+pub mod probe;
+
+use crate::config::QueueConfig;
+use crate::queue::{QueueName, Registry};
+
+/// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
+/// operator allows a rolling upgrade only between versions that report the same number.
+pub const TASK_DEFINITION_VERSION: i32 = 1;
+
+/// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
+pub const REPLY_LANE: &str = "replies";
+
+pub fn registry(q: &QueueConfig) -> Registry {
+    let mut reg = Registry::new().lane(REPLY_LANE, QueueName::Task, q.reply_concurrency);
+    probe::register(&mut reg);
+    reg
+}

@@ -1,0 +1,218 @@
+//! HTTP: health, metrics, version and admin status on web nodes (`PORT`), and the small health
+//! server of worker nodes (`HEALTH_PORT`). Errors are `{"error": "…"}` with a real status code.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::config::Role;
+use crate::metrics::{Metrics, QueueLabels};
+use crate::queue::{QueueName, stats};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub metrics: Arc<Metrics>,
+    pub role: Role,
+    pub admin_token: Option<String>,
+    /// False once shutdown starts, so load balancers and probes take the node out first.
+    pub accepting: Arc<AtomicBool>,
+}
+
+pub struct ApiError(pub StatusCode, pub String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        tracing::warn!(error = %e, "database error while serving a request");
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database unavailable".into(),
+        )
+    }
+}
+
+/// Health endpoints every node serves.
+fn health_routes() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+}
+
+/// The full router of a web (or `all`) node.
+pub fn router(state: AppState) -> Router {
+    health_routes()
+        .route("/api/version", get(version))
+        .route("/api/admin/status", get(admin_status))
+        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
+        .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
+        .with_state(state)
+}
+
+/// The health server of a worker node.
+pub fn health_router(state: AppState) -> Router {
+    health_routes()
+        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
+        .with_state(state)
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+async fn readyz(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    if !s.accepting.load(Ordering::SeqCst) {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down".into(),
+        ));
+    }
+    let ping = tokio::time::timeout(
+        Duration::from_secs(2),
+        sqlx::query("SELECT 1").execute(&s.pool),
+    )
+    .await;
+    match ping {
+        Ok(Ok(_)) => Ok(Json(json!({ "status": "ready", "role": s.role.as_str() }))),
+        _ => Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database unreachable".into(),
+        )),
+    }
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    // Depth is sampled at scrape time; a slow or absent database only skips the sample.
+    for q in QueueName::ALL {
+        if let Ok(Ok(st)) =
+            tokio::time::timeout(Duration::from_secs(2), stats::queue_stats(&s.pool, q)).await
+        {
+            for (state, v) in [
+                ("queued", st.queued),
+                ("ready", st.ready),
+                ("delayed", st.delayed),
+                ("in_flight", st.in_flight),
+            ] {
+                s.metrics
+                    .depth
+                    .get_or_create(&QueueLabels {
+                        queue: q.as_str().into(),
+                        state: state.into(),
+                    })
+                    .set(v);
+            }
+        }
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.render(),
+    )
+}
+
+async fn version(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let schema = crate::db::schema_version(&s.pool)
+        .await
+        .map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    Ok(Json(crate::version_json(Some(schema))))
+}
+
+/// Constant-time comparison, so the token cannot be guessed byte by byte from timings.
+fn token_matches(given: &str, want: &str) -> bool {
+    let (a, b) = (given.as_bytes(), want.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `Authorization: Bearer $ADMIN_TOKEN`; with no token configured admin endpoints answer 403.
+pub fn require_admin(s: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(want) = s.admin_token.as_deref() else {
+        return Err(ApiError(
+            StatusCode::FORBIDDEN,
+            "admin endpoints are disabled: set ADMIN_TOKEN".into(),
+        ));
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match given {
+        Some(t) if token_matches(t, want) => Ok(()),
+        _ => Err(ApiError(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token".into(),
+        )),
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    node_id: uuid::Uuid,
+    role: String,
+    version: String,
+    task_definition_version: i32,
+    environment: String,
+    hostname: String,
+    pid: i32,
+    started_at: chrono::DateTime<chrono::Utc>,
+    last_seen: chrono::DateTime<chrono::Utc>,
+    stopped_at: Option<chrono::DateTime<chrono::Utc>>,
+    in_flight: serde_json::Value,
+    age: f64,
+}
+
+/// Nodes seen within this window are live; older rows are stale (crashed or stopped).
+const LIVE_WINDOW_SECONDS: f64 = 45.0;
+
+async fn admin_status(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    require_admin(&s, &headers)?;
+    let rows: Vec<NodeRow> = sqlx::query_as(
+        "SELECT node_id, role, version, task_definition_version, environment, hostname, pid, started_at, last_seen,
+                stopped_at, in_flight, EXTRACT(EPOCH FROM now() - last_seen)::float8 AS age
+           FROM hollo_node WHERE last_seen > now() - interval '1 day' ORDER BY started_at",
+    )
+    .fetch_all(&s.pool)
+    .await?;
+    let nodes: Vec<_> = rows
+        .into_iter()
+        .map(|n| {
+            let state = if n.stopped_at.is_some() {
+                "stopped"
+            } else if n.age <= LIVE_WINDOW_SECONDS {
+                "live"
+            } else {
+                "stale"
+            };
+            json!({
+                "nodeId": n.node_id, "role": n.role, "version": n.version,
+                "taskDefinitionVersion": n.task_definition_version, "environment": n.environment,
+                "hostname": n.hostname, "pid": n.pid, "startedAt": n.started_at, "lastSeen": n.last_seen,
+                "stoppedAt": n.stopped_at, "state": state, "inFlight": n.in_flight,
+            })
+        })
+        .collect();
+    let mut queues = Vec::new();
+    for q in QueueName::ALL {
+        queues.push(stats::queue_stats(&s.pool, q).await?);
+    }
+    Ok(Json(json!({ "nodes": nodes, "queues": queues })))
+}
