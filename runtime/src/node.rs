@@ -46,7 +46,14 @@ pub async fn serve(config: Config) -> Result<()> {
     } else {
         config.db.web_pool_max
     };
-    let pool = db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await?;
+    let pool = match db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await {
+        Ok(pool) => pool,
+        Err(e) if shutdown.stop.is_cancelled() => {
+            tracing::info!(reason = %e, "stopped before the database became reachable");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     if local_pg.is_some() {
         // The local default is for trying things out: keep it one command.
         let v = db::migrate(&pool).await?;

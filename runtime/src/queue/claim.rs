@@ -41,24 +41,28 @@ pub async fn claim(
     }
     let t = queue.table();
     // Parameters: $1 total, $2 node, $3 lease seconds, then (kinds, limit) per branch.
-    let mut parts = Vec::with_capacity(branches.len());
+    // Each branch is its own CTE: PostgreSQL refuses FOR UPDATE directly under UNION.
+    let mut ctes = Vec::with_capacity(branches.len());
+    let mut union = Vec::with_capacity(branches.len());
     for i in 0..branches.len() {
         let kinds = 4 + 2 * i;
         let limit = kinds + 1;
-        parts.push(format!(
-            "(SELECT id, due FROM {t} WHERE due <= now() AND kind = ANY(${kinds}::text[])
-              ORDER BY due LIMIT ${limit} FOR UPDATE SKIP LOCKED)"
+        ctes.push(format!(
+            "b{i} AS (SELECT id, due FROM {t} WHERE due <= now() AND kind = ANY(${kinds}::text[])
+                      ORDER BY due LIMIT ${limit} FOR UPDATE SKIP LOCKED)"
         ));
+        union.push(format!("SELECT id, due FROM b{i}"));
     }
     let sql = format!(
-        "WITH cand AS ({}), pick AS (SELECT id FROM cand ORDER BY due LIMIT $1)
+        "WITH {}, pick AS (SELECT id FROM ({}) cand ORDER BY due LIMIT $1)
          UPDATE {t} m
             SET lease_owner = $2, claims = m.claims + 1,
                 due = now() + $3 * interval '1 second',
                 delay = (now() + $3 * interval '1 second') - m.created
            FROM pick WHERE m.id = pick.id
          RETURNING m.id, m.kind, m.message -> 'data', m.attempts, m.claims, m.created, m.ready_at",
-        parts.join(" UNION ALL ")
+        ctes.join(", "),
+        union.join(" UNION ALL ")
     );
     let mut q = sqlx::query_as::<
         _,

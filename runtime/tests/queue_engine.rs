@@ -1,0 +1,774 @@
+//! The queue engine against a real PostgreSQL (SPEC.md §2): exactly-once handling across
+//! workers, leases, limits that count only ready messages, retry policies, coalescing and the
+//! seed's monitoring SQL.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hollo_runtime::metrics::Metrics;
+use hollo_runtime::queue::claim::{self, ClaimBranch};
+use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::queue::stats::queue_stats;
+use hollo_runtime::queue::{
+    Enqueued, JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError,
+    enqueue, enqueue_many,
+};
+use hollo_runtime::tasks::probe;
+use serde::Deserialize;
+use sqlx::PgPool;
+use support::{eventually, fresh_db};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+struct Running {
+    stop: CancellationToken,
+    abort: CancellationToken,
+    handle: tokio::task::JoinHandle<()>,
+    node: Uuid,
+}
+
+impl Running {
+    async fn shutdown(self) {
+        self.stop.cancel();
+        self.abort.cancel();
+        let _ = self.handle.await;
+    }
+}
+
+fn start(
+    pool: &PgPool,
+    queue: QueueName,
+    limit: usize,
+    registry: Registry,
+    lease: Duration,
+) -> Running {
+    let node = Uuid::new_v4();
+    let consumer = Consumer {
+        queue,
+        limit,
+        registry,
+        pool: pool.clone(),
+        item_locks: None,
+        node,
+        lease,
+        poll: Duration::from_millis(100),
+        metrics: Metrics::new(),
+    };
+    let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
+    let handle = tokio::spawn(consumer.run(
+        Arc::new(Notify::new()),
+        stop.clone(),
+        abort.clone(),
+        InFlight::default(),
+    ));
+    Running {
+        stop,
+        abort,
+        handle,
+        node,
+    }
+}
+
+fn probe_registry() -> Registry {
+    let mut reg = Registry::new();
+    probe::register(&mut reg);
+    reg
+}
+
+#[derive(Deserialize)]
+struct Keyed {
+    key: String,
+}
+
+/// A handler that logs every execution (not only the first), completing through the batcher.
+fn logging_registry(kind: &'static str, queue: QueueName) -> Registry {
+    let mut reg = Registry::new();
+    reg.register(
+        KindSpec::new(kind, queue),
+        |ctx: JobContext, p: Keyed| async move {
+            sqlx::query("INSERT INTO exec_log (key, node) VALUES ($1, $2)")
+                .bind(&p.key)
+                .bind(ctx.node_id)
+                .execute(&ctx.pool)
+                .await?;
+            Ok(())
+        },
+    );
+    reg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_message_is_handled_exactly_once_across_workers() {
+    let db = fresh_db().await;
+    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let n = 900;
+    let msgs: Vec<NewMessage> = (0..n)
+        .map(|i| NewMessage::new("test.log.v1", serde_json::json!({ "key": format!("k{i}") })))
+        .collect();
+    enqueue_many(&db.pool, QueueName::Task, &msgs)
+        .await
+        .unwrap();
+    let workers: Vec<Running> = (0..3)
+        .map(|_| {
+            start(
+                &db.pool,
+                QueueName::Task,
+                4,
+                logging_registry("test.log.v1", QueueName::Task),
+                Duration::from_secs(30),
+            )
+        })
+        .collect();
+    eventually(
+        Duration::from_secs(60),
+        "all messages handled and deleted",
+        || async {
+            let s = queue_stats(&db.pool, QueueName::Task).await.ok()?;
+            (s.queued == 0).then_some(())
+        },
+    )
+    .await;
+    let (total, distinct, nodes): (i64, i64, i64) =
+        sqlx::query_as("SELECT count(*), count(DISTINCT key), count(DISTINCT node) FROM exec_log")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((total, distinct), (n, n), "each message ran exactly once");
+    assert!(
+        nodes >= 2,
+        "work was shared between workers (nodes used: {nodes})"
+    );
+    for w in workers {
+        w.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, QueueName::Task, "lease", 1, 0, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    // A worker claims it and "dies": it never completes nor renews.
+    let dead = Uuid::new_v4();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: 1,
+    }];
+    let got = claim::claim(
+        &db.pool,
+        QueueName::Task,
+        dead,
+        Duration::from_secs(1),
+        1,
+        &all,
+    )
+    .await
+    .unwrap();
+    assert_eq!(got.len(), 1);
+    // While leased it is not claimable by anyone else.
+    let other = claim::claim(
+        &db.pool,
+        QueueName::Task,
+        Uuid::new_v4(),
+        Duration::from_secs(30),
+        1,
+        &all,
+    )
+    .await
+    .unwrap();
+    assert!(
+        other.is_empty(),
+        "a leased message must not be claimed twice"
+    );
+    let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
+    assert_eq!((s.queued, s.ready, s.in_flight), (1, 0, 1));
+
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        probe_registry(),
+        Duration::from_secs(30),
+    );
+    let stats = eventually(
+        Duration::from_secs(20),
+        "the probe recorded after lease expiry",
+        || async {
+            let s = probe::stats(&db.pool).await.ok()?;
+            (s.completed == 1).then_some(s)
+        },
+    )
+    .await;
+    assert_eq!((stats.pending, stats.failed, stats.duplicates), (0, 0, 0));
+    let (attempts, node): (i32, Uuid) =
+        sqlx::query_as("SELECT attempts, node_id FROM hollo_probe_result")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        attempts, 1,
+        "the dead worker's run is not a recorded failure"
+    );
+    assert_eq!(node, w.node);
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, QueueName::Task, "rel", 3, 0, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    let node = Uuid::new_v4();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: 3,
+    }];
+    let got = claim::claim(
+        &db.pool,
+        QueueName::Task,
+        node,
+        Duration::from_secs(600),
+        3,
+        &all,
+    )
+    .await
+    .unwrap();
+    let ids: Vec<Uuid> = got.iter().map(|m| m.id).collect();
+    assert_eq!(
+        claim::release(&db.pool, QueueName::Task, node, &ids)
+            .await
+            .unwrap(),
+        3
+    );
+    let again = claim::claim(
+        &db.pool,
+        QueueName::Task,
+        Uuid::new_v4(),
+        Duration::from_secs(30),
+        3,
+        &all,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.len(), 3);
+    assert!(again.iter().all(|m| m.attempts == 0 && m.claims == 2));
+}
+
+#[tokio::test]
+async fn renewal_extends_every_held_lease_in_one_statement() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, QueueName::Task, "renew", 5, 0, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    let node = Uuid::new_v4();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: 5,
+    }];
+    let got = claim::claim(
+        &db.pool,
+        QueueName::Task,
+        node,
+        Duration::from_secs(2),
+        5,
+        &all,
+    )
+    .await
+    .unwrap();
+    let ids: Vec<Uuid> = got.iter().map(|m| m.id).collect();
+    assert_eq!(
+        claim::renew(
+            &db.pool,
+            QueueName::Task,
+            node,
+            Duration::from_secs(600),
+            &ids
+        )
+        .await
+        .unwrap(),
+        5
+    );
+    let min_left: f64 = sqlx::query_scalar("SELECT EXTRACT(EPOCH FROM min(created + delay) - now())::float8 FROM hollo_task_message_v1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(
+        min_left > 500.0,
+        "leases now end in ~600 s (min left {min_left})"
+    );
+    // Another node cannot renew leases it does not hold.
+    assert_eq!(
+        claim::renew(
+            &db.pool,
+            QueueName::Task,
+            Uuid::new_v4(),
+            Duration::from_secs(600),
+            &ids
+        )
+        .await
+        .unwrap(),
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delayed_messages_never_occupy_a_slot() {
+    let db = fresh_db().await;
+    probe::enqueue(
+        &db.pool,
+        QueueName::Task,
+        "later",
+        10,
+        0,
+        0,
+        Duration::from_secs(3600),
+    )
+    .await
+    .unwrap();
+    probe::enqueue(&db.pool, QueueName::Task, "now", 20, 20, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        2,
+        probe_registry(),
+        Duration::from_secs(30),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the 20 ready probes to finish",
+        || async {
+            let s = probe::stats(&db.pool).await.ok()?;
+            (s.completed == 20).then_some(())
+        },
+    )
+    .await;
+    let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
+    assert_eq!((s.queued, s.ready, s.delayed, s.in_flight), (10, 0, 10, 0));
+    let later: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM hollo_probe_result WHERE key LIKE 'later-%'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(later, 0);
+    w.shutdown().await;
+}
+
+#[derive(Default)]
+struct Gauge {
+    now: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl Gauge {
+    fn enter(&self) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+    }
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+    fn max(&self) -> usize {
+        self.max.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn per_process_limits_hold_under_load() {
+    let db = fresh_db().await;
+    let tasks = Arc::new(Gauge::default());
+    let replies = Arc::new(Gauge::default());
+    let activities = Arc::new(Gauge::default());
+    let mut task_reg = Registry::new().lane("replies", QueueName::Task, 2);
+    {
+        let t = tasks.clone();
+        task_reg.register(
+            KindSpec::new("test.plain.v1", QueueName::Task),
+            move |_ctx, _p: serde_json::Value| {
+                let t = t.clone();
+                async move {
+                    t.enter();
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                    t.leave();
+                    Ok::<(), TaskError>(())
+                }
+            },
+        );
+        let (t, r) = (tasks.clone(), replies.clone());
+        task_reg.register(
+            KindSpec::new("test.reply.v1", QueueName::Task).lane("replies"),
+            move |_ctx, _p: serde_json::Value| {
+                let (t, r) = (t.clone(), r.clone());
+                async move {
+                    t.enter();
+                    r.enter();
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                    r.leave();
+                    t.leave();
+                    Ok::<(), TaskError>(())
+                }
+            },
+        );
+    }
+    let mut act_reg = Registry::new();
+    {
+        let a = activities.clone();
+        act_reg.register(
+            KindSpec::new("test.activity.v1", QueueName::Activity),
+            move |_ctx, _p: serde_json::Value| {
+                let a = a.clone();
+                async move {
+                    a.enter();
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                    a.leave();
+                    Ok::<(), TaskError>(())
+                }
+            },
+        );
+    }
+    // Replies first so they crowd the head of the queue: the lane must still cap them at 2.
+    let replies_msgs: Vec<NewMessage> = (0..40)
+        .map(|_| NewMessage::new("test.reply.v1", serde_json::json!({})))
+        .collect();
+    let plain_msgs: Vec<NewMessage> = (0..40)
+        .map(|_| NewMessage::new("test.plain.v1", serde_json::json!({})))
+        .collect();
+    let act_msgs: Vec<NewMessage> = (0..150)
+        .map(|_| NewMessage::new("test.activity.v1", serde_json::json!({})))
+        .collect();
+    enqueue_many(&db.pool, QueueName::Task, &replies_msgs)
+        .await
+        .unwrap();
+    enqueue_many(&db.pool, QueueName::Task, &plain_msgs)
+        .await
+        .unwrap();
+    enqueue_many(&db.pool, QueueName::Activity, &act_msgs)
+        .await
+        .unwrap();
+
+    let t = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        task_reg,
+        Duration::from_secs(30),
+    );
+    let a = start(
+        &db.pool,
+        QueueName::Activity,
+        10,
+        act_reg,
+        Duration::from_secs(30),
+    );
+    eventually(Duration::from_secs(60), "both queues drained", || async {
+        let ts = queue_stats(&db.pool, QueueName::Task).await.ok()?;
+        let as_ = queue_stats(&db.pool, QueueName::Activity).await.ok()?;
+        (ts.queued == 0 && as_.queued == 0).then_some(())
+    })
+    .await;
+    assert!(
+        tasks.max() <= 4,
+        "task slots: at most 4 at once, saw {}",
+        tasks.max()
+    );
+    assert!(
+        replies.max() <= 2,
+        "reply lane: at most 2 at once, saw {}",
+        replies.max()
+    );
+    assert!(
+        activities.max() <= 10,
+        "activity slots: at most 10 at once, saw {}",
+        activities.max()
+    );
+    // The limits are used, not just respected: free slots are filled.
+    assert_eq!(replies.max(), 2, "reply lane filled");
+    assert_eq!(tasks.max(), 4, "task slots filled");
+    assert_eq!(activities.max(), 10, "activity slots filled");
+    t.shutdown().await;
+    a.shutdown().await;
+}
+
+#[tokio::test]
+async fn fixed_retry_records_failures_then_succeeds() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, QueueName::Task, "flaky", 1, 0, 2, Duration::ZERO)
+        .await
+        .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        probe_registry(),
+        Duration::from_secs(30),
+    );
+    eventually(
+        Duration::from_secs(20),
+        "the flaky probe to succeed",
+        || async {
+            let s = probe::stats(&db.pool).await.ok()?;
+            (s.completed == 1).then_some(())
+        },
+    )
+    .await;
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM hollo_probe_result")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        attempts, 3,
+        "two recorded failures, success on the third run"
+    );
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn fixed_retry_gives_up_after_its_recorded_failures() {
+    let db = fresh_db().await;
+    // The probe's policy is 5 recorded failures; this one would need 10.
+    probe::enqueue(
+        &db.pool,
+        QueueName::Task,
+        "doomed",
+        1,
+        0,
+        10,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        probe_registry(),
+        Duration::from_secs(30),
+    );
+    eventually(
+        Duration::from_secs(20),
+        "the probe to fail for good",
+        || async {
+            let s = probe::stats(&db.pool).await.ok()?;
+            (s.failed == 1 && s.pending == 0).then_some(())
+        },
+    )
+    .await;
+    let (attempts, error): (i32, String) =
+        sqlx::query_as("SELECT attempts, error FROM hollo_failed_message")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(attempts, 5);
+    assert!(error.contains("fails on purpose"), "{error}");
+    assert_eq!(probe::stats(&db.pool).await.unwrap().completed, 0);
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn exponential_retry_backs_off_and_stops_after_max_attempts() {
+    let db = fresh_db().await;
+    sqlx::query("CREATE TABLE runs (at timestamptz NOT NULL DEFAULT clock_timestamp())")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let mut reg = Registry::new();
+    let policy = RetryPolicy::Exponential {
+        initial: Duration::from_millis(200),
+        factor: 2.0,
+        max_attempts: 3,
+        cap: Duration::from_secs(60),
+        jitter: 0.1,
+    };
+    reg.register(
+        KindSpec::new("test.always-fails.v1", QueueName::Activity).retry(policy),
+        |ctx: JobContext, _p: serde_json::Value| async move {
+            sqlx::query("INSERT INTO runs DEFAULT VALUES")
+                .execute(&ctx.pool)
+                .await?;
+            Err(TaskError::Transient("remote said 503".into()))
+        },
+    );
+    enqueue(
+        &db.pool,
+        QueueName::Activity,
+        &NewMessage::new("test.always-fails.v1", serde_json::json!({})),
+    )
+    .await
+    .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Activity,
+        10,
+        reg,
+        Duration::from_secs(30),
+    );
+    eventually(
+        Duration::from_secs(20),
+        "the message to be given up",
+        || async {
+            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM hollo_failed_message")
+                .fetch_one(&db.pool)
+                .await
+                .ok()?;
+            (n == 1).then_some(())
+        },
+    )
+    .await;
+    let gaps: Vec<f64> = sqlx::query_scalar("SELECT EXTRACT(EPOCH FROM at - lag(at) OVER (ORDER BY at))::float8 FROM runs ORDER BY at OFFSET 1")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(gaps.len(), 2, "three runs in total");
+    // Never early: each wait is at least the policy's delay minus its 10 % jitter.
+    assert!(gaps[0] >= 0.18, "first back-off {gaps:?}");
+    assert!(gaps[1] >= 0.36, "second back-off doubles {gaps:?}");
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM hollo_failed_message")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 3);
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_malformed_payload_fails_permanently_without_retries() {
+    let db = fresh_db().await;
+    enqueue(
+        &db.pool,
+        QueueName::Task,
+        &NewMessage::new(probe::KIND, serde_json::json!({ "sleepMs": "soon" })),
+    )
+    .await
+    .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        probe_registry(),
+        Duration::from_secs(30),
+    );
+    let (attempts, error): (i32, String) = eventually(
+        Duration::from_secs(20),
+        "the bad payload to be failed",
+        || async {
+            sqlx::query_as("SELECT attempts, error FROM hollo_failed_message")
+                .fetch_optional(&db.pool)
+                .await
+                .ok()?
+        },
+    )
+    .await;
+    assert_eq!(attempts, 1);
+    assert!(
+        error.contains("malformed hollo.probe.v1 payload"),
+        "{error}"
+    );
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn coalescing_keeps_one_message_and_only_moves_it_earlier() {
+    let db = fresh_db().await;
+    let msg = |secs| {
+        NewMessage::new("test.poll.v1", serde_json::json!({"pollId": 1}))
+            .delay(Duration::from_secs(secs))
+            .coalesce("poll:1")
+    };
+    let first = enqueue(&db.pool, QueueName::Task, &msg(100)).await.unwrap();
+    assert!(matches!(first, Enqueued::Inserted(_)));
+    assert_eq!(
+        enqueue(&db.pool, QueueName::Task, &msg(200)).await.unwrap(),
+        Enqueued::Coalesced
+    );
+    let earlier = enqueue(&db.pool, QueueName::Task, &msg(10)).await.unwrap();
+    assert_eq!(earlier, Enqueued::Advanced(first.id().unwrap()));
+    let (rows, left): (i64, f64) =
+        sqlx::query_as("SELECT count(*), EXTRACT(EPOCH FROM max(created + delay) - now())::float8 FROM hollo_task_message_v1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(rows, 1);
+    assert!(left > 5.0 && left <= 10.5, "due in ~10 s, got {left}");
+    let due_matches: bool =
+        sqlx::query_scalar("SELECT bool_and(due = created + delay) FROM hollo_task_message_v1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(due_matches, "due mirrors created + delay");
+}
+
+#[tokio::test]
+async fn the_seed_monitoring_sql_gives_the_same_numbers_as_queue_stats() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, QueueName::Task, "r", 5, 0, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    probe::enqueue(
+        &db.pool,
+        QueueName::Task,
+        "d",
+        3,
+        0,
+        0,
+        Duration::from_secs(600),
+    )
+    .await
+    .unwrap();
+    let poll = NewMessage::new(
+        "hollo.poll-notification.v1",
+        serde_json::json!({"pollId": 7}),
+    )
+    .delay(Duration::from_secs(60))
+    .coalesce("hollo.poll-notification:7");
+    enqueue(&db.pool, QueueName::Task, &poll).await.unwrap();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: 2,
+    }];
+    assert_eq!(
+        claim::claim(
+            &db.pool,
+            QueueName::Task,
+            Uuid::new_v4(),
+            Duration::from_secs(60),
+            2,
+            &all
+        )
+        .await
+        .unwrap()
+        .len(),
+        2
+    );
+
+    // Verbatim from the seed (000_…/001_…).
+    let (queued, ready, delayed, pending_polls): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) AS queued,
+       count(*) FILTER (WHERE created + delay <= CURRENT_TIMESTAMP) AS ready,
+       count(*) FILTER (WHERE created + delay > CURRENT_TIMESTAMP) AS delayed,
+       count(*) FILTER (
+         WHERE message->>'type' = 'task'
+           AND message->>'taskName' = 'hollo.poll-notification.v1'
+       ) AS pending_polls
+FROM hollo_task_message_v1;",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
+    assert_eq!(
+        (s.queued, s.ready, s.delayed, s.pending_polls),
+        (queued, ready, delayed, pending_polls)
+    );
+    assert_eq!((queued, ready, delayed, pending_polls), (9, 3, 6, 1));
+    assert_eq!(s.in_flight, 2);
+}

@@ -1,0 +1,83 @@
+//! Shared test plumbing: a real PostgreSQL (started on demand under target/, or the one
+//! `HOLLO_TEST_DATABASE_URL` names) and a fresh, migrated database per test so tests run in
+//! parallel without seeing each other.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use hollo_runtime::db;
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+pub fn admin_url() -> String {
+    if let Ok(url) = std::env::var("HOLLO_TEST_DATABASE_URL") {
+        return url;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-pg");
+    let pg = db::local::LocalPostgres::new(dir).expect("PostgreSQL binaries for tests");
+    pg.ensure_started().expect("starting the test PostgreSQL")
+}
+
+/// URL of `db` on the same server as `admin`.
+pub fn with_database(admin: &str, db: &str) -> String {
+    match admin.find('?') {
+        Some(q) => {
+            let (base, query) = admin.split_at(q);
+            let slash = base.rfind('/').expect("URL has a path");
+            format!("{}/{db}{query}", &base[..slash])
+        }
+        None => {
+            let slash = admin.rfind('/').expect("URL has a path");
+            format!("{}/{db}", &admin[..slash])
+        }
+    }
+}
+
+pub struct TestDb {
+    pub url: String,
+    pub pool: PgPool,
+}
+
+/// A new database; migrated unless `migrate` is false.
+pub async fn fresh_db_with(migrate: bool) -> TestDb {
+    let admin = tokio::task::spawn_blocking(admin_url)
+        .await
+        .expect("admin url");
+    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+    db::create_database_if_missing(&admin, &name)
+        .await
+        .expect("create test database");
+    let url = with_database(&admin, &name);
+    let pool = PgPoolOptions::new()
+        .max_connections(10)
+        .connect(&url)
+        .await
+        .expect("connect test database");
+    if migrate {
+        db::migrate(&pool).await.expect("migrate test database");
+    }
+    TestDb { url, pool }
+}
+
+pub async fn fresh_db() -> TestDb {
+    fresh_db_with(true).await
+}
+
+/// Polls `check` until it returns `Some`, failing the test with `what` after `deadline`.
+pub async fn eventually<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "timed out after {deadline:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
