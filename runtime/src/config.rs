@@ -276,8 +276,8 @@ impl QueueConfig {
 impl Config {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         let role: Role = env.get("NODE_TYPE").unwrap_or("all").parse()?;
-        let port = env.count("PORT", 3000, 1, 65535)? as u16;
-        let health_port = env.count("HEALTH_PORT", 9090, 1, 65535)? as u16;
+        let port = env.count("PORT", 3000, 0, 65535)? as u16; // 0: any free port (logged)
+        let health_port = env.count("HEALTH_PORT", 9090, 0, 65535)? as u16;
         let drain = env.seconds("SHUTDOWN_DRAIN_SECONDS", 30, 0, 3600)?;
         let prestop = env.seconds("SHUTDOWN_PRESTOP_SECONDS", 0, 0, 300)?;
         let log_format = match env.get("LOG_FORMAT").map(|v| v.trim().to_ascii_lowercase()) {

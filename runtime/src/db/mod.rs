@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Executor};
+use sqlx::{ConnectOptions, Connection, Executor};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DbConfig, redact_url};
@@ -98,18 +98,25 @@ pub async fn connect_pool(
     let mut delay = Duration::from_millis(250);
     let mut attempt = 1u32;
     loop {
-        let pool = PgPoolOptions::new()
-            .max_connections(max)
-            .min_connections(0)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(opts.clone())
-            .await;
-        match pool {
-            Ok(pool) => {
+        // One plain connection first: a pool would hide "refused" behind its acquire timeout.
+        let probe = tokio::select! {
+            _ = stop.cancelled() => bail!("stopped while waiting for the database"),
+            r = tokio::time::timeout(Duration::from_secs(10), opts.connect()) => match r {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err("connection attempt timed out after 10 s".to_string()),
+            },
+        };
+        match probe {
+            Ok(conn) => {
+                let _ = conn.close().await;
                 if attempt > 1 {
                     tracing::info!(pool = what, attempt, "database reachable again");
                 }
-                return Ok(pool);
+                return Ok(PgPoolOptions::new()
+                    .max_connections(max)
+                    .min_connections(0)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .connect_lazy_with(opts));
             }
             Err(e) => {
                 tracing::warn!(

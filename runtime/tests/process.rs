@@ -1,0 +1,546 @@
+//! The `hollo` binary as operators run it: real processes, real signals, a real PostgreSQL.
+//! (R-ROLE, R-DB-3, R-SHUT, R-Q-2.)
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use hollo_runtime::node::WORKER_STARTED;
+use hollo_runtime::tasks::probe;
+use support::{eventually, fresh_db, fresh_db_with};
+
+const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
+
+struct Node {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Node {
+    fn spawn(env: &[(&str, &str)]) -> Node {
+        let log =
+            std::env::temp_dir().join(format!("hollo-test-{}.log", uuid::Uuid::new_v4().simple()));
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut cmd = Command::new(HOLLO);
+        cmd.arg("serve")
+            .env_remove("DATABASE_URL")
+            .env_remove("NODE_TYPE")
+            .env("BIND", "127.0.0.1")
+            .env("RUST_LOG", "info")
+            .env(
+                "HOLLO_HOME",
+                std::env::temp_dir().join("hollo-test-home-unused"),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file.try_clone().expect("clone log"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Node {
+            child: cmd.spawn().expect("spawn hollo"),
+            log,
+        }
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit, failing the test after `deadline`.
+    fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if start.elapsed() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "process did not exit within {deadline:?}; logs:\n{}",
+                    self.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    async fn wait_log(&self, needle: &str, deadline: Duration) {
+        eventually(deadline, needle, || async {
+            self.logs().contains(needle).then_some(())
+        })
+        .await;
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A minimal HTTP/1.1 GET; returns (status, body).
+fn http_get(port: u16, path: &str, bearer: Option<&str>) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let auth = bearer
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let status = raw.split_whitespace().nth(1)?.parse().ok()?;
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+fn worker_env<'a>(url: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![
+        ("DATABASE_URL", url),
+        ("NODE_TYPE", "worker"),
+        ("QUEUE_POLL_MS", "200"),
+        ("HEALTH_PORT", "0"),
+        ("WORKER_POOL_MAX", "6"),
+        ("ITEM_LOCK_POOL_SIZE", "1"),
+    ];
+    env.extend_from_slice(extra);
+    env
+}
+
+async fn in_flight_keys(pool: &sqlx::PgPool) -> BTreeSet<String> {
+    sqlx::query_scalar::<_, String>(
+        "SELECT message->'data'->>'key' FROM hollo_task_message_v1 WHERE lease_owner IS NOT NULL AND due > now()",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default()
+    .into_iter()
+    .collect()
+}
+
+async fn done_keys(pool: &sqlx::PgPool) -> BTreeSet<String> {
+    sqlx::query_scalar::<_, String>("SELECT key FROM hollo_probe_result")
+        .fetch_all(pool)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_handler_loses_nothing_and_consumes_no_attempt() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, probe_queue(), "kill", 12, 1500, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    let mut a = Node::spawn(&worker_env(
+        &db.url,
+        &[("QUEUE_LEASE_SECONDS", "3"), ("TASK_CONCURRENCY", "4")],
+    ));
+    let running = eventually(
+        Duration::from_secs(30),
+        "worker A to hold messages",
+        || async {
+            let k = in_flight_keys(&db.pool).await;
+            (!k.is_empty()).then_some(k)
+        },
+    )
+    .await;
+    a.signal("KILL");
+    assert!(!a.wait_exit(Duration::from_secs(10)).success());
+    let done_at_kill = done_keys(&db.pool).await;
+    assert!(
+        running.iter().any(|k| !done_at_kill.contains(k)),
+        "the kill cut handlers off mid-run"
+    );
+
+    let _b = Node::spawn(&worker_env(&db.url, &[("QUEUE_LEASE_SECONDS", "3")]));
+    let stats = eventually(
+        Duration::from_secs(60),
+        "worker B to finish every probe",
+        || async {
+            let s = probe::stats(&db.pool).await.ok()?;
+            (s.completed == 12).then_some(s)
+        },
+    )
+    .await;
+    assert_eq!((stats.pending, stats.failed, stats.duplicates), (0, 0, 0));
+    let max_attempts: i32 = sqlx::query_scalar("SELECT max(attempts) FROM hollo_probe_result")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(max_attempts, 1, "a SIGKILL is not a recorded failure");
+}
+
+fn probe_queue() -> hollo_runtime::queue::QueueName {
+    hollo_runtime::queue::QueueName::Task
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_in_flight_work_claims_nothing_new_and_exits_zero() {
+    let db = fresh_db().await;
+    probe::enqueue(&db.pool, probe_queue(), "drain", 8, 2000, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    let mut w = Node::spawn(&worker_env(
+        &db.url,
+        &[("TASK_CONCURRENCY", "2"), ("SHUTDOWN_DRAIN_SECONDS", "20")],
+    ));
+    let running = eventually(Duration::from_secs(30), "two probes in flight", || async {
+        let k = in_flight_keys(&db.pool).await;
+        (k.len() == 2).then_some(k)
+    })
+    .await;
+    let before = done_keys(&db.pool).await;
+    w.signal("TERM");
+    let status = w.wait_exit(Duration::from_secs(25));
+    assert!(
+        status.success(),
+        "exit 0 after draining; logs:\n{}",
+        w.logs()
+    );
+    let after = done_keys(&db.pool).await;
+    for k in &running {
+        assert!(after.contains(k), "in-flight {k} finished during the drain");
+    }
+    let allowed: BTreeSet<String> = running.union(&before).cloned().collect();
+    assert!(
+        after.is_subset(&allowed),
+        "nothing new was claimed after SIGTERM: {after:?} vs {allowed:?}"
+    );
+    let leased: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM hollo_task_message_v1 WHERE lease_owner IS NOT NULL",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(leased, 0, "no message is left leased by the stopped worker");
+    assert_eq!(
+        probe::stats(&db.pool).await.unwrap().pending as usize,
+        8 - after.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_deadline_hands_unfinished_work_back_without_an_attempt() {
+    let db = fresh_db().await;
+    probe::enqueue(
+        &db.pool,
+        probe_queue(),
+        "slow",
+        1,
+        60_000,
+        0,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
+    let mut w = Node::spawn(&worker_env(&db.url, &[("SHUTDOWN_DRAIN_SECONDS", "1")]));
+    eventually(
+        Duration::from_secs(30),
+        "the slow probe in flight",
+        || async { (in_flight_keys(&db.pool).await.len() == 1).then_some(()) },
+    )
+    .await;
+    w.signal("TERM");
+    assert!(w.wait_exit(Duration::from_secs(15)).success());
+    let (attempts, leased, ready): (i32, bool, bool) = sqlx::query_as(
+        "SELECT attempts, lease_owner IS NOT NULL, due <= now() FROM hollo_task_message_v1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (attempts, leased, ready),
+        (0, false, true),
+        "released at once, no failure recorded"
+    );
+}
+
+#[test]
+fn unknown_node_type_is_a_clear_startup_error() {
+    let out = Command::new(HOLLO)
+        .arg("serve")
+        .env("NODE_TYPE", "foo")
+        .output()
+        .expect("run hollo");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NODE_TYPE") && err.contains("all, web, worker"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_numbers_are_startup_errors() {
+    for (var, value) in [
+        ("DATABASE_POOL_MAX", "-1"),
+        ("TASK_CONCURRENCY", "lots"),
+        ("QUEUE_LEASE_SECONDS", "0"),
+    ] {
+        let out = Command::new(HOLLO)
+            .arg("serve")
+            .env(var, value)
+            .output()
+            .expect("run hollo");
+        assert!(!out.status.success(), "{var}={value} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(var) && err.contains(value), "{var}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_retried_with_clear_logs_until_stopped() {
+    let port = free_port();
+    let url = format!("postgres://hollo:secret@127.0.0.1:{port}/hollo");
+    let mut w = Node::spawn(&[
+        ("DATABASE_URL", url.as_str()),
+        ("NODE_TYPE", "worker"),
+        ("HEALTH_PORT", "0"),
+    ]);
+    eventually(Duration::from_secs(20), "two retry log lines", || async {
+        (w.logs().matches("database unreachable; retrying").count() >= 2).then_some(())
+    })
+    .await;
+    assert!(
+        w.child.try_wait().expect("try_wait").is_none(),
+        "still running, not crash-looping"
+    );
+    assert!(
+        !w.logs().contains("secret"),
+        "the password never reaches the logs"
+    );
+    w.signal("TERM");
+    assert!(w.wait_exit(Duration::from_secs(10)).success());
+}
+
+#[tokio::test]
+async fn an_outdated_schema_refuses_to_serve_and_names_the_fix() {
+    let db = fresh_db_with(false).await;
+    let mut w = Node::spawn(&[
+        ("DATABASE_URL", db.url.as_str()),
+        ("NODE_TYPE", "worker"),
+        ("HEALTH_PORT", "0"),
+    ]);
+    let status = w.wait_exit(Duration::from_secs(30));
+    assert!(!status.success());
+    assert!(w.logs().contains("run `hollo migrate`"), "{}", w.logs());
+
+    let out = Command::new(HOLLO)
+        .arg("migrate")
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .expect("migrate");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: i64 = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(v, hollo_runtime::db::expected_schema_version());
+}
+
+#[tokio::test]
+async fn web_node_serves_health_version_and_a_protected_admin_status() {
+    let db = fresh_db().await;
+    let port = free_port();
+    let port_s = port.to_string();
+    let w = Node::spawn(&[
+        ("DATABASE_URL", db.url.as_str()),
+        ("NODE_TYPE", "web"),
+        ("PORT", &port_s),
+        ("ADMIN_TOKEN", "s3cret"),
+    ]);
+    eventually(Duration::from_secs(30), "web /readyz", || async {
+        http_get(port, "/readyz", None).filter(|(s, _)| *s == 200)
+    })
+    .await;
+    assert!(
+        !w.logs().contains(WORKER_STARTED),
+        "a web node starts no consumer"
+    );
+    assert_eq!(http_get(port, "/healthz", None).map(|r| r.0), Some(200));
+    let (_, version) = http_get(port, "/api/version", None).expect("version");
+    let v: serde_json::Value = serde_json::from_str(&version).expect("json");
+    assert_eq!(v["taskDefinitionVersion"], 1);
+    assert_eq!(
+        http_get(port, "/api/admin/status", None).map(|r| r.0),
+        Some(401)
+    );
+    assert_eq!(
+        http_get(port, "/api/admin/status", Some("wrong")).map(|r| r.0),
+        Some(401)
+    );
+    let (status, body) = http_get(port, "/api/admin/status", Some("s3cret")).expect("status");
+    assert_eq!(status, 200, "{body}");
+    let s: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let nodes = s["nodes"].as_array().expect("nodes");
+    assert!(
+        nodes
+            .iter()
+            .any(|n| n["role"] == "web" && n["state"] == "live"),
+        "{body}"
+    );
+    assert_eq!(s["queues"].as_array().map(|q| q.len()), Some(2));
+    let (status, body) = http_get(port, "/nope", None).expect("404");
+    assert_eq!(status, 404);
+    assert!(body.contains("\"error\""), "{body}");
+    // A web node registers and enqueues but never claims (R-ROLE-1).
+    probe::enqueue(&db.pool, probe_queue(), "web", 3, 0, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    let claims: i64 =
+        sqlx::query_scalar("SELECT COALESCE(sum(claims), 0)::bigint FROM hollo_task_message_v1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(claims, 0);
+}
+
+#[tokio::test]
+async fn admin_endpoints_answer_403_when_no_token_is_configured() {
+    let db = fresh_db().await;
+    let port = free_port();
+    let port_s = port.to_string();
+    let _w = Node::spawn(&[
+        ("DATABASE_URL", db.url.as_str()),
+        ("NODE_TYPE", "web"),
+        ("PORT", &port_s),
+    ]);
+    eventually(Duration::from_secs(30), "web /healthz", || async {
+        http_get(port, "/healthz", None).filter(|(s, _)| *s == 200)
+    })
+    .await;
+    assert_eq!(
+        http_get(port, "/api/admin/status", Some("anything")).map(|r| r.0),
+        Some(403)
+    );
+}
+
+#[tokio::test]
+async fn worker_logs_its_start_line_once_and_serves_probes_on_the_health_port() {
+    let db = fresh_db().await;
+    let port = free_port();
+    let port_s = port.to_string();
+    let w = Node::spawn(&[
+        ("DATABASE_URL", db.url.as_str()),
+        ("NODE_TYPE", "worker"),
+        ("HEALTH_PORT", &port_s),
+    ]);
+    w.wait_log(WORKER_STARTED, Duration::from_secs(30)).await;
+    eventually(Duration::from_secs(10), "worker /readyz", || async {
+        http_get(port, "/readyz", None).filter(|(s, _)| *s == 200)
+    })
+    .await;
+    assert_eq!(w.logs().matches(WORKER_STARTED).count(), 1);
+    probe::enqueue(&db.pool, probe_queue(), "hp", 5, 0, 0, Duration::ZERO)
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(20), "probes done", || async {
+        (probe::stats(&db.pool).await.ok()?.completed == 5).then_some(())
+    })
+    .await;
+    let (status, metrics) = http_get(port, "/metrics", None).expect("metrics");
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("hollo_queue_succeeded_total{queue=\"task\",kind=\"hollo.probe.v1\"} 5"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("hollo_queue_enqueue_to_start_seconds_count"),
+        "{metrics}"
+    );
+    let hb: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM hollo_node WHERE role = 'worker' AND stopped_at IS NULL",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(hb, 1, "the heartbeat row exists");
+    // The web API is not served on a worker's health port.
+    assert_eq!(http_get(port, "/api/version", None).map(|r| r.0), Some(404));
+}
+
+#[tokio::test]
+async fn cli_version_queue_stats_and_probe_stats_print_json() {
+    let db = fresh_db().await;
+    let out = Command::new(HOLLO)
+        .args(["version", "--json"])
+        .output()
+        .expect("version");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for key in ["version", "schemaVersion", "taskDefinitionVersion"] {
+        assert!(v.get(key).is_some(), "{key} in {v}");
+    }
+    let out = Command::new(HOLLO)
+        .args(["probe", "enqueue", "--count", "7", "--delay-seconds", "600"])
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .expect("probe enqueue");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(HOLLO)
+        .args(["queue", "stats", "--json"])
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .expect("queue stats");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let task = s
+        .as_array()
+        .and_then(|a| a.iter().find(|q| q["queue"] == "task"))
+        .expect("task queue");
+    assert_eq!(
+        (
+            task["queued"].as_i64(),
+            task["ready"].as_i64(),
+            task["delayed"].as_i64()
+        ),
+        (Some(7), Some(0), Some(7))
+    );
+    let out = Command::new(HOLLO)
+        .args(["probe", "stats", "--json"])
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .expect("probe stats");
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        p,
+        serde_json::json!({"enqueued": 7, "completed": 0, "pending": 7, "failed": 0, "duplicates": 0})
+    );
+}
