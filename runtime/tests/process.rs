@@ -544,3 +544,110 @@ async fn cli_version_queue_stats_and_probe_stats_print_json() {
         serde_json::json!({"enqueued": 7, "completed": 0, "pending": 7, "failed": 0, "duplicates": 0})
     );
 }
+
+#[tokio::test]
+async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit() {
+    let home = std::env::temp_dir().join(format!("hollo-home-{}", uuid::Uuid::new_v4().simple()));
+    let port = free_port();
+    let port_s = port.to_string();
+    let home_s = home.to_string_lossy().to_string();
+    let mut n = Node::spawn(&[("PORT", &port_s), ("HOLLO_HOME", &home_s)]);
+    eventually(
+        Duration::from_secs(60),
+        "the local-default node to be ready",
+        || async { http_get(port, "/readyz", None).filter(|(s, _)| *s == 200) },
+    )
+    .await;
+    assert!(
+        n.logs().contains(WORKER_STARTED),
+        "the default role is all: {}",
+        n.logs()
+    );
+    assert!(home.join("postgres/data/PG_VERSION").exists());
+    n.signal("TERM");
+    assert!(
+        n.wait_exit(Duration::from_secs(40)).success(),
+        "{}",
+        n.logs()
+    );
+    assert!(
+        !home.join("postgres/data/postmaster.pid").exists(),
+        "the local PostgreSQL was stopped"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[tokio::test]
+async fn listeners_reconnect_after_a_database_restart() {
+    // A PostgreSQL of this test's own, so restarting it disturbs no other test.
+    let dir = std::env::temp_dir().join(format!("hollo-pg-{}", uuid::Uuid::new_v4().simple()));
+    let pg = hollo_runtime::db::local::LocalPostgres::new(&dir).expect("pg binaries");
+    let admin = pg.ensure_started().expect("start pg");
+    hollo_runtime::db::create_database_if_missing(&admin, "hollo")
+        .await
+        .expect("create db");
+    let url = pg.url("hollo");
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .expect("connect");
+    hollo_runtime::db::migrate(&pool).await.expect("migrate");
+    // Polling is set to a minute, so only a working LISTEN can pick work up within the deadline.
+    let _w = Node::spawn(&[
+        ("DATABASE_URL", url.as_str()),
+        ("NODE_TYPE", "worker"),
+        ("HEALTH_PORT", "0"),
+        ("QUEUE_POLL_MS", "60000"),
+    ]);
+    eventually(Duration::from_secs(30), "worker started", || async {
+        _w.logs().contains(WORKER_STARTED).then_some(())
+    })
+    .await;
+    probe::enqueue(&pool, probe_queue(), "before", 1, 0, 0, Duration::ZERO)
+        .await
+        .expect("enqueue");
+    eventually(
+        Duration::from_secs(20),
+        "probe before the restart",
+        || async { (probe::stats(&pool).await.ok()?.completed == 1).then_some(()) },
+    )
+    .await;
+
+    pool.close().await;
+    pg.stop().expect("stop pg");
+    pg.ensure_started().expect("restart pg");
+    eventually(
+        Duration::from_secs(30),
+        "the listener to reconnect",
+        || async { _w.logs().contains("LISTEN connection").then_some(()) },
+    )
+    .await;
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .expect("reconnect");
+    // The worker wakes all consumers after reconnecting; wait until its listener is back.
+    eventually(Duration::from_secs(30), "LISTEN re-established", || async {
+        let n: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'")
+                .fetch_one(&pool)
+                .await
+                .ok()?;
+        (n >= 1).then_some(())
+    })
+    .await;
+    probe::enqueue(&pool, probe_queue(), "after", 1, 0, 0, Duration::ZERO)
+        .await
+        .expect("enqueue");
+    eventually(
+        Duration::from_secs(20),
+        "probe after the restart, woken by NOTIFY",
+        || async { (probe::stats(&pool).await.ok()?.completed == 2).then_some(()) },
+    )
+    .await;
+    drop(_w);
+    let _ = pg.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
