@@ -293,6 +293,15 @@ impl Config {
             }
         };
         let _behind_proxy = env.bool("BEHIND_PROXY", false)?;
+        if let Some(disk) = env.get("DRIVE_DISK")
+            && !matches!(disk.trim(), "fs" | "s3")
+        {
+            return Err(ConfigError::Invalid {
+                var: "DRIVE_DISK",
+                value: disk.to_string(),
+                expected: "fs or s3".into(),
+            });
+        }
         Ok(Config {
             role,
             db: DbConfig::from_env(env)?,

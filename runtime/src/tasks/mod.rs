@@ -17,3 +17,24 @@ pub fn registry(q: &QueueConfig) -> Registry {
     probe::register(&mut reg);
     reg
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TASK_DEFINITION_VERSION;
+
+    /// The image label is how the operator can learn the task-definition version without
+    /// running the image; it must not drift from the code.
+    #[test]
+    fn the_image_label_carries_the_task_definition_version() {
+        let dockerfile = include_str!("../../Dockerfile");
+        let want = format!("ARG TASK_DEFINITION_VERSION={TASK_DEFINITION_VERSION}");
+        assert!(
+            dockerfile.contains(&want),
+            "runtime/Dockerfile must declare `{want}`"
+        );
+        assert!(
+            dockerfile
+                .contains("social.hollo.task-definition-version=\"${TASK_DEFINITION_VERSION}\"")
+        );
+    }
+}
