@@ -30,7 +30,9 @@ impl LocalPostgres {
         } else {
             std::env::current_dir()?.join(dir)
         };
-        let bin = find_bin_dir().ok_or_else(|| {
+        let path = std::env::var_os("PATH");
+        let explicit = std::env::var_os("PG_BIN_DIR").map(PathBuf::from);
+        let bin = find_bin_dir(explicit.as_deref(), Path::new("/usr/lib/postgresql"), path.as_deref()).ok_or_else(|| {
             anyhow!(
                 "DATABASE_URL is not set and no PostgreSQL server binaries (initdb, pg_ctl) were found \
                  on PATH or under /usr/lib/postgresql/*/bin. Install PostgreSQL (for example \
@@ -208,17 +210,19 @@ impl LocalPostgres {
     }
 }
 
-fn find_bin_dir() -> Option<PathBuf> {
+/// `PG_BIN_DIR` first, then the newest `<versioned_root>/<version>/bin`, then `PATH`.
+fn find_bin_dir(
+    explicit: Option<&Path>,
+    versioned_root: &Path,
+    path: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
     let has_tools = |d: &Path| d.join("initdb").is_file() && d.join("pg_ctl").is_file();
-    if let Ok(explicit) = std::env::var("PG_BIN_DIR") {
-        let d = PathBuf::from(explicit);
-        if has_tools(&d) {
-            return Some(d);
-        }
+    if let Some(d) = explicit.filter(|d| has_tools(d)) {
+        return Some(d.to_path_buf());
     }
-    // Versioned Debian directories first: PATH often holds wrappers (pg_wrapper) that pick a
-    // cluster from /etc/postgresql instead of running the tool.
-    let mut versioned: Vec<PathBuf> = fs::read_dir("/usr/lib/postgresql")
+    // Versioned Debian directories before PATH: PATH often holds wrappers (pg_wrapper) that
+    // pick a cluster from /etc/postgresql instead of running the tool.
+    let mut versioned: Vec<PathBuf> = fs::read_dir(versioned_root)
         .into_iter()
         .flatten()
         .flatten()
@@ -229,8 +233,7 @@ fn find_bin_dir() -> Option<PathBuf> {
     if let Some(d) = versioned.pop() {
         return Some(d);
     }
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+    path.map(|p| std::env::split_paths(p).collect::<Vec<_>>())
         .unwrap_or_default()
         .into_iter()
         .find(|d| has_tools(d))
@@ -285,4 +288,45 @@ fn make_traversable(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_tools(dir: &Path) {
+        fs::create_dir_all(dir).expect("mkdir");
+        for t in ["initdb", "pg_ctl"] {
+            fs::write(dir.join(t), "").expect("write");
+        }
+    }
+
+    #[test]
+    fn no_binaries_anywhere_is_none_and_versioned_dirs_win_over_path() {
+        let root = std::env::temp_dir().join(format!("pgbin-{}", uuid::Uuid::new_v4().simple()));
+        let empty = root.join("empty");
+        fs::create_dir_all(&empty).expect("mkdir");
+        assert_eq!(
+            find_bin_dir(None, &root.join("nothing"), Some(empty.as_os_str())),
+            None
+        );
+
+        let on_path = root.join("path");
+        fake_tools(&on_path);
+        assert_eq!(
+            find_bin_dir(None, &root.join("nothing"), Some(on_path.as_os_str())),
+            Some(on_path.clone())
+        );
+        fake_tools(&root.join("lib/14/bin"));
+        fake_tools(&root.join("lib/15/bin"));
+        assert_eq!(
+            find_bin_dir(None, &root.join("lib"), Some(on_path.as_os_str())),
+            Some(root.join("lib/15/bin"))
+        );
+        assert_eq!(
+            find_bin_dir(Some(&on_path), &root.join("lib"), None),
+            Some(on_path)
+        );
+        let _ = fs::remove_dir_all(&root);
+    }
 }
