@@ -1,1 +1,35 @@
-fn main() { eprintln!("hollo-operator: not built yet (see issue 7)"); std::process::exit(2); }
+//! `hollo-operator`: reconciles `Hollo` resources (`run`) and prints the CRD (`crd`).
+
+mod crd;
+mod resources;
+#[cfg(test)]
+mod testutil;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "hollo-operator",
+    version,
+    about = "Kubernetes operator for Hollo"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the Hollo CustomResourceDefinition as YAML.
+    Crd,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crd => {
+            print!("{}", crd::crd_yaml()?);
+            Ok(())
+        }
+    }
+}
