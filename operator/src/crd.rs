@@ -564,6 +564,8 @@ pub enum Phase {
     /// Nothing observed yet.
     #[default]
     Pending,
+    /// `RollingWhenCompatible`: reading `hollo version --json` of the old and new image.
+    CheckingCompatibility,
     /// Old-version pods are being stopped before a migration.
     ScalingDown,
     /// The migration Job of the target version runs.
@@ -579,6 +581,7 @@ impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Pending => "Pending",
+            Phase::CheckingCompatibility => "CheckingCompatibility",
             Phase::ScalingDown => "ScalingDown",
             Phase::Migrating => "Migrating",
             Phase::MigrationFailed => "MigrationFailed",

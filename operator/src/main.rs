@@ -1,6 +1,8 @@
 //! `hollo-operator`: reconciles `Hollo` resources (`run`) and prints the CRD (`crd`).
 
+mod budget;
 mod crd;
+mod phase;
 mod resources;
 #[cfg(test)]
 mod testutil;
