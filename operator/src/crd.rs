@@ -515,6 +515,10 @@ pub struct MigrationSpec {
     pub active_deadline_seconds: i64,
     #[serde(default = "three")]
     pub backoff_limit: i32,
+    /// Prints `{"version","schemaVersion","taskDefinitionVersion"}`; used by
+    /// `upgradeStrategy: RollingWhenCompatible`.
+    #[serde(default = "default_version_command")]
+    pub version_command: Vec<String>,
 }
 
 impl Default for MigrationSpec {
@@ -523,12 +527,16 @@ impl Default for MigrationSpec {
             command: default_migrate_command(),
             active_deadline_seconds: 600,
             backoff_limit: 3,
+            version_command: default_version_command(),
         }
     }
 }
 
 fn default_migrate_command() -> Vec<String> {
     vec!["hollo".into(), "migrate".into()]
+}
+fn default_version_command() -> Vec<String> {
+    vec!["hollo".into(), "version".into(), "--json".into()]
 }
 fn default_deadline() -> i64 {
     600
