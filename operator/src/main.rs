@@ -4,6 +4,7 @@ mod budget;
 mod crd;
 mod phase;
 mod resources;
+mod status;
 #[cfg(test)]
 mod testutil;
 
