@@ -2,9 +2,11 @@
 
 mod budget;
 mod crd;
+mod leader;
 mod phase;
 mod resources;
 mod status;
+mod telemetry;
 #[cfg(test)]
 mod testutil;
 
