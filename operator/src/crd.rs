@@ -5,6 +5,10 @@
 //! the CRD schema (so the apiserver defaults stored objects) and used when the operator reads an
 //! object that was stored before a field existed.
 
+// `printcolumn(...)` repeats `type_ = "string"` across columns by design; clippy reads the
+// derive's helper attributes as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{

@@ -1,0 +1,708 @@
+//! The thin loop: observe the world, let `phase` decide, build objects with `resources`, apply
+//! them with server-side apply (one field manager), write status, publish events, requeue.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, ListParams, LogParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::budget::Budget;
+use crate::crd::{Hollo, HolloStatus, Mode, Phase, RoleStatus};
+use crate::phase::{self, Compat, JobState, Observed, Plan, Workloads};
+use crate::resources::labels::{self, Component};
+use crate::resources::{self, autoscaling, ingress, migration, pdb, service};
+use crate::status;
+use crate::telemetry::Health;
+
+/// The one field manager of every write (R-OP-1).
+pub const MANAGER: &str = "hollo-operator";
+
+#[derive(thiserror::Error, Debug)]
+pub enum Error {
+    #[error("Kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("the Hollo has no namespace")]
+    NoNamespace,
+}
+
+impl Error {
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(kube::Error::Api(_)) => "api",
+            Error::Kube(_) => "client",
+            Error::NoNamespace => "no_namespace",
+        }
+    }
+}
+
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub health: Arc<Health>,
+}
+
+fn apply_params() -> PatchParams {
+    // `force`: we are the only intended manager of these fields; take them back after a manual
+    // edit instead of failing on the conflict (that is how drift gets corrected).
+    PatchParams::apply(MANAGER).force()
+}
+
+async fn apply<K>(api: &Api<K>, obj: &K) -> Result<K, Error>
+where
+    K: Resource + Serialize + DeserializeOwned + Clone + Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    Ok(api
+        .patch(&name, &apply_params(), &Patch::Apply(obj))
+        .await?)
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// Deletes `name` if it exists *and* this Hollo owns it: an object of the same name created by
+/// someone else is never touched.
+async fn delete_owned<K>(api: &Api<K>, name: &str, owner_uid: &str) -> Result<(), Error>
+where
+    K: Resource + DeserializeOwned + Clone + Debug,
+{
+    let existing = match api.get_opt(name).await {
+        Ok(o) => o,
+        // The resource type itself may be missing (e.g. KEDA not installed): nothing to delete.
+        Err(e) if is_not_found(&e) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let Some(obj) = existing else { return Ok(()) };
+    let ours = obj
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.uid == owner_uid);
+    if ours {
+        match api.delete(name, &Default::default()).await {
+            Ok(_) => tracing::info!(%name, "deleted child no longer wanted"),
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Creates a Job unless one of that name exists (Job specs are immutable; an existing one is
+/// left alone, finished or not).
+async fn ensure_job(api: &Api<Job>, job: &Job) -> Result<(), Error> {
+    let name = job.metadata.name.clone().unwrap_or_default();
+    if api.get_opt(&name).await?.is_none() {
+        apply(api, job).await?;
+        tracing::info!(job = %name, "created Job");
+    }
+    Ok(())
+}
+
+pub fn job_state(job: Option<&Job>) -> JobState {
+    let Some(job) = job else {
+        return JobState::Absent;
+    };
+    let conds = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let is = |t: &str| conds.iter().find(|c| c.type_ == t && c.status == "True");
+    if is("Complete").is_some() {
+        JobState::Succeeded
+    } else if let Some(c) = is("Failed") {
+        let reason = c.reason.clone().unwrap_or_else(|| "Failed".into());
+        JobState::Failed {
+            reason: match &c.message {
+                Some(m) if !m.is_empty() => format!("{reason}: {m}"),
+                _ => reason,
+            },
+        }
+    } else {
+        JobState::Running
+    }
+}
+
+/// Whether a Deployment runs `version` everywhere and every pod is ready.
+pub fn rolled_out(d: &Deployment, version: &str) -> bool {
+    let template_version = d
+        .spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.as_ref())
+        .and_then(|l| l.get(labels::VERSION));
+    if template_version.map(String::as_str) != Some(labels::label_value(version).as_str()) {
+        return false;
+    }
+    let Some(s) = &d.status else { return false };
+    let want = d.spec.replicas.unwrap_or(1);
+    s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0)
+        && s.updated_replicas.unwrap_or(0) == want
+        && s.ready_replicas.unwrap_or(0) == want
+        && s.replicas.unwrap_or(0) == want
+}
+
+fn role_status(d: Option<&Deployment>) -> RoleStatus {
+    let s = d.and_then(|d| d.status.as_ref());
+    RoleStatus {
+        replicas: s.and_then(|s| s.replicas).unwrap_or(0),
+        ready_replicas: s.and_then(|s| s.ready_replicas).unwrap_or(0),
+    }
+}
+
+/// The role components of a mode.
+fn roles(mode: Mode) -> &'static [Component] {
+    match mode {
+        Mode::Split => &[Component::Web, Component::Worker],
+        Mode::All => &[Component::All],
+    }
+}
+
+const ALL_ROLES: [Component; 3] = [Component::Web, Component::Worker, Component::All];
+
+struct Apis {
+    deployments: Api<Deployment>,
+    pods: Api<Pod>,
+    jobs: Api<Job>,
+    services: Api<Service>,
+    pdbs: Api<PodDisruptionBudget>,
+    hpas: Api<HorizontalPodAutoscaler>,
+    ingresses: Api<Ingress>,
+    scaled_objects: Api<DynamicObject>,
+    hollos: Api<Hollo>,
+}
+
+impl Apis {
+    fn new(client: &Client, ns: &str) -> Self {
+        Self {
+            deployments: Api::namespaced(client.clone(), ns),
+            pods: Api::namespaced(client.clone(), ns),
+            jobs: Api::namespaced(client.clone(), ns),
+            services: Api::namespaced(client.clone(), ns),
+            pdbs: Api::namespaced(client.clone(), ns),
+            hpas: Api::namespaced(client.clone(), ns),
+            ingresses: Api::namespaced(client.clone(), ns),
+            scaled_objects: Api::namespaced_with(
+                client.clone(),
+                ns,
+                &autoscaling::scaled_object_resource(),
+            ),
+            hollos: Api::namespaced(client.clone(), ns),
+        }
+    }
+}
+
+/// Reads the JSON a finished version probe printed; `None` when it cannot be read.
+async fn probe_output(apis: &Apis, job_name: &str) -> Option<migration::VersionInfo> {
+    let pods = apis
+        .pods
+        .list(&ListParams::default().labels(&format!("job-name={job_name}")))
+        .await
+        .ok()?;
+    for pod in pods.items {
+        let lp = LogParams {
+            container: Some(resources::pod::CONTAINER.into()),
+            ..LogParams::default()
+        };
+        if let Ok(log) = apis.pods.logs(&pod.name_any(), &lp).await
+            && let Some(info) = migration::parse_version_output(&log)
+        {
+            return Some(info);
+        }
+    }
+    None
+}
+
+async fn observe_compat(apis: &Apis, hollo: &Hollo, old: &str) -> Result<Compat, Error> {
+    let name = hollo.name_any();
+    let mut infos = Vec::new();
+    for version in [old, hollo.spec.version.as_str()] {
+        let job_name = migration::probe_name(&name, version);
+        let job = apis.jobs.get_opt(&job_name).await?;
+        match job_state(job.as_ref()) {
+            JobState::Absent => return Ok(Compat::Unknown),
+            JobState::Running => return Ok(Compat::Probing),
+            // An image without the version command can never be shown compatible.
+            JobState::Failed { .. } => return Ok(Compat::Incompatible),
+            JobState::Succeeded => match probe_output(apis, &job_name).await {
+                Some(info) => infos.push(info),
+                None => return Ok(Compat::Incompatible),
+            },
+        }
+    }
+    Ok(match infos.as_slice() {
+        [o, n] if migration::compatible(o, n) => Compat::Compatible,
+        _ => Compat::Incompatible,
+    })
+}
+
+struct World {
+    deployments: BTreeMap<&'static str, Deployment>,
+    observed: Observed,
+}
+
+async fn observe(
+    apis: &Apis,
+    hollo: &Hollo,
+    attempts: i32,
+    since_failure: Option<Duration>,
+) -> Result<World, Error> {
+    let name = hollo.name_any();
+    let target = hollo.spec.version.as_str();
+    let status = hollo.status.clone().unwrap_or_default();
+
+    let mut deployments = BTreeMap::new();
+    for c in ALL_ROLES {
+        if let Some(d) = apis
+            .deployments
+            .get_opt(&resources::deployment_name(hollo, c))
+            .await?
+        {
+            deployments.insert(c.as_str(), d);
+        }
+    }
+
+    let pods = apis
+        .pods
+        .list(&ListParams::default().labels(&format!(
+            "{}={},{}={},{} in (web,worker,all)",
+            labels::NAME,
+            labels::APP,
+            labels::INSTANCE,
+            name,
+            labels::COMPONENT
+        )))
+        .await?;
+    let target_label = labels::label_value(target);
+    let old_pods = pods
+        .items
+        .iter()
+        .filter(|p| p.labels().get(labels::VERSION) != Some(&target_label))
+        .count();
+
+    let jobs = apis
+        .jobs
+        .list(&ListParams::default().labels(&format!(
+            "{}={},{}={}",
+            labels::INSTANCE,
+            name,
+            labels::COMPONENT,
+            Component::Migration.as_str()
+        )))
+        .await?;
+    let job_name = migration::job_name(&name, target, attempts);
+    let job = jobs.items.iter().find(|j| j.name_any() == job_name);
+    let other_migration_active = jobs.items.iter().any(|j| {
+        j.labels().get(labels::VERSION) != Some(&target_label)
+            && job_state(Some(j)) == JobState::Running
+    });
+
+    let current = status.current_version.clone();
+    let compat = match (&current, hollo.spec.upgrade_strategy) {
+        (Some(old), crate::crd::UpgradeStrategy::RollingWhenCompatible) if old != target => {
+            observe_compat(apis, hollo, old).await?
+        }
+        _ => Compat::Unknown,
+    };
+
+    let all_rolled_out = roles(hollo.spec.mode).iter().all(|c| {
+        deployments
+            .get(c.as_str())
+            .is_some_and(|d| rolled_out(d, target))
+    });
+
+    Ok(World {
+        deployments,
+        observed: Observed {
+            current_version: current,
+            migration_attempts: attempts,
+            since_last_failure: since_failure,
+            old_pods: i32::try_from(old_pods).unwrap_or(i32::MAX),
+            job: job_state(job),
+            other_migration_active,
+            compat,
+            rolled_out: all_rolled_out,
+        },
+    })
+}
+
+async fn apply_workloads(
+    apis: &Apis,
+    hollo: &Hollo,
+    world: &World,
+    workloads: &Workloads,
+    uid: &str,
+) -> Result<(), Error> {
+    let spec = &hollo.spec;
+    let worker_name = resources::worker_autoscaler_name(hollo);
+    match workloads {
+        Workloads::Stopped => {
+            // Autoscalers first, or they would scale the old version back up.
+            delete_owned(&apis.hpas, &worker_name, uid).await?;
+            delete_owned(&apis.scaled_objects, &worker_name, uid).await?;
+            for (component, d) in &world.deployments {
+                if d.spec.replicas != Some(0) {
+                    apis.deployments
+                        .patch_scale(
+                            &d.name_any(),
+                            &PatchParams::default(),
+                            &Patch::Merge(json!({"spec": {"replicas": 0}})),
+                        )
+                        .await?;
+                    tracing::info!(role = component, "scaled to 0 before migrating");
+                }
+            }
+        }
+        Workloads::Run(version) => {
+            let autoscaled = spec.worker_autoscaled();
+            let desired: Vec<Deployment> = match spec.mode {
+                Mode::Split => vec![
+                    resources::web::deployment(hollo, version, Some(spec.web.replicas)),
+                    // Never write `replicas` while an autoscaler owns it (R-OP-1).
+                    resources::worker::deployment(
+                        hollo,
+                        version,
+                        (!autoscaled).then_some(spec.worker.replicas),
+                    ),
+                ],
+                Mode::All => vec![resources::all::deployment(
+                    hollo,
+                    version,
+                    Some(spec.web.replicas),
+                )],
+            };
+            for d in &desired {
+                apply(&apis.deployments, d).await?;
+            }
+            for c in ALL_ROLES {
+                if !roles(spec.mode).contains(&c) {
+                    delete_owned(
+                        &apis.deployments,
+                        &resources::deployment_name(hollo, c),
+                        uid,
+                    )
+                    .await?;
+                }
+            }
+            if autoscaled {
+                // After a stop the workers sit at 0, where an HPA never scales; hand the
+                // autoscaler its minimum once, through the scale subresource (not our apply).
+                let at_zero = world
+                    .deployments
+                    .get(Component::Worker.as_str())
+                    .is_some_and(|d| d.spec.replicas == Some(0));
+                if at_zero {
+                    apis.deployments
+                        .patch_scale(
+                            &resources::deployment_name(hollo, Component::Worker),
+                            &PatchParams::default(),
+                            &Patch::Merge(
+                                json!({"spec": {"replicas": spec.worker.autoscaling.min_replicas}}),
+                            ),
+                        )
+                        .await?;
+                }
+            }
+            match autoscaling::autoscaler(hollo) {
+                autoscaling::Autoscaler::None => {
+                    delete_owned(&apis.hpas, &worker_name, uid).await?;
+                    delete_owned(&apis.scaled_objects, &worker_name, uid).await?;
+                }
+                autoscaling::Autoscaler::Hpa(h) => {
+                    delete_owned(&apis.scaled_objects, &worker_name, uid).await?;
+                    apply(&apis.hpas, h.as_ref()).await?;
+                }
+                autoscaling::Autoscaler::Keda(o) => {
+                    delete_owned(&apis.hpas, &worker_name, uid).await?;
+                    apply(&apis.scaled_objects, o.as_ref()).await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn publish(ctx: &Context, hollo: &Hollo, type_: EventType, reason: &str, note: String) {
+    let ev = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    // Events are best effort: a failure to record one must not fail the reconcile.
+    if let Err(e) = ctx.recorder.publish(&ev, &hollo.object_ref(&())).await {
+        tracing::warn!(error = %e, reason, "could not publish event");
+    }
+}
+
+fn parse_time(s: &str) -> Option<Timestamp> {
+    s.parse().ok()
+}
+
+pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile_inner(&hollo, &ctx).await;
+    ctx.health.metrics.observe(
+        started.elapsed(),
+        result.as_ref().err().map(Error::metric_label),
+    );
+    result
+}
+
+async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
+    let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
+    let name = hollo.name_any();
+    let uid = hollo.uid().unwrap_or_default();
+    let apis = Apis::new(&ctx.client, &ns);
+    let spec = &hollo.spec;
+    let previous = hollo.status.clone().unwrap_or_default();
+    let now = Timestamp::now();
+
+    // Failures count per target version: a new version starts with a clean slate.
+    let same_target = previous.target_version.as_deref() == Some(spec.version.as_str());
+    let (attempts, last_failure) = if same_target {
+        (
+            previous.migration_attempts,
+            previous.last_migration_failure.clone(),
+        )
+    } else {
+        (0, None)
+    };
+    let since_failure = last_failure
+        .as_deref()
+        .and_then(parse_time)
+        .and_then(|t| now.duration_since(t).try_into().ok());
+
+    let world = observe(&apis, hollo, attempts, since_failure).await?;
+    let plan: Plan = phase::decide(spec, &world.observed);
+    tracing::info!(
+        hollo = %name, namespace = %ns, phase = plan.phase.as_str(),
+        old_pods = world.observed.old_pods, job = ?world.observed.job,
+        "reconciling"
+    );
+
+    // Objects that do not depend on the phase.
+    apply(&apis.services, &service::service(hollo)).await?;
+    match ingress::ingress(hollo) {
+        Some(i) => {
+            apply(&apis.ingresses, &i).await?;
+        }
+        None => delete_owned(&apis.ingresses, &resources::web_service_name(hollo), &uid).await?,
+    }
+    let http = service::http_component(hollo);
+    match pdb::web(hollo) {
+        Some(p) => {
+            apply(&apis.pdbs, &p).await?;
+        }
+        None => delete_owned(&apis.pdbs, &format!("{name}-{}", http.as_str()), &uid).await?,
+    }
+    match pdb::worker(hollo) {
+        Some(p) => {
+            apply(&apis.pdbs, &p).await?;
+        }
+        None => delete_owned(&apis.pdbs, &format!("{name}-worker"), &uid).await?,
+    }
+    // A mode switch leaves the other HTTP role's PDB behind.
+    let other_http = if http == Component::Web {
+        Component::All
+    } else {
+        Component::Web
+    };
+    delete_owned(&apis.pdbs, &format!("{name}-{}", other_http.as_str()), &uid).await?;
+
+    if let (Some(attempt), true) = (
+        plan.migration_job,
+        world.observed.job != JobState::Succeeded,
+    ) {
+        ensure_job(&apis.jobs, &migration::job(hollo, attempt)).await?;
+    }
+    if plan.probe_versions
+        && let Some(old) = &world.observed.current_version
+    {
+        ensure_job(&apis.jobs, &migration::probe_job(hollo, old)).await?;
+        ensure_job(&apis.jobs, &migration::probe_job(hollo, &spec.version)).await?;
+    }
+
+    apply_workloads(&apis, hollo, &world, &plan.workloads, &uid).await?;
+
+    // Status.
+    let (attempts, last_failure) = match &plan.record_failure {
+        Some(_) => (attempts + 1, Some(now.to_string())),
+        None => (attempts, last_failure),
+    };
+    let budget = Budget::for_spec(spec);
+    let dep = |c: Component| world.deployments.get(c.as_str());
+    let (web, worker) = match spec.mode {
+        Mode::Split => (
+            role_status(dep(Component::Web)),
+            role_status(dep(Component::Worker)),
+        ),
+        Mode::All => (
+            role_status(dep(Component::All)),
+            role_status(dep(Component::All)),
+        ),
+    };
+    let inputs = status::Inputs {
+        generation: hollo.meta().generation,
+        previous: hollo.status.as_ref(),
+        web,
+        worker,
+        budget: &budget,
+        now,
+    };
+    let new_status: HolloStatus = status::compute(spec, &plan, &inputs, attempts, last_failure);
+    let patch = json!({
+        "apiVersion": "hollo.social/v1alpha1",
+        "kind": "Hollo",
+        "status": new_status,
+    });
+    apis.hollos
+        .patch_status(&name, &apply_params(), &Patch::Apply(&patch))
+        .await?;
+
+    // Events.
+    if let Some(reason) = &plan.record_failure {
+        let job = migration::job_name(&name, &spec.version, attempts - 1);
+        publish(
+            ctx,
+            hollo,
+            EventType::Warning,
+            "MigrationFailed",
+            format!(
+                "migration Job {job} failed ({reason}); retry {} in {}s; the new version does not start",
+                attempts,
+                phase::backoff(attempts).as_secs()
+            ),
+        )
+        .await;
+    }
+    if plan.phase != previous.phase {
+        let type_ = if plan.phase == Phase::MigrationFailed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        publish(
+            ctx,
+            hollo,
+            type_,
+            plan.phase.as_str(),
+            format!(
+                "phase {} → {} (target {})",
+                previous.phase.as_str(),
+                plan.phase.as_str(),
+                spec.version
+            ),
+        )
+        .await;
+    }
+    let was_over = previous
+        .conditions
+        .iter()
+        .any(|c| c.type_ == status::CONNECTION_BUDGET && c.status == "False");
+    let generation_changed = previous.observed_generation != hollo.meta().generation;
+    if !budget.fits() && (!was_over || generation_changed) {
+        publish(
+            ctx,
+            hollo,
+            EventType::Warning,
+            "ConnectionBudgetExceeded",
+            budget.explain(),
+        )
+        .await;
+    }
+
+    Ok(Action::requeue(plan.requeue))
+}
+
+pub fn error_policy(hollo: Arc<Hollo>, error: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(hollo = %hollo.name_any(), %error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(15))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::DeploymentStatus;
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+
+    fn job_with(t: &str, reason: Option<&str>, message: Option<&str>) -> Job {
+        Job {
+            status: Some(JobStatus {
+                conditions: Some(vec![JobCondition {
+                    type_: t.into(),
+                    status: "True".into(),
+                    reason: reason.map(Into::into),
+                    message: message.map(Into::into),
+                    ..JobCondition::default()
+                }]),
+                ..JobStatus::default()
+            }),
+            ..Job::default()
+        }
+    }
+
+    #[test]
+    fn job_states_are_read_from_conditions() {
+        assert_eq!(job_state(None), JobState::Absent);
+        assert_eq!(job_state(Some(&Job::default())), JobState::Running);
+        assert_eq!(
+            job_state(Some(&job_with("Complete", None, None))),
+            JobState::Succeeded
+        );
+        assert_eq!(
+            job_state(Some(&job_with(
+                "Failed",
+                Some("BackoffLimitExceeded"),
+                Some("Job has reached the specified backoff limit")
+            ))),
+            JobState::Failed {
+                reason: "BackoffLimitExceeded: Job has reached the specified backoff limit".into()
+            }
+        );
+    }
+
+    #[test]
+    fn rolled_out_needs_the_version_and_every_pod_ready() {
+        let h = crate::testutil::hollo(crate::testutil::spec());
+        let mut d = resources::web::deployment(&h, "0.1.0", Some(2));
+        d.metadata.generation = Some(4);
+        assert!(!rolled_out(&d, "0.1.0"), "no status yet");
+        d.status = Some(DeploymentStatus {
+            observed_generation: Some(4),
+            replicas: Some(2),
+            updated_replicas: Some(2),
+            ready_replicas: Some(2),
+            ..DeploymentStatus::default()
+        });
+        assert!(rolled_out(&d, "0.1.0"));
+        assert!(
+            !rolled_out(&d, "0.2.0"),
+            "template still on the old version"
+        );
+        if let Some(s) = d.status.as_mut() {
+            s.ready_replicas = Some(1);
+        }
+        assert!(!rolled_out(&d, "0.1.0"));
+    }
+}
