@@ -71,7 +71,14 @@ pub fn job(hollo: &Hollo, attempt: i32) -> Job {
         spec: Some(JobSpec {
             backoff_limit: Some(spec.migrations.backoff_limit),
             active_deadline_seconds: Some(spec.migrations.active_deadline_seconds),
-            template: pod::pod_template(hollo, Component::Migration, version, c, 30, Some("Never")),
+            template: pod::without_storage(pod::pod_template(
+                hollo,
+                Component::Migration,
+                version,
+                c,
+                30,
+                Some("Never"),
+            )),
             ..JobSpec::default()
         }),
         status: None,
@@ -111,7 +118,7 @@ pub fn probe_job(hollo: &Hollo, version: &str) -> Job {
             active_deadline_seconds: Some(300),
             // Long enough for the upgrade decision; the operator re-probes if it is gone.
             ttl_seconds_after_finished: Some(3600),
-            template,
+            template: pod::without_storage(template),
             ..JobSpec::default()
         }),
         status: None,
@@ -162,6 +169,29 @@ mod tests {
             job_name(&"x".repeat(40), &"9".repeat(40), 3),
             "stable"
         );
+    }
+
+    #[test]
+    fn jobs_do_not_mount_the_media_claim() {
+        let mut spec = testutil::spec();
+        spec.storage.fs = Some(crate::crd::FsStorage {
+            claim_name: "media".into(),
+            mount_path: "/data/storage".into(),
+        });
+        let h = testutil::hollo(spec);
+        for j in [job(&h, 0), probe_job(&h, "0.1.0")] {
+            let pod = j.spec.and_then(|s| s.template.spec).expect("pod");
+            let vols: Vec<String> = pod
+                .volumes
+                .iter()
+                .flatten()
+                .map(|v| v.name.clone())
+                .collect();
+            assert_eq!(vols, ["tmp"]);
+            let mounts = pod.containers[0].volume_mounts.clone().unwrap_or_default();
+            assert_eq!(mounts.len(), 1);
+            assert_eq!(mounts[0].mount_path, "/tmp");
+        }
     }
 
     #[test]

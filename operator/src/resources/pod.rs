@@ -253,6 +253,22 @@ pub fn pod_template(
     }
 }
 
+/// Removes the media volume from a Job's pod: migrations and version probes never touch media,
+/// and a claim that is not bound yet (or is ReadWriteOnce and busy) must not block them.
+pub fn without_storage(mut t: PodTemplateSpec) -> PodTemplateSpec {
+    if let Some(pod) = t.spec.as_mut() {
+        if let Some(v) = pod.volumes.as_mut() {
+            v.retain(|v| v.name != STORAGE_VOLUME);
+        }
+        for c in &mut pod.containers {
+            if let Some(m) = c.volume_mounts.as_mut() {
+                m.retain(|m| m.name != STORAGE_VOLUME);
+            }
+        }
+    }
+    t
+}
+
 /// Image reference for a given version (the rollout target or, while stopping, the old one).
 pub fn image_for(spec: &HolloSpec, version: &str) -> String {
     if version == spec.version {
