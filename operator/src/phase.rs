@@ -61,8 +61,12 @@ pub struct Observed {
     /// Another migration Job (of a different version) is still active.
     pub other_migration_active: bool,
     pub compat: Compat,
-    /// The target version's Deployments are updated and all their pods ready.
+    /// Every pod of the target version's Deployments runs the target version (updated).
     pub rolled_out: bool,
+    /// Every desired pod is ready.
+    pub pods_ready: bool,
+    /// `status.phase` before this step.
+    pub previous_phase: Phase,
 }
 
 /// What to do with the role Deployments.
@@ -113,10 +117,12 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     let target = spec.version.clone();
     let current = obs.current_version.clone();
 
-    // Migrated already: run the target version.
+    // Migrated already: run the target version. A rollout ends when the updated pods are ready
+    // the first time; a later loss of readiness is reported as Degraded, not a new rollout.
     if current.as_deref() == Some(target.as_str()) {
+        let done = obs.rolled_out && (obs.pods_ready || obs.previous_phase == Phase::Running);
         return Plan {
-            phase: if obs.rolled_out {
+            phase: if done {
                 Phase::Running
             } else {
                 Phase::RollingOut
@@ -127,7 +133,11 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             record_failure: None,
             current_version: Some(target),
             migrated: true,
-            requeue: if obs.rolled_out { STEADY_REQUEUE } else { POLL },
+            requeue: if done && obs.pods_ready {
+                STEADY_REQUEUE
+            } else {
+                POLL
+            },
         };
     }
 
@@ -224,6 +234,8 @@ mod tests {
             other_migration_active: false,
             compat: Compat::Unknown,
             rolled_out: false,
+            pods_ready: false,
+            previous_phase: Phase::Pending,
         }
     }
 
@@ -289,17 +301,46 @@ mod tests {
         let p = decide(&testutil::spec(), &o);
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.requeue, POLL);
+        let updated = Observed {
+            rolled_out: true,
+            ..o
+        };
+        let p = decide(&testutil::spec(), &updated);
+        assert_eq!(p.phase, Phase::RollingOut, "updated but not ready yet");
         let p = decide(
             &testutil::spec(),
             &Observed {
-                rolled_out: true,
-                ..o
+                pods_ready: true,
+                ..updated.clone()
             },
         );
         assert_eq!(p.phase, Phase::Running);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
         assert_eq!(p.migration_job, None);
         assert_eq!(p.requeue, STEADY_REQUEUE);
+    }
+
+    #[test]
+    fn losing_readiness_while_running_stays_running() {
+        let o = Observed {
+            current_version: Some("0.1.0".into()),
+            rolled_out: true,
+            pods_ready: false,
+            previous_phase: Phase::Running,
+            ..obs()
+        };
+        let p = decide(&testutil::spec(), &o);
+        assert_eq!(p.phase, Phase::Running);
+        assert_eq!(p.requeue, POLL, "watch closely until ready again");
+        // A spec change that rolls the pods again is a rollout.
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                rolled_out: false,
+                ..o
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub fn job_state(job: Option<&Job>) -> JobState {
     }
 }
 
-/// Whether a Deployment runs `version` everywhere and every pod is ready.
+/// Whether every pod of a Deployment runs `version` (template updated, old pods gone).
 pub fn rolled_out(d: &Deployment, version: &str) -> bool {
     let template_version = d
         .spec
@@ -157,8 +157,15 @@ pub fn rolled_out(d: &Deployment, version: &str) -> bool {
     let want = d.spec.replicas.unwrap_or(1);
     s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0)
         && s.updated_replicas.unwrap_or(0) == want
-        && s.ready_replicas.unwrap_or(0) == want
         && s.replicas.unwrap_or(0) == want
+}
+
+/// Whether every desired pod of a Deployment is ready.
+pub fn pods_ready(d: &Deployment) -> bool {
+    let want = d.spec.replicas.unwrap_or(1);
+    d.status
+        .as_ref()
+        .is_some_and(|s| s.ready_replicas.unwrap_or(0) >= want)
 }
 
 fn role_status(d: Option<&Deployment>) -> RoleStatus {
@@ -330,6 +337,9 @@ async fn observe(
             .is_some_and(|d| rolled_out(d, target))
     });
 
+    let all_ready = roles(hollo.spec.mode)
+        .iter()
+        .all(|c| deployments.get(c.as_str()).is_some_and(pods_ready));
     Ok(World {
         deployments,
         observed: Observed {
@@ -341,6 +351,8 @@ async fn observe(
             other_migration_active,
             compat,
             rolled_out: all_rolled_out,
+            pods_ready: all_ready,
+            previous_phase: status.phase,
         },
     })
 }
@@ -563,6 +575,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         ),
     };
     let inputs = status::Inputs {
+        pods_ready: world.observed.pods_ready,
         generation: hollo.meta().generation,
         previous: hollo.status.as_ref(),
         web,
@@ -696,6 +709,7 @@ mod tests {
             ..DeploymentStatus::default()
         });
         assert!(rolled_out(&d, "0.1.0"));
+        assert!(pods_ready(&d));
         assert!(
             !rolled_out(&d, "0.2.0"),
             "template still on the old version"
@@ -703,6 +717,14 @@ mod tests {
         if let Some(s) = d.status.as_mut() {
             s.ready_replicas = Some(1);
         }
-        assert!(!rolled_out(&d, "0.1.0"));
+        assert!(
+            rolled_out(&d, "0.1.0"),
+            "updated even while a pod is unready"
+        );
+        assert!(!pods_ready(&d));
+        if let Some(s) = d.status.as_mut() {
+            s.updated_replicas = Some(1);
+        }
+        assert!(!rolled_out(&d, "0.1.0"), "an old pod remains");
     }
 }

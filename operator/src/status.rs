@@ -25,6 +25,8 @@ pub struct Inputs<'a> {
     pub worker: RoleStatus,
     pub budget: &'a Budget,
     pub now: Timestamp,
+    /// Every desired pod of the roles is ready.
+    pub pods_ready: bool,
 }
 
 fn condition(
@@ -97,13 +99,25 @@ pub fn compute(
                 .to_string(),
         ),
     };
+    let unready = phase == Phase::Running && !inputs.pods_ready;
     let conditions = vec![
         condition(
             inputs,
             READY,
-            phase == Phase::Running,
-            phase.as_str(),
-            format!("phase {}", phase.as_str()),
+            phase == Phase::Running && inputs.pods_ready,
+            if unready {
+                "PodsNotReady"
+            } else {
+                phase.as_str()
+            },
+            format!(
+                "phase {}; web {}/{} ready, workers {}/{} ready",
+                phase.as_str(),
+                inputs.web.ready_replicas,
+                inputs.web.replicas,
+                inputs.worker.ready_replicas,
+                inputs.worker.replicas
+            ),
         ),
         condition(
             inputs,
@@ -142,9 +156,11 @@ pub fn compute(
         condition(
             inputs,
             DEGRADED,
-            phase == Phase::MigrationFailed,
+            phase == Phase::MigrationFailed || unready,
             if phase == Phase::MigrationFailed {
                 "MigrationFailed"
+            } else if unready {
+                "PodsNotReady"
             } else {
                 "AsExpected"
             },
@@ -153,6 +169,8 @@ pub fn compute(
                     Some(at) => format!("{} (last failure {at})", failed_reason()),
                     None => failed_reason(),
                 }
+            } else if unready {
+                "some pods of the running version are not ready".to_string()
             } else {
                 String::new()
             },
@@ -240,6 +258,7 @@ mod tests {
             },
             budget: &budget,
             now: now(),
+            pods_ready: true,
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         assert_eq!(s.phase, Phase::Running);
@@ -284,6 +303,7 @@ mod tests {
             },
             budget: &budget,
             now: now(),
+            pods_ready: true,
         };
         let s = compute(&spec, &plan(Phase::RollingOut, true), &inputs, 0, None);
         let b = cond(&s, CONNECTION_BUDGET);
@@ -306,6 +326,39 @@ mod tests {
     }
 
     #[test]
+    fn unready_pods_while_running_degrade() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let inputs = Inputs {
+            generation: Some(1),
+            previous: None,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 1,
+            },
+            worker: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: false,
+        };
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let r = cond(&s, READY);
+        assert_eq!(
+            (r.status.as_str(), r.reason.as_str()),
+            ("False", "PodsNotReady")
+        );
+        assert!(r.message.contains("web 1/2 ready"), "{}", r.message);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "PodsNotReady")
+        );
+    }
+
+    #[test]
     fn failed_migration_degrades() {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
@@ -316,6 +369,7 @@ mod tests {
             worker: RoleStatus::default(),
             budget: &budget,
             now: now(),
+            pods_ready: true,
         };
         let mut p = plan(Phase::MigrationFailed, false);
         p.current_version = Some("0.0.9".into());
@@ -345,6 +399,7 @@ mod tests {
             },
             budget: &budget,
             now: now(),
+            pods_ready: true,
         };
         let s1 = compute(&spec, &plan(Phase::Running, true), &first, 0, None);
         let later = Timestamp::from_second(1_800_000_600).expect("valid");
