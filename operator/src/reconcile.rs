@@ -453,12 +453,19 @@ async fn apply_workloads(
     Ok(())
 }
 
-async fn publish(ctx: &Context, hollo: &Hollo, type_: EventType, reason: &str, note: String) {
+async fn publish(
+    ctx: &Context,
+    hollo: &Hollo,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
     let ev = Event {
         type_,
         reason: reason.into(),
         note: Some(note),
-        action: "Reconcile".into(),
+        action: action.into(),
         secondary: None,
     };
     // Events are best effort: a failure to record one must not fail the reconcile.
@@ -601,6 +608,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
             hollo,
             EventType::Warning,
             "MigrationFailed",
+            "Migrate",
             format!(
                 "migration Job {job} failed ({reason}); retry {} in {}s; the new version does not start",
                 attempts,
@@ -620,6 +628,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
             hollo,
             type_,
             plan.phase.as_str(),
+            "PhaseChange",
             format!(
                 "phase {} → {} (target {})",
                 previous.phase.as_str(),
@@ -640,6 +649,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
             hollo,
             EventType::Warning,
             "ConnectionBudgetExceeded",
+            "CheckBudget",
             budget.explain(),
         )
         .await;

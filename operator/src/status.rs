@@ -92,13 +92,17 @@ pub fn compute(
             "WorkersReady",
             format!("{workers_ready} worker(s) ready"),
         ),
-        Mode::Split => (
+        // The seed's trap: web serves and enqueues while nothing consumes the queues.
+        Mode::Split if inputs.web.ready_replicas > 0 => (
             false,
             "NoReadyWorkers",
             "no worker is ready: web pods accept and enqueue work but nothing processes it"
                 .to_string(),
         ),
+        Mode::Split => (false, "NoReadyWorkers", "no worker is ready".to_string()),
     };
+    // A migration that failed before and is being retried is still a degraded state.
+    let retrying = !plan.migrated && migration_attempts > 0;
     let unready = phase == Phase::Running && !inputs.pods_ready;
     let conditions = vec![
         condition(
@@ -156,15 +160,17 @@ pub fn compute(
         condition(
             inputs,
             DEGRADED,
-            phase == Phase::MigrationFailed || unready,
+            phase == Phase::MigrationFailed || retrying || unready,
             if phase == Phase::MigrationFailed {
                 "MigrationFailed"
+            } else if retrying {
+                "MigrationRetrying"
             } else if unready {
                 "PodsNotReady"
             } else {
                 "AsExpected"
             },
-            if phase == Phase::MigrationFailed {
+            if phase == Phase::MigrationFailed || retrying {
                 match &last_failure {
                     Some(at) => format!("{} (last failure {at})", failed_reason()),
                     None => failed_reason(),
@@ -383,6 +389,20 @@ mod tests {
         );
         assert!(d.message.contains("failed 2 time(s)"));
         assert_eq!(cond(&s, MIGRATED).reason, "MigrationFailed");
+        // The retry runs: still degraded until it succeeds.
+        let mut retry = plan(Phase::Migrating, false);
+        retry.current_version = Some("0.0.9".into());
+        let s = compute(&spec, &retry, &inputs, 2, None);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "MigrationRetrying")
+        );
+        let w = cond(&s, WORKERS_AVAILABLE);
+        assert_eq!(
+            (w.status.as_str(), w.message.as_str()),
+            ("False", "no worker is ready")
+        );
     }
 
     #[test]
