@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, ListParams, LogParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
@@ -357,6 +357,70 @@ async fn observe(
     })
 }
 
+/// How many replicas a role Deployment should have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicas {
+    /// `spec.*.replicas`, enforced (drift is corrected).
+    Exactly(i32),
+    /// An autoscaler owns the count; only lift it to the autoscaler's minimum (after a stop
+    /// the workers sit at 0, where an HPA never scales).
+    AtLeast(i32),
+}
+
+impl Replicas {
+    /// The count a new Deployment is created with.
+    pub fn initial(self) -> i32 {
+        match self {
+            Replicas::Exactly(n) | Replicas::AtLeast(n) => n,
+        }
+    }
+
+    /// The count to set through the scale subresource, if the current one must change.
+    pub fn scale_to(self, current: Option<i32>) -> Option<i32> {
+        // The apiserver defaults an unset count to 1.
+        let current = current.unwrap_or(1);
+        match self {
+            Replicas::Exactly(n) => (current != n).then_some(n),
+            Replicas::AtLeast(min) => (current < min).then_some(min),
+        }
+    }
+}
+
+/// Sets `replicas` through the scale subresource (an update, not part of our apply).
+async fn scale(apis: &Apis, name: &str, replicas: i32) -> Result<(), Error> {
+    let pp = PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    };
+    apis.deployments
+        .patch_scale(
+            name,
+            &pp,
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await?;
+    tracing::info!(deployment = %name, replicas, "scaled");
+    Ok(())
+}
+
+/// Creates a Deployment with its initial `replicas` (a create is not an apply, so the count
+/// stays out of our apply's managed fields). A concurrent create falls back to the apply.
+async fn create_deployment(apis: &Apis, d: &Deployment) -> Result<(), Error> {
+    let pp = PostParams {
+        field_manager: Some(MANAGER.into()),
+        ..PostParams::default()
+    };
+    match apis.deployments.create(&pp, d).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let mut without = d.clone();
+            without.spec.replicas = None;
+            apply(&apis.deployments, &without).await.map(|_| ())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 async fn apply_workloads(
     apis: &Apis,
     hollo: &Hollo,
@@ -373,37 +437,46 @@ async fn apply_workloads(
             delete_owned(&apis.scaled_objects, &worker_name, uid).await?;
             for (component, d) in &world.deployments {
                 if d.spec.replicas != Some(0) {
-                    apis.deployments
-                        .patch_scale(
-                            &d.name_any(),
-                            &PatchParams::default(),
-                            &Patch::Merge(json!({"spec": {"replicas": 0}})),
-                        )
-                        .await?;
+                    scale(apis, &d.name_any(), 0).await?;
                     tracing::info!(role = component, "scaled to 0 before migrating");
                 }
             }
         }
         Workloads::Run(version) => {
             let autoscaled = spec.worker_autoscaled();
-            let desired: Vec<Deployment> = match spec.mode {
+            let desired: Vec<(Component, Replicas)> = match spec.mode {
                 Mode::Split => vec![
-                    resources::web::deployment(hollo, version, Some(spec.web.replicas)),
-                    // Never write `replicas` while an autoscaler owns it (R-OP-1).
-                    resources::worker::deployment(
-                        hollo,
-                        version,
-                        (!autoscaled).then_some(spec.worker.replicas),
+                    (Component::Web, Replicas::Exactly(spec.web.replicas)),
+                    // Never fight an autoscaler over `replicas` (R-OP-1): only lift the workers
+                    // to its minimum, as the autoscaler itself would.
+                    (
+                        Component::Worker,
+                        if autoscaled {
+                            Replicas::AtLeast(spec.worker.autoscaling.min_replicas)
+                        } else {
+                            Replicas::Exactly(spec.worker.replicas)
+                        },
                     ),
                 ],
-                Mode::All => vec![resources::all::deployment(
-                    hollo,
-                    version,
-                    Some(spec.web.replicas),
-                )],
+                Mode::All => vec![(Component::All, Replicas::Exactly(spec.web.replicas))],
             };
-            for d in &desired {
-                apply(&apis.deployments, d).await?;
+            for (component, replicas) in desired {
+                let build = |r: Option<i32>| match component {
+                    Component::Web => resources::web::deployment(hollo, version, r),
+                    Component::Worker => resources::worker::deployment(hollo, version, r),
+                    _ => resources::all::deployment(hollo, version, r),
+                };
+                match world.deployments.get(component.as_str()) {
+                    None => create_deployment(apis, &build(Some(replicas.initial()))).await?,
+                    Some(existing) => {
+                        // `replicas` is never part of the apply: our apply manager then never
+                        // owns it, so handing it to an autoscaler (or back) cannot reset it.
+                        apply(&apis.deployments, &build(None)).await?;
+                        if let Some(n) = replicas.scale_to(existing.spec.replicas) {
+                            scale(apis, &existing.name_any(), n).await?;
+                        }
+                    }
+                }
             }
             for c in ALL_ROLES {
                 if !roles(spec.mode).contains(&c) {
@@ -413,25 +486,6 @@ async fn apply_workloads(
                         uid,
                     )
                     .await?;
-                }
-            }
-            if autoscaled {
-                // After a stop the workers sit at 0, where an HPA never scales; hand the
-                // autoscaler its minimum once, through the scale subresource (not our apply).
-                let at_zero = world
-                    .deployments
-                    .get(Component::Worker.as_str())
-                    .is_some_and(|d| d.spec.replicas == Some(0));
-                if at_zero {
-                    apis.deployments
-                        .patch_scale(
-                            &resources::deployment_name(hollo, Component::Worker),
-                            &PatchParams::default(),
-                            &Patch::Merge(
-                                json!({"spec": {"replicas": spec.worker.autoscaling.min_replicas}}),
-                            ),
-                        )
-                        .await?;
                 }
             }
             match autoscaling::autoscaler(hollo) {
@@ -683,6 +737,29 @@ mod tests {
             }),
             ..Job::default()
         }
+    }
+
+    #[test]
+    fn replicas_are_enforced_or_only_lifted_for_autoscalers() {
+        assert_eq!(Replicas::Exactly(3).scale_to(Some(3)), None);
+        assert_eq!(Replicas::Exactly(3).scale_to(Some(0)), Some(3));
+        assert_eq!(
+            Replicas::Exactly(3).scale_to(Some(5)),
+            Some(3),
+            "drift corrected"
+        );
+        assert_eq!(Replicas::Exactly(1).scale_to(None), None, "unset means 1");
+        assert_eq!(
+            Replicas::AtLeast(2).scale_to(Some(0)),
+            Some(2),
+            "after a stop"
+        );
+        assert_eq!(
+            Replicas::AtLeast(2).scale_to(Some(7)),
+            None,
+            "the autoscaler's choice"
+        );
+        assert_eq!(Replicas::AtLeast(2).initial(), 2);
     }
 
     #[test]
