@@ -195,6 +195,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         .for_each(|res| async move {
             match res {
                 Ok((obj, _)) => tracing::debug!(object = %obj, "reconciled"),
+                // A deleted object still queued: nothing to do.
+                Err(kube::runtime::controller::Error::ObjectNotFound(obj)) => {
+                    tracing::debug!(object = %obj, "object gone")
+                }
                 Err(e) => tracing::warn!(error = %e, "controller error"),
             }
         })

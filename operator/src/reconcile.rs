@@ -38,6 +38,11 @@ pub enum Error {
     Kube(#[from] kube::Error),
     #[error("the Hollo has no namespace")]
     NoNamespace,
+    #[error(
+        "worker.autoscaling.keda.enabled but KEDA's ScaledObject API (keda.sh/v1alpha1) is not \
+         installed: install KEDA or disable keda"
+    )]
+    KedaMissing,
 }
 
 impl Error {
@@ -46,6 +51,7 @@ impl Error {
             Error::Kube(kube::Error::Api(_)) => "api",
             Error::Kube(_) => "client",
             Error::NoNamespace => "no_namespace",
+            Error::KedaMissing => "keda_missing",
         }
     }
 }
@@ -421,6 +427,34 @@ async fn create_deployment(apis: &Apis, d: &Deployment) -> Result<(), Error> {
     }
 }
 
+/// Once the target runs, migration Jobs of other versions and all version probes are history.
+/// The target's own Jobs stay (a failed attempt's logs remain reachable).
+async fn cleanup_jobs(apis: &Apis, hollo: &Hollo, uid: &str) -> Result<(), Error> {
+    let target = labels::label_value(&hollo.spec.version);
+    let jobs = apis
+        .jobs
+        .list(&ListParams::default().labels(&format!("{}={}", labels::INSTANCE, hollo.name_any())))
+        .await?;
+    let dp = kube::api::DeleteParams::background();
+    for j in jobs.items {
+        let l = j.labels();
+        let probe =
+            l.get(labels::COMPONENT).map(String::as_str) == Some(migration::PROBE_COMPONENT);
+        let old_migration = l.get(labels::COMPONENT).map(String::as_str)
+            == Some(Component::Migration.as_str())
+            && l.get(labels::VERSION) != Some(&target);
+        let ours = j.owner_references().iter().any(|r| r.uid == uid);
+        if ours && (probe || old_migration) && job_state(Some(&j)) != JobState::Running {
+            match apis.jobs.delete(&j.name_any(), &dp).await {
+                Ok(_) => tracing::info!(job = %j.name_any(), "deleted finished Job"),
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn apply_workloads(
     apis: &Apis,
     hollo: &Hollo,
@@ -499,7 +533,12 @@ async fn apply_workloads(
                 }
                 autoscaling::Autoscaler::Keda(o) => {
                     delete_owned(&apis.hpas, &worker_name, uid).await?;
-                    apply(&apis.scaled_objects, o.as_ref()).await?;
+                    match apply(&apis.scaled_objects, o.as_ref()).await {
+                        Err(Error::Kube(e)) if is_not_found(&e) => return Err(Error::KedaMissing),
+                        other => {
+                            other?;
+                        }
+                    }
                 }
             }
         }
@@ -568,7 +607,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
 
     let world = observe(&apis, hollo, attempts, since_failure).await?;
     let plan: Plan = phase::decide(spec, &world.observed);
-    tracing::info!(
+    tracing::debug!(
         hollo = %name, namespace = %ns, phase = plan.phase.as_str(),
         old_pods = world.observed.old_pods, job = ?world.observed.job,
         "reconciling"
@@ -616,7 +655,22 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         ensure_job(&apis.jobs, &migration::probe_job(hollo, &spec.version)).await?;
     }
 
-    apply_workloads(&apis, hollo, &world, &plan.workloads, &uid).await?;
+    let applied = apply_workloads(&apis, hollo, &world, &plan.workloads, &uid).await;
+    if let Err(e @ Error::KedaMissing) = &applied {
+        publish(
+            ctx,
+            hollo,
+            EventType::Warning,
+            "KedaNotInstalled",
+            "Autoscale",
+            e.to_string(),
+        )
+        .await;
+    }
+    applied?;
+    if plan.phase == Phase::Running {
+        cleanup_jobs(&apis, hollo, &uid).await?;
+    }
 
     // Status.
     let (attempts, last_failure) = match &plan.record_failure {
@@ -672,6 +726,10 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         .await;
     }
     if plan.phase != previous.phase {
+        tracing::info!(
+            hollo = %name, namespace = %ns, from = previous.phase.as_str(),
+            to = plan.phase.as_str(), target = %spec.version, "phase changed"
+        );
         let type_ = if plan.phase == Phase::MigrationFailed {
             EventType::Warning
         } else {
