@@ -826,6 +826,20 @@ mod tests {
             );
         }
 
+        /// The shipped example must pass admission.
+        #[test]
+        fn the_example_is_valid() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/hollo.yaml");
+            let text = std::fs::read_to_string(path).expect("examples/hollo.yaml exists");
+            let obj: Value = serde_yaml::from_str(&text).expect("example parses");
+            assert_eq!(
+                kube_cel::validate(&schema(), &obj, None).map_err(|e| e.to_string()),
+                Ok(())
+            );
+            let h: Hollo = serde_json::from_value(obj).expect("example deserializes");
+            assert!(crate::budget::Budget::for_spec(&h.spec).fits());
+        }
+
         #[test]
         fn compiles_every_rule() {
             let compiled = kube_cel::compile_schema(&schema());
