@@ -50,6 +50,25 @@ enum Command {
     Crd,
     /// Run the controller against the current kubeconfig or in-cluster config.
     Run(RunArgs),
+    /// Print the objects a Hollo (YAML file, `-` for stdin) makes, without a cluster.
+    Render {
+        file: String,
+        /// Namespace to assume when the file has none.
+        #[arg(long, default_value = "default")]
+        namespace: String,
+    },
+}
+
+/// Parses a `Hollo` for `render`, filling what only a stored object has (namespace, uid).
+fn render_input(text: &str, namespace: &str) -> anyhow::Result<Hollo> {
+    let mut hollo: Hollo = serde_yaml::from_str(text)?;
+    if hollo.metadata.namespace.is_none() {
+        hollo.metadata.namespace = Some(namespace.to_string());
+    }
+    if hollo.metadata.uid.is_none() {
+        hollo.metadata.uid = Some("00000000-0000-0000-0000-000000000000".into());
+    }
+    Ok(hollo)
 }
 
 #[derive(clap::Args, Debug)]
@@ -80,6 +99,15 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Crd => {
             print!("{}", crd::crd_yaml()?);
+            Ok(())
+        }
+        Command::Render { file, namespace } => {
+            let text = if file == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file)?
+            };
+            print!("{}", resources::render(&render_input(&text, &namespace)?)?);
             Ok(())
         }
         Command::Run(args) => {

@@ -107,3 +107,126 @@ pub fn deployment(
         status: None,
     }
 }
+
+/// Every child a `Hollo` wants in steady state at `spec.version` (Deployments with their initial
+/// replica count, the first migration Job), in apply order. Used by `hollo-operator render`
+/// and the snapshot test; the reconciler itself builds the same objects one by one.
+pub fn desired_children(hollo: &Hollo) -> Result<Vec<serde_json::Value>, serde_json::Error> {
+    use crate::crd::Mode;
+    let spec = &hollo.spec;
+    let v = spec.version.as_str();
+    let mut out = vec![serde_json::to_value(service::service(hollo))?];
+    if let Some(i) = ingress::ingress(hollo) {
+        out.push(serde_json::to_value(i)?);
+    }
+    for p in [pdb::web(hollo), pdb::worker(hollo)].into_iter().flatten() {
+        out.push(serde_json::to_value(p)?);
+    }
+    out.push(serde_json::to_value(migration::job(hollo, 0))?);
+    match spec.mode {
+        Mode::Split => {
+            let workers = if spec.worker_autoscaled() {
+                spec.worker.autoscaling.min_replicas
+            } else {
+                spec.worker.replicas
+            };
+            out.push(serde_json::to_value(web::deployment(
+                hollo,
+                v,
+                Some(spec.web.replicas),
+            ))?);
+            out.push(serde_json::to_value(worker::deployment(
+                hollo,
+                v,
+                Some(workers),
+            ))?);
+        }
+        Mode::All => {
+            out.push(serde_json::to_value(all::deployment(
+                hollo,
+                v,
+                Some(spec.web.replicas),
+            ))?);
+        }
+    }
+    match autoscaling::autoscaler(hollo) {
+        autoscaling::Autoscaler::None => {}
+        autoscaling::Autoscaler::Hpa(h) => out.push(serde_json::to_value(h)?),
+        autoscaling::Autoscaler::Keda(o) => out.push(serde_json::to_value(o)?),
+    }
+    Ok(out)
+}
+
+/// Multi-document YAML of [`desired_children`].
+pub fn render(hollo: &Hollo) -> anyhow::Result<String> {
+    let mut s = String::new();
+    for obj in desired_children(hollo)? {
+        s.push_str("---\n");
+        s.push_str(&serde_yaml::to_string(&obj)?);
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example's children, object by object and field by field, against the committed
+    /// snapshot. Regenerate after an intended change with:
+    /// `cargo run -q -p hollo-operator -- render examples/hollo.yaml --namespace fedi > operator/testdata/example-children.yaml`
+    #[test]
+    fn example_children_match_the_snapshot() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let text = std::fs::read_to_string(format!("{root}/examples/hollo.yaml")).expect("example");
+        let hollo = crate::render_input(&text, "fedi").expect("example parses");
+        let rendered = render(&hollo).expect("renders");
+        let committed =
+            std::fs::read_to_string(format!("{root}/operator/testdata/example-children.yaml"))
+                .expect("snapshot exists");
+        assert!(
+            rendered == committed,
+            "operator/testdata/example-children.yaml is stale; regenerate with `cargo run -q -p \
+             hollo-operator -- render examples/hollo.yaml --namespace fedi > \
+             operator/testdata/example-children.yaml` and review the diff"
+        );
+    }
+
+    #[test]
+    fn every_child_is_owned_and_labelled() {
+        let mut spec = crate::testutil::spec();
+        spec.web.ingress.enabled = true;
+        spec.web.ingress.host = Some("h.example".into());
+        spec.worker.autoscaling.enabled = true;
+        let hollo = crate::testutil::hollo(spec);
+        let children = desired_children(&hollo).expect("renders");
+        let kinds: Vec<&str> = children.iter().filter_map(|c| c["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "Service",
+                "Ingress",
+                "PodDisruptionBudget",
+                "PodDisruptionBudget",
+                "Job",
+                "Deployment",
+                "Deployment",
+                "HorizontalPodAutoscaler"
+            ]
+        );
+        for c in &children {
+            assert_eq!(
+                c["metadata"]["ownerReferences"][0]["uid"], "0b3c-uid",
+                "{c}"
+            );
+            assert_eq!(c["metadata"]["namespace"], "fedi");
+            assert_eq!(
+                c["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+                "hollo-operator"
+            );
+            assert_eq!(
+                c["metadata"]["labels"]["app.kubernetes.io/instance"],
+                "social"
+            );
+        }
+    }
+}
