@@ -728,7 +728,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
     if plan.phase != previous.phase {
         tracing::info!(
             hollo = %name, namespace = %ns, from = previous.phase.as_str(),
-            to = plan.phase.as_str(), target = %spec.version, "phase changed"
+            to = plan.phase.as_str(), target_version = %spec.version, "phase changed"
         );
         let type_ = if plan.phase == Phase::MigrationFailed {
             EventType::Warning
