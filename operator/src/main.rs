@@ -1,4 +1,243 @@
-fn main() {
-    eprintln!("hollo-operator: not built yet (see issue 7)");
-    std::process::exit(2);
+//! `hollo-operator`: reconciles `Hollo` resources (`run`) and prints the CRD (`crd`).
+
+mod budget;
+mod crd;
+mod leader;
+mod phase;
+mod reconcile;
+mod resources;
+mod status;
+mod telemetry;
+#[cfg(test)]
+mod testutil;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client};
+use tokio_util::sync::CancellationToken;
+
+use crate::crd::Hollo;
+use crate::resources::labels;
+
+#[derive(Parser)]
+#[command(
+    name = "hollo-operator",
+    version,
+    about = "Kubernetes operator for Hollo"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the Hollo CustomResourceDefinition as YAML.
+    Crd,
+    /// Run the controller against the current kubeconfig or in-cluster config.
+    Run(RunArgs),
+    /// Print the objects a Hollo (YAML file, `-` for stdin) makes, without a cluster.
+    Render {
+        file: String,
+        /// Namespace to assume when the file has none.
+        #[arg(long, default_value = "default")]
+        namespace: String,
+    },
+}
+
+/// Parses a `Hollo` for `render`, filling what only a stored object has (namespace, uid).
+fn render_input(text: &str, namespace: &str) -> anyhow::Result<Hollo> {
+    let mut hollo: Hollo = serde_yaml::from_str(text)?;
+    if hollo.metadata.namespace.is_none() {
+        hollo.metadata.namespace = Some(namespace.to_string());
+    }
+    if hollo.metadata.uid.is_none() {
+        hollo.metadata.uid = Some("00000000-0000-0000-0000-000000000000".into());
+    }
+    Ok(hollo)
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// Watch only this namespace (empty: all namespaces).
+    #[arg(long, env = "WATCH_NAMESPACE", default_value = "")]
+    watch_namespace: String,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Disable leader election (a single replica, e.g. local development).
+    #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value_t = false)]
+    disable_leader_election: bool,
+    /// Name of the coordination.k8s.io Lease.
+    #[arg(long, env = "LEASE_NAME", default_value = "hollo-operator-leader")]
+    lease_name: String,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else the client's default namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// This replica's identity in the Lease and in events (default: POD_NAME, else hostname).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crd => {
+            print!("{}", crd::crd_yaml()?);
+            Ok(())
+        }
+        Command::Render { file, namespace } => {
+            let text = if file == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file)?
+            };
+            print!("{}", resources::render(&render_input(&text, &namespace)?)?);
+            Ok(())
+        }
+        Command::Run(args) => {
+            telemetry::init_logging();
+            run(args).await
+        }
+    }
+}
+
+/// Cancels the token on SIGTERM or SIGINT.
+fn shutdown_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "no SIGTERM handler");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    shutdown_on_signals(shutdown.clone());
+
+    let health = Arc::new(telemetry::Health::default());
+    let server = tokio::spawn(telemetry::serve(
+        args.metrics_addr,
+        health.clone(),
+        shutdown.clone(),
+    ));
+
+    let client = Client::try_default().await?;
+    health.ready.store(true, Ordering::Relaxed);
+    let identity = args
+        .identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| format!("hollo-operator-{}", std::process::id()));
+
+    let lease = if args.disable_leader_election {
+        None
+    } else {
+        let ns = args
+            .lease_namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let api: Api<Lease> = Api::namespaced(client.clone(), &ns);
+        let cfg = leader::LeaseConfig {
+            name: args.lease_name.clone(),
+            identity: identity.clone(),
+            duration: Duration::from_secs(15),
+            renew_every: Duration::from_secs(5),
+        };
+        tracing::info!(lease = %cfg.name, namespace = %ns, identity = %identity, "waiting for leadership");
+        if !leader::acquire(&api, &cfg, &shutdown).await {
+            server.await??;
+            return Ok(());
+        }
+        Some(tokio::spawn(leader::hold(api, cfg, shutdown.clone())))
+    };
+    health.metrics.leader.set(1);
+
+    let ns = (!args.watch_namespace.is_empty()).then_some(args.watch_namespace.clone());
+    fn api<K>(client: &Client, ns: &Option<String>) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        match ns {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+    let owned =
+        watcher::Config::default().labels(&format!("{}={}", labels::MANAGED_BY, labels::MANAGER));
+    let ctx = Arc::new(reconcile::Context {
+        client: client.clone(),
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: reconcile::MANAGER.into(),
+                instance: Some(identity),
+            },
+        ),
+        health: health.clone(),
+    });
+    tracing::info!(
+        namespace = ns.as_deref().unwrap_or("<all>"),
+        "starting controller"
+    );
+    let stop = shutdown.clone();
+    Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default())
+        .owns(api::<Deployment>(&client, &ns), owned.clone())
+        .owns(api::<Service>(&client, &ns), owned.clone())
+        .owns(api::<Job>(&client, &ns), owned.clone())
+        .owns(api::<PodDisruptionBudget>(&client, &ns), owned.clone())
+        .owns(api::<HorizontalPodAutoscaler>(&client, &ns), owned.clone())
+        .owns(api::<Ingress>(&client, &ns), owned)
+        .graceful_shutdown_on(async move { stop.cancelled().await })
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|res| async move {
+            match res {
+                Ok((obj, _)) => tracing::debug!(object = %obj, "reconciled"),
+                // A deleted object still queued: nothing to do.
+                Err(kube::runtime::controller::Error::ObjectNotFound(obj)) => {
+                    tracing::debug!(object = %obj, "object gone")
+                }
+                Err(e) => tracing::warn!(error = %e, "controller error"),
+            }
+        })
+        .await;
+
+    // The controller stopped (signal or lost lease): release the lease and stop serving.
+    shutdown.cancel();
+    health.metrics.leader.set(0);
+    if let Some(h) = lease {
+        h.await?;
+    }
+    server.await??;
+    Ok(())
 }

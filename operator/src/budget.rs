@@ -1,0 +1,158 @@
+//! Connection-budget arithmetic (R-DB-2, R-OP-BUDGET):
+//! `web_replicas × web_pool + worker_max × (worker_pool + item_lock_pool) + migration + headroom
+//! ≤ maxConnections`, where `worker_max` is the autoscaler's maximum when one owns the workers.
+
+use crate::crd::{HolloSpec, Mode};
+
+/// Connections the migration Job holds (one `hollo migrate` process, one connection).
+pub const MIGRATION_CONNECTIONS: i64 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// Label of the HTTP role in the explanation (`web` or `all`).
+    pub http_role: &'static str,
+    pub http_pods: i64,
+    pub per_http_pod: i64,
+    pub worker_pods: i64,
+    pub per_worker_pod: i64,
+    pub migration: i64,
+    pub headroom: i64,
+    pub max_connections: i64,
+}
+
+impl Budget {
+    pub fn for_spec(spec: &HolloSpec) -> Self {
+        let w = &spec.worker;
+        let per_worker = i64::from(w.pool_max) + i64::from(w.item_lock_pool_size);
+        let web_pool = i64::from(spec.web.pool_max);
+        let (http_role, per_http_pod, worker_pods) = match spec.mode {
+            // Assumption (runtime contract): an `all` node opens the web pool and the worker
+            // pools, since it runs both sides in one process.
+            Mode::All => ("all", web_pool + per_worker, 0),
+            Mode::Split => {
+                let max = if spec.worker_autoscaled() {
+                    w.autoscaling.max_replicas
+                } else {
+                    w.replicas
+                };
+                ("web", web_pool, i64::from(max))
+            }
+        };
+        Self {
+            http_role,
+            http_pods: i64::from(spec.web.replicas),
+            per_http_pod,
+            worker_pods,
+            per_worker_pod: per_worker,
+            migration: MIGRATION_CONNECTIONS,
+            headroom: i64::from(spec.database.headroom),
+            max_connections: i64::from(spec.database.max_connections),
+        }
+    }
+
+    pub fn total(&self) -> i64 {
+        self.http_pods * self.per_http_pod
+            + self.worker_pods * self.per_worker_pod
+            + self.migration
+            + self.headroom
+    }
+
+    pub fn fits(&self) -> bool {
+        self.total() <= self.max_connections
+    }
+
+    /// The arithmetic, for the condition message and the Warning event.
+    pub fn explain(&self) -> String {
+        let mut s = format!(
+            "{} {}×{}={}",
+            self.http_role,
+            self.http_pods,
+            self.per_http_pod,
+            self.http_pods * self.per_http_pod
+        );
+        if self.http_role == "web" {
+            s.push_str(&format!(
+                " + workers {}×{}={}",
+                self.worker_pods,
+                self.per_worker_pod,
+                self.worker_pods * self.per_worker_pod
+            ));
+        }
+        let cmp = if self.fits() { "≤" } else { ">" };
+        format!(
+            "{s} + migration {} + headroom {} = {} {cmp} maxConnections {}",
+            self.migration,
+            self.headroom,
+            self.total(),
+            self.max_connections
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil;
+
+    #[test]
+    fn default_spec_fits_in_100() {
+        let b = Budget::for_spec(&testutil::spec());
+        // 2×20 + 2×24 + 1 + 5 = 94
+        assert_eq!(b.total(), 94);
+        assert!(b.fits());
+        assert_eq!(
+            b.explain(),
+            "web 2×20=40 + workers 2×24=48 + migration 1 + headroom 5 = 94 ≤ maxConnections 100"
+        );
+    }
+
+    #[test]
+    fn autoscaler_maximum_counts_not_current_replicas() {
+        let mut spec = testutil::spec();
+        spec.worker.replicas = 1;
+        spec.worker.autoscaling.enabled = true;
+        spec.worker.autoscaling.max_replicas = 10;
+        let b = Budget::for_spec(&spec);
+        // 2×20 + 10×24 + 1 + 5 = 286
+        assert_eq!(b.total(), 286);
+        assert!(!b.fits());
+        assert_eq!(
+            b.explain(),
+            "web 2×20=40 + workers 10×24=240 + migration 1 + headroom 5 = 286 > maxConnections 100"
+        );
+    }
+
+    #[test]
+    fn exactly_at_the_limit_fits() {
+        let mut spec = testutil::spec();
+        spec.database.max_connections = 94;
+        assert!(Budget::for_spec(&spec).fits());
+        spec.database.max_connections = 93;
+        assert!(!Budget::for_spec(&spec).fits());
+    }
+
+    #[test]
+    fn custom_pools_are_used() {
+        let mut spec = testutil::spec();
+        spec.web.pool_max = 5;
+        spec.worker.pool_max = 10;
+        spec.worker.item_lock_pool_size = 2;
+        spec.database.headroom = 0;
+        // 2×5 + 2×12 + 1 = 35
+        assert_eq!(Budget::for_spec(&spec).total(), 35);
+    }
+
+    #[test]
+    fn all_mode_counts_both_pools_per_pod() {
+        let mut spec = testutil::spec();
+        spec.mode = Mode::All;
+        spec.web.replicas = 3;
+        let b = Budget::for_spec(&spec);
+        // 3×(20+24) + 1 + 5 = 138
+        assert_eq!(b.total(), 138);
+        assert_eq!(
+            b.explain(),
+            "all 3×44=132 + migration 1 + headroom 5 = 138 > maxConnections 100"
+        );
+    }
+}

@@ -1,0 +1,922 @@
+//! The `Hollo` custom resource (`hollo.social/v1alpha1`): spec, status, defaults and the
+//! admission rules (OpenAPI schema + CEL `x-kubernetes-validations`).
+//!
+//! Every default lives here, once, as a serde default: the same value is then both emitted into
+//! the CRD schema (so the apiserver defaults stored objects) and used when the operator reads an
+//! object that was stored before a field existed.
+
+// `printcolumn(...)` repeats `type_ = "string"` across columns by design; clippy reads the
+// derive's helper attributes as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, LocalObjectReference, PodSecurityContext, ResourceRequirements,
+    SecurityContext, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, CustomResourceExt, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Worker connections: the general pool plus the dedicated item-lock pool (R-DB-1).
+pub const DEFAULT_WORKER_POOL_MAX: i32 = 20;
+pub const DEFAULT_ITEM_LOCK_POOL_SIZE: i32 = 4;
+
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "hollo.social",
+    version = "v1alpha1",
+    kind = "Hollo",
+    plural = "hollos",
+    singular = "hollo",
+    namespaced,
+    status = "HolloStatus",
+    derive = "PartialEq",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        json_path = ".status.currentVersion"
+    ),
+    printcolumn(
+        name = "Web Ready",
+        type_ = "integer",
+        json_path = ".status.web.readyReplicas"
+    ),
+    printcolumn(
+        name = "Workers Ready",
+        type_ = "integer",
+        json_path = ".status.worker.readyReplicas"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new("!self.worker.autoscaling.keda.enabled || self.worker.autoscaling.enabled").message("worker.autoscaling.keda.enabled requires worker.autoscaling.enabled"))]
+#[x_kube(validation = Rule::new("self.storage.disk != 'fs' || has(self.storage.fs)").message("storage.disk=fs requires storage.fs (a ReadWriteMany claim)"))]
+#[x_kube(validation = Rule::new("self.storage.disk != 's3' || has(self.storage.s3)").message("storage.disk=s3 requires storage.s3"))]
+#[x_kube(validation = Rule::new("!self.web.ingress.enabled || (has(self.web.ingress.host) && self.web.ingress.host != '')").message("web.ingress.enabled requires web.ingress.host"))]
+#[serde(rename_all = "camelCase")]
+pub struct HolloSpec {
+    /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
+    /// the gated upgrade (scale down, migrate, roll out).
+    #[x_kube(validation = Rule::new("self.size() > 0 && self.size() <= 128").message("version must be 1-128 characters"))]
+    pub version: String,
+    #[serde(default)]
+    pub image: ImageSpec,
+    #[serde(default)]
+    pub mode: Mode,
+    /// Environment name → `RUNTIME_ENV`; jobs are scoped to it (R-JOB-9).
+    #[serde(default = "default_environment")]
+    #[x_kube(validation = Rule::new("self.size() > 0").message("environment must not be empty"))]
+    pub environment: String,
+    pub database: DatabaseSpec,
+    /// Secret holding `SECRET_KEY`.
+    pub secret_key_ref: SecretKeyRef,
+    /// Optional Secret holding `ADMIN_TOKEN` (bearer token of the admin API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_token_ref: Option<SecretKeyRef>,
+    /// `PUBLIC_URL`; defaults to `https://<web.ingress.host>` when an Ingress is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    #[serde(default)]
+    pub storage: StorageSpec,
+    #[serde(default)]
+    pub web: WebSpec,
+    #[serde(default)]
+    pub worker: WorkerSpec,
+    #[serde(default)]
+    pub migrations: MigrationSpec,
+    #[serde(default)]
+    pub upgrade_strategy: UpgradeStrategy,
+    /// Extra environment for every pod (web, worker, all, migration). Appended after the
+    /// operator's own variables, so a name given here wins (Kubernetes: last definition wins).
+    #[serde(default)]
+    pub env: Vec<EnvVar>,
+    #[serde(default)]
+    pub pod: PodOverrides,
+}
+
+fn default_environment() -> String {
+    "production".into()
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageSpec {
+    #[serde(default = "default_repository")]
+    pub repository: String,
+    /// Overrides `spec.version` as the image tag (e.g. a digest-pinned build of that version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    #[serde(default = "default_pull_policy")]
+    pub pull_policy: PullPolicy,
+    #[serde(default)]
+    pub pull_secrets: Vec<LocalObjectReference>,
+}
+
+impl Default for ImageSpec {
+    fn default() -> Self {
+        Self {
+            repository: default_repository(),
+            tag: None,
+            pull_policy: default_pull_policy(),
+            pull_secrets: vec![],
+        }
+    }
+}
+
+fn default_repository() -> String {
+    "ghcr.io/hollo-social/hollo".into()
+}
+fn default_pull_policy() -> PullPolicy {
+    PullPolicy::IfNotPresent
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// `split`: web Deployment + worker Deployment. `all`: one Deployment with `NODE_TYPE=all`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Split,
+    All,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum UpgradeStrategy {
+    /// Stop every old pod, migrate, start the new version (the seed rule; always safe).
+    #[default]
+    Recreate,
+    /// Roll without downtime when both versions share the task-definition version and the
+    /// migration Job found nothing to apply; otherwise behaves like `Recreate`.
+    RollingWhenCompatible,
+}
+
+/// A key in a Secret in the Hollo's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+pub struct SecretKeyRef {
+    pub name: String,
+    pub key: String,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseSpec {
+    /// Secret key holding `DATABASE_URL`.
+    pub url_secret_ref: SecretKeyRef,
+    /// Secret key holding `DATABASE_DIRECT_URL` (bypasses a transaction pooler for LISTEN/NOTIFY
+    /// and migrations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_url_secret_ref: Option<SecretKeyRef>,
+    /// PostgreSQL `max_connections` the connection budget is checked against.
+    #[serde(default = "default_max_connections")]
+    #[x_kube(validation = Rule::new("self >= 1").message("database.maxConnections must be at least 1"))]
+    pub max_connections: i32,
+    /// Connections kept free for administrators, monitoring and superuser reserve.
+    #[serde(default = "default_headroom")]
+    #[x_kube(validation = Rule::new("self >= 0").message("database.headroom must be >= 0"))]
+    pub headroom: i32,
+}
+
+fn default_max_connections() -> i32 {
+    100
+}
+fn default_headroom() -> i32 {
+    5
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Disk {
+    #[default]
+    Fs,
+    S3,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageSpec {
+    #[serde(default)]
+    pub disk: Disk,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs: Option<FsStorage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Storage>,
+    /// `STORAGE_URL_BASE`: the public URL media is served from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_base: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FsStorage {
+    /// A ReadWriteMany PersistentVolumeClaim shared by every pod.
+    pub claim_name: String,
+    #[serde(default = "default_mount_path")]
+    pub mount_path: String,
+}
+
+fn default_mount_path() -> String {
+    "/data/storage".into()
+}
+
+/// S3 settings come from a Secret whose keys are the runtime's env var names (e.g.
+/// `S3_BUCKET`, `AWS_ACCESS_KEY_ID`, …); it is mounted with `envFrom`, never copied.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct S3Storage {
+    pub secret_name: String,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionBudgetSpec {
+    /// `None` = automatic: on when the role has 2 or more replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(default = "one")]
+    #[x_kube(validation = Rule::new("self >= 1").message("disruptionBudget.maxUnavailable must be at least 1 (0 blocks node drains forever)"))]
+    pub max_unavailable: i32,
+}
+
+impl Default for DisruptionBudgetSpec {
+    fn default() -> Self {
+        Self {
+            enabled: None,
+            max_unavailable: 1,
+        }
+    }
+}
+
+fn one() -> i32 {
+    1
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressSpec {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_secret_name: Option<String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.replicas >= 0").message("web.replicas must be >= 0"))]
+#[x_kube(validation = Rule::new("self.port >= 1 && self.port <= 65535").message("web.port must be 1-65535"))]
+#[x_kube(validation = Rule::new("self.poolMax >= 1").message("web.poolMax must be at least 1"))]
+#[x_kube(validation = Rule::new("self.preStopSeconds >= 0 && self.preStopSeconds <= 300").message("web.preStopSeconds must be 0-300"))]
+#[x_kube(validation = Rule::new("self.drainSeconds >= 0 && self.drainSeconds <= 3600").message("web.drainSeconds must be 0-3600"))]
+pub struct WebSpec {
+    #[serde(default = "two")]
+    pub replicas: i32,
+    #[serde(default = "default_port")]
+    pub port: i32,
+    /// `DATABASE_POOL_MAX` of each web pod.
+    #[serde(default = "twenty")]
+    pub pool_max: i32,
+    /// Seconds the pod keeps serving after termination starts, so endpoints drop it first.
+    #[serde(default = "five")]
+    pub pre_stop_seconds: i32,
+    /// `SHUTDOWN_DRAIN_SECONDS` for in-flight requests after the pre-stop delay.
+    #[serde(default = "thirty")]
+    pub drain_seconds: i32,
+    #[serde(default)]
+    pub resources: ResourceRequirements,
+    #[serde(default)]
+    pub disruption_budget: DisruptionBudgetSpec,
+    #[serde(default)]
+    pub ingress: IngressSpec,
+}
+
+impl Default for WebSpec {
+    fn default() -> Self {
+        Self {
+            replicas: 2,
+            port: default_port(),
+            pool_max: 20,
+            pre_stop_seconds: 5,
+            drain_seconds: 30,
+            resources: ResourceRequirements::default(),
+            disruption_budget: DisruptionBudgetSpec::default(),
+            ingress: IngressSpec::default(),
+        }
+    }
+}
+
+fn two() -> i32 {
+    2
+}
+fn five() -> i32 {
+    5
+}
+fn twenty() -> i32 {
+    20
+}
+fn thirty() -> i32 {
+    30
+}
+fn default_port() -> i32 {
+    3000
+}
+fn default_health_port() -> i32 {
+    9090
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.activities >= 1 && self.tasks >= 1 && self.replies >= 1").message("worker.concurrency values must be at least 1"))]
+#[x_kube(validation = Rule::new("self.replies <= self.tasks").message("worker.concurrency.replies must not exceed worker.concurrency.tasks (replies share the task slots)"))]
+pub struct ConcurrencySpec {
+    #[serde(default = "ten")]
+    pub activities: i32,
+    #[serde(default = "four")]
+    pub tasks: i32,
+    #[serde(default = "two")]
+    pub replies: i32,
+}
+
+impl Default for ConcurrencySpec {
+    fn default() -> Self {
+        Self {
+            activities: 10,
+            tasks: 4,
+            replies: 2,
+        }
+    }
+}
+
+fn ten() -> i32 {
+    10
+}
+fn four() -> i32 {
+    4
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.targetReadyMessagesPerReplica >= 1").message("worker.autoscaling.keda.targetReadyMessagesPerReplica must be at least 1"))]
+pub struct KedaSpec {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "fifty")]
+    pub target_ready_messages_per_replica: i32,
+    #[serde(default = "thirty")]
+    pub polling_interval_seconds: i32,
+    #[serde(default = "default_cooldown")]
+    pub cooldown_period_seconds: i32,
+}
+
+impl Default for KedaSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            target_ready_messages_per_replica: 50,
+            polling_interval_seconds: 30,
+            cooldown_period_seconds: 300,
+        }
+    }
+}
+
+fn fifty() -> i32 {
+    50
+}
+fn default_cooldown() -> i32 {
+    300
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.minReplicas >= 1").message("worker.autoscaling.minReplicas must be at least 1"))]
+#[x_kube(validation = Rule::new("self.minReplicas <= self.maxReplicas").message("worker.autoscaling.minReplicas must be <= maxReplicas"))]
+#[x_kube(validation = Rule::new("!has(self.targetCPUUtilization) || (self.targetCPUUtilization >= 1 && self.targetCPUUtilization <= 100)").message("worker.autoscaling.targetCPUUtilization must be 1-100"))]
+#[x_kube(validation = Rule::new("has(self.targetCPUUtilization) || self.keda.enabled").message("worker.autoscaling needs targetCPUUtilization or keda.enabled"))]
+pub struct AutoscalingSpec {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "one")]
+    pub min_replicas: i32,
+    #[serde(default = "ten")]
+    pub max_replicas: i32,
+    #[serde(
+        default = "default_cpu",
+        rename = "targetCPUUtilization",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub target_cpu_utilization: Option<i32>,
+    #[serde(default)]
+    pub keda: KedaSpec,
+}
+
+impl Default for AutoscalingSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            min_replicas: 1,
+            max_replicas: 10,
+            target_cpu_utilization: default_cpu(),
+            keda: KedaSpec::default(),
+        }
+    }
+}
+
+fn default_cpu() -> Option<i32> {
+    Some(70)
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.replicas >= 0").message("worker.replicas must be >= 0"))]
+#[x_kube(validation = Rule::new("self.drainSeconds >= 0 && self.drainSeconds <= 3600").message("worker.drainSeconds must be 0-3600"))]
+#[x_kube(validation = Rule::new("self.poolMax >= 1 && self.itemLockPoolSize >= 1").message("worker.poolMax and worker.itemLockPoolSize must be at least 1"))]
+#[x_kube(validation = Rule::new("self.healthPort >= 1 && self.healthPort <= 65535").message("worker.healthPort must be 1-65535"))]
+pub struct WorkerSpec {
+    /// Used when autoscaling is off; with autoscaling on the autoscaler owns `replicas`.
+    #[serde(default = "two")]
+    pub replicas: i32,
+    /// `SHUTDOWN_DRAIN_SECONDS`; the grace period is this plus 5 s (R-OP-DRAIN).
+    #[serde(default = "thirty")]
+    pub drain_seconds: i32,
+    #[serde(default)]
+    pub concurrency: ConcurrencySpec,
+    /// `WORKER_POOL_MAX`.
+    #[serde(default = "default_worker_pool")]
+    pub pool_max: i32,
+    /// `ITEM_LOCK_POOL_SIZE`.
+    #[serde(default = "default_item_lock_pool")]
+    pub item_lock_pool_size: i32,
+    /// `HEALTH_PORT`: `/healthz`, `/readyz`, `/metrics` of a worker.
+    #[serde(default = "default_health_port")]
+    pub health_port: i32,
+    #[serde(default)]
+    pub autoscaling: AutoscalingSpec,
+    #[serde(default)]
+    pub resources: ResourceRequirements,
+    #[serde(default)]
+    pub disruption_budget: DisruptionBudgetSpec,
+}
+
+impl Default for WorkerSpec {
+    fn default() -> Self {
+        Self {
+            replicas: 2,
+            drain_seconds: 30,
+            concurrency: ConcurrencySpec::default(),
+            pool_max: DEFAULT_WORKER_POOL_MAX,
+            item_lock_pool_size: DEFAULT_ITEM_LOCK_POOL_SIZE,
+            health_port: default_health_port(),
+            autoscaling: AutoscalingSpec::default(),
+            resources: ResourceRequirements::default(),
+            disruption_budget: DisruptionBudgetSpec::default(),
+        }
+    }
+}
+
+fn default_worker_pool() -> i32 {
+    DEFAULT_WORKER_POOL_MAX
+}
+fn default_item_lock_pool() -> i32 {
+    DEFAULT_ITEM_LOCK_POOL_SIZE
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.command.size() > 0").message("migrations.command must not be empty"))]
+#[x_kube(validation = Rule::new("self.activeDeadlineSeconds >= 1").message("migrations.activeDeadlineSeconds must be at least 1"))]
+#[x_kube(validation = Rule::new("self.backoffLimit >= 0").message("migrations.backoffLimit must be >= 0"))]
+pub struct MigrationSpec {
+    #[serde(default = "default_migrate_command")]
+    pub command: Vec<String>,
+    #[serde(default = "default_deadline")]
+    pub active_deadline_seconds: i64,
+    #[serde(default = "three")]
+    pub backoff_limit: i32,
+    /// Prints `{"version","schemaVersion","taskDefinitionVersion"}`; used by
+    /// `upgradeStrategy: RollingWhenCompatible`.
+    #[serde(default = "default_version_command")]
+    pub version_command: Vec<String>,
+}
+
+impl Default for MigrationSpec {
+    fn default() -> Self {
+        Self {
+            command: default_migrate_command(),
+            active_deadline_seconds: 600,
+            backoff_limit: 3,
+            version_command: default_version_command(),
+        }
+    }
+}
+
+fn default_migrate_command() -> Vec<String> {
+    vec!["hollo".into(), "migrate".into()]
+}
+fn default_version_command() -> Vec<String> {
+    vec!["hollo".into(), "version".into(), "--json".into()]
+}
+fn default_deadline() -> i64 {
+    600
+}
+fn three() -> i32 {
+    3
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodOverrides {
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+    /// Replaces the operator's restrictive pod security context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurityContext>,
+    /// Replaces the operator's restrictive container security context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_security_context: Option<SecurityContext>,
+}
+
+/// Lifecycle phase; see `phase.rs` for the transitions.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum Phase {
+    /// Nothing observed yet.
+    #[default]
+    Pending,
+    /// `RollingWhenCompatible`: reading `hollo version --json` of the old and new image.
+    CheckingCompatibility,
+    /// Old-version pods are being stopped before a migration.
+    ScalingDown,
+    /// The migration Job of the target version runs.
+    Migrating,
+    /// The migration failed; retrying with back-off, nothing of the new version runs.
+    MigrationFailed,
+    /// Deployments of the target version are rolling out.
+    RollingOut,
+    Running,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::CheckingCompatibility => "CheckingCompatibility",
+            Phase::ScalingDown => "ScalingDown",
+            Phase::Migrating => "Migrating",
+            Phase::MigrationFailed => "MigrationFailed",
+            Phase::RollingOut => "RollingOut",
+            Phase::Running => "Running",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleStatus {
+    pub replicas: i32,
+    pub ready_replicas: i32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HolloStatus {
+    #[serde(default)]
+    pub phase: Phase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The version whose pods are (or were last) running and migrated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_version: Option<String>,
+    #[serde(default)]
+    pub web: RoleStatus,
+    #[serde(default)]
+    pub worker: RoleStatus,
+    /// Failed migration attempts of `targetVersion` (drives the retry back-off).
+    #[serde(default)]
+    pub migration_attempts: i32,
+    /// When the last failed migration attempt was observed (RFC 3339), for the back-off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_migration_failure: Option<String>,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+impl HolloSpec {
+    /// The image reference of `spec.version` (or `image.tag`).
+    pub fn image_ref(&self) -> String {
+        let tag = self.image.tag.as_deref().unwrap_or(&self.version);
+        format!("{}:{}", self.image.repository, tag)
+    }
+
+    /// Whether an autoscaler (HPA or KEDA) owns the worker `replicas`.
+    pub fn worker_autoscaled(&self) -> bool {
+        self.mode == Mode::Split && self.worker.autoscaling.enabled
+    }
+
+    /// `PUBLIC_URL`: explicit, else the Ingress host.
+    pub fn public_url(&self) -> Option<String> {
+        if let Some(url) = &self.public_url {
+            return Some(url.clone());
+        }
+        let ingress = &self.web.ingress;
+        match (&ingress.enabled, &ingress.host) {
+            (true, Some(host)) if !host.is_empty() => Some(format!("https://{host}")),
+            _ => None,
+        }
+    }
+}
+
+/// The CRD as YAML, exactly as `hollo-operator crd` prints it and `crds/` stores it.
+pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
+    serde_yaml::to_string(&Hollo::crd())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let spec: HolloSpec = serde_json::from_value(serde_json::json!({
+            "version": "0.1.0",
+            "database": {"urlSecretRef": {"name": "hollo-db", "key": "url"}},
+            "secretKeyRef": {"name": "hollo-secret", "key": "key"},
+        }))
+        .expect("minimal spec parses");
+        assert_eq!(spec.mode, Mode::Split);
+        assert_eq!(spec.environment, "production");
+        assert_eq!(spec.database.max_connections, 100);
+        assert_eq!(spec.web.replicas, 2);
+        assert_eq!(spec.web.port, 3000);
+        assert_eq!(spec.web.pool_max, 20);
+        assert_eq!(spec.web.pre_stop_seconds, 5);
+        assert_eq!(spec.worker.replicas, 2);
+        assert_eq!(spec.worker.drain_seconds, 30);
+        assert_eq!(spec.worker.health_port, 9090);
+        assert_eq!(
+            spec.worker.concurrency,
+            ConcurrencySpec {
+                activities: 10,
+                tasks: 4,
+                replies: 2
+            }
+        );
+        assert!(!spec.worker.autoscaling.enabled);
+        assert_eq!(spec.worker.autoscaling.target_cpu_utilization, Some(70));
+        assert_eq!(spec.migrations.command, vec!["hollo", "migrate"]);
+        assert_eq!(spec.migrations.active_deadline_seconds, 600);
+        assert_eq!(spec.migrations.backoff_limit, 3);
+        assert_eq!(spec.upgrade_strategy, UpgradeStrategy::Recreate);
+        assert_eq!(spec.image.pull_policy, PullPolicy::IfNotPresent);
+        assert_eq!(spec.image_ref(), "ghcr.io/hollo-social/hollo:0.1.0");
+    }
+
+    #[test]
+    fn image_tag_overrides_version() {
+        let mut spec = crate::testutil::spec();
+        spec.image.tag = Some("0.1.0-build7".into());
+        assert_eq!(spec.image_ref(), "ghcr.io/hollo-social/hollo:0.1.0-build7");
+    }
+
+    #[test]
+    fn public_url_defaults_to_ingress_host() {
+        let mut spec = crate::testutil::spec();
+        assert_eq!(spec.public_url(), None);
+        spec.web.ingress.enabled = true;
+        spec.web.ingress.host = Some("hollo.example.com".into());
+        assert_eq!(
+            spec.public_url().as_deref(),
+            Some("https://hollo.example.com")
+        );
+        spec.public_url = Some("https://social.example".into());
+        assert_eq!(spec.public_url().as_deref(), Some("https://social.example"));
+    }
+
+    #[test]
+    fn crd_has_status_subresource_and_printer_columns() {
+        let crd = Hollo::crd();
+        assert_eq!(crd.metadata.name.as_deref(), Some("hollos.hollo.social"));
+        assert_eq!(crd.spec.scope, "Namespaced");
+        let v = &crd.spec.versions[0];
+        assert_eq!(v.name, "v1alpha1");
+        assert!(
+            v.subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some()
+        );
+        let cols: Vec<&str> = v
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(
+            cols,
+            ["Phase", "Version", "Web Ready", "Workers Ready", "Age"]
+        );
+    }
+
+    /// The committed `crds/hollo.social_hollos.yaml` must be what the binary prints.
+    /// Regenerate with: `cargo run -q -p hollo-operator -- crd > crds/hollo.social_hollos.yaml`
+    #[test]
+    fn committed_crd_is_up_to_date() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../crds/hollo.social_hollos.yaml"
+        );
+        let committed =
+            std::fs::read_to_string(path).expect("crds/hollo.social_hollos.yaml exists");
+        let generated = crd_yaml().expect("CRD serializes");
+        assert!(
+            committed == generated,
+            "crds/hollo.social_hollos.yaml is stale; regenerate with \
+             `cargo run -q -p hollo-operator -- crd > crds/hollo.social_hollos.yaml`"
+        );
+    }
+
+    /// The admission rules, evaluated on the *generated* schema with Kubernetes' CEL library
+    /// (defaults applied first, as the apiserver does). A real-apiserver check of the same rules
+    /// lives in the e2e suite.
+    mod cel {
+        use super::*;
+        use serde_json::{Value, json};
+
+        fn schema() -> Value {
+            let crd = Hollo::crd();
+            let s = crd.spec.versions[0]
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .expect("schema");
+            serde_json::to_value(s).expect("schema serializes")
+        }
+
+        fn object(patch: Value) -> Value {
+            let mut spec = json!({
+                "version": "0.1.0",
+                "database": {"urlSecretRef": {"name": "hollo-db", "key": "url"}},
+                "secretKeyRef": {"name": "hollo-secret", "key": "key"},
+                "storage": {"disk": "fs", "fs": {"claimName": "media"}},
+            });
+            merge(&mut spec, patch);
+            json!({"apiVersion": "hollo.social/v1alpha1", "kind": "Hollo",
+                   "metadata": {"name": "social"}, "spec": spec})
+        }
+
+        fn merge(into: &mut Value, patch: Value) {
+            match (into, patch) {
+                (Value::Object(a), Value::Object(b)) => {
+                    for (k, v) in b {
+                        merge(a.entry(k).or_insert(Value::Null), v);
+                    }
+                }
+                (slot, v) => *slot = v,
+            }
+        }
+
+        /// The messages of the rules the object breaks.
+        fn violations(patch: Value) -> Vec<String> {
+            match kube_cel::validate(&schema(), &object(patch), None) {
+                Ok(()) => vec![],
+                Err(errs) => errs.iter().map(|e| e.message.clone()).collect(),
+            }
+        }
+
+        fn rejects(patch: Value, message: &str) {
+            let v = violations(patch);
+            assert!(
+                v.iter().any(|m| m.contains(message)),
+                "expected {message:?}, got {v:?}"
+            );
+        }
+
+        /// The shipped example must pass admission.
+        #[test]
+        fn the_example_is_valid() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/hollo.yaml");
+            let text = std::fs::read_to_string(path).expect("examples/hollo.yaml exists");
+            let obj: Value = serde_yaml::from_str(&text).expect("example parses");
+            assert_eq!(
+                kube_cel::validate(&schema(), &obj, None).map_err(|e| e.to_string()),
+                Ok(())
+            );
+            let h: Hollo = serde_json::from_value(obj).expect("example deserializes");
+            assert!(crate::budget::Budget::for_spec(&h.spec).fits());
+        }
+
+        #[test]
+        fn compiles_every_rule() {
+            let compiled = kube_cel::compile_schema(&schema());
+            assert!(
+                !compiled.has_errors(),
+                "{:?}",
+                compiled.compilation_errors()
+            );
+        }
+
+        #[test]
+        fn a_minimal_and_a_full_spec_are_accepted() {
+            assert_eq!(violations(json!({})), Vec::<String>::new());
+            let full = json!({
+                "mode": "split",
+                "web": {"replicas": 3, "ingress": {"enabled": true, "host": "h.example"}},
+                "worker": {"autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 6,
+                           "keda": {"enabled": true}}},
+            });
+            assert_eq!(violations(full), Vec::<String>::new());
+        }
+
+        #[test]
+        fn nonsense_is_rejected_with_clear_messages() {
+            rejects(
+                json!({"web": {"replicas": -1}}),
+                "web.replicas must be >= 0",
+            );
+            rejects(
+                json!({"worker": {"replicas": -2}}),
+                "worker.replicas must be >= 0",
+            );
+            rejects(
+                json!({"web": {"poolMax": 0}}),
+                "web.poolMax must be at least 1",
+            );
+            rejects(
+                json!({"worker": {"drainSeconds": 3601}}),
+                "worker.drainSeconds must be 0-3600",
+            );
+            rejects(
+                json!({"web": {"drainSeconds": 4000}}),
+                "web.drainSeconds must be 0-3600",
+            );
+            rejects(
+                json!({"worker": {"autoscaling": {"enabled": true, "minReplicas": 5, "maxReplicas": 2}}}),
+                "minReplicas must be <= maxReplicas",
+            );
+            rejects(
+                json!({"worker": {"autoscaling": {"keda": {"enabled": true}}}}),
+                "keda.enabled requires worker.autoscaling.enabled",
+            );
+            rejects(
+                json!({"worker": {"concurrency": {"tasks": 2, "replies": 3}}}),
+                "replies must not exceed",
+            );
+            rejects(
+                json!({"migrations": {"command": []}}),
+                "migrations.command must not be empty",
+            );
+            rejects(json!({"version": ""}), "version must be 1-128 characters");
+            rejects(
+                json!({"database": {"maxConnections": 0}}),
+                "maxConnections must be at least 1",
+            );
+            rejects(
+                json!({"web": {"disruptionBudget": {"maxUnavailable": 0}}}),
+                "blocks node drains forever",
+            );
+            rejects(
+                json!({"web": {"ingress": {"enabled": true}}}),
+                "requires web.ingress.host",
+            );
+            rejects(
+                json!({"storage": {"disk": "s3", "fs": null}}),
+                "storage.disk=s3 requires storage.s3",
+            );
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The upgrade state machine (R-OP-MIG, R-OP-UPG): (spec, observed world) → next phase + actions.
+//!
+//! Pure: the reconciler observes, calls [`decide`], and carries the [`Plan`] out. The seed rule is
+//! "stop every old pod, migrate, then start all nodes on the same version", so by default:
+//!
+//! ```text
+//!            version changed, old pods exist
+//! Running ─────────────────────────────────→ ScalingDown ──(no old pod left)──→ Migrating
+//!    ↑                                                                        │      │
+//!    └── RollingOut ←──────────────(Job succeeded: currentVersion = target)───┘      │ Job failed
+//!                                                                                    ↓
+//!                          Migrating ←──(back-off elapsed: next attempt)── MigrationFailed
+//! ```
+//!
+//! A first install has no old pods and goes straight to `Migrating`. With
+//! `upgradeStrategy: RollingWhenCompatible` the old pods keep serving while a short Job reads
+//! `hollo version --json` of both images (`CheckingCompatibility`); when the task-definition and
+//! schema versions match, the (no-op) migration runs with the old version up and the new one then
+//! rolls in; otherwise the default path is taken.
+
+use std::time::Duration;
+
+use crate::crd::{HolloSpec, Phase, UpgradeStrategy};
+
+/// State of a Job the machine waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    Absent,
+    Running,
+    Succeeded,
+    Failed { reason: String },
+}
+
+/// Whether the old and the new version may run side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compat {
+    /// Not asked yet.
+    Unknown,
+    /// The version probe Jobs are running.
+    Probing,
+    /// Same task-definition version and same schema version.
+    Compatible,
+    /// Different, or the probe failed (the safe answer).
+    Incompatible,
+}
+
+/// What the reconciler saw this time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// `status.currentVersion`: the last version migrated and started.
+    pub current_version: Option<String>,
+    /// Failed migration attempts of the target version so far.
+    pub migration_attempts: i32,
+    /// Time since the last recorded migration failure.
+    pub since_last_failure: Option<Duration>,
+    /// Pods of the web/worker/all roles not labelled with the target version (terminating
+    /// ones included: they may still hold work).
+    pub old_pods: i32,
+    /// The migration Job of the target version, attempt `migration_attempts`.
+    pub job: JobState,
+    /// Another migration Job (of a different version) is still active.
+    pub other_migration_active: bool,
+    pub compat: Compat,
+    /// Every pod of the target version's Deployments runs the target version (updated).
+    pub rolled_out: bool,
+    /// Every desired pod is ready.
+    pub pods_ready: bool,
+    /// `status.phase` before this step.
+    pub previous_phase: Phase,
+}
+
+/// What to do with the role Deployments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workloads {
+    /// Scale existing Deployments to 0 and create none; autoscalers removed (they would scale
+    /// the old version back up).
+    Stopped,
+    /// Apply the Deployments (and autoscalers) at this version.
+    Run(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub phase: Phase,
+    pub workloads: Workloads,
+    /// Ensure the migration Job of this attempt exists.
+    pub migration_job: Option<i32>,
+    /// Ensure the version probe Jobs (old and new image) exist.
+    pub probe_versions: bool,
+    /// A migration failure to record (attempts + 1, timestamp now), with the Job's reason.
+    pub record_failure: Option<String>,
+    /// `status.currentVersion` after this step.
+    pub current_version: Option<String>,
+    /// The target version's schema is migrated.
+    pub migrated: bool,
+    pub requeue: Duration,
+}
+
+/// Steady state: re-check drift every few minutes even without events.
+pub const STEADY_REQUEUE: Duration = Duration::from_secs(300);
+/// While something is in motion.
+pub const POLL: Duration = Duration::from_secs(5);
+pub const BACKOFF_BASE: Duration = Duration::from_secs(30);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(600);
+
+/// Back-off before attempt `attempts` (1-based count of failures so far): 30 s, 60 s, 120 s, …
+/// capped at 10 minutes.
+pub fn backoff(failures: i32) -> Duration {
+    if failures <= 0 {
+        return Duration::ZERO;
+    }
+    let exp = u32::try_from(failures - 1).unwrap_or(0).min(16);
+    BACKOFF_BASE.saturating_mul(1u32 << exp).min(BACKOFF_MAX)
+}
+
+pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
+    let target = spec.version.clone();
+    let current = obs.current_version.clone();
+
+    // Migrated already: run the target version. A rollout ends when the updated pods are ready
+    // the first time; a later loss of readiness is reported as Degraded, not a new rollout.
+    if current.as_deref() == Some(target.as_str()) {
+        let done = obs.rolled_out && (obs.pods_ready || obs.previous_phase == Phase::Running);
+        return Plan {
+            phase: if done {
+                Phase::Running
+            } else {
+                Phase::RollingOut
+            },
+            workloads: Workloads::Run(target.clone()),
+            migration_job: None,
+            probe_versions: false,
+            record_failure: None,
+            current_version: Some(target),
+            migrated: true,
+            requeue: if done && obs.pods_ready {
+                STEADY_REQUEUE
+            } else {
+                POLL
+            },
+        };
+    }
+
+    // The target is not migrated. May the old version keep running meanwhile?
+    let wants_rolling = spec.upgrade_strategy == UpgradeStrategy::RollingWhenCompatible;
+    let base = Plan {
+        phase: Phase::Migrating,
+        workloads: Workloads::Stopped,
+        migration_job: None,
+        probe_versions: false,
+        record_failure: None,
+        current_version: current.clone(),
+        migrated: false,
+        requeue: POLL,
+    };
+    let keep_old = match (&current, wants_rolling, obs.compat) {
+        (Some(old), true, Compat::Unknown | Compat::Probing) => {
+            return Plan {
+                phase: Phase::CheckingCompatibility,
+                workloads: Workloads::Run(old.clone()),
+                probe_versions: true,
+                ..base
+            };
+        }
+        (Some(old), true, Compat::Compatible) => Some(old.clone()),
+        _ => None,
+    };
+
+    if keep_old.is_none() && obs.old_pods > 0 {
+        return Plan {
+            phase: Phase::ScalingDown,
+            ..base
+        };
+    }
+    let keep = keep_old.map_or(Workloads::Stopped, Workloads::Run);
+    let waiting = Plan {
+        workloads: keep,
+        ..base
+    };
+    if obs.other_migration_active {
+        // Never two schema migrations at once (e.g. the version changed mid-migration).
+        return waiting;
+    }
+
+    match &obs.job {
+        JobState::Succeeded => Plan {
+            phase: Phase::RollingOut,
+            workloads: Workloads::Run(target.clone()),
+            current_version: Some(target),
+            migrated: true,
+            ..waiting
+        },
+        JobState::Running => Plan {
+            migration_job: Some(obs.migration_attempts),
+            ..waiting
+        },
+        JobState::Failed { reason } => Plan {
+            phase: Phase::MigrationFailed,
+            record_failure: Some(reason.clone()),
+            requeue: backoff(obs.migration_attempts + 1),
+            ..waiting
+        },
+        JobState::Absent => {
+            let wait = backoff(obs.migration_attempts);
+            let waited = obs.since_last_failure.unwrap_or(Duration::MAX);
+            if obs.migration_attempts > 0 && waited < wait {
+                Plan {
+                    phase: Phase::MigrationFailed,
+                    requeue: wait - waited,
+                    ..waiting
+                }
+            } else {
+                Plan {
+                    migration_job: Some(obs.migration_attempts),
+                    ..waiting
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil;
+
+    fn obs() -> Observed {
+        Observed {
+            current_version: None,
+            migration_attempts: 0,
+            since_last_failure: None,
+            old_pods: 0,
+            job: JobState::Absent,
+            other_migration_active: false,
+            compat: Compat::Unknown,
+            rolled_out: false,
+            pods_ready: false,
+            previous_phase: Phase::Pending,
+        }
+    }
+
+    fn upgrading() -> Observed {
+        Observed {
+            current_version: Some("0.0.9".into()),
+            ..obs()
+        }
+    }
+
+    fn rolling_spec() -> HolloSpec {
+        let mut s = testutil::spec();
+        s.upgrade_strategy = UpgradeStrategy::RollingWhenCompatible;
+        s
+    }
+
+    #[test]
+    fn first_install_migrates_before_any_deployment() {
+        let p = decide(&testutil::spec(), &obs());
+        assert_eq!(p.phase, Phase::Migrating);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert_eq!(p.migration_job, Some(0));
+        assert_eq!(p.current_version, None);
+        assert!(!p.migrated);
+    }
+
+    #[test]
+    fn migration_running_keeps_waiting_and_ensures_the_job() {
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                job: JobState::Running,
+                ..obs()
+            },
+        );
+        assert_eq!(p.phase, Phase::Migrating);
+        assert_eq!(p.migration_job, Some(0));
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert_eq!(p.requeue, POLL);
+    }
+
+    #[test]
+    fn migration_success_rolls_out_the_target() {
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                job: JobState::Succeeded,
+                ..obs()
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
+        assert!(p.migrated);
+    }
+
+    #[test]
+    fn rolling_out_becomes_running_when_ready() {
+        let o = Observed {
+            current_version: Some("0.1.0".into()),
+            ..obs()
+        };
+        let p = decide(&testutil::spec(), &o);
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.requeue, POLL);
+        let updated = Observed {
+            rolled_out: true,
+            ..o
+        };
+        let p = decide(&testutil::spec(), &updated);
+        assert_eq!(p.phase, Phase::RollingOut, "updated but not ready yet");
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                pods_ready: true,
+                ..updated.clone()
+            },
+        );
+        assert_eq!(p.phase, Phase::Running);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        assert_eq!(p.migration_job, None);
+        assert_eq!(p.requeue, STEADY_REQUEUE);
+    }
+
+    #[test]
+    fn losing_readiness_while_running_stays_running() {
+        let o = Observed {
+            current_version: Some("0.1.0".into()),
+            rolled_out: true,
+            pods_ready: false,
+            previous_phase: Phase::Running,
+            ..obs()
+        };
+        let p = decide(&testutil::spec(), &o);
+        assert_eq!(p.phase, Phase::Running);
+        assert_eq!(p.requeue, POLL, "watch closely until ready again");
+        // A spec change that rolls the pods again is a rollout.
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                rolled_out: false,
+                ..o
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+    }
+
+    #[test]
+    fn version_change_scales_down_first() {
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                old_pods: 3,
+                rolled_out: true,
+                ..upgrading()
+            },
+        );
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert_eq!(p.migration_job, None, "no migration while old pods remain");
+        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
+    }
+
+    #[test]
+    fn no_old_pods_left_then_migrate() {
+        let p = decide(&testutil::spec(), &upgrading());
+        assert_eq!(p.phase, Phase::Migrating);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert_eq!(p.migration_job, Some(0));
+    }
+
+    #[test]
+    fn failure_is_recorded_and_nothing_starts() {
+        let o = Observed {
+            job: JobState::Failed {
+                reason: "BackoffLimitExceeded".into(),
+            },
+            ..upgrading()
+        };
+        let p = decide(&testutil::spec(), &o);
+        assert_eq!(p.phase, Phase::MigrationFailed);
+        assert_eq!(p.record_failure.as_deref(), Some("BackoffLimitExceeded"));
+        assert_eq!(
+            p.workloads,
+            Workloads::Stopped,
+            "old stays down, new never starts"
+        );
+        assert_eq!(p.migration_job, None);
+        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
+        assert_eq!(p.requeue, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn retry_waits_for_the_back_off_then_runs_the_next_attempt() {
+        let o = Observed {
+            migration_attempts: 2,
+            since_last_failure: Some(Duration::from_secs(20)),
+            ..upgrading()
+        };
+        let p = decide(&testutil::spec(), &o);
+        assert_eq!(p.phase, Phase::MigrationFailed);
+        assert_eq!(p.migration_job, None);
+        assert_eq!(
+            p.requeue,
+            Duration::from_secs(40),
+            "60 s back-off, 20 s elapsed"
+        );
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                since_last_failure: Some(Duration::from_secs(61)),
+                ..o
+            },
+        );
+        assert_eq!(p.phase, Phase::Migrating);
+        assert_eq!(p.migration_job, Some(2), "third attempt gets its own Job");
+    }
+
+    #[test]
+    fn back_off_doubles_and_caps() {
+        assert_eq!(backoff(0), Duration::ZERO);
+        assert_eq!(backoff(1), Duration::from_secs(30));
+        assert_eq!(backoff(2), Duration::from_secs(60));
+        assert_eq!(backoff(3), Duration::from_secs(120));
+        assert_eq!(backoff(6), Duration::from_secs(600));
+        assert_eq!(backoff(1000), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn another_migration_still_running_blocks_a_new_one() {
+        let p = decide(
+            &testutil::spec(),
+            &Observed {
+                other_migration_active: true,
+                ..upgrading()
+            },
+        );
+        assert_eq!(p.phase, Phase::Migrating);
+        assert_eq!(p.migration_job, None);
+    }
+
+    #[test]
+    fn rolling_strategy_probes_compatibility_with_old_version_up() {
+        let o = Observed {
+            old_pods: 4,
+            ..upgrading()
+        };
+        for compat in [Compat::Unknown, Compat::Probing] {
+            let p = decide(
+                &rolling_spec(),
+                &Observed {
+                    compat,
+                    ..o.clone()
+                },
+            );
+            assert_eq!(p.phase, Phase::CheckingCompatibility);
+            assert!(p.probe_versions);
+            assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+            assert_eq!(p.migration_job, None);
+        }
+    }
+
+    #[test]
+    fn compatible_versions_migrate_without_stopping() {
+        let o = Observed {
+            old_pods: 4,
+            compat: Compat::Compatible,
+            ..upgrading()
+        };
+        let p = decide(&rolling_spec(), &o);
+        assert_eq!(p.phase, Phase::Migrating);
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+        assert_eq!(p.migration_job, Some(0));
+        let p = decide(
+            &rolling_spec(),
+            &Observed {
+                job: JobState::Succeeded,
+                ..o.clone()
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        let p = decide(
+            &rolling_spec(),
+            &Observed {
+                job: JobState::Failed { reason: "x".into() },
+                ..o
+            },
+        );
+        assert_eq!(p.phase, Phase::MigrationFailed);
+        assert_eq!(
+            p.workloads,
+            Workloads::Run("0.0.9".into()),
+            "compatible old version keeps serving"
+        );
+    }
+
+    #[test]
+    fn incompatible_versions_fall_back_to_recreate() {
+        let o = Observed {
+            old_pods: 4,
+            compat: Compat::Incompatible,
+            ..upgrading()
+        };
+        let p = decide(&rolling_spec(), &o);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert_eq!(p.workloads, Workloads::Stopped);
+    }
+
+    #[test]
+    fn rolling_strategy_on_first_install_just_migrates() {
+        let p = decide(&rolling_spec(), &obs());
+        assert_eq!(p.phase, Phase::Migrating);
+        assert!(!p.probe_versions);
+        assert_eq!(p.migration_job, Some(0));
+    }
+}

@@ -1,0 +1,224 @@
+//! Worker autoscaling: an `autoscaling/v2` HPA on CPU, or a KEDA `ScaledObject` with a PostgreSQL
+//! trigger on the *ready* message count (KEDA then manages its own HPA, so never both).
+
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
+    MetricTarget, ResourceMetricSource,
+};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::json;
+
+use super::labels::Component;
+use crate::crd::Hollo;
+
+/// Ready messages across both queues: due (`created + delay <= now()`) and not leased by a
+/// worker. One number, `COALESCE`d, as KEDA's PostgreSQL scaler requires.
+pub const READY_MESSAGES_QUERY: &str = "SELECT COALESCE((SELECT count(*) FROM hollo_task_message_v1 \
+WHERE created + delay <= now() AND (lease_until IS NULL OR lease_until < now())), 0) + \
+COALESCE((SELECT count(*) FROM hollo_activity_message_v1 \
+WHERE created + delay <= now() AND (lease_until IS NULL OR lease_until < now())), 0)";
+
+pub fn scaled_object_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("keda.sh", "v1alpha1", "ScaledObject"),
+        "scaledobjects",
+    )
+}
+
+/// What the worker autoscaling wants to exist.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Autoscaler {
+    None,
+    Hpa(Box<HorizontalPodAutoscaler>),
+    Keda(Box<DynamicObject>),
+}
+
+pub fn autoscaler(hollo: &Hollo) -> Autoscaler {
+    let spec = &hollo.spec;
+    if !spec.worker_autoscaled() {
+        return Autoscaler::None;
+    }
+    if spec.worker.autoscaling.keda.enabled {
+        Autoscaler::Keda(Box::new(scaled_object(hollo)))
+    } else {
+        Autoscaler::Hpa(Box::new(hpa(hollo)))
+    }
+}
+
+fn target_name(hollo: &Hollo) -> String {
+    super::deployment_name(hollo, Component::Worker)
+}
+
+pub fn hpa(hollo: &Hollo) -> HorizontalPodAutoscaler {
+    let a = &hollo.spec.worker.autoscaling;
+    HorizontalPodAutoscaler {
+        metadata: super::child_meta(
+            hollo,
+            super::worker_autoscaler_name(hollo),
+            Component::Worker,
+            &hollo.spec.version,
+        ),
+        spec: HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: "Deployment".into(),
+                name: target_name(hollo),
+            },
+            min_replicas: Some(a.min_replicas),
+            max_replicas: a.max_replicas,
+            metrics: a.target_cpu_utilization.map(|cpu| {
+                vec![MetricSpec {
+                    type_: "Resource".into(),
+                    resource: Some(ResourceMetricSource {
+                        name: "cpu".into(),
+                        target: MetricTarget {
+                            type_: "Utilization".into(),
+                            average_utilization: Some(cpu),
+                            ..MetricTarget::default()
+                        },
+                    }),
+                    ..MetricSpec::default()
+                }]
+            }),
+            behavior: None,
+        },
+        status: None,
+    }
+}
+
+pub fn scaled_object(hollo: &Hollo) -> DynamicObject {
+    let a = &hollo.spec.worker.autoscaling;
+    let mut triggers = vec![json!({
+        "type": "postgresql",
+        "metadata": {
+            "query": READY_MESSAGES_QUERY,
+            "targetQueryValue": a.keda.target_ready_messages_per_replica.to_string(),
+            // KEDA resolves the worker container's DATABASE_URL (a secretKeyRef) itself, so the
+            // connection string is never copied into this object.
+            "connectionFromEnv": "DATABASE_URL",
+        },
+    })];
+    if let Some(cpu) = a.target_cpu_utilization {
+        triggers.push(json!({
+            "type": "cpu",
+            "metricType": "Utilization",
+            "metadata": {"value": cpu.to_string()},
+        }));
+    }
+    let mut obj = DynamicObject::new(
+        &super::worker_autoscaler_name(hollo),
+        &scaled_object_resource(),
+    );
+    obj.metadata = super::child_meta(
+        hollo,
+        super::worker_autoscaler_name(hollo),
+        Component::Worker,
+        &hollo.spec.version,
+    );
+    obj.data = json!({
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name(hollo)},
+            "minReplicaCount": a.min_replicas,
+            "maxReplicaCount": a.max_replicas,
+            "pollingInterval": a.keda.polling_interval_seconds,
+            "cooldownPeriod": a.keda.cooldown_period_seconds,
+            "triggers": triggers,
+        }
+    });
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil;
+
+    fn autoscaled() -> crate::crd::HolloSpec {
+        let mut spec = testutil::spec();
+        spec.worker.autoscaling.enabled = true;
+        spec.worker.autoscaling.min_replicas = 2;
+        spec.worker.autoscaling.max_replicas = 8;
+        spec
+    }
+
+    #[test]
+    fn no_autoscaler_by_default() {
+        assert_eq!(
+            autoscaler(&testutil::hollo(testutil::spec())),
+            Autoscaler::None
+        );
+    }
+
+    #[test]
+    fn hpa_targets_the_worker_deployment_on_cpu() {
+        let Autoscaler::Hpa(h) = autoscaler(&testutil::hollo(autoscaled())) else {
+            panic!("expected an HPA");
+        };
+        assert_eq!(h.metadata.name.as_deref(), Some("social-worker"));
+        let s = h.spec;
+        assert_eq!(s.scale_target_ref.name, "social-worker");
+        assert_eq!(s.scale_target_ref.kind, "Deployment");
+        assert_eq!((s.min_replicas, s.max_replicas), (Some(2), 8));
+        let m = &s.metrics.expect("metrics")[0];
+        let r = m.resource.as_ref().expect("resource");
+        assert_eq!(r.name, "cpu");
+        assert_eq!(r.target.average_utilization, Some(70));
+    }
+
+    #[test]
+    fn keda_scaled_object_counts_ready_messages() {
+        let mut spec = autoscaled();
+        spec.worker.autoscaling.keda.enabled = true;
+        spec.worker.autoscaling.target_cpu_utilization = None;
+        let Autoscaler::Keda(o) = autoscaler(&testutil::hollo(spec)) else {
+            panic!("expected a ScaledObject");
+        };
+        assert_eq!(
+            o.types.as_ref().map(|t| t.api_version.as_str()),
+            Some("keda.sh/v1alpha1")
+        );
+        assert_eq!(
+            o.types.as_ref().map(|t| t.kind.as_str()),
+            Some("ScaledObject")
+        );
+        assert_eq!(o.metadata.name.as_deref(), Some("social-worker"));
+        assert_eq!(
+            o.metadata.owner_references.as_ref().map(|r| r.len()),
+            Some(1)
+        );
+        let s = &o.data["spec"];
+        assert_eq!(s["scaleTargetRef"]["name"], "social-worker");
+        assert_eq!(s["minReplicaCount"], 2);
+        assert_eq!(s["maxReplicaCount"], 8);
+        let triggers = s["triggers"].as_array().expect("triggers");
+        assert_eq!(triggers.len(), 1);
+        assert_eq!(triggers[0]["type"], "postgresql");
+        assert_eq!(triggers[0]["metadata"]["targetQueryValue"], "50");
+        assert_eq!(triggers[0]["metadata"]["connectionFromEnv"], "DATABASE_URL");
+        let q = triggers[0]["metadata"]["query"].as_str().expect("query");
+        assert!(q.starts_with("SELECT COALESCE("));
+        assert!(q.contains("hollo_task_message_v1") && q.contains("hollo_activity_message_v1"));
+        assert_eq!(q.matches("created + delay <= now()").count(), 2);
+    }
+
+    #[test]
+    fn keda_adds_cpu_trigger_when_set() {
+        let mut spec = autoscaled();
+        spec.worker.autoscaling.keda.enabled = true;
+        let o = scaled_object(&testutil::hollo(spec));
+        let triggers = o.data["spec"]["triggers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(triggers.len(), 2);
+        assert_eq!(triggers[1]["type"], "cpu");
+        assert_eq!(triggers[1]["metadata"]["value"], "70");
+    }
+
+    #[test]
+    fn all_mode_never_autoscales_workers() {
+        let mut spec = autoscaled();
+        spec.mode = crate::crd::Mode::All;
+        assert_eq!(autoscaler(&testutil::hollo(spec)), Autoscaler::None);
+    }
+}

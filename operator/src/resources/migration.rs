@@ -1,0 +1,257 @@
+//! The migration Job of a version (R-OP-MIG). Job specs are immutable, so each version — and
+//! each retry after a failure — gets its own Job name; the failed one stays for its logs.
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+
+use super::labels::Component;
+use super::pod;
+use crate::crd::Hollo;
+
+/// Longest Kubernetes object name that is also a valid label value (Jobs label their pods with
+/// their own name).
+const MAX_NAME: usize = 63;
+
+/// FNV-1a: a stable short hash (std's hasher is randomly seeded, names must be stable).
+fn short_hash(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:08x}", h & 0xffff_ffff)
+}
+
+/// `<name>-migrate-<version>[-r<attempt>]`, a DNS-1123 label. A version with characters a name
+/// cannot hold, or a name too long, gets a short hash of the raw version so two versions never
+/// share a Job.
+pub fn job_name(instance: &str, version: &str, attempt: i32) -> String {
+    named(instance, "migrate", version, attempt)
+}
+
+/// `<name>-version-<version>`: the Job printing `hollo version --json` of an image.
+pub fn probe_name(instance: &str, version: &str) -> String {
+    named(instance, "version", version, 0)
+}
+
+fn named(instance: &str, infix: &str, version: &str, attempt: i32) -> String {
+    let sanitized: String = version
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let sanitized = sanitized.trim_matches('-').to_string();
+    let exact = sanitized == version.replace('.', "-") && !sanitized.is_empty();
+    let suffix = if attempt > 0 {
+        format!("-r{attempt}")
+    } else {
+        String::new()
+    };
+    let plain = format!("{instance}-{infix}-{sanitized}{suffix}");
+    if exact && plain.len() <= MAX_NAME {
+        return plain;
+    }
+    let hash = short_hash(version);
+    let fixed = format!("-{hash}{suffix}");
+    let mut head = format!("{instance}-{infix}-{sanitized}");
+    head.truncate(MAX_NAME.saturating_sub(fixed.len()));
+    let head = head.trim_end_matches('-');
+    format!("{head}{fixed}")
+}
+
+pub fn job(hollo: &Hollo, attempt: i32) -> Job {
+    let spec = &hollo.spec;
+    let version = &spec.version;
+    let name = job_name(&kube::ResourceExt::name_any(hollo), version, attempt);
+    // Migrations are the one thing DATABASE_DIRECT_URL exists for; common_env passes it along.
+    let env = pod::common_env(spec, false);
+    let mut c = pod::base_container(spec, spec.image_ref(), env, &spec.web.resources);
+    c.command = Some(spec.migrations.command.clone());
+    Job {
+        metadata: super::child_meta(hollo, name, Component::Migration, version),
+        spec: Some(JobSpec {
+            backoff_limit: Some(spec.migrations.backoff_limit),
+            active_deadline_seconds: Some(spec.migrations.active_deadline_seconds),
+            template: pod::without_storage(pod::pod_template(
+                hollo,
+                Component::Migration,
+                version,
+                c,
+                30,
+                Some("Never"),
+            )),
+            ..JobSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Label on version probe Jobs (they are not migrations; the phase machine must not wait on them).
+pub const PROBE_COMPONENT: &str = "version-probe";
+
+/// A Job running the version command of `version`'s image; its log is the JSON the
+/// compatibility check reads. It needs no database and no secret.
+pub fn probe_job(hollo: &Hollo, version: &str) -> Job {
+    let spec = &hollo.spec;
+    let name = probe_name(&kube::ResourceExt::name_any(hollo), version);
+    let mut c = pod::base_container(
+        spec,
+        pod::image_for(spec, version),
+        vec![],
+        &spec.web.resources,
+    );
+    c.command = Some(spec.migrations.version_command.clone());
+    c.env = None;
+    c.env_from = None;
+    let mut meta = super::child_meta(hollo, name, Component::Migration, version);
+    if let Some(l) = meta.labels.as_mut() {
+        l.insert(super::labels::COMPONENT.into(), PROBE_COMPONENT.into());
+    }
+    let mut template =
+        pod::pod_template(hollo, Component::Migration, version, c, 10, Some("Never"));
+    if let Some(l) = template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+        l.insert(super::labels::COMPONENT.into(), PROBE_COMPONENT.into());
+    }
+    Job {
+        metadata: meta,
+        spec: Some(JobSpec {
+            backoff_limit: Some(1),
+            active_deadline_seconds: Some(300),
+            // Long enough for the upgrade decision; the operator re-probes if it is gone.
+            ttl_seconds_after_finished: Some(3600),
+            template: pod::without_storage(template),
+            ..JobSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// What `hollo version --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionInfo {
+    pub version: String,
+    pub schema_version: serde_json::Value,
+    pub task_definition_version: serde_json::Value,
+}
+
+/// The last line of a probe's log that parses as version JSON (images may log before it).
+pub fn parse_version_output(log: &str) -> Option<VersionInfo> {
+    log.lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<VersionInfo>(l.trim()).ok())
+}
+
+/// Rolling is allowed only when both the queued-message contract and the schema are the same.
+pub fn compatible(old: &VersionInfo, new: &VersionInfo) -> bool {
+    old.task_definition_version == new.task_definition_version
+        && old.schema_version == new.schema_version
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil;
+
+    #[test]
+    fn job_names_follow_the_version() {
+        assert_eq!(job_name("social", "0.1.0", 0), "social-migrate-0-1-0");
+        assert_eq!(job_name("social", "0.1.0", 2), "social-migrate-0-1-0-r2");
+        // `+` cannot appear in a name: hashed so 1.0+a and 1.0-a differ.
+        let a = job_name("social", "1.0+a", 0);
+        let b = job_name("social", "1.0-a", 0);
+        assert_ne!(a, b);
+        assert!(a.starts_with("social-migrate-1-0-a-"), "{a}");
+        let long = job_name(&"x".repeat(40), &"9".repeat(40), 3);
+        assert!(long.len() <= 63, "{long}");
+        assert!(long.ends_with("-r3"));
+        assert_eq!(
+            long,
+            job_name(&"x".repeat(40), &"9".repeat(40), 3),
+            "stable"
+        );
+    }
+
+    #[test]
+    fn jobs_do_not_mount_the_media_claim() {
+        let mut spec = testutil::spec();
+        spec.storage.fs = Some(crate::crd::FsStorage {
+            claim_name: "media".into(),
+            mount_path: "/data/storage".into(),
+        });
+        let h = testutil::hollo(spec);
+        for j in [job(&h, 0), probe_job(&h, "0.1.0")] {
+            let pod = j.spec.and_then(|s| s.template.spec).expect("pod");
+            let vols: Vec<String> = pod
+                .volumes
+                .iter()
+                .flatten()
+                .map(|v| v.name.clone())
+                .collect();
+            assert_eq!(vols, ["tmp"]);
+            let mounts = pod.containers[0].volume_mounts.clone().unwrap_or_default();
+            assert_eq!(mounts.len(), 1);
+            assert_eq!(mounts[0].mount_path, "/tmp");
+        }
+    }
+
+    #[test]
+    fn migration_job_runs_the_command_once_per_attempt() {
+        let h = testutil::hollo(testutil::spec());
+        let j = job(&h, 0);
+        assert_eq!(j.metadata.name.as_deref(), Some("social-migrate-0-1-0"));
+        let labels = j.metadata.labels.clone().expect("labels");
+        assert_eq!(labels["app.kubernetes.io/component"], "migration");
+        assert_eq!(labels["app.kubernetes.io/version"], "0.1.0");
+        let s = j.spec.expect("spec");
+        assert_eq!(s.backoff_limit, Some(3));
+        assert_eq!(s.active_deadline_seconds, Some(600));
+        let pod = s.template.spec.expect("pod");
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        let c = &pod.containers[0];
+        assert_eq!(
+            c.command,
+            Some(vec!["hollo".to_string(), "migrate".to_string()])
+        );
+        assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.1.0"));
+        assert!(c.env.iter().flatten().any(|e| e.name == "DATABASE_URL"));
+        assert!(!c.env.iter().flatten().any(|e| e.name == "NODE_TYPE"));
+    }
+
+    #[test]
+    fn probe_job_runs_the_version_command_without_secrets() {
+        let h = testutil::hollo(testutil::spec());
+        let j = probe_job(&h, "0.0.9");
+        assert_eq!(j.metadata.name.as_deref(), Some("social-version-0-0-9"));
+        let labels = j.metadata.labels.clone().expect("labels");
+        assert_eq!(labels["app.kubernetes.io/component"], "version-probe");
+        let pod = j.spec.and_then(|s| s.template.spec).expect("pod");
+        let c = &pod.containers[0];
+        assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.0.9"));
+        assert_eq!(
+            c.command,
+            Some(vec![
+                "hollo".to_string(),
+                "version".to_string(),
+                "--json".to_string()
+            ])
+        );
+        assert_eq!(c.env, None);
+    }
+
+    #[test]
+    fn version_output_is_parsed_and_compared() {
+        let log =
+            "starting\n{\"version\":\"0.1.0\",\"schemaVersion\":7,\"taskDefinitionVersion\":2}\n";
+        let new = parse_version_output(log).expect("parses");
+        assert_eq!(new.version, "0.1.0");
+        let mut old = new.clone();
+        old.version = "0.0.9".into();
+        assert!(compatible(&old, &new));
+        old.task_definition_version = serde_json::json!(1);
+        assert!(!compatible(&old, &new));
+        let mut old2 = new.clone();
+        old2.schema_version = serde_json::json!(6);
+        assert!(!compatible(&old2, &new));
+        assert_eq!(parse_version_output("no json here"), None);
+    }
+}

@@ -1,0 +1,441 @@
+//! Pod pieces shared by every role: environment, security, volumes, probes, scheduling.
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource,
+    HTTPGetAction, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, ResourceRequirements, SeccompProfile, SecretEnvSource, SecretKeySelector,
+    SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
+
+use super::labels::{self, Component};
+use crate::crd::{Disk, Hollo, HolloSpec, SecretKeyRef};
+
+/// The container name in every pod (`kubectl logs deploy/x -c hollo`).
+pub const CONTAINER: &str = "hollo";
+/// Non-root uid/gid the pods run as; `fsGroup` makes the shared media claim writable.
+pub const RUN_AS: i64 = 1000;
+pub const HEALTHZ: &str = "/healthz";
+pub const READYZ: &str = "/readyz";
+const TMP_VOLUME: &str = "tmp";
+const STORAGE_VOLUME: &str = "storage";
+
+pub fn plain(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        value_from: None,
+    }
+}
+
+/// An env var read from a Secret key: secrets are only ever passed by reference.
+pub fn secret(name: &str, r: &SecretKeyRef) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: r.name.clone(),
+                key: r.key.clone(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
+/// Environment every Hollo process needs. `serves_http` adds what only HTTP-serving nodes read.
+pub fn common_env(spec: &HolloSpec, serves_http: bool) -> Vec<EnvVar> {
+    let mut env = vec![secret("DATABASE_URL", &spec.database.url_secret_ref)];
+    if let Some(direct) = &spec.database.direct_url_secret_ref {
+        env.push(secret("DATABASE_DIRECT_URL", direct));
+    }
+    env.push(secret("SECRET_KEY", &spec.secret_key_ref));
+    if let Some(admin) = &spec.admin_token_ref {
+        env.push(secret("ADMIN_TOKEN", admin));
+    }
+    env.push(plain("RUNTIME_ENV", spec.environment.clone()));
+    env.push(plain("LOG_FORMAT", "json"));
+    env.push(plain(
+        "DRIVE_DISK",
+        match spec.storage.disk {
+            Disk::Fs => "fs",
+            Disk::S3 => "s3",
+        },
+    ));
+    if let (Disk::Fs, Some(fs)) = (spec.storage.disk, &spec.storage.fs) {
+        env.push(plain("FS_STORAGE_PATH", fs.mount_path.clone()));
+    }
+    if let Some(base) = &spec.storage.url_base {
+        env.push(plain("STORAGE_URL_BASE", base.clone()));
+    }
+    // Workers build absolute URLs too (outbox delivery), so PUBLIC_URL goes everywhere.
+    if let Some(url) = spec.public_url() {
+        env.push(plain("PUBLIC_URL", url));
+    }
+    if serves_http && spec.web.ingress.enabled {
+        env.push(plain("BEHIND_PROXY", "true"));
+    }
+    env
+}
+
+/// `envFrom` for S3 settings: a Secret whose keys are the runtime's variable names.
+pub fn env_from(spec: &HolloSpec) -> Option<Vec<EnvFromSource>> {
+    match (spec.storage.disk, &spec.storage.s3) {
+        (Disk::S3, Some(s3)) => Some(vec![EnvFromSource {
+            secret_ref: Some(SecretEnvSource {
+                name: s3.secret_name.clone(),
+                optional: Some(false),
+            }),
+            ..EnvFromSource::default()
+        }]),
+        _ => None,
+    }
+}
+
+/// Appends the user's extra env last so a name given there wins over ours.
+pub fn with_extra_env(spec: &HolloSpec, mut env: Vec<EnvVar>) -> Vec<EnvVar> {
+    env.extend(spec.env.iter().cloned());
+    env
+}
+
+fn runtime_default() -> SeccompProfile {
+    SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        localhost_profile: None,
+    }
+}
+
+pub fn pod_security_context(spec: &HolloSpec) -> PodSecurityContext {
+    spec.pod
+        .security_context
+        .clone()
+        .unwrap_or(PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(RUN_AS),
+            run_as_group: Some(RUN_AS),
+            fs_group: Some(RUN_AS),
+            seccomp_profile: Some(runtime_default()),
+            ..PodSecurityContext::default()
+        })
+}
+
+pub fn container_security_context(spec: &HolloSpec) -> SecurityContext {
+    spec.pod
+        .container_security_context
+        .clone()
+        .unwrap_or(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                add: None,
+            }),
+            seccomp_profile: Some(runtime_default()),
+            ..SecurityContext::default()
+        })
+}
+
+pub fn volumes(spec: &HolloSpec) -> Vec<Volume> {
+    // The root filesystem is read-only; /tmp is the one writable scratch place.
+    let mut v = vec![Volume {
+        name: TMP_VOLUME.into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            size_limit: Some(Quantity("1Gi".into())),
+            ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
+    if let (Disk::Fs, Some(fs)) = (spec.storage.disk, &spec.storage.fs) {
+        v.push(Volume {
+            name: STORAGE_VOLUME.into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: fs.claim_name.clone(),
+                read_only: Some(false),
+            }),
+            ..Volume::default()
+        });
+    }
+    v
+}
+
+pub fn volume_mounts(spec: &HolloSpec) -> Vec<VolumeMount> {
+    let mut m = vec![VolumeMount {
+        name: TMP_VOLUME.into(),
+        mount_path: "/tmp".into(),
+        ..VolumeMount::default()
+    }];
+    if let (Disk::Fs, Some(fs)) = (spec.storage.disk, &spec.storage.fs) {
+        m.push(VolumeMount {
+            name: STORAGE_VOLUME.into(),
+            mount_path: fs.mount_path.clone(),
+            ..VolumeMount::default()
+        });
+    }
+    m
+}
+
+/// An HTTP GET probe on a named container port.
+pub fn http_probe(path: &str, port_name: &str, period: i32, failure_threshold: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String(port_name.into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failure_threshold),
+        timeout_seconds: Some(3),
+        ..Probe::default()
+    }
+}
+
+/// The one `hollo` container with the security defaults, mounts and image of the spec.
+pub fn base_container(
+    spec: &HolloSpec,
+    version_image: String,
+    env: Vec<EnvVar>,
+    resources: &ResourceRequirements,
+) -> Container {
+    Container {
+        name: CONTAINER.into(),
+        image: Some(version_image),
+        image_pull_policy: Some(spec.image.pull_policy.as_str().into()),
+        env: Some(with_extra_env(spec, env)),
+        env_from: env_from(spec),
+        resources: Some(resources.clone()),
+        security_context: Some(container_security_context(spec)),
+        volume_mounts: Some(volume_mounts(spec)),
+        ..Container::default()
+    }
+}
+
+/// A pod template for `component` running `container`, with scheduling and security of the spec.
+pub fn pod_template(
+    hollo: &Hollo,
+    component: Component,
+    version: &str,
+    container: Container,
+    termination_grace_seconds: i64,
+    restart_policy: Option<&str>,
+) -> PodTemplateSpec {
+    let spec = &hollo.spec;
+    let annotations = (!spec.pod.annotations.is_empty()).then(|| spec.pod.annotations.clone());
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels::labels(&hollo.name_any(), component, version)),
+            annotations,
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            // The pods never talk to the Kubernetes API.
+            automount_service_account_token: Some(false),
+            service_account_name: spec.pod.service_account_name.clone(),
+            // Service links would inject `<SERVICE>_PORT`-style variables into the runtime's env.
+            enable_service_links: Some(false),
+            security_context: Some(pod_security_context(spec)),
+            termination_grace_period_seconds: Some(termination_grace_seconds),
+            volumes: Some(volumes(spec)),
+            image_pull_secrets: (!spec.image.pull_secrets.is_empty())
+                .then(|| spec.image.pull_secrets.clone()),
+            node_selector: (!spec.pod.node_selector.is_empty())
+                .then(|| spec.pod.node_selector.clone()),
+            tolerations: (!spec.pod.tolerations.is_empty()).then(|| spec.pod.tolerations.clone()),
+            affinity: spec.pod.affinity.clone(),
+            restart_policy: restart_policy.map(str::to_string),
+            ..PodSpec::default()
+        }),
+    }
+}
+
+/// Removes the media volume from a Job's pod: migrations and version probes never touch media,
+/// and a claim that is not bound yet (or is ReadWriteOnce and busy) must not block them.
+pub fn without_storage(mut t: PodTemplateSpec) -> PodTemplateSpec {
+    if let Some(pod) = t.spec.as_mut() {
+        if let Some(v) = pod.volumes.as_mut() {
+            v.retain(|v| v.name != STORAGE_VOLUME);
+        }
+        for c in &mut pod.containers {
+            if let Some(m) = c.volume_mounts.as_mut() {
+                m.retain(|m| m.name != STORAGE_VOLUME);
+            }
+        }
+    }
+    t
+}
+
+/// Image reference for a given version (the rollout target or, while stopping, the old one).
+pub fn image_for(spec: &HolloSpec, version: &str) -> String {
+    if version == spec.version {
+        spec.image_ref()
+    } else {
+        format!("{}:{}", spec.image.repository, version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{FsStorage, S3Storage};
+    use crate::testutil;
+
+    fn names(env: &[EnvVar]) -> Vec<&str> {
+        env.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    #[test]
+    fn secrets_are_only_references() {
+        let spec = testutil::spec();
+        let env = common_env(&spec, true);
+        let db = env
+            .iter()
+            .find(|e| e.name == "DATABASE_URL")
+            .expect("DATABASE_URL");
+        assert_eq!(db.value, None);
+        let sel = db
+            .value_from
+            .as_ref()
+            .and_then(|v| v.secret_key_ref.as_ref())
+            .expect("ref");
+        assert_eq!((sel.name.as_str(), sel.key.as_str()), ("hollo-db", "url"));
+        let key = env
+            .iter()
+            .find(|e| e.name == "SECRET_KEY")
+            .expect("SECRET_KEY");
+        assert_eq!(key.value, None);
+        assert_eq!(
+            names(&env),
+            [
+                "DATABASE_URL",
+                "SECRET_KEY",
+                "RUNTIME_ENV",
+                "LOG_FORMAT",
+                "DRIVE_DISK"
+            ]
+        );
+    }
+
+    #[test]
+    fn optional_env_follows_the_spec() {
+        let mut spec = testutil::spec();
+        spec.database.direct_url_secret_ref = Some(SecretKeyRef {
+            name: "db".into(),
+            key: "direct".into(),
+        });
+        spec.admin_token_ref = Some(SecretKeyRef {
+            name: "adm".into(),
+            key: "token".into(),
+        });
+        spec.storage.fs = Some(FsStorage {
+            claim_name: "media".into(),
+            mount_path: "/data/storage".into(),
+        });
+        spec.storage.url_base = Some("https://media.example".into());
+        spec.web.ingress.enabled = true;
+        spec.web.ingress.host = Some("hollo.example.com".into());
+        let env = common_env(&spec, true);
+        assert_eq!(
+            names(&env),
+            [
+                "DATABASE_URL",
+                "DATABASE_DIRECT_URL",
+                "SECRET_KEY",
+                "ADMIN_TOKEN",
+                "RUNTIME_ENV",
+                "LOG_FORMAT",
+                "DRIVE_DISK",
+                "FS_STORAGE_PATH",
+                "STORAGE_URL_BASE",
+                "PUBLIC_URL",
+                "BEHIND_PROXY"
+            ]
+        );
+        let public = env
+            .iter()
+            .find(|e| e.name == "PUBLIC_URL")
+            .and_then(|e| e.value.as_deref());
+        assert_eq!(public, Some("https://hollo.example.com"));
+        // Workers never sit behind the Ingress.
+        assert!(!names(&common_env(&spec, false)).contains(&"BEHIND_PROXY"));
+    }
+
+    #[test]
+    fn s3_settings_come_from_a_secret() {
+        let mut spec = testutil::spec();
+        spec.storage.disk = Disk::S3;
+        spec.storage.s3 = Some(S3Storage {
+            secret_name: "hollo-s3".into(),
+        });
+        let from = env_from(&spec).expect("envFrom");
+        assert_eq!(
+            from[0].secret_ref.as_ref().map(|s| s.name.as_str()),
+            Some("hollo-s3")
+        );
+        assert_eq!(volumes(&spec).len(), 1, "no media claim with s3");
+    }
+
+    #[test]
+    fn security_defaults_are_restrictive() {
+        let spec = testutil::spec();
+        let p = pod_security_context(&spec);
+        assert_eq!(p.run_as_non_root, Some(true));
+        assert_eq!(p.run_as_user, Some(1000));
+        assert_eq!(
+            p.seccomp_profile.map(|s| s.type_).as_deref(),
+            Some("RuntimeDefault")
+        );
+        let c = container_security_context(&spec);
+        assert_eq!(c.allow_privilege_escalation, Some(false));
+        assert_eq!(c.read_only_root_filesystem, Some(true));
+        assert_eq!(
+            c.capabilities.and_then(|c| c.drop),
+            Some(vec!["ALL".to_string()])
+        );
+        let m = volume_mounts(&spec);
+        assert_eq!(m[0].mount_path, "/tmp");
+    }
+
+    #[test]
+    fn fs_storage_mounts_the_shared_claim() {
+        let mut spec = testutil::spec();
+        spec.storage.fs = Some(FsStorage {
+            claim_name: "media".into(),
+            mount_path: "/data/storage".into(),
+        });
+        let v = volumes(&spec);
+        assert_eq!(
+            v[1].persistent_volume_claim
+                .as_ref()
+                .map(|c| c.claim_name.as_str()),
+            Some("media")
+        );
+        assert_eq!(volume_mounts(&spec)[1].mount_path, "/data/storage");
+    }
+
+    #[test]
+    fn extra_env_comes_last() {
+        let mut spec = testutil::spec();
+        spec.env = vec![plain("RUNTIME_ENV", "staging-override")];
+        let env = with_extra_env(&spec, common_env(&spec, false));
+        assert_eq!(env.last().map(|e| e.name.as_str()), Some("RUNTIME_ENV"));
+    }
+
+    #[test]
+    fn image_for_old_versions_uses_the_repository() {
+        let mut spec = testutil::spec();
+        spec.image.tag = Some("custom".into());
+        assert_eq!(
+            image_for(&spec, "0.1.0"),
+            "ghcr.io/hollo-social/hollo:custom"
+        );
+        assert_eq!(
+            image_for(&spec, "0.0.9"),
+            "ghcr.io/hollo-social/hollo:0.0.9"
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! The web Deployment (`NODE_TYPE=web`): serves HTTP, only enqueues work.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, Lifecycle, LifecycleHandler, SleepAction,
+};
+
+use super::labels::Component;
+use super::pod::{self, HEALTHZ, READYZ};
+use crate::crd::Hollo;
+
+pub const PORT_NAME: &str = "http";
+/// Seconds between the end of the app's drain and SIGKILL, so the process can exit cleanly.
+pub const EXIT_MARGIN_SECONDS: i64 = 5;
+
+/// `terminationGracePeriodSeconds` of web pods: the grace countdown includes `preStop`, so it
+/// must cover the pre-stop sleep, the drain window and an exit margin.
+pub fn grace_seconds(hollo: &Hollo) -> i64 {
+    let w = &hollo.spec.web;
+    i64::from(w.pre_stop_seconds) + i64::from(w.drain_seconds) + EXIT_MARGIN_SECONDS
+}
+
+/// The `preStop` sleep that lets endpoints drop the pod before it stops accepting connections.
+pub fn pre_stop(seconds: i32) -> Option<Lifecycle> {
+    (seconds > 0).then(|| Lifecycle {
+        pre_stop: Some(LifecycleHandler {
+            sleep: Some(SleepAction {
+                seconds: i64::from(seconds),
+            }),
+            ..LifecycleHandler::default()
+        }),
+        ..Lifecycle::default()
+    })
+}
+
+/// Ports and probes of an HTTP-serving container (web and all nodes).
+pub fn http_container(mut c: Container, port: i32) -> Container {
+    c.ports = Some(vec![ContainerPort {
+        name: Some(PORT_NAME.into()),
+        container_port: port,
+        protocol: Some("TCP".into()),
+        ..ContainerPort::default()
+    }]);
+    // The runtime retries the database at start (R-DB-3); the startup probe gives it 2 minutes
+    // before liveness may restart it.
+    c.startup_probe = Some(pod::http_probe(HEALTHZ, PORT_NAME, 2, 60));
+    c.liveness_probe = Some(pod::http_probe(HEALTHZ, PORT_NAME, 10, 6));
+    c.readiness_probe = Some(pod::http_probe(READYZ, PORT_NAME, 5, 3));
+    c
+}
+
+pub fn container(hollo: &Hollo, version: &str) -> Container {
+    let spec = &hollo.spec;
+    let mut env = pod::common_env(spec, true);
+    env.push(pod::plain("NODE_TYPE", "web"));
+    env.push(pod::plain("PORT", spec.web.port.to_string()));
+    env.push(pod::plain(
+        "DATABASE_POOL_MAX",
+        spec.web.pool_max.to_string(),
+    ));
+    env.push(pod::plain(
+        "SHUTDOWN_DRAIN_SECONDS",
+        spec.web.drain_seconds.to_string(),
+    ));
+    let mut c = pod::base_container(
+        spec,
+        pod::image_for(spec, version),
+        env,
+        &spec.web.resources,
+    );
+    c.lifecycle = pre_stop(spec.web.pre_stop_seconds);
+    http_container(c, spec.web.port)
+}
+
+pub fn deployment(hollo: &Hollo, version: &str, replicas: Option<i32>) -> Deployment {
+    super::deployment(
+        hollo,
+        Component::Web,
+        version,
+        replicas,
+        container(hollo, version),
+        grace_seconds(hollo),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil;
+
+    fn env<'a>(c: &'a Container, name: &str) -> Option<&'a str> {
+        c.env
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.as_deref())
+    }
+
+    #[test]
+    fn web_deployment_has_the_contract_fields() {
+        let h = testutil::hollo(testutil::spec());
+        let d = deployment(&h, "0.1.0", Some(2));
+        assert_eq!(d.metadata.name.as_deref(), Some("social-web"));
+        assert_eq!(d.metadata.namespace.as_deref(), Some("fedi"));
+        let owner = &d.metadata.owner_references.as_ref().expect("owner")[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str()),
+            ("Hollo", "0b3c-uid")
+        );
+        assert_eq!(owner.controller, Some(true));
+        let spec = d.spec;
+        assert_eq!(spec.replicas, Some(2));
+        let sel = spec.selector.match_labels.expect("selector");
+        assert_eq!(sel["app.kubernetes.io/component"], "web");
+        assert!(!sel.contains_key("app.kubernetes.io/version"));
+        let pod = spec.template.spec.expect("pod");
+        assert_eq!(
+            pod.termination_grace_period_seconds,
+            Some(40),
+            "preStop 5 + drain 30 + 5"
+        );
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        let c = &pod.containers[0];
+        assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.1.0"));
+        assert_eq!(env(c, "NODE_TYPE"), Some("web"));
+        assert_eq!(env(c, "PORT"), Some("3000"));
+        assert_eq!(env(c, "DATABASE_POOL_MAX"), Some("20"));
+        assert_eq!(env(c, "SHUTDOWN_DRAIN_SECONDS"), Some("30"));
+        assert_eq!(env(c, "BEHIND_PROXY"), None);
+        assert_eq!(c.ports.as_ref().map(|p| p[0].container_port), Some(3000));
+        let sleep = c
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.pre_stop.as_ref())
+            .and_then(|p| p.sleep.as_ref())
+            .map(|s| s.seconds);
+        assert_eq!(sleep, Some(5));
+        let probe_path = |p: &Option<k8s_openapi::api::core::v1::Probe>| {
+            p.as_ref()
+                .and_then(|p| p.http_get.as_ref())
+                .and_then(|g| g.path.clone())
+        };
+        assert_eq!(probe_path(&c.liveness_probe).as_deref(), Some("/healthz"));
+        assert_eq!(probe_path(&c.readiness_probe).as_deref(), Some("/readyz"));
+        let port = c
+            .readiness_probe
+            .as_ref()
+            .and_then(|p| p.http_get.as_ref())
+            .map(|g| g.port.clone());
+        assert_eq!(
+            port,
+            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("http".into()))
+        );
+    }
+
+    #[test]
+    fn no_pre_stop_when_zero_and_grace_follows() {
+        let mut spec = testutil::spec();
+        spec.web.pre_stop_seconds = 0;
+        spec.web.drain_seconds = 10;
+        let h = testutil::hollo(spec);
+        let c = container(&h, "0.1.0");
+        assert!(c.lifecycle.is_none());
+        assert_eq!(grace_seconds(&h), 15);
+    }
+
+    #[test]
+    fn ingress_sets_behind_proxy() {
+        let mut spec = testutil::spec();
+        spec.web.ingress.enabled = true;
+        spec.web.ingress.host = Some("h.example".into());
+        let c = container(&testutil::hollo(spec), "0.1.0");
+        assert_eq!(env(&c, "BEHIND_PROXY"), Some("true"));
+        assert_eq!(env(&c, "PUBLIC_URL"), Some("https://h.example"));
+    }
+}

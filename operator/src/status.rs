@@ -1,0 +1,436 @@
+//! Pure status computation: plan + observed replicas + budget → `HolloStatus` (R-OP-STATUS).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::budget::Budget;
+use crate::crd::{HolloSpec, HolloStatus, Mode, Phase, RoleStatus};
+use crate::phase::Plan;
+
+pub const READY: &str = "Ready";
+pub const PROGRESSING: &str = "Progressing";
+pub const MIGRATED: &str = "Migrated";
+pub const DEGRADED: &str = "Degraded";
+pub const CONNECTION_BUDGET: &str = "ConnectionBudget";
+pub const WORKERS_AVAILABLE: &str = "WorkersAvailable";
+
+/// Everything the status needs besides the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inputs<'a> {
+    pub generation: Option<i64>,
+    pub previous: Option<&'a HolloStatus>,
+    /// The HTTP role (web, or all in all mode).
+    pub web: RoleStatus,
+    /// Workers (all nodes in all mode consume the queues themselves).
+    pub worker: RoleStatus,
+    pub budget: &'a Budget,
+    pub now: Timestamp,
+    /// Every desired pod of the roles is ready.
+    pub pods_ready: bool,
+}
+
+fn condition(
+    inputs: &Inputs<'_>,
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: String,
+) -> Condition {
+    let status = if ok { "True" } else { "False" };
+    // Keep the transition time while the status is unchanged, so it tells when it last flipped.
+    let since = inputs
+        .previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
+        .filter(|c| c.status == status)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(inputs.now));
+    Condition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: inputs.generation,
+        last_transition_time: since,
+    }
+}
+
+/// The status after a reconcile that carried out `plan`.
+pub fn compute(
+    spec: &HolloSpec,
+    plan: &Plan,
+    inputs: &Inputs<'_>,
+    migration_attempts: i32,
+    last_failure: Option<String>,
+) -> HolloStatus {
+    let phase = plan.phase;
+    let failed_reason = || {
+        format!(
+            "migration of {} failed {} time(s); retrying with back-off, nothing of the new version runs",
+            spec.version, migration_attempts
+        )
+    };
+    let in_motion = matches!(
+        phase,
+        Phase::CheckingCompatibility | Phase::ScalingDown | Phase::Migrating | Phase::RollingOut
+    );
+    let workers_ready = inputs.worker.ready_replicas;
+    let (workers_ok, workers_reason, workers_msg) = match spec.mode {
+        Mode::All => (
+            inputs.web.ready_replicas > 0,
+            if inputs.web.ready_replicas > 0 {
+                "AllNodesConsume"
+            } else {
+                "NoReadyNodes"
+            },
+            format!(
+                "{} ready all node(s) consume the queues",
+                inputs.web.ready_replicas
+            ),
+        ),
+        Mode::Split if workers_ready > 0 => (
+            true,
+            "WorkersReady",
+            format!("{workers_ready} worker(s) ready"),
+        ),
+        // The seed's trap: web serves and enqueues while nothing consumes the queues.
+        Mode::Split if inputs.web.ready_replicas > 0 => (
+            false,
+            "NoReadyWorkers",
+            "no worker is ready: web pods accept and enqueue work but nothing processes it"
+                .to_string(),
+        ),
+        Mode::Split => (false, "NoReadyWorkers", "no worker is ready".to_string()),
+    };
+    // A migration that failed before and is being retried is still a degraded state.
+    let retrying = !plan.migrated && migration_attempts > 0;
+    let unready = phase == Phase::Running && !inputs.pods_ready;
+    let conditions = vec![
+        condition(
+            inputs,
+            READY,
+            phase == Phase::Running && inputs.pods_ready,
+            if unready {
+                "PodsNotReady"
+            } else {
+                phase.as_str()
+            },
+            format!(
+                "phase {}; web {}/{} ready, workers {}/{} ready",
+                phase.as_str(),
+                inputs.web.ready_replicas,
+                inputs.web.replicas,
+                inputs.worker.ready_replicas,
+                inputs.worker.replicas
+            ),
+        ),
+        condition(
+            inputs,
+            PROGRESSING,
+            in_motion,
+            if in_motion { phase.as_str() } else { "Stable" },
+            match phase {
+                Phase::ScalingDown => {
+                    "stopping every pod of the old version before migrating".into()
+                }
+                Phase::Migrating => format!("migration Job of {} running", spec.version),
+                Phase::RollingOut => format!("rolling out {}", spec.version),
+                Phase::CheckingCompatibility => {
+                    "reading task-definition and schema versions of old and new image".into()
+                }
+                _ => String::new(),
+            },
+        ),
+        condition(
+            inputs,
+            MIGRATED,
+            plan.migrated,
+            if plan.migrated {
+                "MigrationSucceeded"
+            } else if phase == Phase::MigrationFailed {
+                "MigrationFailed"
+            } else {
+                "MigrationPending"
+            },
+            if plan.migrated {
+                format!("schema migrated for {}", spec.version)
+            } else {
+                format!("schema not yet migrated for {}", spec.version)
+            },
+        ),
+        condition(
+            inputs,
+            DEGRADED,
+            phase == Phase::MigrationFailed || retrying || unready,
+            if phase == Phase::MigrationFailed {
+                "MigrationFailed"
+            } else if retrying {
+                "MigrationRetrying"
+            } else if unready {
+                "PodsNotReady"
+            } else {
+                "AsExpected"
+            },
+            if phase == Phase::MigrationFailed || retrying {
+                match &last_failure {
+                    Some(at) => format!("{} (last failure {at})", failed_reason()),
+                    None => failed_reason(),
+                }
+            } else if unready {
+                "some pods of the running version are not ready".to_string()
+            } else {
+                String::new()
+            },
+        ),
+        condition(
+            inputs,
+            CONNECTION_BUDGET,
+            inputs.budget.fits(),
+            if inputs.budget.fits() {
+                "WithinBudget"
+            } else {
+                "OverBudget"
+            },
+            inputs.budget.explain(),
+        ),
+        condition(
+            inputs,
+            WORKERS_AVAILABLE,
+            workers_ok,
+            workers_reason,
+            workers_msg,
+        ),
+    ];
+    HolloStatus {
+        phase,
+        observed_generation: inputs.generation,
+        current_version: plan.current_version.clone(),
+        target_version: Some(spec.version.clone()),
+        web: inputs.web.clone(),
+        worker: inputs.worker.clone(),
+        migration_attempts,
+        last_migration_failure: last_failure,
+        conditions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::{POLL, STEADY_REQUEUE, Workloads};
+    use crate::testutil;
+
+    fn plan(phase: Phase, migrated: bool) -> Plan {
+        Plan {
+            phase,
+            workloads: Workloads::Run("0.1.0".into()),
+            migration_job: None,
+            probe_versions: false,
+            record_failure: None,
+            current_version: migrated.then(|| "0.1.0".to_string()),
+            migrated,
+            requeue: if phase == Phase::Running {
+                STEADY_REQUEUE
+            } else {
+                POLL
+            },
+        }
+    }
+
+    fn cond<'a>(s: &'a HolloStatus, t: &str) -> &'a Condition {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .expect("condition present")
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_800_000_000).expect("valid")
+    }
+
+    #[test]
+    fn running_status_is_ready_and_stable() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let inputs = Inputs {
+            generation: Some(3),
+            previous: None,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            worker: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+        };
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        assert_eq!(s.phase, Phase::Running);
+        assert_eq!(s.observed_generation, Some(3));
+        assert_eq!(s.current_version.as_deref(), Some("0.1.0"));
+        assert_eq!(s.target_version.as_deref(), Some("0.1.0"));
+        let types: Vec<&str> = s.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(
+            types,
+            [
+                "Ready",
+                "Progressing",
+                "Migrated",
+                "Degraded",
+                "ConnectionBudget",
+                "WorkersAvailable"
+            ]
+        );
+        assert_eq!(cond(&s, READY).status, "True");
+        assert_eq!(cond(&s, PROGRESSING).status, "False");
+        assert_eq!(cond(&s, MIGRATED).reason, "MigrationSucceeded");
+        assert_eq!(cond(&s, DEGRADED).status, "False");
+        assert_eq!(cond(&s, CONNECTION_BUDGET).status, "True");
+        assert_eq!(cond(&s, WORKERS_AVAILABLE).reason, "WorkersReady");
+    }
+
+    #[test]
+    fn over_budget_and_no_workers_are_reported() {
+        let mut spec = testutil::spec();
+        spec.database.max_connections = 50;
+        let budget = Budget::for_spec(&spec);
+        let inputs = Inputs {
+            generation: Some(1),
+            previous: None,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            worker: RoleStatus {
+                replicas: 2,
+                ready_replicas: 0,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+        };
+        let s = compute(&spec, &plan(Phase::RollingOut, true), &inputs, 0, None);
+        let b = cond(&s, CONNECTION_BUDGET);
+        assert_eq!(
+            (b.status.as_str(), b.reason.as_str()),
+            ("False", "OverBudget")
+        );
+        assert!(
+            b.message.contains("= 94 > maxConnections 50"),
+            "{}",
+            b.message
+        );
+        let w = cond(&s, WORKERS_AVAILABLE);
+        assert_eq!(
+            (w.status.as_str(), w.reason.as_str()),
+            ("False", "NoReadyWorkers")
+        );
+        assert_eq!(cond(&s, PROGRESSING).reason, "RollingOut");
+        assert_eq!(cond(&s, READY).status, "False");
+    }
+
+    #[test]
+    fn unready_pods_while_running_degrade() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let inputs = Inputs {
+            generation: Some(1),
+            previous: None,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 1,
+            },
+            worker: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: false,
+        };
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let r = cond(&s, READY);
+        assert_eq!(
+            (r.status.as_str(), r.reason.as_str()),
+            ("False", "PodsNotReady")
+        );
+        assert!(r.message.contains("web 1/2 ready"), "{}", r.message);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "PodsNotReady")
+        );
+    }
+
+    #[test]
+    fn failed_migration_degrades() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let inputs = Inputs {
+            generation: Some(1),
+            previous: None,
+            web: RoleStatus::default(),
+            worker: RoleStatus::default(),
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+        };
+        let mut p = plan(Phase::MigrationFailed, false);
+        p.current_version = Some("0.0.9".into());
+        let s = compute(&spec, &p, &inputs, 2, Some("2027-01-15T08:00:00Z".into()));
+        assert_eq!(s.migration_attempts, 2);
+        assert_eq!(s.current_version.as_deref(), Some("0.0.9"));
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "MigrationFailed")
+        );
+        assert!(d.message.contains("failed 2 time(s)"));
+        assert_eq!(cond(&s, MIGRATED).reason, "MigrationFailed");
+        // The retry runs: still degraded until it succeeds.
+        let mut retry = plan(Phase::Migrating, false);
+        retry.current_version = Some("0.0.9".into());
+        let s = compute(&spec, &retry, &inputs, 2, None);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "MigrationRetrying")
+        );
+        let w = cond(&s, WORKERS_AVAILABLE);
+        assert_eq!(
+            (w.status.as_str(), w.message.as_str()),
+            ("False", "no worker is ready")
+        );
+    }
+
+    #[test]
+    fn transition_time_is_kept_while_unchanged() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let first = Inputs {
+            generation: Some(1),
+            previous: None,
+            web: RoleStatus::default(),
+            worker: RoleStatus {
+                replicas: 1,
+                ready_replicas: 1,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+        };
+        let s1 = compute(&spec, &plan(Phase::Running, true), &first, 0, None);
+        let later = Timestamp::from_second(1_800_000_600).expect("valid");
+        let second = Inputs {
+            previous: Some(&s1),
+            now: later,
+            ..first.clone()
+        };
+        let s2 = compute(&spec, &plan(Phase::Running, true), &second, 0, None);
+        assert_eq!(cond(&s2, READY).last_transition_time, Time(now()));
+        let s3 = compute(&spec, &plan(Phase::RollingOut, true), &second, 0, None);
+        assert_eq!(cond(&s3, READY).last_transition_time, Time(later));
+    }
+}
