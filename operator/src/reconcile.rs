@@ -600,10 +600,22 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
     } else {
         (0, None)
     };
-    let since_failure = last_failure
-        .as_deref()
-        .and_then(parse_time)
-        .and_then(|t| now.duration_since(t).try_into().ok());
+    let failure_generation = if same_target {
+        previous.migration_failure_generation
+    } else {
+        None
+    };
+    let edited_since_failure =
+        failure_generation.is_some() && failure_generation != hollo.meta().generation;
+    let since_failure = if edited_since_failure {
+        // The spec changed since the failure: the user may have fixed it; retry now.
+        None
+    } else {
+        last_failure
+            .as_deref()
+            .and_then(parse_time)
+            .and_then(|t| now.duration_since(t).try_into().ok())
+    };
 
     let world = observe(&apis, hollo, attempts, since_failure).await?;
     let plan: Plan = phase::decide(spec, &world.observed);
@@ -698,7 +710,11 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         budget: &budget,
         now,
     };
-    let new_status: HolloStatus = status::compute(spec, &plan, &inputs, attempts, last_failure);
+    let mut new_status: HolloStatus = status::compute(spec, &plan, &inputs, attempts, last_failure);
+    new_status.migration_failure_generation = match &plan.record_failure {
+        Some(_) => hollo.meta().generation,
+        None => failure_generation,
+    };
     let patch = json!({
         "apiVersion": "hollo.social/v1alpha1",
         "kind": "Hollo",
@@ -1067,6 +1083,19 @@ mod tests {
             assert_eq!(phase(&h), Phase::MigrationFailed);
             assert!(!wrote(&writes, &format!("{JOBS}/social-migrate-0-2-0-r1")));
             assert!(!wrote(&writes, DEPLOYMENTS));
+
+            // A spec edit (e.g. a fixed command) retries at once with the next attempt's Job.
+            let mut stored = api.get(HOLLO).expect("hollo");
+            stored["spec"]["migrations"]["command"] = serde_json::json!(["hollo", "migrate", "-v"]);
+            stored["metadata"]["generation"] = 4.into();
+            api.put(HOLLO, stored);
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::Migrating);
+            let r1 = writes
+                .iter()
+                .find(|(_, p, _)| *p == format!("{JOBS}/social-migrate-0-2-0-r1"))
+                .map(|(_, _, b)| b["spec"]["template"]["spec"]["containers"][0]["command"].clone());
+            assert_eq!(r1, Some(serde_json::json!(["hollo", "migrate", "-v"])));
         }
 
         #[tokio::test]
