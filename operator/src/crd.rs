@@ -632,6 +632,10 @@ pub struct HolloStatus {
     /// When the last failed migration attempt was observed (RFC 3339), for the back-off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_migration_failure: Option<String>,
+    /// `metadata.generation` when that failure was recorded: a spec edit since then (say, a
+    /// fixed migration command) retries at once instead of waiting out the back-off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_failure_generation: Option<i64>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

@@ -2,6 +2,8 @@
 
 mod budget;
 mod crd;
+#[cfg(test)]
+mod fakeapi;
 mod leader;
 mod phase;
 mod reconcile;

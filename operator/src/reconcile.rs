@@ -600,10 +600,22 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
     } else {
         (0, None)
     };
-    let since_failure = last_failure
-        .as_deref()
-        .and_then(parse_time)
-        .and_then(|t| now.duration_since(t).try_into().ok());
+    let failure_generation = if same_target {
+        previous.migration_failure_generation
+    } else {
+        None
+    };
+    let edited_since_failure =
+        failure_generation.is_some() && failure_generation != hollo.meta().generation;
+    let since_failure = if edited_since_failure {
+        // The spec changed since the failure: the user may have fixed it; retry now.
+        None
+    } else {
+        last_failure
+            .as_deref()
+            .and_then(parse_time)
+            .and_then(|t| now.duration_since(t).try_into().ok())
+    };
 
     let world = observe(&apis, hollo, attempts, since_failure).await?;
     let plan: Plan = phase::decide(spec, &world.observed);
@@ -698,7 +710,11 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         budget: &budget,
         now,
     };
-    let new_status: HolloStatus = status::compute(spec, &plan, &inputs, attempts, last_failure);
+    let mut new_status: HolloStatus = status::compute(spec, &plan, &inputs, attempts, last_failure);
+    new_status.migration_failure_generation = match &plan.record_failure {
+        Some(_) => hollo.meta().generation,
+        None => failure_generation,
+    };
     let patch = json!({
         "apiVersion": "hollo.social/v1alpha1",
         "kind": "Hollo",
@@ -871,5 +887,244 @@ mod tests {
             s.updated_replicas = Some(1);
         }
         assert!(!rolled_out(&d, "0.1.0"), "an old pod remains");
+    }
+
+    /// The reconciler against an in-memory API: which objects each step writes.
+    mod against_fake_api {
+        use super::*;
+        use crate::fakeapi::FakeApi;
+        use http::Method;
+        use kube::runtime::events::Reporter;
+        use serde_json::Value;
+
+        const HOLLO: &str = "/apis/hollo.social/v1alpha1/namespaces/fedi/hollos/social";
+        const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/fedi/deployments";
+        const JOBS: &str = "/apis/batch/v1/namespaces/fedi/jobs";
+        const PODS: &str = "/api/v1/namespaces/fedi/pods";
+
+        fn context(api: &FakeApi) -> Context {
+            let client = api.client();
+            Context {
+                client: client.clone(),
+                recorder: Recorder::new(
+                    client,
+                    Reporter {
+                        controller: MANAGER.into(),
+                        instance: Some("test".into()),
+                    },
+                ),
+                health: Arc::new(Health::default()),
+            }
+        }
+
+        fn setup(spec: crate::crd::HolloSpec) -> (FakeApi, Context) {
+            let api = FakeApi::default();
+            let hollo = crate::testutil::hollo(spec);
+            api.put(HOLLO, serde_json::to_value(&hollo).expect("serializes"));
+            let ctx = context(&api);
+            (api, ctx)
+        }
+
+        async fn step(api: &FakeApi, ctx: &Context) -> (Hollo, Vec<(Method, String, Value)>) {
+            let h: Hollo = serde_json::from_value(api.get(HOLLO).expect("stored")).expect("hollo");
+            reconcile_inner(&h, ctx).await.expect("reconcile succeeds");
+            let after: Hollo =
+                serde_json::from_value(api.get(HOLLO).expect("stored")).expect("hollo");
+            (after, api.take_writes())
+        }
+
+        fn wrote(writes: &[(Method, String, Value)], path: &str) -> bool {
+            writes
+                .iter()
+                .any(|(m, p, _)| *m != Method::DELETE && p.starts_with(path))
+        }
+
+        fn phase(h: &Hollo) -> Phase {
+            h.status.as_ref().map(|s| s.phase).unwrap_or_default()
+        }
+
+        fn set_job(api: &FakeApi, name: &str, condition: &str) {
+            let path = format!("{JOBS}/{name}");
+            let mut j = api.get(&path).expect("job exists");
+            j["status"] = serde_json::json!({"conditions": [
+                {"type": condition, "status": "True", "reason": "BackoffLimitExceeded"}]});
+            api.put(&path, j);
+        }
+
+        /// Marks every Deployment fully rolled out and ready, with one pod per replica.
+        fn become_ready(api: &FakeApi) {
+            for role in ["web", "worker"] {
+                let path = format!("{DEPLOYMENTS}/social-{role}");
+                let Some(mut d) = api.get(&path) else {
+                    continue;
+                };
+                let n = d["spec"]["replicas"].as_i64().unwrap_or(1);
+                d["status"] = serde_json::json!({"observedGeneration": 0, "replicas": n,
+                    "updatedReplicas": n, "readyReplicas": n});
+                let version =
+                    d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/version"]
+                        .clone();
+                api.put(&path, d);
+                for i in 0..n {
+                    api.put(
+                        &format!("{PODS}/social-{role}-{i}"),
+                        serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": format!("social-{role}-{i}"), "labels": {
+                                "app.kubernetes.io/name": "hollo",
+                                "app.kubernetes.io/instance": "social",
+                                "app.kubernetes.io/component": role,
+                                "app.kubernetes.io/version": version}}}),
+                    );
+                }
+            }
+        }
+
+        fn remove_pods(api: &FakeApi) {
+            let mut s = api.state.lock().expect("lock");
+            s.objects.retain(|p, _| !p.starts_with(PODS));
+        }
+
+        async fn installed(spec: crate::crd::HolloSpec) -> (FakeApi, Context) {
+            let (api, ctx) = setup(spec);
+            step(&api, &ctx).await;
+            set_job(&api, "social-migrate-0-1-0", "Complete");
+            step(&api, &ctx).await;
+            become_ready(&api);
+            let (h, _) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::Running);
+            (api, ctx)
+        }
+
+        #[tokio::test]
+        async fn first_install_migrates_before_any_deployment() {
+            let (api, ctx) = setup(crate::testutil::spec());
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::Migrating);
+            assert!(wrote(&writes, &format!("{JOBS}/social-migrate-0-1-0")));
+            assert!(
+                !wrote(&writes, DEPLOYMENTS),
+                "no Deployment before the migration"
+            );
+            assert!(wrote(
+                &writes,
+                "/api/v1/namespaces/fedi/services/social-web"
+            ));
+            assert!(wrote(
+                &writes,
+                "/apis/events.k8s.io/v1/namespaces/fedi/events"
+            ));
+
+            set_job(&api, "social-migrate-0-1-0", "Complete");
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::RollingOut);
+            let status = h.status.clone().unwrap_or_default();
+            assert_eq!(status.current_version.as_deref(), Some("0.1.0"));
+            let created: Vec<&Value> = writes
+                .iter()
+                .filter(|(m, p, _)| *m == Method::POST && p == DEPLOYMENTS)
+                .map(|(_, _, b)| b)
+                .collect();
+            assert_eq!(created.len(), 2, "web and worker created");
+            assert!(created.iter().all(|d| d["spec"]["replicas"] == 2));
+
+            become_ready(&api);
+            let (h, _) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::Running);
+        }
+
+        #[tokio::test]
+        async fn version_change_stops_every_old_pod_then_migrates() {
+            let (api, ctx) = installed(crate::testutil::spec()).await;
+            let mut stored = api.get(HOLLO).expect("hollo");
+            stored["spec"]["version"] = "0.2.0".into();
+            api.put(HOLLO, stored);
+
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::ScalingDown);
+            for role in ["web", "worker"] {
+                let scaled = writes.iter().any(|(m, p, b)| {
+                    *m == Method::PATCH
+                        && *p == format!("{DEPLOYMENTS}/social-{role}/scale")
+                        && b["spec"]["replicas"] == 0
+                });
+                assert!(scaled, "{role} scaled to 0");
+            }
+            assert!(!wrote(&writes, &format!("{JOBS}/social-migrate-0-2-0")));
+
+            // Old pods still terminating: keep waiting.
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::ScalingDown);
+            assert!(!wrote(&writes, JOBS));
+
+            remove_pods(&api);
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::Migrating);
+            assert!(wrote(&writes, &format!("{JOBS}/social-migrate-0-2-0")));
+            assert!(
+                !writes.iter().any(|(m, p, _)| *m == Method::PATCH
+                    && p.starts_with(DEPLOYMENTS)
+                    && !p.ends_with("/scale")),
+                "the new version is not applied while migrating"
+            );
+
+            set_job(&api, "social-migrate-0-2-0", "Failed");
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::MigrationFailed);
+            let status = h.status.clone().unwrap_or_default();
+            assert_eq!(status.migration_attempts, 1);
+            assert_eq!(status.current_version.as_deref(), Some("0.1.0"));
+            assert!(wrote(
+                &writes,
+                "/apis/events.k8s.io/v1/namespaces/fedi/events"
+            ));
+
+            // Within the back-off nothing new starts.
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::MigrationFailed);
+            assert!(!wrote(&writes, &format!("{JOBS}/social-migrate-0-2-0-r1")));
+            assert!(!wrote(&writes, DEPLOYMENTS));
+
+            // A spec edit (e.g. a fixed command) retries at once with the next attempt's Job.
+            let mut stored = api.get(HOLLO).expect("hollo");
+            stored["spec"]["migrations"]["command"] = serde_json::json!(["hollo", "migrate", "-v"]);
+            stored["metadata"]["generation"] = 4.into();
+            api.put(HOLLO, stored);
+            let (h, writes) = step(&api, &ctx).await;
+            assert_eq!(phase(&h), Phase::Migrating);
+            let r1 = writes
+                .iter()
+                .find(|(_, p, _)| *p == format!("{JOBS}/social-migrate-0-2-0-r1"))
+                .map(|(_, _, b)| b["spec"]["template"]["spec"]["containers"][0]["command"].clone());
+            assert_eq!(r1, Some(serde_json::json!(["hollo", "migrate", "-v"])));
+        }
+
+        #[tokio::test]
+        async fn autoscaled_workers_never_get_replicas_from_the_apply() {
+            let mut spec = crate::testutil::spec();
+            spec.worker.autoscaling.enabled = true;
+            spec.worker.autoscaling.min_replicas = 3;
+            let (api, ctx) = installed(spec).await;
+            // The HPA scaled the workers to 5; a reconcile must leave that alone.
+            let path = format!("{DEPLOYMENTS}/social-worker");
+            let mut d = api.get(&path).expect("worker");
+            d["spec"]["replicas"] = 5.into();
+            api.put(&path, d);
+            let (_, writes) = step(&api, &ctx).await;
+            let applies: Vec<&Value> = writes
+                .iter()
+                .filter(|(m, p, _)| *m == Method::PATCH && p.starts_with(DEPLOYMENTS))
+                .map(|(_, _, b)| b)
+                .collect();
+            assert!(!applies.is_empty());
+            assert!(
+                applies.iter().all(|b| b["spec"].get("replicas").is_none()),
+                "{applies:?}"
+            );
+            assert_eq!(api.get(&path).expect("worker")["spec"]["replicas"], 5);
+            assert!(wrote(
+                &writes,
+                "/apis/autoscaling/v2/namespaces/fedi/horizontalpodautoscalers/social-worker"
+            ));
+        }
     }
 }

@@ -209,6 +209,8 @@ pub fn compute(
         worker: inputs.worker.clone(),
         migration_attempts,
         last_migration_failure: last_failure,
+        // Set by the reconciler, which knows when a failure was recorded.
+        migration_failure_generation: None,
         conditions,
     }
 }
