@@ -17,7 +17,8 @@ use crate::crd::{Disk, Hollo, HolloSpec, SecretKeyRef};
 /// The container name in every pod (`kubectl logs deploy/x -c hollo`).
 pub const CONTAINER: &str = "hollo";
 /// Non-root uid/gid the pods run as; `fsGroup` makes the shared media claim writable.
-pub const RUN_AS: i64 = 1000;
+/// The distroless `nonroot` user of both images (runtime/Dockerfile, operator/Dockerfile).
+pub const RUN_AS: i64 = 65532;
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 const TMP_VOLUME: &str = "tmp";
@@ -384,7 +385,7 @@ mod tests {
         let spec = testutil::spec();
         let p = pod_security_context(&spec);
         assert_eq!(p.run_as_non_root, Some(true));
-        assert_eq!(p.run_as_user, Some(1000));
+        assert_eq!(p.run_as_user, Some(65532));
         assert_eq!(
             p.seccomp_profile.map(|s| s.type_).as_deref(),
             Some("RuntimeDefault")
