@@ -64,12 +64,17 @@ struct Instance {
 
 impl Instance {
     async fn start(consume: bool, allow_private: bool) -> Instance {
+        Self::start_with(consume, allow_private, 4).await
+    }
+
+    async fn start_with(consume: bool, allow_private: bool, per_host: usize) -> Instance {
         let db = fresh_db().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let fed = Arc::new(Federation::new(&base, SECRET, allow_private, 4).expect("federation"));
+        let fed =
+            Arc::new(Federation::new(&base, SECRET, allow_private, per_host).expect("federation"));
         let state = web::AppState {
             pool: db.pool.clone(),
             metrics: Metrics::new(),
@@ -804,6 +809,47 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
     );
     assert!(peer.received().is_empty());
     assert_eq!(inst.count("SELECT count(*) FROM follows").await, 0);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
+    // One delivery at a time per host: the slow peer holds one, the rest are put back
+    // (no slot held while waiting) and the other peer is served meanwhile.
+    let inst = Instance::start_with(true, true, 1).await;
+    let slow = Peer::start().await;
+    let fast = Peer::start().await;
+    let (alice, _) = inst.account("alice").await;
+    slow.script([Reply::Hang]);
+    for _ in 0..3 {
+        send_to_peer(&inst, &alice, &slow).await;
+    }
+    eventually(WAIT, "the slow peer holds one delivery", || async {
+        (!slow.received().is_empty()).then_some(())
+    })
+    .await;
+    let id = send_to_peer(&inst, &alice, &fast).await;
+    eventually(WAIT, "the other host is delivered", || async {
+        delivery_state(&inst.pool, &id)
+            .await
+            .filter(|(s, _)| s == "delivered")
+    })
+    .await;
+    assert_eq!(
+        slow.received().len(),
+        1,
+        "the slow host never had two deliveries at once"
+    );
+    // Waiting ones give up their slot after a short wait and are put back for later.
+    eventually(WAIT, "busy-host deliveries put back", || async {
+        (inst
+            .count("SELECT count(*) FROM deliveries WHERE last_error LIKE 'host busy%'")
+            .await
+            >= 1)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(slow.received().len(), 1);
     inst.shutdown().await;
 }
 

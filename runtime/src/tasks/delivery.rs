@@ -64,9 +64,11 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
     if state != "pending" {
         return Ok(());
     }
+    // The politeness key is the authority (host and non-default port): one remote service.
     let host = url::Url::parse(&p.inbox)
         .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
+        .filter(|u| u.host_str().is_some())
+        .map(|u| crate::federation::signature::host_header(&u))
         .ok_or_else(|| TaskError::Permanent(format!("bad inbox URL {}", p.inbox)))?;
     let Some(_permit) = fed.hosts.acquire(&host, HOST_WAIT).await else {
         let delay = Duration::from_millis(rand::thread_rng().gen_range(1000..3000));
