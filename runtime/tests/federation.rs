@@ -624,6 +624,73 @@ async fn forged_stale_or_undigested_requests_get_401() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rotated_keys_are_refetched_and_updates_rotate_them() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    inst.account("hank").await;
+    let inbox = inst.fed.inbox("hank");
+    let like = |p: &Peer| json!({ "id": p.new_id("likes"), "type": "Like", "actor": p.actor(), "object": "https://x.example/1" });
+    let wrong = keys::public_key_pem(forger_key()).expect("pem");
+    let cache_wrong_key = |age: &'static str| {
+        let pool = inst.pool.clone();
+        let (key_id, owner, wrong) = (peer.key().key_id, peer.actor(), wrong.clone());
+        async move {
+            sqlx::query(
+                "INSERT INTO remote_keys (key_id, owner, public_key_pem, fetched_at)
+                 VALUES ($1, $2, $3, now() - $4::interval)
+                 ON CONFLICT (key_id) DO UPDATE SET public_key_pem = EXCLUDED.public_key_pem,
+                    fetched_at = EXCLUDED.fetched_at",
+            )
+            .bind(key_id)
+            .bind(owner)
+            .bind(wrong)
+            .bind(age)
+            .execute(&pool)
+            .await
+            .expect("cache key");
+        }
+    };
+    // A freshly cached key that does not verify is not refetched: 401.
+    cache_wrong_key("0 seconds").await;
+    assert_eq!(peer.post(&inbox, &like(&peer)).await, 401);
+    // An older one is refetched once (the remote rotated its key): accepted.
+    cache_wrong_key("2 minutes").await;
+    assert_eq!(peer.post(&inbox, &like(&peer)).await, 202);
+
+    // The peer announces a new key with Update Person, signed with its current key.
+    let new_pem = keys::public_key_pem(forger_key()).expect("pem");
+    let update = json!({
+        "id": peer.new_id("updates"), "type": "Update", "actor": peer.actor(),
+        "object": {
+            "id": peer.actor(), "type": "Person", "inbox": format!("{}/inbox", peer.actor()),
+            "publicKey": { "id": peer.key().key_id, "owner": peer.actor(), "publicKeyPem": new_pem },
+        },
+    });
+    assert_eq!(peer.post(&inbox, &update).await, 202);
+    eventually(WAIT, "the key is rotated", || async {
+        let pem: Option<String> =
+            sqlx::query_scalar("SELECT public_key_pem FROM remote_keys WHERE key_id = $1")
+                .bind(peer.key().key_id)
+                .fetch_optional(&inst.pool)
+                .await
+                .ok()
+                .flatten();
+        (pem.as_deref() == Some(new_pem.as_str())).then_some(())
+    })
+    .await;
+    let rotated = SigningKey {
+        key_id: peer.key().key_id,
+        key: Arc::new(forger_key().clone()),
+    };
+    let body = serde_json::to_vec(&like(&peer)).expect("json");
+    let (status, _) = peer
+        .post_with(&inbox, &body, &rotated, SystemTime::now(), |_| {})
+        .await;
+    assert_eq!(status, 202, "signed with the rotated key");
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
     let inst = Instance::start(false, true).await;
     let peer = Peer::start().await;
@@ -760,6 +827,14 @@ async fn a_410_marks_the_actor_gone_without_retrying() {
             .expect("actor row");
     assert!(gone.is_some());
     assert_eq!(peer.received().len(), 1);
+    // A gone actor gets no further deliveries.
+    let later = json!({ "id": inst.fed.new_activity_id(), "type": "Like", "actor": inst.fed.actor_iri("alice"), "object": "x" });
+    let mut tx = inst.pool.begin().await.expect("tx");
+    let n = queue_activity(&mut tx, alice.id, &later, &[peer.recipient()])
+        .await
+        .expect("queue");
+    tx.commit().await.expect("commit");
+    assert_eq!(n, 0);
     inst.shutdown().await;
 }
 

@@ -222,6 +222,19 @@ pub async fn apply(
                 "ignored: no matching follow".into()
             }
         }
+        ("Update", _) if type_of(object).is_some_and(|t| ACTOR_TYPES.contains(&t)) => {
+            // Only the actor may update itself; this is how key rotation reaches us.
+            if object_id != inc.actor {
+                return Ok("ignored: Update of another actor".into());
+            }
+            match actor::parse_actor(object, &inc.actor) {
+                Ok(a) => {
+                    actor::store_actor_in(&mut *tx, &a, object, None).await?;
+                    "actor updated".into()
+                }
+                Err(e) => format!("ignored: {e}"),
+            }
+        }
         ("Create" | "Update", _) => upsert_note(tx, inc, object).await?,
         ("Delete", _) => {
             if object_id == inc.actor {
@@ -351,6 +364,8 @@ async fn undo(
         "ignored: nothing to undo".into()
     })
 }
+
+const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Organization"];
 
 const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 

@@ -136,12 +136,25 @@ pub async fn store_actor(
     handle: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
+    store_actor_in(&mut tx, actor, doc, handle).await?;
+    tx.commit().await
+}
+
+/// Upserts the actor and its key inside the caller's transaction. A successful fetch or an
+/// `Update` from the actor itself also clears an earlier 410 (the account came back).
+pub async fn store_actor_in(
+    conn: &mut sqlx::PgConnection,
+    actor: &RemoteActor,
+    doc: &Value,
+    handle: Option<&str>,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO remote_actors (iri, handle, inbox, shared_inbox, key_id, public_key_pem, document, fetched_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, now())
          ON CONFLICT (iri) DO UPDATE SET handle = COALESCE(EXCLUDED.handle, remote_actors.handle),
             inbox = EXCLUDED.inbox, shared_inbox = EXCLUDED.shared_inbox, key_id = EXCLUDED.key_id,
-            public_key_pem = EXCLUDED.public_key_pem, document = EXCLUDED.document, fetched_at = now()",
+            public_key_pem = EXCLUDED.public_key_pem, document = EXCLUDED.document, fetched_at = now(),
+            gone_at = NULL",
     )
     .bind(&actor.iri)
     .bind(handle)
@@ -150,12 +163,14 @@ pub async fn store_actor(
     .bind(&actor.key_id)
     .bind(&actor.public_key_pem)
     .bind(doc)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    if let (Some(key_id), Some(pem)) = (&actor.key_id, &actor.public_key_pem) {
-        store_key(&mut tx, key_id, &actor.iri, pem).await?;
+    if let (Some(key_id), Some(pem)) = (&actor.key_id, &actor.public_key_pem)
+        && same_host(key_id, &actor.iri)
+    {
+        store_key(conn, key_id, &actor.iri, pem).await?;
     }
-    tx.commit().await
+    Ok(())
 }
 
 async fn store_key(

@@ -82,7 +82,15 @@ pub async fn queue_activity(
     // One message per inbox: followers on one server share its shared inbox.
     let mut seen = BTreeSet::new();
     let mut messages = Vec::new();
-    for r in recipients {
+    // Actors that answered 410 Gone get nothing more (until a fetch or Update revives them).
+    let iris: Vec<&str> = recipients.iter().map(|r| r.actor_iri.as_str()).collect();
+    let gone: Vec<String> = sqlx::query_scalar(
+        "SELECT iri FROM remote_actors WHERE iri = ANY($1) AND gone_at IS NOT NULL",
+    )
+    .bind(&iris)
+    .fetch_all(&mut *tx)
+    .await?;
+    for r in recipients.iter().filter(|r| !gone.contains(&r.actor_iri)) {
         let (inbox, actor) = match &r.shared_inbox {
             Some(shared) => (shared.clone(), None),
             None => (r.inbox.clone(), Some(r.actor_iri.clone())),
