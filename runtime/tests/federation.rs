@@ -191,6 +191,15 @@ impl Peer {
             .route("/users/peer", get(peer_actor))
             .route("/users/peer/inbox", post(peer_inbox))
             .route("/inbox", post(peer_inbox))
+            .route(
+                "/redirect-to-metadata",
+                get(|| async {
+                    (
+                        StatusCode::FOUND,
+                        [("location", "http://169.254.169.254/latest/meta-data/")],
+                    )
+                }),
+            )
             .with_state(state.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -268,7 +277,18 @@ impl Peer {
     }
 }
 
-async fn peer_webfinger(State(s): State<PeerState>) -> Response {
+#[derive(serde::Deserialize)]
+struct WfQuery {
+    resource: String,
+}
+
+async fn peer_webfinger(
+    State(s): State<PeerState>,
+    axum::extract::Query(q): axum::extract::Query<WfQuery>,
+) -> Response {
+    if !q.resource.starts_with("acct:peer@") {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let actor = format!("{}/users/peer", s.base);
     (
         [("content-type", "application/jrd+json")],
@@ -404,6 +424,26 @@ async fn we_follow_the_peer_and_receive_its_accept() {
     assert_eq!(got.id(), follow_id);
     assert_eq!(got.body["actor"], inst.fed.actor_iri("alice"));
     assert_eq!(got.path, "/inbox", "shared inbox preferred");
+
+    // An account the peer does not know, or a server that is not there: 422 with the reason.
+    for (handle, reason) in [
+        (format!("nobody@{}", peer.host()), "404"),
+        ("ghost@127.0.0.1:1".to_string(), "unreachable"),
+    ] {
+        let resp = reqwest::Client::new()
+            .post(format!("{}/api/v1/follows", inst.base))
+            .bearer_auth(&token)
+            .json(&json!({ "account": handle }))
+            .send()
+            .await
+            .expect("follow");
+        assert_eq!(resp.status().as_u16(), 422, "{handle}");
+        let err: Value = resp.json().await.expect("json");
+        assert!(
+            err["error"].as_str().unwrap_or_default().contains(reason),
+            "{handle}: {err}"
+        );
+    }
 
     // Following again while pending sends nothing new.
     let again: Value = reqwest::Client::new()
@@ -694,7 +734,7 @@ async fn rotated_keys_are_refetched_and_updates_rotate_them() {
 async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
     let inst = Instance::start(false, true).await;
     let peer = Peer::start().await;
-    inst.account("erin").await;
+    let (_, erin_token) = inst.account("erin").await;
     let inbox = inst.fed.inbox("erin");
 
     let big = vec![b' '; 2 * 1024 * 1024];
@@ -756,6 +796,22 @@ async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
         .await
         .expect("follow");
     assert_eq!(unauth.status().as_u16(), 401);
+    let me = reqwest::Client::new()
+        .get(format!("{}/api/v1/accounts/verify_credentials", inst.base))
+        .bearer_auth(&erin_token)
+        .send()
+        .await
+        .expect("verify");
+    assert_eq!(me.status().as_u16(), 200);
+    assert_eq!(me.json::<Value>().await.expect("json")["username"], "erin");
+    // Account tokens are not admin tokens; with ADMIN_TOKEN unset admin endpoints answer 403.
+    let admin = reqwest::Client::new()
+        .get(format!("{}/api/v1/admin/accounts", inst.base))
+        .bearer_auth(&erin_token)
+        .send()
+        .await
+        .expect("admin");
+    assert_eq!(admin.status().as_u16(), 403);
     inst.shutdown().await;
 }
 
@@ -862,6 +918,16 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
         .unwrap_err();
     assert!(matches!(err, FetchError::Refused(_)), "{err}");
     assert!(dev.get_json(&peer.actor(), None, None).await.is_ok());
+    // Every redirect hop goes through the guard again.
+    let err = dev
+        .get_json(
+            &format!("{}/redirect-to-metadata", peer.state.base),
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Refused(_)), "{err}");
 
     // The follow API reports the refusal as 422 with the reason.
     let inst = Instance::start(false, false).await;

@@ -24,6 +24,16 @@ pub fn routes() -> Router<AppState> {
             get(verify_credentials),
         )
         .route("/api/v1/follows", post(follow))
+        .route("/api/v1/admin/{*rest}", axum::routing::any(admin_fallback))
+}
+
+/// `/api/v1/admin/*` takes `ADMIN_TOKEN`, not account tokens (403 while it is unset); no such
+/// endpoint exists yet, so an authorised caller gets 404.
+async fn admin_fallback(State(s): State<AppState>, headers: HeaderMap) -> ApiError {
+    match super::require_admin(&s, &headers) {
+        Err(e) => e,
+        Ok(()) => ApiError(StatusCode::NOT_FOUND, "not found".into()),
+    }
 }
 
 /// The account of `Authorization: Bearer <token>`, or 401.
