@@ -44,6 +44,11 @@ pub enum FetchError {
 /// An address the guard refuses even with `ALLOW_PRIVATE_ADDRESS=true`: cloud metadata
 /// endpoints and the unspecified address are never a federation peer, in development either.
 fn always_refused(ip: IpAddr) -> bool {
+    // `::ffff:169.254.169.254` is the same endpoint as its IPv4 form.
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
     match ip {
         IpAddr::V4(v4) => v4 == Ipv4Addr::new(169, 254, 169, 254) || v4.is_unspecified(),
         IpAddr::V6(v6) => {
@@ -392,6 +397,7 @@ mod tests {
         assert!(address_allowed(ip("127.0.0.1"), true).is_ok());
         assert!(address_allowed(ip("10.0.0.1"), true).is_ok());
         assert!(address_allowed(ip("169.254.169.254"), true).is_err());
+        assert!(address_allowed(ip("::ffff:169.254.169.254"), true).is_err());
         assert!(address_allowed(ip("0.0.0.0"), true).is_err());
     }
 
