@@ -195,7 +195,7 @@ impl FetchClient {
     pub async fn check_url(&self, url: &Url) -> Result<(), FetchError> {
         match url.scheme() {
             "https" => {}
-            // Plain http only for development peers on private networks.
+            // Plain http only with ALLOW_PRIVATE_ADDRESS=true (development and test peers).
             "http" if self.allow_private => {}
             other => {
                 return Err(FetchError::Refused(format!(
