@@ -110,6 +110,93 @@ pub struct Config {
     pub admin_token: Option<String>,
     pub heartbeat_interval: Duration,
     pub log_format: LogFormat,
+    pub federation: FederationConfig,
+}
+
+/// A secret whose `Debug` never prints it, so a logged config cannot leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Federation settings (SPEC.md §8, R-RPL-8): the public origin every IRI derives from, the key
+/// that encrypts account private keys, and the outbound fetch guard.
+#[derive(Clone, Debug)]
+pub struct FederationConfig {
+    /// `PUBLIC_URL`: scheme, host and port only (default `http://localhost:$PORT`).
+    pub public_url: url::Url,
+    /// `SECRET_KEY`: at least 32 characters. Unset → federation is disabled on this node.
+    pub secret_key: Option<Secret>,
+    /// `ALLOW_PRIVATE_ADDRESS`: let remote fetches and deliveries reach loopback and private
+    /// addresses over plain http (development and tests only).
+    pub allow_private_address: bool,
+    /// `DELIVERY_HOST_CONCURRENCY`: deliveries to one remote host running at once per process.
+    pub host_concurrency: usize,
+}
+
+/// Minimum length of `SECRET_KEY`: it is the root of the account key encryption.
+pub const SECRET_KEY_MIN_LEN: usize = 32;
+
+impl FederationConfig {
+    pub fn from_env(env: &Env, port: u16) -> Result<Self, ConfigError> {
+        let raw = env
+            .get("PUBLIC_URL")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| format!("http://localhost:{port}"));
+        let public_url = parse_public_url(&raw)?;
+        let secret_key = match env.get("SECRET_KEY") {
+            None => None,
+            Some(k) if k.len() < SECRET_KEY_MIN_LEN => {
+                return Err(ConfigError::Invalid {
+                    var: "SECRET_KEY",
+                    value: "***".into(),
+                    expected: format!(
+                        "at least {SECRET_KEY_MIN_LEN} characters (e.g. `openssl rand -hex 32`)"
+                    ),
+                });
+            }
+            Some(k) => Some(Secret::new(k)),
+        };
+        Ok(FederationConfig {
+            public_url,
+            secret_key,
+            allow_private_address: env.bool("ALLOW_PRIVATE_ADDRESS", false)?,
+            host_concurrency: env.count("DELIVERY_HOST_CONCURRENCY", 4, 1, 1_000)? as usize,
+        })
+    }
+}
+
+/// `PUBLIC_URL` is an origin: actor ids are `<origin>/users/<name>`, so a path, query or
+/// fragment would silently produce IRIs nobody serves.
+fn parse_public_url(raw: &str) -> Result<url::Url, ConfigError> {
+    let invalid = || ConfigError::Invalid {
+        var: "PUBLIC_URL",
+        value: raw.to_string(),
+        expected: "an http(s) origin such as https://hollo.example.com (no path)".into(),
+    };
+    let url = url::Url::parse(raw).map_err(|_| invalid())?;
+    let origin_only = matches!(url.path(), "" | "/")
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() || !origin_only {
+        return Err(invalid());
+    }
+    Ok(url)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -302,6 +389,7 @@ impl Config {
                 expected: "fs or s3".into(),
             });
         }
+        let federation = FederationConfig::from_env(env, port)?;
         Ok(Config {
             role,
             db: DbConfig::from_env(env)?,
@@ -315,6 +403,7 @@ impl Config {
             admin_token: env.get("ADMIN_TOKEN").map(str::to_string),
             heartbeat_interval: Duration::from_secs(5),
             log_format,
+            federation,
         })
     }
 
@@ -417,6 +506,39 @@ mod tests {
             redact_url("postgres://u:pw@h:5432/db"),
             "postgres://u:***@h:5432/db"
         );
+    }
+
+    #[test]
+    fn federation_settings_are_validated() {
+        let c = Config::from_env(&Env::from_pairs([("PORT", "4000")])).expect("valid");
+        assert_eq!(c.federation.public_url.as_str(), "http://localhost:4000/");
+        assert!(c.federation.secret_key.is_none());
+        assert!(!c.federation.allow_private_address);
+        assert_eq!(c.federation.host_concurrency, 4);
+        for bad in [
+            "ftp://x",
+            "https://x.example/sub",
+            "not a url",
+            "https://x.example/?q=1",
+        ] {
+            let err = Config::from_env(&Env::from_pairs([("PUBLIC_URL", bad)])).unwrap_err();
+            assert!(err.to_string().contains("PUBLIC_URL"), "{err}");
+        }
+        let err = Config::from_env(&Env::from_pairs([("SECRET_KEY", "short-secret")])).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("SECRET_KEY") && !msg.contains("short-secret"),
+            "{msg}"
+        );
+        let c = Config::from_env(&Env::from_pairs([
+            ("SECRET_KEY", "0123456789abcdef0123456789abcdef"),
+            ("PUBLIC_URL", "https://hollo.example.com"),
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+        ]))
+        .expect("valid");
+        assert!(format!("{c:?}").contains("Secret(***)"));
+        assert!(!format!("{c:?}").contains("0123456789abcdef"));
+        assert!(c.federation.allow_private_address);
     }
 
     #[test]

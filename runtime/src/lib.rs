@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod db;
+pub mod federation;
 pub mod logging;
 pub mod metrics;
 pub mod node;

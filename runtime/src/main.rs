@@ -1,4 +1,4 @@
-//! `hollo`: serve | migrate | version | queue | probe | local-db.
+//! `hollo`: serve | migrate | version | queue | probe | account | local-db.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use hollo_runtime::config::{Config, ConfigError, DbConfig, Env, LogFormat};
+use hollo_runtime::federation::{Federation, accounts};
 use hollo_runtime::queue::{QueueName, stats};
 use hollo_runtime::{db, logging, node, tasks, version_json};
 use tokio_util::sync::CancellationToken;
@@ -41,6 +42,11 @@ enum Command {
     Probe {
         #[command(subcommand)]
         command: ProbeCommand,
+    },
+    /// Local accounts (needs SECRET_KEY: the account's private key is encrypted with it).
+    Account {
+        #[command(subcommand)]
+        command: AccountCommand,
     },
     /// The local PostgreSQL used when DATABASE_URL is unset (and by the test suite).
     LocalDb {
@@ -81,6 +87,16 @@ enum ProbeCommand {
     Stats {
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    /// Create an account with a fresh key pair; prints its API bearer token (shown only once).
+    Create {
+        name: String,
+        #[arg(long)]
+        admin: bool,
     },
 }
 
@@ -175,6 +191,27 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             Ok(())
         }
         Command::Probe { command } => probe(command, env).await,
+        Command::Account {
+            command: AccountCommand::Create { name, admin },
+        } => {
+            let config = Config::from_env(env).map_err(config_error)?;
+            let fed = Federation::from_config(&config.federation)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "SECRET_KEY is required to create accounts (their private keys are encrypted with it)"
+                )
+            })?;
+            let pool = connect(env).await?;
+            db::check_schema(&pool).await?;
+            let (account, token) = accounts::create(&pool, &fed, &name, admin).await?;
+            eprintln!(
+                "created {}{} ({}); its bearer token follows (shown only once)",
+                account.username,
+                if admin { " (admin)" } else { "" },
+                fed.actor_iri(&account.username)
+            );
+            println!("{token}");
+            Ok(())
+        }
         Command::LocalDb { command, dir } => {
             let cfg = DbConfig::from_env(env).map_err(config_error)?;
             let dir = dir.unwrap_or_else(|| format!("{}/postgres", cfg.home));

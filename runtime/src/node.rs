@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use crate::config::{Config, Role};
 use crate::db;
+use crate::federation::Federation;
 use crate::metrics::Metrics;
 use crate::queue::consumer::{Consumer, InFlight};
 use crate::queue::{QueueName, Registry, listener};
@@ -67,6 +68,17 @@ pub async fn serve(config: Config) -> Result<()> {
         "database connection budget for this process (R-DB-2)"
     );
 
+    let fed = Federation::from_config(&config.federation)?;
+    match &fed {
+        Some(f) => {
+            tracing::info!(public_url = %f.origin, allow_private_address = config.federation.allow_private_address,
+            host_concurrency = config.federation.host_concurrency, "federation enabled")
+        }
+        None => tracing::warn!(
+            "SECRET_KEY is unset: federation is disabled on this node (no inbox, delivery or accounts)"
+        ),
+    }
+
     let node_id = Uuid::new_v4();
     let metrics = Metrics::new();
     let in_flight = InFlight::default();
@@ -84,7 +96,7 @@ pub async fn serve(config: Config) -> Result<()> {
     let listener_stop = tokio_util::sync::CancellationToken::new();
     let mut listener_task = None;
     if config.role.consumes() {
-        let registry = tasks::registry(&config.queue);
+        let registry = tasks::registry(&config.queue, fed.clone());
         let item_locks = db::connect_pool(
             &urls.url,
             config.db.item_lock_pool_size,
@@ -116,6 +128,7 @@ pub async fn serve(config: Config) -> Result<()> {
         role: config.role,
         admin_token: config.admin_token.clone(),
         accepting: accepting.clone(),
+        fed: fed.clone(),
     };
     let (app, port) = if config.role.serves_http() {
         (web::router(state), config.port)

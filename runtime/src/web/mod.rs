@@ -13,7 +13,11 @@ use axum::{Json, Router};
 use serde_json::json;
 use sqlx::PgPool;
 
+pub mod activitypub;
+pub mod api;
+
 use crate::config::Role;
+use crate::federation::Federation;
 use crate::metrics::{Metrics, QueueLabels};
 use crate::queue::{QueueName, stats};
 
@@ -25,6 +29,8 @@ pub struct AppState {
     pub admin_token: Option<String>,
     /// False once shutdown starts, so load balancers and probes take the node out first.
     pub accepting: Arc<AtomicBool>,
+    /// `None` when `SECRET_KEY` is unset: ActivityPub endpoints answer 503 then.
+    pub fed: Option<Arc<Federation>>,
 }
 
 pub struct ApiError(pub StatusCode, pub String);
@@ -58,6 +64,8 @@ pub fn router(state: AppState) -> Router {
     health_routes()
         .route("/api/version", get(version))
         .route("/api/admin/status", get(admin_status))
+        .merge(activitypub::routes())
+        .merge(api::routes())
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
         .with_state(state)

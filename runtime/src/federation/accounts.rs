@@ -1,0 +1,153 @@
+//! Local accounts and their API bearer tokens. A token is shown once, at creation; only its
+//! SHA-256 is stored, so a database dump does not hand out API access.
+
+use anyhow::{Result, bail};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::{Federation, keys};
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Account {
+    pub id: Uuid,
+    pub username: String,
+    pub admin: bool,
+    pub public_key_pem: String,
+    pub private_key_enc: Vec<u8>,
+}
+
+const COLUMNS: &str = "id, username, admin, public_key_pem, private_key_enc";
+
+/// Mastodon's rule: letters, digits and underscores, at most 30.
+pub fn valid_username(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 30
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+pub fn hash_token(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Creates an account with a fresh key pair and returns it with its first bearer token.
+pub async fn create(
+    pool: &PgPool,
+    fed: &Federation,
+    username: &str,
+    admin: bool,
+) -> Result<(Account, String)> {
+    if !valid_username(username) {
+        bail!("invalid account name {username:?}: use 1–30 letters, digits or underscores");
+    }
+    if by_username(pool, username).await?.is_some() {
+        bail!("account {username:?} already exists");
+    }
+    // RSA generation is CPU work of a second or so; keep it off the async workers.
+    let key = tokio::task::spawn_blocking(keys::generate).await??;
+    let id = Uuid::now_v7();
+    let public_key_pem = keys::public_key_pem(&key)?;
+    let private_key_enc = fed.cipher().encrypt(id, &key)?;
+    let token = new_token();
+    let mut tx = pool.begin().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO accounts (id, username, admin, public_key_pem, private_key_enc)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+    )
+    .bind(id)
+    .bind(username)
+    .bind(admin)
+    .bind(&public_key_pem)
+    .bind(&private_key_enc)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        bail!("account {username:?} already exists");
+    }
+    sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
+        .bind(hash_token(&token))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok((
+        Account {
+            id,
+            username: username.to_string(),
+            admin,
+            public_key_pem,
+            private_key_enc,
+        },
+        token,
+    ))
+}
+
+pub async fn by_username<'e>(
+    exec: impl PgExecutor<'e>,
+    username: &str,
+) -> Result<Option<Account>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM accounts WHERE lower(username) = lower($1)"
+    )))
+    .bind(username)
+    .fetch_optional(exec)
+    .await
+}
+
+pub async fn by_id<'e>(
+    exec: impl PgExecutor<'e>,
+    id: Uuid,
+) -> Result<Option<Account>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM accounts WHERE id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(exec)
+    .await
+}
+
+pub async fn by_token(pool: &PgPool, token: &str) -> Result<Option<Account>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {} FROM accounts a JOIN account_tokens t ON t.account_id = a.id WHERE t.token_hash = $1",
+        COLUMNS
+            .split(", ")
+            .map(|c| format!("a.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+    .bind(hash_token(token))
+    .fetch_optional(pool)
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_follow_mastodon_rules() {
+        assert!(valid_username("alice_01"));
+        for bad in ["", "a b", "al/ice", "ålice", &"x".repeat(31)] {
+            assert!(!valid_username(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokens_are_random_and_hashed() {
+        let (a, b) = (new_token(), new_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 43);
+        assert_eq!(hash_token(&a).len(), 32);
+        assert_ne!(hash_token(&a), a.as_bytes());
+    }
+}

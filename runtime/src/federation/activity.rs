@@ -1,0 +1,447 @@
+//! Incoming activities (R-AP-1): stored once per id when the inbox accepts them, then applied
+//! by `tasks::inbox` in one transaction with the queue message's completion, so each activity's
+//! effects happen exactly once however often it is posted or redelivered.
+//!
+//! Every effect is bounded by who signed: the inbox only stores activities whose `actor` is the
+//! signing key's owner, and objects (notes) must be attributed to that actor.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::Federation;
+use super::accounts;
+use super::actor::{self, AS_CONTEXT, RemoteActor, id_of, same_host};
+use super::delivery::{Recipient, queue_activity};
+use crate::queue::{NewMessage, QueueName, enqueue};
+
+pub const INBOX_KIND: &str = "hollo.inbox.v1";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPayload {
+    pub activity_id: String,
+}
+
+/// Stores a verified activity and enqueues its processing in one transaction. Returns `false`
+/// when the id was already stored (a duplicate post): nothing is enqueued again.
+pub async fn store_incoming(
+    pool: &PgPool,
+    account: Option<Uuid>,
+    key_id: &str,
+    id: &str,
+    ty: &str,
+    actor: &str,
+    body: &Value,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let fresh = sqlx::query(
+        "INSERT INTO inbox_activities (id, type, actor, account_id, key_id, body)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(ty)
+    .bind(actor)
+    .bind(account)
+    .bind(key_id)
+    .bind(body)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if fresh {
+        let payload = InboxPayload {
+            activity_id: id.to_string(),
+        };
+        enqueue(
+            &mut *tx,
+            QueueName::Activity,
+            &NewMessage::new(
+                INBOX_KIND,
+                serde_json::to_value(payload).unwrap_or_default(),
+            ),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(fresh)
+}
+
+/// A stored incoming activity.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Incoming {
+    pub id: String,
+    #[sqlx(rename = "type")]
+    pub ty: String,
+    pub actor: String,
+    pub account_id: Option<Uuid>,
+    pub body: Value,
+    pub processed_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+pub async fn load(pool: &PgPool, id: &str) -> Result<Option<Incoming>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, type, actor, account_id, body, processed_at FROM inbox_activities WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Network work done before the transaction (never hold a transaction across a remote fetch).
+pub enum Prepared {
+    Nothing,
+    /// A `Follow` of a local account: the follower (for its inbox) and the followed account.
+    Follow {
+        follower: Box<RemoteActor>,
+        account: Box<accounts::Account>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// Worth retrying (remote unreachable, database blip).
+    #[error("{0}")]
+    Transient(String),
+}
+
+impl From<sqlx::Error> for ProcessError {
+    fn from(e: sqlx::Error) -> Self {
+        ProcessError::Transient(format!("database: {e}"))
+    }
+}
+
+fn object_of(body: &Value) -> &Value {
+    body.get("object").unwrap_or(&Value::Null)
+}
+
+fn type_of(v: &Value) -> Option<&str> {
+    v.get("type").and_then(Value::as_str)
+}
+
+/// The local account a `Follow`/`Block` names as its object, if any.
+async fn local_target(
+    pool: &PgPool,
+    fed: &Federation,
+    object: &Value,
+) -> Result<Option<accounts::Account>, sqlx::Error> {
+    let Some(name) = id_of(object).and_then(|iri| fed.local_username(iri)) else {
+        return Ok(None);
+    };
+    accounts::by_username(pool, name).await
+}
+
+pub async fn prepare(
+    pool: &PgPool,
+    fed: &Federation,
+    inc: &Incoming,
+) -> Result<Prepared, ProcessError> {
+    if inc.ty != "Follow" {
+        return Ok(Prepared::Nothing);
+    }
+    let Some(account) = local_target(pool, fed, object_of(&inc.body)).await? else {
+        return Ok(Prepared::Nothing);
+    };
+    let signer = fed
+        .signing_key(&account)
+        .map_err(|e| ProcessError::Transient(format!("{e:#}")))?;
+    let follower = actor::known_actor(pool, fed, &inc.actor, Some(&signer))
+        .await
+        .map_err(|e| ProcessError::Transient(format!("fetching follower {}: {e}", inc.actor)))?;
+    Ok(Prepared::Follow {
+        follower: Box::new(follower),
+        account: Box::new(account),
+    })
+}
+
+/// Applies the activity's effects inside `tx`; returns a short outcome for the record.
+pub async fn apply(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    inc: &Incoming,
+    prepared: Prepared,
+) -> Result<String, sqlx::Error> {
+    let body = &inc.body;
+    let object = object_of(body);
+    let object_id = id_of(object).unwrap_or_default().to_string();
+    let outcome = match (inc.ty.as_str(), prepared) {
+        ("Follow", Prepared::Follow { follower, account }) => {
+            sqlx::query(
+                "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
+                 ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id",
+            )
+            .bind(account.id)
+            .bind(&follower.iri)
+            .bind(&inc.id)
+            .execute(&mut *tx)
+            .await?;
+            // Auto-accept: the Accept embeds the Follow as Mastodon expects.
+            let accept = json!({
+                "@context": AS_CONTEXT,
+                "id": fed.new_activity_id(),
+                "type": "Accept",
+                "actor": fed.actor_iri(&account.username),
+                "object": {
+                    "id": inc.id, "type": "Follow", "actor": follower.iri,
+                    "object": fed.actor_iri(&account.username),
+                },
+                "to": [follower.iri],
+            });
+            queue_activity(
+                &mut *tx,
+                account.id,
+                &accept,
+                &[Recipient::from(&*follower)],
+            )
+            .await?;
+            "follower stored; Accept queued".to_string()
+        }
+        ("Follow", Prepared::Nothing) => "ignored: Follow of no local account".into(),
+        ("Undo", _) => undo(tx, fed, inc, object, &object_id).await?,
+        ("Accept" | "Reject", _) => {
+            let state = if inc.ty == "Accept" {
+                "accepted"
+            } else {
+                "rejected"
+            };
+            // Only the followed actor may answer our Follow.
+            let n = sqlx::query(
+                "UPDATE follows SET state = $1, updated_at = now()
+                  WHERE follow_activity_id = $2 AND target_iri = $3",
+            )
+            .bind(state)
+            .bind(&object_id)
+            .bind(&inc.actor)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 1 {
+                format!("follow {state}")
+            } else {
+                "ignored: no matching follow".into()
+            }
+        }
+        ("Update", _) if type_of(object).is_some_and(|t| ACTOR_TYPES.contains(&t)) => {
+            // Only the actor may update itself; this is how key rotation reaches us.
+            if object_id != inc.actor {
+                return Ok("ignored: Update of another actor".into());
+            }
+            match actor::parse_actor(object, &inc.actor) {
+                Ok(a) => {
+                    actor::store_actor_in(&mut *tx, &a, object, None).await?;
+                    "actor updated".into()
+                }
+                Err(e) => format!("ignored: {e}"),
+            }
+        }
+        ("Create" | "Update", _) => upsert_note(tx, inc, object).await?,
+        ("Delete", _) => {
+            if object_id == inc.actor {
+                // The actor deleted itself: forget the relationships, keep the record of it.
+                sqlx::query("UPDATE remote_actors SET gone_at = now() WHERE iri = $1")
+                    .bind(&inc.actor)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM followers WHERE actor_iri = $1")
+                    .bind(&inc.actor)
+                    .execute(&mut *tx)
+                    .await?;
+                "actor deleted".into()
+            } else {
+                let n = sqlx::query(
+                    "UPDATE remote_posts SET deleted_at = now(), content = NULL, summary = NULL, updated_at = now()
+                      WHERE iri = $1 AND actor = $2 AND deleted_at IS NULL",
+                )
+                .bind(&object_id)
+                .bind(&inc.actor)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if n == 1 {
+                    "post deleted".into()
+                } else {
+                    "ignored: unknown post".into()
+                }
+            }
+        }
+        ("Like" | "Announce" | "Block", _) => {
+            if object_id.is_empty() {
+                return Ok("ignored: no object".into());
+            }
+            let kind = inc.ty.to_ascii_lowercase();
+            sqlx::query(
+                "INSERT INTO remote_interactions (activity_id, kind, actor, object) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (activity_id) DO NOTHING",
+            )
+            .bind(&inc.id)
+            .bind(&kind)
+            .bind(&inc.actor)
+            .bind(&object_id)
+            .execute(&mut *tx)
+            .await?;
+            if inc.ty == "Block"
+                && let Some(name) = fed.local_username(&object_id)
+            {
+                // A block ends the relationship both ways, as Mastodon does.
+                sqlx::query(
+                    "DELETE FROM followers f USING accounts a
+                      WHERE f.account_id = a.id AND lower(a.username) = lower($1) AND f.actor_iri = $2",
+                )
+                .bind(name)
+                .bind(&inc.actor)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "DELETE FROM follows f USING accounts a
+                      WHERE f.account_id = a.id AND lower(a.username) = lower($1) AND f.target_iri = $2",
+                )
+                .bind(name)
+                .bind(&inc.actor)
+                .execute(&mut *tx)
+                .await?;
+            }
+            format!("{kind} stored")
+        }
+        (other, _) => format!("ignored: unsupported type {other}"),
+    };
+    Ok(outcome)
+}
+
+async fn undo(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    inc: &Incoming,
+    object: &Value,
+    object_id: &str,
+) -> Result<String, sqlx::Error> {
+    let inner = type_of(object);
+    // An Undo names its activity by id; Mastodon embeds it, others may not (then we look
+    // the id up among the relationships and interactions it could be).
+    let n = sqlx::query("DELETE FROM followers WHERE actor_iri = $1 AND follow_activity_id = $2")
+        .bind(&inc.actor)
+        .bind(object_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if n > 0 {
+        return Ok("follower removed".into());
+    }
+    if inner == Some("Follow") {
+        // A Follow we never stored under that id (e.g. re-sent with a new id): undo by target.
+        let target = object
+            .get("object")
+            .and_then(id_of)
+            .and_then(|t| fed.local_username(t))
+            .unwrap_or_default();
+        let n = sqlx::query(
+            "DELETE FROM followers f USING accounts a
+              WHERE f.account_id = a.id AND f.actor_iri = $1 AND lower(a.username) = lower($2)",
+        )
+        .bind(&inc.actor)
+        .bind(target)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        return Ok(if n > 0 {
+            "follower removed".into()
+        } else {
+            "ignored: not a follower".into()
+        });
+    }
+    let n = sqlx::query(
+        "UPDATE remote_interactions SET undone_at = now()
+          WHERE activity_id = $1 AND actor = $2 AND undone_at IS NULL",
+    )
+    .bind(object_id)
+    .bind(&inc.actor)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    Ok(if n > 0 {
+        "interaction undone".into()
+    } else {
+        "ignored: nothing to undo".into()
+    })
+}
+
+const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Organization"];
+
+const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
+
+async fn upsert_note(
+    tx: &mut PgConnection,
+    inc: &Incoming,
+    object: &Value,
+) -> Result<String, sqlx::Error> {
+    let Some(ty) = type_of(object).filter(|t| NOTE_TYPES.contains(t)) else {
+        return Ok(format!(
+            "ignored: {} of {}",
+            inc.ty,
+            type_of(object).unwrap_or("a reference")
+        ));
+    };
+    let Some(iri) = object.get("id").and_then(Value::as_str) else {
+        return Ok("ignored: note without id".into());
+    };
+    let author = object
+        .get("attributedTo")
+        .and_then(id_of)
+        .unwrap_or_default();
+    if author != inc.actor || !same_host(iri, &inc.actor) {
+        return Ok("ignored: note not attributed to the signer".into());
+    }
+    let text = |k: &str| object.get(k).and_then(Value::as_str).map(str::to_string);
+    let published = text("published")
+        .and_then(|p| chrono::DateTime::parse_from_rfc3339(&p).ok())
+        .map(|d| d.with_timezone(&chrono::Utc));
+    let replies = object.get("replies").and_then(id_of).map(str::to_string);
+    let in_reply_to = object.get("inReplyTo").and_then(id_of).map(str::to_string);
+    let url = object.get("url").and_then(id_of).map(str::to_string);
+    let create = inc.ty == "Create";
+    // Create never overwrites (a replayed Create changes nothing); Update only touches a
+    // post of the same author that is not deleted, or stores it if we never saw it.
+    let sql = if create {
+        "INSERT INTO remote_posts (iri, actor, content, summary, in_reply_to, replies_iri, url, published, body)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (iri) DO NOTHING"
+    } else {
+        "INSERT INTO remote_posts (iri, actor, content, summary, in_reply_to, replies_iri, url, published, body)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         ON CONFLICT (iri) DO UPDATE SET content = EXCLUDED.content, summary = EXCLUDED.summary,
+            replies_iri = EXCLUDED.replies_iri, url = EXCLUDED.url, body = EXCLUDED.body, updated_at = now()
+          WHERE remote_posts.actor = EXCLUDED.actor AND remote_posts.deleted_at IS NULL"
+    };
+    let n = sqlx::query(sql)
+        .bind(iri)
+        .bind(&inc.actor)
+        .bind(text("content"))
+        .bind(text("summary"))
+        .bind(in_reply_to)
+        .bind(replies)
+        .bind(url)
+        .bind(published)
+        .bind(object)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    Ok(match (create, n) {
+        (true, 1) => format!("{ty} stored"),
+        (true, _) => format!("{ty} already stored"),
+        (false, 1) => format!("{ty} updated"),
+        (false, _) => format!("ignored: {ty} not updatable"),
+    })
+}
+
+/// Marks the activity processed (inside the processing transaction).
+pub async fn mark_processed(
+    tx: &mut PgConnection,
+    id: &str,
+    outcome: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE inbox_activities SET processed_at = now(), outcome = $2 WHERE id = $1")
+        .bind(id)
+        .bind(outcome)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}

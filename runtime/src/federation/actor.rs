@@ -1,0 +1,332 @@
+//! Actor documents: the ones we serve for local accounts, and the remote ones (with their keys)
+//! we fetch through the guard and cache in PostgreSQL.
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use super::Federation;
+use super::accounts::Account;
+use super::fetch::FetchError;
+use super::signature::SigningKey;
+
+pub const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
+pub const SECURITY_CONTEXT: &str = "https://w3id.org/security/v1";
+pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+
+pub fn local_actor_document(fed: &Federation, account: &Account) -> Value {
+    let actor = fed.actor_iri(&account.username);
+    json!({
+        "@context": [AS_CONTEXT, SECURITY_CONTEXT],
+        "id": actor,
+        "type": "Person",
+        "preferredUsername": account.username,
+        "name": account.username,
+        "url": actor,
+        "inbox": fed.inbox(&account.username),
+        "outbox": fed.outbox(&account.username),
+        "followers": fed.followers(&account.username),
+        "following": fed.following(&account.username),
+        "manuallyApprovesFollowers": false,
+        "discoverable": true,
+        "endpoints": { "sharedInbox": fed.shared_inbox() },
+        "publicKey": {
+            "id": fed.key_id(&account.username),
+            "owner": actor,
+            "publicKeyPem": account.public_key_pem,
+        },
+    })
+}
+
+/// The id of an ActivityStreams reference: a string, or an object's `id`.
+pub fn id_of(v: &Value) -> Option<&str> {
+    match v {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(o) => o.get("id").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+fn host_of(iri: &str) -> Option<String> {
+    url::Url::parse(iri)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h.to_ascii_lowercase()))
+}
+
+/// Two IRIs on the same host: a document may only speak for its own server.
+pub fn same_host(a: &str, b: &str) -> bool {
+    matches!((host_of(a), host_of(b)), (Some(x), Some(y)) if x == y)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct RemoteActor {
+    pub iri: String,
+    pub inbox: String,
+    pub shared_inbox: Option<String>,
+    pub key_id: Option<String>,
+    pub public_key_pem: Option<String>,
+}
+
+impl RemoteActor {
+    /// Where to deliver: the shared inbox when the actor has one (one POST per server).
+    pub fn delivery_inbox(&self) -> &str {
+        self.shared_inbox.as_deref().unwrap_or(&self.inbox)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActorError {
+    #[error("{0}")]
+    Fetch(#[from] FetchError),
+    #[error("invalid actor document: {0}")]
+    Invalid(String),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+/// Extracts what we use from an actor document fetched from `fetched_from`.
+pub fn parse_actor(doc: &Value, fetched_from: &str) -> Result<RemoteActor, ActorError> {
+    let iri = doc
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ActorError::Invalid("no id".into()))?;
+    if !same_host(iri, fetched_from) {
+        return Err(ActorError::Invalid(format!(
+            "{fetched_from} served an actor of another host ({iri})"
+        )));
+    }
+    let inbox = doc
+        .get("inbox")
+        .and_then(Value::as_str)
+        .filter(|i| same_host(i, iri))
+        .ok_or_else(|| ActorError::Invalid("no inbox on the actor's host".into()))?;
+    let shared_inbox = doc
+        .get("endpoints")
+        .and_then(|e| e.get("sharedInbox"))
+        .and_then(Value::as_str)
+        .filter(|i| same_host(i, iri))
+        .map(str::to_string);
+    let key = first_key(doc);
+    Ok(RemoteActor {
+        iri: iri.to_string(),
+        inbox: inbox.to_string(),
+        shared_inbox,
+        key_id: key
+            .and_then(|k| k.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        public_key_pem: key
+            .and_then(|k| k.get("publicKeyPem"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+fn first_key(doc: &Value) -> Option<&Value> {
+    match doc.get("publicKey")? {
+        Value::Array(a) => a.first(),
+        v @ Value::Object(_) => Some(v),
+        _ => None,
+    }
+}
+
+pub async fn store_actor(
+    pool: &PgPool,
+    actor: &RemoteActor,
+    doc: &Value,
+    handle: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    store_actor_in(&mut tx, actor, doc, handle).await?;
+    tx.commit().await
+}
+
+/// Upserts the actor and its key inside the caller's transaction. A successful fetch or an
+/// `Update` from the actor itself also clears an earlier 410 (the account came back).
+pub async fn store_actor_in(
+    conn: &mut sqlx::PgConnection,
+    actor: &RemoteActor,
+    doc: &Value,
+    handle: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO remote_actors (iri, handle, inbox, shared_inbox, key_id, public_key_pem, document, fetched_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+         ON CONFLICT (iri) DO UPDATE SET handle = COALESCE(EXCLUDED.handle, remote_actors.handle),
+            inbox = EXCLUDED.inbox, shared_inbox = EXCLUDED.shared_inbox, key_id = EXCLUDED.key_id,
+            public_key_pem = EXCLUDED.public_key_pem, document = EXCLUDED.document, fetched_at = now(),
+            gone_at = NULL",
+    )
+    .bind(&actor.iri)
+    .bind(handle)
+    .bind(&actor.inbox)
+    .bind(&actor.shared_inbox)
+    .bind(&actor.key_id)
+    .bind(&actor.public_key_pem)
+    .bind(doc)
+    .execute(&mut *conn)
+    .await?;
+    if let (Some(key_id), Some(pem)) = (&actor.key_id, &actor.public_key_pem)
+        && same_host(key_id, &actor.iri)
+    {
+        store_key(conn, key_id, &actor.iri, pem).await?;
+    }
+    Ok(())
+}
+
+async fn store_key(
+    conn: &mut sqlx::PgConnection,
+    key_id: &str,
+    owner: &str,
+    pem: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO remote_keys (key_id, owner, public_key_pem, fetched_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (key_id) DO UPDATE SET owner = EXCLUDED.owner,
+            public_key_pem = EXCLUDED.public_key_pem, fetched_at = now()",
+    )
+    .bind(key_id)
+    .bind(owner)
+    .bind(pem)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Fetches an actor (signed when a key is given) and caches it with its key.
+pub async fn fetch_actor(
+    pool: &PgPool,
+    fed: &Federation,
+    iri: &str,
+    signer: Option<&SigningKey>,
+    handle: Option<&str>,
+) -> Result<RemoteActor, ActorError> {
+    let doc = fed.fetch.get_json(iri, None, signer).await?;
+    let actor = parse_actor(&doc, iri)?;
+    store_actor(pool, &actor, &doc, handle).await?;
+    Ok(actor)
+}
+
+/// The cached actor, or a fresh fetch when we have none.
+pub async fn known_actor(
+    pool: &PgPool,
+    fed: &Federation,
+    iri: &str,
+    signer: Option<&SigningKey>,
+) -> Result<RemoteActor, ActorError> {
+    let row: Option<RemoteActor> = sqlx::query_as(
+        "SELECT iri, inbox, shared_inbox, key_id, public_key_pem FROM remote_actors WHERE iri = $1",
+    )
+    .bind(iri)
+    .fetch_optional(pool)
+    .await?;
+    match row {
+        Some(actor) => Ok(actor),
+        None => fetch_actor(pool, fed, iri, signer, None).await,
+    }
+}
+
+/// A remote public key: who owns it and its PEM.
+#[derive(Clone, Debug)]
+pub struct RemoteKey {
+    pub owner: String,
+    pub pem: String,
+    /// Seconds since it was fetched; a failing signature refetches only keys older than a
+    /// minute, so forged requests cannot make us hammer a remote server.
+    pub age_seconds: f64,
+}
+
+pub async fn cached_key(pool: &PgPool, key_id: &str) -> Result<Option<RemoteKey>, sqlx::Error> {
+    let row: Option<(String, String, f64)> = sqlx::query_as(
+        "SELECT owner, public_key_pem, EXTRACT(EPOCH FROM now() - fetched_at)::float8
+           FROM remote_keys WHERE key_id = $1",
+    )
+    .bind(key_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(owner, pem, age_seconds)| RemoteKey {
+        owner,
+        pem,
+        age_seconds,
+    }))
+}
+
+/// Fetches `key_id` (an actor with `publicKey`, or a bare key object) and caches the key and,
+/// when the document is the actor, the actor too.
+pub async fn fetch_key(
+    pool: &PgPool,
+    fed: &Federation,
+    key_id: &str,
+    signer: Option<&SigningKey>,
+) -> Result<RemoteKey, ActorError> {
+    let url = key_id.split('#').next().unwrap_or(key_id);
+    let doc = fed.fetch.get_json(url, None, signer).await?;
+    let (owner, pem) = if doc.get("publicKey").is_some() {
+        let key = match doc.get("publicKey") {
+            Some(Value::Array(keys)) => keys
+                .iter()
+                .find(|k| k.get("id").and_then(Value::as_str) == Some(key_id))
+                .or_else(|| keys.first()),
+            other => other,
+        };
+        let pem = key
+            .and_then(|k| k.get("publicKeyPem"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| ActorError::Invalid("actor has no publicKeyPem".into()))?;
+        let actor = parse_actor(&doc, url)?;
+        store_actor(pool, &actor, &doc, None).await?;
+        (actor.iri, pem.to_string())
+    } else {
+        let owner = doc
+            .get("owner")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ActorError::Invalid("key has no owner".into()))?;
+        let pem = doc
+            .get("publicKeyPem")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ActorError::Invalid("key has no publicKeyPem".into()))?;
+        (owner.to_string(), pem.to_string())
+    };
+    if !same_host(&owner, key_id) {
+        return Err(ActorError::Invalid(format!(
+            "key {key_id} claims an owner on another host ({owner})"
+        )));
+    }
+    let mut conn = pool.acquire().await?;
+    store_key(&mut conn, key_id, &owner, &pem).await?;
+    Ok(RemoteKey {
+        owner,
+        pem,
+        age_seconds: 0.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actors_must_live_on_the_host_that_served_them() {
+        let doc = json!({
+            "id": "https://m.example/users/a", "inbox": "https://m.example/users/a/inbox",
+            "endpoints": {"sharedInbox": "https://m.example/inbox"},
+            "publicKey": {"id": "https://m.example/users/a#main-key", "publicKeyPem": "PEM"}
+        });
+        let a = parse_actor(&doc, "https://m.example/users/a").expect("valid");
+        assert_eq!(a.delivery_inbox(), "https://m.example/inbox");
+        assert_eq!(
+            a.key_id.as_deref(),
+            Some("https://m.example/users/a#main-key")
+        );
+        assert!(parse_actor(&doc, "https://evil.example/users/a").is_err());
+        let bad_inbox =
+            json!({"id": "https://m.example/users/a", "inbox": "https://evil.example/inbox"});
+        assert!(parse_actor(&bad_inbox, "https://m.example/users/a").is_err());
+    }
+
+    #[test]
+    fn ids_come_from_strings_or_objects() {
+        assert_eq!(id_of(&json!("https://x/1")), Some("https://x/1"));
+        assert_eq!(id_of(&json!({"id": "https://x/2"})), Some("https://x/2"));
+        assert_eq!(id_of(&json!(3)), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! The outbox (R-AP-2): an activity is stored once with its stable id, then one delivery row
+//! and one queue message per target inbox (shared inbox preferred), all in the caller's
+//! transaction, so either the activity and all its deliveries exist or none does.
+//! `tasks::delivery` sends them; this module also bounds deliveries per remote host (R-AP-3).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::PgConnection;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use uuid::Uuid;
+
+use crate::queue::{NewMessage, QueueName, enqueue_many};
+
+pub const DELIVER_KIND: &str = "hollo.deliver.v1";
+
+/// The queued message of one delivery: which stored activity to which inbox. The body is read
+/// from `outbox_activities` at send time, so a redelivery sends the very same activity id.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliverPayload {
+    pub activity_id: String,
+    pub inbox: String,
+    /// Times this delivery was put back for a 429 or a busy host (not recorded failures);
+    /// bounded so a remote that always says "later" cannot keep it alive forever.
+    #[serde(default)]
+    pub deferrals: u32,
+}
+
+/// One recipient: its personal inbox, shared inbox if any, and its IRI (for 410 Gone).
+#[derive(Clone, Debug)]
+pub struct Recipient {
+    pub actor_iri: String,
+    pub inbox: String,
+    pub shared_inbox: Option<String>,
+}
+
+impl From<&super::actor::RemoteActor> for Recipient {
+    fn from(a: &super::actor::RemoteActor) -> Self {
+        Recipient {
+            actor_iri: a.iri.clone(),
+            inbox: a.inbox.clone(),
+            shared_inbox: a.shared_inbox.clone(),
+        }
+    }
+}
+
+/// Stores `activity` (its `id` must be set) for `account` and queues one delivery per distinct
+/// target inbox. Idempotent by activity id: storing the same activity again adds nothing.
+pub async fn queue_activity(
+    tx: &mut PgConnection,
+    account: Uuid,
+    activity: &Value,
+    recipients: &[Recipient],
+) -> Result<usize, sqlx::Error> {
+    let id = activity
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| sqlx::Error::Protocol("an outgoing activity needs an id".into()))?;
+    let ty = activity
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("Activity");
+    let fresh = sqlx::query(
+        "INSERT INTO outbox_activities (id, account_id, type, body) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(account)
+    .bind(ty)
+    .bind(activity)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !fresh {
+        return Ok(0);
+    }
+    // One message per inbox: followers on one server share its shared inbox.
+    let mut seen = BTreeSet::new();
+    let mut messages = Vec::new();
+    // Actors that answered 410 Gone get nothing more (until a fetch or Update revives them).
+    let iris: Vec<&str> = recipients.iter().map(|r| r.actor_iri.as_str()).collect();
+    let gone: Vec<String> = sqlx::query_scalar(
+        "SELECT iri FROM remote_actors WHERE iri = ANY($1) AND gone_at IS NOT NULL",
+    )
+    .bind(&iris)
+    .fetch_all(&mut *tx)
+    .await?;
+    for r in recipients.iter().filter(|r| !gone.contains(&r.actor_iri)) {
+        let (inbox, actor) = match &r.shared_inbox {
+            Some(shared) => (shared.clone(), None),
+            None => (r.inbox.clone(), Some(r.actor_iri.clone())),
+        };
+        if !seen.insert(inbox.clone()) {
+            continue;
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO deliveries (activity_id, inbox, actor_iri) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(id)
+        .bind(&inbox)
+        .bind(&actor)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 1 {
+            let payload = DeliverPayload {
+                activity_id: id.to_string(),
+                inbox,
+                deferrals: 0,
+            };
+            messages.push(NewMessage::new(
+                DELIVER_KIND,
+                serde_json::to_value(&payload).unwrap_or_default(),
+            ));
+        }
+    }
+    enqueue_many(&mut *tx, QueueName::Activity, &messages).await?;
+    Ok(messages.len())
+}
+
+/// Per-host bound on concurrent deliveries within this process, so one slow host cannot take
+/// every activity slot (R-AP-3).
+pub struct HostLimiter {
+    limit: usize,
+    hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl HostLimiter {
+    pub fn new(limit: usize) -> Self {
+        HostLimiter {
+            limit: limit.max(1),
+            hosts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// A permit for `host`, waiting at most `wait`. `None` means the host is busy: the caller
+    /// should put the delivery back for a little while instead of holding a queue slot.
+    pub async fn acquire(&self, host: &str, wait: Duration) -> Option<OwnedSemaphorePermit> {
+        let sem = {
+            let mut hosts = self.hosts.lock().ok()?;
+            // Forget idle hosts now and then so the map does not grow with every host ever seen.
+            if hosts.len() > 1024 {
+                hosts.retain(|_, s| s.available_permits() < self.limit);
+            }
+            hosts
+                .entry(host.to_ascii_lowercase())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.limit)))
+                .clone()
+        };
+        tokio::time::timeout(wait, sem.acquire_owned())
+            .await
+            .ok()?
+            .ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_host_gets_at_most_its_limit_and_others_are_unaffected() {
+        let l = HostLimiter::new(2);
+        let a1 = l.acquire("a.example", Duration::from_millis(10)).await;
+        let a2 = l.acquire("A.example", Duration::from_millis(10)).await;
+        assert!(a1.is_some() && a2.is_some());
+        assert!(
+            l.acquire("a.example", Duration::from_millis(10))
+                .await
+                .is_none()
+        );
+        assert!(
+            l.acquire("b.example", Duration::from_millis(10))
+                .await
+                .is_some()
+        );
+        drop(a1);
+        assert!(
+            l.acquire("a.example", Duration::from_millis(10))
+                .await
+                .is_some()
+        );
+    }
+}

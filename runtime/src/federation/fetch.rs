@@ -1,0 +1,433 @@
+//! The one outbound HTTP client (issue 3 §4, R-RPL-8): every remote fetch and delivery goes
+//! through it. It refuses loopback, private, link-local and metadata addresses *after* DNS
+//! resolution: URLs with IP literals are checked directly, host names are resolved by our own
+//! resolver, which hands reqwest only vetted addresses (so the address we connect to is the
+//! address we checked, and a DNS answer that changes between check and connect cannot slip
+//! through). Redirects are followed by hand so every hop is checked again. Responses are capped
+//! in size and every request has timeouts and our `User-Agent`.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use url::Url;
+
+use super::signature::{self, SigningKey};
+
+/// Largest document we read from a remote server (actors, keys, WebFinger, collections).
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+const MAX_REDIRECTS: usize = 5;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub const ACTIVITY_JSON: &str = "application/activity+json";
+const ACCEPT_ACTIVITY: &str = "application/activity+json, application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\"";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The SSRF guard said no (address class, scheme, or too many redirects).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// DNS, connect, TLS, timeout or reset.
+    #[error("unreachable: {0}")]
+    Network(String),
+    #[error("HTTP {0}")]
+    Status(u16),
+    #[error("response larger than {MAX_RESPONSE_BYTES} bytes")]
+    TooLarge,
+    #[error("invalid response: {0}")]
+    Invalid(String),
+}
+
+/// An address the guard refuses even with `ALLOW_PRIVATE_ADDRESS=true`: cloud metadata
+/// endpoints and the unspecified address are never a federation peer, in development either.
+fn always_refused(ip: IpAddr) -> bool {
+    // `::ffff:169.254.169.254` is the same endpoint as its IPv4 form.
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => v4 == Ipv4Addr::new(169, 254, 169, 254) || v4.is_unspecified(),
+        IpAddr::V6(v6) => {
+            v6.is_unspecified() || v6 == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+        }
+    }
+}
+
+/// Loopback, private, link-local, shared (CGNAT), multicast, reserved and the like: addresses
+/// that are not on the public internet and so must never be fetched on a remote's say-so.
+pub fn is_non_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+                || (a == 192 && b == 0) // IETF protocol assignments
+                || (a == 198 && (18..20).contains(&b)) // benchmarking
+                || a >= 240 // reserved
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_non_public(IpAddr::V4(v4));
+            }
+            let seg0 = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (seg0 & 0xfe00) == 0xfc00 // unique local
+                || (seg0 & 0xffc0) == 0xfe80 // link-local
+                || (seg0 == 0x2001 && v6.segments()[1] == 0xdb8) // documentation
+                || (seg0 == 0x64 && v6.segments()[1] == 0xff9b) // NAT64 can reach private IPv4
+        }
+    }
+}
+
+/// The guard's verdict for one resolved address.
+pub fn address_allowed(ip: IpAddr, allow_private: bool) -> Result<(), String> {
+    if always_refused(ip) {
+        return Err(format!("{ip} is a metadata or unspecified address"));
+    }
+    if is_non_public(ip) && !allow_private {
+        return Err(format!(
+            "{ip} is a loopback, private or link-local address (set ALLOW_PRIVATE_ADDRESS=true only for development)"
+        ));
+    }
+    Ok(())
+}
+
+/// Resolves host names for reqwest and drops every address the guard refuses.
+struct GuardResolver {
+    allow_private: bool,
+}
+
+impl reqwest::dns::Resolve for GuardResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_private = self.allow_private;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs = resolve_vetted(&host, 0, allow_private).await.map_err(
+                |e| -> Box<dyn std::error::Error + Send + Sync> { e.to_string().into() },
+            )?;
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+async fn resolve_vetted(
+    host: &str,
+    port: u16,
+    allow_private: bool,
+) -> Result<Vec<SocketAddr>, FetchError> {
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| FetchError::Network(format!("cannot resolve {host}: {e}")))?
+        .collect();
+    if found.is_empty() {
+        return Err(FetchError::Network(format!("{host} has no address")));
+    }
+    let mut refusal = None;
+    let ok: Vec<SocketAddr> = found
+        .into_iter()
+        .filter(|a| match address_allowed(a.ip(), allow_private) {
+            Ok(()) => true,
+            Err(e) => {
+                refusal = Some(e);
+                false
+            }
+        })
+        .collect();
+    match (ok.is_empty(), refusal) {
+        (true, Some(e)) => Err(FetchError::Refused(format!("{host}: {e}"))),
+        _ => Ok(ok),
+    }
+}
+
+/// The response of a delivery POST: the status and, for 429/503, how long to wait.
+#[derive(Debug, Clone)]
+pub struct PostOutcome {
+    pub status: StatusCode,
+    pub retry_after: Option<Duration>,
+}
+
+#[derive(Clone)]
+pub struct FetchClient {
+    client: reqwest::Client,
+    allow_private: bool,
+}
+
+impl FetchClient {
+    pub fn new(allow_private: bool) -> Result<Self, FetchError> {
+        let client = reqwest::Client::builder()
+            .user_agent(format!(
+                "Hollo-on-Kubernetes/{} (+https://github.com/fedify-dev/hollo)",
+                crate::VERSION
+            ))
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .dns_resolver(Arc::new(GuardResolver { allow_private }))
+            // A proxy would resolve names itself, around the guard.
+            .no_proxy()
+            .build()
+            .map_err(|e| FetchError::Network(format!("building the HTTP client: {e}")))?;
+        Ok(FetchClient {
+            client,
+            allow_private,
+        })
+    }
+
+    pub fn allows_private(&self) -> bool {
+        self.allow_private
+    }
+
+    /// Checks a URL before any request: scheme, IP literals, and a resolution of host names so
+    /// a refusal gets a clear message (the resolver checks again at connect time).
+    pub async fn check_url(&self, url: &Url) -> Result<(), FetchError> {
+        match url.scheme() {
+            "https" => {}
+            // Plain http only with ALLOW_PRIVATE_ADDRESS=true (development and test peers).
+            "http" if self.allow_private => {}
+            other => {
+                return Err(FetchError::Refused(format!(
+                    "scheme {other}: only https is fetched (http needs ALLOW_PRIVATE_ADDRESS=true)"
+                )));
+            }
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(FetchError::Refused("URLs with credentials".into()));
+        }
+        let port = url.port_or_known_default().unwrap_or(443);
+        match url.host() {
+            Some(url::Host::Ipv4(ip)) => {
+                address_allowed(IpAddr::V4(ip), self.allow_private).map_err(FetchError::Refused)
+            }
+            Some(url::Host::Ipv6(ip)) => {
+                address_allowed(IpAddr::V6(ip), self.allow_private).map_err(FetchError::Refused)
+            }
+            Some(url::Host::Domain(d)) => resolve_vetted(d, port, self.allow_private)
+                .await
+                .map(|_| ()),
+            None => Err(FetchError::Refused("URL without a host".into())),
+        }
+    }
+
+    /// GETs a JSON document (ActivityPub or JRD), following redirects through the guard and
+    /// signing every hop when a key is given (authorized fetch, R-RPL-8).
+    pub async fn get_json(
+        &self,
+        url: &str,
+        accept: Option<&str>,
+        signer: Option<&SigningKey>,
+    ) -> Result<serde_json::Value, FetchError> {
+        let mut current =
+            Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))?;
+        for _ in 0..=MAX_REDIRECTS {
+            self.check_url(&current).await?;
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                reqwest::header::ACCEPT,
+                HeaderValue::from_str(accept.unwrap_or(ACCEPT_ACTIVITY))
+                    .map_err(|e| FetchError::Invalid(e.to_string()))?,
+            );
+            if let Some(key) = signer {
+                signature::sign_request(key, &Method::GET, &current, None, &mut headers)
+                    .map_err(|e| FetchError::Invalid(format!("signing: {e}")))?;
+            }
+            let resp = self
+                .client
+                .get(current.clone())
+                .headers(headers)
+                .send()
+                .await
+                .map_err(network_error)?;
+            let status = resp.status();
+            if status.is_redirection() {
+                let location = resp
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| FetchError::Invalid("redirect without Location".into()))?;
+                current = current
+                    .join(location)
+                    .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))?;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(FetchError::Status(status.as_u16()));
+            }
+            let body = read_capped(resp).await?;
+            return serde_json::from_slice(&body)
+                .map_err(|e| FetchError::Invalid(format!("not JSON: {e}")));
+        }
+        Err(FetchError::Refused(format!(
+            "more than {MAX_REDIRECTS} redirects"
+        )))
+    }
+
+    /// POSTs a signed activity to an inbox. Redirects are not followed: an inbox that moves
+    /// answers 3xx, which the caller treats as a failure like any other non-2xx.
+    pub async fn post_activity(
+        &self,
+        inbox: &str,
+        body: &[u8],
+        key: &SigningKey,
+    ) -> Result<PostOutcome, FetchError> {
+        let url =
+            Url::parse(inbox).map_err(|e| FetchError::Refused(format!("bad inbox URL: {e}")))?;
+        self.check_url(&url).await?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static(ACTIVITY_JSON),
+        );
+        signature::sign_request(key, &Method::POST, &url, Some(body), &mut headers)
+            .map_err(|e| FetchError::Invalid(format!("signing: {e}")))?;
+        let resp = self
+            .client
+            .post(url)
+            .headers(headers)
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(network_error)?;
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        // Drain a little of the body so the connection can be reused; ignore its content.
+        let _ = read_capped(resp).await;
+        Ok(PostOutcome {
+            status,
+            retry_after,
+        })
+    }
+}
+
+fn network_error(e: reqwest::Error) -> FetchError {
+    // reqwest wraps our resolver's refusal; keep its message visible to the caller.
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        msg = format!("{msg}: {s}");
+        source = s.source();
+    }
+    if msg.contains("refused: ") || msg.contains("ALLOW_PRIVATE_ADDRESS") {
+        FetchError::Refused(msg)
+    } else {
+        FetchError::Network(msg)
+    }
+}
+
+async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, FetchError> {
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_RESPONSE_BYTES as u64)
+    {
+        return Err(FetchError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(FetchError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// `Retry-After`: delay-seconds or an HTTP date.
+pub fn parse_retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("ip")
+    }
+
+    #[test]
+    fn private_and_special_addresses_are_refused_by_default() {
+        for bad in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "169.254.1.1",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "fd00:ec2::254",
+        ] {
+            assert!(address_allowed(ip(bad), false).is_err(), "{bad}");
+        }
+        for good in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(address_allowed(ip(good), false).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn allow_private_opens_loopback_but_never_metadata() {
+        assert!(address_allowed(ip("127.0.0.1"), true).is_ok());
+        assert!(address_allowed(ip("10.0.0.1"), true).is_ok());
+        assert!(address_allowed(ip("169.254.169.254"), true).is_err());
+        assert!(address_allowed(ip("::ffff:169.254.169.254"), true).is_err());
+        assert!(address_allowed(ip("0.0.0.0"), true).is_err());
+    }
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        assert_eq!(parse_retry_after("120"), Some(Duration::from_secs(120)));
+        let soon = std::time::SystemTime::now() + Duration::from_secs(600);
+        let d = parse_retry_after(&httpdate::fmt_http_date(soon)).expect("date");
+        assert!(
+            d > Duration::from_secs(590) && d <= Duration::from_secs(600),
+            "{d:?}"
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[tokio::test]
+    async fn the_guard_refuses_loopback_and_metadata_urls() {
+        let c = FetchClient::new(false).expect("client");
+        for url in [
+            "https://127.0.0.1/x",
+            "https://169.254.169.254/latest/meta-data",
+            "https://[::1]/",
+            "https://localhost/",
+            "http://93.184.216.34/",
+        ] {
+            let err = c
+                .check_url(&Url::parse(url).expect("url"))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, FetchError::Refused(_)), "{url}: {err}");
+        }
+    }
+}

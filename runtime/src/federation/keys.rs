@@ -1,0 +1,141 @@
+//! Account key pairs: RSA 2048 generated once per account, the public half as SPKI PEM (what
+//! actor documents publish), the private half stored encrypted with AES-256-GCM under a key
+//! derived from `SECRET_KEY` by HKDF-SHA256. The account id is the associated data, so a
+//! ciphertext copied onto another account's row does not decrypt.
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Key, Nonce};
+use hkdf::Hkdf;
+use rand::RngCore;
+use rsa::pkcs1::DecodeRsaPublicKey;
+use rsa::pkcs8::{
+    DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding,
+};
+use rsa::{RsaPrivateKey, RsaPublicKey};
+use sha2::Sha256;
+use uuid::Uuid;
+
+const NONCE_LEN: usize = 12;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("key generation failed: {0}")]
+    Generate(String),
+    #[error("encoding: {0}")]
+    Encode(String),
+    #[error("cannot decrypt the account key (was SECRET_KEY changed?)")]
+    Decrypt,
+    #[error("not an RSA public key in PEM: {0}")]
+    Pem(String),
+}
+
+pub fn generate() -> Result<RsaPrivateKey, KeyError> {
+    RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).map_err(|e| KeyError::Generate(e.to_string()))
+}
+
+pub fn public_key_pem(key: &RsaPrivateKey) -> Result<String, KeyError> {
+    key.to_public_key()
+        .to_public_key_pem(LineEnding::LF)
+        .map_err(|e| KeyError::Encode(e.to_string()))
+}
+
+/// SPKI (`BEGIN PUBLIC KEY`, what Mastodon publishes) or PKCS#1 (`BEGIN RSA PUBLIC KEY`).
+pub fn public_key_from_pem(pem: &str) -> Result<RsaPublicKey, KeyError> {
+    let pem = pem.trim();
+    RsaPublicKey::from_public_key_pem(pem)
+        .or_else(|_| RsaPublicKey::from_pkcs1_pem(pem))
+        .map_err(|e| KeyError::Pem(e.to_string()))
+}
+
+/// Encrypts and decrypts account private keys; built once from `SECRET_KEY`.
+#[derive(Clone)]
+pub struct KeyCipher {
+    cipher: Aes256Gcm,
+}
+
+impl KeyCipher {
+    pub fn new(secret_key: &str) -> Self {
+        let hk = Hkdf::<Sha256>::new(Some(b"hollo-account-keys"), secret_key.as_bytes());
+        let mut okm = [0u8; 32];
+        // 32 bytes is far below HKDF-SHA256's 8160-byte limit, so expand cannot fail.
+        let _ = hk.expand(b"account private key v1", &mut okm);
+        KeyCipher {
+            cipher: Aes256Gcm::new(&Key::<Aes256Gcm>::from(okm)),
+        }
+    }
+
+    pub fn encrypt(&self, account: Uuid, key: &RsaPrivateKey) -> Result<Vec<u8>, KeyError> {
+        let der = key
+            .to_pkcs8_der()
+            .map_err(|e| KeyError::Encode(e.to_string()))?;
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let sealed = self
+            .cipher
+            .encrypt(
+                &Nonce::from(nonce),
+                Payload {
+                    msg: der.as_bytes(),
+                    aad: account.as_bytes(),
+                },
+            )
+            .map_err(|_| KeyError::Encode("encryption failed".into()))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Ok(out)
+    }
+
+    pub fn decrypt(&self, account: Uuid, sealed: &[u8]) -> Result<RsaPrivateKey, KeyError> {
+        if sealed.len() <= NONCE_LEN {
+            return Err(KeyError::Decrypt);
+        }
+        let (nonce, ct) = sealed.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| KeyError::Decrypt)?;
+        let der = self
+            .cipher
+            .decrypt(
+                &Nonce::from(nonce),
+                Payload {
+                    msg: ct,
+                    aad: account.as_bytes(),
+                },
+            )
+            .map_err(|_| KeyError::Decrypt)?;
+        RsaPrivateKey::from_pkcs8_der(&der).map_err(|_| KeyError::Decrypt)
+    }
+}
+
+/// One key per unit-test binary: generation is the slow part of these tests.
+#[cfg(test)]
+pub fn test_key() -> &'static RsaPrivateKey {
+    static KEY: std::sync::OnceLock<RsaPrivateKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| generate().expect("test key"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_keys_round_trip_only_with_the_same_secret_and_account() {
+        let key = test_key();
+        let account = Uuid::new_v4();
+        let c = KeyCipher::new("0123456789abcdef0123456789abcdef");
+        let sealed = c.encrypt(account, key).expect("encrypt");
+        assert_eq!(&c.decrypt(account, &sealed).expect("decrypt"), key);
+        assert!(c.decrypt(Uuid::new_v4(), &sealed).is_err());
+        let other = KeyCipher::new("another secret key of enough length!!");
+        assert!(other.decrypt(account, &sealed).is_err());
+    }
+
+    #[test]
+    fn public_pem_round_trips() {
+        let pem = public_key_pem(test_key()).expect("pem");
+        assert!(pem.starts_with("-----BEGIN PUBLIC KEY-----"));
+        assert_eq!(
+            public_key_from_pem(&pem).expect("parse"),
+            test_key().to_public_key()
+        );
+        assert!(public_key_from_pem("nope").is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! Federation (SPEC.md §8, R-RPL-8, issue 3): local actors and their keys, HTTP Signatures, the
+//! guarded fetch client, WebFinger, the inbox's processing and the outbox's delivery.
+//!
+//! Every IRI derives from `PUBLIC_URL`, on web and worker nodes alike, so a worker signs with
+//! the same key id a web node publishes.
+
+pub mod accounts;
+pub mod activity;
+pub mod actor;
+pub mod delivery;
+pub mod fetch;
+pub mod keys;
+pub mod signature;
+pub mod webfinger;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Result, anyhow};
+use rsa::RsaPrivateKey;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::config::FederationConfig;
+use accounts::Account;
+use delivery::HostLimiter;
+use fetch::FetchClient;
+use keys::KeyCipher;
+use signature::SigningKey;
+
+/// Shared federation state of a node: built once at start, cloned as an `Arc`.
+pub struct Federation {
+    /// `PUBLIC_URL` without its trailing slash, e.g. `https://hollo.example.com`.
+    pub origin: String,
+    /// The WebFinger domain: host and, when not the default, port of `PUBLIC_URL`.
+    pub domain: String,
+    pub fetch: FetchClient,
+    pub hosts: HostLimiter,
+    cipher: KeyCipher,
+    /// Decrypted keys by account: parsing a key on every delivery would be wasted work.
+    keys: Mutex<HashMap<Uuid, Arc<RsaPrivateKey>>>,
+}
+
+impl Federation {
+    /// `None` when `SECRET_KEY` is unset: account keys can be neither made nor used then.
+    pub fn from_config(cfg: &FederationConfig) -> Result<Option<Arc<Self>>> {
+        let Some(secret) = &cfg.secret_key else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(Self::new(
+            cfg.public_url.as_str(),
+            secret.expose(),
+            cfg.allow_private_address,
+            cfg.host_concurrency,
+        )?)))
+    }
+
+    pub fn new(
+        public_url: &str,
+        secret_key: &str,
+        allow_private: bool,
+        host_concurrency: usize,
+    ) -> Result<Self> {
+        let url = url::Url::parse(public_url).map_err(|e| anyhow!("PUBLIC_URL: {e}"))?;
+        Ok(Federation {
+            origin: public_url.trim_end_matches('/').to_string(),
+            domain: signature::host_header(&url),
+            fetch: FetchClient::new(allow_private)?,
+            hosts: HostLimiter::new(host_concurrency),
+            cipher: KeyCipher::new(secret_key),
+            keys: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn actor_iri(&self, username: &str) -> String {
+        format!("{}/users/{username}", self.origin)
+    }
+    pub fn key_id(&self, username: &str) -> String {
+        format!("{}#main-key", self.actor_iri(username))
+    }
+    pub fn inbox(&self, username: &str) -> String {
+        format!("{}/inbox", self.actor_iri(username))
+    }
+    pub fn outbox(&self, username: &str) -> String {
+        format!("{}/outbox", self.actor_iri(username))
+    }
+    pub fn followers(&self, username: &str) -> String {
+        format!("{}/followers", self.actor_iri(username))
+    }
+    pub fn following(&self, username: &str) -> String {
+        format!("{}/following", self.actor_iri(username))
+    }
+    pub fn shared_inbox(&self) -> String {
+        format!("{}/inbox", self.origin)
+    }
+    /// A fresh, stable activity id: stored with the activity and reused by every redelivery.
+    pub fn new_activity_id(&self) -> String {
+        format!("{}/activities/{}", self.origin, Uuid::now_v7())
+    }
+
+    /// The local account an IRI names, if it is one of ours (`<origin>/users/<name>`).
+    pub fn local_username<'a>(&self, iri: &'a str) -> Option<&'a str> {
+        let rest = iri.strip_prefix(&self.origin)?.strip_prefix("/users/")?;
+        (!rest.is_empty() && !rest.contains('/') && !rest.contains('#')).then_some(rest)
+    }
+
+    pub fn cipher(&self) -> &KeyCipher {
+        &self.cipher
+    }
+
+    /// The account's signing key, decrypted once per process.
+    pub fn signing_key(&self, account: &Account) -> Result<SigningKey> {
+        let cached = self
+            .keys
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&account.id).cloned());
+        let key = match cached {
+            Some(k) => k,
+            None => {
+                let k = Arc::new(self.cipher.decrypt(account.id, &account.private_key_enc)?);
+                if let Ok(mut m) = self.keys.lock() {
+                    m.insert(account.id, k.clone());
+                }
+                k
+            }
+        };
+        Ok(SigningKey {
+            key_id: self.key_id(&account.username),
+            key,
+        })
+    }
+
+    pub async fn signing_key_of(&self, pool: &PgPool, account_id: Uuid) -> Result<SigningKey> {
+        let account = accounts::by_id(pool, account_id)
+            .await?
+            .ok_or_else(|| anyhow!("account {account_id} no longer exists"))?;
+        self.signing_key(&account)
+    }
+}

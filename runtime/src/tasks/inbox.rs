@@ -1,0 +1,56 @@
+//! `hollo.inbox.v1 {activityId}`: applies a stored incoming activity (R-AP-1). Remote fetches
+//! happen first, outside any transaction; then the effects, the `processed_at` mark and the
+//! queue message's completion commit together, with the activity row locked, so a redelivered
+//! or duplicated message never applies an activity twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::federation::Federation;
+use crate::federation::activity::{self, INBOX_KIND, InboxPayload, ProcessError};
+use crate::queue::{JobContext, KindSpec, QueueName, Registry, RetryPolicy, TaskError};
+
+pub fn spec() -> KindSpec {
+    KindSpec::new(INBOX_KIND, QueueName::Activity)
+        .retry(RetryPolicy::exponential(Duration::from_secs(1), 10))
+        .timeout(Duration::from_secs(120))
+}
+
+pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
+    reg.register(spec(), move |ctx: JobContext, p: InboxPayload| {
+        let fed = fed.clone();
+        async move { handle(ctx, &fed, p).await }
+    });
+}
+
+async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<(), TaskError> {
+    let Some(inc) = activity::load(&ctx.pool, &p.activity_id).await? else {
+        return Err(TaskError::Permanent(format!(
+            "no stored activity {}",
+            p.activity_id
+        )));
+    };
+    if inc.processed_at.is_some() {
+        return Ok(());
+    }
+    let prepared = activity::prepare(&ctx.pool, fed, &inc)
+        .await
+        .map_err(|ProcessError::Transient(e)| TaskError::Transient(e))?;
+    let mut tx = ctx.pool.begin().await?;
+    let processed: Option<Option<chrono::DateTime<chrono::Utc>>> =
+        sqlx::query_scalar("SELECT processed_at FROM inbox_activities WHERE id = $1 FOR UPDATE")
+            .bind(&inc.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if !ctx.complete_in(&mut tx).await? {
+        // Our lease was lost: another worker runs this message now.
+        return Ok(());
+    }
+    if matches!(processed, Some(None)) {
+        let outcome = activity::apply(&mut tx, fed, &inc, prepared).await?;
+        activity::mark_processed(&mut tx, &inc.id, &outcome).await?;
+        tracing::debug!(activity = %inc.id, kind = %inc.ty, %outcome, "inbox activity processed");
+    }
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! ActivityPub endpoints (R-AP-1, SPEC.md §9): WebFinger, actor documents and collections,
+//! and the two inboxes, which verify the HTTP Signature, store the activity once, enqueue its
+//! processing and answer 202.
+//!
+//! Inbox checks, cheapest first: unknown account 404 → body over 1 MiB 413 → signature header,
+//! date window and `Digest` 401 → malformed JSON or activity 400 → the signer's key (cached,
+//! refetched when the signature stops verifying) 401 → signer is the activity's actor 401.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState};
+use crate::federation::accounts::{self, Account};
+use crate::federation::actor::{self, AS_CONTEXT, id_of, same_host};
+use crate::federation::fetch::ACTIVITY_JSON;
+use crate::federation::signature::{self, PendingVerification};
+use crate::federation::{Federation, activity, webfinger};
+
+/// Largest activity the inbox accepts; Mastodon's own limit is about this size.
+pub const MAX_INBOX_BYTES: usize = 1024 * 1024;
+/// A key that fails to verify is refetched only if our copy is older than this, so forged
+/// requests cannot make us hammer the key's server.
+const KEY_REFETCH_AFTER_SECONDS: f64 = 60.0;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/.well-known/webfinger", get(webfinger_handler))
+        .route("/users/{name}", get(actor_handler))
+        .route("/users/{name}/outbox", get(outbox_handler))
+        .route("/users/{name}/followers", get(followers_handler))
+        .route("/users/{name}/following", get(following_handler))
+        .route("/users/{name}/inbox", post(user_inbox))
+        .route("/inbox", post(shared_inbox))
+}
+
+pub(super) fn federation(s: &AppState) -> Result<&Arc<Federation>, ApiError> {
+    s.fed.as_ref().ok_or_else(|| {
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "federation is disabled on this node: set SECRET_KEY".into(),
+        )
+    })
+}
+
+fn activity_json(v: Value) -> Response {
+    ([(header::CONTENT_TYPE, ACTIVITY_JSON)], Json(v)).into_response()
+}
+
+async fn account_named(s: &AppState, name: &str) -> Result<Account, ApiError> {
+    accounts::by_username(&s.pool, name)
+        .await?
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no account {name:?}")))
+}
+
+#[derive(Deserialize)]
+struct WebFingerQuery {
+    resource: Option<String>,
+}
+
+async fn webfinger_handler(
+    State(s): State<AppState>,
+    Query(q): Query<WebFingerQuery>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let resource = q
+        .resource
+        .ok_or_else(|| ApiError(StatusCode::BAD_REQUEST, "missing resource parameter".into()))?;
+    // acct:name@our-domain, or the actor IRI itself.
+    let name = match webfinger::parse_acct(&resource) {
+        Some((name, domain)) if domain.eq_ignore_ascii_case(&fed.domain) => name.to_string(),
+        Some(_) => {
+            return Err(ApiError(
+                StatusCode::NOT_FOUND,
+                "not an account of this server".into(),
+            ));
+        }
+        None => fed
+            .local_username(&resource)
+            .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "unknown resource".into()))?
+            .to_string(),
+    };
+    let account = account_named(&s, &name).await?;
+    Ok((
+        [(header::CONTENT_TYPE, webfinger::JRD_JSON)],
+        Json(webfinger::jrd(fed, &account)),
+    )
+        .into_response())
+}
+
+async fn actor_handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    Ok(activity_json(actor::local_actor_document(fed, &account)))
+}
+
+fn collection(id: String, total: i64) -> Response {
+    activity_json(json!({
+        "@context": AS_CONTEXT, "id": id, "type": "OrderedCollection", "totalItems": total,
+    }))
+}
+
+async fn outbox_handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    // Only public posts would be listed here; this runtime does not author posts yet.
+    Ok(collection(fed.outbox(&account.username), 0))
+}
+
+async fn followers_handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM followers WHERE account_id = $1")
+        .bind(account.id)
+        .fetch_one(&s.pool)
+        .await?;
+    Ok(collection(fed.followers(&account.username), n))
+}
+
+async fn following_handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM follows WHERE account_id = $1 AND state = 'accepted'",
+    )
+    .bind(account.id)
+    .fetch_one(&s.pool)
+    .await?;
+    Ok(collection(fed.following(&account.username), n))
+}
+
+async fn user_inbox(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    receive(&s, Some(account), req).await
+}
+
+async fn shared_inbox(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    receive(&s, None, req).await
+}
+
+fn unauthorized(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::UNAUTHORIZED, msg.into())
+}
+
+fn bad_request(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, msg.into())
+}
+
+async fn read_body(body: Body, declared: Option<u64>) -> Result<axum::body::Bytes, ApiError> {
+    let too_large = || {
+        ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("activity larger than {MAX_INBOX_BYTES} bytes"),
+        )
+    };
+    if declared.is_some_and(|n| n > MAX_INBOX_BYTES as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_INBOX_BYTES)
+        .await
+        .map_err(|_| too_large())
+}
+
+async fn receive(
+    s: &AppState,
+    account: Option<Account>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let fed = federation(s)?;
+    let (parts, body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let bytes = read_body(body, declared).await?;
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or_else(|| parts.uri.path());
+    let pending = signature::prepare_verification(
+        "POST",
+        path,
+        &parts.headers,
+        Some(&bytes),
+        SystemTime::now(),
+    )
+    .map_err(|e| unauthorized(e.to_string()))?;
+
+    let activity: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| bad_request(format!("body is not JSON: {e}")))?;
+    let id = activity
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_request("activity has no id"))?;
+    let ty = activity
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_request("activity has no type"))?;
+    let actor_iri = activity
+        .get("actor")
+        .and_then(id_of)
+        .ok_or_else(|| bad_request("activity has no actor"))?;
+    if !same_host(id, actor_iri) {
+        return Err(bad_request("activity id is not on its actor's host"));
+    }
+
+    let signer = match &account {
+        Some(a) => fed.signing_key(a).ok(),
+        None => None,
+    };
+    let owner = verified_owner(s, fed, &pending, signer.as_ref()).await?;
+    if owner != actor_iri {
+        return Err(unauthorized(format!(
+            "signed by {owner}, but the activity's actor is {actor_iri}"
+        )));
+    }
+    let fresh = activity::store_incoming(
+        &s.pool,
+        account.as_ref().map(|a| a.id),
+        &pending.key_id,
+        id,
+        ty,
+        actor_iri,
+        &activity,
+    )
+    .await?;
+    tracing::debug!(
+        activity = id,
+        kind = ty,
+        fresh,
+        "inbox accepted an activity"
+    );
+    Ok((StatusCode::ACCEPTED, Json(json!({}))).into_response())
+}
+
+/// Checks the signature against the signer's key and returns the key's owner. A cached key
+/// that fails is refetched once (the remote may have rotated it).
+async fn verified_owner(
+    s: &AppState,
+    fed: &Federation,
+    pending: &PendingVerification,
+    signer: Option<&signature::SigningKey>,
+) -> Result<String, ApiError> {
+    let cached = actor::cached_key(&s.pool, &pending.key_id).await?;
+    if let Some(k) = &cached {
+        if pending.verify_pem(&k.pem).is_ok() {
+            return Ok(k.owner.clone());
+        }
+        if k.age_seconds < KEY_REFETCH_AFTER_SECONDS {
+            return Err(unauthorized("signature does not verify"));
+        }
+    }
+    let key = actor::fetch_key(&s.pool, fed, &pending.key_id, signer)
+        .await
+        .map_err(|e| unauthorized(format!("cannot fetch key {}: {e}", pending.key_id)))?;
+    pending
+        .verify_pem(&key.pem)
+        .map_err(|e| unauthorized(e.to_string()))?;
+    Ok(key.owner)
+}

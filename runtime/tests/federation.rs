@@ -1,0 +1,1090 @@
+//! Federation against a test fediverse peer (issue 3): an axum server on 127.0.0.1 with its own
+//! key pair, WebFinger, an actor, and inboxes that verify *our* signatures (fetching our key
+//! from our actor document over HTTP) and record what they got. Each test has its own
+//! database and its own instance (web router + activity consumer in-process); the crash test
+//! runs the real binary and kills it.
+
+mod support;
+
+use std::collections::VecDeque;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use hollo_runtime::config::{Env, QueueConfig, Role};
+use hollo_runtime::federation::accounts::{self, Account};
+use hollo_runtime::federation::delivery::{Recipient, queue_activity};
+use hollo_runtime::federation::fetch::{FetchClient, FetchError};
+use hollo_runtime::federation::signature::{self, SigningKey};
+use hollo_runtime::federation::{Federation, actor, keys};
+use hollo_runtime::metrics::Metrics;
+use hollo_runtime::queue::QueueName;
+use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::{tasks, web};
+use reqwest::Method;
+use rsa::RsaPrivateKey;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use support::{eventually, fresh_db};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const SECRET: &str = "federation-test-secret-0123456789abcdef";
+const WAIT: Duration = Duration::from_secs(30);
+
+fn peer_key() -> &'static RsaPrivateKey {
+    static KEY: OnceLock<RsaPrivateKey> = OnceLock::new();
+    KEY.get_or_init(|| keys::generate().expect("peer key"))
+}
+
+fn forger_key() -> &'static RsaPrivateKey {
+    static KEY: OnceLock<RsaPrivateKey> = OnceLock::new();
+    KEY.get_or_init(|| keys::generate().expect("forger key"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Our instance: the web router on a free port and, optionally, an activity consumer.
+
+struct Instance {
+    pool: PgPool,
+    url: String,
+    fed: Arc<Federation>,
+    base: String,
+    stop: CancellationToken,
+    consumer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Instance {
+    async fn start(consume: bool, allow_private: bool) -> Instance {
+        Self::start_with(consume, allow_private, 4).await
+    }
+
+    async fn start_with(consume: bool, allow_private: bool, per_host: usize) -> Instance {
+        let db = fresh_db().await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let fed =
+            Arc::new(Federation::new(&base, SECRET, allow_private, per_host).expect("federation"));
+        let state = web::AppState {
+            pool: db.pool.clone(),
+            metrics: Metrics::new(),
+            role: Role::All,
+            admin_token: None,
+            accepting: Arc::new(AtomicBool::new(true)),
+            fed: Some(fed.clone()),
+        };
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, web::router(state)).await;
+        });
+        let stop = CancellationToken::new();
+        let consumer = consume.then(|| {
+            let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
+            let c = Consumer {
+                queue: QueueName::Activity,
+                limit: 10,
+                registry: tasks::registry(&q, Some(fed.clone())),
+                pool: db.pool.clone(),
+                item_locks: None,
+                node: Uuid::new_v4(),
+                lease: Duration::from_secs(30),
+                poll: Duration::from_millis(100),
+                metrics: Metrics::new(),
+            };
+            tokio::spawn(c.run(
+                Arc::new(Notify::new()),
+                stop.clone(),
+                stop.clone(),
+                InFlight::default(),
+            ))
+        });
+        Instance {
+            pool: db.pool,
+            url: db.url,
+            fed,
+            base,
+            stop,
+            consumer,
+        }
+    }
+
+    async fn account(&self, name: &str) -> (Account, String) {
+        accounts::create(&self.pool, &self.fed, name, false)
+            .await
+            .expect("create account")
+    }
+
+    async fn shutdown(self) {
+        self.stop.cancel();
+        if let Some(c) = self.consumer {
+            let _ = c.await;
+        }
+    }
+
+    async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_one(&self.pool)
+            .await
+            .expect("count")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The test peer.
+
+#[derive(Clone, Debug)]
+enum Reply {
+    Status(u16),
+    RetryAfter(u16, u64),
+    /// Record the request, then never answer (a worker killed meanwhile).
+    Hang,
+}
+
+#[derive(Clone, Debug)]
+struct Received {
+    path: String,
+    body: Value,
+    verified: Result<(), String>,
+}
+
+impl Received {
+    fn id(&self) -> &str {
+        self.body["id"].as_str().unwrap_or_default()
+    }
+    fn ty(&self) -> &str {
+        self.body["type"].as_str().unwrap_or_default()
+    }
+}
+
+#[derive(Clone)]
+struct PeerState {
+    base: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+}
+
+struct Peer {
+    state: PeerState,
+}
+
+impl Peer {
+    async fn start() -> Peer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let state = PeerState {
+            base: format!("http://{}", listener.local_addr().expect("addr")),
+            received: Default::default(),
+            script: Default::default(),
+        };
+        let app = Router::new()
+            .route("/.well-known/webfinger", get(peer_webfinger))
+            .route("/users/peer", get(peer_actor))
+            .route("/users/peer/inbox", post(peer_inbox))
+            .route("/inbox", post(peer_inbox))
+            .route(
+                "/redirect-to-metadata",
+                get(|| async {
+                    (
+                        StatusCode::FOUND,
+                        [("location", "http://169.254.169.254/latest/meta-data/")],
+                    )
+                }),
+            )
+            .with_state(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Peer { state }
+    }
+
+    fn host(&self) -> &str {
+        self.state.base.trim_start_matches("http://")
+    }
+    fn handle(&self) -> String {
+        format!("peer@{}", self.host())
+    }
+    fn actor(&self) -> String {
+        format!("{}/users/peer", self.state.base)
+    }
+    fn key(&self) -> SigningKey {
+        SigningKey {
+            key_id: format!("{}#main-key", self.actor()),
+            key: Arc::new(peer_key().clone()),
+        }
+    }
+    fn recipient(&self) -> Recipient {
+        Recipient {
+            actor_iri: self.actor(),
+            inbox: format!("{}/inbox", self.actor()),
+            shared_inbox: Some(format!("{}/inbox", self.state.base)),
+        }
+    }
+    fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.state.script.lock().expect("script").extend(replies);
+    }
+    fn received(&self) -> Vec<Received> {
+        self.state.received.lock().expect("received").clone()
+    }
+    fn new_id(&self, what: &str) -> String {
+        format!("{}/{what}/{}", self.state.base, Uuid::new_v4())
+    }
+
+    /// POSTs `body` to `url` signed with `key` at `at`; `tamper` may edit the headers after.
+    async fn post_with(
+        &self,
+        url: &str,
+        body: &[u8],
+        key: &SigningKey,
+        at: SystemTime,
+        tamper: impl FnOnce(&mut HeaderMap),
+    ) -> (u16, Value) {
+        let u = url::Url::parse(url).expect("url");
+        let mut headers = HeaderMap::new();
+        signature::sign_request_at(key, &Method::POST, &u, Some(body), &mut headers, at)
+            .expect("sign");
+        headers.insert(
+            "content-type",
+            "application/activity+json".parse().expect("header"),
+        );
+        tamper(&mut headers);
+        let resp = reqwest::Client::new()
+            .post(url)
+            .headers(headers)
+            .body(body.to_vec())
+            .send()
+            .await
+            .expect("post");
+        let status = resp.status().as_u16();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    async fn post(&self, url: &str, activity: &Value) -> u16 {
+        let body = serde_json::to_vec(activity).expect("json");
+        self.post_with(url, &body, &self.key(), SystemTime::now(), |_| {})
+            .await
+            .0
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct WfQuery {
+    resource: String,
+}
+
+async fn peer_webfinger(
+    State(s): State<PeerState>,
+    axum::extract::Query(q): axum::extract::Query<WfQuery>,
+) -> Response {
+    if !q.resource.starts_with("acct:peer@") {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let actor = format!("{}/users/peer", s.base);
+    (
+        [("content-type", "application/jrd+json")],
+        Json(json!({
+            "subject": format!("acct:peer@{}", s.base.trim_start_matches("http://")),
+            "links": [{ "rel": "self", "type": "application/activity+json", "href": actor }],
+        })),
+    )
+        .into_response()
+}
+
+async fn peer_actor(State(s): State<PeerState>) -> Response {
+    let actor = format!("{}/users/peer", s.base);
+    let pem = keys::public_key_pem(peer_key()).expect("pem");
+    (
+        [("content-type", "application/activity+json")],
+        Json(json!({
+            "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
+            "id": actor, "type": "Person", "preferredUsername": "peer",
+            "inbox": format!("{actor}/inbox"),
+            "endpoints": { "sharedInbox": format!("{}/inbox", s.base) },
+            "publicKey": { "id": format!("{actor}#main-key"), "owner": actor, "publicKeyPem": pem },
+        })),
+    )
+        .into_response()
+}
+
+/// Verifies the sender's signature the way a real server would: fetch the key named by
+/// `keyId` over HTTP and check the signing string, date window and digest.
+async fn verify_ours(path: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
+    let pending =
+        signature::prepare_verification("POST", path, headers, Some(body), SystemTime::now())
+            .map_err(|e| e.to_string())?;
+    let key_url = pending.key_id.split('#').next().unwrap_or_default();
+    let doc: Value = reqwest::Client::new()
+        .get(key_url)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    let pem = doc["publicKey"]["publicKeyPem"]
+        .as_str()
+        .ok_or("no publicKeyPem")?;
+    pending.verify_pem(pem).map_err(|e| e.to_string())
+}
+
+async fn peer_inbox(State(s): State<PeerState>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let bytes: Bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    let verified = verify_ours(parts.uri.path(), &parts.headers, &bytes).await;
+    s.received.lock().expect("received").push(Received {
+        path: parts.uri.path().to_string(),
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        verified: verified.clone(),
+    });
+    if verified.is_err() {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let reply = s.script.lock().expect("script").pop_front();
+    match reply {
+        None => StatusCode::ACCEPTED.into_response(),
+        Some(Reply::Status(code)) => StatusCode::from_u16(code)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response(),
+        Some(Reply::RetryAfter(code, secs)) => (
+            StatusCode::from_u16(code).unwrap_or(StatusCode::TOO_MANY_REQUESTS),
+            [("retry-after", secs.to_string())],
+        )
+            .into_response(),
+        Some(Reply::Hang) => {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            StatusCode::ACCEPTED.into_response()
+        }
+    }
+}
+
+async fn delivery_state(pool: &PgPool, activity: &str) -> Option<(String, i32)> {
+    sqlx::query_as("SELECT state, attempts FROM deliveries WHERE activity_id = $1")
+        .bind(activity)
+        .fetch_optional(pool)
+        .await
+        .expect("delivery row")
+}
+
+/// Stores an activity from `account` to the peer and queues its delivery, as the outbox does.
+async fn send_to_peer(inst: &Instance, account: &Account, peer: &Peer) -> String {
+    let id = inst.fed.new_activity_id();
+    let activity = json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": id, "type": "Follow",
+        "actor": inst.fed.actor_iri(&account.username), "object": peer.actor(),
+    });
+    let mut tx = inst.pool.begin().await.expect("tx");
+    let n = queue_activity(&mut tx, account.id, &activity, &[peer.recipient()])
+        .await
+        .expect("queue");
+    tx.commit().await.expect("commit");
+    assert_eq!(n, 1);
+    id
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn we_follow_the_peer_and_receive_its_accept() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+
+    let resp = reqwest::Client::new()
+        .post(format!("{}/api/v1/follows", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "account": peer.handle() }))
+        .send()
+        .await
+        .expect("follow");
+    assert_eq!(resp.status().as_u16(), 200);
+    let rel: Value = resp.json().await.expect("json");
+    assert_eq!(rel["state"], "pending");
+    assert_eq!(rel["actor"], peer.actor());
+    let follow_id = rel["id"].as_str().expect("id").to_string();
+
+    let got = eventually(WAIT, "the peer receives our Follow", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Follow")
+    })
+    .await;
+    assert_eq!(got.verified, Ok(()), "our signature verifies at the peer");
+    assert_eq!(got.id(), follow_id);
+    assert_eq!(got.body["actor"], inst.fed.actor_iri("alice"));
+    assert_eq!(got.path, "/inbox", "shared inbox preferred");
+
+    // An account the peer does not know, or a server that is not there: 422 with the reason.
+    for (handle, reason) in [
+        (format!("nobody@{}", peer.host()), "404"),
+        ("ghost@127.0.0.1:1".to_string(), "unreachable"),
+    ] {
+        let resp = reqwest::Client::new()
+            .post(format!("{}/api/v1/follows", inst.base))
+            .bearer_auth(&token)
+            .json(&json!({ "account": handle }))
+            .send()
+            .await
+            .expect("follow");
+        assert_eq!(resp.status().as_u16(), 422, "{handle}");
+        let err: Value = resp.json().await.expect("json");
+        assert!(
+            err["error"].as_str().unwrap_or_default().contains(reason),
+            "{handle}: {err}"
+        );
+    }
+
+    // Following again while pending sends nothing new.
+    let again: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/follows", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "account": peer.handle() }))
+        .send()
+        .await
+        .expect("follow again")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(again["id"], follow_id);
+
+    let accept = json!({
+        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+        "object": { "id": follow_id, "type": "Follow", "actor": inst.fed.actor_iri("alice"), "object": peer.actor() },
+    });
+    assert_eq!(
+        peer.post(&inst.fed.inbox(&alice.username), &accept).await,
+        202
+    );
+    eventually(WAIT, "our follow is accepted", || async {
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
+        )
+        .bind(alice.id)
+        .bind(peer.actor())
+        .fetch_optional(&inst.pool)
+        .await
+        .ok()
+        .flatten();
+        (state.as_deref() == Some("accepted")).then_some(())
+    })
+    .await;
+    assert_eq!(
+        peer.received()
+            .iter()
+            .filter(|r| r.ty() == "Follow")
+            .count(),
+        1
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_peer_follows_us_and_gets_an_accept() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    inst.account("bob").await;
+    let follow_id = peer.new_id("follows");
+    let follow = json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": follow_id, "type": "Follow", "actor": peer.actor(), "object": inst.fed.actor_iri("bob"),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("bob"), &follow).await, 202);
+
+    let accept = eventually(WAIT, "the peer receives an Accept", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Accept")
+    })
+    .await;
+    assert_eq!(accept.verified, Ok(()));
+    assert_eq!(accept.body["object"]["id"], follow_id);
+    assert_eq!(accept.body["actor"], inst.fed.actor_iri("bob"));
+    assert_eq!(
+        inst.count("SELECT count(*) FROM followers").await,
+        1,
+        "the follower is stored"
+    );
+
+    // Undo Follow removes the follower.
+    let undo = json!({
+        "id": peer.new_id("undos"), "type": "Undo", "actor": peer.actor(),
+        "object": { "id": follow_id, "type": "Follow", "actor": peer.actor(), "object": inst.fed.actor_iri("bob") },
+    });
+    assert_eq!(peer.post(&format!("{}/inbox", inst.base), &undo).await, 202);
+    eventually(WAIT, "the follower is removed", || async {
+        (inst.count("SELECT count(*) FROM followers").await == 0).then_some(())
+    })
+    .await;
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    inst.account("carol").await;
+    let note_id = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{note_id}/activity"), "type": "Create", "actor": peer.actor(),
+        "object": {
+            "id": note_id, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hello</p>",
+            "published": "2026-11-30T10:00:00Z",
+            "replies": { "id": format!("{note_id}/replies"), "type": "Collection" },
+        },
+    });
+    let inbox = inst.fed.inbox("carol");
+    assert_eq!(peer.post(&inbox, &create).await, 202);
+    assert_eq!(
+        peer.post(&inbox, &create).await,
+        202,
+        "a duplicate is accepted"
+    );
+    eventually(WAIT, "the Create is processed", || async {
+        (inst
+            .count("SELECT count(*) FROM inbox_activities WHERE processed_at IS NOT NULL")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    let (n, replies): (i64, Option<String>) =
+        sqlx::query_as("SELECT count(*), max(replies_iri) FROM remote_posts")
+            .fetch_one(&inst.pool)
+            .await
+            .expect("posts");
+    assert_eq!(n, 1);
+    assert_eq!(replies, Some(format!("{note_id}/replies")));
+    assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 1);
+
+    // Update, Like, Announce, Block and Delete each apply once.
+    let update = json!({
+        "id": peer.new_id("updates"), "type": "Update", "actor": peer.actor(),
+        "object": { "id": note_id, "type": "Note", "attributedTo": peer.actor(), "content": "<p>edited</p>" },
+    });
+    let like = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(), "object": note_id });
+    let announce = json!({ "id": peer.new_id("announces"), "type": "Announce", "actor": peer.actor(), "object": note_id });
+    let block = json!({ "id": peer.new_id("blocks"), "type": "Block", "actor": peer.actor(), "object": inst.fed.actor_iri("carol") });
+    for a in [&update, &like, &announce, &block] {
+        assert_eq!(peer.post(&inbox, a).await, 202);
+    }
+    eventually(WAIT, "all processed", || async {
+        (inst
+            .count("SELECT count(*) FROM inbox_activities WHERE processed_at IS NULL")
+            .await
+            == 0
+            && inst.count("SELECT count(*) FROM inbox_activities").await == 5)
+            .then_some(())
+    })
+    .await;
+    let content: Option<String> = sqlx::query_scalar("SELECT content FROM remote_posts")
+        .fetch_one(&inst.pool)
+        .await
+        .expect("content");
+    assert_eq!(content.as_deref(), Some("<p>edited</p>"));
+    assert_eq!(
+        inst.count("SELECT count(*) FROM remote_interactions").await,
+        3
+    );
+    let delete = json!({
+        "id": peer.new_id("deletes"), "type": "Delete", "actor": peer.actor(),
+        "object": { "id": note_id, "type": "Tombstone" },
+    });
+    assert_eq!(peer.post(&inbox, &delete).await, 202);
+    eventually(WAIT, "the note is deleted", || async {
+        (inst
+            .count("SELECT count(*) FROM remote_posts WHERE deleted_at IS NOT NULL")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forged_stale_or_undigested_requests_get_401() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    inst.account("dave").await;
+    let inbox = inst.fed.inbox("dave");
+    let activity = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(), "object": "https://x.example/1" });
+    let body = serde_json::to_vec(&activity).expect("json");
+
+    // Right key id, wrong key: a forgery.
+    let forged = SigningKey {
+        key_id: peer.key().key_id,
+        key: Arc::new(forger_key().clone()),
+    };
+    let (status, err) = peer
+        .post_with(&inbox, &body, &forged, SystemTime::now(), |_| {})
+        .await;
+    assert_eq!(status, 401, "{err}");
+    assert!(err["error"].is_string());
+
+    let stale = SystemTime::now() - Duration::from_secs(13 * 3600);
+    let (status, _) = peer
+        .post_with(&inbox, &body, &peer.key(), stale, |_| {})
+        .await;
+    assert_eq!(status, 401, "stale Date");
+
+    let (status, _) = peer
+        .post_with(&inbox, &body, &peer.key(), SystemTime::now(), |h| {
+            h.insert(
+                "digest",
+                signature::digest_header(b"other").parse().expect("header"),
+            );
+        })
+        .await;
+    assert_eq!(status, 401, "wrong Digest");
+
+    let (status, _) = peer
+        .post_with(&inbox, &body, &peer.key(), SystemTime::now(), |h| {
+            h.remove("signature");
+        })
+        .await;
+    assert_eq!(status, 401, "no signature");
+
+    // Signed by the peer but claiming another actor.
+    let impostor = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": format!("{}/users/other", peer.state.base), "object": "https://x.example/1" });
+    assert_eq!(peer.post(&inbox, &impostor).await, 401);
+
+    assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 0);
+    // The genuine request passes.
+    assert_eq!(peer.post(&inbox, &activity).await, 202);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rotated_keys_are_refetched_and_updates_rotate_them() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    inst.account("hank").await;
+    let inbox = inst.fed.inbox("hank");
+    let like = |p: &Peer| json!({ "id": p.new_id("likes"), "type": "Like", "actor": p.actor(), "object": "https://x.example/1" });
+    let wrong = keys::public_key_pem(forger_key()).expect("pem");
+    let cache_wrong_key = |age: &'static str| {
+        let pool = inst.pool.clone();
+        let (key_id, owner, wrong) = (peer.key().key_id, peer.actor(), wrong.clone());
+        async move {
+            sqlx::query(
+                "INSERT INTO remote_keys (key_id, owner, public_key_pem, fetched_at)
+                 VALUES ($1, $2, $3, now() - $4::interval)
+                 ON CONFLICT (key_id) DO UPDATE SET public_key_pem = EXCLUDED.public_key_pem,
+                    fetched_at = EXCLUDED.fetched_at",
+            )
+            .bind(key_id)
+            .bind(owner)
+            .bind(wrong)
+            .bind(age)
+            .execute(&pool)
+            .await
+            .expect("cache key");
+        }
+    };
+    // A freshly cached key that does not verify is not refetched: 401.
+    cache_wrong_key("0 seconds").await;
+    assert_eq!(peer.post(&inbox, &like(&peer)).await, 401);
+    // An older one is refetched once (the remote rotated its key): accepted.
+    cache_wrong_key("2 minutes").await;
+    assert_eq!(peer.post(&inbox, &like(&peer)).await, 202);
+
+    // The peer announces a new key with Update Person, signed with its current key.
+    let new_pem = keys::public_key_pem(forger_key()).expect("pem");
+    let update = json!({
+        "id": peer.new_id("updates"), "type": "Update", "actor": peer.actor(),
+        "object": {
+            "id": peer.actor(), "type": "Person", "inbox": format!("{}/inbox", peer.actor()),
+            "publicKey": { "id": peer.key().key_id, "owner": peer.actor(), "publicKeyPem": new_pem },
+        },
+    });
+    assert_eq!(peer.post(&inbox, &update).await, 202);
+    eventually(WAIT, "the key is rotated", || async {
+        let pem: Option<String> =
+            sqlx::query_scalar("SELECT public_key_pem FROM remote_keys WHERE key_id = $1")
+                .bind(peer.key().key_id)
+                .fetch_optional(&inst.pool)
+                .await
+                .ok()
+                .flatten();
+        (pem.as_deref() == Some(new_pem.as_str())).then_some(())
+    })
+    .await;
+    let rotated = SigningKey {
+        key_id: peer.key().key_id,
+        key: Arc::new(forger_key().clone()),
+    };
+    let body = serde_json::to_vec(&like(&peer)).expect("json");
+    let (status, _) = peer
+        .post_with(&inbox, &body, &rotated, SystemTime::now(), |_| {})
+        .await;
+    assert_eq!(status, 202, "signed with the rotated key");
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    let (_, erin_token) = inst.account("erin").await;
+    let inbox = inst.fed.inbox("erin");
+
+    let big = vec![b' '; 2 * 1024 * 1024];
+    let (status, err) = peer
+        .post_with(&inbox, &big, &peer.key(), SystemTime::now(), |_| {})
+        .await;
+    assert_eq!(status, 413, "{err}");
+    assert!(err["error"].is_string());
+
+    let (status, err) = peer
+        .post_with(&inbox, b"{not json", &peer.key(), SystemTime::now(), |_| {})
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(err["error"].as_str().unwrap_or_default().contains("JSON"));
+
+    let like =
+        json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(), "object": "x" });
+    assert_eq!(peer.post(&inst.fed.inbox("nobody"), &like).await, 404);
+
+    let wf = reqwest::get(format!(
+        "{}/.well-known/webfinger?resource=acct:nobody@{}",
+        inst.base, inst.fed.domain
+    ))
+    .await
+    .expect("webfinger");
+    assert_eq!(wf.status().as_u16(), 404);
+    let wf: Value = reqwest::get(format!(
+        "{}/.well-known/webfinger?resource=acct:erin@{}",
+        inst.base, inst.fed.domain
+    ))
+    .await
+    .expect("webfinger")
+    .json()
+    .await
+    .expect("jrd");
+    assert_eq!(wf["links"][0]["href"], inst.fed.actor_iri("erin"));
+    let doc: Value = reqwest::get(inst.fed.actor_iri("erin"))
+        .await
+        .expect("actor")
+        .json()
+        .await
+        .expect("actor json");
+    assert_eq!(doc["inbox"], inst.fed.inbox("erin"));
+    assert_eq!(
+        doc["endpoints"]["sharedInbox"],
+        format!("{}/inbox", inst.base)
+    );
+    assert!(
+        doc["publicKey"]["publicKeyPem"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("BEGIN PUBLIC KEY")
+    );
+
+    let unauth = reqwest::Client::new()
+        .post(format!("{}/api/v1/follows", inst.base))
+        .json(&json!({ "account": peer.handle() }))
+        .send()
+        .await
+        .expect("follow");
+    assert_eq!(unauth.status().as_u16(), 401);
+    let me = reqwest::Client::new()
+        .get(format!("{}/api/v1/accounts/verify_credentials", inst.base))
+        .bearer_auth(&erin_token)
+        .send()
+        .await
+        .expect("verify");
+    assert_eq!(me.status().as_u16(), 200);
+    assert_eq!(me.json::<Value>().await.expect("json")["username"], "erin");
+    // Account tokens are not admin tokens; with ADMIN_TOKEN unset admin endpoints answer 403.
+    let admin = reqwest::Client::new()
+        .get(format!("{}/api/v1/admin/accounts", inst.base))
+        .bearer_auth(&erin_token)
+        .send()
+        .await
+        .expect("admin");
+    assert_eq!(admin.status().as_u16(), 403);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_500_then_200_retries_one_stored_delivery() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, _) = inst.account("alice").await;
+    peer.script([Reply::Status(500)]);
+    let id = send_to_peer(&inst, &alice, &peer).await;
+    eventually(WAIT, "delivered after a retry", || async {
+        (delivery_state(&inst.pool, &id).await == Some(("delivered".into(), 2))).then_some(())
+    })
+    .await;
+    let got = peer.received();
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|r| r.id() == id && r.verified.is_ok()));
+    assert_eq!(
+        inst.count("SELECT count(*) FROM outbox_activities").await,
+        1
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM deliveries").await, 1);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_429_waits_for_retry_after_and_then_delivers() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, _) = inst.account("alice").await;
+    peer.script([Reply::RetryAfter(429, 1)]);
+    let id = send_to_peer(&inst, &alice, &peer).await;
+    eventually(WAIT, "delivered after the 429", || async {
+        delivery_state(&inst.pool, &id)
+            .await
+            .filter(|(s, _)| s == "delivered")
+    })
+    .await;
+    assert_eq!(peer.received().len(), 2);
+    assert_eq!(
+        inst.count("SELECT count(*) FROM hollo_failed_message")
+            .await,
+        0
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_410_marks_the_actor_gone_without_retrying() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, _) = inst.account("alice").await;
+    actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
+        .await
+        .expect("actor");
+    peer.script([Reply::Status(410)]);
+    let id = send_to_peer(&inst, &alice, &peer).await;
+    eventually(WAIT, "the delivery is gone", || async {
+        delivery_state(&inst.pool, &id)
+            .await
+            .filter(|(s, _)| s == "gone")
+    })
+    .await;
+    let gone: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("SELECT gone_at FROM remote_actors WHERE iri = $1")
+            .bind(peer.actor())
+            .fetch_one(&inst.pool)
+            .await
+            .expect("actor row");
+    assert!(gone.is_some());
+    assert_eq!(peer.received().len(), 1);
+    // A gone actor gets no further deliveries.
+    let later = json!({ "id": inst.fed.new_activity_id(), "type": "Like", "actor": inst.fed.actor_iri("alice"), "object": "x" });
+    let mut tx = inst.pool.begin().await.expect("tx");
+    let n = queue_activity(&mut tx, alice.id, &later, &[peer.recipient()])
+        .await
+        .expect("queue");
+    tx.commit().await.expect("commit");
+    assert_eq!(n, 0);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
+    let peer = Peer::start().await;
+    let guard = FetchClient::new(false).expect("client");
+    for url in [
+        peer.actor(),
+        "https://127.0.0.1/users/x".to_string(),
+        "https://169.254.169.254/latest/meta-data/".to_string(),
+        format!(
+            "https://localhost:{}/users/peer",
+            peer.host().rsplit(':').next().unwrap_or("1")
+        ),
+    ] {
+        let err = guard.get_json(&url, None, None).await.unwrap_err();
+        assert!(matches!(err, FetchError::Refused(_)), "{url}: {err}");
+    }
+    // Even with private addresses allowed, the metadata address stays refused.
+    let dev = FetchClient::new(true).expect("client");
+    let err = dev
+        .get_json("http://169.254.169.254/latest/meta-data/", None, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Refused(_)), "{err}");
+    assert!(dev.get_json(&peer.actor(), None, None).await.is_ok());
+    // Every redirect hop goes through the guard again.
+    let err = dev
+        .get_json(
+            &format!("{}/redirect-to-metadata", peer.state.base),
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Refused(_)), "{err}");
+
+    // The follow API reports the refusal as 422 with the reason.
+    let inst = Instance::start(false, false).await;
+    let (_, token) = inst.account("frank").await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/api/v1/follows", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "account": peer.handle() }))
+        .send()
+        .await
+        .expect("follow");
+    assert_eq!(resp.status().as_u16(), 422);
+    let err: Value = resp.json().await.expect("json");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("refused"),
+        "{err}"
+    );
+    assert!(peer.received().is_empty());
+    assert_eq!(inst.count("SELECT count(*) FROM follows").await, 0);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
+    // One delivery at a time per host: the slow peer holds one, the rest are put back
+    // (no slot held while waiting) and the other peer is served meanwhile.
+    let inst = Instance::start_with(true, true, 1).await;
+    let slow = Peer::start().await;
+    let fast = Peer::start().await;
+    let (alice, _) = inst.account("alice").await;
+    slow.script([Reply::Hang]);
+    for _ in 0..3 {
+        send_to_peer(&inst, &alice, &slow).await;
+    }
+    eventually(WAIT, "the slow peer holds one delivery", || async {
+        (!slow.received().is_empty()).then_some(())
+    })
+    .await;
+    let id = send_to_peer(&inst, &alice, &fast).await;
+    eventually(WAIT, "the other host is delivered", || async {
+        delivery_state(&inst.pool, &id)
+            .await
+            .filter(|(s, _)| s == "delivered")
+    })
+    .await;
+    assert_eq!(
+        slow.received().len(),
+        1,
+        "the slow host never had two deliveries at once"
+    );
+    // Waiting ones give up their slot after a short wait and are put back for later.
+    eventually(WAIT, "busy-host deliveries put back", || async {
+        (inst
+            .count("SELECT count(*) FROM deliveries WHERE last_error LIKE 'host busy%'")
+            .await
+            >= 1)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(slow.received().len(), 1);
+    inst.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real binary: a worker killed mid-delivery.
+
+const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn hollo(args: &[&str], env: &[(&str, &str)], capture: bool) -> Command {
+    let mut cmd = Command::new(HOLLO);
+    cmd.args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("NODE_TYPE")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    let env = [
+        ("DATABASE_URL", inst.url.as_str()),
+        ("SECRET_KEY", SECRET),
+        ("PUBLIC_URL", inst.base.as_str()),
+        ("ALLOW_PRIVATE_ADDRESS", "true"),
+        ("NODE_TYPE", "worker"),
+        ("QUEUE_LEASE_SECONDS", "3"),
+        ("QUEUE_POLL_MS", "200"),
+        ("HEALTH_PORT", "0"),
+        ("WORKER_POOL_MAX", "4"),
+        ("ITEM_LOCK_POOL_SIZE", "1"),
+    ];
+    // The account comes from the CLI, as an operator would make it.
+    let out = hollo(&["account", "create", "gina"], &env, true)
+        .output()
+        .expect("account create");
+    assert!(out.status.success());
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(token.len(), 43, "one bearer token on stdout");
+    let gina = accounts::by_token(&inst.pool, &token)
+        .await
+        .expect("db")
+        .expect("the token names the account");
+    assert_eq!(gina.username, "gina");
+
+    peer.script([Reply::Hang]);
+    let id = send_to_peer(&inst, &gina, &peer).await;
+    let first = Proc(
+        hollo(&["serve"], &env, false)
+            .spawn()
+            .expect("spawn worker"),
+    );
+    eventually(WAIT, "the first delivery reaches the peer", || async {
+        (!peer.received().is_empty()).then_some(())
+    })
+    .await;
+    drop(first); // SIGKILL while the peer holds the request open
+    let _second = Proc(
+        hollo(&["serve"], &env, false)
+            .spawn()
+            .expect("spawn worker"),
+    );
+    eventually(Duration::from_secs(60), "the redelivery", || async {
+        delivery_state(&inst.pool, &id)
+            .await
+            .filter(|(s, _)| s == "delivered")
+    })
+    .await;
+    let got = peer.received();
+    assert!(got.len() >= 2, "{got:?}");
+    assert!(
+        got.iter().all(|r| r.id() == id && r.verified.is_ok()),
+        "{got:?}"
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM deliveries").await, 1);
+    inst.shutdown().await;
+}
