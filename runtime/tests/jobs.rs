@@ -8,7 +8,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -55,6 +55,18 @@ struct PeerState {
     received: Arc<Mutex<Vec<Value>>>,
     webfinger_delay_ms: Arc<AtomicU64>,
     hits: Arc<Mutex<HashMap<String, u32>>>,
+    /// WebFinger lookups being answered right now, and the most at once: one per running item.
+    lookups_now: Arc<AtomicUsize>,
+    lookups_max: Arc<AtomicUsize>,
+}
+
+/// Counts a lookup as running until dropped.
+struct Running(Arc<AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 struct Peer {
@@ -71,6 +83,8 @@ impl Peer {
             received: Default::default(),
             webfinger_delay_ms: Default::default(),
             hits: Default::default(),
+            lookups_now: Default::default(),
+            lookups_max: Default::default(),
         };
         let app = Router::new()
             .route("/.well-known/webfinger", get(peer_webfinger))
@@ -110,6 +124,9 @@ struct WfQuery {
 }
 
 async fn peer_webfinger(State(s): State<PeerState>, Query(q): Query<WfQuery>) -> Response {
+    let now = s.lookups_now.fetch_add(1, Ordering::SeqCst) + 1;
+    s.lookups_max.fetch_max(now, Ordering::SeqCst);
+    let _running = Running(s.lookups_now.clone());
     let delay = s.webfinger_delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -717,12 +734,182 @@ async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() 
     for (target, ids) in got {
         assert_eq!(stored.get(&target), Some(&ids[0]));
     }
+    // One worker runs at most 4 items at once (R-JOB-1), and it does run them in parallel.
+    let most = peer.state.lookups_max.load(Ordering::SeqCst);
+    assert!((2..=4).contains(&most), "items at once: {most}");
     // Cancelling again is fine; the API says so.
     let (s, _) = inst
         .request(reqwest::Method::DELETE, &path, &token, None)
         .await;
     assert_eq!(s, 200);
     inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn overwrite_replaces_follows_and_mutes_undoing_the_follows_not_in_the_file() {
+    let mut inst = Instance::start("production", None).await;
+    let peer = Peer::start().await;
+    let (hana, token) = inst.account("hana").await;
+    inst.worker("production", None).await;
+    let run = |ty: &'static str, mode: &'static str, names: &'static [&'static str]| {
+        let body = if ty == "following" {
+            follows_csv(&peer, names.iter().map(|n| n.to_string()))
+        } else {
+            names
+                .iter()
+                .map(|n| format!("{},true\n", peer.handle(n)))
+                .collect::<String>()
+                .into_bytes()
+        };
+        let inst = &inst;
+        let token = &token;
+        async move {
+            let (s, job) = inst
+                .import(token, &format!("type={ty}&mode={mode}"), body)
+                .await;
+            assert_eq!(s, 202, "{job}");
+            let path = format!("/api/v1/imports/{}", job["id"].as_str().expect("id"));
+            let v = inst.until_final(&path, token).await;
+            assert_eq!(v["status"], "completed", "{v}");
+        }
+    };
+    run("following", "merge", &["o1", "o2"]).await;
+    run("mutes", "merge", &["o1", "o2"]).await;
+    let first: String = sqlx::query_scalar(
+        "SELECT follow_activity_id FROM follows WHERE account_id = $1 AND target_iri LIKE '%/users/o1'",
+    )
+    .bind(hana.id)
+    .fetch_one(&inst.pool)
+    .await
+    .expect("o1 follow");
+    run("following", "overwrite", &["o2", "o3"]).await;
+    run("mutes", "overwrite", &["o3"]).await;
+
+    let targets = |table: &'static str| {
+        let pool = inst.pool.clone();
+        async move {
+            let sql = format!(
+                "SELECT regexp_replace(target_iri, '^.*/users/', '') FROM {table} WHERE account_id = $1 ORDER BY 1"
+            );
+            sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+                .bind(hana.id)
+                .fetch_all(&pool)
+                .await
+                .expect("targets")
+        }
+    };
+    assert_eq!(targets("follows").await, ["o2", "o3"]);
+    assert_eq!(targets("account_mutes").await, ["o3"]);
+    // o2 was followed once: the overwrite did not send a second Follow.
+    let undo = eventually(WAIT, "the Undo of o1's follow", || async {
+        peer.received().into_iter().find(|a| a["type"] == "Undo")
+    })
+    .await;
+    assert_eq!(undo["object"]["id"], first.as_str());
+    assert_eq!(undo["object"]["type"], "Follow");
+    let follows = peer.follows();
+    assert_eq!(
+        follows.values().map(Vec::len).sum::<usize>(),
+        3,
+        "{follows:?}"
+    );
+    inst.shutdown().await;
+}
+
+/// A work that hangs on its first run: the per-kind time limit aborts it and records a
+/// failure; the retry succeeds (R-JOB-12).
+struct Hangs(Arc<AtomicUsize>);
+
+impl jobs::Work for Hangs {
+    fn run<'a>(
+        &'a self,
+        _tx: &'a mut sqlx::PgConnection,
+        _pool: &'a PgPool,
+        _job: &'a jobs::JobRow,
+        _item_id: i32,
+        _data: &'a Value,
+    ) -> futures::future::BoxFuture<'a, Result<Option<String>, jobs::ItemError>> {
+        Box::pin(async move {
+            if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+            Ok(Some("done".into()))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure() {
+    let inst = Instance::start("production", None).await;
+    let fam = jobs::Family {
+        name: "slow",
+        dispatch_kind: "hollo.test-slow-dispatch.v1",
+        item_kind: "hollo.test-slow-item.v1",
+        item_limit: Duration::from_secs(1),
+        ..cleanups::FAMILY
+    };
+    let mut reg = hollo_runtime::queue::Registry::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    jobs::register(
+        &mut reg,
+        fam,
+        Arc::new(Hangs(runs.clone())),
+        JobsConfig::default(),
+    );
+    let mut tx = inst.pool.begin().await.expect("tx");
+    let created = jobs::create(
+        &mut tx,
+        fam,
+        NewJob {
+            account_id: None,
+            kind: "slow".into(),
+            mode: "delete".into(),
+            params: json!({}),
+            content_sha256: None,
+            environment: "production".into(),
+            items: vec![json!({})],
+        },
+    )
+    .await
+    .expect("create");
+    tx.commit().await.expect("commit");
+    let jobs::Created::New(id) = created else {
+        panic!("new job expected")
+    };
+    let stop = CancellationToken::new();
+    let consumer = Consumer {
+        queue: QueueName::Task,
+        limit: 4,
+        registry: reg,
+        pool: inst.pool.clone(),
+        item_locks: None,
+        node: Uuid::new_v4(),
+        lease: Duration::from_secs(30),
+        poll: Duration::from_millis(100),
+        metrics: Metrics::new(),
+    };
+    let task = tokio::spawn(consumer.run(
+        Arc::new(Notify::new()),
+        stop.clone(),
+        stop.clone(),
+        InFlight::default(),
+    ));
+    let v = eventually(WAIT, "the slow job completes", || async {
+        let v = jobs::show(&inst.pool, fam, id).await.ok()??;
+        (v.status == "completed").then_some(v)
+    })
+    .await;
+    assert_eq!(v.succeeded, 1);
+    let attempts: i32 =
+        sqlx::query_scalar("SELECT attempts FROM cleanup_job_items WHERE job_id = $1")
+            .bind(id)
+            .fetch_one(&inst.pool)
+            .await
+            .expect("attempts");
+    assert_eq!(attempts, 1, "the aborted run is one recorded failure");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    stop.cancel();
+    let _ = task.await;
 }
 
 // ---------------------------------------------------------------------------------------------
