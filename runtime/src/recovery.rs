@@ -25,7 +25,17 @@ pub async fn run(pool: PgPool, environment: String, stop: CancellationToken) {
 
 /// One pass over every kind; a failing scan is logged and retried on the next pass.
 pub async fn pass(pool: &PgPool, environment: &str) {
+    recover_imports(pool, environment).await;
+    recover_cleanups(pool, environment).await;
+}
+
+/// Import jobs of this environment (R-JOB-4, R-JOB-9).
+pub async fn recover_imports(pool: &PgPool, environment: &str) {
     recover_jobs(pool, imports::FAMILY, environment).await;
+}
+
+/// Cleanup jobs of this environment (R-JOB-4, R-JOB-9).
+pub async fn recover_cleanups(pool: &PgPool, environment: &str) {
     recover_jobs(pool, cleanups::FAMILY, environment).await;
 }
 
