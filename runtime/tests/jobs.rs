@@ -1411,3 +1411,54 @@ async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per
         "only deliveries in flight at the kill repeat: {redelivered}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
+    let inst = Instance::start("production", None).await;
+    let (acct, token) = inst.account("rita").await;
+    let job = register_job(&inst.pool, acct.id, "production", 3).await;
+    let staging = register_job(&inst.pool, acct.id, "staging", 3).await;
+    // The messages are lost (e.g. a restore of an older backup) and the jobs are overdue.
+    sqlx::query("DELETE FROM hollo_task_message_v1")
+        .execute(&inst.pool)
+        .await
+        .expect("lose");
+    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
+        .execute(&inst.pool)
+        .await
+        .expect("due");
+    let _w = spawn_worker(&[
+        ("DATABASE_URL", inst.url.as_str()),
+        ("SECRET_KEY", SECRET),
+        ("PUBLIC_URL", inst.base.as_str()),
+        ("NODE_TYPE", "worker"),
+        ("QUEUE_POLL_MS", "200"),
+        ("HEALTH_PORT", "0"),
+    ]);
+    // The scan at start re-enqueues the dispatch; the worker then runs the items.
+    let path = format!("/api/v1/imports/{job}");
+    let v = inst.until_final(&path, &token).await;
+    assert_eq!(
+        (v["status"].as_str(), v["succeeded"].as_i64()),
+        (Some("completed"), Some(3)),
+        "{v}"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM bookmarks").await,
+        3,
+        "the production job's rows"
+    );
+    let (s, v) = inst
+        .request(
+            reqwest::Method::GET,
+            &format!("/api/v1/imports/{staging}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, v["status"].as_str()),
+        (200, Some("pending")),
+        "another environment's job waits"
+    );
+}
