@@ -111,6 +111,8 @@ pub struct Config {
     pub heartbeat_interval: Duration,
     pub log_format: LogFormat,
     pub federation: FederationConfig,
+    /// `FS_STORAGE_PATH`: where media files live (the media cleanup's root); unset → none.
+    pub storage_path: Option<std::path::PathBuf>,
 }
 
 /// A secret whose `Debug` never prints it, so a logged config cannot leak it.
@@ -404,6 +406,10 @@ impl Config {
             heartbeat_interval: Duration::from_secs(5),
             log_format,
             federation,
+            storage_path: env
+                .get("FS_STORAGE_PATH")
+                .filter(|p| !p.trim().is_empty())
+                .map(std::path::PathBuf::from),
         })
     }
 

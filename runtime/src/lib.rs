@@ -8,6 +8,7 @@ pub mod logging;
 pub mod metrics;
 pub mod node;
 pub mod queue;
+pub mod recovery;
 pub mod shutdown;
 pub mod tasks;
 pub mod web;

@@ -95,8 +95,9 @@ pub async fn serve(config: Config) -> Result<()> {
     let mut consumers = Vec::new();
     let listener_stop = tokio_util::sync::CancellationToken::new();
     let mut listener_task = None;
+    let mut recovery_task = None;
     if config.role.consumes() {
-        let registry = tasks::registry(&config.queue, fed.clone());
+        let registry = tasks::registry_with_jobs(&config, fed.clone());
         let item_locks = db::connect_pool(
             &urls.url,
             config.db.item_lock_pool_size,
@@ -118,6 +119,12 @@ pub async fn serve(config: Config) -> Result<()> {
         )?;
         consumers = handles;
         listener_task = Some(listen);
+        assert_may_consume(config.role, "job recovery")?;
+        recovery_task = Some(tokio::spawn(crate::recovery::run(
+            pool.clone(),
+            config.environment.clone(),
+            shutdown.stop.clone(),
+        )));
         tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
     }
 
@@ -129,6 +136,8 @@ pub async fn serve(config: Config) -> Result<()> {
         admin_token: config.admin_token.clone(),
         accepting: accepting.clone(),
         fed: fed.clone(),
+        environment: config.environment.clone(),
+        storage_path: config.storage_path.clone(),
     };
     let (app, port) = if config.role.serves_http() {
         (web::router(state), config.port)
@@ -171,6 +180,9 @@ pub async fn serve(config: Config) -> Result<()> {
 
     for c in consumers {
         let _ = c.await;
+    }
+    if let Some(r) = recovery_task {
+        let _ = r.await;
     }
     listener_stop.cancel();
     if let Some(l) = listener_task {

@@ -82,6 +82,8 @@ impl Instance {
             admin_token: None,
             accepting: Arc::new(AtomicBool::new(true)),
             fed: Some(fed.clone()),
+            environment: "production".into(),
+            storage_path: None,
         };
         tokio::spawn(async move {
             let _ = axum::serve(listener, web::router(state)).await;

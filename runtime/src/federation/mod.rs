@@ -9,6 +9,7 @@ pub mod activity;
 pub mod actor;
 pub mod delivery;
 pub mod fetch;
+pub mod follows;
 pub mod keys;
 pub mod signature;
 pub mod webfinger;

@@ -1,14 +1,17 @@
 //! Task kinds, one module each. `registry` wires every kind this binary can run.
 
+pub mod cleanups;
 pub mod delivery;
+pub mod imports;
 pub mod inbox;
+pub mod jobs;
 pub mod probe;
 
 use std::sync::Arc;
 
 use crate::federation::Federation;
 
-use crate::config::QueueConfig;
+use crate::config::{Config, QueueConfig};
 use crate::queue::{QueueName, Registry};
 
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
@@ -26,6 +29,21 @@ pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);
+    }
+    reg
+}
+
+/// `registry` plus the import and cleanup jobs (R-JOB), which need this node's environment
+/// and storage path. Imports resolve and follow accounts, so they need federation too.
+pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Registry {
+    let mut reg = registry(&config.queue, fed.clone());
+    let jobs = jobs::JobsConfig {
+        environment: config.environment.clone(),
+        storage_path: config.storage_path.clone(),
+    };
+    cleanups::register(&mut reg, jobs.clone());
+    if let Some(fed) = fed {
+        imports::register(&mut reg, fed, jobs);
     }
     reg
 }

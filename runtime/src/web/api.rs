@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 use super::activitypub::federation;
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{self, AS_CONTEXT};
-use crate::federation::delivery::{Recipient, queue_activity};
-use crate::federation::webfinger;
+use crate::federation::follows;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -84,62 +82,13 @@ async fn follow(
                 "expected {\"account\": \"name@host\"}".into(),
             )
         })?;
-    let iri = webfinger::resolve(fed, &handle)
+    let target = follows::resolve_account(&s.pool, fed, &account, &handle)
         .await
-        .map_err(|e| unprocessable(format!("cannot resolve {handle}: {e}")))?;
-    if fed.local_username(&iri).is_some() {
-        return Err(unprocessable(format!(
-            "{handle} is an account of this server"
-        )));
-    }
-    let signer = fed
-        .signing_key(&account)
-        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
-    let target = actor::fetch_actor(&s.pool, fed, &iri, Some(&signer), Some(&handle))
-        .await
-        .map_err(|e| unprocessable(format!("cannot fetch actor {iri}: {e}")))?;
-
+        .map_err(|e| unprocessable(e.message))?;
     let mut tx = s.pool.begin().await?;
-    let existing: Option<(String, String)> = sqlx::query_as(
-        "SELECT follow_activity_id, state FROM follows WHERE account_id = $1 AND target_iri = $2 FOR UPDATE",
-    )
-    .bind(account.id)
-    .bind(&target.iri)
-    .fetch_optional(&mut *tx)
-    .await?;
-    // Following again is idempotent while pending or accepted (an import retried per row must
-    // not send a second Follow); after a Reject it sends a fresh one.
-    if let Some((id, state)) = existing.filter(|(_, st)| st != "rejected") {
-        tx.commit().await?;
-        return Ok(Json(relationship(&id, &handle, &target.iri, &state)));
-    }
-    let follow_id = fed.new_activity_id();
-    let follow = json!({
-        "@context": AS_CONTEXT,
-        "id": follow_id,
-        "type": "Follow",
-        "actor": fed.actor_iri(&account.username),
-        "object": target.iri,
-        "to": [target.iri],
-    });
-    sqlx::query(
-        "INSERT INTO follows (account_id, target_iri, follow_activity_id, state) VALUES ($1, $2, $3, 'pending')
-         ON CONFLICT (account_id, target_iri) DO UPDATE
-            SET follow_activity_id = EXCLUDED.follow_activity_id, state = 'pending', updated_at = now()",
-    )
-    .bind(account.id)
-    .bind(&target.iri)
-    .bind(&follow_id)
-    .execute(&mut *tx)
-    .await?;
-    queue_activity(&mut tx, account.id, &follow, &[Recipient::from(&target)]).await?;
+    let (id, state) = follows::follow_in(&mut tx, fed, &account, &target).await?;
     tx.commit().await?;
-    Ok(Json(relationship(
-        &follow_id,
-        &handle,
-        &target.iri,
-        "pending",
-    )))
+    Ok(Json(relationship(&id, &handle, &target.iri, &state)))
 }
 
 fn relationship(id: &str, handle: &str, iri: &str, state: &str) -> Value {

@@ -15,6 +15,7 @@ use sqlx::PgPool;
 
 pub mod activitypub;
 pub mod api;
+pub mod jobs;
 
 use crate::config::Role;
 use crate::federation::Federation;
@@ -31,6 +32,10 @@ pub struct AppState {
     pub accepting: Arc<AtomicBool>,
     /// `None` when `SECRET_KEY` is unset: ActivityPub endpoints answer 503 then.
     pub fed: Option<Arc<Federation>>,
+    /// `RUNTIME_ENV`, recorded on every job this node registers (R-JOB-9).
+    pub environment: String,
+    /// `FS_STORAGE_PATH`, checked before a media cleanup is accepted.
+    pub storage_path: Option<std::path::PathBuf>,
 }
 
 pub struct ApiError(pub StatusCode, pub String);
@@ -66,6 +71,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/admin/status", get(admin_status))
         .merge(activitypub::routes())
         .merge(api::routes())
+        .merge(jobs::routes())
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
         .with_state(state)

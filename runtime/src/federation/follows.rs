@@ -1,0 +1,108 @@
+//! Following a remote account: resolve it (WebFinger + actor document through the guard),
+//! store the relationship and queue the `Follow` with a stored, stable activity id. Shared by
+//! `POST /api/v1/follows` (within the request) and the following import (one item at a time).
+
+use serde_json::json;
+use sqlx::{PgConnection, PgPool};
+
+use super::Federation;
+use super::accounts::Account;
+use super::actor::{self, AS_CONTEXT, RemoteActor};
+use super::delivery::{Recipient, queue_activity};
+use super::fetch::FetchError;
+use super::webfinger::{self, ResolveError};
+
+/// Why an account could not be resolved. `retryable` tells a transient network trouble from a
+/// definitive answer (unknown account, refused address, bad document).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ResolveFailure {
+    pub message: String,
+    pub retryable: bool,
+}
+
+fn retryable_fetch(e: &FetchError) -> bool {
+    match e {
+        FetchError::Network(_) => true,
+        FetchError::Status(s) => *s == 408 || *s == 429 || *s >= 500,
+        FetchError::Refused(_) | FetchError::TooLarge | FetchError::Invalid(_) => false,
+    }
+}
+
+/// `name@host` → the remote actor, fetched (signed with `account`'s key) and cached.
+pub async fn resolve_account(
+    pool: &PgPool,
+    fed: &Federation,
+    account: &Account,
+    handle: &str,
+) -> Result<RemoteActor, ResolveFailure> {
+    let handle = handle.trim().trim_start_matches('@');
+    let iri = webfinger::resolve(fed, handle)
+        .await
+        .map_err(|e| ResolveFailure {
+            retryable: matches!(&e, ResolveError::Fetch(f) if retryable_fetch(f)),
+            message: format!("cannot resolve {handle}: {e}"),
+        })?;
+    if fed.local_username(&iri).is_some() {
+        return Err(ResolveFailure {
+            message: format!("{handle} is an account of this server"),
+            retryable: false,
+        });
+    }
+    let signer = fed.signing_key(account).map_err(|e| ResolveFailure {
+        message: format!("{e:#}"),
+        retryable: false,
+    })?;
+    actor::fetch_actor(pool, fed, &iri, Some(&signer), Some(handle))
+        .await
+        .map_err(|e| ResolveFailure {
+            retryable: match &e {
+                actor::ActorError::Fetch(f) => retryable_fetch(f),
+                actor::ActorError::Db(_) => true,
+                actor::ActorError::Invalid(_) => false,
+            },
+            message: format!("cannot fetch actor {iri}: {e}"),
+        })
+}
+
+/// Stores a pending follow of `target` and queues its `Follow`, inside the caller's
+/// transaction. Idempotent while pending or accepted (a retried request or import row must not
+/// send a second Follow); after a Reject it sends a fresh one. Returns (activity id, state).
+pub async fn follow_in(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    target: &RemoteActor,
+) -> Result<(String, String), sqlx::Error> {
+    let existing: Option<(String, String)> = sqlx::query_as(
+        "SELECT follow_activity_id, state FROM follows WHERE account_id = $1 AND target_iri = $2 FOR UPDATE",
+    )
+    .bind(account.id)
+    .bind(&target.iri)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(found) = existing.filter(|(_, st)| st != "rejected") {
+        return Ok(found);
+    }
+    let follow_id = fed.new_activity_id();
+    let follow = json!({
+        "@context": AS_CONTEXT,
+        "id": follow_id,
+        "type": "Follow",
+        "actor": fed.actor_iri(&account.username),
+        "object": target.iri,
+        "to": [target.iri],
+    });
+    sqlx::query(
+        "INSERT INTO follows (account_id, target_iri, follow_activity_id, state) VALUES ($1, $2, $3, 'pending')
+         ON CONFLICT (account_id, target_iri) DO UPDATE
+            SET follow_activity_id = EXCLUDED.follow_activity_id, state = 'pending', updated_at = now()",
+    )
+    .bind(account.id)
+    .bind(&target.iri)
+    .bind(&follow_id)
+    .execute(&mut *tx)
+    .await?;
+    queue_activity(&mut *tx, account.id, &follow, &[Recipient::from(target)]).await?;
+    Ok((follow_id, "pending".into()))
+}

@@ -1,0 +1,313 @@
+//! Import and cleanup jobs over HTTP (R-JOB, R-API):
+//!
+//! - `POST /api/v1/imports?type=following|blocks|mutes|bookmarks|lists&mode=merge|overwrite`
+//!   (account token; the CSV as the body or as a multipart field `data`/`file`) → 202 with the
+//!   job, or 200 with the existing job when the same bytes are already queued, running or done.
+//! - `GET /api/v1/imports/{id}` progress (final outcomes only); `DELETE` cancels.
+//! - `POST /api/v1/admin/cleanups {"kind":"remote_posts","olderThanDays":N}` or
+//!   `{"kind":"media"}` (`ADMIN_TOKEN`) → 202; `GET`/`DELETE /api/v1/admin/cleanups/{id}`.
+//!
+//! The upload is parsed here, on the web node, and the job, every item and the first dispatch
+//! are written in one transaction: a bad upload is rejected before anything is written, and no
+//! staging file is ever shared with a worker.
+
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::api::require_account;
+use super::{ApiError, AppState, require_admin};
+use crate::tasks::cleanups;
+use crate::tasks::imports::{self, ImportType, MAX_BYTES};
+use crate::tasks::jobs::{self, Created, Family, JobView, NewJob};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/imports", post(create_import))
+        .route(
+            "/api/v1/imports/{id}",
+            get(show_import).delete(cancel_import),
+        )
+        .route("/api/v1/admin/cleanups", post(create_cleanup))
+        .route(
+            "/api/v1/admin/cleanups/{id}",
+            get(show_cleanup).delete(cancel_cleanup),
+        )
+}
+
+fn bad(status: StatusCode, msg: impl Into<String>) -> ApiError {
+    ApiError(status, msg.into())
+}
+
+fn too_large() -> ApiError {
+    bad(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the upload is larger than {} MiB",
+            MAX_BYTES / (1024 * 1024)
+        ),
+    )
+}
+
+fn job_response(status: StatusCode, view: &JobView) -> Response {
+    (status, Json(view)).into_response()
+}
+
+/// Reads the CSV: the raw body, or the `data` (Mastodon's name) or `file` field of a
+/// multipart form; at most `MAX_BYTES` either way.
+async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
+    let multipart = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
+    if multipart {
+        let mut form = Multipart::from_request(req, s)
+            .await
+            .map_err(|e| bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
+        while let Some(mut field) = form.next_field().await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+            }
+        })? {
+            if !matches!(field.name(), Some("data") | Some("file")) {
+                continue;
+            }
+            let mut buf = Vec::new();
+            while let Some(chunk) = field.chunk().await.map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+                }
+            })? {
+                if buf.len() + chunk.len() > MAX_BYTES {
+                    return Err(too_large());
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            return Ok(buf);
+        }
+        return Err(bad(
+            StatusCode::BAD_REQUEST,
+            "the multipart form has no `data` (or `file`) field with the CSV",
+        ));
+    }
+    let mut stream = req.into_body().into_data_stream();
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| bad(StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
+        if buf.len() + chunk.len() > MAX_BYTES {
+            return Err(too_large());
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf)
+}
+
+async fn create_import(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let account = require_account(&s, &headers).await?;
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let ty = match param("type") {
+        None => {
+            return Err(bad(
+                StatusCode::BAD_REQUEST,
+                format!("missing `type` ({})", ImportType::NAMES),
+            ));
+        }
+        Some(t) => ImportType::parse(t).ok_or_else(|| {
+            bad(
+                StatusCode::BAD_REQUEST,
+                format!("unknown import type {t:?} (expected {})", ImportType::NAMES),
+            )
+        })?,
+    };
+    let mode = match param("mode").unwrap_or("merge") {
+        m @ ("merge" | "overwrite") => m.to_string(),
+        m => {
+            return Err(bad(
+                StatusCode::BAD_REQUEST,
+                format!("unknown mode {m:?} (expected merge or overwrite)"),
+            ));
+        }
+    };
+    let bytes = read_upload(&s, req).await?;
+    let items = imports::parse(ty, &bytes).map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    let mut tx = s.pool.begin().await?;
+    let created = jobs::create(
+        &mut tx,
+        imports::FAMILY,
+        NewJob {
+            account_id: Some(account.id),
+            kind: ty.as_str().into(),
+            mode,
+            params: json!({}),
+            content_sha256: Some(imports::sha256_hex(&bytes)),
+            environment: s.environment.clone(),
+            items,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    let (status, id) = match created {
+        Created::New(id) => (StatusCode::ACCEPTED, id),
+        Created::Existing(id) => (StatusCode::OK, id),
+    };
+    let view = jobs::show(&s.pool, imports::FAMILY, id)
+        .await?
+        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "import not found"))?;
+    Ok(job_response(status, &view))
+}
+
+fn parse_id(id: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(id).map_err(|_| bad(StatusCode::NOT_FOUND, "not found"))
+}
+
+/// The import, if it is the caller's (someone else's import is as good as absent).
+async fn own_import(s: &AppState, headers: &HeaderMap, id: &str) -> Result<JobView, ApiError> {
+    let account = require_account(s, headers).await?;
+    let id = parse_id(id)?;
+    jobs::show(&s.pool, imports::FAMILY, id)
+        .await?
+        .filter(|v| v.account_id == Some(account.id))
+        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "import not found"))
+}
+
+async fn show_import(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = own_import(&s, &headers, &id).await?;
+    Ok(job_response(StatusCode::OK, &view))
+}
+
+async fn cancel_import(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = own_import(&s, &headers, &id).await?;
+    cancel(&s, imports::FAMILY, view).await
+}
+
+async fn cancel(s: &AppState, fam: Family, view: JobView) -> Result<Response, ApiError> {
+    jobs::cancel(&s.pool, fam, view.id).await?;
+    let view = jobs::show(&s.pool, fam, view.id)
+        .await?
+        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "not found"))?;
+    match view.status.as_str() {
+        "cancelled" => Ok(job_response(StatusCode::OK, &view)),
+        other => Err(bad(
+            StatusCode::CONFLICT,
+            format!("the job is already {other}"),
+        )),
+    }
+}
+
+async fn create_cleanup(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    require_admin(&s, &headers)?;
+    let req: Value = serde_json::from_slice(&body)
+        .map_err(|e| bad(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}")))?;
+    let kind = req.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let params = match kind {
+        "remote_posts" => {
+            let days = req
+                .get("olderThanDays")
+                .and_then(Value::as_i64)
+                .filter(|d| (1..=36_500).contains(d))
+                .ok_or_else(|| {
+                    bad(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "`olderThanDays` must be a whole number of days from 1 to 36500",
+                    )
+                })?;
+            let cutoff = chrono::Utc::now() - chrono::Duration::days(days);
+            json!({ "olderThanDays": days, "cutoff": cutoff })
+        }
+        "media" => {
+            if s.storage_path.is_none() {
+                return Err(bad(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "media cleanup needs FS_STORAGE_PATH (the media storage directory)",
+                ));
+            }
+            json!({})
+        }
+        other => {
+            return Err(bad(
+                StatusCode::BAD_REQUEST,
+                format!("unknown cleanup kind {other:?} (expected remote_posts or media)"),
+            ));
+        }
+    };
+    let mut tx = s.pool.begin().await?;
+    let created = jobs::create(
+        &mut tx,
+        cleanups::FAMILY,
+        NewJob {
+            account_id: None,
+            kind: kind.into(),
+            mode: "delete".into(),
+            params,
+            content_sha256: None,
+            environment: s.environment.clone(),
+            items: vec![cleanups::first_item(kind)],
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    let id = match created {
+        Created::New(id) | Created::Existing(id) => id,
+    };
+    let view = jobs::show(&s.pool, cleanups::FAMILY, id)
+        .await?
+        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "cleanup not found"))?;
+    Ok(job_response(StatusCode::ACCEPTED, &view))
+}
+
+async fn admin_cleanup(s: &AppState, headers: &HeaderMap, id: &str) -> Result<JobView, ApiError> {
+    require_admin(s, headers)?;
+    let id = parse_id(id)?;
+    jobs::show(&s.pool, cleanups::FAMILY, id)
+        .await?
+        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "cleanup not found"))
+}
+
+async fn show_cleanup(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = admin_cleanup(&s, &headers, &id).await?;
+    Ok(job_response(StatusCode::OK, &view))
+}
+
+async fn cancel_cleanup(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = admin_cleanup(&s, &headers, &id).await?;
+    cancel(&s, cleanups::FAMILY, view).await
+}
