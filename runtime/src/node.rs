@@ -79,6 +79,9 @@ pub async fn serve(config: Config) -> Result<()> {
         ),
     }
 
+    // Web nodes schedule poll wakeups too; they take the chunk from here (R-POLL-3).
+    crate::polls::set_wakeup_chunk(config.queue.poll_wakeup_chunk);
+
     let node_id = Uuid::new_v4();
     let metrics = Metrics::new();
     let in_flight = InFlight::default();
@@ -95,6 +98,7 @@ pub async fn serve(config: Config) -> Result<()> {
     let mut consumers = Vec::new();
     let listener_stop = tokio_util::sync::CancellationToken::new();
     let mut listener_task = None;
+    let mut recovery_task = None;
     if config.role.consumes() {
         let registry = tasks::registry(&config.queue, fed.clone());
         let item_locks = db::connect_pool(
@@ -118,6 +122,13 @@ pub async fn serve(config: Config) -> Result<()> {
         )?;
         consumers = handles;
         listener_task = Some(listen);
+        assert_may_consume(config.role, "recovery scans")?;
+        recovery_task = Some(tokio::spawn(crate::recovery::run_loop(
+            pool.clone(),
+            crate::recovery::scans(&config.queue),
+            config.queue.recovery_interval,
+            shutdown.stop.clone(),
+        )));
         tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
     }
 
@@ -171,6 +182,10 @@ pub async fn serve(config: Config) -> Result<()> {
 
     for c in consumers {
         let _ = c.await;
+    }
+    if let Some(r) = recovery_task {
+        // Stops at SIGTERM after finishing the pass it is in (its transaction commits).
+        let _ = r.await;
     }
     listener_stop.cancel();
     if let Some(l) = listener_task {
