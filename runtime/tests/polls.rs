@@ -991,3 +991,199 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post() {
+    use hollo_runtime::config::{Env, QueueConfig};
+    use hollo_runtime::federation::{Federation, activity};
+    let db = fresh_db().await;
+    let fed = Arc::new(
+        Federation::new(
+            "http://localhost:39999",
+            "polls-test-secret-0123456789abcdef0123",
+            true,
+            4,
+        )
+        .expect("federation"),
+    );
+    let (author, _) = account(&db.pool, "carol").await;
+    let (status, poll) = polls::create_status(
+        &db.pool,
+        author,
+        Some(&fed.actor_iri("carol")),
+        "which?",
+        Some(&NewPoll {
+            options: vec!["left".into(), "right".into()],
+            expires_in: 3600,
+            multiple: true,
+        }),
+    )
+    .await
+    .unwrap();
+    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
+        .bind(status)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let actor = "https://there.example/users/dan";
+    for (i, name) in ["left", "right", "right"].iter().enumerate() {
+        let id = format!("https://there.example/activities/{i}");
+        let body = json!({
+            "id": id, "type": "Create", "actor": actor,
+            "object": {"id": format!("{id}/note"), "type": "Note", "name": name,
+                       "inReplyTo": uri, "attributedTo": actor, "to": [fed.actor_iri("carol")]},
+        });
+        activity::store_incoming(
+            &db.pool,
+            None,
+            &format!("{actor}#main-key"),
+            &id,
+            "Create",
+            actor,
+            &body,
+        )
+        .await
+        .expect("store");
+    }
+    let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
+    let c = Consumer {
+        queue: QueueName::Activity,
+        limit: 10,
+        registry: hollo_runtime::tasks::registry(&q, Some(fed.clone())),
+        pool: db.pool.clone(),
+        item_locks: None,
+        node: Uuid::new_v4(),
+        lease: Duration::from_secs(30),
+        poll: Duration::from_millis(100),
+        metrics: Metrics::new(),
+    };
+    let stop = CancellationToken::new();
+    let h = tokio::spawn(c.run(
+        Arc::new(Notify::new()),
+        stop.clone(),
+        stop.clone(),
+        InFlight::default(),
+    ));
+    eventually(WAIT, "the three votes processed", || async {
+        (scalar(
+            &db.pool,
+            "SELECT count(*) FROM inbox_activities WHERE processed_at IS NOT NULL",
+        )
+        .await
+            == 3)
+            .then_some(())
+    })
+    .await;
+    stop.cancel();
+    let _ = h.await;
+    let outcomes: Vec<String> =
+        sqlx::query_scalar("SELECT outcome FROM inbox_activities ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            "poll vote stored",
+            "poll vote stored",
+            "ignored: vote already stored"
+        ]
+    );
+    assert_eq!(
+        scalar(&db.pool, "SELECT count(*) FROM remote_posts").await,
+        0
+    );
+    let mut conn = db.pool.acquire().await.unwrap();
+    let p = polls::poll_json(&mut conn, poll.unwrap(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (p["votes_count"].clone(), p["voters_count"].clone()),
+        (json!(2), json!(1))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binary: recovery runs on worker nodes (at start and every interval), never on web nodes.
+
+struct Proc(std::process::Child, std::path::PathBuf);
+
+impl Proc {
+    fn spawn(env: &[(&str, &str)]) -> Proc {
+        let log = std::env::temp_dir().join(format!("hollo-polls-{}.log", Uuid::new_v4().simple()));
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hollo"));
+        cmd.arg("serve")
+            .env_remove("NODE_TYPE")
+            .env_remove("SECRET_KEY")
+            .env("BIND", "127.0.0.1")
+            .env("RUST_LOG", "info")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(file);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Proc(cmd.spawn().expect("spawn hollo"), log)
+    }
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.1).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port().to_string())
+        .expect("free port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_nodes_recover_expired_polls_and_web_nodes_do_not() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "proc").await;
+    // Expired, never scheduled: only recovery can find it.
+    let poll = new_poll(&db.pool, author, 3600, false).await;
+    expire_in(&db.pool, poll, -5.0).await;
+
+    let web = Proc::spawn(&[
+        ("NODE_TYPE", "web"),
+        ("DATABASE_URL", &db.url),
+        ("PORT", &free_port()),
+        ("RECOVERY_INTERVAL_SECONDS", "1"),
+    ]);
+    eventually(WAIT, "the web node listening", || async {
+        web.logs().contains("listening for HTTP").then_some(())
+    })
+    .await;
+    // Three recovery intervals: a web node must not have scheduled anything.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(stored_poll_messages(&db.pool).await, 0, "{}", web.logs());
+    drop(web);
+
+    let worker = Proc::spawn(&[
+        ("NODE_TYPE", "worker"),
+        ("DATABASE_URL", &db.url),
+        ("HEALTH_PORT", &free_port()),
+        ("RECOVERY_INTERVAL_SECONDS", "1"),
+        ("QUEUE_POLL_MS", "200"),
+    ]);
+    eventually(WAIT, "the worker notifying the recovered poll", || async {
+        (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
+    })
+    .await;
+    assert!(
+        worker.logs().contains("Worker started"),
+        "{}",
+        worker.logs()
+    );
+    assert_never_early_never_twice(&db.pool).await;
+}
