@@ -28,8 +28,9 @@ pub struct OutcomeLabels {
 }
 
 /// Poll-notification enqueue attempts by outcome (R-POLL-9): inserted, advanced, coalesced,
-/// evicted, deferred-capacity, lock-timeout, not-needed. Process-wide (admission runs on web
-/// and worker nodes, outside any one `Metrics`), registered into every `Metrics` registry.
+/// evicted, deferred-capacity, lock-timeout, not-needed, error, rescheduled (by the handler).
+/// Process-wide (admission runs on web and worker nodes, outside any one `Metrics`), and
+/// registered into every `Metrics` registry.
 pub static POLL_ENQUEUE_ATTEMPTS: LazyLock<Family<OutcomeLabels, Counter>> =
     LazyLock::new(Family::default);
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::metrics::{OutcomeLabels, POLL_ENQUEUE_ATTEMPTS};
 use crate::polls::{KIND, LOG_TARGET, PollPayload, coalesce_key, payload};
 use crate::queue::{
     JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError, enqueue,
@@ -76,6 +77,11 @@ async fn handle(ctx: JobContext, poll_id: Uuid, chunk: Duration) -> Result<(), T
         )
         .await?;
         tx.commit().await?;
+        POLL_ENQUEUE_ATTEMPTS
+            .get_or_create(&OutcomeLabels {
+                outcome: "rescheduled".into(),
+            })
+            .inc();
         tracing::debug!(target: LOG_TARGET, poll = %poll_id, wake_in_s = delay.as_secs_f64(), "poll not expired yet; rescheduled");
         return Ok(());
     }
