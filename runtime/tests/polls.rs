@@ -1187,3 +1187,39 @@ async fn worker_nodes_recover_expired_polls_and_web_nodes_do_not() {
     );
     assert_never_early_never_twice(&db.pool).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll_again() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "flaky").await;
+    let poll = new_poll(&db.pool, author, 1, false).await;
+    admission::schedule(&db.pool, poll, WEEK).await.unwrap();
+    // Every run fails transiently while the notifications table is away.
+    sqlx::query("ALTER TABLE notifications RENAME TO notifications_away")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let attempts: i32 = eventually(WAIT, "the message to fail for good", || async {
+        sqlx::query_scalar("SELECT attempts FROM hollo_failed_message WHERE kind = $1")
+            .bind(KIND)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(attempts, 3, "three executions in total");
+    assert_eq!(stored_poll_messages(&db.pool).await, 0);
+    sqlx::query("ALTER TABLE notifications_away RENAME TO notifications")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let recov = start_recovery(&db.pool, WEEK, Duration::from_millis(200));
+    eventually(WAIT, "the recovered notification", || async {
+        (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
+    })
+    .await;
+    recov.kill().await;
+    w.kill().await;
+    assert_never_early_never_twice(&db.pool).await;
+}
