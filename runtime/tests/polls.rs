@@ -1076,8 +1076,9 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
     .await;
     stop.cancel();
     let _ = h.await;
+    // The two votes for "right" race (the consumer runs them concurrently): one of them wins.
     let outcomes: Vec<String> =
-        sqlx::query_scalar("SELECT outcome FROM inbox_activities ORDER BY id")
+        sqlx::query_scalar("SELECT outcome FROM inbox_activities ORDER BY outcome DESC")
             .fetch_all(&db.pool)
             .await
             .unwrap();
