@@ -93,6 +93,12 @@ pub struct QueueConfig {
     pub reply_concurrency: usize,
     pub lease: Duration,
     pub poll_interval: Duration,
+    /// `RECOVERY_INTERVAL_SECONDS` (default 60): how often consuming nodes run recovery scans
+    /// (R-POLL-4). Shorter only for tests and demos.
+    pub recovery_interval: Duration,
+    /// `POLL_WAKEUP_CHUNK_SECONDS` (default and maximum 7 days): the longest delay of a stored
+    /// poll-notification wakeup (R-POLL-3); far expiries are reached in chunks of this size.
+    pub poll_wakeup_chunk: Duration,
 }
 
 /// Everything `hollo serve` needs.
@@ -358,6 +364,13 @@ impl QueueConfig {
                 10,
                 600_000,
             )?)),
+            recovery_interval: env.seconds("RECOVERY_INTERVAL_SECONDS", 60, 1, 3600)?,
+            poll_wakeup_chunk: env.seconds(
+                "POLL_WAKEUP_CHUNK_SECONDS",
+                7 * 86_400,
+                1,
+                7 * 86_400,
+            )?,
         })
     }
 }
@@ -460,6 +473,8 @@ mod tests {
         assert_eq!(c.queue.reply_concurrency, 2);
         assert_eq!(c.queue.lease, Duration::from_secs(30));
         assert_eq!(c.queue.poll_interval, Duration::from_secs(5));
+        assert_eq!(c.queue.recovery_interval, Duration::from_secs(60));
+        assert_eq!(c.queue.poll_wakeup_chunk, Duration::from_secs(7 * 86_400));
         assert_eq!(c.db.web_pool_max, 20);
         assert_eq!(c.db.worker_pool_max + c.db.item_lock_pool_size, 24);
         assert_eq!(c.drain, Duration::from_secs(30));
@@ -484,6 +499,26 @@ mod tests {
             let err = Config::from_env(&Env::from_pairs([("DATABASE_POOL_MAX", bad)])).unwrap_err();
             assert!(err.to_string().contains("DATABASE_POOL_MAX"), "{err}");
         }
+    }
+
+    #[test]
+    fn recovery_interval_and_poll_chunk_are_validated() {
+        for (var, bad) in [
+            ("RECOVERY_INTERVAL_SECONDS", "0"),
+            ("RECOVERY_INTERVAL_SECONDS", "soon"),
+            ("POLL_WAKEUP_CHUNK_SECONDS", "0"),
+            ("POLL_WAKEUP_CHUNK_SECONDS", "604801"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{err}");
+        }
+        let c = Config::from_env(&Env::from_pairs([
+            ("RECOVERY_INTERVAL_SECONDS", "2"),
+            ("POLL_WAKEUP_CHUNK_SECONDS", "3"),
+        ]))
+        .expect("valid");
+        assert_eq!(c.queue.recovery_interval, Duration::from_secs(2));
+        assert_eq!(c.queue.poll_wakeup_chunk, Duration::from_secs(3));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod federation;
 pub mod logging;
 pub mod metrics;
 pub mod node;
+pub mod polls;
 pub mod queue;
 pub mod recovery;
 pub mod shutdown;

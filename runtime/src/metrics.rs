@@ -1,7 +1,7 @@
 //! Prometheus metrics (text exposition on `/metrics`), per queue and task kind.
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, LazyLock};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -21,6 +21,18 @@ pub struct QueueLabels {
     pub queue: String,
     pub state: String,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: String,
+}
+
+/// Poll-notification enqueue attempts by outcome (R-POLL-9): inserted, advanced, coalesced,
+/// evicted, deferred-capacity, lock-timeout, not-needed, error, rescheduled (by the handler).
+/// Process-wide (admission runs on web and worker nodes, outside any one `Metrics`), and
+/// registered into every `Metrics` registry.
+pub static POLL_ENQUEUE_ATTEMPTS: LazyLock<Family<OutcomeLabels, Counter>> =
+    LazyLock::new(Family::default);
 
 fn latency_histogram() -> Histogram {
     // 1 ms … ~65 s
@@ -87,6 +99,11 @@ impl Metrics {
             "queue_enqueue_to_start_seconds",
             "Time from a message becoming due to its handler starting",
             latency.clone(),
+        );
+        registry.register(
+            "poll_notification_enqueue_attempts",
+            "Poll-notification scheduling attempts by outcome (coalesced and deferred included; not stored messages)",
+            POLL_ENQUEUE_ATTEMPTS.clone(),
         );
         Arc::new(Metrics {
             registry,

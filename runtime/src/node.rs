@@ -79,6 +79,9 @@ pub async fn serve(config: Config) -> Result<()> {
         ),
     }
 
+    // Web nodes schedule poll wakeups too; they take the chunk from here (R-POLL-3).
+    crate::polls::set_wakeup_chunk(config.queue.poll_wakeup_chunk);
+
     let node_id = Uuid::new_v4();
     let metrics = Metrics::new();
     let in_flight = InFlight::default();
@@ -119,10 +122,11 @@ pub async fn serve(config: Config) -> Result<()> {
         )?;
         consumers = handles;
         listener_task = Some(listen);
-        assert_may_consume(config.role, "job recovery")?;
-        recovery_task = Some(tokio::spawn(crate::recovery::run(
+        assert_may_consume(config.role, "recovery scans")?;
+        recovery_task = Some(tokio::spawn(crate::recovery::run_loop(
             pool.clone(),
-            config.environment.clone(),
+            crate::recovery::scans(&config),
+            config.queue.recovery_interval,
             shutdown.stop.clone(),
         )));
         tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
@@ -182,6 +186,7 @@ pub async fn serve(config: Config) -> Result<()> {
         let _ = c.await;
     }
     if let Some(r) = recovery_task {
+        // Stops at SIGTERM after finishing the pass it is in (its transaction commits).
         let _ = r.await;
     }
     listener_stop.cancel();

@@ -1,61 +1,128 @@
-//! Recovery scans (R-JOB-4): on worker and `all` nodes, at start and every minute, each kind's
-//! scan re-enqueues what a lost message or a dead worker left behind. Scans only enqueue; they
-//! never run work themselves, and they pause while the shared queue is busy (ready ≥ 200).
-//! Each kind plugs in one function here.
+//! Recovery scans (R-JOB-4, R-POLL-4, R-SHUT-2): on consuming nodes only, once at start and then every
+//! `RECOVERY_INTERVAL_SECONDS`, each registered scan finds work whose queue message is missing
+//! (never enqueued, deferred, evicted, failed for good, lost with a crashed node) and schedules
+//! it again through the normal enqueue path. Scans only schedule; handlers do the work.
+//!
+//! Every scan pauses while the shared queues hold `PAUSE_READY_DEPTH` ready messages: recovery
+//! must not pile more onto a backlog the workers are already behind on (R-POLL-8).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
+use crate::queue::stats::ready_depth;
 use crate::tasks::{cleanups, imports, jobs};
 
-pub const INTERVAL: Duration = Duration::from_secs(60);
+pub const PAUSE_READY_DEPTH: i64 = 200;
 
-/// Runs the scans now and then every [`INTERVAL`] until `stop` fires.
-pub async fn run(pool: PgPool, environment: String, stop: CancellationToken) {
-    loop {
-        pass(&pool, &environment).await;
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(INTERVAL) => {}
-        }
+/// One kind's scan. Implementations must be idempotent: two nodes may run them concurrently
+/// (each scan serialises itself, e.g. by locking its cursor row).
+pub trait Scan: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// One pass; returns a short summary for the debug log.
+    fn run<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<String, sqlx::Error>>;
+}
+
+/// The poll-notification scan.
+pub struct PollScan {
+    pub chunk: Duration,
+}
+
+impl Scan for PollScan {
+    fn name(&self) -> &'static str {
+        "poll-notifications"
+    }
+    fn run<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<String, sqlx::Error>> {
+        Box::pin(async move {
+            let r = crate::polls::recovery::scan_page(pool, self.chunk).await?;
+            Ok(format!("{r:?}"))
+        })
     }
 }
 
-/// One pass over every kind; a failing scan is logged and retried on the next pass.
-pub async fn pass(pool: &PgPool, environment: &str) {
-    recover_imports(pool, environment).await;
-    recover_cleanups(pool, environment).await;
+/// Import or cleanup jobs of this node's environment (R-JOB-4, R-JOB-9): re-enqueue missing
+/// dispatches and interrupted items of up to 100 active jobs.
+pub struct JobScan {
+    pub family: jobs::Family,
+    pub environment: String,
 }
 
-/// Import jobs of this environment (R-JOB-4, R-JOB-9).
-pub async fn recover_imports(pool: &PgPool, environment: &str) {
-    recover_jobs(pool, imports::FAMILY, environment).await;
+impl Scan for JobScan {
+    fn name(&self) -> &'static str {
+        self.family.name
+    }
+    fn run<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<String, sqlx::Error>> {
+        Box::pin(async move {
+            let n = jobs::recover(pool, self.family, &self.environment).await?;
+            if let Some(n) = n.filter(|n| *n > 0) {
+                tracing::info!(family = self.family.name, environment = %self.environment, jobs = n,
+                    "recovery: dispatch re-enqueued");
+            }
+            Ok(format!("{n:?}"))
+        })
+    }
 }
 
-/// Cleanup jobs of this environment (R-JOB-4, R-JOB-9).
-pub async fn recover_cleanups(pool: &PgPool, environment: &str) {
-    recover_jobs(pool, cleanups::FAMILY, environment).await;
+/// Every scan of this binary.
+pub fn scans(config: &crate::config::Config) -> Vec<Arc<dyn Scan>> {
+    vec![
+        Arc::new(PollScan {
+            chunk: config.queue.poll_wakeup_chunk,
+        }),
+        Arc::new(JobScan {
+            family: imports::FAMILY,
+            environment: config.environment.clone(),
+        }),
+        Arc::new(JobScan {
+            family: cleanups::FAMILY,
+            environment: config.environment.clone(),
+        }),
+    ]
 }
 
-async fn recover_jobs(pool: &PgPool, fam: jobs::Family, environment: &str) {
-    match jobs::recover(pool, fam, environment).await {
-        Ok(Some(0)) => {}
-        Ok(Some(n)) => {
-            tracing::info!(
-                family = fam.name,
-                environment,
-                jobs = n,
-                "recovery: dispatch re-enqueued"
-            )
+/// Runs every scan once unless the queues are too busy. Returns whether the scans ran.
+pub async fn tick(pool: &PgPool, scans: &[Arc<dyn Scan>]) -> bool {
+    match ready_depth(pool).await {
+        Ok(depth) if depth >= PAUSE_READY_DEPTH => {
+            tracing::debug!(depth, "recovery paused: the queues hold enough ready work");
+            return false;
         }
-        Ok(None) => {
-            tracing::debug!(
-                family = fam.name,
-                "recovery paused: ready depth at or above 200"
-            )
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "recovery skipped: cannot read queue depth");
+            return false;
         }
-        Err(e) => tracing::warn!(family = fam.name, error = %e, "recovery scan failed"),
+    }
+    for s in scans {
+        match s.run(pool).await {
+            Ok(summary) => tracing::debug!(scan = s.name(), %summary, "recovery scan"),
+            Err(e) => {
+                tracing::warn!(scan = s.name(), error = %e, "recovery scan failed; next interval retries")
+            }
+        }
+    }
+    true
+}
+
+/// At start, then every `every` until `stop`. A running pass is finished before returning, so
+/// shutdown waits for its transaction (R-POLL-5).
+pub async fn run_loop(
+    pool: PgPool,
+    scans: Vec<Arc<dyn Scan>>,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        tick(&pool, &scans).await;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
     }
 }

@@ -47,7 +47,11 @@ async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<()
         return Ok(());
     }
     if matches!(processed, Some(None)) {
-        let outcome = activity::apply(&mut tx, fed, &inc, prepared).await?;
+        // A vote on one of our polls (a `Create` of a `Note` with `name`) is not a post.
+        let outcome = match crate::polls::remote::apply_vote(&mut tx, &inc).await? {
+            Some(vote) => vote,
+            None => activity::apply(&mut tx, fed, &inc, prepared).await?,
+        };
         activity::mark_processed(&mut tx, &inc.id, &outcome).await?;
         tracing::debug!(activity = %inc.id, kind = %inc.ty, %outcome, "inbox activity processed");
     }

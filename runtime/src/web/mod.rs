@@ -16,6 +16,7 @@ use sqlx::PgPool;
 pub mod activitypub;
 pub mod api;
 pub mod jobs;
+pub mod polls;
 
 use crate::config::Role;
 use crate::federation::Federation;
@@ -72,6 +73,7 @@ pub fn router(state: AppState) -> Router {
         .merge(activitypub::routes())
         .merge(api::routes())
         .merge(jobs::routes())
+        .merge(polls::routes())
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
         .with_state(state)

@@ -1,0 +1,1228 @@
+//! Poll-expiry notifications on a real PostgreSQL (SPEC.md §7, issue 6): never early, never
+//! twice, at most 100 stored poll messages, everything recovered; plus the HTTP endpoints.
+//! Time only appears as lower bounds ("not before the expiry") and polled deadlines.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use hollo_runtime::config::Role;
+use hollo_runtime::federation::accounts;
+use hollo_runtime::federation::activity::Incoming;
+use hollo_runtime::metrics::Metrics;
+use hollo_runtime::polls::admission::{self, Admission, STORED_CAP};
+use hollo_runtime::polls::{self, KIND, NewPoll, StatusEdit, recovery};
+use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::queue::stats::queue_stats;
+use hollo_runtime::queue::{NewMessage, QueueName, Registry, enqueue};
+use hollo_runtime::tasks::poll_notification;
+use hollo_runtime::{recovery as recovery_loop, web};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+use support::{eventually, fresh_db};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const WEEK: Duration = Duration::from_secs(7 * 86_400);
+const WAIT: Duration = Duration::from_secs(120);
+
+/// A local account with a bearer token, written directly (no key pair needed for polls).
+async fn account(pool: &PgPool, name: &str) -> (Uuid, String) {
+    let id = Uuid::now_v7();
+    let token = format!("token-{name}-{}", Uuid::new_v4().simple());
+    sqlx::query(
+        "INSERT INTO accounts (id, username, public_key_pem, private_key_enc) VALUES ($1, $2, '', '\\x00')",
+    )
+    .bind(id)
+    .bind(name)
+    .execute(pool)
+    .await
+    .expect("account");
+    sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
+        .bind(accounts::hash_token(&token))
+        .bind(id)
+        .execute(pool)
+        .await
+        .expect("token");
+    (id, token)
+}
+
+async fn new_poll(pool: &PgPool, author: Uuid, expires_in: i64, multiple: bool) -> Uuid {
+    let p = NewPoll {
+        options: vec!["a".into(), "b".into(), "c".into()],
+        expires_in,
+        multiple,
+    };
+    let (_, poll) = polls::create_status(pool, author, None, "poll?", Some(&p))
+        .await
+        .expect("create status");
+    poll.expect("poll id")
+}
+
+/// Sets a poll's expiry to `secs` from now (fractions allowed), as an edit would.
+async fn expire_in(pool: &PgPool, poll: Uuid, secs: f64) {
+    sqlx::query("UPDATE polls SET expires_at = now() + $2 * interval '1 second' WHERE id = $1")
+        .bind(poll)
+        .bind(secs)
+        .execute(pool)
+        .await
+        .expect("set expiry");
+}
+
+async fn scalar(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_one(pool)
+        .await
+        .expect(sql)
+}
+
+async fn stored_poll_messages(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM hollo_task_message_v1 WHERE kind = $1")
+        .bind(KIND)
+        .fetch_one(pool)
+        .await
+        .expect("count")
+}
+
+fn registry(chunk: Duration) -> Registry {
+    let mut reg = Registry::new();
+    poll_notification::register(&mut reg, chunk);
+    reg
+}
+
+struct Worker {
+    stop: CancellationToken,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl Worker {
+    fn start(pool: &PgPool, chunk: Duration, lease: Duration) -> Worker {
+        let c = Consumer {
+            queue: QueueName::Task,
+            limit: 4,
+            registry: registry(chunk),
+            pool: pool.clone(),
+            item_locks: None,
+            node: Uuid::new_v4(),
+            lease,
+            poll: Duration::from_millis(100),
+            metrics: Metrics::new(),
+        };
+        let stop = CancellationToken::new();
+        let handle = tokio::spawn(c.run(
+            Arc::new(Notify::new()),
+            stop.clone(),
+            stop.clone(),
+            InFlight::default(),
+        ));
+        Worker { stop, handle }
+    }
+
+    /// Stops at once, handing running messages back (what SIGTERM past the drain does).
+    async fn kill(self) {
+        self.stop.cancel();
+        let _ = self.handle.await;
+    }
+}
+
+fn start_recovery(pool: &PgPool, chunk: Duration, every: Duration) -> Worker {
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn(recovery_loop::run_loop(
+        pool.clone(),
+        vec![Arc::new(recovery_loop::PollScan { chunk })],
+        every,
+        stop.clone(),
+    ));
+    Worker { stop, handle }
+}
+
+/// Every notification was written at or after its poll's expiry, and each poll's notified
+/// set is exactly its author plus its local voters. Returns the number of notifications.
+async fn assert_never_early_never_twice(pool: &PgPool) -> i64 {
+    let early = scalar(
+        pool,
+        "SELECT count(*) FROM notifications n JOIN polls p ON p.id = n.poll_id WHERE n.created_at < p.expires_at",
+    )
+    .await;
+    assert_eq!(early, 0, "notifications before the poll's expiry");
+    let twice = scalar(
+        pool,
+        "SELECT count(*) FROM (SELECT 1 FROM notifications GROUP BY poll_id, account_id HAVING count(*) > 1) d",
+    )
+    .await;
+    assert_eq!(twice, 0, "two notifications for one (poll, account)");
+    let wrong = scalar(
+        pool,
+        "WITH want AS (SELECT p.id AS poll_id, s.account_id FROM polls p JOIN statuses s ON s.id = p.status_id
+                       UNION SELECT poll_id, account_id FROM poll_votes WHERE account_id IS NOT NULL),
+              got AS (SELECT poll_id, account_id FROM notifications WHERE type = 'poll')
+         SELECT count(*) FROM ((SELECT * FROM want EXCEPT SELECT * FROM got)
+                               UNION ALL (SELECT * FROM got EXCEPT SELECT * FROM want)) d",
+    )
+    .await;
+    assert_eq!(wrong, 0, "notified set differs from author + local voters");
+    scalar(pool, "SELECT count(*) FROM notifications").await
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_far_expiry_is_stored_as_a_wakeup_of_at_most_seven_days() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "far").await;
+    let poll = new_poll(&db.pool, author, 30 * 86_400, false).await;
+    assert_eq!(
+        admission::schedule(&db.pool, poll, WEEK)
+            .await
+            .expect("schedule"),
+        Admission::Inserted
+    );
+    let (delay, until_due, key): (f64, f64, String) = sqlx::query_as(
+        "SELECT EXTRACT(EPOCH FROM delay)::float8, EXTRACT(EPOCH FROM due - now())::float8, coalesce_key
+           FROM hollo_task_message_v1 WHERE kind = $1",
+    )
+    .bind(KIND)
+    .fetch_one(&db.pool)
+    .await
+    .expect("stored wakeup");
+    assert!(delay <= WEEK.as_secs_f64(), "delay {delay}s");
+    assert!(
+        until_due <= WEEK.as_secs_f64() && until_due > WEEK.as_secs_f64() - 60.0,
+        "{until_due}"
+    );
+    assert_eq!(key, format!("hollo.poll-notification:{poll}"));
+    // A second scheduling (a vote, say) coalesces: still one stored wakeup.
+    assert_eq!(
+        admission::schedule(&db.pool, poll, WEEK)
+            .await
+            .expect("schedule"),
+        Admission::Coalesced
+    );
+    // The seed's monitoring SQL, unchanged.
+    let (queued, ready, delayed, pending_polls): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) AS queued,
+       count(*) FILTER (WHERE created + delay <= CURRENT_TIMESTAMP) AS ready,
+       count(*) FILTER (WHERE created + delay > CURRENT_TIMESTAMP) AS delayed,
+       count(*) FILTER (
+         WHERE message->>'type' = 'task'
+           AND message->>'taskName' = 'hollo.poll-notification.v1'
+       ) AS pending_polls
+FROM hollo_task_message_v1;",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("monitoring SQL");
+    assert_eq!((queued, ready, delayed, pending_polls), (1, 0, 1, 1));
+    let st = queue_stats(&db.pool, QueueName::Task).await.expect("stats");
+    assert_eq!(st.pending_polls, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wakeup_before_the_expiry_reschedules_and_notifies_only_after_it() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "chunky").await;
+    let (voter, _) = account(&db.pool, "voter").await;
+    let poll = new_poll(&db.pool, author, 3, false).await;
+    polls::vote(&db.pool, poll, voter, &[1])
+        .await
+        .expect("vote");
+    // 1 s chunks: the wakeup runs twice or three times before the 3 s expiry.
+    let chunk = Duration::from_secs(1);
+    admission::schedule(&db.pool, poll, chunk)
+        .await
+        .expect("schedule");
+    let w = Worker::start(&db.pool, chunk, Duration::from_secs(30));
+    eventually(WAIT, "the poll's notifications", || async {
+        (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 2).then_some(())
+    })
+    .await;
+    w.kill().await;
+    assert_eq!(assert_never_early_never_twice(&db.pool).await, 2);
+    assert_eq!(stored_poll_messages(&db.pool).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admission_coalesces_pulls_earlier_evicts_the_latest_and_defers_at_the_cap() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "capped").await;
+    let p = new_poll(&db.pool, author, 3600, false).await;
+    assert_eq!(
+        admission::schedule(&db.pool, p, WEEK).await.unwrap(),
+        Admission::Inserted
+    );
+    // A later expiry does not move the wakeup (the handler re-reads and reschedules).
+    expire_in(&db.pool, p, 7200.0).await;
+    assert_eq!(
+        admission::schedule(&db.pool, p, WEEK).await.unwrap(),
+        Admission::Coalesced
+    );
+    // An earlier one pulls it earlier.
+    expire_in(&db.pool, p, 60.0).await;
+    assert_eq!(
+        admission::schedule(&db.pool, p, WEEK).await.unwrap(),
+        Admission::Advanced
+    );
+    let until: f64 = sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM due - now())::float8 FROM hollo_task_message_v1 WHERE kind = $1",
+    )
+    .bind(KIND)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(until <= 60.0 && until > 50.0, "{until}");
+
+    // Fill up to the cap with wakeups 1–2 h away (the latest one is p's neighbour `last`).
+    let mut last = p;
+    for i in 1..STORED_CAP {
+        let q = new_poll(&db.pool, author, 3600 + i, false).await;
+        assert_eq!(
+            admission::schedule(&db.pool, q, WEEK).await.unwrap(),
+            Admission::Inserted
+        );
+        last = q;
+    }
+    assert_eq!(stored_poll_messages(&db.pool).await, STORED_CAP);
+    // An earlier wakeup evicts the latest-due one; the count stays at the cap.
+    let early = new_poll(&db.pool, author, 30, false).await;
+    assert_eq!(
+        admission::schedule(&db.pool, early, WEEK).await.unwrap(),
+        Admission::Evicted {
+            evicted: Some(last)
+        }
+    );
+    assert_eq!(stored_poll_messages(&db.pool).await, STORED_CAP);
+    // A wakeup later than all stored ones is deferred.
+    let late = new_poll(&db.pool, author, 9000, false).await;
+    assert_eq!(
+        admission::schedule(&db.pool, late, WEEK).await.unwrap(),
+        Admission::DeferredCapacity
+    );
+    // Running (leased) messages are never evicted: lease them all, then try an earlier one.
+    sqlx::query("UPDATE hollo_task_message_v1 SET lease_owner = gen_random_uuid() WHERE kind = $1")
+        .bind(KIND)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let earliest = new_poll(&db.pool, author, 5, false).await;
+    assert_eq!(
+        admission::schedule(&db.pool, earliest, WEEK).await.unwrap(),
+        Admission::DeferredCapacity
+    );
+    assert_eq!(stored_poll_messages(&db.pool).await, STORED_CAP);
+    // A notified poll needs nothing.
+    sqlx::query("UPDATE polls SET notified_at = now() WHERE id = $1")
+        .bind(late)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        admission::schedule(&db.pool, late, WEEK).await.unwrap(),
+        Admission::NotNeeded
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_busy_admission_lock_defers_after_one_second_and_recovery_schedules_later() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "locked").await;
+    let poll = new_poll(&db.pool, author, 1, false).await;
+    let mut holder = db.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(1752132716, 1886350444)")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        admission::schedule(&db.pool, poll, WEEK).await.unwrap(),
+        Admission::LockTimeout
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "gave up before the 1 s timeout"
+    );
+    assert_eq!(stored_poll_messages(&db.pool).await, 0);
+    holder.rollback().await.unwrap();
+
+    // After the expiry the scan finds it; the scan itself writes no notification.
+    eventually(WAIT, "expiry", || async {
+        (polls::unnotified_expired(&db.pool).await.unwrap() == 1).then_some(())
+    })
+    .await;
+    let page = recovery::scan_page(&db.pool, WEEK).await.unwrap();
+    assert_eq!((page.examined, page.scheduled), (1, 1));
+    assert_eq!(
+        scalar(&db.pool, "SELECT count(*) FROM notifications").await,
+        0
+    );
+    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    eventually(WAIT, "the recovered notification", || async {
+        (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
+    })
+    .await;
+    w.kill().await;
+    assert_never_early_never_twice(&db.pool).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_recovery_cursor_advances_past_waiting_polls_wraps_and_pauses_on_a_busy_queue() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "backlog").await;
+    for _ in 0..250 {
+        let p = new_poll(&db.pool, author, 3600, false).await;
+        expire_in(&db.pool, p, -10.0).await;
+    }
+    // Page 1: 100 polls, all stored (the cap is reached).
+    let r = recovery::scan_page(&db.pool, WEEK).await.unwrap();
+    assert_eq!((r.examined, r.scheduled, r.wrapped), (100, 100, false));
+    // Page 2: the next 100, although the first 100 still wait; all deferred at the cap.
+    let r = recovery::scan_page(&db.pool, WEEK).await.unwrap();
+    assert_eq!((r.examined, r.scheduled, r.wrapped), (100, 0, false));
+    // Page 3: the last 50, short → wraps.
+    let r = recovery::scan_page(&db.pool, WEEK).await.unwrap();
+    assert_eq!((r.examined, r.wrapped), (50, true));
+    // Page 4 starts again from the beginning.
+    let r = recovery::scan_page(&db.pool, WEEK).await.unwrap();
+    assert_eq!((r.examined, r.wrapped), (100, false));
+    assert_eq!(stored_poll_messages(&db.pool).await, STORED_CAP);
+    assert_eq!(
+        scalar(&db.pool, "SELECT count(*) FROM notifications").await,
+        0
+    );
+
+    // 200 ready messages (100 poll wakeups + 100 others): recovery pauses.
+    let scans: Vec<Arc<dyn recovery_loop::Scan>> =
+        vec![Arc::new(recovery_loop::PollScan { chunk: WEEK })];
+    assert!(
+        recovery_loop::tick(&db.pool, &scans).await,
+        "runs below 200 ready"
+    );
+    for i in 0..100 {
+        enqueue(
+            &db.pool,
+            QueueName::Task,
+            &NewMessage::new("hollo.probe.v1", json!({"key": i})),
+        )
+        .await
+        .unwrap();
+    }
+    assert!(
+        !recovery_loop::tick(&db.pool, &scans).await,
+        "paused at 200 ready"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_or_twice() {
+    for seed in [1u64, 2, 3] {
+        let db = fresh_db().await;
+        let mut rng = StdRng::seed_from_u64(seed);
+        // 1 s chunks: expiries of up to 4 s are reached through reschedules too.
+        let chunk = Duration::from_secs(1);
+        let mut accounts_ = Vec::new();
+        for i in 0..5 {
+            accounts_.push(account(&db.pool, &format!("u{seed}_{i}")).await.0);
+        }
+        let mut polls_ = Vec::new();
+        for _ in 0..12 {
+            let author = accounts_[rng.gen_range(0..accounts_.len())];
+            let p = new_poll(&db.pool, author, 60, rng.gen_bool(0.5)).await;
+            expire_in(&db.pool, p, rng.gen_range(0.3..3.0)).await;
+            admission::schedule(&db.pool, p, chunk).await.unwrap();
+            polls_.push(p);
+        }
+        let mut workers = vec![
+            Worker::start(&db.pool, chunk, Duration::from_secs(3)),
+            Worker::start(&db.pool, chunk, Duration::from_secs(3)),
+        ];
+        let recov = start_recovery(&db.pool, chunk, Duration::from_millis(500));
+        for _ in 0..120 {
+            let p = polls_[rng.gen_range(0..polls_.len())];
+            match rng.gen_range(0..6) {
+                0 | 1 => {
+                    let voter = accounts_[rng.gen_range(0..accounts_.len())];
+                    // Rejections (ended, already voted, single choice) are part of the game.
+                    if polls::vote(&db.pool, p, voter, &[rng.gen_range(0..3)])
+                        .await
+                        .is_ok()
+                    {
+                        admission::schedule(&db.pool, p, chunk).await.unwrap();
+                    }
+                }
+                2 | 3 => {
+                    // Earlier or later, through the same path as PUT /api/v1/statuses/{id}.
+                    let status: Uuid =
+                        sqlx::query_scalar("SELECT status_id FROM polls WHERE id = $1")
+                            .bind(p)
+                            .fetch_one(&db.pool)
+                            .await
+                            .unwrap();
+                    let author: Uuid =
+                        sqlx::query_scalar("SELECT account_id FROM statuses WHERE id = $1")
+                            .bind(status)
+                            .fetch_one(&db.pool)
+                            .await
+                            .unwrap();
+                    let edit = StatusEdit {
+                        expires_in: Some(rng.gen_range(1..4)),
+                        has_poll: true,
+                        ..StatusEdit::default()
+                    };
+                    if polls::edit_status(&db.pool, status, author, &edit)
+                        .await
+                        .is_ok()
+                    {
+                        admission::schedule(&db.pool, p, chunk).await.unwrap();
+                    }
+                }
+                4 => {
+                    // A duplicate message outside admission (e.g. from an old node).
+                    let delay = Duration::from_millis(rng.gen_range(0..2000));
+                    enqueue(
+                        &db.pool,
+                        QueueName::Task,
+                        &NewMessage::new(KIND, json!({ "pollId": p })).delay(delay),
+                    )
+                    .await
+                    .unwrap();
+                }
+                _ => {
+                    // A worker restart: stop one at once, start a fresh one.
+                    let i = rng.gen_range(0..workers.len());
+                    workers.remove(i).kill().await;
+                    workers.push(Worker::start(&db.pool, chunk, Duration::from_secs(3)));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(0..40))).await;
+        }
+        eventually(WAIT, "every poll notified", || async {
+            (scalar(
+                &db.pool,
+                "SELECT count(*) FROM polls WHERE notified_at IS NULL",
+            )
+            .await
+                == 0)
+                .then_some(())
+        })
+        .await;
+        // Let leftover duplicates run too: they must add nothing.
+        eventually(WAIT, "the queue to drain", || async {
+            (scalar(&db.pool, "SELECT count(*) FROM hollo_task_message_v1").await == 0)
+                .then_some(())
+        })
+        .await;
+        for w in workers {
+            w.kill().await;
+        }
+        recov.kill().await;
+        let n = assert_never_early_never_twice(&db.pool).await;
+        assert!(n >= polls_.len() as i64, "seed {seed}: {n} notifications");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once() {
+    let db = fresh_db().await;
+    // Four consumers × 4 slots, schedulers, recovery and the sampler need more than the
+    // default test pool.
+    let pool = PgPoolOptions::new()
+        .max_connections(40)
+        .connect(&db.url)
+        .await
+        .expect("pool");
+    let (author, _) = account(&pool, "burst").await;
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "WITH s AS (
+            INSERT INTO statuses (id, account_id, uri, content)
+            SELECT gen_random_uuid(), $1, 'urn:burst:' || g, 'burst' FROM generate_series(1, 1000) g
+            RETURNING id)
+         INSERT INTO polls (id, status_id, options, expires_at)
+         SELECT gen_random_uuid(), s.id, '[\"a\",\"b\"]', now() + interval '2 seconds' + random() * interval '2 seconds'
+           FROM s RETURNING id",
+    )
+    .bind(author)
+    .fetch_all(&pool)
+    .await
+    .expect("1000 polls");
+    assert_eq!(ids.len(), 1000);
+
+    let max_seen = Arc::new(AtomicI64::new(0));
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (pool, max_seen, sampling) = (pool.clone(), max_seen.clone(), sampling.clone());
+        tokio::spawn(async move {
+            let mut samples = 0u64;
+            while sampling.load(Ordering::SeqCst) {
+                let n = stored_poll_messages(&pool).await;
+                max_seen.fetch_max(n, Ordering::SeqCst);
+                samples += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            samples
+        })
+    };
+    let workers: Vec<Worker> = (0..4)
+        .map(|_| Worker::start(&pool, WEEK, Duration::from_secs(30)))
+        .collect();
+    // Web nodes schedule the burst: 8 concurrent schedulers.
+    let mut schedulers = Vec::new();
+    for chunk in ids.chunks(125) {
+        let (pool, chunk) = (pool.clone(), chunk.to_vec());
+        schedulers.push(tokio::spawn(async move {
+            for id in chunk {
+                admission::schedule(&pool, id, WEEK)
+                    .await
+                    .expect("schedule");
+            }
+        }));
+    }
+    for s in schedulers {
+        s.await.expect("scheduler");
+    }
+    assert!(stored_poll_messages(&pool).await <= STORED_CAP);
+    let recov = start_recovery(&pool, WEEK, Duration::from_millis(200));
+    eventually(
+        Duration::from_secs(300),
+        "all 1000 polls notified",
+        || async {
+            (scalar(
+                &pool,
+                "SELECT count(*) FROM polls WHERE notified_at IS NULL",
+            )
+            .await
+                == 0)
+                .then_some(())
+        },
+    )
+    .await;
+    sampling.store(false, Ordering::SeqCst);
+    let samples = sampler.await.expect("sampler");
+    recov.kill().await;
+    for w in workers {
+        w.kill().await;
+    }
+    let max = max_seen.load(Ordering::SeqCst);
+    assert!(
+        max <= STORED_CAP,
+        "{max} poll messages stored at one sample"
+    );
+    assert!(samples > 10, "only {samples} samples");
+    assert_eq!(assert_never_early_never_twice(&pool).await, 1000);
+    assert_eq!(
+        scalar(&pool, "SELECT count(DISTINCT poll_id) FROM notifications").await,
+        1000
+    );
+    assert_eq!(stored_poll_messages(&pool).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn remote_votes_count_once_and_never_after_the_end() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "remote_host").await;
+    let (status, poll) = polls::create_status(
+        &db.pool,
+        author,
+        Some("https://here.example/users/remote_host"),
+        "vote!",
+        Some(&NewPoll {
+            options: vec!["red".into(), "blue".into()],
+            expires_in: 3600,
+            multiple: false,
+        }),
+    )
+    .await
+    .unwrap();
+    let poll = poll.unwrap();
+    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
+        .bind(status)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let actor = "https://there.example/users/bob";
+    let vote = |id: &str, name: &str, by: &str| Incoming {
+        id: id.into(),
+        ty: "Create".into(),
+        actor: actor.into(),
+        account_id: None,
+        body: json!({
+            "id": id, "type": "Create", "actor": actor,
+            "object": {"id": format!("{id}/note"), "type": "Note", "name": name,
+                       "inReplyTo": uri, "attributedTo": by},
+        }),
+        processed_at: None,
+    };
+    let apply = |inc: Incoming| {
+        let pool = db.pool.clone();
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let r = polls::remote::apply_vote(&mut tx, &inc).await.unwrap();
+            tx.commit().await.unwrap();
+            r
+        }
+    };
+    assert_eq!(
+        apply(vote("https://there.example/a/1", "blue", actor))
+            .await
+            .as_deref(),
+        Some("poll vote stored")
+    );
+    assert!(
+        apply(vote("https://there.example/a/2", "red", actor))
+            .await
+            .unwrap()
+            .contains("already voted")
+    );
+    assert!(
+        apply(vote("https://there.example/a/3", "green", actor))
+            .await
+            .unwrap()
+            .contains("no option")
+    );
+    assert!(
+        apply(vote(
+            "https://there.example/a/4",
+            "red",
+            "https://there.example/users/eve"
+        ))
+        .await
+        .unwrap()
+        .contains("not attributed")
+    );
+    // Not a vote on our poll: left to the usual inbox processing.
+    let mut other = vote("https://there.example/a/5", "red", actor);
+    other.body["object"]["inReplyTo"] = json!("https://elsewhere.example/notes/1");
+    assert_eq!(apply(other).await, None);
+    expire_in(&db.pool, poll, -1.0).await;
+    assert!(
+        apply(vote(
+            "https://there.example/a/6",
+            "red",
+            "https://there.example/users/bob"
+        ))
+        .await
+        .unwrap()
+        .contains("ended")
+    );
+    let mut conn = db.pool.acquire().await.unwrap();
+    let p = polls::poll_json(&mut conn, poll, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(p["votes_count"], 1);
+    assert_eq!(p["options"][1]["votes_count"], 1);
+    assert_eq!(p["expired"], true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+struct Http {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Http {
+    async fn start(pool: &PgPool) -> Http {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = web::AppState {
+            pool: pool.clone(),
+            metrics: Metrics::new(),
+            role: Role::All,
+            admin_token: None,
+            accepting: Arc::new(AtomicBool::new(true)),
+            fed: None,
+            environment: "production".into(),
+            storage_path: None,
+        };
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, web::router(state)).await;
+        });
+        Http {
+            base,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_polls_votes_expiry_edits_and_notifications() {
+    use reqwest::Method;
+    let db = fresh_db().await;
+    let http = Http::start(&db.pool).await;
+    let (_, alice) = account(&db.pool, "alice").await;
+    let (_, bob) = account(&db.pool, "bob").await;
+
+    let (code, st) = http
+        .call(Method::POST, "/api/v1/statuses", Some(&alice),
+            Some(r#"{"status":"Tea or coffee?","poll":{"options":["tea","coffee"],"expires_in":3600}}"#))
+        .await;
+    assert_eq!(code, 200, "{st}");
+    let status_id = st["id"].as_str().unwrap().to_string();
+    let poll_id = st["poll"]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        st["poll"]["options"][0],
+        json!({"title": "tea", "votes_count": 0})
+    );
+    assert_eq!(st["poll"]["voted"], false);
+    assert_eq!(stored_poll_messages(&db.pool).await, 1);
+
+    // Bad input: 4xx with {"error"} and nothing written.
+    for (token, body, want) in [
+        (None, r#"{"status":"x"}"#, 401),
+        (Some("nope"), r#"{"status":"x"}"#, 401),
+        (Some(alice.as_str()), "{not json", 400),
+        (
+            Some(alice.as_str()),
+            r#"{"status":"x","poll":{"options":["one"],"expires_in":60}}"#,
+            422,
+        ),
+        (
+            Some(alice.as_str()),
+            r#"{"status":"x","poll":{"options":["a","b"],"expires_in":-1}}"#,
+            422,
+        ),
+        (
+            Some(alice.as_str()),
+            r#"{"status":"x","poll":{"options":["a","b"]}}"#,
+            422,
+        ),
+        (Some(alice.as_str()), r#"{}"#, 422),
+    ] {
+        let (code, err) = http
+            .call(Method::POST, "/api/v1/statuses", token, Some(body))
+            .await;
+        assert_eq!(code, want, "{body}: {err}");
+        assert!(err["error"].is_string(), "{err}");
+    }
+    let big = format!(r#"{{"status":"{}"}}"#, "x".repeat(100_000));
+    let (code, err) = http
+        .call(Method::POST, "/api/v1/statuses", Some(&alice), Some(&big))
+        .await;
+    assert_eq!(code, 413, "{err}");
+    assert_eq!(scalar(&db.pool, "SELECT count(*) FROM statuses").await, 1);
+    assert_eq!(scalar(&db.pool, "SELECT count(*) FROM polls").await, 1);
+
+    // Votes.
+    let votes = format!("/api/v1/polls/{poll_id}/votes");
+    for (body, want) in [
+        (r#"{"choices":[5]}"#, 422),
+        (r#"{"choices":[0,1]}"#, 422),
+        (r#"{"choices":[]}"#, 422),
+        (r#"{"choice":0}"#, 422),
+        ("[", 400),
+    ] {
+        let (code, err) = http
+            .call(Method::POST, &votes, Some(&bob), Some(body))
+            .await;
+        assert_eq!(code, want, "{body}: {err}");
+    }
+    assert_eq!(scalar(&db.pool, "SELECT count(*) FROM poll_votes").await, 0);
+    let (code, p) = http
+        .call(
+            Method::POST,
+            &votes,
+            Some(&bob),
+            Some(r#"{"choices":["1"]}"#),
+        )
+        .await;
+    assert_eq!(code, 200, "{p}");
+    assert_eq!(
+        (
+            p["voted"].clone(),
+            p["own_votes"].clone(),
+            p["votes_count"].clone()
+        ),
+        (json!(true), json!([1]), json!(1))
+    );
+    let (code, _) = http
+        .call(Method::POST, &votes, Some(&bob), Some(r#"{"choices":[0]}"#))
+        .await;
+    assert_eq!(code, 422, "a second vote");
+    let (code, _) = http
+        .call(
+            Method::POST,
+            &format!("/api/v1/polls/{}/votes", Uuid::new_v4()),
+            Some(&bob),
+            Some(r#"{"choices":[0]}"#),
+        )
+        .await;
+    assert_eq!(code, 404);
+    let (code, _) = http
+        .call(Method::GET, "/api/v1/polls/not-a-uuid", None, None)
+        .await;
+    assert_eq!(code, 404);
+    let (code, p) = http
+        .call(Method::GET, &format!("/api/v1/polls/{poll_id}"), None, None)
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(p["options"][1]["votes_count"], 1);
+    assert!(
+        p.get("voted").is_none(),
+        "anonymous reads have no own votes"
+    );
+    assert_eq!(
+        stored_poll_messages(&db.pool).await,
+        1,
+        "the vote coalesced"
+    );
+
+    // Expiry edits: only the author, only poll.expires_in, only before the end.
+    let edit = format!("/api/v1/statuses/{status_id}");
+    let (code, _) = http
+        .call(
+            Method::PUT,
+            &edit,
+            Some(&bob),
+            Some(r#"{"poll":{"expires_in":2}}"#),
+        )
+        .await;
+    assert_eq!(code, 403);
+    let (code, _) = http
+        .call(
+            Method::PUT,
+            &edit,
+            Some(&alice),
+            Some(r#"{"poll":{"options":["x","y"],"expires_in":2}}"#),
+        )
+        .await;
+    assert_eq!(code, 422);
+    let (code, st) = http
+        .call(
+            Method::PUT,
+            &edit,
+            Some(&alice),
+            Some(r#"{"poll":{"expires_in":2}}"#),
+        )
+        .await;
+    assert_eq!(code, 200, "{st}");
+    let until: f64 = sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM due - now())::float8 FROM hollo_task_message_v1 WHERE kind = $1",
+    )
+    .bind(KIND)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(
+        until <= 2.0,
+        "the earlier expiry pulled the wakeup earlier: {until}"
+    );
+
+    let (code, n) = http
+        .call(Method::GET, "/api/v1/notifications", Some(&alice), None)
+        .await;
+    assert_eq!((code, n), (200, json!([])));
+    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    for token in [&alice, &bob] {
+        let list = eventually(WAIT, "a poll notification", || async {
+            let (_, n) = http
+                .call(Method::GET, "/api/v1/notifications", Some(token), None)
+                .await;
+            n.as_array().filter(|a| !a.is_empty()).cloned()
+        })
+        .await;
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0]["type"], "poll");
+        assert_eq!(list[0]["status"]["id"], json!(status_id));
+        assert_eq!(list[0]["status"]["poll"]["expired"], true);
+        assert_eq!(list[0]["account"]["username"], "alice");
+    }
+    w.kill().await;
+    assert_never_early_never_twice(&db.pool).await;
+    let (code, _) = http
+        .call(
+            Method::PUT,
+            &edit,
+            Some(&alice),
+            Some(r#"{"poll":{"expires_in":60}}"#),
+        )
+        .await;
+    assert_eq!(code, 422, "an ended poll keeps its end");
+    let (code, _) = http
+        .call(
+            Method::POST,
+            &votes,
+            Some(&alice),
+            Some(r#"{"choices":[0]}"#),
+        )
+        .await;
+    assert_eq!(code, 422, "no votes after the end");
+    let (code, _) = http
+        .call(
+            Method::GET,
+            "/api/v1/notifications?limit=abc",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(code, 400);
+    let (_, metrics) = http.call(Method::GET, "/metrics", None, None).await;
+    let text = metrics.as_str().unwrap_or_default().to_string();
+    assert!(
+        text.contains("hollo_poll_notification_enqueue_attempts_total{outcome=\"coalesced\"}"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post() {
+    use hollo_runtime::config::{Env, QueueConfig};
+    use hollo_runtime::federation::{Federation, activity};
+    let db = fresh_db().await;
+    let fed = Arc::new(
+        Federation::new(
+            "http://localhost:39999",
+            "polls-test-secret-0123456789abcdef0123",
+            true,
+            4,
+        )
+        .expect("federation"),
+    );
+    let (author, _) = account(&db.pool, "carol").await;
+    let (status, poll) = polls::create_status(
+        &db.pool,
+        author,
+        Some(&fed.actor_iri("carol")),
+        "which?",
+        Some(&NewPoll {
+            options: vec!["left".into(), "right".into()],
+            expires_in: 3600,
+            multiple: true,
+        }),
+    )
+    .await
+    .unwrap();
+    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
+        .bind(status)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let actor = "https://there.example/users/dan";
+    for (i, name) in ["left", "right", "right"].iter().enumerate() {
+        let id = format!("https://there.example/activities/{i}");
+        let body = json!({
+            "id": id, "type": "Create", "actor": actor,
+            "object": {"id": format!("{id}/note"), "type": "Note", "name": name,
+                       "inReplyTo": uri, "attributedTo": actor, "to": [fed.actor_iri("carol")]},
+        });
+        activity::store_incoming(
+            &db.pool,
+            None,
+            &format!("{actor}#main-key"),
+            &id,
+            "Create",
+            actor,
+            &body,
+        )
+        .await
+        .expect("store");
+    }
+    let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
+    let c = Consumer {
+        queue: QueueName::Activity,
+        limit: 10,
+        registry: hollo_runtime::tasks::registry(&q, Some(fed.clone())),
+        pool: db.pool.clone(),
+        item_locks: None,
+        node: Uuid::new_v4(),
+        lease: Duration::from_secs(30),
+        poll: Duration::from_millis(100),
+        metrics: Metrics::new(),
+    };
+    let stop = CancellationToken::new();
+    let h = tokio::spawn(c.run(
+        Arc::new(Notify::new()),
+        stop.clone(),
+        stop.clone(),
+        InFlight::default(),
+    ));
+    eventually(WAIT, "the three votes processed", || async {
+        (scalar(
+            &db.pool,
+            "SELECT count(*) FROM inbox_activities WHERE processed_at IS NOT NULL",
+        )
+        .await
+            == 3)
+            .then_some(())
+    })
+    .await;
+    stop.cancel();
+    let _ = h.await;
+    // The two votes for "right" race (the consumer runs them concurrently): one of them wins.
+    let outcomes: Vec<String> =
+        sqlx::query_scalar("SELECT outcome FROM inbox_activities ORDER BY outcome DESC")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            "poll vote stored",
+            "poll vote stored",
+            "ignored: vote already stored"
+        ]
+    );
+    assert_eq!(
+        scalar(&db.pool, "SELECT count(*) FROM remote_posts").await,
+        0
+    );
+    let mut conn = db.pool.acquire().await.unwrap();
+    let p = polls::poll_json(&mut conn, poll.unwrap(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (p["votes_count"].clone(), p["voters_count"].clone()),
+        (json!(2), json!(1))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binary: recovery runs on worker nodes (at start and every interval), never on web nodes.
+
+struct Proc(std::process::Child, std::path::PathBuf);
+
+impl Proc {
+    fn spawn(env: &[(&str, &str)]) -> Proc {
+        let log = std::env::temp_dir().join(format!("hollo-polls-{}.log", Uuid::new_v4().simple()));
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hollo"));
+        cmd.arg("serve")
+            .env_remove("NODE_TYPE")
+            .env_remove("SECRET_KEY")
+            .env("BIND", "127.0.0.1")
+            .env("RUST_LOG", "info")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(file);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Proc(cmd.spawn().expect("spawn hollo"), log)
+    }
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.1).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port().to_string())
+        .expect("free port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_nodes_recover_expired_polls_and_web_nodes_do_not() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "proc").await;
+    // Expired, never scheduled: only recovery can find it.
+    let poll = new_poll(&db.pool, author, 3600, false).await;
+    expire_in(&db.pool, poll, -5.0).await;
+
+    let web = Proc::spawn(&[
+        ("NODE_TYPE", "web"),
+        ("DATABASE_URL", &db.url),
+        ("PORT", &free_port()),
+        ("RECOVERY_INTERVAL_SECONDS", "1"),
+    ]);
+    eventually(WAIT, "the web node listening", || async {
+        web.logs().contains("listening for HTTP").then_some(())
+    })
+    .await;
+    // Three recovery intervals: a web node must not have scheduled anything.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(stored_poll_messages(&db.pool).await, 0, "{}", web.logs());
+    drop(web);
+
+    let worker = Proc::spawn(&[
+        ("NODE_TYPE", "worker"),
+        ("DATABASE_URL", &db.url),
+        ("HEALTH_PORT", &free_port()),
+        ("RECOVERY_INTERVAL_SECONDS", "1"),
+        ("QUEUE_POLL_MS", "200"),
+    ]);
+    eventually(WAIT, "the worker notifying the recovered poll", || async {
+        (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
+    })
+    .await;
+    assert!(
+        worker.logs().contains("Worker started"),
+        "{}",
+        worker.logs()
+    );
+    assert_never_early_never_twice(&db.pool).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll_again() {
+    let db = fresh_db().await;
+    let (author, _) = account(&db.pool, "flaky").await;
+    let poll = new_poll(&db.pool, author, 1, false).await;
+    admission::schedule(&db.pool, poll, WEEK).await.unwrap();
+    // Every run fails transiently while the notifications table is away.
+    sqlx::query("ALTER TABLE notifications RENAME TO notifications_away")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let attempts: i32 = eventually(WAIT, "the message to fail for good", || async {
+        sqlx::query_scalar("SELECT attempts FROM hollo_failed_message WHERE kind = $1")
+            .bind(KIND)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(attempts, 3, "three executions in total");
+    assert_eq!(stored_poll_messages(&db.pool).await, 0);
+    sqlx::query("ALTER TABLE notifications_away RENAME TO notifications")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let recov = start_recovery(&db.pool, WEEK, Duration::from_millis(200));
+    eventually(WAIT, "the recovered notification", || async {
+        (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
+    })
+    .await;
+    recov.kill().await;
+    w.kill().await;
+    assert_never_early_never_twice(&db.pool).await;
+}
