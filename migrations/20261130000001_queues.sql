@@ -31,8 +31,9 @@ CREATE INDEX hollo_task_message_v1_due ON hollo_task_message_v1 (due);
 CREATE INDEX hollo_task_message_v1_kind_due ON hollo_task_message_v1 (kind, due);
 CREATE UNIQUE INDEX hollo_task_message_v1_coalesce ON hollo_task_message_v1 (coalesce_key)
     WHERE coalesce_key IS NOT NULL;
-CREATE INDEX hollo_task_message_v1_owner ON hollo_task_message_v1 (lease_owner)
-    WHERE lease_owner IS NOT NULL;
+-- No index on lease_owner: renewals, releases and completions find rows by id (the primary
+-- key), and every index is one more write per claim (a claim moves `due`, so it is never a HOT
+-- update). `due` serves claims of the general slots, `(kind, due)` the lanes' claims.
 
 CREATE TABLE hollo_activity_message_v1 (LIKE hollo_task_message_v1 INCLUDING ALL)
     WITH (fillfactor = 70,
