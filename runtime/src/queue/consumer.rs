@@ -137,10 +137,7 @@ impl Consumer {
                 .await
                 {
                     Ok(claimed) => {
-                        complete::forget_all(
-                            &held,
-                            &done.iter().map(|d| d.0).collect::<Vec<_>>(),
-                        );
+                        complete::forget_all(&held, &done.iter().map(|d| d.0).collect::<Vec<_>>());
                         backoff = Duration::from_millis(100);
                         more = claimed.len() == free;
                         if let Ok(mut h) = held.lock() {
