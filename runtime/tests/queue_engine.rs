@@ -836,6 +836,27 @@ async fn a_claim_carries_fenced_completions_in_the_same_statement() {
             .await
             .unwrap();
     assert!(gone);
+
+    // Nothing to claim (no branch has room) still writes the completions it carries.
+    let none = claim::claim_and_complete(
+        &db.pool,
+        QueueName::Task,
+        node,
+        lease,
+        1,
+        &[],
+        &[(second[1].id, second[1].claims)],
+    )
+    .await
+    .unwrap();
+    assert!(none.is_empty());
+    let gone: bool =
+        sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM hollo_task_message_v1 WHERE id = $1)")
+            .bind(second[1].id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(gone, "completions are written even when nothing is claimed");
 }
 
 /// Completions whose statement fails (claim and batcher alike) are written again later, not

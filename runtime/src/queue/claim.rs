@@ -53,6 +53,10 @@ pub async fn claim_and_complete(
         .filter(|b| b.limit > 0 && !b.kinds.is_empty())
         .collect();
     if total == 0 || branches.is_empty() {
+        // Nothing to claim, but the completions still have to be written.
+        if !done.is_empty() {
+            super::complete::delete_done(pool, queue, node, done).await?;
+        }
         return Ok(Vec::new());
     }
     let t = queue.table();

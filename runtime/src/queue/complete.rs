@@ -84,11 +84,6 @@ async fn run(
     backlog: Arc<Mutex<Vec<Done>>>,
     mut rx: mpsc::UnboundedReceiver<()>,
 ) {
-    let sql = format!(
-        "DELETE FROM {} m USING unnest($1::uuid[], $2::int[]) AS d(id, claims)
-          WHERE m.id = d.id AND m.claims = d.claims AND m.lease_owner = $3",
-        queue.table()
-    );
     let take = || {
         backlog
             .lock()
@@ -104,7 +99,7 @@ async fn run(
         }
         let all = take();
         for batch in all.chunks(BATCH_MAX) {
-            write_batch(&pool, queue, node, &held, &sql, batch).await;
+            write_batch(&pool, queue, node, &held, batch).await;
         }
         if !open {
             return;
@@ -112,25 +107,10 @@ async fn run(
     }
 }
 
-async fn write_batch(
-    pool: &PgPool,
-    queue: QueueName,
-    node: Uuid,
-    held: &Held,
-    sql: &str,
-    batch: &[Done],
-) {
-    let ids: Vec<Uuid> = batch.iter().map(|b| b.0).collect();
-    let claims: Vec<i32> = batch.iter().map(|b| b.1).collect();
+async fn write_batch(pool: &PgPool, queue: QueueName, node: Uuid, held: &Held, batch: &[Done]) {
     let mut delay = Duration::from_millis(100);
     for attempt in 1..=5 {
-        match sqlx::query(AssertSqlSafe(sql.to_string()))
-            .bind(&ids)
-            .bind(&claims)
-            .bind(node)
-            .execute(pool)
-            .await
-        {
+        match delete_done(pool, queue, node, batch).await {
             Ok(_) => break,
             Err(e) if attempt < 5 => {
                 tracing::warn!(queue = queue.as_str(), error = %e, "completion batch failed; retrying");
@@ -139,12 +119,34 @@ async fn write_batch(
             }
             Err(e) => {
                 // The rows stay leased and run again after the lease ends: at-least-once.
-                tracing::error!(queue = queue.as_str(), error = %e, count = ids.len(),
+                tracing::error!(queue = queue.as_str(), error = %e, count = batch.len(),
                     "could not record completions; these messages will run again");
             }
         }
     }
-    forget_all(held, &ids);
+    forget_all(held, &batch.iter().map(|b| b.0).collect::<Vec<_>>());
+}
+
+/// Deletes finished messages in one statement, each fenced on the claim it ran under (a row
+/// re-claimed since, by us or another worker, is left alone). Returns how many were deleted.
+pub async fn delete_done(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    done: &[Done],
+) -> Result<u64, sqlx::Error> {
+    let sql = format!(
+        "DELETE FROM {} m USING unnest($1::uuid[], $2::int[]) AS d(id, claims)
+          WHERE m.id = d.id AND m.claims = d.claims AND m.lease_owner = $3",
+        queue.table()
+    );
+    Ok(sqlx::query(AssertSqlSafe(sql))
+        .bind(done.iter().map(|d| d.0).collect::<Vec<Uuid>>())
+        .bind(done.iter().map(|d| d.1).collect::<Vec<i32>>())
+        .bind(node)
+        .execute(pool)
+        .await?
+        .rows_affected())
 }
 
 /// Drops ids from the set whose leases the renewal loop keeps alive.
