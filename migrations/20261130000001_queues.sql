@@ -7,6 +7,10 @@
 -- again when the lease ends, and the monitoring SQL counts in-flight rows as "delayed" (they are
 -- not claimable) rather than "ready".
 --
+-- Storage: the queues stay small and churn fast, so autovacuum runs every 1 000 changed rows
+-- and unthrottled (cost delay 0): dead claim/delete versions are reclaimed before they slow the
+-- `due` index scans of claims.
+--
 -- `due` mirrors `created + delay`: the expression is only STABLE in PostgreSQL (interval
 -- arithmetic depends on the time zone), so it cannot be indexed; every statement that writes
 -- `delay` writes `due` with it.
@@ -25,19 +29,29 @@ CREATE TABLE hollo_task_message_v1 (
     ready_at      timestamptz NOT NULL DEFAULT CURRENT_TIMESTAMP  -- when it last became due; enqueue-to-start latency
 ) WITH (fillfactor = 70,
         autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000,
-        autovacuum_analyze_scale_factor = 0.0, autovacuum_analyze_threshold = 1000);
+        autovacuum_analyze_scale_factor = 0.0, autovacuum_analyze_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
 
 CREATE INDEX hollo_task_message_v1_due ON hollo_task_message_v1 (due);
 CREATE INDEX hollo_task_message_v1_kind_due ON hollo_task_message_v1 (kind, due);
 CREATE UNIQUE INDEX hollo_task_message_v1_coalesce ON hollo_task_message_v1 (coalesce_key)
     WHERE coalesce_key IS NOT NULL;
-CREATE INDEX hollo_task_message_v1_owner ON hollo_task_message_v1 (lease_owner)
-    WHERE lease_owner IS NOT NULL;
+-- No index on lease_owner: renewals, releases and completions find rows by id (the primary
+-- key), and every index is one more write per claim (a claim moves `due`, so it is never a HOT
+-- update). `due` serves claims of the general slots, `(kind, due)` the lanes' claims.
 
-CREATE TABLE hollo_activity_message_v1 (LIKE hollo_task_message_v1 INCLUDING ALL)
+-- The activity queue has no lanes (sub-limits exist only among tasks), so its claims read
+-- `due` alone and it gets no `(kind, due)` index: one index write less per claim on the busiest
+-- queue. A lane added there later still works, by filtering the `due` scan.
+CREATE TABLE hollo_activity_message_v1
+    (LIKE hollo_task_message_v1 INCLUDING ALL EXCLUDING INDEXES, PRIMARY KEY (id))
     WITH (fillfactor = 70,
           autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000,
-          autovacuum_analyze_scale_factor = 0.0, autovacuum_analyze_threshold = 1000);
+          autovacuum_analyze_scale_factor = 0.0, autovacuum_analyze_threshold = 1000,
+          autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX hollo_activity_message_v1_due ON hollo_activity_message_v1 (due);
+CREATE UNIQUE INDEX hollo_activity_message_v1_coalesce ON hollo_activity_message_v1 (coalesce_key)
+    WHERE coalesce_key IS NOT NULL;
 
 -- Messages whose retry policy gave up. Kept for operators to inspect and replay.
 CREATE TABLE hollo_failed_message (

@@ -772,3 +772,164 @@ FROM hollo_task_message_v1;",
     assert_eq!((queued, ready, delayed, pending_polls), (9, 3, 6, 1));
     assert_eq!(s.in_flight, 2);
 }
+
+#[tokio::test]
+async fn a_claim_carries_fenced_completions_in_the_same_statement() {
+    let db = fresh_db().await;
+    let msgs: Vec<NewMessage> = (0..4)
+        .map(|i| NewMessage::new(probe::KIND, serde_json::json!({ "key": format!("c{i}") })))
+        .collect();
+    enqueue_many(&db.pool, QueueName::Task, &msgs)
+        .await
+        .unwrap();
+    let node = Uuid::new_v4();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: 4,
+    }];
+    let lease = Duration::from_secs(600);
+    let first = claim::claim(&db.pool, QueueName::Task, node, lease, 2, &all)
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 2);
+    // One genuine completion and one with a stale fencing token (as if another claim had
+    // happened since): only the genuine one may delete its row.
+    let done = vec![
+        (first[0].id, first[0].claims),
+        (first[1].id, first[1].claims + 7),
+    ];
+    let second = claim::claim_and_complete(&db.pool, QueueName::Task, node, lease, 2, &all, &done)
+        .await
+        .unwrap();
+    assert_eq!(second.len(), 2, "the claim part still fills the free slots");
+    let left: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM hollo_task_message_v1 ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert!(!left.contains(&first[0].id), "the completion committed");
+    assert!(left.contains(&first[1].id), "a stale token deletes nothing");
+    assert_eq!(left.len(), 3);
+
+    // A lease that ran out before its completion was written: the row is due again, but the
+    // completion wins — it is deleted, not claimed a second time by the same statement.
+    sqlx::query("UPDATE hollo_task_message_v1 SET due = now() - interval '1 s' WHERE id = $1")
+        .bind(second[0].id)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let third = claim::claim_and_complete(
+        &db.pool,
+        QueueName::Task,
+        node,
+        lease,
+        4,
+        &all,
+        &[(second[0].id, second[0].claims)],
+    )
+    .await
+    .unwrap();
+    assert!(third.iter().all(|m| m.id != second[0].id));
+    let gone: bool =
+        sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM hollo_task_message_v1 WHERE id = $1)")
+            .bind(second[0].id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(gone);
+
+    // Nothing to claim (no branch has room) still writes the completions it carries.
+    let none = claim::claim_and_complete(
+        &db.pool,
+        QueueName::Task,
+        node,
+        lease,
+        1,
+        &[],
+        &[(second[1].id, second[1].claims)],
+    )
+    .await
+    .unwrap();
+    assert!(none.is_empty());
+    let gone: bool =
+        sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM hollo_task_message_v1 WHERE id = $1)")
+            .bind(second[1].id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(gone, "completions are written even when nothing is claimed");
+}
+
+/// Completions whose statement fails (claim and batcher alike) are written again later, not
+/// lost, and the messages do not run twice meanwhile: the rows stay leased to their worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn completions_that_fail_to_commit_are_written_again_not_lost() {
+    let db = fresh_db().await;
+    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    // Injected fault: every DELETE on the queue fails while `fail_deletes.on` is true.
+    for stmt in [
+        "CREATE TABLE fail_deletes (on_ boolean NOT NULL)",
+        "INSERT INTO fail_deletes VALUES (true)",
+        "CREATE FUNCTION fail_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF (SELECT on_ FROM fail_deletes) THEN RAISE EXCEPTION 'injected delete failure'; END IF;
+           RETURN OLD;
+         END $$",
+        "CREATE TRIGGER fail_delete BEFORE DELETE ON hollo_task_message_v1
+           FOR EACH ROW EXECUTE FUNCTION fail_delete()",
+    ] {
+        sqlx::query(stmt).execute(&db.pool).await.unwrap();
+    }
+    let n = 12;
+    let msgs: Vec<NewMessage> = (0..n)
+        .map(|i| NewMessage::new("test.log.v1", serde_json::json!({ "key": format!("f{i}") })))
+        .collect();
+    enqueue_many(&db.pool, QueueName::Task, &msgs)
+        .await
+        .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        logging_registry("test.log.v1", QueueName::Task),
+        Duration::from_secs(30),
+    );
+    // Only the first claim can succeed (every later one carries completions that fail).
+    eventually(Duration::from_secs(20), "the first slots ran", || async {
+        let ran: i64 = sqlx::query_scalar("SELECT count(*) FROM exec_log")
+            .fetch_one(&db.pool)
+            .await
+            .ok()?;
+        (ran >= 4).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let queued = queue_stats(&db.pool, QueueName::Task).await.unwrap().queued;
+    assert_eq!(queued, n, "no completion could commit, so no row is gone");
+    sqlx::query("UPDATE fail_deletes SET on_ = false")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(30),
+        "all messages handled and deleted once deletes work again",
+        || async {
+            let s = queue_stats(&db.pool, QueueName::Task).await.ok()?;
+            (s.queued == 0).then_some(())
+        },
+    )
+    .await;
+    let (total, distinct): (i64, i64) =
+        sqlx::query_as("SELECT count(*), count(DISTINCT key) FROM exec_log")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (total, distinct),
+        (n, n),
+        "each message ran exactly once: failed completions were retried, not re-run"
+    );
+    w.shutdown().await;
+}

@@ -1,10 +1,17 @@
 //! `hollo-bench`: throughput and enqueue-to-start latency of the queue engine on a real
-//! PostgreSQL, with durable settings (`synchronous_commit=on`, the server's default).
+//! PostgreSQL, with durable settings (`synchronous_commit=on` by default).
 //!
-//! Modes: `drain` pre-inserts `--jobs` no-op messages and times how fast `--workers` consumers
-//! (each with `--concurrency` slots, as separate worker processes would be) empty the queue;
-//! `steady` enqueues at `--rate` per second for `--seconds` while they work, which is where
-//! enqueue-to-start latency means something. The last line is machine-readable.
+//! Modes: `drain` pre-inserts `--jobs` no-op messages and times how fast `--workers` worker
+//! *processes* (each with `--concurrency` slots) empty the queue; `steady` enqueues at `--rate`
+//! per second for `--seconds` while they work, which is where enqueue-to-start latency means
+//! something. Workers are this binary re-executed in a hidden child mode, so each has its own
+//! address space and its peak RSS (VmHWM) is what a real worker process of the engine would
+//! use. The last line is machine-readable.
+//!
+//! Parent ↔ child protocol on stdin/stdout, one line each: the child prints `ready` once its
+//! pool and LISTEN are up; the parent writes `go <unix micros>` (latency counts from the later
+//! of that instant and the message's `ready_at`), later `stop`; the child drains, then prints
+//! `lat <ms>` per message it started and a final `rss_kb <VmHWM>`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,11 +21,12 @@ use clap::{Parser, ValueEnum};
 use hollo_runtime::db;
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::consumer::{Consumer, InFlight};
-use hollo_runtime::queue::stats::queue_stats;
 use hollo_runtime::queue::{
     JobContext, KindSpec, NewMessage, QueueName, Registry, TaskError, enqueue_many, listener,
 };
+use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -39,24 +47,37 @@ struct Args {
     /// Messages to pre-insert (drain mode).
     #[arg(long, default_value_t = 20_000)]
     jobs: u64,
-    /// Consumers, each with its own node id and pool, as separate worker processes would be.
+    /// Worker processes, each with its own node id, pool and LISTEN connection.
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Slots per consumer.
+    /// Slots per worker process (Hollo's defaults: 10 activity, 4 task).
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
+    /// Connections per worker process (a real worker has 20 general + 4 item-lock ones).
+    #[arg(long, default_value_t = 20)]
+    pool: u32,
+    /// Handler time in ms (an I/O-bound handler sleeps); 0 is a no-op handler.
+    #[arg(long, default_value_t = 0)]
+    handler_ms: u64,
     /// Messages per second to enqueue (steady mode).
     #[arg(long, default_value_t = 1000)]
     rate: u64,
     /// Duration of the steady run.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
+    /// `synchronous_commit` for every connection (benchmark durable settings unless told).
+    #[arg(long, default_value = "on")]
+    synchronous_commit: String,
     /// Database to use; default: a throwaway database on the local PostgreSQL under target/.
     #[arg(long, env = "BENCH_DATABASE_URL")]
     database_url: Option<String>,
+    /// Internal: run as one worker process on this database URL.
+    #[arg(long, hide = true)]
+    child: Option<String>,
 }
 
 const KIND: &str = "hollo.bench.v1";
+const QUEUE: QueueName = QueueName::Activity;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -66,12 +87,147 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn connect(url: &str, max: u32, sync_commit: &str) -> Result<PgPool> {
+    let opts = db::connect_options(url)?.options([("synchronous_commit", sync_commit)]);
+    PgPoolOptions::new()
+        .max_connections(max)
+        .connect_with(opts)
+        .await
+        .context("connecting")
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    if args.workers == 0 || args.concurrency == 0 {
-        bail!("--workers and --concurrency must be at least 1");
+    if args.workers == 0 || args.concurrency == 0 || args.pool == 0 {
+        bail!("--workers, --concurrency and --pool must be at least 1");
     }
+    if !matches!(
+        args.synchronous_commit.as_str(),
+        "on" | "off" | "local" | "remote_write" | "remote_apply"
+    ) {
+        bail!("--synchronous-commit must be on, off, local, remote_write or remote_apply");
+    }
+    match args.child.clone() {
+        Some(url) => child(args, &url).await,
+        None => parent(args).await,
+    }
+}
+
+/// One worker process: a consumer with its own pool and LISTEN connection, as `hollo serve`
+/// with `NODE_TYPE=worker` would run it, and a handler that only records its start latency.
+async fn child(args: Args, url: &str) -> Result<()> {
+    let pool = connect(url, args.pool, &args.synchronous_commit).await?;
+    let latencies: Arc<Mutex<Vec<f64>>> = Default::default();
+    // Set once the parent says go; latency counts from then at the earliest.
+    let go_at: Arc<Mutex<chrono::DateTime<chrono::Utc>>> =
+        Arc::new(Mutex::new(chrono::DateTime::<chrono::Utc>::MIN_UTC));
+    let mut registry = Registry::new();
+    {
+        let (lat, go_at) = (latencies.clone(), go_at.clone());
+        let sleep = Duration::from_millis(args.handler_ms);
+        registry.register(
+            KindSpec::new(KIND, QUEUE),
+            move |ctx: JobContext, _p: serde_json::Value| {
+                let (lat, go_at) = (lat.clone(), go_at.clone());
+                async move {
+                    let from = go_at.lock().map(|g| *g).unwrap_or(ctx.msg.ready_at);
+                    let waited = (chrono::Utc::now() - ctx.msg.ready_at.max(from))
+                        .num_microseconds()
+                        .unwrap_or(0) as f64
+                        / 1000.0;
+                    if let Ok(mut l) = lat.lock() {
+                        l.push(waited.max(0.0));
+                    }
+                    if !sleep.is_zero() {
+                        tokio::time::sleep(sleep).await;
+                    }
+                    Ok::<(), TaskError>(())
+                }
+            },
+        );
+    }
+    let stop = CancellationToken::new();
+    let abort = CancellationToken::new();
+    let wake = Arc::new(Notify::new());
+    let wakes = std::collections::HashMap::from([(QUEUE, wake.clone())]);
+    let listen = tokio::spawn(listener::run(
+        listener::Source::Pool(pool.clone()),
+        wakes,
+        stop.clone(),
+    ));
+    let consumer = Consumer {
+        queue: QUEUE,
+        limit: args.concurrency,
+        registry,
+        pool: pool.clone(),
+        item_locks: None,
+        node: uuid::Uuid::new_v4(),
+        lease: Duration::from_secs(30),
+        poll: Duration::from_secs(5),
+        metrics: Metrics::new(),
+    };
+
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    stdout.write_all(b"ready\n").await?;
+    stdout.flush().await?;
+    let go = stdin.next_line().await?.unwrap_or_default();
+    let micros: i64 = go
+        .strip_prefix("go ")
+        .and_then(|s| s.trim().parse().ok())
+        .context("expected `go <unix micros>` from the parent")?;
+    if let (Ok(mut g), Some(t)) = (
+        go_at.lock(),
+        chrono::DateTime::from_timestamp_micros(micros),
+    ) {
+        *g = t;
+    }
+    let run = tokio::spawn(consumer.run(wake, stop.clone(), abort.clone(), InFlight::default()));
+    // `stop` or end of input: drain and report.
+    let _ = stdin.next_line().await;
+    stop.cancel();
+    let timer = {
+        let abort = abort.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            abort.cancel();
+        })
+    };
+    let _ = run.await;
+    timer.abort();
+    let _ = listen.await;
+    pool.close().await;
+    let lat = latencies.lock().map(|l| l.clone()).unwrap_or_default();
+    let mut out = String::with_capacity(lat.len() * 8 + 32);
+    for l in lat {
+        out.push_str(&format!("lat {l:.3}\n"));
+    }
+    out.push_str(&format!("rss_kb {}\n", peak_rss_kb()));
+    stdout.write_all(out.as_bytes()).await?;
+    stdout.flush().await?;
+    Ok(())
+}
+
+struct Worker {
+    proc: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+async fn parent(args: Args) -> Result<()> {
     let admin = match &args.database_url {
         Some(u) => u.clone(),
         None => {
@@ -85,36 +241,14 @@ async fn main() -> Result<()> {
     let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
     db::create_database_if_missing(&admin, &name).await?;
     let url = with_database(&admin, &name);
-    let setup = PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&url)
-        .await
-        .context("connecting")?;
+    let result = run_parent(&args, &url).await;
+    let _ = drop_database(&admin, &name).await;
+    result
+}
+
+async fn run_parent(args: &Args, url: &str) -> Result<()> {
+    let setup = connect(url, 2, &args.synchronous_commit).await?;
     db::migrate(&setup).await?;
-
-    let latencies: Arc<Mutex<Vec<f64>>> =
-        Arc::new(Mutex::new(Vec::with_capacity(args.jobs as usize)));
-    let mut registry = Registry::new();
-    {
-        let lat = latencies.clone();
-        registry.register(
-            KindSpec::new(KIND, QueueName::Activity),
-            move |ctx: JobContext, _p: serde_json::Value| {
-                let lat = lat.clone();
-                async move {
-                    let waited = (chrono::Utc::now() - ctx.msg.ready_at)
-                        .num_microseconds()
-                        .unwrap_or(0) as f64
-                        / 1000.0;
-                    if let Ok(mut l) = lat.lock() {
-                        l.push(waited.max(0.0));
-                    }
-                    Ok::<(), TaskError>(())
-                }
-            },
-        );
-    }
-
     let body = serde_json::json!({});
     if let Mode::Drain = args.mode {
         let t = Instant::now();
@@ -124,7 +258,7 @@ async fn main() -> Result<()> {
                 .map(|_| NewMessage::new(KIND, body.clone()))
                 .collect();
             n += batch.len() as u64;
-            enqueue_many(&setup, QueueName::Activity, &batch).await?;
+            enqueue_many(&setup, QUEUE, &batch).await?;
         }
         eprintln!(
             "enqueued {} in {:.2} s ({:.0}/s, bulk)",
@@ -132,120 +266,155 @@ async fn main() -> Result<()> {
             t.elapsed().as_secs_f64(),
             args.jobs as f64 / t.elapsed().as_secs_f64()
         );
-        // Latency in drain mode counts from when the consumers start, not from insertion.
-        sqlx::query("UPDATE hollo_activity_message_v1 SET ready_at = now() + interval '1 second'")
-            .execute(&setup)
-            .await?;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // A fair start: the table as a worker would find it after autovacuum.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "VACUUM ANALYZE {}",
+            QUEUE.table()
+        )))
+        .execute(&setup)
+        .await?;
     }
 
-    let stop = CancellationToken::new();
-    let abort = CancellationToken::new();
-    let mut handles = Vec::new();
+    let exe = std::env::current_exe()?;
+    let mut workers = Vec::with_capacity(args.workers);
     for _ in 0..args.workers {
-        let pool = PgPoolOptions::new()
-            .max_connections((args.concurrency as u32 + 4).min(30))
-            .connect(&url)
-            .await?;
-        let c = Consumer {
-            queue: QueueName::Activity,
-            limit: args.concurrency,
-            registry: registry.clone(),
-            pool,
-            item_locks: None,
-            node: uuid::Uuid::new_v4(),
-            lease: Duration::from_secs(30),
-            poll: Duration::from_secs(5),
-            metrics: Metrics::new(),
-        };
-        // Each consumer listens like a worker process would (LISTEN/NOTIFY wake-ups).
-        let wake = Arc::new(Notify::new());
-        let wakes = std::collections::HashMap::from([(QueueName::Activity, wake.clone())]);
-        handles.push(tokio::spawn(listener::run(
-            listener::Source::Pool(c.pool.clone()),
-            wakes,
-            stop.clone(),
-        )));
-        handles.push(tokio::spawn(c.run(
-            wake,
-            stop.clone(),
-            abort.clone(),
-            InFlight::default(),
-        )));
+        let mut proc = tokio::process::Command::new(&exe)
+            .arg("--child")
+            .arg(url)
+            .args(["--concurrency", &args.concurrency.to_string()])
+            .args(["--pool", &args.pool.to_string()])
+            .args(["--handler-ms", &args.handler_ms.to_string()])
+            .args(["--synchronous-commit", &args.synchronous_commit])
+            .env_remove("BENCH_DATABASE_URL")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("spawning a worker process")?;
+        let stdin = proc.stdin.take().context("worker stdin")?;
+        let stdout = proc.stdout.take().context("worker stdout")?;
+        workers.push(Worker {
+            proc,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+        });
+    }
+    for w in &mut workers {
+        match w.lines.next_line().await? {
+            Some(l) if l == "ready" => {}
+            other => bail!("worker process did not start: {other:?}"),
+        }
     }
 
+    // WAL written per job is the noise-free part of the cost (a shared 2-vCPU machine makes
+    // timings noisy): every claim, completion and index entry shows up in it.
+    let wal_start: String = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(&setup)
+        .await?;
+    let go = format!("go {}\n", chrono::Utc::now().timestamp_micros());
     let start = Instant::now();
+    for w in &mut workers {
+        w.stdin.write_all(go.as_bytes()).await?;
+        w.stdin.flush().await?;
+    }
+    // One index probe, not count(*): a seq scan of the whole queue every few ms would take a
+    // sizeable share of a 2-vCPU machine away from the workers being measured.
+    let any_sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM {} ORDER BY due LIMIT 1)",
+        QUEUE.table()
+    );
+    let wait_empty = || async {
+        loop {
+            let any: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(any_sql.clone()))
+                .fetch_one(&setup)
+                .await?;
+            if !any {
+                return Ok::<(), anyhow::Error>(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
     let total = match args.mode {
         Mode::Drain => {
-            loop {
-                let s = queue_stats(&setup, QueueName::Activity).await?;
-                if s.queued == 0 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            wait_empty().await?;
             args.jobs
         }
         Mode::Steady => {
             let tick = Duration::from_millis(10);
-            let per_tick = (args.rate as f64 * tick.as_secs_f64()).max(1.0);
+            let per_tick = args.rate as f64 * tick.as_secs_f64();
             let mut sent = 0u64;
             let mut owed = 0.0;
             let mut interval = tokio::time::interval(tick);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
             while start.elapsed() < Duration::from_secs(args.seconds) {
                 interval.tick().await;
                 owed += per_tick;
                 let n = owed.floor() as u64;
                 owed -= n as f64;
+                if n == 0 {
+                    continue;
+                }
                 let batch: Vec<NewMessage> = (0..n)
                     .map(|_| NewMessage::new(KIND, body.clone()))
                     .collect();
-                enqueue_many(&setup, QueueName::Activity, &batch).await?;
+                enqueue_many(&setup, QUEUE, &batch).await?;
                 sent += n;
             }
-            loop {
-                if queue_stats(&setup, QueueName::Activity).await?.queued == 0 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            wait_empty().await?;
             sent
         }
     };
     let elapsed = start.elapsed().as_secs_f64();
-    stop.cancel();
-    abort.cancel();
-    for h in handles {
-        let _ = h.await;
-    }
-    let mut lat = latencies.lock().map(|l| l.clone()).unwrap_or_default();
-    lat.sort_by(|a, b| a.total_cmp(b));
-    let rss_kb = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .unwrap_or(0);
+    let wal_bytes: f64 = sqlx::query_scalar(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)::float8",
+    )
+    .bind(&wal_start)
+    .fetch_one(&setup)
+    .await?;
     setup.close().await;
-    let _ = drop_database(&admin, &name).await;
+
+    let mut lat = Vec::with_capacity(total as usize);
+    let mut rss = Vec::with_capacity(workers.len());
+    for w in &mut workers {
+        w.stdin.write_all(b"stop\n").await?;
+        w.stdin.flush().await?;
+    }
+    for mut w in workers {
+        while let Some(line) = w.lines.next_line().await? {
+            if let Some(v) = line.strip_prefix("lat ") {
+                lat.push(v.parse::<f64>().context("worker latency line")?);
+            } else if let Some(v) = line.strip_prefix("rss_kb ") {
+                rss.push(v.parse::<u64>().context("worker rss line")?);
+            }
+        }
+        let status = w.proc.wait().await?;
+        if !status.success() {
+            bail!("a worker process failed: {status}");
+        }
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let mode = match args.mode {
+        Mode::Drain => "drain",
+        Mode::Steady => "steady",
+    };
+    eprintln!("handler runs: {} (≥ jobs: at-least-once)", lat.len());
     println!(
-        "mode={} jobs={} workers={} concurrency={} elapsed_s={:.3} jobs_s={:.0} latency_ms_p50={:.2} latency_ms_p99={:.2} latency_ms_max={:.2} peak_rss_kb={}",
-        match args.mode {
-            Mode::Drain => "drain",
-            Mode::Steady => "steady",
-        },
-        total,
+        "mode={mode} jobs={total} workers={} concurrency={} handler_ms={} synchronous_commit={} elapsed_s={:.3} jobs_s={:.0} latency_ms_p50={:.2} latency_ms_p99={:.2} latency_ms_max={:.2} wal_bytes_per_job={:.0} peak_rss_kb={} worker_peak_rss_kb={}",
         args.workers,
         args.concurrency,
+        args.handler_ms,
+        args.synchronous_commit,
         elapsed,
         total as f64 / elapsed,
         percentile(&lat, 0.50),
         percentile(&lat, 0.99),
         lat.last().copied().unwrap_or(0.0),
-        rss_kb
+        wal_bytes / total.max(1) as f64,
+        rss.iter().max().copied().unwrap_or(0),
+        rss.iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     );
     Ok(())
 }

@@ -32,20 +32,47 @@ pub async fn claim(
     total: usize,
     branches: &[ClaimBranch],
 ) -> Result<Vec<Claimed>, sqlx::Error> {
+    claim_and_complete(pool, queue, node, lease, total, branches, &[]).await
+}
+
+/// [`claim`], and in the same statement (so the same transaction and the same commit) deletes
+/// the listed finished messages, fenced on their claim exactly like the completion batcher.
+/// One commit instead of two per refill; if the statement fails, nothing of it happened and
+/// the caller hands the completions back to the batcher.
+pub async fn claim_and_complete(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    lease: Duration,
+    total: usize,
+    branches: &[ClaimBranch],
+    done: &[(Uuid, i32)],
+) -> Result<Vec<Claimed>, sqlx::Error> {
     let branches: Vec<&ClaimBranch> = branches
         .iter()
         .filter(|b| b.limit > 0 && !b.kinds.is_empty())
         .collect();
     if total == 0 || branches.is_empty() {
+        // Nothing to claim, but the completions still have to be written.
+        if !done.is_empty() {
+            super::complete::delete_done(pool, queue, node, done).await?;
+        }
         return Ok(Vec::new());
     }
     let t = queue.table();
-    // Parameters: $1 total, $2 node, $3 lease seconds, then (kinds, limit) per branch.
-    // Each branch is its own CTE: PostgreSQL refuses FOR UPDATE directly under UNION.
-    let mut ctes = Vec::with_capacity(branches.len());
+    // Parameters: $1 total, $2 node, $3 lease seconds, $4/$5 finished ids and claims, then
+    // (kinds, limit) per branch. Each branch is its own CTE: PostgreSQL refuses FOR UPDATE
+    // directly under UNION. The `done` CTE runs whether or not it is read (PostgreSQL always
+    // executes data-modifying CTEs); it touches only rows leased to us, which the branches
+    // (due rows only) see only when a lease ran out before its completion was written: then
+    // `pick` leaves the row out, so the completion wins and the row is not modified twice.
+    let mut ctes = vec![format!(
+        "done AS (DELETE FROM {t} d USING unnest($4::uuid[], $5::int[]) AS f(id, claims)
+                   WHERE d.id = f.id AND d.claims = f.claims AND d.lease_owner = $2 RETURNING d.id)"
+    )];
     let mut union = Vec::with_capacity(branches.len());
     for i in 0..branches.len() {
-        let kinds = 4 + 2 * i;
+        let kinds = 6 + 2 * i;
         let limit = kinds + 1;
         ctes.push(format!(
             "b{i} AS (SELECT id, due FROM {t} WHERE due <= now() AND kind = ANY(${kinds}::text[])
@@ -54,7 +81,8 @@ pub async fn claim(
         union.push(format!("SELECT id, due FROM b{i}"));
     }
     let sql = format!(
-        "WITH {}, pick AS (SELECT id FROM ({}) cand ORDER BY due LIMIT $1)
+        "WITH {}, pick AS (SELECT id FROM ({}) cand WHERE id NOT IN (SELECT id FROM done)
+                   ORDER BY due LIMIT $1)
          UPDATE {t} m
             SET lease_owner = $2, claims = m.claims + 1,
                 due = now() + $3 * interval '1 second',
@@ -78,7 +106,9 @@ pub async fn claim(
     >(AssertSqlSafe(sql))
     .bind(total as i64)
     .bind(node)
-    .bind(lease.as_secs_f64());
+    .bind(lease.as_secs_f64())
+    .bind(done.iter().map(|d| d.0).collect::<Vec<Uuid>>())
+    .bind(done.iter().map(|d| d.1).collect::<Vec<i32>>());
     for b in &branches {
         q = q.bind(&b.kinds).bind(b.limit.min(total) as i64);
     }

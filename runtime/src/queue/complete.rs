@@ -1,8 +1,11 @@
 //! Finishing messages: batched completion, retry scheduling and giving up.
 //!
-//! Completions are grouped for a few milliseconds into one `DELETE`; until that commits the row
+//! Completions wait in a shared backlog. The consumer takes it into its next claim statement
+//! (one transaction deletes the finished rows and leases new ones); when no claim comes within
+//! a few milliseconds, the batcher writes it in one `DELETE`. Until either commits the row
 //! stays leased by us (and its lease keeps being renewed), so a crash in between only means
-//! the message runs again (at-least-once), never that it is lost.
+//! the message runs again (at-least-once), never that it is lost; a statement that fails hands
+//! its completions back to the backlog to be written again.
 
 use sqlx::AssertSqlSafe;
 use std::collections::HashSet;
@@ -18,13 +21,18 @@ use super::message::{Claimed, QueueName};
 /// Ids a node holds leases on: running, or finished and waiting for their batched delete.
 pub type Held = Arc<Mutex<HashSet<Uuid>>>;
 
+/// A finished message: its id and the claim (fencing token) it ran under.
+pub type Done = (Uuid, i32);
+
 const BATCH_WINDOW: Duration = Duration::from_millis(2);
 const BATCH_MAX: usize = 1000;
 
-/// Handle to a queue's completion batcher.
+/// Handle to a queue's completion backlog and its batcher.
 #[derive(Clone)]
 pub struct Completer {
-    tx: mpsc::UnboundedSender<(Uuid, i32)>,
+    backlog: Arc<Mutex<Vec<Done>>>,
+    /// Wake-ups for the batcher; it ends once every sender (every `Completer`) is gone.
+    tx: mpsc::UnboundedSender<()>,
 }
 
 impl Completer {
@@ -37,13 +45,34 @@ impl Completer {
         held: Held,
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(pool, queue, node, held, rx));
-        (Completer { tx }, task)
+        let backlog: Arc<Mutex<Vec<Done>>> = Default::default();
+        let task = tokio::spawn(run(pool, queue, node, held, backlog.clone(), rx));
+        (Completer { backlog, tx }, task)
     }
 
     pub fn complete(&self, msg: &Claimed) {
+        self.give_back(vec![(msg.id, msg.claims)]);
+    }
+
+    /// Takes the whole backlog, to be written by the caller's own statement. The caller must
+    /// `give_back` whatever it could not write.
+    pub fn take(&self) -> Vec<Done> {
+        self.backlog
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
+    }
+
+    /// Puts completions (back) in the backlog and wakes the batcher.
+    pub fn give_back(&self, done: Vec<Done>) {
+        if done.is_empty() {
+            return;
+        }
+        if let Ok(mut b) = self.backlog.lock() {
+            b.extend(done);
+        }
         // The batcher only stops after every sender is gone, so this cannot fail while we hold one.
-        let _ = self.tx.send((msg.id, msg.claims));
+        let _ = self.tx.send(());
     }
 }
 
@@ -52,50 +81,79 @@ async fn run(
     queue: QueueName,
     node: Uuid,
     held: Held,
-    mut rx: mpsc::UnboundedReceiver<(Uuid, i32)>,
+    backlog: Arc<Mutex<Vec<Done>>>,
+    mut rx: mpsc::UnboundedReceiver<()>,
 ) {
+    let take = || {
+        backlog
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
+    };
+    loop {
+        let open = rx.recv().await.is_some();
+        if open {
+            // Group what finishes within the window (a claim may take it all meanwhile).
+            let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
+            while let Ok(Some(())) = tokio::time::timeout_at(deadline, rx.recv()).await {}
+        }
+        let all = take();
+        for batch in all.chunks(BATCH_MAX) {
+            write_batch(&pool, queue, node, &held, batch).await;
+        }
+        if !open {
+            return;
+        }
+    }
+}
+
+async fn write_batch(pool: &PgPool, queue: QueueName, node: Uuid, held: &Held, batch: &[Done]) {
+    let mut delay = Duration::from_millis(100);
+    for attempt in 1..=5 {
+        match delete_done(pool, queue, node, batch).await {
+            Ok(_) => break,
+            Err(e) if attempt < 5 => {
+                tracing::warn!(queue = queue.as_str(), error = %e, "completion batch failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            Err(e) => {
+                // The rows stay leased and run again after the lease ends: at-least-once.
+                tracing::error!(queue = queue.as_str(), error = %e, count = batch.len(),
+                    "could not record completions; these messages will run again");
+            }
+        }
+    }
+    forget_all(held, &batch.iter().map(|b| b.0).collect::<Vec<_>>());
+}
+
+/// Deletes finished messages in one statement, each fenced on the claim it ran under (a row
+/// re-claimed since, by us or another worker, is left alone). Returns how many were deleted.
+pub async fn delete_done(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    done: &[Done],
+) -> Result<u64, sqlx::Error> {
     let sql = format!(
         "DELETE FROM {} m USING unnest($1::uuid[], $2::int[]) AS d(id, claims)
           WHERE m.id = d.id AND m.claims = d.claims AND m.lease_owner = $3",
         queue.table()
     );
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
-        while batch.len() < BATCH_MAX {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(item)) => batch.push(item),
-                _ => break,
-            }
-        }
-        let ids: Vec<Uuid> = batch.iter().map(|b| b.0).collect();
-        let claims: Vec<i32> = batch.iter().map(|b| b.1).collect();
-        let mut delay = Duration::from_millis(100);
-        for attempt in 1..=5 {
-            match sqlx::query(AssertSqlSafe(sql.clone()))
-                .bind(&ids)
-                .bind(&claims)
-                .bind(node)
-                .execute(&pool)
-                .await
-            {
-                Ok(_) => break,
-                Err(e) if attempt < 5 => {
-                    tracing::warn!(queue = queue.as_str(), error = %e, "completion batch failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
-                Err(e) => {
-                    // The rows stay leased and run again after the lease ends: at-least-once.
-                    tracing::error!(queue = queue.as_str(), error = %e, count = ids.len(),
-                        "could not record completions; these messages will run again");
-                }
-            }
-        }
-        if let Ok(mut h) = held.lock() {
-            for id in &ids {
-                h.remove(id);
-            }
+    Ok(sqlx::query(AssertSqlSafe(sql))
+        .bind(done.iter().map(|d| d.0).collect::<Vec<Uuid>>())
+        .bind(done.iter().map(|d| d.1).collect::<Vec<i32>>())
+        .bind(node)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}
+
+/// Drops ids from the set whose leases the renewal loop keeps alive.
+pub fn forget_all(held: &Held, ids: &[Uuid]) {
+    if let Ok(mut h) = held.lock() {
+        for id in ids {
+            h.remove(id);
         }
     }
 }

@@ -16,6 +16,11 @@ use super::message::{Claimed, QueueName};
 use super::registry::{JobContext, Registry, TaskError};
 use crate::metrics::Metrics;
 
+/// How long a refill claim may wait for more slots to free up. Handlers that finish together
+/// (short or no-op ones) are then refilled by one claim instead of one round trip per slot; the
+/// cost is at most this much extra wait for a message that is ready when a slot frees.
+const CLAIM_COALESCE: Duration = Duration::from_millis(1);
+
 /// Everything a consumer needs; built by the node for each queue.
 #[derive(Clone)]
 pub struct Consumer {
@@ -97,10 +102,20 @@ impl Consumer {
             HashMap::new();
         let mut more = true;
         let mut backoff = Duration::from_millis(100);
+        // When slots free up one by one, the refill claim waits until this instant (or until
+        // every handler is done) so one query refills several slots instead of one per slot.
+        let mut claim_at: Option<tokio::time::Instant> = None;
 
         while !stop.is_cancelled() {
             let free = self.limit.saturating_sub(running.len());
-            if more && free > 0 {
+            let coalescing = match claim_at {
+                Some(at) if more && free > 0 && free < self.limit => {
+                    tokio::time::Instant::now() < at
+                }
+                _ => false,
+            };
+            if more && free > 0 && !coalescing {
+                claim_at = None;
                 let mut branches = vec![ClaimBranch {
                     kinds: free_kinds.clone(),
                     limit: free,
@@ -114,12 +129,15 @@ impl Consumer {
                         limit: room,
                     });
                 }
-                match claim::claim(
-                    &self.pool, self.queue, self.node, self.lease, free, &branches,
+                // Finished messages ride along: their delete commits with this claim.
+                let done = completer.take();
+                match claim::claim_and_complete(
+                    &self.pool, self.queue, self.node, self.lease, free, &branches, &done,
                 )
                 .await
                 {
                     Ok(claimed) => {
+                        complete::forget_all(&held, &done.iter().map(|d| d.0).collect::<Vec<_>>());
                         backoff = Duration::from_millis(100);
                         more = claimed.len() == free;
                         if let Ok(mut h) = held.lock() {
@@ -142,6 +160,8 @@ impl Consumer {
                         }
                     }
                     Err(e) => {
+                        // Nothing of the statement happened: the batcher writes these instead.
+                        completer.give_back(done);
                         tracing::warn!(queue = self.queue.as_str(), error = %e, "claim failed; retrying");
                         tokio::select! {
                             _ = stop.cancelled() => break,
@@ -152,23 +172,40 @@ impl Consumer {
                     }
                 }
             }
+            // Wake-ups (NOTIFY, poll) claim at once: that is enqueue-to-start latency. Only
+            // refills after finished handlers are coalesced, by at most CLAIM_COALESCE.
+            let coalesce_until = claim_at.filter(|_| coalescing);
             tokio::select! {
                 _ = stop.cancelled() => break,
-                _ = wake.notified() => more = true,
-                _ = tokio::time::sleep(self.poll) => more = true,
+                _ = wake.notified() => { more = true; claim_at = None; }
+                _ = tokio::time::sleep(self.poll) => { more = true; claim_at = None; }
+                _ = tokio::time::sleep_until(coalesce_until.unwrap_or_else(tokio::time::Instant::now)), if coalesce_until.is_some() => {
+                    claim_at = None;
+                }
                 Some(done) = running.join_next_with_id(), if !running.is_empty() => {
-                    let was_full = running.len() + 1 >= self.limit;
-                    let id = match &done { Ok((id, _)) => *id, Err(e) => e.id() };
-                    if let Some((_, lane, kind)) = running_ids.remove(&id) {
-                        if let Some(l) = lane {
-                            lane_busy.entry(l).and_modify(|n| *n = n.saturating_sub(1));
-                            // A freed lane slot may unblock lane work even if the queue looked empty.
-                            more = true;
+                    let mut finished = vec![done];
+                    // Collect every other handler that is already done, so the next claim
+                    // sees all the free slots at once.
+                    while let Some(done) = running.try_join_next_with_id() {
+                        finished.push(done);
+                    }
+                    let was_full = running.len() + finished.len() >= self.limit;
+                    for done in finished {
+                        let id = match &done { Ok((id, _)) => *id, Err(e) => e.id() };
+                        if let Some((_, lane, kind)) = running_ids.remove(&id) {
+                            if let Some(l) = lane {
+                                lane_busy.entry(l).and_modify(|n| *n = n.saturating_sub(1));
+                                // A freed lane slot may unblock lane work even if the queue looked empty.
+                                more = true;
+                            }
+                            in_flight.add(&kind, -1);
                         }
-                        in_flight.add(&kind, -1);
                     }
                     if was_full {
                         more = true;
+                    }
+                    if more && claim_at.is_none() {
+                        claim_at = Some(tokio::time::Instant::now() + CLAIM_COALESCE);
                     }
                 }
             }
