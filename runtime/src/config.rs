@@ -440,6 +440,46 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The local default (no `DATABASE_URL`) is the one-command way to try the product, so it
+    /// gets a `SECRET_KEY` too: generated once under `HOLLO_HOME` (mode 0600) and reused.
+    /// Deployments with a real database always bring their own.
+    pub fn fill_local_secret_key(&mut self) -> std::io::Result<()> {
+        if self.db.url.is_some() || self.federation.secret_key.is_some() {
+            return Ok(());
+        }
+        let path = std::path::Path::new(&self.db.home).join("secret-key");
+        let existing = std::fs::read_to_string(&path)
+            .ok()
+            .map(|k| k.trim().to_string());
+        let key = match existing.filter(|k| k.len() >= SECRET_KEY_MIN_LEN) {
+            Some(k) => k,
+            None => {
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::create_dir_all(&self.db.home)?;
+                // Two v4 UUIDs come from the OS random source: 244 random bits in hex.
+                let k = format!(
+                    "{}{}",
+                    uuid::Uuid::new_v4().simple(),
+                    uuid::Uuid::new_v4().simple()
+                );
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(&path)?;
+                f.write_all(k.as_bytes())?;
+                tracing::info!(path = %path.display(), "generated a SECRET_KEY for the local default");
+                k
+            }
+        };
+        self.federation.secret_key = Some(Secret::new(key));
+        Ok(())
+    }
+}
+
 /// Hide the password of a connection URL in logs and errors.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

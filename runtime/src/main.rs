@@ -138,7 +138,10 @@ fn main() -> ExitCode {
 async fn run(command: Command, env: &Env) -> Result<()> {
     match command {
         Command::Serve => {
-            let config = Config::from_env(env).map_err(config_error)?;
+            let mut config = Config::from_env(env).map_err(config_error)?;
+            config
+                .fill_local_secret_key()
+                .context("creating the local SECRET_KEY")?;
             node::serve(config).await
         }
         Command::Migrate => {
@@ -194,7 +197,10 @@ async fn run(command: Command, env: &Env) -> Result<()> {
         Command::Account {
             command: AccountCommand::Create { name, admin },
         } => {
-            let config = Config::from_env(env).map_err(config_error)?;
+            let mut config = Config::from_env(env).map_err(config_error)?;
+            config
+                .fill_local_secret_key()
+                .context("creating the local SECRET_KEY")?;
             let fed = Federation::from_config(&config.federation)?.ok_or_else(|| {
                 anyhow::anyhow!(
                     "SECRET_KEY is required to create accounts (their private keys are encrypted with it)"

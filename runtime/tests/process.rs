@@ -564,6 +564,13 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
         n.logs()
     );
     assert!(home.join("postgres/data/PG_VERSION").exists());
+    // The local default federates too: a SECRET_KEY was generated, private to its owner.
+    assert!(n.logs().contains("federation enabled"), "{}", n.logs());
+    let key = std::fs::metadata(home.join("secret-key")).expect("secret-key file");
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&key.permissions()) & 0o777,
+        0o600
+    );
     n.signal("TERM");
     assert!(
         n.wait_exit(Duration::from_secs(40)).success(),
