@@ -489,16 +489,16 @@ async fn upgrade_phases_in_order() {
     let job_name = format!("{HOLLO}-migrate-{}", V2.replace('.', "-"));
     let wcfg = || watcher::Config::default();
     let hw = watcher(hollos, wcfg())
-        .map(|e| e.map(|e| ("hollo", obj_event(e, Obj::Hollo))))
+        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
         .boxed();
     let pw = watcher(
         pods.clone(),
         wcfg().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
     )
-    .map(|e| e.map(|e| ("pod", obj_event(e, Obj::Pod))))
+    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
     .boxed();
     let jw = watcher(jobs.clone(), wcfg())
-        .map(|e| e.map(|e| ("job", obj_event(e, Obj::Job))))
+        .map(|e| e.map(|e| ("job", obj_event(e, |o| Obj::Job(Box::new(o))))))
         .boxed();
     let mut all = futures::stream::select_all([hw, pw, jw]);
     let mut t = Timeline::default();
@@ -534,7 +534,7 @@ async fn upgrade_phases_in_order() {
             }
             Obj::Pod(p) if is_app_pod(&p) => {
                 let name = p.name_any();
-                let v = label(&p, "app.kubernetes.io/version");
+                let v = label(&*p, "app.kubernetes.io/version");
                 if deleted {
                     t.live.remove(&name);
                     continue;
@@ -646,9 +646,9 @@ fn obj_event<K>(e: watcher::Event<K>, wrap: fn(K) -> Obj) -> Option<(bool, Obj)>
 }
 
 enum Obj {
-    Hollo(DynamicObject),
-    Pod(Pod),
-    Job(Job),
+    Hollo(Box<DynamicObject>),
+    Pod(Box<Pod>),
+    Job(Box<Job>),
 }
 
 /// Scenario 6: a migration that exits 1 → MigrationFailed, Degraded, a Warning event, nothing of
