@@ -717,6 +717,37 @@ async fn failing_migration_then_fix() {
     })
     .await;
 
+    // Retried with back-off (30 s for the first retry), each attempt a new Job, still failing.
+    let jobs: Api<Job> = ns.api();
+    let first = format!("{HOLLO}-migrate-0-2-0");
+    let retry = format!("{first}-r1");
+    let (failed_at, retried) = wait_until("the retry Job after the back-off", 90, || async {
+        let f = |j: &Job| {
+            j.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Failed" && c.status == "True"))
+                .and_then(|c| c.last_transition_time.clone())
+        };
+        let j0 = jobs.get_opt(&first).await.map_err(|e| e.to_string())?;
+        let j1 = jobs.get_opt(&retry).await.map_err(|e| e.to_string())?;
+        let h = ns.hollo().await;
+        match (j0.as_ref().and_then(f), j1.as_ref().and_then(f)) {
+            (Some(t0), Some(_)) if h.data["status"]["migrationAttempts"].as_i64() >= Some(2) => {
+                Ok((t0, j1.unwrap().creation_timestamp().unwrap()))
+            }
+            (a, b) => Err(format!(
+                "{first} failed at {a:?}, {retry} failed at {b:?}; {}",
+                status_line(&h)
+            )),
+        }
+    })
+    .await;
+    let waited = retried.0.as_second() - failed_at.0.as_second();
+    ns.log(&format!("retry Job created {waited}s after the first attempt failed"));
+    assert!(waited >= 25, "retried after {waited}s, before the 30 s back-off");
+    assert_eq!(phase(&ns.hollo().await), "MigrationFailed");
+
     // Fix the command: the operator retries at once and the new version comes up.
     ns.merge_hollo(json!({"spec": {"migrations": {"command": ["hollo", "migrate"]}}}))
         .await;
