@@ -232,11 +232,18 @@ async fn install_first_run_and_scale() {
 async fn autoscaling_hpa_hand_off() {
     let ns = Ns::new("hpa").await;
     ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_with(json!({"spec": {"worker": {"replicas": 2,
-        "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 6, "targetCPUUtilization": 70}}}})))
-        .await
-        .expect("apply Hollo");
+    ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
     ns.wait_running(V1, 90).await;
+    // The README's command.
+    ns.kubectl(&[
+        "patch",
+        "hollo",
+        "social",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"worker":{"autoscaling":{"enabled":true,"minReplicas":2,"maxReplicas":10,"targetCPUUtilization":70}}}}"#,
+    ]);
     let hpas: Api<HorizontalPodAutoscaler> = ns.api();
     let hpa = wait_until("HPA social-worker", 30, || async {
         hpas.get_opt(&format!("{HOLLO}-worker"))
@@ -246,7 +253,7 @@ async fn autoscaling_hpa_hand_off() {
     })
     .await;
     let spec = hpa.spec;
-    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 6));
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 10));
     assert_eq!(spec.scale_target_ref.name, format!("{HOLLO}-worker"));
 
     // Set the count the way the HPA controller does (scale subresource), then edit the spec so
@@ -597,7 +604,16 @@ async fn upgrade_phases_in_order() {
             // The first Hollo event comes from the initial list: now change the version.
             changed = true;
             ns.log(&format!("patch spec.version {V1} → {V2}"));
-            ns.merge_hollo(json!({"spec": {"version": V2}})).await;
+            // The README's command.
+            ns.kubectl(&[
+                "patch",
+                "hollo",
+                "social",
+                "--type",
+                "merge",
+                "-p",
+                r#"{"spec":{"version":"0.2.0"}}"#,
+            ]);
         }
     }
     ns.log(&format!("phases observed: {:?}", t.phases));
@@ -726,7 +742,10 @@ async fn failing_migration_then_fix() {
             j.status
                 .as_ref()
                 .and_then(|s| s.conditions.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.type_ == "Failed" && c.status == "True"))
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.type_ == "Failed" && c.status == "True")
+                })
                 .and_then(|c| c.last_transition_time.clone())
         };
         let j0 = jobs.get_opt(&first).await.map_err(|e| e.to_string())?;
@@ -744,8 +763,13 @@ async fn failing_migration_then_fix() {
     })
     .await;
     let waited = retried.0.as_second() - failed_at.0.as_second();
-    ns.log(&format!("retry Job created {waited}s after the first attempt failed"));
-    assert!(waited >= 25, "retried after {waited}s, before the 30 s back-off");
+    ns.log(&format!(
+        "retry Job created {waited}s after the first attempt failed"
+    ));
+    assert!(
+        waited >= 25,
+        "retried after {waited}s, before the 30 s back-off"
+    );
     assert_eq!(phase(&ns.hollo().await), "MigrationFailed");
 
     // Fix the command: the operator retries at once and the new version comes up.
@@ -911,7 +935,7 @@ async fn drift_restored_and_children_collected() {
     }
     ns.log(&format!("children before delete: {children:?}"));
     assert!(children.len() >= 2);
-    delete_hollo(&ns).await;
+    ns.kubectl(&["delete", "hollo", "social"]);
     wait_until("every child garbage-collected", 120, || async {
         let mut left = vec![];
         let lp = ListParams::default();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
 use serde_json::{Value, json};
@@ -514,11 +514,4 @@ pub fn merge(target: &mut Value, patch: &Value) {
     } else {
         *target = patch.clone();
     }
-}
-
-pub async fn delete_hollo(ns: &Ns) {
-    ns.hollos()
-        .delete(HOLLO, &DeleteParams::background())
-        .await
-        .expect("delete Hollo");
 }
