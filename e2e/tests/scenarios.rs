@@ -82,13 +82,16 @@ async fn install_first_run_and_scale() {
     ns.prepare_instance().await;
     let jobs: Api<Job> = ns.api();
     let deps: Api<Deployment> = ns.api();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
     let order = tokio::spawn({
         let (jobs, deps) = (jobs.clone(), deps.clone());
         async move {
+            // "" marks the end of a watch's initial list (the namespace is empty then).
             let j = watcher(jobs, watcher::Config::default())
                 .filter_map(|e| async move {
                     match e {
                         Ok(watcher::Event::Apply(o)) => Some(format!("Job/{}", o.name_any())),
+                        Ok(watcher::Event::InitDone) => Some(String::new()),
                         _ => None,
                     }
                 })
@@ -99,13 +102,25 @@ async fn install_first_run_and_scale() {
                         Ok(watcher::Event::Apply(o)) => {
                             Some(format!("Deployment/{}", o.name_any()))
                         }
+                        Ok(watcher::Event::InitDone) => Some(String::new()),
                         _ => None,
                     }
                 })
                 .boxed();
             let mut merged = futures::stream::select(j, d);
             let mut seen: Vec<String> = Vec::new();
+            let mut listed = 0;
+            let mut ready_tx = Some(ready_tx);
             while let Some(s) = merged.next().await {
+                if s.is_empty() {
+                    listed += 1;
+                    if listed == 2
+                        && let Some(tx) = ready_tx.take()
+                    {
+                        let _ = tx.send(());
+                    }
+                    continue;
+                }
                 if !seen.contains(&s) {
                     seen.push(s);
                 }
@@ -116,8 +131,10 @@ async fn install_first_run_and_scale() {
             seen
         }
     });
-    // Give the watches a moment to be established (the watcher lists first).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::timeout(Duration::from_secs(30), ready_rx)
+        .await
+        .expect("Job and Deployment watches not established in 30 s")
+        .expect("watch task ended");
     ns.log("kubectl apply -f examples/hollo-minimal.yaml");
     ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
     let seen = tokio::time::timeout(Duration::from_secs(60), order)
