@@ -525,6 +525,33 @@ async fn upgrade_phases_in_order() {
         .map(|e| e.map(|e| ("job", obj_event(e, |o| Obj::Job(Box::new(o))))))
         .boxed();
     let mut all = futures::stream::select_all([hw, pw, jw]);
+    // What a user watching with the README's command sees (it prints the current row, then
+    // every change from that resourceVersion on).
+    let mut user_watch = ns.spawn_kubectl(&["get", "hollo", "social", "-w"]);
+    let watched = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let out = user_watch.stdout.take().expect("stdout");
+        let watched = watched.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                watched.lock().unwrap().push(line);
+            }
+        })
+    };
+    wait_until(
+        "kubectl get hollo social -w printed the current row",
+        20,
+        || async {
+            let n = watched.lock().unwrap().len();
+            if n >= 2 {
+                Ok(())
+            } else {
+                Err(format!("{n} lines"))
+            }
+        },
+    )
+    .await;
     let mut t = Timeline::default();
     let mut changed = false;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -634,6 +661,36 @@ async fn upgrade_phases_in_order() {
         }
     }
     ns.log(&format!("phases observed: {:?}", t.phases));
+    // The last change may still be on its way to kubectl.
+    wait_until(
+        "kubectl get -w shows Running at the new version",
+        10,
+        || async {
+            let rows = watched.lock().unwrap().clone();
+            match rows.last() {
+                Some(r) if r.contains("Running") && r.contains(V2) => Ok(()),
+                other => Err(format!("last row {other:?}")),
+            }
+        },
+    )
+    .await;
+    let _ = user_watch.kill();
+    let _ = user_watch.wait();
+    let _ = reader.join();
+    let rows = watched.lock().unwrap().clone();
+    let watched = rows.join("\n");
+    ns.log(&format!("kubectl get hollo social -w:\n{watched}"));
+    for p in ["ScalingDown", "Migrating", "RollingOut"] {
+        assert!(
+            rows.iter().any(|r| r.contains(p)),
+            "kubectl get hollo social -w never showed {p}:\n{watched}"
+        );
+    }
+    assert!(
+        rows.last()
+            .is_some_and(|r| r.contains("Running") && r.contains(V2)),
+        "kubectl get hollo social -w did not end Running at {V2}:\n{watched}"
+    );
     // The first recorded phase may be the Running just before the edit took effect.
     let after: Vec<&str> = t
         .phases

@@ -173,6 +173,17 @@ impl Ns {
         }
     }
 
+    /// Starts a long-running kubectl (e.g. `get -w`); stdout is piped, stderr discarded.
+    pub fn spawn_kubectl(&self, args: &[&str]) -> std::process::Child {
+        Command::new(&self.env.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start kubectl")
+    }
+
     pub fn api<K>(&self) -> Api<K>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
