@@ -774,6 +774,44 @@ mod tests {
         );
     }
 
+    /// The chart installs its own copy of the CRD (Helm's `crds/`): it must be the generated
+    /// one too, or a chart install runs an operator whose status the apiserver rejects.
+    #[test]
+    fn chart_crd_is_the_generated_crd() {
+        let top = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let chart = std::fs::read_to_string(format!(
+            "{top}/charts/hollo-operator/crds/hollo.social_hollos.yaml"
+        ))
+        .expect("charts/hollo-operator/crds/hollo.social_hollos.yaml exists");
+        let committed = std::fs::read_to_string(format!("{top}/crds/hollo.social_hollos.yaml"))
+            .expect("crds/hollo.social_hollos.yaml exists");
+        assert!(
+            chart == committed,
+            "charts/hollo-operator/crds/ differs from crds/; copy it: \
+             cp crds/hollo.social_hollos.yaml charts/hollo-operator/crds/"
+        );
+        let entries: Vec<_> = std::fs::read_dir(format!("{top}/charts/hollo-operator/crds"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(entries, ["hollo.social_hollos.yaml"], "only the Hollo CRD");
+    }
+
+    /// Chart.yaml's appVersion (the operator image tag by default) and version follow the
+    /// workspace version.
+    #[test]
+    fn chart_versions_follow_the_workspace() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../charts/hollo-operator/Chart.yaml"
+        );
+        let chart: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(path).expect("Chart.yaml")).unwrap();
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(chart["appVersion"].as_str(), Some(version), "appVersion");
+        assert_eq!(chart["version"].as_str(), Some(version), "version");
+    }
+
     /// The admission rules, evaluated on the *generated* schema with Kubernetes' CEL library
     /// (defaults applied first, as the apiserver does). A real-apiserver check of the same rules
     /// lives in the e2e suite.

@@ -2,8 +2,6 @@
 
 mod budget;
 mod crd;
-#[cfg(test)]
-mod fakeapi;
 mod leader;
 mod phase;
 mod reconcile;

@@ -1,0 +1,528 @@
+//! Shared helpers of the end-to-end scenarios: the client `e2e/run` set up, one namespace per
+//! scenario, kubectl as a user types it, polling with deadlines, and object accessors.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, ResourceExt};
+use serde_json::{Value, json};
+
+pub const HOLLO: &str = "social";
+
+/// What `e2e/run` exported. Panics with a clear message when the suite was started any other way.
+pub struct Env {
+    pub kubeconfig: PathBuf,
+    pub kubectl: String,
+    pub repo: PathBuf,
+    pub workdir: PathBuf,
+}
+
+pub fn env() -> Env {
+    let kubeconfig = std::env::var_os("HOLLO_E2E_KUBECONFIG")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let Some(kubeconfig) = kubeconfig.filter(|p| p.is_file()) else {
+        panic!(
+            "the e2e scenarios need the control plane, the chart and the operator that e2e/run \
+             sets up (HOLLO_E2E_KUBECONFIG is not set or not a file): run e2e/run"
+        );
+    };
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
+    let workdir = std::env::var_os("HOLLO_E2E_WORKDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("target/e2e/run"));
+    std::fs::create_dir_all(&workdir).expect("create HOLLO_E2E_WORKDIR");
+    Env {
+        kubeconfig,
+        kubectl: std::env::var("HOLLO_E2E_KUBECTL").unwrap_or_else(|_| "kubectl".into()),
+        repo,
+        workdir,
+    }
+}
+
+pub async fn client_for(kubeconfig: &Path) -> Client {
+    let kc = Kubeconfig::read_from(kubeconfig).expect("read kubeconfig");
+    let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig");
+    Client::try_from(cfg).expect("client")
+}
+
+/// The `Hollo` resource, driven as untyped JSON the way a user's YAML is.
+pub fn hollo_resource() -> ApiResource {
+    ApiResource {
+        group: "hollo.social".into(),
+        version: "v1alpha1".into(),
+        api_version: "hollo.social/v1alpha1".into(),
+        kind: "Hollo".into(),
+        plural: "hollos".into(),
+    }
+}
+
+/// One scenario's namespace, with a kubeconfig whose context defaults to it so the README's
+/// commands run unchanged. On a failing scenario its objects and events are printed.
+pub struct Ns {
+    pub name: String,
+    pub client: Client,
+    pub env: Env,
+    pub kubeconfig: PathBuf,
+    pub started: Instant,
+}
+
+impl Ns {
+    pub async fn new(scenario: &str) -> Ns {
+        let env = env();
+        let client = client_for(&env.kubeconfig).await;
+        let suffix = format!(
+            "{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos()
+                & 0xfffff
+        );
+        let name = format!("e2e-{scenario}-{suffix}");
+        let nss: Api<Namespace> = Api::all(client.clone());
+        nss.create(
+            &Default::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": {"hollo-e2e": "scenario"}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .expect("create namespace");
+        let kubeconfig = env.workdir.join(format!("{name}.kubeconfig"));
+        std::fs::copy(&env.kubeconfig, &kubeconfig).expect("copy kubeconfig");
+        let ns = Ns {
+            name,
+            client,
+            env,
+            kubeconfig,
+            started: Instant::now(),
+        };
+        ns.kubectl(&[
+            "config",
+            "set-context",
+            "--current",
+            &format!("--namespace={}", ns.name),
+        ]);
+        ns.log("namespace created");
+        ns
+    }
+
+    pub fn log(&self, msg: &str) {
+        eprintln!(
+            "[{} +{:>5.1}s] {msg}",
+            self.name,
+            self.started.elapsed().as_secs_f64()
+        );
+    }
+
+    /// Runs kubectl with this namespace as the default; panics with its output on failure.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        match self.try_kubectl(args, None) {
+            Ok(out) => out,
+            Err(e) => panic!("kubectl {}: {e}", args.join(" ")),
+        }
+    }
+
+    pub fn try_kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+        use std::io::Write;
+        let mut cmd = Command::new(&self.env.kubectl);
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .current_dir(&self.env.repo)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if stdin.is_some() {
+            cmd.stdin(std::process::Stdio::piped());
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run kubectl: {e}"))?;
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .map_err(|e| e.to_string())?;
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        if out.status.success() {
+            Ok(stdout)
+        } else {
+            Err(format!(
+                "{}\n{stdout}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    /// Starts a long-running kubectl (e.g. `get -w`); stdout is piped, stderr discarded.
+    pub fn spawn_kubectl(&self, args: &[&str]) -> std::process::Child {
+        Command::new(&self.env.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start kubectl")
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    pub fn hollos(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), &self.name, &hollo_resource())
+    }
+
+    /// The Secrets the examples reference, created with the README's commands, and the
+    /// ReadWriteMany claim `hollo-media` (bound to a static hostPath volume so the scheduler
+    /// can place pods that mount it).
+    pub async fn prepare_instance(&self) {
+        self.kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            "hollo-db",
+            "--from-literal=url=postgres://hollo:e2e@postgres:5432/hollo",
+        ]);
+        self.kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            "hollo-secret",
+            "--from-literal=key=0123456789abcdef0123456789abcdef",
+        ]);
+        self.media_claim().await;
+    }
+
+    pub async fn media_claim(&self) {
+        let pv_name = format!("hollo-media-{}", self.name);
+        let pvs: Api<PersistentVolume> = Api::all(self.client.clone());
+        pvs.create(
+            &Default::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": pv_name, "labels": {"hollo-e2e": "scenario"}},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "",
+                    "hostPath": {"path": format!("/tmp/hollo-e2e-media/{}", self.name)},
+                    "claimRef": {"namespace": self.name, "name": "hollo-media"}
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .expect("create PersistentVolume");
+        let pvcs: Api<PersistentVolumeClaim> = self.api();
+        pvcs.create(
+            &Default::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "hollo-media"},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "",
+                    "volumeName": pv_name,
+                    "resources": {"requests": {"storage": "1Gi"}}
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .expect("create PersistentVolumeClaim");
+        wait_until("claim hollo-media Bound", 60, || async {
+            let pvc = pvcs.get("hollo-media").await.map_err(|e| e.to_string())?;
+            let phase = pvc.status.and_then(|s| s.phase).unwrap_or_default();
+            if phase == "Bound" {
+                Ok(())
+            } else {
+                Err(format!("phase {phase:?}"))
+            }
+        })
+        .await;
+    }
+
+    /// Server-side apply of a Hollo manifest (as `kubectl apply --server-side` would).
+    pub async fn apply_hollo(&self, manifest: &Value) -> Result<DynamicObject, kube::Error> {
+        let name = manifest["metadata"]["name"].as_str().unwrap_or(HOLLO);
+        self.hollos()
+            .patch(
+                name,
+                &PatchParams::apply("e2e-user").force(),
+                &Patch::Apply(manifest),
+            )
+            .await
+    }
+
+    /// `kubectl patch hollo <name> --type merge -p <patch>`, through the API.
+    pub async fn merge_hollo(&self, patch: Value) -> DynamicObject {
+        self.hollos()
+            .patch(HOLLO, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("merge patch Hollo")
+    }
+
+    pub async fn hollo(&self) -> DynamicObject {
+        self.hollos().get(HOLLO).await.expect("get Hollo")
+    }
+
+    /// Waits for `status.phase == Running`, `Ready=True`, `observedGeneration == generation` and
+    /// `currentVersion == version`.
+    pub async fn wait_running(&self, version: &str, secs: u64) -> DynamicObject {
+        wait_until(&format!("Hollo Running at {version}"), secs, || async {
+            let h = self.hollos().get(HOLLO).await.map_err(|e| e.to_string())?;
+            let ok = phase(&h) == "Running"
+                && condition(&h, "Ready").map(|c| c.0) == Some("True".into())
+                && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
+                && h.data["status"]["currentVersion"].as_str() == Some(version);
+            if ok { Ok(h) } else { Err(status_line(&h)) }
+        })
+        .await
+    }
+
+    pub async fn deployment(&self, name: &str) -> Option<Deployment> {
+        self.api::<Deployment>()
+            .get_opt(name)
+            .await
+            .expect("get Deployment")
+    }
+
+    /// Pods of one component that are Ready and not terminating.
+    pub async fn ready_pods(&self, component: &str) -> Vec<Pod> {
+        self.api::<Pod>()
+            .list(&ListParams::default().labels(&format!(
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component={component}"
+            )))
+            .await
+            .expect("list pods")
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
+            .collect()
+    }
+
+    /// Waits until the component's Deployment wants `n` replicas and exactly `n` pods are Ready.
+    pub async fn wait_replicas(&self, component: &str, n: i32, secs: u64) {
+        let dep = format!("{HOLLO}-{component}");
+        wait_until(
+            &format!("{dep}: {n} replicas, {n} Ready pods"),
+            secs,
+            || async {
+                let d = self.deployment(&dep).await.ok_or("no Deployment")?;
+                let want = d.spec.replicas.unwrap_or(1);
+                let ready = self.ready_pods(component).await.len() as i32;
+                if want == n && ready == n {
+                    Ok(())
+                } else {
+                    Err(format!("spec.replicas={want}, ready pods={ready}"))
+                }
+            },
+        )
+        .await
+    }
+
+    /// Events (events.k8s.io/v1) about the Hollo with this reason.
+    pub async fn events(&self, reason: &str) -> Vec<Event> {
+        self.api::<Event>()
+            .list(&ListParams::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some(reason)
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Hollo")
+            })
+            .collect()
+    }
+
+    pub async fn wait_event(&self, reason: &str, type_: &str, secs: u64) -> Event {
+        wait_until(
+            &format!("{type_} event {reason} on the Hollo"),
+            secs,
+            || async {
+                let evs = self.events(reason).await;
+                evs.into_iter()
+                    .find(|e| e.type_.as_deref() == Some(type_))
+                    .ok_or_else(|| "none yet".to_string())
+            },
+        )
+        .await
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // What the cluster looked like when the scenario failed.
+            let what = "hollo,deployments,replicasets,pods,jobs,services,pdb,hpa,ingress,pvc";
+            let out = self.try_kubectl(&["get", what, "-o", "wide"], None);
+            let hollo = self.try_kubectl(&["get", "hollo", "-o", "yaml"], None);
+            let events = self.try_kubectl(
+                &["get", "events", "--sort-by=.metadata.creationTimestamp"],
+                None,
+            );
+            eprintln!(
+                "==== namespace {} at failure\n{}\n---- Hollo\n{}\n---- events\n{}\n====",
+                self.name,
+                out.unwrap_or_else(|e| e),
+                hollo.unwrap_or_else(|e| e),
+                events.unwrap_or_else(|e| e)
+            );
+        } else {
+            // Leave nothing behind on a shared cluster; do not wait for it.
+            let _ = self.try_kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
+            let _ = self.try_kubectl(
+                &[
+                    "delete",
+                    "pv",
+                    &format!("hollo-media-{}", self.name),
+                    "--ignore-not-found",
+                    "--wait=false",
+                ],
+                None,
+            );
+        }
+    }
+}
+
+/// Polls `f` every 250 ms until it returns `Ok`, or panics after `secs` with the last thing it
+/// observed.
+pub async fn wait_until<T, F, Fut>(what: &str, secs: u64, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let last = match f().await {
+            Ok(v) => return v,
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            panic!("timed out after {secs}s waiting for {what}; last observed: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Checks that `f` keeps returning `Ok` for `secs` (a steady state, e.g. the operator does not
+/// undo something); panics with the observation that broke it.
+pub async fn holds_for<F, Fut>(what: &str, secs: u64, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        if let Err(e) = f().await {
+            panic!("{what} stopped holding: {e}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+pub fn phase(h: &DynamicObject) -> String {
+    h.data["status"]["phase"].as_str().unwrap_or("").to_string()
+}
+
+/// (status, reason, message) of a condition.
+pub fn condition(h: &DynamicObject, type_: &str) -> Option<(String, String, String)> {
+    h.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("status"), s("reason"), s("message"))
+        })
+}
+
+pub fn status_line(h: &DynamicObject) -> String {
+    let conds: Vec<String> = h.data["status"]["conditions"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| format!("{}={}({})", c["type"], c["status"], c["reason"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "generation={:?} observedGeneration={} phase={:?} current={} target={} web={} worker={} conditions=[{}]",
+        h.metadata.generation,
+        h.data["status"]["observedGeneration"],
+        phase(h),
+        h.data["status"]["currentVersion"],
+        h.data["status"]["targetVersion"],
+        h.data["status"]["web"],
+        h.data["status"]["worker"],
+        conds.join(" ")
+    )
+}
+
+pub fn pod_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        .unwrap_or(false)
+}
+
+pub fn label<K: ResourceExt>(o: &K, key: &str) -> String {
+    o.labels().get(key).cloned().unwrap_or_default()
+}
+
+/// `examples/hollo-minimal.yaml` as JSON.
+pub fn minimal_example() -> Value {
+    let path = env().repo.join("examples/hollo-minimal.yaml");
+    let text = std::fs::read_to_string(&path).expect("read examples/hollo-minimal.yaml");
+    serde_yaml::from_str(&text).expect("parse example")
+}
+
+/// The minimal example with a JSON merge patch applied (RFC 7386).
+pub fn minimal_with(patch: Value) -> Value {
+    let mut v = minimal_example();
+    merge(&mut v, &patch);
+    v
+}
+
+pub fn merge(target: &mut Value, patch: &Value) {
+    if let Value::Object(p) = patch {
+        if !target.is_object() {
+            *target = Value::Object(Default::default());
+        }
+        let t = target.as_object_mut().unwrap();
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    } else {
+        *target = patch.clone();
+    }
+}

@@ -1,0 +1,1076 @@
+//! Scenarios 1–8 of issue 9 against a real kube-apiserver with the chart installed and the operator
+//! running under the chart's ServiceAccount (set up by `e2e/run`). Each scenario has its own
+//! namespace; they run in parallel. Scenario 9 (leader election) is in `leader.rs`.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use serde_json::json;
+
+const V1: &str = "0.1.0";
+const V2: &str = "0.2.0";
+
+fn env_of(d: &Deployment, container: usize, var: &str) -> Option<String> {
+    d.spec.template.spec.as_ref()?.containers[container]
+        .env
+        .as_ref()?
+        .iter()
+        .find(|e| e.name == var)
+        .and_then(|e| e.value.clone())
+}
+
+fn image_of(d: &Deployment) -> String {
+    d.spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers[0].image.clone())
+        .unwrap_or_default()
+}
+
+/// Scenarios 1–3: the chart's CRD and operator; the README's commands on the minimal example
+/// (Secrets, apply, `kubectl get hollo`, `kubectl patch … replicas`); the migration Job comes
+/// before any Deployment; everything Ready; scaling 2 → 5 → 1 with PDBs following.
+#[tokio::test]
+async fn install_first_run_and_scale() {
+    let ns = Ns::new("install").await;
+
+    // 1. The chart put the CRD in and the operator (the chart's ServiceAccount) holds the Lease.
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
+    let crd = crds
+        .get("hollos.hollo.social")
+        .await
+        .expect("CRD installed by the chart");
+    let established = crd
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Established" && c.status == "True");
+    assert!(established, "CRD hollos.hollo.social is not Established");
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), "hollo-system");
+    wait_until("operator Lease held", 30, || async {
+        let l = leases
+            .get_opt("hollo-operator-leader")
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("no Lease hollo-operator-leader in hollo-system")?;
+        l.spec
+            .and_then(|s| s.holder_identity)
+            .filter(|h| !h.is_empty())
+            .map(|_| ())
+            .ok_or_else(|| "Lease has no holder".to_string())
+    })
+    .await;
+
+    // 2. Watch Jobs and Deployments from before the apply, to see which comes first.
+    ns.prepare_instance().await;
+    let jobs: Api<Job> = ns.api();
+    let deps: Api<Deployment> = ns.api();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+    let order = tokio::spawn({
+        let (jobs, deps) = (jobs.clone(), deps.clone());
+        async move {
+            // "" marks the end of a watch's initial list (the namespace is empty then).
+            let j = watcher(jobs, watcher::Config::default())
+                .filter_map(|e| async move {
+                    match e {
+                        Ok(watcher::Event::Apply(o)) => Some(format!("Job/{}", o.name_any())),
+                        Ok(watcher::Event::InitDone) => Some(String::new()),
+                        _ => None,
+                    }
+                })
+                .boxed();
+            let d = watcher(deps, watcher::Config::default())
+                .filter_map(|e| async move {
+                    match e {
+                        Ok(watcher::Event::Apply(o)) => {
+                            Some(format!("Deployment/{}", o.name_any()))
+                        }
+                        Ok(watcher::Event::InitDone) => Some(String::new()),
+                        _ => None,
+                    }
+                })
+                .boxed();
+            let mut merged = futures::stream::select(j, d);
+            let mut seen: Vec<String> = Vec::new();
+            let mut listed = 0;
+            let mut ready_tx = Some(ready_tx);
+            while let Some(s) = merged.next().await {
+                if s.is_empty() {
+                    listed += 1;
+                    if listed == 2
+                        && let Some(tx) = ready_tx.take()
+                    {
+                        let _ = tx.send(());
+                    }
+                    continue;
+                }
+                if !seen.contains(&s) {
+                    seen.push(s);
+                }
+                if seen.iter().filter(|s| s.starts_with("Deployment/")).count() >= 2 {
+                    break;
+                }
+            }
+            seen
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(30), ready_rx)
+        .await
+        .expect("Job and Deployment watches not established in 30 s")
+        .expect("watch task ended");
+    ns.log("kubectl apply -f examples/hollo-minimal.yaml");
+    ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
+    let seen = tokio::time::timeout(Duration::from_secs(60), order)
+        .await
+        .expect("no two Deployments within 60 s")
+        .unwrap();
+    let first_dep = seen.iter().position(|s| s.starts_with("Deployment/"));
+    let job = seen
+        .iter()
+        .position(|s| s.starts_with(&format!("Job/{HOLLO}-migrate-")));
+    assert!(
+        matches!((job, first_dep), (Some(j), Some(d)) if j < d),
+        "the migration Job must exist before any Deployment; order seen: {seen:?}"
+    );
+    let job_name = &seen[job.unwrap()]["Job/".len()..];
+    let j = jobs.get(job_name).await.expect("migration Job");
+    assert!(
+        j.status.and_then(|s| s.succeeded).unwrap_or(0) >= 1,
+        "Deployments were created while migration Job {job_name} had not succeeded"
+    );
+
+    let h = ns.wait_running(V1, 90).await;
+    ns.log(&format!("Running: {}", status_line(&h)));
+    ns.wait_replicas("web", 1, 60).await;
+    ns.wait_replicas("worker", 2, 60).await;
+    let svcs: Api<Service> = ns.api();
+    svcs.get(&format!("{HOLLO}-web"))
+        .await
+        .expect("Service social-web");
+    let pdbs: Api<PodDisruptionBudget> = ns.api();
+    let pdb = pdbs
+        .get(&format!("{HOLLO}-worker"))
+        .await
+        .expect("PDB social-worker (2 workers)");
+    assert_eq!(
+        pdb.spec.and_then(|s| s.max_unavailable),
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+    );
+    assert!(
+        pdbs.get_opt(&format!("{HOLLO}-web"))
+            .await
+            .unwrap()
+            .is_none(),
+        "one web replica must get no PDB (it would block node drains)"
+    );
+    assert_eq!(condition(&h, "Ready").unwrap().0, "True");
+    assert_eq!(
+        h.data["status"]["worker"]["readyReplicas"],
+        2,
+        "{}",
+        status_line(&h)
+    );
+
+    // Printer columns: `kubectl get hollo`.
+    let table = ns.kubectl(&["get", "hollo"]);
+    ns.log(&format!("kubectl get hollo:\n{table}"));
+    let header = table.lines().next().unwrap_or_default();
+    for col in ["PHASE", "VERSION"] {
+        assert!(header.contains(col), "no {col} column in:\n{table}");
+    }
+    let row = table.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.starts_with(HOLLO) && row.contains("Running") && row.contains(V1),
+        "kubectl get hollo row: {row}"
+    );
+
+    // 3. Scale with the README's command, then down to one.
+    ns.kubectl(&[
+        "patch",
+        "hollo",
+        "social",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"worker":{"replicas":5}}}"#,
+    ]);
+    ns.wait_replicas("worker", 5, 60).await;
+    pdbs.get(&format!("{HOLLO}-worker"))
+        .await
+        .expect("worker PDB with 5 replicas");
+    ns.kubectl(&[
+        "patch",
+        "hollo",
+        "social",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"worker":{"replicas":1}}}"#,
+    ]);
+    ns.wait_replicas("worker", 1, 60).await;
+    wait_until("worker PDB removed at one replica", 30, || async {
+        match pdbs.get_opt(&format!("{HOLLO}-worker")).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|p| p.map(|p| p.spec)))),
+        }
+    })
+    .await;
+    wait_until("status.worker.readyReplicas=1", 30, || async {
+        let h = ns.wait_running(V1, 30).await;
+        if h.data["status"]["worker"]["readyReplicas"] == 1 {
+            Ok(())
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+}
+
+/// Scenario 4 (HPA): autoscaling on → HPA with min/max and the operator never writes replicas;
+/// off → HPA gone, spec replicas restored.
+#[tokio::test]
+async fn autoscaling_hpa_hand_off() {
+    let ns = Ns::new("hpa").await;
+    ns.prepare_instance().await;
+    ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
+    ns.wait_running(V1, 90).await;
+    // The README's command.
+    ns.kubectl(&[
+        "patch",
+        "hollo",
+        "social",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"worker":{"autoscaling":{"enabled":true,"minReplicas":2,"maxReplicas":10,"targetCPUUtilization":70}}}}"#,
+    ]);
+    let hpas: Api<HorizontalPodAutoscaler> = ns.api();
+    let hpa = wait_until("HPA social-worker", 30, || async {
+        hpas.get_opt(&format!("{HOLLO}-worker"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no HPA".to_string())
+    })
+    .await;
+    let spec = hpa.spec;
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 10));
+    assert_eq!(spec.scale_target_ref.name, format!("{HOLLO}-worker"));
+
+    // Set the count the way the HPA controller does (scale subresource), then edit the spec so
+    // the operator reconciles: the autoscaler's number must survive.
+    let deps: Api<Deployment> = ns.api();
+    let worker = format!("{HOLLO}-worker");
+    deps.patch_scale(
+        &worker,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 4}})),
+    )
+    .await
+    .expect("scale worker to 4");
+    let h = ns
+        .merge_hollo(json!({"spec": {"worker": {"replicas": 3, "drainSeconds": 45}}}))
+        .await;
+    let gen_ = h.metadata.generation;
+    wait_until("operator observed the edit", 30, || async {
+        let h = ns.hollo().await;
+        if h.data["status"]["observedGeneration"].as_i64() == gen_ {
+            Ok(())
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    wait_until("worker template carries the edit", 30, || async {
+        let d = ns.deployment(&worker).await.ok_or("no Deployment")?;
+        match env_of(&d, 0, "SHUTDOWN_DRAIN_SECONDS").as_deref() {
+            Some("45") => Ok(()),
+            other => Err(format!("SHUTDOWN_DRAIN_SECONDS={other:?}")),
+        }
+    })
+    .await;
+    holds_for("the HPA-set replica count (4)", 8, || async {
+        let d = ns.deployment(&worker).await.ok_or("no Deployment")?;
+        match d.spec.replicas {
+            Some(4) => Ok(()),
+            other => Err(format!(
+                "worker replicas {other:?}, the operator fought the HPA"
+            )),
+        }
+    })
+    .await;
+    ns.wait_replicas("worker", 4, 30).await;
+
+    // Off again: the HPA goes, spec.worker.replicas (3) comes back.
+    ns.merge_hollo(json!({"spec": {"worker": {"autoscaling": {"enabled": false}}}}))
+        .await;
+    wait_until("HPA removed", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|o| o.map(|h| h.spec)))),
+        }
+    })
+    .await;
+    ns.wait_replicas("worker", 3, 60).await;
+}
+
+fn scaled_object_resource() -> ApiResource {
+    ApiResource {
+        group: "keda.sh".into(),
+        version: "v1alpha1".into(),
+        api_version: "keda.sh/v1alpha1".into(),
+        kind: "ScaledObject".into(),
+        plural: "scaledobjects".into(),
+    }
+}
+
+/// Scenario 4 (KEDA): without KEDA's CRDs the operator says KEDA is missing; with them (from
+/// KEDA's Go module, applied by this test) a ScaledObject with a PostgreSQL trigger on ready
+/// messages.
+#[tokio::test]
+async fn keda_scaled_object() {
+    let ns = Ns::new("keda").await;
+    let crd_file = std::env::var("HOLLO_E2E_KEDA_CRD")
+        .expect("HOLLO_E2E_KEDA_CRD (the ScaledObject CRD from KEDA's module; e2e/run sets it)");
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
+    // Only this scenario uses KEDA; a previous run on an external cluster may have left it.
+    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
+    let preinstalled = crds
+        .get_opt("scaledobjects.keda.sh")
+        .await
+        .unwrap()
+        .is_some();
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_with(json!({"spec": {"worker": {"autoscaling": {
+        "enabled": true, "minReplicas": 1, "maxReplicas": 8,
+        "keda": {"enabled": true, "targetReadyMessagesPerReplica": 25}}}}})))
+        .await
+        .expect("apply Hollo");
+    if !preinstalled {
+        let ev = ns.wait_event("KedaNotInstalled", "Warning", 90).await;
+        ns.log(&format!("without KEDA: {:?}", ev.note));
+        assert!(
+            ev.note.unwrap_or_default().to_lowercase().contains("keda"),
+            "the event must say KEDA is missing"
+        );
+        // Install KEDA's CRD as a user would (kubectl apply of KEDA's manifest).
+        ns.kubectl(&["apply", "--server-side", "-f", &crd_file]);
+    } else {
+        assert!(
+            external,
+            "scaledobjects.keda.sh exists before the KEDA scenario installed it"
+        );
+    }
+    wait_until("ScaledObject CRD Established", 30, || async {
+        let c = crds
+            .get("scaledobjects.keda.sh")
+            .await
+            .map_err(|e| e.to_string())?;
+        c.status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+            .ok_or_else(|| "not established".to_string())
+    })
+    .await;
+    let sos: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), &ns.name, &scaled_object_resource());
+    let so = wait_until("ScaledObject social-worker", 60, || async {
+        sos.get_opt(&format!("{HOLLO}-worker"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no ScaledObject".to_string())
+    })
+    .await;
+    let spec = &so.data["spec"];
+    ns.log(&format!("ScaledObject spec: {spec}"));
+    assert_eq!(spec["scaleTargetRef"]["name"], format!("{HOLLO}-worker"));
+    assert_eq!(
+        (
+            spec["minReplicaCount"].as_i64(),
+            spec["maxReplicaCount"].as_i64()
+        ),
+        (Some(1), Some(8))
+    );
+    let triggers = spec["triggers"].as_array().expect("triggers");
+    let pg = triggers
+        .iter()
+        .find(|t| t["type"] == "postgresql")
+        .unwrap_or_else(|| panic!("no postgresql trigger in {triggers:?}"));
+    let query = pg["metadata"]["query"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    assert!(
+        query.contains("ready") || query.contains("visible_at") || query.contains("<= now()"),
+        "the trigger must count ready messages; query: {query}"
+    );
+    assert_eq!(pg["metadata"]["targetQueryValue"], "25");
+    // No HPA of our own next to KEDA's.
+    let hpas: Api<HorizontalPodAutoscaler> = ns.api();
+    assert!(
+        hpas.get_opt(&format!("{HOLLO}-worker"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    ns.wait_running(V1, 60).await;
+}
+
+/// Scenario 4 (Ingress): an Ingress object and `BEHIND_PROXY=true` on the web pods.
+#[tokio::test]
+async fn ingress_behind_proxy() {
+    let ns = Ns::new("ingress").await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_with(
+        json!({"spec": {"web": {"ingress": {"enabled": true, "host": "hollo.example.test"}}}}),
+    ))
+    .await
+    .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+    let ings: Api<Ingress> = ns.api();
+    let ing = ings
+        .get(&format!("{HOLLO}-web"))
+        .await
+        .expect("Ingress social-web");
+    let rule = &ing.spec.unwrap().rules.unwrap()[0];
+    assert_eq!(rule.host.as_deref(), Some("hollo.example.test"));
+    let pods = ns.ready_pods("web").await;
+    assert!(!pods.is_empty());
+    for p in pods {
+        let env = p.spec.unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap_or_default();
+        let v = env
+            .iter()
+            .find(|e| e.name == "BEHIND_PROXY")
+            .and_then(|e| e.value.clone());
+        assert_eq!(v.as_deref(), Some("true"), "web pod {:?}", p.metadata.name);
+    }
+    // Off again: the Ingress goes.
+    ns.merge_hollo(json!({"spec": {"web": {"ingress": {"enabled": false}}}}))
+        .await;
+    wait_until("Ingress removed", 30, || async {
+        match ings.get_opt(&format!("{HOLLO}-web")).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|o| o.is_some()))),
+        }
+    })
+    .await;
+}
+
+/// What the upgrade watcher saw.
+#[derive(Default, Debug)]
+struct Timeline {
+    phases: Vec<String>,
+    violations: Vec<String>,
+    job_seen: bool,
+    job_succeeded: bool,
+    live: BTreeMap<String, String>, // app pod → version
+    new_pods: BTreeSet<String>,
+}
+
+fn is_app_pod(p: &Pod) -> bool {
+    matches!(
+        label(p, "app.kubernetes.io/component").as_str(),
+        "web" | "worker" | "all"
+    )
+}
+
+/// Scenario 5: upgrade by `spec.version`; every event of the Hollo, its pods and Jobs is
+/// watched, not sampled.
+#[tokio::test]
+async fn upgrade_phases_in_order() {
+    let ns = Ns::new("upgrade").await;
+    ns.prepare_instance().await;
+    ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
+    ns.wait_running(V1, 90).await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    let hollos = ns.hollos();
+    let pods: Api<Pod> = ns.api();
+    let jobs: Api<Job> = ns.api();
+    // `<name>-migrate-<version with dots as dashes>`, the operator's naming
+    let job_name = format!("{HOLLO}-migrate-{}", V2.replace('.', "-"));
+    let wcfg = || watcher::Config::default();
+    let hw = watcher(hollos, wcfg())
+        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
+        .boxed();
+    let pw = watcher(
+        pods.clone(),
+        wcfg().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
+    )
+    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
+    .boxed();
+    let jw = watcher(jobs.clone(), wcfg())
+        .map(|e| e.map(|e| ("job", obj_event(e, |o| Obj::Job(Box::new(o))))))
+        .boxed();
+    let mut all = futures::stream::select_all([hw, pw, jw]);
+    // What a user watching with the README's command sees (it prints the current row, then
+    // every change from that resourceVersion on).
+    let mut user_watch = ns.spawn_kubectl(&["get", "hollo", "social", "-w"]);
+    let watched = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let out = user_watch.stdout.take().expect("stdout");
+        let watched = watched.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                watched.lock().unwrap().push(line);
+            }
+        })
+    };
+    wait_until(
+        "kubectl get hollo social -w printed the current row",
+        20,
+        || async {
+            let n = watched.lock().unwrap().len();
+            if n >= 2 {
+                Ok(())
+            } else {
+                Err(format!("{n} lines"))
+            }
+        },
+    )
+    .await;
+    let mut t = Timeline::default();
+    let mut changed = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let ev = match tokio::time::timeout_at(deadline, all.next()).await {
+            Ok(Some(Ok(ev))) => ev,
+            Ok(Some(Err(e))) => {
+                ns.log(&format!("watch error (the watcher retries): {e}"));
+                continue;
+            }
+            Ok(None) => panic!("watch ended"),
+            Err(_) => panic!("upgrade did not finish in 120 s; observed: {t:#?}"),
+        };
+        let Some((deleted, obj)) = ev.1 else {
+            continue;
+        };
+        match obj {
+            Obj::Hollo(h) => {
+                let p = phase(&h);
+                if changed && t.phases.last() != Some(&p) {
+                    ns.log(&format!("phase {p}"));
+                    t.phases.push(p.clone());
+                }
+                if changed
+                    && p == "Running"
+                    && h.data["status"]["currentVersion"] == V2
+                    && t.phases.len() > 1
+                {
+                    break;
+                }
+            }
+            Obj::Pod(p) if is_app_pod(&p) => {
+                let name = p.name_any();
+                let v = label(&*p, "app.kubernetes.io/version");
+                if deleted {
+                    t.live.remove(&name);
+                    continue;
+                }
+                t.live.insert(name.clone(), v.clone());
+                if v == V2 && t.new_pods.insert(name.clone()) && !t.job_succeeded {
+                    // Streams are not ordered with each other: confirm with the Job as it is now.
+                    let j = jobs.get_opt(&job_name).await.unwrap();
+                    let done = j.as_ref().and_then(|j| j.status.as_ref());
+                    let completed = done.and_then(|s| s.completion_time.clone());
+                    let created = p.creation_timestamp();
+                    let ok = match (completed, created) {
+                        (Some(c), Some(p)) => p.0 >= c.0,
+                        _ => false,
+                    };
+                    if !ok {
+                        t.violations.push(format!(
+                            "pod {name} of {V2} exists before Job {job_name} succeeded (job status {done:?})"
+                        ));
+                    }
+                }
+            }
+            Obj::Pod(_) => {}
+            Obj::Job(j) => {
+                if j.name_any() != job_name || deleted {
+                    continue;
+                }
+                if !t.job_seen {
+                    t.job_seen = true;
+                    ns.log(&format!("Job {job_name} created"));
+                    let old: Vec<_> = t.live.iter().filter(|(_, v)| *v == V1).collect();
+                    if !old.is_empty() {
+                        // Confirm with a fresh list: anything still there existed at Job creation.
+                        let now = pods
+                            .list(&ListParams::default().labels(&format!(
+                                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/version={V1}"
+                            )))
+                            .await
+                            .unwrap();
+                        let still: Vec<String> = now
+                            .items
+                            .iter()
+                            .filter(|p| is_app_pod(p))
+                            .map(|p| p.name_any())
+                            .collect();
+                        if !still.is_empty() {
+                            t.violations.push(format!(
+                                "pods of {V1} exist when migration Job {job_name} starts: {still:?}"
+                            ));
+                        }
+                    }
+                }
+                if j.status.and_then(|s| s.succeeded).unwrap_or(0) >= 1 && !t.job_succeeded {
+                    ns.log(&format!("Job {job_name} succeeded"));
+                    t.job_succeeded = true;
+                }
+            }
+        }
+        if !changed && ev.0 == "hollo" {
+            // The first Hollo event comes from the initial list: now change the version.
+            changed = true;
+            ns.log(&format!("patch spec.version {V1} → {V2}"));
+            // The README's command.
+            ns.kubectl(&[
+                "patch",
+                "hollo",
+                "social",
+                "--type",
+                "merge",
+                "-p",
+                r#"{"spec":{"version":"0.2.0"}}"#,
+            ]);
+        }
+    }
+    ns.log(&format!("phases observed: {:?}", t.phases));
+    // The last change may still be on its way to kubectl.
+    wait_until(
+        "kubectl get -w shows Running at the new version",
+        10,
+        || async {
+            let rows = watched.lock().unwrap().clone();
+            match rows.last() {
+                Some(r) if r.contains("Running") && r.contains(V2) => Ok(()),
+                other => Err(format!("last row {other:?}")),
+            }
+        },
+    )
+    .await;
+    let _ = user_watch.kill();
+    let _ = user_watch.wait();
+    let _ = reader.join();
+    let rows = watched.lock().unwrap().clone();
+    let watched = rows.join("\n");
+    ns.log(&format!("kubectl get hollo social -w:\n{watched}"));
+    for p in ["ScalingDown", "Migrating", "RollingOut"] {
+        assert!(
+            rows.iter().any(|r| r.contains(p)),
+            "kubectl get hollo social -w never showed {p}:\n{watched}"
+        );
+    }
+    assert!(
+        rows.last()
+            .is_some_and(|r| r.contains("Running") && r.contains(V2)),
+        "kubectl get hollo social -w did not end Running at {V2}:\n{watched}"
+    );
+    // The first recorded phase may be the Running just before the edit took effect.
+    let after: Vec<&str> = t
+        .phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        ["ScalingDown", "Migrating", "RollingOut", "Running"],
+        "phases in order; observed: {t:#?}"
+    );
+    assert!(
+        t.violations.is_empty(),
+        "ordering violated: {:#?}",
+        t.violations
+    );
+    assert!(t.job_succeeded, "{t:#?}");
+    ns.wait_replicas("web", 1, 30).await;
+    ns.wait_replicas("worker", 2, 30).await;
+    for p in ns
+        .ready_pods("worker")
+        .await
+        .iter()
+        .chain(ns.ready_pods("web").await.iter())
+    {
+        assert_eq!(
+            label(p, "app.kubernetes.io/version"),
+            V2,
+            "{}",
+            p.name_any()
+        );
+    }
+}
+
+/// (deleted, object) of a watch event; None for the list markers.
+fn obj_event<K>(e: watcher::Event<K>, wrap: fn(K) -> Obj) -> Option<(bool, Obj)> {
+    match e {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => Some((false, wrap(o))),
+        watcher::Event::Delete(o) => Some((true, wrap(o))),
+        _ => None,
+    }
+}
+
+enum Obj {
+    Hollo(Box<DynamicObject>),
+    Pod(Box<Pod>),
+    Job(Box<Job>),
+}
+
+/// Scenario 6: a migration that exits 1 → MigrationFailed, Degraded, a Warning event, nothing of
+/// the new version; fixing `migrations.command` recovers.
+#[tokio::test]
+async fn failing_migration_then_fix() {
+    let ns = Ns::new("migfail").await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+
+    ns.merge_hollo(json!({"spec": {"version": V2,
+        "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))
+        .await;
+    let h = wait_until("MigrationFailed with Degraded=True", 90, || async {
+        let h = ns.hollo().await;
+        let degraded = condition(&h, "Degraded").map(|c| c.0);
+        if phase(&h) == "MigrationFailed" && degraded.as_deref() == Some("True") {
+            Ok(h)
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.log(&format!("failed: {}", status_line(&h)));
+    let ev = ns.wait_event("MigrationFailed", "Warning", 30).await;
+    ns.log(&format!("event: {:?}", ev.note));
+    // Nothing of the new version, and the old one stays down, while it fails.
+    holds_for("nothing of the new version runs", 5, || async {
+        let pods: Api<Pod> = ns.api();
+        let app: Vec<String> = pods
+            .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .iter()
+            .filter(|p| is_app_pod(p))
+            .map(|p| format!("{}@{}", p.name_any(), label(p, "app.kubernetes.io/version")))
+            .collect();
+        if !app.is_empty() {
+            return Err(format!("web/worker pods exist: {app:?}"));
+        }
+        let deps: Api<Deployment> = ns.api();
+        for d in deps
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            let v = d
+                .spec
+                .template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.as_ref())
+                .and_then(|l| l.get("app.kubernetes.io/version").cloned());
+            if v.as_deref() == Some(V2) {
+                return Err(format!(
+                    "Deployment {} has the new version's template",
+                    d.name_any()
+                ));
+            }
+        }
+        Ok(())
+    })
+    .await;
+
+    // Retried with back-off (30 s for the first retry), each attempt a new Job, still failing.
+    let jobs: Api<Job> = ns.api();
+    let first = format!("{HOLLO}-migrate-0-2-0");
+    let retry = format!("{first}-r1");
+    let (failed_at, retried) = wait_until("the retry Job after the back-off", 90, || async {
+        let f = |j: &Job| {
+            j.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.type_ == "Failed" && c.status == "True")
+                })
+                .and_then(|c| c.last_transition_time.clone())
+        };
+        let j0 = jobs.get_opt(&first).await.map_err(|e| e.to_string())?;
+        let j1 = jobs.get_opt(&retry).await.map_err(|e| e.to_string())?;
+        let h = ns.hollo().await;
+        match (j0.as_ref().and_then(f), j1.as_ref().and_then(f)) {
+            (Some(t0), Some(_)) if h.data["status"]["migrationAttempts"].as_i64() >= Some(2) => {
+                Ok((t0, j1.unwrap().creation_timestamp().unwrap()))
+            }
+            (a, b) => Err(format!(
+                "{first} failed at {a:?}, {retry} failed at {b:?}; {}",
+                status_line(&h)
+            )),
+        }
+    })
+    .await;
+    let waited = retried.0.as_second() - failed_at.0.as_second();
+    ns.log(&format!(
+        "retry Job created {waited}s after the first attempt failed"
+    ));
+    assert!(
+        waited >= 25,
+        "retried after {waited}s, before the 30 s back-off"
+    );
+    assert_eq!(phase(&ns.hollo().await), "MigrationFailed");
+
+    // Fix the command: the operator retries at once and the new version comes up.
+    ns.merge_hollo(json!({"spec": {"migrations": {"command": ["hollo", "migrate"]}}}))
+        .await;
+    let h = ns.wait_running(V2, 90).await;
+    assert_eq!(
+        condition(&h, "Degraded").map(|c| c.0).as_deref(),
+        Some("False")
+    );
+    ns.wait_replicas("worker", 2, 30).await;
+}
+
+/// Scenario 7: the apiserver rejects invalid specs with the CRD's CEL messages; an over-budget
+/// spec is accepted but reported (`ConnectionBudget=False`, Warning event).
+#[tokio::test]
+async fn admission_rejections_and_connection_budget() {
+    let ns = Ns::new("admission").await;
+    let cases = [
+        (
+            json!({"spec": {"worker": {"autoscaling": {"enabled": false, "keda": {"enabled": true}}}}}),
+            "worker.autoscaling.keda.enabled requires worker.autoscaling.enabled",
+        ),
+        (
+            json!({"spec": {"web": {"ingress": {"enabled": true}}}}),
+            "web.ingress.enabled requires web.ingress.host",
+        ),
+        (
+            json!({"spec": {"worker": {"autoscaling": {"enabled": true, "minReplicas": 5, "maxReplicas": 2, "targetCPUUtilization": 70}}}}),
+            "worker.autoscaling.minReplicas must be <= maxReplicas",
+        ),
+        (
+            json!({"spec": {"worker": {"disruptionBudget": {"maxUnavailable": 0}}}}),
+            "disruptionBudget.maxUnavailable must be at least 1",
+        ),
+        (
+            json!({"spec": {"storage": {"disk": "fs", "fs": null}}}),
+            "storage.disk=fs requires storage.fs",
+        ),
+        (
+            json!({"spec": {"migrations": {"command": []}}}),
+            "migrations.command must not be empty",
+        ),
+    ];
+    for (patch, message) in cases {
+        let manifest = minimal_with(patch.clone());
+        match ns.apply_hollo(&manifest).await {
+            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
+            Err(kube::Error::Api(e)) => {
+                ns.log(&format!("rejected ({}): {}", e.code, e.message));
+                assert_eq!(e.code, 422, "{e:?}");
+                assert!(
+                    e.message.contains(message),
+                    "expected {message:?} in {:?}",
+                    e.message
+                );
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    // The same message reaches a kubectl user.
+    let bad = serde_json::to_string(&minimal_with(
+        json!({"spec": {"web": {"ingress": {"enabled": true}}}}),
+    ))
+    .unwrap();
+    let err = ns
+        .try_kubectl(&["apply", "-f", "-"], Some(&bad))
+        .expect_err("kubectl apply of an invalid Hollo");
+    assert!(
+        err.contains("web.ingress.enabled requires web.ingress.host"),
+        "{err}"
+    );
+
+    // Over budget: accepted, reported with the numbers.
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_with(
+        json!({"spec": {"database": {"maxConnections": 5}, "worker": {"replicas": 3}}}),
+    ))
+    .await
+    .expect("an over-budget Hollo is valid");
+    let h = wait_until("ConnectionBudget=False", 60, || async {
+        let h = ns.hollo().await;
+        match condition(&h, "ConnectionBudget") {
+            Some((s, _, _)) if s == "False" => Ok(h),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    let (_, reason, message) = condition(&h, "ConnectionBudget").unwrap();
+    ns.log(&format!("ConnectionBudget=False {reason}: {message}"));
+    assert!(
+        message.contains('5'),
+        "the message must give the numbers: {message}"
+    );
+    let ev = ns
+        .wait_event("ConnectionBudgetExceeded", "Warning", 30)
+        .await;
+    ns.log(&format!("event: {:?}", ev.note));
+    // Back under budget: True again.
+    ns.merge_hollo(json!({"spec": {"database": {"maxConnections": 500}}}))
+        .await;
+    wait_until("ConnectionBudget=True", 60, || async {
+        let h = ns.hollo().await;
+        match condition(&h, "ConnectionBudget") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+}
+
+/// Scenario 8: drift is undone (deleted worker Deployment, edited image); deleting the Hollo
+/// garbage-collects every child.
+#[tokio::test]
+async fn drift_restored_and_children_collected() {
+    let ns = Ns::new("drift").await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+    let deps: Api<Deployment> = ns.api();
+    let worker = format!("{HOLLO}-worker");
+    let before = ns.deployment(&worker).await.unwrap();
+    let image = image_of(&before);
+
+    deps.delete(&worker, &DeleteParams::foreground())
+        .await
+        .expect("delete worker");
+    let old_uid = before.uid();
+    wait_until("worker Deployment recreated", 60, || async {
+        let d = ns.deployment(&worker).await.ok_or("absent")?;
+        if d.uid() != old_uid && d.metadata.deletion_timestamp.is_none() {
+            Ok(())
+        } else {
+            Err("the old one is still there".to_string())
+        }
+    })
+    .await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    ns.kubectl(&[
+        "set",
+        "image",
+        &format!("deployment/{worker}"),
+        "hollo=example.invalid/evil:1",
+    ]);
+    wait_until("worker image restored", 60, || async {
+        let d = ns.deployment(&worker).await.ok_or("absent")?;
+        let now = image_of(&d);
+        if now == image {
+            Ok(())
+        } else {
+            Err(format!("image {now}"))
+        }
+    })
+    .await;
+
+    // Delete the Hollo: everything it made goes (GC through owner references).
+    let mut children = vec![];
+    for d in deps.list(&ListParams::default()).await.unwrap() {
+        children.push(format!("Deployment/{}", d.name_any()));
+    }
+    ns.log(&format!("children before delete: {children:?}"));
+    assert!(children.len() >= 2);
+    ns.kubectl(&["delete", "hollo", "social"]);
+    wait_until("every child garbage-collected", 120, || async {
+        let mut left = vec![];
+        let lp = ListParams::default();
+        let d: Api<Deployment> = ns.api();
+        left.extend(
+            d.list(&lp)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .map(|o| format!("Deployment/{}", o.name_any())),
+        );
+        let s: Api<Service> = ns.api();
+        left.extend(
+            s.list(&lp)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .map(|o| format!("Service/{}", o.name_any())),
+        );
+        let p: Api<PodDisruptionBudget> = ns.api();
+        left.extend(
+            p.list(&lp)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .map(|o| format!("PDB/{}", o.name_any())),
+        );
+        let j: Api<Job> = ns.api();
+        left.extend(
+            j.list(&lp)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .map(|o| format!("Job/{}", o.name_any())),
+        );
+        let po: Api<Pod> = ns.api();
+        left.extend(
+            po.list(&lp)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .map(|o| format!("Pod/{}", o.name_any())),
+        );
+        let h = ns
+            .hollos()
+            .get_opt(HOLLO)
+            .await
+            .map_err(|e| e.to_string())?;
+        if h.is_some() {
+            left.push("Hollo/social".into());
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("left: {left:?}"))
+        }
+    })
+    .await;
+}
