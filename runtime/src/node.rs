@@ -95,8 +95,19 @@ pub async fn serve(config: Config) -> Result<()> {
     let mut consumers = Vec::new();
     let listener_stop = tokio_util::sync::CancellationToken::new();
     let mut listener_task = None;
+    let mut recovery_tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     if config.role.consumes() {
-        let registry = tasks::registry(&config.queue, fed.clone());
+        let mut registry = tasks::registry(&config.queue, fed.clone());
+        // Issue 5 (reply collection): its kind needs the shutdown signal, so it is registered
+        // here; its recovery loop starts below. Lead: fold both into the shared recovery loop.
+        if let Some(f) = &fed {
+            tasks::replies::register(
+                &mut registry,
+                f.clone(),
+                config.replies.clone(),
+                shutdown.stop.clone(),
+            );
+        }
         let item_locks = db::connect_pool(
             &urls.url,
             config.db.item_lock_pool_size,
@@ -118,6 +129,13 @@ pub async fn serve(config: Config) -> Result<()> {
         )?;
         consumers = handles;
         listener_task = Some(listen);
+        // Issue 5: reply-collection recovery, at start and every REPLY_RECOVERY_SECONDS, on
+        // consuming nodes only; stops claiming work with the consumers.
+        recovery_tasks.push(tokio::spawn(tasks::replies::recovery::run(
+            pool.clone(),
+            config.replies.clone(),
+            shutdown.stop.clone(),
+        )));
         tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
     }
 
@@ -171,6 +189,9 @@ pub async fn serve(config: Config) -> Result<()> {
 
     for c in consumers {
         let _ = c.await;
+    }
+    for r in recovery_tasks {
+        let _ = r.await;
     }
     listener_stop.cancel();
     if let Some(l) = listener_task {

@@ -3,6 +3,7 @@
 pub mod delivery;
 pub mod inbox;
 pub mod probe;
+pub mod replies;
 
 use std::sync::Arc;
 

@@ -15,6 +15,7 @@ use sqlx::PgPool;
 
 pub mod activitypub;
 pub mod api;
+pub mod replies;
 
 use crate::config::Role;
 use crate::federation::Federation;
@@ -66,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/admin/status", get(admin_status))
         .merge(activitypub::routes())
         .merge(api::routes())
+        .merge(replies::routes())
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
         .with_state(state)
