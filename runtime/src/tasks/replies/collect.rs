@@ -510,18 +510,17 @@ impl Collector {
         n: &Counters,
         end: End,
     ) -> Result<(), TaskError> {
-        if matches!(end, End::LostLease) {
-            tracing::info!(job = %run.id, "reply collection lost its lease; the new owner carries on");
-            return Ok(());
-        }
         let (status, error, retry_in, cooldown): (&str, Option<String>, Option<Duration>, bool) =
             match &end {
+                End::LostLease => {
+                    tracing::info!(job = %run.id, "reply collection lost its lease; the new owner carries on");
+                    return Ok(());
+                }
                 End::Done { partial: false } => ("completed", None, None, true),
                 End::Done { partial: true } => ("partial", None, None, true),
                 End::Failed(e) => ("failed", Some(e.clone()), None, true),
                 End::RateLimited(d) => ("waiting", Some("HTTP 429".into()), Some(*d), false),
                 End::Stopped => ("waiting", None, Some(Duration::ZERO), false),
-                End::LostLease => unreachable_lost(),
             };
         let mut tx = pool.begin().await?;
         let updated = sqlx::query(
@@ -603,11 +602,6 @@ impl Collector {
         }
         Ok(())
     }
-}
-
-fn unreachable_lost() -> (&'static str, Option<String>, Option<Duration>, bool) {
-    // Handled before the match; kept total without a panic on a worker.
-    ("waiting", None, None, false)
 }
 
 /// Something to walk: an IRI to fetch, or a page or collection that came inline.
