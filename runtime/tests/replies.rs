@@ -223,10 +223,16 @@ impl Instance {
 
     /// A task consumer with the collector, as a worker node runs it. Returns its stop token.
     fn worker(&mut self, cfg: &ReplyConfig) -> CancellationToken {
+        let fed = self.fed.clone();
+        self.worker_with(cfg, fed)
+    }
+
+    /// A worker with its own federation settings (e.g. without `ALLOW_PRIVATE_ADDRESS`).
+    fn worker_with(&mut self, cfg: &ReplyConfig, fed: Arc<Federation>) -> CancellationToken {
         let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
         let stop = CancellationToken::new();
-        let mut registry = tasks::registry(&q, Some(self.fed.clone()));
-        replies::register(&mut registry, self.fed.clone(), cfg.clone(), stop.clone());
+        let mut registry = tasks::registry(&q, Some(fed.clone()));
+        replies::register(&mut registry, fed, cfg.clone(), stop.clone());
         let c = Consumer {
             queue: QueueName::Task,
             limit: q.task_concurrency,
@@ -693,6 +699,31 @@ async fn a_500_fails_the_job_with_its_message() {
         .await,
         0,
         "the host lease is released"
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    paged(&remote, &post, "/n", 2);
+    // Same instance and keys, but a worker whose fetch guard refuses loopback.
+    let strict = Arc::new(Federation::new(&inst.base, SECRET, false, 4).expect("federation"));
+    inst.worker_with(&fast_config(), strict);
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(j.status, "failed");
+    assert!(
+        j.error.unwrap_or_default().contains("refused"),
+        "the guard's reason is kept"
+    );
+    assert!(
+        remote.hits().is_empty(),
+        "nothing reached the loopback server"
     );
     inst.shutdown().await;
 }

@@ -223,3 +223,28 @@ pub async fn view(pool: &PgPool, id: Uuid) -> Result<Option<JobView>, sqlx::Erro
     .fetch_optional(pool)
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_are_paced_by_authority_and_only_http_iris_are_accepted() {
+        assert_eq!(
+            host_of("https://Social.Example/users/a/statuses/1/replies").as_deref(),
+            Some("social.example")
+        );
+        assert_eq!(
+            host_of("http://127.0.0.1:8080/n/replies").as_deref(),
+            Some("127.0.0.1:8080")
+        );
+        for bad in ["ftp://x.example/r", "not a url", "mailto:a@b.example"] {
+            assert_eq!(host_of(bad), None, "{bad}");
+        }
+        let job = Uuid::nil();
+        assert_eq!(
+            message_key(job),
+            format!("hollo.remote-reply-collect.v1:{job}")
+        );
+    }
+}
