@@ -119,6 +119,55 @@ pub struct Config {
     pub federation: FederationConfig,
     /// `FS_STORAGE_PATH`: where media files live (the media cleanup's root); unset → none.
     pub storage_path: Option<std::path::PathBuf>,
+    /// Remote reply collection (issue 5).
+    pub replies: ReplyConfig,
+}
+
+/// Remote reply collection limits and timings (SPEC.md §6, issue 5). Defaults are the spec's;
+/// every one is an env var so tests (and small instances) can shorten them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplyConfig {
+    /// `REPLY_MAX_DEPTH`: reply levels walked (1 = direct replies only).
+    pub max_depth: u32,
+    /// `REPLY_MAX_ITEMS`: reply objects one job takes before it ends as partial.
+    pub max_items: u32,
+    /// `REPLY_MAX_REQUESTS`: HTTP requests one job makes before it ends as partial.
+    pub max_requests: u32,
+    /// `REPLY_HOST_INTERVAL_MS`: minimum time between two requests to one host, all workers.
+    pub host_interval: Duration,
+    /// `REPLY_COOLDOWN_SECONDS`: a finished collection is not collected again before this.
+    pub cooldown: Duration,
+    /// `REPLY_RETRY_AFTER_SECONDS`: back-off after a 429 without a usable `Retry-After`.
+    pub retry_after_default: Duration,
+    /// `REPLY_LEASE_SECONDS`: a running job's heartbeat lease; refreshed every half lease.
+    pub lease: Duration,
+    /// `REPLY_RECOVERY_SECONDS`: how often the recovery scan runs on consuming nodes.
+    pub recovery_interval: Duration,
+}
+
+impl ReplyConfig {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(ReplyConfig {
+            max_depth: env.count("REPLY_MAX_DEPTH", 2, 1, 10)?,
+            max_items: env.count("REPLY_MAX_ITEMS", 100, 1, 100_000)?,
+            max_requests: env.count("REPLY_MAX_REQUESTS", 200, 1, 100_000)?,
+            host_interval: Duration::from_millis(u64::from(env.count(
+                "REPLY_HOST_INTERVAL_MS",
+                5000,
+                0,
+                3_600_000,
+            )?)),
+            cooldown: env.seconds("REPLY_COOLDOWN_SECONDS", 300, 0, 30 * 86_400)?,
+            retry_after_default: env.seconds("REPLY_RETRY_AFTER_SECONDS", 300, 1, 86_400)?,
+            lease: env.seconds("REPLY_LEASE_SECONDS", 900, 2, 86_400)?,
+            recovery_interval: env.seconds("REPLY_RECOVERY_SECONDS", 60, 1, 3600)?,
+        })
+    }
+
+    /// Heartbeat period: half the lease (7.5 min of 15), so one missed beat never loses it.
+    pub fn heartbeat(&self) -> Duration {
+        self.lease / 2
+    }
 }
 
 /// A secret whose `Debug` never prints it, so a logged config cannot leak it.
@@ -423,6 +472,7 @@ impl Config {
                 .get("FS_STORAGE_PATH")
                 .filter(|p| !p.trim().is_empty())
                 .map(std::path::PathBuf::from),
+            replies: ReplyConfig::from_env(env)?,
         })
     }
 
@@ -620,6 +670,29 @@ mod tests {
         assert!(format!("{c:?}").contains("Secret(***)"));
         assert!(!format!("{c:?}").contains("0123456789abcdef"));
         assert!(c.federation.allow_private_address);
+    }
+
+    #[test]
+    fn reply_collection_defaults_match_the_spec_and_are_validated() {
+        let c = Config::from_env(&Env::from_pairs([])).expect("defaults are valid");
+        let r = &c.replies;
+        assert_eq!((r.max_depth, r.max_items, r.max_requests), (2, 100, 200));
+        assert_eq!(r.host_interval, Duration::from_secs(5));
+        assert_eq!(r.cooldown, Duration::from_secs(300));
+        assert_eq!(r.retry_after_default, Duration::from_secs(300));
+        assert_eq!(r.lease, Duration::from_secs(900));
+        assert_eq!(r.heartbeat(), Duration::from_secs(450));
+        assert_eq!(r.recovery_interval, Duration::from_secs(60));
+        for (var, bad) in [
+            ("REPLY_MAX_DEPTH", "0"),
+            ("REPLY_MAX_ITEMS", "-1"),
+            ("REPLY_HOST_INTERVAL_MS", "fast"),
+            ("REPLY_LEASE_SECONDS", "1"),
+            ("REPLY_RECOVERY_SECONDS", "0"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{err}");
+        }
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub enum FetchError {
     Network(String),
     #[error("HTTP {0}")]
     Status(u16),
+    /// HTTP 429 from a GET, with its `Retry-After` when usable (reply collection backs off by it).
+    #[error("HTTP 429")]
+    TooManyRequests(Option<Duration>),
     #[error("response larger than {MAX_RESPONSE_BYTES} bytes")]
     TooLarge,
     #[error("invalid response: {0}")]
@@ -261,6 +264,14 @@ impl FetchClient {
                     .join(location)
                     .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))?;
                 continue;
+            }
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                let retry_after = resp
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_retry_after);
+                return Err(FetchError::TooManyRequests(retry_after));
             }
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));

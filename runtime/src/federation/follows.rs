@@ -23,7 +23,7 @@ pub struct ResolveFailure {
 
 fn retryable_fetch(e: &FetchError) -> bool {
     match e {
-        FetchError::Network(_) => true,
+        FetchError::Network(_) | FetchError::TooManyRequests(_) => true,
         FetchError::Status(s) => *s == 408 || *s == 429 || *s >= 500,
         FetchError::Refused(_) | FetchError::TooLarge | FetchError::Invalid(_) => false,
     }

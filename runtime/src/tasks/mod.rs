@@ -7,6 +7,7 @@ pub mod inbox;
 pub mod jobs;
 pub mod poll_notification;
 pub mod probe;
+pub mod replies;
 
 use std::sync::Arc;
 

@@ -17,6 +17,7 @@ pub mod activitypub;
 pub mod api;
 pub mod jobs;
 pub mod polls;
+pub mod replies;
 
 use crate::config::Role;
 use crate::federation::Federation;
@@ -74,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .merge(api::routes())
         .merge(jobs::routes())
         .merge(polls::routes())
+        .merge(replies::routes())
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
         .with_state(state)

@@ -1,0 +1,206 @@
+//! Remote reply collection over HTTP (issue 5), every endpoint as the token's account:
+//! `POST /api/v1/reply-collections {"url"}` requests a collection of a remote post's replies,
+//! `GET /api/v1/reply-collections/{id}` shows a job, and `GET /api/v1/statuses/{id}/context`
+//! shows a stored remote post's replies and requests their collection when it has a
+//! `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::api::require_account;
+use super::{ApiError, AppState};
+use crate::federation::actor::id_of;
+use crate::tasks::replies::{self, RequestError, Requested};
+
+/// Reply levels a request asks for; the worker's `REPLY_MAX_DEPTH` is applied as the job runs
+/// only if it is lower, so a job keeps what it was asked for across config changes.
+const REQUEST_DEPTH: u32 = 2;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/reply-collections", post(create))
+        .route("/api/v1/reply-collections/{id}", get(show))
+        .route("/api/v1/statuses/{id}/context", get(context))
+}
+
+fn bad(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, msg.into())
+}
+
+fn unprocessable(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::UNPROCESSABLE_ENTITY, msg.into())
+}
+
+fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| bad(format!("not an id: {raw:?}")))
+}
+
+fn request_error(e: RequestError) -> ApiError {
+    match e {
+        RequestError::BadIri(m) => unprocessable(m),
+        RequestError::Db(e) => e.into(),
+    }
+}
+
+async fn job_json(s: &AppState, id: Uuid) -> Result<Value, ApiError> {
+    let v = replies::view(&s.pool, id)
+        .await?
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no such reply collection".into()))?;
+    Ok(serde_json::to_value(v).unwrap_or(Value::Null))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let account = require_account(&s, &headers).await?;
+    let req: Value =
+        serde_json::from_slice(&body).map_err(|e| bad(format!("body is not JSON: {e}")))?;
+    let url = req
+        .get("url")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| bad("expected {\"url\": \"<remote post IRI>\"}"))?;
+    let parsed =
+        url::Url::parse(url).map_err(|e| unprocessable(format!("bad url {url:?}: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(unprocessable(format!("not an http(s) URL: {url:?}")));
+    }
+    if let Some(fed) = &s.fed
+        && replies::host_of(url) == replies::host_of(&fed.origin)
+    {
+        return Err(unprocessable(format!("{url} is a post of this server")));
+    }
+    // The post as we know it, else fetched (signed, through the SSRF guard) to learn its
+    // replies collection; nothing is stored before a job can be made.
+    let stored: Option<(Option<String>, Option<chrono::DateTime<chrono::Utc>>)> =
+        sqlx::query_as("SELECT replies_iri, deleted_at FROM remote_posts WHERE iri = $1")
+            .bind(url)
+            .fetch_optional(&s.pool)
+            .await?;
+    let replies_iri = match stored {
+        Some((_, Some(_))) => return Err(unprocessable(format!("{url} was deleted"))),
+        Some((Some(r), None)) => r,
+        _ => {
+            let fed = s.fed.as_ref().ok_or_else(|| {
+                ApiError(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "federation is disabled on this node (SECRET_KEY is unset)".into(),
+                )
+            })?;
+            let signer = fed
+                .signing_key(&account)
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+            let doc = fed
+                .fetch
+                .get_json(url, None, Some(&signer))
+                .await
+                .map_err(|e| unprocessable(format!("cannot fetch {url}: {e}")))?;
+            let id = doc.get("id").and_then(Value::as_str).unwrap_or_default();
+            if replies::host_of(id) != replies::host_of(url) {
+                return Err(unprocessable(format!(
+                    "{url} did not return a post of its own host"
+                )));
+            }
+            doc.get("replies")
+                .and_then(id_of)
+                .map(str::to_string)
+                .ok_or_else(|| unprocessable(format!("{url} has no replies collection")))?
+        }
+    };
+    let r = replies::request(&s.pool, url, &replies_iri, Some(account.id), REQUEST_DEPTH)
+        .await
+        .map_err(request_error)?;
+    let code = match r {
+        Requested::Queued(_) => StatusCode::ACCEPTED,
+        Requested::Existing(_) => StatusCode::OK,
+    };
+    Ok((code, Json(job_json(&s, r.id()).await?)))
+}
+
+async fn show(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_account(&s, &headers).await?;
+    let id = parse_id(&id)?;
+    Ok(Json(job_json(&s, id).await?))
+}
+
+#[derive(sqlx::FromRow)]
+struct PostRow {
+    id: Uuid,
+    iri: String,
+    actor: String,
+    content: Option<String>,
+    in_reply_to: Option<String>,
+    url: Option<String>,
+    published: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+fn status_json(p: &PostRow) -> Value {
+    json!({
+        "id": p.id, "uri": p.iri, "url": p.url.as_deref().unwrap_or(&p.iri),
+        "content": p.content.as_deref().unwrap_or(""), "inReplyTo": p.in_reply_to,
+        "createdAt": p.published, "account": { "uri": p.actor },
+    })
+}
+
+/// Most replies `/context` lists: a thread bigger than this is paged by nobody yet.
+const CONTEXT_LIMIT: i64 = 500;
+
+async fn context(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let account = require_account(&s, &headers).await?;
+    let id = parse_id(&id)?;
+    let post: Option<(String, Option<String>, bool)> = sqlx::query_as(
+        "SELECT iri, replies_iri, deleted_at IS NOT NULL FROM remote_posts WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&s.pool)
+    .await?;
+    let Some((iri, replies_iri, deleted)) = post else {
+        return Err(ApiError(StatusCode::NOT_FOUND, "no such status".into()));
+    };
+    // Viewing a remote post asks for its replies; the job's uniqueness and cooldown make
+    // repeated views cheap no-ops.
+    let job = match replies_iri.filter(|_| !deleted) {
+        Some(r) => match replies::request(&s.pool, &iri, &r, Some(account.id), REQUEST_DEPTH).await
+        {
+            Ok(req) => Some(job_json(&s, req.id()).await?),
+            Err(RequestError::BadIri(_)) => None,
+            Err(RequestError::Db(e)) => return Err(e.into()),
+        },
+        None => None,
+    };
+    let descendants: Vec<PostRow> = sqlx::query_as(
+        "WITH RECURSIVE thread AS (
+            SELECT p.*, 1 AS level FROM remote_posts p WHERE p.in_reply_to = $1 AND p.deleted_at IS NULL
+            UNION
+            SELECT p.*, t.level + 1 FROM remote_posts p JOIN thread t ON p.in_reply_to = t.iri
+             WHERE p.deleted_at IS NULL AND t.level < 10
+         )
+         SELECT id, iri, actor, content, in_reply_to, url, published FROM thread
+          ORDER BY published NULLS LAST, iri LIMIT $2",
+    )
+    .bind(&iri)
+    .bind(CONTEXT_LIMIT)
+    .fetch_all(&s.pool)
+    .await?;
+    Ok(Json(json!({
+        "ancestors": [],
+        "descendants": descendants.iter().map(status_json).collect::<Vec<_>>(),
+        "replyCollection": job,
+    })))
+}

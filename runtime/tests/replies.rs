@@ -1,0 +1,1111 @@
+//! Remote reply collection (issue 5) against a test remote server on 127.0.0.1 that serves
+//! scripted collections, records every request's arrival time and checks our signature. Each
+//! test has its own database; workers run in-process (task consumers with the collector) except
+//! in the SIGKILL test, which runs the real binary.
+
+mod support;
+
+use std::collections::{HashMap, VecDeque};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use hollo_runtime::config::{Env, QueueConfig, ReplyConfig, Role};
+use hollo_runtime::federation::accounts::{self, Account};
+use hollo_runtime::federation::{Federation, signature};
+use hollo_runtime::metrics::Metrics;
+use hollo_runtime::queue::QueueName;
+use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::tasks::replies::{self, recovery};
+use hollo_runtime::{tasks, web};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use support::{eventually, fresh_db};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const SECRET: &str = "replies-test-secret-0123456789abcdef";
+const WAIT: Duration = Duration::from_secs(30);
+
+fn fast_config() -> ReplyConfig {
+    ReplyConfig {
+        max_depth: 2,
+        max_items: 100,
+        max_requests: 200,
+        host_interval: Duration::from_millis(50),
+        cooldown: Duration::from_secs(300),
+        retry_after_default: Duration::from_secs(300),
+        lease: Duration::from_secs(900),
+        recovery_interval: Duration::from_secs(60),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The test remote server.
+
+#[derive(Clone, Debug)]
+enum Answer {
+    Json(Value),
+    Status(u16),
+    RetryAfter(u64),
+    /// Record the request, then never answer.
+    Hang,
+}
+
+#[derive(Clone, Debug)]
+struct Hit {
+    path: String,
+    at: Instant,
+    wall: chrono::DateTime<chrono::Utc>,
+    signed: Result<(), String>,
+}
+
+#[derive(Clone, Default)]
+struct RemoteState {
+    /// Per path: scripted answers first (one each), then the standing document.
+    script: Arc<Mutex<HashMap<String, VecDeque<Answer>>>>,
+    docs: Arc<Mutex<HashMap<String, Value>>>,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    /// Public key PEM our requests must verify against.
+    our_key: Arc<Mutex<Option<String>>>,
+}
+
+struct Remote {
+    base: String,
+    state: RemoteState,
+}
+
+impl Remote {
+    async fn start() -> Remote {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let state = RemoteState::default();
+        let app = Router::new().fallback(remote_get).with_state(state.clone());
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Remote { base, state }
+    }
+    fn iri(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+    fn doc(&self, path: &str, v: Value) {
+        self.state
+            .docs
+            .lock()
+            .expect("docs")
+            .insert(path.to_string(), v);
+    }
+    fn script(&self, path: &str, answers: impl IntoIterator<Item = Answer>) {
+        self.state
+            .script
+            .lock()
+            .expect("script")
+            .entry(path.to_string())
+            .or_default()
+            .extend(answers);
+    }
+    fn expect_key(&self, pem: &str) {
+        *self.state.our_key.lock().expect("key") = Some(pem.to_string());
+    }
+    fn hits(&self) -> Vec<Hit> {
+        self.state.hits.lock().expect("hits").clone()
+    }
+    fn note(&self, path: &str, in_reply_to: &str, replies: Option<Value>) -> Value {
+        let mut n = json!({
+            "id": self.iri(path), "type": "Note", "attributedTo": self.iri("/users/bob"),
+            "content": format!("<p>{path}</p>"), "inReplyTo": in_reply_to,
+            "published": "2026-11-30T10:00:00Z",
+        });
+        if let Some(r) = replies {
+            n["replies"] = r;
+        }
+        n
+    }
+}
+
+async fn remote_get(State(s): State<RemoteState>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    let signed = match s.our_key.lock().expect("key").clone() {
+        None => Err("no key to check against".to_string()),
+        Some(pem) => {
+            signature::prepare_verification("GET", &path, req.headers(), None, SystemTime::now())
+                .and_then(|p| p.verify_pem(&pem))
+                .map_err(|e| e.to_string())
+        }
+    };
+    s.hits.lock().expect("hits").push(Hit {
+        path: path.clone(),
+        at: Instant::now(),
+        wall: chrono::Utc::now(),
+        signed,
+    });
+    let scripted = s
+        .script
+        .lock()
+        .expect("script")
+        .get_mut(&path)
+        .and_then(VecDeque::pop_front);
+    let answer = scripted.or_else(|| {
+        s.docs
+            .lock()
+            .expect("docs")
+            .get(&path)
+            .cloned()
+            .map(Answer::Json)
+    });
+    match answer {
+        None => StatusCode::NOT_FOUND.into_response(),
+        Some(Answer::Json(v)) => {
+            ([("content-type", "application/activity+json")], Json(v)).into_response()
+        }
+        Some(Answer::Status(c)) => StatusCode::from_u16(c)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response(),
+        Some(Answer::RetryAfter(secs)) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", secs.to_string())],
+        )
+            .into_response(),
+        Some(Answer::Hang) => {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            StatusCode::NOT_FOUND.into_response()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Our instance: web router and any number of in-process task workers.
+
+struct Instance {
+    pool: PgPool,
+    url: String,
+    base: String,
+    fed: Arc<Federation>,
+    workers: Vec<(CancellationToken, tokio::task::JoinHandle<()>)>,
+}
+
+impl Instance {
+    async fn start() -> Instance {
+        let db = fresh_db().await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let fed = Arc::new(Federation::new(&base, SECRET, true, 4).expect("federation"));
+        let state = web::AppState {
+            pool: db.pool.clone(),
+            metrics: Metrics::new(),
+            role: Role::All,
+            admin_token: None,
+            accepting: Arc::new(AtomicBool::new(true)),
+            fed: Some(fed.clone()),
+            environment: "production".into(),
+            storage_path: None,
+        };
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, web::router(state)).await;
+        });
+        Instance {
+            pool: db.pool,
+            url: db.url,
+            base,
+            fed,
+            workers: Vec::new(),
+        }
+    }
+
+    /// A task consumer with the collector, as a worker node runs it. Returns its stop token.
+    fn worker(&mut self, cfg: &ReplyConfig) -> CancellationToken {
+        let fed = self.fed.clone();
+        self.worker_with(cfg, fed)
+    }
+
+    /// A worker with its own federation settings (e.g. without `ALLOW_PRIVATE_ADDRESS`).
+    fn worker_with(&mut self, cfg: &ReplyConfig, fed: Arc<Federation>) -> CancellationToken {
+        let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
+        let stop = CancellationToken::new();
+        let mut registry = tasks::registry(&q, Some(fed.clone()));
+        replies::register(&mut registry, fed, cfg.clone(), stop.clone());
+        let c = Consumer {
+            queue: QueueName::Task,
+            limit: q.task_concurrency,
+            registry,
+            pool: self.pool.clone(),
+            item_locks: None,
+            node: Uuid::new_v4(),
+            lease: Duration::from_secs(30),
+            poll: Duration::from_millis(100),
+            metrics: Metrics::new(),
+        };
+        let abort = CancellationToken::new();
+        let handle = tokio::spawn(c.run(
+            Arc::new(Notify::new()),
+            stop.clone(),
+            abort.clone(),
+            InFlight::default(),
+        ));
+        // The drain window: handlers get a few seconds to hand their job back.
+        let (s, a) = (stop.clone(), abort);
+        tokio::spawn(async move {
+            s.cancelled().await;
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            a.cancel();
+        });
+        self.workers.push((stop.clone(), handle));
+        stop
+    }
+
+    async fn account(&self, name: &str) -> (Account, String) {
+        accounts::create(&self.pool, &self.fed, name, false)
+            .await
+            .expect("create account")
+    }
+
+    async fn shutdown(self) {
+        for (stop, h) in self.workers {
+            stop.cancel();
+            let _ = h.await;
+        }
+    }
+
+    async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_one(&self.pool)
+            .await
+            .expect("count")
+    }
+
+    async fn api(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> (u16, Value) {
+        let client = reqwest::Client::new();
+        let url = format!("{}{path}", self.base);
+        let mut req = match method {
+            "POST" => client.post(url),
+            _ => client.get(url),
+        };
+        if !token.is_empty() {
+            req = req.bearer_auth(token);
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await.expect("request");
+        let code = resp.status().as_u16();
+        (code, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn job(&self, id: Uuid) -> JobRow {
+        sqlx::query_as(
+            "SELECT status, error, pages_fetched, requests, items_stored, attempts
+               FROM reply_collection_jobs WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await
+        .expect("job")
+    }
+
+    async fn until_status(&self, id: Uuid, want: &[&str]) -> JobRow {
+        eventually(WAIT, &format!("job {id} to reach {want:?}"), || async {
+            let j = self.job(id).await;
+            want.contains(&j.status.as_str()).then_some(j)
+        })
+        .await
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct JobRow {
+    status: String,
+    error: Option<String>,
+    pages_fetched: i32,
+    requests: i32,
+    items_stored: i32,
+    attempts: i32,
+}
+
+/// A post of the remote with a replies collection, stored as the inbox would store it.
+async fn store_post(inst: &Instance, remote: &Remote, path: &str) -> (Uuid, String, String) {
+    let iri = remote.iri(path);
+    let replies = format!("{iri}/replies");
+    let id: Uuid = sqlx::query_scalar(
+        "INSERT INTO remote_posts (iri, actor, content, replies_iri, body)
+         VALUES ($1, $2, 'root', $3, '{}') RETURNING id",
+    )
+    .bind(&iri)
+    .bind(remote.iri("/users/bob"))
+    .bind(&replies)
+    .fetch_one(&inst.pool)
+    .await
+    .expect("post");
+    (id, iri, replies)
+}
+
+async fn request(inst: &Instance, account: &Account, post: &str, replies_iri: &str) -> Uuid {
+    replies::request(&inst.pool, post, replies_iri, Some(account.id), 2)
+        .await
+        .expect("request")
+        .id()
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_once() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, token) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (post_id, post, _) = store_post(&inst, &remote, "/notes/1").await;
+    // Root collection: `first` inline with two inline replies, `next` by IRI with one reply by
+    // IRI and a duplicate of an inline one. r1 has its own replies (depth 2) by IRI; r1a has
+    // replies too, but depth 3 is never fetched.
+    let r1 = remote.note(
+        "/notes/r1",
+        &post,
+        Some(json!({ "id": remote.iri("/notes/r1/replies"), "type": "Collection" })),
+    );
+    remote.doc(
+        "/notes/1/replies",
+        json!({
+            "id": remote.iri("/notes/1/replies"), "type": "OrderedCollection",
+            "first": {
+                "type": "OrderedCollectionPage", "orderedItems": [r1, remote.note("/notes/r2", &post, None)],
+                "next": remote.iri("/notes/1/replies-page-2"),
+            },
+        }),
+    );
+    remote.doc(
+        "/notes/1/replies-page-2",
+        json!({ "type": "OrderedCollectionPage", "orderedItems": [remote.iri("/notes/r3"), remote.note("/notes/r2", &post, None)] }),
+    );
+    remote.doc("/notes/r3", remote.note("/notes/r3", &post, None));
+    remote.doc(
+        "/notes/r1/replies",
+        json!({
+            "type": "Collection",
+            "first": { "type": "CollectionPage", "items": [
+                remote.note("/notes/r1a", &remote.iri("/notes/r1"),
+                    Some(json!({ "id": remote.iri("/notes/r1a/replies"), "type": "Collection" }))),
+            ]},
+        }),
+    );
+    remote.doc(
+        "/notes/r1a/replies",
+        json!({ "type": "Collection", "items": [] }),
+    );
+    inst.worker(&fast_config());
+
+    // Viewing the post requests the collection; viewing it again does not make a second job.
+    let (code, ctx) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/statuses/{post_id}/context"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{ctx}");
+    let job: Uuid = ctx["replyCollection"]["id"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("a job is requested");
+    let (code, again) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/statuses/{post_id}/context"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(again["replyCollection"]["id"], ctx["replyCollection"]["id"]);
+
+    let j = inst
+        .until_status(job, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!(j.status, "completed", "{j:?}");
+    assert_eq!(j.items_stored, 4, "r1, r2, r3 and r1a: {j:?}");
+    // Root collection, page 2, r3 by IRI, r1's collection. Never r1a's (depth 3).
+    assert_eq!(j.requests, 4, "{j:?}");
+    let hits = remote.hits();
+    assert!(hits.iter().all(|h| h.signed.is_ok()), "{hits:?}");
+    assert!(
+        !hits.iter().any(|h| h.path == "/notes/r1a/replies"),
+        "{hits:?}"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM remote_posts").await,
+        5,
+        "the post and four replies, each once"
+    );
+
+    let (code, shown) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/reply-collections/{job}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(shown["status"], "completed");
+    assert_eq!(shown["pagesFetched"], j.pages_fetched);
+    assert_eq!(shown["itemsStored"], 4);
+    assert!(shown["nextAttemptAt"].is_null());
+    let (_, ctx) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/statuses/{post_id}/context"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(
+        ctx["descendants"].as_array().map(Vec::len),
+        Some(4),
+        "{ctx}"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM reply_collection_jobs")
+            .await,
+        1
+    );
+
+    // Within the cooldown a new request changes nothing; after it, the same job runs again
+    // and finds nothing new to store.
+    sqlx::query("UPDATE reply_collection_jobs SET cooldown_until = now()")
+        .execute(&inst.pool)
+        .await
+        .expect("end cooldown");
+    let (code, body) = inst
+        .api(
+            "POST",
+            "/api/v1/reply-collections",
+            &token,
+            Some(&json!({ "url": post }).to_string()),
+        )
+        .await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["id"], json!(job));
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(
+        (j.status.as_str(), j.items_stored),
+        ("completed", 0),
+        "{j:?}"
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM remote_posts").await, 5);
+    let (code, _) = inst
+        .api(
+            "POST",
+            "/api/v1/reply-collections",
+            &token,
+            Some(&json!({ "url": post }).to_string()),
+        )
+        .await;
+    assert_eq!(code, 200, "cooling down: the existing job is shown");
+    inst.shutdown().await;
+}
+
+/// A collection of `n` inline replies split into pages of 2 linked by IRI.
+fn paged(remote: &Remote, post: &str, prefix: &str, n: usize) {
+    let pages = n.div_ceil(2);
+    for p in 0..pages {
+        let items: Vec<Value> = (p * 2..(p * 2 + 2).min(n))
+            .map(|i| remote.note(&format!("{prefix}/r{i}"), post, None))
+            .collect();
+        let mut page = json!({ "type": "OrderedCollectionPage", "orderedItems": items });
+        if p + 1 < pages {
+            page["next"] = json!(remote.iri(&format!("{prefix}/page{}", p + 1)));
+        }
+        let path = if p == 0 {
+            format!("{prefix}/replies")
+        } else {
+            format!("{prefix}/page{p}")
+        };
+        remote.doc(&path, page);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn item_and_request_caps_end_the_job_as_partial() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post_a, _) = store_post(&inst, &remote, "/a").await;
+    let (_, post_b, _) = store_post(&inst, &remote, "/b").await;
+    paged(&remote, &post_a, "/a", 10);
+    paged(&remote, &post_b, "/b", 10);
+    let cfg = ReplyConfig {
+        max_items: 3,
+        max_requests: 3,
+        ..fast_config()
+    };
+    inst.worker(&cfg);
+    let a = request(&inst, &alice, &post_a, &remote.iri("/a/replies")).await;
+    let j = inst
+        .until_status(a, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!((j.status.as_str(), j.items_stored), ("partial", 3), "{j:?}");
+    assert_eq!(j.requests, 2, "{j:?}");
+
+    let cfg = ReplyConfig {
+        max_items: 100,
+        max_requests: 2,
+        ..fast_config()
+    };
+    inst.worker(&cfg);
+    // Only the second worker can take it: stop the first.
+    inst.workers[0].0.cancel();
+    let b = request(&inst, &alice, &post_b, &remote.iri("/b/replies")).await;
+    let j = inst
+        .until_status(b, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!(j.status, "partial", "{j:?}");
+    assert_eq!((j.requests, j.items_stored), (2, 4), "{j:?}");
+    let b_hits = remote
+        .hits()
+        .iter()
+        .filter(|h| h.path.starts_with("/b/"))
+        .count();
+    assert_eq!(b_hits, 2);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_never_hit_one_host_faster_than_the_interval() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let interval = Duration::from_millis(400);
+    let cfg = ReplyConfig {
+        host_interval: interval,
+        ..fast_config()
+    };
+    let mut jobs = Vec::new();
+    for k in 0..3 {
+        let prefix = format!("/p{k}");
+        let (_, post, _) = store_post(&inst, &remote, &prefix).await;
+        paged(&remote, &post, &prefix, 6);
+        jobs.push(
+            request(
+                &inst,
+                &alice,
+                &post,
+                &remote.iri(&format!("{prefix}/replies")),
+            )
+            .await,
+        );
+    }
+    inst.worker(&cfg);
+    inst.worker(&cfg);
+    for j in &jobs {
+        let r = inst
+            .until_status(*j, &["completed", "partial", "failed"])
+            .await;
+        assert_eq!(
+            (r.status.as_str(), r.items_stored),
+            ("completed", 6),
+            "{r:?}"
+        );
+    }
+    let mut times: Vec<Instant> = remote.hits().iter().map(|h| h.at).collect();
+    times.sort();
+    assert_eq!(times.len(), 9, "three pages per job");
+    for w in times.windows(2) {
+        assert!(
+            w[1] - w[0] >= interval,
+            "two requests to one host {:?} apart",
+            w[1] - w[0]
+        );
+    }
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, token) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    paged(&remote, &post, "/n", 2);
+    remote.script("/n/replies", [Answer::RetryAfter(3)]);
+    inst.worker(&fast_config());
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let waiting = eventually(WAIT, "the job to go back to waiting", || async {
+        let j = inst.job(job).await;
+        (j.status == "waiting" && j.error.is_some()).then_some(j)
+    })
+    .await;
+    assert_eq!(waiting.error.as_deref(), Some("HTTP 429"));
+    let (_, shown) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/reply-collections/{job}"),
+            &token,
+            None,
+        )
+        .await;
+    assert!(shown["nextAttemptAt"].is_string(), "{shown}");
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(
+        (j.status.as_str(), j.items_stored, j.attempts),
+        ("completed", 2, 2),
+        "{j:?}"
+    );
+    let hits = remote.hits();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(
+        hits[1].at - hits[0].at >= Duration::from_secs(3),
+        "retried after {:?}",
+        hits[1].at - hits[0].at
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_500_fails_the_job_with_its_message() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    remote.script("/n/replies", [Answer::Status(500)]);
+    inst.worker(&fast_config());
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(j.status, "failed");
+    let err = j.error.unwrap_or_default();
+    assert!(
+        err.contains("HTTP 500") && err.contains("/n/replies"),
+        "{err}"
+    );
+    assert_eq!(remote.hits().len(), 1, "no retry after a 500");
+    assert_eq!(
+        inst.count(
+            "SELECT count(*) FROM reply_collection_hosts WHERE processing_job_id IS NOT NULL"
+        )
+        .await,
+        0,
+        "the host lease is released"
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    paged(&remote, &post, "/n", 2);
+    // Same instance and keys, but a worker whose fetch guard refuses loopback.
+    let strict = Arc::new(Federation::new(&inst.base, SECRET, false, 4).expect("federation"));
+    inst.worker_with(&fast_config(), strict);
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(j.status, "failed");
+    assert!(
+        j.error.unwrap_or_default().contains("refused"),
+        "the guard's reason is kept"
+    );
+    assert!(
+        remote.hits().is_empty(),
+        "nothing reached the loopback server"
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_returns_a_running_collection_to_waiting() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    paged(&remote, &post, "/n", 2);
+    remote.script("/n/replies", [Answer::Hang]);
+    let stop = inst.worker(&fast_config());
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    eventually(WAIT, "the first request", || async {
+        (!remote.hits().is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(inst.job(job).await.status, "processing");
+    stop.cancel();
+    let j = inst.until_status(job, &["waiting"]).await;
+    assert!(j.error.is_none(), "{j:?}");
+    // Its wake-up is queued again: another worker picks it up (the hang was scripted once).
+    inst.worker(&fast_config());
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(
+        (j.status.as_str(), j.items_stored),
+        ("completed", 2),
+        "{j:?}"
+    );
+    inst.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn recovery_dispatches_at_most_50_one_per_host_after_commit_and_never_fetches() {
+    let inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let cfg = fast_config();
+    // 60 hosts with two jobs each, created inside one transaction without queue messages.
+    let mut tx = inst.pool.begin().await.expect("tx");
+    for h in 0..60 {
+        for k in 0..2 {
+            let iri = format!("http://h{h}.invalid/notes/{k}");
+            replies::request_in(&mut tx, &iri, &format!("{iri}/replies"), None, 2)
+                .await
+                .expect("request_in");
+        }
+    }
+    // And one on the test remote: the scan must not touch it.
+    let post = remote.iri("/notes/x");
+    replies::request_in(&mut tx, &post, &format!("{post}/replies"), None, 2)
+        .await
+        .expect("request_in");
+    let before = recovery::scan(&inst.pool, &cfg).await.expect("scan");
+    assert_eq!(before.dispatched, 0, "uncommitted jobs are invisible");
+    tx.commit().await.expect("commit");
+
+    let r = recovery::scan(&inst.pool, &cfg).await.expect("scan");
+    assert_eq!(r.dispatched, 50, "{r:?}");
+    let queued = inst
+        .count("SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.remote-reply-collect.v1'")
+        .await;
+    assert_eq!(queued, 50);
+    let hosts = inst
+        .count(
+            "SELECT count(DISTINCT j.host) FROM hollo_task_message_v1 m
+               JOIN reply_collection_jobs j ON j.id = (m.message->'data'->>'jobId')::uuid",
+        )
+        .await;
+    assert_eq!(hosts, 50, "one job per host");
+    // The next scan takes other hosts, never a second job of a host already dispatched.
+    let r2 = recovery::scan(&inst.pool, &cfg).await.expect("scan");
+    assert_eq!(r2.dispatched, 11, "{r2:?}");
+    let per_host_max = inst
+        .count(
+            "SELECT COALESCE(max(n), 0) FROM (SELECT j.host, count(*) AS n FROM hollo_task_message_v1 m
+               JOIN reply_collection_jobs j ON j.id = (m.message->'data'->>'jobId')::uuid GROUP BY j.host) x",
+        )
+        .await;
+    assert_eq!(per_host_max, 1);
+    assert!(remote.hits().is_empty(), "the scan fetched something");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn recovery_reclaims_100_expired_jobs_and_100_orphaned_hosts_and_pauses_when_busy() {
+    let inst = Instance::start().await;
+    let cfg = fast_config();
+    sqlx::query(
+        "INSERT INTO reply_collection_jobs (id, post_iri, replies_iri, host, max_depth, status, claim, lease_until,
+                                            next_dispatch_at)
+         SELECT gen_random_uuid(), 'http://e.invalid/' || i, 'http://e.invalid/' || i || '/replies',
+                'e' || i || '.invalid', 2, 'processing', 1, now() - interval '1 minute', now() + interval '1 hour'
+           FROM generate_series(1, 120) i",
+    )
+    .execute(&inst.pool)
+    .await
+    .expect("expired jobs");
+    sqlx::query(
+        "INSERT INTO reply_collection_hosts (host, processing_job_id, processing_started_at)
+         SELECT 'o' || i || '.invalid', gen_random_uuid(), now() FROM generate_series(1, 130) i",
+    )
+    .execute(&inst.pool)
+    .await
+    .expect("orphaned hosts");
+
+    // A busy queue pauses the scan: nothing changes.
+    sqlx::query(
+        "INSERT INTO hollo_task_message_v1 (id, message, delay, created, due, ready_at, kind)
+         SELECT gen_random_uuid(), '{\"type\":\"task\",\"taskName\":\"hollo.other.v1\"}', interval '0', now(), now(), now(),
+                'hollo.other.v1' FROM generate_series(1, 200)",
+    )
+    .execute(&inst.pool)
+    .await
+    .expect("busy queue");
+    let r = recovery::scan(&inst.pool, &cfg).await.expect("scan");
+    assert!(r.paused, "{r:?}");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM reply_collection_jobs WHERE status = 'processing'")
+            .await,
+        120
+    );
+    sqlx::query("DELETE FROM hollo_task_message_v1 WHERE kind = 'hollo.other.v1'")
+        .execute(&inst.pool)
+        .await
+        .expect("drain");
+
+    let r = recovery::scan(&inst.pool, &cfg).await.expect("scan");
+    assert_eq!((r.expired, r.orphaned), (100, 100), "{r:?}");
+    assert_eq!(r.dispatched, 50, "{r:?}");
+    let r = recovery::scan(&inst.pool, &cfg).await.expect("scan");
+    assert_eq!((r.expired, r.orphaned), (20, 30), "{r:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
+    let inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, token) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    remote.doc(
+        "/nothread",
+        json!({ "id": remote.iri("/nothread"), "type": "Note" }),
+    );
+    let post = |b: &'static str| b.to_string();
+    let cases: Vec<(&str, String, &str, Option<String>, u16)> = vec![
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            "",
+            Some(post(r#"{"url":"https://x.example/1"}"#)),
+            401,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            "wrong-token",
+            Some(post(r#"{"url":"https://x.example/1"}"#)),
+            401,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(post("not json")),
+            400,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(post(r#"{"uri":"x"}"#)),
+            400,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(post(r#"{"url":42}"#)),
+            400,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(post(r#"{"url":"not a url"}"#)),
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(post(r#"{"url":"ftp://x.example/1"}"#)),
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(json!({ "url": format!("{}/users/alice/1", inst.base) }).to_string()),
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(json!({ "url": remote.iri("/missing") }).to_string()),
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(json!({ "url": remote.iri("/nothread") }).to_string()),
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/reply-collections".to_string(),
+            &token,
+            Some(json!({ "url": "http://169.254.169.254/latest/meta-data/" }).to_string()),
+            422,
+        ),
+        (
+            "GET",
+            "/api/v1/reply-collections/not-a-uuid".to_string(),
+            &token,
+            None,
+            400,
+        ),
+        (
+            "GET",
+            format!("/api/v1/reply-collections/{}", Uuid::new_v4()),
+            &token,
+            None,
+            404,
+        ),
+        (
+            "GET",
+            format!("/api/v1/reply-collections/{}", Uuid::new_v4()),
+            "",
+            None,
+            401,
+        ),
+        (
+            "GET",
+            "/api/v1/statuses/nope/context".to_string(),
+            &token,
+            None,
+            400,
+        ),
+        (
+            "GET",
+            format!("/api/v1/statuses/{}/context", Uuid::new_v4()),
+            &token,
+            None,
+            404,
+        ),
+    ];
+    for (method, path, tok, body, want) in cases {
+        let (code, body_json) = inst.api(method, &path, tok, body.as_deref()).await;
+        assert_eq!(code, want, "{method} {path} {body:?}: {body_json}");
+        assert!(
+            body_json["error"].is_string(),
+            "{method} {path}: {body_json}"
+        );
+    }
+    assert_eq!(
+        inst.count("SELECT count(*) FROM reply_collection_jobs")
+            .await,
+        0
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM remote_posts").await, 0);
+    assert_eq!(
+        inst.count("SELECT count(*) FROM hollo_task_message_v1")
+            .await,
+        0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A worker killed mid-collection (real binary).
+
+const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn hollo_worker(env: &[(&str, &str)]) -> Proc {
+    let mut cmd = Command::new(HOLLO);
+    cmd.arg("serve")
+        .env_remove("DATABASE_URL")
+        .env_remove("NODE_TYPE")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Proc(cmd.spawn().expect("spawn worker"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease() {
+    let inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    paged(&remote, &post, "/n", 4);
+    remote.script("/n/page1", [Answer::Hang]);
+    let env = [
+        ("DATABASE_URL", inst.url.as_str()),
+        ("SECRET_KEY", SECRET),
+        ("PUBLIC_URL", inst.base.as_str()),
+        ("ALLOW_PRIVATE_ADDRESS", "true"),
+        ("NODE_TYPE", "worker"),
+        ("HEALTH_PORT", "0"),
+        ("WORKER_POOL_MAX", "4"),
+        ("ITEM_LOCK_POOL_SIZE", "1"),
+        ("QUEUE_POLL_MS", "200"),
+        ("REPLY_LEASE_SECONDS", "3"),
+        ("REPLY_RECOVERY_SECONDS", "1"),
+        ("REPLY_HOST_INTERVAL_MS", "100"),
+    ];
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let first = hollo_worker(&env);
+    eventually(WAIT, "the first worker to reach page 1", || async {
+        remote
+            .hits()
+            .iter()
+            .any(|h| h.path == "/n/page1")
+            .then_some(())
+    })
+    .await;
+    let (status, lease_until): (String, Option<chrono::DateTime<chrono::Utc>>) =
+        sqlx::query_as("SELECT status, lease_until FROM reply_collection_jobs WHERE id = $1")
+            .bind(job)
+            .fetch_one(&inst.pool)
+            .await
+            .expect("job");
+    assert_eq!(status, "processing");
+    let lease_until = lease_until.expect("a lease");
+    drop(first); // SIGKILL mid-request
+    let _second = hollo_worker(&env);
+    let j = eventually(
+        Duration::from_secs(60),
+        "the second worker to finish",
+        || async {
+            let j = inst.job(job).await;
+            (j.status == "completed").then_some(j)
+        },
+    )
+    .await;
+    assert_eq!((j.items_stored, j.attempts), (4, 2), "{j:?}");
+    // The retry of the first page is the second worker's: never before the lease ran out.
+    let hits = remote.hits();
+    let retried = hits
+        .iter()
+        .filter(|h| h.path == "/n/replies")
+        .nth(1)
+        .expect("the first page fetched again");
+    assert!(
+        retried.wall >= lease_until,
+        "reclaimed at {} before the lease ended at {lease_until}",
+        retried.wall
+    );
+    let hits = remote.hits();
+    assert!(hits.iter().all(|h| h.signed.is_ok()), "{hits:?}");
+}
