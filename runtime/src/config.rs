@@ -141,12 +141,13 @@ pub struct ReplyConfig {
     pub retry_after_default: Duration,
     /// `REPLY_LEASE_SECONDS`: a running job's heartbeat lease; refreshed every half lease.
     pub lease: Duration,
-    /// `REPLY_RECOVERY_SECONDS`: how often the recovery scan runs on consuming nodes.
+    /// The shared recovery period (`RECOVERY_INTERVAL_SECONDS`): a dispatch the scan enqueues
+    /// is reserved for one period, so the next scan does not enqueue it again.
     pub recovery_interval: Duration,
 }
 
 impl ReplyConfig {
-    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+    pub fn from_env(env: &Env, recovery_interval: Duration) -> Result<Self, ConfigError> {
         Ok(ReplyConfig {
             max_depth: env.count("REPLY_MAX_DEPTH", 2, 1, 10)?,
             max_items: env.count("REPLY_MAX_ITEMS", 100, 1, 100_000)?,
@@ -160,7 +161,7 @@ impl ReplyConfig {
             cooldown: env.seconds("REPLY_COOLDOWN_SECONDS", 300, 0, 30 * 86_400)?,
             retry_after_default: env.seconds("REPLY_RETRY_AFTER_SECONDS", 300, 1, 86_400)?,
             lease: env.seconds("REPLY_LEASE_SECONDS", 900, 2, 86_400)?,
-            recovery_interval: env.seconds("REPLY_RECOVERY_SECONDS", 60, 1, 3600)?,
+            recovery_interval,
         })
     }
 
@@ -454,10 +455,12 @@ impl Config {
             });
         }
         let federation = FederationConfig::from_env(env, port)?;
+        let queue = QueueConfig::from_env(env)?;
         Ok(Config {
             role,
             db: DbConfig::from_env(env)?,
-            queue: QueueConfig::from_env(env)?,
+            replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
+            queue,
             port,
             health_port,
             bind: env.get("BIND").unwrap_or("0.0.0.0").to_string(),
@@ -472,7 +475,6 @@ impl Config {
                 .get("FS_STORAGE_PATH")
                 .filter(|p| !p.trim().is_empty())
                 .map(std::path::PathBuf::from),
-            replies: ReplyConfig::from_env(env)?,
         })
     }
 
@@ -688,7 +690,6 @@ mod tests {
             ("REPLY_MAX_ITEMS", "-1"),
             ("REPLY_HOST_INTERVAL_MS", "fast"),
             ("REPLY_LEASE_SECONDS", "1"),
-            ("REPLY_RECOVERY_SECONDS", "0"),
         ] {
             let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
             assert!(err.to_string().contains(var), "{err}");

@@ -98,7 +98,7 @@ pub async fn serve(config: Config) -> Result<()> {
     let mut consumers = Vec::new();
     let listener_stop = tokio_util::sync::CancellationToken::new();
     let mut listener_task = None;
-    let mut recovery_tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let mut recovery_task = None;
     if config.role.consumes() {
         let mut registry = tasks::registry_with_jobs(&config, fed.clone());
         // Reply collection (R-RPL-6) needs the shutdown signal to hand running jobs back, so
@@ -133,17 +133,10 @@ pub async fn serve(config: Config) -> Result<()> {
         consumers = handles;
         listener_task = Some(listen);
         assert_may_consume(config.role, "recovery scans")?;
-        recovery_tasks.push(tokio::spawn(crate::recovery::run_loop(
+        recovery_task = Some(tokio::spawn(crate::recovery::run_loop(
             pool.clone(),
             crate::recovery::scans(&config),
             config.queue.recovery_interval,
-            shutdown.stop.clone(),
-        )));
-        // Reply-collection recovery keeps its own period (REPLY_RECOVERY_SECONDS), which its
-        // dispatch reservations are sized by.
-        recovery_tasks.push(tokio::spawn(tasks::replies::recovery::run(
-            pool.clone(),
-            config.replies.clone(),
             shutdown.stop.clone(),
         )));
         tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
@@ -202,8 +195,8 @@ pub async fn serve(config: Config) -> Result<()> {
     for c in consumers {
         let _ = c.await;
     }
-    // Each stops at SIGTERM after finishing the pass it is in (its transaction commits).
-    for r in recovery_tasks {
+    // It stops at SIGTERM after finishing the pass it is in (its transaction commits).
+    if let Some(r) = recovery_task {
         let _ = r.await;
     }
     listener_stop.cancel();

@@ -66,6 +66,32 @@ impl Scan for JobScan {
     }
 }
 
+/// Remote reply collections (R-RPL-4, R-RPL-5): expired jobs, orphaned host leases, and up to
+/// 50 runnable collections dispatched, one per host. It never fetches anything.
+pub struct ReplyScan {
+    pub cfg: crate::config::ReplyConfig,
+}
+
+impl Scan for ReplyScan {
+    fn name(&self) -> &'static str {
+        "reply-collections"
+    }
+    fn run<'a>(&'a self, pool: &'a PgPool) -> BoxFuture<'a, Result<String, sqlx::Error>> {
+        Box::pin(async move {
+            let r = crate::tasks::replies::recovery::scan(pool, &self.cfg).await?;
+            if r.expired + r.orphaned + r.dispatched > 0 {
+                tracing::info!(
+                    expired = r.expired,
+                    orphaned = r.orphaned,
+                    dispatched = r.dispatched,
+                    "reply-collection recovery"
+                );
+            }
+            Ok(format!("{r:?}"))
+        })
+    }
+}
+
 /// Every scan of this binary.
 pub fn scans(config: &crate::config::Config) -> Vec<Arc<dyn Scan>> {
     vec![
@@ -79,6 +105,9 @@ pub fn scans(config: &crate::config::Config) -> Vec<Arc<dyn Scan>> {
         Arc::new(JobScan {
             family: cleanups::FAMILY,
             environment: config.environment.clone(),
+        }),
+        Arc::new(ReplyScan {
+            cfg: config.replies.clone(),
         }),
     ]
 }

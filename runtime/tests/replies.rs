@@ -1061,7 +1061,7 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
         ("ITEM_LOCK_POOL_SIZE", "1"),
         ("QUEUE_POLL_MS", "200"),
         ("REPLY_LEASE_SECONDS", "3"),
-        ("REPLY_RECOVERY_SECONDS", "1"),
+        ("RECOVERY_INTERVAL_SECONDS", "1"),
         ("REPLY_HOST_INTERVAL_MS", "100"),
     ];
     let job = request(&inst, &alice, &post, &replies_iri).await;

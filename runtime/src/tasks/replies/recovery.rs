@@ -1,5 +1,5 @@
-//! Reply-collection recovery (R-RPL-4, R-RPL-5): at start and every `REPLY_RECOVERY_SECONDS`
-//! on consuming nodes. It only touches rows and enqueues wake-ups; it never fetches anything,
+//! Reply-collection recovery (R-RPL-4, R-RPL-5): one `Scan` of the shared recovery loop
+//! (`crate::recovery`), at start and every `RECOVERY_INTERVAL_SECONDS` on consuming nodes. It only touches rows and enqueues wake-ups; it never fetches anything,
 //! which is why it takes no federation handle at all.
 //!
 //! Each step is one short statement or transaction with `SKIP LOCKED`, so scans on many
@@ -7,7 +7,6 @@
 
 use serde::Serialize;
 use sqlx::PgPool;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{KIND, message_key};
@@ -115,33 +114,4 @@ pub async fn scan(pool: &PgPool, cfg: &ReplyConfig) -> Result<ScanReport, sqlx::
     tx.commit().await?;
     report.dispatched = ids.len() as u64;
     Ok(report)
-}
-
-/// At start, then every `cfg.recovery_interval` until `stop`. A failed scan is logged and the
-/// next one tries again.
-pub async fn run(pool: PgPool, cfg: ReplyConfig, stop: CancellationToken) {
-    let mut first = true;
-    loop {
-        if !first {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(cfg.recovery_interval) => {}
-            }
-        }
-        first = false;
-        if stop.is_cancelled() {
-            return;
-        }
-        match scan(&pool, &cfg).await {
-            Ok(r) if r.paused => tracing::debug!("reply recovery paused: ready depth is high"),
-            Ok(r) if r.expired + r.orphaned + r.dispatched > 0 => tracing::info!(
-                expired = r.expired,
-                orphaned = r.orphaned,
-                dispatched = r.dispatched,
-                "reply collection recovery"
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "reply collection recovery failed"),
-        }
-    }
 }
