@@ -144,14 +144,13 @@ pub async fn serve(config: Config) -> Result<()> {
 
     let accepting = Arc::new(AtomicBool::new(true));
     let state = AppState {
-        pool: pool.clone(),
         metrics: metrics.clone(),
         role: config.role,
         admin_token: config.admin_token.clone(),
         accepting: accepting.clone(),
-        fed: fed.clone(),
         environment: config.environment.clone(),
         storage_path: config.storage_path.clone(),
+        ..AppState::new(pool.clone(), fed.clone())
     };
     let (app, port) = if config.role.serves_http() {
         (web::router(state), config.port)

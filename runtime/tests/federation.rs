@@ -8,7 +8,7 @@ mod support;
 
 use std::collections::VecDeque;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::AtomicBool;
+
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -18,7 +18,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use hollo_runtime::config::{Env, QueueConfig, Role};
+use hollo_runtime::config::{Env, QueueConfig};
 use hollo_runtime::federation::accounts::{self, Account};
 use hollo_runtime::federation::delivery::{Recipient, queue_activity};
 use hollo_runtime::federation::fetch::{FetchClient, FetchError};
@@ -75,16 +75,7 @@ impl Instance {
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let fed =
             Arc::new(Federation::new(&base, SECRET, allow_private, per_host).expect("federation"));
-        let state = web::AppState {
-            pool: db.pool.clone(),
-            metrics: Metrics::new(),
-            role: Role::All,
-            admin_token: None,
-            accepting: Arc::new(AtomicBool::new(true)),
-            fed: Some(fed.clone()),
-            environment: "production".into(),
-            storage_path: None,
-        };
+        let state = web::AppState::new(db.pool.clone(), Some(fed.clone()));
         tokio::spawn(async move {
             let _ = axum::serve(listener, web::router(state)).await;
         });

@@ -8,7 +8,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use hollo_runtime::config::{Env, QueueConfig, Role};
+use hollo_runtime::config::{Env, QueueConfig};
 use hollo_runtime::federation::accounts::{self, Account};
 use hollo_runtime::federation::{Federation, keys};
 use hollo_runtime::metrics::Metrics;
@@ -205,14 +205,10 @@ impl Instance {
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let fed = Arc::new(Federation::new(&base, SECRET, true, 4).expect("federation"));
         let state = web::AppState {
-            pool: db.pool.clone(),
-            metrics: Metrics::new(),
-            role: Role::All,
             admin_token: Some(ADMIN.into()),
-            accepting: Arc::new(AtomicBool::new(true)),
-            fed: Some(fed.clone()),
             environment: environment.into(),
             storage_path: storage,
+            ..web::AppState::new(db.pool.clone(), Some(fed.clone()))
         };
         tokio::spawn(async move {
             let _ = axum::serve(listener, web::router(state)).await;

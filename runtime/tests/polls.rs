@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::config::Role;
 use hollo_runtime::federation::accounts;
 use hollo_runtime::federation::activity::Incoming;
 use hollo_runtime::metrics::Metrics;
@@ -730,16 +729,7 @@ impl Http {
     async fn start(pool: &PgPool) -> Http {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let state = web::AppState {
-            pool: pool.clone(),
-            metrics: Metrics::new(),
-            role: Role::All,
-            admin_token: None,
-            accepting: Arc::new(AtomicBool::new(true)),
-            fed: None,
-            environment: "production".into(),
-            storage_path: None,
-        };
+        let state = web::AppState::new(pool.clone(), None);
         tokio::spawn(async move {
             let _ = axum::serve(listener, web::router(state)).await;
         });

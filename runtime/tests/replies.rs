@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::{HashMap, VecDeque};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::AtomicBool;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -15,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
-use hollo_runtime::config::{Env, QueueConfig, ReplyConfig, Role};
+use hollo_runtime::config::{Env, QueueConfig, ReplyConfig};
 use hollo_runtime::federation::accounts::{self, Account};
 use hollo_runtime::federation::{Federation, signature};
 use hollo_runtime::metrics::Metrics;
@@ -201,16 +201,7 @@ impl Instance {
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let fed = Arc::new(Federation::new(&base, SECRET, true, 4).expect("federation"));
-        let state = web::AppState {
-            pool: db.pool.clone(),
-            metrics: Metrics::new(),
-            role: Role::All,
-            admin_token: None,
-            accepting: Arc::new(AtomicBool::new(true)),
-            fed: Some(fed.clone()),
-            environment: "production".into(),
-            storage_path: None,
-        };
+        let state = web::AppState::new(db.pool.clone(), Some(fed.clone()));
         tokio::spawn(async move {
             let _ = axum::serve(listener, web::router(state)).await;
         });

@@ -40,6 +40,24 @@ pub struct AppState {
     pub storage_path: Option<std::path::PathBuf>,
 }
 
+impl AppState {
+    /// A node's HTTP state with the defaults of an `all` node: accepting, fresh metrics, no
+    /// admin token, environment `production`, no storage path. Callers set what differs with
+    /// struct-update syntax, so a new field does not break every place that builds one.
+    pub fn new(pool: PgPool, fed: Option<Arc<Federation>>) -> Self {
+        AppState {
+            pool,
+            metrics: Metrics::new(),
+            role: Role::All,
+            admin_token: None,
+            accepting: Arc::new(AtomicBool::new(true)),
+            fed,
+            environment: "production".into(),
+            storage_path: None,
+        }
+    }
+}
+
 pub struct ApiError(pub StatusCode, pub String);
 
 impl IntoResponse for ApiError {
