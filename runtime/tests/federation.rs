@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::VecDeque;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -32,7 +32,7 @@ use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::{eventually, fresh_db};
+use support::{HOLLO, Proc, eventually, fresh_db};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -989,17 +989,6 @@ async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
 
 // ---------------------------------------------------------------------------------------------
 // The real binary: a worker killed mid-delivery.
-
-const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn hollo(args: &[&str], env: &[(&str, &str)], capture: bool) -> Command {
     let mut cmd = Command::new(HOLLO);

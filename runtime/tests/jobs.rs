@@ -7,7 +7,6 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -31,7 +30,7 @@ use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
-use support::{eventually, fresh_db};
+use support::{eventually, fresh_db, spawn_serve};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -1290,32 +1289,6 @@ async fn a_cleanup_can_be_cancelled_and_shown() {
 // ---------------------------------------------------------------------------------------------
 // The real binary: 1,000 follows, three workers, one killed mid-run.
 
-const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_worker(env: &[(&str, &str)]) -> Proc {
-    let mut cmd = Command::new(HOLLO);
-    cmd.arg("serve")
-        .env_remove("DATABASE_URL")
-        .env_remove("NODE_TYPE")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Proc(cmd.spawn().expect("spawn hollo"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per_id() {
     let inst = Instance::start("production", None).await;
@@ -1337,9 +1310,9 @@ async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per
     assert_eq!(s, 202, "{job}");
     let path = format!("/api/v1/imports/{}", job["id"].as_str().expect("id"));
 
-    let victim = spawn_worker(&env);
-    let _b = spawn_worker(&env);
-    let _c = spawn_worker(&env);
+    let victim = spawn_serve(&env);
+    let _b = spawn_serve(&env);
+    let _c = spawn_serve(&env);
     eventually(WAIT, "the import is under way", || async {
         let (_, v) = inst
             .request(reqwest::Method::GET, &path, &token, None)
@@ -1423,7 +1396,7 @@ async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
         .execute(&inst.pool)
         .await
         .expect("due");
-    let _w = spawn_worker(&[
+    let _w = spawn_serve(&[
         ("DATABASE_URL", inst.url.as_str()),
         ("SECRET_KEY", SECRET),
         ("PUBLIC_URL", inst.base.as_str()),

@@ -6,7 +6,6 @@
 mod support;
 
 use std::collections::{HashMap, VecDeque};
-use std::process::{Child, Command, Stdio};
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -25,7 +24,7 @@ use hollo_runtime::tasks::replies::{self, recovery};
 use hollo_runtime::{tasks, web};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::{eventually, fresh_db};
+use support::{eventually, fresh_db, spawn_serve};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -1006,32 +1005,6 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
 // ---------------------------------------------------------------------------------------------
 // A worker killed mid-collection (real binary).
 
-const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn hollo_worker(env: &[(&str, &str)]) -> Proc {
-    let mut cmd = Command::new(HOLLO);
-    cmd.arg("serve")
-        .env_remove("DATABASE_URL")
-        .env_remove("NODE_TYPE")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Proc(cmd.spawn().expect("spawn worker"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease() {
     let inst = Instance::start().await;
@@ -1056,7 +1029,7 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
         ("REPLY_HOST_INTERVAL_MS", "100"),
     ];
     let job = request(&inst, &alice, &post, &replies_iri).await;
-    let first = hollo_worker(&env);
+    let first = spawn_serve(&env);
     eventually(WAIT, "the first worker to reach page 1", || async {
         remote
             .hits()
@@ -1074,7 +1047,7 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
     assert_eq!(status, "processing");
     let lease_until = lease_until.expect("a lease");
     drop(first); // SIGKILL mid-request
-    let _second = hollo_worker(&env);
+    let _second = spawn_serve(&env);
     let j = eventually(
         Duration::from_secs(60),
         "the second worker to finish",
