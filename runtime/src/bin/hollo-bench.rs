@@ -13,6 +13,7 @@
 //! of that instant and the message's `ready_at`), later `stop`; the child drains, then prints
 //! `lat <ms>` per message it started and a final `rss_kb <VmHWM>`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -87,6 +88,58 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
+/// Clock ticks per second of `/proc/*/stat` times (USER_HZ): 100 on every Linux we run on.
+const TICKS_PER_S: f64 = 100.0;
+
+/// Fields of `/proc/<pid>/stat` after the command name (which may contain spaces).
+fn proc_stat(pid: &str) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// CPU seconds (user + system) this process has used so far.
+fn own_cpu_s() -> f64 {
+    proc_stat("self")
+        .and_then(|f| Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?))
+        .unwrap_or(0.0)
+        / TICKS_PER_S
+}
+
+/// CPU seconds PostgreSQL has used so far, when it runs on this machine: the postmaster's
+/// reaped children (finished backends) plus every live child (backends, WAL writer,
+/// checkpointer, autovacuum). `None` when the server is elsewhere.
+fn postgres_cpu_s(postmaster: u32) -> Option<f64> {
+    let pm = proc_stat(&postmaster.to_string())?;
+    let ticks =
+        |f: &[String], i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let mut total = ticks(&pm, 13) + ticks(&pm, 14);
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if let Some(f) = proc_stat(pid)
+            && f.get(1).map(String::as_str) == Some(postmaster.to_string().as_str())
+        {
+            total += ticks(&f, 11) + ticks(&f, 12);
+        }
+    }
+    Some(total / TICKS_PER_S)
+}
+
+/// The postmaster of the server `pool` talks to, if that server runs on this machine.
+async fn local_postmaster(pool: &PgPool) -> Option<u32> {
+    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(pool)
+        .await
+        .ok()?;
+    proc_stat(&backend.to_string())?.get(1)?.parse().ok()
+}
+
 fn peak_rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -131,17 +184,19 @@ async fn main() -> Result<()> {
 async fn child(args: Args, url: &str) -> Result<()> {
     let pool = connect(url, args.pool, &args.synchronous_commit).await?;
     let latencies: Arc<Mutex<Vec<f64>>> = Default::default();
+    let runs = Arc::new(AtomicU64::new(0));
     // Set once the parent says go; latency counts from then at the earliest.
     let go_at: Arc<Mutex<chrono::DateTime<chrono::Utc>>> =
         Arc::new(Mutex::new(chrono::DateTime::<chrono::Utc>::MIN_UTC));
     let mut registry = Registry::new();
     {
-        let (lat, go_at) = (latencies.clone(), go_at.clone());
+        let (lat, go_at, runs) = (latencies.clone(), go_at.clone(), runs.clone());
         let sleep = Duration::from_millis(args.handler_ms);
         registry.register(
             KindSpec::new(KIND, QUEUE),
             move |ctx: JobContext, _p: serde_json::Value| {
                 let (lat, go_at) = (lat.clone(), go_at.clone());
+                runs.fetch_add(1, Ordering::Relaxed);
                 async move {
                     let from = go_at.lock().map(|g| *g).unwrap_or(ctx.msg.ready_at);
                     let waited = (chrono::Utc::now() - ctx.msg.ready_at.max(from))
@@ -195,7 +250,29 @@ async fn child(args: Args, url: &str) -> Result<()> {
     ) {
         *g = t;
     }
+    let cpu_at_go = own_cpu_s();
     let run = tokio::spawn(consumer.run(wake, stop.clone(), abort.clone(), InFlight::default()));
+    // Progress for the parent, so it need not poll the queue table while we work (each poll
+    // walks the dead index entries at the queue's head and would tax the server measured).
+    let progress = tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        let mut last = 0;
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let n = runs.load(Ordering::Relaxed);
+            if n != last {
+                last = n;
+                if out
+                    .write_all(format!("ran {n}\n").as_bytes())
+                    .await
+                    .is_err()
+                    || out.flush().await.is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
     // `stop` or end of input: drain and report.
     let _ = stdin.next_line().await;
     stop.cancel();
@@ -208,6 +285,8 @@ async fn child(args: Args, url: &str) -> Result<()> {
     };
     let _ = run.await;
     timer.abort();
+    progress.abort();
+    let _ = progress.await;
     let _ = listen.await;
     pool.close().await;
     let lat = latencies.lock().map(|l| l.clone()).unwrap_or_default();
@@ -215,6 +294,7 @@ async fn child(args: Args, url: &str) -> Result<()> {
     for l in lat {
         out.push_str(&format!("lat {l:.3}\n"));
     }
+    out.push_str(&format!("cpu_s {:.3}\n", own_cpu_s() - cpu_at_go));
     out.push_str(&format!("rss_kb {}\n", peak_rss_kb()));
     stdout.write_all(out.as_bytes()).await?;
     stdout.flush().await?;
@@ -224,7 +304,38 @@ async fn child(args: Args, url: &str) -> Result<()> {
 struct Worker {
     proc: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// The worker's stdout lines, except `ran N` progress, which goes into `ran`.
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+/// Reads a worker's stdout: progress lines add to the shared count of handler runs, the rest
+/// is forwarded in order.
+fn read_worker(
+    stdout: tokio::process::ChildStdout,
+    ran: Arc<AtomicU64>,
+) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        let mut mine = 0;
+        while let Ok(Some(line)) = lines.next_line().await {
+            match line
+                .strip_prefix("ran ")
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                Some(n) => {
+                    ran.fetch_add(n.saturating_sub(mine), Ordering::Relaxed);
+                    mine = mine.max(n);
+                }
+                None => {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
 }
 
 async fn parent(args: Args) -> Result<()> {
@@ -277,6 +388,7 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
 
     let exe = std::env::current_exe()?;
     let mut workers = Vec::with_capacity(args.workers);
+    let ran = Arc::new(AtomicU64::new(0));
     for _ in 0..args.workers {
         let mut proc = tokio::process::Command::new(&exe)
             .arg("--child")
@@ -296,11 +408,11 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
         workers.push(Worker {
             proc,
             stdin,
-            lines: BufReader::new(stdout).lines(),
+            lines: read_worker(stdout, ran.clone()),
         });
     }
     for w in &mut workers {
-        match w.lines.next_line().await? {
+        match w.lines.recv().await {
             Some(l) if l == "ready" => {}
             other => bail!("worker process did not start: {other:?}"),
         }
@@ -311,6 +423,9 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
     let wal_start: String = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
         .fetch_one(&setup)
         .await?;
+    // CPU is the other noise-resistant cost: what the server and the workers burn per job.
+    let postmaster = local_postmaster(&setup).await;
+    let pg_cpu_start = postmaster.and_then(postgres_cpu_s);
     let go = format!("go {}\n", chrono::Utc::now().timestamp_micros());
     let start = Instant::now();
     for w in &mut workers {
@@ -331,11 +446,21 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
             if !any {
                 return Ok::<(), anyhow::Error>(());
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     };
     let total = match args.mode {
         Mode::Drain => {
+            // Every message has started (at least once) before the queue can be empty.
+            while ran.load(Ordering::Relaxed) < args.jobs {
+                if workers
+                    .iter_mut()
+                    .any(|w| matches!(w.proc.try_wait(), Ok(Some(_))))
+                {
+                    bail!("a worker process exited during the run");
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
             wait_empty().await?;
             args.jobs
         }
@@ -365,6 +490,10 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
         }
     };
     let elapsed = start.elapsed().as_secs_f64();
+    let pg_cpu = match (postmaster.and_then(postgres_cpu_s), pg_cpu_start) {
+        (Some(end), Some(start)) => Some(end - start),
+        _ => None,
+    };
     let wal_bytes: f64 = sqlx::query_scalar(
         "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)::float8",
     )
@@ -375,14 +504,17 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
 
     let mut lat = Vec::with_capacity(total as usize);
     let mut rss = Vec::with_capacity(workers.len());
+    let mut worker_cpu = 0.0;
     for w in &mut workers {
         w.stdin.write_all(b"stop\n").await?;
         w.stdin.flush().await?;
     }
     for mut w in workers {
-        while let Some(line) = w.lines.next_line().await? {
+        while let Some(line) = w.lines.recv().await {
             if let Some(v) = line.strip_prefix("lat ") {
                 lat.push(v.parse::<f64>().context("worker latency line")?);
+            } else if let Some(v) = line.strip_prefix("cpu_s ") {
+                worker_cpu += v.parse::<f64>().context("worker cpu line")?;
             } else if let Some(v) = line.strip_prefix("rss_kb ") {
                 rss.push(v.parse::<u64>().context("worker rss line")?);
             }
@@ -399,7 +531,7 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
     };
     eprintln!("handler runs: {} (≥ jobs: at-least-once)", lat.len());
     println!(
-        "mode={mode} jobs={total} workers={} concurrency={} handler_ms={} synchronous_commit={} elapsed_s={:.3} jobs_s={:.0} latency_ms_p50={:.2} latency_ms_p99={:.2} latency_ms_max={:.2} wal_bytes_per_job={:.0} peak_rss_kb={} worker_peak_rss_kb={}",
+        "mode={mode} jobs={total} workers={} concurrency={} handler_ms={} synchronous_commit={} elapsed_s={:.3} jobs_s={:.0} latency_ms_p50={:.2} latency_ms_p99={:.2} latency_ms_max={:.2} wal_bytes_per_job={:.0} worker_cpu_us_per_job={:.1} pg_cpu_us_per_job={} peak_rss_kb={} worker_peak_rss_kb={}",
         args.workers,
         args.concurrency,
         args.handler_ms,
@@ -410,6 +542,11 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
         percentile(&lat, 0.99),
         lat.last().copied().unwrap_or(0.0),
         wal_bytes / total.max(1) as f64,
+        worker_cpu * 1e6 / total.max(1) as f64,
+        pg_cpu.map_or("na".to_string(), |c| format!(
+            "{:.1}",
+            c * 1e6 / total.max(1) as f64
+        )),
         rss.iter().max().copied().unwrap_or(0),
         rss.iter()
             .map(|r| r.to_string())
