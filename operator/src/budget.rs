@@ -61,6 +61,12 @@ impl Budget {
         self.total() <= self.max_connections
     }
 
+    /// Whether one extra HTTP pod (a rollout's surge pod, which runs beside the pod it replaces
+    /// until it is ready) still fits: then HTTP rollouts can surge and never leave a gap.
+    pub fn surge_fits(&self) -> bool {
+        self.total() + self.per_http_pod <= self.max_connections
+    }
+
     /// The arithmetic, for the condition message and the Warning event.
     pub fn explain(&self) -> String {
         let mut s = format!(
@@ -120,6 +126,24 @@ mod tests {
             b.explain(),
             "web 2×20=40 + workers 10×24=240 + migration 1 + headroom 5 = 286 > maxConnections 100"
         );
+    }
+
+    #[test]
+    fn a_surge_pod_needs_room_for_one_more_http_pool() {
+        let mut spec = testutil::spec();
+        // 94 + one web pod of 20 = 114.
+        spec.database.max_connections = 114;
+        assert!(Budget::for_spec(&spec).surge_fits());
+        spec.database.max_connections = 113;
+        let b = Budget::for_spec(&spec);
+        assert!(b.fits() && !b.surge_fits());
+        // An all pod carries both pools: 3×44 + 6 = 138, + 44 for the surge pod.
+        spec.mode = Mode::All;
+        spec.web.replicas = 3;
+        spec.database.max_connections = 182;
+        assert!(Budget::for_spec(&spec).surge_fits());
+        spec.database.max_connections = 181;
+        assert!(!Budget::for_spec(&spec).surge_fits());
     }
 
     #[test]

@@ -66,10 +66,30 @@ use k8s_openapi::api::core::v1::Container;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-/// A role Deployment. `replicas: None` leaves the field unset so an autoscaler can own it.
+/// How a role's pods are replaced when its pod template changes.
 ///
-/// Rolling updates never surge (`maxSurge: 0`): the connection budget is a hard ceiling, and a
-/// surge pod would open connections beyond it. Run 2+ web replicas for updates without a gap.
+/// The HTTP role (web, or all) surges one pod and keeps every old pod until its replacement is
+/// ready (`maxSurge: 1, maxUnavailable: 0`): no gap in service, even with one replica — but
+/// only when the connection budget has room for that extra pod's pool (R-DB-2), because the
+/// budget is a hard ceiling. Otherwise, and always for workers (whose brief capacity dip costs
+/// nothing but queue latency), nothing surges: one pod at a time stops, then its replacement
+/// starts.
+pub fn rolling_update(hollo: &Hollo, component: Component) -> RollingUpdateDeployment {
+    let http = matches!(component, Component::Web | Component::All);
+    if http && crate::budget::Budget::for_spec(&hollo.spec).surge_fits() {
+        RollingUpdateDeployment {
+            max_surge: Some(IntOrString::Int(1)),
+            max_unavailable: Some(IntOrString::Int(0)),
+        }
+    } else {
+        RollingUpdateDeployment {
+            max_surge: Some(IntOrString::Int(0)),
+            max_unavailable: Some(IntOrString::Int(1)),
+        }
+    }
+}
+
+/// A role Deployment. `replicas: None` leaves the field unset so an autoscaler can own it.
 pub fn deployment(
     hollo: &Hollo,
     component: Component,
@@ -88,10 +108,7 @@ pub fn deployment(
             },
             strategy: Some(DeploymentStrategy {
                 type_: Some("RollingUpdate".into()),
-                rolling_update: Some(RollingUpdateDeployment {
-                    max_surge: Some(IntOrString::Int(0)),
-                    max_unavailable: Some(IntOrString::Int(1)),
-                }),
+                rolling_update: Some(rolling_update(hollo, component)),
             }),
             revision_history_limit: Some(3),
             template: pod::pod_template(
@@ -188,6 +205,50 @@ mod tests {
             "operator/testdata/example-children.yaml is stale; regenerate with `cargo run -q -p \
              hollo-operator -- render examples/hollo.yaml --namespace fedi > \
              operator/testdata/example-children.yaml` and review the diff"
+        );
+    }
+
+    fn strategy(d: &Deployment) -> (Option<IntOrString>, Option<IntOrString>) {
+        let r = d
+            .spec
+            .strategy
+            .as_ref()
+            .and_then(|s| s.rolling_update.clone())
+            .expect("rolling update");
+        (r.max_surge, r.max_unavailable)
+    }
+
+    #[test]
+    fn http_rollouts_surge_only_when_the_budget_has_room_for_one_more_pod() {
+        use IntOrString::Int;
+        let mut spec = crate::testutil::spec();
+        spec.web.replicas = 1;
+        // 1×20 + 2×24 + 1 + 5 = 74; a surge web pod makes 94.
+        spec.database.max_connections = 94;
+        let h = crate::testutil::hollo(spec.clone());
+        assert_eq!(
+            strategy(&web::deployment(&h, "0.1.0", Some(1))),
+            (Some(Int(1)), Some(Int(0))),
+            "one web replica is replaced without a gap"
+        );
+        assert_eq!(
+            strategy(&worker::deployment(&h, "0.1.0", Some(2))),
+            (Some(Int(0)), Some(Int(1))),
+            "workers never surge"
+        );
+        spec.database.max_connections = 93;
+        let h = crate::testutil::hollo(spec.clone());
+        assert_eq!(
+            strategy(&web::deployment(&h, "0.1.0", Some(1))),
+            (Some(Int(0)), Some(Int(1))),
+            "no room for a surge pod: one at a time"
+        );
+        spec.mode = crate::crd::Mode::All;
+        spec.database.max_connections = 1000;
+        let h = crate::testutil::hollo(spec);
+        assert_eq!(
+            strategy(&all::deployment(&h, "0.1.0", Some(1))),
+            (Some(Int(1)), Some(Int(0)))
         );
     }
 
