@@ -478,6 +478,99 @@ async fn ingress_behind_proxy() {
     .await;
 }
 
+/// A same-version change rolls the single web pod over without a gap: the minimal example's
+/// connection budget (74 of 100) has room for one more web pod, so the operator lets the web
+/// Deployment surge, and a Ready web pod exists at every moment. Every pod event is watched,
+/// not sampled, so a moment with none cannot slip between two polls.
+#[tokio::test]
+async fn one_web_replica_rolls_without_a_gap() {
+    let ns = Ns::new("surge").await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+    ns.wait_replicas("web", 1, 60).await;
+    let before: BTreeSet<String> = ns
+        .ready_pods("web")
+        .await
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    let pods: Api<Pod> = ns.api();
+    let mut events = watcher(
+        pods,
+        watcher::Config::default().labels(&format!(
+            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component=web"
+        )),
+    )
+    .boxed();
+    // name → serving (Ready and not terminating)
+    let mut serving: BTreeMap<String, bool> = BTreeMap::new();
+    let mut listed = false;
+    let mut patched = false;
+    let mut fewest = usize::MAX;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let ev = match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(Ok(ev))) => ev,
+            Ok(Some(Err(e))) => {
+                ns.log(&format!("watch error (the watcher retries): {e}"));
+                continue;
+            }
+            Ok(None) => panic!("watch ended"),
+            Err(_) => panic!("the web pod was not replaced in 120 s; pods: {serving:?}"),
+        };
+        match ev {
+            watcher::Event::Init => serving.clear(),
+            watcher::Event::InitApply(p) | watcher::Event::Apply(p) => {
+                let up = p.metadata.deletion_timestamp.is_none() && pod_ready(&p);
+                serving.insert(p.name_any(), up);
+            }
+            watcher::Event::Delete(p) => {
+                serving.remove(&p.name_any());
+            }
+            watcher::Event::InitDone => listed = true,
+        }
+        if !listed {
+            continue;
+        }
+        let up = serving.values().filter(|u| **u).count();
+        if !patched {
+            ns.merge_hollo(json!({"spec": {"env": [{"name": "E2E_ROLL", "value": "1"}]}}))
+                .await;
+            patched = true;
+            continue;
+        }
+        fewest = fewest.min(up);
+        assert!(
+            up >= 1,
+            "no web pod was serving during the rollout: {serving:?}"
+        );
+        let replaced = serving.keys().all(|n| !before.contains(n))
+            && serving.iter().any(|(n, u)| *u && !before.contains(n));
+        if replaced {
+            break;
+        }
+    }
+    ns.log(&format!(
+        "fewest serving web pods during the rollout: {fewest}"
+    ));
+    let web = ns
+        .deployment(&format!("{HOLLO}-web"))
+        .await
+        .expect("web Deployment");
+    let ru = web.spec.strategy.and_then(|s| s.rolling_update);
+    assert_eq!(
+        ru.map(|r| (r.max_surge, r.max_unavailable)),
+        Some((
+            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1)),
+            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(0))
+        ))
+    );
+    ns.wait_running(V1, 60).await;
+}
+
 /// What the upgrade watcher saw.
 #[derive(Default, Debug)]
 struct Timeline {
