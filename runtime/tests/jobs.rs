@@ -741,20 +741,26 @@ async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn overwrite_replaces_follows_and_mutes_undoing_the_follows_not_in_the_file() {
+async fn overwrite_replaces_follows_mutes_and_blocks_undoing_the_follows_and_blocks_not_in_the_file()
+ {
     let mut inst = Instance::start("production", None).await;
     let peer = Peer::start().await;
     let (hana, token) = inst.account("hana").await;
     inst.worker("production", None).await;
     let run = |ty: &'static str, mode: &'static str, names: &'static [&'static str]| {
-        let body = if ty == "following" {
-            follows_csv(&peer, names.iter().map(|n| n.to_string()))
-        } else {
-            names
+        let body = match ty {
+            "following" => follows_csv(&peer, names.iter().map(|n| n.to_string())),
+            // Mastodon's blocks export: one address per line, no header.
+            "blocks" => names
+                .iter()
+                .map(|n| format!("{}\n", peer.handle(n)))
+                .collect::<String>()
+                .into_bytes(),
+            _ => names
                 .iter()
                 .map(|n| format!("{},true\n", peer.handle(n)))
                 .collect::<String>()
-                .into_bytes()
+                .into_bytes(),
         };
         let inst = &inst;
         let token = &token;
@@ -777,8 +783,17 @@ async fn overwrite_replaces_follows_and_mutes_undoing_the_follows_not_in_the_fil
     .fetch_one(&inst.pool)
     .await
     .expect("o1 follow");
+    run("blocks", "merge", &["b1", "b2"]).await;
+    let block: String = sqlx::query_scalar(
+        "SELECT block_activity_id FROM account_blocks WHERE account_id = $1 AND target_iri LIKE '%/users/b1'",
+    )
+    .bind(hana.id)
+    .fetch_one(&inst.pool)
+    .await
+    .expect("b1 block");
     run("following", "overwrite", &["o2", "o3"]).await;
     run("mutes", "overwrite", &["o3"]).await;
+    run("blocks", "overwrite", &["b2"]).await;
 
     let targets = |table: &'static str| {
         let pool = inst.pool.clone();
@@ -795,13 +810,35 @@ async fn overwrite_replaces_follows_and_mutes_undoing_the_follows_not_in_the_fil
     };
     assert_eq!(targets("follows").await, ["o2", "o3"]);
     assert_eq!(targets("account_mutes").await, ["o3"]);
+    assert_eq!(targets("account_blocks").await, ["b2"]);
     // o2 was followed once: the overwrite did not send a second Follow.
     let undo = eventually(WAIT, "the Undo of o1's follow", || async {
-        peer.received().into_iter().find(|a| a["type"] == "Undo")
+        peer.received()
+            .into_iter()
+            .find(|a| a["type"] == "Undo" && a["object"]["type"] == "Follow")
     })
     .await;
     assert_eq!(undo["object"]["id"], first.as_str());
-    assert_eq!(undo["object"]["type"], "Follow");
+    // b1's block, gone from the file, is undone remotely with the id it was delivered under.
+    let unblock = eventually(WAIT, "the Undo of b1's block", || async {
+        peer.received()
+            .into_iter()
+            .find(|a| a["type"] == "Undo" && a["object"]["type"] == "Block")
+    })
+    .await;
+    assert_eq!(unblock["object"]["id"], block.as_str());
+    assert!(
+        unblock["object"]["object"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("/users/b1")),
+        "{unblock}"
+    );
+    let undos = peer
+        .received()
+        .into_iter()
+        .filter(|a| a["type"] == "Undo")
+        .count();
+    assert_eq!(undos, 2, "one Undo per removed follow or block");
     let follows = peer.follows();
     assert_eq!(
         follows.values().map(Vec::len).sum::<usize>(),

@@ -383,17 +383,15 @@ impl ImportWork {
     }
 
     /// `mode=overwrite`: what the account had that the upload did not bring is removed once
-    /// every row is final. Local-only relationships are deleted; follows are undone with an
-    /// `Undo` delivered to the remote actor (stored with a stable id like any activity).
+    /// every row is final. Local-only relationships are deleted; follows and blocks, which the
+    /// remote side knows about, are undone with an `Undo` delivered to the remote actor (stored
+    /// with a stable id like any activity).
     async fn overwrite(&self, tx: &mut PgConnection, job: &JobRow) -> Result<(), sqlx::Error> {
         let Some(account_id) = job.account_id else {
             return Ok(());
         };
         let kept = "SELECT result FROM import_job_items WHERE job_id = $2 AND status = 'completed' AND result IS NOT NULL";
         let sql = match ImportType::parse(&job.kind) {
-            Some(ImportType::Blocks) => format!(
-                "DELETE FROM account_blocks WHERE account_id = $1 AND target_iri NOT IN ({kept})"
-            ),
             Some(ImportType::Mutes) => format!(
                 "DELETE FROM account_mutes WHERE account_id = $1 AND target_iri NOT IN ({kept})"
             ),
@@ -406,7 +404,12 @@ impl ImportWork {
                                      WHERE i.job_id = $2 AND i.status = 'completed'
                                        AND i.data->>'list' = l.title AND i.result = m.target_iri)"
                 .to_string(),
-            Some(ImportType::Following) => return self.unfollow_others(tx, job, account_id).await,
+            Some(ImportType::Following) => {
+                return self.undo_others(tx, job, account_id, Undone::Follows).await;
+            }
+            Some(ImportType::Blocks) => {
+                return self.undo_others(tx, job, account_id, Undone::Blocks).await;
+            }
             None => return Ok(()),
         };
         sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -417,34 +420,45 @@ impl ImportWork {
         Ok(())
     }
 
-    async fn unfollow_others(
+    /// Deletes the follows or blocks the upload did not bring and queues an `Undo` of each
+    /// one's stored activity to its target, in the caller's transaction.
+    async fn undo_others(
         &self,
         tx: &mut PgConnection,
         job: &JobRow,
         account_id: Uuid,
+        what: Undone,
     ) -> Result<(), sqlx::Error> {
         let fed = &*self.0;
         let Some(account) = accounts::by_id(&mut *tx, account_id).await? else {
             return Ok(());
         };
-        let gone: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
-            "DELETE FROM follows f WHERE f.account_id = $1
+        let (table, id_column, object_type) = match what {
+            Undone::Follows => ("follows", "follow_activity_id", "Follow"),
+            Undone::Blocks => ("account_blocks", "block_activity_id", "Block"),
+        };
+        let sql = format!(
+            "DELETE FROM {table} f WHERE f.account_id = $1
                 AND f.target_iri NOT IN (SELECT result FROM import_job_items
                                           WHERE job_id = $2 AND status = 'completed' AND result IS NOT NULL)
-             RETURNING f.target_iri, f.follow_activity_id,
+             RETURNING f.target_iri, f.{id_column},
                        (SELECT inbox FROM remote_actors a WHERE a.iri = f.target_iri),
-                       (SELECT shared_inbox FROM remote_actors a WHERE a.iri = f.target_iri)",
-        )
-        .bind(account_id)
-        .bind(job.id)
-        .fetch_all(&mut *tx)
-        .await?;
-        for (target, follow_id, inbox, shared_inbox) in gone {
+                       (SELECT shared_inbox FROM remote_actors a WHERE a.iri = f.target_iri)"
+        );
+        let gone: Vec<(String, String, Option<String>, Option<String>)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(account_id)
+                .bind(job.id)
+                .fetch_all(&mut *tx)
+                .await?;
+        for (target, activity_id, inbox, shared_inbox) in gone {
+            // Without a known inbox there is nowhere to send the Undo; the local row is gone
+            // either way.
             let Some(inbox) = inbox else { continue };
             let actor = fed.actor_iri(&account.username);
             let undo = json!({
                 "@context": AS_CONTEXT, "id": fed.new_activity_id(), "type": "Undo", "actor": actor,
-                "object": { "id": follow_id, "type": "Follow", "actor": actor, "object": target },
+                "object": { "id": activity_id, "type": object_type, "actor": actor, "object": target },
                 "to": [target],
             });
             let to = Recipient {
@@ -456,6 +470,13 @@ impl ImportWork {
         }
         Ok(())
     }
+}
+
+/// Relationships an overwrite import undoes remotely.
+#[derive(Clone, Copy)]
+enum Undone {
+    Follows,
+    Blocks,
 }
 
 impl Work for ImportWork {
