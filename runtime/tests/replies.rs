@@ -666,6 +666,76 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
     inst.shutdown().await;
 }
 
+/// A 429 in the middle of a walk: the next attempt resumes at the refused page instead of
+/// re-walking (and re-spending the request cap on) the pages it had already stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_429_mid_walk_resumes_at_the_refused_page() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/m").await;
+    paged(&remote, &post, "/m", 6); // /m/replies → /m/page1 → /m/page2, two replies each
+    remote.script("/m/page2", [Answer::RetryAfter(1)]);
+    inst.worker(&fast_config());
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let j = inst
+        .until_status(job, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!(
+        (j.status.as_str(), j.items_stored, j.attempts),
+        ("completed", 6, 2),
+        "{j:?}"
+    );
+    let paths: Vec<String> = remote.hits().into_iter().map(|h| h.path).collect();
+    assert_eq!(
+        paths,
+        ["/m/replies", "/m/page1", "/m/page2", "/m/page2"],
+        "each page fetched once, the refused one again"
+    );
+    assert_eq!(j.requests, 4, "requests add up over the attempts");
+    let frontier: Option<Value> =
+        sqlx::query_scalar("SELECT frontier FROM reply_collection_jobs WHERE id = $1")
+            .bind(job)
+            .fetch_one(&inst.pool)
+            .await
+            .expect("frontier");
+    assert_eq!(frontier, None, "a finished walk leaves no frontier");
+    inst.shutdown().await;
+}
+
+/// A frontier this version cannot read (another version's, or damaged) costs a re-walk from
+/// the top, not the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unreadable_frontier_walks_from_the_top() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/u").await;
+    paged(&remote, &post, "/u", 4);
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    sqlx::query(
+        "UPDATE reply_collection_jobs SET frontier = '[\"not\", \"a frontier\"]' WHERE id = $1",
+    )
+    .bind(job)
+    .execute(&inst.pool)
+    .await
+    .expect("damage the frontier");
+    inst.worker(&fast_config());
+    let j = inst
+        .until_status(job, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!(
+        (j.status.as_str(), j.items_stored),
+        ("completed", 4),
+        "{j:?}"
+    );
+    let paths: Vec<String> = remote.hits().into_iter().map(|h| h.path).collect();
+    assert_eq!(paths, ["/u/replies", "/u/page1"]);
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_fails_the_job_with_its_message() {
     let mut inst = Instance::start().await;
@@ -1058,13 +1128,12 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
     )
     .await;
     assert_eq!((j.items_stored, j.attempts), (4, 2), "{j:?}");
-    // The retry of the first page is the second worker's: never before the lease ran out.
+    // The second worker resumes at the page the first one died on (the saved frontier): the
+    // first page is not walked again, and the retry comes only after the lease ran out.
     let hits = remote.hits();
-    let retried = hits
-        .iter()
-        .filter(|h| h.path == "/n/replies")
-        .nth(1)
-        .expect("the first page fetched again");
+    let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(paths, ["/n/replies", "/n/page1", "/n/page1"], "{hits:?}");
+    let retried = &hits[2];
     assert!(
         retried.wall >= lease_until,
         "reclaimed at {} before the lease ended at {lease_until}",

@@ -8,6 +8,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +46,83 @@ struct Run {
     max_depth: u32,
     /// Counters recorded by earlier attempts: pages, requests, stored, skipped.
     done: (i32, i32, i32, i32),
+    /// Where an earlier attempt stopped, if it did not finish.
+    frontier: Option<Frontier>,
+}
+
+/// The walk's state — sources still to visit, IRIs already seen, items counted — saved with
+/// the counters after every fetch, so a walk stopped by a 429, a shutdown or a crash resumes
+/// where it was instead of re-walking pages already stored on the job's request cap.
+#[derive(Serialize, Deserialize, Default, Debug)]
+struct Frontier {
+    todo: Vec<Pending>,
+    seen: Vec<String>,
+    items: i32,
+}
+
+/// One source still to visit: an IRI to fetch or an inline document, at a reply depth.
+#[derive(Serialize, Deserialize, Debug)]
+struct Pending {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iri: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    doc: Option<Value>,
+    depth: u32,
+}
+
+/// The walk's working state.
+struct Walk {
+    todo: VecDeque<(Src, u32)>,
+    seen: HashSet<String>,
+}
+
+impl Walk {
+    /// From the saved frontier, or from the top of the job's collection.
+    fn resume(frontier: Option<Frontier>, replies_iri: &str) -> Walk {
+        match frontier {
+            Some(f) => Walk {
+                todo: f
+                    .todo
+                    .into_iter()
+                    .map(|p| match p.iri {
+                        Some(iri) => (Src::Iri(iri), p.depth),
+                        None => (Src::Inline(p.doc.unwrap_or(Value::Null)), p.depth),
+                    })
+                    .collect(),
+                seen: f.seen.into_iter().collect(),
+            },
+            None => Walk {
+                todo: VecDeque::from([(Src::Iri(replies_iri.to_string()), 1)]),
+                seen: HashSet::new(),
+            },
+        }
+    }
+
+    fn frontier(&self, items: i32) -> Frontier {
+        frontier_of(&self.todo, &self.seen, items)
+    }
+}
+
+fn frontier_of(todo: &VecDeque<(Src, u32)>, seen: &HashSet<String>, items: i32) -> Frontier {
+    Frontier {
+        todo: todo
+            .iter()
+            .map(|(src, depth)| match src {
+                Src::Iri(iri) => Pending {
+                    iri: Some(iri.clone()),
+                    doc: None,
+                    depth: *depth,
+                },
+                Src::Inline(v) => Pending {
+                    iri: None,
+                    doc: Some(v.clone()),
+                    depth: *depth,
+                },
+            })
+            .collect(),
+        seen: seen.iter().cloned().collect(),
+        items,
+    }
 }
 
 /// How a walk ended.
@@ -82,19 +160,26 @@ impl Collector {
             self.cfg.clone(),
             heartbeat_stop.clone(),
         ));
-        // Pages, requests and stores add up over a job's attempts (the request cap bounds what
-        // one job costs the remote); items seen restart with the walk.
+        // Pages, requests, stores and items seen add up over a job's attempts (the caps bound
+        // what one job costs the remote), as the walk itself resumes where it stopped.
+        let mut run = run;
+        let frontier = run.frontier.take();
         let mut n = Counters {
             pages: run.done.0,
             requests: run.done.1,
             stored: run.done.2,
             skipped: run.done.3,
-            ..Counters::default()
+            items: frontier.as_ref().map_or(0, |f| f.items),
         };
-        let end = self.walk(&ctx.pool, &run, &mut n).await;
+        if frontier.is_some() {
+            tracing::info!(job = %run.id, "reply collection resumes where its last attempt stopped");
+        }
+        let mut walk = Walk::resume(frontier, &run.replies_iri);
+        let end = self.walk(&ctx.pool, &run, &mut n, &mut walk).await;
         heartbeat_stop.cancel();
         let _ = heartbeat.await;
-        self.finish(&ctx.pool, &run, &n, end).await?;
+        let frontier = walk.frontier(n.items);
+        self.finish(&ctx.pool, &run, &n, end, &frontier).await?;
         Ok(())
     }
 
@@ -171,13 +256,15 @@ impl Collector {
             tx.commit().await?;
             return Ok(None);
         }
-        let (claim, pages, requests, stored, skipped): (i32, i32, i32, i32, i32) = sqlx::query_as(
+        type Claimed = (i32, i32, i32, i32, i32, Option<Value>);
+        let (claim, pages, requests, stored, skipped, frontier): Claimed = sqlx::query_as(
             "UPDATE reply_collection_jobs
                 SET status = 'processing', attempts = attempts + 1, claim = claim + 1,
                     claimed_by = $2, lease_until = now() + $3 * interval '1 second',
                     heartbeat_at = now(), started_at = COALESCE(started_at, now()),
                     error = NULL, updated_at = now()
-              WHERE id = $1 RETURNING claim, pages_fetched, requests, items_stored, items_skipped",
+              WHERE id = $1
+              RETURNING claim, pages_fetched, requests, items_stored, items_skipped, frontier",
         )
         .bind(job)
         .bind(ctx.node_id)
@@ -202,6 +289,14 @@ impl Collector {
             // The worker's limit applies even when a job asked for more.
             max_depth: (max_depth.max(1) as u32).min(self.cfg.max_depth),
             done: (pages, requests, stored, skipped),
+            // A frontier we cannot read (written by another version) only costs a re-walk.
+            frontier: frontier.and_then(|f| match serde_json::from_value(f) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    tracing::warn!(job = %job, error = %e, "unreadable reply-walk frontier; starting from the top");
+                    None
+                }
+            }),
         }))
     }
 
@@ -226,17 +321,16 @@ impl Collector {
 
     /// Breadth-first over collections and pages; `depth` is the reply level of the items a
     /// collection holds (1 = replies to the post).
-    async fn walk(&self, pool: &PgPool, run: &Run, n: &mut Counters) -> End {
+    async fn walk(&self, pool: &PgPool, run: &Run, n: &mut Counters, w: &mut Walk) -> End {
         let signer = match self.signer(pool, run).await {
             Ok(k) => k,
             Err(e) => return End::Failed(e),
         };
-        let mut todo: VecDeque<(Src, u32)> = VecDeque::new();
-        todo.push_back((Src::Iri(run.replies_iri.clone()), 1));
-        // Pages and items already seen: a collection that links back to itself ends, it does
-        // not loop until the request cap.
-        let mut seen: HashSet<String> = HashSet::new();
+        // `seen` holds pages and items already seen: a collection that links back to itself
+        // ends, it does not loop until the request cap.
+        let Walk { todo, seen } = w;
         while let Some((src, depth)) = todo.pop_front() {
+            let fetched = matches!(src, Src::Iri(_));
             let doc = match src {
                 // Inline documents came in a page fetched from the job's host.
                 Src::Inline(Value::Null) => continue,
@@ -255,7 +349,14 @@ impl Collector {
                     }
                     match self.fetch(pool, run, &signer, &iri, n).await {
                         Ok(v) => v,
-                        Err(end) => return end,
+                        Err(end) => {
+                            if matches!(end, End::RateLimited(_) | End::Stopped) {
+                                // Not visited after all: first in line for the next attempt.
+                                seen.remove(&iri);
+                                todo.push_front((Src::Iri(iri), depth));
+                            }
+                            return end;
+                        }
                     }
                 }
             };
@@ -274,6 +375,9 @@ impl Collector {
                     && let Some(r) = doc.get("replies")
                 {
                     todo.push_back((source_of(r), depth + 1));
+                }
+                if fetched && !self.save_progress(pool, run, n, todo, seen).await {
+                    return End::LostLease;
                 }
                 continue;
             }
@@ -325,7 +429,7 @@ impl Collector {
                     todo.push_back((source_of(v), depth));
                 }
             }
-            if !self.save_progress(pool, run, n).await {
+            if !self.save_progress(pool, run, n, todo, seen).await {
                 return End::LostLease;
             }
         }
@@ -482,11 +586,20 @@ impl Collector {
         Ok(true)
     }
 
-    /// Writes the counters, fenced; `false` when the lease was lost.
-    async fn save_progress(&self, pool: &PgPool, run: &Run, n: &Counters) -> bool {
+    /// Writes the counters and the frontier, fenced; `false` when the lease was lost.
+    async fn save_progress(
+        &self,
+        pool: &PgPool,
+        run: &Run,
+        n: &Counters,
+        todo: &VecDeque<(Src, u32)>,
+        seen: &HashSet<String>,
+    ) -> bool {
+        let frontier = frontier_of(todo, seen, n.items);
         sqlx::query(
             "UPDATE reply_collection_jobs
-                SET pages_fetched = $3, requests = $4, items_stored = $5, items_skipped = $6, updated_at = now()
+                SET pages_fetched = $3, requests = $4, items_stored = $5, items_skipped = $6,
+                    frontier = $7, updated_at = now()
               WHERE id = $1 AND claim = $2 AND status = 'processing'",
         )
         .bind(run.id)
@@ -495,6 +608,7 @@ impl Collector {
         .bind(n.requests)
         .bind(n.stored)
         .bind(n.skipped)
+        .bind(sqlx::types::Json(&frontier))
         .execute(pool)
         .await
         .map(|r| r.rows_affected() == 1)
@@ -509,6 +623,7 @@ impl Collector {
         run: &Run,
         n: &Counters,
         end: End,
+        frontier: &Frontier,
     ) -> Result<(), TaskError> {
         let (status, error, retry_in, cooldown): (&str, Option<String>, Option<Duration>, bool) =
             match &end {
@@ -530,7 +645,8 @@ impl Collector {
                     next_attempt_at = now() + COALESCE($9, 0) * interval '1 second',
                     next_dispatch_at = now() + COALESCE($9, 0) * interval '1 second',
                     finished_at = CASE WHEN $10 THEN now() END,
-                    cooldown_until = CASE WHEN $10 THEN now() + $11 * interval '1 second' ELSE cooldown_until END
+                    cooldown_until = CASE WHEN $10 THEN now() + $11 * interval '1 second' ELSE cooldown_until END,
+                    frontier = CASE WHEN $10 THEN NULL ELSE $12 END
               WHERE id = $1 AND claim = $2 AND status = 'processing'",
         )
         .bind(run.id)
@@ -544,6 +660,7 @@ impl Collector {
         .bind(retry_in.map(|d| d.as_secs_f64()))
         .bind(cooldown)
         .bind(self.cfg.cooldown.as_secs_f64())
+        .bind(sqlx::types::Json(frontier))
         .execute(&mut *tx)
         .await?
         .rows_affected();

@@ -136,7 +136,7 @@ pub async fn request_in(
             SET status = 'waiting', error = NULL, pages_fetched = 0, requests = 0, items_stored = 0,
                 items_skipped = 0, attempts = 0, next_attempt_at = now(), next_dispatch_at = now(),
                 account_id = COALESCE(EXCLUDED.account_id, j.account_id), max_depth = EXCLUDED.max_depth,
-                finished_at = NULL, updated_at = now()
+                finished_at = NULL, frontier = NULL, updated_at = now()
           WHERE j.status IN ('completed', 'partial', 'failed')
             AND (j.cooldown_until IS NULL OR j.cooldown_until <= now())
          RETURNING j.id, (j.xmax = 0)",
