@@ -1303,6 +1303,18 @@ async fn the_instance_actor_is_an_application_with_one_key_pair_however_many_pro
     let key = inst.fed.cipher().decrypt(id, &enc).expect("decrypts");
     assert_eq!(keys::public_key_pem(&key).expect("pem"), pem);
 
+    // WebFinger names it acct:<domain>@<domain>, as Mastodon names its instance actor.
+    let wf: Value = reqwest::get(format!(
+        "{}/.well-known/webfinger?resource=acct:{}@{}",
+        inst.base, inst.fed.domain, inst.fed.domain
+    ))
+    .await
+    .expect("webfinger")
+    .json()
+    .await
+    .expect("jrd");
+    assert_eq!(wf["links"][0]["href"], iri, "{wf}");
+
     // Served again from the process's cache, unchanged.
     let again: Value = reqwest::get(&iri)
         .await

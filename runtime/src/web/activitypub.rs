@@ -82,6 +82,19 @@ async fn webfinger_handler(
     let resource = q
         .resource
         .ok_or_else(|| ApiError(StatusCode::BAD_REQUEST, "missing resource parameter".into()))?;
+    // The instance actor: acct:<domain>@<domain> (account names cannot contain a dot or a
+    // colon, so no account shadows it), or its IRI.
+    let instance = resource == fed.instance_actor_iri()
+        || webfinger::parse_acct(&resource).is_some_and(|(name, domain)| {
+            name.eq_ignore_ascii_case(&fed.domain) && domain.eq_ignore_ascii_case(&fed.domain)
+        });
+    if instance {
+        return Ok((
+            [(header::CONTENT_TYPE, webfinger::JRD_JSON)],
+            Json(webfinger::instance_jrd(fed)),
+        )
+            .into_response());
+    }
     // acct:name@our-domain, or the actor IRI itself.
     let name = match webfinger::parse_acct(&resource) {
         Some((name, domain)) if domain.eq_ignore_ascii_case(&fed.domain) => name.to_string(),
