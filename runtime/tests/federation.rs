@@ -158,11 +158,34 @@ impl Received {
     }
 }
 
+/// How the peer answers GETs of its actor (and so of its key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ActorAccess {
+    /// Anyone may fetch it, signed or not.
+    Open,
+    /// Authorized fetch (GoToSocial's default, Mastodon's `AUTHORIZED_FETCH`): unsigned GETs
+    /// get 401; a signed one is served once its signature verifies against the signer's key,
+    /// fetched over HTTP from the `keyId`.
+    SignedOnly,
+    /// Every GET gets 401, even a well-signed one (the peer does not trust our key).
+    RefuseAll,
+}
+
+/// A GET of the peer's actor while access is not `Open`: who signed it and whether the
+/// signature verified against the signer's published key.
+#[derive(Clone, Debug)]
+struct ActorGet {
+    key_id: Option<String>,
+    verified: Result<(), String>,
+}
+
 #[derive(Clone)]
 struct PeerState {
     base: String,
     received: Arc<Mutex<Vec<Received>>>,
     script: Arc<Mutex<VecDeque<Reply>>>,
+    access: Arc<Mutex<ActorAccess>>,
+    actor_gets: Arc<Mutex<Vec<ActorGet>>>,
 }
 
 struct Peer {
@@ -178,6 +201,8 @@ impl Peer {
             base: format!("http://{}", listener.local_addr().expect("addr")),
             received: Default::default(),
             script: Default::default(),
+            access: Arc::new(Mutex::new(ActorAccess::Open)),
+            actor_gets: Default::default(),
         };
         let app = Router::new()
             .route("/.well-known/webfinger", get(peer_webfinger))
@@ -224,6 +249,12 @@ impl Peer {
     }
     fn script(&self, replies: impl IntoIterator<Item = Reply>) {
         self.state.script.lock().expect("script").extend(replies);
+    }
+    fn set_access(&self, access: ActorAccess) {
+        *self.state.access.lock().expect("access") = access;
+    }
+    fn actor_gets(&self) -> Vec<ActorGet> {
+        self.state.actor_gets.lock().expect("actor gets").clone()
     }
     fn received(&self) -> Vec<Received> {
         self.state.received.lock().expect("received").clone()
@@ -293,7 +324,26 @@ async fn peer_webfinger(
         .into_response()
 }
 
-async fn peer_actor(State(s): State<PeerState>) -> Response {
+async fn peer_actor(State(s): State<PeerState>, req: Request) -> Response {
+    let access = *s.access.lock().expect("access");
+    if access != ActorAccess::Open {
+        let key_id = signature::parse_signature_header(
+            req.headers()
+                .get("signature")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default(),
+        )
+        .ok()
+        .map(|p| p.key_id);
+        let verified = verify_ours("GET", req.uri().path(), req.headers(), None).await;
+        s.actor_gets.lock().expect("actor gets").push(ActorGet {
+            key_id,
+            verified: verified.clone(),
+        });
+        if access == ActorAccess::RefuseAll || verified.is_err() {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+    }
     let actor = format!("{}/users/peer", s.base);
     let pem = keys::public_key_pem(peer_key()).expect("pem");
     (
@@ -311,10 +361,14 @@ async fn peer_actor(State(s): State<PeerState>) -> Response {
 
 /// Verifies the sender's signature the way a real server would: fetch the key named by
 /// `keyId` over HTTP and check the signing string, date window and digest.
-async fn verify_ours(path: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
-    let pending =
-        signature::prepare_verification("POST", path, headers, Some(body), SystemTime::now())
-            .map_err(|e| e.to_string())?;
+async fn verify_ours(
+    method: &str,
+    path: &str,
+    headers: &HeaderMap,
+    body: Option<&[u8]>,
+) -> Result<(), String> {
+    let pending = signature::prepare_verification(method, path, headers, body, SystemTime::now())
+        .map_err(|e| e.to_string())?;
     let key_url = pending.key_id.split('#').next().unwrap_or_default();
     let doc: Value = reqwest::Client::new()
         .get(key_url)
@@ -336,7 +390,7 @@ async fn peer_inbox(State(s): State<PeerState>, req: Request) -> Response {
     let bytes: Bytes = axum::body::to_bytes(body, 1 << 20)
         .await
         .unwrap_or_default();
-    let verified = verify_ours(parts.uri.path(), &parts.headers, &bytes).await;
+    let verified = verify_ours("POST", parts.uri.path(), &parts.headers, Some(&bytes)).await;
     s.received.lock().expect("received").push(Received {
         path: parts.uri.path().to_string(),
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
@@ -1068,5 +1122,254 @@ async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
         "{got:?}"
     );
     assert_eq!(inst.count("SELECT count(*) FROM deliveries").await, 1);
+    inst.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The instance actor: the shared inbox has no account to sign its key fetches with.
+
+fn like_from(peer: &Peer) -> Value {
+    json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(),
+        "object": "https://x.example/1",
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_authorized_fetch_peer_is_verified_at_the_shared_inbox_via_the_instance_actor() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    peer.set_access(ActorAccess::SignedOnly);
+
+    // The peer really is in authorized-fetch mode: an unsigned GET of its actor is refused.
+    let unsigned = reqwest::Client::new()
+        .get(peer.actor())
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .expect("unsigned get");
+    assert_eq!(unsigned.status().as_u16(), 401);
+    assert_eq!(peer.actor_gets()[0].key_id, None);
+
+    let like = like_from(&peer);
+    let body = serde_json::to_vec(&like).expect("json");
+    let (status, resp) = peer
+        .post_with(
+            &format!("{}/inbox", inst.base),
+            &body,
+            &peer.key(),
+            SystemTime::now(),
+            |_| {},
+        )
+        .await;
+    assert_eq!(status, 202, "{resp}");
+
+    // Our key fetch was signed as the instance actor, and the peer checked that signature
+    // against the publicKeyPem of the /actor document it fetched from us over HTTP.
+    let gets = peer.actor_gets();
+    assert_eq!(
+        gets.len(),
+        2,
+        "the unsigned probe and our one key fetch: {gets:?}"
+    );
+    let ours = &gets[1];
+    assert_eq!(
+        ours.key_id.as_deref(),
+        Some(format!("{}/actor#main-key", inst.base).as_str())
+    );
+    assert_eq!(ours.verified, Ok(()), "{gets:?}");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM inbox_activities WHERE account_id IS NULL")
+            .await,
+        1
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM remote_keys").await, 1);
+
+    // The instance actor's own inbox takes activities like the shared inbox; the key is cached
+    // now, so no second fetch.
+    assert_eq!(
+        peer.post(&format!("{}/actor/inbox", inst.base), &like_from(&peer))
+            .await,
+        202
+    );
+    assert_eq!(peer.actor_gets().len(), 2);
+    assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 2);
+
+    // A personal inbox still signs its key fetches with the account's own key.
+    inst.account("gina").await;
+    sqlx::query("DELETE FROM remote_keys")
+        .execute(&inst.pool)
+        .await
+        .expect("forget the key");
+    assert_eq!(
+        peer.post(&inst.fed.inbox("gina"), &like_from(&peer)).await,
+        202
+    );
+    let gets = peer.actor_gets();
+    assert_eq!(gets.len(), 3, "{gets:?}");
+    assert_eq!(
+        gets[2].key_id.as_deref(),
+        Some(inst.fed.key_id("gina").as_str())
+    );
+    assert_eq!(gets[2].verified, Ok(()));
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_instance_actor_is_an_application_with_one_key_pair_however_many_processes_start() {
+    let inst = Instance::start(false, true).await;
+    // Two more "processes": their own Federation (own in-memory cache) and their own pool.
+    let mut others = Vec::new();
+    for _ in 0..2 {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .connect(&inst.url)
+            .await
+            .expect("second pool");
+        let fed = Federation::new(&inst.base, SECRET, true, 4).expect("federation");
+        others.push((fed, pool));
+    }
+
+    // All first uses at once: the HTTP document (this process) and the other two processes.
+    let get_actor = async {
+        let resp = reqwest::Client::new()
+            .get(format!("{}/actor", inst.base))
+            .header("accept", "application/activity+json")
+            .send()
+            .await
+            .expect("GET /actor");
+        let ct = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let status = resp.status().as_u16();
+        let doc: Value = resp.json().await.expect("actor json");
+        (status, ct, doc)
+    };
+    let ((status, ct, doc), k1, k2) = tokio::join!(
+        get_actor,
+        others[0].0.instance_key(&others[0].1),
+        others[1].0.instance_key(&others[1].1),
+    );
+    assert_eq!(status, 200, "{doc}");
+    assert!(ct.starts_with("application/activity+json"), "{ct}");
+    let (k1, k2) = (k1.expect("first process"), k2.expect("second process"));
+
+    let iri = format!("{}/actor", inst.base);
+    assert_eq!(doc["id"], iri);
+    assert_eq!(doc["type"], "Application");
+    assert_eq!(doc["preferredUsername"], inst.fed.domain);
+    assert_eq!(doc["inbox"], format!("{iri}/inbox"));
+    assert_eq!(doc["manuallyApprovesFollowers"], true);
+    assert_eq!(
+        doc["endpoints"]["sharedInbox"],
+        format!("{}/inbox", inst.base)
+    );
+    assert_eq!(doc["publicKey"]["id"], format!("{iri}#main-key"));
+    assert_eq!(doc["publicKey"]["owner"], iri);
+    let pem = doc["publicKey"]["publicKeyPem"]
+        .as_str()
+        .expect("publicKeyPem");
+    assert!(pem.starts_with("-----BEGIN PUBLIC KEY-----"), "{pem}");
+    keys::public_key_from_pem(pem).expect("a parsable RSA public key");
+
+    // One key pair, and every process signs with it.
+    assert_eq!(inst.count("SELECT count(*) FROM instance_actor").await, 1);
+    for k in [k1, k2] {
+        assert_eq!(k.public_key_pem, pem);
+        assert_eq!(k.signing.key_id, format!("{iri}#main-key"));
+        let u = url::Url::parse("http://peer.example/users/peer").expect("url");
+        let mut headers = HeaderMap::new();
+        signature::sign_request(&k.signing, &Method::GET, &u, None, &mut headers).expect("sign");
+        // The HTTP client adds Host on the wire; the signature covers it.
+        headers.insert("host", signature::host_header(&u).parse().expect("header"));
+        signature::prepare_verification("GET", u.path(), &headers, None, SystemTime::now())
+            .expect("well-formed")
+            .verify_pem(pem)
+            .expect("signed with the published key");
+    }
+
+    // Stored encrypted as account keys are: not plain PKCS#8, and it decrypts under SECRET_KEY.
+    let (id, enc): (Uuid, Vec<u8>) =
+        sqlx::query_as("SELECT id, private_key_enc FROM instance_actor")
+            .fetch_one(&inst.pool)
+            .await
+            .expect("row");
+    use rsa::pkcs8::DecodePrivateKey;
+    assert!(RsaPrivateKey::from_pkcs8_der(&enc).is_err());
+    let key = inst.fed.cipher().decrypt(id, &enc).expect("decrypts");
+    assert_eq!(keys::public_key_pem(&key).expect("pem"), pem);
+
+    // WebFinger names it acct:<domain>@<domain>, as Mastodon names its instance actor.
+    let wf: Value = reqwest::get(format!(
+        "{}/.well-known/webfinger?resource=acct:{}@{}",
+        inst.base, inst.fed.domain, inst.fed.domain
+    ))
+    .await
+    .expect("webfinger")
+    .json()
+    .await
+    .expect("jrd");
+    assert_eq!(wf["links"][0]["href"], iri, "{wf}");
+
+    // Served again from the process's cache, unchanged.
+    let again: Value = reqwest::get(&iri)
+        .await
+        .expect("GET /actor")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(again, doc);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_peer_that_refuses_our_signed_key_fetch_gets_a_clear_401_and_nothing_is_stored() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    peer.set_access(ActorAccess::RefuseAll);
+
+    let body = serde_json::to_vec(&like_from(&peer)).expect("json");
+    let (status, err) = peer
+        .post_with(
+            &format!("{}/inbox", inst.base),
+            &body,
+            &peer.key(),
+            SystemTime::now(),
+            |_| {},
+        )
+        .await;
+    assert_eq!(status, 401, "{err}");
+    let msg = err["error"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains(&format!("cannot fetch key {}", peer.key().key_id)),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("signed as {}/actor#main-key", inst.base)),
+        "{msg}"
+    );
+    assert!(msg.contains("HTTP 401"), "{msg}");
+    assert!(msg.contains("refused our signed fetch"), "{msg}");
+
+    // The peer saw a well-signed fetch from our instance actor and refused it anyway.
+    let gets = peer.actor_gets();
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert_eq!(
+        gets[0].key_id.as_deref(),
+        Some(format!("{}/actor#main-key", inst.base).as_str())
+    );
+    assert_eq!(gets[0].verified, Ok(()));
+
+    for table in ["inbox_activities", "remote_keys", "remote_actors"] {
+        assert_eq!(
+            inst.count(&format!("SELECT count(*) FROM {table}")).await,
+            0,
+            "{table}"
+        );
+    }
     inst.shutdown().await;
 }

@@ -766,6 +766,37 @@ async fn a_500_fails_the_job_with_its_message() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    // No local account at all: the instance actor still signs.
+    let instance = inst
+        .fed
+        .instance_key(&inst.pool)
+        .await
+        .expect("instance key")
+        .clone();
+    remote.expect_key(&instance.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    remote.doc("/n/replies", json!({ "type": "Collection", "items": [] }));
+    inst.worker(&fast_config());
+    let job = replies::request(&inst.pool, &post, &replies_iri, None, 2)
+        .await
+        .expect("request")
+        .id();
+    let j = inst.until_status(job, &["completed", "failed"]).await;
+    assert_eq!(j.status, "completed", "{j:?}");
+    let hits = remote.hits();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(hits.iter().all(|h| h.signed.is_ok()), "{hits:?}");
+    assert_eq!(
+        instance.signing.key_id,
+        format!("{}/actor#main-key", inst.base)
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
     let mut inst = Instance::start().await;
     let remote = Remote::start().await;

@@ -10,6 +10,7 @@ pub mod actor;
 pub mod delivery;
 pub mod fetch;
 pub mod follows;
+pub mod instance;
 pub mod keys;
 pub mod signature;
 pub mod webfinger;
@@ -20,12 +21,14 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Result, anyhow};
 use rsa::RsaPrivateKey;
 use sqlx::PgPool;
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use crate::config::FederationConfig;
 use accounts::Account;
 use delivery::HostLimiter;
 use fetch::FetchClient;
+use instance::InstanceKey;
 use keys::KeyCipher;
 use signature::SigningKey;
 
@@ -40,6 +43,8 @@ pub struct Federation {
     cipher: KeyCipher,
     /// Decrypted keys by account: parsing a key on every delivery would be wasted work.
     keys: Mutex<HashMap<Uuid, Arc<RsaPrivateKey>>>,
+    /// The instance actor's key, loaded (or created) on first use and kept for the process.
+    instance: OnceCell<InstanceKey>,
 }
 
 impl Federation {
@@ -70,6 +75,7 @@ impl Federation {
             hosts: HostLimiter::new(host_concurrency),
             cipher: KeyCipher::new(secret_key),
             keys: Mutex::new(HashMap::new()),
+            instance: OnceCell::new(),
         })
     }
 
@@ -90,6 +96,19 @@ impl Federation {
     }
     pub fn following(&self, username: &str) -> String {
         format!("{}/following", self.actor_iri(username))
+    }
+    /// The instance actor (`type: Application`), whose key signs fetches no account makes.
+    pub fn instance_actor_iri(&self) -> String {
+        format!("{}/actor", self.origin)
+    }
+    pub fn instance_key_id(&self) -> String {
+        format!("{}#main-key", self.instance_actor_iri())
+    }
+    pub fn instance_inbox(&self) -> String {
+        format!("{}/inbox", self.instance_actor_iri())
+    }
+    pub fn instance_outbox(&self) -> String {
+        format!("{}/outbox", self.instance_actor_iri())
     }
     pub fn shared_inbox(&self) -> String {
         format!("{}/inbox", self.origin)
@@ -130,6 +149,14 @@ impl Federation {
             key_id: self.key_id(&account.username),
             key,
         })
+    }
+
+    /// The instance actor's key: loaded from PostgreSQL (made there by the first process that
+    /// needs it) once per process. A failed load is not cached, so the next use tries again.
+    pub async fn instance_key(&self, pool: &PgPool) -> Result<&InstanceKey> {
+        self.instance
+            .get_or_try_init(|| instance::load_or_create(self, pool))
+            .await
     }
 
     pub async fn signing_key_of(&self, pool: &PgPool, account_id: Uuid) -> Result<SigningKey> {

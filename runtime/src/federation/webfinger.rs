@@ -34,6 +34,16 @@ pub fn jrd(fed: &Federation, account: &Account) -> Value {
     })
 }
 
+/// The instance actor's JRD: `acct:<domain>@<domain>`, as Mastodon names its own.
+pub fn instance_jrd(fed: &Federation) -> Value {
+    let actor = fed.instance_actor_iri();
+    json!({
+        "subject": format!("acct:{}@{}", fed.domain, fed.domain),
+        "aliases": [actor],
+        "links": [{ "rel": "self", "type": ACTIVITY_JSON, "href": actor }],
+    })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     #[error("not an account handle (expected name@host): {0}")]

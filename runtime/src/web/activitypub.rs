@@ -5,6 +5,9 @@
 //! Inbox checks, cheapest first: unknown account 404 → body over 1 MiB 413 → signature header,
 //! date window and `Digest` 401 → malformed JSON or activity 400 → the signer's key (cached,
 //! refetched when the signature stops verifying) 401 → signer is the activity's actor 401.
+//!
+//! The instance actor (`GET /actor`, an `Application`) signs the key fetches of the shared
+//! inbox, which has no account to sign with, so authorized-fetch servers answer them.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -21,9 +24,9 @@ use serde_json::{Value, json};
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
 use crate::federation::actor::{self, AS_CONTEXT, id_of, same_host};
-use crate::federation::fetch::ACTIVITY_JSON;
+use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::signature::{self, PendingVerification};
-use crate::federation::{Federation, activity, webfinger};
+use crate::federation::{Federation, activity, instance, webfinger};
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
 pub const MAX_INBOX_BYTES: usize = 1024 * 1024;
@@ -40,6 +43,11 @@ pub fn routes() -> Router<AppState> {
         .route("/users/{name}/following", get(following_handler))
         .route("/users/{name}/inbox", post(user_inbox))
         .route("/inbox", post(shared_inbox))
+        .route("/actor", get(instance_actor_handler))
+        .route("/actor/outbox", get(instance_outbox_handler))
+        // The instance actor has no inbox of its own: what is sent to it is handled as the shared
+        // inbox handles it (verified, stored once, processed for whomever it concerns).
+        .route("/actor/inbox", post(shared_inbox))
 }
 
 pub(super) fn federation(s: &AppState) -> Result<&Arc<Federation>, ApiError> {
@@ -74,6 +82,19 @@ async fn webfinger_handler(
     let resource = q
         .resource
         .ok_or_else(|| ApiError(StatusCode::BAD_REQUEST, "missing resource parameter".into()))?;
+    // The instance actor: acct:<domain>@<domain> (account names cannot contain a dot or a
+    // colon, so no account shadows it), or its IRI.
+    let instance = resource == fed.instance_actor_iri()
+        || webfinger::parse_acct(&resource).is_some_and(|(name, domain)| {
+            name.eq_ignore_ascii_case(&fed.domain) && domain.eq_ignore_ascii_case(&fed.domain)
+        });
+    if instance {
+        return Ok((
+            [(header::CONTENT_TYPE, webfinger::JRD_JSON)],
+            Json(webfinger::instance_jrd(fed)),
+        )
+            .into_response());
+    }
     // acct:name@our-domain, or the actor IRI itself.
     let name = match webfinger::parse_acct(&resource) {
         Some((name, domain)) if domain.eq_ignore_ascii_case(&fed.domain) => name.to_string(),
@@ -103,6 +124,28 @@ async fn actor_handler(
     let fed = federation(&s)?;
     let account = account_named(&s, &name).await?;
     Ok(activity_json(actor::local_actor_document(fed, &account)))
+}
+
+async fn instance_actor_handler(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let key = fed
+        .instance_key(&s.pool)
+        .await
+        .map_err(instance_key_error)?;
+    Ok(activity_json(instance::document(fed, key)))
+}
+
+async fn instance_outbox_handler(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    Ok(collection(fed.instance_outbox(), 0))
+}
+
+fn instance_key_error(e: anyhow::Error) -> ApiError {
+    tracing::error!(error = %format!("{e:#}"), "cannot load the instance actor's key");
+    ApiError(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the instance actor's key is unavailable".into(),
+    )
 }
 
 fn collection(id: String, total: i64) -> Response {
@@ -231,11 +274,7 @@ async fn receive(
         return Err(bad_request("activity id is not on its actor's host"));
     }
 
-    let signer = match &account {
-        Some(a) => fed.signing_key(a).ok(),
-        None => None,
-    };
-    let owner = verified_owner(s, fed, &pending, signer.as_ref()).await?;
+    let owner = verified_owner(s, fed, &pending, account.as_ref()).await?;
     if owner != actor_iri {
         return Err(unauthorized(format!(
             "signed by {owner}, but the activity's actor is {actor_iri}"
@@ -261,12 +300,14 @@ async fn receive(
 }
 
 /// Checks the signature against the signer's key and returns the key's owner. A cached key
-/// that fails is refetched once (the remote may have rotated it).
+/// that fails is refetched once (the remote may have rotated it). The fetch is signed with the
+/// addressed account's key, or, at the shared inbox, with the instance actor's, so servers in
+/// authorized-fetch mode answer it.
 async fn verified_owner(
     s: &AppState,
     fed: &Federation,
     pending: &PendingVerification,
-    signer: Option<&signature::SigningKey>,
+    account: Option<&Account>,
 ) -> Result<String, ApiError> {
     let cached = actor::cached_key(&s.pool, &pending.key_id).await?;
     if let Some(k) = &cached {
@@ -277,11 +318,57 @@ async fn verified_owner(
             return Err(unauthorized("signature does not verify"));
         }
     }
-    let key = actor::fetch_key(&s.pool, fed, &pending.key_id, signer)
+    let signer = fetch_signer(s, fed, account).await;
+    let key = actor::fetch_key(&s.pool, fed, &pending.key_id, signer.as_ref())
         .await
-        .map_err(|e| unauthorized(format!("cannot fetch key {}: {e}", pending.key_id)))?;
+        .map_err(|e| {
+            let how = match &signer {
+                Some(k) => format!("signed as {}", k.key_id),
+                None => "unsigned".to_string(),
+            };
+            let refused = match &e {
+                actor::ActorError::Fetch(FetchError::Status(401 | 403)) => {
+                    " (the key's server refused our signed fetch)"
+                }
+                _ => "",
+            };
+            unauthorized(format!(
+                "cannot fetch key {} ({how}): {e}{refused}",
+                pending.key_id
+            ))
+        })?;
     pending
         .verify_pem(&key.pem)
         .map_err(|e| unauthorized(e.to_string()))?;
     Ok(key.owner)
+}
+
+/// The key that signs a key fetch: the addressed account's, else the instance actor's. Without
+/// either (a key that cannot be decrypted, the database unreachable) the fetch goes unsigned,
+/// which servers outside authorized-fetch mode still answer.
+async fn fetch_signer(
+    s: &AppState,
+    fed: &Federation,
+    account: Option<&Account>,
+) -> Option<signature::SigningKey> {
+    if let Some(a) = account {
+        match fed.signing_key(a) {
+            Ok(k) => return Some(k),
+            Err(e) => tracing::warn!(
+                account = %a.username,
+                error = %format!("{e:#}"),
+                "cannot use the account's key; signing the key fetch as the instance actor"
+            ),
+        }
+    }
+    match fed.instance_key(&s.pool).await {
+        Ok(k) => Some(k.signing.clone()),
+        Err(e) => {
+            tracing::warn!(
+                error = %format!("{e:#}"),
+                "cannot load the instance actor's key; fetching the signer's key unsigned"
+            );
+            None
+        }
+    }
 }

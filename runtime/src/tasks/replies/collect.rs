@@ -300,23 +300,22 @@ impl Collector {
         }))
     }
 
-    /// The local actor whose key signs: the requesting account, else the oldest admin or
-    /// account (R-RPL-8: every fetch is signed).
+    /// The local actor whose key signs: the requesting account, else the instance actor
+    /// (R-RPL-8: every fetch is signed; a job nobody asked for speaks for the server).
     async fn signer(&self, pool: &PgPool, run: &Run) -> Result<SigningKey, String> {
-        let id: Option<Uuid> = match run.account {
-            Some(id) => Some(id),
-            None => sqlx::query_scalar(
-                "SELECT id FROM accounts ORDER BY admin DESC, created_at LIMIT 1",
-            )
-            .fetch_optional(pool)
-            .await
-            .map_err(|e| format!("database: {e}"))?,
-        };
-        let id = id.ok_or("no local account to sign fetches with")?;
-        self.fed
-            .signing_key_of(pool, id)
-            .await
-            .map_err(|e| format!("signing key: {e:#}"))
+        match run.account {
+            Some(id) => self
+                .fed
+                .signing_key_of(pool, id)
+                .await
+                .map_err(|e| format!("signing key: {e:#}")),
+            None => self
+                .fed
+                .instance_key(pool)
+                .await
+                .map(|k| k.signing.clone())
+                .map_err(|e| format!("instance actor's key: {e:#}")),
+        }
     }
 
     /// Breadth-first over collections and pages; `depth` is the reply level of the items a
