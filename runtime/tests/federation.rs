@@ -906,6 +906,60 @@ async fn a_429_waits_for_retry_after_and_then_delivers() {
     inst.shutdown().await;
 }
 
+/// The retry budget belongs to the delivery, not to the queue message: a 429 put-back enqueues
+/// a fresh message, and the failures before it still count. Nine recorded failures, a 429, a
+/// 500: that 500 is the tenth failure, and the delivery fails for good instead of starting over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_put_back_does_not_restart_the_retry_budget() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, _) = inst.account("alice").await;
+    peer.script([Reply::RetryAfter(429, 1), Reply::Status(500)]);
+    let id = inst.fed.new_activity_id();
+    let activity = json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": id, "type": "Follow",
+        "actor": inst.fed.actor_iri(&alice.username), "object": peer.actor(),
+    });
+    let mut tx = inst.pool.begin().await.expect("tx");
+    queue_activity(&mut tx, alice.id, &activity, &[peer.recipient()])
+        .await
+        .expect("queue");
+    // As if nine attempts had failed already (their retries take minutes to play out).
+    sqlx::query("UPDATE deliveries SET attempts = 9 WHERE activity_id = $1")
+        .bind(&id)
+        .execute(&mut *tx)
+        .await
+        .expect("prior failures");
+    tx.commit().await.expect("commit");
+    eventually(WAIT, "the delivery failed for good", || async {
+        delivery_state(&inst.pool, &id)
+            .await
+            .filter(|(s, _)| s == "failed")
+    })
+    .await;
+    assert_eq!(
+        delivery_state(&inst.pool, &id).await,
+        Some(("failed".into(), 10))
+    );
+    eventually(WAIT, "the message given up", || async {
+        (inst
+            .count("SELECT count(*) FROM hollo_failed_message")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    // Nothing is left to retry it: no message in the queue, two requests in all.
+    assert_eq!(
+        inst.count("SELECT count(*) FROM hollo_activity_message_v1")
+            .await,
+        0
+    );
+    assert_eq!(peer.received().len(), 2, "the 429 and the tenth failure");
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_410_marks_the_actor_gone_without_retrying() {
     let inst = Instance::start(true, true).await;

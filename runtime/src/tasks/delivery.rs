@@ -46,8 +46,8 @@ pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
 }
 
 async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<(), TaskError> {
-    let row: Option<(String, Uuid, serde_json::Value, Option<String>)> = sqlx::query_as(
-        "SELECT d.state, o.account_id, o.body, d.actor_iri
+    let row: Option<(String, Uuid, serde_json::Value, Option<String>, i32)> = sqlx::query_as(
+        "SELECT d.state, o.account_id, o.body, d.actor_iri, d.attempts
            FROM deliveries d JOIN outbox_activities o ON o.id = d.activity_id
           WHERE d.activity_id = $1 AND d.inbox = $2",
     )
@@ -55,7 +55,7 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
     .bind(&p.inbox)
     .fetch_optional(&ctx.pool)
     .await?;
-    let Some((state, account_id, body, actor_iri)) = row else {
+    let Some((state, account_id, body, actor_iri, failed_before)) = row else {
         return Err(TaskError::Permanent(format!(
             "no stored delivery of {} to {}",
             p.activity_id, p.inbox
@@ -79,7 +79,9 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
         .await
         .map_err(|e| TaskError::Permanent(format!("{e:#}")))?;
     let bytes = serde_json::to_vec(&body).map_err(|e| TaskError::Permanent(e.to_string()))?;
-    let attempt = ctx.msg.attempt() as u32;
+    // The delivery's own count, not the queue message's: a 429 or busy-host put-back starts a
+    // fresh message, and the retry budget must not start over with it.
+    let attempt = (failed_before.max(0) as u32 + 1).max(ctx.msg.attempt() as u32);
     match fed.fetch.post_activity(&p.inbox, &bytes, &key).await {
         Ok(out) if out.status.is_success() => {
             let mut tx = ctx.pool.begin().await?;
@@ -144,7 +146,8 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
     }
 }
 
-/// Records a failed attempt; on the last one the delivery is marked failed for good.
+/// Records a failed attempt; on the last one (counted over the delivery's whole life, put-backs
+/// included) the delivery is marked failed for good and the message gives up.
 async fn transient(
     ctx: &JobContext,
     p: &DeliverPayload,
@@ -159,6 +162,11 @@ async fn transient(
     };
     let mut conn = ctx.pool.acquire().await?;
     record(&mut conn, p, state, status, &error).await?;
+    if attempt >= MAX_ATTEMPTS {
+        return Err(TaskError::Permanent(format!(
+            "{error} (attempt {attempt} of {MAX_ATTEMPTS})"
+        )));
+    }
     Err(TaskError::Transient(error))
 }
 
