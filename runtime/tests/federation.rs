@@ -235,10 +235,7 @@ impl Peer {
         format!("{}/users/peer", self.state.base)
     }
     fn key(&self) -> SigningKey {
-        SigningKey {
-            key_id: format!("{}#main-key", self.actor()),
-            key: Arc::new(peer_key().clone()),
-        }
+        SigningKey::new(format!("{}#main-key", self.actor()), peer_key()).expect("peer key")
     }
     fn recipient(&self) -> Recipient {
         Recipient {
@@ -667,10 +664,7 @@ async fn forged_stale_or_undigested_requests_get_401() {
     let body = serde_json::to_vec(&activity).expect("json");
 
     // Right key id, wrong key: a forgery.
-    let forged = SigningKey {
-        key_id: peer.key().key_id,
-        key: Arc::new(forger_key().clone()),
-    };
+    let forged = SigningKey::new(peer.key().key_id, forger_key()).expect("forger key");
     let (status, err) = peer
         .post_with(&inbox, &body, &forged, SystemTime::now(), |_| {})
         .await;
@@ -765,10 +759,7 @@ async fn rotated_keys_are_refetched_and_updates_rotate_them() {
         (pem.as_deref() == Some(new_pem.as_str())).then_some(())
     })
     .await;
-    let rotated = SigningKey {
-        key_id: peer.key().key_id,
-        key: Arc::new(forger_key().clone()),
-    };
+    let rotated = SigningKey::new(peer.key().key_id, forger_key()).expect("rotated key");
     let body = serde_json::to_vec(&like(&peer)).expect("json");
     let (status, _) = peer
         .post_with(&inbox, &body, &rotated, SystemTime::now(), |_| {})

@@ -9,8 +9,6 @@
 //! processes: whoever finds no row generates a pair and inserts it with `ON CONFLICT DO NOTHING`
 //! on a single-row table, and everyone then uses the row that won.
 
-use std::sync::Arc;
-
 use anyhow::{Context, Result, anyhow};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -72,10 +70,7 @@ pub(super) async fn load_or_create(fed: &Federation, pool: &PgPool) -> Result<In
         .decrypt(row.id, &row.private_key_enc)
         .context("the instance actor's private key")?;
     Ok(InstanceKey {
-        signing: SigningKey {
-            key_id: fed.instance_key_id(),
-            key: Arc::new(key),
-        },
+        signing: SigningKey::new(fed.instance_key_id(), &key).map_err(anyhow::Error::msg)?,
         public_key_pem: row.public_key_pem,
     })
 }

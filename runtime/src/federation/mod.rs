@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Result, anyhow};
-use rsa::RsaPrivateKey;
 use sqlx::PgPool;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
@@ -41,8 +40,9 @@ pub struct Federation {
     pub fetch: FetchClient,
     pub hosts: HostLimiter,
     cipher: KeyCipher,
-    /// Decrypted keys by account: parsing a key on every delivery would be wasted work.
-    keys: Mutex<HashMap<Uuid, Arc<RsaPrivateKey>>>,
+    /// Decrypted keys by account, ready to sign: decrypting and validating a key on every
+    /// delivery would be wasted work.
+    keys: Mutex<HashMap<Uuid, Arc<ring::signature::RsaKeyPair>>>,
     /// The instance actor's key, loaded (or created) on first use and kept for the process.
     instance: OnceCell<InstanceKey>,
 }
@@ -138,17 +138,15 @@ impl Federation {
         let key = match cached {
             Some(k) => k,
             None => {
-                let k = Arc::new(self.cipher.decrypt(account.id, &account.private_key_enc)?);
+                let private = self.cipher.decrypt(account.id, &account.private_key_enc)?;
+                let k = SigningKey::pair_of(&private).map_err(anyhow::Error::msg)?;
                 if let Ok(mut m) = self.keys.lock() {
                     m.insert(account.id, k.clone());
                 }
                 k
             }
         };
-        Ok(SigningKey {
-            key_id: self.key_id(&account.username),
-            key,
-        })
+        Ok(SigningKey::from_pair(self.key_id(&account.username), key))
     }
 
     /// The instance actor's key: loaded from PostgreSQL (made there by the first process that

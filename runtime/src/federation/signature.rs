@@ -12,8 +12,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use reqwest::Method;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use rsa::pkcs1::EncodeRsaPrivateKey;
 use rsa::pkcs1v15;
-use rsa::signature::{SignatureEncoding, Signer, Verifier};
+use rsa::signature::Verifier;
 use rsa::{RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest, Sha256};
 use url::Url;
@@ -22,10 +23,58 @@ pub const MAX_AGE: Duration = Duration::from_secs(12 * 3600);
 pub const MAX_FUTURE: Duration = Duration::from_secs(3600);
 
 /// A local actor's key, ready to sign: `key_id` is `<actor>#main-key`.
+///
+/// Signing goes through `ring`, whose RSA private-key operation is constant-time and blinded:
+/// the `rsa` crate's is not (RUSTSEC-2023-0071, the Marvin attack), and every delivery and
+/// signed fetch is a private-key operation whose timing a remote server can observe. `rsa`
+/// still generates keys (ring cannot) and verifies signatures (public-key operations).
 #[derive(Clone)]
 pub struct SigningKey {
     pub key_id: String,
-    pub key: std::sync::Arc<RsaPrivateKey>,
+    pair: std::sync::Arc<ring::signature::RsaKeyPair>,
+}
+
+impl SigningKey {
+    pub fn new(key_id: impl Into<String>, key: &RsaPrivateKey) -> Result<Self, String> {
+        Ok(Self::from_pair(key_id, Self::pair_of(key)?))
+    }
+
+    /// A key already prepared for signing (see [`SigningKey::pair_of`]).
+    pub fn from_pair(
+        key_id: impl Into<String>,
+        pair: std::sync::Arc<ring::signature::RsaKeyPair>,
+    ) -> Self {
+        SigningKey {
+            key_id: key_id.into(),
+            pair,
+        }
+    }
+
+    /// Converts a private key for signing (validates it; worth caching per key).
+    pub fn pair_of(
+        key: &RsaPrivateKey,
+    ) -> Result<std::sync::Arc<ring::signature::RsaKeyPair>, String> {
+        let der = key
+            .to_pkcs1_der()
+            .map_err(|e| format!("encoding the private key: {e}"))?;
+        ring::signature::RsaKeyPair::from_der(der.as_bytes())
+            .map(std::sync::Arc::new)
+            .map_err(|e| format!("the private key is not usable for signing: {e}"))
+    }
+
+    /// `RSASSA-PKCS1-v1_5` with SHA-256 over `msg`.
+    pub fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, String> {
+        let mut sig = vec![0; self.pair.public().modulus_len()];
+        self.pair
+            .sign(
+                &ring::signature::RSA_PKCS1_SHA256,
+                &ring::rand::SystemRandom::new(),
+                msg,
+                &mut sig,
+            )
+            .map_err(|_| "RSA signing failed".to_string())?;
+        Ok(sig)
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -115,14 +164,11 @@ pub fn sign_request_at(
         );
     }
     let signing_string = lines.join("\n");
-    let signer = pkcs1v15::SigningKey::<Sha256>::new((*key.key).clone());
-    let sig = signer
-        .try_sign(signing_string.as_bytes())
-        .map_err(|e| e.to_string())?;
+    let sig = key.sign(signing_string.as_bytes())?;
     let header = format!(
         "keyId=\"{}\",algorithm=\"rsa-sha256\",headers=\"{names}\",signature=\"{}\"",
         key.key_id,
-        B64.encode(sig.to_bytes())
+        B64.encode(sig)
     );
     headers.insert(
         reqwest::header::DATE,
@@ -317,10 +363,29 @@ mod tests {
     use crate::federation::keys;
 
     fn key() -> SigningKey {
-        SigningKey {
-            key_id: "https://a.example/users/alice#main-key".into(),
-            key: std::sync::Arc::new(keys::test_key().clone()),
-        }
+        SigningKey::new("https://a.example/users/alice#main-key", keys::test_key()).expect("key")
+    }
+
+    /// PKCS#1 v1.5 signatures are deterministic: ring's must be byte for byte the one the
+    /// `rsa` crate makes with the same key, and verify with the public half.
+    #[test]
+    fn ring_signs_exactly_what_the_rsa_crate_signs() {
+        use rsa::signature::{SignatureEncoding, Signer};
+        let msg =
+            b"(request-target): post /inbox\nhost: b.example\ndate: Mon, 30 Nov 2026 12:00:00 GMT";
+        let ours = key().sign(msg).expect("sign");
+        let reference = pkcs1v15::SigningKey::<Sha256>::new(keys::test_key().clone())
+            .try_sign(msg)
+            .expect("rsa sign")
+            .to_vec();
+        assert_eq!(ours, reference);
+        let public = RsaPublicKey::from(keys::test_key());
+        let sig = pkcs1v15::Signature::try_from(ours.as_slice()).expect("signature");
+        assert!(
+            pkcs1v15::VerifyingKey::<Sha256>::new(public)
+                .verify(msg, &sig)
+                .is_ok()
+        );
     }
 
     fn signed(body: &[u8], at: SystemTime) -> HeaderMap {
