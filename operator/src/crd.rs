@@ -519,8 +519,9 @@ pub struct MigrationSpec {
     pub active_deadline_seconds: i64,
     #[serde(default = "three")]
     pub backoff_limit: i32,
-    /// Prints `{"version","schemaVersion","taskDefinitionVersion"}`; used by
-    /// `upgradeStrategy: RollingWhenCompatible`.
+    /// Prints `{"version","schemaVersion","taskDefinitionVersion"}` and writes it to the
+    /// container's termination message (`/dev/termination-log`), which the operator reads from
+    /// the pod status (else from the pod log); used by `upgradeStrategy: RollingWhenCompatible`.
     #[serde(default = "default_version_command")]
     pub version_command: Vec<String>,
 }
@@ -540,7 +541,15 @@ fn default_migrate_command() -> Vec<String> {
     vec!["hollo".into(), "migrate".into()]
 }
 fn default_version_command() -> Vec<String> {
-    vec!["hollo".into(), "version".into(), "--json".into()]
+    [
+        "hollo",
+        "version",
+        "--json",
+        "--termination-log",
+        "/dev/termination-log",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 fn default_deadline() -> i64 {
     600

@@ -224,7 +224,8 @@ impl Apis {
     }
 }
 
-/// Reads the JSON a finished version probe printed; `None` when it cannot be read.
+/// Reads the JSON a finished version probe reported — its termination message, else its log
+/// (a custom `versionCommand` may only print it); `None` when neither has it.
 async fn probe_output(apis: &Apis, job_name: &str) -> Option<migration::VersionInfo> {
     let pods = apis
         .pods
@@ -232,6 +233,9 @@ async fn probe_output(apis: &Apis, job_name: &str) -> Option<migration::VersionI
         .await
         .ok()?;
     for pod in pods.items {
+        if let Some(info) = migration::version_from_pod(&pod) {
+            return Some(info);
+        }
         let lp = LogParams {
             container: Some(resources::pod::CONTAINER.into()),
             ..LogParams::default()

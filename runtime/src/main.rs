@@ -32,6 +32,10 @@ enum Command {
     Version {
         #[arg(long)]
         json: bool,
+        /// Also write the JSON to this file: Kubernetes' `/dev/termination-log`, which the
+        /// operator's version probe reads from the pod status (no log access needed).
+        #[arg(long, value_name = "PATH", requires = "json")]
+        termination_log: Option<std::path::PathBuf>,
     },
     /// Queue inspection.
     Queue {
@@ -150,10 +154,17 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             println!("schema is at version {v}");
             Ok(())
         }
-        Command::Version { json } => {
+        Command::Version {
+            json,
+            termination_log,
+        } => {
             let v = version_json(None);
             if json {
                 println!("{v}");
+                if let Some(path) = termination_log {
+                    std::fs::write(&path, v.to_string())
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
             } else {
                 println!(
                     "hollo {} (schema {}, task definitions {})",

@@ -505,6 +505,34 @@ async fn cli_version_queue_stats_and_probe_stats_print_json() {
     for key in ["version", "schemaVersion", "taskDefinitionVersion"] {
         assert!(v.get(key).is_some(), "{key} in {v}");
     }
+    // The operator's version probe: the same JSON in the termination log it reads.
+    let log = std::env::temp_dir().join(format!("termination-log-{}", uuid::Uuid::new_v4()));
+    let out = Command::new(HOLLO)
+        .args(["version", "--json", "--termination-log"])
+        .arg(&log)
+        .output()
+        .expect("version");
+    assert!(out.status.success());
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).expect("written")).expect("json");
+    assert_eq!(written, v);
+    let _ = std::fs::remove_file(&log);
+    // An unwritable path is a clear error, not a silent success.
+    let out = Command::new(HOLLO)
+        .args([
+            "version",
+            "--json",
+            "--termination-log",
+            "/nonexistent/dir/log",
+        ])
+        .output()
+        .expect("version");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dir/log"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = Command::new(HOLLO)
         .args(["probe", "enqueue", "--count", "7", "--delay-seconds", "600"])
         .env("DATABASE_URL", &db.url)

@@ -141,6 +141,22 @@ pub fn parse_version_output(log: &str) -> Option<VersionInfo> {
         .find_map(|l| serde_json::from_str::<VersionInfo>(l.trim()).ok())
 }
 
+/// What a finished probe pod reported: its container's termination message (what `hollo
+/// version --json --termination-log /dev/termination-log` writes), which needs no access to pod
+/// logs. `None` when there is none; the caller may then read the log.
+pub fn version_from_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<VersionInfo> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .filter(|c| c.name == super::pod::CONTAINER)
+        .find_map(|c| {
+            let message = c.state.as_ref()?.terminated.as_ref()?.message.as_deref()?;
+            parse_version_output(message)
+        })
+}
+
 /// Rolling is allowed only when both the queued-message contract and the schema are the same.
 pub fn compatible(old: &VersionInfo, new: &VersionInfo) -> bool {
     old.task_definition_version == new.task_definition_version
@@ -228,14 +244,49 @@ mod tests {
         let c = &pod.containers[0];
         assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.0.9"));
         assert_eq!(
-            c.command,
-            Some(vec![
-                "hollo".to_string(),
-                "version".to_string(),
-                "--json".to_string()
-            ])
+            c.command.as_deref(),
+            Some(
+                &[
+                    "hollo",
+                    "version",
+                    "--json",
+                    "--termination-log",
+                    "/dev/termination-log"
+                ]
+                .map(String::from)[..]
+            )
         );
         assert_eq!(c.env, None);
+    }
+
+    #[test]
+    fn a_probe_pod_reports_through_its_termination_message() {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "social-version-0-2-0-abcde"},
+            "status": {"phase": "Succeeded", "containerStatuses": [
+                {"name": "sidecar", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 0, "message": "{\"version\":\"9\",\"schemaVersion\":1,\"taskDefinitionVersion\":1}"}}},
+                {"name": "hollo", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 0,
+                   "message": "{\"version\":\"0.2.0\",\"schemaVersion\":7,\"taskDefinitionVersion\":2}"}}}
+            ]}
+        }))
+        .expect("pod");
+        let v = version_from_pod(&pod).expect("reported");
+        assert_eq!(v.version, "0.2.0", "only the hollo container counts");
+        let mut silent = pod.clone();
+        if let Some(cs) = silent
+            .status
+            .as_mut()
+            .and_then(|s| s.container_statuses.as_mut())
+        {
+            for c in cs {
+                if let Some(t) = c.state.as_mut().and_then(|s| s.terminated.as_mut()) {
+                    t.message = Some("not json".into());
+                }
+            }
+        }
+        assert_eq!(version_from_pod(&silent), None);
     }
 
     #[test]
