@@ -571,6 +571,130 @@ async fn one_web_replica_rolls_without_a_gap() {
     ns.wait_running(V1, 60).await;
 }
 
+/// `upgradeStrategy: RollingWhenCompatible` on a real control plane: both images' version
+/// probes report the same task-definition and schema versions (scripted through
+/// `migrations.versionCommand`; kwok hands an `echo`'s argument back as the termination message,
+/// as `hollo version --json --termination-log` writes it), so the old pods keep serving through
+/// `CheckingCompatibility` and the (no-op) migration, and the new version rolls in. Every event
+/// of the Hollo and its pods is watched: a Ready web pod exists at every moment and the phases
+/// never include `ScalingDown`.
+#[tokio::test]
+async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
+    let ns = Ns::new("rolling").await;
+    ns.prepare_instance().await;
+    let probe = r#"{"version":"e2e","schemaVersion":"20261130000700","taskDefinitionVersion":1}"#;
+    ns.apply_hollo(&minimal_with(json!({"spec": {
+        "upgradeStrategy": "RollingWhenCompatible",
+        "migrations": {"versionCommand": ["echo", probe]},
+    }})))
+    .await
+    .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+    ns.wait_replicas("web", 1, 60).await;
+
+    let hw = watcher(ns.hollos(), watcher::Config::default())
+        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
+        .boxed();
+    let pw = watcher(
+        ns.api::<Pod>(),
+        watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
+    )
+    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
+    .boxed();
+    let mut all = futures::stream::select_all([hw, pw]);
+    // web pod → (serving, version)
+    let mut web: BTreeMap<String, (bool, String)> = BTreeMap::new();
+    let mut phases: Vec<String> = Vec::new();
+    let mut patched = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let ev = match tokio::time::timeout_at(deadline, all.next()).await {
+            Ok(Some(Ok(ev))) => ev,
+            Ok(Some(Err(e))) => {
+                ns.log(&format!("watch error (the watcher retries): {e}"));
+                continue;
+            }
+            Ok(None) => panic!("watch ended"),
+            Err(_) => panic!(
+                "the rolling upgrade did not finish in 120 s; phases {phases:?}, web {web:?}"
+            ),
+        };
+        let Some((deleted, obj)) = ev.1 else {
+            continue;
+        };
+        match obj {
+            Obj::Hollo(h) => {
+                let p = phase(&h);
+                if patched && phases.last() != Some(&p) {
+                    ns.log(&format!("phase {p}"));
+                    phases.push(p.clone());
+                }
+                if patched
+                    && p == "Running"
+                    && h.data["status"]["currentVersion"] == V2
+                    && phases.len() > 1
+                {
+                    break;
+                }
+            }
+            Obj::Pod(p) if label(&*p, "app.kubernetes.io/component") == "web" => {
+                if deleted {
+                    web.remove(&p.name_any());
+                } else {
+                    let up = p.metadata.deletion_timestamp.is_none() && pod_ready(&p);
+                    web.insert(p.name_any(), (up, label(&*p, "app.kubernetes.io/version")));
+                }
+            }
+            _ => {}
+        }
+        if !patched {
+            if web.values().any(|(up, _)| *up) {
+                ns.merge_hollo(json!({"spec": {"version": V2}})).await;
+                patched = true;
+            }
+            continue;
+        }
+        assert!(
+            web.values().any(|(up, _)| *up),
+            "no web pod was serving during the upgrade (phases so far {phases:?}): {web:?}"
+        );
+    }
+    assert!(
+        phases.iter().any(|p| p == "CheckingCompatibility"),
+        "{phases:?}"
+    );
+    assert!(!phases.iter().any(|p| p == "ScalingDown"), "{phases:?}");
+    // The migration still ran — with the old version up — before the new one started.
+    let jobs: Api<Job> = ns.api();
+    let job = jobs
+        .get(&format!("{HOLLO}-migrate-{}", V2.replace('.', "-")))
+        .await
+        .expect("the new version's migration Job");
+    assert!(
+        job.status.and_then(|s| s.succeeded).unwrap_or(0) >= 1,
+        "migration Job succeeded"
+    );
+    wait_until("every app pod on the new version", 60, || async {
+        let pods = ns
+            .api::<Pod>()
+            .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")))
+            .await
+            .map_err(|e| e.to_string())?;
+        let old: Vec<String> = pods
+            .items
+            .iter()
+            .filter(|p| is_app_pod(p) && label(*p, "app.kubernetes.io/version") != V2)
+            .map(|p| p.name_any())
+            .collect();
+        if old.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{old:?}"))
+        }
+    })
+    .await;
+}
+
 /// What the upgrade watcher saw.
 #[derive(Default, Debug)]
 struct Timeline {
