@@ -122,6 +122,28 @@ impl Ns {
         ns
     }
 
+    /// A namespace `e2e/run` made (e.g. the one a namespaced operator install watches).
+    pub async fn existing(name: &str) -> Ns {
+        let env = env();
+        let client = client_for(&env.kubeconfig).await;
+        let kubeconfig = env.workdir.join(format!("{name}.kubeconfig"));
+        std::fs::copy(&env.kubeconfig, &kubeconfig).expect("copy kubeconfig");
+        let ns = Ns {
+            name: name.to_string(),
+            client,
+            env,
+            kubeconfig,
+            started: Instant::now(),
+        };
+        ns.kubectl(&[
+            "config",
+            "set-context",
+            "--current",
+            &format!("--namespace={}", ns.name),
+        ]);
+        ns
+    }
+
     pub fn log(&self, msg: &str) {
         eprintln!(
             "[{} +{:>5.1}s] {msg}",
