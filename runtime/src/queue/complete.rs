@@ -68,11 +68,22 @@ impl Completer {
         if done.is_empty() {
             return;
         }
-        if let Ok(mut b) = self.backlog.lock() {
-            b.extend(done);
+        // Only the first completion into an empty backlog wakes the batcher: it then groups
+        // whatever follows within its window anyway, and a wake-up per completion cost a task
+        // switch per message for nothing.
+        let first = match self.backlog.lock() {
+            Ok(mut b) => {
+                let first = b.is_empty();
+                b.extend(done);
+                first
+            }
+            Err(_) => true,
+        };
+        if first {
+            // The batcher only stops after every sender is gone, so this cannot fail while we
+            // hold one.
+            let _ = self.tx.send(());
         }
-        // The batcher only stops after every sender is gone, so this cannot fail while we hold one.
-        let _ = self.tx.send(());
     }
 }
 
