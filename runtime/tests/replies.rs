@@ -736,6 +736,87 @@ async fn an_unreadable_frontier_walks_from_the_top() {
     inst.shutdown().await;
 }
 
+/// A thread's replies come from many servers: a reply listed by IRI on another server is not
+/// skipped but handed to a job of its own, paced by that server's host row, with the depth left
+/// and the same signing account — and its own replies are walked from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
+    let mut inst = Instance::start().await;
+    let a = Remote::start().await;
+    let b = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    a.expect_key(&alice.public_key_pem);
+    b.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &a, "/t").await;
+    let elsewhere = b.iri("/notes/b1");
+    a.doc(
+        "/t/replies",
+        json!({ "type": "OrderedCollectionPage",
+                "orderedItems": [a.note("/t/r1", &post, None), elsewhere] }),
+    );
+    b.doc(
+        "/notes/b1",
+        b.note(
+            "/notes/b1",
+            &post,
+            Some(json!({ "type": "Collection", "items": [b.note("/notes/b1a", &b.iri("/notes/b1"), None)] })),
+        ),
+    );
+    inst.worker(&fast_config());
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let j = inst
+        .until_status(job, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!(
+        (j.status.as_str(), j.items_stored),
+        ("completed", 1),
+        "{j:?}"
+    );
+    let child: Uuid = eventually(WAIT, "the other server's job", || async {
+        sqlx::query_scalar::<_, Uuid>("SELECT id FROM reply_collection_jobs WHERE replies_iri = $1")
+            .bind(&elsewhere)
+            .fetch_optional(&inst.pool)
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
+    let c = inst
+        .until_status(child, &["completed", "partial", "failed"])
+        .await;
+    assert_eq!(
+        (c.status.as_str(), c.items_stored),
+        ("completed", 2),
+        "{c:?}"
+    );
+    let (host, depth, account, post_of): (String, i32, Option<Uuid>, String) = sqlx::query_as(
+        "SELECT host, max_depth, account_id, post_iri FROM reply_collection_jobs WHERE id = $1",
+    )
+    .bind(child)
+    .fetch_one(&inst.pool)
+    .await
+    .expect("child job");
+    assert_eq!(
+        Some(host),
+        b.iri("").strip_prefix("http://").map(str::to_string)
+    );
+    assert_eq!((depth, account, post_of), (2, Some(alice.id), post.clone()));
+    let stored = inst
+        .count("SELECT count(*) FROM remote_posts WHERE iri LIKE '%/notes/b1%'")
+        .await;
+    assert_eq!(stored, 2, "the reply on the other server and its own reply");
+    // Each server saw only its own documents, every request signed.
+    assert!(
+        a.hits()
+            .iter()
+            .all(|h| h.path.starts_with("/t/") && h.signed.is_ok())
+    );
+    let b_hits = b.hits();
+    assert_eq!(b_hits.len(), 1, "{b_hits:?}");
+    assert!(b_hits[0].signed.is_ok(), "{b_hits:?}");
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_fails_the_job_with_its_message() {
     let mut inst = Instance::start().await;

@@ -41,6 +41,7 @@ struct Run {
     id: Uuid,
     claim: i32,
     host: String,
+    post_iri: String,
     replies_iri: String,
     account: Option<Uuid>,
     max_depth: u32,
@@ -145,6 +146,8 @@ struct Counters {
     items: i32,
     stored: i32,
     skipped: i32,
+    /// Other servers' documents handed to jobs of their own in this attempt.
+    handed_off: i32,
 }
 
 impl Collector {
@@ -170,6 +173,7 @@ impl Collector {
             stored: run.done.2,
             skipped: run.done.3,
             items: frontier.as_ref().map_or(0, |f| f.items),
+            handed_off: 0,
         };
         if frontier.is_some() {
             tracing::info!(job = %run.id, "reply collection resumes where its last attempt stopped");
@@ -187,8 +191,9 @@ impl Collector {
     /// sure the job gets another wake-up when it can run. The queue message completes here.
     async fn claim(&self, ctx: &JobContext, job: Uuid) -> Result<Option<Run>, TaskError> {
         let mut tx = ctx.pool.begin().await?;
-        let row: Option<(String, String, String, Option<Uuid>, i32, f64)> = sqlx::query_as(
-            "SELECT status, host, replies_iri, account_id, max_depth,
+        type Job = (String, String, String, String, Option<Uuid>, i32, f64);
+        let row: Option<Job> = sqlx::query_as(
+            "SELECT status, host, post_iri, replies_iri, account_id, max_depth,
                     GREATEST(EXTRACT(EPOCH FROM next_attempt_at - now()), 0)::float8
                FROM reply_collection_jobs WHERE id = $1 FOR UPDATE",
         )
@@ -198,7 +203,7 @@ impl Collector {
         if !ctx.complete_in(&mut tx).await? {
             return Ok(None); // another worker runs this message now
         }
-        let Some((status, host, replies_iri, account, max_depth, wait)) = row else {
+        let Some((status, host, post_iri, replies_iri, account, max_depth, wait)) = row else {
             tx.commit().await?;
             return Ok(None);
         };
@@ -284,6 +289,7 @@ impl Collector {
             id: job,
             claim,
             host,
+            post_iri,
             replies_iri,
             account,
             // The worker's limit applies even when a job asked for more.
@@ -339,8 +345,21 @@ impl Collector {
                         continue;
                     }
                     if host_of(&iri).as_deref() != Some(run.host.as_str()) {
-                        // One host per job keeps the pacing honest; other hosts are skipped.
-                        n.skipped += 1;
+                        // Another server's document (a thread's replies come from many): a
+                        // job of its own, paced by that server's host row (R-RPL-2), with the
+                        // depth left below this point. This job stays on its one host.
+                        if n.handed_off >= self.cfg.max_items as i32 {
+                            n.skipped += 1;
+                            continue;
+                        }
+                        let room = run.max_depth.saturating_sub(depth) + 1;
+                        match super::request(pool, &run.post_iri, &iri, run.account, room).await {
+                            Ok(_) => n.handed_off += 1,
+                            Err(super::RequestError::BadIri(_)) => n.skipped += 1,
+                            Err(super::RequestError::Db(e)) => {
+                                return End::Failed(format!("database: {e}"));
+                            }
+                        }
                         continue;
                     }
                     if n.requests >= self.cfg.max_requests as i32 {
