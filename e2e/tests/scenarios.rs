@@ -369,6 +369,21 @@ async fn keda_scaled_object() {
             ev.note.unwrap_or_default().to_lowercase().contains("keda"),
             "the event must say KEDA is missing"
         );
+        // The status says it too, for this generation, while the rest of the instance runs.
+        wait_until("Degraded=True KedaNotInstalled", 60, || async {
+            let h = ns.hollo().await;
+            let d = condition(&h, "Degraded");
+            let current = h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation;
+            match d {
+                Some((status, reason, _))
+                    if status == "True" && reason == "KedaNotInstalled" && current =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        })
+        .await;
         // Install KEDA's CRD as a user would (kubectl apply of KEDA's manifest).
         ns.kubectl(&["apply", "--server-side", "-f", &crd_file]);
     } else {
@@ -433,6 +448,17 @@ async fn keda_scaled_object() {
             .is_none()
     );
     ns.wait_running(V1, 60).await;
+    if !preinstalled {
+        // The operator looks again on its own (nothing notifies it of a new CRD).
+        wait_until("Degraded back to False", 60, || async {
+            let h = ns.hollo().await;
+            match condition(&h, "Degraded") {
+                Some((status, _, _)) if status == "False" => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    }
 }
 
 /// Scenario 4 (Ingress): an Ingress object and `BEHIND_PROXY=true` on the web pods.

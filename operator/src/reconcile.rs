@@ -191,6 +191,8 @@ fn roles(mode: Mode) -> &'static [Component] {
 }
 
 const ALL_ROLES: [Component; 3] = [Component::Web, Component::Worker, Component::All];
+/// How soon to look again while KEDA is asked for but its API is missing.
+const KEDA_RECHECK: std::time::Duration = std::time::Duration::from_secs(30);
 
 struct Apis {
     deployments: Api<Deployment>,
@@ -672,18 +674,27 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
     }
 
     let applied = apply_workloads(&apis, hollo, &world, &plan.workloads, &uid).await;
-    if let Err(e @ Error::KedaMissing) = &applied {
-        publish(
-            ctx,
-            hollo,
-            EventType::Warning,
-            "KedaNotInstalled",
-            "Autoscale",
-            e.to_string(),
-        )
-        .await;
+    // KEDA asked for but not installed: everything else is applied (the autoscaler comes last);
+    // say so in the status (Degraded, reason KedaNotInstalled) and a Warning event, and look
+    // again soon, since nothing notifies us when its CRD appears.
+    let autoscaler_missing = match &applied {
+        Err(e @ Error::KedaMissing) => {
+            publish(
+                ctx,
+                hollo,
+                EventType::Warning,
+                "KedaNotInstalled",
+                "Autoscale",
+                e.to_string(),
+            )
+            .await;
+            Some(e.to_string())
+        }
+        _ => None,
+    };
+    if autoscaler_missing.is_none() {
+        applied?;
     }
-    applied?;
     if plan.phase == Phase::Running {
         cleanup_jobs(&apis, hollo, &uid).await?;
     }
@@ -713,6 +724,7 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         worker,
         budget: &budget,
         now,
+        autoscaler_missing: autoscaler_missing.clone(),
     };
     let mut new_status: HolloStatus = status::compute(spec, &plan, &inputs, attempts, last_failure);
     new_status.migration_failure_generation = match &plan.record_failure {
@@ -787,7 +799,11 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
         .await;
     }
 
-    Ok(Action::requeue(plan.requeue))
+    let requeue = match autoscaler_missing {
+        Some(_) => plan.requeue.min(KEDA_RECHECK),
+        None => plan.requeue,
+    };
+    Ok(Action::requeue(requeue))
 }
 
 pub fn error_policy(hollo: Arc<Hollo>, error: &Error, _ctx: Arc<Context>) -> Action {

@@ -27,6 +27,8 @@ pub struct Inputs<'a> {
     pub now: Timestamp,
     /// Every desired pod of the roles is ready.
     pub pods_ready: bool,
+    /// The autoscaler the spec asks for could not be made (KEDA's API is not installed).
+    pub autoscaler_missing: Option<String>,
 }
 
 fn condition(
@@ -160,13 +162,18 @@ pub fn compute(
         condition(
             inputs,
             DEGRADED,
-            phase == Phase::MigrationFailed || retrying || unready,
+            phase == Phase::MigrationFailed
+                || retrying
+                || unready
+                || inputs.autoscaler_missing.is_some(),
             if phase == Phase::MigrationFailed {
                 "MigrationFailed"
             } else if retrying {
                 "MigrationRetrying"
             } else if unready {
                 "PodsNotReady"
+            } else if inputs.autoscaler_missing.is_some() {
+                "KedaNotInstalled"
             } else {
                 "AsExpected"
             },
@@ -177,6 +184,8 @@ pub fn compute(
                 }
             } else if unready {
                 "some pods of the running version are not ready".to_string()
+            } else if let Some(m) = &inputs.autoscaler_missing {
+                m.clone()
             } else {
                 String::new()
             },
@@ -267,6 +276,7 @@ mod tests {
             budget: &budget,
             now: now(),
             pods_ready: true,
+            autoscaler_missing: None,
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         assert_eq!(s.phase, Phase::Running);
@@ -294,6 +304,36 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_autoscaler_api_is_a_degraded_condition_with_its_reason() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let ready = RoleStatus {
+            replicas: 2,
+            ready_replicas: 2,
+        };
+        let inputs = Inputs {
+            generation: Some(4),
+            previous: None,
+            web: ready.clone(),
+            worker: ready,
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+            autoscaler_missing: Some("KEDA's ScaledObject API is not installed".into()),
+        };
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "KedaNotInstalled")
+        );
+        assert!(d.message.contains("KEDA"), "{}", d.message);
+        // The instance itself runs: Ready tells about pods, Degraded about what is missing.
+        assert_eq!(cond(&s, READY).status, "True");
+        assert_eq!(s.observed_generation, Some(4));
+    }
+
+    #[test]
     fn over_budget_and_no_workers_are_reported() {
         let mut spec = testutil::spec();
         spec.database.max_connections = 50;
@@ -312,6 +352,7 @@ mod tests {
             budget: &budget,
             now: now(),
             pods_ready: true,
+            autoscaler_missing: None,
         };
         let s = compute(&spec, &plan(Phase::RollingOut, true), &inputs, 0, None);
         let b = cond(&s, CONNECTION_BUDGET);
@@ -351,6 +392,7 @@ mod tests {
             budget: &budget,
             now: now(),
             pods_ready: false,
+            autoscaler_missing: None,
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let r = cond(&s, READY);
@@ -378,6 +420,7 @@ mod tests {
             budget: &budget,
             now: now(),
             pods_ready: true,
+            autoscaler_missing: None,
         };
         let mut p = plan(Phase::MigrationFailed, false);
         p.current_version = Some("0.0.9".into());
@@ -422,6 +465,7 @@ mod tests {
             budget: &budget,
             now: now(),
             pods_ready: true,
+            autoscaler_missing: None,
         };
         let s1 = compute(&spec, &plan(Phase::Running, true), &first, 0, None);
         let later = Timestamp::from_second(1_800_000_600).expect("valid");
