@@ -504,6 +504,42 @@ async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_
         )
         .await;
     assert_eq!(code, 200, "cooling down: the existing job is shown");
+
+    // The depth-2 reply's context: its ancestors, the thread's root first.
+    let r1a: Uuid = sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+        .bind(remote.iri("/notes/r1a"))
+        .fetch_one(&inst.pool)
+        .await
+        .expect("r1a");
+    let (code, ctx) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/statuses/{r1a}/context"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{ctx}");
+    let up: Vec<&str> = ctx["ancestors"]
+        .as_array()
+        .expect("ancestors")
+        .iter()
+        .filter_map(|a| a["uri"].as_str())
+        .collect();
+    assert_eq!(
+        up,
+        [post.as_str(), remote.iri("/notes/r1").as_str()],
+        "{ctx}"
+    );
+    let (_, root) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/statuses/{post_id}/context"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(root["ancestors"], json!([]), "the root has none");
     inst.shutdown().await;
 }
 

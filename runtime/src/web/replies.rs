@@ -1,8 +1,8 @@
 //! Remote reply collection over HTTP (issue 5), every endpoint as the token's account:
 //! `POST /api/v1/reply-collections {"url"}` requests a collection of a remote post's replies,
 //! `GET /api/v1/reply-collections/{id}` shows a job, and `GET /api/v1/statuses/{id}/context`
-//! shows a stored remote post's replies and requests their collection when it has a
-//! `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
+//! shows a stored remote post's ancestors and replies and requests the collection of its
+//! replies when it has a `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -156,6 +156,8 @@ fn status_json(p: &PostRow) -> Value {
 
 /// Most replies `/context` lists: a thread bigger than this is paged by nobody yet.
 const CONTEXT_LIMIT: i64 = 500;
+/// Most ancestors `/context` walks up (Mastodon's limit is 40 too).
+const ANCESTOR_LIMIT: i32 = 40;
 
 async fn context(
     State(s): State<AppState>,
@@ -198,8 +200,25 @@ async fn context(
     .bind(CONTEXT_LIMIT)
     .fetch_all(&s.pool)
     .await?;
+    // Ancestors as far as we have them stored, the thread's root first (a parent we never
+    // stored ends the chain; the level cap ends a cycle).
+    let ancestors: Vec<PostRow> = sqlx::query_as(
+        "WITH RECURSIVE up AS (
+            SELECT p.*, 1 AS level FROM remote_posts p
+             WHERE p.iri = (SELECT in_reply_to FROM remote_posts WHERE id = $1)
+               AND p.deleted_at IS NULL
+            UNION ALL
+            SELECT p.*, u.level + 1 FROM remote_posts p JOIN up u ON p.iri = u.in_reply_to
+             WHERE p.deleted_at IS NULL AND u.level < $2
+         )
+         SELECT id, iri, actor, content, in_reply_to, url, published FROM up ORDER BY level DESC",
+    )
+    .bind(id)
+    .bind(ANCESTOR_LIMIT)
+    .fetch_all(&s.pool)
+    .await?;
     Ok(Json(json!({
-        "ancestors": [],
+        "ancestors": ancestors.iter().map(status_json).collect::<Vec<_>>(),
         "descendants": descendants.iter().map(status_json).collect::<Vec<_>>(),
         "replyCollection": job,
     })))
