@@ -121,6 +121,34 @@ pub struct Config {
     pub storage_path: Option<std::path::PathBuf>,
     /// Remote reply collection (issue 5).
     pub replies: ReplyConfig,
+    /// Import upload limits (issue 4).
+    pub imports: ImportLimits,
+}
+
+/// Upload limits of imports (issue 4): the CSV's size and its rows. A bigger file is refused
+/// with 413, more rows with 422, and nothing is stored either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportLimits {
+    pub max_bytes: usize,
+    pub max_rows: usize,
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        ImportLimits {
+            max_bytes: 10 * 1024 * 1024,
+            max_rows: 50_000,
+        }
+    }
+}
+
+impl ImportLimits {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(ImportLimits {
+            max_bytes: env.count("IMPORT_MAX_MIB", 10, 1, 1024)? as usize * 1024 * 1024,
+            max_rows: env.count("IMPORT_MAX_ROWS", 50_000, 1, 10_000_000)? as usize,
+        })
+    }
 }
 
 /// Remote reply collection limits and timings (SPEC.md §6, issue 5). Defaults are the spec's;
@@ -460,6 +488,7 @@ impl Config {
             role,
             db: DbConfig::from_env(env)?,
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
+            imports: ImportLimits::from_env(env)?,
             queue,
             port,
             health_port,
@@ -690,6 +719,33 @@ mod tests {
             ("REPLY_MAX_ITEMS", "-1"),
             ("REPLY_HOST_INTERVAL_MS", "fast"),
             ("REPLY_LEASE_SECONDS", "1"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn import_limits_default_to_10_mib_and_50k_rows_and_bad_values_are_startup_errors() {
+        let c = Config::from_env(&Env::from_pairs([])).expect("defaults are valid");
+        assert_eq!(c.imports, ImportLimits::default());
+        assert_eq!(
+            (c.imports.max_bytes, c.imports.max_rows),
+            (10 * 1024 * 1024, 50_000)
+        );
+        let c = Config::from_env(&Env::from_pairs([
+            ("IMPORT_MAX_MIB", "64"),
+            ("IMPORT_MAX_ROWS", "200000"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            (c.imports.max_bytes, c.imports.max_rows),
+            (64 * 1024 * 1024, 200_000)
+        );
+        for (var, bad) in [
+            ("IMPORT_MAX_MIB", "0"),
+            ("IMPORT_MAX_MIB", "2048"),
+            ("IMPORT_MAX_ROWS", "lots"),
         ] {
             let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
             assert!(err.to_string().contains(var), "{err}");

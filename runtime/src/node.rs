@@ -150,6 +150,7 @@ pub async fn serve(config: Config) -> Result<()> {
         accepting: accepting.clone(),
         environment: config.environment.clone(),
         storage_path: config.storage_path.clone(),
+        imports: config.imports,
         ..AppState::new(pool.clone(), fed.clone())
     };
     let (app, port) = if config.role.serves_http() {

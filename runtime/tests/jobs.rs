@@ -197,6 +197,14 @@ struct Instance {
 
 impl Instance {
     async fn start(environment: &str, storage: Option<PathBuf>) -> Instance {
+        Self::start_with(environment, storage, Default::default()).await
+    }
+
+    async fn start_with(
+        environment: &str,
+        storage: Option<PathBuf>,
+        imports: hollo_runtime::config::ImportLimits,
+    ) -> Instance {
         let db = fresh_db().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -207,6 +215,7 @@ impl Instance {
             admin_token: Some(ADMIN.into()),
             environment: environment.into(),
             storage_path: storage,
+            imports,
             ..web::AppState::new(db.pool.clone(), Some(fed.clone()))
         };
         tokio::spawn(async move {
@@ -413,7 +422,7 @@ async fn malformed_inputs_are_rejected_and_leave_no_rows() {
         ),
         (
             "type=blocks",
-            vec![b'a'; imports::MAX_BYTES + 1],
+            vec![b'a'; hollo_runtime::config::ImportLimits::default().max_bytes + 1],
             413,
             "larger than 10 MiB",
         ),
@@ -494,6 +503,59 @@ async fn malformed_inputs_are_rejected_and_leave_no_rows() {
 
 // ---------------------------------------------------------------------------------------------
 // De-duplication (R-JOB-7).
+
+/// IMPORT_MAX_MIB / IMPORT_MAX_ROWS as a node applies them: one row over the row limit is a
+/// 422 naming the limit, one byte over the size limit a 413; neither leaves a row behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_import_limits_refuse_bigger_uploads_and_store_nothing() {
+    let limits = hollo_runtime::config::ImportLimits {
+        max_bytes: 1024 * 1024,
+        max_rows: 2,
+    };
+    let inst = Instance::start_with("production", None, limits).await;
+    let (_, token) = inst.account("hana").await;
+    let (status, v) = inst
+        .import(
+            &token,
+            "type=blocks",
+            b"a@b.example\nc@d.example\n".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 202, "two rows fit: {v}");
+    let before = inst.count("SELECT count(*) FROM import_job_items").await;
+    let (status, v) = inst
+        .import(
+            &token,
+            "type=mutes",
+            b"a@b.example\nc@d.example\ne@f.example\n".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 422, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("more than 2 rows"),
+        "{v}"
+    );
+    let (status, v) = inst
+        .import(&token, "type=mutes", vec![b'a'; 1024 * 1024 + 1])
+        .await;
+    assert_eq!(status, 413, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("larger than 1 MiB"),
+        "{v}"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM import_job_items").await,
+        before,
+        "refused uploads store nothing"
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM import_jobs").await, 1);
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_bytes_return_the_running_job_but_start_fresh_after_a_failure() {

@@ -37,11 +37,6 @@ pub const FAMILY: Family = Family {
     item_limit: Duration::from_secs(120),
 };
 
-/// Largest upload accepted (the issue's default).
-pub const MAX_BYTES: usize = 10 * 1024 * 1024;
-/// Rows per upload: more than any real export, few enough for one transaction.
-pub const MAX_ROWS: usize = 50_000;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImportType {
     Following,
@@ -112,7 +107,9 @@ fn boolean(s: Option<&str>, default: bool) -> Result<bool, String> {
 /// Parses a Mastodon export into one item per row. Header rows (Mastodon writes one for
 /// following and mutes) are recognised by their first cell. Any bad row rejects the whole
 /// upload with its line number: a half-imported file is worse than a clear error.
-pub fn parse(ty: ImportType, bytes: &[u8]) -> Result<Vec<Value>, String> {
+/// `max_rows` is `IMPORT_MAX_ROWS`: by default (50 000) more than any real export, few enough
+/// for the one transaction that registers them.
+pub fn parse(ty: ImportType, bytes: &[u8], max_rows: usize) -> Result<Vec<Value>, String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the file is empty".into());
     }
@@ -143,8 +140,8 @@ pub fn parse(ty: ImportType, bytes: &[u8]) -> Result<Vec<Value>, String> {
         }
         let item = row(ty, &record).map_err(|e| format!("line {line}: {e}"))?;
         items.push(item);
-        if items.len() > MAX_ROWS {
-            return Err(format!("more than {MAX_ROWS} rows"));
+        if items.len() > max_rows {
+            return Err(format!("more than {max_rows} rows (IMPORT_MAX_ROWS)"));
         }
     }
     if items.is_empty() {
@@ -514,7 +511,7 @@ mod tests {
         let csv = "Account address,Show boosts,Notify on new posts,Languages\n\
                    alice@a.example,true,false,\n\
                    @bob@b.example,false,true,\"en,de\"\n";
-        let items = parse(ImportType::Following, csv.as_bytes()).expect("parses");
+        let items = parse(ImportType::Following, csv.as_bytes(), 50_000).expect("parses");
         assert_eq!(items.len(), 2);
         assert_eq!(items[0]["account"], "alice@a.example");
         assert_eq!(items[0]["languages"], Value::Null);
@@ -527,37 +524,56 @@ mod tests {
     #[test]
     fn other_exports_parse() {
         assert_eq!(
-            parse(ImportType::Blocks, b"a@b.example\nc@d.example\n").map(|v| v.len()),
+            parse(ImportType::Blocks, b"a@b.example\nc@d.example\n", 50_000).map(|v| v.len()),
             Ok(2)
         );
         let m = parse(
             ImportType::Mutes,
             b"Account address,Hide notifications\na@b.example,false\n",
+            50_000,
         )
         .expect("mutes");
         assert_eq!(m[0]["hideNotifications"], false);
-        let b = parse(ImportType::Bookmarks, b"https://x.example/notes/1\n").expect("bookmarks");
+        let b = parse(
+            ImportType::Bookmarks,
+            b"https://x.example/notes/1\n",
+            50_000,
+        )
+        .expect("bookmarks");
         assert_eq!(b[0]["url"], "https://x.example/notes/1");
-        let l = parse(ImportType::Lists, b"Friends,a@b.example\n").expect("lists");
+        let l = parse(ImportType::Lists, b"Friends,a@b.example\n", 50_000).expect("lists");
         assert_eq!(l[0]["list"], "Friends");
     }
 
     #[test]
     fn bad_input_is_rejected_with_a_line_number() {
         assert_eq!(
-            parse(ImportType::Blocks, b"").unwrap_err(),
+            parse(ImportType::Blocks, b"", 50_000).unwrap_err(),
             "the file is empty"
         );
         assert_eq!(
-            parse(ImportType::Following, b"Account address,Show boosts\n").unwrap_err(),
+            parse(
+                ImportType::Following,
+                b"Account address,Show boosts\n",
+                50_000
+            )
+            .unwrap_err(),
             "the file has no rows to import"
         );
-        let e = parse(ImportType::Blocks, b"a@b.example\nnot an address\n").unwrap_err();
+        let e = parse(ImportType::Blocks, b"a@b.example\nnot an address\n", 50_000).unwrap_err();
         assert!(e.starts_with("line 2:"), "{e}");
-        let e = parse(ImportType::Following, b"a@b.example,maybe\n").unwrap_err();
+        let e = parse(ImportType::Following, b"a@b.example,maybe\n", 50_000).unwrap_err();
         assert!(e.contains("true or false"), "{e}");
-        let e = parse(ImportType::Bookmarks, b"javascript:alert(1)\n").unwrap_err();
+        let e = parse(ImportType::Bookmarks, b"javascript:alert(1)\n", 50_000).unwrap_err();
         assert!(e.contains("http(s) URL"), "{e}");
-        assert!(parse(ImportType::Blocks, b"\xff\xfe\x00a").is_err());
+        assert!(parse(ImportType::Blocks, b"\xff\xfe\x00a", 50_000).is_err());
+        // IMPORT_MAX_ROWS: exactly the limit parses, one more is refused by name.
+        let three = b"a@b.example\nc@d.example\ne@f.example\n";
+        assert_eq!(parse(ImportType::Blocks, three, 3).map(|v| v.len()), Ok(3));
+        let e = parse(ImportType::Blocks, three, 2).unwrap_err();
+        assert!(
+            e.contains("more than 2 rows") && e.contains("IMPORT_MAX_ROWS"),
+            "{e}"
+        );
     }
 }

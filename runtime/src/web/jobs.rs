@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::api::require_account;
 use super::{ApiError, AppState, require_admin};
 use crate::tasks::cleanups;
-use crate::tasks::imports::{self, ImportType, MAX_BYTES};
+use crate::tasks::imports::{self, ImportType};
 use crate::tasks::jobs::{self, Created, Family, JobView, NewJob};
 
 pub fn routes() -> Router<AppState> {
@@ -44,12 +44,12 @@ fn bad(status: StatusCode, msg: impl Into<String>) -> ApiError {
     ApiError(status, msg.into())
 }
 
-fn too_large() -> ApiError {
+fn too_large(max_bytes: usize) -> ApiError {
     bad(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!(
-            "the upload is larger than {} MiB",
-            MAX_BYTES / (1024 * 1024)
+            "the upload is larger than {} MiB (IMPORT_MAX_MIB)",
+            max_bytes / (1024 * 1024)
         ),
     )
 }
@@ -59,8 +59,9 @@ fn job_response(status: StatusCode, view: &JobView) -> Response {
 }
 
 /// Reads the CSV: the raw body, or the `data` (Mastodon's name) or `file` field of a
-/// multipart form; at most `MAX_BYTES` either way.
+/// multipart form; at most `IMPORT_MAX_MIB` either way.
 async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
+    let max = s.imports.max_bytes;
     let multipart = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -72,7 +73,7 @@ async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
             .map_err(|e| bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
         while let Some(mut field) = form.next_field().await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                too_large()
+                too_large(max)
             } else {
                 bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
             }
@@ -83,13 +84,13 @@ async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
             let mut buf = Vec::new();
             while let Some(chunk) = field.chunk().await.map_err(|e| {
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    too_large()
+                    too_large(max)
                 } else {
                     bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
                 }
             })? {
-                if buf.len() + chunk.len() > MAX_BYTES {
-                    return Err(too_large());
+                if buf.len() + chunk.len() > max {
+                    return Err(too_large(max));
                 }
                 buf.extend_from_slice(&chunk);
             }
@@ -105,8 +106,8 @@ async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
     while let Some(chunk) = stream.next().await {
         let chunk =
             chunk.map_err(|e| bad(StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
-        if buf.len() + chunk.len() > MAX_BYTES {
-            return Err(too_large());
+        if buf.len() + chunk.len() > max {
+            return Err(too_large(max));
         }
         buf.extend_from_slice(&chunk);
     }
@@ -148,7 +149,8 @@ async fn create_import(
         }
     };
     let bytes = read_upload(&s, req).await?;
-    let items = imports::parse(ty, &bytes).map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    let items = imports::parse(ty, &bytes, s.imports.max_rows)
+        .map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e))?;
     let mut tx = s.pool.begin().await?;
     let created = jobs::create(
         &mut tx,

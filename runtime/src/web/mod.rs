@@ -38,6 +38,8 @@ pub struct AppState {
     pub environment: String,
     /// `FS_STORAGE_PATH`, checked before a media cleanup is accepted.
     pub storage_path: Option<std::path::PathBuf>,
+    /// `IMPORT_MAX_MIB` / `IMPORT_MAX_ROWS`.
+    pub imports: crate::config::ImportLimits,
 }
 
 impl AppState {
@@ -54,6 +56,7 @@ impl AppState {
             fed,
             environment: "production".into(),
             storage_path: None,
+            imports: Default::default(),
         }
     }
 }
@@ -86,6 +89,8 @@ fn health_routes() -> Router<AppState> {
 
 /// The full router of a web (or `all`) node.
 pub fn router(state: AppState) -> Router {
+    // Request bodies: an import upload (plus its multipart framing) is the largest there is.
+    let body_limit = state.imports.max_bytes.max(10 * 1024 * 1024) + 64 * 1024;
     health_routes()
         .route("/api/version", get(version))
         .route("/api/admin/status", get(admin_status))
@@ -95,7 +100,7 @@ pub fn router(state: AppState) -> Router {
         .merge(polls::routes())
         .merge(replies::routes())
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
-        .layer(DefaultBodyLimit::max(10 * 1024 * 1024))
+        .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
 
