@@ -951,6 +951,110 @@ async fn a_put_back_does_not_restart_the_retry_budget() {
     inst.shutdown().await;
 }
 
+/// A new status reaches the author's followers: a poll as a signed `Create` of a `Question`
+/// (options, current counts, end time), committed with the status; its URI serves the same
+/// object to anyone who fetches it; a status without a poll is a `Note`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    // The peer follows alice, as an accepted incoming Follow stores it.
+    actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
+        .await
+        .expect("actor");
+    sqlx::query(
+        "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)",
+    )
+    .bind(alice.id)
+    .bind(peer.actor())
+    .bind(peer.new_id("follows"))
+    .execute(&inst.pool)
+    .await
+    .expect("follower");
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{}/api/v1/statuses", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "status": "Tea or coffee?",
+                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let uri = created["uri"].as_str().expect("uri").to_string();
+    let create = eventually(WAIT, "the Create at the follower's inbox", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Create")
+    })
+    .await;
+    assert!(create.verified.is_ok(), "{:?}", create.verified);
+    let q = &create.body["object"];
+    assert_eq!(q["type"], "Question", "{q}");
+    assert_eq!(q["id"], uri.as_str());
+    assert_eq!(q["attributedTo"], inst.fed.actor_iri(&alice.username));
+    let names: Vec<&str> = q["oneOf"]
+        .as_array()
+        .expect("oneOf")
+        .iter()
+        .filter_map(|o| o["name"].as_str())
+        .collect();
+    assert_eq!(names, ["tea", "coffee"]);
+    assert_eq!(q["oneOf"][0]["replies"]["totalItems"], 0);
+    assert!(q["endTime"].is_string() && q["closed"].is_null(), "{q}");
+    assert_eq!(create.body["actor"], inst.fed.actor_iri(&alice.username));
+
+    // The URI serves the object (as ActivityPub JSON) to a remote fetch.
+    let fetched = client
+        .get(&uri)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(fetched.status().as_u16(), 200);
+    let served: Value = fetched.json().await.expect("json");
+    assert_eq!(served["type"], "Question");
+    assert_eq!(served["oneOf"], q["oneOf"]);
+    // An id that is not a status, or under another account's path, is 404.
+    let wrong = uri.replace("/users/alice/", "/users/bob/");
+    assert_eq!(
+        client
+            .get(&wrong)
+            .send()
+            .await
+            .expect("get")
+            .status()
+            .as_u16(),
+        404
+    );
+
+    // A status without a poll is a Note.
+    let plain: Value = client
+        .post(format!("{}/api/v1/statuses", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "status": "hello" }))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let note = eventually(WAIT, "the Create of the note", || async {
+        peer.received()
+            .into_iter()
+            .find(|r| r.ty() == "Create" && r.body["object"]["id"] == plain["uri"])
+    })
+    .await;
+    assert_eq!(note.body["object"]["type"], "Note");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM outbox_activities WHERE body->>'type' = 'Create'")
+            .await,
+        2
+    );
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_410_marks_the_actor_gone_without_retrying() {
     let inst = Instance::start(true, true).await;

@@ -58,7 +58,7 @@ async fn new_poll(pool: &PgPool, author: Uuid, expires_in: i64, multiple: bool) 
         expires_in,
         multiple,
     };
-    let (_, poll) = polls::create_status(pool, author, None, "poll?", Some(&p))
+    let (_, poll) = polls::create_status(pool, author, None, "poll?", Some(&p), None)
         .await
         .expect("create status");
     poll.expect("poll id")
@@ -633,6 +633,7 @@ async fn remote_votes_count_once_and_never_after_the_end() {
             expires_in: 3600,
             multiple: false,
         }),
+        None,
     )
     .await
     .unwrap();
@@ -1009,6 +1010,7 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             expires_in: 3600,
             multiple: true,
         }),
+        None,
     )
     .await
     .unwrap();

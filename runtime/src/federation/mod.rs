@@ -13,6 +13,7 @@ pub mod follows;
 pub mod instance;
 pub mod keys;
 pub mod signature;
+pub mod statuses;
 pub mod webfinger;
 
 use std::collections::HashMap;
@@ -91,6 +92,11 @@ impl Federation {
     pub fn outbox(&self, username: &str) -> String {
         format!("{}/outbox", self.actor_iri(username))
     }
+    /// A local status's ActivityPub id (as `polls::create_status` mints it).
+    pub fn status_iri(&self, username: &str, id: Uuid) -> String {
+        format!("{}/statuses/{id}", self.actor_iri(username))
+    }
+
     pub fn followers(&self, username: &str) -> String {
         format!("{}/followers", self.actor_iri(username))
     }

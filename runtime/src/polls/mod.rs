@@ -228,6 +228,7 @@ pub async fn create_status(
     actor_iri: Option<&str>,
     content: &str,
     poll: Option<&NewPoll>,
+    publish: Option<&crate::federation::Federation>,
 ) -> Result<(Uuid, Option<Uuid>), sqlx::Error> {
     let status_id = Uuid::now_v7();
     let uri = match actor_iri {
@@ -257,6 +258,11 @@ pub async fn create_status(
         .execute(&mut *tx)
         .await?;
         poll_id = Some(id);
+    }
+    // Followers get the `Create` (a `Question` for a poll) from the same commit: a status is
+    // never stored without its delivery, nor delivered without being stored.
+    if let (Some(fed), Some(_)) = (publish, actor_iri) {
+        crate::federation::statuses::publish_create(&mut tx, fed, account_id, status_id).await?;
     }
     tx.commit().await?;
     Ok((status_id, poll_id))

@@ -26,7 +26,8 @@ use crate::federation::accounts::{self, Account};
 use crate::federation::actor::{self, AS_CONTEXT, id_of, same_host};
 use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::signature::{self, PendingVerification};
-use crate::federation::{Federation, activity, instance, webfinger};
+use crate::federation::{Federation, activity, instance, statuses, webfinger};
+use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
 pub const MAX_INBOX_BYTES: usize = 1024 * 1024;
@@ -39,6 +40,7 @@ pub fn routes() -> Router<AppState> {
         .route("/.well-known/webfinger", get(webfinger_handler))
         .route("/users/{name}", get(actor_handler))
         .route("/users/{name}/outbox", get(outbox_handler))
+        .route("/users/{name}/statuses/{id}", get(status_handler))
         .route("/users/{name}/followers", get(followers_handler))
         .route("/users/{name}/following", get(following_handler))
         .route("/users/{name}/inbox", post(user_inbox))
@@ -124,6 +126,27 @@ async fn actor_handler(
     let fed = federation(&s)?;
     let account = account_named(&s, &name).await?;
     Ok(activity_json(actor::local_actor_document(fed, &account)))
+}
+
+/// A local status's URI serves its object (`Note`, or `Question` with current counts), so
+/// remote servers can fetch what our `Create` announced, or what someone looks up.
+async fn status_handler(
+    State(s): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let not_found = || ApiError(StatusCode::NOT_FOUND, "no such status".into());
+    let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
+    let mut conn = s.pool.acquire().await?;
+    let status = statuses::load(&mut conn, id)
+        .await?
+        .filter(|st| st.username == name && st.uri == fed.status_iri(&name, id))
+        .ok_or_else(not_found)?;
+    Ok(activity_json(statuses::object(
+        fed,
+        &status,
+        chrono::Utc::now(),
+    )))
 }
 
 async fn instance_actor_handler(State(s): State<AppState>) -> Result<Response, ApiError> {

@@ -89,8 +89,15 @@ async fn create_status(
     let account = require_account(&s, &headers).await?;
     let (text, poll) = polls::parse_create(&json_body(body)?).map_err(bad)?;
     let actor = s.fed.as_ref().map(|f| f.actor_iri(&account.username));
-    let (status, poll_id) =
-        polls::create_status(&s.pool, account.id, actor.as_deref(), &text, poll.as_ref()).await?;
+    let (status, poll_id) = polls::create_status(
+        &s.pool,
+        account.id,
+        actor.as_deref(),
+        &text,
+        poll.as_ref(),
+        s.fed.as_deref(),
+    )
+    .await?;
     // The author is local: every new poll is scheduled.
     if let Some(p) = poll_id {
         schedule(&s, p).await;
