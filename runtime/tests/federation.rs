@@ -1055,6 +1055,94 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     inst.shutdown().await;
 }
 
+/// When a poll ends, the worker that writes its notifications also queues the closing `Update`
+/// of the `Question` (final counts, `closed`) to the followers and remote voters, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_ended_poll_sends_its_closing_update_once() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
+        .await
+        .expect("actor");
+    sqlx::query(
+        "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)",
+    )
+    .bind(alice.id)
+    .bind(peer.actor())
+    .bind(peer.new_id("follows"))
+    .execute(&inst.pool)
+    .await
+    .expect("follower");
+    // The task queue too: the poll's wakeup runs there.
+    let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
+    let tasks_consumer = Consumer {
+        queue: QueueName::Task,
+        limit: 4,
+        registry: tasks::registry(&q, Some(inst.fed.clone())),
+        pool: inst.pool.clone(),
+        item_locks: None,
+        node: Uuid::new_v4(),
+        lease: Duration::from_secs(30),
+        poll: Duration::from_millis(100),
+        metrics: Metrics::new(),
+    };
+    let stop = CancellationToken::new();
+    let worker = tokio::spawn(tasks_consumer.run(
+        Arc::new(Notify::new()),
+        stop.clone(),
+        stop.clone(),
+        InFlight::default(),
+    ));
+    let created: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/statuses", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "status": "Quick one",
+                       "poll": { "options": ["yes", "no"], "expires_in": 2 } }))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let poll: Uuid = created["poll"]["id"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("poll id");
+    // The follower voted "no" (as an inbox vote records it).
+    sqlx::query("INSERT INTO poll_votes (poll_id, actor_iri, choice) VALUES ($1, $2, 1)")
+        .bind(poll)
+        .bind(peer.actor())
+        .execute(&inst.pool)
+        .await
+        .expect("vote");
+    let update = eventually(Duration::from_secs(30), "the closing Update", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Update")
+    })
+    .await;
+    assert!(update.verified.is_ok(), "{:?}", update.verified);
+    let q = &update.body["object"];
+    assert_eq!(q["type"], "Question");
+    assert_eq!(q["id"], created["uri"]);
+    assert!(q["closed"].is_string() && q["endTime"].is_null(), "{q}");
+    assert_eq!(q["oneOf"][1]["replies"]["totalItems"], 1, "{q}");
+    assert_eq!(q["votersCount"], 1);
+    assert_eq!(
+        inst.count("SELECT count(*) FROM outbox_activities WHERE body->>'type' = 'Update'")
+            .await,
+        1,
+        "one closing Update, to the follower who also voted"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM deliveries WHERE activity_id LIKE '%/updates/closed'")
+            .await,
+        1
+    );
+    stop.cancel();
+    let _ = worker.await;
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_410_marks_the_actor_gone_without_retrying() {
     let inst = Instance::start(true, true).await;

@@ -91,7 +91,7 @@ async fn stored_poll_messages(pool: &PgPool) -> i64 {
 
 fn registry(chunk: Duration) -> Registry {
     let mut reg = Registry::new();
-    poll_notification::register(&mut reg, chunk);
+    poll_notification::register(&mut reg, chunk, None);
     reg
 }
 

@@ -145,6 +145,54 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatu
     }))
 }
 
+/// Queues the `Update` of a poll that just ended — final counts, `closed` — to the author's
+/// followers and the remote voters, in the transaction that records the end (so once). A
+/// status minted without federation (no actor URI) has no one to tell.
+pub async fn publish_poll_end(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: Uuid,
+    status: Uuid,
+    poll: Uuid,
+) -> Result<usize, sqlx::Error> {
+    let Some(s) = load(&mut *tx, status).await? else {
+        return Ok(0);
+    };
+    if s.uri != fed.status_iri(&s.username, s.id) {
+        return Ok(0);
+    }
+    let mut to = followers(&mut *tx, account).await?;
+    let voters: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT DISTINCT a.iri, a.inbox, a.shared_inbox FROM poll_votes v
+           JOIN remote_actors a ON a.iri = v.actor_iri
+          WHERE v.poll_id = $1 AND a.gone_at IS NULL",
+    )
+    .bind(poll)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (actor_iri, inbox, shared_inbox) in voters {
+        if !to.iter().any(|r| r.actor_iri == actor_iri) {
+            to.push(Recipient {
+                actor_iri,
+                inbox,
+                shared_inbox,
+            });
+        }
+    }
+    if to.is_empty() {
+        return Ok(0);
+    }
+    let object = object(fed, &s, Utc::now());
+    let update = json!({
+        "@context": AS_CONTEXT,
+        // One end per poll (its expiry cannot change afterwards): a stable id.
+        "id": format!("{}/updates/closed", s.uri), "type": "Update",
+        "actor": fed.actor_iri(&s.username),
+        "to": object["to"], "cc": object["cc"], "object": object,
+    });
+    queue_activity(&mut *tx, account, &update, &to).await
+}
+
 /// Queues the `Create` of a just-stored status to the author's followers, in the transaction
 /// that stored it. Returns how many inboxes it goes to.
 pub async fn publish_create(

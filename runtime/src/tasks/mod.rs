@@ -28,7 +28,7 @@ pub const REPLY_LANE: &str = "replies";
 pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
     let mut reg = Registry::new().lane(REPLY_LANE, QueueName::Task, q.reply_concurrency);
     probe::register(&mut reg);
-    poll_notification::register(&mut reg, q.poll_wakeup_chunk);
+    poll_notification::register(&mut reg, q.poll_wakeup_chunk, fed.clone());
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);

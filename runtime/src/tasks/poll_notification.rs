@@ -5,12 +5,15 @@
 //! moved later, or this is a ≤ 7-day chunk of a far expiry) or the notifications of the current
 //! local recipients plus `notified_at`. So a notification is never written before the expiry
 //! read under the lock, and a duplicate or redelivered message finds `notified_at` set and the
-//! unique (poll, account) key in place.
+//! unique (poll, account) key in place. With federation the same transaction queues the
+//! poll's closing `Update` to followers and remote voters.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::federation::{Federation, statuses};
 use crate::metrics::{OutcomeLabels, POLL_ENQUEUE_ATTEMPTS};
 use crate::polls::{KIND, LOG_TARGET, PollPayload, coalesce_key, payload};
 use crate::queue::{
@@ -24,9 +27,11 @@ pub fn spec() -> KindSpec {
         .timeout(Duration::from_secs(60))
 }
 
-pub fn register(reg: &mut Registry, chunk: Duration) {
-    reg.register(spec(), move |ctx: JobContext, p: PollPayload| async move {
-        handle(ctx, p.poll_id, chunk).await
+/// With federation, the end of a poll is also sent out (an `Update` of the `Question`).
+pub fn register(reg: &mut Registry, chunk: Duration, fed: Option<Arc<Federation>>) {
+    reg.register(spec(), move |ctx: JobContext, p: PollPayload| {
+        let fed = fed.clone();
+        async move { handle(ctx, p.poll_id, chunk, fed.as_deref()).await }
     });
 }
 
@@ -39,7 +44,12 @@ struct Current {
     author: Uuid,
 }
 
-async fn handle(ctx: JobContext, poll_id: Uuid, chunk: Duration) -> Result<(), TaskError> {
+async fn handle(
+    ctx: JobContext,
+    poll_id: Uuid,
+    chunk: Duration,
+    fed: Option<&Federation>,
+) -> Result<(), TaskError> {
     let mut tx = ctx.pool.begin().await?;
     let current: Option<Current> = sqlx::query_as(
         "SELECT GREATEST(EXTRACT(EPOCH FROM p.expires_at - now()), 0)::float8 AS left,
@@ -102,6 +112,9 @@ async fn handle(ctx: JobContext, poll_id: Uuid, chunk: Duration) -> Result<(), T
         .bind(poll_id)
         .execute(&mut *tx)
         .await?;
+    if let Some(fed) = fed {
+        statuses::publish_poll_end(&mut tx, fed, c.author, c.status_id, poll_id).await?;
+    }
     tx.commit().await?;
     tracing::debug!(target: LOG_TARGET, poll = %poll_id, notifications = written, "poll ended; notified");
     Ok(())
