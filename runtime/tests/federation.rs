@@ -1016,6 +1016,32 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     let served: Value = fetched.json().await.expect("json");
     assert_eq!(served["type"], "Question");
     assert_eq!(served["oneOf"], q["oneOf"]);
+    // Moving the end: followers get an Update with the new endTime.
+    let moved = client
+        .put(format!(
+            "{}/api/v1/statuses/{}",
+            inst.base,
+            created["id"].as_str().expect("id")
+        ))
+        .bearer_auth(&token)
+        .json(&json!({ "poll": { "expires_in": 7200 } }))
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(moved.status().as_u16(), 200);
+    let update = eventually(WAIT, "the Update after the edit", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Update")
+    })
+    .await;
+    assert!(update.verified.is_ok(), "{:?}", update.verified);
+    let later = update.body["object"]["endTime"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        later > q["endTime"].as_str().unwrap_or_default(),
+        "{later} after {}",
+        q["endTime"]
+    );
     // An id that is not a status, or under another account's path, is 404.
     let wrong = uri.replace("/users/alice/", "/users/bob/");
     assert_eq!(

@@ -472,7 +472,7 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
                         has_poll: true,
                         ..StatusEdit::default()
                     };
-                    if polls::edit_status(&db.pool, status, author, &edit)
+                    if polls::edit_status(&db.pool, status, author, &edit, None)
                         .await
                         .is_ok()
                     {

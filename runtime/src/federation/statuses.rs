@@ -146,14 +146,39 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatu
 }
 
 /// Queues the `Update` of a poll that just ended — final counts, `closed` — to the author's
-/// followers and the remote voters, in the transaction that records the end (so once). A
-/// status minted without federation (no actor URI) has no one to tell.
+/// followers and the remote voters, in the transaction that records the end (so once).
 pub async fn publish_poll_end(
     tx: &mut PgConnection,
     fed: &Federation,
     account: Uuid,
     status: Uuid,
     poll: Uuid,
+) -> Result<usize, sqlx::Error> {
+    // One end per poll (its expiry cannot change afterwards): a stable id.
+    publish_update(tx, fed, account, status, Some(poll), "closed").await
+}
+
+/// Queues the `Update` of an edited status (new text, or a poll's new end time) to the
+/// author's followers and, for a poll, its remote voters, in the edit's transaction.
+pub async fn publish_edit(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: Uuid,
+    status: Uuid,
+    poll: Option<Uuid>,
+) -> Result<usize, sqlx::Error> {
+    publish_update(tx, fed, account, status, poll, &Uuid::now_v7().to_string()).await
+}
+
+/// The `Update` of a status's current object, with id `<uri>/updates/<tag>`. A status minted
+/// without federation (no actor URI) has no one to tell.
+async fn publish_update(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: Uuid,
+    status: Uuid,
+    poll: Option<Uuid>,
+    tag: &str,
 ) -> Result<usize, sqlx::Error> {
     let Some(s) = load(&mut *tx, status).await? else {
         return Ok(0);
@@ -170,6 +195,7 @@ pub async fn publish_poll_end(
     .bind(poll)
     .fetch_all(&mut *tx)
     .await?;
+    // (no poll: `poll_id = NULL` matches no vote)
     for (actor_iri, inbox, shared_inbox) in voters {
         if !to.iter().any(|r| r.actor_iri == actor_iri) {
             to.push(Recipient {
@@ -185,8 +211,7 @@ pub async fn publish_poll_end(
     let object = object(fed, &s, Utc::now());
     let update = json!({
         "@context": AS_CONTEXT,
-        // One end per poll (its expiry cannot change afterwards): a stable id.
-        "id": format!("{}/updates/closed", s.uri), "type": "Update",
+        "id": format!("{}/updates/{tag}", s.uri), "type": "Update",
         "actor": fed.actor_iri(&s.username),
         "to": object["to"], "cc": object["cc"], "object": object,
     });

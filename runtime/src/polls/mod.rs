@@ -371,6 +371,7 @@ pub async fn edit_status(
     status_id: Uuid,
     account_id: Uuid,
     edit: &StatusEdit,
+    publish: Option<&crate::federation::Federation>,
 ) -> Result<Option<Uuid>, PollError> {
     let mut tx = pool.begin().await?;
     let owner: Option<Uuid> =
@@ -428,6 +429,17 @@ pub async fn edit_status(
         .bind(&edit.content)
         .execute(&mut *tx)
         .await?;
+        // Remote copies learn the new text or end time from the same commit.
+        if let Some(fed) = publish {
+            crate::federation::statuses::publish_edit(
+                &mut tx,
+                fed,
+                account_id,
+                status_id,
+                poll.as_ref().map(|p| p.0),
+            )
+            .await?;
+        }
     }
     tx.commit().await?;
     Ok(poll.map(|p| p.0))

@@ -123,7 +123,7 @@ async fn edit_status(
     let account = require_account(&s, &headers).await?;
     let status = id(&raw, "status")?;
     let edit = polls::parse_edit(&json_body(body)?).map_err(bad)?;
-    let poll_id = polls::edit_status(&s.pool, status, account.id, &edit).await?;
+    let poll_id = polls::edit_status(&s.pool, status, account.id, &edit, s.fed.as_deref()).await?;
     if let (Some(p), Some(_)) = (poll_id, edit.expires_in) {
         // An earlier expiry pulls the stored wakeup earlier; a later one is re-read when the
         // current wakeup runs (it reschedules).
