@@ -20,6 +20,7 @@ pub mod remote;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::federation::statuses::{self, Announce};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -261,8 +262,8 @@ pub async fn create_status(
     }
     // Followers get the `Create` (a `Question` for a poll) from the same commit: a status is
     // never stored without its delivery, nor delivered without being stored.
-    if let (Some(fed), Some(_)) = (publish, actor_iri) {
-        crate::federation::statuses::publish_create(&mut tx, fed, account_id, status_id).await?;
+    if let Some(fed) = publish {
+        statuses::publish(&mut tx, fed, account_id, status_id, Announce::Create).await?;
     }
     tx.commit().await?;
     Ok((status_id, poll_id))
@@ -431,14 +432,9 @@ pub async fn edit_status(
         .await?;
         // Remote copies learn the new text or end time from the same commit.
         if let Some(fed) = publish {
-            crate::federation::statuses::publish_edit(
-                &mut tx,
-                fed,
-                account_id,
-                status_id,
-                poll.as_ref().map(|p| p.0),
-            )
-            .await?;
+            let tag = Uuid::now_v7().to_string();
+            let update = Announce::Update { tag: &tag };
+            statuses::publish(&mut tx, fed, account_id, status_id, update).await?;
         }
     }
     tx.commit().await?;
@@ -455,6 +451,20 @@ fn html_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A poll with its current counts: what the Mastodon entity and the ActivityPub `Question`
+/// both show.
+pub struct PollTally {
+    pub id: Uuid,
+    pub options: Vec<String>,
+    pub multiple: bool,
+    pub expires_at: DateTime<Utc>,
+    pub expired: bool,
+    /// Votes per option, in option order.
+    pub counts: Vec<i64>,
+    /// Distinct voters (local accounts and remote actors).
+    pub voters: i64,
+}
+
 #[derive(sqlx::FromRow)]
 struct PollRow {
     id: Uuid,
@@ -465,12 +475,11 @@ struct PollRow {
     voters: i64,
 }
 
-/// Mastodon's Poll entity; `voted`/`own_votes` when a viewer is known.
-pub async fn poll_json(
+/// The poll and its counts, read in the caller's connection.
+pub async fn tally(
     conn: &mut sqlx::PgConnection,
     poll_id: Uuid,
-    viewer: Option<Uuid>,
-) -> Result<Option<Value>, sqlx::Error> {
+) -> Result<Option<PollTally>, sqlx::Error> {
     let row: Option<PollRow> = sqlx::query_as(
         "SELECT p.id, p.options, p.multiple, p.expires_at, p.expires_at <= now() AS expired,
                 (SELECT count(DISTINCT COALESCE(v.account_id::text, v.actor_iri))
@@ -481,25 +490,48 @@ pub async fn poll_json(
     .fetch_optional(&mut *conn)
     .await?;
     let Some(p) = row else { return Ok(None) };
-    let counts: Vec<(i32, i64)> = sqlx::query_as(
+    let by_choice: Vec<(i32, i64)> = sqlx::query_as(
         "SELECT choice, count(*) FROM poll_votes WHERE poll_id = $1 GROUP BY choice",
     )
     .bind(poll_id)
     .fetch_all(&mut *conn)
     .await?;
-    let titles: Vec<String> = serde_json::from_value(p.options).unwrap_or_default();
-    let count_of = |i: usize| {
-        counts
-            .iter()
-            .find(|(c, _)| *c as usize == i)
-            .map_or(0, |(_, n)| *n)
-    };
-    let options: Vec<Value> = titles
-        .iter()
-        .enumerate()
-        .map(|(i, t)| json!({ "title": t, "votes_count": count_of(i) }))
+    let options: Vec<String> = serde_json::from_value(p.options).unwrap_or_default();
+    let counts = (0..options.len())
+        .map(|i| {
+            by_choice
+                .iter()
+                .find(|(c, _)| *c as usize == i)
+                .map_or(0, |(_, n)| *n)
+        })
         .collect();
-    let votes: i64 = counts.iter().map(|(_, n)| n).sum();
+    Ok(Some(PollTally {
+        id: p.id,
+        options,
+        multiple: p.multiple,
+        expires_at: p.expires_at,
+        expired: p.expired,
+        counts,
+        voters: p.voters,
+    }))
+}
+
+/// Mastodon's Poll entity; `voted`/`own_votes` when a viewer is known.
+pub async fn poll_json(
+    conn: &mut sqlx::PgConnection,
+    poll_id: Uuid,
+    viewer: Option<Uuid>,
+) -> Result<Option<Value>, sqlx::Error> {
+    let Some(p) = tally(&mut *conn, poll_id).await? else {
+        return Ok(None);
+    };
+    let options: Vec<Value> = p
+        .options
+        .iter()
+        .zip(&p.counts)
+        .map(|(t, n)| json!({ "title": t, "votes_count": n }))
+        .collect();
+    let votes: i64 = p.counts.iter().sum();
     let mut v = json!({
         "id": p.id.to_string(),
         "expires_at": p.expires_at,

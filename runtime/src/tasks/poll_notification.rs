@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::federation::{Federation, statuses};
+use crate::federation::Federation;
+use crate::federation::statuses::{self, Announce};
 use crate::metrics::{OutcomeLabels, POLL_ENQUEUE_ATTEMPTS};
 use crate::polls::{KIND, LOG_TARGET, PollPayload, coalesce_key, payload};
 use crate::queue::{
@@ -113,7 +114,9 @@ async fn handle(
         .execute(&mut *tx)
         .await?;
     if let Some(fed) = fed {
-        statuses::publish_poll_end(&mut tx, fed, c.author, c.status_id, poll_id).await?;
+        // One end per poll (its expiry cannot move afterwards): a stable activity id.
+        let end = Announce::Update { tag: "closed" };
+        statuses::publish(&mut tx, fed, c.author, c.status_id, end).await?;
     }
     tx.commit().await?;
     tracing::debug!(target: LOG_TARGET, poll = %poll_id, notifications = written, "poll ended; notified");

@@ -142,11 +142,7 @@ async fn status_handler(
         .await?
         .filter(|st| st.username == name && st.uri == fed.status_iri(&name, id))
         .ok_or_else(not_found)?;
-    Ok(activity_json(statuses::object(
-        fed,
-        &status,
-        chrono::Utc::now(),
-    )))
+    Ok(activity_json(statuses::object(fed, &status)))
 }
 
 async fn instance_actor_handler(State(s): State<AppState>) -> Result<Response, ApiError> {
