@@ -51,78 +51,25 @@ struct Run {
     frontier: Option<Frontier>,
 }
 
-/// The walk's state — sources still to visit, IRIs already seen, items counted — saved with
-/// the counters after every fetch, so a walk stopped by a 429, a shutdown or a crash resumes
-/// where it was instead of re-walking pages already stored on the job's request cap.
-#[derive(Serialize, Deserialize, Default, Debug)]
+/// The walk's state — sources still to visit, IRIs already seen (a collection that links back
+/// to itself ends, it does not loop until the request cap), items counted — saved with the
+/// counters after every fetch, so a walk stopped by a 429, a shutdown or a crash resumes where
+/// it was instead of re-walking pages already stored on the job's request cap.
+#[derive(Serialize, Deserialize, Debug)]
 struct Frontier {
-    todo: Vec<Pending>,
-    seen: Vec<String>,
+    todo: VecDeque<(Src, u32)>,
+    seen: HashSet<String>,
     items: i32,
 }
 
-/// One source still to visit: an IRI to fetch or an inline document, at a reply depth.
-#[derive(Serialize, Deserialize, Debug)]
-struct Pending {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    iri: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    doc: Option<Value>,
-    depth: u32,
-}
-
-/// The walk's working state.
-struct Walk {
-    todo: VecDeque<(Src, u32)>,
-    seen: HashSet<String>,
-}
-
-impl Walk {
-    /// From the saved frontier, or from the top of the job's collection.
-    fn resume(frontier: Option<Frontier>, replies_iri: &str) -> Walk {
-        match frontier {
-            Some(f) => Walk {
-                todo: f
-                    .todo
-                    .into_iter()
-                    .map(|p| match p.iri {
-                        Some(iri) => (Src::Iri(iri), p.depth),
-                        None => (Src::Inline(p.doc.unwrap_or(Value::Null)), p.depth),
-                    })
-                    .collect(),
-                seen: f.seen.into_iter().collect(),
-            },
-            None => Walk {
-                todo: VecDeque::from([(Src::Iri(replies_iri.to_string()), 1)]),
-                seen: HashSet::new(),
-            },
+impl Frontier {
+    /// A fresh walk: the top of the job's collection, at reply depth 1.
+    fn start(replies_iri: &str) -> Frontier {
+        Frontier {
+            todo: VecDeque::from([(Src::Iri(replies_iri.to_string()), 1)]),
+            seen: HashSet::new(),
+            items: 0,
         }
-    }
-
-    fn frontier(&self, items: i32) -> Frontier {
-        frontier_of(&self.todo, &self.seen, items)
-    }
-}
-
-fn frontier_of(todo: &VecDeque<(Src, u32)>, seen: &HashSet<String>, items: i32) -> Frontier {
-    Frontier {
-        todo: todo
-            .iter()
-            .map(|(src, depth)| match src {
-                Src::Iri(iri) => Pending {
-                    iri: Some(iri.clone()),
-                    doc: None,
-                    depth: *depth,
-                },
-                Src::Inline(v) => Pending {
-                    iri: None,
-                    doc: Some(v.clone()),
-                    depth: *depth,
-                },
-            })
-            .collect(),
-        seen: seen.iter().cloned().collect(),
-        items,
     }
 }
 
@@ -166,24 +113,26 @@ impl Collector {
         // Pages, requests, stores and items seen add up over a job's attempts (the caps bound
         // what one job costs the remote), as the walk itself resumes where it stopped.
         let mut run = run;
-        let frontier = run.frontier.take();
+        let mut walk = match run.frontier.take() {
+            Some(f) => {
+                tracing::info!(job = %run.id, "reply collection resumes where its last attempt stopped");
+                f
+            }
+            None => Frontier::start(&run.replies_iri),
+        };
         let mut n = Counters {
             pages: run.done.0,
             requests: run.done.1,
             stored: run.done.2,
             skipped: run.done.3,
-            items: frontier.as_ref().map_or(0, |f| f.items),
+            items: walk.items,
             handed_off: 0,
         };
-        if frontier.is_some() {
-            tracing::info!(job = %run.id, "reply collection resumes where its last attempt stopped");
-        }
-        let mut walk = Walk::resume(frontier, &run.replies_iri);
         let end = self.walk(&ctx.pool, &run, &mut n, &mut walk).await;
         heartbeat_stop.cancel();
         let _ = heartbeat.await;
-        let frontier = walk.frontier(n.items);
-        self.finish(&ctx.pool, &run, &n, end, &frontier).await?;
+        walk.items = n.items;
+        self.finish(&ctx.pool, &run, &n, end, &walk).await?;
         Ok(())
     }
 
@@ -326,22 +275,19 @@ impl Collector {
 
     /// Breadth-first over collections and pages; `depth` is the reply level of the items a
     /// collection holds (1 = replies to the post).
-    async fn walk(&self, pool: &PgPool, run: &Run, n: &mut Counters, w: &mut Walk) -> End {
+    async fn walk(&self, pool: &PgPool, run: &Run, n: &mut Counters, w: &mut Frontier) -> End {
         let signer = match self.signer(pool, run).await {
             Ok(k) => k,
             Err(e) => return End::Failed(e),
         };
-        // `seen` holds pages and items already seen: a collection that links back to itself
-        // ends, it does not loop until the request cap.
-        let Walk { todo, seen } = w;
-        while let Some((src, depth)) = todo.pop_front() {
+        while let Some((src, depth)) = w.todo.pop_front() {
             let fetched = matches!(src, Src::Iri(_));
             let doc = match src {
                 // Inline documents came in a page fetched from the job's host.
                 Src::Inline(Value::Null) => continue,
                 Src::Inline(v) => v,
                 Src::Iri(iri) => {
-                    if !seen.insert(iri.clone()) {
+                    if !w.seen.insert(iri.clone()) {
                         continue;
                     }
                     if host_of(&iri).as_deref() != Some(run.host.as_str()) {
@@ -370,8 +316,8 @@ impl Collector {
                         Err(end) => {
                             if matches!(end, End::RateLimited(_) | End::Stopped) {
                                 // Not visited after all: first in line for the next attempt.
-                                seen.remove(&iri);
-                                todo.push_front((Src::Iri(iri), depth));
+                                w.seen.remove(&iri);
+                                w.todo.push_front((Src::Iri(iri), depth));
                             }
                             return end;
                         }
@@ -392,9 +338,9 @@ impl Collector {
                 if depth < run.max_depth
                     && let Some(r) = doc.get("replies")
                 {
-                    todo.push_back((source_of(r), depth + 1));
+                    w.todo.push_back((source_of(r), depth + 1));
                 }
-                if fetched && !self.save_progress(pool, run, n, todo, seen).await {
+                if fetched && !self.save_progress(pool, run, n, w).await {
                     return End::LostLease;
                 }
                 continue;
@@ -409,11 +355,11 @@ impl Collector {
             for item in items {
                 match item {
                     Value::String(iri) => {
-                        if seen.contains(&iri) {
+                        if w.seen.contains(&iri) {
                             continue;
                         }
                         // Fetched (and counted) when its turn comes.
-                        todo.push_back((Src::Iri(iri), depth));
+                        w.todo.push_back((Src::Iri(iri), depth));
                     }
                     Value::Object(_) => {
                         let ty = item.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -421,7 +367,7 @@ impl Collector {
                             n.skipped += 1;
                             continue;
                         };
-                        if !NOTE_TYPES.contains(&ty) || !seen.insert(id.to_string()) {
+                        if !NOTE_TYPES.contains(&ty) || !w.seen.insert(id.to_string()) {
                             continue;
                         }
                         if n.items >= self.cfg.max_items as i32 {
@@ -435,7 +381,7 @@ impl Collector {
                         if depth < run.max_depth
                             && let Some(r) = item.get("replies")
                         {
-                            todo.push_back((source_of(r), depth + 1));
+                            w.todo.push_back((source_of(r), depth + 1));
                         }
                     }
                     _ => n.skipped += 1,
@@ -444,10 +390,10 @@ impl Collector {
             // The collection's first page, or a page's next one: same depth.
             for key in ["first", "next"] {
                 if let Some(v) = doc.get(key) {
-                    todo.push_back((source_of(v), depth));
+                    w.todo.push_back((source_of(v), depth));
                 }
             }
-            if !self.save_progress(pool, run, n, todo, seen).await {
+            if !self.save_progress(pool, run, n, w).await {
                 return End::LostLease;
             }
         }
@@ -610,10 +556,9 @@ impl Collector {
         pool: &PgPool,
         run: &Run,
         n: &Counters,
-        todo: &VecDeque<(Src, u32)>,
-        seen: &HashSet<String>,
+        w: &mut Frontier,
     ) -> bool {
-        let frontier = frontier_of(todo, seen, n.items);
+        w.items = n.items;
         sqlx::query(
             "UPDATE reply_collection_jobs
                 SET pages_fetched = $3, requests = $4, items_stored = $5, items_skipped = $6,
@@ -626,7 +571,7 @@ impl Collector {
         .bind(n.requests)
         .bind(n.stored)
         .bind(n.skipped)
-        .bind(sqlx::types::Json(&frontier))
+        .bind(sqlx::types::Json(&*w))
         .execute(pool)
         .await
         .map(|r| r.rows_affected() == 1)
@@ -740,6 +685,7 @@ impl Collector {
 }
 
 /// Something to walk: an IRI to fetch, or a page or collection that came inline.
+#[derive(Serialize, Deserialize, Debug)]
 enum Src {
     Iri(String),
     Inline(Value),
