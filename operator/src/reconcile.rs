@@ -677,23 +677,23 @@ async fn reconcile_inner(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> 
     // KEDA asked for but not installed: everything else is applied (the autoscaler comes last);
     // say so in the status (Degraded, reason KedaNotInstalled) and a Warning event, and look
     // again soon, since nothing notifies us when its CRD appears.
-    let autoscaler_missing = match &applied {
-        Err(e @ Error::KedaMissing) => {
-            publish(
-                ctx,
-                hollo,
-                EventType::Warning,
-                "KedaNotInstalled",
-                "Autoscale",
-                e.to_string(),
-            )
-            .await;
-            Some(e.to_string())
+    let autoscaler_missing = match applied {
+        Err(e @ Error::KedaMissing) => Some(e.to_string()),
+        other => {
+            other?;
+            None
         }
-        _ => None,
     };
-    if autoscaler_missing.is_none() {
-        applied?;
+    if let Some(why) = &autoscaler_missing {
+        publish(
+            ctx,
+            hollo,
+            EventType::Warning,
+            "KedaNotInstalled",
+            "Autoscale",
+            why.clone(),
+        )
+        .await;
     }
     if plan.phase == Phase::Running {
         cleanup_jobs(&apis, hollo, &uid).await?;
