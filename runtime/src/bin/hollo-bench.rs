@@ -98,22 +98,24 @@ fn proc_stat(pid: &str) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-/// CPU seconds (user + system) this process has used so far.
+/// A numeric field of `proc_stat`'s output (0 when absent).
+fn field(f: &[String], i: usize) -> f64 {
+    f.get(i).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+}
+
+/// CPU seconds (user + system, fields 14 and 15 of stat) this process has used so far.
 fn own_cpu_s() -> f64 {
-    proc_stat("self")
-        .and_then(|f| Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?))
-        .unwrap_or(0.0)
-        / TICKS_PER_S
+    proc_stat("self").map_or(0.0, |f| field(&f, 11) + field(&f, 12)) / TICKS_PER_S
 }
 
 /// CPU seconds PostgreSQL has used so far, when it runs on this machine: the postmaster's
 /// reaped children (finished backends) plus every live child (backends, WAL writer,
 /// checkpointer, autovacuum). `None` when the server is elsewhere.
 fn postgres_cpu_s(postmaster: u32) -> Option<f64> {
-    let pm = proc_stat(&postmaster.to_string())?;
-    let ticks =
-        |f: &[String], i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    let mut total = ticks(&pm, 13) + ticks(&pm, 14);
+    let parent = postmaster.to_string();
+    let pm = proc_stat(&parent)?;
+    // Reaped children's time: cutime and cstime.
+    let mut total = field(&pm, 13) + field(&pm, 14);
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
@@ -123,9 +125,9 @@ fn postgres_cpu_s(postmaster: u32) -> Option<f64> {
             continue;
         };
         if let Some(f) = proc_stat(pid)
-            && f.get(1).map(String::as_str) == Some(postmaster.to_string().as_str())
+            && f.get(1) == Some(&parent)
         {
-            total += ticks(&f, 11) + ticks(&f, 12);
+            total += field(&f, 11) + field(&f, 12);
         }
     }
     Some(total / TICKS_PER_S)
