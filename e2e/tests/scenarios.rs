@@ -538,14 +538,8 @@ async fn one_web_replica_rolls_without_a_gap() {
     let mut fewest = usize::MAX;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let ev = match tokio::time::timeout_at(deadline, events.next()).await {
-            Ok(Some(Ok(ev))) => ev,
-            Ok(Some(Err(e))) => {
-                ns.log(&format!("watch error (the watcher retries): {e}"));
-                continue;
-            }
-            Ok(None) => panic!("watch ended"),
-            Err(_) => panic!("the web pod was not replaced in 120 s; pods: {serving:?}"),
+        let Some(ev) = ns.next_event(&mut events, deadline).await else {
+            panic!("the web pod was not replaced in 120 s; pods: {serving:?}")
         };
         match ev {
             watcher::Event::Init => serving.clear(),
@@ -634,16 +628,8 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
     let mut patched = false;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let ev = match tokio::time::timeout_at(deadline, all.next()).await {
-            Ok(Some(Ok(ev))) => ev,
-            Ok(Some(Err(e))) => {
-                ns.log(&format!("watch error (the watcher retries): {e}"));
-                continue;
-            }
-            Ok(None) => panic!("watch ended"),
-            Err(_) => panic!(
-                "the rolling upgrade did not finish in 120 s; phases {phases:?}, web {web:?}"
-            ),
+        let Some(ev) = ns.next_event(&mut all, deadline).await else {
+            panic!("the rolling upgrade did not finish in 120 s; phases {phases:?}, web {web:?}")
         };
         let Some((deleted, obj)) = ev.1 else {
             continue;
@@ -799,14 +785,8 @@ async fn upgrade_phases_in_order() {
     let mut changed = false;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let ev = match tokio::time::timeout_at(deadline, all.next()).await {
-            Ok(Some(Ok(ev))) => ev,
-            Ok(Some(Err(e))) => {
-                ns.log(&format!("watch error (the watcher retries): {e}"));
-                continue;
-            }
-            Ok(None) => panic!("watch ended"),
-            Err(_) => panic!("upgrade did not finish in 120 s; observed: {t:#?}"),
+        let Some(ev) = ns.next_event(&mut all, deadline).await else {
+            panic!("upgrade did not finish in 120 s; observed: {t:#?}")
         };
         let Some((deleted, obj)) = ev.1 else {
             continue;

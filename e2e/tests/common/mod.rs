@@ -144,6 +144,28 @@ impl Ns {
         ns
     }
 
+    /// The next event of a watch stream, or `None` once `deadline` passes. Watch errors are
+    /// logged and skipped (kube's watcher re-establishes the watch itself).
+    pub async fn next_event<T, E, S>(
+        &self,
+        events: &mut S,
+        deadline: tokio::time::Instant,
+    ) -> Option<T>
+    where
+        S: futures::Stream<Item = Result<T, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        use futures::StreamExt;
+        loop {
+            match tokio::time::timeout_at(deadline, events.next()).await {
+                Ok(Some(Ok(ev))) => return Some(ev),
+                Ok(Some(Err(e))) => self.log(&format!("watch error (the watcher retries): {e}")),
+                Ok(None) => panic!("watch ended"),
+                Err(_) => return None,
+            }
+        }
+    }
+
     pub fn log(&self, msg: &str) {
         eprintln!(
             "[{} +{:>5.1}s] {msg}",
