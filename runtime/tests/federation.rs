@@ -951,6 +951,22 @@ async fn a_put_back_does_not_restart_the_retry_budget() {
     inst.shutdown().await;
 }
 
+/// The peer follows `account`, as an accepted incoming Follow stores it.
+async fn peer_follows(inst: &Instance, peer: &Peer, account: &Account) {
+    actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
+        .await
+        .expect("actor");
+    sqlx::query(
+        "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)",
+    )
+    .bind(account.id)
+    .bind(peer.actor())
+    .bind(peer.new_id("follows"))
+    .execute(&inst.pool)
+    .await
+    .expect("follower");
+}
+
 /// A new status reaches the author's followers: a poll as a signed `Create` of a `Question`
 /// (options, current counts, end time), committed with the status; its URI serves the same
 /// object to anyone who fetches it; a status without a poll is a `Note`.
@@ -959,19 +975,7 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     let inst = Instance::start(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
-    // The peer follows alice, as an accepted incoming Follow stores it.
-    actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
-        .await
-        .expect("actor");
-    sqlx::query(
-        "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)",
-    )
-    .bind(alice.id)
-    .bind(peer.actor())
-    .bind(peer.new_id("follows"))
-    .execute(&inst.pool)
-    .await
-    .expect("follower");
+    peer_follows(&inst, &peer, &alice).await;
     let client = reqwest::Client::new();
     let created: Value = client
         .post(format!("{}/api/v1/statuses", inst.base))
@@ -1088,18 +1092,7 @@ async fn an_ended_poll_sends_its_closing_update_once() {
     let inst = Instance::start(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
-    actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
-        .await
-        .expect("actor");
-    sqlx::query(
-        "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)",
-    )
-    .bind(alice.id)
-    .bind(peer.actor())
-    .bind(peer.new_id("follows"))
-    .execute(&inst.pool)
-    .await
-    .expect("follower");
+    peer_follows(&inst, &peer, &alice).await;
     // The task queue too: the poll's wakeup runs there.
     let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
     let tasks_consumer = Consumer {
