@@ -182,6 +182,8 @@ struct ActorGet {
 #[derive(Clone)]
 struct PeerState {
     base: String,
+    /// Files under `/uploads/`: (content type, body).
+    uploads: Arc<Mutex<std::collections::HashMap<String, (String, String)>>>,
     received: Arc<Mutex<Vec<Received>>>,
     script: Arc<Mutex<VecDeque<Reply>>>,
     access: Arc<Mutex<ActorAccess>>,
@@ -199,6 +201,7 @@ impl Peer {
             .expect("bind");
         let state = PeerState {
             base: format!("http://{}", listener.local_addr().expect("addr")),
+            uploads: Default::default(),
             received: Default::default(),
             script: Default::default(),
             access: Arc::new(Mutex::new(ActorAccess::Open)),
@@ -209,6 +212,10 @@ impl Peer {
             .route("/users/peer", get(peer_actor))
             .route("/users/peer/inbox", post(peer_inbox))
             .route("/inbox", post(peer_inbox))
+            // What many servers have somewhere: an open redirect and user uploads served as
+            // they are. Neither may let another server speak for this one (issue 14/2, 14/3).
+            .route("/redirect", get(open_redirect))
+            .route("/uploads/{name}", get(serve_upload))
             .route(
                 "/redirect-to-metadata",
                 get(|| async {
@@ -295,6 +302,25 @@ impl Peer {
         self.post_with(url, &body, &self.key(), SystemTime::now(), |_| {})
             .await
             .0
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct RedirectQuery {
+    to: String,
+}
+
+async fn open_redirect(axum::extract::Query(q): axum::extract::Query<RedirectQuery>) -> Response {
+    (StatusCode::FOUND, [("location", q.to)]).into_response()
+}
+
+async fn serve_upload(
+    State(s): State<PeerState>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Response {
+    match s.uploads.lock().expect("uploads").get(&name).cloned() {
+        Some((ty, body)) => ([("content-type", ty)], body).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
@@ -1210,27 +1236,27 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
             peer.host().rsplit(':').next().unwrap_or("1")
         ),
     ] {
-        let err = guard.get_json(&url, None, None).await.unwrap_err();
+        let err = guard.get_object(&url, None).await.unwrap_err();
         assert!(matches!(err, FetchError::Refused(_)), "{url}: {err}");
     }
     // Even with private addresses allowed, the metadata address stays refused.
     let dev = FetchClient::new(true).expect("client");
     let err = dev
-        .get_json("http://169.254.169.254/latest/meta-data/", None, None)
+        .get_object("http://169.254.169.254/latest/meta-data/", None)
         .await
         .unwrap_err();
     assert!(matches!(err, FetchError::Refused(_)), "{err}");
-    assert!(dev.get_json(&peer.actor(), None, None).await.is_ok());
-    // Every redirect hop goes through the guard again.
-    let err = dev
-        .get_json(
-            &format!("{}/redirect-to-metadata", peer.state.base),
-            None,
-            None,
-        )
-        .await
-        .unwrap_err();
+    assert!(dev.get_object(&peer.actor(), None).await.is_ok());
+    // Every redirect hop goes through the guard again (WebFinger may leave its origin).
+    let redirect = format!("{}/redirect-to-metadata", peer.state.base);
+    let err = dev.get_jrd(&redirect).await.unwrap_err();
     assert!(matches!(err, FetchError::Refused(_)), "{err}");
+    // An ActivityPub document may not leave its origin at all (issue 14/2).
+    let err = dev.get_object(&redirect, None).await.unwrap_err();
+    assert!(
+        err.to_string().contains("redirected to another origin"),
+        "{err}"
+    );
 
     // The follow API reports the refusal as 422 with the reason.
     let inst = Instance::start(false, false).await;
@@ -1627,5 +1653,190 @@ async fn a_peer_that_refuses_our_signed_key_fetch_gets_a_clear_401_and_nothing_i
             "{table}"
         );
     }
+    inst.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Impersonation (issue 14/1–3, R-AP-1): a hostile server tries to post in the peer's name.
+
+/// The attacker: serves whatever documents it is given, from its own address and port.
+struct Attacker {
+    base: String,
+    docs: Arc<Mutex<std::collections::HashMap<String, Value>>>,
+}
+
+impl Attacker {
+    async fn start(ip: &str) -> Attacker {
+        let listener = tokio::net::TcpListener::bind(format!("{ip}:0"))
+            .await
+            .expect("bind attacker");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let docs: Arc<Mutex<std::collections::HashMap<String, Value>>> = Default::default();
+        let served = docs.clone();
+        let app = Router::new().fallback(move |req: Request| {
+            let served = served.clone();
+            async move {
+                match served.lock().expect("docs").get(req.uri().path()).cloned() {
+                    Some(doc) => {
+                        ([("content-type", "application/activity+json")], Json(doc)).into_response()
+                    }
+                    None => StatusCode::NOT_FOUND.into_response(),
+                }
+            }
+        });
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Attacker { base, docs }
+    }
+
+    fn serve(&self, path: &str, doc: Value) -> String {
+        self.docs.lock().expect("docs").insert(path.into(), doc);
+        format!("{}{path}", self.base)
+    }
+}
+
+fn forger_pem() -> String {
+    keys::public_key_pem(forger_key()).expect("pem")
+}
+
+/// A `Create(Note)` in the peer's name, as the attacker would like us to store it.
+fn forged_create(peer: &Peer) -> (String, Value) {
+    let note = peer.new_id("notes");
+    let create = json!({
+        "id": peer.new_id("creates"), "type": "Create", "actor": peer.actor(),
+        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "content": "forged" },
+    });
+    (note, create)
+}
+
+/// Posts `activity` signed by the forger's key named `key_id`; expects 401 and nothing stored
+/// in the peer's name.
+async fn assert_forgery_refused(inst: &Instance, peer: &Peer, key_id: &str, activity: &Value) {
+    let forged = SigningKey::new(key_id.to_string(), forger_key()).expect("key");
+    let body = serde_json::to_vec(activity).expect("json");
+    let (status, err) = peer
+        .post_with(
+            &format!("{}/inbox", inst.base),
+            &body,
+            &forged,
+            SystemTime::now(),
+            |_| {},
+        )
+        .await;
+    assert_eq!(status, 401, "{key_id}: {err}");
+    assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 0);
+    assert_eq!(inst.count("SELECT count(*) FROM remote_posts").await, 0);
+    let forged_keys: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM remote_keys WHERE key_id = $1 OR public_key_pem = $2",
+    )
+    .bind(key_id)
+    .bind(forger_pem())
+    .fetch_one(&inst.pool)
+    .await
+    .expect("keys");
+    assert_eq!(forged_keys, 0, "no forged key is cached");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_on_another_port_of_the_victims_host_cannot_speak_for_it() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    // Same host name (127.0.0.1), another port: another server.
+    let attacker = Attacker::start("127.0.0.1").await;
+    let key_id = format!("{}/key.json", attacker.base);
+    attacker.serve(
+        "/key.json",
+        json!({ "id": key_id, "owner": peer.actor(), "publicKeyPem": forger_pem() }),
+    );
+    let (_, create) = forged_create(&peer);
+    assert_forgery_refused(&inst, &peer, &key_id, &create).await;
+
+    // An actor document there claiming the victim's id is no better.
+    let actor_url = attacker.serve(
+        "/users/peer",
+        json!({
+            "id": peer.actor(), "type": "Person", "inbox": format!("{}/inbox", attacker.base),
+            "publicKey": { "id": format!("{}/users/peer#main-key", attacker.base),
+                           "owner": peer.actor(), "publicKeyPem": forger_pem() },
+        }),
+    );
+    assert_forgery_refused(&inst, &peer, &format!("{actor_url}#main-key"), &create).await;
+    assert_eq!(inst.count("SELECT count(*) FROM remote_actors").await, 0);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_open_redirect_on_the_victims_host_neither_verifies_nor_poisons_the_caches() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    // The victim is known first: its real actor and key are cached.
+    assert_eq!(
+        peer.post(&format!("{}/inbox", inst.base), &like_from(&peer))
+            .await,
+        202
+    );
+    let cached = || async {
+        sqlx::query_as::<_, (String, String)>(
+            "SELECT a.inbox, k.public_key_pem FROM remote_actors a
+               JOIN remote_keys k ON k.owner = a.iri WHERE a.iri = $1",
+        )
+        .bind(peer.actor())
+        .fetch_one(&inst.pool)
+        .await
+        .expect("victim cached")
+    };
+    let before = cached().await;
+    sqlx::query("DELETE FROM inbox_activities")
+        .execute(&inst.pool)
+        .await
+        .expect("reset");
+
+    // Another host answers through the victim's open redirect, claiming the victim's ids.
+    let attacker = Attacker::start("127.0.0.2").await;
+    let poisoned = attacker.serve(
+        "/actor.json",
+        json!({
+            "id": peer.actor(), "type": "Person", "inbox": format!("{}/users/peer/inbox", peer.state.base),
+            "endpoints": { "sharedInbox": format!("{}/inbox", attacker.base) },
+            "publicKey": { "id": format!("{}#main-key", peer.actor()), "owner": peer.actor(),
+                           "publicKeyPem": forger_pem() },
+        }),
+    );
+    let mut key_id = url::Url::parse(&format!("{}/redirect", peer.state.base)).expect("url");
+    key_id.query_pairs_mut().append_pair("to", &poisoned);
+    let (_, create) = forged_create(&peer);
+    assert_forgery_refused(&inst, &peer, key_id.as_str(), &create).await;
+    assert_eq!(
+        cached().await,
+        before,
+        "the victim's cached actor and key are untouched"
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypub() {
+    let inst = Instance::start(false, true).await;
+    let peer = Peer::start().await;
+    let key_id = format!("{}/uploads/key.json", peer.state.base);
+    let upload =
+        json!({ "id": key_id, "owner": peer.actor(), "publicKeyPem": forger_pem() }).to_string();
+    let (_, create) = forged_create(&peer);
+
+    // An upload on the victim's own origin, served as text/plain (CVE-2024-23832's class).
+    peer.state
+        .uploads
+        .lock()
+        .expect("uploads")
+        .insert("key.json".into(), ("text/plain".into(), upload.clone()));
+    assert_forgery_refused(&inst, &peer, &key_id, &create).await;
+
+    // Served as ActivityPub, but the owner's actor does not list that key.
+    peer.state.uploads.lock().expect("uploads").insert(
+        "key.json".into(),
+        ("application/activity+json".into(), upload),
+    );
+    assert_forgery_refused(&inst, &peer, &key_id, &create).await;
     inst.shutdown().await;
 }

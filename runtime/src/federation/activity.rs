@@ -12,8 +12,9 @@ use uuid::Uuid;
 
 use super::Federation;
 use super::accounts;
-use super::actor::{self, AS_CONTEXT, RemoteActor, id_of, same_host};
+use super::actor::{self, AS_CONTEXT, RemoteActor, id_of};
 use super::delivery::{Recipient, queue_activity};
+use super::iri::same_origin;
 use crate::queue::{NewMessage, QueueName, enqueue};
 
 pub const INBOX_KIND: &str = "hollo.inbox.v1";
@@ -388,7 +389,7 @@ async fn upsert_note(
         .get("attributedTo")
         .and_then(id_of)
         .unwrap_or_default();
-    if author != inc.actor || !same_host(iri, &inc.actor) {
+    if author != inc.actor || !same_origin(iri, &inc.actor) {
         return Ok("ignored: note not attributed to the signer".into());
     }
     let text = |k: &str| object.get(k).and_then(Value::as_str).map(str::to_string);

@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use super::Federation;
 use super::accounts::Account;
 use super::fetch::FetchError;
+use super::iri::{same_origin, without_fragment};
 use super::signature::SigningKey;
 
 pub const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
@@ -46,17 +47,6 @@ pub fn id_of(v: &Value) -> Option<&str> {
     }
 }
 
-fn host_of(iri: &str) -> Option<String> {
-    url::Url::parse(iri)
-        .ok()
-        .and_then(|u| u.host_str().map(|h| h.to_ascii_lowercase()))
-}
-
-/// Two IRIs on the same host: a document may only speak for its own server.
-pub fn same_host(a: &str, b: &str) -> bool {
-    matches!((host_of(a), host_of(b)), (Some(x), Some(y)) if x == y)
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct RemoteActor {
     pub iri: String,
@@ -89,21 +79,21 @@ pub fn parse_actor(doc: &Value, fetched_from: &str) -> Result<RemoteActor, Actor
         .get("id")
         .and_then(Value::as_str)
         .ok_or_else(|| ActorError::Invalid("no id".into()))?;
-    if !same_host(iri, fetched_from) {
+    if !same_origin(iri, fetched_from) {
         return Err(ActorError::Invalid(format!(
-            "{fetched_from} served an actor of another host ({iri})"
+            "{fetched_from} served an actor of another origin ({iri})"
         )));
     }
     let inbox = doc
         .get("inbox")
         .and_then(Value::as_str)
-        .filter(|i| same_host(i, iri))
-        .ok_or_else(|| ActorError::Invalid("no inbox on the actor's host".into()))?;
+        .filter(|i| same_origin(i, iri))
+        .ok_or_else(|| ActorError::Invalid("no inbox on the actor's origin".into()))?;
     let shared_inbox = doc
         .get("endpoints")
         .and_then(|e| e.get("sharedInbox"))
         .and_then(Value::as_str)
-        .filter(|i| same_host(i, iri))
+        .filter(|i| same_origin(i, iri))
         .map(str::to_string);
     let key = first_key(doc);
     Ok(RemoteActor {
@@ -121,12 +111,26 @@ pub fn parse_actor(doc: &Value, fetched_from: &str) -> Result<RemoteActor, Actor
     })
 }
 
-fn first_key(doc: &Value) -> Option<&Value> {
-    match doc.get("publicKey")? {
-        Value::Array(a) => a.first(),
-        v @ Value::Object(_) => Some(v),
-        _ => None,
+/// The keys an actor document lists under `publicKey` (one object or an array of them).
+fn listed_keys(doc: &Value) -> &[Value] {
+    match doc.get("publicKey") {
+        Some(Value::Array(a)) => a,
+        Some(v @ Value::Object(_)) => std::slice::from_ref(v),
+        _ => &[],
     }
+}
+
+fn first_key(doc: &Value) -> Option<&Value> {
+    listed_keys(doc).first()
+}
+
+/// The PEM the actor document lists for exactly `key_id`, if it lists that key.
+fn listed_pem<'a>(doc: &'a Value, key_id: &str) -> Option<&'a str> {
+    listed_keys(doc)
+        .iter()
+        .find(|k| k.get("id").and_then(Value::as_str) == Some(key_id))?
+        .get("publicKeyPem")
+        .and_then(Value::as_str)
 }
 
 pub async fn store_actor(
@@ -166,7 +170,7 @@ pub async fn store_actor_in(
     .execute(&mut *conn)
     .await?;
     if let (Some(key_id), Some(pem)) = (&actor.key_id, &actor.public_key_pem)
-        && same_host(key_id, &actor.iri)
+        && same_origin(key_id, &actor.iri)
     {
         store_key(conn, key_id, &actor.iri, pem).await?;
     }
@@ -192,7 +196,9 @@ async fn store_key(
     Ok(())
 }
 
-/// Fetches an actor (signed when a key is given) and caches it with its key.
+/// Fetches an actor (signed when a key is given) and caches it with its key. The document must
+/// be served from its own id (`get_canonical`), so no fetch stores an actor under an id it was
+/// not fetched from.
 pub async fn fetch_actor(
     pool: &PgPool,
     fed: &Federation,
@@ -200,8 +206,9 @@ pub async fn fetch_actor(
     signer: Option<&SigningKey>,
     handle: Option<&str>,
 ) -> Result<RemoteActor, ActorError> {
-    let doc = fed.fetch.get_json(iri, None, signer).await?;
-    let actor = parse_actor(&doc, iri)?;
+    let doc = fed.fetch.get_canonical(iri, signer).await?;
+    let id = doc.get("id").and_then(Value::as_str).unwrap_or_default();
+    let actor = parse_actor(&doc, id)?;
     store_actor(pool, &actor, &doc, handle).await?;
     Ok(actor)
 }
@@ -250,52 +257,71 @@ pub async fn cached_key(pool: &PgPool, key_id: &str) -> Result<Option<RemoteKey>
     }))
 }
 
-/// Fetches `key_id` (an actor with `publicKey`, or a bare key object) and caches the key and,
-/// when the document is the actor, the actor too.
+/// Fetches `key_id` and caches it once its owner has confirmed it (the class of Mastodon's
+/// CVE-2024-23832): a key is trusted only as listed — same id, same PEM — by the actor
+/// document its owner serves from the owner's own id, on the key's origin.
+///
+/// `key_id` may name the actor itself (`…/users/a#main-key` is served by `…/users/a`), a
+/// URL that answers with the actor (GoToSocial's `…/main-key`), or a bare key document
+/// (`{id, owner, publicKeyPem}`); the last two are confirmed by fetching the owner. Redirects,
+/// content type and document ids are checked by `FetchClient::get_object`. Only the key
+/// asked for is stored, under its own id.
 pub async fn fetch_key(
     pool: &PgPool,
     fed: &Federation,
     key_id: &str,
     signer: Option<&SigningKey>,
 ) -> Result<RemoteKey, ActorError> {
-    let url = key_id.split('#').next().unwrap_or(key_id);
-    let doc = fed.fetch.get_json(url, None, signer).await?;
-    let (owner, pem) = if doc.get("publicKey").is_some() {
-        let key = match doc.get("publicKey") {
-            Some(Value::Array(keys)) => keys
-                .iter()
-                .find(|k| k.get("id").and_then(Value::as_str) == Some(key_id))
-                .or_else(|| keys.first()),
-            other => other,
-        };
-        let pem = key
-            .and_then(|k| k.get("publicKeyPem"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| ActorError::Invalid("actor has no publicKeyPem".into()))?;
-        let actor = parse_actor(&doc, url)?;
-        store_actor(pool, &actor, &doc, None).await?;
-        (actor.iri, pem.to_string())
+    let url = without_fragment(key_id);
+    let fetched = fed.fetch.get_object(url, signer).await?;
+    let doc = &fetched.doc;
+    let doc_id = fetched.id();
+    let is_actor = doc.get("publicKey").is_some();
+    let owner_doc = if is_actor && doc_id == url {
+        // The owner itself answered, from its own id.
+        fetched.doc.clone()
     } else {
-        let owner = doc
-            .get("owner")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ActorError::Invalid("key has no owner".into()))?;
-        let pem = doc
-            .get("publicKeyPem")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ActorError::Invalid("key has no publicKeyPem".into()))?;
-        (owner.to_string(), pem.to_string())
+        let owner = if is_actor {
+            doc_id
+        } else {
+            if doc_id != key_id {
+                return Err(ActorError::Invalid(format!(
+                    "{url} served key {doc_id}, not {key_id}"
+                )));
+            }
+            doc.get("owner")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ActorError::Invalid("key has no owner".into()))?
+        };
+        if !same_origin(owner, key_id) {
+            return Err(ActorError::Invalid(format!(
+                "key {key_id} claims an owner of another origin ({owner})"
+            )));
+        }
+        fed.fetch.get_canonical(owner, signer).await?
     };
-    if !same_host(&owner, key_id) {
-        return Err(ActorError::Invalid(format!(
-            "key {key_id} claims an owner on another host ({owner})"
-        )));
+    let owner = owner_doc
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let pem = listed_pem(&owner_doc, key_id)
+        .ok_or_else(|| ActorError::Invalid(format!("{owner} does not list key {key_id}")))?;
+    if !is_actor {
+        let claimed = doc.get("publicKeyPem").and_then(Value::as_str);
+        if claimed.map(str::trim) != Some(pem.trim()) {
+            return Err(ActorError::Invalid(format!(
+                "{owner} lists key {key_id} with another PEM than the key document"
+            )));
+        }
     }
-    let mut conn = pool.acquire().await?;
-    store_key(&mut conn, key_id, &owner, &pem).await?;
+    let actor = parse_actor(&owner_doc, owner)?;
+    let mut tx = pool.begin().await?;
+    store_actor_in(&mut tx, &actor, &owner_doc, None).await?;
+    store_key(&mut tx, key_id, owner, pem).await?;
+    tx.commit().await?;
     Ok(RemoteKey {
-        owner,
-        pem,
+        owner: owner.to_string(),
+        pem: pem.to_string(),
         age_seconds: 0.0,
     })
 }
@@ -318,9 +344,26 @@ mod tests {
             Some("https://m.example/users/a#main-key")
         );
         assert!(parse_actor(&doc, "https://evil.example/users/a").is_err());
+        // Another port of the same host is another server (issue 14/1).
+        assert!(parse_actor(&doc, "https://m.example:8443/users/a").is_err());
         let bad_inbox =
             json!({"id": "https://m.example/users/a", "inbox": "https://evil.example/inbox"});
         assert!(parse_actor(&bad_inbox, "https://m.example/users/a").is_err());
+    }
+
+    #[test]
+    fn only_the_key_with_the_exact_id_is_listed() {
+        let doc = json!({"publicKey": [
+            {"id": "https://m.example/users/a#main-key", "publicKeyPem": "A"},
+            {"id": "https://m.example/users/a#other", "publicKeyPem": "B"}
+        ]});
+        assert_eq!(
+            listed_pem(&doc, "https://m.example/users/a#other"),
+            Some("B")
+        );
+        assert_eq!(listed_pem(&doc, "https://m.example/users/a#nope"), None);
+        let one = json!({"publicKey": {"id": "https://m/k", "publicKeyPem": "C"}});
+        assert_eq!(listed_pem(&one, "https://m/k"), Some("C"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode};
 use url::Url;
 
+use super::iri;
 use super::signature::{self, SigningKey};
 
 /// Largest document we read from a remote server (actors, keys, WebFinger, collections).
@@ -24,6 +25,48 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub const ACTIVITY_JSON: &str = "application/activity+json";
 const ACCEPT_ACTIVITY: &str = "application/activity+json, application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\"";
+const ACCEPT_JRD: &str = "application/jrd+json, application/json";
+
+/// What a GET expects back, which decides its `Accept`, the content types taken, and whether
+/// a redirect may leave the requested origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    Object,
+    Jrd,
+}
+
+impl Want {
+    fn accept(self) -> &'static str {
+        match self {
+            Want::Object => ACCEPT_ACTIVITY,
+            Want::Jrd => ACCEPT_JRD,
+        }
+    }
+
+    fn accepts(self, media_type: &str) -> bool {
+        match self {
+            Want::Object => matches!(media_type, ACTIVITY_JSON | "application/ld+json"),
+            Want::Jrd => matches!(media_type, "application/jrd+json" | "application/json"),
+        }
+    }
+}
+
+/// A fetched document and the URL that finally served it (after same-origin redirects).
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub url: Url,
+    pub doc: serde_json::Value,
+}
+
+impl Fetched {
+    /// The document's `id` (`get_object` has checked there is one).
+    pub fn id(&self) -> &str {
+        self.doc
+            .get("id")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -47,9 +90,10 @@ pub enum FetchError {
 /// An address the guard refuses even with `ALLOW_PRIVATE_ADDRESS=true`: cloud metadata
 /// endpoints and the unspecified address are never a federation peer, in development either.
 fn always_refused(ip: IpAddr) -> bool {
-    // `::ffff:169.254.169.254` is the same endpoint as its IPv4 form.
+    // `::ffff:169.254.169.254`, `::169.254.169.254`, `2002:a9fe:a9fe::` … are the same
+    // endpoint as the IPv4 address they carry.
     let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V6(v6) => embedded_v4(v6).map_or(ip, IpAddr::V4),
         v4 => v4,
     };
     match ip {
@@ -58,6 +102,31 @@ fn always_refused(ip: IpAddr) -> bool {
             v6.is_unspecified() || v6 == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
         }
     }
+}
+
+/// The IPv4 address an IPv6 address carries where the network will deliver to that IPv4
+/// address: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, deprecated but still
+/// routed by some stacks), 6to4 (`2002:AABB:CCDD::/48`) and NAT64 (`64:ff9b::/96`).
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        Ipv4Addr::new(a, b, c, d)
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0; 6] && !(v6.is_unspecified() || v6.is_loopback()) {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(v4(s[1], s[2]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(v4(s[6], s[7]));
+    }
+    None
 }
 
 /// Loopback, private, link-local, shared (CGNAT), multicast, reserved and the like: addresses
@@ -80,17 +149,24 @@ pub fn is_non_public(ip: IpAddr) -> bool {
                 || a >= 240 // reserved
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_non_public(IpAddr::V4(v4));
+            let s = v6.segments();
+            if v6.to_ipv4_mapped().is_some() || s[0] == 0x2002 {
+                // Reaches the IPv4 address it carries: judged as that address.
+                return embedded_v4(v6).is_some_and(|v4| is_non_public(IpAddr::V4(v4)));
             }
-            let seg0 = v6.segments()[0];
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (seg0 & 0xfe00) == 0xfc00 // unique local
-                || (seg0 & 0xffc0) == 0xfe80 // link-local
-                || (seg0 == 0x2001 && v6.segments()[1] == 0xdb8) // documentation
-                || (seg0 == 0x64 && v6.segments()[1] == 0xff9b) // NAT64 can reach private IPv4
+                || s[..6] == [0; 6] // IPv4-compatible (deprecated): never a public peer
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo: tunnels to an IPv4 host we cannot vet
+                || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
+                || s[..4] == [0x100, 0, 0, 0] // discard-only
+                // NAT64, the well-known 64:ff9b::/96 and local-use 64:ff9b:1::/48: a
+                // translator can reach private IPv4 behind it.
+                || (s[0] == 0x64 && s[1] == 0xff9b)
         }
     }
 }
@@ -224,23 +300,78 @@ impl FetchClient {
         }
     }
 
-    /// GETs a JSON document (ActivityPub or JRD), following redirects through the guard and
-    /// signing every hop when a key is given (authorized fetch, R-RPL-8).
-    pub async fn get_json(
+    /// GETs an ActivityPub document (actor, key, note, collection) and returns it with the URL
+    /// that finally answered. What comes back may only speak for the origin that was asked
+    /// (R-AP-1): redirects are followed only within that origin (every hop through the guard,
+    /// signed when a key is given — authorized fetch, R-RPL-8), the response must be
+    /// `application/activity+json` or `application/ld+json` (an upload served as `text/plain`
+    /// or `application/json` is not a document of the server), and the document's `id` must be
+    /// on the requested origin.
+    pub async fn get_object(
         &self,
         url: &str,
-        accept: Option<&str>,
+        signer: Option<&SigningKey>,
+    ) -> Result<Fetched, FetchError> {
+        let fetched = self.get(url, Want::Object, signer).await?;
+        let id = fetched
+            .doc
+            .get("id")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| FetchError::Invalid(format!("{url} served a document without id")))?;
+        if !iri::same_origin(id, url) {
+            return Err(FetchError::Invalid(format!(
+                "{url} served a document of another origin ({id})"
+            )));
+        }
+        Ok(fetched)
+    }
+
+    /// GETs the document whose `id` is `url` itself. A server may answer an alias (a profile
+    /// page, a key URL) with a document of another id on its own origin; that document is
+    /// trusted only as served from its own id, so it is fetched once more from there and must
+    /// name itself. Nothing is ever stored under an id its document was not fetched from.
+    pub async fn get_canonical(
+        &self,
+        url: &str,
         signer: Option<&SigningKey>,
     ) -> Result<serde_json::Value, FetchError> {
-        let mut current =
+        let first = self.get_object(url, signer).await?;
+        let id = first.id().to_string();
+        if id == iri::without_fragment(url) {
+            return Ok(first.doc);
+        }
+        let second = self.get_object(&id, signer).await?;
+        if second.id() != id {
+            return Err(FetchError::Invalid(format!(
+                "{id} does not serve itself (it answered {})",
+                second.id()
+            )));
+        }
+        Ok(second.doc)
+    }
+
+    /// GETs a WebFinger JRD. Redirects may leave the origin (a domain delegating WebFinger to
+    /// the host that runs the server is normal): the JRD only names an actor IRI, which is then
+    /// fetched and checked on its own origin.
+    pub async fn get_jrd(&self, url: &str) -> Result<serde_json::Value, FetchError> {
+        Ok(self.get(url, Want::Jrd, None).await?.doc)
+    }
+
+    async fn get(
+        &self,
+        url: &str,
+        want: Want,
+        signer: Option<&SigningKey>,
+    ) -> Result<Fetched, FetchError> {
+        let requested =
             Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))?;
+        let mut current = requested.clone();
         for _ in 0..=MAX_REDIRECTS {
             self.check_url(&current).await?;
             let mut headers = HeaderMap::new();
             headers.insert(
                 reqwest::header::ACCEPT,
-                HeaderValue::from_str(accept.unwrap_or(ACCEPT_ACTIVITY))
-                    .map_err(|e| FetchError::Invalid(e.to_string()))?,
+                HeaderValue::from_static(want.accept()),
             );
             if let Some(key) = signer {
                 signature::sign_request(key, &Method::GET, &current, None, &mut headers)
@@ -260,9 +391,16 @@ impl FetchClient {
                     .get(reqwest::header::LOCATION)
                     .and_then(|v| v.to_str().ok())
                     .ok_or_else(|| FetchError::Invalid("redirect without Location".into()))?;
-                current = current
+                let next = current
                     .join(location)
                     .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))?;
+                if want == Want::Object && next.origin() != requested.origin() {
+                    return Err(FetchError::Invalid(format!(
+                        "{requested} redirected to another origin ({})",
+                        next.origin().ascii_serialization()
+                    )));
+                }
+                current = next;
                 continue;
             }
             if status == StatusCode::TOO_MANY_REQUESTS {
@@ -276,9 +414,29 @@ impl FetchClient {
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
+            let media_type = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| {
+                    v.split(';')
+                        .next()
+                        .unwrap_or_default()
+                        .trim()
+                        .to_ascii_lowercase()
+                })
+                .unwrap_or_default();
+            if !want.accepts(&media_type) {
+                return Err(FetchError::Invalid(format!(
+                    "{current} answered with content type {:?}, not {}",
+                    media_type,
+                    want.accept()
+                )));
+            }
             let body = read_capped(resp).await?;
-            return serde_json::from_slice(&body)
-                .map_err(|e| FetchError::Invalid(format!("not JSON: {e}")));
+            let doc = serde_json::from_slice(&body)
+                .map_err(|e| FetchError::Invalid(format!("not JSON: {e}")))?;
+            return Ok(Fetched { url: current, doc });
         }
         Err(FetchError::Refused(format!(
             "more than {MAX_REDIRECTS} redirects"
@@ -358,17 +516,25 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, FetchError>
     Ok(body)
 }
 
-/// `Retry-After`: delay-seconds or an HTTP date.
+/// The longest `Retry-After` honoured. A remote's value is input like any other: an absurd
+/// one (years, or beyond what an interval can hold) must not park work forever or overflow
+/// the database's interval arithmetic, so it is clamped to what deliveries wait at most.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(12 * 3600);
+
+/// `Retry-After`: delay-seconds or an HTTP date, clamped to [`MAX_RETRY_AFTER`].
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate::parse_http_date(v).ok()?;
-    Some(
-        when.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
+    let delay = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
+        // Digits beyond u64 are still "very long": clamp rather than ignore.
+        v.parse::<u64>()
+            .map_or(MAX_RETRY_AFTER, Duration::from_secs)
+    } else {
+        httpdate::parse_http_date(v)
+            .ok()?
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+    };
+    Some(delay.min(MAX_RETRY_AFTER))
 }
 
 #[cfg(test)]
@@ -395,10 +561,26 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "fd00:ec2::254",
+            // issue 14/9: IPv6 forms that carry or tunnel to non-public IPv4
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::8.8.8.8",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::a00:1",
+            "fec0::1",
+            "100::1",
         ] {
             assert!(address_allowed(ip(bad), false).is_err(), "{bad}");
         }
-        for good in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+        for good in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "2002:5db8:d822::1", // 6to4 of a public address
+        ] {
             assert!(address_allowed(ip(good), false).is_ok(), "{good}");
         }
     }
@@ -409,6 +591,9 @@ mod tests {
         assert!(address_allowed(ip("10.0.0.1"), true).is_ok());
         assert!(address_allowed(ip("169.254.169.254"), true).is_err());
         assert!(address_allowed(ip("::ffff:169.254.169.254"), true).is_err());
+        assert!(address_allowed(ip("::169.254.169.254"), true).is_err());
+        assert!(address_allowed(ip("2002:a9fe:a9fe::"), true).is_err());
+        assert!(address_allowed(ip("64:ff9b::a9fe:a9fe"), true).is_err());
         assert!(address_allowed(ip("0.0.0.0"), true).is_err());
     }
 
@@ -422,6 +607,16 @@ mod tests {
             "{d:?}"
         );
         assert_eq!(parse_retry_after("soon"), None);
+        // Issue 14/6: an absurd value is clamped, not an overflow further down.
+        assert_eq!(parse_retry_after("99999999999"), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("999999999999999999999999999"),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(
+            parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT"),
+            Some(MAX_RETRY_AFTER)
+        );
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ pub mod delivery;
 pub mod fetch;
 pub mod follows;
 pub mod instance;
+pub mod iri;
 pub mod keys;
 pub mod signature;
 pub mod statuses;

@@ -79,14 +79,7 @@ pub async fn resolve(fed: &Federation, handle: &str) -> Result<String, ResolveEr
     ))
     .map_err(|_| ResolveError::BadHandle(handle.into()))?;
     url.query_pairs_mut().append_pair("resource", &resource);
-    let doc = fed
-        .fetch
-        .get_json(
-            url.as_str(),
-            Some("application/jrd+json, application/json"),
-            None,
-        )
-        .await?;
+    let doc = fed.fetch.get_jrd(url.as_str()).await?;
     self_link(&doc).ok_or(ResolveError::NoActor(resource))
 }
 

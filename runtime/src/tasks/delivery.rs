@@ -27,7 +27,6 @@ pub const MAX_ATTEMPTS: u32 = 10;
 const MAX_DEFERRALS: u32 = 50;
 const HOST_WAIT: Duration = Duration::from_secs(2);
 const DEFAULT_RATE_LIMIT_DELAY: Duration = Duration::from_secs(60);
-const MAX_DELAY: Duration = Duration::from_secs(12 * 3600);
 
 pub fn spec() -> KindSpec {
     KindSpec::new(DELIVER_KIND, QueueName::Activity)
@@ -120,10 +119,8 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
             Ok(())
         }
         Ok(out) if out.status.as_u16() == 429 && p.deferrals < MAX_DEFERRALS => {
-            let delay = out
-                .retry_after
-                .unwrap_or(DEFAULT_RATE_LIMIT_DELAY)
-                .min(MAX_DELAY);
+            // `parse_retry_after` has clamped the remote's value already.
+            let delay = out.retry_after.unwrap_or(DEFAULT_RATE_LIMIT_DELAY);
             defer(&ctx, &p, delay, "429 Too Many Requests").await
         }
         Ok(out) => {

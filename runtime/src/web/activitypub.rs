@@ -23,8 +23,9 @@ use serde_json::{Value, json};
 
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{self, AS_CONTEXT, id_of, same_host};
+use crate::federation::actor::{self, AS_CONTEXT, id_of};
 use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
+use crate::federation::iri::same_origin;
 use crate::federation::signature::{self, PendingVerification};
 use crate::federation::{Federation, activity, instance, statuses, webfinger};
 use uuid::Uuid;
@@ -289,8 +290,8 @@ async fn receive(
         .get("actor")
         .and_then(id_of)
         .ok_or_else(|| bad_request("activity has no actor"))?;
-    if !same_host(id, actor_iri) {
-        return Err(bad_request("activity id is not on its actor's host"));
+    if !same_origin(id, actor_iri) {
+        return Err(bad_request("activity id is not on its actor's origin"));
     }
 
     let owner = verified_owner(s, fed, &pending, account.as_ref()).await?;
@@ -340,26 +341,39 @@ async fn verified_owner(
     let signer = fetch_signer(s, fed, account).await;
     let key = actor::fetch_key(&s.pool, fed, &pending.key_id, signer.as_ref())
         .await
-        .map_err(|e| {
-            let how = match &signer {
-                Some(k) => format!("signed as {}", k.key_id),
-                None => "unsigned".to_string(),
-            };
-            let refused = match &e {
-                actor::ActorError::Fetch(FetchError::Status(401 | 403)) => {
-                    " (the key's server refused our signed fetch)"
-                }
-                _ => "",
-            };
-            unauthorized(format!(
-                "cannot fetch key {} ({how}): {e}{refused}",
-                pending.key_id
-            ))
-        })?;
+        .map_err(|e| key_fetch_failed(&pending.key_id, signer.as_ref(), &e))?;
     pending
         .verify_pem(&key.pem)
         .map_err(|e| unauthorized(e.to_string()))?;
     Ok(key.owner)
+}
+
+/// The 401 for a key we could not fetch or trust. The client learns what the key's server
+/// answered (its HTTP status) but nothing of our side: why the guard refused an address, what
+/// a name resolved to or that it did not resolve would make the inbox an oracle for internal
+/// DNS and addresses (issue 14/8). The detail goes to the log.
+fn key_fetch_failed(
+    key_id: &str,
+    signer: Option<&signature::SigningKey>,
+    e: &actor::ActorError,
+) -> ApiError {
+    let how = match signer {
+        Some(k) => format!("signed as {}", k.key_id),
+        None => "unsigned".to_string(),
+    };
+    tracing::info!(key = key_id, error = %e, "inbox: cannot fetch or trust the signer's key");
+    let why = match e {
+        actor::ActorError::Fetch(FetchError::Status(code @ (401 | 403))) => {
+            format!("HTTP {code} (the key's server refused our signed fetch)")
+        }
+        actor::ActorError::Fetch(FetchError::Status(code)) => format!("HTTP {code}"),
+        actor::ActorError::Fetch(FetchError::TooManyRequests(_)) => "HTTP 429".into(),
+        actor::ActorError::Invalid(_) | actor::ActorError::Fetch(FetchError::Invalid(_)) => {
+            "key document not accepted".into()
+        }
+        _ => "key fetch refused".into(),
+    };
+    unauthorized(format!("cannot fetch key {key_id} ({how}): {why}"))
 }
 
 /// The key that signs a key fetch: the addressed account's, else the instance actor's. Without

@@ -98,17 +98,13 @@ async fn create(
             let signer = fed
                 .signing_key(&account)
                 .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+            // `get_object` takes only a document of the URL's own origin (id and redirects).
             let doc = fed
                 .fetch
-                .get_json(url, None, Some(&signer))
+                .get_object(url, Some(&signer))
                 .await
-                .map_err(|e| unprocessable(format!("cannot fetch {url}: {e}")))?;
-            let id = doc.get("id").and_then(Value::as_str).unwrap_or_default();
-            if replies::host_of(id) != replies::host_of(url) {
-                return Err(unprocessable(format!(
-                    "{url} did not return a post of its own host"
-                )));
-            }
+                .map_err(|e| unprocessable(format!("cannot fetch {url}: {e}")))?
+                .doc;
             doc.get("replies")
                 .and_then(id_of)
                 .map(str::to_string)

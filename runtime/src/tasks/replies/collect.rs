@@ -14,11 +14,12 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{CollectPayload, dispatch, host_of};
+use super::{CollectPayload, dispatch};
 use crate::config::ReplyConfig;
 use crate::federation::Federation;
 use crate::federation::actor::id_of;
 use crate::federation::fetch::FetchError;
+use crate::federation::iri::same_origin;
 use crate::federation::signature::SigningKey;
 use crate::queue::{JobContext, TaskError};
 
@@ -290,7 +291,7 @@ impl Collector {
                     if !w.seen.insert(iri.clone()) {
                         continue;
                     }
-                    if host_of(&iri).as_deref() != Some(run.host.as_str()) {
+                    if !same_origin(&iri, &run.replies_iri) {
                         // Another server's document (a thread's replies come from many): a
                         // job of its own, paced by that server's host row (R-RPL-2), with the
                         // depth left below this point. This job stays on its one host.
@@ -429,7 +430,7 @@ impl Collector {
         let result = tokio::select! {
             // Shutdown drops the request: a GET is safe to repeat on the next run.
             _ = self.stop.cancelled() => Err(None),
-            r = self.fed.fetch.get_json(iri, None, Some(signer)) => r.map_err(Some),
+            r = self.fed.fetch.get_object(iri, Some(signer)) => r.map(|f| f.doc).map_err(Some),
         };
         // The next request to this host waits a full interval from now, the moment the
         // response is in, so the remote sees them at least that far apart.
@@ -506,9 +507,10 @@ impl Collector {
             .and_then(id_of)
             .unwrap_or_default()
             .to_string();
-        // Every document of a job comes from the job's host (`walk` fetches nothing else).
-        let ours = Some(run.host.as_str());
-        if host_of(iri).as_deref() != ours || host_of(&author).as_deref() != ours {
+        // Every document of a job comes from the job's origin (`walk` fetches nothing else, and
+        // `get_object` refuses redirects and ids elsewhere); an inline object naming another
+        // origin does not speak for it.
+        if !same_origin(iri, &run.replies_iri) || !same_origin(&author, &run.replies_iri) {
             n.skipped += 1;
             return Ok(true);
         }
