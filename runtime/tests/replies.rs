@@ -702,6 +702,44 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
     inst.shutdown().await;
 }
 
+/// Issue 14/6: a remote's `Retry-After` is input. An absurd one used to overflow the interval
+/// arithmetic, leaving the job `processing` for its whole lease with no error recorded; now it
+/// is clamped (12 h, as deliveries) and the job waits with the 429 recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
+    let mut inst = Instance::start().await;
+    let remote = Remote::start().await;
+    let (alice, _) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    remote.script("/n/replies", [Answer::RetryAfter(u64::MAX)]);
+    inst.worker(&fast_config());
+    let job = request(&inst, &alice, &post, &replies_iri).await;
+    let waiting = eventually(WAIT, "the job to go back to waiting", || async {
+        let j = inst.job(job).await;
+        (j.status == "waiting" && j.error.is_some()).then_some(j)
+    })
+    .await;
+    assert_eq!(waiting.error.as_deref(), Some("HTTP 429"));
+    let (wait_s, host_cooldown_s): (f64, f64) = sqlx::query_as(
+        "SELECT EXTRACT(EPOCH FROM j.next_attempt_at - now())::float8,
+                EXTRACT(EPOCH FROM h.cooldown_until - now())::float8
+           FROM reply_collection_jobs j JOIN reply_collection_hosts h ON h.host = j.host
+          WHERE j.id = $1",
+    )
+    .bind(job)
+    .fetch_one(&inst.pool)
+    .await
+    .expect("times");
+    for (what, s) in [("job", wait_s), ("host", host_cooldown_s)] {
+        assert!(
+            (11.0 * 3600.0..=12.0 * 3600.0 + 60.0).contains(&s),
+            "{what} waits {s} s"
+        );
+    }
+    inst.shutdown().await;
+}
+
 /// A 429 in the middle of a walk: the next attempt resumes at the refused page instead of
 /// re-walking (and re-spending the request cap on) the pages it had already stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
