@@ -4,6 +4,7 @@
 pub mod config;
 pub mod db;
 pub mod federation;
+pub mod html;
 pub mod logging;
 pub mod metrics;
 pub mod node;

@@ -1840,3 +1840,93 @@ async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypu
     assert_forgery_refused(&inst, &peer, &key_id, &create).await;
     inst.shutdown().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Content (issue 14/7): remote HTML is sanitized before it is stored or served; our users'
+// text is published escaped.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
+    let inst = Instance::start(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let inbox = format!("{}/inbox", inst.base);
+    let parent = peer.new_id("notes");
+    let reply = peer.new_id("notes");
+    for (id, in_reply_to, content, url) in [
+        (&parent, Value::Null, json!("<p>root</p>"), json!(parent)),
+        (
+            &reply,
+            json!(parent),
+            json!(
+                r#"<p>hi<script>alert(1)</script><img src=x onerror="alert(2)"> <a href="javascript:alert(3)" onclick="x()">link</a></p>"#
+            ),
+            json!("javascript:alert(4)"),
+        ),
+    ] {
+        let create = json!({
+            "id": peer.new_id("creates"), "type": "Create", "actor": peer.actor(),
+            "object": { "id": id, "type": "Note", "attributedTo": peer.actor(),
+                        "inReplyTo": in_reply_to, "content": content, "url": url,
+                        "summary": "<b onmouseover=x()>cw</b>" },
+        });
+        assert_eq!(peer.post(&inbox, &create).await, 202);
+    }
+    eventually(WAIT, "both notes stored", || async {
+        (inst.count("SELECT count(*) FROM remote_posts").await == 2).then_some(())
+    })
+    .await;
+    let (content, summary, url): (Option<String>, Option<String>, Option<String>) =
+        sqlx::query_as("SELECT content, summary, url FROM remote_posts WHERE iri = $1")
+            .bind(&reply)
+            .fetch_one(&inst.pool)
+            .await
+            .expect("reply");
+    let content = content.expect("content");
+    assert_eq!(
+        content,
+        r#"<p>hi <a rel="nofollow noopener noreferrer">link</a></p>"#
+    );
+    assert_eq!(summary.as_deref(), Some("<b>cw</b>"));
+    assert_eq!(url, None, "a javascript: url is not kept");
+
+    // What the client API serves is the sanitized form.
+    let parent_id: Uuid = sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+        .bind(&parent)
+        .fetch_one(&inst.pool)
+        .await
+        .expect("parent id");
+    let ctx: Value = reqwest::Client::new()
+        .get(format!("{}/api/v1/statuses/{parent_id}/context", inst.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("context")
+        .json()
+        .await
+        .expect("json");
+    let served = ctx["descendants"][0].to_string();
+    for bad in ["script", "onerror", "onclick", "javascript:", "<img"] {
+        assert!(!served.contains(bad), "{bad} in {served}");
+    }
+
+    // Our user's text goes out escaped: what they typed is shown, never markup.
+    peer_follows(&inst, &peer, &alice).await;
+    let created = reqwest::Client::new()
+        .post(format!("{}/api/v1/statuses", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "status": "<b>bold</b> & <script>alert(1)</script>\nline two" }))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(created.status().as_u16(), 200, "{:?}", created.text().await);
+    let create = eventually(WAIT, "the Create at the follower's inbox", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Create")
+    })
+    .await;
+    assert_eq!(
+        create.body["object"]["content"],
+        "<p>&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;<br>line two</p>"
+    );
+    inst.shutdown().await;
+}

@@ -15,6 +15,7 @@ use super::accounts;
 use super::actor::{self, AS_CONTEXT, RemoteActor, id_of};
 use super::delivery::{Recipient, queue_activity};
 use super::iri::same_origin;
+use crate::html;
 use crate::queue::{NewMessage, QueueName, enqueue};
 
 pub const INBOX_KIND: &str = "hollo.inbox.v1";
@@ -370,6 +371,39 @@ const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Or
 
 const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 
+/// What `remote_posts` keeps of a remote note, made safe to serve (issue 14/7): `content` and
+/// `summary` through the allow-list sanitizer, `url` only when http(s). Both ways a note
+/// arrives — the inbox and reply collection — store these.
+pub struct NoteFields {
+    pub content: Option<String>,
+    pub summary: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub replies: Option<String>,
+    pub url: Option<String>,
+    pub published: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl NoteFields {
+    pub fn of(object: &Value) -> NoteFields {
+        let text = |k: &str| object.get(k).and_then(Value::as_str);
+        let iri = |k: &str| object.get(k).and_then(id_of).map(str::to_string);
+        NoteFields {
+            content: text("content").map(html::sanitize_remote),
+            summary: text("summary").map(html::sanitize_remote),
+            in_reply_to: iri("inReplyTo"),
+            replies: iri("replies"),
+            url: object
+                .get("url")
+                .and_then(id_of)
+                .and_then(html::http_url)
+                .map(str::to_string),
+            published: text("published")
+                .and_then(|p| chrono::DateTime::parse_from_rfc3339(p).ok())
+                .map(|d| d.with_timezone(&chrono::Utc)),
+        }
+    }
+}
+
 async fn upsert_note(
     tx: &mut PgConnection,
     inc: &Incoming,
@@ -392,13 +426,7 @@ async fn upsert_note(
     if author != inc.actor || !same_origin(iri, &inc.actor) {
         return Ok("ignored: note not attributed to the signer".into());
     }
-    let text = |k: &str| object.get(k).and_then(Value::as_str).map(str::to_string);
-    let published = text("published")
-        .and_then(|p| chrono::DateTime::parse_from_rfc3339(&p).ok())
-        .map(|d| d.with_timezone(&chrono::Utc));
-    let replies = object.get("replies").and_then(id_of).map(str::to_string);
-    let in_reply_to = object.get("inReplyTo").and_then(id_of).map(str::to_string);
-    let url = object.get("url").and_then(id_of).map(str::to_string);
+    let note = NoteFields::of(object);
     let create = inc.ty == "Create";
     // Create never overwrites (a replayed Create changes nothing); Update only touches a
     // post of the same author that is not deleted, or stores it if we never saw it.
@@ -415,12 +443,12 @@ async fn upsert_note(
     let n = sqlx::query(sql)
         .bind(iri)
         .bind(&inc.actor)
-        .bind(text("content"))
-        .bind(text("summary"))
-        .bind(in_reply_to)
-        .bind(replies)
-        .bind(url)
-        .bind(published)
+        .bind(note.content)
+        .bind(note.summary)
+        .bind(note.in_reply_to)
+        .bind(note.replies)
+        .bind(note.url)
+        .bind(note.published)
         .bind(object)
         .execute(&mut *tx)
         .await?

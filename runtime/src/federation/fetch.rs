@@ -59,7 +59,7 @@ pub struct Fetched {
 }
 
 impl Fetched {
-    /// The document's `id` (`get_object` has checked there is one).
+    /// The document's `id`, empty when it has none (`get_object` has checked its origin).
     pub fn id(&self) -> &str {
         self.doc
             .get("id")
@@ -305,20 +305,18 @@ impl FetchClient {
     /// (R-AP-1): redirects are followed only within that origin (every hop through the guard,
     /// signed when a key is given — authorized fetch, R-RPL-8), the response must be
     /// `application/activity+json` or `application/ld+json` (an upload served as `text/plain`
-    /// or `application/json` is not a document of the server), and the document's `id` must be
-    /// on the requested origin.
+    /// or `application/json` is not a document of the server), and the document's `id`, when
+    /// it has one, must be on the requested origin.
     pub async fn get_object(
         &self,
         url: &str,
         signer: Option<&SigningKey>,
     ) -> Result<Fetched, FetchError> {
         let fetched = self.get(url, Want::Object, signer).await?;
-        let id = fetched
-            .doc
-            .get("id")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| FetchError::Invalid(format!("{url} served a document without id")))?;
-        if !iri::same_origin(id, url) {
+        // A document without id (an anonymous collection page) names nothing it could poison.
+        if let Some(id) = fetched.doc.get("id")
+            && !id.as_str().is_some_and(|id| iri::same_origin(id, url))
+        {
             return Err(FetchError::Invalid(format!(
                 "{url} served a document of another origin ({id})"
             )));
@@ -337,6 +335,11 @@ impl FetchClient {
     ) -> Result<serde_json::Value, FetchError> {
         let first = self.get_object(url, signer).await?;
         let id = first.id().to_string();
+        if id.is_empty() {
+            return Err(FetchError::Invalid(format!(
+                "{url} served a document without id"
+            )));
+        }
         if id == iri::without_fragment(url) {
             return Ok(first.doc);
         }

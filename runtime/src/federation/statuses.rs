@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::Federation;
 use super::actor::{AS_CONTEXT, PUBLIC};
 use super::delivery::{Recipient, queue_activity};
+use crate::html;
 use crate::polls::{self, PollTally};
 
 /// A local status as stored, with its poll (and the poll's current counts) if it has one.
@@ -31,7 +32,8 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     let mut o = json!({
         "@context": AS_CONTEXT,
         "id": s.uri, "type": "Note", "attributedTo": actor,
-        "content": s.content, "published": s.created_at,
+        // The user's plain text, escaped: `<b>` typed is shown, never markup (issue 14/7).
+        "content": html::text_to_html(&s.content), "published": s.created_at,
         "to": [PUBLIC], "cc": [fed.followers(&s.username)],
     });
     if let Some(p) = &s.poll {

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::{CollectPayload, dispatch};
 use crate::config::ReplyConfig;
 use crate::federation::Federation;
+use crate::federation::activity::NoteFields;
 use crate::federation::actor::id_of;
 use crate::federation::fetch::FetchError;
 use crate::federation::iri::same_origin;
@@ -514,10 +515,7 @@ impl Collector {
             n.skipped += 1;
             return Ok(true);
         }
-        let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_string);
-        let published = text("published")
-            .and_then(|p| chrono::DateTime::parse_from_rfc3339(&p).ok())
-            .map(|d| d.with_timezone(&chrono::Utc));
+        let note = NoteFields::of(obj);
         let mut tx = pool.begin().await?;
         // Fence first: a worker that lost the job stores nothing more.
         let ours: Option<i32> = sqlx::query_scalar(
@@ -537,12 +535,12 @@ impl Collector {
         )
         .bind(iri)
         .bind(&author)
-        .bind(text("content"))
-        .bind(text("summary"))
-        .bind(obj.get("inReplyTo").and_then(id_of))
-        .bind(obj.get("replies").and_then(id_of))
-        .bind(obj.get("url").and_then(id_of))
-        .bind(published)
+        .bind(note.content)
+        .bind(note.summary)
+        .bind(note.in_reply_to)
+        .bind(note.replies)
+        .bind(note.url)
+        .bind(note.published)
         .bind(obj)
         .execute(&mut *tx)
         .await?

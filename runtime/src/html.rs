@@ -1,0 +1,166 @@
+//! HTML that leaves or enters the server (issue 14/7): our users' plain text becomes escaped
+//! HTML before it is published, and remote HTML is cut down to an allow-list before it is
+//! stored or served. Remote `url`s are taken only when they are http(s).
+//!
+//! The allow-list is Mastodon's (what every fediverse client renders): paragraphs, line
+//! breaks, links, spans, emphasis, code, quotes and lists; links get
+//! `rel="nofollow noopener noreferrer"`; only http(s) URLs survive; no scripts, event
+//! handlers, styles or other attributes.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+fn sanitizer() -> &'static ammonia::Builder<'static> {
+    static SANITIZER: OnceLock<ammonia::Builder<'static>> = OnceLock::new();
+    SANITIZER.get_or_init(|| {
+        let mut b = ammonia::Builder::empty();
+        b.add_tags([
+            "p",
+            "br",
+            "a",
+            "span",
+            "del",
+            "s",
+            "pre",
+            "code",
+            "em",
+            "strong",
+            "b",
+            "i",
+            "u",
+            "blockquote",
+            "ul",
+            "ol",
+            "li",
+        ])
+        // `class` is allowed through `allowed_classes` below (ammonia refuses both).
+        .add_tag_attributes("a", ["href"])
+        .add_tag_attributes("ol", ["start", "reversed"])
+        .add_tag_attributes("li", ["value"])
+        // Microformat classes clients style (mentions, hashtags, shortened links) — no others.
+        .allowed_classes(
+            [
+                (
+                    "a",
+                    [
+                        "mention",
+                        "hashtag",
+                        "u-url",
+                        "status-link",
+                        "unhandled-link",
+                    ]
+                    .as_slice(),
+                ),
+                ("span", ["h-card", "ellipsis", "invisible"].as_slice()),
+            ]
+            .into_iter()
+            .map(|(tag, classes)| (tag, classes.iter().copied().collect::<HashSet<_>>()))
+            .collect(),
+        )
+        .url_schemes(HashSet::from(["http", "https"]))
+        .url_relative(ammonia::UrlRelative::Deny)
+        .link_rel(Some("nofollow noopener noreferrer"));
+        b
+    })
+}
+
+/// Remote HTML cut down to the allow-list: safe to store, serve and render.
+pub fn sanitize_remote(html: &str) -> String {
+    sanitizer().clean(html).to_string()
+}
+
+/// A remote `url` we keep: http(s) only (`javascript:`, `data:` and the like are dropped).
+pub fn http_url(url: &str) -> Option<&str> {
+    let parsed = url::Url::parse(url).ok()?;
+    matches!(parsed.scheme(), "http" | "https").then_some(url)
+}
+
+/// Plain text as HTML: escaped, a paragraph per blank-line-separated block, `<br>` for single
+/// line breaks. Empty text is an empty string.
+pub fn text_to_html(text: &str) -> String {
+    let text = text.replace("\r\n", "\n");
+    text.split("\n\n")
+        .map(|p| p.trim_matches('\n'))
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let lines: Vec<String> = p.split('\n').map(escape).collect();
+            format!("<p>{}</p>", lines.join("<br>"))
+        })
+        .collect()
+}
+
+/// Escapes the five characters that are markup in HTML text and attributes.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_handlers_and_foreign_schemes_never_survive() {
+        for (dirty, clean) in [
+            ("<p>hi<script>alert(1)</script></p>", "<p>hi</p>"),
+            ("<img src=x onerror=alert(1)>", ""),
+            (
+                r#"<a href="javascript:alert(1)" onclick="x()">go</a>"#,
+                r#"<a rel="nofollow noopener noreferrer">go</a>"#,
+            ),
+            (r#"<p style="color:red" class="x">t</p>"#, "<p>t</p>"),
+            ("<iframe src=https://evil></iframe>ok", "ok"),
+        ] {
+            assert_eq!(sanitize_remote(dirty), clean, "{dirty}");
+        }
+    }
+
+    #[test]
+    fn mastodon_markup_is_kept() {
+        let html = r#"<p>hi <span class="h-card"><a href="https://m.example/@a" class="u-url mention">@<span>a</span></a></span> <a href="https://m.example/tags/x" class="mention hashtag" rel="tag">#x</a><br>line</p>"#;
+        let out = sanitize_remote(html);
+        assert!(out.contains(r#"<span class="h-card">"#), "{out}");
+        assert!(out.contains(r#"href="https://m.example/@a""#), "{out}");
+        assert!(out.contains(r#"class="u-url mention""#), "{out}");
+        assert!(out.contains("<br>line</p>"), "{out}");
+    }
+
+    #[test]
+    fn only_http_urls_are_kept() {
+        assert_eq!(
+            http_url("https://m.example/@a/1"),
+            Some("https://m.example/@a/1")
+        );
+        for bad in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "ftp://x/y",
+            "nope",
+        ] {
+            assert_eq!(http_url(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn plain_text_becomes_escaped_paragraphs() {
+        assert_eq!(
+            text_to_html("<b>hi</b> & \"you\"\nnext\n\nsecond"),
+            "<p>&lt;b&gt;hi&lt;/b&gt; &amp; &quot;you&quot;<br>next</p><p>second</p>"
+        );
+        assert_eq!(text_to_html(""), "");
+        assert_eq!(
+            text_to_html("<script>x</script>"),
+            "<p>&lt;script&gt;x&lt;/script&gt;</p>"
+        );
+    }
+}
