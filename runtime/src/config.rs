@@ -83,6 +83,10 @@ pub struct DbConfig {
     pub item_lock_pool_size: u32,
     /// `HOLLO_HOME`: where the local PostgreSQL lives when `DATABASE_URL` is unset.
     pub home: String,
+    /// `DATABASE_WAIT_SECONDS` (default 60): how long a one-shot command (`migrate`,
+    /// `account create`, …) waits for an unreachable database before it fails. `serve` waits
+    /// for as long as it runs (R-DB-3).
+    pub wait: Duration,
 }
 
 /// Per-process queue limits and timings (SPEC.md §2).
@@ -416,6 +420,7 @@ impl DbConfig {
             worker_pool_max: env.count("WORKER_POOL_MAX", 20, 2, 10_000)?,
             item_lock_pool_size: env.count("ITEM_LOCK_POOL_SIZE", 4, 1, 1_000)?,
             home: env.get("HOLLO_HOME").unwrap_or(".hollo").to_string(),
+            wait: env.seconds("DATABASE_WAIT_SECONDS", 60, 1, 3600)?,
         })
     }
 }

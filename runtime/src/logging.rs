@@ -5,12 +5,17 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 
-pub fn init(format: LogFormat) {
-    let filter = std::env::var("RUST_LOG")
-        .or_else(|_| std::env::var("LOG_LEVEL"))
-        .ok()
-        .and_then(|f| EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| EnvFilter::new("info,sqlx=warn"));
+/// Installs the subscriber. A `RUST_LOG`/`LOG_LEVEL` that is not a valid filter is an error
+/// (issue 14/12): silently falling back to `info` would hide the debug logs someone asked for.
+pub fn init(format: LogFormat) -> Result<(), String> {
+    let filter = match ["RUST_LOG", "LOG_LEVEL"]
+        .into_iter()
+        .find_map(|var| Some((var, std::env::var(var).ok()?)))
+    {
+        Some((var, value)) => EnvFilter::try_new(&value)
+            .map_err(|e| format!("{var}={value:?} is not a valid log filter: {e}"))?,
+        None => EnvFilter::new("info,sqlx=warn"),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -18,4 +23,5 @@ pub fn init(format: LogFormat) {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
+    Ok(())
 }

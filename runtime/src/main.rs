@@ -118,7 +118,10 @@ fn main() -> ExitCode {
         Some(v) if v.eq_ignore_ascii_case("json") => LogFormat::Json,
         _ => LogFormat::Text,
     };
-    logging::init(format);
+    if let Err(e) = logging::init(format) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -298,12 +301,14 @@ async fn connect(env: &Env) -> Result<sqlx::PgPool> {
     let cfg = DbConfig::from_env(env).map_err(config_error)?;
     let (urls, local) = db::resolve_urls(&cfg).await?;
     let stop = CancellationToken::new();
-    let pool = tokio::time::timeout(
-        Duration::from_secs(60),
-        db::connect_pool(&urls.direct, 4, "cli", &stop),
-    )
-    .await
-    .context("database unreachable for 60 s")??;
+    let pool = tokio::time::timeout(cfg.wait, db::connect_pool(&urls.direct, 4, "cli", &stop))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "database unreachable for {} s, giving up (DATABASE_WAIT_SECONDS; the log above has each attempt's error)",
+                cfg.wait.as_secs()
+            )
+        })??;
     if local.is_some() {
         db::migrate(&pool).await?;
     }

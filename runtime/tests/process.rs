@@ -319,6 +319,66 @@ fn bad_numbers_are_startup_errors() {
     }
 }
 
+/// Issue 14/12: one-shot commands wait a bounded time (`DATABASE_WAIT_SECONDS`) for an
+/// unreachable database, then fail with a clear error and a non-zero exit.
+#[test]
+fn one_shot_commands_give_up_on_an_unreachable_database() {
+    let port = free_port();
+    let url = format!("postgres://hollo:secret@127.0.0.1:{port}/hollo");
+    for args in [&["migrate"][..], &["account", "create", "alice"][..]] {
+        let child = Command::new(HOLLO)
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .env("DATABASE_WAIT_SECONDS", "2")
+            .env("SECRET_KEY", "process-test-secret-0123456789abcdef")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run hollo");
+        let mut child = support::Proc(child);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.0.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{args:?} still waiting after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(!status.success(), "{args:?} must fail");
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.0.stderr.as_mut().expect("stderr"), &mut err)
+            .expect("stderr");
+        assert!(
+            err.contains("database unreachable for 2 s") && err.contains("DATABASE_WAIT_SECONDS"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("secret"),
+            "the password never reaches the output"
+        );
+    }
+}
+
+/// Issue 14/12: a log filter that does not parse is an error, not a silent `info`.
+#[test]
+fn an_invalid_log_filter_is_a_startup_error() {
+    for (var, value) in [("RUST_LOG", "info,[[[bad"), ("LOG_LEVEL", "hollo=loud")] {
+        let out = Command::new(HOLLO)
+            .arg("version")
+            .env_remove("RUST_LOG")
+            .env(var, value)
+            .output()
+            .expect("run hollo");
+        assert!(!out.status.success(), "{var}={value} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(var) && err.contains(value), "{var}: {err}");
+    }
+}
+
 #[tokio::test]
 async fn an_unreachable_database_is_retried_with_clear_logs_until_stopped() {
     let port = free_port();
