@@ -12,6 +12,7 @@ use sqlx::{ConnectOptions, Connection, Executor};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DbConfig, redact_url};
+use crate::queue::Backoff;
 
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 
@@ -95,7 +96,7 @@ pub async fn connect_pool(
     stop: &CancellationToken,
 ) -> Result<PgPool> {
     let opts = connect_options(url)?;
-    let mut delay = Duration::from_millis(250);
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
     let mut attempt = 1u32;
     loop {
         // One plain connection first: a pool would hide "refused" behind its acquire timeout.
@@ -119,6 +120,7 @@ pub async fn connect_pool(
                     .connect_lazy_with(opts));
             }
             Err(e) => {
+                let delay = backoff.next_wait();
                 tracing::warn!(
                     pool = what, attempt, retry_in_ms = delay.as_millis() as u64, url = %redact_url(url),
                     error = %e, "database unreachable; retrying"
@@ -127,7 +129,6 @@ pub async fn connect_pool(
                     _ = stop.cancelled() => bail!("stopped while waiting for the database: {e}"),
                     _ = tokio::time::sleep(delay) => {}
                 }
-                delay = (delay * 2).min(Duration::from_secs(10));
                 attempt += 1;
             }
         }

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::message::{Claimed, QueueName};
+use super::message::{Claimed, QueueName, fence};
 
 /// One branch of a claim: up to `limit` due messages of these kinds.
 #[derive(Clone, Debug)]
@@ -68,7 +68,8 @@ pub async fn claim_and_complete(
     // `pick` leaves the row out, so the completion wins and the row is not modified twice.
     let mut ctes = vec![format!(
         "done AS (DELETE FROM {t} d USING unnest($4::uuid[], $5::int[]) AS f(id, claims)
-                   WHERE d.id = f.id AND d.claims = f.claims AND d.lease_owner = $2 RETURNING d.id)"
+                   WHERE {} RETURNING d.id)",
+        fence("d", "f.id", "f.claims", "$2")
     )];
     let mut union = Vec::with_capacity(branches.len());
     for (i, b) in branches.iter().enumerate() {

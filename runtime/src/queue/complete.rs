@@ -16,7 +16,7 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::message::{Claimed, QueueName};
+use super::message::{Claimed, QueueName, fence};
 
 /// Ids a node holds leases on: running, or finished and waiting for their batched delete.
 pub type Held = Arc<Mutex<HashSet<Uuid>>>;
@@ -147,9 +147,9 @@ pub async fn delete_done(
     done: &[Done],
 ) -> Result<u64, sqlx::Error> {
     let sql = format!(
-        "DELETE FROM {} m USING unnest($1::uuid[], $2::int[]) AS d(id, claims)
-          WHERE m.id = d.id AND m.claims = d.claims AND m.lease_owner = $3",
-        queue.table()
+        "DELETE FROM {} m USING unnest($1::uuid[], $2::int[]) AS d(id, claims) WHERE {}",
+        queue.table(),
+        fence("m", "d.id", "d.claims", "$3")
     );
     Ok(sqlx::query(AssertSqlSafe(sql))
         .bind(done.iter().map(|d| d.0).collect::<Vec<Uuid>>())
@@ -178,12 +178,13 @@ pub async fn retry_later(
     error: &str,
 ) -> Result<bool, sqlx::Error> {
     let sql = format!(
-        "UPDATE {} SET attempts = attempts + 1, lease_owner = NULL,
+        "UPDATE {} m SET attempts = attempts + 1, lease_owner = NULL,
                 due = now() + $4 * interval '1 second', delay = (now() + $4 * interval '1 second') - created,
                 ready_at = now() + $4 * interval '1 second',
                 message = jsonb_set(message, '{{lastError}}', to_jsonb($5::text))
-          WHERE id = $1 AND claims = $2 AND lease_owner = $3",
-        msg.queue.table()
+          WHERE {}",
+        msg.queue.table(),
+        fence("m", "$1", "$2", "$3")
     );
     let n = sqlx::query(AssertSqlSafe(sql))
         .bind(msg.id)
@@ -206,13 +207,14 @@ pub async fn fail(
 ) -> Result<bool, sqlx::Error> {
     let sql = format!(
         "WITH gone AS (
-            DELETE FROM {} WHERE id = $1 AND claims = $2 AND lease_owner = $3
+            DELETE FROM {} m WHERE {}
             RETURNING id, kind, message, attempts, created
          )
          INSERT INTO hollo_failed_message (id, queue, kind, message, attempts, error, created)
          SELECT id, $4, kind, message, attempts + 1, $5, created FROM gone
          ON CONFLICT (id) DO UPDATE SET attempts = EXCLUDED.attempts, error = EXCLUDED.error, failed_at = now()",
-        msg.queue.table()
+        msg.queue.table(),
+        fence("m", "$1", "$2", "$3")
     );
     let n = sqlx::query(AssertSqlSafe(sql))
         .bind(msg.id)

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -14,6 +13,8 @@ use super::claim::{self, ClaimBranch};
 use super::complete::{self, Completer, Held};
 use super::message::{Claimed, QueueName};
 use super::registry::{JobContext, Registry, TaskError};
+use super::retry::Backoff;
+use super::slots::Slots;
 use crate::metrics::Metrics;
 
 /// How long a refill claim may wait for more slots to free up. Handlers that finish together
@@ -40,7 +41,7 @@ pub struct Consumer {
 pub struct InFlight(Arc<Mutex<HashMap<String, usize>>>);
 
 impl InFlight {
-    fn add(&self, kind: &str, delta: isize) {
+    pub(super) fn add(&self, kind: &str, delta: isize) {
         if let Ok(mut m) = self.0.lock() {
             let e = m.entry(kind.to_string()).or_default();
             *e = e.saturating_add_signed(delta);
@@ -52,11 +53,6 @@ impl InFlight {
     pub fn snapshot(&self) -> HashMap<String, usize> {
         self.0.lock().map(|m| m.clone()).unwrap_or_default()
     }
-}
-
-/// Random fraction for retry jitter, without another dependency.
-fn unit_random() -> f64 {
-    (Uuid::new_v4().as_u128() >> 75) as f64 / (1u128 << 53) as f64
 }
 
 impl Consumer {
@@ -96,18 +92,15 @@ impl Consumer {
                 )
             })
             .collect();
-        let mut lane_busy: HashMap<&'static str, usize> = HashMap::new();
-        let mut running: JoinSet<()> = JoinSet::new();
-        let mut running_ids: HashMap<tokio::task::Id, (Uuid, Option<&'static str>, String)> =
-            HashMap::new();
+        let mut slots = Slots::new(self.limit, in_flight);
         let mut more = true;
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::new(Duration::from_millis(100), self.poll);
         // When slots free up one by one, the refill claim waits until this instant (or until
         // every handler is done) so one query refills several slots instead of one per slot.
         let mut claim_at: Option<tokio::time::Instant> = None;
 
         while !stop.is_cancelled() {
-            let free = self.limit.saturating_sub(running.len());
+            let free = slots.free();
             let coalescing = match claim_at {
                 Some(at) if more && free > 0 && free < self.limit => {
                     tokio::time::Instant::now() < at
@@ -121,12 +114,9 @@ impl Consumer {
                     limit: free,
                 }];
                 for lane in &lanes {
-                    let room = lane
-                        .limit
-                        .saturating_sub(lane_busy.get(lane.name).copied().unwrap_or(0));
                     branches.push(ClaimBranch {
                         kinds: lane_kinds.get(lane.name).cloned().unwrap_or_default(),
-                        limit: room,
+                        limit: slots.lane_room(lane),
                     });
                 }
                 // Finished messages ride along: their delete commits with this claim.
@@ -138,25 +128,21 @@ impl Consumer {
                 {
                     Ok(claimed) => {
                         complete::forget_all(&held, &done.iter().map(|d| d.0).collect::<Vec<_>>());
-                        backoff = Duration::from_millis(100);
+                        backoff.reset();
                         more = claimed.len() == free;
                         if let Ok(mut h) = held.lock() {
                             h.extend(claimed.iter().map(|m| m.id));
                         }
                         for msg in claimed {
                             let lane = self.registry.get(&msg.kind).and_then(|k| k.lane);
-                            if let Some(l) = lane {
-                                *lane_busy.entry(l).or_default() += 1;
-                            }
-                            in_flight.add(&msg.kind, 1);
                             let (id, kind) = (msg.id, msg.kind.clone());
-                            let handle = running.spawn(self.clone().execute(
+                            let handler = self.clone().execute(
                                 msg,
                                 completer.clone(),
                                 held.clone(),
                                 abort.clone(),
-                            ));
-                            running_ids.insert(handle.id(), (id, lane, kind));
+                            );
+                            slots.spawn(id, kind, lane, handler);
                         }
                     }
                     Err(e) => {
@@ -165,9 +151,8 @@ impl Consumer {
                         tracing::warn!(queue = self.queue.as_str(), error = %e, "claim failed; retrying");
                         tokio::select! {
                             _ = stop.cancelled() => break,
-                            _ = tokio::time::sleep(backoff) => {}
+                            _ = tokio::time::sleep(backoff.next_wait()) => {}
                         }
-                        backoff = (backoff * 2).min(self.poll);
                         continue;
                     }
                 }
@@ -182,26 +167,13 @@ impl Consumer {
                 _ = tokio::time::sleep_until(coalesce_until.unwrap_or_else(tokio::time::Instant::now)), if coalesce_until.is_some() => {
                     claim_at = None;
                 }
-                Some(done) = running.join_next_with_id(), if !running.is_empty() => {
-                    let mut finished = vec![done];
-                    // Collect every other handler that is already done, so the next claim
-                    // sees all the free slots at once.
-                    while let Some(done) = running.try_join_next_with_id() {
-                        finished.push(done);
-                    }
-                    let was_full = running.len() + finished.len() >= self.limit;
-                    for done in finished {
-                        let id = match &done { Ok((id, _)) => *id, Err(e) => e.id() };
-                        if let Some((_, lane, kind)) = running_ids.remove(&id) {
-                            if let Some(l) = lane {
-                                lane_busy.entry(l).and_modify(|n| *n = n.saturating_sub(1));
-                                // A freed lane slot may unblock lane work even if the queue looked empty.
-                                more = true;
-                            }
-                            in_flight.add(&kind, -1);
-                        }
-                    }
-                    if was_full {
+                Some(lane_freed) = slots.join_next(), if !slots.is_empty() => {
+                    // Every other handler that is already done too, so the next claim sees
+                    // all the free slots at once.
+                    let (others, lanes_freed) = slots.reap_finished();
+                    let was_full = slots.len() + 1 + others >= self.limit;
+                    // A freed lane slot may unblock lane work even if the queue looked empty.
+                    if was_full || lane_freed || lanes_freed {
                         more = true;
                     }
                     if more && claim_at.is_none() {
@@ -212,29 +184,18 @@ impl Consumer {
         }
 
         // Draining: no new claims; wait for running handlers within the window.
-        let running_count = running.len();
-        if running_count > 0 {
+        if !slots.is_empty() {
             tracing::info!(
                 queue = self.queue.as_str(),
-                running = running_count,
+                running = slots.len(),
                 "draining in-flight messages"
             );
         }
         loop {
             tokio::select! {
-                done = running.join_next_with_id() => match done {
-                    None => break,
-                    Some(done) => {
-                        let id = match &done { Ok((id, _)) => *id, Err(e) => e.id() };
-                        if let Some((_, _, kind)) = running_ids.remove(&id) {
-                            in_flight.add(&kind, -1);
-                        }
-                    }
-                },
+                done = slots.join_next() => if done.is_none() { break },
                 _ = abort.cancelled() => {
-                    running.abort_all();
-                    while running.join_next().await.is_some() {}
-                    let cut: Vec<Uuid> = running_ids.drain().map(|(_, (msg, _, kind))| { in_flight.add(&kind, -1); msg }).collect();
+                    let cut = slots.abort_all().await;
                     if !cut.is_empty() {
                         match claim::release(&self.pool, self.queue, self.node, &cut).await {
                             Ok(n) => tracing::warn!(queue = self.queue.as_str(), released = n, "drain window over: handed unfinished messages back"),
@@ -312,7 +273,7 @@ impl Consumer {
             }
             Err(TaskError::Transient(e)) => {
                 let failures = (msg.attempts + 1).max(1) as u32;
-                match kind.retry.next_delay(failures, unit_random()) {
+                match kind.retry.next_delay(failures, rand::random::<f64>()) {
                     Some(delay) => {
                         tracing::info!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, attempt = failures,
                             retry_in_ms = delay.as_millis() as u64, error = %e, "message failed; will retry");

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::message::QueueName;
+use super::retry::Backoff;
 
 pub enum Source {
     /// Take the connection from the general pool.
@@ -23,7 +24,7 @@ pub enum Source {
 pub async fn run(source: Source, wakes: HashMap<QueueName, Arc<Notify>>, stop: CancellationToken) {
     let channels: Vec<&str> = wakes.keys().map(|q| q.channel()).collect();
     let wake_all = || wakes.values().for_each(|n| n.notify_one());
-    let mut delay = Duration::from_millis(200);
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
     loop {
         let connected = match &source {
             Source::Pool(pool) => PgListener::connect_with(pool).await,
@@ -32,19 +33,18 @@ pub async fn run(source: Source, wakes: HashMap<QueueName, Arc<Notify>>, stop: C
         let mut listener = match connected {
             Ok(l) => l,
             Err(e) => {
+                let delay = backoff.next_wait();
                 tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "LISTEN connection failed; polling meanwhile");
                 tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(delay) => {} }
-                delay = (delay * 2).min(Duration::from_secs(10));
                 continue;
             }
         };
         if let Err(e) = listener.listen_all(channels.iter().copied()).await {
             tracing::warn!(error = %e, "LISTEN failed; reconnecting");
-            tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(delay) => {} }
-            delay = (delay * 2).min(Duration::from_secs(10));
+            tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(backoff.next_wait()) => {} }
             continue;
         }
-        delay = Duration::from_millis(200);
+        backoff.reset();
         wake_all();
         loop {
             tokio::select! {
@@ -68,6 +68,6 @@ pub async fn run(source: Source, wakes: HashMap<QueueName, Arc<Notify>>, stop: C
                 }
             }
         }
-        tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(delay) => {} }
+        tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(backoff.next_wait()) => {} }
     }
 }

@@ -86,3 +86,12 @@ impl Claimed {
 pub fn envelope(queue: QueueName, kind: &str, data: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({ "type": queue.envelope_type(), "taskName": kind, "data": data })
 }
+
+/// The claim fence, written once: the SQL condition under which row `m` is still the claim
+/// (`id`, `claims`) that `owner` took. Every write that finishes, retries or fails a claimed
+/// message carries it, so a worker whose lease ran out — its message re-claimed by another
+/// worker since, which bumped `claims` — changes nothing (R-Q-2). Arguments are SQL
+/// expressions (parameters or columns).
+pub(super) fn fence(m: &str, id: &str, claims: &str, owner: &str) -> String {
+    format!("{m}.id = {id} AND {m}.claims = {claims} AND {m}.lease_owner = {owner}")
+}

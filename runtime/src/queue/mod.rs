@@ -12,9 +12,10 @@ pub mod listener;
 pub mod message;
 pub mod registry;
 pub mod retry;
+mod slots;
 pub mod stats;
 
 pub use enqueue::{Enqueued, NewMessage, enqueue, enqueue_many};
 pub use message::{Claimed, QueueName};
 pub use registry::{JobContext, KindSpec, Registry, TaskError};
-pub use retry::RetryPolicy;
+pub use retry::{Backoff, RetryPolicy};

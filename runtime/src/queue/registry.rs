@@ -14,7 +14,7 @@ use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::message::{Claimed, QueueName};
+use super::message::{Claimed, QueueName, fence};
 use super::retry::RetryPolicy;
 
 /// Why a run did not succeed. Both are *recorded* failures; a process exit never produces one.
@@ -83,8 +83,9 @@ impl JobContext {
     /// roll back instead of committing its effects.
     pub async fn complete_in(&self, conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
         let sql = format!(
-            "DELETE FROM {} WHERE id = $1 AND claims = $2 AND lease_owner = $3",
-            self.msg.queue.table()
+            "DELETE FROM {} m WHERE {}",
+            self.msg.queue.table(),
+            fence("m", "$1", "$2", "$3")
         );
         let done = sqlx::query(AssertSqlSafe(sql))
             .bind(self.msg.id)

@@ -73,9 +73,68 @@ impl RetryPolicy {
     }
 }
 
+/// The one back-off of every retry loop that waits on something outside the process (claims
+/// that fail, LISTEN reconnects, a database that is down): doubling from `initial` to `max`,
+/// each wait jittered by ±20 % so processes that lost the same database do not come back in
+/// lockstep. `reset` after a success.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    const JITTER: f64 = 0.2;
+
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Backoff {
+            initial,
+            max,
+            next: initial,
+        }
+    }
+
+    /// The wait before the next try (jittered), doubling the one after it up to `max`.
+    pub fn next_wait(&mut self) -> Duration {
+        let base = self.next;
+        self.next = (self.next * 2).min(self.max);
+        jittered(base, Self::JITTER, rand::random::<f64>())
+    }
+
+    pub fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
+/// `base` spread by ±`fraction`, `unit` in [0,1) choosing where.
+fn jittered(base: Duration, fraction: f64, unit: f64) -> Duration {
+    Duration::from_secs_f64(
+        base.as_secs_f64() * (1.0 + fraction * (2.0 * unit.clamp(0.0, 1.0) - 1.0)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_max_within_its_jitter_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(800));
+        let waits: Vec<f64> = (0..6).map(|_| b.next_wait().as_secs_f64()).collect();
+        for (w, base) in waits.iter().zip([0.1, 0.2, 0.4, 0.8, 0.8, 0.8]) {
+            assert!(
+                (base * 0.8 - 1e-9..=base * 1.2 + 1e-9).contains(w),
+                "{w} vs {base}"
+            );
+        }
+        b.reset();
+        assert!(b.next_wait() <= Duration::from_millis(120));
+        assert_eq!(
+            jittered(Duration::from_secs(10), 0.2, 0.0),
+            Duration::from_secs(8)
+        );
+    }
 
     #[test]
     fn fixed_retries_every_interval_and_fails_on_the_fifth_failure() {
