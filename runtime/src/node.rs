@@ -34,201 +34,316 @@ pub fn assert_may_consume(role: Role, subsystem: &str) -> Result<()> {
     Ok(())
 }
 
-/// `hollo serve`.
+/// `hollo serve`: a node with signal handling, run until it has stopped.
 pub async fn serve(config: Config) -> Result<()> {
-    let shutdown = Shutdown::new();
-    shutdown
-        .install(config.drain)
-        .context("installing signal handlers")?;
-
-    let (urls, local_pg) = db::resolve_urls(&config.db).await?;
-    let pool_max = if config.role.consumes() {
-        config.db.worker_pool_max
-    } else {
-        config.db.web_pool_max
-    };
-    let pool = match db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await {
-        Ok(pool) => pool,
-        Err(e) if shutdown.stop.is_cancelled() => {
+    match Node::builder(config).with_signals().start().await {
+        Ok(node) => node.wait().await,
+        Err(e) if e.is::<StoppedBeforeStart>() => {
             tracing::info!(reason = %e, "stopped before the database became reachable");
-            return Ok(());
+            Ok(())
         }
-        Err(e) => return Err(e),
-    };
-    if local_pg.is_some() {
-        // The local default is for trying things out: keep it one command.
-        let v = db::migrate(&pool).await?;
-        tracing::info!(schema_version = v, "local database migrated");
+        Err(e) => Err(e),
     }
-    db::check_schema(&pool).await?;
-    tracing::info!(
-        role = %config.role, pool = pool_max,
-        item_locks = if config.role.consumes() { config.db.item_lock_pool_size } else { 0 },
-        budget = config.connection_budget(),
-        "database connection budget for this process (R-DB-2)"
-    );
-
-    let fed = Federation::from_config(&config.federation)?;
-    match &fed {
-        Some(f) => {
-            tracing::info!(public_url = %f.origin, allow_private_address = config.federation.allow_private_address,
-            host_concurrency = config.federation.host_concurrency, "federation enabled")
-        }
-        None => tracing::warn!(
-            "SECRET_KEY is unset: federation is disabled on this node (no inbox, delivery or accounts)"
-        ),
-    }
-
-    // Web nodes schedule poll wakeups too; they take the chunk from here (R-POLL-3).
-    crate::polls::set_wakeup_chunk(config.queue.poll_wakeup_chunk);
-
-    let node_id = Uuid::new_v4();
-    let metrics = Metrics::new();
-    let in_flight = InFlight::default();
-    register_node(&pool, node_id, &config).await?;
-    let heartbeat_stop = tokio_util::sync::CancellationToken::new();
-    let heartbeat = tokio::spawn(heartbeat_loop(
-        pool.clone(),
-        node_id,
-        config.heartbeat_interval,
-        in_flight.clone(),
-        heartbeat_stop.clone(),
-    ));
-
-    let mut consumers = Vec::new();
-    let listener_stop = tokio_util::sync::CancellationToken::new();
-    let mut listener_task = None;
-    let mut recovery_task = None;
-    if config.role.consumes() {
-        let mut registry = tasks::registry_with_jobs(&config, fed.clone());
-        // Reply collection (R-RPL-6) needs the shutdown signal to hand running jobs back, so
-        // its kind is registered here rather than in `tasks::registry`.
-        if let Some(f) = &fed {
-            tasks::replies::register(
-                &mut registry,
-                f.clone(),
-                config.replies.clone(),
-                shutdown.stop.clone(),
-            );
-        }
-        let item_locks = db::connect_pool(
-            &urls.url,
-            config.db.item_lock_pool_size,
-            "item-locks",
-            &shutdown.stop,
-        )
-        .await?;
-        let (handles, listen) = start_consumers(
-            &config,
-            &urls,
-            &pool,
-            item_locks,
-            node_id,
-            &metrics,
-            &registry,
-            &shutdown,
-            &in_flight,
-            &listener_stop,
-        )?;
-        consumers = handles;
-        listener_task = Some(listen);
-        assert_may_consume(config.role, "recovery scans")?;
-        recovery_task = Some(tokio::spawn(crate::recovery::run_loop(
-            pool.clone(),
-            crate::recovery::scans(&config),
-            config.queue.recovery_interval,
-            shutdown.stop.clone(),
-        )));
-        tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
-    }
-
-    let accepting = Arc::new(AtomicBool::new(true));
-    let state = AppState {
-        metrics: metrics.clone(),
-        role: config.role,
-        admin_token: config.admin_token.clone(),
-        accepting: accepting.clone(),
-        environment: config.environment.clone(),
-        storage_path: config.storage_path.clone(),
-        imports: config.imports,
-        ..AppState::new(pool.clone(), fed.clone())
-    };
-    let (app, port) = if config.role.serves_http() {
-        (web::router(state), config.port)
-    } else {
-        (web::health_router(state), config.health_port)
-    };
-    let listener = tokio::net::TcpListener::bind((config.bind.as_str(), port))
-        .await
-        .with_context(|| format!("binding {}:{port}", config.bind))?;
-    if config.role.serves_http() {
-        tracing::info!(address = %listener.local_addr()?, role = %config.role, "listening for HTTP");
-    } else {
-        tracing::info!(address = %listener.local_addr()?, "health server listening (/healthz, /readyz, /metrics)");
-    }
-    // HTTP stops after the pre-stop delay so load balancers drop the node first (R-SHUT-3),
-    // then finishes in-flight requests; the drain deadline bounds it.
-    let http_stop = {
-        let stop = shutdown.stop.clone();
-        let abort = shutdown.abort.clone();
-        let accepting = accepting.clone();
-        let prestop = if config.role.serves_http() {
-            config.prestop
-        } else {
-            Duration::ZERO
-        };
-        async move {
-            stop.cancelled().await;
-            accepting.store(false, Ordering::SeqCst);
-            tokio::select! { _ = tokio::time::sleep(prestop) => {}, _ = abort.cancelled() => {} }
-        }
-    };
-    let abort = shutdown.abort.clone();
-    let server = axum::serve(listener, app).with_graceful_shutdown(http_stop);
-    tokio::select! {
-        r = server => r.context("HTTP server")?,
-        _ = async { abort.cancelled().await; tokio::time::sleep(Duration::from_secs(1)).await } => {
-            tracing::warn!("drain window over with HTTP requests still open");
-        }
-    }
-
-    for c in consumers {
-        let _ = c.await;
-    }
-    // It stops at SIGTERM after finishing the pass it is in (its transaction commits).
-    if let Some(r) = recovery_task {
-        let _ = r.await;
-    }
-    listener_stop.cancel();
-    if let Some(l) = listener_task {
-        let _ = l.await;
-    }
-    heartbeat_stop.cancel();
-    let _ = heartbeat.await;
-    let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")
-        .bind(node_id)
-        .execute(&pool)
-        .await;
-    pool.close().await;
-    if let Some(pg) = local_pg {
-        let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
-    }
-    tracing::info!("stopped");
-    Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The one way to start a node, for `hollo serve` and for every test: everything the role
+/// runs (pools, heartbeat, consumers with every task kind, recovery, HTTP) wired from one
+/// `Config`.
+pub struct Node;
+
+impl Node {
+    pub fn builder(config: Config) -> NodeBuilder {
+        NodeBuilder {
+            config,
+            listener: None,
+            signals: false,
+        }
+    }
+}
+
+pub struct NodeBuilder {
+    config: Config,
+    listener: Option<tokio::net::TcpListener>,
+    signals: bool,
+}
+
+/// The shutdown signal fired while the node was still waiting for its database.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped while waiting for the database")]
+pub struct StoppedBeforeStart;
+
+impl NodeBuilder {
+    /// Serve on this bound listener instead of binding `BIND:PORT` (or `HEALTH_PORT`): a test
+    /// binds port 0 first so it knows the address its `PUBLIC_URL` names.
+    pub fn listener(mut self, listener: tokio::net::TcpListener) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// SIGTERM/SIGINT start the drain (R-SHUT-1); `hollo serve` wants this, tests do not.
+    pub fn with_signals(mut self) -> Self {
+        self.signals = true;
+        self
+    }
+
+    /// Connects, registers and starts everything the role runs; returns once the node
+    /// serves (its HTTP or health listener is bound and every consumer started).
+    pub async fn start(self) -> Result<NodeHandle> {
+        let NodeBuilder {
+            config,
+            listener,
+            signals,
+        } = self;
+        let shutdown = Shutdown::new();
+        if signals {
+            shutdown
+                .install(config.drain)
+                .context("installing signal handlers")?;
+        }
+        let (urls, local_pg) = db::resolve_urls(&config.db).await?;
+        let pool_max = if config.role.consumes() {
+            config.db.worker_pool_max
+        } else {
+            config.db.web_pool_max
+        };
+        let pool = match db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await {
+            Ok(pool) => pool,
+            Err(e) if shutdown.stop.is_cancelled() => {
+                return Err(anyhow::Error::new(StoppedBeforeStart).context(e));
+            }
+            Err(e) => return Err(e),
+        };
+        if local_pg.is_some() {
+            // The local default is for trying things out: keep it one command.
+            let v = db::migrate(&pool).await?;
+            tracing::info!(schema_version = v, "local database migrated");
+        }
+        db::check_schema(&pool).await?;
+        tracing::info!(
+            role = %config.role, pool = pool_max,
+            item_locks = if config.role.consumes() { config.db.item_lock_pool_size } else { 0 },
+            budget = config.connection_budget(),
+            "database connection budget for this process (R-DB-2)"
+        );
+
+        let fed = Federation::from_config(&config.federation)?;
+        match &fed {
+            Some(f) => {
+                tracing::info!(public_url = %f.origin, allow_private_address = config.federation.allow_private_address,
+                host_concurrency = config.federation.host_concurrency, "federation enabled")
+            }
+            None => tracing::warn!(
+                "SECRET_KEY is unset: federation is disabled on this node (no inbox, delivery or accounts)"
+            ),
+        }
+
+        // Web nodes schedule poll wakeups too; they take the chunk from here (R-POLL-3).
+        crate::polls::set_wakeup_chunk(config.queue.poll_wakeup_chunk);
+
+        let node_id = Uuid::new_v4();
+        let metrics = Metrics::new();
+        let in_flight = InFlight::default();
+        register_node(&pool, node_id, &config).await?;
+        let background = tokio_util::sync::CancellationToken::new();
+        let heartbeat = tokio::spawn(heartbeat_loop(
+            pool.clone(),
+            node_id,
+            config.heartbeat_interval,
+            in_flight.clone(),
+            background.clone(),
+        ));
+
+        let mut consumers = Vec::new();
+        let mut listener_task = None;
+        let mut recovery_task = None;
+        if config.role.consumes() {
+            let registry = tasks::registry_for_node(&config, fed.clone(), &shutdown.stop);
+            let item_locks = db::connect_pool(
+                &urls.url,
+                config.db.item_lock_pool_size,
+                "item-locks",
+                &shutdown.stop,
+            )
+            .await?;
+            let (handles, listen) = start_consumers(
+                &config,
+                &urls,
+                Wiring {
+                    pool: &pool,
+                    item_locks,
+                    node_id,
+                    metrics: &metrics,
+                    registry: &registry,
+                    shutdown: &shutdown,
+                    in_flight: &in_flight,
+                    listener_stop: &background,
+                },
+            )?;
+            consumers = handles;
+            listener_task = Some(listen);
+            assert_may_consume(config.role, "recovery scans")?;
+            recovery_task = Some(tokio::spawn(crate::recovery::run_loop(
+                pool.clone(),
+                crate::recovery::scans(&config),
+                config.queue.recovery_interval,
+                shutdown.stop.clone(),
+            )));
+            tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
+        }
+
+        let accepting = Arc::new(AtomicBool::new(true));
+        let state = AppState {
+            metrics: metrics.clone(),
+            role: config.role,
+            admin_token: config.admin_token.clone(),
+            accepting: accepting.clone(),
+            environment: config.environment.clone(),
+            storage_path: config.storage_path.clone(),
+            imports: config.imports,
+            ..AppState::new(pool.clone(), fed.clone())
+        };
+        let (app, port) = if config.role.serves_http() {
+            (web::router(state), config.port)
+        } else {
+            (web::health_router(state), config.health_port)
+        };
+        let listener = match listener {
+            Some(l) => l,
+            None => tokio::net::TcpListener::bind((config.bind.as_str(), port))
+                .await
+                .with_context(|| format!("binding {}:{port}", config.bind))?,
+        };
+        let addr = listener.local_addr()?;
+        if config.role.serves_http() {
+            tracing::info!(address = %addr, role = %config.role, "listening for HTTP");
+        } else {
+            tracing::info!(address = %addr, "health server listening (/healthz, /readyz, /metrics)");
+        }
+        // HTTP stops after the pre-stop delay so load balancers drop the node first (R-SHUT-3),
+        // then finishes in-flight requests; the drain deadline bounds it.
+        let http_stop = {
+            let stop = shutdown.stop.clone();
+            let abort = shutdown.abort.clone();
+            let accepting = accepting.clone();
+            let prestop = if config.role.serves_http() {
+                config.prestop
+            } else {
+                Duration::ZERO
+            };
+            async move {
+                stop.cancelled().await;
+                accepting.store(false, Ordering::SeqCst);
+                tokio::select! { _ = tokio::time::sleep(prestop) => {}, _ = abort.cancelled() => {} }
+            }
+        };
+        let abort = shutdown.abort.clone();
+        let server = axum::serve(listener, app).with_graceful_shutdown(http_stop);
+        let run_pool = pool.clone();
+        let run = async move {
+            tokio::select! {
+                r = server => r.context("HTTP server")?,
+                _ = async { abort.cancelled().await; tokio::time::sleep(Duration::from_secs(1)).await } => {
+                    tracing::warn!("drain window over with HTTP requests still open");
+                }
+            }
+            for c in consumers {
+                let _ = c.await;
+            }
+            // It stops at SIGTERM after finishing the pass it is in (its transaction commits).
+            if let Some(r) = recovery_task {
+                let _ = r.await;
+            }
+            background.cancel();
+            if let Some(l) = listener_task {
+                let _ = l.await;
+            }
+            let _ = heartbeat.await;
+            let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")
+                .bind(node_id)
+                .execute(&run_pool)
+                .await;
+            run_pool.close().await;
+            if let Some(pg) = local_pg {
+                let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
+            }
+            tracing::info!("stopped");
+            Ok(())
+        };
+        Ok(NodeHandle {
+            addr,
+            node_id,
+            drain: config.drain,
+            pool,
+            federation: fed,
+            shutdown,
+            run: tokio::spawn(run),
+        })
+    }
+}
+
+/// A started node.
+pub struct NodeHandle {
+    addr: std::net::SocketAddr,
+    node_id: Uuid,
+    drain: Duration,
+    pool: PgPool,
+    federation: Option<Arc<Federation>>,
+    shutdown: Shutdown,
+    run: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl NodeHandle {
+    /// Where it serves HTTP (web, all) or its health endpoints (worker).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    pub fn node_id(&self) -> Uuid {
+        self.node_id
+    }
+
+    /// Its general pool (tests read the database through it).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub fn federation(&self) -> Option<&Arc<Federation>> {
+        self.federation.as_ref()
+    }
+
+    /// Starts the drain as SIGTERM would, without waiting for it (R-SHUT-1).
+    pub fn begin_shutdown(&self) {
+        self.shutdown.begin(self.drain);
+    }
+
+    /// Drains and stops the node as SIGTERM would; returns once it has stopped.
+    pub async fn shutdown(self) -> Result<()> {
+        self.begin_shutdown();
+        self.wait().await
+    }
+
+    /// Waits until the node has stopped (after a signal, or `begin_shutdown`).
+    pub async fn wait(self) -> Result<()> {
+        self.run.await.context("node task")?
+    }
+}
+
+/// What the consumers of one node share.
+struct Wiring<'a> {
+    pool: &'a PgPool,
+    item_locks: PgPool,
+    node_id: Uuid,
+    metrics: &'a Arc<Metrics>,
+    registry: &'a Registry,
+    shutdown: &'a Shutdown,
+    in_flight: &'a InFlight,
+    listener_stop: &'a tokio_util::sync::CancellationToken,
+}
+
 fn start_consumers(
     config: &Config,
     urls: &db::Urls,
-    pool: &PgPool,
-    item_locks: PgPool,
-    node_id: Uuid,
-    metrics: &Arc<Metrics>,
-    registry: &Registry,
-    shutdown: &Shutdown,
-    in_flight: &InFlight,
-    listener_stop: &tokio_util::sync::CancellationToken,
+    w: Wiring<'_>,
 ) -> Result<(
     Vec<tokio::task::JoinHandle<()>>,
     tokio::task::JoinHandle<()>,
@@ -246,26 +361,26 @@ fn start_consumers(
         let consumer = Consumer {
             queue,
             limit,
-            registry: registry.clone(),
-            pool: pool.clone(),
-            item_locks: Some(item_locks.clone()),
-            node: node_id,
+            registry: w.registry.clone(),
+            pool: w.pool.clone(),
+            item_locks: Some(w.item_locks.clone()),
+            node: w.node_id,
             lease: config.queue.lease,
             poll: config.queue.poll_interval,
-            metrics: metrics.clone(),
+            metrics: w.metrics.clone(),
         };
         handles.push(tokio::spawn(consumer.run(
             wake,
-            shutdown.stop.clone(),
-            shutdown.abort.clone(),
-            in_flight.clone(),
+            w.shutdown.stop.clone(),
+            w.shutdown.abort.clone(),
+            w.in_flight.clone(),
         )));
     }
     let source = match &config.db.direct_url {
         Some(_) => listener::Source::Direct(urls.direct.clone()),
-        None => listener::Source::Pool(pool.clone()),
+        None => listener::Source::Pool(w.pool.clone()),
     };
-    let listen = tokio::spawn(listener::run(source, wakes, listener_stop.clone()));
+    let listen = tokio::spawn(listener::run(source, wakes, w.listener_stop.clone()));
     Ok((handles, listen))
 }
 

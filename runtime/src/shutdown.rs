@@ -41,6 +41,17 @@ impl Shutdown {
         });
         Ok(())
     }
+
+    /// What a SIGTERM does, asked for in-process (tests, embedders): stop now, abort once the
+    /// drain window has run out.
+    pub fn begin(&self, drain: Duration) {
+        self.stop.cancel();
+        let abort = self.abort.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(drain).await;
+            abort.cancel();
+        });
+    }
 }
 
 impl Default for Shutdown {

@@ -18,23 +18,17 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use hollo_runtime::config::{Env, QueueConfig};
 use hollo_runtime::federation::accounts::{self, Account};
 use hollo_runtime::federation::delivery::{Recipient, queue_activity};
 use hollo_runtime::federation::fetch::{FetchClient, FetchError};
 use hollo_runtime::federation::signature::{self, SigningKey};
 use hollo_runtime::federation::{Federation, actor, keys};
-use hollo_runtime::metrics::Metrics;
-use hollo_runtime::queue::QueueName;
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
-use hollo_runtime::{tasks, web};
 use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::{HOLLO, Proc, eventually, fresh_db};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
+use support::node::Instance;
+use support::{HOLLO, Proc, eventually};
 use uuid::Uuid;
 
 const SECRET: &str = "federation-test-secret-0123456789abcdef";
@@ -51,84 +45,27 @@ fn forger_key() -> &'static RsaPrivateKey {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Our instance: the web router on a free port and, optionally, an activity consumer.
+// Our instance: nodes from `Node::builder` (tests/support/node.rs) — a web node, or an `all`
+// node when the test needs the queues consumed.
 
-struct Instance {
-    pool: PgPool,
-    url: String,
-    fed: Arc<Federation>,
-    base: String,
-    stop: CancellationToken,
-    consumer: Option<tokio::task::JoinHandle<()>>,
+async fn instance(consume: bool, allow_private: bool) -> Instance {
+    instance_with(consume, allow_private, 4).await
 }
 
-impl Instance {
-    async fn start(consume: bool, allow_private: bool) -> Instance {
-        Self::start_with(consume, allow_private, 4).await
-    }
-
-    async fn start_with(consume: bool, allow_private: bool, per_host: usize) -> Instance {
-        let db = fresh_db().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let fed =
-            Arc::new(Federation::new(&base, SECRET, allow_private, per_host).expect("federation"));
-        let state = web::AppState::new(db.pool.clone(), Some(fed.clone()));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, web::router(state)).await;
-        });
-        let stop = CancellationToken::new();
-        let consumer = consume.then(|| {
-            let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
-            let c = Consumer {
-                queue: QueueName::Activity,
-                limit: 10,
-                registry: tasks::registry(&q, Some(fed.clone())),
-                pool: db.pool.clone(),
-                item_locks: None,
-                node: Uuid::new_v4(),
-                lease: Duration::from_secs(30),
-                poll: Duration::from_millis(100),
-                metrics: Metrics::new(),
-            };
-            tokio::spawn(c.run(
-                Arc::new(Notify::new()),
-                stop.clone(),
-                stop.clone(),
-                InFlight::default(),
-            ))
-        });
-        Instance {
-            pool: db.pool,
-            url: db.url,
-            fed,
-            base,
-            stop,
-            consumer,
-        }
-    }
-
-    async fn account(&self, name: &str) -> (Account, String) {
-        accounts::create(&self.pool, &self.fed, name, false)
-            .await
-            .expect("create account")
-    }
-
-    async fn shutdown(self) {
-        self.stop.cancel();
-        if let Some(c) = self.consumer {
-            let _ = c.await;
-        }
-    }
-
-    async fn count(&self, sql: &str) -> i64 {
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
-            .fetch_one(&self.pool)
-            .await
-            .expect("count")
-    }
+async fn instance_with(consume: bool, allow_private: bool, per_host: usize) -> Instance {
+    let per_host = per_host.to_string();
+    Instance::start(
+        if consume { "all" } else { "web" },
+        &[
+            ("SECRET_KEY", SECRET),
+            (
+                "ALLOW_PRIVATE_ADDRESS",
+                if allow_private { "true" } else { "false" },
+            ),
+            ("DELIVERY_HOST_CONCURRENCY", per_host.as_str()),
+        ],
+    )
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,7 +406,7 @@ async fn send_to_peer(inst: &Instance, account: &Account, peer: &Peer) -> String
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn we_follow_the_peer_and_receive_its_accept() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
 
@@ -561,7 +498,7 @@ async fn we_follow_the_peer_and_receive_its_accept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_peer_follows_us_and_gets_an_accept() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     inst.account("bob").await;
     let follow_id = peer.new_id("follows");
@@ -599,7 +536,7 @@ async fn the_peer_follows_us_and_gets_an_accept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     inst.account("carol").await;
     let note_id = peer.new_id("notes");
@@ -682,7 +619,7 @@ async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forged_stale_or_undigested_requests_get_401() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     inst.account("dave").await;
     let inbox = inst.fed.inbox("dave");
@@ -732,7 +669,7 @@ async fn forged_stale_or_undigested_requests_get_401() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rotated_keys_are_refetched_and_updates_rotate_them() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     inst.account("hank").await;
     let inbox = inst.fed.inbox("hank");
@@ -796,7 +733,7 @@ async fn rotated_keys_are_refetched_and_updates_rotate_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     let (_, erin_token) = inst.account("erin").await;
     let inbox = inst.fed.inbox("erin");
@@ -881,7 +818,7 @@ async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_then_200_retries_one_stored_delivery() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     peer.script([Reply::Status(500)]);
@@ -903,7 +840,7 @@ async fn a_500_then_200_retries_one_stored_delivery() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_waits_for_retry_after_and_then_delivers() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     peer.script([Reply::RetryAfter(429, 1)]);
@@ -928,7 +865,7 @@ async fn a_429_waits_for_retry_after_and_then_delivers() {
 /// 500: that 500 is the tenth failure, and the delivery fails for good instead of starting over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_put_back_does_not_restart_the_retry_budget() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     peer.script([Reply::RetryAfter(429, 1), Reply::Status(500)]);
@@ -998,7 +935,7 @@ async fn peer_follows(inst: &Instance, peer: &Peer, account: &Account) {
 /// object to anyone who fetches it; a status without a poll is a `Note`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     peer_follows(&inst, &peer, &alice).await;
@@ -1115,30 +1052,11 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
 /// of the `Question` (final counts, `closed`) to the followers and remote voters, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_ended_poll_sends_its_closing_update_once() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     peer_follows(&inst, &peer, &alice).await;
-    // The task queue too: the poll's wakeup runs there.
-    let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
-    let tasks_consumer = Consumer {
-        queue: QueueName::Task,
-        limit: 4,
-        registry: tasks::registry(&q, Some(inst.fed.clone())),
-        pool: inst.pool.clone(),
-        item_locks: None,
-        node: Uuid::new_v4(),
-        lease: Duration::from_secs(30),
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let stop = CancellationToken::new();
-    let worker = tokio::spawn(tasks_consumer.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        stop.clone(),
-        InFlight::default(),
-    ));
+    // The `all` node consumes the task queue too: the poll's wakeup runs there.
     let created: Value = reqwest::Client::new()
         .post(format!("{}/api/v1/statuses", inst.base))
         .bearer_auth(&token)
@@ -1183,14 +1101,12 @@ async fn an_ended_poll_sends_its_closing_update_once() {
             .await,
         1
     );
-    stop.cancel();
-    let _ = worker.await;
     inst.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_410_marks_the_actor_gone_without_retrying() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
@@ -1259,7 +1175,7 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
     );
 
     // The follow API reports the refusal as 422 with the reason.
-    let inst = Instance::start(false, false).await;
+    let inst = instance(false, false).await;
     let (_, token) = inst.account("frank").await;
     let resp = reqwest::Client::new()
         .post(format!("{}/api/v1/follows", inst.base))
@@ -1286,7 +1202,7 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
 async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
     // One delivery at a time per host: the slow peer holds one, the rest are put back
     // (no slot held while waiting) and the other peer is served meanwhile.
-    let inst = Instance::start_with(true, true, 1).await;
+    let inst = instance_with(true, true, 1).await;
     let slow = Peer::start().await;
     let fast = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
@@ -1347,7 +1263,7 @@ fn hollo(args: &[&str], env: &[(&str, &str)], capture: bool) -> Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     let env = [
         ("DATABASE_URL", inst.url.as_str()),
@@ -1420,7 +1336,7 @@ fn like_from(peer: &Peer) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_authorized_fetch_peer_is_verified_at_the_shared_inbox_via_the_instance_actor() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     peer.set_access(ActorAccess::SignedOnly);
 
@@ -1500,7 +1416,7 @@ async fn an_authorized_fetch_peer_is_verified_at_the_shared_inbox_via_the_instan
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_instance_actor_is_an_application_with_one_key_pair_however_many_processes_start() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     // Two more "processes": their own Federation (own in-memory cache) and their own pool.
     let mut others = Vec::new();
     for _ in 0..2 {
@@ -1610,7 +1526,7 @@ async fn the_instance_actor_is_an_application_with_one_key_pair_however_many_pro
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_peer_that_refuses_our_signed_key_fetch_gets_a_clear_401_and_nothing_is_stored() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     peer.set_access(ActorAccess::RefuseAll);
 
@@ -1740,7 +1656,7 @@ async fn assert_forgery_refused(inst: &Instance, peer: &Peer, key_id: &str, acti
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_key_on_another_port_of_the_victims_host_cannot_speak_for_it() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     // Same host name (127.0.0.1), another port: another server.
     let attacker = Attacker::start("127.0.0.1").await;
@@ -1768,7 +1684,7 @@ async fn a_key_on_another_port_of_the_victims_host_cannot_speak_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_open_redirect_on_the_victims_host_neither_verifies_nor_poisons_the_caches() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     // The victim is known first: its real actor and key are cached.
     assert_eq!(
@@ -1817,7 +1733,7 @@ async fn an_open_redirect_on_the_victims_host_neither_verifies_nor_poisons_the_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypub() {
-    let inst = Instance::start(false, true).await;
+    let inst = instance(false, true).await;
     let peer = Peer::start().await;
     let key_id = format!("{}/uploads/key.json", peer.state.base);
     let upload =
@@ -1847,7 +1763,7 @@ async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
-    let inst = Instance::start(true, true).await;
+    let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     let inbox = format!("{}/inbox", inst.base);

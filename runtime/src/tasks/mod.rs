@@ -15,6 +15,7 @@ use crate::federation::Federation;
 
 use crate::config::{Config, QueueConfig};
 use crate::queue::{QueueName, Registry};
+use tokio_util::sync::CancellationToken;
 
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
@@ -32,6 +33,21 @@ pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);
+    }
+    reg
+}
+
+/// Every task kind a consuming node runs, registered in this one place: `registry`'s, the
+/// import and cleanup jobs, and reply collection, which hands running jobs back when `stop`
+/// fires (R-RPL-6).
+pub fn registry_for_node(
+    config: &Config,
+    fed: Option<Arc<Federation>>,
+    stop: &CancellationToken,
+) -> Registry {
+    let mut reg = registry_with_jobs(config, fed.clone());
+    if let Some(f) = fed {
+        replies::register(&mut reg, f, config.replies.clone(), stop.clone());
     }
     reg
 }

@@ -3,6 +3,8 @@
 //! parallel without seeing each other.
 #![allow(dead_code)]
 
+pub mod node;
+
 use std::time::{Duration, Instant};
 
 use hollo_runtime::db;
