@@ -17,20 +17,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use hollo_runtime::config::{Env, QueueConfig};
-use hollo_runtime::federation::accounts::{self, Account};
-use hollo_runtime::federation::{Federation, keys};
+use hollo_runtime::federation::keys;
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::{QueueName, enqueue_many};
 use hollo_runtime::tasks::jobs::{self, JobsConfig, NewJob};
-use hollo_runtime::tasks::{self, cleanups, imports};
-use hollo_runtime::web;
+use hollo_runtime::tasks::{cleanups, imports};
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
-use support::{eventually, fresh_db, spawn_serve};
+use support::node::Instance;
+use support::{eventually, spawn_serve};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -186,107 +183,42 @@ async fn peer_inbox(State(s): State<PeerState>, body: Bytes) -> StatusCode {
 // ---------------------------------------------------------------------------------------------
 // Our instance: the web router on a free port; workers in-process (or real processes).
 
-struct Instance {
-    pool: PgPool,
-    url: String,
-    base: String,
-    fed: Arc<Federation>,
-    stop: CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+/// A web node (`RUNTIME_ENV`, `FS_STORAGE_PATH` and import limits as given) and, at will,
+/// worker nodes of other environments on the same database (tests/support/node.rs).
+async fn instance(environment: &str, storage: Option<PathBuf>) -> Instance {
+    instance_with(environment, storage, &[]).await
 }
 
+async fn instance_with(
+    environment: &str,
+    storage: Option<PathBuf>,
+    extra: &[(&str, &str)],
+) -> Instance {
+    let storage = storage.map(|p| p.display().to_string());
+    let mut env = vec![
+        ("SECRET_KEY", SECRET),
+        ("ADMIN_TOKEN", ADMIN),
+        ("RUNTIME_ENV", environment),
+    ];
+    if let Some(dir) = &storage {
+        env.push(("FS_STORAGE_PATH", dir.as_str()));
+    }
+    env.extend_from_slice(extra);
+    Instance::start("web", &env).await
+}
+
+/// What the job tests add to the shared instance (an inherent impl: `support` is part of this
+/// test crate).
 impl Instance {
-    async fn start(environment: &str, storage: Option<PathBuf>) -> Instance {
-        Self::start_with(environment, storage, Default::default()).await
-    }
-
-    async fn start_with(
-        environment: &str,
-        storage: Option<PathBuf>,
-        imports: hollo_runtime::config::ImportLimits,
-    ) -> Instance {
-        let db = fresh_db().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let fed = Arc::new(Federation::new(&base, SECRET, true, 4).expect("federation"));
-        let state = web::AppState {
-            admin_token: Some(ADMIN.into()),
-            environment: environment.into(),
-            storage_path: storage,
-            imports,
-            ..web::AppState::new(db.pool.clone(), Some(fed.clone()))
-        };
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, web::router(state)).await;
-        });
-        Instance {
-            pool: db.pool,
-            url: db.url,
-            base,
-            fed,
-            stop: CancellationToken::new(),
-            tasks: Vec::new(),
+    /// A worker node of `environment` (with `FS_STORAGE_PATH` when given): the task queue
+    /// (4 slots, 4 item-lock connections), the activity queue and recovery, as in production.
+    async fn worker_in(&mut self, environment: &str, storage: Option<PathBuf>) {
+        let storage = storage.map(|p| p.display().to_string());
+        let mut env = vec![("RUNTIME_ENV", environment)];
+        if let Some(dir) = &storage {
+            env.push(("FS_STORAGE_PATH", dir.as_str()));
         }
-    }
-
-    /// An in-process worker: the task queue (4 slots, 4 item-lock connections) and the
-    /// activity queue (deliveries).
-    async fn worker(&mut self, environment: &str, storage: Option<PathBuf>) {
-        let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
-        let mut reg = tasks::registry(&q, Some(self.fed.clone()));
-        let cfg = JobsConfig {
-            environment: environment.into(),
-            storage_path: storage,
-        };
-        cleanups::register(&mut reg, cfg.clone());
-        imports::register(&mut reg, self.fed.clone(), cfg);
-        let locks = PgPoolOptions::new()
-            .max_connections(4)
-            .connect(&self.url)
-            .await
-            .expect("item-lock pool");
-        let node = Uuid::new_v4();
-        for (queue, limit) in [(QueueName::Task, 4), (QueueName::Activity, 10)] {
-            let c = Consumer {
-                queue,
-                limit,
-                registry: reg.clone(),
-                pool: self.pool.clone(),
-                item_locks: Some(locks.clone()),
-                node,
-                lease: Duration::from_secs(30),
-                poll: Duration::from_millis(100),
-                metrics: Metrics::new(),
-            };
-            self.tasks.push(tokio::spawn(c.run(
-                Arc::new(Notify::new()),
-                self.stop.clone(),
-                self.stop.clone(),
-                InFlight::default(),
-            )));
-        }
-    }
-
-    async fn shutdown(self) {
-        self.stop.cancel();
-        for t in self.tasks {
-            let _ = t.await;
-        }
-    }
-
-    async fn account(&self, name: &str) -> (Account, String) {
-        accounts::create(&self.pool, &self.fed, name, false)
-            .await
-            .expect("create account")
-    }
-
-    async fn count(&self, sql: &str) -> i64 {
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
-            .fetch_one(&self.pool)
-            .await
-            .expect("count")
+        self.worker(&env).await;
     }
 
     async fn import(&self, token: &str, query: &str, body: Vec<u8>) -> (u16, Value) {
@@ -371,7 +303,7 @@ fn follows_csv(peer: &Peer, names: impl IntoIterator<Item = String>) -> Vec<u8> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_inputs_are_rejected_and_leave_no_rows() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let (_, token) = inst.account("mallory").await;
 
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
@@ -508,11 +440,7 @@ async fn malformed_inputs_are_rejected_and_leave_no_rows() {
 /// 422 naming the limit, one byte over the size limit a 413; neither leaves a row behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configured_import_limits_refuse_bigger_uploads_and_store_nothing() {
-    let limits = hollo_runtime::config::ImportLimits {
-        max_bytes: 1024 * 1024,
-        max_rows: 2,
-    };
-    let inst = Instance::start_with("production", None, limits).await;
+    let inst = instance_with("production", None, &[("IMPORT_MAX_MIB", "1"), ("IMPORT_MAX_ROWS", "2")]).await;
     let (_, token) = inst.account("hana").await;
     let (status, v) = inst
         .import(
@@ -559,7 +487,7 @@ async fn configured_import_limits_refuse_bigger_uploads_and_store_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_bytes_return_the_running_job_but_start_fresh_after_a_failure() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let (_, token) = inst.account("dana").await;
     let body = b"a@b.example\nc@d.example\n".to_vec();
 
@@ -620,10 +548,10 @@ async fn same_bytes_return_the_running_job_but_start_fresh_after_a_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn imported_follows_are_resolved_stored_and_delivered_with_their_stored_ids() {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
-    inst.worker("production", None).await;
+    inst.worker_in("production", None).await;
 
     let mut csv = String::from("Account address,Show boosts,Notify on new posts,Languages\n");
     for i in 0..20 {
@@ -695,10 +623,10 @@ async fn imported_follows_are_resolved_stored_and_delivered_with_their_stored_id
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn transient_failures_retry_every_5s_and_fail_after_5_recorded_failures() {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let peer = Peer::start().await;
     let (_, token) = inst.account("fred").await;
-    inst.worker("production", None).await;
+    inst.worker_in("production", None).await;
     let body = follows_csv(&peer, ["flaky1".to_string(), "down1".to_string()]);
     let (s, job) = inst.import(&token, "type=following", body).await;
     assert_eq!(s, 202, "{job}");
@@ -733,11 +661,11 @@ async fn transient_failures_retry_every_5s_and_fail_after_5_recorded_failures() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let peer = Peer::start().await;
     peer.state.webfinger_delay_ms.store(150, Ordering::SeqCst);
     let (carol, token) = inst.account("carol").await;
-    inst.worker("production", None).await;
+    inst.worker_in("production", None).await;
     let body = follows_csv(&peer, (0..80).map(|i| format!("c{i}")));
     let (s, job) = inst.import(&token, "type=following", body).await;
     assert_eq!(s, 202, "{job}");
@@ -805,10 +733,10 @@ async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overwrite_replaces_follows_mutes_and_blocks_undoing_the_follows_and_blocks_not_in_the_file()
  {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let peer = Peer::start().await;
     let (hana, token) = inst.account("hana").await;
-    inst.worker("production", None).await;
+    inst.worker_in("production", None).await;
     let run = |ty: &'static str, mode: &'static str, names: &'static [&'static str]| {
         let body = match ty {
             "following" => follows_csv(&peer, names.iter().map(|n| n.to_string())),
@@ -934,7 +862,7 @@ impl jobs::Work for Hangs {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let fam = jobs::Family {
         name: "slow",
         dispatch_kind: "hollo.test-slow-dispatch.v1",
@@ -1048,7 +976,7 @@ async fn dispatches(pool: &PgPool) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_in_staging_never_touches_production_jobs() {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let (acct, _) = inst.account("olga").await;
     let prod = register_job(&inst.pool, acct.id, "production", 2).await;
     let staging = register_job(&inst.pool, acct.id, "staging", 2).await;
@@ -1100,7 +1028,7 @@ async fn recovery_in_staging_never_touches_production_jobs() {
     )
     .await
     .expect("dispatch");
-    inst.worker("staging", None).await;
+    inst.worker_in("staging", None).await;
     eventually(
         WAIT,
         "staging's job completes and the stray dispatch is consumed",
@@ -1147,7 +1075,7 @@ async fn recovery_in_staging_never_touches_production_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let (acct, _) = inst.account("pat").await;
     let running = register_job(&inst.pool, acct.id, "production", 2).await;
     sqlx::query("DELETE FROM hollo_task_message_v1")
@@ -1220,7 +1148,7 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_incomplete_legacy_upload_fails_asking_to_resubmit() {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let (acct, token) = inst.account("lena").await;
     let job = register_job(&inst.pool, acct.id, "production", 3).await;
     // An older version staged the file and stored only part of it.
@@ -1229,7 +1157,7 @@ async fn an_incomplete_legacy_upload_fails_asking_to_resubmit() {
         .execute(&inst.pool)
         .await
         .expect("truncate");
-    inst.worker("production", None).await;
+    inst.worker_in("production", None).await;
     let path = format!("/api/v1/imports/{job}");
     let v = eventually(WAIT, "the job fails", || async {
         let (_, v) = inst
@@ -1255,7 +1183,7 @@ async fn an_incomplete_legacy_upload_fails_asking_to_resubmit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_post_cleanup_deletes_old_unbookmarked_posts_in_batches() {
-    let mut inst = Instance::start("production", None).await;
+    let mut inst = instance("production", None).await;
     let (acct, _) = inst.account("root").await;
     sqlx::query(
         "INSERT INTO remote_posts (iri, actor, body, created_at)
@@ -1279,7 +1207,7 @@ async fn remote_post_cleanup_deletes_old_unbookmarked_posts_in_batches() {
     .execute(&inst.pool)
     .await
     .expect("bookmark");
-    inst.worker("production", None).await;
+    inst.worker_in("production", None).await;
     let (s, job) = inst
         .request(
             reqwest::Method::POST,
@@ -1329,13 +1257,13 @@ async fn media_cleanup_deletes_only_old_orphans_with_strict_keys() {
     let odd = put(&format!("media/{c}/Original.PNG"), true);
     let elsewhere = put("config/secret.txt", true);
 
-    let mut inst = Instance::start("production", Some(dir.clone())).await;
+    let mut inst = instance("production", Some(dir.clone())).await;
     sqlx::query("INSERT INTO media_files (key) VALUES ($1)")
         .bind(format!("media/{b}/original.jpg"))
         .execute(&inst.pool)
         .await
         .expect("media row");
-    inst.worker("production", Some(dir.clone())).await;
+    inst.worker_in("production", Some(dir.clone())).await;
     let (s, job) = inst
         .request(
             reqwest::Method::POST,
@@ -1360,7 +1288,7 @@ async fn media_cleanup_deletes_only_old_orphans_with_strict_keys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cleanup_can_be_cancelled_and_shown() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let (s, job) = inst
         .request(
             reqwest::Method::POST,
@@ -1390,7 +1318,7 @@ async fn a_cleanup_can_be_cancelled_and_shown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per_id() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let peer = Peer::start().await;
     let (ivan, token) = inst.account("ivan").await;
     let env = [
@@ -1482,7 +1410,7 @@ async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
-    let inst = Instance::start("production", None).await;
+    let inst = instance("production", None).await;
     let (acct, token) = inst.account("rita").await;
     let job = register_job(&inst.pool, acct.id, "production", 3).await;
     let staging = register_job(&inst.pool, acct.id, "staging", 3).await;
