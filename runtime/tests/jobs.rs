@@ -440,7 +440,12 @@ async fn malformed_inputs_are_rejected_and_leave_no_rows() {
 /// 422 naming the limit, one byte over the size limit a 413; neither leaves a row behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configured_import_limits_refuse_bigger_uploads_and_store_nothing() {
-    let inst = instance_with("production", None, &[("IMPORT_MAX_MIB", "1"), ("IMPORT_MAX_ROWS", "2")]).await;
+    let inst = instance_with(
+        "production",
+        None,
+        &[("IMPORT_MAX_MIB", "1"), ("IMPORT_MAX_ROWS", "2")],
+    )
+    .await;
     let (_, token) = inst.account("hana").await;
     let (status, v) = inst
         .import(

@@ -14,19 +14,13 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
-use hollo_runtime::config::{Env, QueueConfig, ReplyConfig};
-use hollo_runtime::federation::accounts::{self, Account};
-use hollo_runtime::federation::{Federation, signature};
-use hollo_runtime::metrics::Metrics;
-use hollo_runtime::queue::QueueName;
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::config::ReplyConfig;
+use hollo_runtime::federation::accounts::Account;
+use hollo_runtime::federation::signature;
 use hollo_runtime::tasks::replies::{self, recovery};
-use hollo_runtime::{tasks, web};
 use serde_json::{Value, json};
-use sqlx::PgPool;
-use support::{eventually, fresh_db, spawn_serve};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
+use support::node::Instance;
+use support::{eventually, spawn_serve};
 use uuid::Uuid;
 
 const SECRET: &str = "replies-test-secret-0123456789abcdef";
@@ -184,94 +178,49 @@ async fn remote_get(State(s): State<RemoteState>, req: Request) -> Response {
 // ---------------------------------------------------------------------------------------------
 // Our instance: web router and any number of in-process task workers.
 
-struct Instance {
-    pool: PgPool,
-    url: String,
-    base: String,
-    fed: Arc<Federation>,
-    workers: Vec<(CancellationToken, tokio::task::JoinHandle<()>)>,
+/// A web node on a fresh database (tests/support/node.rs); reply-collection workers are worker
+/// nodes configured by `REPLY_*` settings, as in production.
+async fn instance() -> Instance {
+    Instance::start("web", &[("SECRET_KEY", SECRET)]).await
 }
 
+/// `cfg` as the environment a worker node reads it from.
+fn reply_env(cfg: &ReplyConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("REPLY_MAX_DEPTH", cfg.max_depth.to_string()),
+        ("REPLY_MAX_ITEMS", cfg.max_items.to_string()),
+        ("REPLY_MAX_REQUESTS", cfg.max_requests.to_string()),
+        (
+            "REPLY_HOST_INTERVAL_MS",
+            cfg.host_interval.as_millis().to_string(),
+        ),
+        ("REPLY_COOLDOWN_SECONDS", cfg.cooldown.as_secs().to_string()),
+        (
+            "REPLY_RETRY_AFTER_SECONDS",
+            cfg.retry_after_default.as_secs().to_string(),
+        ),
+        ("REPLY_LEASE_SECONDS", cfg.lease.as_secs().to_string()),
+        (
+            "RECOVERY_INTERVAL_SECONDS",
+            cfg.recovery_interval.as_secs().to_string(),
+        ),
+    ]
+}
+
+/// What the reply tests add to the shared instance (an inherent impl: `support` is part of
+/// this test crate).
 impl Instance {
-    async fn start() -> Instance {
-        let db = fresh_db().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let fed = Arc::new(Federation::new(&base, SECRET, true, 4).expect("federation"));
-        let state = web::AppState::new(db.pool.clone(), Some(fed.clone()));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, web::router(state)).await;
-        });
-        Instance {
-            pool: db.pool,
-            url: db.url,
-            base,
-            fed,
-            workers: Vec::new(),
-        }
+    /// A worker node with the collector configured as `cfg`.
+    async fn reply_worker(&mut self, cfg: &ReplyConfig) {
+        self.reply_worker_with(cfg, &[]).await
     }
 
-    /// A task consumer with the collector, as a worker node runs it. Returns its stop token.
-    fn worker(&mut self, cfg: &ReplyConfig) -> CancellationToken {
-        let fed = self.fed.clone();
-        self.worker_with(cfg, fed)
-    }
-
-    /// A worker with its own federation settings (e.g. without `ALLOW_PRIVATE_ADDRESS`).
-    fn worker_with(&mut self, cfg: &ReplyConfig, fed: Arc<Federation>) -> CancellationToken {
-        let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
-        let stop = CancellationToken::new();
-        let mut registry = tasks::registry(&q, Some(fed.clone()));
-        replies::register(&mut registry, fed, cfg.clone(), stop.clone());
-        let c = Consumer {
-            queue: QueueName::Task,
-            limit: q.task_concurrency,
-            registry,
-            pool: self.pool.clone(),
-            item_locks: None,
-            node: Uuid::new_v4(),
-            lease: Duration::from_secs(30),
-            poll: Duration::from_millis(100),
-            metrics: Metrics::new(),
-        };
-        let abort = CancellationToken::new();
-        let handle = tokio::spawn(c.run(
-            Arc::new(Notify::new()),
-            stop.clone(),
-            abort.clone(),
-            InFlight::default(),
-        ));
-        // The drain window: handlers get a few seconds to hand their job back.
-        let (s, a) = (stop.clone(), abort);
-        tokio::spawn(async move {
-            s.cancelled().await;
-            tokio::time::sleep(Duration::from_secs(10)).await;
-            a.cancel();
-        });
-        self.workers.push((stop.clone(), handle));
-        stop
-    }
-
-    async fn account(&self, name: &str) -> (Account, String) {
-        accounts::create(&self.pool, &self.fed, name, false)
-            .await
-            .expect("create account")
-    }
-
-    async fn shutdown(self) {
-        for (stop, h) in self.workers {
-            stop.cancel();
-            let _ = h.await;
-        }
-    }
-
-    async fn count(&self, sql: &str) -> i64 {
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
-            .fetch_one(&self.pool)
-            .await
-            .expect("count")
+    /// A worker with more settings (e.g. `ALLOW_PRIVATE_ADDRESS=false`).
+    async fn reply_worker_with(&mut self, cfg: &ReplyConfig, extra: &[(&str, &str)]) {
+        let env = reply_env(cfg);
+        let mut pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        pairs.extend_from_slice(extra);
+        self.worker(&pairs).await;
     }
 
     async fn api(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> (u16, Value) {
@@ -352,7 +301,7 @@ async fn request(inst: &Instance, account: &Account, post: &str, replies_iri: &s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_once() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
@@ -394,7 +343,7 @@ async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_
         "/notes/r1a/replies",
         json!({ "type": "Collection", "items": [] }),
     );
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
 
     // Viewing the post requests the collection; viewing it again does not make a second job.
     let (code, ctx) = inst
@@ -565,7 +514,7 @@ fn paged(remote: &Remote, post: &str, prefix: &str, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn item_and_request_caps_end_the_job_as_partial() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
@@ -578,7 +527,7 @@ async fn item_and_request_caps_end_the_job_as_partial() {
         max_requests: 3,
         ..fast_config()
     };
-    inst.worker(&cfg);
+    inst.reply_worker(&cfg).await;
     let a = request(&inst, &alice, &post_a, &remote.iri("/a/replies")).await;
     let j = inst
         .until_status(a, &["completed", "partial", "failed"])
@@ -591,9 +540,9 @@ async fn item_and_request_caps_end_the_job_as_partial() {
         max_requests: 2,
         ..fast_config()
     };
-    inst.worker(&cfg);
+    inst.reply_worker(&cfg).await;
     // Only the second worker can take it: stop the first.
-    inst.workers[0].0.cancel();
+    inst.workers()[0].begin_shutdown();
     let b = request(&inst, &alice, &post_b, &remote.iri("/b/replies")).await;
     let j = inst
         .until_status(b, &["completed", "partial", "failed"])
@@ -611,7 +560,7 @@ async fn item_and_request_caps_end_the_job_as_partial() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_workers_never_hit_one_host_faster_than_the_interval() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
@@ -635,8 +584,8 @@ async fn two_workers_never_hit_one_host_faster_than_the_interval() {
             .await,
         );
     }
-    inst.worker(&cfg);
-    inst.worker(&cfg);
+    inst.reply_worker(&cfg).await;
+    inst.reply_worker(&cfg).await;
     for j in &jobs {
         let r = inst
             .until_status(*j, &["completed", "partial", "failed"])
@@ -662,14 +611,14 @@ async fn two_workers_never_hit_one_host_faster_than_the_interval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 2);
     remote.script("/n/replies", [Answer::RetryAfter(3)]);
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let waiting = eventually(WAIT, "the job to go back to waiting", || async {
         let j = inst.job(job).await;
@@ -707,13 +656,13 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
 /// is clamped (12 h, as deliveries) and the job waits with the 429 recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     remote.script("/n/replies", [Answer::RetryAfter(u64::MAX)]);
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let waiting = eventually(WAIT, "the job to go back to waiting", || async {
         let j = inst.job(job).await;
@@ -744,14 +693,14 @@ async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
 /// re-walking (and re-spending the request cap on) the pages it had already stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_mid_walk_resumes_at_the_refused_page() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/m").await;
     paged(&remote, &post, "/m", 6); // /m/replies → /m/page1 → /m/page2, two replies each
     remote.script("/m/page2", [Answer::RetryAfter(1)]);
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst
         .until_status(job, &["completed", "partial", "failed"])
@@ -782,7 +731,7 @@ async fn a_429_mid_walk_resumes_at_the_refused_page() {
 /// the top, not the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unreadable_frontier_walks_from_the_top() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
@@ -796,7 +745,7 @@ async fn an_unreadable_frontier_walks_from_the_top() {
     .execute(&inst.pool)
     .await
     .expect("damage the frontier");
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let j = inst
         .until_status(job, &["completed", "partial", "failed"])
         .await;
@@ -815,7 +764,7 @@ async fn an_unreadable_frontier_walks_from_the_top() {
 /// and the same signing account — and its own replies are walked from there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let a = Remote::start().await;
     let b = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
@@ -836,7 +785,7 @@ async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
             Some(json!({ "type": "Collection", "items": [b.note("/notes/b1a", &b.iri("/notes/b1"), None)] })),
         ),
     );
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst
         .until_status(job, &["completed", "partial", "failed"])
@@ -893,13 +842,13 @@ async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_fails_the_job_with_its_message() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     remote.script("/n/replies", [Answer::Status(500)]);
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst.until_status(job, &["completed", "failed"]).await;
     assert_eq!(j.status, "failed");
@@ -922,7 +871,7 @@ async fn a_500_fails_the_job_with_its_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     // No local account at all: the instance actor still signs.
     let instance = inst
@@ -934,7 +883,7 @@ async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
     remote.expect_key(&instance.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     remote.doc("/n/replies", json!({ "type": "Collection", "items": [] }));
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = replies::request(&inst.pool, &post, &replies_iri, None, 2)
         .await
         .expect("request")
@@ -953,15 +902,15 @@ async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 2);
     // Same instance and keys, but a worker whose fetch guard refuses loopback.
-    let strict = Arc::new(Federation::new(&inst.base, SECRET, false, 4).expect("federation"));
-    inst.worker_with(&fast_config(), strict);
+    inst.reply_worker_with(&fast_config(), &[("ALLOW_PRIVATE_ADDRESS", "false")])
+        .await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst.until_status(job, &["completed", "failed"]).await;
     assert_eq!(j.status, "failed");
@@ -978,25 +927,25 @@ async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_returns_a_running_collection_to_waiting() {
-    let mut inst = Instance::start().await;
+    let mut inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 2);
     remote.script("/n/replies", [Answer::Hang]);
-    let stop = inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     eventually(WAIT, "the first request", || async {
         (!remote.hits().is_empty()).then_some(())
     })
     .await;
     assert_eq!(inst.job(job).await.status, "processing");
-    stop.cancel();
+    inst.workers()[0].begin_shutdown();
     let j = inst.until_status(job, &["waiting"]).await;
     assert!(j.error.is_none(), "{j:?}");
     // Its wake-up is queued again: another worker picks it up (the hang was scripted once).
-    inst.worker(&fast_config());
+    inst.reply_worker(&fast_config()).await;
     let j = inst.until_status(job, &["completed", "failed"]).await;
     assert_eq!(
         (j.status.as_str(), j.items_stored),
@@ -1011,7 +960,7 @@ async fn shutdown_returns_a_running_collection_to_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn recovery_dispatches_at_most_50_one_per_host_after_commit_and_never_fetches() {
-    let inst = Instance::start().await;
+    let inst = instance().await;
     let remote = Remote::start().await;
     let cfg = fast_config();
     // 60 hosts with two jobs each, created inside one transaction without queue messages.
@@ -1061,7 +1010,7 @@ async fn recovery_dispatches_at_most_50_one_per_host_after_commit_and_never_fetc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn recovery_reclaims_100_expired_jobs_and_100_orphaned_hosts_and_pauses_when_busy() {
-    let inst = Instance::start().await;
+    let inst = instance().await;
     let cfg = fast_config();
     sqlx::query(
         "INSERT INTO reply_collection_jobs (id, post_iri, replies_iri, host, max_depth, status, claim, lease_until,
@@ -1114,7 +1063,7 @@ async fn recovery_reclaims_100_expired_jobs_and_100_orphaned_hosts_and_pauses_wh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
-    let inst = Instance::start().await;
+    let inst = instance().await;
     let remote = Remote::start().await;
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
@@ -1263,7 +1212,7 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease() {
-    let inst = Instance::start().await;
+    let inst = instance().await;
     let remote = Remote::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);

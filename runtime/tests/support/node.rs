@@ -101,6 +101,11 @@ impl Instance {
         self.workers.last().expect("just pushed")
     }
 
+    /// The worker nodes started so far, oldest first.
+    pub fn workers(&self) -> &[NodeHandle] {
+        &self.workers
+    }
+
     /// Drains and stops the most recently started worker, as SIGTERM would.
     pub async fn stop_worker(&mut self) {
         if let Some(w) = self.workers.pop() {
