@@ -151,6 +151,7 @@ pub async fn serve(config: Config) -> Result<()> {
         environment: config.environment.clone(),
         storage_path: config.storage_path.clone(),
         imports: config.imports,
+        http: config.http,
         ..AppState::new(pool.clone(), fed.clone())
     };
     let (app, port) = if config.role.serves_http() {
@@ -184,7 +185,7 @@ pub async fn serve(config: Config) -> Result<()> {
         }
     };
     let abort = shutdown.abort.clone();
-    let server = axum::serve(listener, app).with_graceful_shutdown(http_stop);
+    let server = web::server::serve(listener, app, config.http, http_stop);
     tokio::select! {
         r = server => r.context("HTTP server")?,
         _ = async { abort.cancelled().await; tokio::time::sleep(Duration::from_secs(1)).await } => {
