@@ -11,7 +11,7 @@
 //! are written in one transaction: a bad upload is rejected before anything is written, and no
 //! staging file is ever shared with a worker.
 
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -138,39 +138,51 @@ async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Ve
     Ok(buf)
 }
 
+/// `?type=…&mode=…` of an import upload.
+#[derive(Deserialize)]
+pub struct ImportParams {
+    #[serde(rename = "type")]
+    ty: Option<String>,
+    mode: Option<String>,
+}
+
+/// Why the query of an import is refused (400); values are quoted as excerpts.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportParamError {
+    #[error("missing `type` ({names})", names = ImportType::NAMES)]
+    MissingType,
+    #[error("unknown import type {0:?} (expected {names})", names = ImportType::NAMES)]
+    UnknownType(String),
+    #[error("unknown mode {0:?} (expected merge or overwrite)")]
+    UnknownMode(String),
+}
+
+impl From<ImportParamError> for ApiError {
+    fn from(e: ImportParamError) -> Self {
+        ApiError(StatusCode::BAD_REQUEST, e.to_string())
+    }
+}
+
+impl ImportParams {
+    /// The import type and mode (`merge` unless given).
+    fn validate(&self) -> Result<(ImportType, String), ImportParamError> {
+        let ty = self.ty.as_deref().ok_or(ImportParamError::MissingType)?;
+        let ty = ImportType::parse(ty)
+            .ok_or_else(|| ImportParamError::UnknownType(imports::excerpt(ty)))?;
+        match self.mode.as_deref().unwrap_or("merge") {
+            m @ ("merge" | "overwrite") => Ok((ty, m.to_string())),
+            m => Err(ImportParamError::UnknownMode(imports::excerpt(m))),
+        }
+    }
+}
+
 async fn create_import(
     State(s): State<AppState>,
     Caller(account): Caller,
+    Query(params): Query<ImportParams>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let query: Vec<(String, String)> =
-        url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes())
-            .into_owned()
-            .collect();
-    let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let ty = match param("type") {
-        None => {
-            return Err(bad(
-                StatusCode::BAD_REQUEST,
-                format!("missing `type` ({})", ImportType::NAMES),
-            ));
-        }
-        Some(t) => ImportType::parse(t).ok_or_else(|| {
-            bad(
-                StatusCode::BAD_REQUEST,
-                format!("unknown import type {t:?} (expected {})", ImportType::NAMES),
-            )
-        })?,
-    };
-    let mode = match param("mode").unwrap_or("merge") {
-        m @ ("merge" | "overwrite") => m.to_string(),
-        m => {
-            return Err(bad(
-                StatusCode::BAD_REQUEST,
-                format!("unknown mode {m:?} (expected merge or overwrite)"),
-            ));
-        }
-    };
+    let (ty, mode) = params.validate()?;
     let bytes = read_upload(&s, req).await?;
     let items = imports::parse(ty, &bytes, s.imports.max_rows)
         .map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
