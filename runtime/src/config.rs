@@ -127,6 +127,67 @@ pub struct Config {
     pub replies: ReplyConfig,
     /// Import upload limits (issue 4).
     pub imports: ImportLimits,
+    /// Timeouts and the connection cap of the HTTP server.
+    pub http: HttpLimits,
+}
+
+/// What one client may hold of a node's HTTP server (R-API): a stalled or slow client is
+/// closed, and past the connection cap new connections get a 503 instead of a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// `HTTP_HEADER_TIMEOUT_SECONDS`: time to send a request's head, counted from when the
+    /// server waits for it (so a keep-alive connection idle this long is closed too).
+    pub header_timeout: Duration,
+    /// `HTTP_IDLE_TIMEOUT_SECONDS`: a connection on which a read or a write makes no progress
+    /// for this long is closed (a client that stops reading our answer, or stops sending).
+    pub idle_timeout: Duration,
+    /// `HTTP_BODY_TIMEOUT_SECONDS`: deadline for reading a whole request body; past it 408.
+    pub body_timeout: Duration,
+    /// `HTTP_MAX_CONNECTIONS`: open connections one node serves at once.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+        }
+    }
+}
+
+impl HttpLimits {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let d = HttpLimits::default();
+        Ok(HttpLimits {
+            header_timeout: env.seconds(
+                "HTTP_HEADER_TIMEOUT_SECONDS",
+                d.header_timeout.as_secs(),
+                1,
+                300,
+            )?,
+            idle_timeout: env.seconds(
+                "HTTP_IDLE_TIMEOUT_SECONDS",
+                d.idle_timeout.as_secs(),
+                1,
+                3600,
+            )?,
+            body_timeout: env.seconds(
+                "HTTP_BODY_TIMEOUT_SECONDS",
+                d.body_timeout.as_secs(),
+                1,
+                3600,
+            )?,
+            max_connections: env.count(
+                "HTTP_MAX_CONNECTIONS",
+                d.max_connections as u32,
+                1,
+                1_000_000,
+            )? as usize,
+        })
+    }
 }
 
 /// Upload limits of imports (issue 4): the CSV's size and its rows. A bigger file is refused
@@ -494,6 +555,7 @@ impl Config {
             db: DbConfig::from_env(env)?,
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
             imports: ImportLimits::from_env(env)?,
+            http: HttpLimits::from_env(env)?,
             queue,
             port,
             health_port,
@@ -751,6 +813,38 @@ mod tests {
             ("IMPORT_MAX_MIB", "0"),
             ("IMPORT_MAX_MIB", "2048"),
             ("IMPORT_MAX_ROWS", "lots"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn http_limits_have_defaults_and_bad_values_are_startup_errors() {
+        let c = Config::from_env(&Env::from_pairs([])).expect("defaults are valid");
+        assert_eq!(c.http, HttpLimits::default());
+        let c = Config::from_env(&Env::from_pairs([
+            ("HTTP_HEADER_TIMEOUT_SECONDS", "5"),
+            ("HTTP_IDLE_TIMEOUT_SECONDS", "120"),
+            ("HTTP_BODY_TIMEOUT_SECONDS", "90"),
+            ("HTTP_MAX_CONNECTIONS", "64"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            c.http,
+            HttpLimits {
+                header_timeout: Duration::from_secs(5),
+                idle_timeout: Duration::from_secs(120),
+                body_timeout: Duration::from_secs(90),
+                max_connections: 64,
+            }
+        );
+        for (var, bad) in [
+            ("HTTP_HEADER_TIMEOUT_SECONDS", "0"),
+            ("HTTP_HEADER_TIMEOUT_SECONDS", "301"),
+            ("HTTP_IDLE_TIMEOUT_SECONDS", "soon"),
+            ("HTTP_BODY_TIMEOUT_SECONDS", "-1"),
+            ("HTTP_MAX_CONNECTIONS", "0"),
         ] {
             let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
             assert!(err.to_string().contains(var), "{err}");

@@ -200,6 +200,7 @@ impl NodeBuilder {
             environment: config.environment.clone(),
             storage_path: config.storage_path.clone(),
             imports: config.imports,
+            http: config.http,
             ..AppState::new(pool.clone(), fed.clone())
         };
         let (app, port) = if config.role.serves_http() {
@@ -237,7 +238,7 @@ impl NodeBuilder {
             }
         };
         let abort = shutdown.abort.clone();
-        let server = axum::serve(listener, app).with_graceful_shutdown(http_stop);
+        let server = web::server::serve(listener, app, config.http, http_stop);
         let run_pool = pool.clone();
         let run = async move {
             tokio::select! {

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::federation::accounts;
 use hollo_runtime::federation::activity::Incoming;
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::polls::admission::{self, Admission, STORED_CAP};
@@ -33,23 +32,7 @@ const WAIT: Duration = Duration::from_secs(120);
 
 /// A local account with a bearer token, written directly (no key pair needed for polls).
 async fn account(pool: &PgPool, name: &str) -> (Uuid, String) {
-    let id = Uuid::now_v7();
-    let token = format!("token-{name}-{}", Uuid::new_v4().simple());
-    sqlx::query(
-        "INSERT INTO accounts (id, username, public_key_pem, private_key_enc) VALUES ($1, $2, '', '\\x00')",
-    )
-    .bind(id)
-    .bind(name)
-    .execute(pool)
-    .await
-    .expect("account");
-    sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
-        .bind(accounts::hash_token(&token))
-        .bind(id)
-        .execute(pool)
-        .await
-        .expect("token");
-    (id, token)
+    support::account_with_token(pool, name).await
 }
 
 async fn new_poll(pool: &PgPool, author: Uuid, expires_in: i64, multiple: bool) -> Uuid {
@@ -58,7 +41,7 @@ async fn new_poll(pool: &PgPool, author: Uuid, expires_in: i64, multiple: bool) 
         expires_in,
         multiple,
     };
-    let (_, poll) = polls::create_status(pool, author, None, "poll?", Some(&p), None)
+    let (_, poll) = polls::create_status(pool, author, None, "poll?", Some(&p))
         .await
         .expect("create status");
     poll.expect("poll id")
@@ -472,7 +455,7 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
                         has_poll: true,
                         ..StatusEdit::default()
                     };
-                    if polls::edit_status(&db.pool, status, author, &edit, None)
+                    if polls::edit_status(&db.pool, status, author, &edit)
                         .await
                         .is_ok()
                     {
@@ -633,7 +616,6 @@ async fn remote_votes_count_once_and_never_after_the_end() {
             expires_in: 3600,
             multiple: false,
         }),
-        None,
     )
     .await
     .unwrap();
@@ -1010,7 +992,6 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             expires_in: 3600,
             multiple: true,
         }),
-        None,
     )
     .await
     .unwrap();

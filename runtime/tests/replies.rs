@@ -1155,7 +1155,7 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
             "/api/v1/reply-collections/not-a-uuid".to_string(),
             &token,
             None,
-            400,
+            404, // a malformed id names nothing: 404 on every route
         ),
         (
             "GET",
@@ -1176,7 +1176,7 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
             "/api/v1/statuses/nope/context".to_string(),
             &token,
             None,
-            400,
+            404,
         ),
         (
             "GET",

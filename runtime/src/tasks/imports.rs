@@ -95,12 +95,61 @@ fn valid_handle(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
 }
 
-fn boolean(s: Option<&str>, default: bool) -> Result<bool, String> {
+/// Longest bookmark URL an import accepts (what browsers and Mastodon handle).
+pub const MAX_URL_BYTES: usize = 2048;
+/// Characters of a bad cell an error message quotes: enough to find it, never the whole cell.
+const EXCERPT_CHARS: usize = 80;
+
+/// A cell as quoted in an error: at most [`EXCERPT_CHARS`] characters, `…` when cut.
+pub fn excerpt(s: &str) -> String {
+    match s.char_indices().nth(EXCERPT_CHARS) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+    }
+}
+
+/// Why an upload is refused (422), before anything is stored.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ImportError {
+    #[error("the file is empty")]
+    Empty,
+    #[error("the file is not UTF-8 text (expected a CSV export)")]
+    NotUtf8,
+    #[error("the file contains a NUL character")]
+    Nul,
+    #[error("malformed CSV at line {line}: {message}")]
+    Csv { line: usize, message: String },
+    #[error("line {line}: {problem}")]
+    Row { line: usize, problem: RowError },
+    #[error("more than {0} rows (IMPORT_MAX_ROWS)")]
+    TooManyRows(usize),
+    #[error("the file has no rows to import")]
+    NoRows,
+}
+
+/// What is wrong with one row; cells are quoted as [`excerpt`]s.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum RowError {
+    #[error("{0:?} is not an account address (name@host)")]
+    NotAHandle(String),
+    #[error("expected true or false, got {0:?}")]
+    NotABoolean(String),
+    #[error("bad language list {0:?}")]
+    Languages(String),
+    #[error("{0:?} is not an http(s) URL")]
+    NotAUrl(String),
+    #[error("the URL is longer than {MAX_URL_BYTES} bytes")]
+    UrlTooLong,
+    #[error("a list name must have 1 to 200 characters")]
+    ListName,
+}
+
+fn boolean(s: Option<&str>, default: bool) -> Result<bool, RowError> {
     match s.map(str::trim).map(str::to_ascii_lowercase).as_deref() {
         None | Some("") => Ok(default),
         Some("true") | Some("1") | Some("yes") => Ok(true),
         Some("false") | Some("0") | Some("no") => Ok(false),
-        Some(other) => Err(format!("expected true or false, got {other:?}")),
+        Some(other) => Err(RowError::NotABoolean(excerpt(other))),
     }
 }
 
@@ -109,13 +158,17 @@ fn boolean(s: Option<&str>, default: bool) -> Result<bool, String> {
 /// upload with its line number: a half-imported file is worse than a clear error.
 /// `max_rows` is `IMPORT_MAX_ROWS`: by default (50 000) more than any real export, few enough
 /// for the one transaction that registers them.
-pub fn parse(ty: ImportType, bytes: &[u8], max_rows: usize) -> Result<Vec<Value>, String> {
+pub fn parse(ty: ImportType, bytes: &[u8], max_rows: usize) -> Result<Vec<Value>, ImportError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("the file is empty".into());
+        return Err(ImportError::Empty);
     }
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if std::str::from_utf8(body).is_err() {
-        return Err("the file is not UTF-8 text (expected a CSV export)".into());
+        return Err(ImportError::NotUtf8);
+    }
+    // PostgreSQL cannot store NUL in text: refused here rather than failing at the insert.
+    if body.contains(&0) {
+        return Err(ImportError::Nul);
     }
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -125,7 +178,10 @@ pub fn parse(ty: ImportType, bytes: &[u8], max_rows: usize) -> Result<Vec<Value>
     let mut items = Vec::new();
     for (n, record) in reader.records().enumerate() {
         let line = n + 1;
-        let record = record.map_err(|e| format!("malformed CSV at line {line}: {e}"))?;
+        let record = record.map_err(|e| ImportError::Csv {
+            line,
+            message: e.to_string(),
+        })?;
         if record.iter().all(str::is_empty) {
             continue;
         }
@@ -138,27 +194,27 @@ pub fn parse(ty: ImportType, bytes: &[u8], max_rows: usize) -> Result<Vec<Value>
         {
             continue;
         }
-        let item = row(ty, &record).map_err(|e| format!("line {line}: {e}"))?;
+        let item = row(ty, &record).map_err(|problem| ImportError::Row { line, problem })?;
         items.push(item);
         if items.len() > max_rows {
-            return Err(format!("more than {max_rows} rows (IMPORT_MAX_ROWS)"));
+            return Err(ImportError::TooManyRows(max_rows));
         }
     }
     if items.is_empty() {
-        return Err("the file has no rows to import".into());
+        return Err(ImportError::NoRows);
     }
     Ok(items)
 }
 
-fn handle_at(record: &csv::StringRecord, i: usize) -> Result<String, String> {
+fn handle_at(record: &csv::StringRecord, i: usize) -> Result<String, RowError> {
     let h = record.get(i).unwrap_or_default();
     if !valid_handle(h) {
-        return Err(format!("{h:?} is not an account address (name@host)"));
+        return Err(RowError::NotAHandle(excerpt(h)));
     }
     Ok(h.trim_start_matches('@').to_string())
 }
 
-fn row(ty: ImportType, r: &csv::StringRecord) -> Result<Value, String> {
+fn row(ty: ImportType, r: &csv::StringRecord) -> Result<Value, RowError> {
     Ok(match ty {
         ImportType::Following => {
             let languages: Option<Vec<String>> = r.get(3).filter(|s| !s.is_empty()).map(|s| {
@@ -173,10 +229,7 @@ fn row(ty: ImportType, r: &csv::StringRecord) -> Result<Value, String> {
                     l.len() > 8 || !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
                 })
             {
-                return Err(format!(
-                    "bad language list {:?}",
-                    r.get(3).unwrap_or_default()
-                ));
+                return Err(RowError::Languages(excerpt(r.get(3).unwrap_or_default())));
             }
             json!({
                 "account": handle_at(r, 0)?,
@@ -192,18 +245,21 @@ fn row(ty: ImportType, r: &csv::StringRecord) -> Result<Value, String> {
         }),
         ImportType::Bookmarks => {
             let u = r.get(0).unwrap_or_default();
+            if u.len() > MAX_URL_BYTES {
+                return Err(RowError::UrlTooLong);
+            }
             let ok = url::Url::parse(u)
                 .ok()
                 .filter(|p| matches!(p.scheme(), "https" | "http") && p.host().is_some());
             if ok.is_none() {
-                return Err(format!("{u:?} is not an http(s) URL"));
+                return Err(RowError::NotAUrl(excerpt(u)));
             }
             json!({ "url": u })
         }
         ImportType::Lists => {
             let title = r.get(0).unwrap_or_default();
             if title.is_empty() || title.chars().count() > 200 {
-                return Err("a list name must have 1 to 200 characters".into());
+                return Err(RowError::ListName);
             }
             json!({ "list": title, "account": handle_at(r, 1)? })
         }
@@ -549,7 +605,7 @@ mod tests {
     fn bad_input_is_rejected_with_a_line_number() {
         assert_eq!(
             parse(ImportType::Blocks, b"", 50_000).unwrap_err(),
-            "the file is empty"
+            ImportError::Empty
         );
         assert_eq!(
             parse(
@@ -558,19 +614,46 @@ mod tests {
                 50_000
             )
             .unwrap_err(),
-            "the file has no rows to import"
+            ImportError::NoRows
         );
-        let e = parse(ImportType::Blocks, b"a@b.example\nnot an address\n", 50_000).unwrap_err();
+        let e = parse(ImportType::Blocks, b"a@b.example\nnot an address\n", 50_000)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("line 2:"), "{e}");
-        let e = parse(ImportType::Following, b"a@b.example,maybe\n", 50_000).unwrap_err();
+        let e = parse(ImportType::Following, b"a@b.example,maybe\n", 50_000)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("true or false"), "{e}");
-        let e = parse(ImportType::Bookmarks, b"javascript:alert(1)\n", 50_000).unwrap_err();
+        let e = parse(ImportType::Bookmarks, b"javascript:alert(1)\n", 50_000)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("http(s) URL"), "{e}");
-        assert!(parse(ImportType::Blocks, b"\xff\xfe\x00a", 50_000).is_err());
+        assert_eq!(
+            parse(ImportType::Blocks, b"\xff\xfe\x00a", 50_000),
+            Err(ImportError::NotUtf8)
+        );
+        assert_eq!(
+            parse(ImportType::Blocks, b"a@b.example\x00\n", 50_000),
+            Err(ImportError::Nul)
+        );
+        // A long bad cell is quoted in part, never echoed whole; long URLs are refused.
+        let huge = format!("{}\n", "x".repeat(1_000_000));
+        let e = parse(ImportType::Blocks, huge.as_bytes(), 50_000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 200 && e.contains('…'), "{e}");
+        let long = format!("https://a.example/{}\n", "p".repeat(MAX_URL_BYTES));
+        assert_eq!(
+            parse(ImportType::Bookmarks, long.as_bytes(), 50_000),
+            Err(ImportError::Row {
+                line: 1,
+                problem: RowError::UrlTooLong
+            })
+        );
         // IMPORT_MAX_ROWS: exactly the limit parses, one more is refused by name.
         let three = b"a@b.example\nc@d.example\ne@f.example\n";
         assert_eq!(parse(ImportType::Blocks, three, 3).map(|v| v.len()), Ok(3));
-        let e = parse(ImportType::Blocks, three, 2).unwrap_err();
+        let e = parse(ImportType::Blocks, three, 2).unwrap_err().to_string();
         assert!(
             e.contains("more than 2 rows") && e.contains("IMPORT_MAX_ROWS"),
             "{e}"

@@ -2,9 +2,10 @@
 //! and the two inboxes, which verify the HTTP Signature, store the activity once, enqueue its
 //! processing and answer 202.
 //!
-//! Inbox checks, cheapest first: unknown account 404 → body over 1 MiB 413 → signature header,
-//! date window and `Digest` 401 → malformed JSON or activity 400 → the signer's key (cached,
-//! refetched when the signature stops verifying) 401 → signer is the activity's actor 401.
+//! Inbox checks, cheapest first: unknown account 404 → signature header and date window 401
+//! (before the body is read) → body over 1 MiB 413 → `Digest` 401 → malformed JSON or
+//! activity, or a NUL character in it, 400 → the signer's key (cached, refetched when the
+//! signature stops verifying) 401 → signer is the activity's actor 401.
 //!
 //! The instance actor (`GET /actor`, an `Application`) signs the key fetches of the shared
 //! inbox, which has no account to sign with, so authorized-fetch servers answer them.
@@ -12,7 +13,6 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -21,6 +21,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::body::{parse_json, read_limited};
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
 use crate::federation::actor::{self, AS_CONTEXT, id_of};
@@ -234,21 +235,6 @@ fn bad_request(msg: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, msg.into())
 }
 
-async fn read_body(body: Body, declared: Option<u64>) -> Result<axum::body::Bytes, ApiError> {
-    let too_large = || {
-        ApiError(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("activity larger than {MAX_INBOX_BYTES} bytes"),
-        )
-    };
-    if declared.is_some_and(|n| n > MAX_INBOX_BYTES as u64) {
-        return Err(too_large());
-    }
-    axum::body::to_bytes(body, MAX_INBOX_BYTES)
-        .await
-        .map_err(|_| too_large())
-}
-
 async fn receive(
     s: &AppState,
     account: Option<Account>,
@@ -256,17 +242,16 @@ async fn receive(
 ) -> Result<Response, ApiError> {
     let fed = federation(s)?;
     let (parts, body) = req.into_parts();
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    let bytes = read_body(body, declared).await?;
     let path = parts
         .uri
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or_else(|| parts.uri.path());
+    // The signature's header, coverage and date are checked before the body is read, so an
+    // unsigned or stale request is refused without reading it; the digest needs the body.
+    signature::prepare_verification("POST", path, &parts.headers, None, SystemTime::now())
+        .map_err(|e| unauthorized(e.to_string()))?;
+    let bytes = read_limited(&parts.headers, body, MAX_INBOX_BYTES, s.http.body_timeout).await?;
     let pending = signature::prepare_verification(
         "POST",
         path,
@@ -276,8 +261,7 @@ async fn receive(
     )
     .map_err(|e| unauthorized(e.to_string()))?;
 
-    let activity: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| bad_request(format!("body is not JSON: {e}")))?;
+    let activity: Value = parse_json(&bytes, StatusCode::BAD_REQUEST)?;
     let id = activity
         .get("id")
         .and_then(Value::as_str)

@@ -11,24 +11,32 @@
 //! are written in one transaction: a bad upload is rejected before anything is written, and no
 //! staging file is ever shared with a worker.
 
-use axum::extract::{FromRequest, Multipart, Path, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
-use serde_json::{Value, json};
-use uuid::Uuid;
+use serde::Deserialize;
+use serde_json::json;
 
-use super::api::require_account;
-use super::{ApiError, AppState, require_admin};
+use super::auth::{Admin, Caller};
+use super::body::{ApiJson, BodyError, RequestBody};
+use super::{ApiError, AppState, parse_id};
+use crate::federation::accounts::Account;
 use crate::tasks::cleanups;
 use crate::tasks::imports::{self, ImportType};
 use crate::tasks::jobs::{self, Created, Family, JobView, NewJob};
 
-pub fn routes() -> Router<AppState> {
+/// Room for a multipart form's framing around the CSV.
+const MULTIPART_FRAMING: usize = 64 * 1024;
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    // The only large body there is: the upload, up to `IMPORT_MAX_MIB` (read as a stream and
+    // refused as soon as it passes the limit).
+    let upload_limit = DefaultBodyLimit::max(state.imports.max_bytes + MULTIPART_FRAMING);
     Router::new()
-        .route("/api/v1/imports", post(create_import))
+        .route("/api/v1/imports", post(create_import).layer(upload_limit))
         .route(
             "/api/v1/imports/{id}",
             get(show_import).delete(cancel_import),
@@ -59,9 +67,25 @@ fn job_response(status: StatusCode, view: &JobView) -> Response {
 }
 
 /// Reads the CSV: the raw body, or the `data` (Mastodon's name) or `file` field of a
-/// multipart form; at most `IMPORT_MAX_MIB` either way.
+/// multipart form; at most `IMPORT_MAX_MIB` either way (a declared bigger length is refused
+/// unread), within `HTTP_BODY_TIMEOUT_SECONDS`.
 async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
     let max = s.imports.max_bytes;
+    let deadline = s.http.body_timeout;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if declared.is_some_and(|n| n > max + MULTIPART_FRAMING) {
+        return Err(too_large(max));
+    }
+    tokio::time::timeout(deadline, read_upload_stream(s, req, max))
+        .await
+        .map_err(|_| ApiError::from(BodyError::Timeout(deadline)))?
+}
+
+async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Vec<u8>, ApiError> {
     let multipart = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -114,43 +138,54 @@ async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
     Ok(buf)
 }
 
+/// `?type=…&mode=…` of an import upload.
+#[derive(Deserialize)]
+pub struct ImportParams {
+    #[serde(rename = "type")]
+    ty: Option<String>,
+    mode: Option<String>,
+}
+
+/// Why the query of an import is refused (400); values are quoted as excerpts.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportParamError {
+    #[error("missing `type` ({names})", names = ImportType::NAMES)]
+    MissingType,
+    #[error("unknown import type {0:?} (expected {names})", names = ImportType::NAMES)]
+    UnknownType(String),
+    #[error("unknown mode {0:?} (expected merge or overwrite)")]
+    UnknownMode(String),
+}
+
+impl From<ImportParamError> for ApiError {
+    fn from(e: ImportParamError) -> Self {
+        ApiError(StatusCode::BAD_REQUEST, e.to_string())
+    }
+}
+
+impl ImportParams {
+    /// The import type and mode (`merge` unless given).
+    fn validate(&self) -> Result<(ImportType, String), ImportParamError> {
+        let ty = self.ty.as_deref().ok_or(ImportParamError::MissingType)?;
+        let ty = ImportType::parse(ty)
+            .ok_or_else(|| ImportParamError::UnknownType(imports::excerpt(ty)))?;
+        match self.mode.as_deref().unwrap_or("merge") {
+            m @ ("merge" | "overwrite") => Ok((ty, m.to_string())),
+            m => Err(ImportParamError::UnknownMode(imports::excerpt(m))),
+        }
+    }
+}
+
 async fn create_import(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
+    Query(params): Query<ImportParams>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let account = require_account(&s, &headers).await?;
-    let query: Vec<(String, String)> =
-        url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes())
-            .into_owned()
-            .collect();
-    let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let ty = match param("type") {
-        None => {
-            return Err(bad(
-                StatusCode::BAD_REQUEST,
-                format!("missing `type` ({})", ImportType::NAMES),
-            ));
-        }
-        Some(t) => ImportType::parse(t).ok_or_else(|| {
-            bad(
-                StatusCode::BAD_REQUEST,
-                format!("unknown import type {t:?} (expected {})", ImportType::NAMES),
-            )
-        })?,
-    };
-    let mode = match param("mode").unwrap_or("merge") {
-        m @ ("merge" | "overwrite") => m.to_string(),
-        m => {
-            return Err(bad(
-                StatusCode::BAD_REQUEST,
-                format!("unknown mode {m:?} (expected merge or overwrite)"),
-            ));
-        }
-    };
+    let (ty, mode) = params.validate()?;
     let bytes = read_upload(&s, req).await?;
     let items = imports::parse(ty, &bytes, s.imports.max_rows)
-        .map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e))?;
+        .map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     let mut tx = s.pool.begin().await?;
     let created = jobs::create(
         &mut tx,
@@ -177,14 +212,9 @@ async fn create_import(
     Ok(job_response(status, &view))
 }
 
-fn parse_id(id: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| bad(StatusCode::NOT_FOUND, "not found"))
-}
-
 /// The import, if it is the caller's (someone else's import is as good as absent).
-async fn own_import(s: &AppState, headers: &HeaderMap, id: &str) -> Result<JobView, ApiError> {
-    let account = require_account(s, headers).await?;
-    let id = parse_id(id)?;
+async fn own_import(s: &AppState, account: &Account, id: &str) -> Result<JobView, ApiError> {
+    let id = parse_id(id, "import")?;
     jobs::show(&s.pool, imports::FAMILY, id)
         .await?
         .filter(|v| v.account_id == Some(account.id))
@@ -193,19 +223,19 @@ async fn own_import(s: &AppState, headers: &HeaderMap, id: &str) -> Result<JobVi
 
 async fn show_import(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let view = own_import(&s, &headers, &id).await?;
+    let view = own_import(&s, &account, &id).await?;
     Ok(job_response(StatusCode::OK, &view))
 }
 
 async fn cancel_import(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let view = own_import(&s, &headers, &id).await?;
+    let view = own_import(&s, &account, &id).await?;
     cancel(&s, imports::FAMILY, view).await
 }
 
@@ -223,46 +253,62 @@ async fn cancel(s: &AppState, fam: Family, view: JobView) -> Result<Response, Ap
     }
 }
 
+/// `POST /api/v1/admin/cleanups`: the kind names the variant; an unknown kind is a 400.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CleanupRequest {
+    RemotePosts {
+        #[serde(rename = "olderThanDays")]
+        older_than_days: Option<i64>,
+    },
+    Media,
+}
+
+impl RequestBody for CleanupRequest {
+    const SHAPE_STATUS: StatusCode = StatusCode::BAD_REQUEST;
+}
+
+/// Why a well-formed cleanup request cannot run (422).
+#[derive(Debug, thiserror::Error)]
+pub enum CleanupError {
+    #[error("`olderThanDays` must be a whole number of days from 1 to 36500")]
+    Days,
+    #[error("media cleanup needs FS_STORAGE_PATH (the media storage directory)")]
+    NoStorage,
+}
+
+impl From<CleanupError> for ApiError {
+    fn from(e: CleanupError) -> Self {
+        ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+    }
+}
+
+impl CleanupRequest {
+    /// The job's kind and parameters.
+    fn job(&self, s: &AppState) -> Result<(&'static str, serde_json::Value), CleanupError> {
+        match self {
+            CleanupRequest::RemotePosts { older_than_days } => {
+                let days = older_than_days
+                    .filter(|d| (1..=36_500).contains(d))
+                    .ok_or(CleanupError::Days)?;
+                let cutoff = chrono::Utc::now() - chrono::Duration::days(days);
+                Ok((
+                    "remote_posts",
+                    json!({ "olderThanDays": days, "cutoff": cutoff }),
+                ))
+            }
+            CleanupRequest::Media if s.storage_path.is_none() => Err(CleanupError::NoStorage),
+            CleanupRequest::Media => Ok(("media", json!({}))),
+        }
+    }
+}
+
 async fn create_cleanup(
     State(s): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
+    _: Admin,
+    ApiJson(req): ApiJson<CleanupRequest>,
 ) -> Result<Response, ApiError> {
-    require_admin(&s, &headers)?;
-    let req: Value = serde_json::from_slice(&body)
-        .map_err(|e| bad(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}")))?;
-    let kind = req.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let params = match kind {
-        "remote_posts" => {
-            let days = req
-                .get("olderThanDays")
-                .and_then(Value::as_i64)
-                .filter(|d| (1..=36_500).contains(d))
-                .ok_or_else(|| {
-                    bad(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "`olderThanDays` must be a whole number of days from 1 to 36500",
-                    )
-                })?;
-            let cutoff = chrono::Utc::now() - chrono::Duration::days(days);
-            json!({ "olderThanDays": days, "cutoff": cutoff })
-        }
-        "media" => {
-            if s.storage_path.is_none() {
-                return Err(bad(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "media cleanup needs FS_STORAGE_PATH (the media storage directory)",
-                ));
-            }
-            json!({})
-        }
-        other => {
-            return Err(bad(
-                StatusCode::BAD_REQUEST,
-                format!("unknown cleanup kind {other:?} (expected remote_posts or media)"),
-            ));
-        }
-    };
+    let (kind, params) = req.job(&s)?;
     let mut tx = s.pool.begin().await?;
     let created = jobs::create(
         &mut tx,
@@ -288,9 +334,8 @@ async fn create_cleanup(
     Ok(job_response(StatusCode::ACCEPTED, &view))
 }
 
-async fn admin_cleanup(s: &AppState, headers: &HeaderMap, id: &str) -> Result<JobView, ApiError> {
-    require_admin(s, headers)?;
-    let id = parse_id(id)?;
+async fn admin_cleanup(s: &AppState, id: &str) -> Result<JobView, ApiError> {
+    let id = parse_id(id, "cleanup")?;
     jobs::show(&s.pool, cleanups::FAMILY, id)
         .await?
         .ok_or_else(|| bad(StatusCode::NOT_FOUND, "cleanup not found"))
@@ -298,18 +343,18 @@ async fn admin_cleanup(s: &AppState, headers: &HeaderMap, id: &str) -> Result<Jo
 
 async fn show_cleanup(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _: Admin,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let view = admin_cleanup(&s, &headers, &id).await?;
+    let view = admin_cleanup(&s, &id).await?;
     Ok(job_response(StatusCode::OK, &view))
 }
 
 async fn cancel_cleanup(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _: Admin,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let view = admin_cleanup(&s, &headers, &id).await?;
+    let view = admin_cleanup(&s, &id).await?;
     cancel(&s, cleanups::FAMILY, view).await
 }

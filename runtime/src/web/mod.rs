@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -15,9 +15,13 @@ use sqlx::PgPool;
 
 pub mod activitypub;
 pub mod api;
+pub mod auth;
+pub mod body;
+pub mod edge;
 pub mod jobs;
 pub mod polls;
 pub mod replies;
+pub mod server;
 
 use crate::config::Role;
 use crate::federation::Federation;
@@ -40,6 +44,8 @@ pub struct AppState {
     pub storage_path: Option<std::path::PathBuf>,
     /// `IMPORT_MAX_MIB` / `IMPORT_MAX_ROWS`.
     pub imports: crate::config::ImportLimits,
+    /// `HTTP_*` timeouts; the body deadline applies where bodies are read.
+    pub http: crate::config::HttpLimits,
 }
 
 impl AppState {
@@ -57,6 +63,7 @@ impl AppState {
             environment: "production".into(),
             storage_path: None,
             imports: Default::default(),
+            http: Default::default(),
         }
     }
 }
@@ -79,6 +86,13 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
+/// A resource id from the path. Ids are UUIDs; a path segment that is not one names nothing,
+/// so it is the same 404 as an unknown id on every route (as on Mastodon).
+pub fn parse_id(raw: &str, what: &str) -> Result<uuid::Uuid, ApiError> {
+    uuid::Uuid::parse_str(raw)
+        .map_err(|_| ApiError(StatusCode::NOT_FOUND, format!("{what} not found")))
+}
+
 /// Health endpoints every node serves.
 fn health_routes() -> Router<AppState> {
     Router::new()
@@ -87,28 +101,33 @@ fn health_routes() -> Router<AppState> {
         .route("/metrics", get(metrics))
 }
 
+/// What every router ends with: the JSON 404, bodies bounded to the JSON limit unless a route
+/// sets its own (the import upload, the inbox), and the edge checks of `edge`.
+fn finish(routes: Router<AppState>, state: AppState) -> Router {
+    routes
+        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
+        .layer(DefaultBodyLimit::max(body::JSON_MAX_BYTES))
+        .layer(axum::middleware::map_response(edge::json_errors))
+        .layer(axum::middleware::from_fn(edge::guard))
+        .with_state(state)
+}
+
 /// The full router of a web (or `all`) node.
 pub fn router(state: AppState) -> Router {
-    // Request bodies: an import upload (plus its multipart framing) is the largest there is.
-    let body_limit = state.imports.max_bytes.max(10 * 1024 * 1024) + 64 * 1024;
-    health_routes()
+    let routes = health_routes()
         .route("/api/version", get(version))
         .route("/api/admin/status", get(admin_status))
         .merge(activitypub::routes())
         .merge(api::routes())
-        .merge(jobs::routes())
+        .merge(jobs::routes(&state))
         .merge(polls::routes())
-        .merge(replies::routes())
-        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
-        .layer(DefaultBodyLimit::max(body_limit))
-        .with_state(state)
+        .merge(replies::routes());
+    finish(routes, state)
 }
 
 /// The health server of a worker node.
 pub fn health_router(state: AppState) -> Router {
-    health_routes()
-        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
-        .with_state(state)
+    finish(health_routes(), state)
 }
 
 async fn healthz() -> Json<serde_json::Value> {
@@ -174,34 +193,6 @@ async fn version(State(s): State<AppState>) -> Result<Json<serde_json::Value>, A
     Ok(Json(crate::version_json(Some(schema))))
 }
 
-/// Constant-time comparison, so the token cannot be guessed byte by byte from timings.
-fn token_matches(given: &str, want: &str) -> bool {
-    let (a, b) = (given.as_bytes(), want.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// `Authorization: Bearer $ADMIN_TOKEN`; with no token configured admin endpoints answer 403.
-pub fn require_admin(s: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(want) = s.admin_token.as_deref() else {
-        return Err(ApiError(
-            StatusCode::FORBIDDEN,
-            "admin endpoints are disabled: set ADMIN_TOKEN".into(),
-        ));
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    match given {
-        Some(t) if token_matches(t, want) => Ok(()),
-        _ => Err(ApiError(
-            StatusCode::UNAUTHORIZED,
-            "missing or wrong bearer token".into(),
-        )),
-    }
-}
-
 #[derive(sqlx::FromRow)]
 struct NodeRow {
     node_id: uuid::Uuid,
@@ -223,9 +214,8 @@ const LIVE_WINDOW_SECONDS: f64 = 45.0;
 
 async fn admin_status(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _: auth::Admin,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    require_admin(&s, &headers)?;
     let rows: Vec<NodeRow> = sqlx::query_as(
         "SELECT node_id, role, version, task_definition_version, environment, hostname, pid, started_at, last_seen,
                 stopped_at, in_flight, EXTRACT(EPOCH FROM now() - last_seen)::float8 AS age

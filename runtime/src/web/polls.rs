@@ -3,22 +3,20 @@
 //! or deferred scheduling is logged and left to the recovery scan, never turned into an error
 //! for a write that already happened.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::api::require_account;
-use super::{ApiError, AppState};
+use super::auth::{Caller, MaybeCaller};
+use super::body::{ApiJson, RequestBody};
+use super::{ApiError, AppState, parse_id};
+use crate::federation::statuses::{self, Announce};
+use crate::polls::validation::{CreateStatusRequest, EditStatusRequest, Invalid, VoteRequest};
 use crate::polls::{self, PollError, admission};
-
-/// Poll requests are a few hundred bytes; anything near this is not a poll.
-const MAX_BODY: usize = 64 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -29,36 +27,32 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/notifications", get(notifications))
 }
 
+// Poll requests answer a body of the wrong shape with 422, as Mastodon does.
+impl RequestBody for CreateStatusRequest {
+    const SHAPE_STATUS: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
+}
+impl RequestBody for EditStatusRequest {
+    const SHAPE_STATUS: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
+}
+impl RequestBody for VoteRequest {
+    const SHAPE_STATUS: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
+}
+
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+    }
+}
+
 impl From<PollError> for ApiError {
     fn from(e: PollError) -> Self {
         match e {
-            PollError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
-            PollError::Forbidden(m) => ApiError(StatusCode::FORBIDDEN, m),
-            PollError::Invalid(m) => ApiError(StatusCode::UNPROCESSABLE_ENTITY, m),
+            PollError::NotFound(_) => ApiError(StatusCode::NOT_FOUND, e.to_string()),
+            PollError::NotAuthor => ApiError(StatusCode::FORBIDDEN, e.to_string()),
+            PollError::Invalid(e) => e.into(),
             PollError::Db(e) => e.into(),
         }
     }
-}
-
-fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
-    let body = body.map_err(|e| ApiError(e.status(), format!("unreadable body: {e}")))?;
-    if body.len() > MAX_BODY {
-        return Err(ApiError(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("body larger than {MAX_BODY} bytes"),
-        ));
-    }
-    serde_json::from_slice(&body)
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}")))
-}
-
-fn bad(msg: String) -> ApiError {
-    ApiError(StatusCode::UNPROCESSABLE_ENTITY, msg)
-}
-
-fn id(raw: &str, what: &str) -> Result<Uuid, ApiError> {
-    raw.parse()
-        .map_err(|_| ApiError(StatusCode::NOT_FOUND, format!("{what} not found")))
 }
 
 /// After the write committed: ask for a wakeup. Errors only log (recovery covers them).
@@ -83,21 +77,20 @@ async fn status_response(
 
 async fn create_status(
     State(s): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    Caller(account): Caller,
+    ApiJson(req): ApiJson<CreateStatusRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let account = require_account(&s, &headers).await?;
-    let (text, poll) = polls::parse_create(&json_body(body)?).map_err(bad)?;
+    let (text, poll) = req.validate()?;
     let actor = s.fed.as_ref().map(|f| f.actor_iri(&account.username));
-    let (status, poll_id) = polls::create_status(
-        &s.pool,
-        account.id,
-        actor.as_deref(),
-        &text,
-        poll.as_ref(),
-        s.fed.as_deref(),
-    )
-    .await?;
+    let mut tx = s.pool.begin().await?;
+    let (status, poll_id) =
+        polls::insert_status(&mut tx, account.id, actor.as_deref(), &text, poll.as_ref()).await?;
+    // Followers get the `Create` (a `Question` for a poll) from the same commit: a status is
+    // never stored without its delivery, nor delivered without being stored.
+    if let Some(fed) = &s.fed {
+        statuses::publish(&mut tx, fed, account.id, status, Announce::Create).await?;
+    }
+    tx.commit().await?;
     // The author is local: every new poll is scheduled.
     if let Some(p) = poll_id {
         schedule(&s, p).await;
@@ -107,24 +100,30 @@ async fn create_status(
 
 async fn show_status(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Path(raw): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let account = require_account(&s, &headers).await?;
-    status_response(&s, id(&raw, "status")?, account.id).await
+    status_response(&s, parse_id(&raw, "status")?, account.id).await
 }
 
 async fn edit_status(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Path(raw): Path<String>,
-    body: Result<Bytes, BytesRejection>,
+    ApiJson(req): ApiJson<EditStatusRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let account = require_account(&s, &headers).await?;
-    let status = id(&raw, "status")?;
-    let edit = polls::parse_edit(&json_body(body)?).map_err(bad)?;
-    let poll_id = polls::edit_status(&s.pool, status, account.id, &edit, s.fed.as_deref()).await?;
-    if let (Some(p), Some(_)) = (poll_id, edit.expires_in) {
+    let status = parse_id(&raw, "status")?;
+    let edit = req.validate()?;
+    let mut tx = s.pool.begin().await?;
+    let edited = polls::update_status(&mut tx, status, account.id, &edit).await?;
+    // Remote copies learn the new text or end time from the same commit.
+    if let (true, Some(fed)) = (edited.changed, &s.fed) {
+        let tag = Uuid::now_v7().to_string();
+        let update = Announce::Update { tag: &tag };
+        statuses::publish(&mut tx, fed, account.id, status, update).await?;
+    }
+    tx.commit().await?;
+    if let (Some(p), Some(_)) = (edited.poll_id, edit.expires_in) {
         // An earlier expiry pulls the stored wakeup earlier; a later one is re-read when the
         // current wakeup runs (it reschedules).
         schedule(&s, p).await;
@@ -134,16 +133,12 @@ async fn edit_status(
 
 async fn show_poll(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    MaybeCaller(viewer): MaybeCaller,
     Path(raw): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     // Anonymous reads are allowed (as on Mastodon); a token adds `voted`/`own_votes`.
-    let viewer = if headers.contains_key(axum::http::header::AUTHORIZATION) {
-        Some(require_account(&s, &headers).await?.id)
-    } else {
-        None
-    };
-    let poll = id(&raw, "poll")?;
+    let viewer = viewer.map(|a| a.id);
+    let poll = parse_id(&raw, "poll")?;
     let mut conn = s.pool.acquire().await?;
     polls::poll_json(&mut conn, poll, viewer)
         .await?
@@ -153,13 +148,12 @@ async fn show_poll(
 
 async fn vote(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Path(raw): Path<String>,
-    body: Result<Bytes, BytesRejection>,
+    ApiJson(req): ApiJson<VoteRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let account = require_account(&s, &headers).await?;
-    let poll = id(&raw, "poll")?;
-    let choices = polls::parse_choices(&json_body(body)?).map_err(bad)?;
+    let poll = parse_id(&raw, "poll")?;
+    let choices = req.validate()?;
     polls::vote(&s.pool, poll, account.id, &choices).await?;
     // A local voter is a recipient: schedule (coalesces with the stored wakeup).
     schedule(&s, poll).await;
@@ -178,10 +172,9 @@ struct Page {
 
 async fn notifications(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Query(q): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
-    let account = require_account(&s, &headers).await?;
     let limit = match q.limit.as_deref() {
         None => 40,
         Some(l) => l

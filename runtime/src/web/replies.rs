@@ -4,16 +4,17 @@
 //! shows a stored remote post's ancestors and replies and requests the collection of its
 //! replies when it has a `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::api::require_account;
-use super::{ApiError, AppState};
+use super::auth::Caller;
+use super::body::{ApiJson, RequestBody};
+use super::{ApiError, AppState, parse_id};
 use crate::federation::actor::id_of;
 use crate::tasks::replies::{self, RequestError, Requested};
 
@@ -36,8 +37,17 @@ fn unprocessable(msg: impl Into<String>) -> ApiError {
     ApiError(StatusCode::UNPROCESSABLE_ENTITY, msg.into())
 }
 
-fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| bad(format!("not an id: {raw:?}")))
+/// Longest post URL a collection is requested for (URLs are stored and fetched).
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// `POST /api/v1/reply-collections`.
+#[derive(Deserialize)]
+pub struct CollectionRequest {
+    url: String,
+}
+
+impl RequestBody for CollectionRequest {
+    const SHAPE_STATUS: StatusCode = StatusCode::BAD_REQUEST;
 }
 
 fn request_error(e: RequestError) -> ApiError {
@@ -56,18 +66,18 @@ async fn job_json(s: &AppState, id: Uuid) -> Result<Value, ApiError> {
 
 async fn create(
     State(s): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
+    Caller(account): Caller,
+    ApiJson(req): ApiJson<CollectionRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let account = require_account(&s, &headers).await?;
-    let req: Value =
-        serde_json::from_slice(&body).map_err(|e| bad(format!("body is not JSON: {e}")))?;
-    let url = req
-        .get("url")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| bad("expected {\"url\": \"<remote post IRI>\"}"))?;
+    let url = req.url.trim();
+    if url.is_empty() {
+        return Err(bad("expected {\"url\": \"<remote post IRI>\"}"));
+    }
+    if url.len() > MAX_URL_BYTES {
+        return Err(unprocessable(format!(
+            "the url is longer than {MAX_URL_BYTES} bytes"
+        )));
+    }
     let parsed =
         url::Url::parse(url).map_err(|e| unprocessable(format!("bad url {url:?}: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
@@ -123,11 +133,10 @@ async fn create(
 
 async fn show(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    require_account(&s, &headers).await?;
-    let id = parse_id(&id)?;
+    let id = parse_id(&id, "reply collection")?;
     Ok(Json(job_json(&s, id).await?))
 }
 
@@ -157,11 +166,10 @@ const ANCESTOR_LIMIT: i32 = 40;
 
 async fn context(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let account = require_account(&s, &headers).await?;
-    let id = parse_id(&id)?;
+    let id = parse_id(&id, "status")?;
     let post: Option<(String, Option<String>, bool)> = sqlx::query_as(
         "SELECT iri, replies_iri, deleted_at IS NOT NULL FROM remote_posts WHERE id = $1",
     )

@@ -113,3 +113,63 @@ pub fn spawn_serve(env: &[(&str, &str)]) -> Proc {
     }
     Proc(cmd.spawn().expect("spawn hollo serve"))
 }
+
+/// A local account and a bearer token for it (no keys: enough for the client API).
+pub async fn account_with_token(pool: &PgPool, name: &str) -> (uuid::Uuid, String) {
+    let id = uuid::Uuid::now_v7();
+    let token = format!("token-{name}-{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(
+        "INSERT INTO accounts (id, username, public_key_pem, private_key_enc) VALUES ($1, $2, '', '\\x00')",
+    )
+    .bind(id)
+    .bind(name)
+    .execute(pool)
+    .await
+    .expect("account");
+    sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
+        .bind(hollo_runtime::federation::accounts::hash_token(&token))
+        .bind(id)
+        .execute(pool)
+        .await
+        .expect("token");
+    (id, token)
+}
+
+/// A web node's HTTP server in this process: the router and server `hollo serve` runs (limits
+/// from `state.http`), without queues. Stops when dropped.
+pub struct WebServer {
+    pub addr: std::net::SocketAddr,
+    pub base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl WebServer {
+    pub async fn start(state: hollo_runtime::web::AppState) -> WebServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let limits = state.http;
+        let app = hollo_runtime::web::router(state);
+        tokio::spawn(async move {
+            let stop = async {
+                let _ = rx.await;
+            };
+            let _ = hollo_runtime::web::server::serve(listener, app, limits, stop).await;
+        });
+        WebServer {
+            addr,
+            base: format!("http://{addr}"),
+            stop: Some(tx),
+        }
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Polls, statuses and notifications in Mastodon's JSON shapes (the parts this server has).
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::storage::tally;
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Mastodon's Poll entity; `voted`/`own_votes` when a viewer is known.
+pub async fn poll_json(
+    conn: &mut sqlx::PgConnection,
+    poll_id: Uuid,
+    viewer: Option<Uuid>,
+) -> Result<Option<Value>, sqlx::Error> {
+    let Some(p) = tally(&mut *conn, poll_id).await? else {
+        return Ok(None);
+    };
+    let options: Vec<Value> = p
+        .options
+        .iter()
+        .zip(&p.counts)
+        .map(|(t, n)| json!({ "title": t, "votes_count": n }))
+        .collect();
+    let votes: i64 = p.counts.iter().sum();
+    let mut v = json!({
+        "id": p.id.to_string(),
+        "expires_at": p.expires_at,
+        "expired": p.expired,
+        "multiple": p.multiple,
+        "votes_count": votes,
+        "voters_count": p.voters,
+        "options": options,
+        "emojis": [],
+    });
+    if let Some(viewer) = viewer {
+        let own: Vec<i32> = sqlx::query_scalar(
+            "SELECT choice FROM poll_votes WHERE poll_id = $1 AND account_id = $2 ORDER BY choice",
+        )
+        .bind(poll_id)
+        .bind(viewer)
+        .fetch_all(&mut *conn)
+        .await?;
+        v["voted"] = json!(!own.is_empty());
+        v["own_votes"] = json!(own);
+    }
+    Ok(Some(v))
+}
+
+#[derive(sqlx::FromRow)]
+struct StatusRow {
+    id: Uuid,
+    uri: String,
+    content: String,
+    created_at: DateTime<Utc>,
+    edited_at: Option<DateTime<Utc>>,
+    account_id: Uuid,
+    username: String,
+    poll_id: Option<Uuid>,
+}
+
+pub fn account_json(id: Uuid, username: &str) -> Value {
+    json!({ "id": id.to_string(), "username": username, "acct": username })
+}
+
+/// Mastodon's Status entity (the parts this server has).
+pub async fn status_json(
+    conn: &mut sqlx::PgConnection,
+    status_id: Uuid,
+    viewer: Option<Uuid>,
+) -> Result<Option<Value>, sqlx::Error> {
+    let row: Option<StatusRow> = sqlx::query_as(
+        "SELECT s.id, s.uri, s.content, s.created_at, s.edited_at, s.account_id, a.username,
+                p.id AS poll_id
+           FROM statuses s JOIN accounts a ON a.id = s.account_id
+           LEFT JOIN polls p ON p.status_id = s.id
+          WHERE s.id = $1",
+    )
+    .bind(status_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(s) = row else { return Ok(None) };
+    let poll = match s.poll_id {
+        Some(p) => poll_json(conn, p, viewer).await?,
+        None => None,
+    };
+    let content = if s.content.is_empty() {
+        String::new()
+    } else {
+        format!("<p>{}</p>", html_escape(&s.content))
+    };
+    Ok(Some(json!({
+        "id": s.id.to_string(),
+        "uri": s.uri,
+        "created_at": s.created_at,
+        "edited_at": s.edited_at,
+        "content": content,
+        "visibility": "public",
+        "account": account_json(s.account_id, &s.username),
+        "poll": poll,
+    })))
+}
+
+/// `GET /api/v1/notifications`: newest first, `max_id` pages back. Only `poll` exists so far.
+pub async fn notifications_json(
+    pool: &PgPool,
+    account_id: Uuid,
+    limit: i64,
+    max_id: Option<i64>,
+) -> Result<Vec<Value>, sqlx::Error> {
+    let rows: Vec<(i64, String, DateTime<Utc>, Option<Uuid>)> = sqlx::query_as(
+        "SELECT id, type, created_at, status_id FROM notifications
+          WHERE account_id = $1 AND ($2::bigint IS NULL OR id < $2)
+          ORDER BY id DESC LIMIT $3",
+    )
+    .bind(account_id)
+    .bind(max_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let mut conn = pool.acquire().await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (id, ty, created_at, status_id) in rows {
+        let status = match status_id {
+            Some(s) => status_json(&mut conn, s, Some(account_id)).await?,
+            None => None,
+        };
+        // Mastodon's poll notification names the poll's author as its account.
+        let account = status
+            .as_ref()
+            .and_then(|s| s.get("account").cloned())
+            .unwrap_or(Value::Null);
+        out.push(json!({
+            "id": id.to_string(), "type": ty, "created_at": created_at,
+            "account": account, "status": status,
+        }));
+    }
+    Ok(out)
+}

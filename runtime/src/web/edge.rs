@@ -1,0 +1,136 @@
+//! What every request passes on its way in and out (R-API): a request line or head too big is
+//! refused as JSON (414/431) below the server's own parser limit, a URL that spells a NUL
+//! character (`%00`, which PostgreSQL cannot store) is a 400, and an error response that is
+//! not JSON yet (axum's own 405 or extractor rejections) gets the `{"error": …}` shape.
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::ApiError;
+
+/// Longest request target (path and query) accepted.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// Most bytes of header names and values one request may carry.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// Most bytes of a non-JSON error body turned into the error message.
+const MAX_ERROR_TEXT: usize = 4 * 1024;
+
+fn header_bytes(headers: &HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum()
+}
+
+/// Whether a percent-encoded URL part decodes to a NUL character.
+fn spells_nul(s: &str) -> bool {
+    s.as_bytes().windows(3).any(|w| w == b"%00")
+}
+
+/// Refuses requests whose line or head is too big, or whose URL holds a NUL character.
+pub async fn guard(req: Request, next: Next) -> Response {
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > MAX_URI_BYTES {
+        return ApiError(
+            StatusCode::URI_TOO_LONG,
+            format!("the request target is longer than {MAX_URI_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    if header_bytes(req.headers()) > MAX_HEADER_BYTES {
+        return ApiError(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!("the request headers are larger than {MAX_HEADER_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    if spells_nul(req.uri().path()) || req.uri().query().is_some_and(spells_nul) {
+        return ApiError(
+            StatusCode::BAD_REQUEST,
+            "NUL characters are not accepted in URLs".into(),
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// Gives an error response that is not JSON the `{"error": …}` shape, keeping its status and
+/// its other headers (`Allow` of a 405, say); its text, if any, becomes the message.
+pub async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) || is_json(resp.headers()) {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, MAX_ERROR_TEXT)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let message = if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase()
+    } else {
+        text
+    };
+    let mut out = ApiError(status, message).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// A response's body as it goes out, for tests of this module.
+#[cfg(test)]
+async fn body_json(resp: Response) -> serde_json::Value {
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16)
+        .await
+        .expect("body");
+    serde_json::from_slice(&bytes).expect("JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_encoded_nul_is_found() {
+        assert!(spells_nul("/users/%00"));
+        assert!(spells_nul("resource=acct:%00@host"));
+        assert!(!spells_nul("/users/%2500"));
+        assert!(!spells_nul("/users/a%20b"));
+    }
+
+    #[tokio::test]
+    async fn text_errors_become_json_and_keep_their_headers() {
+        let resp = (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "GET,HEAD")],
+            "",
+        )
+            .into_response();
+        let out = json_errors(resp).await;
+        assert_eq!(out.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(out.headers()[header::ALLOW], "GET,HEAD");
+        assert_eq!(
+            body_json(out).await["error"],
+            serde_json::json!("method not allowed")
+        );
+        let out = json_errors((StatusCode::BAD_REQUEST, "Failed to parse").into_response()).await;
+        assert_eq!(body_json(out).await["error"], "Failed to parse");
+        let ok = json_errors((StatusCode::OK, "fine").into_response()).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+    }
+}
