@@ -137,9 +137,6 @@ impl NodeBuilder {
             ),
         }
 
-        // Web nodes schedule poll wakeups too; they take the chunk from here (R-POLL-3).
-        crate::polls::set_wakeup_chunk(config.queue.poll_wakeup_chunk);
-
         let node_id = Uuid::new_v4();
         let metrics = Metrics::new();
         let in_flight = InFlight::default();
@@ -201,6 +198,8 @@ impl NodeBuilder {
             storage_path: config.storage_path.clone(),
             imports: config.imports,
             http: config.http,
+            // Web nodes schedule poll wakeups too (R-POLL-3).
+            poll_wakeup_chunk: config.queue.poll_wakeup_chunk,
             ..AppState::new(pool.clone(), fed.clone())
         };
         let (app, port) = if config.role.serves_http() {

@@ -26,8 +26,6 @@ pub mod render;
 pub mod storage;
 pub mod validation;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -68,14 +66,4 @@ pub fn payload(poll_id: Uuid) -> Value {
     json!({ "pollId": poll_id })
 }
 
-/// The longest wakeup delay (R-POLL-3). Web nodes schedule outside any task context, so the
-/// node sets this once at start from `POLL_WAKEUP_CHUNK_SECONDS`.
-static WAKEUP_CHUNK_SECS: AtomicU64 = AtomicU64::new(7 * 86_400);
 
-pub fn set_wakeup_chunk(chunk: Duration) {
-    WAKEUP_CHUNK_SECS.store(chunk.as_secs().max(1), Ordering::Relaxed);
-}
-
-pub fn wakeup_chunk() -> Duration {
-    Duration::from_secs(WAKEUP_CHUNK_SECS.load(Ordering::Relaxed))
-}

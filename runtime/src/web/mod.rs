@@ -46,6 +46,8 @@ pub struct AppState {
     pub imports: crate::config::ImportLimits,
     /// `HTTP_*` timeouts; the body deadline applies where bodies are read.
     pub http: crate::config::HttpLimits,
+    /// `POLL_WAKEUP_CHUNK_SECONDS`: the longest wakeup delay web nodes schedule (R-POLL-3).
+    pub poll_wakeup_chunk: std::time::Duration,
 }
 
 impl AppState {
@@ -64,6 +66,7 @@ impl AppState {
             storage_path: None,
             imports: Default::default(),
             http: Default::default(),
+            poll_wakeup_chunk: std::time::Duration::from_secs(7 * 86_400),
         }
     }
 }

@@ -57,7 +57,7 @@ impl From<PollError> for ApiError {
 
 /// After the write committed: ask for a wakeup. Errors only log (recovery covers them).
 async fn schedule(s: &AppState, poll_id: Uuid) {
-    if let Err(e) = admission::schedule(&s.pool, poll_id, polls::wakeup_chunk()).await {
+    if let Err(e) = admission::schedule(&s.pool, poll_id, s.poll_wakeup_chunk).await {
         tracing::warn!(target: polls::LOG_TARGET, poll = %poll_id, error = %e,
             "scheduling the poll notification failed; recovery schedules it after expiry");
     }
