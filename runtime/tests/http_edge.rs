@@ -6,47 +6,47 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hollo_runtime::config::HttpLimits;
-use hollo_runtime::federation::Federation;
-use hollo_runtime::web::{self, AppState};
+use hollo_runtime::web;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::{WebServer, account_with_token, eventually, fresh_db};
+use support::node::Instance;
+use support::{account_with_token, eventually};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Longest any single expectation here waits; the limits under test are 1–2 s.
 const DEADLINE: Duration = Duration::from_secs(15);
 
-fn federation() -> Arc<Federation> {
-    Arc::new(
-        Federation::new(
-            "http://localhost:39998",
-            "http-edge-test-secret-0123456789abcdef",
-            true,
-            4,
-        )
-        .expect("federation"),
+/// A web node (tests/support/node.rs) with `http` as its `HTTP_*` settings.
+async fn start(http: HttpLimits) -> Instance {
+    let secs = |d: Duration| d.as_secs().to_string();
+    let (header, idle, body, cap) = (
+        secs(http.header_timeout),
+        secs(http.idle_timeout),
+        secs(http.body_timeout),
+        http.max_connections.to_string(),
+    );
+    Instance::start(
+        "web",
+        &[
+            ("ADMIN_TOKEN", "admin-secret"),
+            ("HTTP_HEADER_TIMEOUT_SECONDS", header.as_str()),
+            ("HTTP_IDLE_TIMEOUT_SECONDS", idle.as_str()),
+            ("HTTP_BODY_TIMEOUT_SECONDS", body.as_str()),
+            ("HTTP_MAX_CONNECTIONS", cap.as_str()),
+        ],
     )
-}
-
-async fn start(pool: &PgPool, http: HttpLimits) -> WebServer {
-    let state = AppState {
-        http,
-        admin_token: Some("admin-secret".into()),
-        ..AppState::new(pool.clone(), Some(federation()))
-    };
-    WebServer::start(state).await
+    .await
 }
 
 /// Sends `head` (and `body`) on a fresh connection, then reads until the server closes or a
 /// full response with a body has arrived; fails after [`DEADLINE`]. Returns the status and the
 /// body parsed as JSON.
-async fn raw(srv: &WebServer, head: &str, body: &[u8]) -> (u16, Value) {
-    let mut s = TcpStream::connect(srv.addr).await.expect("connect");
+async fn raw(srv: &Instance, head: &str, body: &[u8]) -> (u16, Value) {
+    let mut s = TcpStream::connect(srv.addr()).await.expect("connect");
     s.write_all(head.as_bytes()).await.expect("head");
     // The server may answer and close before taking all of it: that is the point.
     let _ = s.write_all(body).await;
@@ -115,7 +115,7 @@ async fn closed_within(s: &mut TcpStream) -> Duration {
 }
 
 async fn api(
-    srv: &WebServer,
+    srv: &Instance,
     method: reqwest::Method,
     path: &str,
     auth: Option<&str>,
@@ -138,8 +138,7 @@ async fn api(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthenticated_posts_are_refused_before_their_body_is_read() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
+    let srv = start(HttpLimits::default()).await;
     // Each request declares a body far above any limit and sends 1 KiB of it: the answer can
     // only come before the rest, which never comes.
     let declared = 512 * 1024 * 1024;
@@ -167,9 +166,8 @@ async fn unauthenticated_posts_are_refused_before_their_body_is_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_route_has_its_own_body_limit() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
-    let (_, token) = account_with_token(&db.pool, "lim").await;
+    let srv = start(HttpLimits::default()).await;
+    let (_, token) = account_with_token(&srv.pool, "lim").await;
     let auth = format!("Bearer {token}");
     let json_max = web::body::JSON_MAX_BYTES;
 
@@ -197,7 +195,7 @@ async fn each_route_has_its_own_body_limit() {
         assert_error(status, &body, 413, &format!("{path} chunked"));
     }
     assert_eq!(
-        scalar(&db.pool, "SELECT count(*) FROM statuses").await,
+        scalar(&srv.pool, "SELECT count(*) FROM statuses").await,
         0,
         "nothing stored"
     );
@@ -261,23 +259,19 @@ async fn scalar(pool: &PgPool, sql: &'static str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stalls_in_its_header_is_closed() {
-    let db = fresh_db().await;
-    let srv = start(
-        &db.pool,
-        HttpLimits {
-            header_timeout: Duration::from_secs(1),
-            ..HttpLimits::default()
-        },
-    )
+    let srv = start(HttpLimits {
+        header_timeout: Duration::from_secs(1),
+        ..HttpLimits::default()
+    })
     .await;
-    let mut s = TcpStream::connect(srv.addr).await.expect("connect");
+    let mut s = TcpStream::connect(srv.addr()).await.expect("connect");
     s.write_all(b"GET /healthz HTTP/1.1\r\nhost: loc")
         .await
         .expect("half a head");
     let took = closed_within(&mut s).await;
     assert!(took >= Duration::from_millis(900), "closed early: {took:?}");
     // An idle keep-alive connection is closed the same way.
-    let mut s = TcpStream::connect(srv.addr).await.expect("connect");
+    let mut s = TcpStream::connect(srv.addr()).await.expect("connect");
     s.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .expect("request");
@@ -286,17 +280,13 @@ async fn a_client_that_stalls_in_its_header_is_closed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_on_which_nothing_moves_is_closed_after_the_idle_timeout() {
-    let db = fresh_db().await;
-    let srv = start(
-        &db.pool,
-        HttpLimits {
-            header_timeout: Duration::from_secs(120),
-            idle_timeout: Duration::from_secs(1),
-            ..HttpLimits::default()
-        },
-    )
+    let srv = start(HttpLimits {
+        header_timeout: Duration::from_secs(120),
+        idle_timeout: Duration::from_secs(1),
+        ..HttpLimits::default()
+    })
     .await;
-    let mut s = TcpStream::connect(srv.addr).await.expect("connect");
+    let mut s = TcpStream::connect(srv.addr()).await.expect("connect");
     s.write_all(b"GET /healthz HTTP/1.1\r\n")
         .await
         .expect("half a head");
@@ -306,16 +296,12 @@ async fn a_connection_on_which_nothing_moves_is_closed_after_the_idle_timeout() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_does_not_arrive_in_time_is_a_408() {
-    let db = fresh_db().await;
-    let srv = start(
-        &db.pool,
-        HttpLimits {
-            body_timeout: Duration::from_secs(1),
-            ..HttpLimits::default()
-        },
-    )
+    let srv = start(HttpLimits {
+        body_timeout: Duration::from_secs(1),
+        ..HttpLimits::default()
+    })
     .await;
-    let (_, token) = account_with_token(&db.pool, "slow").await;
+    let (_, token) = account_with_token(&srv.pool, "slow").await;
     for path in ["/api/v1/statuses", "/api/v1/imports?type=blocks"] {
         let head = format!(
             "POST {path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {token}\r\n\
@@ -328,20 +314,16 @@ async fn a_body_that_does_not_arrive_in_time_is_a_408() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_connection_cap_new_connections_get_503_and_healthz_answers_once_one_frees() {
-    let db = fresh_db().await;
     let cap = 4;
-    let srv = start(
-        &db.pool,
-        HttpLimits {
-            max_connections: cap,
-            ..HttpLimits::default()
-        },
-    )
+    let srv = start(HttpLimits {
+        max_connections: cap,
+        ..HttpLimits::default()
+    })
     .await;
     // Fill the cap with connections that stall in their head (served: each holds a slot).
     let mut held = Vec::new();
     for _ in 0..cap {
-        let mut s = TcpStream::connect(srv.addr).await.expect("connect");
+        let mut s = TcpStream::connect(srv.addr()).await.expect("connect");
         s.write_all(b"GET /healthz HTTP/1.1\r\n")
             .await
             .expect("half");
@@ -369,9 +351,8 @@ async fn past_the_connection_cap_new_connections_get_503_and_healthz_answers_onc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nul_characters_are_refused_before_they_reach_postgresql() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
-    let (_, token) = account_with_token(&db.pool, "nul").await;
+    let srv = start(HttpLimits::default()).await;
+    let (_, token) = account_with_token(&srv.pool, "nul").await;
     let auth = format!("Bearer {token}");
     for path in [
         "/users/%00",
@@ -415,9 +396,9 @@ async fn nul_characters_are_refused_before_they_reach_postgresql() {
     let status = resp.status().as_u16();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     assert_error(status, &body, 422, "import with NUL");
-    assert_eq!(scalar(&db.pool, "SELECT count(*) FROM statuses").await, 0);
+    assert_eq!(scalar(&srv.pool, "SELECT count(*) FROM statuses").await, 0);
     assert_eq!(
-        scalar(&db.pool, "SELECT count(*) FROM import_jobs").await,
+        scalar(&srv.pool, "SELECT count(*) FROM import_jobs").await,
         0
     );
 }
@@ -427,9 +408,8 @@ async fn nul_characters_are_refused_before_they_reach_postgresql() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_error_is_json_whatever_refused_it() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
-    let (_, token) = account_with_token(&db.pool, "shape").await;
+    let srv = start(HttpLimits::default()).await;
+    let (_, token) = account_with_token(&srv.pool, "shape").await;
     let auth = format!("Bearer {token}");
     let (status, body) = api(
         &srv,
@@ -485,9 +465,8 @@ async fn every_error_is_json_whatever_refused_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn imports_quote_bad_cells_briefly_and_bookmark_urls_are_bounded() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
-    let (_, token) = account_with_token(&db.pool, "quote").await;
+    let srv = start(HttpLimits::default()).await;
+    let (_, token) = account_with_token(&srv.pool, "quote").await;
     let import = |ty: &'static str, body: Vec<u8>| {
         let (base, token) = (srv.base.clone(), token.clone());
         async move {
@@ -518,16 +497,15 @@ async fn imports_quote_bad_cells_briefly_and_bookmark_urls_are_bounded() {
         "{body}"
     );
     assert_eq!(
-        scalar(&db.pool, "SELECT count(*) FROM import_jobs").await,
+        scalar(&srv.pool, "SELECT count(*) FROM import_jobs").await,
         0
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bearer_scheme_is_case_insensitive_for_accounts_and_the_admin() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
-    let (_, token) = account_with_token(&db.pool, "casey").await;
+    let srv = start(HttpLimits::default()).await;
+    let (_, token) = account_with_token(&srv.pool, "casey").await;
     for scheme in ["Bearer", "bearer", "BEARER"] {
         let (status, body) = api(
             &srv,
@@ -565,9 +543,8 @@ async fn the_bearer_scheme_is_case_insensitive_for_accounts_and_the_admin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_id_is_a_404_on_every_route() {
-    let db = fresh_db().await;
-    let srv = start(&db.pool, HttpLimits::default()).await;
-    let (_, token) = account_with_token(&db.pool, "ids").await;
+    let srv = start(HttpLimits::default()).await;
+    let (_, token) = account_with_token(&srv.pool, "ids").await;
     let user = format!("Bearer {token}");
     for (path, auth) in [
         ("/api/v1/statuses/nope", user.as_str()),

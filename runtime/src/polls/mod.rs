@@ -26,7 +26,6 @@ pub mod render;
 pub mod storage;
 pub mod validation;
 
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -65,5 +64,3 @@ pub struct PollPayload {
 pub fn payload(poll_id: Uuid) -> Value {
     json!({ "pollId": poll_id })
 }
-
-

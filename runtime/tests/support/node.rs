@@ -101,6 +101,11 @@ impl Instance {
         self.workers.last().expect("just pushed")
     }
 
+    /// The web node's address.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.web.as_ref().expect("web node").addr()
+    }
+
     /// The worker nodes started so far, oldest first.
     pub fn workers(&self) -> &[NodeHandle] {
         &self.workers
