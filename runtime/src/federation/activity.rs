@@ -374,7 +374,7 @@ const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 /// What `remote_posts` keeps of a remote note, made safe to serve (issue 14/7): `content` and
 /// `summary` through the allow-list sanitizer, `url` only when http(s). Both ways a note
 /// arrives — the inbox and reply collection — store these.
-pub struct NoteFields {
+struct NoteFields {
     pub content: Option<String>,
     pub summary: Option<String>,
     pub in_reply_to: Option<String>,
@@ -384,7 +384,7 @@ pub struct NoteFields {
 }
 
 impl NoteFields {
-    pub fn of(object: &Value) -> NoteFields {
+    fn of(object: &Value) -> NoteFields {
         let text = |k: &str| object.get(k).and_then(Value::as_str);
         let iri = |k: &str| object.get(k).and_then(id_of).map(str::to_string);
         NoteFields {
@@ -426,10 +426,27 @@ async fn upsert_note(
     if author != inc.actor || !same_origin(iri, &inc.actor) {
         return Ok("ignored: note not attributed to the signer".into());
     }
-    let note = NoteFields::of(object);
     let create = inc.ty == "Create";
-    // Create never overwrites (a replayed Create changes nothing); Update only touches a
-    // post of the same author that is not deleted, or stores it if we never saw it.
+    let n = store_note(tx, iri, &inc.actor, object, create).await?;
+    Ok(match (create, n) {
+        (true, 1) => format!("{ty} stored"),
+        (true, _) => format!("{ty} already stored"),
+        (false, 1) => format!("{ty} updated"),
+        (false, _) => format!("ignored: {ty} not updatable"),
+    })
+}
+
+/// Stores a remote note as `NoteFields` makes it safe. A create never overwrites (a replayed
+/// `Create`, or a reply collected twice, changes nothing); an update touches only a post of
+/// the same author that is not deleted, or stores it if we never saw it. Returns the rows
+/// written (0 or 1).
+pub async fn store_note(
+    conn: &mut PgConnection,
+    iri: &str,
+    actor: &str,
+    object: &Value,
+    create: bool,
+) -> Result<u64, sqlx::Error> {
     let sql = if create {
         "INSERT INTO remote_posts (iri, actor, content, summary, in_reply_to, replies_iri, url, published, body)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (iri) DO NOTHING"
@@ -440,9 +457,10 @@ async fn upsert_note(
             replies_iri = EXCLUDED.replies_iri, url = EXCLUDED.url, body = EXCLUDED.body, updated_at = now()
           WHERE remote_posts.actor = EXCLUDED.actor AND remote_posts.deleted_at IS NULL"
     };
-    let n = sqlx::query(sql)
+    let note = NoteFields::of(object);
+    Ok(sqlx::query(sql)
         .bind(iri)
-        .bind(&inc.actor)
+        .bind(actor)
         .bind(note.content)
         .bind(note.summary)
         .bind(note.in_reply_to)
@@ -450,15 +468,9 @@ async fn upsert_note(
         .bind(note.url)
         .bind(note.published)
         .bind(object)
-        .execute(&mut *tx)
+        .execute(conn)
         .await?
-        .rows_affected();
-    Ok(match (create, n) {
-        (true, 1) => format!("{ty} stored"),
-        (true, _) => format!("{ty} already stored"),
-        (false, 1) => format!("{ty} updated"),
-        (false, _) => format!("ignored: {ty} not updatable"),
-    })
+        .rows_affected())
 }
 
 /// Marks the activity processed (inside the processing transaction).

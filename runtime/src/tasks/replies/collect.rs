@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::{CollectPayload, dispatch};
 use crate::config::ReplyConfig;
 use crate::federation::Federation;
-use crate::federation::activity::NoteFields;
+use crate::federation::activity::store_note;
 use crate::federation::actor::id_of;
 use crate::federation::fetch::FetchError;
 use crate::federation::iri::same_origin;
@@ -515,7 +515,6 @@ impl Collector {
             n.skipped += 1;
             return Ok(true);
         }
-        let note = NoteFields::of(obj);
         let mut tx = pool.begin().await?;
         // Fence first: a worker that lost the job stores nothing more.
         let ours: Option<i32> = sqlx::query_scalar(
@@ -529,22 +528,7 @@ impl Collector {
         if ours.is_none() {
             return Ok(false);
         }
-        let inserted = sqlx::query(
-            "INSERT INTO remote_posts (iri, actor, content, summary, in_reply_to, replies_iri, url, published, body)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (iri) DO NOTHING",
-        )
-        .bind(iri)
-        .bind(&author)
-        .bind(note.content)
-        .bind(note.summary)
-        .bind(note.in_reply_to)
-        .bind(note.replies)
-        .bind(note.url)
-        .bind(note.published)
-        .bind(obj)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let inserted = store_note(&mut tx, iri, &author, obj, true).await?;
         tx.commit().await?;
         n.stored += inserted as i32;
         Ok(true)
