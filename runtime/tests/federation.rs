@@ -3,6 +3,7 @@
 //! from our actor document over HTTP) and record what they got. Each test has its own
 //! database and its own instance (web router + activity consumer in-process); the crash test
 //! runs the real binary and kills it.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! connection cap refuses cleanly, NUL characters never reach PostgreSQL, and every error is
 //! `{"error": …}`. Raw sockets where the point is what the server does before the client has
 //! finished sending.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 

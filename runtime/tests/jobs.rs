@@ -2,6 +2,7 @@
 //! database. Follows go to a test fediverse peer on 127.0.0.1 that serves any number of
 //! accounts (WebFinger + actor documents) and records every activity its inboxes receive. The
 //! 1,000-follow test runs three real worker processes and kills one mid-run.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 

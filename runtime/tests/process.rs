@@ -1,5 +1,6 @@
 //! The `hollo` binary as operators run it: real processes, real signals, a real PostgreSQL.
 //! (R-ROLE, R-DB-3, R-SHUT, R-Q-2.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 

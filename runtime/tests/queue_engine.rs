@@ -1,6 +1,7 @@
 //! The queue engine against a real PostgreSQL (SPEC.md §2): exactly-once handling across
 //! workers, leases, limits that count only ready messages, retry policies, coalescing and the
 //! seed's monitoring SQL.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! scripted collections, records every request's arrival time and checks our signature. Each
 //! test has its own database; workers run in-process (task consumers with the collector) except
 //! in the SIGKILL test, which runs the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 

@@ -1,7 +1,7 @@
 //! Shared test plumbing: a real PostgreSQL (started on demand under target/, or the one
 //! `HOLLO_TEST_DATABASE_URL` names) and a fresh, migrated database per test so tests run in
 //! parallel without seeing each other.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod node;
 
