@@ -123,9 +123,9 @@ pub struct Config {
     pub federation: FederationConfig,
     /// `FS_STORAGE_PATH`: where media files live (the media cleanup's root); unset → none.
     pub storage_path: Option<std::path::PathBuf>,
-    /// Remote reply collection (issue 5).
+    /// Remote reply collection (R-RPL).
     pub replies: ReplyConfig,
-    /// Import upload limits (issue 4).
+    /// Import upload limits (R-JOB-11).
     pub imports: ImportLimits,
     /// Timeouts and the connection cap of the HTTP server.
     pub http: HttpLimits,
@@ -190,7 +190,7 @@ impl HttpLimits {
     }
 }
 
-/// Upload limits of imports (issue 4): the CSV's size and its rows. A bigger file is refused
+/// Upload limits of imports (R-JOB-11): the CSV's size and its rows. A bigger file is refused
 /// with 413, more rows with 422, and nothing is stored either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ImportLimits {
@@ -216,7 +216,7 @@ impl ImportLimits {
     }
 }
 
-/// Remote reply collection limits and timings (SPEC.md §6, issue 5). Defaults are the spec's;
+/// Remote reply collection limits and timings (SPEC.md §6, R-RPL). Defaults are the spec's;
 /// every one is an env var so tests (and small instances) can shorten them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplyConfig {

@@ -1,4 +1,4 @@
-//! HTML that leaves or enters the server (issue 14/7): our users' plain text becomes escaped
+//! HTML that leaves or enters the server: our users' plain text becomes escaped
 //! HTML before it is published, and remote HTML is cut down to an allow-list before it is
 //! stored or served. Remote `url`s are taken only when they are http(s).
 //!

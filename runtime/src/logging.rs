@@ -6,7 +6,7 @@ use tracing_subscriber::EnvFilter;
 use crate::config::LogFormat;
 
 /// Installs the subscriber. A `RUST_LOG`/`LOG_LEVEL` that is not a valid filter is an error
-/// (issue 14/12): silently falling back to `info` would hide the debug logs someone asked for.
+/// (R-Q-6: a bad value is a startup error): silently falling back to `info` would hide the debug logs someone asked for.
 pub fn init(format: LogFormat) -> Result<(), String> {
     let filter = match ["RUST_LOG", "LOG_LEVEL"]
         .into_iter()

@@ -46,7 +46,7 @@ pub fn child_meta(hollo: &Hollo, name: String, component: Component, version: &s
     }
 }
 
-/// Child object names (issue 7's naming contract).
+/// Child object names (the naming contract README documents; R-OP-1).
 pub fn deployment_name(hollo: &Hollo, component: Component) -> String {
     format!("{}-{}", hollo.name_any(), component.as_str())
 }

@@ -371,7 +371,7 @@ const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Or
 
 const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 
-/// What `remote_posts` keeps of a remote note, made safe to serve (issue 14/7): `content` and
+/// What `remote_posts` keeps of a remote note, made safe to serve: `content` and
 /// `summary` through the allow-list sanitizer, `url` only when http(s). Both ways a note
 /// arrives — the inbox and reply collection — store these.
 struct NoteFields {

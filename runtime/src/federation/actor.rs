@@ -344,7 +344,7 @@ mod tests {
             Some("https://m.example/users/a#main-key")
         );
         assert!(parse_actor(&doc, "https://evil.example/users/a").is_err());
-        // Another port of the same host is another server (issue 14/1).
+        // Another port of the same host is another server (R-AP-1: same origin).
         assert!(parse_actor(&doc, "https://m.example:8443/users/a").is_err());
         let bad_inbox =
             json!({"id": "https://m.example/users/a", "inbox": "https://evil.example/inbox"});

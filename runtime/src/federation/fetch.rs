@@ -1,4 +1,4 @@
-//! The one outbound HTTP client (issue 3 §4, R-RPL-8): every remote fetch and delivery goes
+//! The one outbound HTTP client (R-AP, R-RPL-8): every remote fetch and delivery goes
 //! through it. It refuses loopback, private, link-local and metadata addresses *after* DNS
 //! resolution: URLs with IP literals are checked directly, host names are resolved by our own
 //! resolver, which hands reqwest only vetted addresses (so the address we connect to is the
@@ -564,7 +564,7 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "fd00:ec2::254",
-            // issue 14/9: IPv6 forms that carry or tunnel to non-public IPv4
+            // IPv6 forms that carry or tunnel to non-public IPv4
             "::127.0.0.1",
             "::10.0.0.1",
             "::8.8.8.8",
@@ -610,7 +610,7 @@ mod tests {
             "{d:?}"
         );
         assert_eq!(parse_retry_after("soon"), None);
-        // Issue 14/6: an absurd value is clamped, not an overflow further down.
+        // An absurd value is clamped, not an overflow further down.
         assert_eq!(parse_retry_after("99999999999"), Some(MAX_RETRY_AFTER));
         assert_eq!(
             parse_retry_after("999999999999999999999999999"),

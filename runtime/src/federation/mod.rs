@@ -1,4 +1,4 @@
-//! Federation (SPEC.md §8, R-RPL-8, issue 3): local actors and their keys, HTTP Signatures, the
+//! Federation (SPEC.md §8, R-AP, R-RPL-8): local actors and their keys, HTTP Signatures, the
 //! guarded fetch client, WebFinger, the inbox's processing and the outbox's delivery.
 //!
 //! Every IRI derives from `PUBLIC_URL`, on web and worker nodes alike, so a worker signs with

@@ -1,5 +1,5 @@
 //! Local statuses as ActivityPub objects: a `Note`, or a `Question` when the status carries a
-//! poll (SPEC.md §8, issue 6 follow-up). A new status is delivered to the author's followers as
+//! poll (SPEC.md §8, R-POLL). A new status is delivered to the author's followers as
 //! a `Create` in the transaction that stores it (one delivery per inbox, shared inbox
 //! preferred), and its URI (`<actor>/statuses/<id>`) serves the object, so remote servers can
 //! show the poll and their users can vote on it.
@@ -32,7 +32,7 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     let mut o = json!({
         "@context": AS_CONTEXT,
         "id": s.uri, "type": "Note", "attributedTo": actor,
-        // The user's plain text, escaped: `<b>` typed is shown, never markup (issue 14/7).
+        // The user's plain text, escaped: `<b>` typed is shown, never markup.
         "content": html::text_to_html(&s.content), "published": s.created_at,
         "to": [PUBLIC], "cc": [fed.followers(&s.username)],
     });

@@ -1,4 +1,4 @@
-//! Polls on local posts and their expiry notifications (SPEC.md §7, issue 6).
+//! Polls on local posts and their expiry notifications (SPEC.md §7, R-POLL).
 //!
 //! Data walk: a web request writes the status/poll/vote/expiry and commits, then asks
 //! `admission::schedule` for a wakeup (`hollo.poll-notification.v1 {pollId}`, one stored

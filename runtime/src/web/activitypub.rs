@@ -335,7 +335,7 @@ async fn verified_owner(
 /// The 401 for a key we could not fetch or trust. The client learns what the key's server
 /// answered (its HTTP status) but nothing of our side: why the guard refused an address, what
 /// a name resolved to or that it did not resolve would make the inbox an oracle for internal
-/// DNS and addresses (issue 14/8). The detail goes to the log.
+/// DNS and addresses. The detail goes to the log.
 fn key_fetch_failed(
     key_id: &str,
     signer: Option<&signature::SigningKey>,

@@ -1,5 +1,5 @@
 //! Statuses with polls, votes, expiry edits and notifications, in Mastodon's paths and shapes
-//! (R-API, issue 6). Every write commits first and schedules the poll's wakeup after; a failed
+//! (R-API, R-POLL). Every write commits first and schedules the poll's wakeup after; a failed
 //! or deferred scheduling is logged and left to the recovery scan, never turned into an error
 //! for a write that already happened.
 

@@ -1,4 +1,4 @@
-//! Remote reply collection over HTTP (issue 5), every endpoint as the token's account:
+//! Remote reply collection over HTTP (R-RPL, R-API), every endpoint as the token's account:
 //! `POST /api/v1/reply-collections {"url"}` requests a collection of a remote post's replies,
 //! `GET /api/v1/reply-collections/{id}` shows a job, and `GET /api/v1/statuses/{id}/context`
 //! shows a stored remote post's ancestors and replies and requests the collection of its

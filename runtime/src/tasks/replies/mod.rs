@@ -1,4 +1,4 @@
-//! Remote reply collection (SPEC.md §6, issue 5): `hollo.remote-reply-collect.v1 {jobId}`.
+//! Remote reply collection (SPEC.md §6, R-RPL): `hollo.remote-reply-collect.v1 {jobId}`.
 //!
 //! The job row (`reply_collection_jobs`) and the host row (`reply_collection_hosts`) are the
 //! truth, shared by every worker: which job runs (status, lease, fencing `claim`), when a host
