@@ -1,7 +1,7 @@
 //! One queue's consumer loop: claim into free slots, run handlers, finish them, drain on stop.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -14,6 +14,7 @@ use super::complete::{self, Completer, Held};
 use super::message::{Claimed, QueueName};
 use super::registry::{JobContext, Registry, TaskError};
 use super::retry::Backoff;
+pub use super::slots::InFlight;
 use super::slots::Slots;
 use crate::metrics::Metrics;
 
@@ -34,25 +35,6 @@ pub struct Consumer {
     pub lease: Duration,
     pub poll: Duration,
     pub metrics: Arc<Metrics>,
-}
-
-/// Counts of what a consumer is running, shared with the heartbeat.
-#[derive(Clone, Default)]
-pub struct InFlight(Arc<Mutex<HashMap<String, usize>>>);
-
-impl InFlight {
-    pub(super) fn add(&self, kind: &str, delta: isize) {
-        if let Ok(mut m) = self.0.lock() {
-            let e = m.entry(kind.to_string()).or_default();
-            *e = e.saturating_add_signed(delta);
-            if *e == 0 {
-                m.remove(kind);
-            }
-        }
-    }
-    pub fn snapshot(&self) -> HashMap<String, usize> {
-        self.0.lock().map(|m| m.clone()).unwrap_or_default()
-    }
 }
 
 impl Consumer {

@@ -4,12 +4,31 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use tokio::task::{Id, JoinError, JoinSet};
 use uuid::Uuid;
 
-use super::consumer::InFlight;
 use super::registry::Lane;
+
+/// Counts of what a consumer is running, shared with the heartbeat.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<Mutex<HashMap<String, usize>>>);
+
+impl InFlight {
+    pub(super) fn add(&self, kind: &str, delta: isize) {
+        if let Ok(mut m) = self.0.lock() {
+            let e = m.entry(kind.to_string()).or_default();
+            *e = e.saturating_add_signed(delta);
+            if *e == 0 {
+                m.remove(kind);
+            }
+        }
+    }
+    pub fn snapshot(&self) -> HashMap<String, usize> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
 
 struct Slot {
     msg: Uuid,
