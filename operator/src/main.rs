@@ -18,20 +18,13 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
 use crate::crd::Hollo;
-use crate::resources::labels;
 
 #[derive(Parser)]
 #[command(
@@ -193,31 +186,29 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             None => Api::all(client.clone()),
         }
     }
-    let owned =
-        watcher::Config::default().labels(&format!("{}={}", labels::MANAGED_BY, labels::MANAGER));
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: reconcile::MANAGER.into(),
+            instance: Some(identity),
+        },
+    );
+    let controller = Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default());
+    let (controller, stores) =
+        reconcile::stores::watch_children(controller, &client, ns.as_deref());
     let ctx = Arc::new(reconcile::Context {
         client: client.clone(),
-        recorder: Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: reconcile::MANAGER.into(),
-                instance: Some(identity),
-            },
-        ),
+        recorder,
         health: health.clone(),
+        stores,
+        applier: reconcile::apply::Applier::new(health.metrics.writes.clone()),
     });
     tracing::info!(
         namespace = ns.as_deref().unwrap_or("<all>"),
         "starting controller"
     );
     let stop = shutdown.clone();
-    Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default())
-        .owns(api::<Deployment>(&client, &ns), owned.clone())
-        .owns(api::<Service>(&client, &ns), owned.clone())
-        .owns(api::<Job>(&client, &ns), owned.clone())
-        .owns(api::<PodDisruptionBudget>(&client, &ns), owned.clone())
-        .owns(api::<HorizontalPodAutoscaler>(&client, &ns), owned.clone())
-        .owns(api::<Ingress>(&client, &ns), owned)
+    controller
         .graceful_shutdown_on(async move { stop.cancelled().await })
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
         .for_each(|res| async move {

@@ -41,6 +41,8 @@ pub struct Metrics {
     pub failures: Family<ErrorLabels, Counter>,
     pub duration: Histogram,
     pub leader: Gauge,
+    /// API writes (applies, creates, scales, deletes, status): a steady reconcile adds none.
+    pub writes: Counter,
 }
 
 impl Default for Metrics {
@@ -50,6 +52,7 @@ impl Default for Metrics {
         let failures = Family::<ErrorLabels, Counter>::default();
         let duration = Histogram::new(exponential_buckets(0.01, 2.0, 12));
         let leader = Gauge::default();
+        let writes = Counter::default();
         registry.register("reconciles", "Reconciliations run", reconciles.clone());
         registry.register(
             "reconcile_failures",
@@ -66,12 +69,18 @@ impl Default for Metrics {
             "1 while this replica holds the lease",
             leader.clone(),
         );
+        registry.register(
+            "api_writes",
+            "Writes to the API server by the reconciler",
+            writes.clone(),
+        );
         Self {
             registry,
             reconciles,
             failures,
             duration,
             leader,
+            writes,
         }
     }
 }

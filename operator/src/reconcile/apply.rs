@@ -1,0 +1,475 @@
+//! Step 4 of the pipeline: make the cluster match the desired set. Every write is a server-side
+//! apply under the one field manager (R-OP-1), except the two that must stay out of the apply's
+//! managed fields (a Deployment's first create with its initial `replicas`, and scaling).
+//! An apply is skipped when neither the desired object nor the observed one changed since the
+//! last apply, so a steady reconcile writes nothing. Then every owned child of a pruned kind
+//! that is not in the desired set is deleted.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
+use prometheus_client::metrics::counter::Counter;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::desired::{self, Desired};
+use super::observe::World;
+use super::stores::{self, Stores};
+use super::{Error, MANAGER};
+use crate::crd::Hollo;
+use crate::resources::{autoscaling, labels};
+
+/// What was applied last to one object: a hash of the desired object, and a hash of the
+/// fields it sets as the apiserver stored them (defaulted and normalised).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Memo {
+    desired: u64,
+    stored: u64,
+}
+
+/// Whether KEDA's ScaledObject API exists, as far as this process knows (it is not watched:
+/// it may be installed after the operator starts).
+const KEDA_UNKNOWN: u8 = 0;
+const KEDA_ABSENT: u8 = 1;
+const KEDA_PRESENT: u8 = 2;
+
+/// Carries out writes; remembers what it applied.
+pub struct Applier {
+    memo: Mutex<HashMap<(&'static str, String, String), Memo>>,
+    keda: AtomicU8,
+    /// API writes made (applies, creates, scales, deletes): a steady reconcile adds none.
+    pub writes: Counter,
+}
+
+impl Applier {
+    /// `writes` counts every write (the `/metrics` counter).
+    pub fn new(writes: Counter) -> Self {
+        Self {
+            memo: Mutex::default(),
+            keda: AtomicU8::new(KEDA_UNKNOWN),
+            writes,
+        }
+    }
+}
+
+fn apply_params() -> PatchParams {
+    // `force`: we are the only intended manager of these fields; take them back after a manual
+    // edit instead of failing on the conflict (that is how drift gets corrected).
+    PatchParams::apply(MANAGER).force()
+}
+
+pub fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+fn hash(v: &Value) -> u64 {
+    let mut h = DefaultHasher::new();
+    v.to_string().hash(&mut h);
+    h.finish()
+}
+
+/// The part of `stored` that `want` sets: objects keep only `want`'s keys, arrays keep their
+/// length (an element more or less is a change).
+fn project(stored: &Value, want: &Value) -> Value {
+    match (stored, want) {
+        (Value::Object(s), Value::Object(w)) => Value::Object(
+            w.iter()
+                .map(|(k, wv)| {
+                    (
+                        k.clone(),
+                        s.get(k).map_or(Value::Null, |sv| project(sv, wv)),
+                    )
+                })
+                .collect(),
+        ),
+        (Value::Array(s), Value::Array(w)) => Value::Array(
+            s.iter()
+                .enumerate()
+                .map(|(i, sv)| w.get(i).map_or(Value::Null, |wv| project(sv, wv)))
+                .collect(),
+        ),
+        (s, _) => s.clone(),
+    }
+}
+
+impl Applier {
+    fn key<K: Resource>(obj: &K) -> (&'static str, String, String) {
+        (
+            std::any::type_name::<K>(),
+            obj.namespace().unwrap_or_default(),
+            obj.name_any(),
+        )
+    }
+
+    fn memo_of<K: Resource + Serialize>(&self, want: &K) -> Option<Memo> {
+        self.memo.lock().ok()?.get(&Self::key(want)).copied()
+    }
+
+    /// Whether applying `want` would change nothing: it is what was applied last, and the
+    /// fields it sets are still as the apiserver stored them then.
+    fn unchanged<K: Resource + Serialize>(&self, want: &K, observed: Option<&K>) -> bool {
+        let (Some(memo), Some(observed)) = (self.memo_of(want), observed) else {
+            return false;
+        };
+        let (Ok(w), Ok(o)) = (serde_json::to_value(want), serde_json::to_value(observed)) else {
+            return false;
+        };
+        memo == (Memo {
+            desired: hash(&w),
+            stored: hash(&project(&o, &w)),
+        })
+    }
+
+    fn remember<K: Resource + Serialize>(&self, want: &K, stored: &K) {
+        let (Ok(w), Ok(s)) = (serde_json::to_value(want), serde_json::to_value(stored)) else {
+            return;
+        };
+        let memo = Memo {
+            desired: hash(&w),
+            stored: hash(&project(&s, &w)),
+        };
+        if let Ok(mut m) = self.memo.lock() {
+            m.insert(Self::key(want), memo);
+        }
+    }
+
+    /// Server-side applies `want` unless that would change nothing.
+    pub async fn apply<K>(&self, api: &Api<K>, want: &K, observed: Option<&K>) -> Result<(), Error>
+    where
+        K: Resource + Serialize + DeserializeOwned + Clone + Debug,
+    {
+        if self.unchanged(want, observed) {
+            return Ok(());
+        }
+        self.writes.inc();
+        let stored = api
+            .patch(&want.name_any(), &apply_params(), &Patch::Apply(want))
+            .await?;
+        self.remember(want, &stored);
+        Ok(())
+    }
+
+    /// Creates a Deployment with its initial `replicas` (a create is not an apply, so the count
+    /// stays out of our apply's managed fields). A concurrent create falls back to the apply.
+    async fn create_deployment(&self, api: &Api<Deployment>, d: &Deployment) -> Result<(), Error> {
+        let pp = PostParams {
+            field_manager: Some(MANAGER.into()),
+            ..PostParams::default()
+        };
+        self.writes.inc();
+        match api.create(&pp, d).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                let mut without = d.clone();
+                without.spec.replicas = None;
+                self.apply(api, &without, None).await
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Sets `replicas` through the scale subresource (an update, not part of our apply).
+    async fn scale(&self, api: &Api<Deployment>, name: &str, replicas: i32) -> Result<(), Error> {
+        let pp = PatchParams {
+            field_manager: Some(MANAGER.into()),
+            ..PatchParams::default()
+        };
+        self.writes.inc();
+        api.patch_scale(
+            name,
+            &pp,
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await?;
+        tracing::info!(deployment = %name, replicas, "scaled");
+        Ok(())
+    }
+
+    async fn delete<K>(&self, api: &Api<K>, name: &str, dp: &DeleteParams) -> Result<(), Error>
+    where
+        K: Resource + DeserializeOwned + Clone + Debug,
+    {
+        self.writes.inc();
+        match api.delete(name, dp).await {
+            Ok(_) => {
+                tracing::info!(%name, kind = std::any::type_name::<K>(), "deleted child no longer wanted");
+                Ok(())
+            }
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// The namespaced APIs of one reconcile.
+struct Apis {
+    deployments: Api<Deployment>,
+    services: Api<Service>,
+    jobs: Api<Job>,
+    pdbs: Api<PodDisruptionBudget>,
+    hpas: Api<HorizontalPodAutoscaler>,
+    ingresses: Api<Ingress>,
+    scaled_objects: Api<DynamicObject>,
+}
+
+impl Apis {
+    fn new(client: &Client, ns: &str) -> Self {
+        Self {
+            deployments: Api::namespaced(client.clone(), ns),
+            services: Api::namespaced(client.clone(), ns),
+            jobs: Api::namespaced(client.clone(), ns),
+            pdbs: Api::namespaced(client.clone(), ns),
+            hpas: Api::namespaced(client.clone(), ns),
+            ingresses: Api::namespaced(client.clone(), ns),
+            scaled_objects: Api::namespaced_with(
+                client.clone(),
+                ns,
+                &autoscaling::scaled_object_resource(),
+            ),
+        }
+    }
+}
+
+fn cached<K>(store: &Store<K>, want: &K) -> Option<std::sync::Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let ns = want.namespace().unwrap_or_default();
+    store.get(&ObjectRef::new(&want.name_any()).within(&ns))
+}
+
+impl Applier {
+    /// Applies every object of one kind, comparing with the watch cache.
+    async fn apply_all<K>(&self, api: &Api<K>, store: &Store<K>, want: &[K]) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug + 'static,
+    {
+        for w in want {
+            self.apply(api, w, cached(store, w).as_deref()).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the children of one kind that `hollo` owns and `keep` does not name.
+    async fn prune<K>(
+        &self,
+        api: &Api<K>,
+        store: &Store<K>,
+        hollo: &Hollo,
+        keep: &[String],
+    ) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + 'static,
+    {
+        for o in stores::owned(store, hollo) {
+            if !keep.contains(&o.name_any()) && o.meta().deletion_timestamp.is_none() {
+                self.delete(api, &o.name_any(), &DeleteParams::default())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The ScaledObjects `hollo` owns (listed: KEDA's API is not watched). Empty while the API
+    /// is known to be missing.
+    async fn owned_scaled_objects(
+        &self,
+        api: &Api<DynamicObject>,
+        hollo: &Hollo,
+    ) -> Result<Vec<DynamicObject>, Error> {
+        if self.keda.load(Ordering::Relaxed) == KEDA_ABSENT {
+            return Ok(vec![]);
+        }
+        let lp = ListParams::default().labels(&format!(
+            "{}={},{}={}",
+            labels::MANAGED_BY,
+            labels::MANAGER,
+            labels::INSTANCE,
+            hollo.name_any()
+        ));
+        match api.list(&lp).await {
+            Ok(l) => {
+                self.keda.store(KEDA_PRESENT, Ordering::Relaxed);
+                let uid = hollo.uid().unwrap_or_default();
+                Ok(l.items
+                    .into_iter()
+                    .filter(|o| o.owner_references().iter().any(|r| r.uid == uid))
+                    .collect())
+            }
+            Err(e) if is_not_found(&e) => {
+                self.keda.store(KEDA_ABSENT, Ordering::Relaxed);
+                Ok(vec![])
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// What converging left undone without failing.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// KEDA asked for but not installed: everything else is applied (the autoscaler comes
+    /// last); the status says so and the operator looks again soon.
+    pub autoscaler_missing: Option<String>,
+}
+
+/// Makes the cluster match `want`. Order matters: autoscalers that are no longer wanted go
+/// before any Deployment is scaled (they would scale a stopped role back up); a role's new
+/// Deployment exists before the other mode's is deleted; autoscalers come last.
+pub async fn converge(
+    applier: &Applier,
+    client: &Client,
+    stores: &Stores,
+    hollo: &Hollo,
+    world: &World,
+    want: &Desired,
+    running: bool,
+) -> Result<Outcome, Error> {
+    let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
+    let apis = Apis::new(client, &ns);
+
+    applier
+        .apply_all(&apis.services, &stores.services, &want.services)
+        .await?;
+    applier
+        .apply_all(&apis.ingresses, &stores.ingresses, &want.ingresses)
+        .await?;
+    applier
+        .apply_all(&apis.pdbs, &stores.pdbs, &want.pdbs)
+        .await?;
+    for job in &want.jobs {
+        // Job specs are immutable: an existing Job is left alone, finished or not.
+        if !world.jobs.iter().any(|j| j.name_any() == job.name_any()) {
+            applier.apply(&apis.jobs, job, None).await?;
+            tracing::info!(job = %job.name_any(), "created Job");
+        }
+    }
+
+    applier
+        .prune(&apis.hpas, &stores.hpas, hollo, &Desired::names(&want.hpas))
+        .await?;
+    let scaled = applier
+        .owned_scaled_objects(&apis.scaled_objects, hollo)
+        .await?;
+    let keep = Desired::names(&want.scaled_objects);
+    for o in scaled.iter().filter(|o| !keep.contains(&o.name_any())) {
+        applier
+            .delete(
+                &apis.scaled_objects,
+                &o.name_any(),
+                &DeleteParams::default(),
+            )
+            .await?;
+    }
+
+    for w in &want.workloads {
+        let existing = world.deployments.values().find(|d| d.name_any() == w.name);
+        match (existing, &w.template) {
+            (None, Some(template)) => {
+                let mut first = template.clone();
+                first.spec.replicas = Some(w.replicas.initial());
+                applier.create_deployment(&apis.deployments, &first).await?;
+            }
+            (None, None) => {}
+            (Some(existing), template) => {
+                if let Some(t) = template {
+                    applier.apply(&apis.deployments, t, Some(existing)).await?;
+                }
+                if let Some(n) = w.replicas.scale_to(existing.spec.replicas) {
+                    applier.scale(&apis.deployments, &w.name, n).await?;
+                }
+            }
+        }
+    }
+    applier
+        .prune(
+            &apis.deployments,
+            &stores.deployments,
+            hollo,
+            &want.workload_names(),
+        )
+        .await?;
+    applier
+        .prune(
+            &apis.services,
+            &stores.services,
+            hollo,
+            &Desired::names(&want.services),
+        )
+        .await?;
+    applier
+        .prune(
+            &apis.ingresses,
+            &stores.ingresses,
+            hollo,
+            &Desired::names(&want.ingresses),
+        )
+        .await?;
+    applier
+        .prune(&apis.pdbs, &stores.pdbs, hollo, &Desired::names(&want.pdbs))
+        .await?;
+
+    applier
+        .apply_all(&apis.hpas, &stores.hpas, &want.hpas)
+        .await?;
+    let mut outcome = Outcome::default();
+    for o in &want.scaled_objects {
+        let observed = scaled.iter().find(|s| s.name_any() == o.name_any());
+        match applier.apply(&apis.scaled_objects, o, observed).await {
+            Ok(()) => applier.keda.store(KEDA_PRESENT, Ordering::Relaxed),
+            Err(Error::Kube(e)) if is_not_found(&e) => {
+                applier.keda.store(KEDA_ABSENT, Ordering::Relaxed);
+                outcome.autoscaler_missing = Some(Error::KedaMissing.to_string());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+
+    if running {
+        for j in desired::finished_jobs(hollo, &world.jobs) {
+            if j.meta().deletion_timestamp.is_none() {
+                applier
+                    .delete(&apis.jobs, &j.name_any(), &DeleteParams::background())
+                    .await?;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projection_keeps_what_the_desired_object_sets() {
+        let want = json!({"metadata": {"name": "a", "labels": {"x": "1"}},
+                          "spec": {"ports": [{"port": 80}]}});
+        let stored = json!({"metadata": {"name": "a", "labels": {"x": "1", "y": "2"},
+                                         "resourceVersion": "9"},
+                            "spec": {"ports": [{"port": 80, "protocol": "TCP"}],
+                                     "clusterIP": "10.0.0.1"},
+                            "status": {}});
+        assert_eq!(project(&stored, &want), want);
+        let edited = json!({"metadata": {"name": "a", "labels": {"x": "2"}},
+                            "spec": {"ports": [{"port": 80}]}});
+        assert_ne!(project(&edited, &want), want, "a changed field shows");
+        let more = json!({"metadata": {"name": "a", "labels": {"x": "1"}},
+                          "spec": {"ports": [{"port": 80}, {"port": 81}]}});
+        assert_ne!(project(&more, &want), want, "an added element shows");
+    }
+}

@@ -1,0 +1,143 @@
+//! The reconcile pipeline (R-OP-1): observe the cluster (watch caches first) → let
+//! `phase::decide` choose → build the desired set of children (pure) → converge: server-side
+//! apply what differs under one field manager, delete owned children that are not wanted →
+//! status and events.
+//!
+//! | module     | step                                                               |
+//! |------------|--------------------------------------------------------------------|
+//! | `stores`   | the watch caches of every child kind                               |
+//! | `observe`  | 1. what the decision needs                                         |
+//! | `desired`  | 3. the desired set (pure)                                          |
+//! | `apply`    | 4. apply what differs, prune the rest                              |
+//! | `report`   | 5. status (written when changed) and events                        |
+
+pub mod apply;
+pub mod desired;
+pub mod observe;
+pub mod report;
+pub mod stores;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{EventType, Recorder};
+use kube::{Client, ResourceExt};
+
+use crate::crd::{Hollo, Phase};
+use crate::phase;
+use crate::telemetry::Health;
+
+/// The one field manager of every write (R-OP-1).
+pub const MANAGER: &str = "hollo-operator";
+
+#[derive(thiserror::Error, Debug)]
+pub enum Error {
+    #[error("Kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("the Hollo has no namespace")]
+    NoNamespace,
+    #[error(
+        "worker.autoscaling.keda.enabled but KEDA's ScaledObject API (keda.sh/v1alpha1) is not \
+         installed: install KEDA or disable keda"
+    )]
+    KedaMissing,
+    #[error("the watch caches stopped")]
+    CachesGone,
+}
+
+impl Error {
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(kube::Error::Api(_)) => "api",
+            Error::Kube(_) => "client",
+            Error::NoNamespace => "no_namespace",
+            Error::KedaMissing => "keda_missing",
+            Error::CachesGone => "caches_gone",
+        }
+    }
+
+    /// An error that retrying cannot fix: the spec makes children the apiserver rejects as
+    /// invalid (400, 422), or the object itself is unusable. It waits for a change instead.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Error::Kube(kube::Error::Api(s)) => matches!(s.code, 400 | 422),
+            Error::NoNamespace => true,
+            _ => false,
+        }
+    }
+}
+
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub health: Arc<Health>,
+    pub stores: stores::Stores,
+    pub applier: apply::Applier,
+}
+
+/// How soon to look again while KEDA is asked for but its API is missing (nothing notifies
+/// us when its CRD appears).
+const KEDA_RECHECK: Duration = Duration::from_secs(30);
+/// How soon to retry after a transient error.
+const RETRY: Duration = Duration::from_secs(15);
+
+pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = run(&hollo, &ctx).await;
+    let error = result.as_ref().err();
+    ctx.health
+        .metrics
+        .observe(started.elapsed(), error.map(Error::metric_label));
+    if let Some(e) = error.filter(|e| e.is_permanent()) {
+        let note = format!("{e}; waiting for a change of the Hollo");
+        report::publish(
+            &ctx.recorder,
+            &hollo,
+            EventType::Warning,
+            "InvalidSpec",
+            "Reconcile",
+            note,
+        )
+        .await;
+    }
+    result
+}
+
+async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
+    ctx.stores.ready().await.map_err(|_| Error::CachesGone)?;
+    let now = Timestamp::now();
+    let world = observe::observe(&ctx.client, &ctx.stores, hollo, now).await?;
+    let plan = phase::decide(&hollo.spec, &world.observed);
+    tracing::debug!(
+        hollo = %hollo.name_any(), phase = plan.phase.as_str(),
+        old_pods = world.observed.old_pods, job = ?world.observed.job, "reconciling"
+    );
+    let want = desired::desired(hollo, &plan, &world);
+    let running = plan.phase == Phase::Running;
+    let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
+    let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
+    let missing = outcome.autoscaler_missing;
+    let status = report::status(hollo, &plan, &world, missing.clone(), now);
+    if report::write_status(client, hollo, &status).await? {
+        applier.writes.inc();
+    }
+    report::events(&ctx.recorder, hollo, &plan, &status, missing.as_deref()).await;
+    Ok(match missing {
+        Some(_) => Action::requeue(plan.requeue.min(KEDA_RECHECK)),
+        None => Action::requeue(plan.requeue),
+    })
+}
+
+pub fn error_policy(hollo: Arc<Hollo>, error: &Error, _ctx: Arc<Context>) -> Action {
+    if error.is_permanent() {
+        tracing::warn!(hollo = %hollo.name_any(), %error, "reconcile failed; waiting for a change");
+        Action::await_change()
+    } else {
+        tracing::warn!(hollo = %hollo.name_any(), %error, "reconcile failed; retrying");
+        Action::requeue(RETRY)
+    }
+}

@@ -1,0 +1,207 @@
+//! Step 5 of the pipeline: the status (written only when it changed) and the events.
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
+
+use super::observe::World;
+use super::{Error, MANAGER};
+use crate::budget::Budget;
+use crate::crd::{Hollo, HolloStatus, Mode, Phase, RoleStatus};
+use crate::phase::{self, Plan};
+use crate::resources::labels::Component;
+use crate::resources::migration;
+use crate::status;
+
+fn role_status(world: &World, c: Component) -> RoleStatus {
+    let s = world
+        .deployments
+        .get(c.as_str())
+        .and_then(|d| d.status.as_ref());
+    RoleStatus {
+        replicas: s.and_then(|s| s.replicas).unwrap_or(0),
+        ready_replicas: s.and_then(|s| s.ready_replicas).unwrap_or(0),
+    }
+}
+
+/// The status after carrying out `plan`.
+pub fn status(
+    hollo: &Hollo,
+    plan: &Plan,
+    world: &World,
+    autoscaler_missing: Option<String>,
+    now: Timestamp,
+) -> HolloStatus {
+    let spec = &hollo.spec;
+    let h = &world.history;
+    let (attempts, last_failure, failure_generation) = match &plan.record_failure {
+        Some(_) => (
+            h.attempts + 1,
+            Some(now.to_string()),
+            hollo.meta().generation,
+        ),
+        None => (h.attempts, h.last_failure.clone(), h.failure_generation),
+    };
+    let (web, worker) = match spec.mode {
+        Mode::Split => (
+            role_status(world, Component::Web),
+            role_status(world, Component::Worker),
+        ),
+        Mode::All => (
+            role_status(world, Component::All),
+            role_status(world, Component::All),
+        ),
+    };
+    let budget = Budget::for_spec(spec);
+    let inputs = status::Inputs {
+        pods_ready: world.observed.pods_ready,
+        generation: hollo.meta().generation,
+        previous: hollo.status.as_ref(),
+        web,
+        worker,
+        budget: &budget,
+        now,
+        autoscaler_missing,
+    };
+    let mut s = status::compute(spec, plan, &inputs, attempts, last_failure);
+    s.migration_failure_generation = failure_generation;
+    s
+}
+
+/// Writes `new` with a server-side apply of the status subresource, unless it is the stored one.
+pub async fn write_status(
+    client: &Client,
+    hollo: &Hollo,
+    new: &HolloStatus,
+) -> Result<bool, Error> {
+    if hollo.status.as_ref() == Some(new) {
+        return Ok(false);
+    }
+    let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
+    let api: Api<Hollo> = Api::namespaced(client.clone(), &ns);
+    let patch = json!({
+        "apiVersion": "hollo.social/v1alpha1",
+        "kind": "Hollo",
+        "status": new,
+    });
+    api.patch_status(
+        &hollo.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
+    Ok(true)
+}
+
+pub async fn publish(
+    recorder: &Recorder,
+    hollo: &Hollo,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let ev = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: action.into(),
+        secondary: None,
+    };
+    // Events are best effort: a failure to record one must not fail the reconcile.
+    if let Err(e) = recorder.publish(&ev, &hollo.object_ref(&())).await {
+        tracing::warn!(error = %e, reason, "could not publish event");
+    }
+}
+
+/// The events of one reconcile: a failed migration, a phase change, an exceeded budget, a
+/// missing KEDA.
+pub async fn events(
+    recorder: &Recorder,
+    hollo: &Hollo,
+    plan: &Plan,
+    new: &HolloStatus,
+    autoscaler_missing: Option<&str>,
+) {
+    let spec = &hollo.spec;
+    let name = hollo.name_any();
+    let previous = hollo.status.clone().unwrap_or_default();
+    if let Some(why) = autoscaler_missing {
+        let kind = EventType::Warning;
+        publish(
+            recorder,
+            hollo,
+            kind,
+            "KedaNotInstalled",
+            "Autoscale",
+            why.into(),
+        )
+        .await;
+    }
+    if let Some(reason) = &plan.record_failure {
+        let attempts = new.migration_attempts;
+        let job = migration::job_name(&name, &spec.version, attempts - 1);
+        let note = format!(
+            "migration Job {job} failed ({reason}); retry {} in {}s; the new version does not start",
+            attempts,
+            phase::backoff(attempts).as_secs()
+        );
+        publish(
+            recorder,
+            hollo,
+            EventType::Warning,
+            "MigrationFailed",
+            "Migrate",
+            note,
+        )
+        .await;
+    }
+    if plan.phase != previous.phase {
+        tracing::info!(
+            hollo = %name, namespace = hollo.namespace().unwrap_or_default(),
+            from = previous.phase.as_str(), to = plan.phase.as_str(),
+            target_version = %spec.version, "phase changed"
+        );
+        let type_ = if plan.phase == Phase::MigrationFailed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        let note = format!(
+            "phase {} → {} (target {})",
+            previous.phase.as_str(),
+            plan.phase.as_str(),
+            spec.version
+        );
+        publish(
+            recorder,
+            hollo,
+            type_,
+            plan.phase.as_str(),
+            "PhaseChange",
+            note,
+        )
+        .await;
+    }
+    let budget = Budget::for_spec(spec);
+    let was_over = previous
+        .conditions
+        .iter()
+        .any(|c| c.type_ == status::CONNECTION_BUDGET && c.status == "False");
+    let generation_changed = previous.observed_generation != hollo.meta().generation;
+    if !budget.fits() && (!was_over || generation_changed) {
+        let kind = EventType::Warning;
+        let note = budget.explain();
+        publish(
+            recorder,
+            hollo,
+            kind,
+            "ConnectionBudgetExceeded",
+            "CheckBudget",
+            note,
+        )
+        .await;
+    }
+}

@@ -1,0 +1,485 @@
+//! Orchestration tests: one reconcile against a mocked API server (tower-test, the pattern of
+//! kube-rs' controller-rs), asserting the exact requests it makes. They complement the e2e
+//! suite on a real apiserver: here a decision is checked request by request, in milliseconds.
+
+use std::sync::{Arc, Mutex};
+
+use http::{Request, Response};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::client::Body;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tower_test::mock;
+
+use super::stores::Stores;
+use super::{Context, Error, apply::Applier, reconcile};
+use crate::crd::{Hollo, HolloStatus, Mode, Phase};
+use crate::resources;
+use crate::telemetry::Health;
+use crate::testutil;
+
+/// One request the reconciler made.
+#[derive(Debug, Clone)]
+struct Call {
+    /// `METHOD path` (no query), e.g. `PATCH /api/v1/namespaces/fedi/services/social-web`.
+    line: String,
+    query: String,
+    body: Value,
+}
+
+type Calls = Arc<Mutex<Vec<Call>>>;
+
+/// What the apiserver would answer: the object as sent (an apply or create stores what it is
+/// given), an empty pod list, KEDA's API missing, an event accepted.
+fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
+    let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "reason": "NotFound", "code": 404, "message": "not found"});
+    let (method, path) = call.line.split_once(' ').unwrap_or_default();
+    match method {
+        "GET" if path.ends_with("/pods") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}),
+        ),
+        "GET" if path.contains("/scaledobjects") => (404, not_found),
+        "PATCH" if path.ends_with("/scale") => {
+            let name = path.rsplit('/').nth(1).unwrap_or_default();
+            (
+                200,
+                json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                       "metadata": {"name": name, "namespace": "fedi"},
+                       "spec": call.body["spec"]}),
+            )
+        }
+        "PATCH" if path.ends_with("/status") => {
+            let mut h = serde_json::to_value(hollo).unwrap_or_default();
+            h["status"] = call.body["status"].clone();
+            (200, h)
+        }
+        "DELETE" => (
+            200,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}),
+        ),
+        _ => (200, call.body.clone()),
+    }
+}
+
+/// A reconciler context whose client talks to a mocked API server that records every request
+/// and answers with `answer` (or `override_` first, when it returns something).
+struct Fixture {
+    ctx: Arc<Context>,
+    calls: Calls,
+    server: tokio::task::JoinHandle<()>,
+    writers: Writers,
+}
+
+type Override = Box<dyn Fn(&Call) -> Option<(u16, Value)> + Send + Sync>;
+
+struct Writers {
+    deployments: Writer<Deployment>,
+    services: Writer<Service>,
+    jobs: Writer<Job>,
+    pdbs: Writer<PodDisruptionBudget>,
+    hpas: Writer<HorizontalPodAutoscaler>,
+    ingresses: Writer<Ingress>,
+}
+
+fn ready<K>(w: &mut Writer<K>)
+where
+    K: Resource<DynamicType = ()> + Clone,
+{
+    w.apply_watcher_event(&watcher::Event::Init);
+    w.apply_watcher_event(&watcher::Event::InitDone);
+}
+
+impl Fixture {
+    fn new(hollo: &Hollo, override_: Override) -> Self {
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "fedi");
+        let calls: Calls = Arc::default();
+        let seen = calls.clone();
+        let hollo = hollo.clone();
+        let server = tokio::spawn(async move {
+            while let Some((request, send)) = handle.next_request().await {
+                let line = format!("{} {}", request.method(), request.uri().path());
+                let query = request.uri().query().unwrap_or_default().to_string();
+                let bytes = request
+                    .into_body()
+                    .collect_bytes()
+                    .await
+                    .unwrap_or_default();
+                let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let call = Call { line, query, body };
+                let (code, reply) = override_(&call).unwrap_or_else(|| answer(&call, &hollo));
+                if let Ok(mut c) = seen.lock() {
+                    c.push(call);
+                }
+                let response = Response::builder()
+                    .status(code)
+                    .body(Body::from(serde_json::to_vec(&reply).unwrap_or_default()))
+                    .expect("response");
+                send.send_response(response);
+            }
+        });
+        let (deployments, mut dw) = reflector::store();
+        let (services, mut sw) = reflector::store();
+        let (jobs, mut jw) = reflector::store();
+        let (pdbs, mut pw) = reflector::store();
+        let (hpas, mut hw) = reflector::store();
+        let (ingresses, mut iw) = reflector::store();
+        ready(&mut dw);
+        ready(&mut sw);
+        ready(&mut jw);
+        ready(&mut pw);
+        ready(&mut hw);
+        ready(&mut iw);
+        let ctx = Arc::new(Context {
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: super::MANAGER.into(),
+                    instance: None,
+                },
+            ),
+            client,
+            health: Arc::new(Health::default()),
+            stores: Stores {
+                deployments,
+                services,
+                jobs,
+                pdbs,
+                hpas,
+                ingresses,
+            },
+            applier: Applier::new(Default::default()),
+        });
+        Self {
+            ctx,
+            calls,
+            server,
+            writers: Writers {
+                deployments: dw,
+                services: sw,
+                jobs: jw,
+                pdbs: pw,
+                hpas: hw,
+                ingresses: iw,
+            },
+        }
+    }
+
+    fn plain(hollo: &Hollo) -> Self {
+        Self::new(hollo, Box::new(|_| None))
+    }
+
+    /// Runs one reconcile; returns its result and the requests it made (then forgets them).
+    async fn reconcile(
+        &self,
+        hollo: &Hollo,
+    ) -> (Result<kube::runtime::controller::Action, Error>, Vec<Call>) {
+        let result = reconcile(Arc::new(hollo.clone()), self.ctx.clone()).await;
+        let calls = std::mem::take(&mut *self.calls.lock().expect("calls"));
+        (result, calls)
+    }
+
+    /// Puts what the reconcile applied into the watch caches, as the watches would.
+    fn cache_applied(&mut self, calls: &[Call]) {
+        for c in calls.iter().filter(|c| c.line.starts_with("PATCH ")) {
+            if c.line.ends_with("/status") || c.line.ends_with("/scale") {
+                continue;
+            }
+            cache(&mut self.writers, &c.body);
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn put<K>(w: &mut Writer<K>, v: &Value)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned,
+{
+    if let Ok(o) = serde_json::from_value::<K>(v.clone()) {
+        w.apply_watcher_event(&watcher::Event::Apply(o));
+    }
+}
+
+fn cache(w: &mut Writers, v: &Value) {
+    match v["kind"].as_str().unwrap_or_default() {
+        "Deployment" => put(&mut w.deployments, v),
+        "Service" => put(&mut w.services, v),
+        "Job" => put(&mut w.jobs, v),
+        "PodDisruptionBudget" => put(&mut w.pdbs, v),
+        "HorizontalPodAutoscaler" => put(&mut w.hpas, v),
+        "Ingress" => put(&mut w.ingresses, v),
+        _ => {}
+    }
+}
+
+fn lines(calls: &[Call]) -> Vec<&str> {
+    calls.iter().map(|c| c.line.as_str()).collect()
+}
+
+const NS: &str = "/namespaces/fedi";
+
+/// A Deployment as the watch shows it once rolled out: `replicas` set, every pod ready.
+fn rolled_out(mut d: Deployment, replicas: i32) -> Deployment {
+    d.spec.replicas = Some(replicas);
+    d.metadata.generation = Some(1);
+    d.status = Some(DeploymentStatus {
+        observed_generation: Some(1),
+        replicas: Some(replicas),
+        updated_replicas: Some(replicas),
+        ready_replicas: Some(replicas),
+        ..DeploymentStatus::default()
+    });
+    d
+}
+
+/// A `Hollo` at 0.1.0 that has reached Running, with its Deployments in the cache.
+fn running(spec: crate::crd::HolloSpec) -> (Hollo, Vec<Deployment>) {
+    let mut h = testutil::hollo(spec);
+    h.status = Some(HolloStatus {
+        phase: Phase::Running,
+        current_version: Some("0.1.0".into()),
+        target_version: Some("0.1.0".into()),
+        ..HolloStatus::default()
+    });
+    let deps = vec![
+        rolled_out(resources::web::deployment(&h, "0.1.0", None), 2),
+        rolled_out(resources::worker::deployment(&h, "0.1.0", None), 2),
+    ];
+    (h, deps)
+}
+
+/// The stored status after a reconcile (from its status apply).
+fn with_status(mut h: Hollo, calls: &[Call]) -> Hollo {
+    if let Some(c) = calls.iter().find(|c| c.line.ends_with("/status")) {
+        h.status = serde_json::from_value(c.body["status"].clone()).ok();
+    }
+    h
+}
+
+#[tokio::test]
+async fn a_new_hollo_first_migrates_and_starts_nothing() {
+    let h = testutil::hollo(testutil::spec());
+    let f = Fixture::plain(&h);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    let job = resources::migration::job_name("social", "0.1.0", 0);
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("GET /api/v1{NS}/pods"),
+            format!("PATCH /api/v1{NS}/services/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
+            format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
+            format!("GET /apis/keda.sh/v1alpha1{NS}/scaledobjects"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+        ]
+    );
+    for apply in calls.iter().filter(|c| c.line.starts_with("PATCH")) {
+        assert!(
+            apply.query.contains("fieldManager=hollo-operator")
+                && apply.query.contains("force=true"),
+            "one field manager, forced (R-OP-1): {apply:?}"
+        );
+    }
+    let status = &calls[6].body["status"];
+    assert_eq!(status["phase"], "Migrating");
+    assert_eq!(calls[7].body["reason"], "Migrating");
+}
+
+#[tokio::test]
+async fn a_steady_reconcile_writes_nothing() {
+    let (h, deps) = running(testutil::spec());
+    let mut f = Fixture::plain(&h);
+    for d in &deps {
+        f.writers
+            .deployments
+            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
+    }
+    // The first reconcile of a fresh process applies everything once (it remembers nothing);
+    // the apiserver stores what it is given.
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("PATCH /api/v1{NS}/services/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
+            format!("GET /apis/keda.sh/v1alpha1{NS}/scaledobjects"),
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-web"),
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-worker"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+        ]
+    );
+    f.cache_applied(&calls);
+    // The watch shows the Deployments with their status again (an apply's answer has it).
+    for d in &deps {
+        f.writers
+            .deployments
+            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
+    }
+    let h = with_status(h, &calls);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        lines(&calls),
+        Vec::<&str>::new(),
+        "steady: no request at all"
+    );
+    let (_, calls) = f.reconcile(&h).await;
+    assert!(calls.is_empty());
+    assert_eq!(
+        f.ctx.applier.writes.get(),
+        6,
+        "only the first reconcile wrote"
+    );
+}
+
+/// Prepares a fixture in steady state: everything applied once and cached.
+async fn steady(spec: crate::crd::HolloSpec) -> (Fixture, Hollo) {
+    let (h, deps) = running(spec);
+    let mut f = Fixture::plain(&h);
+    for d in &deps {
+        f.writers
+            .deployments
+            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
+    }
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    f.cache_applied(&calls);
+    for d in &deps {
+        f.writers
+            .deployments
+            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
+    }
+    let h = with_status(h, &calls);
+    let (_, calls) = f.reconcile(&h).await;
+    assert!(calls.is_empty(), "steady: {:?}", lines(&calls));
+    (f, h)
+}
+
+#[tokio::test]
+async fn a_worker_replicas_change_is_one_scale_and_the_status() {
+    let mut spec = testutil::spec();
+    // Room for five workers in the connection budget (else a Warning event comes too).
+    spec.database.max_connections = 500;
+    let (f, mut h) = steady(spec).await;
+    h.spec.worker.replicas = 5;
+    h.metadata.generation = Some(4);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+        ]
+    );
+    assert_eq!(calls[0].body, json!({"spec": {"replicas": 5}}));
+    assert_eq!(calls[1].body["status"]["observedGeneration"], 4);
+}
+
+#[tokio::test]
+async fn a_mode_switch_creates_the_all_role_then_prunes_what_split_made() {
+    let (f, mut h) = steady(testutil::spec()).await;
+    h.spec.mode = Mode::All;
+    h.metadata.generation = Some(4);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        lines(&calls),
+        [
+            // The Service now selects the all pods; the all role's PDB replaces web's.
+            format!("PATCH /api/v1{NS}/services/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-all"),
+            format!("POST /apis/apps/v1{NS}/deployments"),
+            format!("DELETE /apis/apps/v1{NS}/deployments/social-web"),
+            format!("DELETE /apis/apps/v1{NS}/deployments/social-worker"),
+            format!("DELETE /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
+            format!("DELETE /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+        ]
+    );
+    assert_eq!(calls[2].body["metadata"]["name"], "social-all");
+    assert_eq!(
+        calls[2].body["spec"]["replicas"], 2,
+        "created with its count"
+    );
+}
+
+#[tokio::test]
+async fn a_labelled_child_someone_else_owns_is_never_pruned() {
+    let (mut f, h) = steady(testutil::spec()).await;
+    let mut foreign = resources::pdb::web(&h).expect("pdb");
+    foreign.metadata.name = Some("social-extra".into());
+    foreign.metadata.owner_references = None;
+    f.writers
+        .pdbs
+        .apply_watcher_event(&watcher::Event::Apply(foreign));
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert!(calls.is_empty(), "not ours: {:?}", lines(&calls));
+}
+
+#[tokio::test]
+async fn an_invalid_child_waits_for_a_change_instead_of_retrying() {
+    let h = testutil::hollo(testutil::spec());
+    let f = Fixture::new(
+        &h,
+        Box::new(|c: &Call| {
+            c.line.contains("/services/").then(|| {
+                (
+                    422,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "reason": "Invalid", "code": 422,
+                           "message": "Service \"social-web\" is invalid: spec.ports[0].port: Invalid value: 0"}),
+                )
+            })
+        }),
+    );
+    let (result, calls) = f.reconcile(&h).await;
+    let err = result.expect_err("the apply fails");
+    assert!(err.is_permanent(), "{err}");
+    assert_eq!(
+        super::error_policy(Arc::new(h.clone()), &err, f.ctx.clone()),
+        kube::runtime::controller::Action::await_change()
+    );
+    let event = calls.last().expect("an event");
+    assert_eq!(
+        event.line,
+        format!("POST /apis/events.k8s.io/v1{NS}/events")
+    );
+    assert_eq!(event.body["reason"], "InvalidSpec");
+    assert!(
+        event.body["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spec.ports[0].port"),
+        "{event:?}"
+    );
+    let transient = Error::Kube(kube::Error::Api(
+        kube::core::Status::failure("etcd timeout", "Timeout")
+            .with_code(504)
+            .boxed(),
+    ));
+    assert!(!transient.is_permanent());
+}
