@@ -1,9 +1,10 @@
 //! The `Hollo` custom resource (`hollo.social/v1alpha1`): spec, status, defaults and the
 //! admission rules (OpenAPI schema + CEL `x-kubernetes-validations`).
 //!
-//! Every default lives here, once, as a serde default: the same value is then both emitted into
-//! the CRD schema (so the apiserver defaults stored objects) and used when the operator reads an
-//! object that was stored before a field existed.
+//! Every default is stated once: in a struct's `Default` impl, read by a container-level
+//! `#[serde(default)]` (a field missing from a stored object takes it) and by schemars (which
+//! emits it into the CRD schema, so the apiserver defaults stored objects the same way); a field
+//! of a struct with required fields has its own default fn instead. Nothing else restates one.
 
 // `printcolumn(...)` repeats `type_ = "string"` across columns by design; clippy reads the
 // derive's helper attributes as duplicated attributes.
@@ -19,10 +20,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// Worker connections: the general pool plus the dedicated item-lock pool (R-DB-1).
-pub const DEFAULT_WORKER_POOL_MAX: i32 = 20;
-pub const DEFAULT_ITEM_LOCK_POOL_SIZE: i32 = 4;
 
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
@@ -106,35 +103,25 @@ fn default_environment() -> String {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct ImageSpec {
-    #[serde(default = "default_repository")]
     pub repository: String,
     /// Overrides `spec.version` as the image tag (e.g. a digest-pinned build of that version).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
-    #[serde(default = "default_pull_policy")]
     pub pull_policy: PullPolicy,
-    #[serde(default)]
     pub pull_secrets: Vec<LocalObjectReference>,
 }
 
 impl Default for ImageSpec {
     fn default() -> Self {
         Self {
-            repository: default_repository(),
+            repository: "ghcr.io/hollo-social/hollo".into(),
             tag: None,
-            pull_policy: default_pull_policy(),
+            pull_policy: PullPolicy::IfNotPresent,
             pull_secrets: vec![],
         }
     }
-}
-
-fn default_repository() -> String {
-    "ghcr.io/hollo-social/hollo".into()
-}
-fn default_pull_policy() -> PullPolicy {
-    PullPolicy::IfNotPresent
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
@@ -250,12 +237,11 @@ pub struct S3Storage {
 }
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "DisruptionBudgetSpec::default")]
 pub struct DisruptionBudgetSpec {
     /// `None` = automatic: on when the role has 2 or more replicas.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    #[serde(default = "one")]
     #[x_kube(validation = Rule::new("self >= 1").message("disruptionBudget.maxUnavailable must be at least 1 (0 blocks node drains forever)"))]
     pub max_unavailable: i32,
 }
@@ -267,10 +253,6 @@ impl Default for DisruptionBudgetSpec {
             max_unavailable: 1,
         }
     }
-}
-
-fn one() -> i32 {
-    1
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
@@ -289,31 +271,23 @@ pub struct IngressSpec {
 }
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "WebSpec::default")]
 #[x_kube(validation = Rule::new("self.replicas >= 0").message("web.replicas must be >= 0"))]
 #[x_kube(validation = Rule::new("self.port >= 1 && self.port <= 65535").message("web.port must be 1-65535"))]
 #[x_kube(validation = Rule::new("self.poolMax >= 1").message("web.poolMax must be at least 1"))]
 #[x_kube(validation = Rule::new("self.preStopSeconds >= 0 && self.preStopSeconds <= 300").message("web.preStopSeconds must be 0-300"))]
 #[x_kube(validation = Rule::new("self.drainSeconds >= 0 && self.drainSeconds <= 3600").message("web.drainSeconds must be 0-3600"))]
 pub struct WebSpec {
-    #[serde(default = "two")]
     pub replicas: i32,
-    #[serde(default = "default_port")]
     pub port: i32,
     /// `DATABASE_POOL_MAX` of each web pod.
-    #[serde(default = "twenty")]
     pub pool_max: i32,
     /// Seconds the pod keeps serving after termination starts, so endpoints drop it first.
-    #[serde(default = "five")]
     pub pre_stop_seconds: i32,
     /// `SHUTDOWN_DRAIN_SECONDS` for in-flight requests after the pre-stop delay.
-    #[serde(default = "thirty")]
     pub drain_seconds: i32,
-    #[serde(default)]
     pub resources: ResourceRequirements,
-    #[serde(default)]
     pub disruption_budget: DisruptionBudgetSpec,
-    #[serde(default)]
     pub ingress: IngressSpec,
 }
 
@@ -321,7 +295,7 @@ impl Default for WebSpec {
     fn default() -> Self {
         Self {
             replicas: 2,
-            port: default_port(),
+            port: 3000,
             pool_max: 20,
             pre_stop_seconds: 5,
             drain_seconds: 30,
@@ -332,35 +306,13 @@ impl Default for WebSpec {
     }
 }
 
-fn two() -> i32 {
-    2
-}
-fn five() -> i32 {
-    5
-}
-fn twenty() -> i32 {
-    20
-}
-fn thirty() -> i32 {
-    30
-}
-fn default_port() -> i32 {
-    3000
-}
-fn default_health_port() -> i32 {
-    9090
-}
-
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "ConcurrencySpec::default")]
 #[x_kube(validation = Rule::new("self.activities >= 1 && self.tasks >= 1 && self.replies >= 1").message("worker.concurrency values must be at least 1"))]
 #[x_kube(validation = Rule::new("self.replies <= self.tasks").message("worker.concurrency.replies must not exceed worker.concurrency.tasks (replies share the task slots)"))]
 pub struct ConcurrencySpec {
-    #[serde(default = "ten")]
     pub activities: i32,
-    #[serde(default = "four")]
     pub tasks: i32,
-    #[serde(default = "two")]
     pub replies: i32,
 }
 
@@ -374,24 +326,13 @@ impl Default for ConcurrencySpec {
     }
 }
 
-fn ten() -> i32 {
-    10
-}
-fn four() -> i32 {
-    4
-}
-
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "KedaSpec::default")]
 #[x_kube(validation = Rule::new("self.targetReadyMessagesPerReplica >= 1").message("worker.autoscaling.keda.targetReadyMessagesPerReplica must be at least 1"))]
 pub struct KedaSpec {
-    #[serde(default)]
     pub enabled: bool,
-    #[serde(default = "fifty")]
     pub target_ready_messages_per_replica: i32,
-    #[serde(default = "thirty")]
     pub polling_interval_seconds: i32,
-    #[serde(default = "default_cooldown")]
     pub cooldown_period_seconds: i32,
 }
 
@@ -406,33 +347,21 @@ impl Default for KedaSpec {
     }
 }
 
-fn fifty() -> i32 {
-    50
-}
-fn default_cooldown() -> i32 {
-    300
-}
-
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "AutoscalingSpec::default")]
 #[x_kube(validation = Rule::new("self.minReplicas >= 1").message("worker.autoscaling.minReplicas must be at least 1"))]
 #[x_kube(validation = Rule::new("self.minReplicas <= self.maxReplicas").message("worker.autoscaling.minReplicas must be <= maxReplicas"))]
 #[x_kube(validation = Rule::new("!has(self.targetCPUUtilization) || (self.targetCPUUtilization >= 1 && self.targetCPUUtilization <= 100)").message("worker.autoscaling.targetCPUUtilization must be 1-100"))]
 #[x_kube(validation = Rule::new("has(self.targetCPUUtilization) || self.keda.enabled").message("worker.autoscaling needs targetCPUUtilization or keda.enabled"))]
 pub struct AutoscalingSpec {
-    #[serde(default)]
     pub enabled: bool,
-    #[serde(default = "one")]
     pub min_replicas: i32,
-    #[serde(default = "ten")]
     pub max_replicas: i32,
     #[serde(
-        default = "default_cpu",
         rename = "targetCPUUtilization",
         skip_serializing_if = "Option::is_none"
     )]
     pub target_cpu_utilization: Option<i32>,
-    #[serde(default)]
     pub keda: KedaSpec,
 }
 
@@ -442,45 +371,32 @@ impl Default for AutoscalingSpec {
             enabled: false,
             min_replicas: 1,
             max_replicas: 10,
-            target_cpu_utilization: default_cpu(),
+            target_cpu_utilization: Some(70),
             keda: KedaSpec::default(),
         }
     }
 }
 
-fn default_cpu() -> Option<i32> {
-    Some(70)
-}
-
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "WorkerSpec::default")]
 #[x_kube(validation = Rule::new("self.replicas >= 0").message("worker.replicas must be >= 0"))]
 #[x_kube(validation = Rule::new("self.drainSeconds >= 0 && self.drainSeconds <= 3600").message("worker.drainSeconds must be 0-3600"))]
 #[x_kube(validation = Rule::new("self.poolMax >= 1 && self.itemLockPoolSize >= 1").message("worker.poolMax and worker.itemLockPoolSize must be at least 1"))]
 #[x_kube(validation = Rule::new("self.healthPort >= 1 && self.healthPort <= 65535").message("worker.healthPort must be 1-65535"))]
 pub struct WorkerSpec {
     /// Used when autoscaling is off; with autoscaling on the autoscaler owns `replicas`.
-    #[serde(default = "two")]
     pub replicas: i32,
     /// `SHUTDOWN_DRAIN_SECONDS`; the grace period is this plus 5 s (R-OP-DRAIN).
-    #[serde(default = "thirty")]
     pub drain_seconds: i32,
-    #[serde(default)]
     pub concurrency: ConcurrencySpec,
     /// `WORKER_POOL_MAX`.
-    #[serde(default = "default_worker_pool")]
     pub pool_max: i32,
     /// `ITEM_LOCK_POOL_SIZE`.
-    #[serde(default = "default_item_lock_pool")]
     pub item_lock_pool_size: i32,
     /// `HEALTH_PORT`: `/healthz`, `/readyz`, `/metrics` of a worker.
-    #[serde(default = "default_health_port")]
     pub health_port: i32,
-    #[serde(default)]
     pub autoscaling: AutoscalingSpec,
-    #[serde(default)]
     pub resources: ResourceRequirements,
-    #[serde(default)]
     pub disruption_budget: DisruptionBudgetSpec,
 }
 
@@ -490,9 +406,10 @@ impl Default for WorkerSpec {
             replicas: 2,
             drain_seconds: 30,
             concurrency: ConcurrencySpec::default(),
-            pool_max: DEFAULT_WORKER_POOL_MAX,
-            item_lock_pool_size: DEFAULT_ITEM_LOCK_POOL_SIZE,
-            health_port: default_health_port(),
+            // Worker connections: the general pool plus the dedicated item-lock pool (R-DB-1).
+            pool_max: 20,
+            item_lock_pool_size: 4,
+            health_port: 9090,
             autoscaling: AutoscalingSpec::default(),
             resources: ResourceRequirements::default(),
             disruption_budget: DisruptionBudgetSpec::default(),
@@ -500,62 +417,38 @@ impl Default for WorkerSpec {
     }
 }
 
-fn default_worker_pool() -> i32 {
-    DEFAULT_WORKER_POOL_MAX
-}
-fn default_item_lock_pool() -> i32 {
-    DEFAULT_ITEM_LOCK_POOL_SIZE
-}
-
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "MigrationSpec::default")]
 #[x_kube(validation = Rule::new("self.command.size() > 0").message("migrations.command must not be empty"))]
 #[x_kube(validation = Rule::new("self.activeDeadlineSeconds >= 1").message("migrations.activeDeadlineSeconds must be at least 1"))]
 #[x_kube(validation = Rule::new("self.backoffLimit >= 0").message("migrations.backoffLimit must be >= 0"))]
 pub struct MigrationSpec {
-    #[serde(default = "default_migrate_command")]
     pub command: Vec<String>,
-    #[serde(default = "default_deadline")]
     pub active_deadline_seconds: i64,
-    #[serde(default = "three")]
     pub backoff_limit: i32,
     /// Prints `{"version","schemaVersion","taskDefinitionVersion"}` and writes it to the
     /// container's termination message (`/dev/termination-log`), which the operator reads from
     /// the pod status (else from the pod log); used by `upgradeStrategy: RollingWhenCompatible`.
-    #[serde(default = "default_version_command")]
     pub version_command: Vec<String>,
 }
 
 impl Default for MigrationSpec {
     fn default() -> Self {
         Self {
-            command: default_migrate_command(),
+            command: vec!["hollo".into(), "migrate".into()],
             active_deadline_seconds: 600,
             backoff_limit: 3,
-            version_command: default_version_command(),
+            version_command: [
+                "hollo",
+                "version",
+                "--json",
+                "--termination-log",
+                "/dev/termination-log",
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
-}
-
-fn default_migrate_command() -> Vec<String> {
-    vec!["hollo".into(), "migrate".into()]
-}
-fn default_version_command() -> Vec<String> {
-    [
-        "hollo",
-        "version",
-        "--json",
-        "--termination-log",
-        "/dev/termination-log",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-fn default_deadline() -> i64 {
-    600
-}
-fn three() -> i32 {
-    3
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
