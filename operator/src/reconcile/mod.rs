@@ -108,6 +108,10 @@ pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, E
 }
 
 async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
+    // Being deleted: the garbage collector removes the children; recreating them would race it.
+    if hollo.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
     ctx.stores.ready().await.map_err(|_| Error::CachesGone)?;
     let now = Timestamp::now();
     let world = observe::observe(&ctx.client, &ctx.stores, hollo, now).await?;

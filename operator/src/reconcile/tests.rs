@@ -483,3 +483,51 @@ async fn an_invalid_child_waits_for_a_change_instead_of_retrying() {
     ));
     assert!(!transient.is_permanent());
 }
+
+#[tokio::test]
+async fn an_upgrade_removes_the_autoscaler_before_stopping_the_old_pods() {
+    let mut spec = testutil::spec();
+    spec.worker.autoscaling.enabled = true;
+    spec.worker.autoscaling.max_replicas = 4;
+    spec.database.max_connections = 500;
+    let (f, mut h) = steady(spec).await;
+    h.spec.version = "0.2.0".into();
+    h.metadata.generation = Some(4);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    let job = resources::migration::job_name("social", "0.2.0", 0);
+    assert_eq!(
+        lines(&calls),
+        [
+            // No old pod is left (the mocked pod list is empty): migrate, nothing runs.
+            format!("GET /api/v1{NS}/pods"),
+            format!("PATCH /api/v1{NS}/services/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
+            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
+            format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
+            // The autoscaler goes first, or it would scale the old version back up.
+            format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+        ]
+    );
+    assert_eq!(calls[6].body, json!({"spec": {"replicas": 0}}));
+    assert_eq!(calls[8].body["status"]["phase"], "Migrating");
+}
+
+#[tokio::test]
+async fn a_hollo_being_deleted_is_left_to_the_garbage_collector() {
+    let (f, mut h) = steady(testutil::spec()).await;
+    h.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::now(),
+    ));
+    h.spec.worker.replicas = 1;
+    let (result, calls) = f.reconcile(&h).await;
+    assert_eq!(
+        result.ok(),
+        Some(kube::runtime::controller::Action::await_change())
+    );
+    assert!(calls.is_empty(), "{:?}", lines(&calls));
+}
