@@ -376,16 +376,22 @@ async fn steady(spec: crate::crd::HolloSpec) -> (Fixture, Hollo) {
     (f, h)
 }
 
+/// From steady state, edits the spec (a new generation) and reconciles once: its requests.
+async fn after_edit(spec: crate::crd::HolloSpec, edit: impl FnOnce(&mut Hollo)) -> Vec<Call> {
+    let (f, mut h) = steady(spec).await;
+    edit(&mut h);
+    h.metadata.generation = Some(4);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    calls
+}
+
 #[tokio::test]
 async fn a_worker_replicas_change_is_one_scale_and_the_status() {
     let mut spec = testutil::spec();
     // Room for five workers in the connection budget (else a Warning event comes too).
     spec.database.max_connections = 500;
-    let (f, mut h) = steady(spec).await;
-    h.spec.worker.replicas = 5;
-    h.metadata.generation = Some(4);
-    let (result, calls) = f.reconcile(&h).await;
-    assert!(result.is_ok(), "{result:?}");
+    let calls = after_edit(spec, |h| h.spec.worker.replicas = 5).await;
     assert_eq!(
         lines(&calls),
         [
@@ -399,11 +405,7 @@ async fn a_worker_replicas_change_is_one_scale_and_the_status() {
 
 #[tokio::test]
 async fn a_mode_switch_creates_the_all_role_then_prunes_what_split_made() {
-    let (f, mut h) = steady(testutil::spec()).await;
-    h.spec.mode = Mode::All;
-    h.metadata.generation = Some(4);
-    let (result, calls) = f.reconcile(&h).await;
-    assert!(result.is_ok(), "{result:?}");
+    let calls = after_edit(testutil::spec(), |h| h.spec.mode = Mode::All).await;
     assert_eq!(
         lines(&calls),
         [
@@ -490,11 +492,7 @@ async fn an_upgrade_removes_the_autoscaler_before_stopping_the_old_pods() {
     spec.worker.autoscaling.enabled = true;
     spec.worker.autoscaling.max_replicas = 4;
     spec.database.max_connections = 500;
-    let (f, mut h) = steady(spec).await;
-    h.spec.version = "0.2.0".into();
-    h.metadata.generation = Some(4);
-    let (result, calls) = f.reconcile(&h).await;
-    assert!(result.is_ok(), "{result:?}");
+    let calls = after_edit(spec, |h| h.spec.version = "0.2.0".into()).await;
     let job = resources::migration::job_name("social", "0.2.0", 0);
     assert_eq!(
         lines(&calls),
