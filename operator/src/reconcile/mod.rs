@@ -45,8 +45,11 @@ pub enum Error {
          installed: install KEDA or disable keda"
     )]
     KedaMissing,
-    #[error("the watch caches stopped")]
-    CachesGone,
+    #[error(
+        "the watch caches of the child kinds are not filled after {0:?}: can the operator list \
+         and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs and Ingresses here?"
+    )]
+    CachesNotReady(Duration),
 }
 
 impl Error {
@@ -56,7 +59,7 @@ impl Error {
             Error::Kube(_) => "client",
             Error::NoNamespace => "no_namespace",
             Error::KedaMissing => "keda_missing",
-            Error::CachesGone => "caches_gone",
+            Error::CachesNotReady(_) => "caches_not_ready",
         }
     }
 
@@ -82,6 +85,8 @@ pub struct Context {
 /// How soon to look again while KEDA is asked for but its API is missing (nothing notifies
 /// us when its CRD appears).
 const KEDA_RECHECK: Duration = Duration::from_secs(30);
+/// How long a reconcile waits for the watch caches' first complete list.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// How soon to retry after a transient error.
 const RETRY: Duration = Duration::from_secs(15);
 
@@ -112,7 +117,12 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     if hollo.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    ctx.stores.ready().await.map_err(|_| Error::CachesGone)?;
+    // Before the first complete list, "absent" would only mean "not listed yet". A watch that
+    // never fills (say, a missing RBAC rule) is an error to see, not a silent wait.
+    match tokio::time::timeout(CACHE_WAIT, ctx.stores.ready()).await {
+        Ok(Ok(())) => {}
+        _ => return Err(Error::CachesNotReady(CACHE_WAIT)),
+    }
     let now = Timestamp::now();
     let world = observe::observe(&ctx.client, &ctx.stores, hollo, now).await?;
     let plan = phase::decide(&hollo.spec, &world.observed);
