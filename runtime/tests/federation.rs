@@ -7,20 +7,14 @@
 
 mod support;
 
-use std::collections::VecDeque;
 use std::process::{Command, Stdio};
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use axum::body::Bytes;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::http::HeaderMap;
 use hollo_runtime::federation::accounts::{self, Account};
-use hollo_runtime::federation::delivery::{Recipient, queue_activity};
+use hollo_runtime::federation::delivery::queue_activity;
 use hollo_runtime::federation::fetch::{FetchClient, FetchError};
 use hollo_runtime::federation::signature::{self, SigningKey};
 use hollo_runtime::federation::{Federation, actor, keys};
@@ -29,16 +23,12 @@ use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use support::node::Instance;
+use support::peer::{ActorAccess, Peer, Reply};
 use support::{HOLLO, Proc, eventually};
 use uuid::Uuid;
 
 const SECRET: &str = "federation-test-secret-0123456789abcdef";
 const WAIT: Duration = Duration::from_secs(30);
-
-fn peer_key() -> &'static RsaPrivateKey {
-    static KEY: OnceLock<RsaPrivateKey> = OnceLock::new();
-    KEY.get_or_init(|| keys::generate().expect("peer key"))
-}
 
 fn forger_key() -> &'static RsaPrivateKey {
     static KEY: OnceLock<RsaPrivateKey> = OnceLock::new();
@@ -69,314 +59,7 @@ async fn instance_with(consume: bool, allow_private: bool, per_host: usize) -> I
     .await
 }
 
-// ---------------------------------------------------------------------------------------------
-// The test peer.
-
-#[derive(Clone, Debug)]
-enum Reply {
-    Status(u16),
-    RetryAfter(u16, u64),
-    /// Record the request, then never answer (a worker killed meanwhile).
-    Hang,
-}
-
-#[derive(Clone, Debug)]
-struct Received {
-    path: String,
-    body: Value,
-    verified: Result<(), String>,
-}
-
-impl Received {
-    fn id(&self) -> &str {
-        self.body["id"].as_str().unwrap_or_default()
-    }
-    fn ty(&self) -> &str {
-        self.body["type"].as_str().unwrap_or_default()
-    }
-}
-
-/// How the peer answers GETs of its actor (and so of its key).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ActorAccess {
-    /// Anyone may fetch it, signed or not.
-    Open,
-    /// Authorized fetch (GoToSocial's default, Mastodon's `AUTHORIZED_FETCH`): unsigned GETs
-    /// get 401; a signed one is served once its signature verifies against the signer's key,
-    /// fetched over HTTP from the `keyId`.
-    SignedOnly,
-    /// Every GET gets 401, even a well-signed one (the peer does not trust our key).
-    RefuseAll,
-}
-
-/// A GET of the peer's actor while access is not `Open`: who signed it and whether the
-/// signature verified against the signer's published key.
-#[derive(Clone, Debug)]
-struct ActorGet {
-    key_id: Option<String>,
-    verified: Result<(), String>,
-}
-
-#[derive(Clone)]
-struct PeerState {
-    base: String,
-    /// Files under `/uploads/`: (content type, body).
-    uploads: Arc<Mutex<std::collections::HashMap<String, (String, String)>>>,
-    received: Arc<Mutex<Vec<Received>>>,
-    script: Arc<Mutex<VecDeque<Reply>>>,
-    access: Arc<Mutex<ActorAccess>>,
-    actor_gets: Arc<Mutex<Vec<ActorGet>>>,
-}
-
-struct Peer {
-    state: PeerState,
-}
-
-impl Peer {
-    async fn start() -> Peer {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let state = PeerState {
-            base: format!("http://{}", listener.local_addr().expect("addr")),
-            uploads: Default::default(),
-            received: Default::default(),
-            script: Default::default(),
-            access: Arc::new(Mutex::new(ActorAccess::Open)),
-            actor_gets: Default::default(),
-        };
-        let app = Router::new()
-            .route("/.well-known/webfinger", get(peer_webfinger))
-            .route("/users/peer", get(peer_actor))
-            .route("/users/peer/inbox", post(peer_inbox))
-            .route("/inbox", post(peer_inbox))
-            // What many servers have somewhere: an open redirect and user uploads served as
-            // they are. Neither may let another server speak for this one (issue 14/2, 14/3).
-            .route("/redirect", get(open_redirect))
-            .route("/uploads/{name}", get(serve_upload))
-            .route(
-                "/redirect-to-metadata",
-                get(|| async {
-                    (
-                        StatusCode::FOUND,
-                        [("location", "http://169.254.169.254/latest/meta-data/")],
-                    )
-                }),
-            )
-            .with_state(state.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Peer { state }
-    }
-
-    fn host(&self) -> &str {
-        self.state.base.trim_start_matches("http://")
-    }
-    fn handle(&self) -> String {
-        format!("peer@{}", self.host())
-    }
-    fn actor(&self) -> String {
-        format!("{}/users/peer", self.state.base)
-    }
-    fn key(&self) -> SigningKey {
-        SigningKey::new(format!("{}#main-key", self.actor()), peer_key()).expect("peer key")
-    }
-    fn recipient(&self) -> Recipient {
-        Recipient {
-            actor_iri: self.actor(),
-            inbox: format!("{}/inbox", self.actor()),
-            shared_inbox: Some(format!("{}/inbox", self.state.base)),
-        }
-    }
-    fn script(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.state.script.lock().expect("script").extend(replies);
-    }
-    fn set_access(&self, access: ActorAccess) {
-        *self.state.access.lock().expect("access") = access;
-    }
-    fn actor_gets(&self) -> Vec<ActorGet> {
-        self.state.actor_gets.lock().expect("actor gets").clone()
-    }
-    fn received(&self) -> Vec<Received> {
-        self.state.received.lock().expect("received").clone()
-    }
-    fn new_id(&self, what: &str) -> String {
-        format!("{}/{what}/{}", self.state.base, Uuid::new_v4())
-    }
-
-    /// POSTs `body` to `url` signed with `key` at `at`; `tamper` may edit the headers after.
-    async fn post_with(
-        &self,
-        url: &str,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        tamper: impl FnOnce(&mut HeaderMap),
-    ) -> (u16, Value) {
-        let u = url::Url::parse(url).expect("url");
-        let mut headers = HeaderMap::new();
-        signature::sign_request_at(key, &Method::POST, &u, Some(body), &mut headers, at)
-            .expect("sign");
-        headers.insert(
-            "content-type",
-            "application/activity+json".parse().expect("header"),
-        );
-        tamper(&mut headers);
-        let resp = reqwest::Client::new()
-            .post(url)
-            .headers(headers)
-            .body(body.to_vec())
-            .send()
-            .await
-            .expect("post");
-        let status = resp.status().as_u16();
-        let body = resp.json().await.unwrap_or(Value::Null);
-        (status, body)
-    }
-
-    async fn post(&self, url: &str, activity: &Value) -> u16 {
-        let body = serde_json::to_vec(activity).expect("json");
-        self.post_with(url, &body, &self.key(), SystemTime::now(), |_| {})
-            .await
-            .0
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct RedirectQuery {
-    to: String,
-}
-
-async fn open_redirect(axum::extract::Query(q): axum::extract::Query<RedirectQuery>) -> Response {
-    (StatusCode::FOUND, [("location", q.to)]).into_response()
-}
-
-async fn serve_upload(
-    State(s): State<PeerState>,
-    axum::extract::Path(name): axum::extract::Path<String>,
-) -> Response {
-    match s.uploads.lock().expect("uploads").get(&name).cloned() {
-        Some((ty, body)) => ([("content-type", ty)], body).into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct WfQuery {
-    resource: String,
-}
-
-async fn peer_webfinger(
-    State(s): State<PeerState>,
-    axum::extract::Query(q): axum::extract::Query<WfQuery>,
-) -> Response {
-    if !q.resource.starts_with("acct:peer@") {
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    let actor = format!("{}/users/peer", s.base);
-    (
-        [("content-type", "application/jrd+json")],
-        Json(json!({
-            "subject": format!("acct:peer@{}", s.base.trim_start_matches("http://")),
-            "links": [{ "rel": "self", "type": "application/activity+json", "href": actor }],
-        })),
-    )
-        .into_response()
-}
-
-async fn peer_actor(State(s): State<PeerState>, req: Request) -> Response {
-    let access = *s.access.lock().expect("access");
-    if access != ActorAccess::Open {
-        let key_id = signature::parse_signature_header(
-            req.headers()
-                .get("signature")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default(),
-        )
-        .ok()
-        .map(|p| p.key_id);
-        let verified = verify_ours("GET", req.uri().path(), req.headers(), None).await;
-        s.actor_gets.lock().expect("actor gets").push(ActorGet {
-            key_id,
-            verified: verified.clone(),
-        });
-        if access == ActorAccess::RefuseAll || verified.is_err() {
-            return StatusCode::UNAUTHORIZED.into_response();
-        }
-    }
-    let actor = format!("{}/users/peer", s.base);
-    let pem = keys::public_key_pem(peer_key()).expect("pem");
-    (
-        [("content-type", "application/activity+json")],
-        Json(json!({
-            "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
-            "id": actor, "type": "Person", "preferredUsername": "peer",
-            "inbox": format!("{actor}/inbox"),
-            "endpoints": { "sharedInbox": format!("{}/inbox", s.base) },
-            "publicKey": { "id": format!("{actor}#main-key"), "owner": actor, "publicKeyPem": pem },
-        })),
-    )
-        .into_response()
-}
-
-/// Verifies the sender's signature the way a real server would: fetch the key named by
-/// `keyId` over HTTP and check the signing string, date window and digest.
-async fn verify_ours(
-    method: &str,
-    path: &str,
-    headers: &HeaderMap,
-    body: Option<&[u8]>,
-) -> Result<(), String> {
-    let pending = signature::prepare_verification(method, path, headers, body, SystemTime::now())
-        .map_err(|e| e.to_string())?;
-    let key_url = pending.key_id.split('#').next().unwrap_or_default();
-    let doc: Value = reqwest::Client::new()
-        .get(key_url)
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let pem = doc["publicKey"]["publicKeyPem"]
-        .as_str()
-        .ok_or("no publicKeyPem")?;
-    pending.verify_pem(pem).map_err(|e| e.to_string())
-}
-
-async fn peer_inbox(State(s): State<PeerState>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
-    let bytes: Bytes = axum::body::to_bytes(body, 1 << 20)
-        .await
-        .unwrap_or_default();
-    let verified = verify_ours("POST", parts.uri.path(), &parts.headers, Some(&bytes)).await;
-    s.received.lock().expect("received").push(Received {
-        path: parts.uri.path().to_string(),
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        verified: verified.clone(),
-    });
-    if verified.is_err() {
-        return StatusCode::UNAUTHORIZED.into_response();
-    }
-    let reply = s.script.lock().expect("script").pop_front();
-    match reply {
-        None => StatusCode::ACCEPTED.into_response(),
-        Some(Reply::Status(code)) => StatusCode::from_u16(code)
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-            .into_response(),
-        Some(Reply::RetryAfter(code, secs)) => (
-            StatusCode::from_u16(code).unwrap_or(StatusCode::TOO_MANY_REQUESTS),
-            [("retry-after", secs.to_string())],
-        )
-            .into_response(),
-        Some(Reply::Hang) => {
-            tokio::time::sleep(Duration::from_secs(600)).await;
-            StatusCode::ACCEPTED.into_response()
-        }
-    }
-}
+// The test peer is support::peer::Peer (shared with the other suites).
 
 async fn delivery_state(pool: &PgPool, activity: &str) -> Option<(String, i32)> {
     sqlx::query_as("SELECT state, attempts FROM deliveries WHERE activity_id = $1")
@@ -435,7 +118,7 @@ async fn we_follow_the_peer_and_receive_its_accept() {
 
     // An account the peer does not know, or a server that is not there: 422 with the reason.
     for (handle, reason) in [
-        (format!("nobody@{}", peer.host()), "404"),
+        (peer.handle_of("missing"), "404"),
         ("ghost@127.0.0.1:1".to_string(), "unreachable"),
     ] {
         let resp = reqwest::Client::new()
@@ -1576,40 +1259,16 @@ async fn a_peer_that_refuses_our_signed_key_fetch_gets_a_clear_401_and_nothing_i
 // ---------------------------------------------------------------------------------------------
 // Impersonation (issue 14/1–3, R-AP-1): a hostile server tries to post in the peer's name.
 
-/// The attacker: serves whatever documents it is given, from its own address and port.
-struct Attacker {
-    base: String,
-    docs: Arc<Mutex<std::collections::HashMap<String, Value>>>,
+/// The attacker is another `Peer` (its own address or port), serving the documents it is
+/// given: `serve` places one and returns its URL.
+trait Serve {
+    fn serve(&self, path: &str, doc: Value) -> String;
 }
 
-impl Attacker {
-    async fn start(ip: &str) -> Attacker {
-        let listener = tokio::net::TcpListener::bind(format!("{ip}:0"))
-            .await
-            .expect("bind attacker");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let docs: Arc<Mutex<std::collections::HashMap<String, Value>>> = Default::default();
-        let served = docs.clone();
-        let app = Router::new().fallback(move |req: Request| {
-            let served = served.clone();
-            async move {
-                match served.lock().expect("docs").get(req.uri().path()).cloned() {
-                    Some(doc) => {
-                        ([("content-type", "application/activity+json")], Json(doc)).into_response()
-                    }
-                    None => StatusCode::NOT_FOUND.into_response(),
-                }
-            }
-        });
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Attacker { base, docs }
-    }
-
+impl Serve for Peer {
     fn serve(&self, path: &str, doc: Value) -> String {
-        self.docs.lock().expect("docs").insert(path.into(), doc);
-        format!("{}{path}", self.base)
+        self.doc(path, doc);
+        self.iri(path)
     }
 }
 
@@ -1660,8 +1319,8 @@ async fn a_key_on_another_port_of_the_victims_host_cannot_speak_for_it() {
     let inst = instance(false, true).await;
     let peer = Peer::start().await;
     // Same host name (127.0.0.1), another port: another server.
-    let attacker = Attacker::start("127.0.0.1").await;
-    let key_id = format!("{}/key.json", attacker.base);
+    let attacker = Peer::start().await;
+    let key_id = format!("{}/key.json", attacker.base());
     attacker.serve(
         "/key.json",
         json!({ "id": key_id, "owner": peer.actor(), "publicKeyPem": forger_pem() }),
@@ -1671,10 +1330,10 @@ async fn a_key_on_another_port_of_the_victims_host_cannot_speak_for_it() {
 
     // An actor document there claiming the victim's id is no better.
     let actor_url = attacker.serve(
-        "/users/peer",
+        "/actors/peer",
         json!({
-            "id": peer.actor(), "type": "Person", "inbox": format!("{}/inbox", attacker.base),
-            "publicKey": { "id": format!("{}/users/peer#main-key", attacker.base),
+            "id": peer.actor(), "type": "Person", "inbox": format!("{}/inbox", attacker.base()),
+            "publicKey": { "id": format!("{}/actors/peer#main-key", attacker.base()),
                            "owner": peer.actor(), "publicKeyPem": forger_pem() },
         }),
     );
@@ -1710,12 +1369,12 @@ async fn an_open_redirect_on_the_victims_host_neither_verifies_nor_poisons_the_c
         .expect("reset");
 
     // Another host answers through the victim's open redirect, claiming the victim's ids.
-    let attacker = Attacker::start("127.0.0.2").await;
+    let attacker = Peer::start_on("127.0.0.2").await;
     let poisoned = attacker.serve(
         "/actor.json",
         json!({
             "id": peer.actor(), "type": "Person", "inbox": format!("{}/users/peer/inbox", peer.state.base),
-            "endpoints": { "sharedInbox": format!("{}/inbox", attacker.base) },
+            "endpoints": { "sharedInbox": format!("{}/inbox", attacker.base()) },
             "publicKey": { "id": format!("{}#main-key", peer.actor()), "owner": peer.actor(),
                            "publicKeyPem": forger_pem() },
         }),

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod node;
+pub mod peer;
 
 use std::time::{Duration, Instant};
 
