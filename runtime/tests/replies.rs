@@ -6,21 +6,14 @@
 
 mod support;
 
-use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
-
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::{Json, Router};
 use hollo_runtime::config::ReplyConfig;
 use hollo_runtime::federation::accounts::Account;
-use hollo_runtime::federation::signature;
 use hollo_runtime::tasks::replies::{self, recovery};
 use serde_json::{Value, json};
 use support::node::Instance;
+use support::peer::{Peer, Reply};
 use support::{eventually, spawn_serve};
 use uuid::Uuid;
 
@@ -40,141 +33,7 @@ fn fast_config() -> ReplyConfig {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The test remote server.
-
-#[derive(Clone, Debug)]
-enum Answer {
-    Json(Value),
-    Status(u16),
-    RetryAfter(u64),
-    /// Record the request, then never answer.
-    Hang,
-}
-
-#[derive(Clone, Debug)]
-struct Hit {
-    path: String,
-    at: Instant,
-    wall: chrono::DateTime<chrono::Utc>,
-    signed: Result<(), String>,
-}
-
-#[derive(Clone, Default)]
-struct RemoteState {
-    /// Per path: scripted answers first (one each), then the standing document.
-    script: Arc<Mutex<HashMap<String, VecDeque<Answer>>>>,
-    docs: Arc<Mutex<HashMap<String, Value>>>,
-    hits: Arc<Mutex<Vec<Hit>>>,
-    /// Public key PEM our requests must verify against.
-    our_key: Arc<Mutex<Option<String>>>,
-}
-
-struct Remote {
-    base: String,
-    state: RemoteState,
-}
-
-impl Remote {
-    async fn start() -> Remote {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let state = RemoteState::default();
-        let app = Router::new().fallback(remote_get).with_state(state.clone());
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Remote { base, state }
-    }
-    fn iri(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-    fn doc(&self, path: &str, v: Value) {
-        self.state
-            .docs
-            .lock()
-            .expect("docs")
-            .insert(path.to_string(), v);
-    }
-    fn script(&self, path: &str, answers: impl IntoIterator<Item = Answer>) {
-        self.state
-            .script
-            .lock()
-            .expect("script")
-            .entry(path.to_string())
-            .or_default()
-            .extend(answers);
-    }
-    fn expect_key(&self, pem: &str) {
-        *self.state.our_key.lock().expect("key") = Some(pem.to_string());
-    }
-    fn hits(&self) -> Vec<Hit> {
-        self.state.hits.lock().expect("hits").clone()
-    }
-    fn note(&self, path: &str, in_reply_to: &str, replies: Option<Value>) -> Value {
-        let mut n = json!({
-            "id": self.iri(path), "type": "Note", "attributedTo": self.iri("/users/bob"),
-            "content": format!("<p>{path}</p>"), "inReplyTo": in_reply_to,
-            "published": "2026-11-30T10:00:00Z",
-        });
-        if let Some(r) = replies {
-            n["replies"] = r;
-        }
-        n
-    }
-}
-
-async fn remote_get(State(s): State<RemoteState>, req: Request) -> Response {
-    let path = req.uri().path().to_string();
-    let signed = match s.our_key.lock().expect("key").clone() {
-        None => Err("no key to check against".to_string()),
-        Some(pem) => {
-            signature::prepare_verification("GET", &path, req.headers(), None, SystemTime::now())
-                .and_then(|p| p.verify_pem(&pem))
-                .map_err(|e| e.to_string())
-        }
-    };
-    s.hits.lock().expect("hits").push(Hit {
-        path: path.clone(),
-        at: Instant::now(),
-        wall: chrono::Utc::now(),
-        signed,
-    });
-    let scripted = s
-        .script
-        .lock()
-        .expect("script")
-        .get_mut(&path)
-        .and_then(VecDeque::pop_front);
-    let answer = scripted.or_else(|| {
-        s.docs
-            .lock()
-            .expect("docs")
-            .get(&path)
-            .cloned()
-            .map(Answer::Json)
-    });
-    match answer {
-        None => StatusCode::NOT_FOUND.into_response(),
-        Some(Answer::Json(v)) => {
-            ([("content-type", "application/activity+json")], Json(v)).into_response()
-        }
-        Some(Answer::Status(c)) => StatusCode::from_u16(c)
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-            .into_response(),
-        Some(Answer::RetryAfter(secs)) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            [("retry-after", secs.to_string())],
-        )
-            .into_response(),
-        Some(Answer::Hang) => {
-            tokio::time::sleep(Duration::from_secs(600)).await;
-            StatusCode::NOT_FOUND.into_response()
-        }
-    }
-}
+// The test remote server is support::peer::Peer (its documents, scripted answers and hits).
 
 // ---------------------------------------------------------------------------------------------
 // Our instance: web router and any number of in-process task workers.
@@ -275,7 +134,7 @@ struct JobRow {
 }
 
 /// A post of the remote with a replies collection, stored as the inbox would store it.
-async fn store_post(inst: &Instance, remote: &Remote, path: &str) -> (Uuid, String, String) {
+async fn store_post(inst: &Instance, remote: &Peer, path: &str) -> (Uuid, String, String) {
     let iri = remote.iri(path);
     let replies = format!("{iri}/replies");
     let id: Uuid = sqlx::query_scalar(
@@ -303,7 +162,7 @@ async fn request(inst: &Instance, account: &Account, post: &str, replies_iri: &s
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_once() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (post_id, post, _) = store_post(&inst, &remote, "/notes/1").await;
@@ -494,7 +353,7 @@ async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_
 }
 
 /// A collection of `n` inline replies split into pages of 2 linked by IRI.
-fn paged(remote: &Remote, post: &str, prefix: &str, n: usize) {
+fn paged(remote: &Peer, post: &str, prefix: &str, n: usize) {
     let pages = n.div_ceil(2);
     for p in 0..pages {
         let items: Vec<Value> = (p * 2..(p * 2 + 2).min(n))
@@ -516,7 +375,7 @@ fn paged(remote: &Remote, post: &str, prefix: &str, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn item_and_request_caps_end_the_job_as_partial() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post_a, _) = store_post(&inst, &remote, "/a").await;
@@ -562,7 +421,7 @@ async fn item_and_request_caps_end_the_job_as_partial() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_workers_never_hit_one_host_faster_than_the_interval() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let interval = Duration::from_millis(400);
@@ -613,12 +472,12 @@ async fn two_workers_never_hit_one_host_faster_than_the_interval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 2);
-    remote.script("/n/replies", [Answer::RetryAfter(3)]);
+    remote.script_doc("/n/replies", [Reply::RetryAfter(429, 3)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let waiting = eventually(WAIT, "the job to go back to waiting", || async {
@@ -658,11 +517,11 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
-    remote.script("/n/replies", [Answer::RetryAfter(u64::MAX)]);
+    remote.script_doc("/n/replies", [Reply::RetryAfter(429, u64::MAX)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let waiting = eventually(WAIT, "the job to go back to waiting", || async {
@@ -695,12 +554,12 @@ async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_mid_walk_resumes_at_the_refused_page() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/m").await;
     paged(&remote, &post, "/m", 6); // /m/replies → /m/page1 → /m/page2, two replies each
-    remote.script("/m/page2", [Answer::RetryAfter(1)]);
+    remote.script_doc("/m/page2", [Reply::RetryAfter(429, 1)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst
@@ -733,7 +592,7 @@ async fn a_429_mid_walk_resumes_at_the_refused_page() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unreadable_frontier_walks_from_the_top() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/u").await;
@@ -766,8 +625,8 @@ async fn an_unreadable_frontier_walks_from_the_top() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
     let mut inst = instance().await;
-    let a = Remote::start().await;
-    let b = Remote::start().await;
+    let a = Peer::start().await;
+    let b = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     a.expect_key(&alice.public_key_pem);
     b.expect_key(&alice.public_key_pem);
@@ -844,11 +703,11 @@ async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_fails_the_job_with_its_message() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
-    remote.script("/n/replies", [Answer::Status(500)]);
+    remote.script_doc("/n/replies", [Reply::Status(500)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst.until_status(job, &["completed", "failed"]).await;
@@ -873,7 +732,7 @@ async fn a_500_fails_the_job_with_its_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     // No local account at all: the instance actor still signs.
     let instance = inst
         .fed
@@ -904,7 +763,7 @@ async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
@@ -929,12 +788,12 @@ async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_returns_a_running_collection_to_waiting() {
     let mut inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 2);
-    remote.script("/n/replies", [Answer::Hang]);
+    remote.script_doc("/n/replies", [Reply::Hang]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
     eventually(WAIT, "the first request", || async {
@@ -962,7 +821,7 @@ async fn shutdown_returns_a_running_collection_to_waiting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn recovery_dispatches_at_most_50_one_per_host_after_commit_and_never_fetches() {
     let inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let cfg = fast_config();
     // 60 hosts with two jobs each, created inside one transaction without queue messages.
     let mut tx = inst.pool.begin().await.expect("tx");
@@ -1065,7 +924,7 @@ async fn recovery_reclaims_100_expired_jobs_and_100_orphaned_hosts_and_pauses_wh
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
     let inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     remote.doc(
@@ -1214,12 +1073,12 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease() {
     let inst = instance().await;
-    let remote = Remote::start().await;
+    let remote = Peer::start().await;
     let (alice, _) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 4);
-    remote.script("/n/page1", [Answer::Hang]);
+    remote.script_doc("/n/page1", [Reply::Hang]);
     let env = [
         ("DATABASE_URL", inst.url.as_str()),
         ("SECRET_KEY", SECRET),
