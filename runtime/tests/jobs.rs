@@ -6,28 +6,21 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use hollo_runtime::federation::keys;
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::{QueueName, enqueue_many};
 use hollo_runtime::tasks::jobs::{self, JobsConfig, NewJob};
 use hollo_runtime::tasks::{cleanups, imports};
-use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use support::node::Instance;
+use support::peer::Peer;
 use support::{eventually, spawn_serve};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -37,149 +30,8 @@ const SECRET: &str = "jobs-test-secret-0123456789abcdef0123";
 const ADMIN: &str = "admin-token-for-tests";
 const WAIT: Duration = Duration::from_secs(90);
 
-fn peer_key() -> &'static RsaPrivateKey {
-    static KEY: OnceLock<RsaPrivateKey> = OnceLock::new();
-    KEY.get_or_init(|| keys::generate().expect("peer key"))
-}
-
-// ---------------------------------------------------------------------------------------------
-// The test peer: `acct:<name>@<peer>` for any name. Names starting with `missing` are unknown
-// (404), `down` always answer 503, `flaky` answer 503 twice and then work.
-
-#[derive(Clone)]
-struct PeerState {
-    base: String,
-    received: Arc<Mutex<Vec<Value>>>,
-    webfinger_delay_ms: Arc<AtomicU64>,
-    hits: Arc<Mutex<HashMap<String, u32>>>,
-    /// WebFinger lookups being answered right now, and the most at once: one per running item.
-    lookups_now: Arc<AtomicUsize>,
-    lookups_max: Arc<AtomicUsize>,
-}
-
-/// Counts a lookup as running until dropped.
-struct Running(Arc<AtomicUsize>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-struct Peer {
-    state: PeerState,
-}
-
-impl Peer {
-    async fn start() -> Peer {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let state = PeerState {
-            base: format!("http://{}", listener.local_addr().expect("addr")),
-            received: Default::default(),
-            webfinger_delay_ms: Default::default(),
-            hits: Default::default(),
-            lookups_now: Default::default(),
-            lookups_max: Default::default(),
-        };
-        let app = Router::new()
-            .route("/.well-known/webfinger", get(peer_webfinger))
-            .route("/users/{name}", get(peer_actor))
-            .route("/users/{name}/inbox", post(peer_inbox))
-            .route("/inbox", post(peer_inbox))
-            .with_state(state.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Peer { state }
-    }
-    fn host(&self) -> &str {
-        self.state.base.trim_start_matches("http://")
-    }
-    fn handle(&self, name: &str) -> String {
-        format!("{name}@{}", self.host())
-    }
-    fn received(&self) -> Vec<Value> {
-        self.state.received.lock().expect("received").clone()
-    }
-    /// Follow activity ids received, per followed actor.
-    fn follows(&self) -> BTreeMap<String, Vec<String>> {
-        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for a in self.received().iter().filter(|a| a["type"] == "Follow") {
-            m.entry(a["object"].as_str().unwrap_or_default().to_string())
-                .or_default()
-                .push(a["id"].as_str().unwrap_or_default().to_string());
-        }
-        m
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct WfQuery {
-    resource: String,
-}
-
-async fn peer_webfinger(State(s): State<PeerState>, Query(q): Query<WfQuery>) -> Response {
-    let now = s.lookups_now.fetch_add(1, Ordering::SeqCst) + 1;
-    s.lookups_max.fetch_max(now, Ordering::SeqCst);
-    let _running = Running(s.lookups_now.clone());
-    let delay = s.webfinger_delay_ms.load(Ordering::SeqCst);
-    if delay > 0 {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-    }
-    let Some(name) = q
-        .resource
-        .strip_prefix("acct:")
-        .and_then(|r| r.split('@').next())
-        .map(str::to_string)
-    else {
-        return StatusCode::BAD_REQUEST.into_response();
-    };
-    let hit = {
-        let mut hits = s.hits.lock().expect("hits");
-        let n = hits.entry(name.clone()).or_default();
-        *n += 1;
-        *n
-    };
-    if name.starts_with("missing") {
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    if name.starts_with("down") || (name.starts_with("flaky") && hit <= 2) {
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    }
-    let actor = format!("{}/users/{name}", s.base);
-    (
-        [("content-type", "application/jrd+json")],
-        Json(json!({
-            "subject": q.resource,
-            "links": [{ "rel": "self", "type": "application/activity+json", "href": actor }],
-        })),
-    )
-        .into_response()
-}
-
-async fn peer_actor(State(s): State<PeerState>, Path(name): Path<String>) -> Response {
-    let actor = format!("{}/users/{name}", s.base);
-    let pem = keys::public_key_pem(peer_key()).expect("pem");
-    (
-        [("content-type", "application/activity+json")],
-        Json(json!({
-            "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
-            "id": actor, "type": "Person", "preferredUsername": name,
-            "inbox": format!("{actor}/inbox"),
-            "endpoints": { "sharedInbox": format!("{}/inbox", s.base) },
-            "publicKey": { "id": format!("{actor}#main-key"), "owner": actor, "publicKeyPem": pem },
-        })),
-    )
-        .into_response()
-}
-
-async fn peer_inbox(State(s): State<PeerState>, body: Bytes) -> StatusCode {
-    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    s.received.lock().expect("received").push(v);
-    StatusCode::ACCEPTED
-}
+// The test peer is support::peer::Peer: `acct:<name>@<peer>` for any name; names starting
+// with `missing` are unknown (404), `down` always answer 503, `flaky` answer 503 twice.
 
 // ---------------------------------------------------------------------------------------------
 // Our instance: the web router on a free port; workers in-process (or real processes).
@@ -294,7 +146,7 @@ fn multipart(field: &str, content: &[u8]) -> (String, Vec<u8>) {
 fn follows_csv(peer: &Peer, names: impl IntoIterator<Item = String>) -> Vec<u8> {
     let mut s = String::from("Account address,Show boosts,Notify on new posts,Languages\n");
     for n in names {
-        s.push_str(&format!("{},true,false,\n", peer.handle(&n)));
+        s.push_str(&format!("{},true,false,\n", peer.handle_of(&n)));
     }
     s.into_bytes()
 }
@@ -563,10 +415,10 @@ async fn imported_follows_are_resolved_stored_and_delivered_with_their_stored_id
     for i in 0..20 {
         csv.push_str(&format!(
             "{},false,true,\"en,ja\"\n",
-            peer.handle(&format!("u{i}"))
+            peer.handle_of(&format!("u{i}"))
         ));
     }
-    csv.push_str(&format!("{},true,false,\n", peer.handle("missing1")));
+    csv.push_str(&format!("{},true,false,\n", peer.handle_of("missing1")));
     // Multipart, as Mastodon's web client sends it.
     let (ctype, form) = multipart("data", csv.as_bytes());
     let resp = reqwest::Client::new()
@@ -657,7 +509,7 @@ async fn transient_failures_retry_every_5s_and_fail_after_5_recorded_failures() 
             .unwrap_or_default()
             .contains("failed 5 times")
     );
-    let hits = peer.state.hits.lock().expect("hits").get("down1").copied();
+    let hits = peer.webfinger_hits("down1");
     assert_eq!(hits, Some(5), "no attempt after the 5th failure");
     inst.shutdown().await;
 }
@@ -669,7 +521,7 @@ async fn transient_failures_retry_every_5s_and_fail_after_5_recorded_failures() 
 async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() {
     let mut inst = instance("production", None).await;
     let peer = Peer::start().await;
-    peer.state.webfinger_delay_ms.store(150, Ordering::SeqCst);
+    peer.set_webfinger_delay(Duration::from_millis(150));
     let (carol, token) = inst.account("carol").await;
     inst.worker_in("production", None).await;
     let body = follows_csv(&peer, (0..80).map(|i| format!("c{i}")));
@@ -726,7 +578,7 @@ async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() 
         assert_eq!(stored.get(&target), Some(&ids[0]));
     }
     // One worker runs at most 4 items at once (R-JOB-1), and it does run them in parallel.
-    let most = peer.state.lookups_max.load(Ordering::SeqCst);
+    let most = peer.lookups_max();
     assert!((2..=4).contains(&most), "items at once: {most}");
     // Cancelling again is fine; the API says so.
     let (s, _) = inst
@@ -749,12 +601,12 @@ async fn overwrite_replaces_follows_mutes_and_blocks_undoing_the_follows_and_blo
             // Mastodon's blocks export: one address per line, no header.
             "blocks" => names
                 .iter()
-                .map(|n| format!("{}\n", peer.handle(n)))
+                .map(|n| format!("{}\n", peer.handle_of(n)))
                 .collect::<String>()
                 .into_bytes(),
             _ => names
                 .iter()
-                .map(|n| format!("{},true\n", peer.handle(n)))
+                .map(|n| format!("{},true\n", peer.handle_of(n)))
                 .collect::<String>()
                 .into_bytes(),
         };
@@ -809,7 +661,7 @@ async fn overwrite_replaces_follows_mutes_and_blocks_undoing_the_follows_and_blo
     assert_eq!(targets("account_blocks").await, ["b2"]);
     // o2 was followed once: the overwrite did not send a second Follow.
     let undo = eventually(WAIT, "the Undo of o1's follow", || async {
-        peer.received()
+        peer.bodies()
             .into_iter()
             .find(|a| a["type"] == "Undo" && a["object"]["type"] == "Follow")
     })
@@ -817,7 +669,7 @@ async fn overwrite_replaces_follows_mutes_and_blocks_undoing_the_follows_and_blo
     assert_eq!(undo["object"]["id"], first.as_str());
     // b1's block, gone from the file, is undone remotely with the id it was delivered under.
     let unblock = eventually(WAIT, "the Undo of b1's block", || async {
-        peer.received()
+        peer.bodies()
             .into_iter()
             .find(|a| a["type"] == "Undo" && a["object"]["type"] == "Block")
     })
@@ -829,11 +681,7 @@ async fn overwrite_replaces_follows_mutes_and_blocks_undoing_the_follows_and_blo
             .is_some_and(|t| t.ends_with("/users/b1")),
         "{unblock}"
     );
-    let undos = peer
-        .received()
-        .into_iter()
-        .filter(|a| a["type"] == "Undo")
-        .count();
+    let undos = peer.received().iter().filter(|a| a.ty() == "Undo").count();
     assert_eq!(undos, 2, "one Undo per removed follow or block");
     let follows = peer.follows();
     assert_eq!(

@@ -213,6 +213,10 @@ impl Peer {
     pub fn received(&self) -> Vec<Received> {
         self.state.received.lock().expect("received").clone()
     }
+    /// The bodies of what arrived, in order.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.received().into_iter().map(|r| r.body).collect()
+    }
     /// Ids of the verified `Follow`s received, per followed actor.
     pub fn follows(&self) -> BTreeMap<String, Vec<String>> {
         let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -243,6 +247,15 @@ impl Peer {
         self.state
             .webfinger_delay_ms
             .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+    /// How often `name` was looked up.
+    pub fn webfinger_hits(&self, name: &str) -> Option<u32> {
+        self.state
+            .webfinger_hits
+            .lock()
+            .expect("hits")
+            .get(name)
+            .copied()
     }
     /// The most WebFinger lookups answered at once.
     pub fn lookups_max(&self) -> usize {
