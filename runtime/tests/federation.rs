@@ -7,8 +7,6 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
-
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -22,9 +20,10 @@ use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use support::eventually;
 use support::node::Instance;
 use support::peer::{ActorAccess, Peer, Reply};
-use support::{HOLLO, Proc, eventually};
+use support::process::{self, Hollo};
 use uuid::Uuid;
 
 const SECRET: &str = "federation-test-secret-0123456789abcdef";
@@ -926,25 +925,6 @@ async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
 // ---------------------------------------------------------------------------------------------
 // The real binary: a worker killed mid-delivery.
 
-fn hollo(args: &[&str], env: &[(&str, &str)], capture: bool) -> Command {
-    let mut cmd = Command::new(HOLLO);
-    cmd.args(args)
-        .env_remove("DATABASE_URL")
-        .env_remove("NODE_TYPE")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(if capture {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
     let inst = instance(false, true).await;
@@ -962,9 +942,7 @@ async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
         ("ITEM_LOCK_POOL_SIZE", "1"),
     ];
     // The account comes from the CLI, as an operator would make it.
-    let out = hollo(&["account", "create", "gina"], &env, true)
-        .output()
-        .expect("account create");
+    let out = process::run(&["account", "create", "gina"], &env);
     assert!(out.status.success());
     let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert_eq!(token.len(), 43, "one bearer token on stdout");
@@ -976,21 +954,13 @@ async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
 
     peer.script([Reply::Hang]);
     let id = send_to_peer(&inst, &gina, &peer).await;
-    let first = Proc(
-        hollo(&["serve"], &env, false)
-            .spawn()
-            .expect("spawn worker"),
-    );
+    let first = Hollo::serve(&env);
     eventually(WAIT, "the first delivery reaches the peer", || async {
         (!peer.received().is_empty()).then_some(())
     })
     .await;
     drop(first); // SIGKILL while the peer holds the request open
-    let _second = Proc(
-        hollo(&["serve"], &env, false)
-            .spawn()
-            .expect("spawn worker"),
-    );
+    let _second = Hollo::serve(&env);
     eventually(Duration::from_secs(60), "the redelivery", || async {
         delivery_state(&inst.pool, &id)
             .await

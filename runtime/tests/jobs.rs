@@ -19,9 +19,10 @@ use hollo_runtime::tasks::jobs::{self, JobsConfig, NewJob};
 use hollo_runtime::tasks::{cleanups, imports};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
-use support::{eventually, spawn_serve};
+use support::process::Hollo;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -1191,9 +1192,9 @@ async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per
     assert_eq!(s, 202, "{job}");
     let path = format!("/api/v1/imports/{}", job["id"].as_str().expect("id"));
 
-    let victim = spawn_serve(&env);
-    let _b = spawn_serve(&env);
-    let _c = spawn_serve(&env);
+    let victim = Hollo::serve(&env);
+    let _b = Hollo::serve(&env);
+    let _c = Hollo::serve(&env);
     eventually(WAIT, "the import is under way", || async {
         let (_, v) = inst
             .request(reqwest::Method::GET, &path, &token, None)
@@ -1277,7 +1278,7 @@ async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
         .execute(&inst.pool)
         .await
         .expect("due");
-    let _w = spawn_serve(&[
+    let _w = Hollo::serve(&[
         ("DATABASE_URL", inst.url.as_str()),
         ("SECRET_KEY", SECRET),
         ("PUBLIC_URL", inst.base.as_str()),

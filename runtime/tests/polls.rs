@@ -23,6 +23,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
+use support::process::Hollo;
 use support::{eventually, fresh_db};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -1084,38 +1085,6 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
 // ---------------------------------------------------------------------------------------------
 // The binary: recovery runs on worker nodes (at start and every interval), never on web nodes.
 
-struct Proc(std::process::Child, std::path::PathBuf);
-
-impl Proc {
-    fn spawn(env: &[(&str, &str)]) -> Proc {
-        let log = std::env::temp_dir().join(format!("hollo-polls-{}.log", Uuid::new_v4().simple()));
-        let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hollo"));
-        cmd.arg("serve")
-            .env_remove("NODE_TYPE")
-            .env_remove("SECRET_KEY")
-            .env("BIND", "127.0.0.1")
-            .env("RUST_LOG", "info")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(file);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Proc(cmd.spawn().expect("spawn hollo"), log)
-    }
-    fn logs(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn free_port() -> String {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -1131,7 +1100,7 @@ async fn worker_nodes_recover_expired_polls_and_web_nodes_do_not() {
     let poll = new_poll(&db.pool, author, 3600, false).await;
     expire_in(&db.pool, poll, -5.0).await;
 
-    let web = Proc::spawn(&[
+    let web = Hollo::serve(&[
         ("NODE_TYPE", "web"),
         ("DATABASE_URL", &db.url),
         ("PORT", &free_port()),
@@ -1146,7 +1115,7 @@ async fn worker_nodes_recover_expired_polls_and_web_nodes_do_not() {
     assert_eq!(stored_poll_messages(&db.pool).await, 0, "{}", web.logs());
     drop(web);
 
-    let worker = Proc::spawn(&[
+    let worker = Hollo::serve(&[
         ("NODE_TYPE", "worker"),
         ("DATABASE_URL", &db.url),
         ("HEALTH_PORT", &free_port()),

@@ -7,93 +7,13 @@ mod support;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use hollo_runtime::node::WORKER_STARTED;
 use hollo_runtime::tasks::probe;
-use support::{eventually, fresh_db, fresh_db_with};
-
-const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
-
-struct Node {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Node {
-    fn spawn(env: &[(&str, &str)]) -> Node {
-        let log =
-            std::env::temp_dir().join(format!("hollo-test-{}.log", uuid::Uuid::new_v4().simple()));
-        let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = Command::new(HOLLO);
-        cmd.arg("serve")
-            .env_remove("DATABASE_URL")
-            .env_remove("NODE_TYPE")
-            .env("BIND", "127.0.0.1")
-            .env("RUST_LOG", "info")
-            .env(
-                "HOLLO_HOME",
-                std::env::temp_dir().join("hollo-test-home-unused"),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(file.try_clone().expect("clone log"));
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Node {
-            child: cmd.spawn().expect("spawn hollo"),
-            log,
-        }
-    }
-
-    fn logs(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("kill");
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit, failing the test after `deadline`.
-    fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            if start.elapsed() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "process did not exit within {deadline:?}; logs:\n{}",
-                    self.logs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    async fn wait_log(&self, needle: &str, deadline: Duration) {
-        eventually(deadline, needle, || async {
-            self.logs().contains(needle).then_some(())
-        })
-        .await;
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::process::Hollo;
+use support::{HOLLO, eventually, fresh_db, fresh_db_with};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -163,7 +83,7 @@ async fn sigkill_mid_handler_loses_nothing_and_consumes_no_attempt() {
     probe::enqueue(&db.pool, probe_queue(), "kill", 12, 1500, 0, Duration::ZERO)
         .await
         .unwrap();
-    let mut a = Node::spawn(&worker_env(
+    let mut a = Hollo::serve(&worker_env(
         &db.url,
         &[("QUEUE_LEASE_SECONDS", "3"), ("TASK_CONCURRENCY", "4")],
     ));
@@ -184,7 +104,7 @@ async fn sigkill_mid_handler_loses_nothing_and_consumes_no_attempt() {
         "the kill cut handlers off mid-run"
     );
 
-    let _b = Node::spawn(&worker_env(&db.url, &[("QUEUE_LEASE_SECONDS", "3")]));
+    let _b = Hollo::serve(&worker_env(&db.url, &[("QUEUE_LEASE_SECONDS", "3")]));
     let stats = eventually(
         Duration::from_secs(60),
         "worker B to finish every probe",
@@ -212,7 +132,7 @@ async fn sigterm_finishes_in_flight_work_claims_nothing_new_and_exits_zero() {
     probe::enqueue(&db.pool, probe_queue(), "drain", 8, 2000, 0, Duration::ZERO)
         .await
         .unwrap();
-    let mut w = Node::spawn(&worker_env(
+    let mut w = Hollo::serve(&worker_env(
         &db.url,
         &[("TASK_CONCURRENCY", "2"), ("SHUTDOWN_DRAIN_SECONDS", "20")],
     ));
@@ -265,7 +185,7 @@ async fn the_drain_deadline_hands_unfinished_work_back_without_an_attempt() {
     )
     .await
     .unwrap();
-    let mut w = Node::spawn(&worker_env(&db.url, &[("SHUTDOWN_DRAIN_SECONDS", "1")]));
+    let mut w = Hollo::serve(&worker_env(&db.url, &[("SHUTDOWN_DRAIN_SECONDS", "1")]));
     eventually(
         Duration::from_secs(30),
         "the slow probe in flight",
@@ -327,32 +247,18 @@ fn one_shot_commands_give_up_on_an_unreachable_database() {
     let port = free_port();
     let url = format!("postgres://hollo:secret@127.0.0.1:{port}/hollo");
     for args in [&["migrate"][..], &["account", "create", "alice"][..]] {
-        let child = Command::new(HOLLO)
-            .args(args)
-            .env("DATABASE_URL", &url)
-            .env("DATABASE_WAIT_SECONDS", "2")
-            .env("SECRET_KEY", "process-test-secret-0123456789abcdef")
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run hollo");
-        let mut child = support::Proc(child);
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = child.0.try_wait().expect("try_wait") {
-                break status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{args:?} still waiting after 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let mut child = Hollo::spawn(
+            args,
+            &[
+                ("DATABASE_URL", url.as_str()),
+                ("DATABASE_WAIT_SECONDS", "2"),
+                ("SECRET_KEY", "process-test-secret-0123456789abcdef"),
+                ("RUST_LOG", "warn"),
+            ],
+        );
+        let status = child.wait_exit(Duration::from_secs(30));
         assert!(!status.success(), "{args:?} must fail");
-        let mut err = String::new();
-        std::io::Read::read_to_string(child.0.stderr.as_mut().expect("stderr"), &mut err)
-            .expect("stderr");
+        let err = child.logs();
         assert!(
             err.contains("database unreachable for 2 s") && err.contains("DATABASE_WAIT_SECONDS"),
             "{args:?}: {err}"
@@ -384,7 +290,7 @@ fn an_invalid_log_filter_is_a_startup_error() {
 async fn an_unreachable_database_is_retried_with_clear_logs_until_stopped() {
     let port = free_port();
     let url = format!("postgres://hollo:secret@127.0.0.1:{port}/hollo");
-    let mut w = Node::spawn(&[
+    let mut w = Hollo::serve(&[
         ("DATABASE_URL", url.as_str()),
         ("NODE_TYPE", "worker"),
         ("HEALTH_PORT", "0"),
@@ -408,7 +314,7 @@ async fn an_unreachable_database_is_retried_with_clear_logs_until_stopped() {
 #[tokio::test]
 async fn an_outdated_schema_refuses_to_serve_and_names_the_fix() {
     let db = fresh_db_with(false).await;
-    let mut w = Node::spawn(&[
+    let mut w = Hollo::serve(&[
         ("DATABASE_URL", db.url.as_str()),
         ("NODE_TYPE", "worker"),
         ("HEALTH_PORT", "0"),
@@ -439,7 +345,7 @@ async fn web_node_serves_health_version_and_a_protected_admin_status() {
     let db = fresh_db().await;
     let port = free_port();
     let port_s = port.to_string();
-    let w = Node::spawn(&[
+    let w = Hollo::serve(&[
         ("DATABASE_URL", db.url.as_str()),
         ("NODE_TYPE", "web"),
         ("PORT", &port_s),
@@ -496,7 +402,7 @@ async fn admin_endpoints_answer_403_when_no_token_is_configured() {
     let db = fresh_db().await;
     let port = free_port();
     let port_s = port.to_string();
-    let _w = Node::spawn(&[
+    let _w = Hollo::serve(&[
         ("DATABASE_URL", db.url.as_str()),
         ("NODE_TYPE", "web"),
         ("PORT", &port_s),
@@ -516,7 +422,7 @@ async fn worker_logs_its_start_line_once_and_serves_probes_on_the_health_port() 
     let db = fresh_db().await;
     let port = free_port();
     let port_s = port.to_string();
-    let w = Node::spawn(&[
+    let w = Hollo::serve(&[
         ("DATABASE_URL", db.url.as_str()),
         ("NODE_TYPE", "worker"),
         ("HEALTH_PORT", &port_s),
@@ -640,7 +546,7 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
     let port = free_port();
     let port_s = port.to_string();
     let home_s = home.to_string_lossy().to_string();
-    let mut n = Node::spawn(&[("PORT", &port_s), ("HOLLO_HOME", &home_s)]);
+    let mut n = Hollo::serve(&[("PORT", &port_s), ("HOLLO_HOME", &home_s)]);
     eventually(
         Duration::from_secs(60),
         "the local-default node to be ready",
@@ -690,7 +596,7 @@ async fn listeners_reconnect_after_a_database_restart() {
         .expect("connect");
     hollo_runtime::db::migrate(&pool).await.expect("migrate");
     // Polling is set to a minute, so only a working LISTEN can pick work up within the deadline.
-    let _w = Node::spawn(&[
+    let _w = Hollo::serve(&[
         ("DATABASE_URL", url.as_str()),
         ("NODE_TYPE", "worker"),
         ("HEALTH_PORT", "0"),

@@ -12,9 +12,10 @@ use hollo_runtime::config::ReplyConfig;
 use hollo_runtime::federation::accounts::Account;
 use hollo_runtime::tasks::replies::{self, recovery};
 use serde_json::{Value, json};
+use support::eventually;
 use support::node::Instance;
 use support::peer::{Peer, Reply};
-use support::{eventually, spawn_serve};
+use support::process::Hollo;
 use uuid::Uuid;
 
 const SECRET: &str = "replies-test-secret-0123456789abcdef";
@@ -1094,7 +1095,7 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
         ("REPLY_HOST_INTERVAL_MS", "100"),
     ];
     let job = request(&inst, &alice, &post, &replies_iri).await;
-    let first = spawn_serve(&env);
+    let first = Hollo::serve(&env);
     eventually(WAIT, "the first worker to reach page 1", || async {
         remote
             .hits()
@@ -1112,7 +1113,7 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
     assert_eq!(status, "processing");
     let lease_until = lease_until.expect("a lease");
     drop(first); // SIGKILL mid-request
-    let _second = spawn_serve(&env);
+    let _second = Hollo::serve(&env);
     let j = eventually(
         Duration::from_secs(60),
         "the second worker to finish",

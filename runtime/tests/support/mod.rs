@@ -5,6 +5,7 @@
 
 pub mod node;
 pub mod peer;
+pub mod process;
 
 use std::time::{Duration, Instant};
 
@@ -87,33 +88,6 @@ where
 
 /// The `hollo` binary of this build.
 pub const HOLLO: &str = env!("CARGO_BIN_EXE_hollo");
-
-/// A child process that is SIGKILLed when dropped: tests kill a worker with `drop`, and no
-/// worker outlives its test.
-pub struct Proc(pub std::process::Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `hollo serve` with only `env` (no inherited `DATABASE_URL`/`NODE_TYPE`), output discarded.
-pub fn spawn_serve(env: &[(&str, &str)]) -> Proc {
-    let mut cmd = std::process::Command::new(HOLLO);
-    cmd.arg("serve")
-        .env_remove("DATABASE_URL")
-        .env_remove("NODE_TYPE")
-        .env("RUST_LOG", "warn")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Proc(cmd.spawn().expect("spawn hollo serve"))
-}
 
 /// A local account and a bearer token for it (no keys: enough for the client API).
 pub async fn account_with_token(pool: &PgPool, name: &str) -> (uuid::Uuid, String) {
