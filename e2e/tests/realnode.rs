@@ -1,0 +1,693 @@
+//! The real-pods phase (issue 15): scenarios on the e2e cluster's real node (e2e/node), where
+//! the operator and the `hollo` images really run against a PostgreSQL on the host. `e2e/run`
+//! sets it up (images, PostgreSQL, cordoned simulated nodes, the operator chart) and runs these
+//! one at a time; each scenario has its own namespace and database.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{Api, ListParams};
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+/// The exact line a worker logs once it consumes (README, "Running nodes").
+const WORKER_STARTED: &str = "Worker started (Fedify activity/task queues + Job recovery)";
+const LOCAL_REPOSITORY: &str = "localhost/hollo";
+const HTTPGET_IMAGE: &str = "localhost/e2e-httpget:e2e";
+
+struct Real {
+    node: String,
+    pg_host: String,
+    pg_port: String,
+}
+
+fn real() -> Real {
+    let var = |k: &str| {
+        std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: run E2E_PHASE=real e2e/run"))
+    };
+    Real {
+        node: var("HOLLO_E2E_REAL_NODE"),
+        pg_host: var("HOLLO_E2E_PG_HOST"),
+        pg_port: var("HOLLO_E2E_PG_PORT"),
+    }
+}
+
+/// psql as the superuser of the phase's PostgreSQL, on database `db`; trimmed stdout.
+fn psql(db: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &real().pg_port,
+            "-U",
+            "postgres",
+            "-d",
+            db,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-Atqc",
+            sql,
+        ])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A role and a database of the scenario's own; the URL the pods use (through the bridge).
+fn create_database(ns: &Ns) -> (String, String) {
+    let name = ns.name.replace('-', "_");
+    psql(
+        "postgres",
+        &format!("CREATE ROLE {name} LOGIN PASSWORD 'e2e-{name}'"),
+    );
+    psql("postgres", &format!("CREATE DATABASE {name} OWNER {name}"));
+    let r = real();
+    let url = format!(
+        "postgres://{name}:e2e-{name}@{}:{}/{name}",
+        r.pg_host, r.pg_port
+    );
+    (name, url)
+}
+
+fn shell(cmd: &str) -> String {
+    let out = Command::new("sh")
+        .args(["-c", cmd])
+        .output()
+        .expect("run sh");
+    assert!(out.status.success(), "{cmd}: {:?}", out);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The README's quick start in the scenario's namespace: the two Secrets (its commands, the
+/// database URL pointing at the phase's PostgreSQL), the media claim, and
+/// `kubectl apply -f examples/hollo-minimal.yaml` with the image repository set to the local
+/// one (the tag, `spec.version`, stays the example's). Returns the database name.
+async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
+    let (db, url) = create_database(ns);
+    ns.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "hollo-db",
+        &format!("--from-literal=url={url}"),
+    ]);
+    let key = shell("openssl rand -hex 32");
+    ns.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "hollo-secret",
+        &format!("--from-literal=key={key}"),
+    ]);
+    // the static hostPath volume behind `hollo-media`: pods run as 65532 and write media there
+    let media = format!("/tmp/hollo-e2e-media/{}", ns.name);
+    std::fs::create_dir_all(&media).expect("create the media directory");
+    shell(&format!("chmod 0777 {media}"));
+    ns.media_claim().await;
+    let example = std::fs::read_to_string(ns.env.repo.join("examples/hollo-minimal.yaml"))
+        .expect("read examples/hollo-minimal.yaml");
+    assert!(example.contains("ghcr.io/OWNER/hollo"));
+    let manifest = edit(&example.replace("ghcr.io/OWNER/hollo", LOCAL_REPOSITORY));
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&manifest))
+        .expect("kubectl apply -f examples/hollo-minimal.yaml");
+    db
+}
+
+/// Records every distinct consecutive `status.phase` of the Hollo until `Running` at the
+/// generation's version.
+fn record_phases(client: Client, namespace: String) -> tokio::task::JoinHandle<Vec<String>> {
+    tokio::spawn(async move {
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(client, &namespace, &hollo_resource());
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(ev) = events.next().await {
+            let Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) = ev else {
+                continue;
+            };
+            let p = phase(&h);
+            if !p.is_empty() && seen.last() != Some(&p) {
+                seen.push(p.clone());
+            }
+            if p == "Running"
+                && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
+            {
+                break;
+            }
+        }
+        seen
+    })
+}
+
+async fn pods(ns: &Ns, component: &str) -> Vec<Pod> {
+    ns.api::<Pod>()
+        .list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component={component}"
+        )))
+        .await
+        .expect("list pods")
+        .items
+}
+
+fn on_node(p: &Pod) -> String {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default()
+}
+
+/// `kubectl exec` of `hollo ARGS` in a Ready web pod.
+async fn hollo_in_web_pod(ns: &Ns, args: &[&str]) -> String {
+    let web = ns.ready_pods("web").await;
+    let pod = web.first().expect("a Ready web pod").name_any();
+    let mut a = vec!["exec", pod.as_str(), "--", "hollo"];
+    a.extend_from_slice(args);
+    ns.kubectl(&a)
+}
+
+async fn probe_stats(ns: &Ns) -> Value {
+    let out = hollo_in_web_pod(ns, &["probe", "stats", "--json"]).await;
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("probe stats: {e}: {out}"))
+}
+
+/// Waits until every enqueued probe completed, none pending, none twice, none failed.
+async fn all_probes_done(ns: &Ns, enqueued: i64, secs: u64) -> Value {
+    wait_until(
+        &format!("{enqueued} probes completed once each"),
+        secs,
+        || async {
+            let s = probe_stats(ns).await;
+            let ok = s["enqueued"].as_i64() == Some(enqueued)
+                && s["completed"].as_i64() == Some(enqueued)
+                && s["pending"].as_i64() == Some(0)
+                && s["duplicates"].as_i64() == Some(0)
+                && s["failed"].as_i64() == Some(0);
+            if ok { Ok(s) } else { Err(s.to_string()) }
+        },
+    )
+    .await
+}
+
+/// Real uids of the `hollo serve` processes on this machine (the pods' containers).
+fn serve_process_uids() -> Vec<u32> {
+    let mut uids = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
+        let dir = entry.path();
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+            continue;
+        };
+        if !cmdline.starts_with(b"hollo\0serve") {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
+            continue;
+        };
+        if let Some(uid) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|u| u.parse().ok())
+        {
+            uids.push(uid);
+        }
+    }
+    uids
+}
+
+fn binary_schema_version(ns: &Ns) -> i64 {
+    let out = Command::new(ns.env.repo.join("target/debug/hollo"))
+        .args(["version", "--json"])
+        .output()
+        .expect("run target/debug/hollo version --json");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("hollo version --json");
+    v["schemaVersion"].as_i64().expect("schemaVersion")
+}
+
+/// The README quick start on the real node: the chart's operator is a real, Ready pod holding
+/// the Lease; the example goes Migrating → RollingOut → Running; its migration Job really
+/// migrated the database; the web Service answers /healthz by DNS name from another pod; a
+/// worker logs that it consumes; the pods run hardened (non-root, read-only root filesystem,
+/// seccomp RuntimeDefault, no privilege escalation).
+#[tokio::test]
+async fn quick_start_runs_for_real() {
+    let r = real();
+    let ns = Ns::new("real-quick").await;
+
+    // The operator: the chart's pods (two: e2e/run installs with replicaCount=2, which turns
+    // leader election on), on the real node under the chart's ServiceAccount, Ready through
+    // their probes; one of them holds the Lease.
+    let ops: Api<Pod> = Api::namespaced(ns.client.clone(), "hollo-system");
+    let ready_ops = wait_until("the chart's operator pods Ready", 180, || async {
+        let list = ops
+            .list(&ListParams::default().labels("app.kubernetes.io/instance=hollo-operator"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let ready: Vec<Pod> = list.items.into_iter().filter(pod_ready).collect();
+        if ready.len() == 2 {
+            Ok(ready)
+        } else {
+            Err(format!("{} Ready", ready.len()))
+        }
+    })
+    .await;
+    for op in &ready_ops {
+        assert_eq!(on_node(op), r.node, "operator pod {} node", op.name_any());
+        let sa = op
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_default();
+        assert!(
+            sa.contains("hollo-operator"),
+            "operator pod {} runs under the chart's ServiceAccount, not {sa:?}",
+            op.name_any()
+        );
+    }
+    let names: Vec<String> = ready_ops.iter().map(|p| p.name_any()).collect();
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), "hollo-system");
+    let holder = wait_until("an operator pod holds the Lease", 60, || async {
+        let l = leases
+            .get_opt("hollo-operator-leader")
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("no Lease hollo-operator-leader")?;
+        let holder = l.spec.and_then(|s| s.holder_identity).unwrap_or_default();
+        if names.contains(&holder) {
+            Ok(holder)
+        } else {
+            Err(format!("holder {holder:?}, pods {names:?}"))
+        }
+    })
+    .await;
+    ns.log(&format!(
+        "operator pods {names:?} Ready, {holder} holds the Lease"
+    ));
+
+    // The instance, as the README says.
+    let phases = record_phases(ns.client.clone(), ns.name.clone());
+    let db = quick_start(&ns, |m| m.to_string()).await;
+    let h = ns.wait_running("0.1.0", 300).await;
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running")
+        .expect("phase recorder");
+    ns.log(&format!("phases: {phases:?}"));
+    let from = phases
+        .iter()
+        .position(|p| p == "Migrating")
+        .expect("Migrating seen");
+    assert_eq!(
+        phases[from..],
+        ["Migrating", "RollingOut", "Running"],
+        "phases after the apply: {phases:?}"
+    );
+    ns.log(&status_line(&h));
+
+    // The migration Job migrated for real: the database is at the binary's schema version.
+    let migrated = psql(
+        &db,
+        "SELECT max(version) FROM _sqlx_migrations WHERE success",
+    );
+    assert_eq!(
+        migrated.parse::<i64>().ok(),
+        Some(binary_schema_version(&ns)),
+        "schema version in the database"
+    );
+
+    // Every pod really runs on the real node, hardened.
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    for p in pods(&ns, "web")
+        .await
+        .into_iter()
+        .chain(pods(&ns, "worker").await)
+    {
+        assert_eq!(on_node(&p), r.node, "pod {} on the real node", p.name_any());
+        let spec = p.spec.as_ref().unwrap();
+        let c = &spec.containers[0];
+        let sc = c
+            .security_context
+            .as_ref()
+            .expect("container securityContext");
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        let psc = spec.security_context.as_ref().expect("pod securityContext");
+        assert_eq!(psc.run_as_non_root, Some(true));
+        let seccomp = sc
+            .seccomp_profile
+            .as_ref()
+            .or(psc.seccomp_profile.as_ref())
+            .map(|s| s.type_.clone());
+        assert_eq!(seccomp.as_deref(), Some("RuntimeDefault"));
+    }
+    // ... and the kernel agrees: every `hollo serve` process on this machine runs as 65532
+    let web = ns.ready_pods("web").await[0].name_any();
+    let version = ns.kubectl(&["exec", &web, "--", "hollo", "version", "--json"]);
+    assert!(version.contains("schemaVersion"), "{version}");
+    let uids = serve_process_uids();
+    assert!(
+        uids.len() >= 3,
+        "hollo serve processes on the host: {uids:?}"
+    );
+    assert!(
+        uids.iter().all(|u| *u == 65532),
+        "uids of hollo serve: {uids:?}"
+    );
+
+    // The web Service answers /healthz by its DNS name, from another pod.
+    let svc: Service = ns
+        .api()
+        .get(&format!("{HOLLO}-web"))
+        .await
+        .expect("web Service");
+    let port = svc.spec.unwrap().ports.unwrap()[0].port;
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:{port}/healthz",
+        ns.name
+    );
+    let job = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "healthz-client"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-wait", "60s", url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .unwrap();
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&job))
+        .expect("create the client pod");
+    let pods_api: Api<Pod> = ns.api();
+    let client_phase = wait_until("the /healthz client pod ends", 120, || async {
+        let p = pods_api
+            .get("healthz-client")
+            .await
+            .map_err(|e| e.to_string())?;
+        let ph = p.status.and_then(|s| s.phase).unwrap_or_default();
+        if ph == "Succeeded" || ph == "Failed" {
+            Ok(ph)
+        } else {
+            Err(ph)
+        }
+    })
+    .await;
+    let answer = ns.kubectl(&["logs", "healthz-client"]);
+    assert_eq!(client_phase, "Succeeded", "GET {url}: {answer}");
+    assert!(answer.starts_with("200"), "GET {url}: {answer}");
+    ns.log(&format!("GET {url} from a pod: {}", answer.trim()));
+
+    // A worker pod's log holds the worker start line.
+    let worker = pods(&ns, "worker").await[0].name_any();
+    wait_until("the worker start line in a worker's log", 60, || async {
+        let log = ns.kubectl(&["logs", &worker]);
+        if log.contains(WORKER_STARTED) {
+            Ok(())
+        } else {
+            Err(log.lines().last().unwrap_or("").to_string())
+        }
+    })
+    .await;
+
+    // Work flows: probes enqueued in a web pod are completed by the worker pods, once each.
+    let out = hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "2000"]).await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    let s = all_probes_done(&ns, 2000, 300).await;
+    ns.log(&format!("probe stats: {s}"));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// Worker pods' container exits, as the watch saw them: (pod, exit code, seconds from the
+/// deletion request to the container's end).
+type Exits = std::sync::Arc<std::sync::Mutex<Vec<(String, i32, i64)>>>;
+
+fn record_worker_exits(ns: &Ns) -> (Exits, tokio::task::JoinHandle<()>) {
+    let exits: Exits = Default::default();
+    let api: Api<Pod> = ns.api();
+    let task = tokio::spawn({
+        let exits = exits.clone();
+        async move {
+            let cfg = watcher::Config::default().labels(&format!(
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component=worker"
+            ));
+            let mut events = watcher(api, cfg).boxed();
+            while let Some(ev) = events.next().await {
+                let Ok(watcher::Event::Apply(p) | watcher::Event::Delete(p)) = ev else {
+                    continue;
+                };
+                let Some(deleted) = p.metadata.deletion_timestamp.clone() else {
+                    continue;
+                };
+                let Some(t) = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.as_ref())
+                    .and_then(|cs| cs.first())
+                    .and_then(|c| c.state.as_ref())
+                    .and_then(|s| s.terminated.clone())
+                else {
+                    continue;
+                };
+                // deletionTimestamp is the deadline: the request plus the grace period
+                let grace = p.metadata.deletion_grace_period_seconds.unwrap_or(0);
+                let took = t
+                    .finished_at
+                    .map(|f| (f.0 - deleted.0).get_seconds() + grace)
+                    .unwrap_or(-1);
+                let mut e = exits.lock().unwrap();
+                if !e.iter().any(|(n, _, _)| *n == p.name_any()) {
+                    e.push((p.name_any(), t.exit_code, took));
+                }
+            }
+        }
+    });
+    (exits, task)
+}
+
+fn with_workers(n: u32) -> impl Fn(&str) -> String {
+    move |m: &str| {
+        let from = "  worker:\n    replicas: 2";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replace(from, &format!("  worker:\n    replicas: {n}"))
+    }
+}
+
+/// `spec.worker.replicas` 1 → 3 → 1 with slow probes in flight: the removed workers drain
+/// (exit 0 within drainSeconds), and every probe completes exactly once.
+#[tokio::test]
+async fn scaling_workers_loses_and_repeats_nothing() {
+    let ns = Ns::new("real-scale").await;
+    quick_start(&ns, with_workers(1)).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("worker", 1, 120).await;
+    let (exits, watch) = record_worker_exits(&ns);
+
+    // 4 task slots per worker: 120 probes of 1.5 s keep one worker busy for ~45 s
+    let out = hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "120", "--sleep-ms", "1500"],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    ns.merge_hollo(json!({"spec": {"worker": {"replicas": 3}}}))
+        .await;
+    ns.wait_replicas("worker", 3, 120).await;
+    wait_until("probes in flight on the new workers", 60, || async {
+        let s = probe_stats(&ns).await;
+        let done = s["completed"].as_i64().unwrap_or(0);
+        if (20..100).contains(&done) {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    ns.merge_hollo(json!({"spec": {"worker": {"replicas": 1}}}))
+        .await;
+    ns.wait_replicas("worker", 1, 120).await;
+    let s = all_probes_done(&ns, 120, 300).await;
+    ns.log(&format!("probe stats: {s}"));
+    let exits = wait_until("the two removed workers' exits seen", 60, || async {
+        let e = exits.lock().unwrap().clone();
+        if e.len() >= 2 {
+            Ok(e)
+        } else {
+            Err(format!("{e:?}"))
+        }
+    })
+    .await;
+    watch.abort();
+    ns.log(&format!(
+        "removed workers (pod, exit code, seconds): {exits:?}"
+    ));
+    for (pod, code, took) in &exits {
+        assert_eq!(*code, 0, "worker {pod} exit code");
+        assert!(
+            (0..=30).contains(took),
+            "worker {pod} took {took}s to drain (drainSeconds 30)"
+        );
+    }
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// A worker pod force-deleted (grace 0) under load: its leased probes are finished by the
+/// other worker after the lease (QUEUE_LEASE_SECONDS=10 here); none lost, none twice.
+#[tokio::test]
+async fn a_killed_worker_loses_nothing() {
+    let ns = Ns::new("real-chaos").await;
+    quick_start(&ns, |m| {
+        let m = with_workers(2)(m);
+        m.replace(
+            "  worker:\n",
+            "  env:\n  - {name: QUEUE_LEASE_SECONDS, value: \"10\"}\n  worker:\n",
+        )
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let out = hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "80", "--sleep-ms", "2000"],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    wait_until("probes under way", 60, || async {
+        let s = probe_stats(&ns).await;
+        let done = s["completed"].as_i64().unwrap_or(0);
+        if (4..60).contains(&done) {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    let victim = pods(&ns, "worker").await[0].name_any();
+    ns.kubectl(&["delete", "pod", &victim, "--grace-period=0", "--force"]);
+    ns.log(&format!("force-deleted {victim}"));
+    let s = all_probes_done(&ns, 80, 300).await;
+    ns.log(&format!("probe stats: {s}"));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// The Eviction API against the worker pods honours the worker PodDisruptionBudget: the first
+/// eviction is granted, a second one while the first pod drains is refused with 429; the
+/// evicted pod's grace period is the drain window plus 5 s.
+#[tokio::test]
+async fn evictions_honour_the_disruption_budget() {
+    let ns = Ns::new("real-evict").await;
+    quick_start(&ns, |m| m.to_string()).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let pdb = ns.kubectl(&[
+        "get",
+        "pdb",
+        &format!("{HOLLO}-worker"),
+        "-o",
+        "jsonpath={.status.disruptionsAllowed}",
+    ]);
+    wait_until("the worker PDB allows one disruption", 60, || async {
+        let allowed = ns.kubectl(&[
+            "get",
+            "pdb",
+            &format!("{HOLLO}-worker"),
+            "-o",
+            "jsonpath={.status.disruptionsAllowed}",
+        ]);
+        if allowed == "1" { Ok(()) } else { Err(allowed) }
+    })
+    .await;
+    ns.log(&format!("worker PDB disruptionsAllowed was {pdb:?}, now 1"));
+    // slow probes keep the evicted worker draining for a while
+    hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "40", "--sleep-ms", "4000"],
+    )
+    .await;
+    let workers = pods(&ns, "worker").await;
+    let api: Api<Pod> = ns.api();
+    let first = workers[0].name_any();
+    let second = workers[1].name_any();
+    // On the real node a replacement worker is Ready within a second or two, and then the
+    // budget rightly allows the next eviction: cordon the node so the replacement stays
+    // Pending and the budget stays spent while the first pod drains.
+    let _cordon = Cordon::new(&ns, &real().node);
+    ns.log("cordoned");
+    evict(&ns, &first).expect("the first eviction is granted");
+    ns.log(&format!("evicted {first}"));
+    let evicted = api.get(&first).await.expect("the evicted pod, terminating");
+    match evict(&ns, &second) {
+        Err(e) if e.contains("429") || e.contains("disruption budget") => {
+            ns.log(&format!("second eviction refused: {}", e.trim()))
+        }
+        other => panic!("second eviction while {first} drains: {other:?}"),
+    }
+    let grace = evicted.metadata.deletion_grace_period_seconds;
+    assert_eq!(
+        grace,
+        Some(35),
+        "grace period of the evicted worker (drain 30 + 5)"
+    );
+    let s = all_probes_done(&ns, 40, 300).await;
+    ns.log(&format!("probe stats: {s}"));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// POST of an Eviction, as `kubectl drain` does it. Through kubectl, not kube's client: that
+/// one retries 429 answers, which are what this scenario looks for.
+fn evict(ns: &Ns, pod: &str) -> Result<String, String> {
+    let body = json!({
+        "apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": ns.name}
+    })
+    .to_string();
+    ns.try_kubectl(
+        &[
+            "create",
+            "--raw",
+            &format!("/api/v1/namespaces/{}/pods/{pod}/eviction", ns.name),
+            "-f",
+            "-",
+        ],
+        Some(&body),
+    )
+}
+
+/// Cordons a node for the guard's lifetime (uncordoned on drop, also when the scenario fails).
+struct Cordon<'a> {
+    ns: &'a Ns,
+    node: String,
+}
+
+impl<'a> Cordon<'a> {
+    fn new(ns: &'a Ns, node: &str) -> Self {
+        ns.kubectl(&["cordon", node]);
+        Cordon {
+            ns,
+            node: node.to_string(),
+        }
+    }
+}
+
+impl Drop for Cordon<'_> {
+    fn drop(&mut self) {
+        let _ = self.ns.try_kubectl(&["uncordon", &self.node], None);
+    }
+}
