@@ -1476,3 +1476,50 @@ async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
     );
     inst.shutdown().await;
 }
+
+/// Issue 14/8: the inbox is no oracle for what names resolve to on our side. A key id on a
+/// host our guard refuses (here `localhost`, which resolves to loopback) gets the same bare
+/// "key fetch refused" as one that does not resolve at all; the detail is only in our log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_key_fetch_reveals_nothing_about_our_network() {
+    let inst = instance(false, false).await;
+    let peer = Peer::start().await;
+    let body = serde_json::to_vec(&like_from(&peer)).expect("json");
+    let mut answers = Vec::new();
+    for key_id in [
+        "https://localhost:1/users/x#main-key",
+        "https://127.0.0.1/users/x#main-key",
+        "https://no-such-host.invalid/users/x#main-key",
+    ] {
+        let key = SigningKey::new(key_id.to_string(), forger_key()).expect("key");
+        let (status, err) = peer
+            .post_with(
+                &format!("{}/inbox", inst.base),
+                &body,
+                &key,
+                SystemTime::now(),
+                |_| {},
+            )
+            .await;
+        assert_eq!(status, 401, "{key_id}: {err}");
+        let msg = err["error"].as_str().unwrap_or_default().to_string();
+        assert!(msg.ends_with("key fetch refused"), "{key_id}: {msg}");
+        // What the client itself sent (the key id) and our public URL (the signer) aside.
+        let rest = msg.replace(key_id, "").replace(&inst.base, "");
+        for leak in [
+            "loopback",
+            "127.0.0.1",
+            "resolve",
+            "private",
+            "ALLOW_PRIVATE_ADDRESS",
+        ] {
+            assert!(!rest.contains(leak), "{key_id}: {leak} in {msg}");
+        }
+        answers.push(msg.replace(key_id, "KEY"));
+    }
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "every refusal reads the same: {answers:?}"
+    );
+    inst.shutdown().await;
+}
