@@ -7,13 +7,12 @@ mod support;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
 use std::time::Duration;
 
 use hollo_runtime::node::WORKER_STARTED;
 use hollo_runtime::tasks::probe;
-use support::process::Hollo;
-use support::{HOLLO, eventually, fresh_db, fresh_db_with};
+use support::process::{Hollo, run};
+use support::{eventually, fresh_db, fresh_db_with};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -209,11 +208,7 @@ async fn the_drain_deadline_hands_unfinished_work_back_without_an_attempt() {
 
 #[test]
 fn unknown_node_type_is_a_clear_startup_error() {
-    let out = Command::new(HOLLO)
-        .arg("serve")
-        .env("NODE_TYPE", "foo")
-        .output()
-        .expect("run hollo");
+    let out = run(&["serve"], &[("NODE_TYPE", "foo")]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -229,11 +224,7 @@ fn bad_numbers_are_startup_errors() {
         ("TASK_CONCURRENCY", "lots"),
         ("QUEUE_LEASE_SECONDS", "0"),
     ] {
-        let out = Command::new(HOLLO)
-            .arg("serve")
-            .env(var, value)
-            .output()
-            .expect("run hollo");
+        let out = run(&["serve"], &[(var, value)]);
         assert!(!out.status.success(), "{var}={value} must fail");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(var) && err.contains(value), "{var}: {err}");
@@ -274,8 +265,7 @@ fn one_shot_commands_give_up_on_an_unreachable_database() {
 #[test]
 fn an_invalid_log_filter_is_a_startup_error() {
     for (var, value) in [("RUST_LOG", "info,[[[bad"), ("LOG_LEVEL", "hollo=loud")] {
-        let out = Command::new(HOLLO)
-            .arg("version")
+        let out = support::process::command(&["version"], &[])
             .env_remove("RUST_LOG")
             .env(var, value)
             .output()
@@ -323,11 +313,7 @@ async fn an_outdated_schema_refuses_to_serve_and_names_the_fix() {
     assert!(!status.success());
     assert!(w.logs().contains("run `hollo migrate`"), "{}", w.logs());
 
-    let out = Command::new(HOLLO)
-        .arg("migrate")
-        .env("DATABASE_URL", &db.url)
-        .output()
-        .expect("migrate");
+    let out = run(&["migrate"], &[("DATABASE_URL", db.url.as_str())]);
     assert!(
         out.status.success(),
         "{}",
@@ -464,57 +450,49 @@ async fn worker_logs_its_start_line_once_and_serves_probes_on_the_health_port() 
 #[tokio::test]
 async fn cli_version_queue_stats_and_probe_stats_print_json() {
     let db = fresh_db().await;
-    let out = Command::new(HOLLO)
-        .args(["version", "--json"])
-        .output()
-        .expect("version");
+    let out = run(&["version", "--json"], &[]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     for key in ["version", "schemaVersion", "taskDefinitionVersion"] {
         assert!(v.get(key).is_some(), "{key} in {v}");
     }
     // The operator's version probe: the same JSON in the termination log it reads.
     let log = std::env::temp_dir().join(format!("termination-log-{}", uuid::Uuid::new_v4()));
-    let out = Command::new(HOLLO)
-        .args(["version", "--json", "--termination-log"])
-        .arg(&log)
-        .output()
-        .expect("version");
+    let log_path = log.display().to_string();
+    let out = run(&["version", "--json", "--termination-log", &log_path], &[]);
     assert!(out.status.success());
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&log).expect("written")).expect("json");
     assert_eq!(written, v);
     let _ = std::fs::remove_file(&log);
     // An unwritable path is a clear error, not a silent success.
-    let out = Command::new(HOLLO)
-        .args([
+    let out = run(
+        &[
             "version",
             "--json",
             "--termination-log",
             "/nonexistent/dir/log",
-        ])
-        .output()
-        .expect("version");
+        ],
+        &[],
+    );
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dir/log"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = Command::new(HOLLO)
-        .args(["probe", "enqueue", "--count", "7", "--delay-seconds", "600"])
-        .env("DATABASE_URL", &db.url)
-        .output()
-        .expect("probe enqueue");
+    let out = run(
+        &["probe", "enqueue", "--count", "7", "--delay-seconds", "600"],
+        &[("DATABASE_URL", db.url.as_str())],
+    );
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = Command::new(HOLLO)
-        .args(["queue", "stats", "--json"])
-        .env("DATABASE_URL", &db.url)
-        .output()
-        .expect("queue stats");
+    let out = run(
+        &["queue", "stats", "--json"],
+        &[("DATABASE_URL", db.url.as_str())],
+    );
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let task = s
         .as_array()
@@ -528,11 +506,10 @@ async fn cli_version_queue_stats_and_probe_stats_print_json() {
         ),
         (Some(7), Some(0), Some(7))
     );
-    let out = Command::new(HOLLO)
-        .args(["probe", "stats", "--json"])
-        .env("DATABASE_URL", &db.url)
-        .output()
-        .expect("probe stats");
+    let out = run(
+        &["probe", "stats", "--json"],
+        &[("DATABASE_URL", db.url.as_str())],
+    );
     let p: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         p,
