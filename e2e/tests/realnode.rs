@@ -691,3 +691,354 @@ impl Drop for Cordon<'_> {
         let _ = self.ns.try_kubectl(&["uncordon", &self.node], None);
     }
 }
+
+/// The upgrade scenarios' second version: `localhost/hollo:0.1.1-e2e`, the runtime built with
+/// its e2e-only feature `e2e-next` (e2e/images): one more migration, e2e/next/migrations.
+const NEXT: &str = "0.1.1-e2e";
+
+/// `hollo version --json` of the next version's binary (target/debug/hollo-next, e2e/run).
+fn next_schema_version(ns: &Ns) -> i64 {
+    let out = Command::new(ns.env.repo.join("target/debug/hollo-next"))
+        .args(["version", "--json"])
+        .output()
+        .expect("run target/debug/hollo-next version --json");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("hollo version --json");
+    assert_eq!(v["version"], NEXT, "target/debug/hollo-next: {v}");
+    v["schemaVersion"].as_i64().expect("schemaVersion")
+}
+
+/// `kubectl patch` of `spec.version`, the README's command.
+fn patch_version(ns: &Ns, version: &str) {
+    ns.kubectl(&[
+        "patch",
+        "hollo",
+        HOLLO,
+        "--type",
+        "merge",
+        "-p",
+        &json!({"spec": {"version": version}}).to_string(),
+    ]);
+    ns.log(&format!("patched spec.version → {version}"));
+}
+
+/// Every distinct consecutive `status.phase` of the Hollo until `Running` at `version`.
+fn record_phases_until(ns: &Ns, version: &str) -> tokio::task::JoinHandle<Vec<String>> {
+    let api = ns.hollos();
+    let version = version.to_string();
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(ev) = events.next().await {
+            let Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) = ev else {
+                continue;
+            };
+            let p = phase(&h);
+            if !p.is_empty() && seen.last() != Some(&p) {
+                seen.push(p.clone());
+            }
+            if p == "Running"
+                && h.data["status"]["currentVersion"].as_str() == Some(version.as_str())
+                && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
+            {
+                break;
+            }
+        }
+        seen
+    })
+}
+
+/// What the pod watch of an upgrade saw.
+#[derive(Default, Debug)]
+struct PodTimeline {
+    /// app pods (web/worker/all) that exist, terminating ones included → their version
+    live: std::collections::BTreeMap<String, String>,
+    /// pods of the new version, in the order they appeared
+    new_pods: Vec<String>,
+    violations: Vec<String>,
+}
+
+/// Watches every event of the Hollo's pods: a pod of `new` must never exist beside a pod of
+/// `old` (a terminating pod still runs its process, so it counts until it is gone), and the
+/// migration `schema` must be in the database (`_sqlx_migrations`, installed before the pod
+/// was created) when a pod of `new` first shows.
+fn watch_upgrade_pods(
+    ns: &Ns,
+    db: &str,
+    old: &str,
+    new: &str,
+    schema: i64,
+) -> (
+    std::sync::Arc<std::sync::Mutex<PodTimeline>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let t: std::sync::Arc<std::sync::Mutex<PodTimeline>> = Default::default();
+    let api: Api<Pod> = ns.api();
+    let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
+    let task = tokio::spawn({
+        let t = t.clone();
+        async move {
+            let cfg =
+                watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}"));
+            let mut events = watcher(api, cfg).boxed();
+            while let Some(ev) = events.next().await {
+                let (deleted, p) = match ev {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
+                    Ok(watcher::Event::Delete(p)) => (true, p),
+                    _ => continue,
+                };
+                if !matches!(
+                    label(&p, "app.kubernetes.io/component").as_str(),
+                    "web" | "worker" | "all"
+                ) {
+                    continue;
+                }
+                let name = p.name_any();
+                let v = label(&p, "app.kubernetes.io/version");
+                let mut t = t.lock().unwrap();
+                if deleted {
+                    t.live.remove(&name);
+                    continue;
+                }
+                t.live.insert(name.clone(), v.clone());
+                if v != new || t.new_pods.contains(&name) {
+                    continue;
+                }
+                t.new_pods.push(name.clone());
+                let olds: Vec<String> = t
+                    .live
+                    .iter()
+                    .filter(|(_, pv)| **pv == old)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                if !olds.is_empty() {
+                    t.violations.push(format!(
+                        "pod {name} of {new} beside pods of {old}: {olds:?}"
+                    ));
+                }
+                // installed_on and creationTimestamp on the same clock; the latter is whole
+                // seconds, so compare whole seconds (floor keeps the order)
+                let installed = psql(
+                    &db,
+                    &format!(
+                        "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
+                         FROM _sqlx_migrations WHERE version = {schema} AND success \
+                         UNION ALL SELECT -1 LIMIT 1"
+                    ),
+                );
+                let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
+                match installed.parse::<i64>() {
+                    Ok(i) if i >= 0 && i <= created => {}
+                    _ => t.violations.push(format!(
+                        "pod {name} of {new} created at {created} but migration {schema} installed at {installed:?}"
+                    )),
+                }
+            }
+        }
+    });
+    (t, task)
+}
+
+/// Upgrade for real: `kubectl patch` of `spec.version` from 0.1.0 to 0.1.1-e2e (one more
+/// migration). Every pod event is watched: no 0.1.0 pod runs while a 0.1.1-e2e pod does, and the
+/// new migration is in the database before the first new pod is created; the phases and their
+/// events are the README's (ScalingDown → Migrating → RollingOut → Running); probes enqueued
+/// before the upgrade are completed after it, once each.
+#[tokio::test]
+async fn upgrade_to_the_next_version_for_real() {
+    let ns = Ns::new("real-upgrade").await;
+    let schema = next_schema_version(&ns);
+    let db = quick_start(&ns, |m| m.to_string()).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    assert_eq!(
+        psql(
+            &db,
+            &format!("SELECT count(*) FROM _sqlx_migrations WHERE version = {schema}")
+        ),
+        "0",
+        "0.1.0 does not carry the next version's migration"
+    );
+
+    // 8 task slots: 400 probes of 400 ms keep the workers busy for ~20 s, through the upgrade
+    let out = hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "400", "--sleep-ms", "400"],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
+    let phases = record_phases_until(&ns, NEXT);
+    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
+        let n = timeline.lock().unwrap().live.len();
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+    let before = probe_stats(&ns).await;
+    ns.log(&format!("before the upgrade: {before}"));
+    patch_version(&ns, NEXT);
+    let h = ns.wait_running(NEXT, 300).await;
+    ns.log(&status_line(&h));
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let s = all_probes_done(&ns, 400, 300).await;
+    ns.log(&format!("probe stats after the upgrade: {s}"));
+    watch.abort();
+    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
+
+    // the first recorded phase is the Running of 0.1.0
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        ["ScalingDown", "Migrating", "RollingOut", "Running"],
+        "phases of the upgrade"
+    );
+    assert!(t.violations.is_empty(), "{:#?}", t.violations);
+    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
+    assert!(
+        t.live.values().all(|v| v == NEXT),
+        "pods left: {:?}",
+        t.live
+    );
+    // One Normal event per phase. kube's event recorder folds a repeat of (type, reason,
+    // action, object) into the first event's series, whose note keeps the first occurrence's
+    // text ("target 0.1.0" from the install): a phase seen at the install too must show a
+    // series of at least 2 instead.
+    for p in ["ScalingDown", "Migrating", "RollingOut", "Running"] {
+        let evs = ns.events(p).await;
+        let target = format!("(target {NEXT})");
+        assert!(
+            evs.iter().any(|e| e.type_.as_deref() == Some("Normal")
+                && (e.note.as_deref().is_some_and(|n| n.contains(&target))
+                    || e.series.as_ref().is_some_and(|s| s.count >= 2))),
+            "a Normal event {p} for target {NEXT}: {:?}",
+            evs.iter()
+                .map(|e| (e.note.clone(), e.series.as_ref().map(|s| s.count)))
+                .collect::<Vec<_>>()
+        );
+    }
+    // the database is at the new schema, and the binaries in the pods are the new ones
+    assert_eq!(
+        psql(
+            &db,
+            "SELECT max(version) FROM _sqlx_migrations WHERE success"
+        ),
+        schema.to_string()
+    );
+    assert_eq!(
+        psql(&db, "SELECT to_regclass('e2e_next_marker') IS NOT NULL"),
+        "t"
+    );
+    let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
+    assert!(v.contains(&format!("\"version\":\"{NEXT}\"")), "{v}");
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// An upgrade whose migration fails for real: the 0.1.1-e2e image's migration raises in this
+/// scenario's database (its setting hollo_e2e.fail_migration is on, see
+/// e2e/next/migrations). The Hollo shows MigrationFailed, Degraded=True and a Warning event;
+/// no 0.1.1-e2e pod starts and the database keeps its schema; patching `spec.version` back to
+/// 0.1.0 brings it back to Running.
+#[tokio::test]
+async fn upgrade_with_a_failing_migration_then_back() {
+    let ns = Ns::new("real-migfail").await;
+    let schema = next_schema_version(&ns);
+    let db = quick_start(&ns, |m| m.to_string()).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    psql(
+        "postgres",
+        &format!("ALTER DATABASE {db} SET hollo_e2e.fail_migration = 'on'"),
+    );
+    let schema_before = psql(
+        &db,
+        "SELECT max(version) FROM _sqlx_migrations WHERE success",
+    );
+    let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
+    // backoffLimit 0: one failing pod fails the Job (the default 3 only adds Job retries)
+    ns.merge_hollo(json!({"spec": {"version": NEXT, "migrations": {"backoffLimit": 0}}}))
+        .await;
+    ns.log(&format!(
+        "patched spec.version → {NEXT}, migrations.backoffLimit 0"
+    ));
+    let h = wait_until("MigrationFailed with Degraded=True", 240, || async {
+        let h = ns.hollo().await;
+        let degraded = condition(&h, "Degraded").map(|c| c.0);
+        if phase(&h) == "MigrationFailed" && degraded.as_deref() == Some("True") {
+            Ok(h)
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.log(&status_line(&h));
+    let ev = ns.wait_event("MigrationFailed", "Warning", 60).await;
+    ns.log(&format!("event: {:?}", ev.note));
+    // the migration Job's pod really ran the migration and it raised
+    let job = format!("{HOLLO}-migrate-{}", NEXT.replace('.', "-"));
+    let log = ns.kubectl(&["logs", &format!("job/{job}")]);
+    assert!(
+        log.contains("hollo_e2e.fail_migration"),
+        "log of {job}: {log}"
+    );
+    // nothing of the new version starts while it fails (the old pods were stopped first)
+    holds_for(
+        "no pod of the new version while the migration fails",
+        10,
+        || async {
+            let t = timeline.lock().unwrap();
+            if t.new_pods.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{:?}", t.new_pods))
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        psql(
+            &db,
+            "SELECT max(version) FROM _sqlx_migrations WHERE success"
+        ),
+        schema_before,
+        "the failed migration left the schema as it was"
+    );
+    assert_eq!(
+        psql(&db, "SELECT to_regclass('e2e_next_marker') IS NULL"),
+        "t"
+    );
+
+    patch_version(&ns, "0.1.0");
+    let h = ns.wait_running("0.1.0", 300).await;
+    ns.log(&status_line(&h));
+    assert_eq!(
+        condition(&h, "Degraded").map(|c| c.0).as_deref(),
+        Some("False")
+    );
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    watch.abort();
+    assert!(
+        timeline.lock().unwrap().new_pods.is_empty(),
+        "a pod of {NEXT} ran: {:?}",
+        timeline.lock().unwrap().new_pods
+    );
+    // and it works: probes complete
+    hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "50"]).await;
+    let s = all_probes_done(&ns, 50, 120).await;
+    ns.log(&format!("probe stats: {s}"));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}

@@ -15,7 +15,12 @@ pub mod shutdown;
 pub mod tasks;
 pub mod web;
 
+#[cfg(not(feature = "e2e-next"))]
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The end-to-end suite's "next version" build (feature `e2e-next`): another version string,
+/// one more migration (db::MIGRATOR).
+#[cfg(feature = "e2e-next")]
+pub const VERSION: &str = "0.1.1-e2e";
 
 /// `hollo version --json` and `GET /api/version` (R-ROLE-6).
 pub fn version_json(database_schema: Option<i64>) -> serde_json::Value {

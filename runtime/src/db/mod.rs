@@ -14,7 +14,18 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{DbConfig, redact_url};
 use crate::queue::Backoff;
 
+#[cfg(not(feature = "e2e-next"))]
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+/// The end-to-end suite's "next version" build (feature `e2e-next`, e2e/README.md): the
+/// project's migrations plus e2e/next/migrations, so the real-node upgrade scenarios have a
+/// second version with one more migration. Never part of a release build.
+#[cfg(feature = "e2e-next")]
+pub static MIGRATOR: std::sync::LazyLock<Migrator> = std::sync::LazyLock::new(|| {
+    let mut all: Vec<_> = sqlx::migrate!("../migrations").iter().cloned().collect();
+    all.extend(sqlx::migrate!("../e2e/next/migrations").iter().cloned());
+    Migrator::with_migrations(all)
+});
 
 /// The schema version this binary expects: the newest migration it carries.
 pub fn expected_schema_version() -> i64 {
