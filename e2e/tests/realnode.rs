@@ -596,25 +596,7 @@ async fn evictions_honour_the_disruption_budget() {
     quick_start(&ns, |m| m.to_string()).await;
     ns.wait_running("0.1.0", 300).await;
     ns.wait_replicas("worker", 2, 120).await;
-    let pdb = ns.kubectl(&[
-        "get",
-        "pdb",
-        &format!("{HOLLO}-worker"),
-        "-o",
-        "jsonpath={.status.disruptionsAllowed}",
-    ]);
-    wait_until("the worker PDB allows one disruption", 60, || async {
-        let allowed = ns.kubectl(&[
-            "get",
-            "pdb",
-            &format!("{HOLLO}-worker"),
-            "-o",
-            "jsonpath={.status.disruptionsAllowed}",
-        ]);
-        if allowed == "1" { Ok(()) } else { Err(allowed) }
-    })
-    .await;
-    ns.log(&format!("worker PDB disruptionsAllowed was {pdb:?}, now 1"));
+    wait_pdb_allows_one(&ns, "worker").await;
     // slow probes keep the evicted worker draining for a while
     hollo_in_web_pod(
         &ns,
@@ -647,6 +629,88 @@ async fn evictions_honour_the_disruption_budget() {
     );
     let s = all_probes_done(&ns, 40, 300).await;
     ns.log(&format!("probe stats: {s}"));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// Waits until the role's PodDisruptionBudget allows exactly one disruption.
+async fn wait_pdb_allows_one(ns: &Ns, component: &str) {
+    let allowed = || {
+        ns.kubectl(&[
+            "get",
+            "pdb",
+            &format!("{HOLLO}-{component}"),
+            "-o",
+            "jsonpath={.status.disruptionsAllowed}",
+        ])
+    };
+    let was = allowed();
+    wait_until(
+        &format!("the {component} PDB allows one disruption"),
+        60,
+        || async {
+            let a = allowed();
+            if a == "1" { Ok(()) } else { Err(a) }
+        },
+    )
+    .await;
+    ns.log(&format!(
+        "{component} PDB disruptionsAllowed was {was:?}, now 1"
+    ));
+}
+
+/// The Eviction API against the web pods honours the web PodDisruptionBudget (two web
+/// replicas): the first eviction is granted, a second one while the first pod drains is refused
+/// with 429; the evicted pod's grace period is its drain window (preStop + drainSeconds) plus
+/// 5 s, read from the API; the web Service keeps a Ready pod throughout.
+#[tokio::test]
+async fn web_evictions_honour_the_disruption_budget() {
+    let ns = Ns::new("real-evict-web").await;
+    quick_start(&ns, |m| {
+        let from = "  web:\n    replicas: 1";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replace(
+            from,
+            "  web:\n    replicas: 2\n    preStopSeconds: 5\n    drainSeconds: 20",
+        )
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 2, 120).await;
+    wait_pdb_allows_one(&ns, "web").await;
+    let h = ns.hollo().await;
+    let window = h.data["spec"]["web"]["preStopSeconds"]
+        .as_i64()
+        .unwrap_or(-1)
+        + h.data["spec"]["web"]["drainSeconds"].as_i64().unwrap_or(-1);
+    assert_eq!(
+        window, 25,
+        "drain window from the API: {}",
+        h.data["spec"]["web"]
+    );
+    let web = pods(&ns, "web").await;
+    let api: Api<Pod> = ns.api();
+    let (first, second) = (web[0].name_any(), web[1].name_any());
+    // keep the replacement Pending so the budget stays spent while the first pod drains
+    let _cordon = Cordon::new(&ns, &real().node);
+    evict(&ns, &first).expect("the first eviction is granted");
+    ns.log(&format!("evicted {first}"));
+    let evicted = api.get(&first).await.expect("the evicted pod, terminating");
+    match evict(&ns, &second) {
+        Err(e) if e.contains("429") || e.contains("disruption budget") => {
+            ns.log(&format!("second eviction refused: {}", e.trim()))
+        }
+        other => panic!("second eviction while {first} drains: {other:?}"),
+    }
+    assert_eq!(
+        evicted.metadata.deletion_grace_period_seconds,
+        Some(window + 5),
+        "grace period of the evicted web pod (preStop 5 + drain 20 + 5)"
+    );
+    let still = api.get(&second).await.expect("the other web pod");
+    assert!(
+        pod_ready(&still) && still.metadata.deletion_timestamp.is_none(),
+        "{second} still serves"
+    );
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
 }
 
