@@ -11,6 +11,7 @@ pub mod node;
 pub mod polls;
 pub mod queue;
 pub mod recovery;
+pub mod scopes;
 pub mod shutdown;
 pub mod tasks;
 pub mod web;

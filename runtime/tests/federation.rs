@@ -946,10 +946,15 @@ async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
     assert!(out.status.success());
     let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert_eq!(token.len(), 43, "one bearer token on stdout");
-    let gina = accounts::by_token(&inst.pool, &token)
+    let (gina, scopes) = accounts::by_token(&inst.pool, &token)
         .await
         .expect("db")
         .expect("the token names the account");
+    assert_eq!(
+        scopes.to_string(),
+        "follow profile push read write",
+        "a CLI token holds every top-level scope"
+    );
     assert_eq!(gina.username, "gina");
 
     peer.script([Reply::Hang]);

@@ -10,6 +10,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Federation, keys};
+use crate::scopes::Scopes;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Account {
@@ -116,9 +117,19 @@ pub async fn by_id<'e>(
     .await
 }
 
-pub async fn by_token(pool: &PgPool, token: &str) -> Result<Option<Account>, sqlx::Error> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {} FROM accounts a JOIN account_tokens t ON t.account_id = a.id WHERE t.token_hash = $1",
+/// The account a bearer token belongs to and the scopes the token holds.
+pub async fn by_token(
+    pool: &PgPool,
+    token: &str,
+) -> Result<Option<(Account, Scopes)>, sqlx::Error> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        account: Account,
+        scopes: String,
+    }
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {}, t.scopes FROM accounts a JOIN account_tokens t ON t.account_id = a.id WHERE t.token_hash = $1",
         COLUMNS
             .split(", ")
             .map(|c| format!("a.{c}"))
@@ -127,7 +138,13 @@ pub async fn by_token(pool: &PgPool, token: &str) -> Result<Option<Account>, sql
     )))
     .bind(hash_token(token))
     .fetch_optional(pool)
-    .await
+    .await?;
+    Ok(row.map(|Row { account, scopes }| {
+        // The column is written only from parsed scopes; an unknown one (a newer version's
+        // scope after a rollback) must not widen the token, so it grants nothing.
+        let scopes = Scopes::parse(&scopes).unwrap_or_default();
+        (account, scopes)
+    }))
 }
 
 #[cfg(test)]

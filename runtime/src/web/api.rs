@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::activitypub::federation;
-use super::auth::{Admin, Caller};
+use super::auth::{Admin, Caller, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState};
 use crate::federation::follows;
@@ -32,7 +32,7 @@ async fn admin_fallback(_: Admin) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, "not found".into())
 }
 
-async fn verify_credentials(Caller(account): Caller) -> Json<Value> {
+async fn verify_credentials(Needs(account, _): Needs<need::Profile>) -> Json<Value> {
     Json(json!({
         "id": account.id, "username": account.username, "acct": account.username,
         "admin": account.admin,

@@ -2,12 +2,15 @@
 //! request-part extractors, and axum runs those before the one extractor that reads the body,
 //! so a handler that takes one refuses an unauthenticated request without reading its body.
 
+use std::marker::PhantomData;
+
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
+use crate::scopes::Scopes;
 
 /// The token of `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110
 /// §11.1), the token is what follows it, trimmed; an empty token is no token.
@@ -18,19 +21,81 @@ fn bearer(parts: &Parts) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// The account whose bearer token the request carries; 401 without one or with a wrong one.
+/// The account whose bearer token the request carries, whatever its scopes; 401 without one
+/// or with a wrong one. Client-API routes take [`Needs`] instead, which also checks scopes.
 pub struct Caller(pub Account);
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts)
-            .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "missing bearer token".into()))?;
-        accounts::by_token(&s.pool, token)
-            .await?
-            .map(Caller)
-            .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()))
+        let (account, _) = token_holder(parts, s).await?;
+        Ok(Caller(account))
+    }
+}
+
+async fn token_holder(parts: &Parts, s: &AppState) -> Result<(Account, Scopes), ApiError> {
+    let token = bearer(parts)
+        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "missing bearer token".into()))?;
+    accounts::by_token(&s.pool, token)
+        .await?
+        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()))
+}
+
+/// A route's scope requirement: the token must hold one of `ANY_OF` (R-MAPI).
+pub trait Need: Send + Sync + 'static {
+    const ANY_OF: &'static [&'static str];
+}
+
+/// The marker types for [`Needs`], one per scope a route can require.
+pub mod need {
+    macro_rules! needs {
+        ($($name:ident => [$($scope:literal),+];)*) => {$(
+            pub struct $name;
+            impl super::Need for $name {
+                const ANY_OF: &'static [&'static str] = &[$($scope),+];
+            }
+        )*};
+    }
+    needs! {
+        // `verify_credentials` is what the `profile` scope exists for.
+        Profile => ["profile", "read:accounts"];
+        ReadAccounts => ["read:accounts"];
+        ReadBlocks => ["read:blocks"];
+        ReadBookmarks => ["read:bookmarks"];
+        ReadFavourites => ["read:favourites"];
+        ReadFollows => ["read:follows"];
+        ReadNotifications => ["read:notifications"];
+        ReadSearch => ["read:search"];
+        ReadStatuses => ["read:statuses"];
+        WriteAccounts => ["write:accounts"];
+        WriteBlocks => ["write:blocks"];
+        WriteBookmarks => ["write:bookmarks"];
+        WriteFavourites => ["write:favourites"];
+        WriteFollows => ["write:follows"];
+        WriteMedia => ["write:media"];
+        WriteNotifications => ["write:notifications"];
+        WriteStatuses => ["write:statuses"];
+    }
+}
+
+/// A token holder whose token grants the scope `N` names: 401 without a valid token, 403 with
+/// Mastodon's body when the token lacks the scope. Like [`Caller`] it runs before the body is
+/// read. Take it as `Needs(account, _): Needs<need::ReadAccounts>`.
+pub struct Needs<N: Need>(pub Account, pub PhantomData<N>);
+
+impl<N: Need> FromRequestParts<AppState> for Needs<N> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let (account, scopes) = token_holder(parts, s).await?;
+        if !N::ANY_OF.iter().any(|need| scopes.grants(need)) {
+            return Err(ApiError(
+                StatusCode::FORBIDDEN,
+                "This action is outside the authorized scopes".into(),
+            ));
+        }
+        Ok(Needs(account, PhantomData))
     }
 }
 
