@@ -8,6 +8,7 @@ pub mod html;
 pub mod logging;
 pub mod metrics;
 pub mod node;
+pub mod passwords;
 pub mod polls;
 pub mod queue;
 pub mod recovery;

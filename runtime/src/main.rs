@@ -101,7 +101,13 @@ enum AccountCommand {
         name: String,
         #[arg(long)]
         admin: bool,
+        /// Read the account's sign-in password from standard input (one trailing line break
+        /// is dropped); without it the account signs in with CLI tokens only.
+        #[arg(long)]
+        password_stdin: bool,
     },
+    /// Set an account's sign-in password, read from standard input.
+    SetPassword { name: String },
 }
 
 #[derive(Subcommand)]
@@ -209,8 +215,33 @@ async fn run(command: Command, env: &Env) -> Result<()> {
         }
         Command::Probe { command } => probe(command, env).await,
         Command::Account {
-            command: AccountCommand::Create { name, admin },
+            command: AccountCommand::SetPassword { name },
         } => {
+            let password = read_password()?;
+            hollo_runtime::passwords::check_rules(&password)?;
+            let pool = connect(env).await?;
+            db::check_schema(&pool).await?;
+            let account = hollo_runtime::passwords::set(&pool, &name, &password).await?;
+            eprintln!("password of {} set", account.username);
+            Ok(())
+        }
+        Command::Account {
+            command:
+                AccountCommand::Create {
+                    name,
+                    admin,
+                    password_stdin,
+                },
+        } => {
+            // Read and check the password before anything is created: a refused one leaves
+            // nothing behind.
+            let password = if password_stdin {
+                let p = read_password()?;
+                hollo_runtime::passwords::check_rules(&p)?;
+                Some(p)
+            } else {
+                None
+            };
             let mut config = Config::from_env(env).map_err(config_error)?;
             config
                 .fill_local_secret_key()
@@ -222,7 +253,13 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             })?;
             let pool = connect(env).await?;
             db::check_schema(&pool).await?;
-            let (account, token) = accounts::create(&pool, &fed, &name, admin).await?;
+            let password_hash = match &password {
+                Some(p) => Some(hollo_runtime::passwords::hash(p).await?),
+                None => None,
+            };
+            let (account, token) =
+                accounts::create_with_password(&pool, &fed, &name, admin, password_hash.as_deref())
+                    .await?;
             eprintln!(
                 "created {}{} ({}); its bearer token follows (shown only once)",
                 account.username,
@@ -246,6 +283,16 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// A password from standard input (`--password-stdin`, `set-password`).
+fn read_password() -> Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("reading the password from standard input")?;
+    Ok(hollo_runtime::passwords::from_stdin_text(&text).to_owned())
 }
 
 async fn probe(command: ProbeCommand, env: &Env) -> Result<()> {

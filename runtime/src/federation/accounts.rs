@@ -34,7 +34,8 @@ pub fn hash_token(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
-fn new_token() -> String {
+/// A fresh random token (256 bits, URL-safe): bearer tokens, OAuth codes, sessions.
+pub fn new_token() -> String {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     URL_SAFE_NO_PAD.encode(bytes)
@@ -46,6 +47,18 @@ pub async fn create(
     fed: &Federation,
     username: &str,
     admin: bool,
+) -> Result<(Account, String)> {
+    create_with_password(pool, fed, username, admin, None).await
+}
+
+/// [`create`], with the argon2id hash of its password (`crate::passwords::hash`) written in
+/// the same transaction, so a refused password leaves no account behind.
+pub async fn create_with_password(
+    pool: &PgPool,
+    fed: &Federation,
+    username: &str,
+    admin: bool,
+    password_hash: Option<&str>,
 ) -> Result<(Account, String)> {
     if !valid_username(username) {
         bail!("invalid account name {username:?}: use 1–30 letters, digits or underscores");
@@ -61,14 +74,15 @@ pub async fn create(
     let token = new_token();
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
-        "INSERT INTO accounts (id, username, admin, public_key_pem, private_key_enc)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        "INSERT INTO accounts (id, username, admin, public_key_pem, private_key_enc, password_hash)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
     )
     .bind(id)
     .bind(username)
     .bind(admin)
     .bind(&public_key_pem)
     .bind(&private_key_enc)
+    .bind(password_hash)
     .execute(&mut *tx)
     .await?
     .rows_affected();
