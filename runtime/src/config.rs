@@ -121,6 +121,10 @@ pub struct Config {
     pub heartbeat_interval: Duration,
     pub log_format: LogFormat,
     pub federation: FederationConfig,
+    /// `BEHIND_PROXY`: a reverse proxy terminates TLS and appends the client address, so
+    /// `X-Forwarded-Proto` and the last `X-Forwarded-For` entry are believed (sign-in cookies
+    /// and limits).
+    pub behind_proxy: bool,
     /// `FS_STORAGE_PATH`: where media files live (the media cleanup's root); unset → none.
     pub storage_path: Option<std::path::PathBuf>,
     /// Remote reply collection (R-RPL).
@@ -538,7 +542,7 @@ impl Config {
                 });
             }
         };
-        let _behind_proxy = env.bool("BEHIND_PROXY", false)?;
+        let behind_proxy = env.bool("BEHIND_PROXY", false)?;
         if let Some(disk) = env.get("DRIVE_DISK")
             && !matches!(disk.trim(), "fs" | "s3")
         {
@@ -567,6 +571,7 @@ impl Config {
             heartbeat_interval: Duration::from_secs(5),
             log_format,
             federation,
+            behind_proxy,
             storage_path: env
                 .get("FS_STORAGE_PATH")
                 .filter(|p| !p.trim().is_empty())

@@ -200,6 +200,13 @@ impl NodeBuilder {
             http: config.http,
             // Web nodes schedule poll wakeups too (R-POLL-3).
             poll_wakeup_chunk: config.queue.poll_wakeup_chunk,
+            public_origin: config
+                .federation
+                .public_url
+                .as_str()
+                .trim_end_matches('/')
+                .to_string(),
+            behind_proxy: config.behind_proxy,
             ..AppState::new(pool.clone(), fed.clone())
         };
         let (app, port) = if config.role.serves_http() {

@@ -15,7 +15,12 @@ use crate::scopes::Scopes;
 /// The token of `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110
 /// §11.1), the token is what follows it, trimmed; an empty token is no token.
 fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_of(&parts.headers)
+}
+
+/// [`bearer`] of a header map (handlers that read tokens themselves).
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim_start().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
@@ -37,9 +42,20 @@ impl FromRequestParts<AppState> for Caller {
 async fn token_holder(parts: &Parts, s: &AppState) -> Result<(Account, Scopes), ApiError> {
     let token = bearer(parts)
         .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "missing bearer token".into()))?;
-    accounts::by_token(&s.pool, token)
-        .await?
-        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()))
+    if let Some(holder) = accounts::by_token(&s.pool, token).await? {
+        return Ok(holder);
+    }
+    // A client-credentials token is valid but acts for no account: Mastodon's answer.
+    if super::oauth::tokens::is_app_only(&s.pool, token).await? {
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "This method requires an authenticated user".into(),
+        ));
+    }
+    Err(ApiError(
+        StatusCode::UNAUTHORIZED,
+        "invalid bearer token".into(),
+    ))
 }
 
 /// A route's scope requirement: the token must hold one of `ANY_OF` (R-MAPI).

@@ -63,11 +63,22 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("application/json"))
 }
 
+fn is_html(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
+}
+
 /// Gives an error response that is not JSON the `{"error": …}` shape, keeping its status and
-/// its other headers (`Allow` of a 405, say); its text, if any, becomes the message.
+/// its other headers (`Allow` of a 405, say); its text, if any, becomes the message. HTML pages
+/// (the OAuth sign-in pages' errors, for people in a browser) stay as they are.
 pub async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
-    if !(status.is_client_error() || status.is_server_error()) || is_json(resp.headers()) {
+    if !(status.is_client_error() || status.is_server_error())
+        || is_json(resp.headers())
+        || is_html(resp.headers())
+    {
         return resp;
     }
     let (parts, body) = resp.into_parts();

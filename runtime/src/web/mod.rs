@@ -19,6 +19,7 @@ pub mod auth;
 pub mod body;
 pub mod edge;
 pub mod jobs;
+pub mod oauth;
 pub mod polls;
 pub mod replies;
 pub mod server;
@@ -48,6 +49,11 @@ pub struct AppState {
     pub http: crate::config::HttpLimits,
     /// `POLL_WAKEUP_CHUNK_SECONDS`: the longest wakeup delay web nodes schedule (R-POLL-3).
     pub poll_wakeup_chunk: std::time::Duration,
+    /// `PUBLIC_URL` without its trailing slash: the OAuth issuer, and whether sign-in cookies
+    /// are `Secure`.
+    pub public_origin: String,
+    /// `BEHIND_PROXY`: believe `X-Forwarded-Proto` / `X-Forwarded-For`.
+    pub behind_proxy: bool,
 }
 
 impl AppState {
@@ -67,6 +73,8 @@ impl AppState {
             imports: Default::default(),
             http: Default::default(),
             poll_wakeup_chunk: std::time::Duration::from_secs(7 * 86_400),
+            public_origin: "http://localhost:3000".into(),
+            behind_proxy: false,
         }
     }
 }
@@ -124,7 +132,8 @@ pub fn router(state: AppState) -> Router {
         .merge(api::routes())
         .merge(jobs::routes(&state))
         .merge(polls::routes())
-        .merge(replies::routes());
+        .merge(replies::routes())
+        .merge(oauth::routes());
     finish(routes, state)
 }
 

@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_io_timeout::TimeoutStream;
+use tower::Layer;
 
 use crate::config::HttpLimits;
 
@@ -52,12 +53,11 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(MAX_HEAD_BUFFER);
-    let service = TowerToHyperService::new(app);
     tokio::pin!(stop);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(pair) => pair,
                 Err(e) => {
                     // Out of file descriptors and the like: wait instead of spinning.
                     tracing::warn!(error = %e, "accepting an HTTP connection failed");
@@ -80,7 +80,12 @@ pub async fn serve(
         let mut io = TimeoutStream::new(stream);
         io.set_read_timeout(Some(limits.idle_timeout));
         io.set_write_timeout(Some(limits.idle_timeout));
-        let conn = builder.serve_connection(TokioIo::new(Box::pin(io)), service.clone());
+        // The peer address rides on every request of the connection (`ConnectInfo`, as
+        // axum::serve provides it): sign-in limits count failures per address.
+        let service = TowerToHyperService::new(
+            axum::Extension(axum::extract::ConnectInfo(peer)).layer(app.clone()),
+        );
+        let conn = builder.serve_connection(TokioIo::new(Box::pin(io)), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             if let Err(e) = conn.await {

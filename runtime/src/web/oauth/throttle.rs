@@ -1,0 +1,105 @@
+//! Limits on failed sign-ins, per account and per client address, counted in PostgreSQL so
+//! every web node enforces the same numbers. Past a limit, sign-in answers 429 with
+//! `Retry-After` — even with the right password, or the limit would not stop guessing — until
+//! the oldest failure in the window ages out. A successful sign-in clears its account's count.
+
+use std::net::IpAddr;
+
+use axum::http::HeaderMap;
+use sqlx::PgPool;
+
+/// The window failures are counted in.
+pub const WINDOW_SECONDS: i64 = 15 * 60;
+/// Failed sign-ins one account may take per window.
+pub const PER_ACCOUNT: i64 = 5;
+/// Failed sign-ins one address may make per window (several people may share one).
+pub const PER_ADDRESS: i64 = 20;
+
+pub fn account_subject(username: &str) -> String {
+    format!("account:{}", username.to_lowercase())
+}
+
+pub fn address_subject(addr: IpAddr) -> String {
+    format!("address:{addr}")
+}
+
+/// The client address: the peer, or behind a proxy the last `X-Forwarded-For` entry (the one
+/// our proxy appended; earlier ones are whatever the client claimed).
+pub fn client_address(behind_proxy: bool, headers: &HeaderMap, peer: Option<IpAddr>) -> Option<IpAddr> {
+    if behind_proxy
+        && let Some(addr) = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|a| a.trim().parse().ok())
+            .last()
+    {
+        return Some(addr);
+    }
+    peer
+}
+
+/// Seconds until `subject` may try again, when it is over `limit`.
+async fn wait_for(pool: &PgPool, subject: &str, limit: i64) -> Result<Option<u64>, sqlx::Error> {
+    let (count, retry): (i64, Option<f64>) = sqlx::query_as(
+        "SELECT count(*), EXTRACT(EPOCH FROM min(at) + make_interval(secs => $2) - now())::float8
+           FROM sign_in_failures WHERE subject = $1 AND at > now() - make_interval(secs => $2)",
+    )
+    .bind(subject)
+    .bind(WINDOW_SECONDS as f64)
+    .fetch_one(pool)
+    .await?;
+    Ok((count >= limit).then(|| retry.unwrap_or(1.0).ceil().max(1.0) as u64))
+}
+
+/// Seconds to wait when the account or the address is over its limit.
+pub async fn blocked(pool: &PgPool, account: &str, address: Option<IpAddr>) -> Result<Option<u64>, sqlx::Error> {
+    if let Some(wait) = wait_for(pool, &account_subject(account), PER_ACCOUNT).await? {
+        return Ok(Some(wait));
+    }
+    match address {
+        Some(a) => wait_for(pool, &address_subject(a), PER_ADDRESS).await,
+        None => Ok(None),
+    }
+}
+
+/// Counts a failed sign-in against the account and the address.
+pub async fn record_failure(pool: &PgPool, account: &str, address: Option<IpAddr>) -> Result<(), sqlx::Error> {
+    let mut subjects = vec![account_subject(account)];
+    subjects.extend(address.map(address_subject));
+    sqlx::query("INSERT INTO sign_in_failures (subject) SELECT unnest($1::text[])")
+        .bind(&subjects)
+        .execute(pool)
+        .await?;
+    // Old rows go as new ones come.
+    sqlx::query("DELETE FROM sign_in_failures WHERE at < now() - make_interval(secs => $1)")
+        .bind(WINDOW_SECONDS as f64)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+pub async fn clear_account(pool: &PgPool, account: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM sign_in_failures WHERE subject = $1")
+        .bind(account_subject(account))
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn the_proxy_appended_address_counts_only_behind_a_proxy() {
+        let peer: IpAddr = "10.0.0.9".parse().expect("ip");
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("1.2.3.4, 5.6.7.8"));
+        assert_eq!(client_address(false, &h, Some(peer)), Some(peer));
+        assert_eq!(client_address(true, &h, Some(peer)), "5.6.7.8".parse().ok());
+        assert_eq!(client_address(true, &HeaderMap::new(), Some(peer)), Some(peer));
+    }
+}
