@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::activitypub::federation;
-use super::auth::{Admin, Caller, Needs, need};
+use super::auth::{Admin, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState};
 use crate::federation::follows;
@@ -52,7 +52,7 @@ impl RequestBody for FollowRequest {
 
 async fn follow(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::WriteFollows>,
     ApiJson(req): ApiJson<FollowRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let fed = federation(&s)?;

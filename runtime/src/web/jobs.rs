@@ -20,7 +20,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::auth::{Admin, Caller};
+use super::auth::{Admin, Needs, need};
 use super::body::{ApiJson, BodyError, RequestBody};
 use super::{ApiError, AppState, parse_id};
 use crate::federation::accounts::Account;
@@ -178,7 +178,7 @@ impl ImportParams {
 
 async fn create_import(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::WriteAccounts>,
     Query(params): Query<ImportParams>,
     req: Request,
 ) -> Result<Response, ApiError> {
@@ -223,7 +223,7 @@ async fn own_import(s: &AppState, account: &Account, id: &str) -> Result<JobView
 
 async fn show_import(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::ReadAccounts>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let view = own_import(&s, &account, &id).await?;
@@ -232,7 +232,7 @@ async fn show_import(
 
 async fn cancel_import(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::WriteAccounts>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let view = own_import(&s, &account, &id).await?;

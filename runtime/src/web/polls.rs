@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::auth::{Caller, MaybeCaller};
+use super::auth::{MaybeCaller, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState, parse_id};
 use crate::federation::statuses::{self, Announce};
@@ -77,7 +77,7 @@ async fn status_response(
 
 async fn create_status(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::WriteStatuses>,
     ApiJson(req): ApiJson<CreateStatusRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let (text, poll) = req.validate()?;
@@ -100,7 +100,7 @@ async fn create_status(
 
 async fn show_status(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::ReadStatuses>,
     Path(raw): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     status_response(&s, parse_id(&raw, "status")?, account.id).await
@@ -108,7 +108,7 @@ async fn show_status(
 
 async fn edit_status(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
     ApiJson(req): ApiJson<EditStatusRequest>,
 ) -> Result<Json<Value>, ApiError> {
@@ -148,7 +148,7 @@ async fn show_poll(
 
 async fn vote(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
     ApiJson(req): ApiJson<VoteRequest>,
 ) -> Result<Json<Value>, ApiError> {
@@ -172,7 +172,7 @@ struct Page {
 
 async fn notifications(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::ReadNotifications>,
     Query(q): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = match q.limit.as_deref() {

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::auth::Caller;
+use super::auth::{Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState, parse_id};
 use crate::federation::actor::id_of;
@@ -66,7 +66,7 @@ async fn job_json(s: &AppState, id: Uuid) -> Result<Value, ApiError> {
 
 async fn create(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::ReadStatuses>,
     ApiJson(req): ApiJson<CollectionRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let url = req.url.trim();
@@ -133,7 +133,7 @@ async fn create(
 
 async fn show(
     State(s): State<AppState>,
-    _: Caller,
+    _: Needs<need::ReadStatuses>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = parse_id(&id, "reply collection")?;
@@ -166,7 +166,7 @@ const ANCESTOR_LIMIT: i32 = 40;
 
 async fn context(
     State(s): State<AppState>,
-    Caller(account): Caller,
+    Needs(account, _): Needs<need::ReadStatuses>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = parse_id(&id, "status")?;

@@ -48,7 +48,10 @@ impl App {
 
 const COLUMNS: &str = "id, name, website, redirect_uris, scopes, client_id, client_secret_hash";
 
-pub async fn by_client_id(pool: &sqlx::PgPool, client_id: &str) -> Result<Option<App>, sqlx::Error> {
+pub async fn by_client_id(
+    pool: &sqlx::PgPool,
+    client_id: &str,
+) -> Result<Option<App>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM oauth_apps WHERE client_id = $1"
     )))
@@ -127,22 +130,31 @@ pub async fn create(
         return Err(invalid("Application name can't be blank"));
     }
     if name.chars().count() > MAX_NAME {
-        return Err(invalid(format!("Application name is longer than {MAX_NAME} characters")));
+        return Err(invalid(format!(
+            "Application name is longer than {MAX_NAME} characters"
+        )));
     }
     let uris = req.redirect_uris.map(|u| u.items()).unwrap_or_default();
     if uris.is_empty() {
         return Err(invalid("Redirect URI can't be blank"));
     }
-    if let Some(bad) = uris.iter().find(|u| u.len() > MAX_URI || !valid_redirect_uri(u)) {
+    if let Some(bad) = uris
+        .iter()
+        .find(|u| u.len() > MAX_URI || !valid_redirect_uri(u))
+    {
         return Err(invalid(format!(
             "Redirect URI {bad:?} must be an absolute URI without a fragment, or {OOB}"
         )));
     }
     let scopes = Scopes::parse(req.scopes.as_deref().unwrap_or(""))
         .map_err(|e| invalid(format!("Scopes: {e}")))?;
-    let website = req.website.map(|w| w.trim().to_owned()).filter(|w| !w.is_empty());
+    let website = req
+        .website
+        .map(|w| w.trim().to_owned())
+        .filter(|w| !w.is_empty());
     if let Some(w) = &website
-        && (w.len() > MAX_URI || !url::Url::parse(w).is_ok_and(|u| matches!(u.scheme(), "http" | "https")))
+        && (w.len() > MAX_URI
+            || !url::Url::parse(w).is_ok_and(|u| matches!(u.scheme(), "http" | "https")))
     {
         return Err(invalid("Website must be an http(s) URL"));
     }
@@ -181,14 +193,24 @@ pub async fn verify_credentials(
     State(s): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let token = crate::web::auth::bearer_of(&headers)
-        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "The access token is invalid".into()))?;
-    let app_id = tokens::app_of(&s.pool, token)
-        .await?
-        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "The access token is invalid".into()))?;
-    let app = by_id(&s.pool, app_id)
-        .await?
-        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "The access token is invalid".into()))?;
+    let token = crate::web::auth::bearer_of(&headers).ok_or_else(|| {
+        ApiError(
+            StatusCode::UNAUTHORIZED,
+            "The access token is invalid".into(),
+        )
+    })?;
+    let app_id = tokens::app_of(&s.pool, token).await?.ok_or_else(|| {
+        ApiError(
+            StatusCode::UNAUTHORIZED,
+            "The access token is invalid".into(),
+        )
+    })?;
+    let app = by_id(&s.pool, app_id).await?.ok_or_else(|| {
+        ApiError(
+            StatusCode::UNAUTHORIZED,
+            "The access token is invalid".into(),
+        )
+    })?;
     Ok(Json(app.json()))
 }
 
@@ -198,7 +220,13 @@ mod tests {
 
     #[test]
     fn redirect_uris() {
-        for ok in [OOB, "https://app.example/cb", "http://127.0.0.1:8080/cb?x=1", "elk://callback", "com.tapbots.ivory:/oauth"] {
+        for ok in [
+            OOB,
+            "https://app.example/cb",
+            "http://127.0.0.1:8080/cb?x=1",
+            "elk://callback",
+            "com.tapbots.ivory:/oauth",
+        ] {
             assert!(valid_redirect_uri(ok), "{ok}");
         }
         for bad in ["/relative", "https://app.example/cb#frag", "not a uri", ""] {

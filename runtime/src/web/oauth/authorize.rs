@@ -85,9 +85,20 @@ fn see_other(location: &str) -> Response {
 }
 
 /// An RFC 6749 §4.1.2.1 error sent back to the app (or shown, for the out-of-band URI).
-fn refuse(s: &AppState, redirect_uri: &str, state: Option<&str>, code: &str, description: &str) -> Response {
+fn refuse(
+    s: &AppState,
+    redirect_uri: &str,
+    state: Option<&str>,
+    code: &str,
+    description: &str,
+) -> Response {
     if redirect_uri == OOB {
-        return pages::error(StatusCode::BAD_REQUEST, &host(s), "Authorization failed", &format!("{code}: {description}"));
+        return pages::error(
+            StatusCode::BAD_REQUEST,
+            &host(s),
+            "Authorization failed",
+            &format!("{code}: {description}"),
+        );
     }
     let mut pairs = vec![("error", code), ("error_description", description)];
     if let Some(state) = state {
@@ -99,11 +110,18 @@ fn refuse(s: &AppState, redirect_uri: &str, state: Option<&str>, code: &str, des
 async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
     let h = host(s);
     let app = match given(&p.client_id) {
-        Some(id) => apps::by_client_id(&s.pool, id).await.map_err(|e| db_error(s, e))?,
+        Some(id) => apps::by_client_id(&s.pool, id)
+            .await
+            .map_err(|e| db_error(s, e))?,
         None => None,
     };
     let Some(app) = app else {
-        return Err(pages::error(StatusCode::BAD_REQUEST, &h, "Unknown app", "invalid_client: this app is not registered here (unknown client_id)."));
+        return Err(pages::error(
+            StatusCode::BAD_REQUEST,
+            &h,
+            "Unknown app",
+            "invalid_client: this app is not registered here (unknown client_id).",
+        ));
     };
     let redirect_uri = match given(&p.redirect_uri) {
         Some(uri) => uri.to_owned(),
@@ -111,36 +129,117 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
         None => String::new(),
     };
     if !app.redirect_uris.contains(&redirect_uri) {
-        return Err(pages::error(StatusCode::BAD_REQUEST, &h, "Wrong redirect URI", "invalid_request: the redirect URI is not one this app registered, so this page will not send you there."));
+        return Err(pages::error(
+            StatusCode::BAD_REQUEST,
+            &h,
+            "Wrong redirect URI",
+            "invalid_request: the redirect URI is not one this app registered, so this page will not send you there.",
+        ));
     }
     let state = given(&p.state).map(str::to_owned);
     let st = state.as_deref();
     if given(&p.response_type) != Some("code") {
-        return Err(refuse(s, &redirect_uri, st, "unsupported_response_type", "only response_type=code is supported"));
+        return Err(refuse(
+            s,
+            &redirect_uri,
+            st,
+            "unsupported_response_type",
+            "only response_type=code is supported",
+        ));
     }
     let scopes = match Scopes::parse(p.scope.as_deref().unwrap_or("")) {
         Ok(scopes) if app.scopes().covers(&scopes) => scopes,
-        Ok(_) => return Err(refuse(s, &redirect_uri, st, "invalid_scope", "the requested scope is more than the app registered")),
-        Err(e) => return Err(refuse(s, &redirect_uri, st, "invalid_scope", &e.to_string())),
+        Ok(_) => {
+            return Err(refuse(
+                s,
+                &redirect_uri,
+                st,
+                "invalid_scope",
+                "the requested scope is more than the app registered",
+            ));
+        }
+        Err(e) => {
+            return Err(refuse(
+                s,
+                &redirect_uri,
+                st,
+                "invalid_scope",
+                &e.to_string(),
+            ));
+        }
     };
     let challenge = match (given(&p.code_challenge), given(&p.code_challenge_method)) {
         (None, None) => None,
-        (Some(c), Some("S256")) if c.len() == 43 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => Some(c.to_owned()),
-        (Some(_), Some("S256")) => return Err(refuse(s, &redirect_uri, st, "invalid_request", "code_challenge must be a BASE64URL SHA-256 (43 characters)")),
-        (Some(_), _) => return Err(refuse(s, &redirect_uri, st, "invalid_request", "code_challenge_method must be S256 (plain is not supported)")),
-        (None, Some(_)) => return Err(refuse(s, &redirect_uri, st, "invalid_request", "code_challenge_method without code_challenge")),
+        (Some(c), Some("S256"))
+            if c.len() == 43
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            Some(c.to_owned())
+        }
+        (Some(_), Some("S256")) => {
+            return Err(refuse(
+                s,
+                &redirect_uri,
+                st,
+                "invalid_request",
+                "code_challenge must be a BASE64URL SHA-256 (43 characters)",
+            ));
+        }
+        (Some(_), _) => {
+            return Err(refuse(
+                s,
+                &redirect_uri,
+                st,
+                "invalid_request",
+                "code_challenge_method must be S256 (plain is not supported)",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(refuse(
+                s,
+                &redirect_uri,
+                st,
+                "invalid_request",
+                "code_challenge_method without code_challenge",
+            ));
+        }
     };
-    Ok(Checked { app, redirect_uri, scopes, state, challenge })
+    Ok(Checked {
+        app,
+        redirect_uri,
+        scopes,
+        state,
+        challenge,
+    })
 }
 
 fn db_error(s: &AppState, e: sqlx::Error) -> Response {
     tracing::warn!(error = %e, "database error on an authorization page");
-    pages::error(StatusCode::SERVICE_UNAVAILABLE, &host(s), "Try again later", "The server cannot reach its database right now.")
+    pages::error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &host(s),
+        "Try again later",
+        "The server cannot reach its database right now.",
+    )
 }
 
 /// Adds the CSRF cookie to a page when the browser has none yet.
-fn with_csrf(mut resp: Response, s: &AppState, headers: &HeaderMap, csrf: &str, new: bool) -> Response {
-    if new && let Some(v) = session::set_cookie(session::CSRF_COOKIE, csrf, session::SESSION_DAYS * 86_400, session::over_https(s, headers)) {
+fn with_csrf(
+    mut resp: Response,
+    s: &AppState,
+    headers: &HeaderMap,
+    csrf: &str,
+    new: bool,
+) -> Response {
+    if new
+        && let Some(v) = session::set_cookie(
+            session::CSRF_COOKIE,
+            csrf,
+            session::SESSION_DAYS * 86_400,
+            session::over_https(s, headers),
+        )
+    {
         resp.headers_mut().append(header::SET_COOKIE, v);
     }
     resp
@@ -148,33 +247,56 @@ fn with_csrf(mut resp: Response, s: &AppState, headers: &HeaderMap, csrf: &str, 
 
 /// The query that brings the browser back to the authorization request after signing in.
 fn next_query(p: &AuthorizeParams) -> String {
-    let p = AuthorizeParams { force_login: None, ..p.clone() };
+    let p = AuthorizeParams {
+        force_login: None,
+        ..p.clone()
+    };
     serde_urlencoded::to_string(&p).unwrap_or_default()
 }
 
-fn sign_in_page(s: &AppState, headers: &HeaderMap, status: StatusCode, app: Option<&App>, p: &AuthorizeParams, username: &str, error: Option<&str>) -> Response {
+fn sign_in_page(
+    s: &AppState,
+    headers: &HeaderMap,
+    status: StatusCode,
+    app: Option<&App>,
+    p: &AuthorizeParams,
+    username: &str,
+    error: Option<&str>,
+) -> Response {
     let (csrf, new) = session::csrf_token(headers);
-    let page = pages::render(status, "sign_in.html", context! {
-        host => host(s), app_name => app.map(|a| a.name.clone()), csrf => &csrf,
-        next => next_query(p), username, error,
-    });
+    let page = pages::render(
+        status,
+        "sign_in.html",
+        context! {
+            host => host(s), app_name => app.map(|a| a.name.clone()), csrf => &csrf,
+            next => next_query(p), username, error,
+        },
+    );
     with_csrf(page, s, headers, &csrf, new)
 }
 
 fn consent_page(s: &AppState, headers: &HeaderMap, c: &Checked, account: &Account) -> Response {
     let (csrf, new) = session::csrf_token(headers);
-    let page = pages::render(StatusCode::OK, "consent.html", context! {
-        host => host(s), app_name => &c.app.name, website => &c.app.website, username => &account.username,
-        scopes => c.scopes.iter().collect::<Vec<_>>(), scope => c.scopes.to_string(), csrf => &csrf,
-        client_id => &c.app.client_id, redirect_uri => &c.redirect_uri, state => c.state.clone().unwrap_or_default(),
-        code_challenge => c.challenge.clone().unwrap_or_default(),
-        code_challenge_method => if c.challenge.is_some() { "S256" } else { "" },
-    });
+    let page = pages::render(
+        StatusCode::OK,
+        "consent.html",
+        context! {
+            host => host(s), app_name => &c.app.name, website => &c.app.website, username => &account.username,
+            scopes => c.scopes.iter().collect::<Vec<_>>(), scope => c.scopes.to_string(), csrf => &csrf,
+            client_id => &c.app.client_id, redirect_uri => &c.redirect_uri, state => c.state.clone().unwrap_or_default(),
+            code_challenge => c.challenge.clone().unwrap_or_default(),
+            code_challenge_method => if c.challenge.is_some() { "S256" } else { "" },
+        },
+    );
     with_csrf(page, s, headers, &csrf, new)
 }
 
 /// `GET /oauth/authorize`.
-pub async fn show(State(s): State<AppState>, headers: HeaderMap, Query(p): Query<AuthorizeParams>) -> Response {
+pub async fn show(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(p): Query<AuthorizeParams>,
+) -> Response {
     let c = match check(&s, &p).await {
         Ok(c) => c,
         Err(resp) => return resp,
@@ -191,7 +313,12 @@ pub async fn show(State(s): State<AppState>, headers: HeaderMap, Query(p): Query
 }
 
 fn form_expired(s: &AppState) -> Response {
-    pages::error(StatusCode::FORBIDDEN, &host(s), "The form expired", "The form could not be verified (CSRF). Go back, reload the page and try again.")
+    pages::error(
+        StatusCode::FORBIDDEN,
+        &host(s),
+        "The form expired",
+        "The form could not be verified (CSRF). Go back, reload the page and try again.",
+    )
 }
 
 #[derive(Deserialize)]
@@ -203,28 +330,56 @@ pub struct SignInForm {
 }
 
 /// `POST /oauth/sign_in`.
-pub async fn sign_in(State(s): State<AppState>, headers: HeaderMap, ext: Extensions, FormOrJson(f): FormOrJson<SignInForm>) -> Response {
+pub async fn sign_in(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    ext: Extensions,
+    FormOrJson(f): FormOrJson<SignInForm>,
+) -> Response {
     if !session::csrf_ok(&headers, f.csrf.as_deref()) {
         return form_expired(&s);
     }
     let next = f.next.unwrap_or_default();
     let Ok(p) = serde_urlencoded::from_str::<AuthorizeParams>(&next) else {
-        return pages::error(StatusCode::BAD_REQUEST, &host(&s), "Bad request", "The sign-in form did not carry a valid authorization request.");
+        return pages::error(
+            StatusCode::BAD_REQUEST,
+            &host(&s),
+            "Bad request",
+            "The sign-in form did not carry a valid authorization request.",
+        );
     };
     let c = match check(&s, &p).await {
         Ok(c) => c,
         Err(resp) => return resp,
     };
-    let username = f.username.unwrap_or_default().trim().trim_start_matches('@').to_owned();
+    let username = f
+        .username
+        .unwrap_or_default()
+        .trim()
+        .trim_start_matches('@')
+        .to_owned();
     let password = f.password.unwrap_or_default();
-    let peer = ext.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(a)| a.ip());
+    let peer = ext
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(a)| a.ip());
     let address = throttle::client_address(s.behind_proxy, &headers, peer);
     match throttle::blocked(&s.pool, &username, address).await {
         Err(e) => return db_error(&s, e),
         Ok(Some(wait)) => {
             let minutes = wait.div_ceil(60);
-            let msg = format!("Too many failed sign-ins. Try again in {minutes} minute{}.", if minutes == 1 { "" } else { "s" });
-            let mut resp = sign_in_page(&s, &headers, StatusCode::TOO_MANY_REQUESTS, Some(&c.app), &p, &username, Some(&msg));
+            let msg = format!(
+                "Too many failed sign-ins. Try again in {minutes} minute{}.",
+                if minutes == 1 { "" } else { "s" }
+            );
+            let mut resp = sign_in_page(
+                &s,
+                &headers,
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(&c.app),
+                &p,
+                &username,
+                Some(&msg),
+            );
             if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);
             }
@@ -240,7 +395,15 @@ pub async fn sign_in(State(s): State<AppState>, headers: HeaderMap, ext: Extensi
         if let Err(e) = throttle::record_failure(&s.pool, &username, address).await {
             return db_error(&s, e);
         }
-        return sign_in_page(&s, &headers, StatusCode::UNAUTHORIZED, Some(&c.app), &p, &username, Some("Wrong username or password."));
+        return sign_in_page(
+            &s,
+            &headers,
+            StatusCode::UNAUTHORIZED,
+            Some(&c.app),
+            &p,
+            &username,
+            Some("Wrong username or password."),
+        );
     };
     let started = async {
         throttle::clear_account(&s.pool, &username).await?;
@@ -251,7 +414,12 @@ pub async fn sign_in(State(s): State<AppState>, headers: HeaderMap, ext: Extensi
         Err(e) => return db_error(&s, e),
     };
     let mut resp = see_other(&format!("/oauth/authorize?{}", next_query(&p)));
-    if let Some(v) = session::set_cookie(session::SESSION_COOKIE, &token, session::SESSION_DAYS * 86_400, session::over_https(&s, &headers)) {
+    if let Some(v) = session::set_cookie(
+        session::SESSION_COOKIE,
+        &token,
+        session::SESSION_DAYS * 86_400,
+        session::over_https(&s, &headers),
+    ) {
         resp.headers_mut().append(header::SET_COOKIE, v);
     }
     resp
@@ -270,7 +438,11 @@ pub struct DecisionForm {
 }
 
 /// `POST /oauth/authorize`: the consent form.
-pub async fn decide(State(s): State<AppState>, headers: HeaderMap, FormOrJson(f): FormOrJson<DecisionForm>) -> Response {
+pub async fn decide(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    FormOrJson(f): FormOrJson<DecisionForm>,
+) -> Response {
     if !session::csrf_ok(&headers, f.csrf.as_deref()) {
         return form_expired(&s);
     }
@@ -294,7 +466,13 @@ pub async fn decide(State(s): State<AppState>, headers: HeaderMap, FormOrJson(f)
         Err(e) => return db_error(&s, e),
     };
     if f.decision.as_deref() != Some("approve") {
-        return refuse(&s, &c.redirect_uri, c.state.as_deref(), "access_denied", "the resource owner denied the request");
+        return refuse(
+            &s,
+            &c.redirect_uri,
+            c.state.as_deref(),
+            "access_denied",
+            "the resource owner denied the request",
+        );
     }
     let grant = codes::Grant {
         app: c.app.id,
@@ -308,9 +486,13 @@ pub async fn decide(State(s): State<AppState>, headers: HeaderMap, FormOrJson(f)
         Err(e) => return db_error(&s, e),
     };
     if c.redirect_uri == OOB {
-        return pages::render(StatusCode::OK, "code.html", context! {
-            host => host(&s), app_name => &c.app.name, code, minutes => codes::LIFETIME_SECONDS / 60,
-        });
+        return pages::render(
+            StatusCode::OK,
+            "code.html",
+            context! {
+                host => host(&s), app_name => &c.app.name, code, minutes => codes::LIFETIME_SECONDS / 60,
+            },
+        );
     }
     let mut pairs = vec![("code", code.as_str())];
     if let Some(state) = c.state.as_deref() {

@@ -84,9 +84,11 @@ pub async fn exchange(
     .bind(hash_token(code))
     .fetch_optional(&mut *tx)
     .await?;
-    let invalid = || OAuthError::invalid_grant(
-        "The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.",
-    );
+    let invalid = || {
+        OAuthError::invalid_grant(
+            "The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.",
+        )
+    };
     let Some(row) = row else {
         return Err(invalid());
     };
@@ -109,10 +111,14 @@ pub async fn exchange(
     }
     if let Some(challenge) = &row.code_challenge {
         let Some(verifier) = verifier else {
-            return Err(OAuthError::invalid_grant("code_verifier is required: the authorization request sent a code_challenge"));
+            return Err(OAuthError::invalid_grant(
+                "code_verifier is required: the authorization request sent a code_challenge",
+            ));
         };
         if !pkce_matches(verifier, challenge) {
-            return Err(OAuthError::invalid_grant("the code_verifier does not match the code_challenge"));
+            return Err(OAuthError::invalid_grant(
+                "the code_verifier does not match the code_challenge",
+            ));
         }
     }
     let scopes = Scopes::parse(&row.scopes).unwrap_or_default();
@@ -136,7 +142,10 @@ mod tests {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
         let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
         assert!(pkce_matches(verifier, challenge));
-        assert!(!pkce_matches("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXj", challenge));
+        assert!(!pkce_matches(
+            "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXj",
+            challenge
+        ));
         assert!(!pkce_matches("short", challenge));
     }
 }

@@ -29,7 +29,10 @@ pub const OOB: &str = "urn:ietf:wg:oauth:2.0:oob";
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/apps", post(apps::create))
-        .route("/api/v1/apps/verify_credentials", get(apps::verify_credentials))
+        .route(
+            "/api/v1/apps/verify_credentials",
+            get(apps::verify_credentials),
+        )
         .route(
             "/oauth/authorize",
             get(authorize::show).post(authorize::decide),
@@ -88,8 +91,10 @@ impl IntoResponse for OAuthError {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
         }
         // §5.1: token responses and their errors must not be cached.
-        resp.headers_mut()
-            .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+        resp.headers_mut().insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-store"),
+        );
         resp
     }
 }

@@ -34,9 +34,7 @@ fn env() -> &'static Environment<'static> {
 
 /// Renders `template` with `ctx` as an HTML response of `status`.
 pub fn render(status: StatusCode, template: &str, ctx: minijinja::Value) -> Response {
-    let html = env()
-        .get_template(template)
-        .and_then(|t| t.render(ctx));
+    let html = env().get_template(template).and_then(|t| t.render(ctx));
     let (status, body) = match html {
         Ok(body) => (status, body),
         Err(e) => {
@@ -49,12 +47,17 @@ pub fn render(status: StatusCode, template: &str, ctx: minijinja::Value) -> Resp
     };
     let mut resp = (status, body).into_response();
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"),
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+        ),
     );
     resp
 }
@@ -85,7 +88,9 @@ mod tests {
             },
         );
         assert_eq!(resp.status(), StatusCode::OK);
-        let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.expect("body");
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .expect("body");
         let body = String::from_utf8_lossy(&body);
         assert!(body.contains("&lt;script&gt;x&lt;/script&gt;"), "{body}");
         assert!(!body.contains("<script>"), "{body}");

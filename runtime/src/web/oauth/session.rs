@@ -37,11 +37,20 @@ pub fn over_https(s: &AppState, headers: &HeaderMap) -> bool {
             && headers
                 .get("x-forwarded-proto")
                 .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.split(',').next().is_some_and(|p| p.trim().eq_ignore_ascii_case("https")))
+                .is_some_and(|v| {
+                    v.split(',')
+                        .next()
+                        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+                })
 }
 
 /// A `Set-Cookie` value with the attributes every cookie of ours has.
-pub fn set_cookie(name: &str, value: &str, max_age_seconds: i64, secure: bool) -> Option<HeaderValue> {
+pub fn set_cookie(
+    name: &str,
+    value: &str,
+    max_age_seconds: i64,
+    secure: bool,
+) -> Option<HeaderValue> {
     let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{name}={value}; Path=/; Max-Age={max_age_seconds}; HttpOnly; SameSite=Lax{secure}"
@@ -88,7 +97,11 @@ pub async fn start(pool: &PgPool, account: Uuid) -> Result<String, sqlx::Error> 
 /// The CSRF token of this browser, and whether it is new (then it must be set as a cookie).
 pub fn csrf_token(headers: &HeaderMap) -> (String, bool) {
     match cookie(headers, CSRF_COOKIE) {
-        Some(t) if t.len() >= 32 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => {
+        Some(t)
+            if t.len() >= 32
+                && t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
             (t.to_owned(), false)
         }
         _ => (new_token(), true),
@@ -110,8 +123,14 @@ mod tests {
     #[test]
     fn cookies_are_found_among_others() {
         let mut h = HeaderMap::new();
-        h.append(header::COOKIE, HeaderValue::from_static("a=1; hollo_csrf=abc"));
-        h.append(header::COOKIE, HeaderValue::from_static("hollo_session=xyz"));
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; hollo_csrf=abc"),
+        );
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("hollo_session=xyz"),
+        );
         assert_eq!(cookie(&h, CSRF_COOKIE), Some("abc"));
         assert_eq!(cookie(&h, SESSION_COOKIE), Some("xyz"));
         assert_eq!(cookie(&h, "b"), None);

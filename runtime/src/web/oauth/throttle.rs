@@ -25,7 +25,11 @@ pub fn address_subject(addr: IpAddr) -> String {
 
 /// The client address: the peer, or behind a proxy the last `X-Forwarded-For` entry (the one
 /// our proxy appended; earlier ones are whatever the client claimed).
-pub fn client_address(behind_proxy: bool, headers: &HeaderMap, peer: Option<IpAddr>) -> Option<IpAddr> {
+pub fn client_address(
+    behind_proxy: bool,
+    headers: &HeaderMap,
+    peer: Option<IpAddr>,
+) -> Option<IpAddr> {
     if behind_proxy
         && let Some(addr) = headers
             .get_all("x-forwarded-for")
@@ -54,7 +58,11 @@ async fn wait_for(pool: &PgPool, subject: &str, limit: i64) -> Result<Option<u64
 }
 
 /// Seconds to wait when the account or the address is over its limit.
-pub async fn blocked(pool: &PgPool, account: &str, address: Option<IpAddr>) -> Result<Option<u64>, sqlx::Error> {
+pub async fn blocked(
+    pool: &PgPool,
+    account: &str,
+    address: Option<IpAddr>,
+) -> Result<Option<u64>, sqlx::Error> {
     if let Some(wait) = wait_for(pool, &account_subject(account), PER_ACCOUNT).await? {
         return Ok(Some(wait));
     }
@@ -65,7 +73,11 @@ pub async fn blocked(pool: &PgPool, account: &str, address: Option<IpAddr>) -> R
 }
 
 /// Counts a failed sign-in against the account and the address.
-pub async fn record_failure(pool: &PgPool, account: &str, address: Option<IpAddr>) -> Result<(), sqlx::Error> {
+pub async fn record_failure(
+    pool: &PgPool,
+    account: &str,
+    address: Option<IpAddr>,
+) -> Result<(), sqlx::Error> {
     let mut subjects = vec![account_subject(account)];
     subjects.extend(address.map(address_subject));
     sqlx::query("INSERT INTO sign_in_failures (subject) SELECT unnest($1::text[])")
@@ -97,9 +109,15 @@ mod tests {
     fn the_proxy_appended_address_counts_only_behind_a_proxy() {
         let peer: IpAddr = "10.0.0.9".parse().expect("ip");
         let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", HeaderValue::from_static("1.2.3.4, 5.6.7.8"));
+        h.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("1.2.3.4, 5.6.7.8"),
+        );
         assert_eq!(client_address(false, &h, Some(peer)), Some(peer));
         assert_eq!(client_address(true, &h, Some(peer)), "5.6.7.8".parse().ok());
-        assert_eq!(client_address(true, &HeaderMap::new(), Some(peer)), Some(peer));
+        assert_eq!(
+            client_address(true, &HeaderMap::new(), Some(peer)),
+            Some(peer)
+        );
     }
 }

@@ -57,8 +57,9 @@ pub async fn token(
     )
     .await?;
     if grant_type == "client_credentials" {
-        let scopes = Scopes::parse(req.scope.as_deref().unwrap_or(""))
-            .map_err(|e| OAuthError::new(StatusCode::BAD_REQUEST, "invalid_scope", e.to_string()))?;
+        let scopes = Scopes::parse(req.scope.as_deref().unwrap_or("")).map_err(|e| {
+            OAuthError::new(StatusCode::BAD_REQUEST, "invalid_scope", e.to_string())
+        })?;
         if !app.scopes().covers(&scopes) {
             return Err(OAuthError::new(
                 StatusCode::BAD_REQUEST,

@@ -31,10 +31,12 @@ pub async fn issue<'e>(
 
 /// The app a token was issued to (`None` for unknown tokens and CLI-made ones).
 pub async fn app_of(pool: &PgPool, token: &str) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar("SELECT app_id FROM account_tokens WHERE token_hash = $1 AND app_id IS NOT NULL")
-        .bind(hash_token(token))
-        .fetch_optional(pool)
-        .await
+    sqlx::query_scalar(
+        "SELECT app_id FROM account_tokens WHERE token_hash = $1 AND app_id IS NOT NULL",
+    )
+    .bind(hash_token(token))
+    .fetch_optional(pool)
+    .await
 }
 
 /// Whether `token` is a client-credentials token (an app's, no account's).
