@@ -1,0 +1,65 @@
+"""Shared pieces of the client tests (runtime/tests/clients.rs runs them): a headless Debian
+Chromium driven by Selenium through chromium-driver, with JavaScript off, since the sign-in and
+consent pages must work without it; and the person at the keyboard signing in and approving."""
+
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def fail(message):
+    print(f"FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--no-first-run", "--disable-extensions"):
+        options.add_argument(arg)
+    # No JavaScript: the pages are plain HTML forms (issue 18/3).
+    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    service = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def text(driver, element_id):
+    found = driver.find_elements(By.ID, element_id)
+    return found[0].text if found else ""
+
+
+def sign_in(driver, username, password):
+    """Fills the sign-in page and submits it."""
+    check(driver.find_elements(By.ID, "sign-in"), f"expected the sign-in page, got: {driver.page_source[:500]}")
+    field = driver.find_element(By.ID, "username")
+    field.clear()
+    field.send_keys(username)
+    driver.find_element(By.ID, "password").send_keys(password)
+    submit_and_wait(driver, driver.find_element(By.ID, "sign-in"))
+
+
+def approve(driver, app_name, scopes):
+    """Checks the consent page names the app and the scopes, then approves."""
+    check(f"Authorize {app_name}" in driver.page_source, f"the consent page names the app: {driver.page_source[:800]}")
+    shown = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#scopes li")]
+    check(sorted(shown) == sorted(scopes), f"the consent page lists the scopes {scopes}, shows {shown}")
+    submit_and_wait(driver, driver.find_element(By.ID, "approve"))
+
+
+def submit_and_wait(driver, button):
+    """Clicks a form's button and waits until the next page has replaced this one."""
+    button.click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(button))
