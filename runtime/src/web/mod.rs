@@ -79,6 +79,7 @@ impl AppState {
     }
 }
 
+#[derive(Debug)]
 pub struct ApiError(pub StatusCode, pub String);
 
 impl IntoResponse for ApiError {

@@ -30,16 +30,17 @@ pub fn client_address(
     headers: &HeaderMap,
     peer: Option<IpAddr>,
 ) -> Option<IpAddr> {
-    if behind_proxy
-        && let Some(addr) = headers
+    if behind_proxy {
+        // Only the very last entry is the proxy's: a garbled one is no address, never an
+        // earlier (client-written) entry.
+        return headers
             .get_all("x-forwarded-for")
             .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|a| a.trim().parse().ok())
-            .last()
-    {
-        return Some(addr);
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|a| a.trim().parse().ok())
+            .or(peer);
     }
     peer
 }
