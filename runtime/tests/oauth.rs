@@ -918,3 +918,84 @@ async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
     );
     inst.shutdown().await;
 }
+
+#[tokio::test]
+async fn behind_an_https_proxy_the_cookies_are_secure_and_the_forwarded_address_counts() {
+    let inst = Instance::start("web", &[("BEHIND_PROXY", "true")]).await;
+    let base = inst.base.clone();
+    user(&inst, "gail").await;
+    let app = register(&base, "read", json!(CB)).await;
+    let http = reqwest::Client::new();
+    let page = http
+        .get(format!("{base}{}", authorize_path(&app, "read", "")))
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    let cookie = page.headers()[SET_COOKIE].to_str().unwrap().to_string();
+    assert!(
+        cookie.ends_with("HttpOnly; SameSite=Lax; Secure"),
+        "{cookie}"
+    );
+    let page = http
+        .get(format!("{base}{}", authorize_path(&app, "read", "")))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !page.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Secure"),
+        "plain http through the proxy"
+    );
+
+    let mut b = Browser::new(&base);
+    let page = b.get(&authorize_path(&app, "read", "")).await;
+    let (csrf, next) = (page.field("csrf"), page.field("next"));
+    // Each try names another account, so only the address limit (20) can apply.
+    let fail_from = |addr: &'static str, name: String| {
+        let (http, cookies) = (b.http.clone(), b.cookie_header());
+        let form = [
+            ("csrf", csrf.clone()),
+            ("next", next.clone()),
+            ("username", name),
+            ("password", "wrong password".into()),
+        ];
+        let url = format!("{base}/oauth/sign_in");
+        async move {
+            http.post(url)
+                .header("cookie", cookies)
+                .header("x-forwarded-for", format!("203.0.113.7, {addr}"))
+                .form(&form)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    for i in 0..20 {
+        assert_eq!(
+            fail_from("198.51.100.1", format!("n{i}")).await,
+            401,
+            "try {i}"
+        );
+    }
+    assert_eq!(
+        fail_from("198.51.100.1", "n20".into()).await,
+        429,
+        "the proxy-appended address is limited"
+    );
+    assert_eq!(
+        fail_from("198.51.100.2", "n21".into()).await,
+        401,
+        "another client behind the proxy is not"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM sign_in_failures WHERE subject = 'address:203.0.113.7'")
+            .await,
+        0,
+        "the client-written entry is not believed"
+    );
+    inst.shutdown().await;
+}
