@@ -33,10 +33,9 @@ fn which(name: &str) -> Option<PathBuf> {
 
 /// The browser and its driver: `CHROMIUM` / `CHROMEDRIVER` or Debian's paths.
 fn browser_paths() -> (PathBuf, PathBuf) {
-    let find = |var: &str, names: &[&str]| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .or_else(|| names.iter().find_map(|n| which(n)))
+    let find = |var: &str, names: &[&str]| match std::env::var_os(var) {
+        Some(path) => Some(PathBuf::from(path)).filter(|p| p.is_file()),
+        None => names.iter().find_map(|n| which(n)),
     };
     let chromium = find("CHROMIUM", &["chromium", "chromium-browser"]);
     let driver = find("CHROMEDRIVER", &["chromedriver"]);
