@@ -5,10 +5,10 @@
 // (`ROLE=worker`) do. It has one actor, `bench`, whose followers are the recipients listed in
 // `RECIPIENTS` (a JSON file written by the driver), and one extra route, `POST /publish`,
 // which sends a `Create(Note)` to all of them with `preferSharedInbox` — what upstream Hollo
-// does when a status is posted.
+// does when a status is posted. Its inbox (bench/inbox) stores each incoming note once.
 //
 //   node harness.mjs keygen FILE                write an RSA key pair as JWKs
-//   ROLE=web|worker DATABASE_URL=… ORIGIN=… KEYS=FILE RECIPIENTS=FILE [PORT=…] node harness.mjs
+//   ROLE=web|worker DATABASE_URL=… ORIGIN=… KEYS=FILE [RECIPIENTS=FILE] [PORT=…] node harness.mjs
 //
 // Prints `ready` once listening (web) or once the queue runs (worker).
 import { readFile, writeFile } from "node:fs/promises";
@@ -103,7 +103,16 @@ federation
     });
   })
   .setKeyPairsDispatcher((_ctx, identifier) => (identifier === "bench" ? [keyPair] : []));
-federation.setInboxListeners("/users/{identifier}/inbox", "/inbox");
+// bench/inbox: every Create(Note) is stored in one table, once (the work is deliberately less
+// than upstream Hollo's, which also stores accounts, mentions and timelines).
+federation
+  .setInboxListeners("/users/{identifier}/inbox", "/inbox")
+  .on(Create, async (_ctx, create) => {
+    const object = await create.getObject();
+    if (!(object instanceof Note) || object.id == null) return;
+    await sql`INSERT INTO bench_notes (id, content) VALUES (${object.id.href},
+              ${object.content?.toString() ?? null}) ON CONFLICT DO NOTHING`;
+  });
 
 if (role === "worker") {
   const controller = new AbortController();
@@ -120,7 +129,8 @@ if (role === "worker") {
   process.exit(0);
 }
 
-const recipients = JSON.parse(await readFile(need("RECIPIENTS"), "utf8")).map((r) => ({
+await sql`CREATE TABLE IF NOT EXISTS bench_notes (id text PRIMARY KEY, content text)`;
+const recipients = JSON.parse(await readFile(process.env.RECIPIENTS ?? "/dev/null", "utf8") || "[]").map((r) => ({
   id: new URL(r.id),
   inboxId: new URL(r.inbox),
   endpoints: r.sharedInbox ? { sharedInbox: new URL(r.sharedInbox) } : null,
