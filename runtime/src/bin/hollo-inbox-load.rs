@@ -139,9 +139,19 @@ async fn main() -> Result<()> {
         let _ = axum::serve(listener, app).await;
     });
 
-    let warmup = sign(&key, &args.target, serde_json::to_vec(&activity(&origin, &actor, usize::MAX))?)?;
+    let warmup = sign(
+        &key,
+        &args.target,
+        serde_json::to_vec(&activity(&origin, &actor, usize::MAX))?,
+    )?;
     let signed: Vec<Signed> = (0..args.count)
-        .map(|i| sign(&key, &args.target, serde_json::to_vec(&activity(&origin, &actor, i))?))
+        .map(|i| {
+            sign(
+                &key,
+                &args.target,
+                serde_json::to_vec(&activity(&origin, &actor, i))?,
+            )
+        })
         .collect::<Result<_>>()?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(args.concurrency)
@@ -181,7 +191,10 @@ async fn main() -> Result<()> {
     let elapsed = start.elapsed().as_secs_f64();
     let mut times: Vec<f64> = results.iter().map(|(_, ms)| *ms).collect();
     times.sort_by(f64::total_cmp);
-    let accepted = results.iter().filter(|(s, _)| (200..300).contains(s)).count();
+    let accepted = results
+        .iter()
+        .filter(|(s, _)| (200..300).contains(s))
+        .count();
     let refused: Vec<u16> = results
         .iter()
         .filter(|(s, _)| !(200..300).contains(s))

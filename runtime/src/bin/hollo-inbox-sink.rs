@@ -57,7 +57,12 @@ struct Args {
 /// Host `i`'s address: `127.1.0.1`, `127.1.0.2`, … (250 per third octet, never .0 or .255).
 pub fn host_ip(i: u32) -> Ipv4Addr {
     let third = 1 + i / 250 / 250;
-    Ipv4Addr::new(127, third as u8, ((i / 250) % 250) as u8, (i % 250 + 1) as u8)
+    Ipv4Addr::new(
+        127,
+        third as u8,
+        ((i / 250) % 250) as u8,
+        (i % 250 + 1) as u8,
+    )
 }
 
 struct Sink {
@@ -175,7 +180,10 @@ async fn inbox(
             return StatusCode::UNAUTHORIZED;
         }
         Ok(id) => {
-            if !seen.deliveries.insert((format!("{host}{}", uri.path()), id)) {
+            if !seen
+                .deliveries
+                .insert((format!("{host}{}", uri.path()), id))
+            {
                 seen.duplicates += 1;
             }
         }
