@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod activity;
 pub mod actor;
+pub mod context;
 pub mod delivery;
 pub mod fetch;
 pub mod follows;

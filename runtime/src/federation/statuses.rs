@@ -10,7 +10,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::Federation;
-use super::actor::{AS_CONTEXT, PUBLIC};
+use super::actor::PUBLIC;
+use super::context;
 use super::delivery::{Recipient, queue_activity};
 use crate::html;
 use crate::polls::{self, PollTally};
@@ -30,7 +31,7 @@ pub struct LocalStatus {
 pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     let actor = fed.actor_iri(&s.username);
     let mut o = json!({
-        "@context": AS_CONTEXT,
+        "@context": context::ld(),
         "id": s.uri, "type": "Note", "attributedTo": actor,
         // The user's plain text, escaped: `<b>` typed is shown, never markup.
         "content": html::text_to_html(&s.content), "published": s.created_at,
@@ -149,7 +150,7 @@ pub async fn publish(
     }
     let object = object(fed, &s);
     let activity = json!({
-        "@context": AS_CONTEXT,
+        "@context": context::ld(),
         "id": id, "type": ty, "actor": fed.actor_iri(&s.username),
         "to": object["to"], "cc": object["cc"], "object": object,
     });

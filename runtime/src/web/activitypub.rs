@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 use super::body::{parse_json, read_limited};
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{self, AS_CONTEXT, id_of};
+use crate::federation::actor::{self, id_of};
+use crate::federation::context;
 use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::iri::same_origin;
 use crate::federation::signature::{self, PendingVerification};
@@ -171,7 +172,7 @@ fn instance_key_error(e: anyhow::Error) -> ApiError {
 
 fn collection(id: String, total: i64) -> Response {
     activity_json(json!({
-        "@context": AS_CONTEXT, "id": id, "type": "OrderedCollection", "totalItems": total,
+        "@context": context::ld(), "id": id, "type": "OrderedCollection", "totalItems": total,
     }))
 }
 
