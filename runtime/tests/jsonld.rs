@@ -255,7 +255,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         reqwest::Method::POST,
         "/api/v1/statuses",
         &token,
-        json!({"status": "<b>hi</b> there"}),
+        json!({"status": format!("<b>hi</b> @{} #Tea https://x.example/", peer.handle_of("bob"))}),
     )
     .await;
     let one = api(&inst, reqwest::Method::POST, "/api/v1/statuses", &token,

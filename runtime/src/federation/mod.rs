@@ -14,6 +14,7 @@ pub mod follows;
 pub mod instance;
 pub mod iri;
 pub mod keys;
+pub mod mentions;
 pub mod signature;
 pub mod statuses;
 pub mod webfinger;
