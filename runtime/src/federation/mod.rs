@@ -15,6 +15,7 @@ pub mod instance;
 pub mod iri;
 pub mod keys;
 pub mod mentions;
+pub mod normalize;
 pub mod signature;
 pub mod statuses;
 pub mod webfinger;

@@ -29,7 +29,7 @@ use crate::federation::context;
 use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::iri::same_origin;
 use crate::federation::signature::{self, PendingVerification};
-use crate::federation::{Federation, activity, instance, statuses, webfinger};
+use crate::federation::{Federation, activity, instance, normalize, statuses, webfinger};
 use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
@@ -263,6 +263,11 @@ async fn receive(
     .map_err(|e| unauthorized(e.to_string()))?;
 
     let activity: Value = parse_json(&bytes, StatusCode::BAD_REQUEST)?;
+    if let Some(why) = normalize::malformed_context(&activity) {
+        return Err(bad_request(why));
+    }
+    // Whatever compaction the sender chose, what is stored and processed has one shape.
+    let activity = normalize::normalize(activity);
     let id = activity
         .get("id")
         .and_then(Value::as_str)
