@@ -16,6 +16,7 @@ pub mod iri;
 pub mod keys;
 pub mod mentions;
 pub mod normalize;
+pub mod rfc9421;
 pub mod signature;
 pub mod statuses;
 pub mod webfinger;
