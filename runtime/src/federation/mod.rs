@@ -17,6 +17,7 @@ pub mod keys;
 pub mod mentions;
 pub mod normalize;
 pub mod rfc9421;
+pub mod schemes;
 pub mod signature;
 pub mod statuses;
 pub mod webfinger;

@@ -201,10 +201,10 @@ pub fn prepare(
         .map(i64::from)
         .ok_or_else(|| malformed("no created time"))?;
     check_window(created, now)?;
-    if let Some(expires) = param("expires").and_then(BareItem::as_integer) {
-        if i64::from(expires) < unix(now) {
-            return Err(SignatureError::Stale);
-        }
+    if let Some(expires) = param("expires").and_then(BareItem::as_integer)
+        && i64::from(expires) < unix(now)
+    {
+        return Err(SignatureError::Stale);
     }
     let names = component_names(input)?;
     let covers = |n: &str| names.iter().any(|c| c == n);
