@@ -1,6 +1,7 @@
-//! HTML that leaves or enters the server: our users' plain text becomes escaped
-//! HTML before it is published, and remote HTML is cut down to an allow-list before it is
-//! stored or served. Remote `url`s are taken only when they are http(s).
+//! HTML that leaves or enters the server: remote HTML is cut down to an allow-list before it
+//! is stored or served, and text is escaped (our users' statuses are rendered by
+//! `content::render`, which escapes through here). Remote `url`s are taken only when they are
+//! http(s).
 //!
 //! The allow-list is Mastodon's (what every fediverse client renders): paragraphs, line
 //! breaks, links, spans, emphasis, code, quotes and lists; links get
@@ -75,20 +76,6 @@ pub fn http_url(url: &str) -> Option<&str> {
     matches!(parsed.scheme(), "http" | "https").then_some(url)
 }
 
-/// Plain text as HTML: escaped, a paragraph per blank-line-separated block, `<br>` for single
-/// line breaks. Empty text is an empty string.
-pub fn text_to_html(text: &str) -> String {
-    let text = text.replace("\r\n", "\n");
-    text.split("\n\n")
-        .map(|p| p.trim_matches('\n'))
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let lines: Vec<String> = p.split('\n').map(escape).collect();
-            format!("<p>{}</p>", lines.join("<br>"))
-        })
-        .collect()
-}
-
 /// Escapes the five characters that are markup in HTML text and attributes.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -149,18 +136,5 @@ mod tests {
         ] {
             assert_eq!(http_url(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn plain_text_becomes_escaped_paragraphs() {
-        assert_eq!(
-            text_to_html("<b>hi</b> & \"you\"\nnext\n\nsecond"),
-            "<p>&lt;b&gt;hi&lt;/b&gt; &amp; &quot;you&quot;<br>next</p><p>second</p>"
-        );
-        assert_eq!(text_to_html(""), "");
-        assert_eq!(
-            text_to_html("<script>x</script>"),
-            "<p>&lt;script&gt;x&lt;/script&gt;</p>"
-        );
     }
 }

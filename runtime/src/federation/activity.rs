@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use super::Federation;
 use super::accounts;
-use super::actor::{self, AS_CONTEXT, RemoteActor, id_of};
+use super::actor::{self, RemoteActor, id_of};
+use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::iri::same_origin;
 use crate::html;
@@ -180,7 +181,7 @@ pub async fn apply(
             .await?;
             // Auto-accept: the Accept embeds the Follow as Mastodon expects.
             let accept = json!({
-                "@context": AS_CONTEXT,
+                "@context": context::ld(),
                 "id": fed.new_activity_id(),
                 "type": "Accept",
                 "actor": fed.actor_iri(&account.username),

@@ -6,18 +6,18 @@ use sqlx::PgPool;
 
 use super::Federation;
 use super::accounts::Account;
+use super::context;
 use super::fetch::FetchError;
 use super::iri::{same_origin, without_fragment};
 use super::signature::SigningKey;
 
-pub const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
-pub const SECURITY_CONTEXT: &str = "https://w3id.org/security/v1";
+pub use super::context::{AS_CONTEXT, SECURITY_CONTEXT};
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
 pub fn local_actor_document(fed: &Federation, account: &Account) -> Value {
     let actor = fed.actor_iri(&account.username);
     json!({
-        "@context": [AS_CONTEXT, SECURITY_CONTEXT],
+        "@context": context::ld(),
         "id": actor,
         "type": "Person",
         "preferredUsername": account.username,

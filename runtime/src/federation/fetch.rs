@@ -453,6 +453,7 @@ impl FetchClient {
         inbox: &str,
         body: &[u8],
         key: &SigningKey,
+        scheme: super::schemes::Scheme,
     ) -> Result<PostOutcome, FetchError> {
         let url =
             Url::parse(inbox).map_err(|e| FetchError::Refused(format!("bad inbox URL: {e}")))?;
@@ -462,8 +463,20 @@ impl FetchClient {
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static(ACTIVITY_JSON),
         );
-        signature::sign_request(key, &Method::POST, &url, Some(body), &mut headers)
-            .map_err(|e| FetchError::Invalid(format!("signing: {e}")))?;
+        match scheme {
+            super::schemes::Scheme::Cavage => {
+                signature::sign_request(key, &Method::POST, &url, Some(body), &mut headers)
+            }
+            super::schemes::Scheme::Rfc9421 => super::rfc9421::sign_at(
+                key,
+                &Method::POST,
+                &url,
+                Some(body),
+                &mut headers,
+                std::time::SystemTime::now(),
+            ),
+        }
+        .map_err(|e| FetchError::Invalid(format!("signing: {e}")))?;
         let resp = self
             .client
             .post(url)

@@ -7,7 +7,8 @@ use sqlx::{PgConnection, PgPool};
 
 use super::Federation;
 use super::accounts::Account;
-use super::actor::{self, AS_CONTEXT, RemoteActor};
+use super::actor::{self, RemoteActor};
+use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::fetch::FetchError;
 use super::webfinger::{self, ResolveError};
@@ -86,7 +87,7 @@ pub async fn follow_in(
     }
     let follow_id = fed.new_activity_id();
     let follow = json!({
-        "@context": AS_CONTEXT,
+        "@context": context::ld(),
         "id": follow_id,
         "type": "Follow",
         "actor": fed.actor_iri(&account.username),

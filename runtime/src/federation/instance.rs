@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::actor::{AS_CONTEXT, SECURITY_CONTEXT};
+use super::context;
 use super::signature::SigningKey;
 use super::{Federation, keys};
 
@@ -79,7 +79,7 @@ pub(super) async fn load_or_create(fed: &Federation, pool: &PgPool) -> Result<In
 pub fn document(fed: &Federation, key: &InstanceKey) -> Value {
     let actor = fed.instance_actor_iri();
     json!({
-        "@context": [AS_CONTEXT, SECURITY_CONTEXT],
+        "@context": context::ld(),
         "id": actor,
         "type": "Application",
         "preferredUsername": fed.domain,

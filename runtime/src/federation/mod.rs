@@ -7,12 +7,17 @@
 pub mod accounts;
 pub mod activity;
 pub mod actor;
+pub mod context;
 pub mod delivery;
 pub mod fetch;
 pub mod follows;
 pub mod instance;
 pub mod iri;
 pub mod keys;
+pub mod mentions;
+pub mod normalize;
+pub mod rfc9421;
+pub mod schemes;
 pub mod signature;
 pub mod statuses;
 pub mod webfinger;

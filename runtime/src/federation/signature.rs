@@ -254,6 +254,16 @@ pub struct PendingVerification {
 }
 
 impl PendingVerification {
+    /// A signature to check: the signer's key id, the exact bytes it signed (draft-cavage's
+    /// signing string or RFC 9421's signature base) and the signature.
+    pub fn new(key_id: String, signing_string: String, signature: Vec<u8>) -> Self {
+        PendingVerification {
+            key_id,
+            signing_string,
+            signature,
+        }
+    }
+
     pub fn verify_pem(&self, public_key_pem: &str) -> Result<(), SignatureError> {
         let key = super::keys::public_key_from_pem(public_key_pem)
             .map_err(|e| SignatureError::BadKey(e.to_string()))?;

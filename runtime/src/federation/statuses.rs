@@ -10,9 +10,11 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::Federation;
-use super::actor::{AS_CONTEXT, PUBLIC};
+use super::actor::PUBLIC;
+use super::context;
 use super::delivery::{Recipient, queue_activity};
-use crate::html;
+use super::mentions;
+use crate::content::{self, Mention};
 use crate::polls::{self, PollTally};
 
 /// A local status as stored, with its poll (and the poll's current counts) if it has one.
@@ -23,18 +25,24 @@ pub struct LocalStatus {
     pub content: String,
     pub created_at: DateTime<Utc>,
     pub poll: Option<PollTally>,
+    /// The mentions resolved when it was written (rendered as links, addressed in `cc`).
+    pub mentions: Vec<Mention>,
 }
 
 /// The status's object: `Note`, or `Question` with `oneOf`/`anyOf` and the current counts
 /// (`closed` once it has ended, `endTime` before).
 pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     let actor = fed.actor_iri(&s.username);
+    // The same HTML our API shows: the user's text escaped (`<b>` typed is shown, never
+    // markup), with links, mentions and hashtags.
+    let rendered = content::render(&s.content, &s.uri, &s.mentions);
+    let mut cc = vec![fed.followers(&s.username)];
+    cc.extend(rendered.mentioned);
     let mut o = json!({
-        "@context": AS_CONTEXT,
+        "@context": context::ld(),
         "id": s.uri, "type": "Note", "attributedTo": actor,
-        // The user's plain text, escaped: `<b>` typed is shown, never markup.
-        "content": html::text_to_html(&s.content), "published": s.created_at,
-        "to": [PUBLIC], "cc": [fed.followers(&s.username)],
+        "content": rendered.html, "published": s.created_at,
+        "to": [PUBLIC], "cc": cc, "tag": rendered.tags,
     });
     if let Some(p) = &s.poll {
         o["type"] = json!("Question");
@@ -56,9 +64,9 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
 
 /// Loads a local status (and its poll with current counts) by id, in the caller's connection.
 pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatus>, sqlx::Error> {
-    type Row = (String, String, String, DateTime<Utc>, Option<Uuid>);
+    type Row = (String, String, String, DateTime<Utc>, Option<Uuid>, Value);
     let row: Option<Row> = sqlx::query_as(
-        "SELECT s.uri, a.username, s.content, s.created_at, p.id
+        "SELECT s.uri, a.username, s.content, s.created_at, p.id, s.mentions
            FROM statuses s JOIN accounts a ON a.id = s.account_id
            LEFT JOIN polls p ON p.status_id = s.id
           WHERE s.id = $1",
@@ -66,7 +74,7 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatu
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((uri, username, content, created_at, poll_id)) = row else {
+    let Some((uri, username, content, created_at, poll_id, mentioned)) = row else {
         return Ok(None);
     };
     let poll = match poll_id {
@@ -80,24 +88,28 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatu
         content,
         created_at,
         poll,
+        mentions: mentions::parse_stored(mentioned),
     }))
 }
 
-/// Who hears about a status: the author's followers and, for a poll, its remote voters
-/// (known inbox, not gone), each actor once.
+/// Who hears about a status: the author's followers, the remote actors it mentions and, for a
+/// poll, its remote voters (known inbox, not gone), each actor once.
 async fn recipients(
     conn: &mut PgConnection,
     account: Uuid,
     poll: Option<Uuid>,
+    mentioned: &[String],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT a.iri, a.inbox, a.shared_inbox FROM remote_actors a
           WHERE a.gone_at IS NULL
             AND (a.iri IN (SELECT actor_iri FROM followers WHERE account_id = $1)
-                 OR a.iri IN (SELECT actor_iri FROM poll_votes WHERE poll_id = $2))",
+                 OR a.iri IN (SELECT actor_iri FROM poll_votes WHERE poll_id = $2)
+                 OR a.iri = ANY($3))",
     )
     .bind(account)
     .bind(poll)
+    .bind(mentioned)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows
@@ -143,13 +155,14 @@ pub async fn publish(
             format!("{}/updates/{tag}", s.uri),
         ),
     };
-    let to = recipients(&mut *tx, account, poll).await?;
+    let mentioned: Vec<String> = s.mentions.iter().map(|m| m.href.clone()).collect();
+    let to = recipients(&mut *tx, account, poll, &mentioned).await?;
     if to.is_empty() {
         return Ok(0);
     }
     let object = object(fed, &s);
     let activity = json!({
-        "@context": AS_CONTEXT,
+        "@context": context::ld(),
         "id": id, "type": ty, "actor": fed.actor_iri(&s.username),
         "to": object["to"], "cc": object["cc"], "object": object,
     });

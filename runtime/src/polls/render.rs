@@ -7,13 +7,6 @@ use uuid::Uuid;
 
 use super::storage::tally;
 
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// Mastodon's Poll entity; `voted`/`own_votes` when a viewer is known.
 pub async fn poll_json(
     conn: &mut sqlx::PgConnection,
@@ -64,6 +57,7 @@ struct StatusRow {
     account_id: Uuid,
     username: String,
     poll_id: Option<Uuid>,
+    mentions: Value,
 }
 
 pub fn account_json(id: Uuid, username: &str) -> Value {
@@ -78,7 +72,7 @@ pub async fn status_json(
 ) -> Result<Option<Value>, sqlx::Error> {
     let row: Option<StatusRow> = sqlx::query_as(
         "SELECT s.id, s.uri, s.content, s.created_at, s.edited_at, s.account_id, a.username,
-                p.id AS poll_id
+                p.id AS poll_id, s.mentions
            FROM statuses s JOIN accounts a ON a.id = s.account_id
            LEFT JOIN polls p ON p.status_id = s.id
           WHERE s.id = $1",
@@ -91,11 +85,9 @@ pub async fn status_json(
         Some(p) => poll_json(conn, p, viewer).await?,
         None => None,
     };
-    let content = if s.content.is_empty() {
-        String::new()
-    } else {
-        format!("<p>{}</p>", html_escape(&s.content))
-    };
+    // The same HTML our federation sends (`federation::statuses::object`).
+    let mentions = crate::federation::mentions::parse_stored(s.mentions);
+    let content = crate::content::render(&s.content, &s.uri, &mentions).html;
     Ok(Some(json!({
         "id": s.id.to_string(),
         "uri": s.uri,

@@ -81,7 +81,9 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
     // The delivery's own count, not the queue message's: a 429 or busy-host put-back starts a
     // fresh message, and the retry budget must not start over with it.
     let attempt = (failed_before.max(0) as u32 + 1).max(ctx.msg.attempt() as u32);
-    match fed.fetch.post_activity(&p.inbox, &bytes, &key).await {
+    let (answer, _scheme) =
+        crate::federation::schemes::post_activity(&ctx.pool, fed, &p.inbox, &bytes, &key).await;
+    match answer {
         Ok(out) if out.status.is_success() => {
             let mut tx = ctx.pool.begin().await?;
             if !ctx.complete_in(&mut tx).await? {

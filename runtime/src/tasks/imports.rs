@@ -19,7 +19,8 @@ use uuid::Uuid;
 use super::jobs::{self, Family, ItemError, JobRow, JobsConfig, Work};
 use crate::federation::Federation;
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{AS_CONTEXT, RemoteActor};
+use crate::federation::actor::RemoteActor;
+use crate::federation::context;
 use crate::federation::delivery::{Recipient, queue_activity};
 use crate::federation::follows;
 use crate::queue::Registry;
@@ -376,7 +377,7 @@ impl ImportWork {
                 .await?;
                 if fresh.is_some() {
                     let block = json!({
-                        "@context": AS_CONTEXT, "id": block_id, "type": "Block",
+                        "@context": context::ld(), "id": block_id, "type": "Block",
                         "actor": fed.actor_iri(&account.username), "object": target.iri,
                         "to": [target.iri],
                     });
@@ -510,7 +511,7 @@ impl ImportWork {
             let Some(inbox) = inbox else { continue };
             let actor = fed.actor_iri(&account.username);
             let undo = json!({
-                "@context": AS_CONTEXT, "id": fed.new_activity_id(), "type": "Undo", "actor": actor,
+                "@context": context::ld(), "id": fed.new_activity_id(), "type": "Undo", "actor": actor,
                 "object": { "id": activity_id, "type": object_type, "actor": actor, "object": target },
                 "to": [target],
             });

@@ -24,11 +24,14 @@ use serde_json::{Value, json};
 use super::body::{parse_json, read_limited};
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{self, AS_CONTEXT, id_of};
+use crate::federation::actor::{self, id_of};
+use crate::federation::context;
 use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::iri::same_origin;
 use crate::federation::signature::{self, PendingVerification};
-use crate::federation::{Federation, activity, instance, statuses, webfinger};
+use crate::federation::{
+    Federation, activity, instance, normalize, rfc9421, schemes, statuses, webfinger,
+};
 use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
@@ -171,7 +174,7 @@ fn instance_key_error(e: anyhow::Error) -> ApiError {
 
 fn collection(id: String, total: i64) -> Response {
     activity_json(json!({
-        "@context": AS_CONTEXT, "id": id, "type": "OrderedCollection", "totalItems": total,
+        "@context": context::ld(), "id": id, "type": "OrderedCollection", "totalItems": total,
     }))
 }
 
@@ -247,21 +250,33 @@ async fn receive(
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or_else(|| parts.uri.path());
-    // The signature's header, coverage and date are checked before the body is read, so an
-    // unsigned or stale request is refused without reading it; the digest needs the body.
-    signature::prepare_verification("POST", path, &parts.headers, None, SystemTime::now())
-        .map_err(|e| unauthorized(e.to_string()))?;
+    // RFC 9421 (Signature-Input) or draft-cavage: the signature's fields, coverage and time
+    // are checked before the body is read, so an unsigned or stale request is refused without
+    // reading it; the digest needs the body.
+    let rfc9421 = rfc9421::is_signed(&parts.headers);
+    let target_uri = format!("{}{path}", fed.origin);
+    let prepare = |body: Option<&[u8]>| {
+        if rfc9421 {
+            let target = rfc9421::Target {
+                method: "POST",
+                uri: &target_uri,
+            };
+            rfc9421::prepare(&target, &parts.headers, body, SystemTime::now())
+        } else {
+            signature::prepare_verification("POST", path, &parts.headers, body, SystemTime::now())
+        }
+        .map_err(|e| unauthorized(e.to_string()))
+    };
+    prepare(None)?;
     let bytes = read_limited(&parts.headers, body, MAX_INBOX_BYTES, s.http.body_timeout).await?;
-    let pending = signature::prepare_verification(
-        "POST",
-        path,
-        &parts.headers,
-        Some(&bytes),
-        SystemTime::now(),
-    )
-    .map_err(|e| unauthorized(e.to_string()))?;
+    let pending = prepare(Some(&bytes))?;
 
     let activity: Value = parse_json(&bytes, StatusCode::BAD_REQUEST)?;
+    if let Some(why) = normalize::malformed_context(&activity) {
+        return Err(bad_request(why));
+    }
+    // Whatever compaction the sender chose, what is stored and processed has one shape.
+    let activity = normalize::normalize(activity);
     let id = activity
         .get("id")
         .and_then(Value::as_str)
@@ -283,6 +298,10 @@ async fn receive(
         return Err(unauthorized(format!(
             "signed by {owner}, but the activity's actor is {actor_iri}"
         )));
+    }
+    if rfc9421 {
+        // It signs with RFC 9421, so it reads it: our deliveries to it knock that way first.
+        schemes::learned_from_request(&s.pool, &pending.key_id).await;
     }
     let fresh = activity::store_incoming(
         &s.pool,

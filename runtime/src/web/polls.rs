@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::auth::{MaybeCaller, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState, parse_id};
+use crate::federation::mentions;
 use crate::federation::statuses::{self, Announce};
 use crate::polls::validation::{CreateStatusRequest, EditStatusRequest, Invalid, VoteRequest};
 use crate::polls::{self, PollError, admission};
@@ -82,9 +83,15 @@ async fn create_status(
 ) -> Result<Json<Value>, ApiError> {
     let (text, poll) = req.validate()?;
     let actor = s.fed.as_ref().map(|f| f.actor_iri(&account.username));
+    // Mentions resolve before the transaction (they may need remote fetches).
+    let mentioned = match &s.fed {
+        Some(fed) => mentions::resolve(&s.pool, fed, &account, &text).await,
+        None => Vec::new(),
+    };
     let mut tx = s.pool.begin().await?;
     let (status, poll_id) =
         polls::insert_status(&mut tx, account.id, actor.as_deref(), &text, poll.as_ref()).await?;
+    mentions::store(&mut tx, status, &mentioned).await?;
     // Followers get the `Create` (a `Question` for a poll) from the same commit: a status is
     // never stored without its delivery, nor delivered without being stored.
     if let Some(fed) = &s.fed {
@@ -114,8 +121,15 @@ async fn edit_status(
 ) -> Result<Json<Value>, ApiError> {
     let status = parse_id(&raw, "status")?;
     let edit = req.validate()?;
+    let mentioned = match (&s.fed, &edit.content) {
+        (Some(fed), Some(text)) => Some(mentions::resolve(&s.pool, fed, &account, text).await),
+        _ => None,
+    };
     let mut tx = s.pool.begin().await?;
     let edited = polls::update_status(&mut tx, status, account.id, &edit).await?;
+    if let Some(m) = &mentioned {
+        mentions::store(&mut tx, status, m).await?;
+    }
     // Remote copies learn the new text or end time from the same commit.
     if let (true, Some(fed)) = (edited.changed, &s.fed) {
         let tag = Uuid::now_v7().to_string();

@@ -6,8 +6,9 @@
 //!   slowed down and their concurrency is recorded.
 //! - An actor document for any name (`/users/<name>`), open, or in authorized-fetch mode.
 //! - Inboxes (`/users/<name>/inbox`, `/inbox`) that verify *our* HTTP Signature the way a real
-//!   server does (our key fetched over HTTP from the `keyId`), record what arrived, and answer
-//!   as scripted (status codes, `Retry-After`, hanging).
+//!   server does (our key fetched over HTTP from the `keyId`), draft-cavage or RFC 9421 — each
+//!   can be refused with 401, as a server that reads only the other does — record what
+//!   arrived, and answer as scripted (status codes, `Retry-After`, hanging).
 //! - Any other GET serves the documents given to it (collections, pages, notes), scripted
 //!   answers first, recording each request's time and whether it was signed by the key we
 //!   expect.
@@ -71,6 +72,8 @@ pub struct Received {
     pub path: String,
     pub body: Value,
     pub verified: Result<(), String>,
+    /// `"rfc9421"` or `"cavage"`: how the request was signed.
+    pub scheme: &'static str,
 }
 
 impl Received {
@@ -112,6 +115,8 @@ pub struct PeerState {
     docs: Arc<Mutex<HashMap<String, Value>>>,
     doc_script: Arc<Mutex<HashMap<String, VecDeque<Reply>>>>,
     hits: Arc<Mutex<Vec<Hit>>>,
+    /// Signature schemes the inboxes accept: (draft-cavage, RFC 9421); both by default.
+    accepts: Arc<Mutex<Option<(bool, bool)>>>,
     /// PEM that signed GETs of documents must verify against.
     expected_key: Arc<Mutex<Option<String>>>,
     /// Files under `/uploads/`: (content type, body).
@@ -233,6 +238,37 @@ impl Peer {
     }
 
     // Actors.
+
+    /// Which signature schemes the inboxes accept (the other is answered with 401).
+    pub fn accept_schemes(&self, cavage: bool, rfc9421: bool) {
+        *self.state.accepts.lock().expect("accepts") = Some((cavage, rfc9421));
+    }
+
+    /// POSTs `activity` to `url` signed with RFC 9421 by the peer's key.
+    pub async fn post_rfc9421(&self, url: &str, activity: &Value) -> (u16, Value) {
+        let body = serde_json::to_vec(activity).expect("json");
+        let u = url::Url::parse(url).expect("url");
+        let mut headers = HeaderMap::new();
+        hollo_runtime::federation::rfc9421::sign_at(
+            &self.key(),
+            &Method::POST,
+            &u,
+            Some(&body),
+            &mut headers,
+            SystemTime::now(),
+        )
+        .expect("sign");
+        headers.insert("content-type", ACTIVITY_JSON.parse().expect("header"));
+        let resp = reqwest::Client::new()
+            .post(url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .expect("post");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
 
     pub fn set_access(&self, access: ActorAccess) {
         *self.state.access.lock().expect("access") = Some(access);
@@ -462,8 +498,22 @@ async fn verify_ours(
     headers: &HeaderMap,
     body: Option<&[u8]>,
 ) -> Result<(), String> {
-    let pending = signature::prepare_verification(method, path, headers, body, SystemTime::now())
-        .map_err(|e| e.to_string())?;
+    use hollo_runtime::federation::rfc9421;
+    let (cavage_ok, rfc9421_ok) = s.accepts.lock().expect("accepts").unwrap_or((true, true));
+    let pending = if rfc9421::is_signed(headers) {
+        if !rfc9421_ok {
+            return Err("RFC 9421 signatures are not accepted here".into());
+        }
+        let uri = format!("{}{path}", s.base);
+        let target = rfc9421::Target { method, uri: &uri };
+        rfc9421::prepare(&target, headers, body, SystemTime::now())
+    } else {
+        if !cavage_ok {
+            return Err("draft-cavage signatures are not accepted here".into());
+        }
+        signature::prepare_verification(method, path, headers, body, SystemTime::now())
+    }
+    .map_err(|e| e.to_string())?;
     let cached = s
         .our_keys
         .lock()
@@ -503,10 +553,16 @@ async fn inbox(State(s): State<PeerState>, req: Request) -> Response {
         .await
         .unwrap_or_default();
     let verified = verify_ours(&s, "POST", parts.uri.path(), &parts.headers, Some(&bytes)).await;
+    let scheme = if parts.headers.contains_key("signature-input") {
+        "rfc9421"
+    } else {
+        "cavage"
+    };
     s.received.lock().expect("received").push(Received {
         path: parts.uri.path().to_string(),
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         verified: verified.clone(),
+        scheme,
     });
     if verified.is_err() {
         return StatusCode::UNAUTHORIZED.into_response();

@@ -21,6 +21,7 @@ use crate::federation::activity::store_note;
 use crate::federation::actor::id_of;
 use crate::federation::fetch::FetchError;
 use crate::federation::iri::same_origin;
+use crate::federation::normalize::normalize;
 use crate::federation::signature::SigningKey;
 use crate::queue::{JobContext, TaskError};
 
@@ -502,6 +503,8 @@ impl Collector {
         n: &mut Counters,
     ) -> Result<bool, sqlx::Error> {
         n.items += 1;
+        // Any compaction the remote chose, read in one shape (issue 17/3).
+        let obj = &normalize(obj.clone());
         let iri = obj.get("id").and_then(Value::as_str).unwrap_or_default();
         let author = obj
             .get("attributedTo")

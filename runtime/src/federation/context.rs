@@ -1,0 +1,57 @@
+//! The JSON-LD `@context` of every document we serve or send: ActivityStreams, security v1
+//! (`publicKey`, `owner`, `publicKeyPem`), and the extension terms we use that neither
+//! defines. Peers that process documents as JSON-LD (Fedify and others) drop a term the
+//! context does not define — the ActivityStreams context maps it to a blank node — so a term
+//! missing here is data lost on their side, silently. `tests/jsonld.rs` expands every kind of
+//! document we produce with jsonld.js and fails on any such term.
+//!
+//! One context for every document, as Mastodon does: the extension map is small, and a single
+//! definition cannot drift between the actor, the notes and the activities.
+
+use serde_json::{Value, json};
+
+pub const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
+pub const SECURITY_CONTEXT: &str = "https://w3id.org/security/v1";
+
+/// The `@context` value of our documents.
+pub fn ld() -> Value {
+    json!([
+        AS_CONTEXT,
+        SECURITY_CONTEXT,
+        {
+            // Terms in the `as:` namespace that the ActivityStreams context does not define
+            // (Mastodon's extensions, now listed in the ActivityStreams namespace).
+            "manuallyApprovesFollowers": "as:manuallyApprovesFollowers",
+            "sensitive": "as:sensitive",
+            "Hashtag": "as:Hashtag",
+            // Mastodon's own namespace, never served as a document: always inlined.
+            "toot": "http://joinmastodon.org/ns#",
+            "discoverable": "toot:discoverable",
+            "indexable": "toot:indexable",
+            "votersCount": "toot:votersCount",
+            "featured": { "@id": "toot:featured", "@type": "@id" },
+            "featuredTags": { "@id": "toot:featuredTags", "@type": "@id" },
+            "Emoji": "toot:Emoji",
+        }
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_names_both_documents_then_our_terms() {
+        let c = ld();
+        assert_eq!(c[0], AS_CONTEXT);
+        assert_eq!(c[1], SECURITY_CONTEXT);
+        for term in [
+            "votersCount",
+            "discoverable",
+            "manuallyApprovesFollowers",
+            "Hashtag",
+        ] {
+            assert!(c[2].get(term).is_some(), "{term}");
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Which signature scheme we sign deliveries with, per remote host, and the double knock
+//! (issue 17/4): a host known to accept RFC 9421 (it signed to us with it, or took our RFC 9421
+//! delivery) gets RFC 9421 first; if it answers 400 or 401 the same delivery is sent again at
+//! once with draft-cavage, and the host is remembered as draft-cavage. A host we know nothing
+//! of gets draft-cavage, which every server reads today. The knowledge lives in PostgreSQL
+//! (`host_signature_schemes`), so every node learns from every other.
+
+use sqlx::PgPool;
+use url::Url;
+
+use super::Federation;
+use super::fetch::{FetchError, PostOutcome};
+use super::signature::{SigningKey, host_header};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Rfc9421,
+    Cavage,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Rfc9421 => "rfc9421",
+            Scheme::Cavage => "cavage",
+        }
+    }
+}
+
+/// `host[:port]` of a URL, as the table keys it.
+pub fn host_of(url: &str) -> Option<String> {
+    Url::parse(url)
+        .ok()
+        .map(|u| host_header(&u).to_ascii_lowercase())
+}
+
+pub async fn known(pool: &PgPool, host: &str) -> Result<Option<Scheme>, sqlx::Error> {
+    let s: Option<String> =
+        sqlx::query_scalar("SELECT scheme FROM host_signature_schemes WHERE host = $1")
+            .bind(host)
+            .fetch_optional(pool)
+            .await?;
+    Ok(s.map(|s| {
+        if s == "rfc9421" {
+            Scheme::Rfc9421
+        } else {
+            Scheme::Cavage
+        }
+    }))
+}
+
+pub async fn remember(pool: &PgPool, host: &str, scheme: Scheme) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO host_signature_schemes (host, scheme) VALUES ($1, $2)
+         ON CONFLICT (host) DO UPDATE SET scheme = EXCLUDED.scheme, updated_at = now()
+          WHERE host_signature_schemes.scheme <> EXCLUDED.scheme",
+    )
+    .bind(host)
+    .bind(scheme.as_str())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A host that signed an incoming request with RFC 9421 reads it too.
+pub async fn learned_from_request(pool: &PgPool, key_id: &str) {
+    if let Some(host) = host_of(key_id)
+        && let Err(e) = remember(pool, &host, Scheme::Rfc9421).await
+    {
+        tracing::warn!(host, error = %e, "cannot record the host's signature scheme");
+    }
+}
+
+fn refused(out: &Result<PostOutcome, FetchError>) -> bool {
+    matches!(out, Ok(o) if matches!(o.status.as_u16(), 400 | 401))
+}
+
+/// Posts a signed activity to an inbox with the double knock; returns the last answer and the
+/// scheme it was signed with.
+pub async fn post_activity(
+    pool: &PgPool,
+    fed: &Federation,
+    inbox: &str,
+    body: &[u8],
+    key: &SigningKey,
+) -> (Result<PostOutcome, FetchError>, Scheme) {
+    let Some(host) = host_of(inbox) else {
+        return (
+            fed.fetch
+                .post_activity(inbox, body, key, Scheme::Cavage)
+                .await,
+            Scheme::Cavage,
+        );
+    };
+    // A failed look-up is no reason to fail the delivery: knock as for an unknown host.
+    let known = known(pool, &host).await.unwrap_or_else(|e| {
+        tracing::warn!(host, error = %e, "cannot read the host's signature scheme");
+        None
+    });
+    if known != Some(Scheme::Rfc9421) {
+        return (
+            fed.fetch
+                .post_activity(inbox, body, key, Scheme::Cavage)
+                .await,
+            Scheme::Cavage,
+        );
+    }
+    let first = fed
+        .fetch
+        .post_activity(inbox, body, key, Scheme::Rfc9421)
+        .await;
+    if !refused(&first) {
+        return (first, Scheme::Rfc9421);
+    }
+    let second = fed
+        .fetch
+        .post_activity(inbox, body, key, Scheme::Cavage)
+        .await;
+    if matches!(&second, Ok(o) if o.status.is_success()) {
+        tracing::info!(
+            host,
+            "host refused an RFC 9421 signature and took draft-cavage; remembered"
+        );
+        if let Err(e) = remember(pool, &host, Scheme::Cavage).await {
+            tracing::warn!(host, error = %e, "cannot record the host's signature scheme");
+        }
+    }
+    (second, Scheme::Cavage)
+}

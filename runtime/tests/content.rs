@@ -1,0 +1,126 @@
+//! A status's `content` is the same HTML everywhere (issue 17/2): what our client API shows,
+//! what its URI serves and what the `Create` carries; URLs, mentions and hashtags become links
+//! with `tag` entries, and a mentioned actor is addressed and delivered to.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::eventually;
+use support::node::Instance;
+use support::peer::Peer;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn call(
+    method: reqwest::Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> Value {
+    let mut req = reqwest::Client::new()
+        .request(method, url)
+        .header("accept", "application/activity+json");
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, 200, "{url}: {v}");
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_and_tags() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (_alice, token) = inst.account("alice").await;
+    inst.account("carol").await;
+    let bob = peer.actor_of("bob");
+    let text = format!(
+        "Hi @{} and @carol, <b>not bold</b> & #Rust:\nhttps://x.example/a?b=1&c=2.\n\n@{} stays text",
+        peer.handle_of("bob"),
+        peer.handle_of("missing-dan"),
+    );
+    let created = call(
+        reqwest::Method::POST,
+        &format!("{}/api/v1/statuses", inst.base),
+        Some(&token),
+        Some(json!({ "status": text })),
+    )
+    .await;
+    let html = created["content"].as_str().expect("content").to_string();
+    let carol = inst.fed.actor_iri("carol");
+    let tag_href = format!("{}/tags/rust", inst.base);
+    assert_eq!(
+        html,
+        format!(
+            "<p>Hi <span class=\"h-card\"><a href=\"{bob}\" class=\"u-url mention\">@<span>bob</span></a></span> \
+             and <span class=\"h-card\"><a href=\"{carol}\" class=\"u-url mention\">@<span>carol</span></a></span>, \
+             &lt;b&gt;not bold&lt;/b&gt; &amp; \
+             <a href=\"{tag_href}\" class=\"mention hashtag\" rel=\"tag\">#<span>Rust</span></a>:<br>\
+             <a href=\"https://x.example/a?b=1&amp;c=2\" rel=\"nofollow noopener noreferrer\">https://x.example/a?b=1&amp;c=2</a>.</p>\
+             <p>@{} stays text</p>",
+            peer.handle_of("missing-dan")
+        )
+    );
+
+    // The status's URI serves the same HTML, with the tags and the mentioned addressed.
+    let uri = created["uri"].as_str().expect("uri");
+    let served = call(reqwest::Method::GET, uri, None, None).await;
+    assert_eq!(served["content"], html.as_str());
+    assert_eq!(
+        served["tag"],
+        json!([
+            {"type": "Mention", "href": bob, "name": format!("@{}", peer.handle_of("bob"))},
+            {"type": "Mention", "href": carol,
+             "name": format!("@carol@{}", inst.base.trim_start_matches("http://"))},
+            {"type": "Hashtag", "href": tag_href, "name": "#rust"},
+        ])
+    );
+    let cc = served["cc"].as_array().expect("cc");
+    assert!(
+        cc.contains(&json!(bob)) && cc.contains(&json!(carol)),
+        "{cc:?}"
+    );
+
+    // The mentioned remote actor gets the Create (it follows no one here), with the same HTML;
+    // the API shows it again the same.
+    let create = eventually(
+        WAIT,
+        "the Create at the mentioned actor's server",
+        || async { peer.received().into_iter().find(|r| r.ty() == "Create") },
+    )
+    .await;
+    assert!(create.verified.is_ok(), "{:?}", create.verified);
+    assert_eq!(create.body["object"]["content"], html.as_str());
+    assert_eq!(create.body["cc"], served["cc"]);
+    let id = created["id"].as_str().expect("id");
+    let shown = call(
+        reqwest::Method::GET,
+        &format!("{}/api/v1/statuses/{id}", inst.base),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(shown["content"], html.as_str());
+
+    // An edit resolves the mentions of the new text: the Update names no one any more.
+    let edited = call(
+        reqwest::Method::PUT,
+        &format!("{}/api/v1/statuses/{id}", inst.base),
+        Some(&token),
+        Some(json!({ "status": "plain now" })),
+    )
+    .await;
+    assert_eq!(edited["content"], "<p>plain now</p>");
+    let served = call(reqwest::Method::GET, uri, None, None).await;
+    assert_eq!(served["tag"], json!([]));
+    inst.shutdown().await;
+}

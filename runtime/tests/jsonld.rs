@@ -1,0 +1,353 @@
+//! Every kind of document we serve or send is read right by a JSON-LD processor (issue 17):
+//! each is expanded with jsonld.js (`tests/jsonld/check.mjs`, pinned in
+//! `tests/jsonld/package.json`), offline — its document loader serves the ActivityStreams and
+//! security v1 contexts from `tests/jsonld/contexts/` and refuses every other URL — and a term
+//! that expansion drops or leaves undefined fails the test.
+//!
+//! The processor is installed under `target/jsonld-check` by `runtime/tests/jsonld/install`
+//! (`.ci/run` calls it); without node or the install the test fails and says what is missing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::eventually;
+use support::node::Instance;
+use support::peer::Peer;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn here() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/jsonld")
+}
+
+/// Where `tests/jsonld/install` put jsonld.js: `HOLLO_JSONLD_DIR`, else the workspace's
+/// `target/jsonld-check`.
+fn install_dir() -> PathBuf {
+    std::env::var_os("HOLLO_JSONLD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/jsonld-check"))
+}
+
+/// Runs the checker over `docs` (label, document); returns each label's problems.
+fn check(docs: &[(String, Value)]) -> Vec<(String, Vec<String>)> {
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.as_ref().is_ok_and(|o| o.status.success()),
+        "node is missing: install Debian's nodejs and npm packages, then run \
+         runtime/tests/jsonld/install (.ci/run does both): {node:?}"
+    );
+    let dir = install_dir();
+    assert!(
+        dir.join("node_modules/jsonld/package.json").is_file(),
+        "jsonld.js is not installed in {}: run runtime/tests/jsonld/install (.ci/run does)",
+        dir.display()
+    );
+    let input: Vec<Value> = docs
+        .iter()
+        .map(|(label, doc)| json!({ "label": label, "doc": doc }))
+        .collect();
+    let file = tempfile_path();
+    std::fs::write(&file, serde_json::to_vec(&input).expect("json")).expect("write documents");
+    let out = Command::new("node")
+        .arg(here().join("check.mjs"))
+        .arg(&file)
+        .env("HOLLO_JSONLD_DIR", &dir)
+        .output()
+        .expect("run node");
+    let _ = std::fs::remove_file(&file);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "the checker could not run ({:?}): {}{stdout}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Vec<Value> = serde_json::from_str(&stdout).expect("the checker's report");
+    report
+        .iter()
+        .map(|r| {
+            let problems = r["problems"]
+                .as_array()
+                .map(|p| {
+                    p.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                r["label"].as_str().unwrap_or_default().to_string(),
+                problems,
+            )
+        })
+        .collect()
+}
+
+fn tempfile_path() -> PathBuf {
+    std::env::temp_dir().join(format!("hollo-jsonld-{}.json", uuid::Uuid::new_v4()))
+}
+
+fn failures(report: &[(String, Vec<String>)]) -> Vec<String> {
+    report
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(label, p)| format!("{label}: {}", p.join("; ")))
+        .collect()
+}
+
+/// The checker can fail: an undefined term, a term the context nulls out, an unknown remote
+/// context and a document without context are each reported; a complete document is not.
+#[test]
+fn the_checker_reports_dropped_and_undefined_terms() {
+    let as_only = "https://www.w3.org/ns/activitystreams";
+    let report = check(&[
+        (
+            "undefined".into(),
+            json!({"@context": as_only, "id": "https://x.example/1", "type": "Question",
+                   "votersCount": 3}),
+        ),
+        (
+            "dropped".into(),
+            json!({"@context": [as_only, {"@vocab": null}], "id": "https://x.example/2",
+                   "type": "Note", "misskey": 1}),
+        ),
+        (
+            "foreign context".into(),
+            json!({"@context": "https://x.example/ctx", "id": "https://x.example/3"}),
+        ),
+        ("no context".into(), json!({"id": "https://x.example/4"})),
+        (
+            "complete".into(),
+            json!({"@context": [as_only, "https://w3id.org/security/v1",
+                                {"toot": "http://joinmastodon.org/ns#",
+                                 "votersCount": "toot:votersCount"}],
+                   "id": "https://x.example/5", "type": "Question", "votersCount": 3,
+                   "publicKey": {"id": "https://x.example/5#k", "owner": "https://x.example/5",
+                                 "publicKeyPem": "PEM"}}),
+        ),
+    ]);
+    let by_label = |l: &str| {
+        report
+            .iter()
+            .find(|(label, _)| label == l)
+            .map(|(_, p)| p.join("; "))
+            .expect("label")
+    };
+    assert!(by_label("undefined").contains("votersCount"), "{report:?}");
+    assert!(by_label("dropped").contains("misskey"), "{report:?}");
+    assert!(
+        by_label("foreign context").contains("x.example/ctx"),
+        "{report:?}"
+    );
+    assert!(by_label("no context").contains("no @context"), "{report:?}");
+    assert_eq!(by_label("complete"), "", "{report:?}");
+}
+
+async fn get(url: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .get(url)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(resp.status().as_u16(), 200, "GET {url}");
+    resp.json().await.expect("json")
+}
+
+async fn api(
+    inst: &Instance,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    body: Value,
+) -> Value {
+    let resp = reqwest::Client::new()
+        .request(method, format!("{}{path}", inst.base))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    assert!((200..300).contains(&status), "{path}: {status} {v}");
+    v
+}
+
+async fn import_blocks(inst: &Instance, token: &str, mode: &str, handles: &[String]) {
+    let body: String = handles.iter().map(|h| format!("{h}\n")).collect();
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/imports?type=blocks&mode={mode}",
+            inst.base
+        ))
+        .bearer_auth(token)
+        .header("content-type", "text/csv")
+        .body(body)
+        .send()
+        .await
+        .expect("import");
+    assert_eq!(resp.status().as_u16(), 202);
+    let job: Value = resp.json().await.expect("json");
+    let path = format!("/api/v1/imports/{}", job["id"].as_str().expect("id"));
+    eventually(WAIT, "the import completed", || async {
+        let v: Value = reqwest::Client::new()
+            .get(format!("{}{path}", inst.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        (v["status"] == "completed").then_some(())
+    })
+    .await;
+}
+
+/// The kind of a document: its type, and the type of the object an activity carries.
+fn kind(doc: &Value) -> String {
+    let ty = doc["type"].as_str().unwrap_or("?");
+    match doc["object"]["type"].as_str() {
+        Some(inner) => format!("{ty}({inner})"),
+        None => ty.to_string(),
+    }
+}
+
+/// Drives every path that serves or sends a document — follows both ways, a note, two polls
+/// (one choice and several), an end moved and a poll closed, a block and its undo by an
+/// overwrite import — then expands what was served and everything stored to be sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let fed = inst.fed.clone();
+
+    // The peer follows alice (we answer with an Accept); alice follows the peer.
+    let follow = json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": peer.new_id("follows"), "type": "Follow",
+        "actor": peer.actor(), "object": fed.actor_iri(&alice.username),
+    });
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &follow).await, 202);
+    eventually(WAIT, "the Accept at the peer", || async {
+        peer.received().into_iter().find(|r| r.ty() == "Accept")
+    })
+    .await;
+    api(
+        &inst,
+        reqwest::Method::POST,
+        "/api/v1/follows",
+        &token,
+        json!({"account": peer.handle()}),
+    )
+    .await;
+
+    // A note, a poll with one choice, a poll with several that ends in two seconds.
+    let note = api(
+        &inst,
+        reqwest::Method::POST,
+        "/api/v1/statuses",
+        &token,
+        json!({"status": format!("<b>hi</b> @{} #Tea https://x.example/", peer.handle_of("bob"))}),
+    )
+    .await;
+    let one = api(&inst, reqwest::Method::POST, "/api/v1/statuses", &token,
+        json!({"status": "Tea or coffee?", "poll": {"options": ["tea", "coffee"], "expires_in": 3600}})).await;
+    let many = api(
+        &inst,
+        reqwest::Method::POST,
+        "/api/v1/statuses",
+        &token,
+        json!({"status": "Which ones?",
+               "poll": {"options": ["a", "b", "c"], "expires_in": 2, "multiple": true}}),
+    )
+    .await;
+    // Moving an end sends an Update with the new endTime.
+    let id = one["id"].as_str().expect("id");
+    api(
+        &inst,
+        reqwest::Method::PUT,
+        &format!("/api/v1/statuses/{id}"),
+        &token,
+        json!({"poll": {"expires_in": 7200}}),
+    )
+    .await;
+
+    // A block, then an overwrite import that undoes it (and blocks another).
+    import_blocks(&inst, &token, "merge", &[peer.handle_of("b1")]).await;
+    import_blocks(&inst, &token, "overwrite", &[peer.handle_of("b2")]).await;
+
+    // The closing Update of the ended poll.
+    eventually(Duration::from_secs(30), "the closing Update", || async {
+        (inst
+            .count("SELECT count(*) FROM outbox_activities WHERE id LIKE '%/updates/closed'")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+
+    // Served documents.
+    let mut docs: Vec<(String, Value)> = Vec::new();
+    for url in [
+        fed.actor_iri(&alice.username),
+        fed.instance_actor_iri(),
+        fed.outbox(&alice.username),
+        fed.followers(&alice.username),
+        fed.following(&alice.username),
+        fed.instance_outbox(),
+    ] {
+        let doc = get(&url).await;
+        docs.push((format!("GET {url} ({})", kind(&doc)), doc));
+    }
+    for status in [&note, &one, &many] {
+        let url = status["uri"].as_str().expect("uri");
+        let doc = get(url).await;
+        docs.push((format!("GET {url} ({})", kind(&doc)), doc));
+    }
+    // Everything stored to be sent (each delivery sends exactly the stored body).
+    let sent: Vec<(String, Value)> =
+        sqlx::query_as("SELECT id, body FROM outbox_activities ORDER BY created_at")
+            .fetch_all(&inst.pool)
+            .await
+            .expect("outbox");
+    for (id, body) in sent {
+        docs.push((format!("sent {id} ({})", kind(&body)), body));
+    }
+
+    let kinds: BTreeSet<String> = docs.iter().map(|(_, d)| kind(d)).collect();
+    for expected in [
+        "Person",
+        "Application",
+        "OrderedCollection",
+        "Note",
+        "Question",
+        "Accept(Follow)",
+        "Follow",
+        "Create(Note)",
+        "Create(Question)",
+        "Update(Question)",
+        "Block",
+        "Undo(Block)",
+    ] {
+        assert!(kinds.contains(expected), "no {expected} among {kinds:?}");
+    }
+    let report = check(&docs);
+    assert_eq!(report.len(), docs.len());
+    let failed = failures(&report);
+    assert!(
+        failed.is_empty(),
+        "{} of {} documents lose terms:\n{}",
+        failed.len(),
+        docs.len(),
+        failed.join("\n")
+    );
+    inst.shutdown().await;
+}
