@@ -8,6 +8,7 @@ pub mod labels;
 pub mod migration;
 pub mod pdb;
 pub mod pod;
+pub mod profile;
 pub mod service;
 pub mod web;
 pub mod worker;
