@@ -326,6 +326,90 @@ mod tests {
     }
 
     #[test]
+    fn checks_become_conditions_and_only_real_problems_degrade() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let check = |type_, ok, reason: &'static str| Check {
+            type_,
+            ok,
+            reason,
+            message: format!("{reason} said"),
+        };
+        let mut inputs = Inputs {
+            generation: Some(3),
+            previous: None,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            worker: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+            autoscaler_missing: None,
+            checks: vec![check(UPGRADE_STRATEGY, false, "RecreateUsed")],
+        };
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let c = cond(&s, UPGRADE_STRATEGY);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "RecreateUsed")
+        );
+        assert_eq!(cond(&s, DEGRADED).status, "False", "a fallback is a note");
+        inputs
+            .checks
+            .push(check(SECRET_KEY, false, "SecretKeyTooShort"));
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "SecretKeyTooShort")
+        );
+        assert_eq!(d.message, "SecretKeyTooShort said");
+    }
+
+    #[test]
+    fn set_condition_keeps_the_transition_time_while_unchanged() {
+        let mut conds = vec![];
+        let t0 = now();
+        let t1 = Timestamp::from_second(1_800_000_100).expect("valid");
+        set_condition(
+            &mut conds,
+            DATABASE,
+            false,
+            "SecretMissing",
+            "a",
+            Some(1),
+            t0,
+        );
+        set_condition(
+            &mut conds,
+            DATABASE,
+            false,
+            "SecretMissing",
+            "b",
+            Some(2),
+            t1,
+        );
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0].last_transition_time, Time(t0));
+        assert_eq!(conds[0].message, "b");
+        set_condition(
+            &mut conds,
+            DATABASE,
+            true,
+            "CnpgSecretFound",
+            "c",
+            Some(2),
+            t1,
+        );
+        assert_eq!(conds[0].last_transition_time, Time(t1));
+    }
+
+    #[test]
     fn running_status_is_ready_and_stable() {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
