@@ -52,7 +52,8 @@ fn probe_path(p: &Option<Probe>) -> Option<String> {
 }
 
 fn upstream_hollo(patch: Value) -> Value {
-    let mut h = minimal_with(json!({"spec": {"image": {"profile": "upstream"}}}));
+    let mut h = minimal_with(json!({"spec": {"image": {"profile": "upstream"},
+        "storage": {"urlBase": "https://hollo.example.test/assets"}}}));
     merge(&mut h, &patch);
     h
 }
@@ -439,6 +440,10 @@ async fn profile_and_cnpg_admission_rules() {
         (
             json!({"spec": {"image": {"profile": "upstream"}, "adminTokenRef": {"name": "a", "key": "t"}}}),
             "upstream Hollo has no admin token",
+        ),
+        (
+            json!({"spec": {"image": {"profile": "upstream"}}}),
+            "upstream Hollo refuses to start without STORAGE_URL_BASE",
         ),
         (
             json!({"spec": {"image": {"profile": "upstream"}, "migrations": {"command": ["hollo", "migrate"]}}}),

@@ -60,6 +60,7 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.adminTokenRef)").message("image.profile=upstream: upstream Hollo has no admin token (ADMIN_TOKEN is hollo-rs only); remove adminTokenRef"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.database.directUrlSecretRef)").message("image.profile=upstream: upstream Hollo reads only DATABASE_URL; remove database.directUrlSecretRef"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.publicUrl)").message("image.profile=upstream: upstream Hollo takes its origin from the request (BEHIND_PROXY) or from WEB_ORIGIN and HANDLE_HOST in spec.env; remove publicUrl"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || has(self.storage.urlBase) || self.env.exists(e, e.name == 'STORAGE_URL_BASE')").message("image.profile=upstream: upstream Hollo refuses to start without STORAGE_URL_BASE; set storage.urlBase (with disk fs: https://<host>/assets)"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
@@ -965,9 +966,18 @@ mod tests {
                 json!({"image": {"profile": "mastodon"}}),
                 "image.profile must be hollo-rs or upstream",
             );
+            let upstream = json!({"image": {"profile": "upstream"},
+                                  "storage": {"urlBase": "https://h.example/assets"}});
+            assert_eq!(violations(upstream.clone()), Vec::<String>::new());
+            rejects(
+                json!({"image": {"profile": "upstream"}}),
+                "refuses to start without STORAGE_URL_BASE",
+            );
             assert_eq!(
-                violations(json!({"image": {"profile": "upstream"}})),
-                Vec::<String>::new()
+                violations(json!({"image": {"profile": "upstream"},
+                                  "env": [{"name": "STORAGE_URL_BASE", "value": "https://m.example"}]})),
+                Vec::<String>::new(),
+                "STORAGE_URL_BASE given in env counts"
             );
             for (patch, message) in [
                 (
@@ -987,7 +997,7 @@ mod tests {
                     "migrates with `pnpm run migrate`",
                 ),
             ] {
-                merge_rejects(json!({"image": {"profile": "upstream"}}), patch, message);
+                merge_rejects(upstream.clone(), patch, message);
             }
             // The same settings are fine for hollo-rs.
             assert_eq!(
