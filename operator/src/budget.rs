@@ -23,9 +23,13 @@ pub struct Budget {
 impl Budget {
     pub fn for_spec(spec: &HolloSpec) -> Self {
         let w = &spec.worker;
-        let per_worker = i64::from(w.pool_max) + i64::from(w.item_lock_pool_size);
-        let web_pool = i64::from(spec.web.pool_max);
+        let fixed = crate::resources::profile::fixed_pool(spec);
+        let per_worker = fixed.unwrap_or(i64::from(w.pool_max) + i64::from(w.item_lock_pool_size));
+        let web_pool = fixed.unwrap_or(i64::from(spec.web.pool_max));
         let (http_role, per_http_pod, worker_pods) = match spec.mode {
+            // An image with one fixed pool per process (upstream) opens it once, whatever the
+            // role.
+            Mode::All if fixed.is_some() => ("all", web_pool, 0),
             // Assumption (runtime contract): an `all` node opens the web pool and the worker
             // pools, since it runs both sides in one process.
             Mode::All => ("all", web_pool + per_worker, 0),
@@ -99,6 +103,27 @@ impl Budget {
 mod tests {
     use super::*;
     use crate::testutil;
+
+    #[test]
+    fn upstream_counts_its_fixed_pool_of_20_per_process() {
+        let mut spec = testutil::spec();
+        spec.image.profile = crate::crd::ImageProfile::Upstream;
+        // web/worker pool settings are hollo-rs env; upstream's src/db.ts fixes max: 20.
+        spec.web.pool_max = 5;
+        spec.worker.item_lock_pool_size = 9;
+        let b = Budget::for_spec(&spec);
+        assert_eq!(
+            b.explain(),
+            "web 2×20=40 + workers 2×20=40 + migration 1 + headroom 5 = 86 ≤ maxConnections 100"
+        );
+        spec.mode = Mode::All;
+        spec.web.replicas = 3;
+        assert_eq!(
+            Budget::for_spec(&spec).total(),
+            3 * 20 + 1 + 5,
+            "one pool per all node"
+        );
+    }
 
     #[test]
     fn default_spec_fits_in_100() {

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, EnvVar, LocalObjectReference, PodSecurityContext, ResourceRequirements,
+    Affinity, EnvVar, LocalObjectReference, PodSecurityContext, Probe, ResourceRequirements,
     SecurityContext, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -57,6 +57,11 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.storage.disk != 'fs' || has(self.storage.fs)").message("storage.disk=fs requires storage.fs (a ReadWriteMany claim)"))]
 #[x_kube(validation = Rule::new("self.storage.disk != 's3' || has(self.storage.s3)").message("storage.disk=s3 requires storage.s3"))]
 #[x_kube(validation = Rule::new("!self.web.ingress.enabled || (has(self.web.ingress.host) && self.web.ingress.host != '')").message("web.ingress.enabled requires web.ingress.host"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.adminTokenRef)").message("image.profile=upstream: upstream Hollo has no admin token (ADMIN_TOKEN is hollo-rs only); remove adminTokenRef"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.database.directUrlSecretRef)").message("image.profile=upstream: upstream Hollo reads only DATABASE_URL; remove database.directUrlSecretRef"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.publicUrl)").message("image.profile=upstream: upstream Hollo takes its origin from the request (BEHIND_PROXY) or from WEB_ORIGIN and HANDLE_HOST in spec.env; remove publicUrl"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || has(self.storage.urlBase) || self.env.exists(e, e.name == 'STORAGE_URL_BASE')").message("image.profile=upstream: upstream Hollo refuses to start without STORAGE_URL_BASE; set storage.urlBase (with disk fs: https://<host>/assets)"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
     /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
@@ -102,10 +107,15 @@ fn default_environment() -> String {
     "production".into()
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "ImageSpec::default")]
+#[x_kube(validation = Rule::new("self.profile == 'hollo-rs' || self.profile == 'upstream'").message("image.profile must be hollo-rs or upstream"))]
 pub struct ImageSpec {
     pub repository: String,
+    /// Which conventions the image follows: `hollo-rs` (this project's runtime) or `upstream`
+    /// (fedify-dev/hollo's image). Sets the default commands, probes, ports, environment and
+    /// autoscaling query; every one of them can be overridden per role.
+    pub profile: ImageProfile,
     /// Overrides `spec.version` as the image tag (e.g. a digest-pinned build of that version).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
@@ -117,10 +127,51 @@ impl Default for ImageSpec {
     fn default() -> Self {
         Self {
             repository: "ghcr.io/hollo-social/hollo".into(),
+            profile: ImageProfile::HolloRs,
             tag: None,
             pull_policy: PullPolicy::IfNotPresent,
             pull_secrets: vec![],
         }
+    }
+}
+
+/// The conventions of an image (see `resources::profile`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ImageProfile {
+    /// This project's `hollo` binary: `hollo serve`, `hollo migrate`, `/healthz` and `/readyz`
+    /// on every role (workers on `HEALTH_PORT`), `hollo version --json`.
+    #[default]
+    #[serde(rename = "hollo-rs")]
+    HolloRs,
+    /// fedify-dev/hollo's image: `pnpm run migrate`, `node dist/bin/server.js`, no worker port,
+    /// no version command, Fedify's PostgreSQL queue.
+    #[serde(rename = "upstream")]
+    Upstream,
+}
+
+impl ImageProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageProfile::HolloRs => "hollo-rs",
+            ImageProfile::Upstream => "upstream",
+        }
+    }
+}
+
+// A plain string in the schema: an unknown profile is then rejected by the CEL rule on
+// `image` with a message that names the valid ones (an OpenAPI enum would answer first, with
+// the apiserver's generic "Unsupported value").
+impl JsonSchema for ImageProfile {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ImageProfile".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string"})
+    }
+
+    fn inline_schema() -> bool {
+        true
     }
 }
 
@@ -169,9 +220,16 @@ pub struct SecretKeyRef {
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.urlSecretRef) != has(self.cnpg)").message("database: set exactly one of urlSecretRef and cnpg"))]
+#[x_kube(validation = Rule::new("!has(self.cnpg) || !has(self.directUrlSecretRef)").message("database.cnpg gives the direct URL itself (the cluster's -rw Service); remove database.directUrlSecretRef"))]
 pub struct DatabaseSpec {
-    /// Secret key holding `DATABASE_URL`.
-    pub url_secret_ref: SecretKeyRef,
+    /// Secret key holding `DATABASE_URL`. Exactly one of this and `cnpg`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_secret_ref: Option<SecretKeyRef>,
+    /// A CloudNativePG `Cluster` in the same namespace: the URL comes from its application
+    /// Secret (`<cluster>-app`, key `uri`, which points at `<cluster>-rw`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnpg: Option<CnpgSpec>,
     /// Secret key holding `DATABASE_DIRECT_URL` (bypasses a transaction pooler for LISTEN/NOTIFY
     /// and migrations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,6 +242,21 @@ pub struct DatabaseSpec {
     #[serde(default = "default_headroom")]
     #[x_kube(validation = Rule::new("self >= 0").message("database.headroom must be >= 0"))]
     pub headroom: i32,
+}
+
+/// CloudNativePG: the cluster whose application Secret holds the URL, and optionally a
+/// `Pooler` (PgBouncer) of that cluster that web nodes connect through.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.cluster != ''").message("database.cnpg.cluster must name the CloudNativePG Cluster (a pooler alone is not enough)"))]
+pub struct CnpgSpec {
+    /// The `Cluster` name; its Secret `<cluster>-app` must hold `uri`.
+    #[serde(default)]
+    pub cluster: String,
+    /// A `Pooler` of that cluster: web nodes connect through its Service (same name);
+    /// migrations and LISTEN/NOTIFY keep the direct `<cluster>-rw` URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooler: Option<String>,
 }
 
 fn default_max_connections() -> i32 {
@@ -255,6 +328,18 @@ impl Default for DisruptionBudgetSpec {
     }
 }
 
+/// Probes replacing the profile's defaults for one role (each one independently).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup: Option<Probe>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<Probe>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<Probe>,
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IngressSpec {
@@ -289,6 +374,13 @@ pub struct WebSpec {
     pub resources: ResourceRequirements,
     pub disruption_budget: DisruptionBudgetSpec,
     pub ingress: IngressSpec,
+    /// Replaces the profile's serve command (the container's `command`); `all` nodes use it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Replaces the profile's arguments (the container's `args`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    pub probes: ProbeOverrides,
 }
 
 impl Default for WebSpec {
@@ -302,6 +394,9 @@ impl Default for WebSpec {
             resources: ResourceRequirements::default(),
             disruption_budget: DisruptionBudgetSpec::default(),
             ingress: IngressSpec::default(),
+            command: None,
+            args: None,
+            probes: ProbeOverrides::default(),
         }
     }
 }
@@ -393,11 +488,19 @@ pub struct WorkerSpec {
     pub pool_max: i32,
     /// `ITEM_LOCK_POOL_SIZE`.
     pub item_lock_pool_size: i32,
-    /// `HEALTH_PORT`: `/healthz`, `/readyz`, `/metrics` of a worker.
+    /// `HEALTH_PORT`: `/healthz`, `/readyz`, `/metrics` of a worker. Declared as the port
+    /// `health` with `hollo-rs`; with `upstream` (whose workers open no port) only when
+    /// `worker.probes` sets a probe, which may then name it.
     pub health_port: i32,
     pub autoscaling: AutoscalingSpec,
     pub resources: ResourceRequirements,
     pub disruption_budget: DisruptionBudgetSpec,
+    /// Replaces the profile's serve command of workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    pub probes: ProbeOverrides,
 }
 
 impl Default for WorkerSpec {
@@ -413,17 +516,22 @@ impl Default for WorkerSpec {
             autoscaling: AutoscalingSpec::default(),
             resources: ResourceRequirements::default(),
             disruption_budget: DisruptionBudgetSpec::default(),
+            command: None,
+            args: None,
+            probes: ProbeOverrides::default(),
         }
     }
 }
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "MigrationSpec::default")]
-#[x_kube(validation = Rule::new("self.command.size() > 0").message("migrations.command must not be empty"))]
+#[x_kube(validation = Rule::new("!has(self.command) || self.command.size() > 0").message("migrations.command must not be empty"))]
 #[x_kube(validation = Rule::new("self.activeDeadlineSeconds >= 1").message("migrations.activeDeadlineSeconds must be at least 1"))]
 #[x_kube(validation = Rule::new("self.backoffLimit >= 0").message("migrations.backoffLimit must be >= 0"))]
 pub struct MigrationSpec {
-    pub command: Vec<String>,
+    /// The migration command; unset = the profile's (`hollo migrate`, `pnpm run migrate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
     pub active_deadline_seconds: i64,
     pub backoff_limit: i32,
     /// Prints `{"version","schemaVersion","taskDefinitionVersion"}` and writes it to the
@@ -435,7 +543,7 @@ pub struct MigrationSpec {
 impl Default for MigrationSpec {
     fn default() -> Self {
         Self {
-            command: vec!["hollo".into(), "migrate".into()],
+            command: None,
             active_deadline_seconds: 600,
             backoff_limit: 3,
             version_command: [
@@ -549,6 +657,31 @@ impl HolloSpec {
         format!("{}:{}", self.image.repository, tag)
     }
 
+    /// The strategy upgrades follow: `RollingWhenCompatible` needs an image that reports its
+    /// task-definition and schema versions; without one (upstream) upgrades are `Recreate`,
+    /// and [`Self::rolling_unavailable`] says why.
+    pub fn upgrade_strategy_in_effect(&self) -> UpgradeStrategy {
+        match self.rolling_unavailable() {
+            Some(_) => UpgradeStrategy::Recreate,
+            None => self.upgrade_strategy,
+        }
+    }
+
+    /// Why `RollingWhenCompatible` was asked for but cannot be honoured, if it cannot.
+    pub fn rolling_unavailable(&self) -> Option<String> {
+        (self.upgrade_strategy == UpgradeStrategy::RollingWhenCompatible
+            && !crate::resources::profile::reports_versions(self))
+        .then(|| {
+            format!(
+                "upgradeStrategy RollingWhenCompatible needs an image that reports its \
+                 task-definition and schema versions (hollo version --json); image.profile {} \
+                 has no such command, so old and new versions cannot be shown compatible: \
+                 upgrades use Recreate (stop, migrate, start)",
+                self.image.profile.as_str()
+            )
+        })
+    }
+
     /// Whether an autoscaler (HPA or KEDA) owns the worker `replicas`.
     pub fn worker_autoscaled(&self) -> bool {
         self.mode == Mode::Split && self.worker.autoscaling.enabled
@@ -604,7 +737,12 @@ mod tests {
         );
         assert!(!spec.worker.autoscaling.enabled);
         assert_eq!(spec.worker.autoscaling.target_cpu_utilization, Some(70));
-        assert_eq!(spec.migrations.command, vec!["hollo", "migrate"]);
+        assert_eq!(spec.migrations.command, None);
+        assert_eq!(
+            crate::resources::profile::migration_command(&spec),
+            ["hollo", "migrate"]
+        );
+        assert_eq!(spec.image.profile, ImageProfile::HolloRs);
         assert_eq!(spec.migrations.active_deadline_seconds, 600);
         assert_eq!(spec.migrations.backoff_limit, 3);
         assert_eq!(spec.upgrade_strategy, UpgradeStrategy::Recreate);
@@ -747,7 +885,12 @@ mod tests {
             match (into, patch) {
                 (Value::Object(a), Value::Object(b)) => {
                     for (k, v) in b {
-                        merge(a.entry(k).or_insert(Value::Null), v);
+                        // null deletes, as in a JSON merge patch.
+                        if v.is_null() {
+                            a.remove(&k);
+                        } else {
+                            merge(a.entry(k).or_insert(Value::Null), v);
+                        }
                     }
                 }
                 (slot, v) => *slot = v,
@@ -782,6 +925,111 @@ mod tests {
             );
             let h: Hollo = serde_json::from_value(obj).expect("example deserializes");
             assert!(crate::budget::Budget::for_spec(&h.spec).fits());
+        }
+
+        /// The upstream example (and the CloudNativePG one) must pass admission too.
+        #[test]
+        fn the_upstream_and_cnpg_examples_are_valid() {
+            for file in ["hollo-upstream.yaml", "hollo-cnpg.yaml"] {
+                let path = format!("{}/../examples/{file}", env!("CARGO_MANIFEST_DIR"));
+                let text = std::fs::read_to_string(&path).expect("example exists");
+                let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+                    .map(|d| Value::deserialize(d).expect("example parses"))
+                    .collect();
+                let obj = docs
+                    .iter()
+                    .find(|o| o["kind"] == "Hollo")
+                    .cloned()
+                    .expect("a Hollo in the example");
+                // The operator checks the budget against the Cluster's max_connections.
+                let cluster_max = docs.iter().find(|o| o["kind"] == "Cluster").and_then(|c| {
+                    c["spec"]["postgresql"]["parameters"]["max_connections"]
+                        .as_str()
+                        .and_then(|s| s.parse().ok())
+                });
+                assert_eq!(
+                    kube_cel::validate(&schema(), &obj, None).map_err(|e| e.to_string()),
+                    Ok(()),
+                    "{file}"
+                );
+                let mut h: Hollo = serde_json::from_value(obj).expect("example deserializes");
+                if let Some(n) = cluster_max {
+                    h.spec.database.max_connections = n;
+                }
+                assert!(crate::budget::Budget::for_spec(&h.spec).fits(), "{file}");
+            }
+        }
+
+        #[test]
+        fn profiles_and_database_sources_are_checked() {
+            rejects(
+                json!({"image": {"profile": "mastodon"}}),
+                "image.profile must be hollo-rs or upstream",
+            );
+            let upstream = json!({"image": {"profile": "upstream"},
+                                  "storage": {"urlBase": "https://h.example/assets"}});
+            assert_eq!(violations(upstream.clone()), Vec::<String>::new());
+            rejects(
+                json!({"image": {"profile": "upstream"}}),
+                "refuses to start without STORAGE_URL_BASE",
+            );
+            assert_eq!(
+                violations(json!({"image": {"profile": "upstream"},
+                                  "env": [{"name": "STORAGE_URL_BASE", "value": "https://m.example"}]})),
+                Vec::<String>::new(),
+                "STORAGE_URL_BASE given in env counts"
+            );
+            for (patch, message) in [
+                (
+                    json!({"adminTokenRef": {"name": "a", "key": "t"}}),
+                    "upstream Hollo has no admin token",
+                ),
+                (
+                    json!({"database": {"directUrlSecretRef": {"name": "d", "key": "u"}}}),
+                    "upstream Hollo reads only DATABASE_URL",
+                ),
+                (
+                    json!({"publicUrl": "https://h.example"}),
+                    "remove publicUrl",
+                ),
+                (
+                    json!({"migrations": {"command": ["hollo", "migrate"]}}),
+                    "migrates with `pnpm run migrate`",
+                ),
+            ] {
+                merge_rejects(upstream.clone(), patch, message);
+            }
+            // The same settings are fine for hollo-rs.
+            assert_eq!(
+                violations(json!({"adminTokenRef": {"name": "a", "key": "t"},
+                                  "publicUrl": "https://h.example"})),
+                Vec::<String>::new()
+            );
+            let cnpg = json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg", "pooler": "pg-pooler"}}});
+            assert_eq!(violations(cnpg), Vec::<String>::new());
+            rejects(
+                json!({"database": {"cnpg": {"cluster": "pg"}}}),
+                "set exactly one of urlSecretRef and cnpg",
+            );
+            rejects(
+                json!({"database": {"urlSecretRef": null}}),
+                "set exactly one of urlSecretRef and cnpg",
+            );
+            rejects(
+                json!({"database": {"urlSecretRef": null, "cnpg": {"pooler": "pg-pooler"}}}),
+                "a pooler alone is not enough",
+            );
+            rejects(
+                json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"},
+                                    "directUrlSecretRef": {"name": "d", "key": "u"}}}),
+                "remove database.directUrlSecretRef",
+            );
+        }
+
+        fn merge_rejects(base: Value, patch: Value, message: &str) {
+            let mut all = base;
+            merge(&mut all, patch);
+            rejects(all, message);
         }
 
         #[test]

@@ -142,7 +142,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     }
 
     // The target is not migrated. May the old version keep running meanwhile?
-    let wants_rolling = spec.upgrade_strategy == UpgradeStrategy::RollingWhenCompatible;
+    let wants_rolling = spec.upgrade_strategy_in_effect() == UpgradeStrategy::RollingWhenCompatible;
     let base = Plan {
         phase: Phase::Migrating,
         workloads: Workloads::Stopped,
@@ -456,6 +456,28 @@ mod tests {
             assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
             assert_eq!(p.migration_job, None);
         }
+    }
+
+    #[test]
+    fn upstream_images_cannot_roll_and_stop_first() {
+        let mut spec = rolling_spec();
+        spec.image.profile = crate::crd::ImageProfile::Upstream;
+        assert_eq!(spec.upgrade_strategy_in_effect(), UpgradeStrategy::Recreate);
+        assert!(
+            spec.rolling_unavailable()
+                .is_some_and(|m| m.contains("upgrades use Recreate"))
+        );
+        let o = Observed {
+            old_pods: 4,
+            // Even a (stale) compatible answer does not let the old version run on.
+            compat: Compat::Compatible,
+            ..upgrading()
+        };
+        let p = decide(&spec, &o);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert!(!p.probe_versions);
+        assert_eq!(rolling_spec().rolling_unavailable(), None);
     }
 
     #[test]

@@ -29,7 +29,23 @@ pub struct Inputs<'a> {
     pub pods_ready: bool,
     /// The autoscaler the spec asks for could not be made (KEDA's API is not installed).
     pub autoscaler_missing: Option<String>,
+    /// Conditions only some specs have (database source, secret key, upgrade strategy), in
+    /// order; a failing one marks the resource `Degraded`.
+    pub checks: Vec<Check>,
 }
+
+/// One extra condition: a fact about the spec's inputs the operator checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub type_: &'static str,
+    pub ok: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub const DATABASE: &str = "Database";
+pub const SECRET_KEY: &str = "SecretKey";
+pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
 
 fn condition(
     inputs: &Inputs<'_>,
@@ -53,6 +69,38 @@ fn condition(
         message,
         observed_generation: inputs.generation,
         last_transition_time: since,
+    }
+}
+
+/// Sets (or adds) a condition, keeping its transition time while its status is unchanged.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let status = if ok { "True" } else { "False" };
+    let fresh = Condition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: message.into(),
+        observed_generation: generation,
+        last_transition_time: Time(now),
+    };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(c) if c.status == status => {
+            let since = c.last_transition_time.clone();
+            *c = Condition {
+                last_transition_time: since,
+                ..fresh
+            };
+        }
+        Some(c) => *c = fresh,
+        None => conditions.push(fresh),
     }
 }
 
@@ -106,7 +154,12 @@ pub fn compute(
     // A migration that failed before and is being retried is still a degraded state.
     let retrying = !plan.migrated && migration_attempts > 0;
     let unready = phase == Phase::Running && !inputs.pods_ready;
-    let conditions = vec![
+    // A failing check that is more than a note (the upgrade strategy falling back is one).
+    let failing = inputs
+        .checks
+        .iter()
+        .find(|c| !c.ok && c.type_ != UPGRADE_STRATEGY);
+    let mut conditions = vec![
         condition(
             inputs,
             READY,
@@ -165,11 +218,14 @@ pub fn compute(
             phase == Phase::MigrationFailed
                 || retrying
                 || unready
-                || inputs.autoscaler_missing.is_some(),
+                || inputs.autoscaler_missing.is_some()
+                || failing.is_some(),
             if phase == Phase::MigrationFailed {
                 "MigrationFailed"
             } else if retrying {
                 "MigrationRetrying"
+            } else if let Some(c) = failing {
+                c.reason
             } else if unready {
                 "PodsNotReady"
             } else if inputs.autoscaler_missing.is_some() {
@@ -182,6 +238,8 @@ pub fn compute(
                     Some(at) => format!("{} (last failure {at})", failed_reason()),
                     None => failed_reason(),
                 }
+            } else if let Some(c) = failing {
+                c.message.clone()
             } else if unready {
                 "some pods of the running version are not ready".to_string()
             } else if let Some(m) = &inputs.autoscaler_missing {
@@ -209,6 +267,15 @@ pub fn compute(
             workers_msg,
         ),
     ];
+    for c in &inputs.checks {
+        conditions.push(condition(
+            inputs,
+            c.type_,
+            c.ok,
+            c.reason,
+            c.message.clone(),
+        ));
+    }
     HolloStatus {
         phase,
         observed_generation: inputs.generation,
@@ -259,6 +326,90 @@ mod tests {
     }
 
     #[test]
+    fn checks_become_conditions_and_only_real_problems_degrade() {
+        let spec = testutil::spec();
+        let budget = Budget::for_spec(&spec);
+        let check = |type_, ok, reason: &'static str| Check {
+            type_,
+            ok,
+            reason,
+            message: format!("{reason} said"),
+        };
+        let mut inputs = Inputs {
+            generation: Some(3),
+            previous: None,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            worker: RoleStatus {
+                replicas: 2,
+                ready_replicas: 2,
+            },
+            budget: &budget,
+            now: now(),
+            pods_ready: true,
+            autoscaler_missing: None,
+            checks: vec![check(UPGRADE_STRATEGY, false, "RecreateUsed")],
+        };
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let c = cond(&s, UPGRADE_STRATEGY);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "RecreateUsed")
+        );
+        assert_eq!(cond(&s, DEGRADED).status, "False", "a fallback is a note");
+        inputs
+            .checks
+            .push(check(SECRET_KEY, false, "SecretKeyTooShort"));
+        let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
+        let d = cond(&s, DEGRADED);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("True", "SecretKeyTooShort")
+        );
+        assert_eq!(d.message, "SecretKeyTooShort said");
+    }
+
+    #[test]
+    fn set_condition_keeps_the_transition_time_while_unchanged() {
+        let mut conds = vec![];
+        let t0 = now();
+        let t1 = Timestamp::from_second(1_800_000_100).expect("valid");
+        set_condition(
+            &mut conds,
+            DATABASE,
+            false,
+            "SecretMissing",
+            "a",
+            Some(1),
+            t0,
+        );
+        set_condition(
+            &mut conds,
+            DATABASE,
+            false,
+            "SecretMissing",
+            "b",
+            Some(2),
+            t1,
+        );
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0].last_transition_time, Time(t0));
+        assert_eq!(conds[0].message, "b");
+        set_condition(
+            &mut conds,
+            DATABASE,
+            true,
+            "CnpgSecretFound",
+            "c",
+            Some(2),
+            t1,
+        );
+        assert_eq!(conds[0].last_transition_time, Time(t1));
+    }
+
+    #[test]
     fn running_status_is_ready_and_stable() {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
@@ -277,6 +428,7 @@ mod tests {
             now: now(),
             pods_ready: true,
             autoscaler_missing: None,
+            checks: vec![],
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         assert_eq!(s.phase, Phase::Running);
@@ -320,6 +472,7 @@ mod tests {
             now: now(),
             pods_ready: true,
             autoscaler_missing: Some("KEDA's ScaledObject API is not installed".into()),
+            checks: vec![],
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let d = cond(&s, DEGRADED);
@@ -353,6 +506,7 @@ mod tests {
             now: now(),
             pods_ready: true,
             autoscaler_missing: None,
+            checks: vec![],
         };
         let s = compute(&spec, &plan(Phase::RollingOut, true), &inputs, 0, None);
         let b = cond(&s, CONNECTION_BUDGET);
@@ -393,6 +547,7 @@ mod tests {
             now: now(),
             pods_ready: false,
             autoscaler_missing: None,
+            checks: vec![],
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let r = cond(&s, READY);
@@ -421,6 +576,7 @@ mod tests {
             now: now(),
             pods_ready: true,
             autoscaler_missing: None,
+            checks: vec![],
         };
         let mut p = plan(Phase::MigrationFailed, false);
         p.current_version = Some("0.0.9".into());
@@ -466,6 +622,7 @@ mod tests {
             now: now(),
             pods_ready: true,
             autoscaler_missing: None,
+            checks: vec![],
         };
         let s1 = compute(&spec, &plan(Phase::Running, true), &first, 0, None);
         let later = Timestamp::from_second(1_800_000_600).expect("valid");

@@ -68,4 +68,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- /* Read-only, one GET each, only for specs that name them: the CloudNativePG application
+     Secret and the upstream profile's SECRET_KEY Secret (checked, hashed for rotation; never
+     copied), and the CloudNativePG Cluster's max_connections. No list or watch: the operator
+     cannot enumerate Secrets. */}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+- apiGroups: ["postgresql.cnpg.io"]
+  resources: ["clusters"]
+  verbs: ["get"]
 {{- end -}}

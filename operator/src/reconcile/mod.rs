@@ -7,12 +7,14 @@
 //! |------------|--------------------------------------------------------------------|
 //! | `stores`   | the watch caches of every child kind                               |
 //! | `observe`  | 1. what the decision needs                                         |
+//! | `external` | 1b. Secrets and the CloudNativePG Cluster a spec names (not owned) |
 //! | `desired`  | 3. the desired set (pure)                                          |
 //! | `apply`    | 4. apply what differs, prune the rest                              |
 //! | `report`   | 5. status (written when changed) and events                        |
 
 pub mod apply;
 pub mod desired;
+pub mod external;
 pub mod observe;
 pub mod report;
 pub mod stores;
@@ -85,6 +87,10 @@ pub struct Context {
 /// How soon to look again while KEDA is asked for but its API is missing (nothing notifies
 /// us when its CRD appears).
 const KEDA_RECHECK: Duration = Duration::from_secs(30);
+/// How soon to look again while a Secret the pods need is missing.
+const HOLD_RECHECK: Duration = Duration::from_secs(15);
+/// How often a `Hollo` with Secrets read by GET (not watched) is looked at in steady state.
+const EXTERNAL_RECHECK: Duration = Duration::from_secs(60);
 /// How long a reconcile waits for the watch caches' first complete list.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// How soon to retry after a transient error.
@@ -124,6 +130,19 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         _ => return Err(Error::CachesNotReady(CACHE_WAIT)),
     }
     let now = Timestamp::now();
+    let ext = external::read(&ctx.client, hollo).await?;
+    let checks = external::checks(&hollo.spec, &ext);
+    if let Some(hold) = ext.hold(&hollo.spec) {
+        let status = report::held(hollo, &hold, now);
+        if report::write_status(&ctx.client, hollo, &status).await? {
+            ctx.applier.writes.inc();
+        }
+        report::check_events(&ctx.recorder, hollo, &status).await;
+        return Ok(Action::requeue(HOLD_RECHECK));
+    }
+    // The builders see the Cluster's max_connections and the Secret's hash (rotation rolls).
+    let effective = external::effective(hollo, &ext);
+    let hollo = &effective;
     let world = observe::observe(&ctx.client, &ctx.stores, hollo, now).await?;
     let plan = phase::decide(&hollo.spec, &world.observed);
     tracing::debug!(
@@ -135,15 +154,22 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
-    let status = report::status(hollo, &plan, &world, missing.clone(), now);
+    let status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
     if report::write_status(client, hollo, &status).await? {
         applier.writes.inc();
     }
     report::events(&ctx.recorder, hollo, &plan, &status, missing.as_deref()).await;
-    Ok(match missing {
-        Some(_) => Action::requeue(plan.requeue.min(KEDA_RECHECK)),
-        None => Action::requeue(plan.requeue),
-    })
+    report::check_events(&ctx.recorder, hollo, &status).await;
+    let requeue = match missing {
+        Some(_) => plan.requeue.min(KEDA_RECHECK),
+        None => plan.requeue,
+    };
+    // Nothing notifies us when a Secret we do not watch rotates: look again sooner.
+    Ok(Action::requeue(if ext == external::External::default() {
+        requeue
+    } else {
+        requeue.min(EXTERNAL_RECHECK)
+    }))
 }
 
 pub fn error_policy(hollo: Arc<Hollo>, error: &Error, _ctx: Arc<Context>) -> Action {

@@ -247,7 +247,7 @@ pub async fn observe(
     } else {
         0
     };
-    let compat = match (&current, hollo.spec.upgrade_strategy) {
+    let compat = match (&current, hollo.spec.upgrade_strategy_in_effect()) {
         (Some(old), UpgradeStrategy::RollingWhenCompatible) if upgrading => {
             compat(&pods, hollo, &jobs, old).await
         }

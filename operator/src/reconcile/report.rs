@@ -32,6 +32,7 @@ pub fn status(
     plan: &Plan,
     world: &World,
     autoscaler_missing: Option<String>,
+    checks: Vec<status::Check>,
     now: Timestamp,
 ) -> HolloStatus {
     let spec = &hollo.spec;
@@ -64,9 +65,31 @@ pub fn status(
         budget: &budget,
         now,
         autoscaler_missing,
+        checks,
     };
     let mut s = status::compute(spec, plan, &inputs, attempts, last_failure);
     s.migration_failure_generation = failure_generation;
+    s
+}
+
+/// The status while the reconcile holds (a Secret the pods need is missing): the previous one,
+/// with the failing check and `Degraded` saying why; the phase does not move.
+pub fn held(hollo: &Hollo, check: &status::Check, now: Timestamp) -> HolloStatus {
+    let mut s = hollo.status.clone().unwrap_or_default();
+    let generation = hollo.meta().generation;
+    s.observed_generation = generation;
+    s.target_version = Some(hollo.spec.version.clone());
+    for (type_, ok) in [(check.type_, false), (status::DEGRADED, true)] {
+        status::set_condition(
+            &mut s.conditions,
+            type_,
+            ok,
+            check.reason,
+            &check.message,
+            generation,
+            now,
+        );
+    }
     s
 }
 
@@ -113,6 +136,32 @@ pub async fn publish(
     // Events are best effort: a failure to record one must not fail the reconcile.
     if let Err(e) = recorder.publish(&ev, &hollo.object_ref(&())).await {
         tracing::warn!(error = %e, reason, "could not publish event");
+    }
+}
+
+/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad.
+pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus) {
+    let previous = hollo.status.clone().unwrap_or_default();
+    for c in &new.conditions {
+        if ![status::DATABASE, status::SECRET_KEY].contains(&c.type_.as_str())
+            || c.status != "False"
+        {
+            continue;
+        }
+        let was = previous.conditions.iter().find(|p| p.type_ == c.type_);
+        if was.is_some_and(|p| p.status == "False" && p.reason == c.reason) {
+            continue;
+        }
+        let reason = c.reason.clone();
+        publish(
+            recorder,
+            hollo,
+            EventType::Warning,
+            &reason,
+            "CheckInputs",
+            c.message.clone(),
+        )
+        .await;
     }
 }
 

@@ -529,3 +529,114 @@ async fn a_hollo_being_deleted_is_left_to_the_garbage_collector() {
     );
     assert!(calls.is_empty(), "{:?}", lines(&calls));
 }
+
+fn cnpg_hollo() -> Hollo {
+    let mut spec = testutil::spec();
+    spec.database.url_secret_ref = None;
+    spec.database.cnpg = Some(crate::crd::CnpgSpec {
+        cluster: "pg".into(),
+        pooler: None,
+    });
+    testutil::hollo(spec)
+}
+
+#[tokio::test]
+async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
+    let h = cnpg_hollo();
+    // Neither the Secret nor the Cluster exists.
+    let f = Fixture::new(
+        &h,
+        Box::new(|call| {
+            call.line.starts_with("GET ").then(|| {
+                (
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "reason": "NotFound", "code": 404, "message": "not found"}),
+                )
+            })
+        }),
+    );
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("GET /api/v1{NS}/secrets/pg-app"),
+            format!("GET /apis/postgresql.cnpg.io/v1{NS}/clusters/pg"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+        ],
+        "read-only GETs, the status and one event: nothing applied"
+    );
+    let conds = calls[2].body["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let db = conds
+        .iter()
+        .find(|c| c["type"] == "Database")
+        .expect("Database");
+    assert_eq!(
+        (db["status"].as_str(), db["reason"].as_str()),
+        (Some("False"), Some("SecretMissing"))
+    );
+    assert_eq!(calls[3].body["reason"], "SecretMissing");
+}
+
+#[tokio::test]
+async fn with_the_cnpg_secret_the_cluster_budget_and_hash_are_used() {
+    let h = cnpg_hollo();
+    let f = Fixture::new(
+        &h,
+        Box::new(|call| {
+            let (method, path) = call.line.split_once(' ')?;
+            match (method, path.rsplit('/').next()?) {
+                ("GET", "pg-app") => Some((
+                    200,
+                    json!({"apiVersion": "v1", "kind": "Secret",
+                           "metadata": {"name": "pg-app", "namespace": "fedi"},
+                           // base64 of "x"
+                           "data": {"uri": "eA==", "username": "eA==", "password": "eA==", "dbname": "eA=="}}),
+                )),
+                ("GET", "pg") => Some((
+                    200,
+                    json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                           "metadata": {"name": "pg", "namespace": "fedi"},
+                           "spec": {"postgresql": {"parameters": {"max_connections": "60"}}}}),
+                )),
+                _ => None,
+            }
+        }),
+    );
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    let job = calls
+        .iter()
+        .find(|c| c.line.contains("/jobs/"))
+        .expect("the migration Job is applied");
+    assert!(
+        job.body["spec"]["template"]["metadata"]["annotations"]
+            ["hollo.social/database-secret-hash"]
+            .is_string(),
+        "{}",
+        job.body
+    );
+    let status = calls
+        .iter()
+        .find(|c| c.line.ends_with("/status"))
+        .expect("status");
+    let conds = status.body["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let budget = conds
+        .iter()
+        .find(|c| c["type"] == "ConnectionBudget")
+        .expect("budget");
+    assert_eq!(budget["status"], "False", "74 > the Cluster's 60: {budget}");
+    assert!(
+        budget["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("maxConnections 60"))
+    );
+}

@@ -4,8 +4,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Container;
 
 use super::labels::Component;
-use super::{pod, web, worker};
-use crate::crd::Hollo;
+use super::{pod, profile, web, worker};
+use crate::crd::{Hollo, ImageProfile};
 
 /// Drain for the longer of the two windows: an all node finishes requests and jobs alike.
 pub fn drain_seconds(hollo: &Hollo) -> i32 {
@@ -27,15 +27,17 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
     let mut env = pod::common_env(spec, true);
     env.push(pod::plain("NODE_TYPE", "all"));
     env.push(pod::plain("PORT", spec.web.port.to_string()));
-    env.push(pod::plain(
-        "DATABASE_POOL_MAX",
-        spec.web.pool_max.to_string(),
-    ));
-    env.extend(worker::worker_env(hollo));
-    env.push(pod::plain(
-        "SHUTDOWN_DRAIN_SECONDS",
-        drain_seconds(hollo).to_string(),
-    ));
+    if spec.image.profile == ImageProfile::HolloRs {
+        env.push(pod::plain(
+            "DATABASE_POOL_MAX",
+            spec.web.pool_max.to_string(),
+        ));
+        env.extend(worker::worker_env(hollo));
+        env.push(pod::plain(
+            "SHUTDOWN_DRAIN_SECONDS",
+            drain_seconds(hollo).to_string(),
+        ));
+    }
     let mut c = pod::base_container(
         spec,
         pod::image_for(spec, version),
@@ -43,7 +45,7 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
         &spec.web.resources,
     );
     c.lifecycle = web::pre_stop(spec.web.pre_stop_seconds);
-    web::http_container(c, spec.web.port)
+    pod::with_process(c, profile::http(spec))
 }
 
 /// Replicas follow `spec.web.replicas` (an all node is first of all a web server).

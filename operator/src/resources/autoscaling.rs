@@ -9,7 +9,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
 
 use super::labels::Component;
-use crate::crd::Hollo;
+use crate::crd::{Hollo, ImageProfile};
 
 /// Ready messages across both queues: due (`created + delay <= now()`) and not leased by a
 /// worker. One number, `COALESCE`d, as KEDA's PostgreSQL scaler requires.
@@ -17,6 +17,22 @@ pub const READY_MESSAGES_QUERY: &str = "SELECT COALESCE((SELECT count(*) FROM ho
 WHERE created + delay <= now() AND (lease_until IS NULL OR lease_until < now())), 0) + \
 COALESCE((SELECT count(*) FROM hollo_activity_message_v1 \
 WHERE created + delay <= now() AND (lease_until IS NULL OR lease_until < now())), 0)";
+
+/// Upstream (fedify-dev/hollo): Fedify's `PostgresMessageQueue` table (`@fedify/postgres`,
+/// default name `fedify_message_v2`). A consumer deletes a message when it takes it, so the
+/// rows due now are exactly the ready ones (Fedify's own `getDepth()` counts `ready` the
+/// same way). The queue creates its table on first use; until a worker has started, KEDA
+/// reports the query as failing and keeps the current count.
+pub const UPSTREAM_READY_MESSAGES_QUERY: &str = "SELECT COALESCE((SELECT count(*) FROM fedify_message_v2 \
+WHERE created + delay <= now()), 0)";
+
+/// The ready-message query of the image profile.
+pub fn ready_messages_query(profile: ImageProfile) -> &'static str {
+    match profile {
+        ImageProfile::HolloRs => READY_MESSAGES_QUERY,
+        ImageProfile::Upstream => UPSTREAM_READY_MESSAGES_QUERY,
+    }
+}
 
 pub fn scaled_object_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
@@ -91,7 +107,7 @@ pub fn scaled_object(hollo: &Hollo) -> DynamicObject {
     let mut triggers = vec![json!({
         "type": "postgresql",
         "metadata": {
-            "query": READY_MESSAGES_QUERY,
+            "query": ready_messages_query(hollo.spec.image.profile),
             "targetQueryValue": a.keda.target_ready_messages_per_replica.to_string(),
             // KEDA resolves the worker container's DATABASE_URL (a secretKeyRef) itself, so the
             // connection string is never copied into this object.
@@ -199,6 +215,21 @@ mod tests {
         assert!(q.starts_with("SELECT COALESCE("));
         assert!(q.contains("hollo_task_message_v1") && q.contains("hollo_activity_message_v1"));
         assert_eq!(q.matches("created + delay <= now()").count(), 2);
+    }
+
+    #[test]
+    fn upstream_keda_counts_ready_messages_of_fedifys_queue() {
+        let mut spec = autoscaled();
+        spec.image.profile = ImageProfile::Upstream;
+        spec.worker.autoscaling.keda.enabled = true;
+        let o = scaled_object(&testutil::hollo(spec));
+        let t = &o.data["spec"]["triggers"][0];
+        assert_eq!(t["type"], "postgresql");
+        assert_eq!(t["metadata"]["connectionFromEnv"], "DATABASE_URL");
+        assert_eq!(
+            t["metadata"]["query"],
+            "SELECT COALESCE((SELECT count(*) FROM fedify_message_v2 WHERE created + delay <= now()), 0)"
+        );
     }
 
     #[test]

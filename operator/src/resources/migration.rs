@@ -65,7 +65,7 @@ pub fn job(hollo: &Hollo, attempt: i32) -> Job {
     // Migrations are the one thing DATABASE_DIRECT_URL exists for; common_env passes it along.
     let env = pod::common_env(spec, false);
     let mut c = pod::base_container(spec, spec.image_ref(), env, &spec.web.resources);
-    c.command = Some(spec.migrations.command.clone());
+    c.command = Some(super::profile::migration_command(spec));
     Job {
         metadata: super::child_meta(hollo, name, Component::Migration, version),
         spec: Some(JobSpec {
@@ -231,6 +231,23 @@ mod tests {
         assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.1.0"));
         assert!(c.env.iter().flatten().any(|e| e.name == "DATABASE_URL"));
         assert!(!c.env.iter().flatten().any(|e| e.name == "NODE_TYPE"));
+    }
+
+    #[test]
+    fn upstream_migrates_with_pnpm() {
+        let mut spec = testutil::spec();
+        spec.image.profile = crate::crd::ImageProfile::Upstream;
+        let j = job(&testutil::hollo(spec), 0);
+        let c = &j
+            .spec
+            .and_then(|s| s.template.spec)
+            .expect("pod")
+            .containers[0];
+        assert_eq!(
+            c.command.as_deref().map(|c| c.join(" ")),
+            Some("pnpm run migrate".into())
+        );
+        assert!(c.env.iter().flatten().any(|e| e.name == "DATABASE_URL"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod labels;
 pub mod migration;
 pub mod pdb;
 pub mod pod;
+pub mod profile;
 pub mod service;
 pub mod web;
 pub mod worker;
@@ -194,18 +195,23 @@ mod tests {
     #[test]
     fn example_children_match_the_snapshot() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let text = std::fs::read_to_string(format!("{root}/examples/hollo.yaml")).expect("example");
-        let hollo = crate::render_input(&text, "fedi").expect("example parses");
-        let rendered = render(&hollo).expect("renders");
-        let committed =
-            std::fs::read_to_string(format!("{root}/operator/testdata/example-children.yaml"))
+        for (example, snapshot) in [
+            ("hollo.yaml", "example-children.yaml"),
+            ("hollo-upstream.yaml", "upstream-children.yaml"),
+        ] {
+            let text =
+                std::fs::read_to_string(format!("{root}/examples/{example}")).expect("example");
+            let hollo = crate::render_input(&text, "fedi").expect("example parses");
+            let rendered = render(&hollo).expect("renders");
+            let committed = std::fs::read_to_string(format!("{root}/operator/testdata/{snapshot}"))
                 .expect("snapshot exists");
-        assert!(
-            rendered == committed,
-            "operator/testdata/example-children.yaml is stale; regenerate with `cargo run -q -p \
-             hollo-operator -- render examples/hollo.yaml --namespace fedi > \
-             operator/testdata/example-children.yaml` and review the diff"
-        );
+            assert!(
+                rendered == committed,
+                "operator/testdata/{snapshot} is stale; regenerate with `cargo run -q -p \
+                 hollo-operator -- render examples/{example} --namespace fedi > \
+                 operator/testdata/{snapshot}` and review the diff"
+            );
+        }
     }
 
     fn strategy(d: &Deployment) -> (Option<IntOrString>, Option<IntOrString>) {

@@ -2,25 +2,22 @@
 
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource,
-    HTTPGetAction, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, ResourceRequirements, SeccompProfile, SecretEnvSource, SecretKeySelector,
-    SecurityContext, Volume, VolumeMount,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
+    ResourceRequirements, SeccompProfile, SecretEnvSource, SecretKeySelector, SecurityContext,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::labels::{self, Component};
-use crate::crd::{Disk, Hollo, HolloSpec, SecretKeyRef};
+use crate::crd::{Disk, Hollo, HolloSpec, ImageProfile, SecretKeyRef};
 
 /// The container name in every pod (`kubectl logs deploy/x -c hollo`).
 pub const CONTAINER: &str = "hollo";
 /// Non-root uid/gid the pods run as; `fsGroup` makes the shared media claim writable.
 /// The distroless `nonroot` user of both images (runtime/Dockerfile, operator/Dockerfile).
 pub const RUN_AS: i64 = 65532;
-pub const HEALTHZ: &str = "/healthz";
-pub const READYZ: &str = "/readyz";
 const TMP_VOLUME: &str = "tmp";
 const STORAGE_VOLUME: &str = "storage";
 
@@ -48,18 +45,99 @@ pub fn secret(name: &str, r: &SecretKeyRef) -> EnvVar {
     }
 }
 
+/// Which database connection a process gets (R-DB-4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbRoute {
+    /// HTTP-serving nodes: through the CloudNativePG Pooler when one is named.
+    Http,
+    /// Workers and migrations: the direct URL (LISTEN/NOTIFY, item locks, DDL).
+    Direct,
+}
+
+/// Env var names of the CloudNativePG application Secret's parts a pooler URL is built from.
+pub const CNPG_USER: &str = "CNPG_USER";
+pub const CNPG_PASSWORD: &str = "CNPG_PASSWORD";
+pub const CNPG_DBNAME: &str = "CNPG_DBNAME";
+
+/// The application Secret of a CloudNativePG cluster.
+pub fn cnpg_app_secret(cluster: &str) -> String {
+    format!("{cluster}-app")
+}
+
+fn key(name: &str, key: &str) -> SecretKeyRef {
+    SecretKeyRef {
+        name: name.into(),
+        key: key.into(),
+    }
+}
+
+/// `DATABASE_URL` (and `DATABASE_DIRECT_URL` where the profile reads it), by reference only.
+///
+/// CloudNativePG: the app Secret's `uri` is the direct URL (`<cluster>-rw`). Through a Pooler,
+/// `DATABASE_URL` is assembled by the kubelet from the Secret's `username`, `password` and
+/// `dbname` (dependent env vars, `$(VAR)`) with the Pooler's Service as host, so the password
+/// is never copied into an object; CloudNativePG's generated passwords are URL-safe.
+pub fn database_env(spec: &HolloSpec, route: DbRoute) -> Vec<EnvVar> {
+    let hollo_rs = spec.image.profile == ImageProfile::HolloRs;
+    let db = &spec.database;
+    let mut env = vec![];
+    match (&db.cnpg, &db.url_secret_ref) {
+        (Some(cnpg), _) => {
+            let app = cnpg_app_secret(&cnpg.cluster);
+            let direct = secret("DATABASE_URL", &key(&app, "uri"));
+            match (&cnpg.pooler, route) {
+                (Some(pooler), DbRoute::Http) => {
+                    env.push(secret(CNPG_USER, &key(&app, "username")));
+                    env.push(secret(CNPG_PASSWORD, &key(&app, "password")));
+                    env.push(secret(CNPG_DBNAME, &key(&app, "dbname")));
+                    env.push(plain(
+                        "DATABASE_URL",
+                        format!(
+                            "postgresql://$({CNPG_USER}):$({CNPG_PASSWORD})@{pooler}:5432/$({CNPG_DBNAME})"
+                        ),
+                    ));
+                    if hollo_rs {
+                        env.push(EnvVar {
+                            name: "DATABASE_DIRECT_URL".into(),
+                            ..direct
+                        });
+                    }
+                }
+                _ => env.push(direct),
+            }
+        }
+        (None, Some(url)) => {
+            env.push(secret("DATABASE_URL", url));
+            if let (Some(direct), true) = (&db.direct_url_secret_ref, hollo_rs) {
+                env.push(secret("DATABASE_DIRECT_URL", direct));
+            }
+        }
+        // Admission requires one of the two; nothing to reference otherwise.
+        (None, None) => {}
+    }
+    env
+}
+
 /// Environment every Hollo process needs. `serves_http` adds what only HTTP-serving nodes read.
 pub fn common_env(spec: &HolloSpec, serves_http: bool) -> Vec<EnvVar> {
-    let mut env = vec![secret("DATABASE_URL", &spec.database.url_secret_ref)];
-    if let Some(direct) = &spec.database.direct_url_secret_ref {
-        env.push(secret("DATABASE_DIRECT_URL", direct));
-    }
+    let route = if serves_http {
+        DbRoute::Http
+    } else {
+        DbRoute::Direct
+    };
+    let mut env = database_env(spec, route);
     env.push(secret("SECRET_KEY", &spec.secret_key_ref));
-    if let Some(admin) = &spec.admin_token_ref {
-        env.push(secret("ADMIN_TOKEN", admin));
+    let hollo_rs = spec.image.profile == ImageProfile::HolloRs;
+    if hollo_rs {
+        if let Some(admin) = &spec.admin_token_ref {
+            env.push(secret("ADMIN_TOKEN", admin));
+        }
+        env.push(plain("RUNTIME_ENV", spec.environment.clone()));
+        env.push(plain("LOG_FORMAT", "json"));
+    } else {
+        // pnpm and Node.js write caches under $HOME; the root filesystem is read-only.
+        env.push(plain("HOME", "/tmp"));
     }
-    env.push(plain("RUNTIME_ENV", spec.environment.clone()));
-    env.push(plain("LOG_FORMAT", "json"));
     env.push(plain(
         "DRIVE_DISK",
         match spec.storage.disk {
@@ -74,7 +152,8 @@ pub fn common_env(spec: &HolloSpec, serves_http: bool) -> Vec<EnvVar> {
         env.push(plain("STORAGE_URL_BASE", base.clone()));
     }
     // Workers build absolute URLs too (outbox delivery), so PUBLIC_URL goes everywhere.
-    if let Some(url) = spec.public_url() {
+    // Upstream has no PUBLIC_URL: its origin is the request's (or WEB_ORIGIN).
+    if let (Some(url), true) = (spec.public_url(), hollo_rs) {
         env.push(plain("PUBLIC_URL", url));
     }
     if serves_http && spec.web.ingress.enabled {
@@ -180,19 +259,15 @@ pub fn volume_mounts(spec: &HolloSpec) -> Vec<VolumeMount> {
     m
 }
 
-/// An HTTP GET probe on a named container port.
-pub fn http_probe(path: &str, port_name: &str, period: i32, failure_threshold: i32) -> Probe {
-    Probe {
-        http_get: Some(HTTPGetAction {
-            path: Some(path.into()),
-            port: IntOrString::String(port_name.into()),
-            ..HTTPGetAction::default()
-        }),
-        period_seconds: Some(period),
-        failure_threshold: Some(failure_threshold),
-        timeout_seconds: Some(3),
-        ..Probe::default()
-    }
+/// Command, args, ports and probes of a role (`profile`) on its container.
+pub fn with_process(mut c: Container, p: super::profile::Process) -> Container {
+    c.command = p.command;
+    c.args = p.args;
+    c.ports = (!p.ports.is_empty()).then_some(p.ports);
+    c.startup_probe = p.startup;
+    c.liveness_probe = p.liveness;
+    c.readiness_probe = p.readiness;
+    c
 }
 
 /// The one `hollo` container with the security defaults, mounts and image of the spec.
@@ -363,6 +438,112 @@ mod tests {
         assert_eq!(public, Some("https://hollo.example.com"));
         // Workers never sit behind the Ingress.
         assert!(!names(&common_env(&spec, false)).contains(&"BEHIND_PROXY"));
+    }
+
+    fn secret_of(env: &[EnvVar], name: &str) -> Option<(String, String)> {
+        let s = env
+            .iter()
+            .find(|e| e.name == name)?
+            .value_from
+            .as_ref()?
+            .secret_key_ref
+            .as_ref()?;
+        Some((s.name.clone(), s.key.clone()))
+    }
+
+    fn value_of<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
+        env.iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.as_deref())
+    }
+
+    fn cnpg(pooler: Option<&str>) -> HolloSpec {
+        let mut spec = testutil::spec();
+        spec.database.url_secret_ref = None;
+        spec.database.cnpg = Some(crate::crd::CnpgSpec {
+            cluster: "pg".into(),
+            pooler: pooler.map(Into::into),
+        });
+        spec
+    }
+
+    #[test]
+    fn cnpg_without_a_pooler_is_the_app_secrets_uri_everywhere() {
+        let spec = cnpg(None);
+        for http in [true, false] {
+            let env = common_env(&spec, http);
+            assert_eq!(
+                secret_of(&env, "DATABASE_URL"),
+                Some(("pg-app".into(), "uri".into()))
+            );
+            assert!(!names(&env).contains(&"DATABASE_DIRECT_URL"));
+        }
+    }
+
+    #[test]
+    fn cnpg_pooler_serves_web_while_workers_and_migrations_go_direct() {
+        let mut spec = cnpg(Some("pg-pooler"));
+        let web = common_env(&spec, true);
+        assert_eq!(
+            names(&web)[..5],
+            [
+                "CNPG_USER",
+                "CNPG_PASSWORD",
+                "CNPG_DBNAME",
+                "DATABASE_URL",
+                "DATABASE_DIRECT_URL"
+            ],
+            "dependent vars are defined before DATABASE_URL uses them"
+        );
+        assert_eq!(
+            value_of(&web, "DATABASE_URL"),
+            Some("postgresql://$(CNPG_USER):$(CNPG_PASSWORD)@pg-pooler:5432/$(CNPG_DBNAME)")
+        );
+        assert_eq!(
+            secret_of(&web, "CNPG_PASSWORD"),
+            Some(("pg-app".into(), "password".into()))
+        );
+        assert_eq!(
+            secret_of(&web, "DATABASE_DIRECT_URL"),
+            Some(("pg-app".into(), "uri".into()))
+        );
+        let worker = common_env(&spec, false);
+        assert_eq!(
+            secret_of(&worker, "DATABASE_URL"),
+            Some(("pg-app".into(), "uri".into()))
+        );
+        assert!(!names(&worker).contains(&"CNPG_PASSWORD"));
+        // Upstream reads no DATABASE_DIRECT_URL: web just goes through the pooler.
+        spec.image.profile = ImageProfile::Upstream;
+        let web = common_env(&spec, true);
+        assert!(!names(&web).contains(&"DATABASE_DIRECT_URL"));
+        assert!(value_of(&web, "DATABASE_URL").is_some_and(|u| u.contains("@pg-pooler:5432/")));
+    }
+
+    #[test]
+    fn upstream_env_uses_upstreams_names_only() {
+        let mut spec = testutil::spec();
+        spec.image.profile = ImageProfile::Upstream;
+        spec.storage.fs = Some(FsStorage {
+            claim_name: "media".into(),
+            mount_path: "/data/storage".into(),
+        });
+        spec.storage.url_base = Some("https://h.example/assets".into());
+        spec.web.ingress.enabled = true;
+        spec.web.ingress.host = Some("h.example".into());
+        assert_eq!(
+            names(&common_env(&spec, true)),
+            [
+                "DATABASE_URL",
+                "SECRET_KEY",
+                "HOME",
+                "DRIVE_DISK",
+                "FS_STORAGE_PATH",
+                "STORAGE_URL_BASE",
+                "BEHIND_PROXY"
+            ]
+        );
+        assert_eq!(value_of(&common_env(&spec, false), "HOME"), Some("/tmp"));
     }
 
     #[test]

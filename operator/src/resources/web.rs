@@ -1,15 +1,13 @@
 //! The web Deployment (`NODE_TYPE=web`): serves HTTP, only enqueues work.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Lifecycle, LifecycleHandler, SleepAction,
-};
+use k8s_openapi::api::core::v1::{Container, Lifecycle, LifecycleHandler, SleepAction};
 
 use super::labels::Component;
-use super::pod::{self, HEALTHZ, READYZ};
-use crate::crd::Hollo;
+use super::{pod, profile};
+use crate::crd::{Hollo, ImageProfile};
 
-pub const PORT_NAME: &str = "http";
+pub const PORT_NAME: &str = profile::HTTP_PORT_NAME;
 /// Seconds between the end of the app's drain and SIGKILL, so the process can exit cleanly.
 pub const EXIT_MARGIN_SECONDS: i64 = 5;
 
@@ -33,35 +31,22 @@ pub fn pre_stop(seconds: i32) -> Option<Lifecycle> {
     })
 }
 
-/// Ports and probes of an HTTP-serving container (web and all nodes).
-pub fn http_container(mut c: Container, port: i32) -> Container {
-    c.ports = Some(vec![ContainerPort {
-        name: Some(PORT_NAME.into()),
-        container_port: port,
-        protocol: Some("TCP".into()),
-        ..ContainerPort::default()
-    }]);
-    // The runtime retries the database at start (R-DB-3); the startup probe gives it 2 minutes
-    // before liveness may restart it.
-    c.startup_probe = Some(pod::http_probe(HEALTHZ, PORT_NAME, 2, 60));
-    c.liveness_probe = Some(pod::http_probe(HEALTHZ, PORT_NAME, 10, 6));
-    c.readiness_probe = Some(pod::http_probe(READYZ, PORT_NAME, 5, 3));
-    c
-}
-
 pub fn container(hollo: &Hollo, version: &str) -> Container {
     let spec = &hollo.spec;
     let mut env = pod::common_env(spec, true);
     env.push(pod::plain("NODE_TYPE", "web"));
     env.push(pod::plain("PORT", spec.web.port.to_string()));
-    env.push(pod::plain(
-        "DATABASE_POOL_MAX",
-        spec.web.pool_max.to_string(),
-    ));
-    env.push(pod::plain(
-        "SHUTDOWN_DRAIN_SECONDS",
-        spec.web.drain_seconds.to_string(),
-    ));
+    // Pool size and drain window are hollo-rs settings; upstream's are fixed in its code.
+    if spec.image.profile == ImageProfile::HolloRs {
+        env.push(pod::plain(
+            "DATABASE_POOL_MAX",
+            spec.web.pool_max.to_string(),
+        ));
+        env.push(pod::plain(
+            "SHUTDOWN_DRAIN_SECONDS",
+            spec.web.drain_seconds.to_string(),
+        ));
+    }
     let mut c = pod::base_container(
         spec,
         pod::image_for(spec, version),
@@ -69,7 +54,7 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
         &spec.web.resources,
     );
     c.lifecycle = pre_stop(spec.web.pre_stop_seconds);
-    http_container(c, spec.web.port)
+    pod::with_process(c, profile::http(spec))
 }
 
 pub fn deployment(hollo: &Hollo, version: &str, replicas: Option<i32>) -> Deployment {
@@ -151,6 +136,30 @@ mod tests {
             port,
             Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("http".into()))
         );
+    }
+
+    #[test]
+    fn upstream_web_skips_the_start_time_migration_and_probes_nodeinfo() {
+        let mut spec = testutil::spec();
+        spec.image.profile = crate::crd::ImageProfile::Upstream;
+        let c = container(&testutil::hollo(spec), "0.10.0");
+        assert_eq!(env(&c, "NODE_TYPE"), Some("web"));
+        assert_eq!(env(&c, "PORT"), Some("3000"));
+        assert_eq!(env(&c, "DATABASE_POOL_MAX"), None);
+        let cmd = c.command.clone().unwrap_or_default().join(" ");
+        assert_eq!(cmd, "node --dns-result-order=ipv6first dist/bin/server.js");
+        assert!(!cmd.contains("migrate"));
+        let path = |p: &Option<k8s_openapi::api::core::v1::Probe>| {
+            p.as_ref()
+                .and_then(|p| p.http_get.as_ref())
+                .and_then(|g| g.path.clone())
+        };
+        assert_eq!(
+            path(&c.liveness_probe).as_deref(),
+            Some("/.well-known/nodeinfo")
+        );
+        assert_eq!(path(&c.readiness_probe).as_deref(), Some("/nodeinfo/2.1"));
+        assert_eq!(c.ports.as_ref().map(|p| p[0].container_port), Some(3000));
     }
 
     #[test]

@@ -1,14 +1,12 @@
 //! The worker Deployment (`NODE_TYPE=worker`): consumes the queues; probed on its health port.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, ContainerPort};
+use k8s_openapi::api::core::v1::Container;
 
 use super::labels::Component;
-use super::pod::{self, HEALTHZ, READYZ};
 use super::web::EXIT_MARGIN_SECONDS;
-use crate::crd::Hollo;
-
-pub const HEALTH_PORT_NAME: &str = "health";
+use super::{pod, profile};
+use crate::crd::{Hollo, ImageProfile};
 
 /// R-OP-DRAIN: the app drains for `drainSeconds`, then needs a few seconds to hand work back.
 pub fn grace_seconds(hollo: &Hollo) -> i64 {
@@ -32,23 +30,16 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
     let w = &spec.worker;
     let mut env = pod::common_env(spec, false);
     env.push(pod::plain("NODE_TYPE", "worker"));
-    env.push(pod::plain("HEALTH_PORT", w.health_port.to_string()));
-    env.extend(worker_env(hollo));
-    env.push(pod::plain(
-        "SHUTDOWN_DRAIN_SECONDS",
-        w.drain_seconds.to_string(),
-    ));
-    let mut c = pod::base_container(spec, pod::image_for(spec, version), env, &w.resources);
-    c.ports = Some(vec![ContainerPort {
-        name: Some(HEALTH_PORT_NAME.into()),
-        container_port: w.health_port,
-        protocol: Some("TCP".into()),
-        ..ContainerPort::default()
-    }]);
-    c.startup_probe = Some(pod::http_probe(HEALTHZ, HEALTH_PORT_NAME, 2, 60));
-    c.liveness_probe = Some(pod::http_probe(HEALTHZ, HEALTH_PORT_NAME, 10, 6));
-    c.readiness_probe = Some(pod::http_probe(READYZ, HEALTH_PORT_NAME, 5, 3));
-    c
+    if spec.image.profile == ImageProfile::HolloRs {
+        env.push(pod::plain("HEALTH_PORT", w.health_port.to_string()));
+        env.extend(worker_env(hollo));
+        env.push(pod::plain(
+            "SHUTDOWN_DRAIN_SECONDS",
+            w.drain_seconds.to_string(),
+        ));
+    }
+    let c = pod::base_container(spec, pod::image_for(spec, version), env, &w.resources);
+    pod::with_process(c, profile::worker(spec))
 }
 
 /// `replicas` is `None` while an autoscaler owns it.
@@ -113,6 +104,31 @@ mod tests {
         assert_eq!(
             ready.port,
             k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("health".into())
+        );
+    }
+
+    #[test]
+    fn upstream_workers_run_the_server_without_port_or_probe() {
+        let mut spec = testutil::spec();
+        spec.image.profile = crate::crd::ImageProfile::Upstream;
+        let c = container(&testutil::hollo(spec), "0.10.0");
+        assert_eq!(env(&c, "NODE_TYPE"), Some("worker"));
+        for hollo_rs_only in [
+            "HEALTH_PORT",
+            "WORKER_POOL_MAX",
+            "SHUTDOWN_DRAIN_SECONDS",
+            "LOG_FORMAT",
+        ] {
+            assert_eq!(env(&c, hollo_rs_only), None, "{hollo_rs_only}");
+        }
+        assert_eq!(
+            c.command.as_deref().map(|c| c.join(" ")),
+            Some("node --dns-result-order=ipv6first dist/bin/server.js".into())
+        );
+        assert_eq!(c.ports, None);
+        assert_eq!(
+            (&c.liveness_probe, &c.readiness_probe, &c.startup_probe),
+            (&None, &None, &None)
         );
     }
 

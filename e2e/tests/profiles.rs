@@ -1,0 +1,472 @@
+//! Scenarios of issue 21 on the real apiserver (kwok nodes): the `upstream` image profile
+//! (rendered pods, probes, env, migration command, KEDA query, Recreate instead of rolling,
+//! the SECRET_KEY length condition), a `Hollo` on CloudNativePG (its CRDs from the pinned Go
+//! module, a `Cluster`, a `Pooler` name and the application Secret made by the test), and the
+//! admission rules of both. Run by `e2e/run` after scenarios 1-8.
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Container, Probe, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const V1: &str = "0.1.0";
+const V2: &str = "0.2.0";
+const SERVE: &str = "node --dns-result-order=ipv6first dist/bin/server.js";
+
+fn container(d: &Deployment) -> Container {
+    d.spec.template.spec.as_ref().expect("pod spec").containers[0].clone()
+}
+
+fn env_value(c: &Container, name: &str) -> Option<String> {
+    c.env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value.clone())
+}
+
+fn env_secret(c: &Container, name: &str) -> Option<(String, String)> {
+    let s = c
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)?
+        .value_from
+        .as_ref()?
+        .secret_key_ref
+        .as_ref()?;
+    Some((s.name.clone(), s.key.clone()))
+}
+
+fn has_env(c: &Container, name: &str) -> bool {
+    c.env.iter().flatten().any(|e| e.name == name)
+}
+
+fn probe_path(p: &Option<Probe>) -> Option<String> {
+    p.as_ref()?.http_get.as_ref()?.path.clone()
+}
+
+fn upstream_hollo(patch: Value) -> Value {
+    let mut h = minimal_with(json!({"spec": {"image": {"profile": "upstream"},
+        "storage": {"urlBase": "https://hollo.example.test/assets"}}}));
+    merge(&mut h, &patch);
+    h
+}
+
+async fn wait_condition(ns: &Ns, type_: &str, status: &str, reason: &str, secs: u64) -> String {
+    wait_until(&format!("{type_}={status} {reason}"), secs, || async {
+        let h = ns.hollo().await;
+        match condition(&h, type_) {
+            Some((s, r, m)) if s == status && r == reason => Ok(m),
+            other => Err(format!("{other:?}; {}", status_line(&h))),
+        }
+    })
+    .await
+}
+
+/// Replaces a Secret's data the way `kubectl create secret … --dry-run=client -o yaml |
+/// kubectl apply` would.
+async fn put_secret(ns: &Ns, name: &str, data: Value) {
+    let secrets: Api<Secret> = ns.api();
+    secrets
+        .patch(
+            name,
+            &PatchParams::apply("e2e-user").force(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Secret",
+                                 "metadata": {"name": name}, "stringData": data})),
+        )
+        .await
+        .expect("apply Secret");
+}
+
+/// Pokes the Hollo (an annotation) so the operator looks at it now rather than at its next
+/// periodic check of the Secrets it does not watch.
+async fn poke(ns: &Ns, n: u32) {
+    ns.merge_hollo(json!({"metadata": {"annotations": {"e2e/poke": n.to_string()}}}))
+        .await;
+}
+
+async fn ensure_crd(ns: &Ns, name: &str, file: &str) {
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
+    if crds.get_opt(name).await.expect("get CRD").is_none() {
+        ns.kubectl(&["apply", "--server-side", "-f", file]);
+    }
+    wait_until(&format!("CRD {name} Established"), 60, || async {
+        let c = crds.get(name).await.map_err(|e| e.to_string())?;
+        c.status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+            .ok_or_else(|| "not established".to_string())
+    })
+    .await;
+}
+
+/// Upstream profile: pods, probes, env, migration, KEDA query, Recreate, SECRET_KEY length.
+#[tokio::test]
+async fn upstream_profile_renders_upstreams_conventions() {
+    let ns = Ns::new("upstream").await;
+    // KEDA's CRD (scenario 4 installs it too; this file runs after it, alone it installs it).
+    let keda = std::env::var("HOLLO_E2E_KEDA_CRD").expect("HOLLO_E2E_KEDA_CRD (e2e/run sets it)");
+    ensure_crd(&ns, "scaledobjects.keda.sh", &keda).await;
+    // The README's key (`openssl rand -hex 16` style, 32 characters) is too short upstream.
+    ns.prepare_instance().await;
+    ns.apply_hollo(&upstream_hollo(json!({"spec": {
+        "upgradeStrategy": "RollingWhenCompatible",
+        "worker": {"autoscaling": {"enabled": true, "minReplicas": 1, "maxReplicas": 3,
+                   "keda": {"enabled": true, "targetReadyMessagesPerReplica": 40}}},
+    }})))
+    .await
+    .expect("apply an upstream Hollo");
+    let m = wait_condition(&ns, "SecretKey", "False", "SecretKeyTooShort", 60).await;
+    ns.log(&format!("SecretKey=False: {m}"));
+    assert!(m.contains("has 32 characters"), "{m}");
+    ns.wait_event("SecretKeyTooShort", "Warning", 30).await;
+    put_secret(
+        &ns,
+        "hollo-secret",
+        json!({"key": "0123456789abcdef".repeat(4)}),
+    )
+    .await;
+    poke(&ns, 1).await;
+    wait_condition(&ns, "SecretKey", "True", "LongEnough", 60).await;
+    let m = wait_condition(&ns, "UpgradeStrategy", "False", "RecreateUsed", 30).await;
+    assert!(m.contains("upgrades use Recreate"), "{m}");
+    ns.wait_running(V1, 120).await;
+
+    let jobs: Api<Job> = ns.api();
+    let migrate = jobs
+        .get(&format!("{HOLLO}-migrate-0-1-0"))
+        .await
+        .expect("migration Job");
+    let mc = &migrate
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod")
+        .containers[0];
+    assert_eq!(
+        mc.command.as_ref().map(|c| c.join(" ")).as_deref(),
+        Some("pnpm run migrate")
+    );
+    assert_eq!(
+        env_secret(mc, "DATABASE_URL"),
+        Some(("hollo-db".into(), "url".into()))
+    );
+
+    let web = container(&ns.deployment(&format!("{HOLLO}-web")).await.expect("web"));
+    assert_eq!(
+        web.command.as_ref().map(|c| c.join(" ")).as_deref(),
+        Some(SERVE)
+    );
+    assert_eq!(env_value(&web, "NODE_TYPE").as_deref(), Some("web"));
+    assert_eq!(env_value(&web, "PORT").as_deref(), Some("3000"));
+    assert_eq!(env_value(&web, "HOME").as_deref(), Some("/tmp"));
+    assert_eq!(env_value(&web, "DRIVE_DISK").as_deref(), Some("fs"));
+    assert_eq!(
+        env_secret(&web, "SECRET_KEY").map(|s| s.0).as_deref(),
+        Some("hollo-secret")
+    );
+    for hollo_rs_only in [
+        "DATABASE_POOL_MAX",
+        "RUNTIME_ENV",
+        "LOG_FORMAT",
+        "SHUTDOWN_DRAIN_SECONDS",
+    ] {
+        assert!(!has_env(&web, hollo_rs_only), "web has {hollo_rs_only}");
+    }
+    assert_eq!(
+        probe_path(&web.startup_probe).as_deref(),
+        Some("/.well-known/nodeinfo")
+    );
+    assert_eq!(
+        probe_path(&web.liveness_probe).as_deref(),
+        Some("/.well-known/nodeinfo")
+    );
+    assert_eq!(
+        probe_path(&web.readiness_probe).as_deref(),
+        Some("/nodeinfo/2.1")
+    );
+    assert_eq!(web.ports.as_ref().map(|p| p[0].container_port), Some(3000));
+
+    let worker = container(
+        &ns.deployment(&format!("{HOLLO}-worker"))
+            .await
+            .expect("worker"),
+    );
+    assert_eq!(
+        worker.command.as_ref().map(|c| c.join(" ")).as_deref(),
+        Some(SERVE)
+    );
+    assert_eq!(env_value(&worker, "NODE_TYPE").as_deref(), Some("worker"));
+    assert!(!has_env(&worker, "HEALTH_PORT"));
+    assert_eq!(worker.ports, None, "upstream workers open no port");
+    assert_eq!(
+        (
+            &worker.startup_probe,
+            &worker.liveness_probe,
+            &worker.readiness_probe
+        ),
+        (&None, &None, &None),
+        "process-based: no probe needs a port"
+    );
+
+    let sos: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("keda.sh", "v1alpha1", "ScaledObject"),
+            "scaledobjects",
+        ),
+    );
+    let so = wait_until("ScaledObject social-worker", 60, || async {
+        sos.get_opt(&format!("{HOLLO}-worker"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "none yet".to_string())
+    })
+    .await;
+    let t = &so.data["spec"]["triggers"][0];
+    ns.log(&format!("KEDA trigger: {t}"));
+    assert_eq!(
+        t["metadata"]["query"],
+        "SELECT COALESCE((SELECT count(*) FROM fedify_message_v2 WHERE created + delay <= now()), 0)"
+    );
+    assert_eq!(t["metadata"]["targetQueryValue"], "40");
+
+    // An upgrade takes the Recreate path: no version probe, old pods stopped first.
+    ns.merge_hollo(json!({"spec": {"version": V2}})).await;
+    wait_until("ScalingDown (not CheckingCompatibility)", 60, || async {
+        let h = ns.hollo().await;
+        let at_v2 = h.data["status"]["currentVersion"].as_str() == Some(V2);
+        match phase(&h).as_str() {
+            "ScalingDown" | "Migrating" | "RollingOut" => Ok(()),
+            "Running" if at_v2 => Ok(()),
+            "CheckingCompatibility" => panic!("an upstream image cannot be probed"),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    ns.wait_running(V2, 120).await;
+    let probes = jobs
+        .list(&ListParams::default().labels("app.kubernetes.io/component=version-probe"))
+        .await
+        .expect("list Jobs");
+    assert!(probes.items.is_empty(), "no version probe Job for upstream");
+}
+
+fn cluster_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster"),
+        "clusters",
+    )
+}
+
+/// CloudNativePG: hold without the app Secret, then the URL from it (web through the Pooler),
+/// the budget against the Cluster's max_connections, and a rotated password rolling the pods.
+#[tokio::test]
+async fn cnpg_database_from_the_clusters_app_secret() {
+    let ns = Ns::new("cnpg").await;
+    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
+        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
+    ensure_crd(
+        &ns,
+        "clusters.postgresql.cnpg.io",
+        &format!("{dir}/postgresql.cnpg.io_clusters.yaml"),
+    )
+    .await;
+    ensure_crd(
+        &ns,
+        "poolers.postgresql.cnpg.io",
+        &format!("{dir}/postgresql.cnpg.io_poolers.yaml"),
+    )
+    .await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_with(json!({"spec": {"database": {
+        "urlSecretRef": null, "cnpg": {"cluster": "pg", "pooler": "pg-pooler"}}}})))
+        .await
+        .expect("apply a Hollo on CloudNativePG");
+    // No Secret yet: a clear condition and event, and nothing applied (no crash loop).
+    let m = wait_condition(&ns, "Database", "False", "SecretMissing", 60).await;
+    ns.log(&format!("Database=False: {m}"));
+    assert!(m.contains("pg-app not found"), "{m}");
+    ns.wait_event("SecretMissing", "Warning", 30).await;
+    let h = ns.hollo().await;
+    assert_eq!(
+        condition(&h, "Degraded").map(|c| c.1).as_deref(),
+        Some("SecretMissing")
+    );
+    let jobs: Api<Job> = ns.api();
+    let deployments: Api<Deployment> = ns.api();
+    holds_for("nothing applied while the Secret is missing", 5, || async {
+        let j = jobs
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = deployments
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        if j.items.is_empty() && d.items.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} Jobs, {} Deployments",
+                j.items.len(),
+                d.items.len()
+            ))
+        }
+    })
+    .await;
+
+    // The Cluster (as a user writes it) and the Secret CloudNativePG would make for it.
+    let clusters: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), &ns.name, &cluster_resource());
+    let mut cluster = DynamicObject::new("pg", &cluster_resource());
+    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
+        "postgresql": {"parameters": {"max_connections": "60"}}}});
+    clusters
+        .create(&Default::default(), &cluster)
+        .await
+        .expect("create Cluster");
+    let app = |password: &str| {
+        json!({"username": "app", "user": "app", "password": password, "dbname": "app",
+               "host": "pg-rw", "port": "5432",
+               "uri": format!("postgresql://app:{password}@pg-rw.{}:5432/app", ns.name)})
+    };
+    put_secret(&ns, "pg-app", app("first0password")).await;
+    poke(&ns, 1).await;
+    let m = wait_condition(&ns, "Database", "True", "CnpgSecretFound", 60).await;
+    ns.log(&format!("Database=True: {m}"));
+    assert!(m.contains("max_connections 60"), "{m}");
+    // 1 web × 20 + 2 workers × 24 + 1 + 5 = 74 > the Cluster's 60 (the spec says 100).
+    let budget = wait_condition(&ns, "ConnectionBudget", "False", "OverBudget", 60).await;
+    assert!(budget.contains("maxConnections 60"), "{budget}");
+    ns.wait_running(V1, 120).await;
+
+    let web_d = ns.deployment(&format!("{HOLLO}-web")).await.expect("web");
+    let web = container(&web_d);
+    assert_eq!(
+        env_value(&web, "DATABASE_URL").as_deref(),
+        Some("postgresql://$(CNPG_USER):$(CNPG_PASSWORD)@pg-pooler:5432/$(CNPG_DBNAME)")
+    );
+    assert_eq!(
+        env_secret(&web, "CNPG_PASSWORD"),
+        Some(("pg-app".into(), "password".into()))
+    );
+    assert_eq!(
+        env_secret(&web, "DATABASE_DIRECT_URL"),
+        Some(("pg-app".into(), "uri".into()))
+    );
+    let worker = container(
+        &ns.deployment(&format!("{HOLLO}-worker"))
+            .await
+            .expect("worker"),
+    );
+    assert_eq!(
+        env_secret(&worker, "DATABASE_URL"),
+        Some(("pg-app".into(), "uri".into()))
+    );
+    let migrate = jobs
+        .get(&format!("{HOLLO}-migrate-0-1-0"))
+        .await
+        .expect("migration Job");
+    let mc = &migrate
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod")
+        .containers[0];
+    assert_eq!(
+        env_secret(mc, "DATABASE_URL"),
+        Some(("pg-app".into(), "uri".into()))
+    );
+
+    // A rotated password rolls the pods: the template's Secret hash changes.
+    let hash = |d: &Deployment| {
+        d.spec
+            .template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get("hollo.social/database-secret-hash").cloned())
+    };
+    let before = hash(&web_d).expect("hash annotation");
+    put_secret(&ns, "pg-app", app("second0password")).await;
+    // Not poked: the operator's own periodic look (60 s) must notice.
+    wait_until(
+        "web template carries the rotated Secret's hash",
+        100,
+        || async {
+            let d = ns
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web")?;
+            match hash(&d) {
+                Some(h) if h != before => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+}
+
+/// Bad input is rejected at admission with the CEL message, and nothing is stored.
+#[tokio::test]
+async fn profile_and_cnpg_admission_rules() {
+    let ns = Ns::new("profile-admission").await;
+    let cases = [
+        (
+            json!({"spec": {"image": {"profile": "mastodon"}}}),
+            "image.profile must be hollo-rs or upstream",
+        ),
+        (
+            json!({"spec": {"database": {"cnpg": {"cluster": "pg"}}}}),
+            "database: set exactly one of urlSecretRef and cnpg",
+        ),
+        (
+            json!({"spec": {"database": {"urlSecretRef": null, "cnpg": {"pooler": "pg-pooler"}}}}),
+            "database.cnpg.cluster must name the CloudNativePG Cluster",
+        ),
+        (
+            json!({"spec": {"database": {"urlSecretRef": null}}}),
+            "database: set exactly one of urlSecretRef and cnpg",
+        ),
+        (
+            json!({"spec": {"image": {"profile": "upstream"}, "adminTokenRef": {"name": "a", "key": "t"}}}),
+            "upstream Hollo has no admin token",
+        ),
+        (
+            json!({"spec": {"image": {"profile": "upstream"}}}),
+            "upstream Hollo refuses to start without STORAGE_URL_BASE",
+        ),
+        (
+            json!({"spec": {"image": {"profile": "upstream"}, "migrations": {"command": ["hollo", "migrate"]}}}),
+            "migrates with `pnpm run migrate`",
+        ),
+    ];
+    for (patch, message) in cases {
+        match ns.apply_hollo(&minimal_with(patch.clone())).await {
+            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
+            Err(kube::Error::Api(e)) => {
+                ns.log(&format!("rejected ({}): {}", e.code, e.message));
+                assert_eq!(e.code, 422, "{e:?}");
+                assert!(
+                    e.message.contains(message),
+                    "expected {message:?} in {:?}",
+                    e.message
+                );
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    assert!(
+        ns.hollos().get_opt(HOLLO).await.expect("get").is_none(),
+        "nothing was stored"
+    );
+}

@@ -1,0 +1,436 @@
+//! Inputs a `Hollo` names that the operator does not own: the CloudNativePG `Cluster` and its
+//! application Secret (`spec.database.cnpg`), and — for the upstream profile, which refuses to
+//! start with a short one — the `SECRET_KEY` Secret. Read with one GET each, only for the specs
+//! that need them (read-only RBAC: `secrets` get, `clusters.postgresql.cnpg.io` get).
+//!
+//! [`read`] asks the apiserver; everything else here is pure: the conditions ([`checks`]),
+//! whether the reconcile must hold ([`External::hold`]) and the spec the builders then see
+//! ([`effective`]: the Cluster's `max_connections`, the Secret's content hash on the pods).
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Client, ResourceExt};
+use sha2::{Digest, Sha256};
+
+use super::Error;
+use crate::crd::{Hollo, HolloSpec, ImageProfile};
+use crate::resources::pod::cnpg_app_secret;
+use crate::status::{self, Check};
+
+/// Pod annotation carrying a hash of the CloudNativePG application Secret: a rotated
+/// password changes the pod template, so the pods roll onto the new one.
+pub const DATABASE_SECRET_HASH: &str = "hollo.social/database-secret-hash";
+/// Upstream's minimum (`src/env.ts`: `SECRET_KEY_MINIMUM_LENGTH = 44`).
+pub const UPSTREAM_SECRET_KEY_MIN: usize = 44;
+/// Keys of the application Secret the pods reference.
+const APP_SECRET_KEYS: [&str; 4] = ["uri", "username", "password", "dbname"];
+
+pub fn cluster_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster"),
+        "clusters",
+    )
+}
+
+/// What was found of a Secret the pods reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretState {
+    Missing,
+    /// Present, but without these keys.
+    MissingKeys(Vec<String>),
+    /// Present with every key; a hash of the referenced values / the length of the one value.
+    Found(String),
+}
+
+/// The CloudNativePG side of `spec.database.cnpg`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cnpg {
+    pub secret: SecretState,
+    /// `spec.postgresql.parameters.max_connections` of the Cluster, when it states one.
+    pub max_connections: Option<i32>,
+    /// Why the Cluster could not be read (absent, API not installed, …), if it could not.
+    pub cluster_note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct External {
+    pub cnpg: Option<Cnpg>,
+    /// Upstream profile only: the `SECRET_KEY` value's length, or what is wrong with it.
+    pub secret_key: Option<Result<usize, SecretState>>,
+}
+
+impl External {
+    /// Why nothing may be applied now: pods and migration Jobs would reference a Secret that
+    /// is not there and sit in `CreateContainerConfigError` (or a failing Job), so the
+    /// reconcile holds until it appears instead.
+    pub fn hold(&self, spec: &HolloSpec) -> Option<Check> {
+        checks(spec, self)
+            .into_iter()
+            .find(|c| c.type_ == status::DATABASE && !c.ok)
+    }
+}
+
+fn hash(values: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for v in values {
+        h.update((v.len() as u64).to_be_bytes());
+        h.update(v);
+    }
+    let digest = h.finalize();
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The state of `keys` in a Secret (as read; `None` = not found).
+pub fn secret_state(secret: Option<&Secret>, keys: &[&str]) -> SecretState {
+    let Some(secret) = secret else {
+        return SecretState::Missing;
+    };
+    let data = secret.data.clone().unwrap_or_default();
+    let missing: Vec<String> = keys
+        .iter()
+        .filter(|k| !data.contains_key(**k))
+        .map(|k| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return SecretState::MissingKeys(missing);
+    }
+    let values: Vec<&[u8]> = keys
+        .iter()
+        .filter_map(|k| data.get(*k).map(|v| v.0.as_slice()))
+        .collect();
+    SecretState::Found(hash(&values))
+}
+
+/// `max_connections` a Cluster's spec states (`spec.postgresql.parameters`, a string there).
+pub fn cluster_max_connections(cluster: &DynamicObject) -> Option<i32> {
+    let v = &cluster.data["spec"]["postgresql"]["parameters"]["max_connections"];
+    match v {
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        serde_json::Value::Number(n) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
+        _ => None,
+    }
+}
+
+pub async fn read(client: &Client, hollo: &Hollo) -> Result<External, Error> {
+    let spec = &hollo.spec;
+    let mut out = External::default();
+    let needs_key = spec.image.profile == ImageProfile::Upstream;
+    if spec.database.cnpg.is_none() && !needs_key {
+        return Ok(out);
+    }
+    let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    if let Some(cnpg) = &spec.database.cnpg {
+        let secret = secrets.get_opt(&cnpg_app_secret(&cnpg.cluster)).await?;
+        let clusters: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &ns, &cluster_resource());
+        // The Cluster only refines the budget: a failure to read it is a note, not an error.
+        let (max_connections, cluster_note) = match clusters.get_opt(&cnpg.cluster).await {
+            Ok(Some(c)) => (cluster_max_connections(&c), None),
+            Ok(None) => (
+                None,
+                Some(format!(
+                    "CloudNativePG Cluster {ns}/{} not found (or its API is not installed)",
+                    cnpg.cluster
+                )),
+            ),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "CloudNativePG Cluster {ns}/{} unreadable: {e}",
+                    cnpg.cluster
+                )),
+            ),
+        };
+        out.cnpg = Some(Cnpg {
+            secret: secret_state(secret.as_ref(), &APP_SECRET_KEYS),
+            max_connections,
+            cluster_note,
+        });
+    }
+    if needs_key {
+        let r = &spec.secret_key_ref;
+        let secret = secrets.get_opt(&r.name).await?;
+        out.secret_key = Some(match secret_state(secret.as_ref(), &[r.key.as_str()]) {
+            SecretState::Found(_) => Ok(secret
+                .as_ref()
+                .and_then(|s| s.data.as_ref())
+                .and_then(|d| d.get(&r.key))
+                .map(|v| String::from_utf8_lossy(&v.0).chars().count())
+                .unwrap_or(0)),
+            other => Err(other),
+        });
+    }
+    Ok(out)
+}
+
+/// The conditions only some specs have.
+pub fn checks(spec: &HolloSpec, ext: &External) -> Vec<Check> {
+    let mut out = vec![];
+    if let (Some(cnpg), Some(c)) = (&spec.database.cnpg, &ext.cnpg) {
+        let app = cnpg_app_secret(&cnpg.cluster);
+        let missing = |reason, message: String| Check {
+            type_: status::DATABASE,
+            ok: false,
+            reason,
+            message,
+        };
+        out.push(match &c.secret {
+            SecretState::Missing => missing(
+                "SecretMissing",
+                format!(
+                    "CloudNativePG application Secret {app} not found: is Cluster {} created \
+                     and ready? Nothing is applied until the Secret exists",
+                    cnpg.cluster
+                ),
+            ),
+            SecretState::MissingKeys(keys) => missing(
+                "SecretIncomplete",
+                format!(
+                    "CloudNativePG application Secret {app} has no key(s) {}; nothing is \
+                     applied until it has",
+                    keys.join(", ")
+                ),
+            ),
+            SecretState::Found(_) => {
+                let via = match &cnpg.pooler {
+                    Some(p) => format!("web through Pooler {p}, workers and migrations direct"),
+                    None => "every role direct".to_string(),
+                };
+                let budget = match (c.max_connections, &c.cluster_note) {
+                    (Some(n), _) => {
+                        format!("budget checked against the Cluster's max_connections {n}")
+                    }
+                    (None, Some(note)) => {
+                        format!("{note}; budget checked against database.maxConnections")
+                    }
+                    (None, None) => "the Cluster states no max_connections; budget checked \
+                                     against database.maxConnections"
+                        .to_string(),
+                };
+                Check {
+                    type_: status::DATABASE,
+                    ok: true,
+                    reason: "CnpgSecretFound",
+                    message: format!(
+                        "URL from Secret {app} (direct: {}-rw); {via}; {budget}",
+                        cnpg.cluster
+                    ),
+                }
+            }
+        });
+    }
+    if let Some(key) = &ext.secret_key {
+        let r = &spec.secret_key_ref;
+        let (ok, reason, message) = match key {
+            Ok(n) if *n >= UPSTREAM_SECRET_KEY_MIN => (
+                true,
+                "LongEnough",
+                format!("SECRET_KEY has {n} characters (upstream needs at least 44)"),
+            ),
+            Ok(n) => (
+                false,
+                "SecretKeyTooShort",
+                format!(
+                    "SECRET_KEY in Secret {} key {} has {n} characters; upstream Hollo refuses \
+                     to start with fewer than {UPSTREAM_SECRET_KEY_MIN} (e.g. `openssl rand -hex 32`)",
+                    r.name, r.key
+                ),
+            ),
+            Err(_) => (
+                false,
+                "SecretKeyMissing",
+                format!(
+                    "Secret {} with key {} (SECRET_KEY) not found",
+                    r.name, r.key
+                ),
+            ),
+        };
+        out.push(Check {
+            type_: status::SECRET_KEY,
+            ok,
+            reason,
+            message,
+        });
+    }
+    if let Some(why) = spec.rolling_unavailable() {
+        out.push(Check {
+            type_: status::UPGRADE_STRATEGY,
+            ok: false,
+            reason: "RecreateUsed",
+            message: why,
+        });
+    }
+    out
+}
+
+/// The `Hollo` the builders see: the Cluster's `max_connections` (when it states one) in
+/// place of `database.maxConnections`, and the application Secret's hash on every pod.
+pub fn effective(hollo: &Hollo, ext: &External) -> Hollo {
+    let mut h = hollo.clone();
+    if let Some(c) = &ext.cnpg {
+        if let Some(n) = c.max_connections {
+            h.spec.database.max_connections = n;
+        }
+        if let SecretState::Found(hash) = &c.secret {
+            h.spec
+                .pod
+                .annotations
+                .insert(DATABASE_SECRET_HASH.into(), hash.clone());
+        }
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::CnpgSpec;
+    use crate::testutil;
+    use k8s_openapi::ByteString;
+
+    fn secret(pairs: &[(&str, &str)]) -> Secret {
+        Secret {
+            data: Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                    .collect(),
+            ),
+            ..Secret::default()
+        }
+    }
+
+    fn cnpg_spec(pooler: Option<&str>) -> HolloSpec {
+        let mut spec = testutil::spec();
+        spec.database.url_secret_ref = None;
+        spec.database.cnpg = Some(CnpgSpec {
+            cluster: "pg".into(),
+            pooler: pooler.map(Into::into),
+        });
+        spec
+    }
+
+    fn app(password: &str) -> Secret {
+        secret(&[
+            ("uri", "postgresql://app:x@pg-rw.fedi:5432/app"),
+            ("username", "app"),
+            ("password", password),
+            ("dbname", "app"),
+        ])
+    }
+
+    #[test]
+    fn a_missing_or_incomplete_app_secret_holds_the_reconcile() {
+        let spec = cnpg_spec(None);
+        let ext = External {
+            cnpg: Some(Cnpg {
+                secret: secret_state(None, &APP_SECRET_KEYS),
+                max_connections: None,
+                cluster_note: None,
+            }),
+            secret_key: None,
+        };
+        let hold = ext.hold(&spec).expect("held");
+        assert_eq!(hold.reason, "SecretMissing");
+        assert!(
+            hold.message.contains("Secret pg-app not found"),
+            "{}",
+            hold.message
+        );
+        let partial = secret(&[("uri", "postgresql://…")]);
+        let state = secret_state(Some(&partial), &APP_SECRET_KEYS);
+        assert_eq!(
+            state,
+            SecretState::MissingKeys(vec!["username".into(), "password".into(), "dbname".into()])
+        );
+        let ext = External {
+            cnpg: Some(Cnpg {
+                secret: secret_state(Some(&app("p1")), &APP_SECRET_KEYS),
+                max_connections: Some(200),
+                cluster_note: None,
+            }),
+            secret_key: None,
+        };
+        assert_eq!(ext.hold(&spec), None);
+        let c = &checks(&spec, &ext)[0];
+        assert!(c.ok);
+        assert!(c.message.contains("max_connections 200"), "{}", c.message);
+    }
+
+    #[test]
+    fn the_clusters_max_connections_and_secret_hash_reach_the_builders() {
+        let h = testutil::hollo(cnpg_spec(Some("pg-pooler")));
+        let with = |password: &str, max| External {
+            cnpg: Some(Cnpg {
+                secret: secret_state(Some(&app(password)), &APP_SECRET_KEYS),
+                max_connections: max,
+                cluster_note: None,
+            }),
+            secret_key: None,
+        };
+        let e1 = effective(&h, &with("p1", Some(300)));
+        assert_eq!(e1.spec.database.max_connections, 300);
+        let e2 = effective(&h, &with("p2", None));
+        assert_eq!(e2.spec.database.max_connections, 100, "spec value kept");
+        let hash = |h: &Hollo| h.spec.pod.annotations.get(DATABASE_SECRET_HASH).cloned();
+        assert!(hash(&e1).is_some());
+        assert_ne!(
+            hash(&e1),
+            hash(&e2),
+            "a rotated password changes the pod template"
+        );
+        let template = |h: &Hollo| {
+            crate::resources::web::deployment(h, "0.1.0", None)
+                .spec
+                .template
+                .metadata
+                .and_then(|m| m.annotations)
+                .and_then(|a| a.get(DATABASE_SECRET_HASH).cloned())
+        };
+        assert_eq!(template(&e1), hash(&e1));
+        assert_eq!(effective(&h, &with("p1", Some(300))), e1, "stable");
+    }
+
+    #[test]
+    fn max_connections_is_read_from_the_cluster_spec() {
+        let mut c = DynamicObject::new("pg", &cluster_resource());
+        c.data =
+            serde_json::json!({"spec": {"postgresql": {"parameters": {"max_connections": "250"}}}});
+        assert_eq!(cluster_max_connections(&c), Some(250));
+        c.data = serde_json::json!({"spec": {"instances": 3}});
+        assert_eq!(cluster_max_connections(&c), None);
+    }
+
+    #[test]
+    fn upstream_secret_key_length_is_a_condition() {
+        let mut spec = testutil::spec();
+        spec.image.profile = ImageProfile::Upstream;
+        let check = |key| {
+            checks(
+                &spec,
+                &External {
+                    cnpg: None,
+                    secret_key: Some(key),
+                },
+            )
+        };
+        let short = check(Ok(32));
+        assert_eq!((short[0].ok, short[0].reason), (false, "SecretKeyTooShort"));
+        assert!(short[0].message.contains("has 32 characters"));
+        assert!(check(Ok(64))[0].ok);
+        assert_eq!(
+            check(Err(SecretState::Missing))[0].reason,
+            "SecretKeyMissing"
+        );
+        // A short key is reported, not held: the pods would say the same in their log.
+        assert_eq!(
+            External {
+                cnpg: None,
+                secret_key: Some(Ok(10))
+            }
+            .hold(&spec),
+            None
+        );
+    }
+}
