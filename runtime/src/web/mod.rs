@@ -19,6 +19,7 @@ pub mod auth;
 pub mod body;
 pub mod edge;
 pub mod jobs;
+pub mod mastodon;
 pub mod oauth;
 pub mod polls;
 pub mod replies;
@@ -63,11 +64,11 @@ impl AppState {
     pub fn new(pool: PgPool, fed: Option<Arc<Federation>>) -> Self {
         AppState {
             pool,
+            fed: fed.clone(),
             metrics: Metrics::new(),
             role: Role::All,
             admin_token: None,
             accepting: Arc::new(AtomicBool::new(true)),
-            fed,
             environment: "production".into(),
             storage_path: None,
             imports: Default::default(),
@@ -134,7 +135,8 @@ pub fn router(state: AppState) -> Router {
         .merge(jobs::routes(&state))
         .merge(polls::routes())
         .merge(replies::routes())
-        .merge(oauth::routes());
+        .merge(oauth::routes())
+        .merge(mastodon::routes());
     finish(routes, state)
 }
 
