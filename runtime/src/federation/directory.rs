@@ -128,8 +128,9 @@ pub async fn by_iri(
     Ok(remote_by_iri(pool, iri).await?.map(Found::Remote))
 }
 
-/// `name`, `@name`, `name@our-domain` (local) or `name@host` (a stored remote actor). Nothing
-/// is fetched here; search with `resolve` does that.
+/// `name`, `@name`, `name@our-domain` (local) or `name@host` (a stored remote actor: by its
+/// WebFinger handle, or — for actors stored without one, e.g. a post's author — by preferred
+/// username on the host of its IRI). Nothing is fetched here; search with `resolve` does that.
 pub async fn by_acct(
     pool: &PgPool,
     fed: &Federation,
@@ -144,10 +145,15 @@ pub async fn by_acct(
         return Ok(accounts::by_username(pool, name).await?.map(Found::Local));
     }
     let remote: Option<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE lower(handle) = lower($1)
-          ORDER BY fetched_at DESC LIMIT 1"
+        "SELECT {REMOTE_COLUMNS} FROM remote_actors
+          WHERE lower(handle) = lower($1)
+             OR (handle IS NULL AND lower(document->>'preferredUsername') = lower($2)
+                 AND substring(iri from '^[a-z]+://([^/]+)') = lower($3))
+          ORDER BY handle IS NULL, fetched_at DESC LIMIT 1"
     )))
     .bind(acct)
+    .bind(name)
+    .bind(host.unwrap_or_default())
     .fetch_optional(pool)
     .await?;
     Ok(remote.map(Found::Remote))
