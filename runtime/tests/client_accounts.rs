@@ -808,6 +808,40 @@ async fn search_resolves_post_urls_and_finds_only_what_is_stored_without_resolve
         .await;
     assert_eq!(statuses_only.body["accounts"], json!([]));
 
+    // The author's statuses are the posts of it we stored, newest first, paged.
+    peer.doc(
+        "/notes/2",
+        json!({"id": peer.iri("/notes/2"), "type": "Note", "attributedTo": peer.actor_of("bob"),
+               "content": "<p>later</p>", "published": "2026-11-30T11:00:00Z"}),
+    );
+    let second = api
+        .get(&format!(
+            "/api/v2/search?q={}&resolve=true&type=statuses",
+            url::form_urlencoded::byte_serialize(peer.iri("/notes/2").as_bytes())
+                .collect::<String>()
+        ))
+        .await;
+    assert_eq!(second.body["statuses"][0]["content"], "<p>later</p>");
+    let bob_id = status["account"]["id"].as_str().unwrap();
+    let newest = api
+        .get(&format!("/api/v1/accounts/{bob_id}/statuses?limit=1"))
+        .await;
+    assert_eq!(
+        newest.body[0]["uri"],
+        json!(peer.iri("/notes/2")),
+        "{}",
+        newest.body
+    );
+    let link = newest.headers["link"].to_str().unwrap();
+    let next = link
+        .split(['<', '>'])
+        .nth(1)
+        .unwrap()
+        .trim_start_matches(&inst.base);
+    let older = api.get(next).await;
+    assert_eq!(older.body[0]["uri"], json!(url), "{link}");
+    assert_eq!(older.body.as_array().map(Vec::len), Some(1));
+
     // An unknown account or a missing post: empty results, nothing stored.
     let missing = api
         .get(&format!(

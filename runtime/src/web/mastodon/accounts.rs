@@ -1,6 +1,7 @@
 //! Accounts by id or address, and their lists: `GET /api/v1/accounts/{id}`, `/lookup?acct=`,
 //! `/{id}/statuses`, `/{id}/followers`, `/{id}/following`. Local accounts and stored remote
-//! actors alike; remote accounts' lists are empty (we do not fetch their collections).
+//! actors alike; a remote account's statuses are the posts of it we stored, its follower lists
+//! are empty (we do not fetch its collections).
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
@@ -9,11 +10,11 @@ use axum::{Json, Router};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::entities;
+use super::entities::{self, REMOTE_POST_COLUMNS, RemotePost};
 use super::pagination::{Page, Paged, param, params};
 use super::{found, unprocessable};
 use crate::federation::Federation;
-use crate::federation::directory::{self, Found};
+use crate::federation::directory::{self, Found, RemoteAccount};
 use crate::polls;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
@@ -63,9 +64,9 @@ async fn statuses(
 ) -> Result<Paged, ApiError> {
     let found = found(&s, &id).await?;
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
-    // Remote accounts' posts are not listed: we keep only what reached us, not their outbox.
-    let Found::Local(account) = found else {
-        return Ok(Paged::new(Vec::new(), &[], &s.public_origin, &uri));
+    let account = match found {
+        Found::Local(account) => account,
+        Found::Remote(remote) => return remote_statuses(&s, &remote, &page, &uri).await,
     };
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT id FROM statuses WHERE account_id = $1 AND {}",
@@ -88,6 +89,45 @@ async fn statuses(
     }
     let keys: Vec<String> = ids.iter().map(Uuid::to_string).collect();
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
+}
+
+/// The posts of a remote account that reached us (its outbox is not fetched), newest first by
+/// when they were published (else received); not deleted ones.
+async fn remote_statuses(
+    s: &AppState,
+    remote: &RemoteAccount,
+    page: &Page<Uuid>,
+    uri: &Uri,
+) -> Result<Paged, ApiError> {
+    let fed = federation(s)?;
+    let cursor = |p: &str| {
+        format!("(SELECT COALESCE(published, created_at), id FROM remote_posts WHERE id = {p})")
+    };
+    let clause = page.clause_by(
+        "(COALESCE(published, created_at), id)",
+        &["COALESCE(published, created_at)", "id"],
+        cursor,
+        2,
+    );
+    let posts: Vec<RemotePost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {REMOTE_POST_COLUMNS} FROM remote_posts
+          WHERE actor = $1 AND deleted_at IS NULL AND {clause}"
+    )))
+    .bind(&remote.iri)
+    .bind(page.max)
+    .bind(page.since)
+    .bind(page.min)
+    .bind(page.limit)
+    .fetch_all(&s.pool)
+    .await?;
+    let posts = page.finish(posts);
+    let author = entities::remote_account(fed, remote);
+    let keys: Vec<String> = posts.iter().map(|p| p.id.to_string()).collect();
+    let items = posts
+        .iter()
+        .map(|p| entities::remote_status(p, author.clone()))
+        .collect();
+    Ok(Paged::new(items, &keys, &s.public_origin, uri))
 }
 
 /// Which relationship list.

@@ -143,7 +143,8 @@ pub fn remote_account(fed: &Federation, r: &RemoteAccount) -> Value {
             .filter(|f| text(f, "type") == Some("PropertyValue"))
             .map(|f| {
                 json!({
-                    "name": html::escape(text(f, "name").unwrap_or_default()),
+                    // Names are plain text (clients escape them); values are HTML.
+                    "name": text(f, "name").unwrap_or_default(),
                     "value": html::sanitize_remote(text(f, "value").unwrap_or_default()),
                     "verified_at": null,
                 })
@@ -164,7 +165,8 @@ pub fn remote_account(fed: &Federation, r: &RemoteAccount) -> Value {
         "id": r.id.to_string(),
         "username": username,
         "acct": acct,
-        "display_name": html::escape(text(doc, "name").unwrap_or_default()),
+        // Plain text, as Mastodon serves it: clients escape display names themselves.
+        "display_name": text(doc, "name").unwrap_or_default(),
         "locked": doc.get("manuallyApprovesFollowers").and_then(Value::as_bool).unwrap_or(false),
         "bot": matches!(text(doc, "type"), Some("Service" | "Application")),
         "discoverable": doc.get("discoverable").and_then(Value::as_bool).unwrap_or(false),
@@ -228,7 +230,7 @@ pub fn remote_status(post: &RemotePost, account: Value) -> Value {
         "created_at": post.published.unwrap_or(post.created_at),
         "edited_at": null,
         "content": post.content.as_deref().unwrap_or_default(),
-        "spoiler_text": post.summary.as_deref().map(html::escape).unwrap_or_default(),
+        "spoiler_text": post.summary.as_deref().unwrap_or_default(),
         "sensitive": post.summary.as_deref().is_some_and(|s| !s.is_empty()),
         "visibility": "public",
         "in_reply_to_id": null,

@@ -77,13 +77,32 @@ impl<K> Page<K> {
     /// `$first+1`, `$first+2` (bind them in that order), then `ORDER BY` and `LIMIT` (the limit
     /// bound at `$first+3`).
     pub fn clause(&self, column: &str, first: usize) -> String {
-        let (max, since, min, limit) = (first, first + 1, first + 2, first + 3);
+        self.clause_by(column, &[column], |p| p.to_string(), first)
+    }
+
+    /// Like `clause`, for lists ordered by something else than their id: `key` (e.g.
+    /// `(p.created_at, p.id)`) is compared with `cursor(param)` (e.g. the same row value looked
+    /// up by the id bound at `param`) and rows are ordered by `order_by`. A cursor naming no row
+    /// selects nothing.
+    pub fn clause_by(
+        &self,
+        key: &str,
+        order_by: &[&str],
+        cursor: impl Fn(&str) -> String,
+        first: usize,
+    ) -> String {
+        let p = |n: usize| format!("${n}");
+        let (max, since, min, limit) = (p(first), p(first + 1), p(first + 2), p(first + 3));
         let order = if self.min.is_some() { "ASC" } else { "DESC" };
+        let order_by: Vec<String> = order_by.iter().map(|c| format!("{c} {order}")).collect();
         format!(
-            "($ {max} IS NULL OR {column} < $ {max}) AND ($ {since} IS NULL OR {column} > $ {since})
-             AND ($ {min} IS NULL OR {column} > $ {min}) ORDER BY {column} {order} LIMIT $ {limit}"
+            "({max} IS NULL OR {key} < {c_max}) AND ({since} IS NULL OR {key} > {c_since})
+             AND ({min} IS NULL OR {key} > {c_min}) ORDER BY {order_by} LIMIT {limit}",
+            c_max = cursor(&max),
+            c_since = cursor(&since),
+            c_min = cursor(&min),
+            order_by = order_by.join(", "),
         )
-        .replace("$ ", "$")
     }
 
     /// Rows as fetched by `clause`, newest first.
