@@ -628,6 +628,51 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
     assert_eq!(followers.body.as_array().map(Vec::len), Some(1));
     assert_eq!(followers.body[0]["id"], json!(peer_id));
     assert_eq!(api.get("/api/v1/follow_requests").await.body, json!([]));
+    // A request withdrawn with Undo(Follow) disappears.
+    let third = hollo_runtime::federation::signature::SigningKey::new(
+        format!("{}#main-key", peer.actor_of("third")),
+        support::peer::peer_key(),
+    )
+    .unwrap();
+    let follow_id = peer.new_id("follows");
+    let follow = json!({
+        "id": follow_id, "type": "Follow", "actor": peer.actor_of("third"),
+        "object": inst.fed.actor_iri("alice"),
+    });
+    let undo = json!({
+        "id": peer.new_id("undos"), "type": "Undo", "actor": peer.actor_of("third"),
+        "object": follow,
+    });
+    for activity in [&follow, &undo] {
+        let body = serde_json::to_vec(activity).unwrap();
+        let (status, _) = peer
+            .post_with(
+                &inst.fed.inbox("alice"),
+                &body,
+                &third,
+                std::time::SystemTime::now(),
+                |_| {},
+            )
+            .await;
+        assert_eq!(status, 202);
+        if activity == &follow {
+            eventually(WAIT, "the third request", || async {
+                (api.get("/api/v1/follow_requests")
+                    .await
+                    .body
+                    .as_array()
+                    .map(Vec::len)
+                    == Some(1))
+                .then_some(())
+            })
+            .await;
+        }
+    }
+    eventually(WAIT, "the withdrawn request is gone", || async {
+        (api.get("/api/v1/follow_requests").await.body == json!([])).then_some(())
+    })
+    .await;
+
     // Answered already, unknown or malformed: 404.
     for path in [
         format!("/api/v1/follow_requests/{peer_id}/authorize"),

@@ -262,10 +262,12 @@ pub async fn apply(
                     .bind(&inc.actor)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query("DELETE FROM followers WHERE actor_iri = $1")
-                    .bind(&inc.actor)
-                    .execute(&mut *tx)
-                    .await?;
+                for sql in [
+                    "DELETE FROM followers WHERE actor_iri = $1",
+                    "DELETE FROM follow_requests WHERE actor_iri = $1",
+                ] {
+                    sqlx::query(sql).bind(&inc.actor).execute(&mut *tx).await?;
+                }
                 "actor deleted".into()
             } else {
                 let n = sqlx::query(
@@ -404,15 +406,18 @@ async fn undo(
             .and_then(id_of)
             .and_then(|t| fed.local_username(t))
             .unwrap_or_default();
-        let n = sqlx::query(
-            "DELETE FROM followers f USING accounts a
-              WHERE f.account_id = a.id AND f.actor_iri = $1 AND lower(a.username) = lower($2)",
-        )
-        .bind(&inc.actor)
-        .bind(target)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let mut n = 0;
+        for table in ["followers", "follow_requests"] {
+            n += sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} f USING accounts a
+                  WHERE f.account_id = a.id AND f.actor_iri = $1 AND lower(a.username) = lower($2)"
+            )))
+            .bind(&inc.actor)
+            .bind(target)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
         return Ok(if n > 0 {
             "follower removed".into()
         } else {
