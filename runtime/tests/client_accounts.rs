@@ -766,6 +766,26 @@ async fn local_accounts_follow_each_other_and_lists_paginate() {
     };
     let first = alice_api.get(&format!("{path}?limit=2")).await;
     assert_eq!(ids_of(&first), vec![ids[4].clone(), ids[3].clone()]);
+    assert_eq!(
+        first.body[0]["account"]["statuses_count"], 5,
+        "the full author"
+    );
+    // A local status's URI is found by search, with its author.
+    let uri = first.body[0]["uri"].as_str().unwrap().to_string();
+    let found = alice_api
+        .get(&format!(
+            "/api/v2/search?q={}",
+            url::form_urlencoded::byte_serialize(uri.as_bytes()).collect::<String>()
+        ))
+        .await;
+    assert_eq!(
+        found.body["statuses"][0]["id"],
+        json!(ids[4]),
+        "{}",
+        found.body
+    );
+    assert_eq!(found.body["statuses"][0]["account"]["acct"], "alice");
+    assert!(found.body["statuses"][0]["account"]["avatar"].is_string());
     let link = first.headers["link"].to_str().unwrap();
     assert!(link.contains(&format!("max_id={}", ids[3])), "{link}");
     assert!(link.contains(&format!("min_id={}", ids[4])), "{link}");

@@ -62,6 +62,7 @@ async fn statuses(
     Path(id): Path<String>,
     uri: Uri,
 ) -> Result<Paged, ApiError> {
+    let fed = federation(&s)?;
     let found = found(&s, &id).await?;
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let account = match found {
@@ -80,10 +81,13 @@ async fn statuses(
     .fetch_all(&s.pool)
     .await?;
     let ids = page.finish(ids);
+    // The polls module renders a short author; lists show the full Account entity.
+    let author = entities::local_account(&s.pool, fed, &account).await?.0;
     let mut conn = s.pool.acquire().await?;
     let mut items = Vec::with_capacity(ids.len());
     for id in &ids {
-        if let Some(v) = polls::status_json(&mut conn, *id, Some(viewer.id)).await? {
+        if let Some(mut v) = polls::status_json(&mut conn, *id, Some(viewer.id)).await? {
+            v["account"] = author.clone();
             items.push(v);
         }
     }

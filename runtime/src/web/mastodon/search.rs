@@ -176,9 +176,16 @@ async fn stored(
         .await?;
     if let Some(id) = local {
         let mut conn = s.pool.acquire().await?;
-        return Ok(polls::status_json(&mut conn, id, Some(account.id))
-            .await?
-            .map(Hit::Status));
+        let Some(mut status) = polls::status_json(&mut conn, id, Some(account.id)).await? else {
+            return Ok(None);
+        };
+        // The polls module renders a short author; search shows the full Account entity.
+        if let Some(author) = fed.local_username(url.split("/statuses/").next().unwrap_or(url))
+            && let Some(found) = directory::by_acct(&s.pool, fed, author).await?
+        {
+            status["account"] = entities::account(&s.pool, fed, &found).await?;
+        }
+        return Ok(Some(Hit::Status(status)));
     }
     let post: Option<RemotePost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {REMOTE_POST_COLUMNS} FROM remote_posts
