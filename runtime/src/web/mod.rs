@@ -117,12 +117,18 @@ fn health_routes() -> Router<AppState> {
 /// What every router ends with: the JSON 404, bodies bounded to the JSON limit unless a route
 /// sets its own (the import upload, the inbox), and the edge checks of `edge`.
 fn finish(routes: Router<AppState>, state: AppState) -> Router {
-    routes
+    let app = routes
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(body::JSON_MAX_BYTES))
         .layer(axum::middleware::map_response(edge::json_errors))
         .layer(axum::middleware::from_fn(edge::guard))
-        .with_state(state)
+        .with_state(state);
+    // Before routing (a layer on the router would run after it): Mastodon clients ask for
+    // `/api/v1/instance/` and the like, which Mastodon answers as without the slash.
+    Router::new().fallback_service(tower::ServiceExt::map_request(
+        app,
+        edge::trim_trailing_slash,
+    ))
 }
 
 /// The full router of a web (or `all`) node.
