@@ -353,20 +353,44 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
         )
         .await;
     assert_error(&a, 422, "a malformed form key");
+    // Multipart: a file (an avatar) is refused, a broken body is a 400.
+    let with_file = "--x\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nnew\r\n--x\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n--x--\r\n";
     let a = api
         .raw(
             Method::PATCH,
             "/api/v1/accounts/update_credentials",
             "multipart/form-data; boundary=x",
-            "--x--",
+            with_file,
         )
         .await;
-    assert_error(&a, 415, "multipart");
+    assert_error(&a, 422, "an avatar upload");
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "multipart/form-data; boundary=x",
+            "--x\r\nnot a part",
+        )
+        .await;
+    assert_error(&a, 400, "a broken multipart body");
     assert_eq!(
         api.get("/api/v1/accounts/verify_credentials").await.body,
         before,
         "nothing half-written"
     );
+    // Multipart text fields are read like a form (apps that can upload send them so).
+    let multipart = "--x\r\nContent-Disposition: form-data; name=\"display_name\"\r\n\r\nAl\r\n--x\r\nContent-Disposition: form-data; name=\"fields_attributes[0][name]\"\r\n\r\nOnly\r\n--x--\r\n";
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "multipart/form-data; boundary=x",
+            multipart,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["display_name"], "Al");
+    assert_eq!(a.body["fields"].as_array().map(Vec::len), Some(1));
 
     // Scopes: a read-only token cannot write the profile; no token is a 401.
     let read_only = Client::new(&inst, &token_with_scopes(&inst, alice.id, "read").await);

@@ -1,12 +1,12 @@
 //! The token holder's own account: `GET /api/v1/accounts/verify_credentials` (the
 //! CredentialAccount, with `source`) and `PATCH /api/v1/accounts/update_credentials`
-//! (display name, note, locked, bot, profile fields), as JSON or as an urlencoded form —
-//! Mastodon apps send either. The change and the `Update` of the actor to the followers are one
+//! (display name, note, locked, bot, profile fields), as JSON, an urlencoded form or a
+//! multipart form's text fields — Mastodon apps send any of them. The change and the `Update` of the actor to the followers are one
 //! transaction; a refused body changes nothing.
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{StatusCode, header};
 use axum::routing::{get, patch};
 use axum::{Json, Router};
@@ -55,20 +55,21 @@ async fn update_credentials(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_ascii_lowercase();
-    if content_type.starts_with("multipart/") {
-        return Err(ApiError(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "send update_credentials as JSON or application/x-www-form-urlencoded (avatar and header uploads are not supported yet)".into(),
-        ));
-    }
     let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
     let update = if content_type.starts_with("application/json") {
         from_json(&parse_json::<Value>(
             &bytes,
             StatusCode::UNPROCESSABLE_ENTITY,
         )?)
+    } else if content_type.starts_with("multipart/form-data") {
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        from_pairs(multipart_text_fields(req, &s).await?)
     } else {
-        from_form(&bytes)
+        from_pairs(
+            url::form_urlencoded::parse(&bytes)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
     }
     .and_then(ProfileUpdate::validate)
     .map_err(unprocessable)?;
@@ -78,6 +79,32 @@ async fn update_credentials(
     Ok(Json(
         entities::credential_account(&s.pool, fed, &account).await?,
     ))
+}
+
+/// The text fields of a multipart form (what apps that can also upload an avatar send). Files
+/// are refused: avatar and header uploads do not exist yet.
+async fn multipart_text_fields(
+    req: Request,
+    s: &AppState,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let bad = |e: axum::extract::multipart::MultipartError| {
+        ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+    };
+    let mut form = axum::extract::Multipart::from_request(req, s)
+        .await
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
+    let mut pairs = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(bad)? {
+        let name = field.name().unwrap_or_default().to_string();
+        if field.file_name().is_some() {
+            return Err(unprocessable(format!(
+                "{name}: file uploads (avatar, header) are not supported yet"
+            )));
+        }
+        let value = field.text().await.map_err(bad)?;
+        pairs.push((name, value));
+    }
+    Ok(pairs)
 }
 
 /// `true`/`false`, or the strings Rails accepts for them (forms send `"1"`, `"true"`).
@@ -154,19 +181,20 @@ fn from_json(body: &Value) -> Result<ProfileUpdate, String> {
     Ok(u)
 }
 
-/// The urlencoded form: `display_name=…&fields_attributes[0][name]=…&fields_attributes[0][value]=…`.
-fn from_form(bytes: &[u8]) -> Result<ProfileUpdate, String> {
+/// Form fields (urlencoded or multipart): `display_name=…&fields_attributes[0][name]=…&
+/// fields_attributes[0][value]=…`.
+fn from_pairs(pairs: Vec<(String, String)>) -> Result<ProfileUpdate, String> {
     let mut u = ProfileUpdate::default();
     let mut fields: BTreeMap<u32, Field> = BTreeMap::new();
     let mut any_field = false;
-    for (key, value) in url::form_urlencoded::parse(bytes) {
+    for (key, value) in pairs {
         if value.contains('\0') {
             return Err(BodyError::Nul.to_string());
         }
-        let v = Value::String(value.to_string());
-        match key.as_ref() {
-            "display_name" => u.display_name = Some(value.into_owned()),
-            "note" => u.note = Some(value.into_owned()),
+        let v = Value::String(value.clone());
+        match key.as_str() {
+            "display_name" => u.display_name = Some(value),
+            "note" => u.note = Some(value),
             "locked" => u.locked = Some(boolean(&key, &v)?),
             "bot" => u.bot = Some(boolean(&key, &v)?),
             k if k.starts_with("fields_attributes[") => {
@@ -180,8 +208,8 @@ fn from_form(bytes: &[u8]) -> Result<ProfileUpdate, String> {
                     value: String::new(),
                 });
                 match part {
-                    "name" => f.name = value.into_owned(),
-                    "value" => f.value = value.into_owned(),
+                    "name" => f.name = value,
+                    "value" => f.value = value,
                     _ => return Err(format!("{k}: expected name or value")),
                 }
                 any_field = true;
@@ -199,6 +227,14 @@ fn from_form(bytes: &[u8]) -> Result<ProfileUpdate, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn from_form(bytes: &[u8]) -> Result<ProfileUpdate, String> {
+        from_pairs(
+            url::form_urlencoded::parse(bytes)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
 
     #[test]
     fn forms_and_json_say_the_same() {
