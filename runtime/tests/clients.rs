@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use support::node::Instance;
+use support::peer::Peer;
 
 const PASSWORD: &str = "client test password";
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(180);
@@ -104,13 +105,14 @@ fn venv_python() -> PathBuf {
     bin
 }
 
-/// Runs `clients/<script> BASE USER PASSWORD` to completion within the deadline.
-async fn run_script(script: &str, base: &str, user: &str) {
+/// Runs `clients/<script> BASE USER PASSWORD [EXTRA…]` to completion within the deadline.
+async fn run_script(script: &str, base: &str, user: &str, extra: &[&str]) {
     let (chromium, driver) = browser_paths();
     let python = tokio::task::spawn_blocking(venv_python).await.unwrap();
     let child = tokio::process::Command::new(python)
         .arg(clients_dir().join(script))
         .args([base, user, PASSWORD])
+        .args(extra)
         .current_dir(clients_dir())
         .env("CHROMIUM", chromium)
         .env("CHROMEDRIVER", driver)
@@ -146,13 +148,45 @@ async fn instance_with_user(name: &str) -> Instance {
 #[tokio::test(flavor = "multi_thread")]
 async fn sign_in_and_consent_pages_in_chromium() {
     let inst = instance_with_user("alice").await;
-    run_script("oauth_browser.py", &inst.base, "alice").await;
+    run_script("oauth_browser.py", &inst.base, "alice", &[]).await;
     inst.shutdown().await;
 }
 
+/// The whole flow of issue 18 "Tests" in Mastodon.py: register, authorize in the browser,
+/// log in, read the instance, verify and update the profile, then follow an account of a
+/// remote test peer (resolved by search) and see the relationship turn to `following` once
+/// the peer accepts (R-MAPI-1, R-MAPI-2). An `all` node, so the Follow is delivered and the
+/// Accept processed.
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_registers_authorizes_and_verifies() {
-    let inst = instance_with_user("mona").await;
-    run_script("mastodon_flow.py", &inst.base, "mona").await;
+    let inst = Instance::start("all", &[]).await;
+    // With its key pair: following a remote account signs the fetches and the Follow.
+    inst.account("mona").await;
+    hollo_runtime::passwords::set(&inst.pool, "mona", PASSWORD)
+        .await
+        .expect("set the password");
+    let peer = std::sync::Arc::new(Peer::start().await);
+    let acceptor = tokio::spawn(accept_follows(peer.clone()));
+    run_script("mastodon_flow.py", &inst.base, "mona", &[&peer.handle()]).await;
+    acceptor.abort();
     inst.shutdown().await;
+}
+
+/// The peer's person at the keyboard: every verified `Follow` it receives is accepted, once.
+async fn accept_follows(peer: std::sync::Arc<Peer>) {
+    let mut answered = std::collections::HashSet::new();
+    loop {
+        for r in peer.received() {
+            if r.ty() != "Follow" || r.verified.is_err() || !answered.insert(r.id().to_string()) {
+                continue;
+            }
+            let follower = r.body["actor"].as_str().unwrap_or_default().to_string();
+            let accept = serde_json::json!({
+                "id": peer.new_id("accepts"), "type": "Accept",
+                "actor": r.body["object"], "object": r.body,
+            });
+            peer.post(&format!("{follower}/inbox"), &accept).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

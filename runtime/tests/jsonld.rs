@@ -248,6 +248,16 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         json!({"account": peer.handle()}),
     )
     .await;
+    // A profile with fields: the actor serves `PropertyValue`s and its `Update` goes out.
+    api(
+        &inst,
+        reqwest::Method::PATCH,
+        "/api/v1/accounts/update_credentials",
+        &token,
+        json!({"display_name": "Alice", "note": "hi #tea https://a.example", "locked": true,
+               "fields_attributes": [{"name": "Site", "value": "https://a.example"}]}),
+    )
+    .await;
 
     // A note, a poll with one choice, a poll with several that ends in two seconds.
     let note = api(

@@ -170,6 +170,22 @@ pub async fn apply(
     let object_id = id_of(object).unwrap_or_default().to_string();
     let outcome = match (inc.ty.as_str(), prepared) {
         ("Follow", Prepared::Follow { follower, account }) => {
+            // A locked account decides: the Follow waits as a request (answered by
+            // `relationships::answer_request`), unless the actor already follows (a re-sent
+            // Follow is accepted again). A blocked actor is refused.
+            let (locked, following, blocked): (bool, bool, bool) = sqlx::query_as(
+                "SELECT a.locked,
+                        EXISTS (SELECT 1 FROM followers WHERE account_id = a.id AND actor_iri = $2),
+                        EXISTS (SELECT 1 FROM account_blocks WHERE account_id = a.id AND target_iri = $2)
+                   FROM accounts a WHERE a.id = $1",
+            )
+            .bind(account.id)
+            .bind(&follower.iri)
+            .fetch_one(&mut *tx)
+            .await?;
+            if blocked || (locked && !following) {
+                return follow_waits_or_refused(tx, fed, inc, &follower, &account, blocked).await;
+            }
             sqlx::query(
                 "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
                  ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id",
@@ -246,10 +262,12 @@ pub async fn apply(
                     .bind(&inc.actor)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query("DELETE FROM followers WHERE actor_iri = $1")
-                    .bind(&inc.actor)
-                    .execute(&mut *tx)
-                    .await?;
+                for sql in [
+                    "DELETE FROM followers WHERE actor_iri = $1",
+                    "DELETE FROM follow_requests WHERE actor_iri = $1",
+                ] {
+                    sqlx::query(sql).bind(&inc.actor).execute(&mut *tx).await?;
+                }
                 "actor deleted".into()
             } else {
                 let n = sqlx::query(
@@ -296,6 +314,14 @@ pub async fn apply(
                 .execute(&mut *tx)
                 .await?;
                 sqlx::query(
+                    "DELETE FROM follow_requests f USING accounts a
+                      WHERE f.account_id = a.id AND lower(a.username) = lower($1) AND f.actor_iri = $2",
+                )
+                .bind(name)
+                .bind(&inc.actor)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
                     "DELETE FROM follows f USING accounts a
                       WHERE f.account_id = a.id AND lower(a.username) = lower($1) AND f.target_iri = $2",
                 )
@@ -311,6 +337,38 @@ pub async fn apply(
     Ok(outcome)
 }
 
+/// A Follow of a locked account is stored as a request; one from an actor the account blocks
+/// is answered with a `Reject`.
+async fn follow_waits_or_refused(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    inc: &Incoming,
+    follower: &RemoteActor,
+    account: &accounts::Account,
+    blocked: bool,
+) -> Result<String, sqlx::Error> {
+    if blocked {
+        let me = fed.actor_iri(&account.username);
+        let reject = json!({
+            "@context": context::ld(), "id": fed.new_activity_id(), "type": "Reject", "actor": me,
+            "object": { "id": inc.id, "type": "Follow", "actor": follower.iri, "object": me },
+            "to": [follower.iri],
+        });
+        queue_activity(&mut *tx, account.id, &reject, &[Recipient::from(follower)]).await?;
+        return Ok("Follow of a blocking account; Reject queued".into());
+    }
+    sqlx::query(
+        "INSERT INTO follow_requests (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
+         ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id",
+    )
+    .bind(account.id)
+    .bind(&follower.iri)
+    .bind(&inc.id)
+    .execute(&mut *tx)
+    .await?;
+    Ok("follow request stored (locked account)".into())
+}
+
 async fn undo(
     tx: &mut PgConnection,
     fed: &Federation,
@@ -319,6 +377,17 @@ async fn undo(
     object_id: &str,
 ) -> Result<String, sqlx::Error> {
     let inner = type_of(object);
+    // A Follow still waiting on a locked account is withdrawn.
+    let n =
+        sqlx::query("DELETE FROM follow_requests WHERE actor_iri = $1 AND follow_activity_id = $2")
+            .bind(&inc.actor)
+            .bind(object_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    if n > 0 {
+        return Ok("follow request withdrawn".into());
+    }
     // An Undo names its activity by id; Mastodon embeds it, others may not (then we look
     // the id up among the relationships and interactions it could be).
     let n = sqlx::query("DELETE FROM followers WHERE actor_iri = $1 AND follow_activity_id = $2")
@@ -337,15 +406,18 @@ async fn undo(
             .and_then(id_of)
             .and_then(|t| fed.local_username(t))
             .unwrap_or_default();
-        let n = sqlx::query(
-            "DELETE FROM followers f USING accounts a
-              WHERE f.account_id = a.id AND f.actor_iri = $1 AND lower(a.username) = lower($2)",
-        )
-        .bind(&inc.actor)
-        .bind(target)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let mut n = 0;
+        for table in ["followers", "follow_requests"] {
+            n += sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} f USING accounts a
+                  WHERE f.account_id = a.id AND f.actor_iri = $1 AND lower(a.username) = lower($2)"
+            )))
+            .bind(&inc.actor)
+            .bind(target)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
         return Ok(if n > 0 {
             "follower removed".into()
         } else {
@@ -368,9 +440,9 @@ async fn undo(
     })
 }
 
-const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Organization"];
+pub const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Organization"];
 
-const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
+pub const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 
 /// What `remote_posts` keeps of a remote note, made safe to serve: `content` and
 /// `summary` through the allow-list sanitizer, `url` only when http(s). Both ways a note

@@ -9,26 +9,46 @@ use super::accounts::Account;
 use super::context;
 use super::fetch::FetchError;
 use super::iri::{same_origin, without_fragment};
+use super::profiles::{self, Profile};
 use super::signature::SigningKey;
+use crate::html;
 
 pub use super::context::{AS_CONTEXT, SECURITY_CONTEXT};
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
-pub fn local_actor_document(fed: &Federation, account: &Account) -> Value {
+/// The actor document of a local account, with its profile: display name, note and fields as
+/// escaped HTML, `manuallyApprovesFollowers` for a locked account, `Service` for a bot.
+pub fn local_actor_document(fed: &Federation, account: &Account, profile: &Profile) -> Value {
     let actor = fed.actor_iri(&account.username);
+    let name = if profile.display_name.is_empty() {
+        &account.username
+    } else {
+        &profile.display_name
+    };
+    let attachment: Vec<Value> = profile
+        .fields
+        .iter()
+        .map(|f| {
+            json!({ "type": "PropertyValue", "name": f.name,
+                    "value": html::escape(&f.value) })
+        })
+        .collect();
     json!({
         "@context": context::ld(),
         "id": actor,
-        "type": "Person",
+        "type": if profile.bot { "Service" } else { "Person" },
         "preferredUsername": account.username,
-        "name": account.username,
+        "name": name,
+        "summary": profiles::note_html(fed, account, profile),
         "url": actor,
+        "published": profile.created_at,
         "inbox": fed.inbox(&account.username),
         "outbox": fed.outbox(&account.username),
         "followers": fed.followers(&account.username),
         "following": fed.following(&account.username),
-        "manuallyApprovesFollowers": false,
+        "manuallyApprovesFollowers": profile.locked,
         "discoverable": true,
+        "attachment": attachment,
         "endpoints": { "sharedInbox": fed.shared_inbox() },
         "publicKey": {
             "id": fed.key_id(&account.username),

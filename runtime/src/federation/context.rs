@@ -32,6 +32,10 @@ pub fn ld() -> Value {
             "featured": { "@id": "toot:featured", "@type": "@id" },
             "featuredTags": { "@id": "toot:featuredTags", "@type": "@id" },
             "Emoji": "toot:Emoji",
+            // Profile fields (`attachment` of an actor), as Mastodon defines them.
+            "schema": "http://schema.org#",
+            "PropertyValue": "schema:PropertyValue",
+            "value": "schema:value",
         }
     ])
 }

@@ -30,7 +30,7 @@ use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::iri::same_origin;
 use crate::federation::signature::{self, PendingVerification};
 use crate::federation::{
-    Federation, activity, instance, normalize, rfc9421, schemes, statuses, webfinger,
+    Federation, activity, instance, normalize, profiles, rfc9421, schemes, statuses, webfinger,
 };
 use uuid::Uuid;
 
@@ -130,7 +130,12 @@ async fn actor_handler(
 ) -> Result<Response, ApiError> {
     let fed = federation(&s)?;
     let account = account_named(&s, &name).await?;
-    Ok(activity_json(actor::local_actor_document(fed, &account)))
+    let profile = profiles::load(&s.pool, account.id)
+        .await?
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no account {name:?}")))?;
+    Ok(activity_json(actor::local_actor_document(
+        fed, &account, &profile,
+    )))
 }
 
 /// A local status's URI serves its object (`Note`, or `Question` with current counts), so

@@ -5,7 +5,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,10 +18,6 @@ use crate::federation::follows;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route(
-            "/api/v1/accounts/verify_credentials",
-            get(verify_credentials),
-        )
         .route("/api/v1/follows", post(follow))
         .route("/api/v1/admin/{*rest}", axum::routing::any(admin_fallback))
 }
@@ -30,13 +26,6 @@ pub fn routes() -> Router<AppState> {
 /// endpoint exists yet, so an authorised caller gets 404.
 async fn admin_fallback(_: Admin) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, "not found".into())
-}
-
-async fn verify_credentials(Needs(account, _): Needs<need::Profile>) -> Json<Value> {
-    Json(json!({
-        "id": account.id, "username": account.username, "acct": account.username,
-        "admin": account.admin,
-    }))
 }
 
 /// `POST /api/v1/follows`.

@@ -24,6 +24,30 @@ fn header_bytes(headers: &HeaderMap) -> usize {
         .sum()
 }
 
+/// `/a/b/` → `/a/b` (the query kept), as Mastodon's router treats them alike; `/` stays.
+pub fn trim_trailing_slash(mut req: Request) -> Request {
+    let path = req.uri().path();
+    if path.len() <= 1 || !path.ends_with('/') {
+        return req;
+    }
+    let trimmed = match path.trim_end_matches('/') {
+        "" => "/",
+        t => t,
+    };
+    let target = match req.uri().query() {
+        Some(q) => format!("{trimmed}?{q}"),
+        None => trimmed.to_string(),
+    };
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(pq) = target.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
+}
+
 /// Whether a percent-encoded URL part decodes to a NUL character.
 fn spells_nul(s: &str) -> bool {
     s.as_bytes().windows(3).any(|w| w == b"%00")
@@ -115,6 +139,26 @@ async fn body_json(resp: Response) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trailing_slashes_are_trimmed_before_routing() {
+        for (given, want) in [
+            ("/api/v1/instance/", "/api/v1/instance"),
+            (
+                "/api/v1/accounts/relationships/?id[]=1",
+                "/api/v1/accounts/relationships?id[]=1",
+            ),
+            ("/", "/"),
+            ("/a", "/a"),
+            ("//", "/"),
+        ] {
+            let req = Request::builder()
+                .uri(given)
+                .body(axum::body::Body::empty())
+                .expect("req");
+            assert_eq!(trim_trailing_slash(req).uri().to_string(), want, "{given}");
+        }
+    }
 
     #[test]
     fn percent_encoded_nul_is_found() {

@@ -19,6 +19,7 @@ pub mod auth;
 pub mod body;
 pub mod edge;
 pub mod jobs;
+pub mod mastodon;
 pub mod oauth;
 pub mod polls;
 pub mod replies;
@@ -63,11 +64,11 @@ impl AppState {
     pub fn new(pool: PgPool, fed: Option<Arc<Federation>>) -> Self {
         AppState {
             pool,
+            fed: fed.clone(),
             metrics: Metrics::new(),
             role: Role::All,
             admin_token: None,
             accepting: Arc::new(AtomicBool::new(true)),
-            fed,
             environment: "production".into(),
             storage_path: None,
             imports: Default::default(),
@@ -116,12 +117,18 @@ fn health_routes() -> Router<AppState> {
 /// What every router ends with: the JSON 404, bodies bounded to the JSON limit unless a route
 /// sets its own (the import upload, the inbox), and the edge checks of `edge`.
 fn finish(routes: Router<AppState>, state: AppState) -> Router {
-    routes
+    let app = routes
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
         .layer(DefaultBodyLimit::max(body::JSON_MAX_BYTES))
         .layer(axum::middleware::map_response(edge::json_errors))
         .layer(axum::middleware::from_fn(edge::guard))
-        .with_state(state)
+        .with_state(state);
+    // Before routing (a layer on the router would run after it): Mastodon clients ask for
+    // `/api/v1/instance/` and the like, which Mastodon answers as without the slash.
+    Router::new().fallback_service(tower::ServiceExt::map_request(
+        app,
+        edge::trim_trailing_slash,
+    ))
 }
 
 /// The full router of a web (or `all`) node.
@@ -134,7 +141,8 @@ pub fn router(state: AppState) -> Router {
         .merge(jobs::routes(&state))
         .merge(polls::routes())
         .merge(replies::routes())
-        .merge(oauth::routes());
+        .merge(oauth::routes())
+        .merge(mastodon::routes());
     finish(routes, state)
 }
 

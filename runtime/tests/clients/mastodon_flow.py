@@ -1,11 +1,14 @@
 """The whole client flow driven by Mastodon.py, a Mastodon client library someone else wrote
 (issue 18 "Tests"): register an app, authorize in the browser (out-of-band code), log in,
-verify the account and the app. Each step is a function taking the shared `Flow`; later steps
-(follow a remote peer, see the relationship) are added to STEPS.
+read the instance, verify the account and the app, update the profile, resolve an account of
+a remote test peer by search, follow it and see the relationship turn to `following` once the
+peer accepts, then revoke. Each step is a function taking the shared `Flow`, run in STEPS
+order.
 
-usage: mastodon_flow.py BASE_URL USERNAME PASSWORD"""
+usage: mastodon_flow.py BASE_URL USERNAME PASSWORD PEER_HANDLE"""
 
 import sys
+import time
 
 from mastodon import Mastodon, MastodonUnauthorizedError
 from selenium.webdriver.common.by import By
@@ -17,8 +20,8 @@ SCOPES = ["read", "write", "follow", "profile"]
 
 
 class Flow:
-    def __init__(self, base, username, password):
-        self.base, self.username, self.password = base, username, password
+    def __init__(self, base, username, password, peer):
+        self.base, self.username, self.password, self.peer = base, username, password, peer
         self.api = None
 
 
@@ -26,12 +29,9 @@ def register_app(flow):
     flow.client_id, flow.client_secret = Mastodon.create_app(
         "Mastodon.py test", scopes=SCOPES, redirect_uris=OOB, api_base_url=flow.base,
     )
-    # mastodon_version: Mastodon.py 2.3.3's log_in retries a failed version check (GET
-    # /api/v2/instance) by recursing forever; until that endpoint exists (issue 18/4) the
-    # version is given here. Drop the argument once /api/v2/instance is served.
+    # Mastodon.py reads the server's version from /api/v2/instance (falling back to v1).
     flow.api = Mastodon(client_id=flow.client_id, client_secret=flow.client_secret,
-                        api_base_url=flow.base, version_check_mode="none",
-                        mastodon_version="4.3.0")
+                        api_base_url=flow.base, version_check_mode="none")
 
 
 def authorize_in_browser(flow):
@@ -63,6 +63,51 @@ def verify_credentials(flow):
     check(app["name"] == "Mastodon.py test", f"app_verify_credentials names the app: {app}")
 
 
+def instance(flow):
+    info = flow.api.instance_v2()
+    check(info["domain"] == flow.base.split("://", 1)[1], f"the instance names its domain: {info}")
+    polls = info["configuration"]["polls"]
+    check(polls["max_options"] == 4, f"the instance reports the poll limits: {polls}")
+    check(flow.api.verify_minimum_version("4.0.0", cached=True), "an API level of 4.x")
+
+
+def update_profile(flow):
+    me = flow.api.account_update_credentials(
+        display_name="Mona Py", note="Testing <b>clients</b>", locked=False,
+        fields=[("Site", "https://mona.example"), ("Pets", "none")])
+    check(me["display_name"] == "Mona Py", f"the display name changed: {me}")
+    check(me["note"] == "<p>Testing &lt;b&gt;clients&lt;/b&gt;</p>", f"the note as escaped HTML: {me}")
+    check([f["name"] for f in me["fields"]] == ["Site", "Pets"], f"the fields: {me}")
+    again = flow.api.account_verify_credentials()
+    check(again["source"]["note"] == "Testing <b>clients</b>", f"source keeps the text: {again}")
+
+
+def follow_remote_peer(flow):
+    found = flow.api.search_v2(f"@{flow.peer}", resolve=True, result_type="accounts")
+    check(len(found["accounts"]) == 1, f"search resolves @{flow.peer}: {found}")
+    account = found["accounts"][0]
+    check(account["acct"] == flow.peer, f"the resolved account: {account}")
+    flow.peer_id = account["id"]
+    relationship = flow.api.account_follow(flow.peer_id)
+    check(relationship["requested"] or relationship["following"],
+          f"following is requested: {relationship}")
+
+
+def see_the_relationship(flow):
+    deadline = time.monotonic() + 60
+    while True:
+        relationship = flow.api.account_relationships(flow.peer_id)[0]
+        if relationship["following"]:
+            break
+        if time.monotonic() > deadline:
+            fail(f"the peer's Accept never showed: {relationship}")
+        time.sleep(0.2)
+    me = flow.api.account_verify_credentials()
+    check(me["following_count"] == 1, f"following_count counts the peer: {me}")
+    following = flow.api.account_following(me["id"])
+    check([a["id"] for a in following] == [flow.peer_id], f"the following list: {following}")
+
+
 def revoke(flow):
     flow.api.revoke_access_token(allow_http=True)
     try:
@@ -73,11 +118,12 @@ def revoke(flow):
 
 
 # Steps run in order; add new ones before `revoke`.
-STEPS = [register_app, authorize_in_browser, log_in, verify_credentials, revoke]
+STEPS = [register_app, authorize_in_browser, log_in, instance, verify_credentials,
+         update_profile, follow_remote_peer, see_the_relationship, revoke]
 
 
-def main(base, username, password):
-    flow = Flow(base, username, password)
+def main(base, username, password, peer):
+    flow = Flow(base, username, password, peer)
     for step in STEPS:
         print(f"mastodon_flow: {step.__name__}", flush=True)
         step(flow)
@@ -85,6 +131,6 @@ def main(base, username, password):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         fail(__doc__)
     main(*sys.argv[1:])

@@ -1,0 +1,222 @@
+//! Local accounts' profiles: what `update_credentials` changes, the client API shows and the
+//! actor document serves (display name, note, locked, bot, profile fields). Text is stored as
+//! the user typed it and published as escaped HTML (`html::text_to_html`), like statuses.
+//!
+//! A change is announced to the followers as an `Update` of the actor, queued in the
+//! transaction that stores it, so a follower's server never misses a committed change.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use super::Federation;
+use super::accounts::Account;
+use super::actor::{PUBLIC, local_actor_document};
+use super::delivery::{Recipient, queue_activity};
+
+/// Mastodon's limits for profile text (what its own server enforces).
+pub const MAX_DISPLAY_NAME_CHARS: usize = 30;
+pub const MAX_NOTE_CHARS: usize = 500;
+pub const MAX_FIELDS: usize = 4;
+pub const MAX_FIELD_NAME_CHARS: usize = 255;
+pub const MAX_FIELD_VALUE_CHARS: usize = 255;
+
+/// One profile field ("Website" → "https://…"), plain text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Profile {
+    pub display_name: String,
+    pub note: String,
+    pub locked: bool,
+    pub bot: bool,
+    #[sqlx(json)]
+    pub fields: Vec<Field>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub async fn load<'e>(
+    exec: impl PgExecutor<'e>,
+    account: Uuid,
+) -> Result<Option<Profile>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT display_name, note, locked, bot, fields, created_at, updated_at
+           FROM accounts WHERE id = $1",
+    )
+    .bind(account)
+    .fetch_optional(exec)
+    .await
+}
+
+/// What an `update_credentials` request changes; `None` leaves a value as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileUpdate {
+    pub display_name: Option<String>,
+    pub note: Option<String>,
+    pub locked: Option<bool>,
+    pub bot: Option<bool>,
+    pub fields: Option<Vec<Field>>,
+}
+
+impl ProfileUpdate {
+    /// Mastodon's rules: bounded lengths, at most four fields; fields with neither name nor
+    /// value are dropped (that is how apps remove one). `Err` names the offending value.
+    pub fn validate(mut self) -> Result<ProfileUpdate, String> {
+        let too_long = |what: &str, s: &str, max: usize| {
+            (s.chars().count() > max).then(|| format!("{what} is longer than {max} characters"))
+        };
+        if let Some(e) = self
+            .display_name
+            .as_deref()
+            .and_then(|d| too_long("display_name", d, MAX_DISPLAY_NAME_CHARS))
+        {
+            return Err(e);
+        }
+        if let Some(e) = self
+            .note
+            .as_deref()
+            .and_then(|n| too_long("note", n, MAX_NOTE_CHARS))
+        {
+            return Err(e);
+        }
+        if let Some(fields) = self.fields.take() {
+            let fields: Vec<Field> = fields
+                .into_iter()
+                .filter(|f| !(f.name.trim().is_empty() && f.value.trim().is_empty()))
+                .collect();
+            if fields.len() > MAX_FIELDS {
+                return Err(format!("at most {MAX_FIELDS} profile fields"));
+            }
+            for f in &fields {
+                if let Some(e) = too_long("a field name", &f.name, MAX_FIELD_NAME_CHARS)
+                    .or_else(|| too_long("a field value", &f.value, MAX_FIELD_VALUE_CHARS))
+                {
+                    return Err(e);
+                }
+            }
+            self.fields = Some(fields);
+        }
+        Ok(self)
+    }
+}
+
+/// Applies a validated update inside `tx` and queues the `Update` of the actor to the
+/// followers in the same transaction. Returns the new profile.
+pub async fn update_in(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    update: &ProfileUpdate,
+) -> Result<Profile, sqlx::Error> {
+    let fields = update.fields.as_ref().map(|f| json!(f));
+    let profile: Profile = sqlx::query_as(
+        "UPDATE accounts SET display_name = COALESCE($2, display_name), note = COALESCE($3, note),
+                locked = COALESCE($4, locked), bot = COALESCE($5, bot),
+                fields = COALESCE($6, fields), updated_at = now()
+          WHERE id = $1
+         RETURNING display_name, note, locked, bot, fields, created_at, updated_at",
+    )
+    .bind(account.id)
+    .bind(&update.display_name)
+    .bind(&update.note)
+    .bind(update.locked)
+    .bind(update.bot)
+    .bind(fields)
+    .fetch_one(&mut *tx)
+    .await?;
+    let to = followers(&mut *tx, account.id).await?;
+    if !to.is_empty() {
+        let actor = local_actor_document(fed, account, &profile);
+        let update = json!({
+            "@context": actor["@context"],
+            "id": fed.new_activity_id(),
+            "type": "Update",
+            "actor": fed.actor_iri(&account.username),
+            "to": [PUBLIC],
+            "cc": [fed.followers(&account.username)],
+            "object": actor,
+        });
+        queue_activity(&mut *tx, account.id, &update, &to).await?;
+    }
+    Ok(profile)
+}
+
+/// The note as HTML, rendered like a status (escaped text, paragraphs, links, hashtags).
+pub fn note_html(fed: &Federation, account: &Account, profile: &Profile) -> String {
+    crate::content::render(&profile.note, &fed.actor_iri(&account.username), &[]).html
+}
+
+/// The remote followers of an account with a known inbox.
+pub async fn followers(
+    conn: &mut PgConnection,
+    account: Uuid,
+) -> Result<Vec<Recipient>, sqlx::Error> {
+    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT a.iri, a.inbox, a.shared_inbox FROM followers f
+           JOIN remote_actors a ON a.iri = f.actor_iri
+          WHERE f.account_id = $1 AND a.gone_at IS NULL",
+    )
+    .bind(account)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(actor_iri, inbox, shared_inbox)| Recipient {
+            actor_iri,
+            inbox,
+            shared_inbox,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(n: &str, v: &str) -> Field {
+        Field {
+            name: n.into(),
+            value: v.into(),
+        }
+    }
+
+    #[test]
+    fn profile_limits_are_mastodons() {
+        let ok = ProfileUpdate {
+            display_name: Some("x".repeat(30)),
+            note: Some("n".repeat(500)),
+            fields: Some(vec![field("a", "1"), field("", ""), field("b", "")]),
+            ..Default::default()
+        }
+        .validate()
+        .expect("valid");
+        assert_eq!(ok.fields.map(|f| f.len()), Some(2), "empty fields dropped");
+        for bad in [
+            ProfileUpdate {
+                display_name: Some("é".repeat(31)),
+                ..Default::default()
+            },
+            ProfileUpdate {
+                note: Some("n".repeat(501)),
+                ..Default::default()
+            },
+            ProfileUpdate {
+                fields: Some((0..5).map(|i| field(&i.to_string(), "v")).collect()),
+                ..Default::default()
+            },
+            ProfileUpdate {
+                fields: Some(vec![field("a", &"v".repeat(256))]),
+                ..Default::default()
+            },
+        ] {
+            assert!(bad.clone().validate().is_err(), "{bad:?}");
+        }
+    }
+}

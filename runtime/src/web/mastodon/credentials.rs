@@ -1,0 +1,272 @@
+//! The token holder's own account: `GET /api/v1/accounts/verify_credentials` (the
+//! CredentialAccount, with `source`) and `PATCH /api/v1/accounts/update_credentials`
+//! (display name, note, locked, bot, profile fields), as JSON, an urlencoded form or a
+//! multipart form's text fields — Mastodon apps send any of them. The change and the `Update` of the actor to the followers are one
+//! transaction; a refused body changes nothing.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{StatusCode, header};
+use axum::routing::{get, patch};
+use axum::{Json, Router};
+use serde_json::Value;
+
+use super::entities;
+use super::unprocessable;
+use crate::federation::profiles::{self, Field, ProfileUpdate};
+use crate::web::activitypub::federation;
+use crate::web::auth::{Needs, need};
+use crate::web::body::{BodyError, JSON_MAX_BYTES, parse_json, read_limited};
+use crate::web::{ApiError, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/accounts/verify_credentials",
+            get(verify_credentials),
+        )
+        .route(
+            "/api/v1/accounts/update_credentials",
+            patch(update_credentials),
+        )
+}
+
+async fn verify_credentials(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::Profile>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    Ok(Json(
+        entities::credential_account(&s.pool, fed, &account).await?,
+    ))
+}
+
+async fn update_credentials(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let (parts, body) = req.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
+    let update = if content_type.starts_with("application/json") {
+        from_json(&parse_json::<Value>(
+            &bytes,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )?)
+    } else if content_type.starts_with("multipart/form-data") {
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        from_pairs(multipart_text_fields(req, &s).await?)
+    } else {
+        from_pairs(
+            url::form_urlencoded::parse(&bytes)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+    .and_then(ProfileUpdate::validate)
+    .map_err(unprocessable)?;
+    let mut tx = s.pool.begin().await?;
+    profiles::update_in(&mut tx, fed, &account, &update).await?;
+    tx.commit().await?;
+    Ok(Json(
+        entities::credential_account(&s.pool, fed, &account).await?,
+    ))
+}
+
+/// The text fields of a multipart form (what apps that can also upload an avatar send). Files
+/// are refused: avatar and header uploads do not exist yet.
+async fn multipart_text_fields(
+    req: Request,
+    s: &AppState,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let bad = |e: axum::extract::multipart::MultipartError| {
+        ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+    };
+    let mut form = axum::extract::Multipart::from_request(req, s)
+        .await
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
+    let mut pairs = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(bad)? {
+        let name = field.name().unwrap_or_default().to_string();
+        if field.file_name().is_some() {
+            return Err(unprocessable(format!(
+                "{name}: file uploads (avatar, header) are not supported yet"
+            )));
+        }
+        let value = field.text().await.map_err(bad)?;
+        pairs.push((name, value));
+    }
+    Ok(pairs)
+}
+
+/// `true`/`false`, or the strings Rails accepts for them (forms send `"1"`, `"true"`).
+fn boolean(key: &str, v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) => match s.as_str() {
+            "true" | "1" | "on" => Ok(true),
+            "false" | "0" | "off" | "" => Ok(false),
+            _ => Err(format!("{key} must be a boolean")),
+        },
+        _ => Err(format!("{key} must be a boolean")),
+    }
+}
+
+fn string(key: &str, v: &Value) -> Result<String, String> {
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{key} must be a string"))
+}
+
+/// One `fields_attributes` entry: `{"name","value"}` (either may be missing: empty).
+fn field(v: &Value) -> Result<Field, String> {
+    let part = |k: &str| match v.get(k) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(x) => string(&format!("fields_attributes {k}"), x),
+    };
+    if !v.is_object() {
+        return Err("each of fields_attributes must be an object with name and value".into());
+    }
+    Ok(Field {
+        name: part("name")?,
+        value: part("value")?,
+    })
+}
+
+/// The JSON body: `fields_attributes` as an array or as Rails' index-keyed object.
+fn from_json(body: &Value) -> Result<ProfileUpdate, String> {
+    let Some(o) = body.as_object() else {
+        return Err("the body must be a JSON object".into());
+    };
+    let mut u = ProfileUpdate::default();
+    for (key, v) in o {
+        match key.as_str() {
+            "display_name" => u.display_name = Some(string(key, v)?),
+            "note" => u.note = Some(string(key, v)?),
+            "locked" => u.locked = Some(boolean(key, v)?),
+            "bot" => u.bot = Some(boolean(key, v)?),
+            "fields_attributes" => {
+                u.fields = Some(match v {
+                    Value::Array(a) => a.iter().map(field).collect::<Result<_, _>>()?,
+                    Value::Object(m) => {
+                        let mut indexed: Vec<(u32, &Value)> = m
+                            .iter()
+                            .map(|(i, f)| {
+                                i.parse().map(|i| (i, f)).map_err(|_| {
+                                    "fields_attributes keys must be indexes".to_string()
+                                })
+                            })
+                            .collect::<Result<_, _>>()?;
+                        indexed.sort_by_key(|(i, _)| *i);
+                        indexed
+                            .into_iter()
+                            .map(|(_, f)| field(f))
+                            .collect::<Result<_, _>>()?
+                    }
+                    _ => return Err("fields_attributes must be a list".into()),
+                })
+            }
+            // Other settings apps send (source[privacy], discoverable, …) are not kept yet.
+            _ => {}
+        }
+    }
+    Ok(u)
+}
+
+/// Form fields (urlencoded or multipart): `display_name=…&fields_attributes[0][name]=…&
+/// fields_attributes[0][value]=…`.
+fn from_pairs(pairs: Vec<(String, String)>) -> Result<ProfileUpdate, String> {
+    let mut u = ProfileUpdate::default();
+    let mut fields: BTreeMap<u32, Field> = BTreeMap::new();
+    let mut any_field = false;
+    for (key, value) in pairs {
+        if value.contains('\0') {
+            return Err(BodyError::Nul.to_string());
+        }
+        let v = Value::String(value.clone());
+        match key.as_str() {
+            "display_name" => u.display_name = Some(value),
+            "note" => u.note = Some(value),
+            "locked" => u.locked = Some(boolean(&key, &v)?),
+            "bot" => u.bot = Some(boolean(&key, &v)?),
+            k if k.starts_with("fields_attributes[") => {
+                let rest = &k["fields_attributes[".len()..];
+                let (index, part) = rest
+                    .split_once("][")
+                    .and_then(|(i, p)| Some((i.parse::<u32>().ok()?, p.strip_suffix(']')?)))
+                    .ok_or_else(|| format!("{k}: expected fields_attributes[N][name|value]"))?;
+                let f = fields.entry(index).or_insert(Field {
+                    name: String::new(),
+                    value: String::new(),
+                });
+                match part {
+                    "name" => f.name = value,
+                    "value" => f.value = value,
+                    _ => return Err(format!("{k}: expected name or value")),
+                }
+                any_field = true;
+            }
+            _ => {}
+        }
+    }
+    if any_field {
+        u.fields = Some(fields.into_values().collect());
+    }
+    Ok(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn from_form(bytes: &[u8]) -> Result<ProfileUpdate, String> {
+        from_pairs(
+            url::form_urlencoded::parse(bytes)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn forms_and_json_say_the_same() {
+        let form = from_form(
+            b"display_name=Al%20Ice&note=hi&locked=true&bot=0&fields_attributes[1][name]=b&fields_attributes[0][name]=a&fields_attributes[0][value]=1",
+        )
+        .expect("form");
+        let json = from_json(&json!({
+            "display_name": "Al Ice", "note": "hi", "locked": true, "bot": false,
+            "fields_attributes": {"1": {"name": "b"}, "0": {"name": "a", "value": "1"}},
+        }))
+        .expect("json");
+        assert_eq!(form, json);
+        assert_eq!(form.fields.as_ref().map(|f| f[0].name.as_str()), Some("a"));
+        let array =
+            from_json(&json!({"fields_attributes": [{"name": "a", "value": "1"}]})).expect("array");
+        assert_eq!(array.fields.map(|f| f.len()), Some(1));
+    }
+
+    #[test]
+    fn wrong_types_are_refused() {
+        for bad in [
+            json!({"display_name": 3}),
+            json!({"locked": "maybe"}),
+            json!({"fields_attributes": "x"}),
+            json!({"fields_attributes": [3]}),
+            json!([1]),
+        ] {
+            assert!(from_json(&bad).is_err(), "{bad}");
+        }
+        assert!(from_form(b"fields_attributes[x][name]=a").is_err());
+        assert!(from_form(b"note=a%00b").is_err());
+        assert!(from_form(b"locked=perhaps").is_err());
+    }
+}

@@ -1,0 +1,219 @@
+//! What a client or another server asks about the instance: `GET /api/v1/instance`,
+//! `/api/v2/instance`, `/api/v1/custom_emojis`, NodeInfo (`/.well-known/nodeinfo`,
+//! `/nodeinfo/2.1`) and the default avatar and header images. The `configuration` limits are
+//! the ones the runtime enforces (the poll and status rules of `polls`); media uploads do not
+//! exist yet, so no media type is offered.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use super::entities::{self, MISSING_AVATAR, MISSING_HEADER};
+use crate::federation::accounts;
+use crate::polls::{
+    MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS, MIN_EXPIRES_IN,
+};
+use crate::web::{ApiError, AppState};
+
+const NODEINFO_SCHEMA: &str = "http://nodeinfo.diaspora.software/ns/schema/2.1";
+const SOURCE_URL: &str = "https://github.com/fedify-dev/hollo";
+const MISSING_PNG: &[u8] = include_bytes!("missing.png");
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/instance", get(v1))
+        .route("/api/v2/instance", get(v2))
+        .route("/api/v1/custom_emojis", get(|| async { Json(json!([])) }))
+        .route("/.well-known/nodeinfo", get(nodeinfo_links))
+        .route("/nodeinfo/2.1", get(nodeinfo))
+        .route(MISSING_AVATAR, get(missing_image))
+        .route(MISSING_HEADER, get(missing_image))
+}
+
+/// Mastodon clients enable features by the version they read; this is the API level served.
+fn version() -> String {
+    format!("4.3.0 (compatible; Hollo {})", crate::VERSION)
+}
+
+/// `host[:port]` of `PUBLIC_URL`.
+fn domain(s: &AppState) -> String {
+    url::Url::parse(&s.public_origin)
+        .ok()
+        .map(|u| crate::federation::signature::host_header(&u))
+        .unwrap_or_default()
+}
+
+/// The limits this server enforces, in the v2 shape (v1 reuses the parts it has).
+fn configuration() -> Value {
+    json!({
+        "accounts": { "max_featured_tags": 0, "max_pinned_statuses": 0 },
+        // Links count with their full length here (no 23-character shortening).
+        "statuses": {
+            "max_characters": MAX_STATUS_CHARS,
+            "max_media_attachments": 0,
+        },
+        // Uploads are not implemented yet: nothing is accepted.
+        "media_attachments": {
+            "supported_mime_types": [],
+            "image_size_limit": 0,
+            "image_matrix_limit": 0,
+            "video_size_limit": 0,
+            "video_frame_rate_limit": 0,
+            "video_matrix_limit": 0,
+        },
+        "polls": {
+            "max_options": MAX_OPTIONS,
+            "max_characters_per_option": MAX_OPTION_CHARS,
+            "min_expiration": MIN_EXPIRES_IN,
+            "max_expiration": MAX_EXPIRES_IN,
+        },
+        "translation": { "enabled": false },
+    })
+}
+
+#[derive(sqlx::FromRow)]
+struct Usage {
+    users: i64,
+    active_month: i64,
+    active_halfyear: i64,
+    local_posts: i64,
+    domains: i64,
+}
+
+async fn usage(s: &AppState) -> Result<Usage, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM accounts) AS users,
+                (SELECT count(DISTINCT account_id) FROM statuses
+                  WHERE created_at > now() - interval '30 days') AS active_month,
+                (SELECT count(DISTINCT account_id) FROM statuses
+                  WHERE created_at > now() - interval '180 days') AS active_halfyear,
+                (SELECT count(*) FROM statuses) AS local_posts,
+                (SELECT count(DISTINCT substring(iri from '^[a-z]+://([^/]+)')) FROM remote_actors)
+                  AS domains",
+    )
+    .fetch_one(&s.pool)
+    .await
+}
+
+/// The first admin's Account entity, as the contact (null without one or without keys).
+async fn contact(s: &AppState) -> Result<Value, sqlx::Error> {
+    let Some(fed) = s.fed.as_ref() else {
+        return Ok(Value::Null);
+    };
+    let admin: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT id FROM accounts WHERE admin ORDER BY created_at LIMIT 1")
+            .fetch_optional(&s.pool)
+            .await?;
+    let Some(admin) = admin else {
+        return Ok(Value::Null);
+    };
+    match accounts::by_id(&s.pool, admin).await? {
+        Some(a) => Ok(entities::local_account(&s.pool, fed, &a).await?.0),
+        None => Ok(Value::Null),
+    }
+}
+
+fn thumbnail(s: &AppState) -> String {
+    format!("{}{MISSING_HEADER}", s.public_origin)
+}
+
+async fn v2(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let u = usage(&s).await?;
+    let streaming = s.public_origin.replacen("http", "ws", 1);
+    let mut config = configuration();
+    config["urls"] = json!({ "streaming": streaming });
+    Ok(Json(json!({
+        "domain": domain(&s),
+        "title": domain(&s),
+        "version": version(),
+        "source_url": SOURCE_URL,
+        "description": "A Hollo server",
+        "usage": { "users": { "active_month": u.active_month } },
+        "thumbnail": { "url": thumbnail(&s) },
+        "icon": [],
+        "languages": ["en"],
+        "configuration": config,
+        // Accounts are made with `hollo account create`.
+        "registrations": { "enabled": false, "approval_required": false, "message": null },
+        "api_versions": { "mastodon": 2 },
+        "contact": { "email": "", "account": contact(&s).await? },
+        "rules": [],
+    })))
+}
+
+async fn v1(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let u = usage(&s).await?;
+    let streaming = s.public_origin.replacen("http", "ws", 1);
+    let mut config = configuration();
+    if let Some(c) = config.as_object_mut() {
+        c.remove("accounts");
+        c.remove("translation");
+    }
+    Ok(Json(json!({
+        "uri": domain(&s),
+        "title": domain(&s),
+        "short_description": "A Hollo server",
+        "description": "A Hollo server",
+        "email": "",
+        "version": version(),
+        "urls": { "streaming_api": streaming },
+        "stats": { "user_count": u.users, "status_count": u.local_posts, "domain_count": u.domains },
+        "thumbnail": thumbnail(&s),
+        "languages": ["en"],
+        "registrations": false,
+        "approval_required": false,
+        "invites_enabled": false,
+        "configuration": config,
+        "contact_account": contact(&s).await?,
+        "rules": [],
+    })))
+}
+
+async fn nodeinfo_links(State(s): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "links": [{ "rel": NODEINFO_SCHEMA, "href": format!("{}/nodeinfo/2.1", s.public_origin) }],
+    }))
+}
+
+async fn nodeinfo(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let u = usage(&s).await?;
+    let body = json!({
+        "version": "2.1",
+        "software": {
+            "name": "hollo", "version": crate::VERSION,
+            "repository": SOURCE_URL, "homepage": SOURCE_URL,
+        },
+        "protocols": ["activitypub"],
+        "services": { "inbound": [], "outbound": [] },
+        "openRegistrations": false,
+        "usage": {
+            "users": {
+                "total": u.users, "activeMonth": u.active_month, "activeHalfyear": u.active_halfyear,
+            },
+            "localPosts": u.local_posts,
+        },
+        "metadata": {},
+    });
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            format!("application/json; profile=\"{NODEINFO_SCHEMA}#\""),
+        )],
+        Json(body),
+    )
+        .into_response())
+}
+
+async fn missing_image() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        MISSING_PNG,
+    )
+        .into_response()
+}

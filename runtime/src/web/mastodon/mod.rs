@@ -1,0 +1,42 @@
+//! The Mastodon client API (SPEC §11, R-MAPI-2): instance and NodeInfo, accounts and their
+//! profiles, relationships, follow requests and search, in Mastodon's paths, JSON shapes,
+//! pagination (`Link` headers) and error bodies. One module per concept; the storage they use
+//! lives in `federation` (`directory`, `profiles`, `relationships`, `follows`).
+
+use axum::Router;
+use axum::http::StatusCode;
+
+use super::{ApiError, AppState};
+use crate::federation::directory::{self, Found};
+
+pub mod accounts;
+pub mod credentials;
+pub mod entities;
+pub mod follow_requests;
+pub mod instance;
+pub mod pagination;
+pub mod relationships;
+pub mod search;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .merge(instance::routes())
+        .merge(credentials::routes())
+        .merge(accounts::routes())
+        .merge(relationships::routes())
+        .merge(follow_requests::routes())
+        .merge(search::routes())
+}
+
+/// The account a path id names, local or remote; a malformed id is the same 404 as an unknown
+/// one.
+pub(crate) async fn found(s: &AppState, raw: &str) -> Result<Found, ApiError> {
+    let id = super::parse_id(raw, "account")?;
+    directory::by_id(&s.pool, id)
+        .await?
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "Record not found".into()))
+}
+
+pub(crate) fn unprocessable(message: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::UNPROCESSABLE_ENTITY, message.into())
+}

@@ -1,0 +1,212 @@
+//! Mastodon's list pagination, shared by every list endpoint: `max_id` (older than), `since_id`
+//! (newer than, newest first), `min_id` (just newer than, oldest first — then shown newest
+//! first like every page), `limit` (default 40, at most 80), and a `Link` header with the
+//! `next` (older) and `prev` (newer) pages. A list picks its key type (a relationship's
+//! `bigint` id, a status's time-ordered UUID) and its column; cursors that do not parse as
+//! that type are a 422.
+
+use std::str::FromStr;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use crate::web::ApiError;
+
+pub const DEFAULT_LIMIT: i64 = 40;
+pub const MAX_LIMIT: i64 = 80;
+
+/// The query parameters of a request, repeated keys kept (`id[]=1&id[]=2`).
+pub fn params(uri: &Uri) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// The first value of `key`.
+pub fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page<K> {
+    pub max: Option<K>,
+    pub since: Option<K>,
+    pub min: Option<K>,
+    pub limit: i64,
+}
+
+impl<K: FromStr> Page<K> {
+    pub fn from_params(params: &[(String, String)]) -> Result<Self, ApiError> {
+        let cursor = |key: &str| -> Result<Option<K>, ApiError> {
+            match param(params, key).filter(|v| !v.is_empty()) {
+                None => Ok(None),
+                Some(v) => v.parse().map(Some).map_err(|_| {
+                    ApiError(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("{key} is not an id of this list"),
+                    )
+                }),
+            }
+        };
+        let limit = match param(params, "limit").filter(|v| !v.is_empty()) {
+            None => DEFAULT_LIMIT,
+            Some(v) => v.parse::<i64>().map_err(|_| {
+                ApiError(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "limit must be a number".into(),
+                )
+            })?,
+        };
+        Ok(Page {
+            max: cursor("max_id")?,
+            since: cursor("since_id")?,
+            min: cursor("min_id")?,
+            // Mastodon clamps rather than refuses.
+            limit: limit.clamp(1, MAX_LIMIT),
+        })
+    }
+}
+
+impl<K> Page<K> {
+    /// The SQL condition on `column` with `max`, `since`, `min` bound at `$first`,
+    /// `$first+1`, `$first+2` (bind them in that order), then `ORDER BY` and `LIMIT` (the limit
+    /// bound at `$first+3`).
+    pub fn clause(&self, column: &str, first: usize) -> String {
+        self.clause_by(column, &[column], |p| p.to_string(), first)
+    }
+
+    /// Like `clause`, for lists ordered by something else than their id: `key` (e.g.
+    /// `(p.created_at, p.id)`) is compared with `cursor(param)` (e.g. the same row value looked
+    /// up by the id bound at `param`) and rows are ordered by `order_by`. A cursor naming no row
+    /// selects nothing.
+    pub fn clause_by(
+        &self,
+        key: &str,
+        order_by: &[&str],
+        cursor: impl Fn(&str) -> String,
+        first: usize,
+    ) -> String {
+        let p = |n: usize| format!("${n}");
+        let (max, since, min, limit) = (p(first), p(first + 1), p(first + 2), p(first + 3));
+        let order = if self.min.is_some() { "ASC" } else { "DESC" };
+        let order_by: Vec<String> = order_by.iter().map(|c| format!("{c} {order}")).collect();
+        format!(
+            "({max} IS NULL OR {key} < {c_max}) AND ({since} IS NULL OR {key} > {c_since})
+             AND ({min} IS NULL OR {key} > {c_min}) ORDER BY {order_by} LIMIT {limit}",
+            c_max = cursor(&max),
+            c_since = cursor(&since),
+            c_min = cursor(&min),
+            order_by = order_by.join(", "),
+        )
+    }
+
+    /// Rows as fetched by `clause`, newest first.
+    pub fn finish<T>(&self, mut rows: Vec<T>) -> Vec<T> {
+        if self.min.is_some() {
+            rows.reverse();
+        }
+        rows
+    }
+}
+
+/// A page of entities with its `Link` header (none for an empty page).
+pub struct Paged {
+    pub items: Vec<Value>,
+    pub link: Option<HeaderValue>,
+}
+
+impl Paged {
+    /// `keys` are the page's cursors, newest first, one per item. `origin` and `uri` make the
+    /// links: the same path and parameters with `max_id` (next, older) or `min_id` (prev).
+    pub fn new(items: Vec<Value>, keys: &[String], origin: &str, uri: &Uri) -> Paged {
+        let link = match (keys.first(), keys.last()) {
+            (Some(newest), Some(oldest)) => {
+                let kept: Vec<(String, String)> = params(uri)
+                    .into_iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "max_id" | "since_id" | "min_id"))
+                    .collect();
+                let url = |key: &str, value: &str| {
+                    let mut q = url::form_urlencoded::Serializer::new(String::new());
+                    for (k, v) in &kept {
+                        q.append_pair(k, v);
+                    }
+                    q.append_pair(key, value);
+                    format!("{origin}{}?{}", uri.path(), q.finish())
+                };
+                HeaderValue::from_str(&format!(
+                    "<{}>; rel=\"next\", <{}>; rel=\"prev\"",
+                    url("max_id", oldest),
+                    url("min_id", newest)
+                ))
+                .ok()
+            }
+            _ => None,
+        };
+        Paged { items, link }
+    }
+}
+
+impl IntoResponse for Paged {
+    fn into_response(self) -> Response {
+        let mut resp = Json(Value::Array(self.items)).into_response();
+        if let Some(link) = self.link {
+            resp.headers_mut().insert(header::LINK, link);
+        }
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(q: &str) -> Result<Page<i64>, ApiError> {
+        let uri: Uri = format!("/x?{q}").parse().expect("uri");
+        Page::from_params(&params(&uri))
+    }
+
+    #[test]
+    fn cursors_and_limits_parse() {
+        let p = page("max_id=10&since_id=2&limit=5")
+            .map_err(|e| e.1)
+            .expect("page");
+        assert_eq!(
+            (p.max, p.since, p.min, p.limit),
+            (Some(10), Some(2), None, 5)
+        );
+        assert_eq!(
+            page("limit=1000").map_err(|e| e.1).expect("p").limit,
+            MAX_LIMIT
+        );
+        assert_eq!(page("").map_err(|e| e.1).expect("p").limit, DEFAULT_LIMIT);
+        assert!(page("max_id=abc").is_err());
+        assert!(page("limit=x").is_err());
+        let p = page("min_id=3").map_err(|e| e.1).expect("page");
+        assert!(p.clause("f.id", 2).contains("ORDER BY f.id ASC LIMIT $5"));
+        assert_eq!(p.finish(vec![4, 5, 6]), vec![6, 5, 4]);
+    }
+
+    #[test]
+    fn links_keep_other_parameters() {
+        let uri: Uri = "/api/v1/accounts/a/followers?limit=2&max_id=9"
+            .parse()
+            .expect("uri");
+        let paged = Paged::new(
+            vec![Value::Null, Value::Null],
+            &["8".into(), "7".into()],
+            "https://h.example",
+            &uri,
+        );
+        let link = paged.link.expect("link");
+        assert_eq!(
+            link.to_str().expect("ascii"),
+            "<https://h.example/api/v1/accounts/a/followers?limit=2&max_id=7>; rel=\"next\", \
+             <https://h.example/api/v1/accounts/a/followers?limit=2&min_id=8>; rel=\"prev\""
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! Relationships: `GET /api/v1/accounts/relationships?id[]=…`, and `POST
+//! /api/v1/accounts/{id}/follow`, `/unfollow`, `/block`, `/unblock`, each answering the
+//! Relationship entity after the change. The change and the activity it sends (`Follow`,
+//! `Undo`, `Block`) commit together (`federation::relationships`).
+
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::Value;
+
+use super::entities;
+use super::pagination::params;
+use super::{found, unprocessable};
+use crate::federation::accounts::Account;
+use crate::federation::directory::{self, Found};
+use crate::federation::relationships::{self, RelationshipError};
+use crate::web::activitypub::federation;
+use crate::web::auth::{Needs, need};
+use crate::web::{ApiError, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/accounts/relationships", get(list))
+        .route("/api/v1/accounts/{id}/follow", post(follow))
+        .route("/api/v1/accounts/{id}/unfollow", post(unfollow))
+        .route("/api/v1/accounts/{id}/block", post(block))
+        .route("/api/v1/accounts/{id}/unblock", post(unblock))
+}
+
+/// The Relationship entity of `account` with `found`.
+pub(crate) async fn relationship_of(
+    s: &AppState,
+    account: &Account,
+    found: &Found,
+) -> Result<Value, ApiError> {
+    let fed = federation(s)?;
+    let standing = relationships::standing(&s.pool, fed, account, &found.iri(fed)).await?;
+    let id = match found {
+        Found::Local(a) => a.id,
+        Found::Remote(r) => r.id,
+    };
+    Ok(entities::relationship(&id.to_string(), &standing))
+}
+
+/// `id[]=…` (or `id=…`), several allowed; ids that name no account are left out, as on
+/// Mastodon.
+async fn list(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFollows>,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let mut out = Vec::new();
+    for (key, raw) in params(&uri) {
+        if key != "id[]" && key != "id" {
+            continue;
+        }
+        let Ok(id) = uuid::Uuid::parse_str(&raw) else {
+            continue;
+        };
+        if let Some(found) = directory::by_id(&s.pool, id).await? {
+            out.push(relationship_of(&s, &account, &found).await?);
+        }
+    }
+    Ok(Json(Value::Array(out)))
+}
+
+fn refused(e: RelationshipError) -> ApiError {
+    match e {
+        RelationshipError::Refused(m) => unprocessable(m),
+        RelationshipError::Db(e) => e.into(),
+    }
+}
+
+async fn follow(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFollows>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let found = found(&s, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    relationships::follow(&mut tx, fed, &account, &found.target())
+        .await
+        .map_err(refused)?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(&s, &account, &found).await?))
+}
+
+async fn unfollow(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFollows>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let found = found(&s, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    relationships::unfollow(&mut tx, fed, &account, &found.target()).await?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(&s, &account, &found).await?))
+}
+
+async fn block(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteBlocks>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let found = found(&s, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    relationships::block(&mut tx, fed, &account, &found.target())
+        .await
+        .map_err(refused)?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(&s, &account, &found).await?))
+}
+
+async fn unblock(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteBlocks>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let found = found(&s, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    relationships::unblock(&mut tx, fed, &account, &found.target()).await?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(&s, &account, &found).await?))
+}

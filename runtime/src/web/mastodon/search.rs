@@ -1,0 +1,205 @@
+//! `GET /api/v2/search?q=…&resolve=…&type=…&limit=…`. Without `resolve` only what is stored
+//! is searched: accounts by address or name prefix, statuses by URL. With `resolve=true` an
+//! address `@user@host` is resolved through WebFinger and the actor document, and a URL is
+//! fetched and stored (an actor, or a post by `activity::store_note`) — every fetch through the
+//! guard (SSRF rules apply), signed by the searching account. What cannot be resolved is an
+//! empty result, as on Mastodon.
+
+use axum::extract::State;
+use axum::http::Uri;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use super::entities::{self, REMOTE_POST_COLUMNS, RemotePost};
+use super::pagination::{param, params};
+use super::unprocessable;
+use crate::federation::accounts::Account;
+use crate::federation::directory::{self, Found};
+use crate::federation::resolve::{Resolved, resolve_url};
+use crate::federation::{Federation, follows, webfinger};
+use crate::polls;
+use crate::web::activitypub::federation;
+use crate::web::auth::{Needs, need};
+use crate::web::{ApiError, AppState};
+
+const DEFAULT_LIMIT: i64 = 20;
+const MAX_LIMIT: i64 = 40;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/v2/search", get(search))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    All,
+    Accounts,
+    Statuses,
+    Hashtags,
+}
+
+async fn search(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadSearch>,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let params = params(&uri);
+    let q = param(&params, "q")
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .ok_or_else(|| unprocessable("q is required"))?;
+    if q.contains('\0') {
+        return Err(unprocessable("NUL characters are not accepted"));
+    }
+    let kind = match param(&params, "type").unwrap_or_default() {
+        "" => Kind::All,
+        "accounts" => Kind::Accounts,
+        "statuses" => Kind::Statuses,
+        "hashtags" => Kind::Hashtags,
+        other => return Err(unprocessable(format!("unknown type {other:?}"))),
+    };
+    let resolve = matches!(param(&params, "resolve"), Some("true" | "1"));
+    let limit = match param(&params, "limit") {
+        None | Some("") => DEFAULT_LIMIT,
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| unprocessable("limit must be a number"))?
+            .clamp(1, MAX_LIMIT),
+    };
+    let mut accounts = Vec::new();
+    let mut statuses = Vec::new();
+    let is_url = url::Url::parse(q).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+    if is_url {
+        match by_url(&s, fed, &account, q, resolve).await? {
+            Some(Hit::Account(found)) if kind != Kind::Statuses && kind != Kind::Hashtags => {
+                accounts.push(entities::account(&s.pool, fed, &found).await?)
+            }
+            Some(Hit::Status(status)) if kind != Kind::Accounts && kind != Kind::Hashtags => {
+                statuses.push(status)
+            }
+            _ => {}
+        }
+    } else if kind == Kind::All || kind == Kind::Accounts {
+        let handle = q.trim_start_matches('@');
+        let found = if webfinger::parse_acct(handle).is_some() {
+            by_address(&s, fed, &account, handle, resolve)
+                .await?
+                .into_iter()
+                .collect()
+        } else {
+            directory::search(&s.pool, handle, limit).await?
+        };
+        for f in &found {
+            accounts.push(entities::account(&s.pool, fed, f).await?);
+        }
+    }
+    Ok(Json(json!({
+        "accounts": accounts,
+        "statuses": statuses,
+        "hashtags": [],
+    })))
+}
+
+/// `name@host`: stored, else (with `resolve`) WebFinger + actor fetch.
+async fn by_address(
+    s: &AppState,
+    fed: &Federation,
+    account: &Account,
+    handle: &str,
+    resolve: bool,
+) -> Result<Option<Found>, ApiError> {
+    if let Some(found) = directory::by_acct(&s.pool, fed, handle).await? {
+        return Ok(Some(found));
+    }
+    let local = handle
+        .split_once('@')
+        .is_some_and(|(_, host)| host.eq_ignore_ascii_case(&fed.domain));
+    if !resolve || local {
+        return Ok(None);
+    }
+    match follows::resolve_account(&s.pool, fed, account, handle).await {
+        Ok(actor) => Ok(directory::remote_by_iri(&s.pool, &actor.iri)
+            .await?
+            .map(Found::Remote)),
+        Err(e) => {
+            tracing::info!(handle, error = %e, "search could not resolve an address");
+            Ok(None)
+        }
+    }
+}
+
+enum Hit {
+    Account(Found),
+    Status(Value),
+}
+
+/// A URL: a local account or status, a stored actor or post (by id or by its `url`), else
+/// (with `resolve`) whatever the URL serves.
+async fn by_url(
+    s: &AppState,
+    fed: &Federation,
+    account: &Account,
+    url: &str,
+    resolve: bool,
+) -> Result<Option<Hit>, ApiError> {
+    if let Some(hit) = stored(s, fed, account, url).await? {
+        return Ok(Some(hit));
+    }
+    if !resolve || url.starts_with(&format!("{}/", fed.origin)) {
+        return Ok(None);
+    }
+    let signer = fed
+        .signing_key(account)
+        .map_err(|e| unprocessable(format!("{e:#}")))?;
+    match resolve_url(&s.pool, fed, &signer, url).await {
+        Ok(Resolved::Actor(iri) | Resolved::Note(iri)) => stored(s, fed, account, &iri).await,
+        Err(e) => {
+            tracing::info!(url, error = %e, "search could not resolve a URL");
+            Ok(None)
+        }
+    }
+}
+
+async fn stored(
+    s: &AppState,
+    fed: &Federation,
+    account: &Account,
+    url: &str,
+) -> Result<Option<Hit>, ApiError> {
+    if let Some(found) = directory::by_iri(&s.pool, fed, url).await? {
+        return Ok(Some(Hit::Account(found)));
+    }
+    let local: Option<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM statuses WHERE uri = $1")
+        .bind(url)
+        .fetch_optional(&s.pool)
+        .await?;
+    if let Some(id) = local {
+        let mut conn = s.pool.acquire().await?;
+        let Some(mut status) = polls::status_json(&mut conn, id, Some(account.id)).await? else {
+            return Ok(None);
+        };
+        // The polls module renders a short author; search shows the full Account entity.
+        if let Some(author) = fed.local_username(url.split("/statuses/").next().unwrap_or(url))
+            && let Some(found) = directory::by_acct(&s.pool, fed, author).await?
+        {
+            status["account"] = entities::account(&s.pool, fed, &found).await?;
+        }
+        return Ok(Some(Hit::Status(status)));
+    }
+    let post: Option<RemotePost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {REMOTE_POST_COLUMNS} FROM remote_posts
+          WHERE (iri = $1 OR url = $1) AND deleted_at IS NULL ORDER BY iri = $1 DESC LIMIT 1"
+    )))
+    .bind(url)
+    .fetch_optional(&s.pool)
+    .await?;
+    let Some(post) = post else {
+        return Ok(None);
+    };
+    let author = match directory::by_iri(&s.pool, fed, &post.actor).await? {
+        Some(found) => entities::account(&s.pool, fed, &found).await?,
+        None => Value::Null,
+    };
+    Ok(Some(Hit::Status(entities::remote_status(&post, author))))
+}

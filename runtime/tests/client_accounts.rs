@@ -1,0 +1,997 @@
+//! The Mastodon client API's accounts, relationships, follow requests, search and instance
+//! endpoints (SPEC §11, R-MAPI-2, issue 18 items 4–6), over HTTP against a real node on a real
+//! PostgreSQL, with the shared fediverse `Peer` as the remote server: what we send it must
+//! arrive signed and verified, what it sends us must change what the API shows.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::time::Duration;
+
+use hollo_runtime::federation::accounts::hash_token;
+use hollo_runtime::polls::{MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS};
+use reqwest::Method;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use support::eventually;
+use support::node::Instance;
+use support::peer::Peer;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// An `all` node: the web API and the queues consumed (deliveries, inbox processing).
+async fn instance() -> Instance {
+    Instance::start("all", &[]).await
+}
+
+struct Client {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+struct Answer {
+    status: u16,
+    body: Value,
+    headers: HeaderMap,
+}
+
+impl Client {
+    fn new(inst: &Instance, token: &str) -> Client {
+        Client {
+            base: inst.base.clone(),
+            token: Some(token.to_string()),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Answer {
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        Answer {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn post(&self, path: &str) -> Answer {
+        self.send(self.http.post(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
+        self.send(
+            self.http
+                .request(method, format!("{}{path}", self.base))
+                .json(json),
+        )
+        .await
+    }
+
+    async fn raw(&self, method: Method, path: &str, content_type: &str, body: &str) -> Answer {
+        self.send(
+            self.http
+                .request(method, format!("{}{path}", self.base))
+                .header("content-type", content_type)
+                .body(body.to_string()),
+        )
+        .await
+    }
+}
+
+fn assert_error(a: &Answer, status: u16, what: &str) {
+    assert_eq!(a.status, status, "{what}: {}", a.body);
+    assert!(a.body["error"].is_string(), "{what}: {}", a.body);
+}
+
+/// A token of `account` holding only `scopes`.
+async fn token_with_scopes(inst: &Instance, account: uuid::Uuid, scopes: &str) -> String {
+    let token = format!("scoped-{}", uuid::Uuid::new_v4().simple());
+    sqlx::query("INSERT INTO account_tokens (token_hash, account_id, scopes) VALUES ($1, $2, $3)")
+        .bind(hash_token(&token))
+        .bind(account)
+        .bind(scopes)
+        .execute(&inst.pool)
+        .await
+        .expect("token");
+    token
+}
+
+/// Waits until the peer received a verified activity of `ty` matching `pred`.
+async fn received(peer: &Peer, ty: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let got = eventually(WAIT, &format!("the peer receives a {ty}"), || async {
+        peer.received()
+            .into_iter()
+            .find(|r| r.ty() == ty && pred(&r.body))
+    })
+    .await;
+    assert_eq!(got.verified, Ok(()), "our {ty} verifies at the peer");
+    got.body
+}
+
+/// Resolves the peer's `name` through search; returns its Account entity.
+async fn resolve_peer(api: &Client, peer: &Peer, name: &str) -> Value {
+    let a = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
+            peer.handle_of(name)
+        ))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        a.body["accounts"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        a.body
+    );
+    a.body["accounts"][0].clone()
+}
+
+async fn relationship(api: &Client, id: &str) -> Value {
+    let a = api
+        .get(&format!("/api/v1/accounts/relationships?id[]={id}"))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body[0].clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() {
+    let inst = Instance::start("web", &[]).await;
+    let (_, alice) = inst.account("alice").await;
+    inst.account("bob").await;
+    let api = Client::new(&inst, &alice);
+    let posted = api
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({"status": "hello"}),
+        )
+        .await;
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    let anon = Client {
+        token: None,
+        ..Client::new(&inst, "")
+    };
+    let domain = inst.base.trim_start_matches("http://").to_string();
+
+    let v2 = anon.get("/api/v2/instance").await;
+    assert_eq!(v2.status, 200, "{}", v2.body);
+    assert_eq!(v2.body["domain"], json!(domain));
+    assert!(v2.body["version"].as_str().unwrap().starts_with("4."));
+    let c = &v2.body["configuration"];
+    assert_eq!(c["statuses"]["max_characters"], json!(MAX_STATUS_CHARS));
+    assert_eq!(c["polls"]["max_options"], json!(MAX_OPTIONS));
+    assert_eq!(
+        c["polls"]["max_characters_per_option"],
+        json!(MAX_OPTION_CHARS)
+    );
+    assert_eq!(c["polls"]["max_expiration"], json!(MAX_EXPIRES_IN));
+    assert_eq!(c["media_attachments"]["supported_mime_types"], json!([]));
+    assert_eq!(v2.body["usage"]["users"]["active_month"], 1);
+    assert_eq!(v2.body["registrations"]["enabled"], false);
+
+    let v1 = anon.get("/api/v1/instance").await;
+    assert_eq!(v1.status, 200, "{}", v1.body);
+    assert_eq!(v1.body["uri"], json!(domain));
+    assert_eq!(v1.body["stats"]["user_count"], 2);
+    assert_eq!(v1.body["stats"]["status_count"], 1);
+    assert_eq!(
+        v1.body["configuration"]["statuses"]["max_characters"],
+        json!(MAX_STATUS_CHARS)
+    );
+
+    let emojis = anon.get("/api/v1/custom_emojis").await;
+    assert_eq!((emojis.status, emojis.body), (200, json!([])));
+
+    let links = anon.get("/.well-known/nodeinfo").await;
+    assert_eq!(links.status, 200);
+    let href = links.body["links"][0]["href"].as_str().unwrap().to_string();
+    assert_eq!(href, format!("{}/nodeinfo/2.1", inst.base));
+    let ni = anon.get("/nodeinfo/2.1").await;
+    assert_eq!(ni.status, 200);
+    assert!(
+        ni.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .contains("schema/2.1")
+    );
+    assert_eq!(ni.body["software"]["name"], "hollo");
+    assert_eq!(ni.body["protocols"], json!(["activitypub"]));
+    assert_eq!(ni.body["usage"]["users"]["total"], 2);
+    assert_eq!(ni.body["usage"]["localPosts"], 1);
+    assert_eq!(ni.body["openRegistrations"], false);
+
+    // The default avatar every Account entity names is served.
+    let me = api.get("/api/v1/accounts/verify_credentials").await;
+    let avatar = reqwest::get(me.body["avatar"].as_str().unwrap())
+        .await
+        .expect("avatar");
+    assert_eq!(avatar.status().as_u16(), 200);
+    assert_eq!(avatar.headers()["content-type"], "image/png");
+    assert!(avatar.bytes().await.unwrap().starts_with(b"\x89PNG"));
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let api = Client::new(&inst, &token);
+
+    // The peer follows alice (auto-accepted: she is not locked).
+    let follow = json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
+        "object": inst.fed.actor_iri("alice"),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
+    received(&peer, "Accept", |_| true).await;
+
+    let me = api.get("/api/v1/accounts/verify_credentials").await;
+    assert_eq!(me.status, 200, "{}", me.body);
+    assert_eq!(me.body["id"], json!(alice.id.to_string()));
+    assert_eq!(me.body["acct"], "alice");
+    assert_eq!(me.body["followers_count"], 1);
+    assert_eq!(me.body["source"]["note"], "");
+    assert_eq!(me.body["emojis"], json!([]));
+    assert_eq!(me.body["url"], json!(inst.fed.actor_iri("alice")));
+
+    let updated = api
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({
+                "display_name": "Alice <A>", "note": "I like <b>tea</b>\nand cake",
+                "bot": true,
+                "fields_attributes": [{"name": "Site", "value": "https://a.example"}],
+            }),
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    assert_eq!(updated.body["display_name"], "Alice <A>");
+    assert_eq!(
+        updated.body["note"],
+        "<p>I like &lt;b&gt;tea&lt;/b&gt;<br>and cake</p>"
+    );
+    assert_eq!(
+        updated.body["source"]["note"],
+        "I like <b>tea</b>\nand cake"
+    );
+    assert_eq!(updated.body["bot"], true);
+    assert_eq!(updated.body["fields"][0]["name"], "Site");
+
+    // The same through a form, as many apps send it.
+    let form = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "application/x-www-form-urlencoded",
+            "locked=true&fields_attributes[0][name]=Site&fields_attributes[0][value]=x&fields_attributes[1][name]=Pets&fields_attributes[1][value]=cat",
+        )
+        .await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert_eq!(form.body["locked"], true);
+    assert_eq!(form.body["display_name"], "Alice <A>", "untouched");
+    assert_eq!(form.body["fields"].as_array().map(Vec::len), Some(2));
+
+    // The actor document reflects it; followers get an Update of the actor.
+    let actor: Value = reqwest::Client::new()
+        .get(inst.fed.actor_iri("alice"))
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(actor["name"], "Alice <A>");
+    assert_eq!(
+        actor["summary"],
+        "<p>I like &lt;b&gt;tea&lt;/b&gt;<br>and cake</p>"
+    );
+    assert_eq!(actor["manuallyApprovesFollowers"], true);
+    assert_eq!(actor["type"], "Service");
+    assert_eq!(actor["attachment"][1]["value"], "cat");
+    let update = received(&peer, "Update", |b| {
+        b["object"]["manuallyApprovesFollowers"] == true
+    })
+    .await;
+    assert_eq!(update["object"]["id"], json!(inst.fed.actor_iri("alice")));
+    assert_eq!(update["actor"], json!(inst.fed.actor_iri("alice")));
+
+    // Bad input: 422/400/415 with {"error"} and nothing changes.
+    let before = api.get("/api/v1/accounts/verify_credentials").await.body;
+    for (body, what) in [
+        (
+            json!({"display_name": "x".repeat(31)}),
+            "display name too long",
+        ),
+        (json!({"note": "n".repeat(501)}), "note too long"),
+        (json!({"locked": "perhaps"}), "not a boolean"),
+        (json!({"display_name": 7}), "not a string"),
+        (
+            json!({"fields_attributes": (0..5).map(|i| json!({"name": i.to_string(), "value": "v"})).collect::<Vec<_>>()}),
+            "five fields",
+        ),
+        (json!(["not", "an", "object"]), "an array"),
+    ] {
+        let a = api
+            .call(Method::PATCH, "/api/v1/accounts/update_credentials", &body)
+            .await;
+        assert_error(&a, 422, what);
+    }
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "application/json",
+            "{not json",
+        )
+        .await;
+    assert_error(&a, 400, "malformed JSON");
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "application/x-www-form-urlencoded",
+            "fields_attributes[x][name]=a",
+        )
+        .await;
+    assert_error(&a, 422, "a malformed form key");
+    // Multipart: a file (an avatar) is refused, a broken body is a 400.
+    let with_file = "--x\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nnew\r\n--x\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n--x--\r\n";
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "multipart/form-data; boundary=x",
+            with_file,
+        )
+        .await;
+    assert_error(&a, 422, "an avatar upload");
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "multipart/form-data; boundary=x",
+            "--x\r\nnot a part",
+        )
+        .await;
+    assert_error(&a, 400, "a broken multipart body");
+    assert_eq!(
+        api.get("/api/v1/accounts/verify_credentials").await.body,
+        before,
+        "nothing half-written"
+    );
+    // Multipart text fields are read like a form (apps that can upload send them so).
+    let multipart = "--x\r\nContent-Disposition: form-data; name=\"display_name\"\r\n\r\nAl\r\n--x\r\nContent-Disposition: form-data; name=\"fields_attributes[0][name]\"\r\n\r\nOnly\r\n--x--\r\n";
+    let a = api
+        .raw(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "multipart/form-data; boundary=x",
+            multipart,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["display_name"], "Al");
+    assert_eq!(a.body["fields"].as_array().map(Vec::len), Some(1));
+
+    // Scopes: a read-only token cannot write the profile; no token is a 401.
+    let read_only = Client::new(&inst, &token_with_scopes(&inst, alice.id, "read").await);
+    let a = read_only
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({"note": "x"}),
+        )
+        .await;
+    assert_error(&a, 403, "read-only token");
+    assert_eq!(
+        read_only
+            .get("/api/v1/accounts/verify_credentials")
+            .await
+            .status,
+        200
+    );
+    let anon = Client {
+        token: None,
+        ..Client::new(&inst, "")
+    };
+    assert_error(
+        &anon.get("/api/v1/accounts/verify_credentials").await,
+        401,
+        "anonymous",
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn following_a_remote_account_federates_and_shows_in_relationships_and_lists() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let api = Client::new(&inst, &token);
+
+    // Not stored yet: search without resolve finds nothing, lookup is a 404.
+    let none = api
+        .get(&format!("/api/v2/search?q=%40{}", peer.handle()))
+        .await;
+    assert_eq!(none.body["accounts"], json!([]), "{}", none.body);
+    assert_error(
+        &api.get(&format!("/api/v1/accounts/lookup?acct={}", peer.handle()))
+            .await,
+        404,
+        "lookup before resolve",
+    );
+
+    let account = resolve_peer(&api, &peer, "peer").await;
+    let id = account["id"].as_str().unwrap().to_string();
+    assert_eq!(account["acct"], json!(peer.handle()));
+    assert_eq!(account["username"], "peer");
+    assert_eq!(account["uri"], json!(peer.actor()));
+    // A stable local id: resolving again, lookup and show all name the same account.
+    assert_eq!(resolve_peer(&api, &peer, "peer").await["id"], json!(id));
+    let looked = api
+        .get(&format!(
+            "/api/v1/accounts/lookup?acct=%40{}",
+            peer.handle()
+        ))
+        .await;
+    assert_eq!(looked.body["id"], json!(id), "{}", looked.body);
+    let shown = api.get(&format!("/api/v1/accounts/{id}")).await;
+    assert_eq!(shown.body["acct"], json!(peer.handle()));
+
+    // Follow → a verified Follow reaches the peer; requested until it accepts.
+    let rel = api.post(&format!("/api/v1/accounts/{id}/follow")).await;
+    assert_eq!(rel.status, 200, "{}", rel.body);
+    assert_eq!(rel.body["id"], json!(id));
+    assert_eq!(rel.body["requested"], true);
+    assert_eq!(rel.body["following"], false);
+    let follow = received(&peer, "Follow", |_| true).await;
+    assert_eq!(follow["object"], json!(peer.actor()));
+    let accept = json!({
+        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+        "object": { "id": follow["id"], "type": "Follow",
+                    "actor": inst.fed.actor_iri("alice"), "object": peer.actor() },
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &accept).await, 202);
+    eventually(WAIT, "the relationship shows following", || async {
+        (relationship(&api, &id).await["following"] == true).then_some(())
+    })
+    .await;
+    let following = api
+        .get(&format!("/api/v1/accounts/{}/following", alice.id))
+        .await;
+    assert_eq!(following.status, 200);
+    assert_eq!(following.body[0]["id"], json!(id));
+    assert!(
+        following.headers["link"]
+            .to_str()
+            .unwrap()
+            .contains("rel=\"next\"")
+    );
+    let me = api.get("/api/v1/accounts/verify_credentials").await;
+    assert_eq!(me.body["following_count"], 1);
+
+    // The peer follows alice too; then alice blocks it: Block delivered, both follows gone.
+    let peer_follow = json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
+        "object": inst.fed.actor_iri("alice"),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &peer_follow).await, 202);
+    eventually(WAIT, "the peer is a follower", || async {
+        (relationship(&api, &id).await["followed_by"] == true).then_some(())
+    })
+    .await;
+    let blocked = api.post(&format!("/api/v1/accounts/{id}/block")).await;
+    assert_eq!(blocked.status, 200, "{}", blocked.body);
+    assert_eq!(blocked.body["blocking"], true);
+    assert_eq!(blocked.body["following"], false);
+    assert_eq!(blocked.body["followed_by"], false);
+    let block = received(&peer, "Block", |_| true).await;
+    assert_eq!(block["object"], json!(peer.actor()));
+    assert_eq!(
+        inst.count("SELECT count(*) FROM follows").await
+            + inst.count("SELECT count(*) FROM followers").await,
+        0,
+        "follows removed both ways"
+    );
+    // Blocked: following is refused and nothing is sent.
+    assert_error(
+        &api.post(&format!("/api/v1/accounts/{id}/follow")).await,
+        422,
+        "following a blocked account",
+    );
+    let unblocked = api.post(&format!("/api/v1/accounts/{id}/unblock")).await;
+    assert_eq!(unblocked.body["blocking"], false);
+    let undo = received(&peer, "Undo", |b| b["object"]["type"] == "Block").await;
+    assert_eq!(undo["object"]["id"], block["id"]);
+
+    // Follow again, then unfollow: Undo(Follow) of the new Follow's id.
+    api.post(&format!("/api/v1/accounts/{id}/follow")).await;
+    let second = received(&peer, "Follow", |b| b["id"] != follow["id"]).await;
+    let unfollowed = api.post(&format!("/api/v1/accounts/{id}/unfollow")).await;
+    assert_eq!(unfollowed.body["requested"], false);
+    let undo = received(&peer, "Undo", |b| b["object"]["type"] == "Follow").await;
+    assert_eq!(undo["object"]["id"], second["id"]);
+    assert_eq!(inst.count("SELECT count(*) FROM follows").await, 0);
+
+    // Unknown and malformed ids are 404 on every account route; relationships skip them.
+    let ghost = uuid::Uuid::now_v7();
+    for path in [
+        format!("/api/v1/accounts/{ghost}"),
+        format!("/api/v1/accounts/{ghost}/statuses"),
+        format!("/api/v1/accounts/{ghost}/followers"),
+        "/api/v1/accounts/nope/following".to_string(),
+    ] {
+        assert_error(&api.get(&path).await, 404, &path);
+    }
+    for path in ["follow", "unfollow", "block", "unblock"] {
+        let p = format!("/api/v1/accounts/{ghost}/{path}");
+        assert_error(&api.post(&p).await, 404, &p);
+    }
+    let rels = api
+        .get(&format!(
+            "/api/v1/accounts/relationships?id[]={ghost}&id[]=nope&id[]={id}"
+        ))
+        .await;
+    assert_eq!(rels.body.as_array().map(Vec::len), Some(1), "{}", rels.body);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let api = Client::new(&inst, &token);
+    let locked = api
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({"locked": true}),
+        )
+        .await;
+    assert_eq!(locked.body["locked"], true);
+
+    // Two remote actors ask to follow; nothing is accepted on its own.
+    let mut follow_ids = Vec::new();
+    for name in ["peer", "other"] {
+        let id = peer.new_id("follows");
+        let follow = json!({
+            "id": id, "type": "Follow", "actor": peer.actor_of(name),
+            "object": inst.fed.actor_iri("alice"),
+        });
+        let body = serde_json::to_vec(&follow).unwrap();
+        let key = hollo_runtime::federation::signature::SigningKey::new(
+            format!("{}#main-key", peer.actor_of(name)),
+            support::peer::peer_key(),
+        )
+        .unwrap();
+        let (status, _) = peer
+            .post_with(
+                &inst.fed.inbox("alice"),
+                &body,
+                &key,
+                std::time::SystemTime::now(),
+                |_| {},
+            )
+            .await;
+        assert_eq!(status, 202);
+        follow_ids.push(id);
+    }
+    let requests = eventually(WAIT, "two follow requests", || async {
+        let a = api.get("/api/v1/follow_requests").await;
+        (a.body.as_array().map(Vec::len) == Some(2)).then_some(a)
+    })
+    .await;
+    assert_eq!(inst.count("SELECT count(*) FROM followers").await, 0);
+    assert!(peer.received().iter().all(|r| r.ty() != "Accept"));
+    // A Link header pages them, one at a time here.
+    let page = api.get("/api/v1/follow_requests?limit=1").await;
+    assert_eq!(page.body.as_array().map(Vec::len), Some(1));
+    let link = page.headers["link"].to_str().unwrap().to_string();
+    let next = link
+        .split(['<', '>'])
+        .nth(1)
+        .unwrap()
+        .trim_start_matches(&inst.base)
+        .to_string();
+    let older = api.get(&next).await;
+    assert_eq!(older.body.as_array().map(Vec::len), Some(1), "{link}");
+    assert_ne!(older.body[0]["id"], page.body[0]["id"], "{link}");
+    assert_eq!(requests.body[1]["id"], older.body[0]["id"], "newest first");
+    let me = api.get("/api/v1/accounts/verify_credentials").await;
+    assert_eq!(me.body["source"]["follow_requests_count"], 2);
+
+    let id_of = |handle: String| {
+        requests
+            .body
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["acct"] == json!(handle))
+            .map(|a| a["id"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("{handle} asked: {}", requests.body))
+    };
+    let (peer_id, other_id) = (id_of(peer.handle()), id_of(peer.handle_of("other")));
+    assert_eq!(relationship(&api, &peer_id).await["requested_by"], true);
+    let ok = api
+        .post(&format!("/api/v1/follow_requests/{peer_id}/authorize"))
+        .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.body["followed_by"], true);
+    let accept = received(&peer, "Accept", |_| true).await;
+    assert_eq!(accept["object"]["id"], json!(follow_ids[0]));
+    let no = api
+        .post(&format!("/api/v1/follow_requests/{other_id}/reject"))
+        .await;
+    assert_eq!(no.body["followed_by"], false);
+    let reject = received(&peer, "Reject", |_| true).await;
+    assert_eq!(reject["object"]["id"], json!(follow_ids[1]));
+
+    let followers = api
+        .get(&format!("/api/v1/accounts/{}/followers", alice.id))
+        .await;
+    assert_eq!(followers.body.as_array().map(Vec::len), Some(1));
+    assert_eq!(followers.body[0]["id"], json!(peer_id));
+    assert_eq!(api.get("/api/v1/follow_requests").await.body, json!([]));
+    // A request withdrawn with Undo(Follow) disappears.
+    let third = hollo_runtime::federation::signature::SigningKey::new(
+        format!("{}#main-key", peer.actor_of("third")),
+        support::peer::peer_key(),
+    )
+    .unwrap();
+    let follow_id = peer.new_id("follows");
+    let follow = json!({
+        "id": follow_id, "type": "Follow", "actor": peer.actor_of("third"),
+        "object": inst.fed.actor_iri("alice"),
+    });
+    let undo = json!({
+        "id": peer.new_id("undos"), "type": "Undo", "actor": peer.actor_of("third"),
+        "object": follow,
+    });
+    for activity in [&follow, &undo] {
+        let body = serde_json::to_vec(activity).unwrap();
+        let (status, _) = peer
+            .post_with(
+                &inst.fed.inbox("alice"),
+                &body,
+                &third,
+                std::time::SystemTime::now(),
+                |_| {},
+            )
+            .await;
+        assert_eq!(status, 202);
+        if activity == &follow {
+            eventually(WAIT, "the third request", || async {
+                (api.get("/api/v1/follow_requests")
+                    .await
+                    .body
+                    .as_array()
+                    .map(Vec::len)
+                    == Some(1))
+                .then_some(())
+            })
+            .await;
+        }
+    }
+    eventually(WAIT, "the withdrawn request is gone", || async {
+        (api.get("/api/v1/follow_requests").await.body == json!([])).then_some(())
+    })
+    .await;
+
+    // Answered already, unknown or malformed: 404.
+    for path in [
+        format!("/api/v1/follow_requests/{peer_id}/authorize"),
+        format!("/api/v1/follow_requests/{}/reject", uuid::Uuid::now_v7()),
+        "/api/v1/follow_requests/nope/authorize".to_string(),
+    ] {
+        assert_error(&api.post(&path).await, 404, &path);
+    }
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn local_accounts_follow_each_other_and_lists_paginate() {
+    let inst = Instance::start("web", &[]).await;
+    let (alice, a_token) = inst.account("alice").await;
+    let (bob, b_token) = inst.account("bob").await;
+    let (alice_api, bob_api) = (Client::new(&inst, &a_token), Client::new(&inst, &b_token));
+    bob_api
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({"locked": true, "display_name": "Bobby"}),
+        )
+        .await;
+
+    let looked = alice_api.get("/api/v1/accounts/lookup?acct=bob").await;
+    assert_eq!(looked.body["id"], json!(bob.id.to_string()));
+    assert_eq!(looked.body["display_name"], "Bobby");
+    let domain = inst.base.trim_start_matches("http://");
+    let full = alice_api
+        .get(&format!("/api/v1/accounts/lookup?acct=bob@{domain}"))
+        .await;
+    assert_eq!(full.body["id"], json!(bob.id.to_string()));
+    assert_error(
+        &alice_api.get("/api/v1/accounts/lookup?acct=").await,
+        422,
+        "empty acct",
+    );
+    assert_error(
+        &alice_api.get("/api/v1/accounts/lookup?acct=nobody").await,
+        404,
+        "unknown acct",
+    );
+
+    let rel = alice_api
+        .post(&format!("/api/v1/accounts/{}/follow", bob.id))
+        .await;
+    assert_eq!(rel.body["requested"], true, "{}", rel.body);
+    let asks = bob_api.get("/api/v1/follow_requests").await;
+    assert_eq!(asks.body[0]["id"], json!(alice.id.to_string()));
+    bob_api
+        .post(&format!("/api/v1/follow_requests/{}/authorize", alice.id))
+        .await;
+    let rel = relationship(&alice_api, &bob.id.to_string()).await;
+    assert_eq!(
+        (rel["following"].clone(), rel["requested"].clone()),
+        (json!(true), json!(false))
+    );
+    let bob_followers = alice_api
+        .get(&format!("/api/v1/accounts/{}/followers", bob.id))
+        .await;
+    assert_eq!(bob_followers.body[0]["acct"], "alice");
+    assert_error(
+        &alice_api
+            .post(&format!("/api/v1/accounts/{}/follow", alice.id))
+            .await,
+        422,
+        "following oneself",
+    );
+
+    // Statuses: newest first, max_id/min_id/since_id pages and a Link header.
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let st = alice_api
+            .call(
+                Method::POST,
+                "/api/v1/statuses",
+                &json!({"status": format!("post {i}")}),
+            )
+            .await;
+        ids.push(st.body["id"].as_str().unwrap().to_string());
+    }
+    let path = format!("/api/v1/accounts/{}/statuses", alice.id);
+    let ids_of = |a: &Answer| -> Vec<String> {
+        a.body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = alice_api.get(&format!("{path}?limit=2")).await;
+    assert_eq!(ids_of(&first), vec![ids[4].clone(), ids[3].clone()]);
+    assert_eq!(
+        first.body[0]["account"]["statuses_count"], 5,
+        "the full author"
+    );
+    // A local status's URI is found by search, with its author.
+    let uri = first.body[0]["uri"].as_str().unwrap().to_string();
+    let found = alice_api
+        .get(&format!(
+            "/api/v2/search?q={}",
+            url::form_urlencoded::byte_serialize(uri.as_bytes()).collect::<String>()
+        ))
+        .await;
+    assert_eq!(
+        found.body["statuses"][0]["id"],
+        json!(ids[4]),
+        "{}",
+        found.body
+    );
+    assert_eq!(found.body["statuses"][0]["account"]["acct"], "alice");
+    assert!(found.body["statuses"][0]["account"]["avatar"].is_string());
+    let link = first.headers["link"].to_str().unwrap();
+    assert!(link.contains(&format!("max_id={}", ids[3])), "{link}");
+    assert!(link.contains(&format!("min_id={}", ids[4])), "{link}");
+    let older = alice_api
+        .get(&format!("{path}?limit=2&max_id={}", ids[3]))
+        .await;
+    assert_eq!(ids_of(&older), vec![ids[2].clone(), ids[1].clone()]);
+    let newer = alice_api
+        .get(&format!("{path}?limit=2&min_id={}", ids[0]))
+        .await;
+    assert_eq!(ids_of(&newer), vec![ids[2].clone(), ids[1].clone()]);
+    let since = alice_api
+        .get(&format!("{path}?limit=2&since_id={}", ids[0]))
+        .await;
+    assert_eq!(ids_of(&since), vec![ids[4].clone(), ids[3].clone()]);
+    let none = alice_api.get(&format!("{path}?max_id={}", ids[0])).await;
+    assert_eq!(none.body, json!([]));
+    assert!(none.headers.get("link").is_none());
+    assert_error(
+        &alice_api.get(&format!("{path}?max_id=12")).await,
+        422,
+        "a cursor of another kind",
+    );
+    let profile = alice_api
+        .get(&format!("/api/v1/accounts/{}", alice.id))
+        .await;
+    assert_eq!(profile.body["statuses_count"], 5);
+    assert_eq!(profile.body["following_count"], 1);
+
+    // Scopes: a token without read:follows cannot list requests.
+    let write_only = Client::new(&inst, &token_with_scopes(&inst, bob.id, "write").await);
+    assert_error(
+        &write_only.get("/api/v1/follow_requests").await,
+        403,
+        "scope",
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn search_resolves_post_urls_and_finds_only_what_is_stored_without_resolve() {
+    let inst = Instance::start("web", &[]).await;
+    let peer = Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, &token);
+    let note = json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": peer.iri("/notes/1"), "type": "Note", "attributedTo": peer.actor_of("bob"),
+        "content": "<p>hi<script>alert(1)</script></p>", "url": peer.iri("/@bob/1"),
+        "published": "2026-11-30T10:00:00Z",
+    });
+    peer.doc("/notes/1", note);
+    let url = peer.iri("/notes/1");
+    let q = |resolve: bool| {
+        format!(
+            "/api/v2/search?q={}&resolve={resolve}",
+            url::form_urlencoded::byte_serialize(url.as_bytes()).collect::<String>()
+        )
+    };
+    let before = api.get(&q(false)).await;
+    assert_eq!(before.body["statuses"], json!([]), "{}", before.body);
+    assert_eq!(peer.hits().len(), 0, "nothing fetched without resolve");
+
+    let found = api.get(&q(true)).await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    let status = &found.body["statuses"][0];
+    assert_eq!(status["uri"], json!(url));
+    assert_eq!(status["content"], "<p>hi</p>", "sanitized");
+    assert_eq!(status["url"], json!(peer.iri("/@bob/1")));
+    assert_eq!(status["account"]["acct"], json!(peer.handle_of("bob")));
+    // Stored now: found without resolve, by its id or its url, fetched once.
+    let again = api.get(&q(false)).await;
+    assert_eq!(again.body["statuses"][0]["id"], status["id"]);
+    assert_eq!(peer.hits().len(), 1);
+    let by_prefix = api.get("/api/v2/search?q=bo&type=accounts").await;
+    assert_eq!(
+        by_prefix.body["accounts"][0]["acct"],
+        json!(peer.handle_of("bob"))
+    );
+    let statuses_only = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&type=statuses",
+            peer.handle_of("bob")
+        ))
+        .await;
+    assert_eq!(statuses_only.body["accounts"], json!([]));
+
+    // The author's statuses are the posts of it we stored, newest first, paged.
+    peer.doc(
+        "/notes/2",
+        json!({"id": peer.iri("/notes/2"), "type": "Note", "attributedTo": peer.actor_of("bob"),
+               "content": "<p>later</p>", "published": "2026-11-30T11:00:00Z"}),
+    );
+    let second = api
+        .get(&format!(
+            "/api/v2/search?q={}&resolve=true&type=statuses",
+            url::form_urlencoded::byte_serialize(peer.iri("/notes/2").as_bytes())
+                .collect::<String>()
+        ))
+        .await;
+    assert_eq!(second.body["statuses"][0]["content"], "<p>later</p>");
+    let bob_id = status["account"]["id"].as_str().unwrap();
+    let newest = api
+        .get(&format!("/api/v1/accounts/{bob_id}/statuses?limit=1"))
+        .await;
+    assert_eq!(
+        newest.body[0]["uri"],
+        json!(peer.iri("/notes/2")),
+        "{}",
+        newest.body
+    );
+    let link = newest.headers["link"].to_str().unwrap();
+    let next = link
+        .split(['<', '>'])
+        .nth(1)
+        .unwrap()
+        .trim_start_matches(&inst.base);
+    let older = api.get(next).await;
+    assert_eq!(older.body[0]["uri"], json!(url), "{link}");
+    assert_eq!(older.body.as_array().map(Vec::len), Some(1));
+
+    // An unknown account or a missing post: empty results, nothing stored.
+    let missing = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true",
+            peer.handle_of("missing")
+        ))
+        .await;
+    assert_eq!(missing.body["accounts"], json!([]));
+    let gone = api
+        .get(&format!(
+            "/api/v2/search?q={}&resolve=true",
+            url::form_urlencoded::byte_serialize(peer.iri("/notes/404").as_bytes())
+                .collect::<String>()
+        ))
+        .await;
+    assert_eq!(gone.body["statuses"], json!([]));
+    // Bad input.
+    assert_error(&api.get("/api/v2/search").await, 422, "no q");
+    assert_error(
+        &api.get("/api/v2/search?q=a&type=nope").await,
+        422,
+        "bad type",
+    );
+    assert_error(
+        &api.get("/api/v2/search?q=a&limit=x").await,
+        422,
+        "bad limit",
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn search_resolution_obeys_the_ssrf_guard() {
+    let inst = Instance::start("web", &[("ALLOW_PRIVATE_ADDRESS", "false")]).await;
+    let peer = Peer::start().await;
+    peer.doc(
+        "/notes/1",
+        json!({"id": peer.iri("/notes/1"), "type": "Note", "attributedTo": peer.actor(), "content": "x"}),
+    );
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, &token);
+    let url =
+        url::form_urlencoded::byte_serialize(peer.iri("/notes/1").as_bytes()).collect::<String>();
+    let a = api
+        .get(&format!("/api/v2/search?q={url}&resolve=true"))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["statuses"], json!([]));
+    let a = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true",
+            peer.handle()
+        ))
+        .await;
+    assert_eq!(a.body["accounts"], json!([]));
+    assert!(
+        peer.hits().is_empty(),
+        "the loopback peer was never reached"
+    );
+    assert_eq!(peer.webfinger_hits("peer"), None);
+    assert_eq!(inst.count("SELECT count(*) FROM remote_posts").await, 0);
+    assert_eq!(inst.count("SELECT count(*) FROM remote_actors").await, 0);
+    inst.shutdown().await;
+}
