@@ -12,6 +12,8 @@
 //                                               to the question's author, as Mastodon votes
 //   POST /control/note {to, content}           sends Create(Note) mentioning and addressed to `to`
 //   GET  /control/received                     what the inbox listeners parsed, in order
+//   GET  /control/inbox-requests               each POST to an inbox: its signature scheme
+//                                               (rfc9421 / draft-cavage / none) and our answer
 import { randomUUID } from "node:crypto";
 import {
   Accept,
@@ -69,6 +71,8 @@ federation
 
 /** Everything the inbox listeners parsed, in arrival order. */
 const received = [];
+/** Each POST to an inbox of the peer: how it was signed and what Fedify answered. */
+const inboxRequests = [];
 const iri = (u) => u?.href ?? null;
 
 async function tagsOf(object) {
@@ -183,6 +187,7 @@ async function lookup(ctx, url) {
 async function control(request) {
   const path = new URL(request.url).pathname;
   if (request.method === "GET" && path === "/control/received") return json(received);
+  if (request.method === "GET" && path === "/control/inbox-requests") return json(inboxRequests);
   if (request.method !== "POST") return json({ error: "not found" }, 404);
   const body = await request.json();
   const ctx = federation.createContext(request, undefined);
@@ -239,7 +244,16 @@ serve(
     port,
     hostname: "127.0.0.1",
     fetch: async (request) => {
-      if (new URL(request.url).pathname.startsWith("/control/")) {
+      const path = new URL(request.url).pathname;
+      if (request.method === "POST" && path.endsWith("/inbox")) {
+        const scheme = request.headers.has("signature-input")
+          ? "rfc9421"
+          : request.headers.has("signature") ? "draft-cavage" : "none";
+        const response = await federation.fetch(request, { contextData: undefined });
+        inboxRequests.push({ path, scheme, status: response.status });
+        return response;
+      }
+      if (path.startsWith("/control/")) {
         try {
           return await control(request);
         } catch (e) {
