@@ -1,0 +1,267 @@
+// The Fedify peer of runtime/tests/fedify_interop.rs: an ActivityPub server built on Fedify
+// (pinned in package.json), an implementation we did not write, that parses everything it
+// receives with Fedify's own vocabulary classes (JSON-LD processing included) and reports
+// what it understood. One actor, `fedi`; MemoryKvStore and no queue, so every send is done
+// (or has failed) when its control request answers; Fedify signs as it does by default.
+//
+//   PORT=… node peer.mjs      prints `ready <port>` once listening on 127.0.0.1
+//
+// Control API (JSON in, JSON out):
+//   POST /control/follow {actor}               sends Follow(actor) from fedi
+//   POST /control/vote {question, choice}      sends Create(Note{name: choice, inReplyTo})
+//                                               to the question's author, as Mastodon votes
+//   POST /control/note {to, content}           sends Create(Note) mentioning and addressed to `to`
+//   GET  /control/received                     what the inbox listeners parsed, in order
+//   GET  /control/inbox-requests               each POST to an inbox: its signature scheme
+//                                               (rfc9421 / draft-cavage / none) and our answer
+import { randomUUID } from "node:crypto";
+import {
+  Accept,
+  Collection,
+  Create,
+  Endpoints,
+  Follow,
+  Hashtag,
+  Mention,
+  MemoryKvStore,
+  Note,
+  Person,
+  Question,
+  Undo,
+  Update,
+  createFederation,
+  generateCryptoKeyPair,
+} from "@fedify/fedify";
+import { serve } from "@hono/node-server";
+
+const port = Number(process.env.PORT ?? "0");
+if (!Number.isInteger(port) || port <= 0) {
+  console.error("peer: PORT must be set to a free port");
+  process.exit(2);
+}
+const origin = `http://127.0.0.1:${port}`;
+const ME = "fedi";
+const keyPairs = [
+  await generateCryptoKeyPair("RSASSA-PKCS1-v1_5"),
+  await generateCryptoKeyPair("Ed25519"),
+];
+
+const federation = createFederation({
+  kv: new MemoryKvStore(),
+  allowPrivateAddress: true,
+  origin,
+});
+
+federation
+  .setActorDispatcher("/users/{identifier}", async (ctx, identifier) => {
+    if (identifier !== ME) return null;
+    const keys = await ctx.getActorKeyPairs(identifier);
+    return new Person({
+      id: ctx.getActorUri(identifier),
+      preferredUsername: identifier,
+      name: "Fedify peer",
+      inbox: ctx.getInboxUri(identifier),
+      endpoints: new Endpoints({ sharedInbox: ctx.getInboxUri() }),
+      publicKey: keys[0].cryptographicKey,
+      assertionMethods: keys.map((k) => k.multikey),
+    });
+  })
+  .setKeyPairsDispatcher((_ctx, identifier) => (identifier === ME ? keyPairs : []));
+// WebFinger answers for `acct:fedi@127.0.0.1:<port>` through the actor dispatcher.
+
+/** Everything the inbox listeners parsed, in arrival order. */
+const received = [];
+/** Each POST to an inbox of the peer: how it was signed and what Fedify answered. */
+const inboxRequests = [];
+const iri = (u) => u?.href ?? null;
+
+async function tagsOf(object) {
+  const tags = [];
+  for await (const tag of object.getTags()) {
+    if (tag instanceof Hashtag) tags.push({ type: "Hashtag", name: tag.name?.toString() ?? null, href: iri(tag.href) });
+    else if (tag instanceof Mention) tags.push({ type: "Mention", name: tag.name?.toString() ?? null, href: iri(tag.href) });
+    else tags.push({ type: tag?.constructor?.name ?? "unknown" });
+  }
+  return tags;
+}
+
+async function optionsOf(question, which) {
+  const out = [];
+  const iter = which === "oneOf" ? question.getExclusiveOptions() : question.getInclusiveOptions();
+  for await (const option of iter) {
+    const replies = await option.getReplies();
+    out.push({
+      type: option.constructor.name,
+      name: option.name?.toString() ?? null,
+      votes: replies instanceof Collection ? replies.totalItems : null,
+    });
+  }
+  return out;
+}
+
+/** The parsed view of a Note or Question. */
+async function describe(object) {
+  if (object instanceof Question) {
+    return {
+      type: "Question",
+      id: iri(object.id),
+      attributedTo: iri(object.attributionId),
+      content: object.content?.toString() ?? null,
+      oneOf: await optionsOf(object, "oneOf"),
+      anyOf: await optionsOf(object, "anyOf"),
+      votersCount: object.voters,
+      endTime: object.endTime?.toString() ?? null,
+      closed: object.closed == null ? null : object.closed.toString(),
+      to: object.toIds.map(iri),
+      cc: object.ccIds.map(iri),
+    };
+  }
+  if (object instanceof Note) {
+    return {
+      type: "Note",
+      id: iri(object.id),
+      attributedTo: iri(object.attributionId),
+      content: object.content?.toString() ?? null,
+      url: iri(object.url instanceof URL ? object.url : object.url?.href),
+      inReplyTo: iri(object.replyTargetId),
+      tags: await tagsOf(object),
+      to: object.toIds.map(iri),
+      cc: object.ccIds.map(iri),
+    };
+  }
+  return { type: object?.constructor?.name ?? null, id: iri(object?.id) };
+}
+
+federation
+  .setInboxListeners("/users/{identifier}/inbox", "/inbox")
+  .on(Follow, async (ctx, follow) => {
+    const follower = await follow.getActor();
+    received.push({ type: "Follow", id: iri(follow.id), actor: iri(follow.actorId), object: iri(follow.objectId) });
+    if (follower == null || follow.objectId?.href !== ctx.getActorUri(ME).href) return;
+    await ctx.sendActivity(
+      { identifier: ME },
+      follower,
+      new Accept({
+        id: new URL(`${origin}/accepts/${randomUUID()}`),
+        actor: ctx.getActorUri(ME),
+        object: follow,
+      }),
+    );
+  })
+  .on(Accept, async (_ctx, accept) => {
+    const object = await accept.getObject();
+    received.push({
+      type: "Accept",
+      id: iri(accept.id),
+      actor: iri(accept.actorId),
+      object: object instanceof Follow
+        ? { type: "Follow", id: iri(object.id), actor: iri(object.actorId), object: iri(object.objectId) }
+        : { type: object?.constructor?.name ?? null, id: iri(accept.objectId) },
+    });
+  })
+  .on(Create, async (_ctx, create) => {
+    const object = await create.getObject();
+    received.push({ type: "Create", id: iri(create.id), actor: iri(create.actorId), object: await describe(object) });
+  })
+  .on(Update, async (_ctx, update) => {
+    const object = await update.getObject();
+    received.push({ type: "Update", id: iri(update.id), actor: iri(update.actorId), object: await describe(object) });
+  })
+  .on(Undo, async (_ctx, undo) => {
+    received.push({ type: "Undo", id: iri(undo.id), actor: iri(undo.actorId), object: iri(undo.objectId) });
+  })
+  .onError((_ctx, error) => {
+    received.push({ type: "error", error: String(error?.stack ?? error) });
+  });
+
+const json = (value, status = 200) =>
+  new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
+
+/** A remote object by IRI, through Fedify's document loader and vocabulary. */
+async function lookup(ctx, url) {
+  const object = await ctx.lookupObject(url);
+  if (object == null) throw new Error(`lookup of ${url} found nothing`);
+  return object;
+}
+
+async function control(request) {
+  const path = new URL(request.url).pathname;
+  if (request.method === "GET" && path === "/control/received") return json(received);
+  if (request.method === "GET" && path === "/control/inbox-requests") return json(inboxRequests);
+  if (request.method !== "POST") return json({ error: "not found" }, 404);
+  const body = await request.json();
+  const ctx = federation.createContext(request, undefined);
+  const me = ctx.getActorUri(ME);
+  if (path === "/control/follow") {
+    const actor = await lookup(ctx, body.actor);
+    const id = new URL(`${origin}/follows/${randomUUID()}`);
+    await ctx.sendActivity({ identifier: ME }, actor, new Follow({ id, actor: me, object: actor.id }));
+    return json({ id: id.href });
+  }
+  if (path === "/control/vote") {
+    const question = await lookup(ctx, body.question);
+    if (!(question instanceof Question)) return json({ error: `${body.question} is not a Question` }, 422);
+    const author = await question.getAttribution();
+    const note = new URL(`${origin}/votes/${randomUUID()}`);
+    await ctx.sendActivity(
+      { identifier: ME },
+      author,
+      new Create({
+        id: new URL(`${note.href}/activity`),
+        actor: me,
+        to: author.id,
+        object: new Note({ id: note, attribution: me, to: author.id, name: body.choice, replyTarget: question.id }),
+      }),
+    );
+    return json({ id: note.href });
+  }
+  if (path === "/control/note") {
+    const to = await lookup(ctx, body.to);
+    const note = new URL(`${origin}/notes/${randomUUID()}`);
+    await ctx.sendActivity(
+      { identifier: ME },
+      to,
+      new Create({
+        id: new URL(`${note.href}/activity`),
+        actor: me,
+        to: to.id,
+        object: new Note({
+          id: note,
+          attribution: me,
+          to: to.id,
+          content: body.content,
+          tags: [new Mention({ href: to.id, name: body.mention ?? null })],
+        }),
+      }),
+    );
+    return json({ id: note.href });
+  }
+  return json({ error: "not found" }, 404);
+}
+
+serve(
+  {
+    port,
+    hostname: "127.0.0.1",
+    fetch: async (request) => {
+      const path = new URL(request.url).pathname;
+      if (request.method === "POST" && path.endsWith("/inbox")) {
+        const scheme = request.headers.has("signature-input")
+          ? "rfc9421"
+          : request.headers.has("signature") ? "draft-cavage" : "none";
+        const response = await federation.fetch(request, { contextData: undefined });
+        inboxRequests.push({ path, scheme, status: response.status });
+        return response;
+      }
+      if (path.startsWith("/control/")) {
+        try {
+          return await control(request);
+        } catch (e) {
+          return json({ error: String(e?.stack ?? e) }, 500);
+        }
+      }
+      return federation.fetch(request, { contextData: undefined });
+    },
+  },
+  (info) => console.log(`ready ${info.port}`),
+);

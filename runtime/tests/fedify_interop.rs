@@ -1,0 +1,446 @@
+//! Interop with an ActivityPub implementation we did not write (issue 17, item 6): a peer built
+//! on Fedify (`tests/fedify/peer.mjs`, Fedify and Node 22 pinned by `tests/fedify/package.json`)
+//! exchanges follows both ways, a note, a poll with a remote vote and its closing update, and a
+//! note back, and each side checks what the other parsed — the peer reports what Fedify's own
+//! vocabulary classes (JSON-LD processing included) made of our documents.
+//!
+//! The peer is installed under `target/fedify-peer` by `runtime/tests/fedify/install` (`.ci/run`
+//! and `scripts/test` call it); without it the test fails and says what is missing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use support::eventually;
+use support::node::Instance;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Where `tests/fedify/install` put the peer: `HOLLO_FEDIFY_PEER_DIR`, else the workspace's
+/// `target/fedify-peer`.
+fn install_dir() -> PathBuf {
+    std::env::var_os("HOLLO_FEDIFY_PEER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/fedify-peer"))
+}
+
+/// The running Fedify peer; killed when dropped so it never outlives the test.
+struct FedifyPeer {
+    child: Child,
+    log: PathBuf,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl FedifyPeer {
+    async fn start() -> FedifyPeer {
+        let dir = install_dir();
+        let node = dir.join("node_modules/.bin/node");
+        assert!(
+            node.is_file()
+                && dir
+                    .join("node_modules/@fedify/fedify/package.json")
+                    .is_file(),
+            "the Fedify peer is not installed in {} (its pinned node binary or @fedify/fedify is \
+             missing): install npm (Debian's nodejs and npm), then run \
+             runtime/tests/fedify/install (.ci/run and scripts/test do)",
+            dir.display()
+        );
+        // The script is copied beside its node_modules, where its imports resolve.
+        let script = dir.join("peer.mjs");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fedify/peer.mjs"),
+            &script,
+        )
+        .expect("copy peer.mjs into the install directory");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let log = std::env::temp_dir().join(format!(
+            "hollo-fedify-peer-{}.log",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let out = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(&node)
+            .arg(&script)
+            .current_dir(&dir)
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("log file"))
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", node.display()));
+        let mut peer = FedifyPeer {
+            child,
+            log,
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+        };
+        eventually(WAIT, "the Fedify peer prints `ready`", || {
+            let exited = peer.child.try_wait().ok().flatten();
+            let logs = peer.logs();
+            async move {
+                assert!(exited.is_none(), "the Fedify peer exited: {logs}");
+                logs.contains("ready").then_some(())
+            }
+        })
+        .await;
+        peer
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn actor(&self) -> String {
+        format!("{}/users/fedi", self.base)
+    }
+
+    fn handle(&self) -> String {
+        format!("fedi@{}", self.base.trim_start_matches("http://"))
+    }
+
+    /// A control request; the peer has sent its activity (or failed) when it answers.
+    async fn control(&self, path: &str, body: Value) -> Value {
+        let resp = self
+            .http
+            .post(format!("{}/control/{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .expect("control request");
+        let status = resp.status();
+        let out: Value = resp.json().await.expect("control answer");
+        assert!(
+            status.is_success(),
+            "control/{path} failed ({status}): {}\npeer log:\n{}",
+            out["error"].as_str().unwrap_or_default(),
+            self.logs()
+        );
+        out
+    }
+
+    /// What the peer's inbox listeners parsed so far.
+    async fn received(&self) -> Vec<Value> {
+        let got: Value = self
+            .http
+            .get(format!("{}/control/received", self.base))
+            .send()
+            .await
+            .expect("received")
+            .json()
+            .await
+            .expect("json");
+        let list = got.as_array().cloned().unwrap_or_default();
+        if let Some(err) = list.iter().find(|r| r["type"] == "error") {
+            panic!("the peer's inbox failed: {}", err["error"]);
+        }
+        list
+    }
+
+    async fn find(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        eventually(WAIT, what, || async {
+            self.received().await.into_iter().find(|r| pred(r))
+        })
+        .await
+    }
+}
+
+impl Drop for FedifyPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Why our inbox took or ignored each activity from `actor` (for failure messages).
+async fn outcomes(inst: &Instance, actor: &str) -> Vec<(String, Option<String>)> {
+    sqlx::query_as("SELECT id, outcome FROM inbox_activities WHERE actor = $1 ORDER BY received_at")
+        .bind(actor)
+        .fetch_all(&inst.pool)
+        .await
+        .unwrap_or_default()
+}
+
+fn instant(v: &Value) -> DateTime<Utc> {
+    v.as_str()
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(|| panic!("not an RFC 3339 instant: {v}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fedify_peer_and_we_read_each_other() {
+    let peer = FedifyPeer::start().await;
+    // An `all` node: it serves and consumes the inbox, delivery and poll queues.
+    let inst = Instance::start("all", &[]).await;
+    let (alice, token) = inst.account("alice").await;
+    let alice_iri = inst.fed.actor_iri("alice");
+    let api = reqwest::Client::new();
+
+    // (1) The Fedify actor follows alice: we store the follower, the peer parses our Accept.
+    let follow = peer.control("follow", json!({ "actor": alice_iri })).await;
+    let accept = peer
+        .find("the peer parses our Accept", |r| r["type"] == "Accept")
+        .await;
+    assert_eq!(accept["actor"], alice_iri.as_str(), "{accept}");
+    assert_eq!(accept["object"]["type"], "Follow", "{accept}");
+    assert_eq!(accept["object"]["id"], follow["id"], "{accept}");
+    assert_eq!(accept["object"]["actor"], peer.actor(), "{accept}");
+    let followers: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM followers WHERE account_id = $1 AND actor_iri = $2",
+    )
+    .bind(alice.id)
+    .bind(peer.actor())
+    .fetch_one(&inst.pool)
+    .await
+    .expect("followers");
+    assert_eq!(
+        followers, 1,
+        "the Fedify actor is stored as alice's follower"
+    );
+
+    // (2) Alice follows the Fedify actor by handle: the peer accepts, our follow is accepted.
+    let rel: Value = api
+        .post(format!("{}/api/v1/follows", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "account": peer.handle() }))
+        .send()
+        .await
+        .expect("follow")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(rel["actor"], peer.actor(), "{rel}");
+    let ours = peer
+        .find("the peer parses our Follow", |r| {
+            r["type"] == "Follow" && r["actor"] == alice_iri.as_str()
+        })
+        .await;
+    assert_eq!(ours["object"], peer.actor());
+    eventually(
+        WAIT,
+        "our follow of the Fedify actor is accepted",
+        || async {
+            let state: Option<String> = sqlx::query_scalar(
+                "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
+            )
+            .bind(alice.id)
+            .bind(peer.actor())
+            .fetch_optional(&inst.pool)
+            .await
+            .ok()
+            .flatten();
+            (state.as_deref() == Some("accepted")).then_some(())
+        },
+    )
+    .await;
+
+    // (3) A status with HTML-significant text, a link and a tag: Fedify reads the same HTML
+    // our API shows, and the Hashtag.
+    let text = "Fish & chips <b>not bold</b> at https://example.com/menu?a=1&b=2 #Interop";
+    let status: Value = api
+        .post(format!("{}/api/v1/statuses", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "status": text }))
+        .send()
+        .await
+        .expect("post status")
+        .json()
+        .await
+        .expect("json");
+    let shown = status["content"].as_str().expect("content").to_string();
+    assert!(
+        shown.contains("&lt;b&gt;") && !shown.contains("<b>"),
+        "{shown}"
+    );
+    let create = peer
+        .find("the peer parses our Create(Note)", |r| {
+            r["type"] == "Create" && r["object"]["id"] == status["uri"]
+        })
+        .await;
+    let note = &create["object"];
+    assert_eq!(note["type"], "Note", "{create}");
+    assert_eq!(note["attributedTo"], alice_iri.as_str(), "{create}");
+    assert_eq!(
+        note["content"],
+        shown.as_str(),
+        "the same HTML on both sides"
+    );
+    let tags = note["tags"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tags.iter().any(|t| t["type"] == "Hashtag"
+            && t["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case("#interop"))
+            && t["href"].is_string()),
+        "the #Interop Hashtag: {tags:?}"
+    );
+
+    // (4) A poll: Fedify reads the Question; its vote counts here; the closing Update carries
+    // the final counts.
+    let created: Value = api
+        .post(format!("{}/api/v1/statuses", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "status": "Tea or coffee?",
+                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }))
+        .send()
+        .await
+        .expect("post poll")
+        .json()
+        .await
+        .expect("json");
+    let uri = created["uri"].as_str().expect("uri").to_string();
+    let poll_id = created["poll"]["id"].as_str().expect("poll id").to_string();
+    let question = peer
+        .find("the peer parses our Create(Question)", |r| {
+            r["type"] == "Create" && r["object"]["id"] == uri.as_str()
+        })
+        .await;
+    let q = &question["object"];
+    assert_eq!(q["type"], "Question", "{question}");
+    let names: Vec<&str> = q["oneOf"]
+        .as_array()
+        .map(|o| o.iter().filter_map(|x| x["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["tea", "coffee"], "{question}");
+    assert_eq!(q["votersCount"], 0, "{question}");
+    let drift = instant(&q["endTime"]) - instant(&created["poll"]["expires_at"]);
+    assert!(
+        drift.num_milliseconds().abs() < 1000,
+        "endTime {} vs expires_at {}",
+        q["endTime"],
+        created["poll"]["expires_at"]
+    );
+
+    peer.control("vote", json!({ "question": uri, "choice": "coffee" }))
+        .await;
+    eventually(WAIT, "our poll counts the Fedify vote", || async {
+        let p: Value = api
+            .get(format!("{}/api/v1/polls/{poll_id}", inst.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        (p["votes_count"] == 1 && p["options"][1]["votes_count"] == 1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        outcomes(&inst, &peer.actor())
+            .await
+            .iter()
+            .filter(|(_, o)| o.as_deref() == Some("poll vote stored"))
+            .count(),
+        1,
+        "{:?}",
+        outcomes(&inst, &peer.actor()).await
+    );
+    // End the poll soon (an edit, as a client would), then Fedify reads the closing Update.
+    let edited = api
+        .put(format!(
+            "{}/api/v1/statuses/{}",
+            inst.base,
+            created["id"].as_str().expect("id")
+        ))
+        .bearer_auth(&token)
+        .json(&json!({ "poll": { "expires_in": 1 } }))
+        .send()
+        .await
+        .expect("edit");
+    assert_eq!(edited.status().as_u16(), 200);
+    let closing = peer
+        .find("the peer parses the closing Update(Question)", |r| {
+            r["type"] == "Update"
+                && r["object"]["id"] == uri.as_str()
+                && !r["object"]["closed"].is_null()
+        })
+        .await;
+    let q = &closing["object"];
+    assert_eq!(q["type"], "Question", "{closing}");
+    assert_eq!(
+        q["votersCount"], 1,
+        "votersCount survives Fedify's parsing: {closing}"
+    );
+    assert_eq!(
+        q["oneOf"],
+        json!([{ "type": "Note", "name": "tea", "votes": 0 },
+               { "type": "Note", "name": "coffee", "votes": 1 }]),
+        "{closing}"
+    );
+
+    // (5) The Fedify actor sends alice a note with markup we must not keep: we store it
+    // sanitized.
+    let dirty = format!(
+        "<p>Hi <a href=\"{alice_iri}\" class=\"u-url mention\">@alice</a> \
+         <script>alert(1)</script><a href=\"https://example.com/\" onclick=\"steal()\">look</a></p>"
+    );
+    let sent = peer
+        .control(
+            "note",
+            json!({ "to": alice_iri, "content": dirty, "mention": "@alice" }),
+        )
+        .await;
+    let note_iri = sent["id"].as_str().expect("note id").to_string();
+    let stored: String = eventually(WAIT, "we store the Fedify note", || async {
+        sqlx::query_scalar::<_, Option<String>>("SELECT content FROM remote_posts WHERE iri = $1")
+            .bind(&note_iri)
+            .fetch_optional(&inst.pool)
+            .await
+            .ok()
+            .flatten()
+            .flatten()
+    })
+    .await;
+    assert!(
+        !stored.contains("<script") && !stored.contains("alert(1)") && !stored.contains("onclick"),
+        "sanitized: {stored}"
+    );
+    assert!(
+        stored.contains("Hi ") && stored.contains("href=\"https://example.com/\""),
+        "the harmless markup is kept: {stored}"
+    );
+
+    // Every activity either side sent was taken: Fedify's inbox answered each of our signed
+    // POSTs with 2xx, and ours applied each of Fedify's without ignoring it.
+    let requests: Value = peer
+        .http
+        .get(format!("{}/control/inbox-requests", peer.base))
+        .send()
+        .await
+        .expect("inbox requests")
+        .json()
+        .await
+        .expect("json");
+    let requests = requests.as_array().cloned().unwrap_or_default();
+    assert!(
+        requests.len() >= 6
+            && requests.iter().all(|r| {
+                r["status"]
+                    .as_u64()
+                    .is_some_and(|s| (200..300).contains(&s))
+                    && r["scheme"] != "none"
+            }),
+        "Fedify accepted every delivery of ours: {requests:?}"
+    );
+    let taken = outcomes(&inst, &peer.actor()).await;
+    assert!(
+        taken.len() == 4
+            && taken
+                .iter()
+                .all(|(_, o)| o.as_deref().is_some_and(|o| !o.starts_with("ignored"))),
+        "Follow, Accept, the vote and the note from Fedify were all applied: {taken:?}"
+    );
+    eprintln!("Fedify's inbox requests: {requests:?}\nour outcomes: {taken:?}");
+    drop(peer);
+    inst.shutdown().await;
+}
