@@ -18,6 +18,7 @@ pub mod keys;
 pub mod mentions;
 pub mod normalize;
 pub mod profiles;
+pub mod proofs;
 pub mod relationships;
 pub mod resolve;
 pub mod rfc9421;
