@@ -77,9 +77,15 @@ async fn send_to_peer(inst: &Instance, account: &Account, peer: &Peer) -> String
         "actor": inst.fed.actor_iri(&account.username), "object": peer.actor(),
     });
     let mut tx = inst.pool.begin().await.expect("tx");
-    let n = queue_activity(&mut tx, account.id, &activity, &[peer.recipient()])
-        .await
-        .expect("queue");
+    let n = queue_activity(
+        &mut tx,
+        &inst.fed,
+        account.id,
+        &activity,
+        &[peer.recipient()],
+    )
+    .await
+    .expect("queue");
     tx.commit().await.expect("commit");
     assert_eq!(n, 1);
     id
@@ -559,7 +565,7 @@ async fn a_put_back_does_not_restart_the_retry_budget() {
         "actor": inst.fed.actor_iri(&alice.username), "object": peer.actor(),
     });
     let mut tx = inst.pool.begin().await.expect("tx");
-    queue_activity(&mut tx, alice.id, &activity, &[peer.recipient()])
+    queue_activity(&mut tx, &inst.fed, alice.id, &activity, &[peer.recipient()])
         .await
         .expect("queue");
     // As if nine attempts had failed already (their retries take minutes to play out).
@@ -814,7 +820,7 @@ async fn a_410_marks_the_actor_gone_without_retrying() {
     // A gone actor gets no further deliveries.
     let later = json!({ "id": inst.fed.new_activity_id(), "type": "Like", "actor": inst.fed.actor_iri("alice"), "object": "x" });
     let mut tx = inst.pool.begin().await.expect("tx");
-    let n = queue_activity(&mut tx, alice.id, &later, &[peer.recipient()])
+    let n = queue_activity(&mut tx, &inst.fed, alice.id, &later, &[peer.recipient()])
         .await
         .expect("queue");
     tx.commit().await.expect("commit");

@@ -209,6 +209,7 @@ pub async fn apply(
             });
             queue_activity(
                 &mut *tx,
+                fed,
                 account.id,
                 &accept,
                 &[Recipient::from(&*follower)],
@@ -354,7 +355,7 @@ async fn follow_waits_or_refused(
             "object": { "id": inc.id, "type": "Follow", "actor": follower.iri, "object": me },
             "to": [follower.iri],
         });
-        queue_activity(&mut *tx, account.id, &reject, &[Recipient::from(follower)]).await?;
+        queue_activity(&mut *tx, fed, account.id, &reject, &[Recipient::from(follower)]).await?;
         return Ok("Follow of a blocking account; Reject queued".into());
     }
     sqlx::query(

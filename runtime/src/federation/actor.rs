@@ -18,7 +18,14 @@ pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
 /// The actor document of a local account, with its profile: display name, note and fields as
 /// escaped HTML, `manuallyApprovesFollowers` for a locked account, `Service` for a bot.
-pub fn local_actor_document(fed: &Federation, account: &Account, profile: &Profile) -> Value {
+/// A local account's actor document, listing its HTTP-signature key (`publicKey`) and its
+/// FEP-8b32 proof key (`assertionMethod`).
+pub fn local_actor_document(
+    fed: &Federation,
+    account: &Account,
+    profile: &Profile,
+    proof_key: &super::proofs::ProofKey,
+) -> Value {
     let actor = fed.actor_iri(&account.username);
     let name = if profile.display_name.is_empty() {
         &account.username
@@ -55,6 +62,7 @@ pub fn local_actor_document(fed: &Federation, account: &Account, profile: &Profi
             "owner": actor,
             "publicKeyPem": account.public_key_pem,
         },
+        "assertionMethod": super::proofs::assertion_method(&actor, proof_key),
     })
 }
 

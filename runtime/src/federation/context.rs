@@ -36,6 +36,19 @@ pub fn ld() -> Value {
             "schema": "http://schema.org#",
             "PropertyValue": "schema:PropertyValue",
             "value": "schema:value",
+            // FEP-8b32: the actor's proof key (`assertionMethod` Multikey) and the proofs on
+            // our activities, in the security vocabulary, as the Data Integrity and Multikey
+            // contexts define them (inlined: those documents are not fetched by every peer).
+            "assertionMethod": { "@id": "sec:assertionMethod", "@type": "@id", "@container": "@set" },
+            "Multikey": "sec:Multikey",
+            "controller": { "@id": "sec:controller", "@type": "@id" },
+            "publicKeyMultibase": { "@id": "sec:publicKeyMultibase", "@type": "sec:multibase" },
+            "proof": { "@id": "sec:proof", "@type": "@id", "@container": "@graph" },
+            "DataIntegrityProof": "sec:DataIntegrityProof",
+            "cryptosuite": { "@id": "sec:cryptosuite", "@type": "sec:cryptosuiteString" },
+            "proofValue": { "@id": "sec:proofValue", "@type": "sec:multibase" },
+            "proofPurpose": { "@id": "sec:proofPurpose", "@type": "@vocab" },
+            "verificationMethod": { "@id": "sec:verificationMethod", "@type": "@id" },
         }
     ])
 }

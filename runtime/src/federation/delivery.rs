@@ -48,14 +48,24 @@ impl From<&super::actor::RemoteActor> for Recipient {
     }
 }
 
-/// Stores `activity` (its `id` must be set) for `account` and queues one delivery per distinct
-/// target inbox. Idempotent by activity id: storing the same activity again adds nothing.
+/// Stores `activity` (its `id` must be set) for `account`, with the account's integrity proof,
+/// and queues one delivery per distinct target inbox. Idempotent by activity id: storing the
+/// same activity again adds nothing.
 pub async fn queue_activity(
     tx: &mut PgConnection,
+    fed: &super::Federation,
     account: Uuid,
     activity: &Value,
     recipients: &[Recipient],
 ) -> Result<usize, sqlx::Error> {
+    // Signed once, here, with the author's proof key (FEP-8b32): every delivery and every
+    // retry carries the same proof, and a relay of it still proves who wrote it.
+    let key = fed
+        .proof_key(&mut *tx, account)
+        .await
+        .map_err(|e| sqlx::Error::Protocol(format!("the author's proof key: {e:#}")))?;
+    let activity = &super::proofs::sign(activity, &key, chrono::Utc::now())
+        .map_err(|e| sqlx::Error::Protocol(format!("signing the activity: {e}")))?;
     let id = activity
         .get("id")
         .and_then(Value::as_str)

@@ -104,6 +104,13 @@ pub async fn follow_in(
     .bind(&follow_id)
     .execute(&mut *tx)
     .await?;
-    queue_activity(&mut *tx, account.id, &follow, &[Recipient::from(target)]).await?;
+    queue_activity(
+        &mut *tx,
+        fed,
+        account.id,
+        &follow,
+        &[Recipient::from(target)],
+    )
+    .await?;
     Ok((follow_id, "pending".into()))
 }

@@ -85,6 +85,46 @@ impl KeyCipher {
         Ok(out)
     }
 
+    /// Seals an account's Ed25519 seed (its FEP-8b32 proof key). The associated data is the
+    /// account id and a label, so neither another account's ciphertext nor the account's RSA
+    /// ciphertext opens as this key.
+    pub fn seal_ed25519(&self, account: Uuid, seed: &[u8; 32]) -> Result<Vec<u8>, KeyError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let sealed = self
+            .cipher
+            .encrypt(
+                &Nonce::from(nonce),
+                Payload {
+                    msg: seed,
+                    aad: &ed25519_aad(account),
+                },
+            )
+            .map_err(|_| KeyError::Encode("encryption failed".into()))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Ok(out)
+    }
+
+    pub fn open_ed25519(&self, account: Uuid, sealed: &[u8]) -> Result<[u8; 32], KeyError> {
+        if sealed.len() <= NONCE_LEN {
+            return Err(KeyError::Decrypt);
+        }
+        let (nonce, ct) = sealed.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| KeyError::Decrypt)?;
+        let seed = self
+            .cipher
+            .decrypt(
+                &Nonce::from(nonce),
+                Payload {
+                    msg: ct,
+                    aad: &ed25519_aad(account),
+                },
+            )
+            .map_err(|_| KeyError::Decrypt)?;
+        seed.try_into().map_err(|_| KeyError::Decrypt)
+    }
+
     pub fn decrypt(&self, account: Uuid, sealed: &[u8]) -> Result<RsaPrivateKey, KeyError> {
         if sealed.len() <= NONCE_LEN {
             return Err(KeyError::Decrypt);
@@ -105,6 +145,12 @@ impl KeyCipher {
     }
 }
 
+fn ed25519_aad(account: Uuid) -> Vec<u8> {
+    let mut aad = account.as_bytes().to_vec();
+    aad.extend_from_slice(b"/ed25519");
+    aad
+}
+
 /// One key per unit-test binary: generation is the slow part of these tests.
 #[cfg(test)]
 pub fn test_key() -> &'static RsaPrivateKey {
@@ -115,6 +161,26 @@ pub fn test_key() -> &'static RsaPrivateKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ed25519_seeds_open_only_for_their_account_and_never_as_the_rsa_key() {
+        let c = KeyCipher::new("k".repeat(40).as_str());
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let sealed = c.seal_ed25519(a, &[9u8; 32]).expect("seal");
+        assert_eq!(c.open_ed25519(a, &sealed).expect("open"), [9u8; 32]);
+        assert!(c.open_ed25519(b, &sealed).is_err(), "another account");
+        assert!(c.decrypt(a, &sealed).is_err(), "not the RSA key");
+        let rsa = c.encrypt(a, test_key()).expect("rsa");
+        assert!(
+            c.open_ed25519(a, &rsa).is_err(),
+            "the RSA ciphertext is not a seed"
+        );
+        assert!(
+            KeyCipher::new("j".repeat(40).as_str())
+                .open_ed25519(a, &sealed)
+                .is_err()
+        );
+    }
 
     #[test]
     fn private_keys_round_trip_only_with_the_same_secret_and_account() {

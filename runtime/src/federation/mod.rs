@@ -18,6 +18,7 @@ pub mod keys;
 pub mod mentions;
 pub mod normalize;
 pub mod profiles;
+pub mod proof_keys;
 pub mod proofs;
 pub mod relationships;
 pub mod resolve;
@@ -31,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Result, anyhow};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
@@ -41,6 +42,7 @@ use delivery::HostLimiter;
 use fetch::FetchClient;
 use instance::InstanceKey;
 use keys::KeyCipher;
+use proofs::ProofKey;
 use signature::SigningKey;
 
 /// Shared federation state of a node: built once at start, cloned as an `Arc`.
@@ -57,6 +59,8 @@ pub struct Federation {
     keys: Mutex<HashMap<Uuid, Arc<ring::signature::RsaKeyPair>>>,
     /// The instance actor's key, loaded (or created) on first use and kept for the process.
     instance: OnceCell<InstanceKey>,
+    /// FEP-8b32 proof keys by account (with the account's username), opened once per process.
+    proof_keys: Mutex<HashMap<Uuid, (String, ed25519_dalek::SigningKey)>>,
 }
 
 impl Federation {
@@ -88,6 +92,7 @@ impl Federation {
             cipher: KeyCipher::new(secret_key),
             keys: Mutex::new(HashMap::new()),
             instance: OnceCell::new(),
+            proof_keys: Mutex::new(HashMap::new()),
         })
     }
 
@@ -96,6 +101,10 @@ impl Federation {
     }
     pub fn key_id(&self, username: &str) -> String {
         format!("{}#main-key", self.actor_iri(username))
+    }
+    /// The `verificationMethod` of the account's FEP-8b32 proofs.
+    pub fn proof_key_id(&self, username: &str) -> String {
+        format!("{}#ed25519-key", self.actor_iri(username))
     }
     pub fn inbox(&self, username: &str) -> String {
         format!("{}/inbox", self.actor_iri(username))
@@ -172,6 +181,53 @@ impl Federation {
         self.instance
             .get_or_try_init(|| instance::load_or_create(self, pool))
             .await
+    }
+
+    /// The account's FEP-8b32 proof key (Ed25519), made and stored sealed on first use —
+    /// accounts older than proofs get theirs then — and cached for the process. Concurrent
+    /// first uses store one key: the first write wins and everyone reads it back.
+    pub async fn proof_key(&self, conn: &mut PgConnection, account: Uuid) -> Result<ProofKey> {
+        let cached = self
+            .proof_keys
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&account).cloned());
+        if let Some((username, key)) = cached {
+            return Ok(ProofKey {
+                id: self.proof_key_id(&username),
+                key,
+            });
+        }
+        let (username, sealed): (String, Option<Vec<u8>>) =
+            sqlx::query_as("SELECT username, proof_key_enc FROM accounts WHERE id = $1")
+                .bind(account)
+                .fetch_optional(&mut *conn)
+                .await?
+                .ok_or_else(|| anyhow!("account {account} no longer exists"))?;
+        let sealed = match sealed {
+            Some(s) => s,
+            None => {
+                let fresh = ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng);
+                let sealed = self.cipher.seal_ed25519(account, &fresh.to_bytes())?;
+                sqlx::query_scalar(
+                    "UPDATE accounts SET proof_key_enc = COALESCE(proof_key_enc, $2)
+                      WHERE id = $1 RETURNING proof_key_enc",
+                )
+                .bind(account)
+                .bind(&sealed)
+                .fetch_one(&mut *conn)
+                .await?
+            }
+        };
+        let key =
+            ed25519_dalek::SigningKey::from_bytes(&self.cipher.open_ed25519(account, &sealed)?);
+        if let Ok(mut m) = self.proof_keys.lock() {
+            m.insert(account, (username.clone(), key.clone()));
+        }
+        Ok(ProofKey {
+            id: self.proof_key_id(&username),
+            key,
+        })
     }
 
     pub async fn signing_key_of(&self, pool: &PgPool, account_id: Uuid) -> Result<SigningKey> {

@@ -133,7 +133,11 @@ pub async fn update_in(
     .await?;
     let to = followers(&mut *tx, account.id).await?;
     if !to.is_empty() {
-        let actor = local_actor_document(fed, account, &profile);
+        let key = fed
+            .proof_key(&mut *tx, account.id)
+            .await
+            .map_err(|e| sqlx::Error::Protocol(format!("the account's proof key: {e:#}")))?;
+        let actor = local_actor_document(fed, account, &profile, &key);
         let update = json!({
             "@context": actor["@context"],
             "id": fed.new_activity_id(),
@@ -143,7 +147,7 @@ pub async fn update_in(
             "cc": [fed.followers(&account.username)],
             "object": actor,
         });
-        queue_activity(&mut *tx, account.id, &update, &to).await?;
+        queue_activity(&mut *tx, fed, account.id, &update, &to).await?;
     }
     Ok(profile)
 }

@@ -101,7 +101,9 @@ fn config(document: &Map<String, Value>, verification_method: &str, created: &st
 /// `document` with a `proof` by `key` made at `at` (replacing any proof it had).
 pub fn sign(document: &Value, key: &ProofKey, at: DateTime<Utc>) -> Result<Value, ProofError> {
     let Value::Object(doc) = document else {
-        return Err(ProofError::Malformed("only an object can carry a proof".into()));
+        return Err(ProofError::Malformed(
+            "only an object can carry a proof".into(),
+        ));
     };
     let created = at.to_rfc3339_opts(SecondsFormat::Secs, true);
     let cfg = config(doc, &key.id, &created);
@@ -177,7 +179,9 @@ pub fn claim(document: &Value) -> Result<Option<Claim>, ProofError> {
 /// Checks `claim` (from [`claim`]) over `document` against `key`.
 pub fn verify(document: &Value, claim: &Claim, key: &VerifyingKey) -> Result<(), ProofError> {
     let Value::Object(doc) = document else {
-        return Err(ProofError::Malformed("only an object can carry a proof".into()));
+        return Err(ProofError::Malformed(
+            "only an object can carry a proof".into(),
+        ));
     };
     let cfg = config(doc, &claim.verification_method, &claim.created);
     key.verify(
@@ -204,7 +208,9 @@ pub fn listed_key(actor_doc: &Value, id: &str) -> Result<VerifyingKey, ProofErro
         return Err(ProofError::BadKey(format!("{id} is not a Multikey")));
     }
     if entry.get("controller").and_then(Value::as_str) != Some(actor) {
-        return Err(ProofError::BadKey(format!("{id} is not controlled by {actor}")));
+        return Err(ProofError::BadKey(format!(
+            "{id} is not controlled by {actor}"
+        )));
     }
     parse_multikey(
         entry
@@ -291,6 +297,9 @@ mod tests {
         assert!(listed_key(&actor, "https://h.example/users/a#other").is_err());
         let stolen = json!({"id": "https://evil.example/users/e",
                             "assertionMethod": assertion_method("https://h.example/users/a", &k)});
-        assert!(listed_key(&stolen, &k.id).is_err(), "controller must be the actor");
+        assert!(
+            listed_key(&stolen, &k.id).is_err(),
+            "controller must be the actor"
+        );
     }
 }

@@ -151,7 +151,7 @@ async fn queue_undo(
         "object": { "id": activity_id, "type": object_type, "actor": actor, "object": remote.iri },
         "to": [remote.iri],
     });
-    queue_activity(&mut *tx, account.id, &undo, &[Recipient::from(remote)]).await?;
+    queue_activity(&mut *tx, fed, account.id, &undo, &[Recipient::from(remote)]).await?;
     Ok(())
 }
 
@@ -244,7 +244,7 @@ pub async fn block(
                 "@context": context::ld(), "id": block_id, "type": "Block",
                 "actor": me, "object": remote.iri, "to": [remote.iri],
             });
-            queue_activity(&mut *tx, account.id, &block, &[Recipient::from(remote)]).await?;
+            queue_activity(&mut *tx, fed, account.id, &block, &[Recipient::from(remote)]).await?;
         }
         Target::Remote(_) => {}
     }
@@ -328,7 +328,7 @@ pub async fn answer_request(
                 },
                 "to": [remote.iri],
             });
-            queue_activity(&mut *tx, account.id, &answer, &[Recipient::from(remote)]).await?;
+            queue_activity(&mut *tx, fed, account.id, &answer, &[Recipient::from(remote)]).await?;
         }
         Target::Local(other) => {
             let sql = if authorize {

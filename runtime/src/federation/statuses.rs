@@ -166,5 +166,5 @@ pub async fn publish(
         "id": id, "type": ty, "actor": fed.actor_iri(&s.username),
         "to": object["to"], "cc": object["cc"], "object": object,
     });
-    queue_activity(&mut *tx, account, &activity, &to).await
+    queue_activity(&mut *tx, fed, account, &activity, &to).await
 }

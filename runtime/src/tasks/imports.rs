@@ -381,8 +381,14 @@ impl ImportWork {
                         "actor": fed.actor_iri(&account.username), "object": target.iri,
                         "to": [target.iri],
                     });
-                    queue_activity(&mut *tx, account.id, &block, &[Recipient::from(&target)])
-                        .await?;
+                    queue_activity(
+                        &mut *tx,
+                        fed,
+                        account.id,
+                        &block,
+                        &[Recipient::from(&target)],
+                    )
+                    .await?;
                     effect(tx, job, item_id, &block_id).await?;
                 }
                 Ok(Some(target.iri))
@@ -520,7 +526,7 @@ impl ImportWork {
                 inbox,
                 shared_inbox,
             };
-            queue_activity(&mut *tx, account.id, &undo, &[to]).await?;
+            queue_activity(&mut *tx, fed, account.id, &undo, &[to]).await?;
         }
         Ok(())
     }

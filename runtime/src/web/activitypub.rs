@@ -32,6 +32,7 @@ use crate::federation::signature::{self, PendingVerification};
 use crate::federation::{
     Federation, activity, instance, normalize, profiles, rfc9421, schemes, statuses, webfinger,
 };
+use crate::federation::{proof_keys, proofs};
 use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
@@ -133,8 +134,17 @@ async fn actor_handler(
     let profile = profiles::load(&s.pool, account.id)
         .await?
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no account {name:?}")))?;
+    // The FEP-8b32 proof key, made here on first use for accounts older than proofs.
+    let mut conn = s.pool.acquire().await?;
+    let key = fed.proof_key(&mut conn, account.id).await.map_err(|e| {
+        tracing::error!(account = %account.username, error = %format!("{e:#}"), "proof key");
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "account key unavailable".into(),
+        )
+    })?;
     Ok(activity_json(actor::local_actor_document(
-        fed, &account, &profile,
+        fed, &account, &profile, &key,
     )))
 }
 
@@ -280,6 +290,9 @@ async fn receive(
     if let Some(why) = normalize::malformed_context(&activity) {
         return Err(bad_request(why));
     }
+    // A proof (FEP-8b32) signs the document as its author sent it, so it is checked on that.
+    let proof = proofs::claim(&activity);
+    let original = activity.clone();
     // Whatever compaction the sender chose, what is stored and processed has one shape.
     let activity = normalize::normalize(activity);
     let id = activity
@@ -299,7 +312,25 @@ async fn receive(
     }
 
     let owner = verified_owner(s, fed, &pending, account.as_ref()).await?;
-    if owner != actor_iri {
+    let proven = match proof {
+        Ok(None) => false,
+        Ok(Some(claim)) => {
+            let signer = fetch_signer(s, fed, account.as_ref()).await;
+            proof_keys::check(&s.pool, fed, &original, &claim, actor_iri, signer.as_ref())
+                .await
+                .map_err(|e| unauthorized(format!("integrity proof: {e}")))?;
+            true
+        }
+        // A proof we cannot check (another cryptosuite) proves nothing; the actor's own HTTP
+        // signature still does, so only a relayed activity is refused for it.
+        Err(e) if owner == actor_iri => {
+            tracing::info!(activity = id, error = %e, "inbox: ignoring a proof we cannot check");
+            false
+        }
+        Err(e) => return Err(unauthorized(format!("integrity proof: {e}"))),
+    };
+    // Relayed (signed by someone else): accepted only with a valid proof by its actor.
+    if owner != actor_iri && !proven {
         return Err(unauthorized(format!(
             "signed by {owner}, but the activity's actor is {actor_iri}"
         )));

@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hollo_runtime::federation::delivery::Recipient;
 use hollo_runtime::federation::keys;
+use hollo_runtime::federation::proofs::{self, ProofKey};
 use hollo_runtime::federation::signature::{self, SigningKey};
 use reqwest::Method;
 use rsa::RsaPrivateKey;
@@ -40,6 +41,17 @@ const ACTIVITY_JSON: &str = "application/activity+json";
 pub fn peer_key() -> &'static RsaPrivateKey {
     static KEY: OnceLock<RsaPrivateKey> = OnceLock::new();
     KEY.get_or_init(|| keys::generate().expect("peer key"))
+}
+
+/// An actor's Ed25519 proof key: derived from its IRI, so every peer actor has its own and
+/// documents and signers agree without shared state.
+fn proof_key_for(actor: &str) -> ProofKey {
+    use sha2::Digest;
+    let seed: [u8; 32] = sha2::Sha256::digest(actor.as_bytes()).into();
+    ProofKey {
+        id: format!("{actor}#ed25519-key"),
+        key: ed25519_dalek::SigningKey::from_bytes(&seed),
+    }
 }
 
 /// A scripted answer, used once, before the standing behaviour.
@@ -193,6 +205,10 @@ impl Peer {
     }
     pub fn key(&self) -> SigningKey {
         SigningKey::new(format!("{}#main-key", self.actor()), peer_key()).expect("peer key")
+    }
+    /// The FEP-8b32 proof key of `/users/{name}`, which its actor document lists.
+    pub fn proof_key_of(&self, name: &str) -> ProofKey {
+        proof_key_for(&self.actor_of(name))
     }
     pub fn recipient(&self) -> Recipient {
         Recipient {
@@ -486,6 +502,7 @@ async fn actor(State(s): State<PeerState>, Path(name): Path<String>, req: Reques
         "inbox": format!("{actor}/inbox"),
         "endpoints": { "sharedInbox": format!("{}/inbox", s.base) },
         "publicKey": { "id": format!("{actor}#main-key"), "owner": actor, "publicKeyPem": pem },
+        "assertionMethod": proofs::assertion_method(&actor, &proof_key_for(&actor)),
     }))
 }
 
