@@ -432,6 +432,12 @@ async fn a_fedify_peer_and_we_read_each_other() {
             }),
         "Fedify accepted every delivery of ours: {requests:?}"
     );
+    // FEP-8b32: Fedify's verifyObject accepts the proof on every activity we sent, with the
+    // key it fetched from our actor's assertionMethod.
+    assert!(
+        requests.iter().all(|r| r["proof"] == "verified"),
+        "Fedify verified the integrity proof of every activity of ours: {requests:?}"
+    );
     let taken = outcomes(&inst, &peer.actor()).await;
     assert!(
         taken.len() == 4

@@ -355,7 +355,14 @@ async fn follow_waits_or_refused(
             "object": { "id": inc.id, "type": "Follow", "actor": follower.iri, "object": me },
             "to": [follower.iri],
         });
-        queue_activity(&mut *tx, fed, account.id, &reject, &[Recipient::from(follower)]).await?;
+        queue_activity(
+            &mut *tx,
+            fed,
+            account.id,
+            &reject,
+            &[Recipient::from(follower)],
+        )
+        .await?;
         return Ok("Follow of a blocking account; Reject queued".into());
     }
     sqlx::query(

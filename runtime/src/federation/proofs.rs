@@ -79,6 +79,17 @@ fn jcs(v: &Value) -> Result<Vec<u8>, ProofError> {
 fn signed_bytes(document: &Map<String, Value>, config: &Value) -> Result<Vec<u8>, ProofError> {
     let mut unsecured = document.clone();
     unsecured.remove("proof");
+    // A Linked Data Signature (`RsaSignature2017`, Mastodon's relay-era scheme) is attached
+    // after the proof by servers that make both, as Fedify does: it is not part of what the
+    // proof signs.
+    if unsecured
+        .get("signature")
+        .and_then(|s| s.get("type"))
+        .and_then(Value::as_str)
+        == Some("RsaSignature2017")
+    {
+        unsecured.remove("signature");
+    }
     let mut out = Sha256::digest(jcs(config)?).to_vec();
     out.extend_from_slice(&Sha256::digest(jcs(&Value::Object(unsecured))?));
     Ok(out)
@@ -260,6 +271,21 @@ mod tests {
         assert_eq!(verify(&tampered, &c, &public), Err(ProofError::Invalid));
         let other = SigningKey::from_bytes(&[8u8; 32]).verifying_key();
         assert_eq!(verify(&signed, &c, &other), Err(ProofError::Invalid));
+    }
+
+    #[test]
+    fn a_linked_data_signature_added_after_the_proof_does_not_break_it() {
+        let at = Utc::now();
+        let mut signed = sign(&activity(), &key(), at).expect("sign");
+        signed["signature"] = json!({"type": "RsaSignature2017", "signatureValue": "x"});
+        let c = claim(&signed).expect("claim").expect("a proof");
+        verify(&signed, &c, &key().key.verifying_key()).expect("still verifies");
+        signed["signature"] = json!({"type": "SomethingElse"});
+        assert_eq!(
+            verify(&signed, &c, &key().key.verifying_key()),
+            Err(ProofError::Invalid),
+            "any other member is signed content"
+        );
     }
 
     #[test]

@@ -244,7 +244,14 @@ pub async fn block(
                 "@context": context::ld(), "id": block_id, "type": "Block",
                 "actor": me, "object": remote.iri, "to": [remote.iri],
             });
-            queue_activity(&mut *tx, fed, account.id, &block, &[Recipient::from(remote)]).await?;
+            queue_activity(
+                &mut *tx,
+                fed,
+                account.id,
+                &block,
+                &[Recipient::from(remote)],
+            )
+            .await?;
         }
         Target::Remote(_) => {}
     }
@@ -328,7 +335,14 @@ pub async fn answer_request(
                 },
                 "to": [remote.iri],
             });
-            queue_activity(&mut *tx, fed, account.id, &answer, &[Recipient::from(remote)]).await?;
+            queue_activity(
+                &mut *tx,
+                fed,
+                account.id,
+                &answer,
+                &[Recipient::from(remote)],
+            )
+            .await?;
         }
         Target::Local(other) => {
             let sql = if authorize {

@@ -13,10 +13,12 @@
 //   POST /control/note {to, content}           sends Create(Note) mentioning and addressed to `to`
 //   GET  /control/received                     what the inbox listeners parsed, in order
 //   GET  /control/inbox-requests               each POST to an inbox: its signature scheme
-//                                               (rfc9421 / draft-cavage / none) and our answer
+//                                               (rfc9421 / draft-cavage / none), our answer,
+//                                               and Fedify's verdict on its integrity proof
 import { randomUUID } from "node:crypto";
 import {
   Accept,
+  Activity,
   Collection,
   Create,
   Endpoints,
@@ -31,6 +33,7 @@ import {
   Update,
   createFederation,
   generateCryptoKeyPair,
+  verifyObject,
 } from "@fedify/fedify";
 import { serve } from "@hono/node-server";
 
@@ -184,6 +187,28 @@ async function lookup(ctx, url) {
   return object;
 }
 
+/**
+ * Fedify's own verdict on an incoming activity's Object Integrity Proof (FEP-8b32):
+ * "verified" when `verifyObject` accepts it (the key fetched from the sender's actor
+ * document, every attribution covered), "invalid" when it does not, "none" without a proof.
+ * Fedify's inbox would fall back to the HTTP signature on an invalid proof, so only this
+ * check shows whether the sender's proofs are right.
+ */
+async function checkProof(request) {
+  try {
+    const doc = JSON.parse(await request.clone().text());
+    if (doc?.proof == null) return "none";
+    const ctx = federation.createContext(request, undefined);
+    const object = await verifyObject(Activity, doc, {
+      documentLoader: ctx.documentLoader,
+      contextLoader: ctx.contextLoader,
+    });
+    return object == null ? "invalid" : "verified";
+  } catch (e) {
+    return `error: ${e}`;
+  }
+}
+
 async function control(request) {
   const path = new URL(request.url).pathname;
   if (request.method === "GET" && path === "/control/received") return json(received);
@@ -249,8 +274,9 @@ serve(
         const scheme = request.headers.has("signature-input")
           ? "rfc9421"
           : request.headers.has("signature") ? "draft-cavage" : "none";
+        const proof = await checkProof(request);
         const response = await federation.fetch(request, { contextData: undefined });
-        inboxRequests.push({ path, scheme, status: response.status });
+        inboxRequests.push({ path, scheme, status: response.status, proof });
         return response;
       }
       if (path.startsWith("/control/")) {
