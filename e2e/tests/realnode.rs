@@ -1106,3 +1106,122 @@ async fn upgrade_with_a_failing_migration_then_back() {
     ns.log(&format!("probe stats: {s}"));
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
 }
+
+/// RollingWhenCompatible's second version: the 0.1.0 image under another tag (e2e/images tags
+/// it in the node's containerd), so both version probes report the same schema and
+/// task-definition versions.
+const ROLLING: &str = "0.1.0-rolling";
+
+/// `upgradeStrategy: RollingWhenCompatible` for real: the version probe pods' termination
+/// messages decide (CheckingCompatibility → Migrating → RollingOut → Running, no ScalingDown),
+/// and a client pod GETting the web Service's /healthz every 100 ms through the upgrade sees
+/// no failed request.
+#[tokio::test]
+async fn rolling_upgrade_serves_every_request() {
+    let ns = Ns::new("real-rolling").await;
+    quick_start(&ns, |m| {
+        let from = "spec:\n";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/healthz",
+        ns.name
+    );
+    let client = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "poller"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-poll", "100ms", "-for", "90s", url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .unwrap();
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
+        .expect("create the polling client pod");
+    let pods_api: Api<Pod> = ns.api();
+    let client_phase = || async {
+        pods_api
+            .get("poller")
+            .await
+            .map_err(|e| e.to_string())
+            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+    };
+    wait_until("the polling client runs", 60, || async {
+        match client_phase().await? {
+            ph if ph == "Running" => Ok(()),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let phases = record_phases_until(&ns, ROLLING);
+    // a few seconds of polling before the upgrade
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    patch_version(&ns, ROLLING);
+    let h = ns.wait_running(ROLLING, 120).await;
+    ns.log(&status_line(&h));
+    ns.wait_replicas("web", 1, 60).await;
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.log(&format!("phases: {phases:?}"));
+    // the old web pod must be gone (drained) while the client still polls
+    wait_until("no web pod of 0.1.0 left", 60, || async {
+        let old: Vec<String> = pods(&ns, "web")
+            .await
+            .iter()
+            .filter(|p| label(*p, "app.kubernetes.io/version") != ROLLING)
+            .map(|p| p.name_any())
+            .collect();
+        if old.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{old:?}"))
+        }
+    })
+    .await;
+    assert_eq!(
+        client_phase().await.ok().as_deref(),
+        Some("Running"),
+        "the client polled through the whole upgrade (-for 90s)"
+    );
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "CheckingCompatibility",
+            "Migrating",
+            "RollingOut",
+            "Running"
+        ],
+        "phases of a compatible rolling upgrade"
+    );
+    let end = wait_until("the polling client ends", 120, || async {
+        match client_phase().await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
