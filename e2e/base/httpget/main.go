@@ -3,7 +3,8 @@
 //	httpget -wait 60s URL        retry until a 200 (or the deadline); print status and body
 //	httpget -poll 100ms -for 60s URL
 //	                             one request every -poll for -for; print every failure and a
-//	                             summary line "requests=N failures=M"; exit 1 on any failure
+//	                             summary line "requests=N failures=M max_latency=D"; exit 1 on
+//	                             any failure
 package main
 
 import (
@@ -38,17 +39,22 @@ func main() {
 	c := &http.Client{Timeout: 2 * time.Second}
 	if *poll > 0 {
 		n, failed := 0, 0
+		var slowest time.Duration
 		end := time.Now().Add(*dur)
 		for time.Now().Before(end) {
 			n++
+			t0 := time.Now()
 			code, _, err := get(c, url)
+			if d := time.Since(t0); d > slowest {
+				slowest = d
+			}
 			if err != nil || code != 200 {
 				failed++
 				fmt.Printf("%s failure: status=%d err=%v\n", time.Now().UTC().Format(time.RFC3339Nano), code, err)
 			}
 			time.Sleep(*poll)
 		}
-		fmt.Printf("requests=%d failures=%d\n", n, failed)
+		fmt.Printf("requests=%d failures=%d max_latency=%s\n", n, failed, slowest.Round(time.Millisecond))
 		if failed > 0 {
 			os.Exit(1)
 		}
