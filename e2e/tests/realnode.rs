@@ -12,9 +12,9 @@ use common::*;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 /// The exact line a worker logs once it consumes (README, "Running nodes").
@@ -126,12 +126,12 @@ async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
     db
 }
 
-/// Records every distinct consecutive `status.phase` of the Hollo until `Running` at the
-/// generation's version.
-fn record_phases(client: Client, namespace: String) -> tokio::task::JoinHandle<Vec<String>> {
+/// Records every distinct consecutive `status.phase` of the Hollo until it is `Running` at the
+/// generation it observes and, when `version` is given, at that `currentVersion`.
+fn record_phases(ns: &Ns, version: Option<&str>) -> tokio::task::JoinHandle<Vec<String>> {
+    let api = ns.hollos();
+    let version = version.map(str::to_string);
     tokio::spawn(async move {
-        let api: Api<kube::api::DynamicObject> =
-            Api::namespaced_with(client, &namespace, &hollo_resource());
         let mut events = watcher(api, watcher::Config::default()).boxed();
         let mut seen: Vec<String> = Vec::new();
         while let Some(ev) = events.next().await {
@@ -142,7 +142,11 @@ fn record_phases(client: Client, namespace: String) -> tokio::task::JoinHandle<V
             if !p.is_empty() && seen.last() != Some(&p) {
                 seen.push(p.clone());
             }
+            let at_version = version
+                .as_deref()
+                .is_none_or(|v| h.data["status"]["currentVersion"].as_str() == Some(v));
             if p == "Running"
+                && at_version
                 && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
             {
                 break;
@@ -297,7 +301,7 @@ async fn quick_start_runs_for_real() {
     ));
 
     // The instance, as the README says.
-    let phases = record_phases(ns.client.clone(), ns.name.clone());
+    let phases = record_phases(&ns, None);
     let db = quick_start(&ns, |m| m.to_string()).await;
     let h = ns.wait_running("0.1.0", 300).await;
     let phases = tokio::time::timeout(Duration::from_secs(30), phases)
@@ -785,32 +789,6 @@ fn patch_version(ns: &Ns, version: &str) {
     ns.log(&format!("patched spec.version → {version}"));
 }
 
-/// Every distinct consecutive `status.phase` of the Hollo until `Running` at `version`.
-fn record_phases_until(ns: &Ns, version: &str) -> tokio::task::JoinHandle<Vec<String>> {
-    let api = ns.hollos();
-    let version = version.to_string();
-    tokio::spawn(async move {
-        let mut events = watcher(api, watcher::Config::default()).boxed();
-        let mut seen: Vec<String> = Vec::new();
-        while let Some(ev) = events.next().await {
-            let Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) = ev else {
-                continue;
-            };
-            let p = phase(&h);
-            if !p.is_empty() && seen.last() != Some(&p) {
-                seen.push(p.clone());
-            }
-            if p == "Running"
-                && h.data["status"]["currentVersion"].as_str() == Some(version.as_str())
-                && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
-            {
-                break;
-            }
-        }
-        seen
-    })
-}
-
 /// What the pod watch of an upgrade saw.
 #[derive(Default, Debug)]
 struct PodTimeline {
@@ -932,7 +910,7 @@ async fn upgrade_to_the_next_version_for_real() {
     .await;
     ns.log(&format!("probe enqueue: {}", out.trim()));
     let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
-    let phases = record_phases_until(&ns, NEXT);
+    let phases = record_phases(&ns, Some(NEXT));
     wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
         let n = timeline.lock().unwrap().live.len();
         if n >= 3 {
@@ -1038,16 +1016,7 @@ async fn upgrade_with_a_failing_migration_then_back() {
     ns.log(&format!(
         "patched spec.version → {NEXT}, migrations.backoffLimit 0"
     ));
-    let h = wait_until("MigrationFailed with Degraded=True", 240, || async {
-        let h = ns.hollo().await;
-        let degraded = condition(&h, "Degraded").map(|c| c.0);
-        if phase(&h) == "MigrationFailed" && degraded.as_deref() == Some("True") {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
+    let h = ns.wait_migration_failed(240).await;
     ns.log(&status_line(&h));
     let ev = ns.wait_event("MigrationFailed", "Warning", 60).await;
     ns.log(&format!("event: {:?}", ev.note));
@@ -1165,7 +1134,7 @@ async fn rolling_upgrade_serves_every_request() {
         }
     })
     .await;
-    let phases = record_phases_until(&ns, ROLLING);
+    let phases = record_phases(&ns, Some(ROLLING));
     // a few seconds of polling before the upgrade
     tokio::time::sleep(Duration::from_secs(3)).await;
     patch_version(&ns, ROLLING);
