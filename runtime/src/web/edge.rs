@@ -139,6 +139,19 @@ async fn body_json(resp: Response) -> serde_json::Value {
     serde_json::from_slice(&bytes).expect("JSON")
 }
 
+/// After SIGTERM (readiness already false) a node keeps serving through its pre-stop delay, but
+/// answers every request with `Connection: close`: a keep-alive client then opens its next
+/// connection through the Service, which by then routes to other pods, instead of holding on
+/// to this one until its listener closes. hyper closes the connection once this response is
+/// written.
+pub async fn close_when_stopping(State(s): State<AppState>, mut resp: Response) -> Response {
+    if !s.accepting.load(Ordering::SeqCst) {
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,17 +204,4 @@ mod tests {
         let ok = json_errors((StatusCode::OK, "fine").into_response()).await;
         assert_eq!(ok.status(), StatusCode::OK);
     }
-}
-
-/// After SIGTERM (readiness already false) a node keeps serving through its pre-stop delay, but
-/// answers every request with `Connection: close`: a keep-alive client then opens its next
-/// connection through the Service, which by then routes to other pods, instead of holding on
-/// to this one until its listener closes. hyper closes the connection once this response is
-/// written.
-pub async fn close_when_stopping(State(s): State<AppState>, mut resp: Response) -> Response {
-    if !s.accepting.load(Ordering::SeqCst) {
-        resp.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    resp
 }
