@@ -12,9 +12,9 @@ use common::*;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 /// The exact line a worker logs once it consumes (README, "Running nodes").
@@ -126,12 +126,12 @@ async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
     db
 }
 
-/// Records every distinct consecutive `status.phase` of the Hollo until `Running` at the
-/// generation's version.
-fn record_phases(client: Client, namespace: String) -> tokio::task::JoinHandle<Vec<String>> {
+/// Records every distinct consecutive `status.phase` of the Hollo until it is `Running` at the
+/// generation it observes and, when `version` is given, at that `currentVersion`.
+fn record_phases(ns: &Ns, version: Option<&str>) -> tokio::task::JoinHandle<Vec<String>> {
+    let api = ns.hollos();
+    let version = version.map(str::to_string);
     tokio::spawn(async move {
-        let api: Api<kube::api::DynamicObject> =
-            Api::namespaced_with(client, &namespace, &hollo_resource());
         let mut events = watcher(api, watcher::Config::default()).boxed();
         let mut seen: Vec<String> = Vec::new();
         while let Some(ev) = events.next().await {
@@ -142,7 +142,11 @@ fn record_phases(client: Client, namespace: String) -> tokio::task::JoinHandle<V
             if !p.is_empty() && seen.last() != Some(&p) {
                 seen.push(p.clone());
             }
+            let at_version = version
+                .as_deref()
+                .is_none_or(|v| h.data["status"]["currentVersion"].as_str() == Some(v));
             if p == "Running"
+                && at_version
                 && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
             {
                 break;
@@ -297,7 +301,7 @@ async fn quick_start_runs_for_real() {
     ));
 
     // The instance, as the README says.
-    let phases = record_phases(ns.client.clone(), ns.name.clone());
+    let phases = record_phases(&ns, None);
     let db = quick_start(&ns, |m| m.to_string()).await;
     let h = ns.wait_running("0.1.0", 300).await;
     let phases = tokio::time::timeout(Duration::from_secs(30), phases)
@@ -785,32 +789,6 @@ fn patch_version(ns: &Ns, version: &str) {
     ns.log(&format!("patched spec.version → {version}"));
 }
 
-/// Every distinct consecutive `status.phase` of the Hollo until `Running` at `version`.
-fn record_phases_until(ns: &Ns, version: &str) -> tokio::task::JoinHandle<Vec<String>> {
-    let api = ns.hollos();
-    let version = version.to_string();
-    tokio::spawn(async move {
-        let mut events = watcher(api, watcher::Config::default()).boxed();
-        let mut seen: Vec<String> = Vec::new();
-        while let Some(ev) = events.next().await {
-            let Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) = ev else {
-                continue;
-            };
-            let p = phase(&h);
-            if !p.is_empty() && seen.last() != Some(&p) {
-                seen.push(p.clone());
-            }
-            if p == "Running"
-                && h.data["status"]["currentVersion"].as_str() == Some(version.as_str())
-                && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
-            {
-                break;
-            }
-        }
-        seen
-    })
-}
-
 /// What the pod watch of an upgrade saw.
 #[derive(Default, Debug)]
 struct PodTimeline {
@@ -932,7 +910,7 @@ async fn upgrade_to_the_next_version_for_real() {
     .await;
     ns.log(&format!("probe enqueue: {}", out.trim()));
     let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
-    let phases = record_phases_until(&ns, NEXT);
+    let phases = record_phases(&ns, Some(NEXT));
     wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
         let n = timeline.lock().unwrap().live.len();
         if n >= 3 {
@@ -1038,16 +1016,7 @@ async fn upgrade_with_a_failing_migration_then_back() {
     ns.log(&format!(
         "patched spec.version → {NEXT}, migrations.backoffLimit 0"
     ));
-    let h = wait_until("MigrationFailed with Degraded=True", 240, || async {
-        let h = ns.hollo().await;
-        let degraded = condition(&h, "Degraded").map(|c| c.0);
-        if phase(&h) == "MigrationFailed" && degraded.as_deref() == Some("True") {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
+    let h = ns.wait_migration_failed(240).await;
     ns.log(&status_line(&h));
     let ev = ns.wait_event("MigrationFailed", "Warning", 60).await;
     ns.log(&format!("event: {:?}", ev.note));
@@ -1104,5 +1073,124 @@ async fn upgrade_with_a_failing_migration_then_back() {
     hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "50"]).await;
     let s = all_probes_done(&ns, 50, 120).await;
     ns.log(&format!("probe stats: {s}"));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// RollingWhenCompatible's second version: the 0.1.0 image under another tag (e2e/images tags
+/// it in the node's containerd), so both version probes report the same schema and
+/// task-definition versions.
+const ROLLING: &str = "0.1.0-rolling";
+
+/// `upgradeStrategy: RollingWhenCompatible` for real: the version probe pods' termination
+/// messages decide (CheckingCompatibility → Migrating → RollingOut → Running, no ScalingDown),
+/// and a client pod GETting the web Service's /healthz every 100 ms through the upgrade sees
+/// no failed request.
+#[tokio::test]
+async fn rolling_upgrade_serves_every_request() {
+    let ns = Ns::new("real-rolling").await;
+    quick_start(&ns, |m| {
+        let from = "spec:\n";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/healthz",
+        ns.name
+    );
+    let client = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "poller"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-poll", "100ms", "-for", "90s", url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .unwrap();
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
+        .expect("create the polling client pod");
+    let pods_api: Api<Pod> = ns.api();
+    let client_phase = || async {
+        pods_api
+            .get("poller")
+            .await
+            .map_err(|e| e.to_string())
+            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+    };
+    wait_until("the polling client runs", 60, || async {
+        match client_phase().await? {
+            ph if ph == "Running" => Ok(()),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let phases = record_phases(&ns, Some(ROLLING));
+    // a few seconds of polling before the upgrade
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    patch_version(&ns, ROLLING);
+    let h = ns.wait_running(ROLLING, 120).await;
+    ns.log(&status_line(&h));
+    ns.wait_replicas("web", 1, 60).await;
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.log(&format!("phases: {phases:?}"));
+    // the old web pod must be gone (drained) while the client still polls
+    wait_until("no web pod of 0.1.0 left", 60, || async {
+        let old: Vec<String> = pods(&ns, "web")
+            .await
+            .iter()
+            .filter(|p| label(*p, "app.kubernetes.io/version") != ROLLING)
+            .map(|p| p.name_any())
+            .collect();
+        if old.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{old:?}"))
+        }
+    })
+    .await;
+    assert_eq!(
+        client_phase().await.ok().as_deref(),
+        Some("Running"),
+        "the client polled through the whole upgrade (-for 90s)"
+    );
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "CheckingCompatibility",
+            "Migrating",
+            "RollingOut",
+            "Running"
+        ],
+        "phases of a compatible rolling upgrade"
+    );
+    let end = wait_until("the polling client ends", 120, || async {
+        match client_phase().await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
 }

@@ -978,16 +978,7 @@ async fn failing_migration_then_fix() {
     ns.merge_hollo(json!({"spec": {"version": V2,
         "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))
         .await;
-    let h = wait_until("MigrationFailed with Degraded=True", 90, || async {
-        let h = ns.hollo().await;
-        let degraded = condition(&h, "Degraded").map(|c| c.0);
-        if phase(&h) == "MigrationFailed" && degraded.as_deref() == Some("True") {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
+    let h = ns.wait_migration_failed(90).await;
     ns.log(&format!("failed: {}", status_line(&h)));
     let ev = ns.wait_event("MigrationFailed", "Warning", 30).await;
     ns.log(&format!("event: {:?}", ev.note));

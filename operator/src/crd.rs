@@ -367,7 +367,8 @@ pub struct WebSpec {
     pub port: i32,
     /// `DATABASE_POOL_MAX` of each web pod.
     pub pool_max: i32,
-    /// Seconds the pod keeps serving after termination starts, so endpoints drop it first.
+    /// Seconds the pod keeps serving after termination starts (`SHUTDOWN_PRESTOP_SECONDS`:
+    /// not ready, `Connection: close` on every response), so every node's proxy drops it first.
     pub pre_stop_seconds: i32,
     /// `SHUTDOWN_DRAIN_SECONDS` for in-flight requests after the pre-stop delay.
     pub drain_seconds: i32,

@@ -94,10 +94,18 @@ impl NodeBuilder {
             listener,
             signals,
         } = self;
+        // A web node keeps serving through its pre-stop delay after SIGTERM, then drains: its
+        // window is both (the operator's grace period is delay + drain + a margin).
+        let prestop = if config.role.serves_http() {
+            config.prestop
+        } else {
+            Duration::ZERO
+        };
+        let window = prestop + config.drain;
         let shutdown = Shutdown::new();
         if signals {
             shutdown
-                .install(config.drain)
+                .install(window)
                 .context("installing signal handlers")?;
         }
         let (urls, local_pg) = db::resolve_urls(&config.db).await?;
@@ -226,21 +234,22 @@ impl NodeBuilder {
         } else {
             tracing::info!(address = %addr, "health server listening (/healthz, /readyz, /metrics)");
         }
-        // HTTP stops after the pre-stop delay so load balancers drop the node first (R-SHUT-3),
-        // then finishes in-flight requests; the drain deadline bounds it.
+        // HTTP stops accepting after the pre-stop delay so load balancers drop the node first
+        // (R-SHUT-3): readiness fails at once and every response asks for `Connection: close`
+        // (web::edge), but new connections are still served until the Service's endpoints
+        // no longer route here. Then in-flight requests finish; the drain deadline bounds it.
         let http_stop = {
             let stop = shutdown.stop.clone();
             let abort = shutdown.abort.clone();
             let accepting = accepting.clone();
-            let prestop = if config.role.serves_http() {
-                config.prestop
-            } else {
-                Duration::ZERO
-            };
             async move {
                 stop.cancelled().await;
                 accepting.store(false, Ordering::SeqCst);
                 tokio::select! { _ = tokio::time::sleep(prestop) => {}, _ = abort.cancelled() => {} }
+                tracing::info!(
+                    prestop_seconds = prestop.as_secs(),
+                    "pre-stop delay over: no new HTTP connections, finishing open requests"
+                );
             }
         };
         let abort = shutdown.abort.clone();
@@ -279,7 +288,7 @@ impl NodeBuilder {
         Ok(NodeHandle {
             addr,
             node_id,
-            drain: config.drain,
+            drain: window,
             pool,
             federation: fed,
             shutdown,

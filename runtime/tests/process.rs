@@ -223,6 +223,8 @@ fn bad_numbers_are_startup_errors() {
         ("DATABASE_POOL_MAX", "-1"),
         ("TASK_CONCURRENCY", "lots"),
         ("QUEUE_LEASE_SECONDS", "0"),
+        ("SHUTDOWN_PRESTOP_SECONDS", "301"),
+        ("SHUTDOWN_PRESTOP_SECONDS", "soon"),
     ] {
         let out = run(&["serve"], &[(var, value)]);
         assert!(!out.status.success(), "{var}={value} must fail");
@@ -381,6 +383,124 @@ async fn web_node_serves_health_version_and_a_protected_admin_status() {
             .await
             .unwrap();
     assert_eq!(claims, 0);
+}
+
+/// One request on an open (keep-alive) connection: the status, the head lower-cased, the body.
+fn keep_alive_get(s: &mut TcpStream, path: &str) -> std::io::Result<(u16, String, String)> {
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n")?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = String::from_utf8_lossy(&buf[head_end..head_end + len]).into_owned();
+    Ok((status, head, body))
+}
+
+fn keep_alive_connection(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+/// R-SHUT-3: after SIGTERM a web node is not ready at once but keeps serving — on open
+/// connections and new ones — for `SHUTDOWN_PRESTOP_SECONDS`, telling every client
+/// `Connection: close` so keep-alive clients reconnect through the Service (which by then
+/// routes elsewhere); only then does it stop accepting, and it exits 0.
+#[tokio::test]
+async fn after_sigterm_a_web_node_is_unready_but_serves_with_connection_close_for_the_prestop_delay()
+ {
+    const PRESTOP: Duration = Duration::from_secs(4);
+    let db = fresh_db().await;
+    let port = free_port();
+    let port_s = port.to_string();
+    let prestop_s = PRESTOP.as_secs().to_string();
+    let mut w = Hollo::serve(&[
+        ("DATABASE_URL", db.url.as_str()),
+        ("NODE_TYPE", "web"),
+        ("PORT", &port_s),
+        ("SHUTDOWN_PRESTOP_SECONDS", &prestop_s),
+        ("SHUTDOWN_DRAIN_SECONDS", "10"),
+    ]);
+    eventually(Duration::from_secs(30), "web /readyz", || async {
+        http_get(port, "/readyz", None).filter(|(s, _)| *s == 200)
+    })
+    .await;
+    let mut kept = keep_alive_connection(port);
+    let (status, head, _) = keep_alive_get(&mut kept, "/healthz").expect("first request");
+    assert_eq!(status, 200);
+    assert!(!head.contains("connection: close"), "kept alive: {head}");
+
+    w.signal("TERM");
+    let term = std::time::Instant::now();
+    let (status, body) = eventually(Duration::from_secs(3), "/readyz 503", || async {
+        http_get(port, "/readyz", None).filter(|(s, _)| *s == 503)
+    })
+    .await;
+    assert!(body.contains("shutting down"), "{body}");
+    // The open connection is still served, and told to close.
+    let (status_kept, head, _) =
+        keep_alive_get(&mut kept, "/healthz").expect("a request on the kept connection");
+    assert_eq!(status_kept, 200, "served during the pre-stop delay");
+    assert!(head.contains("connection: close"), "{head}");
+    let mut rest = Vec::new();
+    assert_eq!(
+        kept.read_to_end(&mut rest).map(|_| rest.len()).ok(),
+        Some(0),
+        "the server closed the kept connection after that response"
+    );
+    // New connections are served too, each told to close.
+    let mut fresh = keep_alive_connection(port);
+    let (status_new, head, body) = keep_alive_get(&mut fresh, "/healthz").expect("a new request");
+    assert_eq!(status_new, 200, "{body}");
+    assert!(head.contains("connection: close"), "{head}");
+    assert!(
+        term.elapsed() < PRESTOP,
+        "the checks above ran inside the pre-stop delay ({:?}); readyz said {status}",
+        term.elapsed()
+    );
+    // Past the delay the listener closes and the process exits 0.
+    let status = w.wait_exit(PRESTOP + Duration::from_secs(10));
+    let stopped = term.elapsed();
+    assert!(status.success(), "exit 0; logs:\n{}", w.logs());
+    assert!(
+        stopped >= PRESTOP,
+        "kept serving for the whole pre-stop delay, stopped after {stopped:?}"
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "nothing listens after the exit"
+    );
+    assert!(
+        w.logs().contains("pre-stop delay over"),
+        "logs:\n{}",
+        w.logs()
+    );
 }
 
 #[tokio::test]

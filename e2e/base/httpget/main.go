@@ -3,7 +3,9 @@
 //	httpget -wait 60s URL        retry until a 200 (or the deadline); print status and body
 //	httpget -poll 100ms -for 60s URL
 //	                             one request every -poll for -for; print every failure and a
-//	                             summary line "requests=N failures=M"; exit 1 on any failure
+//	                             summary line "requests=N failures=M max_latency=D"; exit 1 on
+//	                             any failure. A failure line says how far the request got (DNS,
+//	                             connect, request written) and when, from its start.
 package main
 
 import (
@@ -11,12 +13,64 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
+	"strings"
+	"sync"
 	"time"
 )
 
+// steps records what a request went through, with offsets from its start.
+type steps struct {
+	mu    sync.Mutex
+	start time.Time
+	seen  []string
+}
+
+func (s *steps) add(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, fmt.Sprintf("+%dms ", time.Since(s.start).Milliseconds())+fmt.Sprintf(format, args...))
+}
+
+func (s *steps) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.seen, ", ")
+}
+
+func (s *steps) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GetConn:  func(string) { s.add("get conn") },
+		DNSStart: func(i httptrace.DNSStartInfo) { s.add("dns %s", i.Host) },
+		DNSDone: func(i httptrace.DNSDoneInfo) {
+			s.add("dns done %v err=%v", i.Addrs, i.Err)
+		},
+		ConnectStart: func(_, addr string) { s.add("connect %s", addr) },
+		ConnectDone: func(_, addr string, err error) {
+			s.add("connected %s err=%v", addr, err)
+		},
+		GotConn: func(i httptrace.GotConnInfo) {
+			s.add("got conn local=%v reused=%v", i.Conn.LocalAddr(), i.Reused)
+		},
+		WroteRequest:         func(i httptrace.WroteRequestInfo) { s.add("wrote request err=%v", i.Err) },
+		GotFirstResponseByte: func() { s.add("first byte") },
+	}
+}
+
 func get(c *http.Client, url string) (int, string, error) {
-	resp, err := c.Get(url)
+	return getTraced(c, url, nil)
+}
+
+func getTraced(c *http.Client, url string, s *steps) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if s != nil {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), s.trace()))
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -38,17 +92,22 @@ func main() {
 	c := &http.Client{Timeout: 2 * time.Second}
 	if *poll > 0 {
 		n, failed := 0, 0
+		var slowest time.Duration
 		end := time.Now().Add(*dur)
 		for time.Now().Before(end) {
 			n++
-			code, _, err := get(c, url)
+			s := &steps{start: time.Now()}
+			code, _, err := getTraced(c, url, s)
+			if d := time.Since(s.start); d > slowest {
+				slowest = d
+			}
 			if err != nil || code != 200 {
 				failed++
-				fmt.Printf("%s failure: status=%d err=%v\n", time.Now().UTC().Format(time.RFC3339Nano), code, err)
+				fmt.Printf("%s failure: status=%d err=%v; started %s: %s\n", time.Now().UTC().Format(time.RFC3339Nano), code, err, s.start.UTC().Format("15:04:05.000"), s)
 			}
 			time.Sleep(*poll)
 		}
-		fmt.Printf("requests=%d failures=%d\n", n, failed)
+		fmt.Printf("requests=%d failures=%d max_latency=%s\n", n, failed, slowest.Round(time.Millisecond))
 		if failed > 0 {
 			os.Exit(1)
 		}

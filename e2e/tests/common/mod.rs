@@ -347,6 +347,20 @@ impl Ns {
         .await
     }
 
+    /// Waits for `status.phase == MigrationFailed` with `Degraded=True`.
+    pub async fn wait_migration_failed(&self, secs: u64) -> DynamicObject {
+        wait_until("MigrationFailed with Degraded=True", secs, || async {
+            let h = self.hollos().get(HOLLO).await.map_err(|e| e.to_string())?;
+            let degraded = condition(&h, "Degraded").map(|c| c.0);
+            if phase(&h) == "MigrationFailed" && degraded.as_deref() == Some("True") {
+                Ok(h)
+            } else {
+                Err(status_line(&h))
+            }
+        })
+        .await
+    }
+
     pub async fn deployment(&self, name: &str) -> Option<Deployment> {
         self.api::<Deployment>()
             .get_opt(name)

@@ -37,6 +37,7 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
             "SHUTDOWN_DRAIN_SECONDS",
             drain_seconds(hollo).to_string(),
         ));
+        env.push(web::pre_stop_env(spec.web.pre_stop_seconds));
     }
     let mut c = pod::base_container(
         spec,
@@ -44,7 +45,9 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
         env,
         &spec.web.resources,
     );
-    c.lifecycle = web::pre_stop(spec.web.pre_stop_seconds);
+    if spec.image.profile != ImageProfile::HolloRs {
+        c.lifecycle = web::pre_stop(spec.web.pre_stop_seconds);
+    }
     pod::with_process(c, profile::http(spec))
 }
 
@@ -90,6 +93,8 @@ mod tests {
         };
         assert_eq!(env("NODE_TYPE").as_deref(), Some("all"));
         assert_eq!(env("SHUTDOWN_DRAIN_SECONDS").as_deref(), Some("60"));
+        assert_eq!(env("SHUTDOWN_PRESTOP_SECONDS").as_deref(), Some("5"));
+        assert!(c.lifecycle.is_none());
         assert_eq!(env("WORKER_POOL_MAX").as_deref(), Some("20"));
         assert_eq!(env("PORT").as_deref(), Some("3000"));
     }

@@ -1,7 +1,7 @@
 //! The web Deployment (`NODE_TYPE=web`): serves HTTP, only enqueues work.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, Lifecycle, LifecycleHandler, SleepAction};
+use k8s_openapi::api::core::v1::{Container, EnvVar, Lifecycle, LifecycleHandler, SleepAction};
 
 use super::labels::Component;
 use super::{pod, profile};
@@ -11,14 +11,24 @@ pub const PORT_NAME: &str = profile::HTTP_PORT_NAME;
 /// Seconds between the end of the app's drain and SIGKILL, so the process can exit cleanly.
 pub const EXIT_MARGIN_SECONDS: i64 = 5;
 
-/// `terminationGracePeriodSeconds` of web pods: the grace countdown includes `preStop`, so it
-/// must cover the pre-stop sleep, the drain window and an exit margin.
+/// `terminationGracePeriodSeconds` of web pods: it must cover the pre-stop delay (the app's
+/// own, or the `preStop` sleep that the grace countdown includes), the drain window and an
+/// exit margin.
 pub fn grace_seconds(hollo: &Hollo) -> i64 {
     let w = &hollo.spec.web;
     i64::from(w.pre_stop_seconds) + i64::from(w.drain_seconds) + EXIT_MARGIN_SECONDS
 }
 
-/// The `preStop` sleep that lets endpoints drop the pod before it stops accepting connections.
+/// hollo-rs keeps serving through the pre-stop delay itself (`SHUTDOWN_PRESTOP_SECONDS`): from
+/// SIGTERM on it answers `/readyz` 503 and asks every client for `Connection: close` while it
+/// still serves, so keep-alive clients move to other pods while the endpoint removal reaches
+/// every node's proxy. A sleeping hook would keep them on this pod until its listener closes.
+pub fn pre_stop_env(seconds: i32) -> EnvVar {
+    pod::plain("SHUTDOWN_PRESTOP_SECONDS", seconds.to_string())
+}
+
+/// The `preStop` sleep that lets endpoints drop the pod before it stops accepting connections,
+/// for images that know no pre-stop setting (upstream).
 pub fn pre_stop(seconds: i32) -> Option<Lifecycle> {
     (seconds > 0).then(|| Lifecycle {
         pre_stop: Some(LifecycleHandler {
@@ -46,6 +56,7 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
             "SHUTDOWN_DRAIN_SECONDS",
             spec.web.drain_seconds.to_string(),
         ));
+        env.push(pre_stop_env(spec.web.pre_stop_seconds));
     }
     let mut c = pod::base_container(
         spec,
@@ -53,7 +64,9 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
         env,
         &spec.web.resources,
     );
-    c.lifecycle = pre_stop(spec.web.pre_stop_seconds);
+    if spec.image.profile != ImageProfile::HolloRs {
+        c.lifecycle = pre_stop(spec.web.pre_stop_seconds);
+    }
     pod::with_process(c, profile::http(spec))
 }
 
@@ -113,13 +126,11 @@ mod tests {
         assert_eq!(env(c, "SHUTDOWN_DRAIN_SECONDS"), Some("30"));
         assert_eq!(env(c, "BEHIND_PROXY"), None);
         assert_eq!(c.ports.as_ref().map(|p| p[0].container_port), Some(3000));
-        let sleep = c
-            .lifecycle
-            .as_ref()
-            .and_then(|l| l.pre_stop.as_ref())
-            .and_then(|p| p.sleep.as_ref())
-            .map(|s| s.seconds);
-        assert_eq!(sleep, Some(5));
+        assert_eq!(env(c, "SHUTDOWN_PRESTOP_SECONDS"), Some("5"));
+        assert!(
+            c.lifecycle.is_none(),
+            "hollo-rs serves through its own pre-stop delay; no sleeping hook"
+        );
         let probe_path = |p: &Option<k8s_openapi::api::core::v1::Probe>| {
             p.as_ref()
                 .and_then(|p| p.http_get.as_ref())
@@ -160,17 +171,29 @@ mod tests {
         );
         assert_eq!(path(&c.readiness_probe).as_deref(), Some("/nodeinfo/2.1"));
         assert_eq!(c.ports.as_ref().map(|p| p[0].container_port), Some(3000));
+        // upstream knows no SHUTDOWN_PRESTOP_SECONDS: the kubelet sleeps before SIGTERM
+        assert_eq!(env(&c, "SHUTDOWN_PRESTOP_SECONDS"), None);
+        let sleep = c
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.pre_stop.as_ref())
+            .and_then(|p| p.sleep.as_ref())
+            .map(|s| s.seconds);
+        assert_eq!(sleep, Some(5));
     }
 
     #[test]
-    fn no_pre_stop_when_zero_and_grace_follows() {
+    fn pre_stop_zero_and_grace_follows() {
         let mut spec = testutil::spec();
         spec.web.pre_stop_seconds = 0;
         spec.web.drain_seconds = 10;
-        let h = testutil::hollo(spec);
+        let h = testutil::hollo(spec.clone());
         let c = container(&h, "0.1.0");
-        assert!(c.lifecycle.is_none());
+        assert_eq!(env(&c, "SHUTDOWN_PRESTOP_SECONDS"), Some("0"));
         assert_eq!(grace_seconds(&h), 15);
+        spec.image.profile = crate::crd::ImageProfile::Upstream;
+        let c = container(&testutil::hollo(spec), "0.10.0");
+        assert!(c.lifecycle.is_none(), "no sleep of 0 s");
     }
 
     #[test]

@@ -1,14 +1,17 @@
 //! What every request passes on its way in and out (R-API): a request line or head too big is
 //! refused as JSON (414/431) below the server's own parser limit, a URL that spells a NUL
 //! character (`%00`, which PostgreSQL cannot store) is a 400, and an error response that is
-//! not JSON yet (axum's own 405 or extractor rejections) gets the `{"error": …}` shape.
+//! not JSON yet (axum's own 405 or extractor rejections) gets the `{"error": …}` shape. While
+//! the node stops, every response tells its client to close the connection.
 
-use axum::extract::Request;
-use axum::http::{HeaderMap, StatusCode, header};
+use std::sync::atomic::Ordering;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::ApiError;
+use super::{ApiError, AppState};
 
 /// Longest request target (path and query) accepted.
 pub const MAX_URI_BYTES: usize = 8 * 1024;
@@ -134,6 +137,19 @@ async fn body_json(resp: Response) -> serde_json::Value {
         .await
         .expect("body");
     serde_json::from_slice(&bytes).expect("JSON")
+}
+
+/// After SIGTERM (readiness already false) a node keeps serving through its pre-stop delay, but
+/// answers every request with `Connection: close`: a keep-alive client then opens its next
+/// connection through the Service, which by then routes to other pods, instead of holding on
+/// to this one until its listener closes. hyper closes the connection once this response is
+/// written.
+pub async fn close_when_stopping(State(s): State<AppState>, mut resp: Response) -> Response {
+    if !s.accepting.load(Ordering::SeqCst) {
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
 }
 
 #[cfg(test)]

@@ -122,6 +122,10 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(body::JSON_MAX_BYTES))
         .layer(axum::middleware::map_response(edge::json_errors))
         .layer(axum::middleware::from_fn(edge::guard))
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            edge::close_when_stopping,
+        ))
         .with_state(state);
     // Before routing (a layer on the router would run after it): Mastodon clients ask for
     // `/api/v1/instance/` and the like, which Mastodon answers as without the slash.
