@@ -40,9 +40,18 @@ def log(line):
     print(line, file=sys.stderr, flush=True)
 
 
-def raise_fd_limit():
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+def raise_fd_limit(want=200_000):
+    """Every process of a run inherits this. The sink alone holds one listener per host plus
+    every connection a sender keeps alive (10 000 hosts: up to 20 000 descriptors), so the
+    usual hard limit is not enough; root may raise it (up to fs.nr_open)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(want, hard), max(want, hard)))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        log(f"bench: open files limited to {soft}; shapes with many hosts may measure the limit")
 
 
 def build(*bins):
