@@ -68,80 +68,48 @@ impl KeyCipher {
         let der = key
             .to_pkcs8_der()
             .map_err(|e| KeyError::Encode(e.to_string()))?;
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let sealed = self
-            .cipher
-            .encrypt(
-                &Nonce::from(nonce),
-                Payload {
-                    msg: der.as_bytes(),
-                    aad: account.as_bytes(),
-                },
-            )
-            .map_err(|_| KeyError::Encode("encryption failed".into()))?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        Ok(out)
+        self.seal(der.as_bytes(), account.as_bytes())
+    }
+
+    pub fn decrypt(&self, account: Uuid, sealed: &[u8]) -> Result<RsaPrivateKey, KeyError> {
+        let der = self.open(sealed, account.as_bytes())?;
+        RsaPrivateKey::from_pkcs8_der(&der).map_err(|_| KeyError::Decrypt)
     }
 
     /// Seals an account's Ed25519 seed (its FEP-8b32 proof key). The associated data is the
     /// account id and a label, so neither another account's ciphertext nor the account's RSA
     /// ciphertext opens as this key.
     pub fn seal_ed25519(&self, account: Uuid, seed: &[u8; 32]) -> Result<Vec<u8>, KeyError> {
+        self.seal(seed, &ed25519_aad(account))
+    }
+
+    pub fn open_ed25519(&self, account: Uuid, sealed: &[u8]) -> Result<[u8; 32], KeyError> {
+        let seed = self.open(sealed, &ed25519_aad(account))?;
+        seed.try_into().map_err(|_| KeyError::Decrypt)
+    }
+
+    /// `nonce ‖ AES-256-GCM(msg)` with a fresh random nonce, bound to `aad`.
+    fn seal(&self, msg: &[u8], aad: &[u8]) -> Result<Vec<u8>, KeyError> {
         let mut nonce = [0u8; NONCE_LEN];
         rand::rngs::OsRng.fill_bytes(&mut nonce);
         let sealed = self
             .cipher
-            .encrypt(
-                &Nonce::from(nonce),
-                Payload {
-                    msg: seed,
-                    aad: &ed25519_aad(account),
-                },
-            )
+            .encrypt(&Nonce::from(nonce), Payload { msg, aad })
             .map_err(|_| KeyError::Encode("encryption failed".into()))?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
         Ok(out)
     }
 
-    pub fn open_ed25519(&self, account: Uuid, sealed: &[u8]) -> Result<[u8; 32], KeyError> {
+    fn open(&self, sealed: &[u8], aad: &[u8]) -> Result<Vec<u8>, KeyError> {
         if sealed.len() <= NONCE_LEN {
             return Err(KeyError::Decrypt);
         }
         let (nonce, ct) = sealed.split_at(NONCE_LEN);
         let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| KeyError::Decrypt)?;
-        let seed = self
-            .cipher
-            .decrypt(
-                &Nonce::from(nonce),
-                Payload {
-                    msg: ct,
-                    aad: &ed25519_aad(account),
-                },
-            )
-            .map_err(|_| KeyError::Decrypt)?;
-        seed.try_into().map_err(|_| KeyError::Decrypt)
-    }
-
-    pub fn decrypt(&self, account: Uuid, sealed: &[u8]) -> Result<RsaPrivateKey, KeyError> {
-        if sealed.len() <= NONCE_LEN {
-            return Err(KeyError::Decrypt);
-        }
-        let (nonce, ct) = sealed.split_at(NONCE_LEN);
-        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| KeyError::Decrypt)?;
-        let der = self
-            .cipher
-            .decrypt(
-                &Nonce::from(nonce),
-                Payload {
-                    msg: ct,
-                    aad: account.as_bytes(),
-                },
-            )
-            .map_err(|_| KeyError::Decrypt)?;
-        RsaPrivateKey::from_pkcs8_der(&der).map_err(|_| KeyError::Decrypt)
+        self.cipher
+            .decrypt(&Nonce::from(nonce), Payload { msg: ct, aad })
+            .map_err(|_| KeyError::Decrypt)
     }
 }
 
