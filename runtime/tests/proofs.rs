@@ -131,6 +131,39 @@ async fn a_relayed_activity_counts_only_with_a_valid_proof_by_its_actor() {
     assert_eq!(relay.post(&inbox, &other_suite).await, 401);
     assert_eq!(stored().await, 1);
 
+    // An author whose server cannot be reached: refused, and the answer says no more about
+    // our network than a failed signature-key fetch does (no connection detail).
+    let mut ghost = create_by(&author, "ghost");
+    let ghost_actor = "http://127.0.0.1:1/users/ghost";
+    ghost["actor"] = ghost_actor.into();
+    ghost["id"] = "http://127.0.0.1:1/activities/1".into();
+    ghost["object"]["attributedTo"] = ghost_actor.into();
+    let ghost_key = hollo_runtime::federation::proofs::ProofKey {
+        id: format!("{ghost_actor}#ed25519-key"),
+        key: ed25519_dalek::SigningKey::from_bytes(&[3u8; 32]),
+    };
+    let ghost = proofs::sign(&ghost, &ghost_key, Utc::now()).expect("sign");
+    let body = serde_json::to_vec(&ghost).expect("json");
+    let (status, answer) = relay
+        .post_with(
+            &inbox,
+            &body,
+            &relay.key(),
+            std::time::SystemTime::now(),
+            |_| {},
+        )
+        .await;
+    assert_eq!(status, 401);
+    let said = answer["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    assert!(
+        said.contains("key fetch refused") && !said.contains("connect"),
+        "{said}"
+    );
+    assert_eq!(stored().await, 1);
+
     // Sent by the author itself, an unknown cryptosuite is ignored (its HTTP signature
     // speaks for it) but a proof that does not verify is refused.
     assert_eq!(author.post(&inbox, &other_suite).await, 202);

@@ -318,7 +318,14 @@ async fn receive(
             let signer = fetch_signer(s, fed, account.as_ref()).await;
             proof_keys::check(&s.pool, fed, &original, &claim, actor_iri, signer.as_ref())
                 .await
-                .map_err(|e| unauthorized(format!("integrity proof: {e}")))?;
+                .map_err(|e| match e {
+                    // A fetch failure says no more than a signature key's does (no network
+                    // detail: the inbox must not be an oracle for what we can reach).
+                    proof_keys::ProofCheckError::Key(k) => {
+                        key_fetch_failed(&claim.verification_method, signer.as_ref(), &k)
+                    }
+                    other => unauthorized(format!("integrity proof: {other}")),
+                })?;
             true
         }
         // A proof we cannot check (another cryptosuite) proves nothing; the actor's own HTTP
