@@ -76,6 +76,23 @@ pub fn http_url(url: &str) -> Option<&str> {
     matches!(parsed.scheme(), "http" | "https").then_some(url)
 }
 
+/// The text of (remote) HTML, for fields Mastodon serves as plain text (`spoiler_text`):
+/// every tag dropped, the entities the sanitizer writes turned back into characters.
+pub fn to_text(html: &str) -> String {
+    static STRIPPER: OnceLock<ammonia::Builder<'static>> = OnceLock::new();
+    let stripped = STRIPPER
+        .get_or_init(ammonia::Builder::empty)
+        .clean(html)
+        .to_string();
+    stripped
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&")
+}
+
 /// Escapes the five characters that are markup in HTML text and attributes.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -95,6 +112,15 @@ pub fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn to_text_drops_markup_and_keeps_characters() {
+        assert_eq!(
+            to_text("<p>CW: <b>a &amp; b</b> &lt;x&gt;</p>"),
+            "CW: a & b <x>"
+        );
+        assert_eq!(to_text("<script>alert(1)</script>spoiler"), "spoiler");
+    }
 
     #[test]
     fn scripts_handlers_and_foreign_schemes_never_survive() {

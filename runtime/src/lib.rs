@@ -15,6 +15,7 @@ pub mod queue;
 pub mod recovery;
 pub mod scopes;
 pub mod shutdown;
+pub mod statuses;
 pub mod tasks;
 pub mod web;
 

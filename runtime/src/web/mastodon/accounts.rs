@@ -82,7 +82,9 @@ async fn statuses(
     .await?;
     let ids = page.finish(ids);
     // The polls module renders a short author; lists show the full Account entity.
-    let author = entities::local_account(&s.pool, fed, &account).await?.0;
+    let author = entities::local_account(&mut *s.pool.acquire().await?, fed, &account)
+        .await?
+        .0;
     let mut conn = s.pool.acquire().await?;
     let mut items = Vec::with_capacity(ids.len());
     for id in &ids {

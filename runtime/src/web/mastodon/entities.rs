@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::federation::Federation;
 use crate::federation::accounts::Account;
@@ -35,7 +35,7 @@ struct Counts {
     last_status_at: Option<DateTime<Utc>>,
 }
 
-async fn counts(pool: &PgPool, account: &Account) -> Result<Counts, sqlx::Error> {
+async fn counts(conn: &mut PgConnection, account: &Account) -> Result<Counts, sqlx::Error> {
     sqlx::query_as(
         "SELECT (SELECT count(*) FROM followers WHERE account_id = $1) AS followers,
                 (SELECT count(*) FROM follows WHERE account_id = $1 AND state = 'accepted') AS following,
@@ -43,20 +43,20 @@ async fn counts(pool: &PgPool, account: &Account) -> Result<Counts, sqlx::Error>
                 (SELECT max(created_at) FROM statuses WHERE account_id = $1) AS last_status_at",
     )
     .bind(account.id)
-    .fetch_one(pool)
+    .fetch_one(conn)
     .await
 }
 
 /// A local account's Account entity, and its profile (for `source`).
 pub async fn local_account(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     fed: &Federation,
     account: &Account,
 ) -> Result<(Value, Profile), sqlx::Error> {
-    let profile = profiles::load(pool, account.id)
+    let profile = profiles::load(&mut *conn, account.id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
-    let c = counts(pool, account).await?;
+    let c = counts(conn, account).await?;
     let url = fed.actor_iri(&account.username);
     let fields: Vec<Value> = profile
         .fields
@@ -94,7 +94,7 @@ pub async fn credential_account(
     fed: &Federation,
     account: &Account,
 ) -> Result<Value, sqlx::Error> {
-    let (mut v, profile) = local_account(pool, fed, account).await?;
+    let (mut v, profile) = local_account(&mut *pool.acquire().await?, fed, account).await?;
     let requests: i64 =
         sqlx::query_scalar("SELECT count(*) FROM follow_requests WHERE account_id = $1")
             .bind(account.id)
@@ -194,7 +194,7 @@ pub fn remote_account(fed: &Federation, r: &RemoteAccount) -> Value {
 
 pub async fn account(pool: &PgPool, fed: &Federation, found: &Found) -> Result<Value, sqlx::Error> {
     match found {
-        Found::Local(a) => Ok(local_account(pool, fed, a).await?.0),
+        Found::Local(a) => Ok(local_account(&mut *pool.acquire().await?, fed, a).await?.0),
         Found::Remote(r) => Ok(remote_account(fed, r)),
     }
 }

@@ -111,7 +111,11 @@ async fn contact(s: &AppState) -> Result<Value, sqlx::Error> {
         return Ok(Value::Null);
     };
     match accounts::by_id(&s.pool, admin).await? {
-        Some(a) => Ok(entities::local_account(&s.pool, fed, &a).await?.0),
+        Some(a) => Ok(
+            entities::local_account(&mut *s.pool.acquire().await?, fed, &a)
+                .await?
+                .0,
+        ),
         None => Ok(Value::Null),
     }
 }

@@ -1,0 +1,86 @@
+//! Writing notifications (R-MAPI-4): every producer — local actions on web nodes, incoming
+//! activities on workers — goes through `notify`, so each is stored once per cause (the
+//! activity id) and every new one reaches the account's streams from one place.
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Mastodon's notification types this server produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Mention,
+    Status,
+    Reblog,
+    Follow,
+    FollowRequest,
+    Favourite,
+    Poll,
+    Update,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 8] = [
+        Kind::Mention,
+        Kind::Status,
+        Kind::Reblog,
+        Kind::Follow,
+        Kind::FollowRequest,
+        Kind::Favourite,
+        Kind::Poll,
+        Kind::Update,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Mention => "mention",
+            Kind::Status => "status",
+            Kind::Reblog => "reblog",
+            Kind::Follow => "follow",
+            Kind::FollowRequest => "follow_request",
+            Kind::Favourite => "favourite",
+            Kind::Poll => "poll",
+            Kind::Update => "update",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// One notification to write.
+pub struct Notification<'a> {
+    /// The local account notified.
+    pub account: Uuid,
+    pub kind: Kind,
+    /// Who caused it: the Account entity id (a local account, or a remote actor's stable id).
+    pub from_account: Uuid,
+    /// The post it is about (ours or theirs), if any.
+    pub post: Option<Uuid>,
+    /// What caused it (an activity id, ours or theirs): the same cause never notifies twice.
+    pub cause: &'a str,
+}
+
+/// Stores the notification in the caller's transaction unless the same cause already did, and
+/// never for an account's own actions. Returns the new notification's id.
+pub async fn notify(
+    tx: &mut PgConnection,
+    n: &Notification<'_>,
+) -> Result<Option<i64>, sqlx::Error> {
+    if n.from_account == n.account {
+        return Ok(None);
+    }
+    sqlx::query_scalar(
+        "INSERT INTO notifications (account_id, type, from_account_id, post_id, activity_id)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (account_id, type, activity_id) WHERE activity_id IS NOT NULL DO NOTHING
+         RETURNING id",
+    )
+    .bind(n.account)
+    .bind(n.kind.as_str())
+    .bind(n.from_account)
+    .bind(n.post)
+    .bind(n.cause)
+    .fetch_optional(tx)
+    .await
+}
