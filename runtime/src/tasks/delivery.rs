@@ -45,8 +45,10 @@ pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
 }
 
 async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<(), TaskError> {
-    let row: Option<(String, Uuid, serde_json::Value, Option<String>, i32)> = sqlx::query_as(
-        "SELECT d.state, o.account_id, o.body, d.actor_iri, d.attempts
+    // The body as PostgreSQL's text: sent as is, never parsed and re-serialized per delivery
+    // (a fan-out sends one stored activity to thousands of inboxes; issue 20).
+    let row: Option<(String, Uuid, String, Option<String>, i32)> = sqlx::query_as(
+        "SELECT d.state, o.account_id, o.body::text, d.actor_iri, d.attempts
            FROM deliveries d JOIN outbox_activities o ON o.id = d.activity_id
           WHERE d.activity_id = $1 AND d.inbox = $2",
     )
@@ -77,7 +79,7 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
         .signing_key_of(&ctx.pool, account_id)
         .await
         .map_err(|e| TaskError::Permanent(format!("{e:#}")))?;
-    let bytes = serde_json::to_vec(&body).map_err(|e| TaskError::Permanent(e.to_string()))?;
+    let bytes = body.into_bytes();
     // The delivery's own count, not the queue message's: a 429 or busy-host put-back starts a
     // fresh message, and the retry budget must not start over with it.
     let attempt = (failed_before.max(0) as u32 + 1).max(ctx.msg.attempt() as u32);
