@@ -133,6 +133,182 @@ pub struct Config {
     pub imports: ImportLimits,
     /// Timeouts and the connection cap of the HTTP server.
     pub http: HttpLimits,
+    /// Media uploads: limits and where files are stored (R-MAPI-3).
+    pub media: MediaConfig,
+}
+
+/// Where media files are stored (`DRIVE_DISK`, upstream Hollo's variable names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriveConfig {
+    /// Neither `DRIVE_DISK` nor `FS_STORAGE_PATH` is set: uploads are refused (503).
+    None,
+    /// `DRIVE_DISK=fs` (or unset with `FS_STORAGE_PATH`): files under `FS_STORAGE_PATH`,
+    /// served by web nodes under `/media/`.
+    Fs { path: std::path::PathBuf },
+    /// `DRIVE_DISK=s3`: a bucket of S3 or an S3-compatible server.
+    S3(S3Config),
+}
+
+/// `S3_*` and `AWS_*`. Without the two keys, object_store's usual credential chain applies
+/// (instance metadata, web identity), as with upstream Hollo's SDK.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct S3Config {
+    pub bucket: String,
+    pub region: String,
+    pub endpoint_url: Option<String>,
+    pub force_path_style: bool,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<Secret>,
+}
+
+/// Media uploads (R-MAPI-3): size and pixel limits (over them: 422, nothing stored), the size
+/// above which a v2 upload is processed by a worker, the drive and the public URL base of its
+/// files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaConfig {
+    /// `MEDIA_MAX_BYTES` (default 16 MiB).
+    pub max_bytes: usize,
+    /// `MEDIA_MAX_PIXELS` (default 33,177,600: Mastodon's 7680×4320).
+    pub max_pixels: u64,
+    /// `MEDIA_SYNC_MAX_BYTES` (default 1 MiB): larger v2 uploads are answered 202 and processed
+    /// by the `hollo.media.process.v1` task.
+    pub sync_max_bytes: usize,
+    pub drive: DriveConfig,
+    /// `STORAGE_URL_BASE`: the public URL files are reachable under (`<base>/<key>`). Default
+    /// for `fs`: `PUBLIC_URL` (the web node serves `/media/…`); required for `s3`.
+    pub url_base: String,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            max_bytes: 16 * 1024 * 1024,
+            max_pixels: 33_177_600,
+            sync_max_bytes: 1024 * 1024,
+            drive: DriveConfig::None,
+            url_base: "http://localhost:3000".into(),
+        }
+    }
+}
+
+impl MediaConfig {
+    pub fn from_env(env: &Env, public_url: &url::Url) -> Result<Self, ConfigError> {
+        let d = MediaConfig::default();
+        let max_bytes = env.count("MEDIA_MAX_BYTES", d.max_bytes as u32, 1, 1 << 30)? as usize;
+        let max_pixels = env.count("MEDIA_MAX_PIXELS", d.max_pixels as u32, 1, u32::MAX)? as u64;
+        let sync_max_bytes = env.count(
+            "MEDIA_SYNC_MAX_BYTES",
+            (d.sync_max_bytes as u32).min(max_bytes as u32),
+            0,
+            max_bytes as u32,
+        )? as usize;
+        let fs_path = env
+            .get("FS_STORAGE_PATH")
+            .map(|p| std::path::PathBuf::from(p.trim()));
+        let drive = match env.get("DRIVE_DISK").map(str::trim) {
+            None => fs_path.map_or(DriveConfig::None, |path| DriveConfig::Fs { path }),
+            Some("fs") => DriveConfig::Fs {
+                path: fs_path.ok_or_else(|| {
+                    ConfigError::Inconsistent(
+                        "DRIVE_DISK=fs needs FS_STORAGE_PATH (the directory media files go to)"
+                            .into(),
+                    )
+                })?,
+            },
+            Some("s3") => DriveConfig::S3(S3Config::from_env(env)?),
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    var: "DRIVE_DISK",
+                    value: other.to_string(),
+                    expected: "fs or s3".into(),
+                });
+            }
+        };
+        let url_base = match env.get("STORAGE_URL_BASE").map(str::trim) {
+            Some(raw) => {
+                let ok = url::Url::parse(raw).is_ok_and(|u| {
+                    matches!(u.scheme(), "http" | "https")
+                        && u.host_str().is_some()
+                        && u.query().is_none()
+                        && u.fragment().is_none()
+                });
+                if !ok {
+                    return Err(ConfigError::Invalid {
+                        var: "STORAGE_URL_BASE",
+                        value: raw.to_string(),
+                        expected: "an http(s) URL without query, e.g. https://media.example.com"
+                            .into(),
+                    });
+                }
+                raw.trim_end_matches('/').to_string()
+            }
+            None if matches!(drive, DriveConfig::S3(_)) => {
+                return Err(ConfigError::Inconsistent(
+                    "DRIVE_DISK=s3 needs STORAGE_URL_BASE (the public URL of the bucket's files)"
+                        .into(),
+                ));
+            }
+            None => public_url.as_str().trim_end_matches('/').to_string(),
+        };
+        Ok(MediaConfig {
+            max_bytes,
+            max_pixels,
+            sync_max_bytes,
+            drive,
+            url_base,
+        })
+    }
+
+    /// The storage root of the `fs` drive (what the media cleanup scans).
+    pub fn fs_path(&self) -> Option<&std::path::Path> {
+        match &self.drive {
+            DriveConfig::Fs { path } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+impl S3Config {
+    fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let bucket = env
+            .get("S3_BUCKET")
+            .map(str::trim)
+            .ok_or_else(|| ConfigError::Inconsistent("DRIVE_DISK=s3 needs S3_BUCKET".into()))?;
+        let endpoint_url = match env.get("S3_ENDPOINT_URL").map(str::trim) {
+            None => None,
+            Some(raw)
+                if url::Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) =>
+            {
+                Some(raw.trim_end_matches('/').to_string())
+            }
+            Some(raw) => {
+                return Err(ConfigError::Invalid {
+                    var: "S3_ENDPOINT_URL",
+                    value: raw.to_string(),
+                    expected: "an http(s) URL such as https://s3.example.com".into(),
+                });
+            }
+        };
+        let access_key_id = env.get("AWS_ACCESS_KEY_ID").map(|s| s.trim().to_string());
+        let secret_access_key = env.get("AWS_SECRET_ACCESS_KEY").map(Secret::new);
+        if access_key_id.is_some() != secret_access_key.is_some() {
+            return Err(ConfigError::Inconsistent(
+                "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither".into(),
+            ));
+        }
+        Ok(S3Config {
+            bucket: bucket.to_string(),
+            region: env
+                .get("S3_REGION")
+                .unwrap_or("us-east-1")
+                .trim()
+                .to_string(),
+            endpoint_url,
+            force_path_style: env.bool("S3_FORCE_PATH_STYLE", false)?,
+            access_key_id,
+            secret_access_key,
+        })
+    }
 }
 
 /// What one client may hold of a node's HTTP server (R-API): a stalled or slow client is
@@ -543,16 +719,8 @@ impl Config {
             }
         };
         let behind_proxy = env.bool("BEHIND_PROXY", false)?;
-        if let Some(disk) = env.get("DRIVE_DISK")
-            && !matches!(disk.trim(), "fs" | "s3")
-        {
-            return Err(ConfigError::Invalid {
-                var: "DRIVE_DISK",
-                value: disk.to_string(),
-                expected: "fs or s3".into(),
-            });
-        }
         let federation = FederationConfig::from_env(env, port)?;
+        let media = MediaConfig::from_env(env, &federation.public_url)?;
         let queue = QueueConfig::from_env(env)?;
         Ok(Config {
             role,
@@ -560,6 +728,7 @@ impl Config {
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
             imports: ImportLimits::from_env(env)?,
             http: HttpLimits::from_env(env)?,
+            media,
             queue,
             port,
             health_port,
@@ -853,6 +1022,86 @@ mod tests {
         ] {
             let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
             assert!(err.to_string().contains(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn media_limits_and_drive_are_validated_at_start() {
+        let c = Config::from_env(&Env::from_pairs([("PORT", "4000")])).expect("defaults");
+        assert_eq!(c.media.max_bytes, 16 * 1024 * 1024);
+        assert_eq!(c.media.max_pixels, 33_177_600);
+        assert_eq!(c.media.sync_max_bytes, 1024 * 1024);
+        assert_eq!(c.media.drive, DriveConfig::None);
+        assert_eq!(c.media.url_base, "http://localhost:4000");
+        let c = Config::from_env(&Env::from_pairs([
+            ("FS_STORAGE_PATH", "/srv/media"),
+            ("MEDIA_MAX_BYTES", "1000"),
+            ("MEDIA_SYNC_MAX_BYTES", "0"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            c.media.drive,
+            DriveConfig::Fs {
+                path: "/srv/media".into()
+            }
+        );
+        assert_eq!((c.media.max_bytes, c.media.sync_max_bytes), (1000, 0));
+        let c = Config::from_env(&Env::from_pairs([
+            ("DRIVE_DISK", "s3"),
+            ("S3_BUCKET", "b"),
+            ("S3_ENDPOINT_URL", "http://127.0.0.1:9000"),
+            ("S3_FORCE_PATH_STYLE", "true"),
+            ("AWS_ACCESS_KEY_ID", "id"),
+            ("AWS_SECRET_ACCESS_KEY", "very-secret"),
+            ("STORAGE_URL_BASE", "https://cdn.example.com/b/"),
+        ]))
+        .expect("valid");
+        assert_eq!(c.media.url_base, "https://cdn.example.com/b");
+        assert!(!format!("{c:?}").contains("very-secret"));
+        let DriveConfig::S3(s3) = &c.media.drive else {
+            panic!("s3 drive")
+        };
+        assert_eq!(
+            (s3.bucket.as_str(), s3.region.as_str(), s3.force_path_style),
+            ("b", "us-east-1", true)
+        );
+        for (pairs, var) in [
+            (vec![("MEDIA_MAX_BYTES", "0")], "MEDIA_MAX_BYTES"),
+            (vec![("MEDIA_MAX_BYTES", "16MiB")], "MEDIA_MAX_BYTES"),
+            (vec![("MEDIA_MAX_PIXELS", "-5")], "MEDIA_MAX_PIXELS"),
+            (
+                vec![("MEDIA_MAX_BYTES", "100"), ("MEDIA_SYNC_MAX_BYTES", "101")],
+                "MEDIA_SYNC_MAX_BYTES",
+            ),
+            (vec![("DRIVE_DISK", "ftp")], "DRIVE_DISK"),
+            (vec![("DRIVE_DISK", "fs")], "FS_STORAGE_PATH"),
+            (vec![("DRIVE_DISK", "s3")], "S3_BUCKET"),
+            (
+                vec![("DRIVE_DISK", "s3"), ("S3_BUCKET", "b")],
+                "STORAGE_URL_BASE",
+            ),
+            (
+                vec![
+                    ("DRIVE_DISK", "s3"),
+                    ("S3_BUCKET", "b"),
+                    ("STORAGE_URL_BASE", "https://x.example"),
+                    ("AWS_ACCESS_KEY_ID", "id"),
+                ],
+                "AWS_SECRET_ACCESS_KEY",
+            ),
+            (
+                vec![
+                    ("DRIVE_DISK", "s3"),
+                    ("S3_BUCKET", "b"),
+                    ("STORAGE_URL_BASE", "https://x.example"),
+                    ("S3_ENDPOINT_URL", "not a url"),
+                ],
+                "S3_ENDPOINT_URL",
+            ),
+            (vec![("STORAGE_URL_BASE", "ftp://x")], "STORAGE_URL_BASE"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs(pairs)).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}: {err}");
         }
     }
 

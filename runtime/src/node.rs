@@ -215,6 +215,11 @@ impl NodeBuilder {
                 .trim_end_matches('/')
                 .to_string(),
             behind_proxy: config.behind_proxy,
+            drive: Arc::new(
+                crate::media::Drive::from_config(&config.media)
+                    .context("setting up the media drive (DRIVE_DISK)")?,
+            ),
+            media: config.media.clone(),
             ..AppState::new(pool.clone(), fed.clone())
         };
         let (app, port) = if config.role.serves_http() {

@@ -32,6 +32,9 @@ pub fn ld() -> Value {
             "featured": { "@id": "toot:featured", "@type": "@id" },
             "featuredTags": { "@id": "toot:featuredTags", "@type": "@id" },
             "Emoji": "toot:Emoji",
+            // Media `Document`s of a note's `attachment` (Mastodon's terms).
+            "blurhash": "toot:blurhash",
+            "focalPoint": { "@container": "@list", "@id": "toot:focalPoint" },
             // Profile fields (`attachment` of an actor), as Mastodon defines them.
             "schema": "http://schema.org#",
             "PropertyValue": "schema:PropertyValue",
@@ -67,6 +70,8 @@ mod tests {
             "discoverable",
             "manuallyApprovesFollowers",
             "Hashtag",
+            "blurhash",
+            "focalPoint",
         ] {
             assert!(c[2].get(term).is_some(), "{term}");
         }

@@ -9,7 +9,10 @@
 //!   item lists the directory and adds one item per 1,000 keys (ids from 2, deterministic);
 //!   each of those deletes the keys that are still orphaned. Only keys of the strict shape
 //!   `media/<uuid>/<name>.<ext>` are ever considered, and only files older than an hour (an
-//!   upload may be written before its row commits).
+//!   upload may be written before its row commits). The first item also deletes uploads no
+//!   status took within a day ([`STALE_UPLOAD`]): their `media_attachments` and `media_files`
+//!   rows go in its transaction, so their files are orphans in the same listing. With an S3
+//!   drive (no directory to list) those uploads' keys are the items, deleted through the drive.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +42,8 @@ pub const POST_BATCH: i64 = 500;
 pub const KEYS_PER_ITEM: usize = 1000;
 /// Files younger than this are never orphans: their row may not have committed yet.
 pub const MEDIA_GRACE: Duration = Duration::from_secs(3600);
+/// Uploads not attached to a status within this long are abandoned (R-MAPI-3).
+pub const STALE_UPLOAD: Duration = Duration::from_secs(86_400);
 
 /// `media/<uuid>/<name>.<ext>`: lowercase hex UUID, a short name of `[a-z0-9_-]`, an extension
 /// of 1–5 `[a-z0-9]`. Nothing else under the storage path is ever deleted.
@@ -80,12 +85,14 @@ pub fn first_item(kind: &str) -> Value {
 pub fn register(reg: &mut Registry, cfg: JobsConfig) {
     let work = CleanupWork {
         storage: cfg.storage_path.clone(),
+        drive: cfg.drive.clone(),
     };
     jobs::register(reg, FAMILY, Arc::new(work), cfg);
 }
 
 struct CleanupWork {
     storage: Option<PathBuf>,
+    drive: Option<Arc<crate::media::Drive>>,
 }
 
 impl CleanupWork {
@@ -158,13 +165,51 @@ impl CleanupWork {
             .ok_or_else(|| ItemError::Permanent("FS_STORAGE_PATH is not set on this worker".into()))
     }
 
+    /// An S3 drive, when there is no directory to list.
+    fn object_drive(&self) -> Option<&Arc<crate::media::Drive>> {
+        self.drive
+            .as_ref()
+            .filter(|d| self.storage.is_none() && d.kind() == crate::media::DriveKind::S3)
+    }
+
+    /// Deletes uploads no status took within [`STALE_UPLOAD`] with their `media_files` rows;
+    /// returns their keys.
+    async fn drop_stale_uploads(&self, tx: &mut PgConnection) -> Result<Vec<String>, ItemError> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            "WITH gone AS (
+                DELETE FROM media_attachments
+                 WHERE status_id IS NULL AND created_at < now() - $1 * interval '1 second'
+                RETURNING file_key, thumbnail_key)
+             SELECT k FROM gone, LATERAL (VALUES (file_key), (thumbnail_key)) AS v(k)
+              WHERE k IS NOT NULL",
+        )
+        .bind(STALE_UPLOAD.as_secs_f64())
+        .fetch_all(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM media_files WHERE key = ANY($1)")
+            .bind(&keys)
+            .execute(&mut *tx)
+            .await?;
+        Ok(keys)
+    }
+
     async fn media_scan(
         &self,
         tx: &mut PgConnection,
         job: &JobRow,
         item_id: i32,
     ) -> Result<Option<String>, ItemError> {
+        if self.object_drive().is_some() {
+            let stale = self.drop_stale_uploads(tx).await?;
+            let items: Vec<Value> = stale
+                .chunks(KEYS_PER_ITEM)
+                .map(|c| json!({ "op": "media_delete", "keys": c }))
+                .collect();
+            jobs::add_items(tx, FAMILY, job.id, item_id + 1, &items).await?;
+            return Ok(Some(format!("{} stale upload files", stale.len())));
+        }
         let root = self.root()?.to_path_buf();
+        let stale = self.drop_stale_uploads(tx).await?;
         let keys = tokio::task::spawn_blocking(move || list_old_keys(&root))
             .await
             .map_err(|e| ItemError::Transient(format!("listing the storage: {e}")))?
@@ -181,9 +226,10 @@ impl CleanupWork {
             .collect();
         jobs::add_items(tx, FAMILY, job.id, item_id + 1, &items).await?;
         Ok(Some(format!(
-            "{} orphaned of {}",
+            "{} orphaned of {} ({} stale upload files)",
             orphans.len(),
-            keys.len()
+            keys.len(),
+            stale.len()
         )))
     }
 
@@ -192,7 +238,6 @@ impl CleanupWork {
         tx: &mut PgConnection,
         data: &Value,
     ) -> Result<Option<String>, ItemError> {
-        let root = self.root()?.to_path_buf();
         let keys: Vec<String> = data
             .get("keys")
             .and_then(|k| serde_json::from_value(k.clone()).ok())
@@ -205,6 +250,16 @@ impl CleanupWork {
                 .fetch_all(&mut *tx)
                 .await?;
         let doomed: Vec<String> = keys.into_iter().filter(|k| !known.contains(k)).collect();
+        if let Some(drive) = self.object_drive() {
+            for key in &doomed {
+                drive
+                    .delete(key)
+                    .await
+                    .map_err(|e| ItemError::Transient(format!("deleting {key}: {e}")))?;
+            }
+            return Ok(Some(format!("deleted {}", doomed.len())));
+        }
+        let root = self.root()?.to_path_buf();
         let n = tokio::task::spawn_blocking(move || delete_keys(&root, &doomed))
             .await
             .map_err(|e| ItemError::Transient(format!("deleting files: {e}")))?

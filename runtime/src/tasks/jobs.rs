@@ -117,6 +117,9 @@ pub struct JobsConfig {
     pub environment: String,
     /// `FS_STORAGE_PATH`: the media cleanup's root; `None` when unset.
     pub storage_path: Option<std::path::PathBuf>,
+    /// The media drive: the media cleanup deletes stale uploads' objects through it when the
+    /// drive is S3 (an fs drive's files are found by listing `storage_path`).
+    pub drive: Option<std::sync::Arc<crate::media::Drive>>,
 }
 
 impl Default for JobsConfig {
@@ -124,6 +127,7 @@ impl Default for JobsConfig {
         JobsConfig {
             environment: "production".into(),
             storage_path: None,
+            drive: None,
         }
     }
 }

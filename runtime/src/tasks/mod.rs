@@ -5,6 +5,7 @@ pub mod delivery;
 pub mod imports;
 pub mod inbox;
 pub mod jobs;
+pub mod media;
 pub mod poll_notification;
 pub mod probe;
 pub mod replies;
@@ -53,12 +54,27 @@ pub fn registry_for_node(
 }
 
 /// `registry` plus the import and cleanup jobs (R-JOB), which need this node's environment
-/// and storage path. Imports resolve and follow accounts, so they need federation too.
+/// and storage path, and media processing, which needs its drive. Imports resolve and follow
+/// accounts, so they need federation too.
 pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Registry {
     let mut reg = registry(&config.queue, fed.clone());
+    // The configuration was validated at start; a drive object_store still refuses leaves
+    // uploads waiting for a worker that has one (and says so).
+    let drive = match crate::media::Drive::from_config(&config.media) {
+        Ok(d) if d.is_enabled() => Some(Arc::new(d)),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::error!(error = %e, "media drive unusable: media processing is not registered");
+            None
+        }
+    };
+    if let Some(d) = &drive {
+        media::register(&mut reg, d.clone(), Arc::new(config.media.clone()));
+    }
     let jobs = jobs::JobsConfig {
         environment: config.environment.clone(),
         storage_path: config.storage_path.clone(),
+        drive,
     };
     cleanups::register(&mut reg, jobs.clone());
     if let Some(fed) = fed {

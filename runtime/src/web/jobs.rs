@@ -297,7 +297,11 @@ impl CleanupRequest {
                     json!({ "olderThanDays": days, "cutoff": cutoff }),
                 ))
             }
-            CleanupRequest::Media if s.storage_path.is_none() => Err(CleanupError::NoStorage),
+            CleanupRequest::Media
+                if s.storage_path.is_none() && s.drive.kind() != crate::media::DriveKind::S3 =>
+            {
+                Err(CleanupError::NoStorage)
+            }
             CleanupRequest::Media => Ok(("media", json!({}))),
         }
     }

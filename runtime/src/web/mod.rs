@@ -20,6 +20,7 @@ pub mod body;
 pub mod edge;
 pub mod jobs;
 pub mod mastodon;
+pub mod media_files;
 pub mod oauth;
 pub mod polls;
 pub mod replies;
@@ -55,6 +56,11 @@ pub struct AppState {
     pub public_origin: String,
     /// `BEHIND_PROXY`: believe `X-Forwarded-Proto` / `X-Forwarded-For`.
     pub behind_proxy: bool,
+    /// Where media files are stored and the public URLs they have (R-MAPI-3); statuses pass it
+    /// to `media::entities_for` / `media::documents_for`.
+    pub drive: Arc<crate::media::Drive>,
+    /// `MEDIA_*` limits (and the drive's settings).
+    pub media: crate::config::MediaConfig,
 }
 
 impl AppState {
@@ -76,6 +82,8 @@ impl AppState {
             poll_wakeup_chunk: std::time::Duration::from_secs(7 * 86_400),
             public_origin: "http://localhost:3000".into(),
             behind_proxy: false,
+            drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
+            media: Default::default(),
         }
     }
 }
@@ -146,7 +154,8 @@ pub fn router(state: AppState) -> Router {
         .merge(polls::routes())
         .merge(replies::routes())
         .merge(oauth::routes())
-        .merge(mastodon::routes());
+        .merge(mastodon::routes(&state))
+        .merge(media_files::routes());
     finish(routes, state)
 }
 

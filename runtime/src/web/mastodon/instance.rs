@@ -1,8 +1,8 @@
 //! What a client or another server asks about the instance: `GET /api/v1/instance`,
 //! `/api/v2/instance`, `/api/v1/custom_emojis`, NodeInfo (`/.well-known/nodeinfo`,
 //! `/nodeinfo/2.1`) and the default avatar and header images. The `configuration` limits are
-//! the ones the runtime enforces (the poll and status rules of `polls`); media uploads do not
-//! exist yet, so no media type is offered.
+//! the ones the runtime enforces (the poll and status rules of `polls`, the media limits of
+//! `MEDIA_MAX_BYTES` / `MEDIA_MAX_PIXELS`); without a media drive no media type is offered.
 
 use axum::extract::State;
 use axum::http::header;
@@ -47,19 +47,33 @@ fn domain(s: &AppState) -> String {
 }
 
 /// The limits this server enforces, in the v2 shape (v1 reuses the parts it has).
-fn configuration() -> Value {
+fn configuration(s: &AppState) -> Value {
+    // Images only (no video transcoding, SPEC §12); nothing when no drive stores them.
+    let (mimes, max_attachments): (&[&str], usize) = if s.drive.is_enabled() {
+        (
+            &crate::media::processing::Format::MIMES,
+            crate::media::MAX_PER_STATUS,
+        )
+    } else {
+        (&[], 0)
+    };
+    let (size_limit, matrix_limit) = if s.drive.is_enabled() {
+        (s.media.max_bytes as u64, s.media.max_pixels)
+    } else {
+        (0, 0)
+    };
     json!({
         "accounts": { "max_featured_tags": 0, "max_pinned_statuses": 0 },
         // Links count with their full length here (no 23-character shortening).
         "statuses": {
             "max_characters": MAX_STATUS_CHARS,
-            "max_media_attachments": 0,
+            "max_media_attachments": max_attachments,
         },
-        // Uploads are not implemented yet: nothing is accepted.
         "media_attachments": {
-            "supported_mime_types": [],
-            "image_size_limit": 0,
-            "image_matrix_limit": 0,
+            "supported_mime_types": mimes,
+            "image_size_limit": size_limit,
+            "image_matrix_limit": matrix_limit,
+            "description_limit": crate::media::upload::MAX_DESCRIPTION_CHARS,
             "video_size_limit": 0,
             "video_frame_rate_limit": 0,
             "video_matrix_limit": 0,
@@ -127,7 +141,7 @@ fn thumbnail(s: &AppState) -> String {
 async fn v2(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
     let u = usage(&s).await?;
     let streaming = s.public_origin.replacen("http", "ws", 1);
-    let mut config = configuration();
+    let mut config = configuration(&s);
     config["urls"] = json!({ "streaming": streaming });
     Ok(Json(json!({
         "domain": domain(&s),
@@ -151,7 +165,7 @@ async fn v2(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
 async fn v1(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
     let u = usage(&s).await?;
     let streaming = s.public_origin.replacen("http", "ws", 1);
-    let mut config = configuration();
+    let mut config = configuration(&s);
     if let Some(c) = config.as_object_mut() {
         c.remove("accounts");
         c.remove("translation");

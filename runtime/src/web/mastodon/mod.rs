@@ -14,12 +14,14 @@ pub mod credentials;
 pub mod entities;
 pub mod follow_requests;
 pub mod instance;
+pub mod media;
 pub mod pagination;
 pub mod relationships;
 pub mod search;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
+        .merge(media::routes(state))
         .merge(instance::routes())
         .merge(credentials::routes())
         .merge(accounts::routes())

@@ -1,0 +1,133 @@
+//! What statuses do with uploads: attach them to a new status (in the status's transaction),
+//! and read them back as Mastodon entities or ActivityPub documents, in attach order.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use sqlx::{AssertSqlSafe, PgConnection};
+use uuid::Uuid;
+
+use super::entity::{self, COLUMNS, MediaRow};
+use super::storage::Drive;
+
+/// Media attachments one status may have (Mastodon's `max_media_attachments`).
+pub const MAX_PER_STATUS: usize = 4;
+
+/// Why `attach` refused; every variant but `Db` is the client's mistake (422).
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error("Validation failed: a status can have at most {MAX_PER_STATUS} media attachments")]
+    TooMany,
+    #[error("Validation failed: media attachment {0} not found")]
+    NotFound(Uuid),
+    #[error("Validation failed: media attachment {0} is already attached to another status")]
+    AttachedElsewhere(Uuid),
+    #[error("Validation failed: media attachment {0} failed processing and cannot be attached")]
+    Failed(Uuid),
+    #[error("Cannot attach files that have not finished processing. Try again in a moment!")]
+    NotReady(Uuid),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+impl AttachError {
+    /// Whether this is the client's mistake (422) rather than the database's (503).
+    pub fn is_client_error(&self) -> bool {
+        !matches!(self, AttachError::Db(_))
+    }
+}
+
+/// Attaches `ids` (in this order) to `status`, inside the caller's transaction. Every id must
+/// name an upload of `account` that is ready (Mastodon refuses ones still processing) and not
+/// attached to another status; at most [`MAX_PER_STATUS`]; a repeated id counts once. The
+/// rows are locked, so two statuses cannot take the same upload.
+pub async fn attach(
+    tx: &mut PgConnection,
+    account: Uuid,
+    status: Uuid,
+    ids: &[Uuid],
+) -> Result<(), AttachError> {
+    let mut unique: Vec<Uuid> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !unique.contains(id) {
+            unique.push(*id);
+        }
+    }
+    if unique.len() > MAX_PER_STATUS {
+        return Err(AttachError::TooMany);
+    }
+    if unique.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<MediaRow> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM media_attachments WHERE id = ANY($1) AND account_id = $2 FOR UPDATE"
+    )))
+    .bind(&unique)
+    .bind(account)
+    .fetch_all(&mut *tx)
+    .await?;
+    for id in &unique {
+        let row = rows
+            .iter()
+            .find(|r| r.id == *id)
+            .ok_or(AttachError::NotFound(*id))?;
+        if row.status_id.is_some_and(|s| s != status) {
+            return Err(AttachError::AttachedElsewhere(*id));
+        }
+        match row.state.as_str() {
+            "failed" => return Err(AttachError::Failed(*id)),
+            "processing" => return Err(AttachError::NotReady(*id)),
+            _ => {}
+        }
+    }
+    sqlx::query(
+        "UPDATE media_attachments m SET status_id = $1, position = o.n - 1
+           FROM unnest($2::uuid[]) WITH ORDINALITY AS o(id, n) WHERE m.id = o.id",
+    )
+    .bind(status)
+    .bind(&unique)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+async fn rows_of(conn: &mut PgConnection, statuses: &[Uuid]) -> Result<Vec<MediaRow>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM media_attachments WHERE status_id = ANY($1)
+          ORDER BY status_id, position, id"
+    )))
+    .bind(statuses)
+    .fetch_all(conn)
+    .await
+}
+
+/// The `media_attachments` of each status (Mastodon entities, attach order). Statuses without
+/// media are absent from the map.
+pub async fn entities_for(
+    conn: &mut PgConnection,
+    drive: &Drive,
+    statuses: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<Value>>, sqlx::Error> {
+    let mut out: HashMap<Uuid, Vec<Value>> = HashMap::new();
+    for row in rows_of(conn, statuses).await? {
+        if let Some(status) = row.status_id {
+            out.entry(status)
+                .or_default()
+                .push(entity::entity(drive, &row));
+        }
+    }
+    Ok(out)
+}
+
+/// The ActivityPub `attachment` documents of one status, attach order.
+pub async fn documents_for(
+    conn: &mut PgConnection,
+    drive: &Drive,
+    status: Uuid,
+) -> Result<Vec<Value>, sqlx::Error> {
+    Ok(rows_of(conn, &[status])
+        .await?
+        .iter()
+        .map(|row| entity::document(drive, row))
+        .collect())
+}

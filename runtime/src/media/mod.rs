@@ -1,0 +1,23 @@
+//! Media attachments of the Mastodon client API (R-MAPI-3, issue 19 item 4).
+//!
+//! - `processing`: sniffing, limits, thumbnail and BlurHash (JPEG, PNG, GIF, WebP only).
+//! - `storage`: the [`Drive`] (`DRIVE_DISK=fs|s3` through object_store) and public URLs.
+//! - `entity`: Mastodon's `MediaAttachment` and the ActivityPub `Document`.
+//! - `upload`: creating, reading, editing and deleting an account's uploads.
+//! - `deferred`: processing an upload stored raw, on a worker (`tasks::media`).
+//! - `attach`: what statuses call — [`attach`], [`entities_for`], [`documents_for`].
+//!
+//! Routes are in `web::mastodon::media`; files of the fs drive are served by
+//! `web::media_files`; unattached uploads older than a day go with the media cleanup
+//! (`tasks::cleanups`).
+
+pub mod attach;
+pub mod deferred;
+pub mod entity;
+pub mod processing;
+pub mod storage;
+pub mod upload;
+
+pub use attach::{AttachError, MAX_PER_STATUS, attach, documents_for, entities_for};
+pub use entity::{MediaRow, document, entity};
+pub use storage::{Drive, DriveError, DriveKind};

@@ -1,0 +1,264 @@
+//! What an upload is and what we make of it: the format sniffed from its bytes (the client's
+//! `Content-Type` and file name are never believed), its dimensions read from the header alone
+//! (so an over-large image is refused before it is decoded), and the processed result — a
+//! thumbnail of at most 640×640 keeping the aspect ratio, and a BlurHash. CPU work: callers
+//! run it on a blocking thread.
+
+use std::io::Cursor;
+
+use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+
+/// The longest side of a thumbnail (`meta.small`), as Mastodon's `small` style.
+pub const THUMBNAIL_MAX: u32 = 640;
+/// BlurHash components (Mastodon's 4×4), computed on a copy at most this wide and high.
+const BLURHASH_COMPONENTS: u32 = 4;
+const BLURHASH_SOURCE_MAX: u32 = 100;
+
+/// The four formats accepted (R-MAPI-3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Jpeg,
+    Png,
+    Gif,
+    WebP,
+}
+
+impl Format {
+    /// The format the bytes are, by their magic numbers; `None` for anything else.
+    pub fn sniff(bytes: &[u8]) -> Option<Format> {
+        if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            Some(Format::Jpeg)
+        } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(Format::Png)
+        } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+            Some(Format::Gif)
+        } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+            Some(Format::WebP)
+        } else {
+            None
+        }
+    }
+
+    pub fn mime(self) -> &'static str {
+        match self {
+            Format::Jpeg => "image/jpeg",
+            Format::Png => "image/png",
+            Format::Gif => "image/gif",
+            Format::WebP => "image/webp",
+        }
+    }
+
+    pub fn ext(self) -> &'static str {
+        match self {
+            Format::Jpeg => "jpg",
+            Format::Png => "png",
+            Format::Gif => "gif",
+            Format::WebP => "webp",
+        }
+    }
+
+    pub fn from_mime(mime: &str) -> Option<Format> {
+        [Format::Jpeg, Format::Png, Format::Gif, Format::WebP]
+            .into_iter()
+            .find(|f| f.mime() == mime)
+    }
+
+    fn image_format(self) -> ImageFormat {
+        match self {
+            Format::Jpeg => ImageFormat::Jpeg,
+            Format::Png => ImageFormat::Png,
+            Format::Gif => ImageFormat::Gif,
+            Format::WebP => ImageFormat::WebP,
+        }
+    }
+
+    /// Every MIME type accepted, for the instance's `configuration`.
+    pub const MIMES: [&'static str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+}
+
+/// Why an upload is refused or its processing failed. The text is the client's `error`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProcessError {
+    #[error("Validation failed: File content type is invalid (JPEG, PNG, GIF or WebP only)")]
+    UnsupportedType,
+    #[error("Validation failed: File size must be at most {0} bytes")]
+    TooLarge(usize),
+    #[error("Validation failed: Image dimensions {0}x{1} exceed {2} pixels")]
+    TooManyPixels(u32, u32, u64),
+    #[error("Validation failed: the image cannot be read: {0}")]
+    Undecodable(String),
+}
+
+/// What a quick look at the bytes tells: format and dimensions, within the limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    pub format: Format,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Sniffs and reads the dimensions from the header, refusing what is over the limits.
+pub fn probe(bytes: &[u8], max_bytes: usize, max_pixels: u64) -> Result<Probe, ProcessError> {
+    if bytes.len() > max_bytes {
+        return Err(ProcessError::TooLarge(max_bytes));
+    }
+    let format = Format::sniff(bytes).ok_or(ProcessError::UnsupportedType)?;
+    let (width, height) = ImageReader::with_format(Cursor::new(bytes), format.image_format())
+        .into_dimensions()
+        .map_err(|e| ProcessError::Undecodable(e.to_string()))?;
+    if width == 0 || height == 0 {
+        return Err(ProcessError::Undecodable("the image is empty".into()));
+    }
+    if u64::from(width) * u64::from(height) > max_pixels {
+        return Err(ProcessError::TooManyPixels(width, height, max_pixels));
+    }
+    Ok(Probe {
+        format,
+        width,
+        height,
+    })
+}
+
+/// The result of processing: the thumbnail's bytes and dimensions, and the BlurHash.
+#[derive(Clone, Debug)]
+pub struct Processed {
+    pub thumbnail: Vec<u8>,
+    pub thumbnail_format: Format,
+    pub thumbnail_width: u32,
+    pub thumbnail_height: u32,
+    pub blurhash: String,
+}
+
+/// Decodes the image (within the pixel limit, so a lying header cannot make the decoder
+/// allocate more) and makes its thumbnail and BlurHash. `preview` is a client-given
+/// thumbnail (the `thumbnail` field), used for the small version when present.
+pub fn process(
+    bytes: &[u8],
+    probe: Probe,
+    max_pixels: u64,
+    preview: Option<(&[u8], Probe)>,
+) -> Result<Processed, ProcessError> {
+    let image = decode(bytes, probe, max_pixels)?;
+    let blurhash = blurhash_of(&image)?;
+    let small_source = match preview {
+        Some((b, p)) => decode(b, p, max_pixels)?,
+        None => image,
+    };
+    let small = if small_source.width() > THUMBNAIL_MAX || small_source.height() > THUMBNAIL_MAX {
+        small_source.thumbnail(THUMBNAIL_MAX, THUMBNAIL_MAX)
+    } else {
+        small_source
+    };
+    // JPEG for opaque thumbnails (small), PNG where transparency must survive.
+    let (format, small) = if small.color().has_alpha() {
+        (Format::Png, small)
+    } else {
+        (Format::Jpeg, DynamicImage::ImageRgb8(small.to_rgb8()))
+    };
+    let mut out = Cursor::new(Vec::new());
+    small
+        .write_to(&mut out, format.image_format())
+        .map_err(|e| ProcessError::Undecodable(format!("encoding the thumbnail: {e}")))?;
+    Ok(Processed {
+        thumbnail: out.into_inner(),
+        thumbnail_format: format,
+        thumbnail_width: small.width(),
+        thumbnail_height: small.height(),
+        blurhash,
+    })
+}
+
+fn decode(bytes: &[u8], probe: Probe, max_pixels: u64) -> Result<DynamicImage, ProcessError> {
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), probe.format.image_format());
+    let mut limits = Limits::default();
+    let side = u32::try_from(max_pixels).unwrap_or(u32::MAX);
+    limits.max_image_width = Some(side);
+    limits.max_image_height = Some(side);
+    // RGBA16 of the largest allowed image, plus the decoder's own buffers.
+    limits.max_alloc = Some(max_pixels.saturating_mul(8).saturating_add(64 << 20));
+    reader.limits(limits);
+    let image = reader
+        .decode()
+        .map_err(|e| ProcessError::Undecodable(e.to_string()))?;
+    if u64::from(image.width()) * u64::from(image.height()) > max_pixels {
+        return Err(ProcessError::TooManyPixels(
+            image.width(),
+            image.height(),
+            max_pixels,
+        ));
+    }
+    Ok(image)
+}
+
+fn blurhash_of(image: &DynamicImage) -> Result<String, ProcessError> {
+    let small = image
+        .thumbnail(BLURHASH_SOURCE_MAX, BLURHASH_SOURCE_MAX)
+        .to_rgba8();
+    blurhash::encode(
+        BLURHASH_COMPONENTS,
+        BLURHASH_COMPONENTS,
+        small.width(),
+        small.height(),
+        small.as_raw(),
+    )
+    .map_err(|e| ProcessError::Undecodable(format!("computing the blurhash: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = DynamicImage::ImageRgb8(image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 128])
+        }));
+        let mut out = Cursor::new(Vec::new());
+        img.write_to(&mut out, ImageFormat::Png).expect("png");
+        out.into_inner()
+    }
+
+    #[test]
+    fn formats_are_sniffed_from_bytes_only() {
+        assert_eq!(Format::sniff(&png(2, 2)), Some(Format::Png));
+        assert_eq!(Format::sniff(b"GIF89a...."), Some(Format::Gif));
+        assert_eq!(Format::sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some(Format::WebP));
+        assert_eq!(Format::sniff(&[0xFF, 0xD8, 0xFF, 0xE0]), Some(Format::Jpeg));
+        assert_eq!(Format::sniff(b"<svg xmlns="), None);
+        assert_eq!(Format::sniff(b"RIFF\0\0\0\0WAVE"), None);
+        assert_eq!(Format::sniff(b""), None);
+    }
+
+    #[test]
+    fn limits_are_checked_before_decoding() {
+        let bytes = png(100, 50);
+        assert_eq!(
+            probe(&bytes, bytes.len() - 1, 1_000_000),
+            Err(ProcessError::TooLarge(bytes.len() - 1))
+        );
+        assert_eq!(
+            probe(&bytes, 1 << 20, 4999),
+            Err(ProcessError::TooManyPixels(100, 50, 4999))
+        );
+        let p = probe(&bytes, 1 << 20, 5000).expect("within limits");
+        assert_eq!((p.format, p.width, p.height), (Format::Png, 100, 50));
+        assert_eq!(
+            probe(b"hello", 100, 100),
+            Err(ProcessError::UnsupportedType)
+        );
+    }
+
+    #[test]
+    fn thumbnails_keep_the_aspect_and_never_grow() {
+        let big = png(1280, 320);
+        let p = probe(&big, 1 << 24, 1 << 24).expect("probe");
+        let out = process(&big, p, 1 << 24, None).expect("process");
+        assert_eq!((out.thumbnail_width, out.thumbnail_height), (640, 160));
+        assert_eq!(out.thumbnail_format, Format::Jpeg);
+        assert_eq!(Format::sniff(&out.thumbnail), Some(Format::Jpeg));
+        assert!(!out.blurhash.is_empty());
+        let small = png(30, 20);
+        let p = probe(&small, 1 << 24, 1 << 24).expect("probe");
+        let out = process(&small, p, 1 << 24, None).expect("process");
+        assert_eq!((out.thumbnail_width, out.thumbnail_height), (30, 20));
+    }
+}
