@@ -150,7 +150,7 @@ pub fn process(
         small_source
     };
     // JPEG for opaque thumbnails (small), PNG where transparency must survive.
-    let (format, small) = if small.color().has_alpha() {
+    let (format, small) = if has_transparency(&small) {
         (Format::Png, small)
     } else {
         (Format::Jpeg, DynamicImage::ImageRgb8(small.to_rgb8()))
@@ -166,6 +166,11 @@ pub fn process(
         thumbnail_height: small.height(),
         blurhash,
     })
+}
+
+/// Whether any pixel is not fully opaque (an RGBA image of opaque pixels is a JPEG thumbnail).
+fn has_transparency(image: &DynamicImage) -> bool {
+    image.color().has_alpha() && image.to_rgba8().pixels().any(|p| p.0[3] < 255)
 }
 
 fn decode(bytes: &[u8], probe: Probe, max_pixels: u64) -> Result<DynamicImage, ProcessError> {

@@ -3,6 +3,7 @@
 //! parallel without seeing each other.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod moto;
 pub mod node;
 pub mod peer;
 pub mod process;

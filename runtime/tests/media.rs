@@ -1,0 +1,927 @@
+//! Mastodon media uploads (issue 19 item 4, R-MAPI-3) over HTTP against real nodes on a real
+//! PostgreSQL: refusals first (a lying type, oversize, too many pixels, bad focus, ids that are
+//! not the caller's) with nothing stored, then synchronous and worker-processed uploads, the fs
+//! drive's file serving, attaching to statuses, the cleanup of abandoned uploads, and the S3
+//! drive against moto's S3 server.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hollo_runtime::federation::accounts::hash_token;
+use hollo_runtime::media::{self, AttachError, Drive};
+use image::{DynamicImage, ImageFormat};
+use serde_json::{Value, json};
+use support::eventually;
+use support::moto::Moto;
+use support::node::Instance;
+use uuid::Uuid;
+
+const WAIT: Duration = Duration::from_secs(60);
+const ADMIN: &str = "media-admin-token";
+
+fn encode(w: u32, h: u32, format: ImageFormat) -> Vec<u8> {
+    let img = DynamicImage::ImageRgba8(image::RgbaImage::from_fn(w, h, |x, y| {
+        image::Rgba([(x * 7 % 256) as u8, (y * 3 % 256) as u8, 90, 255])
+    }));
+    let img = match format {
+        ImageFormat::Jpeg => DynamicImage::ImageRgb8(img.to_rgb8()),
+        _ => img,
+    };
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, format).expect("encode");
+    out.into_inner()
+}
+
+fn png(w: u32, h: u32) -> Vec<u8> {
+    encode(w, h, ImageFormat::Png)
+}
+
+/// One multipart field: name, `(filename, content type)` when it is a file, bytes.
+type Part<'a> = (&'a str, Option<(&'a str, &'a str)>, &'a [u8]);
+
+/// A multipart form of `parts`.
+fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
+    let boundary = format!("----hollo{}", Uuid::new_v4().simple());
+    let mut body = Vec::new();
+    for (name, file, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        match file {
+            Some((filename, ctype)) => body.extend_from_slice(
+                format!(
+                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
+                     Content-Type: {ctype}\r\n\r\n"
+                )
+                .as_bytes(),
+            ),
+            None => body.extend_from_slice(
+                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+            ),
+        }
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+struct Api {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    fn new(inst: &Instance, token: &str) -> Api {
+        Api {
+            base: inst.base.clone(),
+            token: token.to_string(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
+        let resp = req.bearer_auth(&self.token).send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn upload(
+        &self,
+        version: u8,
+        parts: &[Part<'_>],
+    ) -> (u16, Value) {
+        let (ctype, body) = form(parts);
+        self.send(
+            self.http
+                .post(format!("{}/api/v{version}/media", self.base))
+                .header("content-type", ctype)
+                .body(body),
+        )
+        .await
+    }
+
+    async fn upload_file(&self, version: u8, bytes: &[u8]) -> (u16, Value) {
+        self.upload(version, &[("file", Some(("a.png", "image/png")), bytes)])
+            .await
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn put_json(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send(self.http.put(format!("{}{path}", self.base)).json(&body))
+            .await
+    }
+}
+
+fn storage_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("hollo-media-test-{}", Uuid::new_v4().simple()))
+}
+
+/// Every file under `dir`, relative.
+fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+async fn token_with_scopes(inst: &Instance, account: Uuid, scopes: &str) -> String {
+    let token = format!("scoped-{}", Uuid::new_v4().simple());
+    sqlx::query("INSERT INTO account_tokens (token_hash, account_id, scopes) VALUES ($1, $2, $3)")
+        .bind(hash_token(&token))
+        .bind(account)
+        .bind(scopes)
+        .execute(&inst.pool)
+        .await
+        .expect("token");
+    token
+}
+
+async fn stored_rows(inst: &Instance) -> (i64, i64) {
+    (
+        inst.count("SELECT count(*) FROM media_attachments").await,
+        inst.count("SELECT count(*) FROM media_files").await,
+    )
+}
+
+fn assert_error(got: &(u16, Value), status: u16, what: &str) {
+    assert_eq!(got.0, status, "{what}: {}", got.1);
+    assert!(got.1["error"].is_string(), "{what}: {}", got.1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
+    let dir = storage_dir();
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
+            ("MEDIA_MAX_BYTES", "200000"),
+            ("MEDIA_MAX_PIXELS", "40000"),
+        ],
+    )
+    .await;
+    let (alice, token) = inst.account("alice").await;
+    let api = Api::new(&inst, &token);
+
+    // Text that claims to be a PNG, by its Content-Type and its name.
+    let lie = api
+        .upload(
+            2,
+            &[(
+                "file",
+                Some(("cat.png", "image/png")),
+                b"<svg onload=alert(1)>",
+            )],
+        )
+        .await;
+    assert_error(&lie, 422, "a lying Content-Type");
+    assert!(
+        lie.1["error"].as_str().unwrap().contains("content type"),
+        "{}",
+        lie.1
+    );
+    // An SVG, honestly labelled, is not accepted either.
+    let svg = api
+        .upload(
+            1,
+            &[(
+                "file",
+                Some(("x.svg", "image/svg+xml")),
+                b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+            )],
+        )
+        .await;
+    assert_error(&svg, 422, "SVG");
+    // Over MEDIA_MAX_BYTES: noise after a PNG header, 200,001 bytes.
+    let mut big = png(10, 10);
+    big.resize(200_001, 7);
+    assert_error(&api.upload_file(2, &big).await, 422, "over MEDIA_MAX_BYTES");
+    assert_error(
+        &api.upload_file(1, &big).await,
+        422,
+        "over MEDIA_MAX_BYTES (v1)",
+    );
+    // Over MEDIA_MAX_PIXELS (201×200 > 40,000), small in bytes.
+    let wide = api.upload_file(2, &png(201, 200)).await;
+    assert_error(&wide, 422, "over MEDIA_MAX_PIXELS");
+    assert!(
+        wide.1["error"].as_str().unwrap().contains("201x200"),
+        "{}",
+        wide.1
+    );
+    // A header that promises an image and data that is not one, processed at once.
+    let mut broken = png(50, 50);
+    broken.truncate(60);
+    assert_error(&api.upload_file(1, &broken).await, 422, "undecodable");
+    // Bad focus, no file.
+    let ok = png(20, 20);
+    for focus in ["2,0", "0", "a,b", "0,-1.5"] {
+        let r = api
+            .upload(
+                2,
+                &[
+                    ("file", Some(("a.png", "image/png")), &ok),
+                    ("focus", None, focus.as_bytes()),
+                ],
+            )
+            .await;
+        assert_error(&r, 422, &format!("focus {focus}"));
+    }
+    assert_error(
+        &api.upload(2, &[("description", None, b"no file")]).await,
+        422,
+        "no file",
+    );
+    let long = "d".repeat(1501);
+    assert_error(
+        &api.upload(
+            2,
+            &[
+                ("file", Some(("a.png", "image/png")), &ok),
+                ("description", None, long.as_bytes()),
+            ],
+        )
+        .await,
+        422,
+        "description over 1,500 characters",
+    );
+    assert_eq!(stored_rows(&inst).await, (0, 0), "nothing stored");
+    assert_eq!(files_under(&dir), Vec::<String>::new(), "no file written");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM hollo_task_message_v1")
+            .await,
+        0,
+        "no task"
+    );
+
+    // Authentication and scopes.
+    let anon = reqwest::Client::new()
+        .post(format!("{}/api/v2/media", inst.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon.status().as_u16(), 401);
+    let read_only = Api::new(
+        &inst,
+        &token_with_scopes(&inst, alice.id, "read write:statuses").await,
+    );
+    assert_error(&read_only.upload_file(2, &ok).await, 403, "no write:media");
+    let media_only = Api::new(
+        &inst,
+        &token_with_scopes(&inst, alice.id, "write:media").await,
+    );
+    let (s, mine) = media_only.upload_file(2, &ok).await;
+    assert_eq!(s, 200, "{mine}");
+    let id = mine["id"].as_str().unwrap().to_string();
+
+    // Unknown, malformed and another account's ids are all the same 404.
+    let (_, bob_token) = inst.account("bob").await;
+    let bob = Api::new(&inst, &bob_token);
+    for path in [
+        format!("/api/v1/media/{}", Uuid::now_v7()),
+        "/api/v1/media/not-an-id".to_string(),
+        format!("/api/v1/media/{id}"),
+    ] {
+        assert_error(&bob.get(&path).await, 404, &path);
+        assert_error(
+            &bob.put_json(&path, json!({"description": "mine now"}))
+                .await,
+            404,
+            &path,
+        );
+        let del = bob
+            .send(bob.http.delete(format!("{}{path}", bob.base)))
+            .await;
+        assert_error(&del, 404, &path);
+    }
+    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await;
+    assert_eq!(
+        (s, v["description"].clone()),
+        (200, Value::Null),
+        "untouched: {v}"
+    );
+    assert_error(
+        &api.put_json(&format!("/api/v1/media/{id}"), json!({"focus": "1.2,0"}))
+            .await,
+        422,
+        "bad focus on update",
+    );
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_are_processed_stored_and_served_with_their_types() {
+    let dir = storage_dir();
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let (_, token) = inst.account("alice").await;
+    let api = Api::new(&inst, &token);
+
+    let original = png(1280, 320);
+    let (s, m) = api
+        .upload(
+            1,
+            &[
+                (
+                    "file",
+                    Some(("banner.bin", "application/octet-stream")),
+                    &original,
+                ),
+                ("description", None, "a wide banner".as_bytes()),
+                ("focus", None, b"0.5,-0.25"),
+            ],
+        )
+        .await;
+    assert_eq!(s, 200, "{m}");
+    let id = m["id"].as_str().unwrap().to_string();
+    assert_eq!(m["type"], "image");
+    assert_eq!(m["description"], "a wide banner");
+    assert!(
+        m["remote_url"].is_null() && m["preview_remote_url"].is_null() && m["text_url"].is_null()
+    );
+    assert_eq!(
+        m["meta"]["original"],
+        json!({"width": 1280, "height": 320, "size": "1280x320", "aspect": 4.0})
+    );
+    assert_eq!(
+        m["meta"]["small"],
+        json!({"width": 640, "height": 160, "size": "640x160", "aspect": 4.0})
+    );
+    assert_eq!(m["meta"]["focus"], json!({"x": 0.5, "y": -0.25}));
+    assert!(m["blurhash"].as_str().is_some_and(|b| b.len() >= 6), "{m}");
+    let url = m["url"].as_str().unwrap();
+    assert_eq!(
+        url,
+        format!("{}/media/{id}/original.png", inst.base),
+        "the sniffed type names the file"
+    );
+
+    // The file and its thumbnail, served by the web node.
+    let http = reqwest::Client::new();
+    let resp = http.get(url).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let h = resp.headers().clone();
+    assert_eq!(h["content-type"], "image/png");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert!(
+        h["cache-control"].to_str().unwrap().contains("max-age="),
+        "{h:?}"
+    );
+    assert_eq!(resp.bytes().await.unwrap().as_ref(), original.as_slice());
+    let preview = http
+        .get(m["preview_url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preview.status().as_u16(), 200);
+    assert_eq!(preview.headers()["content-type"], "image/jpeg");
+    let small = image::load_from_memory(&preview.bytes().await.unwrap()).expect("a thumbnail");
+    assert_eq!((small.width(), small.height()), (640, 160));
+    for missing in [
+        format!("/media/{}/original.png", Uuid::now_v7()),
+        format!("/media/{id}/original.exe"),
+        format!("/media/{id}/..%2F..%2Fsecret.png"),
+        "/media/x/original.png".to_string(),
+    ] {
+        let r = http
+            .get(format!("{}{missing}", inst.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 404, "{missing}");
+    }
+    let mut keys: Vec<String> = sqlx::query_scalar("SELECT key FROM media_files ORDER BY key")
+        .fetch_all(&inst.pool)
+        .await
+        .unwrap();
+    keys.sort();
+    assert_eq!(
+        files_under(&dir),
+        keys,
+        "every file is registered for the cleanup"
+    );
+    assert!(
+        keys.iter()
+            .all(|k| hollo_runtime::tasks::cleanups::valid_media_key(k))
+    );
+
+    // Reading and editing while unattached.
+    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await;
+    assert_eq!((s, &v["id"]), (200, &json!(id)), "{v}");
+    let (s, v) = api
+        .put_json(
+            &format!("/api/v1/media/{id}"),
+            json!({"description": "new words", "focus": "-1,1"}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["description"], "new words");
+    assert_eq!(v["meta"]["focus"], json!({"x": -1.0, "y": 1.0}));
+    let form = api
+        .send(
+            api.http
+                .put(format!("{}/api/v1/media/{id}", api.base))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("description=form+words"),
+        )
+        .await;
+    assert_eq!(
+        (form.0, &form.1["description"]),
+        (200, &json!("form words")),
+        "{}",
+        form.1
+    );
+    assert_eq!(
+        form.1["meta"]["focus"],
+        json!({"x": -1.0, "y": 1.0}),
+        "focus kept"
+    );
+
+    // The other formats: the type comes from the bytes, thumbnails keep transparency.
+    for (format, mime, ext) in [
+        (ImageFormat::Jpeg, "image/jpeg", "jpg"),
+        (ImageFormat::Gif, "image/gif", "gif"),
+        (ImageFormat::WebP, "image/webp", "webp"),
+    ] {
+        let bytes = encode(64, 48, format);
+        let (s, m) = api
+            .upload(2, &[("file", Some(("x.png", "image/png")), &bytes)])
+            .await;
+        assert_eq!(s, 200, "{mime}: {m}");
+        let url = m["url"].as_str().unwrap();
+        assert!(url.ends_with(&format!("/original.{ext}")), "{url}");
+        let r = http.get(url).send().await.unwrap();
+        assert_eq!(r.headers()["content-type"], mime);
+        assert_eq!(m["meta"]["small"]["size"], "64x48", "never enlarged");
+    }
+
+    // A custom thumbnail is the preview.
+    let (s, m) = api
+        .upload(
+            2,
+            &[
+                ("file", Some(("a.png", "image/png")), &png(300, 300)),
+                ("thumbnail", Some(("t.png", "image/png")), &png(40, 10)),
+            ],
+        )
+        .await;
+    assert_eq!(s, 200, "{m}");
+    assert_eq!(m["meta"]["small"]["size"], "40x10", "{m}");
+    assert_eq!(m["meta"]["original"]["size"], "300x300", "{m}");
+
+    // Deleting an unattached upload removes its rows and files.
+    let before = files_under(&dir).len();
+    let del = api
+        .send(api.http.delete(format!("{}/api/v1/media/{id}", api.base)))
+        .await;
+    assert_eq!(del.0, 200, "{}", del.1);
+    assert_eq!(files_under(&dir).len(), before - 2);
+    assert_error(
+        &api.get(&format!("/api/v1/media/{id}")).await,
+        404,
+        "deleted",
+    );
+
+    // The instance reports the limits it enforces.
+    let (s, v) = api.get("/api/v2/instance").await;
+    assert_eq!(s, 200);
+    let c = &v["configuration"]["media_attachments"];
+    assert_eq!(c["image_size_limit"], 16 * 1024 * 1024);
+    assert_eq!(c["image_matrix_limit"], 33_177_600);
+    assert_eq!(
+        c["supported_mime_types"],
+        json!(["image/jpeg", "image/png", "image/gif", "image/webp"])
+    );
+    assert_eq!(v["configuration"]["statuses"]["max_media_attachments"], 4);
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Polls `GET /api/v1/media/:id` until it is no longer 206.
+async fn until_processed(api: &Api, id: &str) -> (u16, Value) {
+    eventually(WAIT, "the upload is processed", || async {
+        let got = api.get(&format!("/api/v1/media/{id}")).await;
+        (got.0 != 206).then_some(got)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
+    let dir = storage_dir();
+    let mut inst = Instance::start(
+        "web",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
+            ("MEDIA_SYNC_MAX_BYTES", "1000"),
+        ],
+    )
+    .await;
+    let (_, token) = inst.account("alice").await;
+    let api = Api::new(&inst, &token);
+    let big = png(900, 600);
+    assert!(big.len() > 1000);
+
+    let (s, m) = api.upload_file(2, &big).await;
+    assert_eq!(s, 202, "{m}");
+    assert!(m["url"].is_null() && m["preview_url"].is_null(), "{m}");
+    let id = m["id"].as_str().unwrap().to_string();
+    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await;
+    assert_eq!(s, 206, "still processing with no worker: {v}");
+    // v1 is always synchronous.
+    let (s, v) = api.upload_file(1, &big).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["url"].is_string());
+    // A file whose header is fine and whose data is not: stored, then failed by the worker.
+    let mut broken = png(900, 600);
+    broken.truncate(broken.len() / 2);
+    let (s, b) = api.upload_file(2, &broken).await;
+    assert_eq!(s, 202, "{b}");
+    let broken_id = b["id"].as_str().unwrap().to_string();
+
+    inst.worker(&[]).await;
+    let (s, v) = until_processed(&api, &id).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["meta"]["original"]["size"], "900x600");
+    assert_eq!(v["meta"]["small"]["size"], "640x427");
+    assert!(v["blurhash"].is_string());
+    let file = reqwest::get(v["url"].as_str().unwrap()).await.unwrap();
+    assert_eq!(file.headers()["content-type"], "image/png");
+    assert_eq!(file.bytes().await.unwrap().as_ref(), big.as_slice());
+    let thumb = reqwest::get(v["preview_url"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(thumb.status().as_u16(), 200);
+
+    let (s, v) = until_processed(&api, &broken_id).await;
+    assert_error(&(s, v.clone()), 422, "failed processing");
+    assert!(
+        v["error"].as_str().unwrap().contains("Error processing"),
+        "{v}"
+    );
+    let (state, error): (String, Option<String>) =
+        sqlx::query_as("SELECT state, error FROM media_attachments WHERE id = $1::uuid")
+            .bind(&broken_id)
+            .fetch_one(&inst.pool)
+            .await
+            .unwrap();
+    assert_eq!(state, "failed");
+    assert!(error.is_some_and(|e| !e.is_empty()));
+    assert_eq!(
+        inst.count("SELECT count(*) FROM hollo_task_message_v1")
+            .await,
+        0,
+        "every task completed"
+    );
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_attach_uploads_and_read_them_back_in_order() {
+    let dir = storage_dir();
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let (alice, token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let api = Api::new(&inst, &token);
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (s, m) = api
+            .upload(
+                2,
+                &[
+                    ("file", Some(("a.png", "image/png")), &png(10 + i, 10)),
+                    ("description", None, format!("n{i}").as_bytes()),
+                ],
+            )
+            .await;
+        assert_eq!(s, 200, "{m}");
+        ids.push(Uuid::parse_str(m["id"].as_str().unwrap()).unwrap());
+    }
+    let (_, bm) = Api::new(&inst, &bob_token).upload_file(2, &png(5, 5)).await;
+    let bobs = Uuid::parse_str(bm["id"].as_str().unwrap()).unwrap();
+    let status = |account: Uuid| {
+        let pool = inst.pool.clone();
+        async move {
+            let id = Uuid::now_v7();
+            sqlx::query(
+                "INSERT INTO statuses (id, account_id, uri, content) VALUES ($1, $2, $3, '')",
+            )
+            .bind(id)
+            .bind(account)
+            .bind(format!("https://h.example/s/{id}"))
+            .execute(&pool)
+            .await
+            .unwrap();
+            id
+        }
+    };
+    let (s1, s2) = (status(alice.id).await, status(alice.id).await);
+    let attach = |status: Uuid, list: Vec<Uuid>| {
+        let pool = inst.pool.clone();
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let r = media::attach(&mut tx, alice.id, status, &list).await;
+            if r.is_ok() {
+                tx.commit().await.unwrap();
+            }
+            r
+        }
+    };
+    assert!(matches!(
+        attach(s1, ids.clone()).await,
+        Err(AttachError::TooMany)
+    ));
+    assert!(
+        matches!(attach(s1, vec![ids[0], bobs]).await, Err(AttachError::NotFound(id)) if id == bobs)
+    );
+    assert!(matches!(
+        attach(s1, vec![Uuid::now_v7()]).await,
+        Err(AttachError::NotFound(_))
+    ));
+    sqlx::query("UPDATE media_attachments SET state = 'failed', error = 'x' WHERE id = $1")
+        .bind(ids[4])
+        .execute(&inst.pool)
+        .await
+        .unwrap();
+    assert!(matches!(
+        attach(s1, vec![ids[4]]).await,
+        Err(AttachError::Failed(_))
+    ));
+    attach(s1, vec![ids[2], ids[0], ids[2]])
+        .await
+        .expect("attach in order");
+    assert!(matches!(
+        attach(s2, vec![ids[0]]).await,
+        Err(AttachError::AttachedElsewhere(_))
+    ));
+    attach(s2, vec![ids[1]]).await.expect("another status");
+    let _ = bob;
+
+    let drive = Drive::disabled(inst.base.clone());
+    let mut conn = inst.pool.acquire().await.unwrap();
+    let map = media::entities_for(&mut conn, &drive, &[s1, s2, Uuid::now_v7()])
+        .await
+        .unwrap();
+    assert_eq!(map.len(), 2);
+    let descriptions: Vec<&str> = map[&s1]
+        .iter()
+        .map(|e| e["description"].as_str().unwrap())
+        .collect();
+    assert_eq!(descriptions, ["n2", "n0"], "attach order");
+    assert_eq!(map[&s1][0]["id"], json!(ids[2].to_string()));
+    assert_eq!(
+        map[&s1][0]["url"],
+        json!(format!("{}/media/{}/original.png", inst.base, ids[2]))
+    );
+    let docs = media::documents_for(&mut conn, &drive, s1).await.unwrap();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["type"], "Document");
+    assert_eq!(docs[0]["mediaType"], "image/png");
+    assert_eq!(docs[0]["name"], "n2");
+    assert_eq!(docs[0]["width"], 12);
+    assert_eq!(docs[0]["focalPoint"], json!([0.0, 0.0]));
+    assert!(docs[0]["blurhash"].is_string());
+    drop(conn);
+    // Attached uploads are the status's now: the media routes no longer show them.
+    assert_error(
+        &api.get(&format!("/api/v1/media/{}", ids[0])).await,
+        404,
+        "attached",
+    );
+    assert_error(
+        &api.put_json(
+            &format!("/api/v1/media/{}", ids[0]),
+            json!({"description": "x"}),
+        )
+        .await,
+        404,
+        "attached",
+    );
+    // Deleting the status deletes its attachments' rows.
+    sqlx::query("DELETE FROM statuses WHERE id = $1")
+        .bind(s1)
+        .execute(&inst.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        inst.count(&format!(
+            "SELECT count(*) FROM media_attachments WHERE id IN ('{}', '{}')",
+            ids[0], ids[2]
+        ))
+        .await,
+        0
+    );
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Makes uploads look two days old: their rows and their files.
+async fn age_uploads(inst: &Instance, dir: Option<&Path>) {
+    sqlx::query("UPDATE media_attachments SET created_at = now() - interval '2 days'")
+        .execute(&inst.pool)
+        .await
+        .unwrap();
+    if let Some(dir) = dir {
+        let old = std::time::SystemTime::now() - Duration::from_secs(2 * 86_400);
+        for f in files_under(dir) {
+            std::fs::File::options()
+                .write(true)
+                .open(dir.join(f))
+                .and_then(|f| f.set_modified(old))
+                .expect("age");
+        }
+    }
+}
+
+async fn run_media_cleanup(inst: &Instance) -> Value {
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{}/api/v1/admin/cleanups", inst.base))
+        .bearer_auth(ADMIN)
+        .json(&json!({"kind": "media"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202);
+    let job: Value = resp.json().await.unwrap();
+    let path = format!(
+        "{}/api/v1/admin/cleanups/{}",
+        inst.base,
+        job["id"].as_str().unwrap()
+    );
+    eventually(WAIT, "the cleanup finishes", || async {
+        let v: Value = http
+            .get(&path)
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        matches!(v["status"].as_str()?, "completed" | "failed" | "cancelled").then_some(v)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
+    let dir = storage_dir();
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
+    let (alice, token) = inst.account("alice").await;
+    let api = Api::new(&inst, &token);
+    let (_, kept) = api.upload_file(2, &png(30, 30)).await;
+    let (_, dropped) = api.upload_file(2, &png(40, 40)).await;
+    let (_, fresh) = api.upload_file(2, &png(50, 50)).await;
+    let kept = Uuid::parse_str(kept["id"].as_str().unwrap()).unwrap();
+    let dropped_id = dropped["id"].as_str().unwrap().to_string();
+    let status = Uuid::now_v7();
+    sqlx::query("INSERT INTO statuses (id, account_id, uri, content) VALUES ($1, $2, 'https://h.example/s/1', '')")
+        .bind(status)
+        .bind(alice.id)
+        .execute(&inst.pool)
+        .await
+        .unwrap();
+    let mut tx = inst.pool.begin().await.unwrap();
+    media::attach(&mut tx, alice.id, status, &[kept])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(files_under(&dir).len(), 6);
+    age_uploads(&inst, Some(&dir)).await;
+    sqlx::query("UPDATE media_attachments SET created_at = now() WHERE id = $1::uuid")
+        .bind(fresh["id"].as_str().unwrap())
+        .execute(&inst.pool)
+        .await
+        .unwrap();
+
+    let job = run_media_cleanup(&inst).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let left = files_under(&dir);
+    assert_eq!(left.len(), 4, "{left:?}");
+    assert!(left.iter().all(|f| !f.contains(&dropped_id)), "{left:?}");
+    assert!(
+        left.iter().any(|f| f.contains(&kept.to_string())),
+        "attached: kept"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM media_attachments").await,
+        2
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM media_files").await, 4);
+    assert_error(
+        &api.get(&format!("/api/v1/media/{dropped_id}")).await,
+        404,
+        "cleaned up",
+    );
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
+    let moto = Moto::start().await;
+    moto.public_bucket("hollo-media").await;
+    let base = format!("{}/hollo-media", moto.endpoint);
+    let inst = Instance::start(
+        "all",
+        &[
+            ("DRIVE_DISK", "s3"),
+            ("S3_BUCKET", "hollo-media"),
+            ("S3_REGION", "us-east-1"),
+            ("S3_ENDPOINT_URL", moto.endpoint.as_str()),
+            ("S3_FORCE_PATH_STYLE", "true"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
+            ("STORAGE_URL_BASE", base.as_str()),
+            ("MEDIA_SYNC_MAX_BYTES", "2000"),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
+    let (_, token) = inst.account("alice").await;
+    let api = Api::new(&inst, &token);
+
+    let small = png(20, 20);
+    let (s, m) = api.upload_file(2, &small).await;
+    assert_eq!(s, 200, "{m}");
+    let url = m["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("{base}/media/")), "{url}");
+    let got = reqwest::get(url).await.unwrap();
+    assert_eq!(got.status().as_u16(), 200, "the object is in the bucket");
+    assert_eq!(
+        got.headers()["content-type"],
+        "image/png",
+        "stored with its sniffed type"
+    );
+    assert_eq!(got.bytes().await.unwrap().as_ref(), small.as_slice());
+    let thumb = reqwest::get(m["preview_url"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(thumb.status().as_u16(), 200);
+    // The web node does not serve an S3 drive's keys itself.
+    let own = reqwest::get(format!(
+        "{}/media/{}/original.png",
+        inst.base,
+        m["id"].as_str().unwrap()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(own.status().as_u16(), 404);
+
+    // Processed by a worker (this `all` node), reading the raw file back from the bucket.
+    let big = png(700, 700);
+    assert!(big.len() > 2000);
+    let (s, m2) = api.upload_file(2, &big).await;
+    assert_eq!(s, 202, "{m2}");
+    let (s, v) = until_processed(&api, m2["id"].as_str().unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["meta"]["small"]["size"], "640x640");
+    let thumb = reqwest::get(v["preview_url"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(thumb.headers()["content-type"], "image/jpeg");
+
+    // Abandoned uploads leave the bucket with the cleanup.
+    age_uploads(&inst, None).await;
+    let job = run_media_cleanup(&inst).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    for u in [url.to_string(), v["url"].as_str().unwrap().to_string()] {
+        let r = reqwest::get(&u).await.unwrap();
+        assert_eq!(r.status().as_u16(), 404, "{u} deleted");
+    }
+    assert_eq!(
+        inst.count("SELECT count(*) FROM media_attachments").await,
+        0
+    );
+    inst.shutdown().await;
+}

@@ -1,0 +1,147 @@
+//! A real S3-compatible server for the `DRIVE_DISK=s3` tests: moto's (`moto[server]`, pinned in
+//! `tests/media/requirements.txt`), installed into a venv under target/ on first use, as the
+//! client tests install Mastodon.py. A missing python3 or a failed install FAILS the test with
+//! a message saying what is missing; nothing is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+fn requirements() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/media/requirements.txt")
+}
+
+/// The venv's `moto_server`, made once per requirements content.
+fn moto_server_bin() -> PathBuf {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let python = std::env::var("HOLLO_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("moto-venv");
+    let wanted = std::fs::read_to_string(requirements()).expect("tests/media/requirements.txt");
+    let stamp = venv.join("requirements.installed");
+    let bin = venv.join("bin/moto_server");
+    if bin.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return bin;
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let out = Command::new(&python)
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .output();
+    let out = out.unwrap_or_else(|e| {
+        panic!(
+            "the S3 test needs {python} (Debian packages `python3` and `python3-venv`; .ci/run \
+             installs them) to run moto's S3 server: {e} — this test never skips"
+        )
+    });
+    assert!(
+        out.status.success(),
+        "creating the moto venv failed (Debian needs `python3-venv`): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(venv.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(requirements())
+        .output()
+        .expect("run pip");
+    assert!(
+        out.status.success(),
+        "installing moto[server] from PyPI failed (tests/media/requirements.txt; the S3 test \
+         needs it): {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&stamp, wanted).expect("stamp");
+    bin
+}
+
+/// A running moto S3 server on a free local port; stopped when dropped.
+pub struct Moto {
+    pub endpoint: String,
+    child: Child,
+}
+
+impl Moto {
+    pub async fn start() -> Moto {
+        let bin = tokio::task::spawn_blocking(moto_server_bin)
+            .await
+            .expect("install moto");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(&bin)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server");
+        let moto = Moto {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        let http = reqwest::Client::new();
+        let start = Instant::now();
+        loop {
+            if http.get(&moto.endpoint).send().await.is_ok() {
+                return moto;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "moto_server did not answer on {} within 60 s",
+                moto.endpoint
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Creates `bucket` whose objects anyone may read (a bucket policy, as a deployment that
+    /// serves files from the bucket has). moto accepts unsigned requests.
+    pub async fn public_bucket(&self, bucket: &str) {
+        let http = reqwest::Client::new();
+        let resp = http
+            .put(format!("{}/{bucket}", self.endpoint))
+            .send()
+            .await
+            .expect("create bucket");
+        assert!(
+            resp.status().is_success(),
+            "create bucket: {}",
+            resp.status()
+        );
+        let policy = serde_json::json!({
+            "Version": "2012-10-17",
+            "Statement": [{
+                "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                "Resource": format!("arn:aws:s3:::{bucket}/*"),
+            }],
+        });
+        let resp = http
+            .put(format!("{}/{bucket}?policy", self.endpoint))
+            .header("content-type", "application/json")
+            .body(policy.to_string())
+            .send()
+            .await
+            .expect("bucket policy");
+        assert!(
+            resp.status().is_success(),
+            "bucket policy: {}",
+            resp.status()
+        );
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
