@@ -38,3 +38,17 @@ CREATE INDEX media_attachments_account ON media_attachments (account_id, created
 -- What the cleanup looks for: unattached uploads by age.
 CREATE INDEX media_attachments_unattached ON media_attachments (created_at)
     WHERE status_id IS NULL;
+
+-- However an attachment goes (its status deleted, its account deleted, the cleanup, DELETE
+-- /api/v1/media/:id), its files stop being registered, so the media cleanup's orphan scan
+-- removes them.
+CREATE FUNCTION media_attachments_unregister_files() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM media_files WHERE key IN (OLD.file_key, OLD.thumbnail_key);
+    RETURN OLD;
+END;
+$$;
+CREATE TRIGGER media_attachments_unregister_files
+    AFTER DELETE ON media_attachments
+    FOR EACH ROW EXECUTE FUNCTION media_attachments_unregister_files();

@@ -332,6 +332,33 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         docs.push((format!("sent {id} ({})", kind(&body)), body));
     }
 
+    // A note with a media attachment, as `media::documents_for` makes its `Document`s
+    // (statuses put them in `attachment`).
+    let media_row = hollo_runtime::media::MediaRow {
+        id: uuid::Uuid::now_v7(),
+        account_id: alice.id,
+        status_id: None,
+        kind: "image".into(),
+        content_type: "image/png".into(),
+        file_key: format!("media/{}/original.png", uuid::Uuid::now_v7()),
+        thumbnail_key: None,
+        size: 1,
+        width: Some(640),
+        height: Some(480),
+        thumbnail_width: None,
+        thumbnail_height: None,
+        blurhash: Some("LEHV6nWB2yk8pyo0adR*.7kCMdnj".into()),
+        description: Some("a cup of tea".into()),
+        focus_x: 0.25,
+        focus_y: -0.5,
+        state: "ready".into(),
+        error: None,
+    };
+    let drive = hollo_runtime::media::Drive::disabled(inst.base.clone());
+    let mut with_media = get(note["uri"].as_str().expect("uri")).await;
+    with_media["attachment"] = json!([hollo_runtime::media::document(&drive, &media_row)]);
+    docs.push(("a Note with a media Document".into(), with_media));
+
     let kinds: BTreeSet<String> = docs.iter().map(|(_, d)| kind(d)).collect();
     for expected in [
         "Person",

@@ -89,11 +89,7 @@ impl Api {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    async fn upload(
-        &self,
-        version: u8,
-        parts: &[Part<'_>],
-    ) -> (u16, Value) {
+    async fn upload(&self, version: u8, parts: &[Part<'_>]) -> (u16, Value) {
         let (ctype, body) = form(parts);
         self.send(
             self.http
@@ -802,21 +798,32 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
     let (_, kept) = api.upload_file(2, &png(30, 30)).await;
     let (_, dropped) = api.upload_file(2, &png(40, 40)).await;
     let (_, fresh) = api.upload_file(2, &png(50, 50)).await;
+    let (_, gone) = api.upload_file(2, &png(60, 60)).await;
     let kept = Uuid::parse_str(kept["id"].as_str().unwrap()).unwrap();
+    let gone = Uuid::parse_str(gone["id"].as_str().unwrap()).unwrap();
     let dropped_id = dropped["id"].as_str().unwrap().to_string();
-    let status = Uuid::now_v7();
-    sqlx::query("INSERT INTO statuses (id, account_id, uri, content) VALUES ($1, $2, 'https://h.example/s/1', '')")
-        .bind(status)
-        .bind(alice.id)
+    let (status, deleted) = (Uuid::now_v7(), Uuid::now_v7());
+    for (id, media) in [(status, kept), (deleted, gone)] {
+        sqlx::query("INSERT INTO statuses (id, account_id, uri, content) VALUES ($1, $2, $3, '')")
+            .bind(id)
+            .bind(alice.id)
+            .bind(format!("https://h.example/s/{id}"))
+            .execute(&inst.pool)
+            .await
+            .unwrap();
+        let mut tx = inst.pool.begin().await.unwrap();
+        media::attach(&mut tx, alice.id, id, &[media])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    assert_eq!(files_under(&dir).len(), 8);
+    // A deleted status takes its attachments along; their files are orphans now.
+    sqlx::query("DELETE FROM statuses WHERE id = $1")
+        .bind(deleted)
         .execute(&inst.pool)
         .await
         .unwrap();
-    let mut tx = inst.pool.begin().await.unwrap();
-    media::attach(&mut tx, alice.id, status, &[kept])
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    assert_eq!(files_under(&dir).len(), 6);
     age_uploads(&inst, Some(&dir)).await;
     sqlx::query("UPDATE media_attachments SET created_at = now() WHERE id = $1::uuid")
         .bind(fresh["id"].as_str().unwrap())
@@ -829,6 +836,10 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
     let left = files_under(&dir);
     assert_eq!(left.len(), 4, "{left:?}");
     assert!(left.iter().all(|f| !f.contains(&dropped_id)), "{left:?}");
+    assert!(
+        left.iter().all(|f| !f.contains(&gone.to_string())),
+        "{left:?}"
+    );
     assert!(
         left.iter().any(|f| f.contains(&kept.to_string())),
         "attached: kept"
