@@ -218,6 +218,13 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
         422,
         "over MEDIA_MAX_BYTES (v1)",
     );
+    // Far over it (past the route's body limit too): refused before the rest is read.
+    big.resize(1_000_000, 7);
+    assert_error(
+        &api.upload_file(2, &big).await,
+        422,
+        "far over MEDIA_MAX_BYTES",
+    );
     // Over MEDIA_MAX_PIXELS (201×200 > 40,000), small in bytes.
     let wide = api.upload_file(2, &png(201, 200)).await;
     assert_error(&wide, 422, "over MEDIA_MAX_PIXELS");
