@@ -802,6 +802,20 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The local default (no `DATABASE_URL`) keeps media under `HOLLO_HOME/media` when no
+    /// drive is configured, so uploads work in the one-command trial too. Deployments always
+    /// choose their drive.
+    pub fn fill_local_media_drive(&mut self) {
+        if self.db.url.is_some() || self.media.drive != DriveConfig::None {
+            return;
+        }
+        let path = std::path::Path::new(&self.db.home).join("media");
+        self.storage_path = Some(path.clone());
+        self.media.drive = DriveConfig::Fs { path };
+    }
+}
+
 /// Hide the password of a connection URL in logs and errors.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -1103,6 +1117,19 @@ mod tests {
             let err = Config::from_env(&Env::from_pairs(pairs)).unwrap_err();
             assert!(err.to_string().contains(var), "{var}: {err}");
         }
+    }
+
+    #[test]
+    fn the_local_default_keeps_media_under_hollo_home() {
+        let mut c = Config::from_env(&Env::from_pairs([("HOLLO_HOME", "/tmp/h")])).expect("valid");
+        c.fill_local_media_drive();
+        let want = std::path::PathBuf::from("/tmp/h/media");
+        assert_eq!(c.media.drive, DriveConfig::Fs { path: want.clone() });
+        assert_eq!(c.storage_path, Some(want));
+        let mut c = Config::from_env(&Env::from_pairs([("DATABASE_URL", "postgres://u@h/db")]))
+            .expect("valid");
+        c.fill_local_media_drive();
+        assert_eq!(c.media.drive, DriveConfig::None, "deployments choose");
     }
 
     #[test]

@@ -155,6 +155,7 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             config
                 .fill_local_secret_key()
                 .context("creating the local SECRET_KEY")?;
+            config.fill_local_media_drive();
             node::serve(config).await
         }
         Command::Migrate => {
