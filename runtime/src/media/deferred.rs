@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::entity::MediaRow;
-use super::processing::{self, Format, ProcessError};
+use super::processing::{self, ProcessError};
 use super::storage::{Drive, DriveError};
 use super::upload;
 use crate::config::MediaConfig;
@@ -61,6 +61,7 @@ pub async fn prepare(
         },
         None => None,
     };
+    // The size was checked at upload; a limit lowered since must not fail a stored file.
     let (max_bytes, max_pixels) = (cfg.max_bytes.max(file.len()), cfg.max_pixels);
     let result = tokio::task::spawn_blocking(move || {
         let probe = processing::probe(&file, max_bytes, max_pixels)?;
@@ -95,15 +96,4 @@ pub fn preview_key(row: &MediaRow) -> Option<&str> {
             .next()
             .is_some_and(|f| f.starts_with("preview."))
     })
-}
-
-/// The formats a stored key's extension names (for serving fs files with their type).
-pub fn format_of_key(key: &str) -> Option<Format> {
-    match key.rsplit_once('.')?.1 {
-        "jpg" => Some(Format::Jpeg),
-        "png" => Some(Format::Png),
-        "gif" => Some(Format::Gif),
-        "webp" => Some(Format::WebP),
-        _ => None,
-    }
 }

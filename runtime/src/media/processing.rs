@@ -57,11 +57,13 @@ impl Format {
         }
     }
 
-    pub fn from_mime(mime: &str) -> Option<Format> {
-        [Format::Jpeg, Format::Png, Format::Gif, Format::WebP]
-            .into_iter()
-            .find(|f| f.mime() == mime)
+    /// The format a stored key's extension names (ours: chosen from the sniffed bytes).
+    pub fn from_key(key: &str) -> Option<Format> {
+        let ext = key.rsplit_once('.')?.1;
+        Self::ALL.into_iter().find(|f| f.ext() == ext)
     }
+
+    const ALL: [Format; 4] = [Format::Jpeg, Format::Png, Format::Gif, Format::WebP];
 
     fn image_format(self) -> ImageFormat {
         match self {
@@ -231,6 +233,8 @@ mod tests {
         assert_eq!(Format::sniff(b"<svg xmlns="), None);
         assert_eq!(Format::sniff(b"RIFF\0\0\0\0WAVE"), None);
         assert_eq!(Format::sniff(b""), None);
+        assert_eq!(Format::from_key("media/x/small.jpg"), Some(Format::Jpeg));
+        assert_eq!(Format::from_key("media/x/original.svg"), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::{ApiError, AppState};
-use crate::media::deferred::format_of_key;
+use crate::media::processing::Format;
 use crate::media::storage::CACHE_CONTROL;
 use crate::media::{DriveError, DriveKind};
 use crate::tasks::cleanups::valid_media_key;
@@ -29,7 +29,7 @@ async fn serve(
     if s.drive.kind() != DriveKind::Fs || !valid_media_key(&key) {
         return Err(not_found());
     }
-    let format = format_of_key(&key).ok_or_else(not_found)?;
+    let format = Format::from_key(&key).ok_or_else(not_found)?;
     let bytes = match s.drive.get(&key).await {
         Ok(b) => b,
         Err(DriveError::NotFound) => return Err(not_found()),
