@@ -1,7 +1,8 @@
 //! Mastodon's Status entity for any id of the one id space: our posts, remote posts and boosts
-//! (a boost renders as its own status with the boosted one in `reblog`). A page is rendered in
-//! a fixed number of queries whatever its length: rows, parents, counts, the viewer's flags
-//! and authors are each fetched for the whole page.
+//! (a boost renders as its own status with the boosted one in `reblog`). Rows, parents,
+//! counts, the viewer's flags, mentions and remote authors are each fetched once for the whole
+//! page; a local author's Account entity (its counts) and a poll's tally are still one query
+//! each per distinct author or poll on the page.
 //!
 //! Rendering does not check who may read: callers filter with `access` first (a timeline in
 //! its query, a single read with `can_see`).
