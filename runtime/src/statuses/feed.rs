@@ -47,3 +47,13 @@ pub async fn remove_post(tx: &mut PgConnection, post: Uuid) -> Result<u64, sqlx:
         .await?
         .rows_affected())
 }
+
+/// Removes one entry (a boost that was undone, or a post an account may no longer see) from
+/// every home timeline that shows it.
+pub async fn remove_entry(tx: &mut PgConnection, entry: Uuid) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query("DELETE FROM home_feed WHERE entry_id = $1")
+        .bind(entry)
+        .execute(tx)
+        .await?
+        .rows_affected())
+}

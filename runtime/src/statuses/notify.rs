@@ -84,3 +84,30 @@ pub async fn notify(
     .fetch_optional(tx)
     .await
 }
+
+/// Takes back the notifications an activity caused (its `Undo` arrived, or the local action
+/// was undone): every account's notification of `kind` whose cause is `cause`. Returns the
+/// removed notifications' `(account, id)`, so their streams can be told.
+pub async fn withdraw(
+    tx: &mut PgConnection,
+    kind: Kind,
+    cause: &str,
+) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "DELETE FROM notifications WHERE type = $1 AND activity_id = $2
+         RETURNING account_id, id",
+    )
+    .bind(kind.as_str())
+    .bind(cause)
+    .fetch_all(tx)
+    .await
+}
+
+/// Removes every notification about `post` (it was deleted).
+pub async fn remove_post(tx: &mut PgConnection, post: Uuid) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query("DELETE FROM notifications WHERE post_id = $1")
+        .bind(post)
+        .execute(tx)
+        .await?
+        .rows_affected())
+}

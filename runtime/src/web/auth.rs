@@ -115,6 +115,23 @@ impl<N: Need> FromRequestParts<AppState> for Needs<N> {
     }
 }
 
+/// Like [`Needs`] for routes anonymous readers may use too (public statuses, timelines):
+/// `None` without an `Authorization` header; a header is checked exactly as [`Needs`] does
+/// (401 for a bad token, 403 for a token without the scope), never silently anonymous.
+pub struct MaybeNeeds<N: Need>(pub Option<Account>, pub PhantomData<N>);
+
+impl<N: Need> FromRequestParts<AppState> for MaybeNeeds<N> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        if !parts.headers.contains_key(header::AUTHORIZATION) {
+            return Ok(MaybeNeeds(None, PhantomData));
+        }
+        let Needs(account, _) = Needs::<N>::from_request_parts(parts, s).await?;
+        Ok(MaybeNeeds(Some(account), PhantomData))
+    }
+}
+
 /// Anonymous or an account: `None` without an `Authorization` header; a header that does not
 /// name an account is still a 401, never silently anonymous.
 pub struct MaybeCaller(pub Option<Account>);
