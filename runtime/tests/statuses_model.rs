@@ -281,3 +281,54 @@ async fn feed_and_notifications_are_written_once_per_cause() {
         assert_eq!(Kind::parse(k.as_str()), Some(k));
     }
 }
+
+/// What an `Undo` or a deletion takes back (issue 19 items 1 and 6): `withdraw` removes the
+/// notifications one cause made and no other, `remove_entry` one boost's entries and not the
+/// post's, `notify::remove_post` every notification about a deleted post.
+#[tokio::test]
+async fn undo_and_delete_take_back_only_what_their_cause_made() {
+    let db = fresh_db().await;
+    let fed = fed();
+    let (alice, _) = account_with_token(&db.pool, "alice").await;
+    let (carol, _) = account_with_token(&db.pool, "carol").await;
+    let post = local_status(&db.pool, &fed, alice, "alice", "x", "public", &[]).await;
+    let boost = uuid::Uuid::now_v7();
+    let mut tx = db.pool.begin().await.unwrap();
+    for (entry, source) in [(post, "self"), (boost, "carol")] {
+        let e = feed::Entry {
+            entry,
+            post,
+            source,
+        };
+        feed::push(&mut tx, &e, &[alice, carol]).await.unwrap();
+    }
+    let mut ids = Vec::new();
+    for (kind, cause) in [(Kind::Favourite, "like-1"), (Kind::Reblog, "announce-1")] {
+        let n = Notification {
+            account: alice,
+            kind,
+            from_account: carol,
+            post: Some(post),
+            cause,
+        };
+        ids.push(notify::notify(&mut tx, &n).await.unwrap().unwrap());
+    }
+    assert_eq!(
+        notify::withdraw(&mut tx, Kind::Favourite, "like-1")
+            .await
+            .unwrap(),
+        vec![(alice, ids[0])]
+    );
+    assert!(
+        notify::withdraw(&mut tx, Kind::Reblog, "like-1")
+            .await
+            .unwrap()
+            .is_empty(),
+        "another kind with the same cause is not taken back"
+    );
+    assert_eq!(feed::remove_entry(&mut tx, boost).await.unwrap(), 2);
+    assert_eq!(feed::remove_entry(&mut tx, boost).await.unwrap(), 0);
+    assert_eq!(notify::remove_post(&mut tx, post).await.unwrap(), 1);
+    assert_eq!(feed::remove_post(&mut tx, post).await.unwrap(), 2);
+    tx.commit().await.unwrap();
+}
