@@ -150,6 +150,23 @@ fn hashtag_href(origin: &str, tag: &str) -> Option<String> {
         .map(String::from)
 }
 
+/// The hashtags of `text`, lowercased without `#`, each once in order of appearance (what
+/// `statuses.tags` stores and `/api/v1/timelines/tag/:hashtag` finds).
+pub fn hashtags(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        for p in pieces(line) {
+            if let Piece::Tag(tag) = p {
+                let tag = tag.to_lowercase();
+                if !out.contains(&tag) {
+                    out.push(tag);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Renders a local status: `text` as written, `uri` its ActivityPub id, `mentions` as stored.
 pub fn render(text: &str, uri: &str, mentions: &[Mention]) -> Rendered {
     let origin = origin_of(uri);
@@ -336,5 +353,14 @@ mod tests {
         ] {
             assert!(clean.contains(kept), "{kept} in {clean}");
         }
+    }
+
+    #[test]
+    fn hashtags_are_lowercased_once_each() {
+        assert_eq!(
+            hashtags("Hello #Rust and #rust,\n#Fedi_verse https://x.example/#frag"),
+            ["rust", "fedi_verse"]
+        );
+        assert!(hashtags("no tags here").is_empty());
     }
 }

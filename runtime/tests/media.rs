@@ -17,6 +17,7 @@ use image::{DynamicImage, ImageFormat};
 use serde_json::{Value, json};
 use support::eventually;
 use support::moto::Moto;
+use support::multipart::{Part, form};
 use support::node::Instance;
 use uuid::Uuid;
 
@@ -38,34 +39,6 @@ fn encode(w: u32, h: u32, format: ImageFormat) -> Vec<u8> {
 
 fn png(w: u32, h: u32) -> Vec<u8> {
     encode(w, h, ImageFormat::Png)
-}
-
-/// One multipart field: name, `(filename, content type)` when it is a file, bytes.
-type Part<'a> = (&'a str, Option<(&'a str, &'a str)>, &'a [u8]);
-
-/// A multipart form of `parts`.
-fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
-    let boundary = format!("----hollo{}", Uuid::new_v4().simple());
-    let mut body = Vec::new();
-    for (name, file, bytes) in parts {
-        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-        match file {
-            Some((filename, ctype)) => body.extend_from_slice(
-                format!(
-                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
-                     Content-Type: {ctype}\r\n\r\n"
-                )
-                .as_bytes(),
-            ),
-            None => body.extend_from_slice(
-                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
-            ),
-        }
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
 struct Api {

@@ -138,6 +138,16 @@ struct JobRow {
 async fn store_post(inst: &Instance, remote: &Peer, path: &str) -> (Uuid, String, String) {
     let iri = remote.iri(path);
     let replies = format!("{iri}/replies");
+    // The inbox stores a post's author before the post.
+    hollo_runtime::federation::actor::fetch_actor(
+        &inst.pool,
+        &inst.fed,
+        &remote.iri("/users/bob"),
+        None,
+        None,
+    )
+    .await
+    .expect("the author");
     let id: Uuid = sqlx::query_scalar(
         "INSERT INTO remote_posts (iri, actor, content, replies_iri, body)
          VALUES ($1, $2, 'root', $3, '{}') RETURNING id",
@@ -167,6 +177,8 @@ async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_
     let (alice, token) = inst.account("alice").await;
     remote.expect_key(&alice.public_key_pem);
     let (post_id, post, _) = store_post(&inst, &remote, "/notes/1").await;
+    // From here the remote serves actors only to signed GETs (as under authorized fetch).
+    remote.set_access(support::peer::ActorAccess::SignedOnly);
     // Root collection: `first` inline with two inline replies, `next` by IRI with one reply by
     // IRI and a duplicate of an inline one. r1 has its own replies (depth 2) by IRI; r1a has
     // replies too, but depth 3 is never fetched.
@@ -189,7 +201,10 @@ async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_
         "/notes/1/replies-page-2",
         json!({ "type": "OrderedCollectionPage", "orderedItems": [remote.iri("/notes/r3"), remote.note("/notes/r2", &post, None)] }),
     );
-    remote.doc("/notes/r3", remote.note("/notes/r3", &post, None));
+    // r3 is carol's, whom we have not met: her actor is fetched so the reply can be shown.
+    let mut r3 = remote.note("/notes/r3", &post, None);
+    r3["attributedTo"] = json!(remote.iri("/users/carol"));
+    remote.doc("/notes/r3", r3);
     remote.doc(
         "/notes/r1/replies",
         json!({
@@ -236,8 +251,19 @@ async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_
         .await;
     assert_eq!(j.status, "completed", "{j:?}");
     assert_eq!(j.items_stored, 4, "r1, r2, r3 and r1a: {j:?}");
-    // Root collection, page 2, r3 by IRI, r1's collection. Never r1a's (depth 3).
-    assert_eq!(j.requests, 4, "{j:?}");
+    // Root collection, page 2, r3 by IRI, carol, r1's collection. Never r1a's (depth 3).
+    assert_eq!(j.requests, 5, "{j:?}");
+    assert!(
+        !remote.actor_gets().is_empty() && remote.actor_gets().iter().all(|g| g.verified.is_ok()),
+        "carol was fetched with a signature: {:?}",
+        remote.actor_gets()
+    );
+    let carol: i64 = sqlx::query_scalar("SELECT count(*) FROM remote_actors WHERE iri = $1")
+        .bind(remote.iri("/users/carol"))
+        .fetch_one(&inst.pool)
+        .await
+        .expect("count");
+    assert_eq!(carol, 1, "the reply's author is stored");
     let hits = remote.hits();
     assert!(hits.iter().all(|h| h.signed.is_ok()), "{hits:?}");
     assert!(

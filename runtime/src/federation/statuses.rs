@@ -3,6 +3,11 @@
 //! a `Create` in the transaction that stores it (one delivery per inbox, shared inbox
 //! preferred), and its URI (`<actor>/statuses/<id>`) serves the object, so remote servers can
 //! show the poll and their users can vote on it.
+//!
+//! Addressing follows the status's visibility as Mastodon's does: public (to Public, cc
+//! followers), unlisted (to followers, cc Public), private (followers only), direct (only the
+//! mentioned); mentioned remote actors are always addressed. A deleted status is announced as
+//! a `Delete` of a `Tombstone` to the same inboxes its `Create` went to.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -15,7 +20,9 @@ use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::mentions;
 use crate::content::{self, Mention};
+use crate::media::{self, Drive};
 use crate::polls::{self, PollTally};
+use crate::statuses::Visibility;
 
 /// A local status as stored, with its poll (and the poll's current counts) if it has one.
 pub struct LocalStatus {
@@ -27,6 +34,38 @@ pub struct LocalStatus {
     pub poll: Option<PollTally>,
     /// The mentions resolved when it was written (rendered as links, addressed in `cc`).
     pub mentions: Vec<Mention>,
+    pub visibility: Visibility,
+    pub spoiler_text: String,
+    pub sensitive: bool,
+    pub language: Option<String>,
+    pub in_reply_to_uri: Option<String>,
+    pub edited_at: Option<DateTime<Utc>>,
+    /// The attached media as ActivityPub `Document`s (empty unless loaded with a drive).
+    pub attachments: Vec<Value>,
+}
+
+/// `to` and `cc` for a status of `visibility` by `username` mentioning `mentioned`.
+pub fn addressing(
+    fed: &Federation,
+    username: &str,
+    visibility: Visibility,
+    mentioned: Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let followers = fed.followers(username);
+    match visibility {
+        Visibility::Public => {
+            let mut cc = vec![followers];
+            cc.extend(mentioned);
+            (vec![PUBLIC.to_string()], cc)
+        }
+        Visibility::Unlisted => {
+            let mut cc = vec![PUBLIC.to_string()];
+            cc.extend(mentioned);
+            (vec![followers], cc)
+        }
+        Visibility::Private => (vec![followers], mentioned),
+        Visibility::Direct => (mentioned, Vec::new()),
+    }
 }
 
 /// The status's object: `Note`, or `Question` with `oneOf`/`anyOf` and the current counts
@@ -36,14 +75,22 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     // The same HTML our API shows: the user's text escaped (`<b>` typed is shown, never
     // markup), with links, mentions and hashtags.
     let rendered = content::render(&s.content, &s.uri, &s.mentions);
-    let mut cc = vec![fed.followers(&s.username)];
-    cc.extend(rendered.mentioned);
+    let (to, cc) = addressing(fed, &s.username, s.visibility, rendered.mentioned);
+    let summary = (!s.spoiler_text.is_empty()).then_some(&s.spoiler_text);
     let mut o = json!({
         "@context": context::ld(),
         "id": s.uri, "type": "Note", "attributedTo": actor,
         "content": rendered.html, "published": s.created_at,
-        "to": [PUBLIC], "cc": cc, "tag": rendered.tags,
+        "to": to, "cc": cc, "tag": rendered.tags,
+        "summary": summary, "sensitive": s.sensitive || summary.is_some(),
+        "inReplyTo": s.in_reply_to_uri, "attachment": s.attachments,
     });
+    if let Some(lang) = &s.language {
+        o["contentMap"] = json!({ lang: rendered.html });
+    }
+    if let Some(at) = s.edited_at {
+        o["updated"] = json!(at);
+    }
     if let Some(p) = &s.poll {
         o["type"] = json!("Question");
         let options: Vec<Value> = p
@@ -62,11 +109,34 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     o
 }
 
-/// Loads a local status (and its poll with current counts) by id, in the caller's connection.
-pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatus>, sqlx::Error> {
-    type Row = (String, String, String, DateTime<Utc>, Option<Uuid>, Value);
+#[derive(sqlx::FromRow)]
+struct Row {
+    uri: String,
+    username: String,
+    content: String,
+    created_at: DateTime<Utc>,
+    poll_id: Option<Uuid>,
+    mentions: Value,
+    visibility: String,
+    spoiler_text: String,
+    sensitive: bool,
+    language: Option<String>,
+    in_reply_to_uri: Option<String>,
+    edited_at: Option<DateTime<Utc>>,
+}
+
+/// Loads a local status (and its poll with current counts) by id, in the caller's connection;
+/// with a `drive`, its media as `Document`s too (a status with a poll has none: the API
+/// refuses both together, so the poll's own updates need no drive).
+pub async fn load(
+    conn: &mut PgConnection,
+    drive: Option<&Drive>,
+    id: Uuid,
+) -> Result<Option<LocalStatus>, sqlx::Error> {
     let row: Option<Row> = sqlx::query_as(
-        "SELECT s.uri, a.username, s.content, s.created_at, p.id, s.mentions
+        "SELECT s.uri, a.username, s.content, s.created_at, p.id AS poll_id, s.mentions,
+                s.visibility, s.spoiler_text, s.sensitive, s.language, s.in_reply_to_uri,
+                s.edited_at
            FROM statuses s JOIN accounts a ON a.id = s.account_id
            LEFT JOIN polls p ON p.status_id = s.id
           WHERE s.id = $1",
@@ -74,42 +144,59 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<Option<LocalStatu
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((uri, username, content, created_at, poll_id, mentioned)) = row else {
+    let Some(r) = row else {
         return Ok(None);
     };
-    let poll = match poll_id {
+    let poll = match r.poll_id {
         Some(p) => polls::tally(&mut *conn, p).await?,
         None => None,
     };
+    let attachments = match drive {
+        Some(d) => media::documents_for(&mut *conn, d, id).await?,
+        None => Vec::new(),
+    };
     Ok(Some(LocalStatus {
         id,
-        uri,
-        username,
-        content,
-        created_at,
+        uri: r.uri,
+        username: r.username,
+        content: r.content,
+        created_at: r.created_at,
         poll,
-        mentions: mentions::parse_stored(mentioned),
+        mentions: mentions::parse_stored(r.mentions),
+        visibility: Visibility::parse(&r.visibility).unwrap_or(Visibility::Public),
+        spoiler_text: r.spoiler_text,
+        sensitive: r.sensitive,
+        language: r.language,
+        in_reply_to_uri: r.in_reply_to_uri,
+        edited_at: r.edited_at,
+        attachments,
     }))
 }
 
-/// Who hears about a status: the author's followers, the remote actors it mentions and, for a
-/// poll, its remote voters (known inbox, not gone), each actor once.
+/// Who hears about a status: the author's followers (unless it is direct), the remote actors
+/// it mentions, the remote author of the post it replies to (unless direct) and, for a poll,
+/// its remote voters (known inbox, not gone), each actor once.
 async fn recipients(
     conn: &mut PgConnection,
     account: Uuid,
+    s: &LocalStatus,
     poll: Option<Uuid>,
     mentioned: &[String],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
+    let wide = s.visibility != Visibility::Direct;
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT a.iri, a.inbox, a.shared_inbox FROM remote_actors a
           WHERE a.gone_at IS NULL
-            AND (a.iri IN (SELECT actor_iri FROM followers WHERE account_id = $1)
+            AND (($4 AND a.iri IN (SELECT actor_iri FROM followers WHERE account_id = $1))
                  OR a.iri IN (SELECT actor_iri FROM poll_votes WHERE poll_id = $2)
-                 OR a.iri = ANY($3))",
+                 OR a.iri = ANY($3)
+                 OR ($4 AND a.iri IN (SELECT actor FROM remote_posts WHERE iri = $5)))",
     )
     .bind(account)
     .bind(poll)
     .bind(mentioned)
+    .bind(wide)
+    .bind(&s.in_reply_to_uri)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows
@@ -129,6 +216,9 @@ pub enum Announce<'a> {
     /// Its current object, to the followers and remote voters; `tag` makes the activity id
     /// (`<uri>/updates/<tag>`), so one event is one id however often it is queued.
     Update { tag: &'a str },
+    /// Its deletion (a `Tombstone`), to everyone the `Create` went to. Published before the
+    /// row is deleted, in the same transaction.
+    Delete,
 }
 
 /// Queues the activity about a status in the caller's transaction (the one that changed it),
@@ -137,11 +227,12 @@ pub enum Announce<'a> {
 pub async fn publish(
     tx: &mut PgConnection,
     fed: &Federation,
+    drive: Option<&Drive>,
     account: Uuid,
     status: Uuid,
     what: Announce<'_>,
 ) -> Result<usize, sqlx::Error> {
-    let Some(s) = load(&mut *tx, status).await? else {
+    let Some(s) = load(&mut *tx, drive, status).await? else {
         return Ok(0);
     };
     if s.uri != fed.status_iri(&s.username, s.id) {
@@ -154,17 +245,23 @@ pub async fn publish(
             "Update",
             format!("{}/updates/{tag}", s.uri),
         ),
+        Announce::Delete => (None, "Delete", format!("{}#delete", s.uri)),
     };
     let mentioned: Vec<String> = s.mentions.iter().map(|m| m.href.clone()).collect();
-    let to = recipients(&mut *tx, account, poll, &mentioned).await?;
+    let to = recipients(&mut *tx, account, &s, poll, &mentioned).await?;
     if to.is_empty() {
         return Ok(0);
     }
-    let object = object(fed, &s);
+    let mut object = object(fed, &s);
+    let (to_field, cc_field) = (object["to"].clone(), object["cc"].clone());
+    if ty == "Delete" {
+        // Only its id is needed to remove it; the addressing stays on the activity.
+        object = json!({ "id": s.uri, "type": "Tombstone" });
+    }
     let activity = json!({
         "@context": context::ld(),
         "id": id, "type": ty, "actor": fed.actor_iri(&s.username),
-        "to": object["to"], "cc": object["cc"], "object": object,
+        "to": to_field, "cc": cc_field, "object": object,
     });
     queue_activity(&mut *tx, fed, account, &activity, &to).await
 }

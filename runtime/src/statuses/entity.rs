@@ -669,3 +669,38 @@ async fn account_entities(
     }
     Ok(out)
 }
+
+/// Fills the `media_attachments` of our statuses among `entities` (and of the boosted ones
+/// inside boosts) from `media::entities_for`, one query for the whole page. `render` leaves
+/// them empty because it has no drive (which builds the URLs); every API answer that shows
+/// local statuses passes its entities through here.
+pub async fn attach_media(
+    conn: &mut PgConnection,
+    drive: &crate::media::Drive,
+    entities: &mut [Value],
+) -> Result<(), sqlx::Error> {
+    fn id_of(v: &Value) -> Option<Uuid> {
+        v["id"].as_str().and_then(|s| Uuid::parse_str(s).ok())
+    }
+    let ids: Vec<Uuid> = entities
+        .iter()
+        .flat_map(|e| [id_of(e), id_of(&e["reblog"])])
+        .flatten()
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let media = crate::media::entities_for(conn, drive, &ids).await?;
+    let fill = |v: &mut Value| {
+        if let Some(m) = id_of(v).and_then(|id| media.get(&id)) {
+            v["media_attachments"] = json!(m);
+        }
+    };
+    for e in entities.iter_mut() {
+        fill(e);
+        if e["reblog"].is_object() {
+            fill(&mut e["reblog"]);
+        }
+    }
+    Ok(())
+}

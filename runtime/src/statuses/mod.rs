@@ -5,9 +5,12 @@
 //! (`notify::notify`) is written, so streaming hears of both from one place.
 
 pub mod access;
+pub mod context;
 pub mod entity;
 pub mod feed;
+pub mod history;
 pub mod notify;
+pub mod write;
 
 use serde_json::Value;
 

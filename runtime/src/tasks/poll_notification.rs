@@ -116,7 +116,7 @@ async fn handle(
     if let Some(fed) = fed {
         // One end per poll (its expiry cannot move afterwards): a stable activity id.
         let end = Announce::Update { tag: "closed" };
-        statuses::publish(&mut tx, fed, c.author, c.status_id, end).await?;
+        statuses::publish(&mut tx, fed, None, c.author, c.status_id, end).await?;
     }
     tx.commit().await?;
     tracing::debug!(target: LOG_TARGET, poll = %poll_id, notifications = written, "poll ended; notified");

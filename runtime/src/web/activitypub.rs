@@ -158,10 +158,37 @@ async fn status_handler(
     let not_found = || ApiError(StatusCode::NOT_FOUND, "no such status".into());
     let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
     let mut conn = s.pool.acquire().await?;
-    let status = statuses::load(&mut conn, id)
+    let uri = fed.status_iri(&name, id);
+    let Some(status) = statuses::load(&mut conn, Some(&s.drive), id)
         .await?
-        .filter(|st| st.username == name && st.uri == fed.status_iri(&name, id))
-        .ok_or_else(not_found)?;
+        .filter(|st| st.username == name && st.uri == uri)
+    else {
+        // A deleted status answers 410 with a Tombstone, as Mastodon's do.
+        let gone: Option<chrono::DateTime<chrono::Utc>> =
+            sqlx::query_scalar("SELECT deleted_at FROM status_tombstones WHERE uri = $1")
+                .bind(&uri)
+                .fetch_optional(&mut *conn)
+                .await?;
+        return match gone {
+            Some(at) => {
+                let mut r = activity_json(json!({
+                    "@context": context::ld(),
+                    "id": uri, "type": "Tombstone", "deleted": at,
+                }));
+                *r.status_mut() = StatusCode::GONE;
+                Ok(r)
+            }
+            None => Err(not_found()),
+        };
+    };
+    // Followers-only and direct statuses are not served to anyone: signed-fetch
+    // authorisation of the requester is not implemented, so they answer as unknown.
+    if !matches!(
+        status.visibility,
+        crate::statuses::Visibility::Public | crate::statuses::Visibility::Unlisted
+    ) {
+        return Err(not_found());
+    }
     Ok(activity_json(statuses::object(fed, &status)))
 }
 

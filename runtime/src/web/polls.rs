@@ -1,5 +1,5 @@
-//! Statuses with polls, votes, expiry edits and notifications, in Mastodon's paths and shapes
-//! (R-API, R-POLL). Every write commits first and schedules the poll's wakeup after; a failed
+//! Polls, votes and notifications, in Mastodon's paths and shapes (R-API, R-POLL); statuses
+//! (with their polls and expiry edits) are `web::mastodon::statuses`. Every write commits first and schedules the poll's wakeup after; a failed
 //! or deferred scheduling is logged and left to the recovery scan, never turned into an error
 //! for a write that already happened.
 
@@ -14,27 +14,17 @@ use uuid::Uuid;
 use super::auth::{MaybeCaller, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState, parse_id};
-use crate::federation::mentions;
-use crate::federation::statuses::{self, Announce};
-use crate::polls::validation::{CreateStatusRequest, EditStatusRequest, Invalid, VoteRequest};
+use crate::polls::validation::{Invalid, VoteRequest};
 use crate::polls::{self, PollError, admission};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/statuses", post(create_status))
-        .route("/api/v1/statuses/{id}", get(show_status).put(edit_status))
         .route("/api/v1/polls/{id}", get(show_poll))
         .route("/api/v1/polls/{id}/votes", post(vote))
         .route("/api/v1/notifications", get(notifications))
 }
 
 // Poll requests answer a body of the wrong shape with 422, as Mastodon does.
-impl RequestBody for CreateStatusRequest {
-    const SHAPE_STATUS: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
-}
-impl RequestBody for EditStatusRequest {
-    const SHAPE_STATUS: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
-}
 impl RequestBody for VoteRequest {
     const SHAPE_STATUS: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
 }
@@ -57,92 +47,11 @@ impl From<PollError> for ApiError {
 }
 
 /// After the write committed: ask for a wakeup. Errors only log (recovery covers them).
-async fn schedule(s: &AppState, poll_id: Uuid) {
+pub(crate) async fn schedule(s: &AppState, poll_id: Uuid) {
     if let Err(e) = admission::schedule(&s.pool, poll_id, s.poll_wakeup_chunk).await {
         tracing::warn!(target: polls::LOG_TARGET, poll = %poll_id, error = %e,
             "scheduling the poll notification failed; recovery schedules it after expiry");
     }
-}
-
-async fn status_response(
-    s: &AppState,
-    status: Uuid,
-    viewer: Uuid,
-) -> Result<Json<Value>, ApiError> {
-    let mut conn = s.pool.acquire().await?;
-    polls::status_json(&mut conn, status, Some(viewer))
-        .await?
-        .map(Json)
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "status not found".into()))
-}
-
-async fn create_status(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteStatuses>,
-    ApiJson(req): ApiJson<CreateStatusRequest>,
-) -> Result<Json<Value>, ApiError> {
-    let (text, poll) = req.validate()?;
-    let actor = s.fed.as_ref().map(|f| f.actor_iri(&account.username));
-    // Mentions resolve before the transaction (they may need remote fetches).
-    let mentioned = match &s.fed {
-        Some(fed) => mentions::resolve(&s.pool, fed, &account, &text).await,
-        None => Vec::new(),
-    };
-    let mut tx = s.pool.begin().await?;
-    let (status, poll_id) =
-        polls::insert_status(&mut tx, account.id, actor.as_deref(), &text, poll.as_ref()).await?;
-    mentions::store(&mut tx, status, &mentioned).await?;
-    // Followers get the `Create` (a `Question` for a poll) from the same commit: a status is
-    // never stored without its delivery, nor delivered without being stored.
-    if let Some(fed) = &s.fed {
-        statuses::publish(&mut tx, fed, account.id, status, Announce::Create).await?;
-    }
-    tx.commit().await?;
-    // The author is local: every new poll is scheduled.
-    if let Some(p) = poll_id {
-        schedule(&s, p).await;
-    }
-    status_response(&s, status, account.id).await
-}
-
-async fn show_status(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadStatuses>,
-    Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    status_response(&s, parse_id(&raw, "status")?, account.id).await
-}
-
-async fn edit_status(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
-    ApiJson(req): ApiJson<EditStatusRequest>,
-) -> Result<Json<Value>, ApiError> {
-    let status = parse_id(&raw, "status")?;
-    let edit = req.validate()?;
-    let mentioned = match (&s.fed, &edit.content) {
-        (Some(fed), Some(text)) => Some(mentions::resolve(&s.pool, fed, &account, text).await),
-        _ => None,
-    };
-    let mut tx = s.pool.begin().await?;
-    let edited = polls::update_status(&mut tx, status, account.id, &edit).await?;
-    if let Some(m) = &mentioned {
-        mentions::store(&mut tx, status, m).await?;
-    }
-    // Remote copies learn the new text or end time from the same commit.
-    if let (true, Some(fed)) = (edited.changed, &s.fed) {
-        let tag = Uuid::now_v7().to_string();
-        let update = Announce::Update { tag: &tag };
-        statuses::publish(&mut tx, fed, account.id, status, update).await?;
-    }
-    tx.commit().await?;
-    if let (Some(p), Some(_)) = (edited.poll_id, edit.expires_in) {
-        // An earlier expiry pulls the stored wakeup earlier; a later one is re-read when the
-        // current wakeup runs (it reschedules).
-        schedule(&s, p).await;
-    }
-    status_response(&s, status, account.id).await
 }
 
 async fn show_poll(

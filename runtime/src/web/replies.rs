@@ -1,15 +1,15 @@
 //! Remote reply collection over HTTP (R-RPL, R-API), every endpoint as the token's account:
 //! `POST /api/v1/reply-collections {"url"}` requests a collection of a remote post's replies,
-//! `GET /api/v1/reply-collections/{id}` shows a job, and `GET /api/v1/statuses/{id}/context`
-//! shows a stored remote post's ancestors and replies and requests the collection of its
-//! replies when it has a `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
+//! `GET /api/v1/reply-collections/{id}` shows a job, and viewing a remote post's thread
+//! (`GET /api/v1/statuses/{id}/context`, in `mastodon::statuses`) requests the collection of
+//! its replies when it has a `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::auth::{Needs, need};
@@ -26,7 +26,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/reply-collections", post(create))
         .route("/api/v1/reply-collections/{id}", get(show))
-        .route("/api/v1/statuses/{id}/context", get(context))
 }
 
 fn bad(msg: impl Into<String>) -> ApiError {
@@ -140,90 +139,26 @@ async fn show(
     Ok(Json(job_json(&s, id).await?))
 }
 
-#[derive(sqlx::FromRow)]
-struct PostRow {
-    id: Uuid,
-    iri: String,
-    actor: String,
-    content: Option<String>,
-    in_reply_to: Option<String>,
-    url: Option<String>,
-    published: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-fn status_json(p: &PostRow) -> Value {
-    json!({
-        "id": p.id, "uri": p.iri, "url": p.url.as_deref().unwrap_or(&p.iri),
-        "content": p.content.as_deref().unwrap_or(""), "inReplyTo": p.in_reply_to,
-        "createdAt": p.published, "account": { "uri": p.actor },
-    })
-}
-
-/// Most replies `/context` lists: a thread bigger than this is paged by nobody yet.
-const CONTEXT_LIMIT: i64 = 500;
-/// Most ancestors `/context` walks up (Mastodon's limit is 40 too).
-const ANCESTOR_LIMIT: i32 = 40;
-
-async fn context(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadStatuses>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let id = parse_id(&id, "status")?;
-    let post: Option<(String, Option<String>, bool)> = sqlx::query_as(
+/// Viewing a remote post's thread asks for its replies (`GET /api/v1/statuses/:id/context`
+/// calls this): the job's uniqueness and cooldown make repeated views cheap no-ops. The job,
+/// if one was requested, is what `replyCollection` shows beside the thread.
+pub(crate) async fn request_on_view(
+    s: &AppState,
+    post: Uuid,
+    viewer: Uuid,
+) -> Result<Option<Value>, ApiError> {
+    let found: Option<(String, Option<String>, bool)> = sqlx::query_as(
         "SELECT iri, replies_iri, deleted_at IS NOT NULL FROM remote_posts WHERE id = $1",
     )
-    .bind(id)
+    .bind(post)
     .fetch_optional(&s.pool)
     .await?;
-    let Some((iri, replies_iri, deleted)) = post else {
-        return Err(ApiError(StatusCode::NOT_FOUND, "no such status".into()));
+    let Some((iri, Some(replies_iri), false)) = found else {
+        return Ok(None);
     };
-    // Viewing a remote post asks for its replies; the job's uniqueness and cooldown make
-    // repeated views cheap no-ops.
-    let job = match replies_iri.filter(|_| !deleted) {
-        Some(r) => match replies::request(&s.pool, &iri, &r, Some(account.id), REQUEST_DEPTH).await
-        {
-            Ok(req) => Some(job_json(&s, req.id()).await?),
-            Err(RequestError::BadIri(_)) => None,
-            Err(RequestError::Db(e)) => return Err(e.into()),
-        },
-        None => None,
-    };
-    let descendants: Vec<PostRow> = sqlx::query_as(
-        "WITH RECURSIVE thread AS (
-            SELECT p.*, 1 AS level FROM remote_posts p WHERE p.in_reply_to = $1 AND p.deleted_at IS NULL
-            UNION
-            SELECT p.*, t.level + 1 FROM remote_posts p JOIN thread t ON p.in_reply_to = t.iri
-             WHERE p.deleted_at IS NULL AND t.level < 10
-         )
-         SELECT id, iri, actor, content, in_reply_to, url, published FROM thread
-          ORDER BY published NULLS LAST, iri LIMIT $2",
-    )
-    .bind(&iri)
-    .bind(CONTEXT_LIMIT)
-    .fetch_all(&s.pool)
-    .await?;
-    // Ancestors as far as we have them stored, the thread's root first (a parent we never
-    // stored ends the chain; the level cap ends a cycle).
-    let ancestors: Vec<PostRow> = sqlx::query_as(
-        "WITH RECURSIVE up AS (
-            SELECT p.*, 1 AS level FROM remote_posts p
-             WHERE p.iri = (SELECT in_reply_to FROM remote_posts WHERE id = $1)
-               AND p.deleted_at IS NULL
-            UNION ALL
-            SELECT p.*, u.level + 1 FROM remote_posts p JOIN up u ON p.iri = u.in_reply_to
-             WHERE p.deleted_at IS NULL AND u.level < $2
-         )
-         SELECT id, iri, actor, content, in_reply_to, url, published FROM up ORDER BY level DESC",
-    )
-    .bind(id)
-    .bind(ANCESTOR_LIMIT)
-    .fetch_all(&s.pool)
-    .await?;
-    Ok(Json(json!({
-        "ancestors": ancestors.iter().map(status_json).collect::<Vec<_>>(),
-        "descendants": descendants.iter().map(status_json).collect::<Vec<_>>(),
-        "replyCollection": job,
-    })))
+    match replies::request(&s.pool, &iri, &replies_iri, Some(viewer), REQUEST_DEPTH).await {
+        Ok(req) => Ok(Some(job_json(s, req.id()).await?)),
+        Err(RequestError::BadIri(_)) => Ok(None),
+        Err(RequestError::Db(e)) => Err(e.into()),
+    }
 }

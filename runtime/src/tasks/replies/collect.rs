@@ -18,7 +18,7 @@ use super::{CollectPayload, dispatch};
 use crate::config::ReplyConfig;
 use crate::federation::Federation;
 use crate::federation::activity::store_note;
-use crate::federation::actor::id_of;
+use crate::federation::actor::{id_of, parse_actor, store_actor};
 use crate::federation::fetch::FetchError;
 use crate::federation::iri::same_origin;
 use crate::federation::normalize::normalize;
@@ -333,6 +333,11 @@ impl Collector {
                 if n.items >= self.cfg.max_items as i32 {
                     return End::Done { partial: true };
                 }
+                match self.author_known(pool, run, &signer, &doc, n).await {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(end) => return end,
+                }
                 match self.store(pool, run, &doc, n).await {
                     Ok(true) => {}
                     Ok(false) => return End::LostLease,
@@ -375,6 +380,11 @@ impl Collector {
                         }
                         if n.items >= self.cfg.max_items as i32 {
                             return End::Done { partial: true };
+                        }
+                        match self.author_known(pool, run, &signer, &item, n).await {
+                            Ok(true) => {}
+                            Ok(false) => continue,
+                            Err(end) => return end,
                         }
                         match self.store(pool, run, &item, n).await {
                             Ok(true) => {}
@@ -490,6 +500,59 @@ impl Collector {
         }
         tx.commit().await?;
         Ok(wait)
+    }
+
+    /// Makes sure a reply's author is stored, so the reply can be shown (a status without its
+    /// account is no Mastodon entity): an unknown author on the job's host is fetched once,
+    /// paced and signed like every other request of the job and counted with them. `false`
+    /// (the item is skipped) when the author cannot be read; a stop, a 429 or the database
+    /// end the walk as they would for a page.
+    async fn author_known(
+        &self,
+        pool: &PgPool,
+        run: &Run,
+        signer: &SigningKey,
+        obj: &Value,
+        n: &mut Counters,
+    ) -> Result<bool, End> {
+        let db = |e: sqlx::Error| End::Failed(format!("database: {e}"));
+        let Some(author) = obj.get("attributedTo").and_then(id_of) else {
+            return Ok(true); // `store` skips it with the rest of its checks
+        };
+        if !same_origin(author, &run.replies_iri) {
+            return Ok(true);
+        }
+        let known: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM remote_actors WHERE iri = $1)")
+                .bind(author)
+                .fetch_one(pool)
+                .await
+                .map_err(db)?;
+        if known {
+            return Ok(true);
+        }
+        let doc = match self.fetch(pool, run, signer, author, n).await {
+            Ok(doc) => doc,
+            Err(End::Failed(e)) => {
+                tracing::info!(job = %run.id, author, error = %e, "a reply's author could not be fetched; the reply is skipped");
+                n.items += 1;
+                n.skipped += 1;
+                return Ok(false);
+            }
+            Err(end) => return Err(end),
+        };
+        match parse_actor(&doc, author) {
+            Ok(actor) => {
+                store_actor(pool, &actor, &doc, None).await.map_err(db)?;
+                Ok(true)
+            }
+            Err(e) => {
+                tracing::info!(job = %run.id, author, error = %e, "a reply's author is not a usable actor; the reply is skipped");
+                n.items += 1;
+                n.skipped += 1;
+                Ok(false)
+            }
+        }
     }
 
     /// Stores one reply once (`remote_posts` is keyed by IRI). It must live on the host of

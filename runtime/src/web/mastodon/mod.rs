@@ -18,6 +18,7 @@ pub mod media;
 pub mod pagination;
 pub mod relationships;
 pub mod search;
+pub mod statuses;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
@@ -28,6 +29,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(relationships::routes())
         .merge(follow_requests::routes())
         .merge(search::routes())
+        .merge(statuses::routes())
 }
 
 /// The account a path id names, local or remote; a malformed id is the same 404 as an unknown

@@ -1,0 +1,185 @@
+//! Status request bodies as Mastodon apps send them: JSON, `application/x-www-form-urlencoded`
+//! or `multipart/form-data` (text fields only), with Rails' bracket keys (`media_ids[]=…`,
+//! `poll[options][]=…`, `poll[expires_in]=…`) read into the same JSON shape, so one serde
+//! struct serves all three. Wrong shapes are 422, malformed JSON 400, as the polls API was.
+
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::web::body::{BodyError, JSON_MAX_BYTES, parse_json, read_limited};
+use crate::web::{ApiError, AppState};
+
+/// A status request body of any of the three encodings, decoded into `T`.
+pub struct StatusBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for StatusBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, s: &AppState) -> Result<Self, ApiError> {
+        let (parts, body) = req.into_parts();
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
+        let value = if content_type.starts_with("application/x-www-form-urlencoded") {
+            from_pairs(url::form_urlencoded::parse(&bytes).into_owned().collect())?
+        } else if content_type.starts_with("multipart/form-data") {
+            let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+            from_pairs(multipart_fields(req, s).await?)?
+        } else if bytes.iter().all(u8::is_ascii_whitespace) {
+            Value::Object(Map::new())
+        } else {
+            parse_json::<Value>(&bytes, StatusCode::UNPROCESSABLE_ENTITY)?
+        };
+        serde_json::from_value(value)
+            .map(StatusBody)
+            .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))
+    }
+}
+
+async fn multipart_fields(req: Request, s: &AppState) -> Result<Vec<(String, String)>, ApiError> {
+    let bad = |e: String| ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"));
+    let mut form = axum::extract::Multipart::from_request(req, s)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    let mut pairs = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(|e| bad(e.to_string()))? {
+        let name = field.name().unwrap_or_default().to_string();
+        let value = field.text().await.map_err(|e| bad(e.to_string()))?;
+        pairs.push((name, value));
+    }
+    Ok(pairs)
+}
+
+/// Form pairs as JSON: `a[]` appends to an array, `a[b]` sets a key of an object.
+pub fn from_pairs(pairs: Vec<(String, String)>) -> Result<Value, ApiError> {
+    let mut root = Value::Object(Map::new());
+    for (key, value) in pairs {
+        if value.contains('\0') {
+            return Err(ApiError(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                BodyError::Nul.to_string(),
+            ));
+        }
+        let (head, rest) = key.split_once('[').unwrap_or((&key, ""));
+        let mut segments = vec![head];
+        if !rest.is_empty() {
+            segments.extend(rest.trim_end_matches(']').split("]["));
+        }
+        set(&mut root, &segments, value);
+    }
+    Ok(root)
+}
+
+fn set(target: &mut Value, segments: &[&str], value: String) {
+    match segments.split_first() {
+        None => *target = Value::String(value),
+        Some((&"", rest)) => {
+            if !target.is_array() {
+                *target = Value::Array(Vec::new());
+            }
+            if let Value::Array(items) = target {
+                items.push(Value::Null);
+                if let Some(last) = items.last_mut() {
+                    set(last, rest, value);
+                }
+            }
+        }
+        Some((name, rest)) => {
+            if !target.is_object() {
+                *target = Value::Object(Map::new());
+            }
+            if let Value::Object(m) = target {
+                set(
+                    m.entry(name.to_string()).or_insert(Value::Null),
+                    rest,
+                    value,
+                );
+            }
+        }
+    }
+}
+
+/// `true`/`false` or the strings forms send for them.
+pub fn flag(key: &str, v: Option<&Value>) -> Result<Option<bool>, ApiError> {
+    let bad = || {
+        ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{key} must be a boolean"),
+        )
+    };
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) => match s.as_str() {
+            "true" | "1" | "on" => Ok(Some(true)),
+            "false" | "0" | "off" | "" => Ok(Some(false)),
+            _ => Err(bad()),
+        },
+        Some(_) => Err(bad()),
+    }
+}
+
+/// An optional text field: empty is absent (forms send every field).
+pub fn text(v: Option<String>) -> Option<String> {
+    v.filter(|s| !s.trim().is_empty())
+}
+
+/// `media_ids`: upload ids; one that is not a UUID names no upload (422).
+pub fn media_ids(v: Option<Vec<String>>) -> Result<Option<Vec<uuid::Uuid>>, ApiError> {
+    v.map(|ids| {
+        ids.iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                uuid::Uuid::parse_str(s).map_err(|_| {
+                    ApiError(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("Validation failed: media attachment {s} not found"),
+                    )
+                })
+            })
+            .collect()
+    })
+    .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pairs(s: &str) -> Value {
+        from_pairs(
+            url::form_urlencoded::parse(s.as_bytes())
+                .into_owned()
+                .collect(),
+        )
+        .expect("pairs")
+    }
+
+    #[test]
+    fn bracket_keys_read_as_json() {
+        assert_eq!(
+            pairs(
+                "status=hi&media_ids[]=a&media_ids[]=b&poll[options][]=x&poll[options][]=y&poll[expires_in]=60&sensitive=true"
+            ),
+            json!({"status": "hi", "media_ids": ["a", "b"], "sensitive": "true",
+                   "poll": {"options": ["x", "y"], "expires_in": "60"}})
+        );
+        assert!(from_pairs(vec![("status".into(), "a\0".into())]).is_err());
+    }
+
+    #[test]
+    fn flags_read_like_rails() {
+        assert_eq!(flag("s", Some(&json!("1"))).ok(), Some(Some(true)));
+        assert_eq!(flag("s", Some(&json!(false))).ok(), Some(Some(false)));
+        assert_eq!(flag("s", None).ok(), Some(None));
+        assert!(flag("s", Some(&json!("maybe"))).is_err());
+        assert!(flag("s", Some(&json!(3))).is_err());
+    }
+}

@@ -1,0 +1,38 @@
+//! `GET /api/v1/statuses/:id/context`: ancestors and descendants, local and remote, each
+//! filtered by visibility for the viewer; a remote post's replies are collected on view.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde_json::{Value, json};
+
+use super::{not_found, render, status_id};
+use crate::statuses::{access, context as thread};
+use crate::web::auth::{MaybeNeeds, need};
+use crate::web::{ApiError, AppState};
+
+pub async fn context(
+    State(s): State<AppState>,
+    MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = status_id(&raw)?;
+    let viewer = viewer.map(|a| a.id);
+    let mut conn = s.pool.acquire().await?;
+    if !access::can_see(&mut conn, viewer, id).await? {
+        return Err(not_found());
+    }
+    let up = thread::ancestors(&mut conn, viewer, id).await?;
+    let down = thread::descendants(&mut conn, viewer, id).await?;
+    let ancestors = render(&s, &mut conn, viewer, &up).await?;
+    let descendants = render(&s, &mut conn, viewer, &down).await?;
+    drop(conn);
+    // A signed-in viewer of a remote post asks for the replies we have not seen yet; the job
+    // rides along as `replyCollection` (clients ignore fields they do not know).
+    let job = match viewer {
+        Some(v) => crate::web::replies::request_on_view(&s, id, v).await?,
+        None => None,
+    };
+    Ok(Json(json!({
+        "ancestors": ancestors, "descendants": descendants, "replyCollection": job,
+    })))
+}

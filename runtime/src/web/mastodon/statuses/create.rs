@@ -1,0 +1,94 @@
+//! `POST /api/v1/statuses`: text, content warning, visibility, language, reply, poll, media
+//! and `Idempotency-Key` (a retried post answers the first status and stores nothing).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::body::{StatusBody, flag, media_ids, text};
+use super::{not_found, visible_one};
+use crate::polls::validation::PollRequest;
+use crate::statuses::Visibility;
+use crate::statuses::write::{self, NewStatus};
+use crate::web::auth::{Needs, need};
+use crate::web::polls::schedule;
+use crate::web::{ApiError, AppState};
+
+#[derive(Debug, Deserialize)]
+pub struct CreateRequest {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    visibility: Option<String>,
+    #[serde(default)]
+    spoiler_text: Option<String>,
+    #[serde(default)]
+    sensitive: Option<Value>,
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default)]
+    in_reply_to_id: Option<String>,
+    #[serde(default)]
+    poll: Option<PollRequest>,
+    #[serde(default)]
+    media_ids: Option<Vec<String>>,
+}
+
+fn unprocessable(m: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::UNPROCESSABLE_ENTITY, m.into())
+}
+
+impl CreateRequest {
+    fn into_new(self, idempotency_key: Option<String>) -> Result<NewStatus, ApiError> {
+        let visibility = match text(self.visibility) {
+            None => Visibility::Public,
+            Some(v) => Visibility::parse(&v)
+                .ok_or_else(|| unprocessable(format!("Validation failed: visibility {v:?} is not one of public, unlisted, private, direct")))?,
+        };
+        let in_reply_to = match text(self.in_reply_to_id) {
+            None => None,
+            // A reply to something that cannot exist is a reply to nothing we know: 404.
+            Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| not_found())?),
+        };
+        let poll = self
+            .poll
+            .as_ref()
+            .map(PollRequest::validate)
+            .transpose()
+            .map_err(|e| unprocessable(e.to_string()))?;
+        Ok(NewStatus {
+            text: self.status.unwrap_or_default(),
+            visibility,
+            spoiler_text: self.spoiler_text.unwrap_or_default(),
+            sensitive: flag("sensitive", self.sensitive.as_ref())?.unwrap_or(false),
+            language: text(self.language),
+            in_reply_to,
+            poll,
+            media_ids: media_ids(self.media_ids)?.unwrap_or_default(),
+            idempotency_key,
+        })
+    }
+}
+
+pub async fn create(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteStatuses>,
+    headers: HeaderMap,
+    StatusBody(req): StatusBody<CreateRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned);
+    let new = req.into_new(key)?;
+    let w = write::create(&s.pool, s.fed.as_deref(), &s.drive, &account, &new).await?;
+    // The author is local: every new poll is scheduled (after the commit).
+    if let (Some(p), false) = (w.poll, w.replayed) {
+        schedule(&s, p).await;
+    }
+    Ok(Json(visible_one(&s, Some(account.id), w.status).await?))
+}

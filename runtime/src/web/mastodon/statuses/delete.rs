@@ -1,0 +1,31 @@
+//! `DELETE /api/v1/statuses/:id`: answers the deleted status with its `text` (what "delete
+//! and redraft" fills the composer with), as Mastodon does.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde_json::Value;
+
+use super::{status_id, visible_one};
+use crate::statuses::write;
+use crate::web::auth::{Needs, need};
+use crate::web::{ApiError, AppState};
+
+pub async fn delete(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = status_id(&raw)?;
+    // Rendered first (it is gone after), shown only once the deletion succeeded.
+    let mut shown = visible_one(&s, Some(account.id), id).await?;
+    let source = {
+        let mut conn = s.pool.acquire().await?;
+        write::source(&mut conn, account.id, id).await?
+    };
+    write::delete(&s.pool, s.fed.as_deref(), &s.drive, &account, id).await?;
+    if let Some(src) = source {
+        shown["text"] = src["text"].clone();
+        shown["spoiler_text"] = src["spoiler_text"].clone();
+    }
+    Ok(Json(shown))
+}

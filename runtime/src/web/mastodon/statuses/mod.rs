@@ -1,0 +1,96 @@
+//! Statuses in the Mastodon client API (R-MAPI-3, issue 19 item 1): writing (`create`,
+//! `edit`, `delete`), single reads (`read`: the status, its history and source) and threads
+//! (`context`). Storage and its rules live in `statuses::write`; these handlers parse
+//! (`body`: JSON, urlencoded and multipart forms alike) and render.
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::statuses::access;
+use crate::statuses::entity;
+use crate::statuses::write::WriteError;
+use crate::web::{ApiError, AppState};
+
+pub mod body;
+pub mod context;
+pub mod create;
+pub mod delete;
+pub mod edit;
+pub mod read;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/statuses", post(create::create))
+        .route(
+            "/api/v1/statuses/{id}",
+            get(read::show).put(edit::edit).delete(delete::delete),
+        )
+        .route("/api/v1/statuses/{id}/history", get(read::history))
+        .route("/api/v1/statuses/{id}/source", get(read::source))
+        .route("/api/v1/statuses/{id}/context", get(context::context))
+}
+
+impl From<WriteError> for ApiError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::NotFound => ApiError(StatusCode::NOT_FOUND, e.to_string()),
+            WriteError::NotAuthor => ApiError(StatusCode::FORBIDDEN, e.to_string()),
+            WriteError::Invalid(m) => ApiError(StatusCode::UNPROCESSABLE_ENTITY, m),
+            WriteError::Db(e) => e.into(),
+        }
+    }
+}
+
+pub(crate) fn not_found() -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
+}
+
+/// A status id from the path: malformed is the same 404 as unknown.
+pub(crate) fn status_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| not_found())
+}
+
+/// Status entities for `ids` as `viewer` sees them (callers check visibility first), with
+/// their media. Without federation configured (no actor IRIs to name accounts by) only local
+/// statuses render, in the polls module's smaller shape.
+pub(crate) async fn render(
+    s: &AppState,
+    conn: &mut PgConnection,
+    viewer: Option<Uuid>,
+    ids: &[Uuid],
+) -> Result<Vec<Value>, ApiError> {
+    let mut out = match &s.fed {
+        Some(fed) => entity::render(conn, fed, viewer, ids).await?,
+        None => {
+            let mut v = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(e) = crate::polls::status_json(conn, *id, viewer).await? {
+                    v.push(e);
+                }
+            }
+            v
+        }
+    };
+    entity::attach_media(conn, &s.drive, &mut out).await?;
+    Ok(out)
+}
+
+/// One status `viewer` may see, rendered; 404 otherwise.
+pub(crate) async fn visible_one(
+    s: &AppState,
+    viewer: Option<Uuid>,
+    id: Uuid,
+) -> Result<Value, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    if !access::can_see(&mut conn, viewer, id).await? {
+        return Err(not_found());
+    }
+    render(s, &mut conn, viewer, &[id])
+        .await?
+        .pop()
+        .ok_or_else(not_found)
+}

@@ -1,0 +1,46 @@
+//! Single reads: `GET /api/v1/statuses/:id` (any post or boost the viewer may see),
+//! `/:id/history` (its versions) and `/:id/source` (the author's text as typed).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde_json::Value;
+
+use super::{not_found, status_id, visible_one};
+use crate::statuses::{history as versions, write};
+use crate::web::auth::{MaybeNeeds, Needs, need};
+use crate::web::{ApiError, AppState};
+
+pub async fn show(
+    State(s): State<AppState>,
+    MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = status_id(&raw)?;
+    Ok(Json(visible_one(&s, viewer.map(|a| a.id), id).await?))
+}
+
+pub async fn history(
+    State(s): State<AppState>,
+    MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = status_id(&raw)?;
+    let current = visible_one(&s, viewer.map(|a| a.id), id).await?;
+    let mut conn = s.pool.acquire().await?;
+    Ok(Json(Value::Array(
+        versions::versions(&mut conn, &current).await?,
+    )))
+}
+
+pub async fn source(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = status_id(&raw)?;
+    let mut conn = s.pool.acquire().await?;
+    write::source(&mut conn, account.id, id)
+        .await?
+        .map(Json)
+        .ok_or_else(not_found)
+}

@@ -1,0 +1,603 @@
+//! Statuses in the Mastodon client API (SPEC §11, R-MAPI-3, issue 19 item 1): posting with
+//! every parameter, single reads honouring visibility, edits with history, deletion with its
+//! `Delete`, threads, idempotency, and what reaches a remote follower — over HTTP against a
+//! real node on a real PostgreSQL, with the shared `Peer` as the remote server.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::io::Cursor;
+use std::time::Duration;
+
+use hollo_runtime::polls::MAX_STATUS_CHARS;
+use reqwest::Method;
+use serde_json::{Value, json};
+use support::eventually;
+use support::multipart::form;
+use support::node::Instance;
+use support::peer::Peer;
+use uuid::Uuid;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Client {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+struct Answer {
+    status: u16,
+    body: Value,
+}
+
+impl Client {
+    fn new(inst: &Instance, token: Option<&str>) -> Client {
+        Client {
+            base: inst.base.clone(),
+            token: token.map(str::to_owned),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Answer {
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        Answer { status, body }
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
+        self.send(
+            self.http
+                .request(method, format!("{}{path}", self.base))
+                .json(json),
+        )
+        .await
+    }
+
+    async fn post(&self, json: &Value) -> Answer {
+        self.call(Method::POST, "/api/v1/statuses", json).await
+    }
+
+    /// Posts and returns the new status, asserting success.
+    async fn posted(&self, json: &Value) -> Value {
+        let a = self.post(json).await;
+        assert_eq!(a.status, 200, "{json}: {}", a.body);
+        a.body
+    }
+
+    async fn form(&self, method: Method, path: &str, body: &str) -> Answer {
+        self.send(
+            self.http
+                .request(method, format!("{}{path}", self.base))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.to_string()),
+        )
+        .await
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_string()
+}
+
+fn assert_error(a: &Answer, status: u16, what: &str) {
+    assert_eq!(a.status, status, "{what}: {}", a.body);
+    assert!(a.body["error"].is_string(), "{what}: {}", a.body);
+}
+
+async fn scalar(inst: &Instance, sql: &str, bind: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+        .bind(bind)
+        .fetch_one(&inst.pool)
+        .await
+        .expect(sql)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn posting_reading_and_visibility() {
+    let inst = Instance::start("all", &[]).await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+    let carol_api = Client::new(&inst, Some(&carol_token));
+    let anon = Client::new(&inst, None);
+
+    // bob follows alice (local: accepted at once).
+    let f = bob_api
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{}/follow", alice.id),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(f.status, 200, "{}", f.body);
+
+    // Every parameter is stored and shown.
+    let st = api
+        .posted(&json!({"status": "Hello #Rust", "visibility": "unlisted",
+                        "spoiler_text": "cw", "language": "en"}))
+        .await;
+    assert_eq!(st["visibility"], "unlisted");
+    assert_eq!(st["spoiler_text"], "cw");
+    assert_eq!(
+        st["sensitive"], true,
+        "a content warning makes it sensitive"
+    );
+    assert_eq!(st["language"], "en");
+    assert_eq!(st["account"]["id"], json!(alice.id.to_string()));
+    assert!(st["content"].as_str().unwrap().contains("Hello"));
+    assert_eq!(st["tags"][0]["name"], "rust");
+    let public_id = id(&st);
+    let shown = anon.get(&format!("/api/v1/statuses/{public_id}")).await;
+    assert_eq!(shown.status, 200, "anyone reads an unlisted status");
+    assert_eq!(shown.body["id"], json!(public_id));
+    // It is in alice's and her follower bob's home timelines.
+    let homes = scalar(
+        &inst,
+        "SELECT count(*) FROM home_feed WHERE entry_id = $1::uuid",
+        &public_id,
+    )
+    .await;
+    assert_eq!(homes, 2);
+
+    // Bad input is 422 with Mastodon's error body, and nothing is stored.
+    let before = inst.count("SELECT count(*) FROM statuses").await;
+    for (body, what) in [
+        (
+            json!({"status": "x", "visibility": "limited"}),
+            "visibility",
+        ),
+        (
+            json!({"status": "x".repeat(MAX_STATUS_CHARS + 1)}),
+            "too long",
+        ),
+        (
+            json!({"status": "x".repeat(MAX_STATUS_CHARS - 1), "spoiler_text": "ab"}),
+            "text and warning together too long",
+        ),
+        (json!({"status": "  "}), "blank"),
+        (
+            json!({"status": "x", "media_ids": ["nope"]}),
+            "bad media id",
+        ),
+        (
+            json!({"status": "x", "media_ids": [Uuid::now_v7().to_string()]}),
+            "unknown media",
+        ),
+        (json!({"status": "x", "sensitive": "perhaps"}), "sensitive"),
+    ] {
+        assert_error(&api.post(&body).await, 422, what);
+    }
+    assert_eq!(
+        inst.count("SELECT count(*) FROM statuses").await,
+        before,
+        "nothing stored"
+    );
+    let exactly = api
+        .post(&json!({"status": "y".repeat(MAX_STATUS_CHARS)}))
+        .await;
+    assert_eq!(exactly.status, 200, "the limit itself is allowed");
+
+    // Followers-only: bob (a follower) and alice read it; carol and anonymous get 404.
+    let private = api
+        .posted(&json!({"status": "for followers", "visibility": "private"}))
+        .await;
+    let path = format!("/api/v1/statuses/{}", id(&private));
+    assert_eq!(bob_api.get(&path).await.status, 200);
+    assert_eq!(api.get(&path).await.status, 200);
+    assert_error(&carol_api.get(&path).await, 404, "carol reads private");
+    assert_error(&anon.get(&path).await, 404, "anonymous reads private");
+
+    // Direct: only the mentioned; they are notified (once); it reaches bob's home because he
+    // follows alice and is mentioned.
+    let direct = api
+        .posted(&json!({"status": "psst @bob", "visibility": "direct"}))
+        .await;
+    assert_eq!(direct["mentions"][0]["id"], json!(bob.id.to_string()));
+    let dpath = format!("/api/v1/statuses/{}", id(&direct));
+    assert_eq!(bob_api.get(&dpath).await.status, 200);
+    assert_error(&carol_api.get(&dpath).await, 404, "carol reads direct");
+    let mention = scalar(
+        &inst,
+        "SELECT count(*) FROM notifications WHERE type = 'mention' AND post_id = $1::uuid",
+        &id(&direct),
+    )
+    .await;
+    assert_eq!(mention, 1);
+    let in_bobs_home = scalar(
+        &inst,
+        "SELECT count(*) FROM home_feed WHERE entry_id = $1::uuid",
+        &id(&direct),
+    )
+    .await;
+    assert_eq!(in_bobs_home, 2, "alice's and bob's homes");
+
+    // Replies: to what the author can see (else 404), shown with its parent.
+    let unknown = api
+        .post(&json!({"status": "re", "in_reply_to_id": Uuid::now_v7().to_string()}))
+        .await;
+    assert_error(&unknown, 404, "reply to an unknown status");
+    let hidden = carol_api
+        .post(&json!({"status": "re", "in_reply_to_id": id(&private)}))
+        .await;
+    assert_error(&hidden, 404, "reply to a status carol cannot see");
+    let reply = bob_api
+        .posted(&json!({"status": "re: hello", "in_reply_to_id": public_id}))
+        .await;
+    assert_eq!(reply["in_reply_to_id"], json!(public_id));
+    assert_eq!(reply["in_reply_to_account_id"], json!(alice.id.to_string()));
+    let private_reply = api
+        .posted(
+            &json!({"status": "secret reply", "in_reply_to_id": id(&reply),
+                        "visibility": "private"}),
+        )
+        .await;
+
+    // Context: ancestors and descendants, filtered for each viewer.
+    let ctx = bob_api
+        .get(&format!("/api/v1/statuses/{}/context", id(&reply)))
+        .await;
+    assert_eq!(ctx.status, 200, "{}", ctx.body);
+    assert_eq!(ctx.body["ancestors"][0]["id"], json!(public_id));
+    assert_eq!(ctx.body["descendants"][0]["id"], json!(id(&private_reply)));
+    let ctx = carol_api
+        .get(&format!("/api/v1/statuses/{public_id}/context"))
+        .await;
+    let shown: Vec<&Value> = ctx.body["descendants"].as_array().unwrap().iter().collect();
+    assert_eq!(
+        shown.len(),
+        1,
+        "carol sees the public reply only: {shown:?}"
+    );
+    assert_eq!(shown[0]["id"], json!(id(&reply)));
+    assert_error(
+        &carol_api
+            .get(&format!("/api/v1/statuses/{}/context", id(&private)))
+            .await,
+        404,
+        "context of a hidden status",
+    );
+
+    // Form bodies read like JSON.
+    let f = api
+        .form(
+            Method::POST,
+            "/api/v1/statuses",
+            "status=from+a+form&visibility=private&sensitive=1&poll[options][]=a&poll[options][]=b&poll[expires_in]=600",
+        )
+        .await;
+    assert_eq!(f.status, 200, "{}", f.body);
+    assert_eq!(f.body["visibility"], "private");
+    assert_eq!(f.body["sensitive"], true);
+    assert_eq!(f.body["poll"]["options"][1]["title"], "b");
+
+    // Unknown ids and malformed ones are 404.
+    for p in [
+        format!("/api/v1/statuses/{}", Uuid::now_v7()),
+        "/api/v1/statuses/nope".to_string(),
+    ] {
+        assert_error(&api.get(&p).await, 404, &p);
+    }
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotency_keys_answer_the_first_status() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("alice").await;
+    let http = reqwest::Client::new();
+    let post = |key: &'static str, text: &'static str| {
+        http.post(format!("{}/api/v1/statuses", inst.base))
+            .bearer_auth(&token)
+            .header("Idempotency-Key", key)
+            .json(&json!({ "status": text }))
+            .send()
+    };
+    let first: Value = post("k1", "once").await.unwrap().json().await.unwrap();
+    let again: Value = post("k1", "once, retried")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["id"], again["id"]);
+    assert!(again["content"].as_str().unwrap().contains("once"));
+    assert_eq!(inst.count("SELECT count(*) FROM statuses").await, 1);
+    let other: Value = post("k2", "twice").await.unwrap().json().await.unwrap();
+    assert_ne!(other["id"], first["id"]);
+    // Concurrent retries store one status.
+    let (a, b) = tokio::join!(post("k3", "race"), post("k3", "race"));
+    let (a, b): (Value, Value) = (
+        a.unwrap().json().await.unwrap(),
+        b.unwrap().json().await.unwrap(),
+    );
+    assert_eq!(a["id"], b["id"]);
+    assert_eq!(inst.count("SELECT count(*) FROM statuses").await, 3);
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn edits_history_source_and_deletion() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, alice_token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+
+    let st = api.posted(&json!({"status": "first @bob"})).await;
+    let sid = id(&st);
+    let path = format!("/api/v1/statuses/{sid}");
+    let edited = api
+        .call(
+            Method::PUT,
+            &path,
+            &json!({"status": "second @bob", "spoiler_text": "now with cw"}),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert!(edited.body["content"].as_str().unwrap().contains("second"));
+    assert_eq!(edited.body["spoiler_text"], "now with cw");
+    assert!(edited.body["edited_at"].is_string());
+    // Others cannot edit: 403 for what they can see (as the polls API answered).
+    let theirs = bob_api
+        .call(Method::PUT, &path, &json!({"status": "mine now"}))
+        .await;
+    assert_error(&theirs, 403, "bob edits alice's status");
+    let too_long = api
+        .call(
+            Method::PUT,
+            &path,
+            &json!({"status": "z".repeat(MAX_STATUS_CHARS + 1)}),
+        )
+        .await;
+    assert_error(&too_long, 422, "an edit over the limit");
+
+    let history = api.get(&format!("{path}/history")).await;
+    assert_eq!(history.status, 200, "{}", history.body);
+    let versions = history.body.as_array().unwrap();
+    assert_eq!(versions.len(), 2, "{versions:?}");
+    assert!(versions[0]["content"].as_str().unwrap().contains("first"));
+    assert_eq!(versions[0]["spoiler_text"], "");
+    assert!(versions[1]["content"].as_str().unwrap().contains("second"));
+    let source = api.get(&format!("{path}/source")).await;
+    assert_eq!(
+        source.body,
+        json!({"id": sid, "text": "second @bob", "spoiler_text": "now with cw"})
+    );
+    assert_error(
+        &bob_api.get(&format!("{path}/source")).await,
+        404,
+        "someone else's source",
+    );
+    // The mention notified bob once, edits included.
+    let mentions = scalar(
+        &inst,
+        "SELECT count(*) FROM notifications WHERE type = 'mention' AND post_id = $1::uuid",
+        &sid,
+    )
+    .await;
+    assert_eq!(mentions, 1);
+
+    // Deletion: only the author; the answer carries the text; everything about it goes.
+    assert_error(
+        &bob_api.call(Method::DELETE, &path, &json!({})).await,
+        404,
+        "bob deletes alice's status",
+    );
+    let gone = api.call(Method::DELETE, &path, &json!({})).await;
+    assert_eq!(gone.status, 200, "{}", gone.body);
+    assert_eq!(gone.body["id"], json!(sid));
+    assert_eq!(gone.body["text"], "second @bob");
+    assert_error(&api.get(&path).await, 404, "a deleted status");
+    assert_error(
+        &api.call(Method::DELETE, &path, &json!({})).await,
+        404,
+        "deleting twice",
+    );
+    for sql in [
+        "SELECT count(*) FROM home_feed WHERE post_id = $1::uuid",
+        "SELECT count(*) FROM notifications WHERE post_id = $1::uuid",
+        "SELECT count(*) FROM status_edits WHERE status_id = $1::uuid",
+    ] {
+        assert_eq!(scalar(&inst, sql, &sid).await, 0, "{sql}");
+    }
+    let uri = st["uri"].as_str().unwrap();
+    assert_eq!(
+        scalar(
+            &inst,
+            "SELECT count(*) FROM status_tombstones WHERE uri = $1",
+            uri
+        )
+        .await,
+        1
+    );
+    let fetched = reqwest::Client::new()
+        .get(uri)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fetched.status(), 410);
+    let _ = bob;
+    inst.shutdown().await;
+}
+
+fn png() -> Vec<u8> {
+    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(32, 16, |x, y| {
+        image::Rgba([(x * 7) as u8, (y * 5) as u8, 90, 255])
+    }));
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encode");
+    out.into_inner()
+}
+
+/// Waits until the peer received a verified activity of `ty` matching `pred`.
+async fn received(peer: &Peer, ty: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let got = eventually(WAIT, &format!("the peer receives a {ty}"), || async {
+        peer.received()
+            .into_iter()
+            .find(|r| r.ty() == ty && pred(&r.body))
+    })
+    .await;
+    assert_eq!(got.verified, Ok(()), "our {ty} verifies at the peer");
+    got.body
+}
+
+fn has(v: &Value, iri: &str) -> bool {
+    v.as_array()
+        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(iri)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility() {
+    let dir = std::env::temp_dir().join(format!("hollo-statuses-{}", Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let peer = Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    let public = "https://www.w3.org/ns/activitystreams#Public";
+    let followers = inst.fed.followers("alice");
+
+    let follow = json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
+        "object": inst.fed.actor_iri("alice"),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
+    received(&peer, "Accept", |_| true).await;
+
+    // A public status with media: to Public, cc followers, the Documents attached.
+    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
+    let upload = reqwest::Client::new()
+        .post(format!("{}/api/v1/media", inst.base))
+        .bearer_auth(&token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(upload.status(), 200);
+    let media: Value = upload.json().await.unwrap();
+    let st = api
+        .posted(&json!({"status": "with a picture", "media_ids": [media["id"]]}))
+        .await;
+    assert_eq!(st["media_attachments"][0]["id"], media["id"]);
+    let uri = st["uri"].as_str().unwrap().to_string();
+    let create = received(&peer, "Create", |b| b["object"]["id"] == json!(uri)).await;
+    assert!(has(&create["to"], public), "{create}");
+    assert!(has(&create["cc"], &followers), "{create}");
+    let doc = &create["object"]["attachment"][0];
+    assert_eq!(doc["type"], "Document", "{create}");
+    assert_eq!(doc["mediaType"], "image/png");
+    // The same upload cannot go on a second status.
+    assert_error(
+        &api.post(&json!({"status": "again", "media_ids": [media["id"]]}))
+            .await,
+        422,
+        "media attached elsewhere",
+    );
+
+    // Unlisted: to followers, cc Public. Private: followers only, and its URI is not served.
+    let unlisted = api
+        .posted(&json!({"status": "quiet", "visibility": "unlisted"}))
+        .await;
+    let c = received(&peer, "Create", |b| b["object"]["id"] == unlisted["uri"]).await;
+    assert!(has(&c["to"], &followers) && has(&c["cc"], public), "{c}");
+    let private = api
+        .posted(&json!({"status": "friends", "visibility": "private"}))
+        .await;
+    let c = received(&peer, "Create", |b| b["object"]["id"] == private["uri"]).await;
+    assert!(has(&c["to"], &followers), "{c}");
+    assert!(!has(&c["to"], public) && !has(&c["cc"], public), "{c}");
+    let http = reqwest::Client::new();
+    let fetch = |u: String| {
+        http.get(u)
+            .header("accept", "application/activity+json")
+            .send()
+    };
+    assert_eq!(
+        fetch(private["uri"].as_str().unwrap().into())
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(fetch(uri.clone()).await.unwrap().status(), 200);
+
+    // Direct, mentioning the peer: addressed to it alone.
+    let direct = api
+        .posted(&json!({"status": format!("hi @{}", peer.handle()), "visibility": "direct"}))
+        .await;
+    let c = received(&peer, "Create", |b| b["object"]["id"] == direct["uri"]).await;
+    assert_eq!(c["to"], json!([peer.actor()]), "{c}");
+    assert!(!has(&c["cc"], &followers), "{c}");
+
+    // Edit → Update; delete → Delete of a Tombstone.
+    let e = api
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{}", id(&st)),
+            &json!({"status": "with a better caption"}),
+        )
+        .await;
+    assert_eq!(e.status, 200, "{}", e.body);
+    let update = received(&peer, "Update", |b| b["object"]["id"] == json!(uri)).await;
+    assert!(
+        update["object"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("better caption")
+    );
+    assert_eq!(update["object"]["attachment"][0]["type"], "Document");
+    let d = api
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&st)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+    let delete = received(&peer, "Delete", |b| b["object"]["id"] == json!(uri)).await;
+    assert_eq!(delete["object"]["type"], "Tombstone");
+    assert!(has(&delete["to"], public), "{delete}");
+
+    // A remote reply shows in the thread.
+    let note = json!({
+        "id": peer.iri("/notes/r1"), "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>remote reply</p>", "inReplyTo": unlisted["uri"],
+        "to": [public], "published": "2026-12-01T10:00:00Z",
+    });
+    let create = json!({
+        "id": peer.new_id("creates"), "type": "Create", "actor": peer.actor(),
+        "object": note, "to": [public],
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
+    let ctx = eventually(WAIT, "the remote reply is in the context", || async {
+        let ctx = api
+            .get(&format!("/api/v1/statuses/{}/context", id(&unlisted)))
+            .await;
+        (ctx.body["descendants"].as_array().map(Vec::len) == Some(1)).then_some(ctx.body)
+    })
+    .await;
+    assert_eq!(ctx["descendants"][0]["uri"], json!(peer.iri("/notes/r1")));
+    let remote_id = id(&ctx["descendants"][0]);
+    let up = api
+        .get(&format!("/api/v1/statuses/{remote_id}/context"))
+        .await;
+    assert_eq!(up.body["ancestors"][0]["id"], json!(id(&unlisted)));
+    let _ = std::fs::remove_dir_all(&dir);
+    inst.shutdown().await;
+}
