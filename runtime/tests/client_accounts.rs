@@ -8,11 +8,11 @@ mod support;
 
 use std::time::Duration;
 
-use hollo_runtime::federation::accounts::hash_token;
 use hollo_runtime::polls::{MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS};
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
+use support::api::token_with_scopes;
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -94,19 +94,6 @@ impl Client {
 fn assert_error(a: &Answer, status: u16, what: &str) {
     assert_eq!(a.status, status, "{what}: {}", a.body);
     assert!(a.body["error"].is_string(), "{what}: {}", a.body);
-}
-
-/// A token of `account` holding only `scopes`.
-async fn token_with_scopes(inst: &Instance, account: uuid::Uuid, scopes: &str) -> String {
-    let token = format!("scoped-{}", uuid::Uuid::new_v4().simple());
-    sqlx::query("INSERT INTO account_tokens (token_hash, account_id, scopes) VALUES ($1, $2, $3)")
-        .bind(hash_token(&token))
-        .bind(account)
-        .bind(scopes)
-        .execute(&inst.pool)
-        .await
-        .expect("token");
-    token
 }
 
 /// Waits until the peer received a verified activity of `ty` matching `pred`.

@@ -7,102 +7,16 @@
 mod support;
 
 use std::io::Cursor;
-use std::time::Duration;
 
 use hollo_runtime::polls::MAX_STATUS_CHARS;
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::api::{Client, WAIT, assert_error, has, id, received, scalar};
 use support::eventually;
 use support::multipart::form;
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
-
-const WAIT: Duration = Duration::from_secs(30);
-
-struct Client {
-    base: String,
-    token: Option<String>,
-    http: reqwest::Client,
-}
-
-struct Answer {
-    status: u16,
-    body: Value,
-}
-
-impl Client {
-    fn new(inst: &Instance, token: Option<&str>) -> Client {
-        Client {
-            base: inst.base.clone(),
-            token: token.map(str::to_owned),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn send(&self, req: reqwest::RequestBuilder) -> Answer {
-        let req = match &self.token {
-            Some(t) => req.bearer_auth(t),
-            None => req,
-        };
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let body = resp.json().await.unwrap_or(Value::Null);
-        Answer { status, body }
-    }
-
-    async fn get(&self, path: &str) -> Answer {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
-        self.send(
-            self.http
-                .request(method, format!("{}{path}", self.base))
-                .json(json),
-        )
-        .await
-    }
-
-    async fn post(&self, json: &Value) -> Answer {
-        self.call(Method::POST, "/api/v1/statuses", json).await
-    }
-
-    /// Posts and returns the new status, asserting success.
-    async fn posted(&self, json: &Value) -> Value {
-        let a = self.post(json).await;
-        assert_eq!(a.status, 200, "{json}: {}", a.body);
-        a.body
-    }
-
-    async fn form(&self, method: Method, path: &str, body: &str) -> Answer {
-        self.send(
-            self.http
-                .request(method, format!("{}{path}", self.base))
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body.to_string()),
-        )
-        .await
-    }
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_string()
-}
-
-fn assert_error(a: &Answer, status: u16, what: &str) {
-    assert_eq!(a.status, status, "{what}: {}", a.body);
-    assert!(a.body["error"].is_string(), "{what}: {}", a.body);
-}
-
-async fn scalar(inst: &Instance, sql: &str, bind: &str) -> i64 {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
-        .bind(bind)
-        .fetch_one(&inst.pool)
-        .await
-        .expect(sql)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn posting_reading_and_visibility() {
@@ -443,23 +357,6 @@ fn png() -> Vec<u8> {
     img.write_to(&mut out, image::ImageFormat::Png)
         .expect("encode");
     out.into_inner()
-}
-
-/// Waits until the peer received a verified activity of `ty` matching `pred`.
-async fn received(peer: &Peer, ty: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let got = eventually(WAIT, &format!("the peer receives a {ty}"), || async {
-        peer.received()
-            .into_iter()
-            .find(|r| r.ty() == ty && pred(&r.body))
-    })
-    .await;
-    assert_eq!(got.verified, Ok(()), "our {ty} verifies at the peer");
-    got.body
-}
-
-fn has(v: &Value, iri: &str) -> bool {
-    v.as_array()
-        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(iri)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

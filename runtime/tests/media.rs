@@ -11,10 +11,10 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hollo_runtime::federation::accounts::hash_token;
 use hollo_runtime::media::{self, AttachError, Drive};
 use image::{DynamicImage, ImageFormat};
 use serde_json::{Value, json};
+use support::api::token_with_scopes;
 use support::eventually;
 use support::moto::Moto;
 use support::multipart::{Part, form};
@@ -112,18 +112,6 @@ fn files_under(dir: &Path) -> Vec<String> {
     walk(dir, dir, &mut out);
     out.sort();
     out
-}
-
-async fn token_with_scopes(inst: &Instance, account: Uuid, scopes: &str) -> String {
-    let token = format!("scoped-{}", Uuid::new_v4().simple());
-    sqlx::query("INSERT INTO account_tokens (token_hash, account_id, scopes) VALUES ($1, $2, $3)")
-        .bind(hash_token(&token))
-        .bind(account)
-        .bind(scopes)
-        .execute(&inst.pool)
-        .await
-        .expect("token");
-    token
 }
 
 async fn stored_rows(inst: &Instance) -> (i64, i64) {

@@ -13,6 +13,7 @@ pub mod directory;
 pub mod fetch;
 pub mod follows;
 pub mod instance;
+pub mod interactions;
 pub mod iri;
 pub mod keys;
 pub mod mentions;

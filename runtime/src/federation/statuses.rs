@@ -175,7 +175,7 @@ pub async fn load(
 
 /// Who hears about a status: the author's followers (unless it is direct), the remote actors
 /// it mentions, the remote author of the post it replies to (unless direct) and, for a poll,
-/// its remote voters (known inbox, not gone), each actor once.
+/// its remote voters.
 async fn recipients(
     conn: &mut PgConnection,
     account: Uuid,
@@ -184,19 +184,33 @@ async fn recipients(
     mentioned: &[String],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
     let wide = s.visibility != Visibility::Direct;
+    let reply_to = s.in_reply_to_uri.as_deref().filter(|_| wide);
+    inboxes(conn, account, wide, poll, mentioned, reply_to).await
+}
+
+/// The remote actors (known inbox, not gone) among: `account`'s followers (when `followers`),
+/// the voters of `poll`, `actors`, and the author of the post `reply_to` names; each once.
+pub(crate) async fn inboxes(
+    conn: &mut PgConnection,
+    account: Uuid,
+    followers: bool,
+    poll: Option<Uuid>,
+    actors: &[String],
+    reply_to: Option<&str>,
+) -> Result<Vec<Recipient>, sqlx::Error> {
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT a.iri, a.inbox, a.shared_inbox FROM remote_actors a
           WHERE a.gone_at IS NULL
             AND (($4 AND a.iri IN (SELECT actor_iri FROM followers WHERE account_id = $1))
                  OR a.iri IN (SELECT actor_iri FROM poll_votes WHERE poll_id = $2)
                  OR a.iri = ANY($3)
-                 OR ($4 AND a.iri IN (SELECT actor FROM remote_posts WHERE iri = $5)))",
+                 OR a.iri IN (SELECT actor FROM remote_posts WHERE iri = $5))",
     )
     .bind(account)
     .bind(poll)
-    .bind(mentioned)
-    .bind(wide)
-    .bind(&s.in_reply_to_uri)
+    .bind(actors)
+    .bind(followers)
+    .bind(reply_to)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows

@@ -9,6 +9,7 @@ pub mod context;
 pub mod entity;
 pub mod feed;
 pub mod history;
+pub mod interact;
 pub mod notify;
 pub mod write;
 

@@ -3,6 +3,7 @@
 //! parallel without seeing each other.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod api;
 pub mod moto;
 pub mod multipart;
 pub mod node;

@@ -198,10 +198,10 @@ async fn relationship_list(
 
 /// Account entities for (cursor, actor IRI) rows, in order; actors we no longer know are
 /// left out.
-pub(crate) async fn render_rows(
+pub(crate) async fn render_rows<K: std::fmt::Display>(
     s: &AppState,
     fed: &Federation,
-    rows: &[(i64, String)],
+    rows: &[(K, String)],
 ) -> Result<(Vec<Value>, Vec<String>), ApiError> {
     let mut items = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());

@@ -14,6 +14,7 @@ pub mod credentials;
 pub mod entities;
 pub mod follow_requests;
 pub mod instance;
+pub mod interactions;
 pub mod media;
 pub mod pagination;
 pub mod relationships;
@@ -30,6 +31,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(follow_requests::routes())
         .merge(search::routes())
         .merge(statuses::routes())
+        .merge(interactions::routes())
 }
 
 /// The account a path id names, local or remote; a malformed id is the same 404 as an unknown

@@ -1,0 +1,168 @@
+//! `POST /api/v1/statuses/{id}/favourite`, `/unfavourite`, `/reblog`, `/unreblog`,
+//! `/bookmark`, `/unbookmark`. Each answers the Status entity after the change (`/reblog` the
+//! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
+//! is idempotent. The row, its local side effects and the activity it sends commit together.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::Value;
+
+use super::{status, target};
+use crate::federation::interactions;
+use crate::statuses::Visibility;
+use crate::statuses::interact::{self, BoostError};
+use crate::web::activitypub::federation;
+use crate::web::auth::{Needs, need};
+use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
+use crate::web::mastodon::pagination::{param, params};
+use crate::web::mastodon::unprocessable;
+use crate::web::{ApiError, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/statuses/{id}/favourite", post(favourite))
+        .route("/api/v1/statuses/{id}/unfavourite", post(unfavourite))
+        .route("/api/v1/statuses/{id}/reblog", post(reblog))
+        .route("/api/v1/statuses/{id}/unreblog", post(unreblog))
+        .route("/api/v1/statuses/{id}/bookmark", post(bookmark))
+        .route("/api/v1/statuses/{id}/unbookmark", post(unbookmark))
+}
+
+impl From<BoostError> for ApiError {
+    fn from(e: BoostError) -> Self {
+        match e {
+            BoostError::NotAllowed => ApiError(StatusCode::FORBIDDEN, e.to_string()),
+            BoostError::Db(e) => e.into(),
+        }
+    }
+}
+
+async fn favourite(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFavourites>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    let like = fed.new_activity_id();
+    if let Some(like) = interact::favourite(&mut tx, &account, &post, &like).await? {
+        interactions::like(&mut tx, fed, &account, &post, &like).await?;
+    }
+    tx.commit().await?;
+    status(&s, fed, account.id, post.id).await
+}
+
+async fn unfavourite(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFavourites>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    if let Some(like) = interact::unfavourite(&mut tx, &account, &post).await? {
+        interactions::undo_like(&mut tx, fed, &account, &post, &like).await?;
+    }
+    tx.commit().await?;
+    status(&s, fed, account.id, post.id).await
+}
+
+async fn reblog(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteStatuses>,
+    Path(raw): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let asked = asked_visibility(&s, req).await?;
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    let visibility = interact::boost_visibility(&account, &post, asked)?;
+    let announce = fed.new_activity_id();
+    let (boost, new) =
+        interact::reblog(&mut tx, fed, &account, &post, visibility, &announce).await?;
+    if new {
+        interactions::announce(&mut tx, fed, &account, &post, &boost).await?;
+    }
+    tx.commit().await?;
+    status(&s, fed, account.id, boost.id).await
+}
+
+async fn unreblog(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    if let Some(boost) = interact::unreblog(&mut tx, &account, &post).await? {
+        interactions::undo_announce(&mut tx, fed, &account, &post, &boost).await?;
+    }
+    tx.commit().await?;
+    status(&s, fed, account.id, post.id).await
+}
+
+async fn bookmark(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteBookmarks>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    interact::bookmark(&mut tx, &account, &post).await?;
+    tx.commit().await?;
+    status(&s, fed, account.id, post.id).await
+}
+
+async fn unbookmark(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteBookmarks>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let fed = federation(&s)?;
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    interact::unbookmark(&mut tx, &account, &post).await?;
+    tx.commit().await?;
+    status(&s, fed, account.id, post.id).await
+}
+
+/// The boost's `visibility` parameter, from the query, a JSON body or a form (apps send any of
+/// them); absent or empty is `None`. Mastodon accepts public, unlisted and private.
+async fn asked_visibility(s: &AppState, req: Request) -> Result<Option<Visibility>, ApiError> {
+    let (parts, body) = req.into_parts();
+    let mut asked = param(&params(&parts.uri), "visibility").map(str::to_string);
+    let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
+    if !bytes.is_empty() {
+        let json = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.to_ascii_lowercase().starts_with("application/json"));
+        let from_body = if json {
+            parse_json::<Value>(&bytes, StatusCode::UNPROCESSABLE_ENTITY)?
+                .get("visibility")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        } else {
+            url::form_urlencoded::parse(&bytes)
+                .find(|(k, _)| k == "visibility")
+                .map(|(_, v)| v.into_owned())
+        };
+        asked = from_body.or(asked);
+    }
+    match asked.as_deref() {
+        None | Some("") => Ok(None),
+        Some(v) => Visibility::parse(v)
+            .filter(|v| *v != Visibility::Direct)
+            .map(Some)
+            .ok_or_else(|| {
+                unprocessable("Validation failed: Visibility is not included in the list")
+            }),
+    }
+}

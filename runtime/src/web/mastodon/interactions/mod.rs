@@ -1,0 +1,55 @@
+//! Favourites, boosts and bookmarks in Mastodon's paths and shapes (R-MAPI-3, issue 19 item
+//! 1): the actions on a status (`actions`) and the lists they make (`lists`). Storage and
+//! local side effects are `statuses::interact`; what is sent, `federation::interactions`.
+
+use axum::Json;
+use axum::Router;
+use axum::http::StatusCode;
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::federation::Federation;
+use crate::statuses::entity;
+use crate::statuses::interact::{self, Post};
+use crate::web::{ApiError, AppState, parse_id};
+
+mod actions;
+mod lists;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .merge(actions::routes())
+        .merge(lists::routes())
+}
+
+fn not_found() -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
+}
+
+/// The post a path id names for `viewer` (a boost's id names the boosted post); unknown,
+/// malformed and unreadable ids are the same 404.
+async fn target(
+    conn: &mut PgConnection,
+    viewer: Option<Uuid>,
+    raw: &str,
+) -> Result<Post, ApiError> {
+    let id = parse_id(raw, "status").map_err(|_| not_found())?;
+    interact::find(conn, viewer, id)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// The Status entity of `id` as `viewer` sees it.
+async fn status(
+    s: &AppState,
+    fed: &Federation,
+    viewer: Uuid,
+    id: Uuid,
+) -> Result<Json<Value>, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    entity::render_one(&mut conn, fed, Some(viewer), id)
+        .await?
+        .map(Json)
+        .ok_or_else(not_found)
+}

@@ -1,0 +1,129 @@
+//! The Mastodon client API as a test talks to it: a bearer-token client with Mastodon's
+//! bodies, error and id helpers, scoped tokens, and waiting for what a peer receives.
+
+use std::time::Duration;
+
+use hollo_runtime::federation::accounts::hash_token;
+use reqwest::Method;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::eventually;
+use super::node::Instance;
+use super::peer::Peer;
+
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub struct Client {
+    pub base: String,
+    pub token: Option<String>,
+    pub http: reqwest::Client,
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Client {
+    pub fn new(inst: &Instance, token: Option<&str>) -> Client {
+        Client {
+            base: inst.base.clone(),
+            token: token.map(str::to_owned),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Answer {
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        Answer { status, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    pub async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
+        self.send(
+            self.http
+                .request(method, format!("{}{path}", self.base))
+                .json(json),
+        )
+        .await
+    }
+
+    pub async fn post(&self, json: &Value) -> Answer {
+        self.call(Method::POST, "/api/v1/statuses", json).await
+    }
+
+    /// Posts and returns the new status, asserting success.
+    pub async fn posted(&self, json: &Value) -> Value {
+        let a = self.post(json).await;
+        assert_eq!(a.status, 200, "{json}: {}", a.body);
+        a.body
+    }
+
+    pub async fn form(&self, method: Method, path: &str, body: &str) -> Answer {
+        self.send(
+            self.http
+                .request(method, format!("{}{path}", self.base))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.to_string()),
+        )
+        .await
+    }
+}
+
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_string()
+}
+
+pub fn assert_error(a: &Answer, status: u16, what: &str) {
+    assert_eq!(a.status, status, "{what}: {}", a.body);
+    assert!(a.body["error"].is_string(), "{what}: {}", a.body);
+}
+
+pub async fn scalar(inst: &Instance, sql: &str, bind: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+        .bind(bind)
+        .fetch_one(&inst.pool)
+        .await
+        .expect(sql)
+}
+
+/// Waits until the peer received a verified activity of `ty` matching `pred`.
+pub async fn received(peer: &Peer, ty: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let got = eventually(WAIT, &format!("the peer receives a {ty}"), || async {
+        peer.received()
+            .into_iter()
+            .find(|r| r.ty() == ty && pred(&r.body))
+    })
+    .await;
+    assert_eq!(got.verified, Ok(()), "our {ty} verifies at the peer");
+    got.body
+}
+
+pub fn has(v: &Value, iri: &str) -> bool {
+    v.as_array()
+        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(iri)))
+}
+
+/// A token of `account` holding only `scopes`.
+pub async fn token_with_scopes(inst: &Instance, account: Uuid, scopes: &str) -> String {
+    let token = format!("scoped-{}", Uuid::new_v4().simple());
+    sqlx::query("INSERT INTO account_tokens (token_hash, account_id, scopes) VALUES ($1, $2, $3)")
+        .bind(hash_token(&token))
+        .bind(account)
+        .bind(scopes)
+        .execute(&inst.pool)
+        .await
+        .expect("token");
+    token
+}
