@@ -15,9 +15,9 @@ use super::accounts;
 use super::actor::{self, RemoteActor, id_of};
 use super::context;
 use super::delivery::{Recipient, queue_activity};
-use super::iri::same_origin;
-use crate::html;
+use super::inbound;
 use crate::queue::{NewMessage, QueueName, enqueue};
+use crate::statuses::notify::{self, Kind, Notification};
 
 pub const INBOX_KIND: &str = "hollo.inbox.v1";
 
@@ -140,6 +140,25 @@ pub async fn prepare(
     fed: &Federation,
     inc: &Incoming,
 ) -> Result<Prepared, ProcessError> {
+    if matches!(inc.ty.as_str(), "Create" | "Update" | "Announce" | "Like") {
+        // Posts, boosts and likes are shown and notified as by the actor's Account entity:
+        // the actor must be stored (the signature check only cached its key).
+        if inc.ty != "Update"
+            || type_of(object_of(&inc.body)).is_some_and(|t| !ACTOR_TYPES.contains(&t))
+        {
+            // Fetched as the instance actor: servers in authorized-fetch mode answer it.
+            let signer = fed
+                .instance_key(pool)
+                .await
+                .map_err(|e| ProcessError::Transient(format!("{e:#}")))?;
+            actor::known_actor(pool, fed, &inc.actor, Some(&signer.signing))
+                .await
+                .map_err(|e| {
+                    ProcessError::Transient(format!("fetching actor {}: {e}", inc.actor))
+                })?;
+        }
+        return Ok(Prepared::Nothing);
+    }
     if inc.ty != "Follow" {
         return Ok(Prepared::Nothing);
     }
@@ -195,6 +214,10 @@ pub async fn apply(
             .bind(&inc.id)
             .execute(&mut *tx)
             .await?;
+            if !following {
+                // A re-sent Follow of an existing follower notifies nobody again.
+                notify_follow(tx, Kind::Follow, account.id, &follower.iri, &inc.id).await?;
+            }
             // Auto-accept: the Accept embeds the Follow as Mastodon expects.
             let accept = json!({
                 "@context": context::ld(),
@@ -255,7 +278,7 @@ pub async fn apply(
                 Err(e) => format!("ignored: {e}"),
             }
         }
-        ("Create" | "Update", _) => upsert_note(tx, inc, object).await?,
+        ("Create" | "Update", _) => inbound::notes::upsert(tx, fed, inc, object).await?,
         ("Delete", _) => {
             if object_id == inc.actor {
                 // The actor deleted itself: forget the relationships, keep the record of it.
@@ -271,23 +294,13 @@ pub async fn apply(
                 }
                 "actor deleted".into()
             } else {
-                let n = sqlx::query(
-                    "UPDATE remote_posts SET deleted_at = now(), content = NULL, summary = NULL, updated_at = now()
-                      WHERE iri = $1 AND actor = $2 AND deleted_at IS NULL",
-                )
-                .bind(&object_id)
-                .bind(&inc.actor)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if n == 1 {
-                    "post deleted".into()
-                } else {
-                    "ignored: unknown post".into()
-                }
+                inbound::notes::delete(tx, inc, &object_id).await?
             }
         }
-        ("Like" | "Announce" | "Block", _) => {
+        ("Like" | "Announce", _) if object_id.is_empty() => "ignored: no object".into(),
+        ("Like", _) => inbound::interactions::like(tx, inc, &object_id).await?,
+        ("Announce", _) => inbound::interactions::announce(tx, inc, &object_id).await?,
+        ("Block", _) => {
             if object_id.is_empty() {
                 return Ok("ignored: no object".into());
             }
@@ -365,6 +378,16 @@ async fn follow_waits_or_refused(
         .await?;
         return Ok("Follow of a blocking account; Reject queued".into());
     }
+    let waiting: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM follow_requests WHERE account_id = $1 AND actor_iri = $2)",
+    )
+    .bind(account.id)
+    .bind(&follower.iri)
+    .fetch_one(&mut *tx)
+    .await?;
+    if !waiting {
+        notify_follow(tx, Kind::FollowRequest, account.id, &follower.iri, &inc.id).await?;
+    }
     sqlx::query(
         "INSERT INTO follow_requests (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
          ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id",
@@ -375,6 +398,27 @@ async fn follow_waits_or_refused(
     .execute(&mut *tx)
     .await?;
     Ok("follow request stored (locked account)".into())
+}
+
+/// A `follow` or `follow_request` notification for `account` from the remote follower.
+async fn notify_follow(
+    tx: &mut PgConnection,
+    kind: Kind,
+    account: Uuid,
+    follower: &str,
+    cause: &str,
+) -> Result<(), sqlx::Error> {
+    if let Some(from) = inbound::notes::actor_id(tx, follower).await? {
+        let n = Notification {
+            account,
+            kind,
+            from_account: from,
+            post: None,
+            cause,
+        };
+        notify::notify(tx, &n).await?;
+    }
+    Ok(())
 }
 
 async fn undo(
@@ -394,6 +438,7 @@ async fn undo(
             .await?
             .rows_affected();
     if n > 0 {
+        notify::withdraw(tx, Kind::FollowRequest, object_id).await?;
         return Ok("follow request withdrawn".into());
     }
     // An Undo names its activity by id; Mastodon embeds it, others may not (then we look
@@ -432,127 +477,16 @@ async fn undo(
             "ignored: not a follower".into()
         });
     }
-    let n = sqlx::query(
-        "UPDATE remote_interactions SET undone_at = now()
-          WHERE activity_id = $1 AND actor = $2 AND undone_at IS NULL",
-    )
-    .bind(object_id)
-    .bind(&inc.actor)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    Ok(if n > 0 {
-        "interaction undone".into()
-    } else {
-        "ignored: nothing to undo".into()
-    })
+    Ok(inbound::interactions::undo(tx, inc, object_id)
+        .await?
+        .unwrap_or_else(|| "ignored: nothing to undo".into()))
 }
 
 pub const ACTOR_TYPES: [&str; 5] = ["Person", "Service", "Application", "Group", "Organization"];
 
 pub const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 
-/// What `remote_posts` keeps of a remote note, made safe to serve: `content` and
-/// `summary` through the allow-list sanitizer, `url` only when http(s). Both ways a note
-/// arrives — the inbox and reply collection — store these.
-struct NoteFields {
-    pub content: Option<String>,
-    pub summary: Option<String>,
-    pub in_reply_to: Option<String>,
-    pub replies: Option<String>,
-    pub url: Option<String>,
-    pub published: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-impl NoteFields {
-    fn of(object: &Value) -> NoteFields {
-        let text = |k: &str| object.get(k).and_then(Value::as_str);
-        let iri = |k: &str| object.get(k).and_then(id_of).map(str::to_string);
-        NoteFields {
-            content: text("content").map(html::sanitize_remote),
-            summary: text("summary").map(html::sanitize_remote),
-            in_reply_to: iri("inReplyTo"),
-            replies: iri("replies"),
-            url: object
-                .get("url")
-                .and_then(id_of)
-                .and_then(html::http_url)
-                .map(str::to_string),
-            published: text("published")
-                .and_then(|p| chrono::DateTime::parse_from_rfc3339(p).ok())
-                .map(|d| d.with_timezone(&chrono::Utc)),
-        }
-    }
-}
-
-async fn upsert_note(
-    tx: &mut PgConnection,
-    inc: &Incoming,
-    object: &Value,
-) -> Result<String, sqlx::Error> {
-    let Some(ty) = type_of(object).filter(|t| NOTE_TYPES.contains(t)) else {
-        return Ok(format!(
-            "ignored: {} of {}",
-            inc.ty,
-            type_of(object).unwrap_or("a reference")
-        ));
-    };
-    let Some(iri) = object.get("id").and_then(Value::as_str) else {
-        return Ok("ignored: note without id".into());
-    };
-    let author = object
-        .get("attributedTo")
-        .and_then(id_of)
-        .unwrap_or_default();
-    if author != inc.actor || !same_origin(iri, &inc.actor) {
-        return Ok("ignored: note not attributed to the signer".into());
-    }
-    let create = inc.ty == "Create";
-    let n = store_note(tx, iri, &inc.actor, object, create).await?;
-    Ok(match (create, n) {
-        (true, 1) => format!("{ty} stored"),
-        (true, _) => format!("{ty} already stored"),
-        (false, 1) => format!("{ty} updated"),
-        (false, _) => format!("ignored: {ty} not updatable"),
-    })
-}
-
-/// Stores a remote note as `NoteFields` makes it safe. A create never overwrites (a replayed
-/// `Create`, or a reply collected twice, changes nothing); an update touches only a post of
-/// the same author that is not deleted, or stores it if we never saw it. Returns the rows
-/// written (0 or 1).
-pub async fn store_note(
-    conn: &mut PgConnection,
-    iri: &str,
-    actor: &str,
-    object: &Value,
-    create: bool,
-) -> Result<u64, sqlx::Error> {
-    let sql = if create {
-        "INSERT INTO remote_posts (iri, actor, content, summary, in_reply_to, replies_iri, url, published, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (iri) DO NOTHING"
-    } else {
-        "INSERT INTO remote_posts (iri, actor, content, summary, in_reply_to, replies_iri, url, published, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (iri) DO UPDATE SET content = EXCLUDED.content, summary = EXCLUDED.summary,
-            replies_iri = EXCLUDED.replies_iri, url = EXCLUDED.url, body = EXCLUDED.body, updated_at = now()
-          WHERE remote_posts.actor = EXCLUDED.actor AND remote_posts.deleted_at IS NULL"
-    };
-    let note = NoteFields::of(object);
-    Ok(sqlx::query(sql)
-        .bind(iri)
-        .bind(actor)
-        .bind(note.content)
-        .bind(note.summary)
-        .bind(note.in_reply_to)
-        .bind(note.replies)
-        .bind(note.url)
-        .bind(note.published)
-        .bind(object)
-        .execute(conn)
-        .await?
-        .rows_affected())
-}
+pub use super::inbound::notes::store_note;
 
 /// Marks the activity processed (inside the processing transaction).
 pub async fn mark_processed(

@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod directory;
 pub mod fetch;
 pub mod follows;
+pub mod inbound;
 pub mod instance;
 pub mod interactions;
 pub mod iri;

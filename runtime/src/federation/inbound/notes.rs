@@ -1,0 +1,415 @@
+//! Remote notes arriving in the inbox (issue 19 item 6, R-MAPI-4): a `Create` or `Update`
+//! stores the post with what reads must honour (visibility, audience), fills the home feeds of
+//! local followers who may see it and notifies the mentioned; an `Update` also tells local
+//! accounts that boosted it; a `Delete` takes it out of every feed and notification.
+//!
+//! Redelivery changes nothing: the post is keyed by IRI, feed entries by (account, entry) and
+//! notifications by their cause (the note's IRI for a mention, the `Update`'s id for an edit).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::federation::Federation;
+use crate::federation::activity::{Incoming, NOTE_TYPES};
+use crate::federation::actor::id_of;
+use crate::federation::iri::same_origin;
+use crate::html;
+use crate::statuses::notify::{self, Kind, Notification};
+use crate::statuses::{Visibility, feed};
+
+/// What `remote_posts` keeps of a remote note, made safe to serve: `content` and `summary`
+/// through the allow-list sanitizer, urls only when http(s). Every way a note arrives — the
+/// inbox, reply collection, search — stores these.
+pub struct NoteFields {
+    pub content: Option<String>,
+    pub summary: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub replies: Option<String>,
+    pub url: Option<String>,
+    pub published: Option<chrono::DateTime<chrono::Utc>>,
+    pub sensitive: bool,
+    pub language: Option<String>,
+    /// `[{"href", "name"}]` of the `Mention` tags.
+    pub mentions: Value,
+    /// Hashtag names, lowercased, without `#`.
+    pub tags: Vec<String>,
+    /// The `Document`s with an http(s) url, as received.
+    pub attachments: Value,
+}
+
+/// A property that may be one value or an array of them, as a list.
+fn many(v: Option<&Value>) -> Vec<&Value> {
+    match v {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(Value::Null) | None => Vec::new(),
+        Some(v) => vec![v],
+    }
+}
+
+impl NoteFields {
+    pub fn of(object: &Value) -> NoteFields {
+        let text = |k: &str| object.get(k).and_then(Value::as_str);
+        let iri = |k: &str| object.get(k).and_then(id_of).map(str::to_string);
+        let tags = many(object.get("tag"));
+        let of_type = |t: &&&Value, ty: &str| t.get("type").and_then(Value::as_str) == Some(ty);
+        let mentions: Vec<Value> = tags
+            .iter()
+            .filter(|t| of_type(t, "Mention"))
+            .filter_map(|t| {
+                let href = t.get("href").and_then(Value::as_str)?;
+                html::http_url(href)?;
+                let name = t.get("name").and_then(Value::as_str).unwrap_or(href);
+                Some(serde_json::json!({ "href": href, "name": name }))
+            })
+            .collect();
+        let hashtags: BTreeSet<String> = tags
+            .iter()
+            .filter(|t| of_type(t, "Hashtag"))
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .map(|n| n.trim_start_matches('#').to_lowercase())
+            .filter(|n| !n.is_empty() && n.len() <= 100)
+            .collect();
+        let attachments: Vec<Value> = many(object.get("attachment"))
+            .into_iter()
+            .filter(|d| {
+                d.get("url")
+                    .and_then(id_of)
+                    .and_then(html::http_url)
+                    .is_some()
+            })
+            .cloned()
+            .collect();
+        // Mastodon sends the language as the one key of `contentMap`.
+        let language = object
+            .get("contentMap")
+            .and_then(Value::as_object)
+            .and_then(|m| m.keys().next())
+            .filter(|l| {
+                !l.is_empty()
+                    && l.len() <= 16
+                    && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            })
+            .cloned();
+        NoteFields {
+            content: text("content").map(html::sanitize_remote),
+            summary: text("summary").map(html::sanitize_remote),
+            in_reply_to: iri("inReplyTo"),
+            replies: iri("replies"),
+            url: object
+                .get("url")
+                .and_then(id_of)
+                .and_then(html::http_url)
+                .map(str::to_string),
+            published: text("published")
+                .and_then(|p| chrono::DateTime::parse_from_rfc3339(p).ok())
+                .map(|d| d.with_timezone(&chrono::Utc)),
+            sensitive: object
+                .get("sensitive")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            language,
+            mentions: Value::Array(mentions),
+            tags: hashtags.into_iter().collect(),
+            attachments: Value::Array(attachments),
+        }
+    }
+
+    /// The mentioned actors' IRIs.
+    pub fn mention_hrefs(&self) -> Vec<&str> {
+        many(Some(&self.mentions))
+            .into_iter()
+            .filter_map(|m| m.get("href").and_then(Value::as_str))
+            .collect()
+    }
+}
+
+/// A stored post: its id, and whether this call inserted it.
+pub struct Stored {
+    pub id: Uuid,
+    pub fresh: bool,
+}
+
+/// Stores a remote note as `NoteFields` makes it safe, its visibility read from its addressing
+/// (the author's followers collection taken from the stored actor). A create never overwrites
+/// (a replayed `Create`, or a reply collected twice, changes nothing, and the stored post is
+/// returned); an update touches only a post of the same author that is not deleted, or stores
+/// it if we never saw it. `audience` (local accounts who may read it) is added to what the
+/// post had. The id is a v7 of its publication time (never later than now), so timelines
+/// order it by when it was written. `None`: nothing of this author under that IRI.
+pub async fn store(
+    conn: &mut PgConnection,
+    iri: &str,
+    actor: &str,
+    object: &Value,
+    create: bool,
+    audience: &[Uuid],
+) -> Result<Option<Stored>, sqlx::Error> {
+    let followers: Option<String> =
+        sqlx::query_scalar("SELECT document->>'followers' FROM remote_actors WHERE iri = $1")
+            .bind(actor)
+            .fetch_optional(&mut *conn)
+            .await?
+            .flatten();
+    let visibility = Visibility::of_addressing(object, followers.as_deref());
+    let on_conflict = if create {
+        "DO NOTHING"
+    } else {
+        "DO UPDATE SET content = EXCLUDED.content, summary = EXCLUDED.summary,
+            replies_iri = EXCLUDED.replies_iri, url = EXCLUDED.url, body = EXCLUDED.body,
+            sensitive = EXCLUDED.sensitive, language = EXCLUDED.language,
+            mentions = EXCLUDED.mentions, tags = EXCLUDED.tags,
+            attachments = EXCLUDED.attachments,
+            audience = ARRAY(SELECT DISTINCT unnest(remote_posts.audience || EXCLUDED.audience)),
+            edited_at = now(), updated_at = now()
+          WHERE remote_posts.actor = EXCLUDED.actor AND remote_posts.deleted_at IS NULL"
+    };
+    let sql = format!(
+        "INSERT INTO remote_posts (id, iri, actor, content, summary, in_reply_to, replies_iri, url,
+                                   published, body, visibility, sensitive, language, mentions,
+                                   tags, attachments, audience)
+         VALUES (hollo_uuid_v7(least(coalesce($8, now()), now())), $1, $2, $3, $4, $5, $6, $7,
+                 $8, $9, $10, $11, $12, $13, $14, $15, $16)
+         ON CONFLICT (iri) {on_conflict}
+         RETURNING id, (xmax = 0) AS fresh"
+    );
+    let note = NoteFields::of(object);
+    let row: Option<(Uuid, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(iri)
+        .bind(actor)
+        .bind(note.content)
+        .bind(note.summary)
+        .bind(note.in_reply_to)
+        .bind(note.replies)
+        .bind(note.url)
+        .bind(note.published)
+        .bind(object)
+        .bind(visibility.as_str())
+        .bind(note.sensitive)
+        .bind(note.language)
+        .bind(note.mentions)
+        .bind(note.tags)
+        .bind(note.attachments)
+        .bind(audience)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if let Some((id, fresh)) = row {
+        return Ok(Some(Stored { id, fresh }));
+    }
+    if !create {
+        return Ok(None);
+    }
+    // Already stored: a redelivered create still widens the audience it names.
+    let id: Option<Uuid> = sqlx::query_scalar(
+        "UPDATE remote_posts SET audience = ARRAY(SELECT DISTINCT unnest(audience || $3::uuid[]))
+          WHERE iri = $1 AND actor = $2 AND deleted_at IS NULL RETURNING id",
+    )
+    .bind(iri)
+    .bind(actor)
+    .bind(audience)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(id.map(|id| Stored { id, fresh: false }))
+}
+
+/// `store` for the callers that only need to know whether a row was written (reply
+/// collection, search resolution): 1 when a create inserted or an update touched the post.
+pub async fn store_note(
+    conn: &mut PgConnection,
+    iri: &str,
+    actor: &str,
+    object: &Value,
+    create: bool,
+) -> Result<u64, sqlx::Error> {
+    Ok(match store(conn, iri, actor, object, create, &[]).await? {
+        Some(s) if s.fresh || !create => 1,
+        _ => 0,
+    })
+}
+
+/// Local account ids among actor IRIs.
+async fn local_ids(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    iris: &[&str],
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    let names: Vec<String> = iris
+        .iter()
+        .filter_map(|i| fed.local_username(i).map(str::to_lowercase))
+        .collect();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar("SELECT id FROM accounts WHERE lower(username) = ANY($1)")
+        .bind(&names)
+        .fetch_all(tx)
+        .await
+}
+
+/// Local accounts whose follow of `actor` was accepted.
+pub async fn local_followers_of(
+    tx: &mut PgConnection,
+    actor: &str,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT account_id FROM follows WHERE target_iri = $1 AND state = 'accepted'",
+    )
+    .bind(actor)
+    .fetch_all(tx)
+    .await
+}
+
+/// The Account entity id of a stored remote actor.
+pub async fn actor_id(tx: &mut PgConnection, actor: &str) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM remote_actors WHERE iri = $1")
+        .bind(actor)
+        .fetch_optional(tx)
+        .await
+}
+
+/// `Create`/`Update` of a note by the signer.
+pub async fn upsert(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    inc: &Incoming,
+    object: &Value,
+) -> Result<String, sqlx::Error> {
+    let ty = object.get("type").and_then(Value::as_str);
+    let Some(ty) = ty.filter(|t| NOTE_TYPES.contains(t)) else {
+        return Ok(format!(
+            "ignored: {} of {}",
+            inc.ty,
+            ty.unwrap_or("a reference")
+        ));
+    };
+    let Some(iri) = object.get("id").and_then(Value::as_str) else {
+        return Ok("ignored: note without id".into());
+    };
+    let author = object
+        .get("attributedTo")
+        .and_then(id_of)
+        .unwrap_or_default();
+    if author != inc.actor || !same_origin(iri, &inc.actor) {
+        return Ok("ignored: note not attributed to the signer".into());
+    }
+    let create = inc.ty == "Create";
+
+    // Who may read it: the mentioned and addressed local accounts, and for a followers-only
+    // post the local followers of its author now.
+    let fields = NoteFields::of(object);
+    let mentioned = local_ids(tx, fed, &fields.mention_hrefs()).await?;
+    let addressed: Vec<&str> = ["to", "cc"]
+        .iter()
+        .flat_map(|k| many(object.get(*k)))
+        .filter_map(id_of)
+        .collect();
+    let addressed = local_ids(tx, fed, &addressed).await?;
+    let followers = local_followers_of(tx, &inc.actor).await?;
+    let actor_doc_followers: Option<String> =
+        sqlx::query_scalar("SELECT document->>'followers' FROM remote_actors WHERE iri = $1")
+            .bind(&inc.actor)
+            .fetch_optional(&mut *tx)
+            .await?
+            .flatten();
+    let visibility = Visibility::of_addressing(object, actor_doc_followers.as_deref());
+    let mut audience: BTreeSet<Uuid> = mentioned.iter().chain(&addressed).copied().collect();
+    if visibility == Visibility::Private {
+        audience.extend(&followers);
+    }
+    let audience: Vec<Uuid> = audience.into_iter().collect();
+
+    let Some(stored) = store(tx, iri, &inc.actor, object, create, &audience).await? else {
+        return Ok(format!("ignored: {ty} not updatable"));
+    };
+    let from = actor_id(tx, &inc.actor).await?;
+
+    // Home feeds: every local follower who may read it (a direct post only the addressed).
+    let readers: Vec<Uuid> = followers
+        .iter()
+        .filter(|f| visibility != Visibility::Direct || audience.contains(f))
+        .copied()
+        .collect();
+    let entry = feed::Entry {
+        entry: stored.id,
+        post: stored.id,
+        source: &inc.actor,
+    };
+    feed::push(tx, &entry, &readers).await?;
+
+    if let Some(from) = from {
+        // Mentions (and, for a direct post, its addressees) once per note, whichever
+        // activity brought them.
+        let mut notified = mentioned.clone();
+        if visibility == Visibility::Direct {
+            notified.extend(&addressed);
+        }
+        notified.sort();
+        notified.dedup();
+        for account in notified {
+            let n = Notification {
+                account,
+                kind: Kind::Mention,
+                from_account: from,
+                post: Some(stored.id),
+                cause: iri,
+            };
+            notify::notify(tx, &n).await?;
+        }
+        if !create && !stored.fresh {
+            // An edit reaches the local accounts that boosted the post.
+            let boosters: Vec<Uuid> = sqlx::query_scalar(
+                "SELECT account_id FROM reblogs WHERE post_id = $1 AND account_id IS NOT NULL",
+            )
+            .bind(stored.id)
+            .fetch_all(&mut *tx)
+            .await?;
+            for account in boosters {
+                let n = Notification {
+                    account,
+                    kind: Kind::Update,
+                    from_account: from,
+                    post: Some(stored.id),
+                    cause: &inc.id,
+                };
+                notify::notify(tx, &n).await?;
+            }
+        }
+    }
+    Ok(match (create, stored.fresh) {
+        (true, true) => format!("{ty} stored"),
+        (true, false) => format!("{ty} already stored"),
+        (false, _) => format!("{ty} updated"),
+    })
+}
+
+/// `Delete` of a note by its author: gone from reads, feeds, boosts and notifications.
+pub async fn delete(
+    tx: &mut PgConnection,
+    inc: &Incoming,
+    object_id: &str,
+) -> Result<String, sqlx::Error> {
+    let id: Option<Uuid> = sqlx::query_scalar(
+        "UPDATE remote_posts SET deleted_at = now(), content = NULL, summary = NULL, updated_at = now()
+          WHERE iri = $1 AND actor = $2 AND deleted_at IS NULL RETURNING id",
+    )
+    .bind(object_id)
+    .bind(&inc.actor)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(id) = id else {
+        return Ok("ignored: unknown post".into());
+    };
+    feed::remove_post(tx, id).await?;
+    notify::remove_post(tx, id).await?;
+    sqlx::query("DELETE FROM reblogs WHERE post_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM post_tags WHERE post_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    Ok("post deleted".into())
+}
