@@ -960,7 +960,7 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
             None,
         )
         .await;
-    assert_eq!(code, 400);
+    assert_eq!(code, 422, "a bad limit, as every Mastodon list answers it");
     let (_, metrics) = http.call(Method::GET, "/metrics", None, None).await;
     let text = metrics.as_str().unwrap_or_default().to_string();
     assert!(

@@ -143,8 +143,11 @@ pub async fn prepare(
     if matches!(inc.ty.as_str(), "Create" | "Update" | "Announce" | "Like") {
         // Posts, boosts and likes are shown and notified as by the actor's Account entity:
         // the actor must be stored (the signature check only cached its key).
-        if inc.ty != "Update"
-            || type_of(object_of(&inc.body)).is_some_and(|t| !ACTOR_TYPES.contains(&t))
+        // A vote is counted, never shown: its voter need not be fetched.
+        let vote = crate::polls::remote::vote_shape(inc).is_some();
+        if !vote
+            && (inc.ty != "Update"
+                || type_of(object_of(&inc.body)).is_some_and(|t| !ACTOR_TYPES.contains(&t)))
         {
             // Fetched as the instance actor: servers in authorized-fetch mode answer it.
             let signer = fed

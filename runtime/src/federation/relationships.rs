@@ -18,6 +18,7 @@ use super::actor::RemoteActor;
 use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::follows;
+use crate::statuses::notify::{self, Kind, Notification};
 
 /// The other side of a relationship.
 #[derive(Clone, Debug)]
@@ -100,6 +101,21 @@ pub async fn follow(
             .bind(&follow_id)
             .execute(&mut *tx)
             .await?;
+            // The followed account hears of it as from a remote follower (`follow`, or
+            // `follow_request` when locked), caused by the follow's id.
+            let kind = if locked {
+                Kind::FollowRequest
+            } else {
+                Kind::Follow
+            };
+            let n = Notification {
+                account: other.id,
+                kind,
+                from_account: account.id,
+                post: None,
+                cause: &follow_id,
+            };
+            notify::notify(&mut *tx, &n).await?;
         }
     }
     Ok(())

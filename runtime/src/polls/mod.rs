@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-pub use render::{account_json, notifications_json, poll_json, status_json};
+pub use render::{account_json, poll_json, status_json};
 pub use storage::{
     PollError, PollTally, create_status, edit_status, insert_status, tally, unnotified_expired,
     update_status, vote,

@@ -10,22 +10,31 @@ use uuid::Uuid;
 use crate::federation::activity::Incoming;
 use crate::federation::actor::id_of;
 
+/// The option's name and the poll's status IRI when `inc` has the shape of a vote (a `Create`
+/// of a `Note` with `name` and `inReplyTo`), whoever's poll it names.
+pub fn vote_shape(inc: &Incoming) -> Option<(&str, &str)> {
+    if inc.ty != "Create" {
+        return None;
+    }
+    let object = inc.body.get("object")?;
+    if object.get("type").and_then(Value::as_str) != Some("Note") {
+        return None;
+    }
+    let name = object.get("name").and_then(Value::as_str)?;
+    let in_reply_to = object.get("inReplyTo").and_then(id_of)?;
+    Some((name, in_reply_to))
+}
+
 /// `None` when the activity is not a vote on one of our polls (the caller applies it as
 /// usual); otherwise the outcome to record.
 pub async fn apply_vote(
     tx: &mut PgConnection,
     inc: &Incoming,
 ) -> Result<Option<String>, sqlx::Error> {
-    if inc.ty != "Create" {
-        return Ok(None);
-    }
-    let object = inc.body.get("object").unwrap_or(&Value::Null);
-    let is_note = object.get("type").and_then(Value::as_str) == Some("Note");
-    let name = object.get("name").and_then(Value::as_str);
-    let in_reply_to = object.get("inReplyTo").and_then(id_of);
-    let (true, Some(name), Some(in_reply_to)) = (is_note, name, in_reply_to) else {
+    let Some((name, in_reply_to)) = vote_shape(inc) else {
         return Ok(None);
     };
+    let object = inc.body.get("object").unwrap_or(&Value::Null);
     let poll: Option<(Uuid, Value, bool, bool)> = sqlx::query_as(
         "SELECT p.id, p.options, p.multiple, p.expires_at <= now()
            FROM polls p JOIN statuses s ON s.id = p.status_id

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::PgPool;
+
 use uuid::Uuid;
 
 use super::storage::tally;
@@ -98,41 +98,4 @@ pub async fn status_json(
         "account": account_json(s.account_id, &s.username),
         "poll": poll,
     })))
-}
-
-/// `GET /api/v1/notifications`: newest first, `max_id` pages back. Only `poll` exists so far.
-pub async fn notifications_json(
-    pool: &PgPool,
-    account_id: Uuid,
-    limit: i64,
-    max_id: Option<i64>,
-) -> Result<Vec<Value>, sqlx::Error> {
-    let rows: Vec<(i64, String, DateTime<Utc>, Option<Uuid>)> = sqlx::query_as(
-        "SELECT id, type, created_at, status_id FROM notifications
-          WHERE account_id = $1 AND ($2::bigint IS NULL OR id < $2)
-          ORDER BY id DESC LIMIT $3",
-    )
-    .bind(account_id)
-    .bind(max_id)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    let mut conn = pool.acquire().await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for (id, ty, created_at, status_id) in rows {
-        let status = match status_id {
-            Some(s) => status_json(&mut conn, s, Some(account_id)).await?,
-            None => None,
-        };
-        // Mastodon's poll notification names the poll's author as its account.
-        let account = status
-            .as_ref()
-            .and_then(|s| s.get("account").cloned())
-            .unwrap_or(Value::Null);
-        out.push(json!({
-            "id": id.to_string(), "type": ty, "created_at": created_at,
-            "account": account, "status": status,
-        }));
-    }
-    Ok(out)
 }

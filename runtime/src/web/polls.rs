@@ -1,13 +1,12 @@
-//! Polls, votes and notifications, in Mastodon's paths and shapes (R-API, R-POLL); statuses
+//! Polls and votes, in Mastodon's paths and shapes (R-API, R-POLL); statuses
 //! (with their polls and expiry edits) are `web::mastodon::statuses`. Every write commits first and schedules the poll's wakeup after; a failed
 //! or deferred scheduling is logged and left to the recovery scan, never turned into an error
 //! for a write that already happened.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -21,7 +20,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/polls/{id}", get(show_poll))
         .route("/api/v1/polls/{id}/votes", post(vote))
-        .route("/api/v1/notifications", get(notifications))
 }
 
 // Poll requests answer a body of the wrong shape with 422, as Mastodon does.
@@ -85,43 +83,4 @@ async fn vote(
         .await?
         .map(Json)
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "poll not found".into()))
-}
-
-#[derive(Deserialize)]
-struct Page {
-    limit: Option<String>,
-    max_id: Option<String>,
-}
-
-async fn notifications(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadNotifications>,
-    Query(q): Query<Page>,
-) -> Result<Json<Value>, ApiError> {
-    let limit = match q.limit.as_deref() {
-        None => 40,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|l| *l > 0)
-            .ok_or_else(|| {
-                ApiError(
-                    StatusCode::BAD_REQUEST,
-                    "limit must be a positive integer".into(),
-                )
-            })?
-            .min(80),
-    };
-    let max_id = match q.max_id.as_deref() {
-        None | Some("") => None,
-        Some(m) => Some(m.parse::<i64>().map_err(|_| {
-            ApiError(
-                StatusCode::BAD_REQUEST,
-                "max_id must be a notification id".into(),
-            )
-        })?),
-    };
-    Ok(Json(Value::Array(
-        polls::notifications_json(&s.pool, account.id, limit, max_id).await?,
-    )))
 }

@@ -340,12 +340,13 @@ impl Peer {
     pub fn hits(&self) -> Vec<Hit> {
         self.state.hits.lock().expect("hits").clone()
     }
-    /// A note by `/users/bob` at `path`, replying to `in_reply_to`.
+    /// A public note by `/users/bob` at `path`, replying to `in_reply_to`.
     pub fn note(&self, path: &str, in_reply_to: &str, replies: Option<Value>) -> Value {
         let mut n = json!({
             "id": self.iri(path), "type": "Note", "attributedTo": self.iri("/users/bob"),
             "content": format!("<p>{path}</p>"), "inReplyTo": in_reply_to,
             "published": "2026-11-30T10:00:00Z",
+            "to": ["https://www.w3.org/ns/activitystreams#Public"],
         });
         if let Some(r) = replies {
             n["replies"] = r;
@@ -499,7 +500,7 @@ async fn actor(State(s): State<PeerState>, Path(name): Path<String>, req: Reques
     activity_json(json!({
         "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
         "id": actor, "type": "Person", "preferredUsername": name,
-        "inbox": format!("{actor}/inbox"),
+        "inbox": format!("{actor}/inbox"), "followers": format!("{actor}/followers"),
         "endpoints": { "sharedInbox": format!("{}/inbox", s.base) },
         "publicKey": { "id": format!("{actor}#main-key"), "owner": actor, "publicKeyPem": pem },
         "assertionMethod": proofs::assertion_method(&actor, &proof_key_for(&actor)),

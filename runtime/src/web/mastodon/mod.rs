@@ -15,11 +15,14 @@ pub mod entities;
 pub mod follow_requests;
 pub mod instance;
 pub mod interactions;
+pub mod markers;
 pub mod media;
+pub mod notifications;
 pub mod pagination;
 pub mod relationships;
 pub mod search;
 pub mod statuses;
+pub mod timelines;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
@@ -32,6 +35,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(search::routes())
         .merge(statuses::routes())
         .merge(interactions::routes())
+        .merge(timelines::routes())
+        .merge(markers::routes())
+        .merge(notifications::routes())
 }
 
 /// The account a path id names, local or remote; a malformed id is the same 404 as an unknown

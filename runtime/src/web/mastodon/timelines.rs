@@ -1,0 +1,140 @@
+//! Timelines (R-MAPI-4, issue 19 item 2): `GET /api/v1/timelines/home` (the account's own
+//! posts, followed accounts' posts and boosts, as written into `home_feed` when they were
+//! made or arrived — so a page is one range scan of the account's entries), `/public`
+//! (`local`, `remote`, `only_media`) and `/tag/:hashtag` (the `post_tags` rows the triggers
+//! keep), newest first with Mastodon's `max_id`/`since_id`/`min_id`/`limit` and `Link`
+//! headers. Status ids are time-ordered UUIDs, so they are the cursors.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use axum::routing::get;
+use uuid::Uuid;
+
+use super::pagination::{Page, Paged, param, params};
+use super::statuses::render;
+use crate::statuses::access::visible_sql;
+use crate::web::auth::{MaybeNeeds, Needs, need};
+use crate::web::{ApiError, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/timelines/home", get(home))
+        .route("/api/v1/timelines/public", get(public))
+        .route("/api/v1/timelines/tag/{hashtag}", get(tag))
+}
+
+async fn home(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadStatuses>,
+    uri: Uri,
+) -> Result<Paged, ApiError> {
+    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
+    let sql = format!(
+        "SELECT h.entry_id FROM home_feed h WHERE h.account_id = $1 AND {}",
+        page.clause("h.entry_id", 2)
+    );
+    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(account.id)
+        .bind(page.max)
+        .bind(page.since)
+        .bind(page.min)
+        .bind(page.limit)
+        .fetch_all(&s.pool)
+        .await?;
+    statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
+}
+
+/// `local`/`remote`/`only_media` of the public and tag timelines, as SQL on the `posts` row
+/// `p` (each flag is a fixed fragment: nothing from the request reaches the SQL text).
+fn filters(params: &[(String, String)]) -> String {
+    let on = |k: &str| param(params, k).is_some_and(|v| matches!(v, "true" | "1" | "on"));
+    let mut sql = String::new();
+    if on("local") {
+        sql.push_str(" AND p.local");
+    } else if on("remote") {
+        sql.push_str(" AND NOT p.local");
+    }
+    if on("only_media") {
+        sql.push_str(
+            " AND (EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = p.id)
+                   OR EXISTS (SELECT 1 FROM remote_posts r
+                               WHERE r.id = p.id AND jsonb_array_length(r.attachments) > 0))",
+        );
+    }
+    sql
+}
+
+/// Public posts, ours and theirs; anyone may read it (a token, when given, must be valid and
+/// hold `read:statuses`).
+async fn public(
+    State(s): State<AppState>,
+    MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
+    uri: Uri,
+) -> Result<Paged, ApiError> {
+    let params = params(&uri);
+    let page: Page<Uuid> = Page::from_params(&params)?;
+    let sql = format!(
+        "SELECT p.id FROM posts p WHERE p.visibility = 'public'{} AND {}",
+        filters(&params),
+        page.clause("p.id", 1)
+    );
+    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(page.max)
+        .bind(page.since)
+        .bind(page.min)
+        .bind(page.limit)
+        .fetch_all(&s.pool)
+        .await?;
+    let viewer = viewer.map(|a| a.id);
+    statuses_page(&s, viewer, page.finish(ids), &uri).await
+}
+
+/// Public posts with the hashtag (case-insensitive, `#` optional), ours and theirs.
+async fn tag(
+    State(s): State<AppState>,
+    MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
+    Path(hashtag): Path<String>,
+    uri: Uri,
+) -> Result<Paged, ApiError> {
+    let params = params(&uri);
+    let page: Page<Uuid> = Page::from_params(&params)?;
+    let name = hashtag.trim_start_matches('#').to_lowercase();
+    let viewer = viewer.map(|a| a.id);
+    // Public posts only, as Mastodon's tag timeline; the visibility rule stays in the query
+    // so a followers-only post can never be listed, whatever `post_tags` holds.
+    let sql = format!(
+        "SELECT p.id FROM post_tags t JOIN posts p ON p.id = t.post_id
+          WHERE t.tag = $1 AND p.visibility = 'public' AND {}{} AND {}",
+        visible_sql("p", 6),
+        filters(&params),
+        page.clause("t.post_id", 2)
+    );
+    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(&name)
+        .bind(page.max)
+        .bind(page.since)
+        .bind(page.min)
+        .bind(page.limit)
+        .bind(viewer)
+        .fetch_all(&s.pool)
+        .await?;
+    statuses_page(&s, viewer, page.finish(ids), &uri).await
+}
+
+/// Status entities for `ids` (newest first), with their own ids as the page's cursors; an
+/// entry deleted between the scan and the render is left out.
+async fn statuses_page(
+    s: &AppState,
+    viewer: Option<Uuid>,
+    ids: Vec<Uuid>,
+    uri: &Uri,
+) -> Result<Paged, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    let items = render(s, &mut conn, viewer, &ids).await?;
+    let keys: Vec<String> = items
+        .iter()
+        .filter_map(|v| v["id"].as_str().map(str::to_string))
+        .collect();
+    Ok(Paged::new(items, &keys, &s.public_origin, uri))
+}

@@ -1,0 +1,640 @@
+//! Timelines, markers and notifications in the Mastodon client API (SPEC §11, R-MAPI-4, issue
+//! 19 items 2, 3 and 6): home, public and tag timelines with Mastodon's pagination and
+//! visibility, markers, the notification list with its filters, dismissal and unread count,
+//! and what the inbox makes of a remote server's notes, likes, boosts, edits and deletes —
+//! over HTTP against a real node on a real PostgreSQL, with the shared `Peer` as the remote.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::io::Cursor;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use support::api::{Client, WAIT, assert_error, id, received};
+use support::eventually;
+use support::multipart::form;
+use support::node::Instance;
+use support::peer::Peer;
+use uuid::Uuid;
+
+const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+
+/// A page: the entity ids and the `Link` header's `next` and `prev` paths.
+struct Listed {
+    ids: Vec<String>,
+    body: Value,
+    next: Option<String>,
+    prev: Option<String>,
+}
+
+async fn list(inst: &Instance, token: Option<&str>, path: &str) -> Listed {
+    let req = reqwest::Client::new().get(format!("{}{path}", inst.base));
+    let req = match token {
+        Some(t) => req.bearer_auth(t),
+        None => req,
+    };
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200, "{path}");
+    let link = resp
+        .headers()
+        .get("link")
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let rel = |name: &str| {
+        link.split(',')
+            .find(|p| p.contains(&format!("rel=\"{name}\"")))
+            .and_then(|p| p.split(['<', '>']).nth(1))
+            .map(|u| u.trim_start_matches(&inst.base).to_string())
+    };
+    let (next, prev) = (rel("next"), rel("prev"));
+    let body: Value = resp.json().await.unwrap();
+    let ids = body.as_array().expect("a list").iter().map(id).collect();
+    Listed {
+        ids,
+        body,
+        next,
+        prev,
+    }
+}
+
+async fn follow(api: &Client, whom: &str) {
+    let f = api
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{whom}/follow"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(f.status, 200, "{}", f.body);
+}
+
+fn png() -> Vec<u8> {
+    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(8, 8, |x, y| {
+        image::Rgba([(x * 30) as u8, (y * 30) as u8, 90, 255])
+    }));
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encode");
+    out.into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn home_public_and_tag_timelines_page_and_honour_visibility() {
+    let dir = std::env::temp_dir().join(format!("hollo-timelines-{}", Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (_, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let alice_api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+    follow(&bob_api, &alice.id.to_string()).await;
+
+    let public = id(&alice_api.posted(&json!({ "status": "one #Rust" })).await);
+    let unlisted = id(&alice_api
+        .posted(&json!({ "status": "two #rust", "visibility": "unlisted" }))
+        .await);
+    let private = id(&alice_api
+        .posted(&json!({ "status": "three #rust", "visibility": "private" }))
+        .await);
+    let direct = id(&alice_api
+        .posted(&json!({ "status": "@carol four", "visibility": "direct" }))
+        .await);
+    let bobs = id(&bob_api.posted(&json!({ "status": "bob's own" })).await);
+
+    // Home: alice's followers-only post reaches her follower; the direct one does not (bob is
+    // not mentioned); his own post is there; newest first.
+    let home = list(&inst, Some(&bob_token), "/api/v1/timelines/home").await;
+    assert_eq!(
+        home.ids,
+        [
+            bobs.as_str(),
+            private.as_str(),
+            unlisted.as_str(),
+            public.as_str()
+        ],
+        "{}",
+        home.body
+    );
+    let carol_home = list(&inst, Some(&carol_token), "/api/v1/timelines/home").await;
+    assert!(carol_home.ids.is_empty(), "carol follows nobody");
+    let alice_home = list(&inst, Some(&alice_token), "/api/v1/timelines/home").await;
+    assert_eq!(
+        alice_home.ids,
+        [
+            direct.as_str(),
+            private.as_str(),
+            unlisted.as_str(),
+            public.as_str()
+        ]
+    );
+
+    // Pagination: `limit`, `Link` next (older) and prev (newer), `min_id` just newer.
+    let first = list(&inst, Some(&bob_token), "/api/v1/timelines/home?limit=2").await;
+    assert_eq!(first.ids, [bobs.as_str(), private.as_str()]);
+    let second = list(&inst, Some(&bob_token), &first.next.expect("next")).await;
+    assert_eq!(second.ids, [unlisted.as_str(), public.as_str()]);
+    let back = list(&inst, Some(&bob_token), &second.prev.expect("prev")).await;
+    assert_eq!(back.ids, [bobs.as_str(), private.as_str()]);
+    let just_newer = list(
+        &inst,
+        Some(&bob_token),
+        &format!("/api/v1/timelines/home?min_id={public}&limit=1"),
+    )
+    .await;
+    assert_eq!(just_newer.ids, [unlisted.as_str()]);
+    let since = list(
+        &inst,
+        Some(&bob_token),
+        &format!("/api/v1/timelines/home?since_id={public}&limit=1"),
+    )
+    .await;
+    assert_eq!(since.ids, [bobs.as_str()], "since_id: the newest first");
+
+    // Public: public posts only, to anyone; `local` keeps them, `remote` has none here.
+    let anon = list(&inst, None, "/api/v1/timelines/public").await;
+    assert_eq!(anon.ids, [bobs.as_str(), public.as_str()], "{}", anon.body);
+    assert_eq!(
+        anon.body[1]["content"].as_str().map(|c| c.contains("one")),
+        Some(true)
+    );
+    let local = list(&inst, None, "/api/v1/timelines/public?local=true").await;
+    assert_eq!(local.ids, anon.ids);
+    let remote = list(&inst, None, "/api/v1/timelines/public?remote=true").await;
+    assert!(remote.ids.is_empty());
+
+    // only_media: a post with an image.
+    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
+    let upload = reqwest::Client::new()
+        .post(format!("{}/api/v2/media", inst.base))
+        .bearer_auth(&alice_token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(upload.status().is_success(), "{}", upload.status());
+    let media: Value = upload.json().await.unwrap();
+    let pictured = id(&alice_api
+        .posted(&json!({ "status": "look", "media_ids": [media["id"]] }))
+        .await);
+    let only_media = list(&inst, None, "/api/v1/timelines/public?only_media=true").await;
+    assert_eq!(only_media.ids, [pictured.as_str()]);
+
+    // Tag: public posts with the tag, any case, with or without `#`.
+    for path in ["/api/v1/timelines/tag/rust", "/api/v1/timelines/tag/RUST"] {
+        let tagged = list(&inst, Some(&bob_token), path).await;
+        assert_eq!(tagged.ids, [public.as_str()], "{path}: {}", tagged.body);
+    }
+    // An edit that drops the tag takes the post off the tag timeline.
+    let edited = alice_api
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{public}"),
+            &json!({ "status": "one, untagged" }),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert!(
+        list(&inst, None, "/api/v1/timelines/tag/rust")
+            .await
+            .ids
+            .is_empty()
+    );
+
+    // Deleted posts leave every timeline.
+    let gone = alice_api
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{unlisted}"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(gone.status, 200);
+    let home = list(&inst, Some(&bob_token), "/api/v1/timelines/home").await;
+    assert!(!home.ids.contains(&unlisted), "{:?}", home.ids);
+
+    // Bad input: home needs a token; a bad one is 401 even where anonymous reads are fine; a
+    // cursor that is not an id is 422.
+    let anon_client = Client::new(&inst, None);
+    assert_error(
+        &anon_client.get("/api/v1/timelines/home").await,
+        401,
+        "home without a token",
+    );
+    let bad = Client::new(&inst, Some("nope"));
+    assert_error(
+        &bad.get("/api/v1/timelines/public").await,
+        401,
+        "public with a bad token",
+    );
+    assert_error(
+        &bob_api.get("/api/v1/timelines/home?max_id=abc").await,
+        422,
+        "a cursor that is no id",
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn markers_and_notifications_list_filter_dismiss_and_count() {
+    let inst = Instance::start("all", &[]).await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let alice_api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+
+    // follow, mention, favourite, reblog: four notifications for alice, all from bob.
+    follow(&bob_api, &alice.id.to_string()).await;
+    let post = id(&alice_api.posted(&json!({ "status": "hello" })).await);
+    let mention = id(&bob_api.posted(&json!({ "status": "@alice hi" })).await);
+    for action in ["favourite", "reblog"] {
+        let a = bob_api
+            .call(
+                Method::POST,
+                &format!("/api/v1/statuses/{post}/{action}"),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    let all = list(&inst, Some(&alice_token), "/api/v1/notifications").await;
+    let types: Vec<&str> = all
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["type"].as_str())
+        .collect();
+    assert_eq!(
+        types,
+        ["reblog", "favourite", "mention", "follow"],
+        "{}",
+        all.body
+    );
+    for n in all.body.as_array().unwrap() {
+        assert_eq!(n["account"]["id"], json!(bob.id.to_string()), "{n}");
+    }
+    assert_eq!(all.body[0]["status"]["id"], json!(post));
+    assert_eq!(all.body[2]["status"]["id"], json!(mention));
+    assert!(
+        all.body[3]["status"].is_null(),
+        "a follow is about no status"
+    );
+
+    // Filters.
+    let only = list(
+        &inst,
+        Some(&alice_token),
+        "/api/v1/notifications?types[]=mention&types[]=follow",
+    )
+    .await;
+    assert_eq!(only.ids, [all.ids[2].clone(), all.ids[3].clone()]);
+    let without = list(
+        &inst,
+        Some(&alice_token),
+        "/api/v1/notifications?exclude_types[]=mention",
+    )
+    .await;
+    assert_eq!(without.ids.len(), 3);
+    let paged = list(&inst, Some(&alice_token), "/api/v1/notifications?limit=3").await;
+    assert_eq!(paged.ids, all.ids[..3]);
+    let rest = list(&inst, Some(&alice_token), &paged.next.expect("next")).await;
+    assert_eq!(rest.ids, all.ids[3..]);
+    assert_error(
+        &alice_api.get("/api/v1/notifications?types[]=bogus").await,
+        422,
+        "an unknown type",
+    );
+
+    // One by id: only one's own.
+    let one = alice_api
+        .get(&format!("/api/v1/notifications/{}", all.ids[1]))
+        .await;
+    assert_eq!(one.status, 200);
+    assert_eq!(one.body["type"], "favourite");
+    let carol_api = Client::new(&inst, Some(&carol_token));
+    assert_error(
+        &carol_api
+            .get(&format!("/api/v1/notifications/{}", all.ids[1]))
+            .await,
+        404,
+        "someone else's notification",
+    );
+
+    // Unread count follows the notifications marker; markers keep a version.
+    let count = alice_api.get("/api/v1/notifications/unread_count").await;
+    assert_eq!(count.body["count"], 4, "{}", count.body);
+    let saved = alice_api
+        .form(
+            Method::POST,
+            "/api/v1/markers",
+            &format!("notifications[last_read_id]={}", all.ids[2]),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert_eq!(
+        saved.body["notifications"]["last_read_id"],
+        json!(all.ids[2])
+    );
+    assert_eq!(saved.body["notifications"]["version"], 1);
+    let count = alice_api.get("/api/v1/notifications/unread_count").await;
+    assert_eq!(count.body["count"], 2, "{}", count.body);
+    let saved = alice_api
+        .call(
+            Method::POST,
+            "/api/v1/markers",
+            &json!({ "home": { "last_read_id": post },
+                     "notifications": { "last_read_id": all.ids[0] } }),
+        )
+        .await;
+    assert_eq!(saved.body["notifications"]["version"], 2, "{}", saved.body);
+    assert_eq!(saved.body["home"]["last_read_id"], json!(post));
+    let shown = alice_api.get("/api/v1/markers?timeline[]=home").await;
+    assert_eq!(shown.body["home"]["version"], 1, "{}", shown.body);
+    assert!(
+        shown.body.get("notifications").is_none(),
+        "only what was asked"
+    );
+    let count = alice_api.get("/api/v1/notifications/unread_count").await;
+    assert_eq!(count.body["count"], 0);
+    assert_error(
+        &alice_api
+            .call(
+                Method::POST,
+                "/api/v1/markers",
+                &json!({ "home": { "last_read_id": "" } }),
+            )
+            .await,
+        422,
+        "an empty marker",
+    );
+
+    // Dismiss one, then clear the rest; each only one's own.
+    let dismiss = |n: &str| format!("/api/v1/notifications/{n}/dismiss");
+    assert_error(
+        &carol_api
+            .call(Method::POST, &dismiss(&all.ids[0]), &json!({}))
+            .await,
+        404,
+        "dismissing someone else's",
+    );
+    let d = alice_api
+        .call(Method::POST, &dismiss(&all.ids[0]), &json!({}))
+        .await;
+    assert_eq!(d.status, 200);
+    assert_error(
+        &alice_api
+            .get(&format!("/api/v1/notifications/{}", all.ids[0]))
+            .await,
+        404,
+        "a dismissed notification",
+    );
+    let c = alice_api
+        .call(Method::POST, "/api/v1/notifications/clear", &json!({}))
+        .await;
+    assert_eq!(c.status, 200);
+    assert!(
+        list(&inst, Some(&alice_token), "/api/v1/notifications")
+            .await
+            .ids
+            .is_empty()
+    );
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_nothing() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (_, alice_token) = inst.account("alice").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let api = Client::new(&inst, Some(&alice_token));
+    let carol = Client::new(&inst, Some(&carol_token));
+    let inbox = inst.fed.inbox("alice");
+    let me = inst.fed.actor_iri("alice");
+
+    // alice follows the peer (it accepts), and the peer follows alice: a follow notification.
+    let found = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
+            peer.handle()
+        ))
+        .await;
+    let peer_id = found.body["accounts"][0]["id"]
+        .as_str()
+        .expect("resolved")
+        .to_string();
+    follow(&api, &peer_id).await;
+    let f = received(&peer, "Follow", |_| true).await;
+    let accept = json!({
+        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+        "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
+    });
+    assert_eq!(peer.post(&inbox, &accept).await, 202);
+    let follow_back = json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
+    });
+    assert_eq!(peer.post(&inbox, &follow_back).await, 202);
+    received(&peer, "Accept", |_| true).await;
+
+    // Notes: public, followers-only and one mentioning alice.
+    let note = |path: &str, to: Value, cc: Value, extra: Value| {
+        let iri = peer.new_id(path);
+        let mut o = json!({
+            "id": iri, "type": "Note", "attributedTo": peer.actor(),
+            "content": format!("<p>{path}</p>"), "published": "2026-12-01T10:00:00Z",
+            "to": to, "cc": cc,
+        });
+        if let (Some(o), Some(e)) = (o.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        o
+    };
+    let create = |o: &Value| {
+        json!({ "id": format!("{}/activity", o["id"].as_str().unwrap()), "type": "Create",
+                "actor": peer.actor(), "to": o["to"], "cc": o["cc"], "object": o })
+    };
+    let followers = format!("{}/followers", peer.actor());
+    let public = note("notes", json!([PUBLIC]), json!([followers]), json!({}));
+    let private = note("notes", json!([followers]), json!([]), json!({}));
+    let mentioning = note(
+        "notes",
+        json!([PUBLIC]),
+        json!([me]),
+        json!({ "tag": [{ "type": "Mention", "href": me, "name": "@alice" }],
+                "content": "<p>@alice hello</p>" }),
+    );
+    for o in [&public, &private, &mentioning] {
+        let c = create(o);
+        assert_eq!(peer.post(&inbox, &c).await, 202);
+        // Redelivered: stored once, one entry, one notification.
+        assert_eq!(peer.post(&inbox, &c).await, 202);
+    }
+    let home = eventually(WAIT, "three notes at home", || async {
+        let h = list(&inst, Some(&alice_token), "/api/v1/timelines/home").await;
+        (h.ids.len() == 3).then_some(h)
+    })
+    .await;
+    let uris: Vec<&str> = home
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["uri"].as_str())
+        .collect();
+    for o in [&public, &private, &mentioning] {
+        assert!(uris.contains(&o["id"].as_str().unwrap()), "{uris:?}");
+    }
+    let private_id = home
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["uri"] == private["id"])
+        .map(id)
+        .unwrap();
+    let by_alice = api.get(&format!("/api/v1/statuses/{private_id}")).await;
+    assert_eq!(by_alice.body["visibility"], "private", "{}", by_alice.body);
+    assert_eq!(
+        carol
+            .get(&format!("/api/v1/statuses/{private_id}"))
+            .await
+            .status,
+        404,
+        "a followers-only note is not carol's to read"
+    );
+    let remote = list(&inst, None, "/api/v1/timelines/public?remote=true").await;
+    assert_eq!(remote.ids.len(), 2, "the two public notes: {}", remote.body);
+    let kinds = |ns: &Listed| -> Vec<String> {
+        ns.body
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n["type"].as_str().map(str::to_string))
+            .collect()
+    };
+    let ns = list(&inst, Some(&alice_token), "/api/v1/notifications").await;
+    assert_eq!(kinds(&ns), ["mention", "follow"], "{}", ns.body);
+    assert_eq!(ns.body[0]["account"]["id"], json!(peer_id));
+
+    // Like and Announce of alice's post, each sent twice; then undone.
+    let post = id(&api.posted(&json!({ "status": "mine" })).await);
+    let post_uri = inst.fed.status_iri("alice", post.parse().unwrap());
+    let like = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(), "object": post_uri });
+    let boost = json!({ "id": peer.new_id("boosts"), "type": "Announce", "actor": peer.actor(),
+                        "to": [PUBLIC], "cc": [followers], "object": post_uri,
+                        "published": "2026-12-01T11:00:00Z" });
+    for a in [&like, &like, &boost, &boost] {
+        assert_eq!(peer.post(&inbox, a).await, 202);
+    }
+    let shown = eventually(WAIT, "the like and the boost counted", || async {
+        let s = api.get(&format!("/api/v1/statuses/{post}")).await;
+        (s.body["favourites_count"] == 1 && s.body["reblogs_count"] == 1).then_some(s)
+    })
+    .await;
+    assert_eq!(shown.body["favourites_count"], 1);
+    let ns = list(&inst, Some(&alice_token), "/api/v1/notifications").await;
+    assert_eq!(
+        kinds(&ns),
+        ["reblog", "favourite", "mention", "follow"],
+        "{}",
+        ns.body
+    );
+    for undone in [&like, &boost] {
+        let undo = json!({ "id": peer.new_id("undos"), "type": "Undo", "actor": peer.actor(),
+                           "object": undone });
+        assert_eq!(peer.post(&inbox, &undo).await, 202);
+    }
+    eventually(WAIT, "the like and the boost taken back", || async {
+        let s = api.get(&format!("/api/v1/statuses/{post}")).await;
+        (s.body["favourites_count"] == 0 && s.body["reblogs_count"] == 0).then_some(())
+    })
+    .await;
+    let ns = list(&inst, Some(&alice_token), "/api/v1/notifications").await;
+    assert_eq!(kinds(&ns), ["mention", "follow"], "{}", ns.body);
+
+    // The peer boosts its own public note: the boost reaches alice's home. alice boosts it
+    // too; the peer's edit then notifies her (`update`).
+    let self_boost = json!({ "id": peer.new_id("boosts"), "type": "Announce", "actor": peer.actor(),
+                             "to": [PUBLIC], "cc": [followers], "object": public["id"],
+                             "published": "2026-12-01T12:00:00Z" });
+    assert_eq!(peer.post(&inbox, &self_boost).await, 202);
+    let public_id = home
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["uri"] == public["id"])
+        .map(id)
+        .unwrap();
+    eventually(WAIT, "the boost at home", || async {
+        let h = list(&inst, Some(&alice_token), "/api/v1/timelines/home").await;
+        h.body
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["reblog"]["id"] == json!(public_id))
+            .then_some(())
+    })
+    .await;
+    let b = api
+        .call(
+            Method::POST,
+            &format!("/api/v1/statuses/{public_id}/reblog"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    let mut edited = public.clone();
+    edited["content"] = json!("<p>edited</p>");
+    let update = json!({ "id": peer.new_id("updates"), "type": "Update", "actor": peer.actor(),
+                         "to": edited["to"], "cc": edited["cc"], "object": edited });
+    assert_eq!(peer.post(&inbox, &update).await, 202);
+    eventually(WAIT, "an update notification", || async {
+        let ns = list(
+            &inst,
+            Some(&alice_token),
+            "/api/v1/notifications?types[]=update",
+        )
+        .await;
+        (ns.ids.len() == 1).then_some(())
+    })
+    .await;
+    let shown = api.get(&format!("/api/v1/statuses/{public_id}")).await;
+    assert!(
+        shown.body["content"].as_str().unwrap().contains("edited"),
+        "{}",
+        shown.body
+    );
+
+    // Delete: gone from reads, timelines and the mention's notification.
+    for o in [&public, &mentioning] {
+        let del = json!({ "id": peer.new_id("deletes"), "type": "Delete", "actor": peer.actor(),
+                          "object": { "id": o["id"], "type": "Tombstone" } });
+        assert_eq!(peer.post(&inbox, &del).await, 202);
+    }
+    eventually(WAIT, "the deleted notes leave home", || async {
+        let h = list(&inst, Some(&alice_token), "/api/v1/timelines/home").await;
+        let uris: Vec<Value> = h
+            .body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["uri"].clone())
+            .collect();
+        (!uris.contains(&public["id"]) && !uris.contains(&mentioning["id"])).then_some(())
+    })
+    .await;
+    assert_eq!(
+        api.get(&format!("/api/v1/statuses/{public_id}"))
+            .await
+            .status,
+        404
+    );
+    let ns = list(&inst, Some(&alice_token), "/api/v1/notifications").await;
+    assert_eq!(kinds(&ns), ["follow"], "{}", ns.body);
+    inst.shutdown().await;
+}
