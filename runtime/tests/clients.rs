@@ -105,8 +105,9 @@ fn venv_python() -> PathBuf {
     bin
 }
 
-/// Runs `clients/<script> BASE USER PASSWORD [EXTRA…]` to completion within the deadline.
-async fn run_script(script: &str, base: &str, user: &str, extra: &[&str]) {
+/// Runs `clients/<script> BASE USER PASSWORD [EXTRA…]` to completion within the deadline;
+/// its standard output.
+async fn run_script(script: &str, base: &str, user: &str, extra: &[&str]) -> String {
     let (chromium, driver) = browser_paths();
     let python = tokio::task::spawn_blocking(venv_python).await.unwrap();
     let child = tokio::process::Command::new(python)
@@ -134,6 +135,7 @@ async fn run_script(script: &str, base: &str, user: &str, extra: &[&str]) {
         out.status
     );
     println!("{stdout}");
+    stdout.into_owned()
 }
 
 async fn instance_with_user(name: &str) -> Instance {
@@ -186,6 +188,136 @@ async fn accept_follows(peer: std::sync::Arc<Peer>) {
                 "actor": r.body["object"], "object": r.body,
             });
             peer.post(&format!("{follower}/inbox"), &accept).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 19's full path in Mastodon.py (`clients/statuses_flow.py`): a post with an image and
+/// one with a poll are delivered to the remote test peer (which follows the account); the
+/// peer's person favourites, boosts and replies; the script sees the notifications, counts,
+/// context and timelines, then deletes the post, and the peer receives the `Delete` with a
+/// `Tombstone` (R-MAPI-3, R-MAPI-4). An `all` node: deliveries and inbox work happen in it.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_posts_gets_reactions_and_deletes() {
+    let media =
+        std::env::temp_dir().join(format!("hollo-fullpath-{}", uuid::Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let (mona, token) = inst.account("mona").await;
+    let peer = std::sync::Arc::new(Peer::start().await);
+    let mona_iri = format!("{}/users/mona", inst.base);
+    let follow = serde_json::json!({
+        "id": peer.new_id("follows"), "type": "Follow",
+        "actor": peer.actor(), "object": mona_iri,
+    });
+    assert_eq!(peer.post(&format!("{mona_iri}/inbox"), &follow).await, 202);
+    support::eventually(Duration::from_secs(30), "the peer follows mona", || async {
+        (inst
+            .count(&format!(
+                "SELECT count(*) FROM followers WHERE account_id = '{}'",
+                mona.id
+            ))
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    let reactor = tokio::spawn(react_to_pictures(peer.clone(), mona_iri.clone()));
+    let out = run_script(
+        "statuses_flow.py",
+        &inst.base,
+        "mona",
+        &[&token, &peer.handle()],
+    )
+    .await;
+    reactor.abort();
+    let deleted = out
+        .lines()
+        .find_map(|l| {
+            l.split_once("; deleted ")
+                .map(|(_, uri)| uri.trim().to_string())
+        })
+        .expect("the script names the deleted status");
+
+    let creates: Vec<_> = peer
+        .bodies()
+        .into_iter()
+        .filter(|b| b["type"] == "Create")
+        .collect();
+    let picture = creates
+        .iter()
+        .find(|c| c["object"]["id"] == deleted.as_str())
+        .unwrap_or_else(|| panic!("the post was delivered: {creates:#?}"));
+    let document = &picture["object"]["attachment"][0];
+    assert_eq!(document["type"], "Document", "{picture:#}");
+    assert_eq!(document["mediaType"], "image/png", "{document:#}");
+    assert_eq!(
+        (document["width"].as_u64(), document["height"].as_u64()),
+        (Some(32), Some(24))
+    );
+    assert_eq!(document["name"], "a test card", "{document:#}");
+    assert!(document["blurhash"].is_string(), "{document:#}");
+    assert!(
+        creates.iter().any(|c| c["object"]["type"] == "Question"),
+        "the poll was delivered as a Question: {creates:#?}"
+    );
+    support::eventually(
+        Duration::from_secs(30),
+        "the peer receives the Delete",
+        || async {
+            peer.received().into_iter().find(|r| {
+                r.ty() == "Delete"
+                    && r.verified.is_ok()
+                    && r.body["object"]["type"] == "Tombstone"
+                    && r.body["object"]["id"] == deleted.as_str()
+            })
+        },
+    )
+    .await;
+    inst.shutdown().await;
+}
+
+/// The peer's person: each verified post of `author` with an attachment is favourited,
+/// boosted and replied to (mentioning the author), once.
+async fn react_to_pictures(peer: std::sync::Arc<Peer>, author: String) {
+    let mut answered = std::collections::HashSet::new();
+    loop {
+        for r in peer.received() {
+            let note = &r.body["object"];
+            let with_media = note["attachment"].as_array().is_some_and(|a| !a.is_empty());
+            if r.ty() != "Create"
+                || r.verified.is_err()
+                || note["attributedTo"] != author.as_str()
+                || !with_media
+                || !answered.insert(r.id().to_string())
+            {
+                continue;
+            }
+            let inbox = format!("{author}/inbox");
+            let public = "https://www.w3.org/ns/activitystreams#Public";
+            let like = serde_json::json!({
+                "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(), "object": note["id"],
+            });
+            let announce = serde_json::json!({
+                "id": peer.new_id("announces"), "type": "Announce", "actor": peer.actor(),
+                "object": note["id"], "to": [public], "cc": [author],
+                "published": chrono::Utc::now().to_rfc3339(),
+            });
+            let reply_id = peer.new_id("notes");
+            let reply = serde_json::json!({
+                "id": format!("{reply_id}/activity"), "type": "Create", "actor": peer.actor(),
+                "to": [public], "cc": [author],
+                "object": {
+                    "id": reply_id, "type": "Note", "attributedTo": peer.actor(),
+                    "inReplyTo": note["id"], "content": "<p>Lovely picture</p>",
+                    "published": chrono::Utc::now().to_rfc3339(),
+                    "to": [public], "cc": [author],
+                    "tag": [{"type": "Mention", "href": author, "name": "@mona"}],
+                },
+            });
+            for activity in [like, announce, reply] {
+                assert_eq!(peer.post(&inbox, &activity).await, 202, "{activity:#}");
+            }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

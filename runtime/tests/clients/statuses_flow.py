@@ -5,7 +5,8 @@ those as notifications, in the status's context and in who favourited and booste
 the home and hashtag timelines, then delete the status (the test then sees the peer receive
 the `Delete`). Each step is a function taking the shared `Flow`, run in STEPS order.
 
-usage: statuses_flow.py BASE_URL USERNAME TOKEN PEER_HANDLE"""
+usage: statuses_flow.py BASE_URL USERNAME PASSWORD TOKEN PEER_HANDLE (the password is unused: the
+token was made for the account, as `hollo account create` makes one)"""
 
 import struct
 import sys
@@ -144,6 +145,7 @@ def main(base, username, token, peer):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 6:
         fail(__doc__)
-    main(*sys.argv[1:])
+    base, username, _password, token, peer = sys.argv[1:]
+    main(base, username, token, peer)
