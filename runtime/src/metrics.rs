@@ -114,7 +114,7 @@ impl Metrics {
         let stream_dropped = Counter::default();
         registry.register(
             "streaming_connections",
-            "Open streaming API connections (WebSocket and SSE) on this node",
+            "Open streaming API connections (WebSocket) on this node",
             stream_connections.clone(),
         );
         registry.register(

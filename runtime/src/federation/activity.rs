@@ -281,6 +281,7 @@ pub async fn apply(
                 .await?
                 .rows_affected();
                 if n == 1 {
+                    crate::streaming::emit::remote_deleted(tx, &object_id).await?;
                     "post deleted".into()
                 } else {
                     "ignored: unknown post".into()
@@ -509,6 +510,11 @@ async fn upsert_note(
     }
     let create = inc.ty == "Create";
     let n = store_note(tx, iri, &inc.actor, object, create).await?;
+    match (create, n) {
+        (true, 1) => crate::streaming::emit::remote_created(tx, iri, object).await?,
+        (false, 1) => crate::streaming::emit::remote_edited(tx, iri).await?,
+        _ => {}
+    }
     Ok(match (create, n) {
         (true, 1) => format!("{ty} stored"),
         (true, _) => format!("{ty} already stored"),

@@ -72,7 +72,10 @@ impl Hub {
     pub async fn close(&self, within: std::time::Duration) {
         self.closing.cancel();
         self.streams.close();
-        if tokio::time::timeout(within, self.streams.wait()).await.is_err() {
+        if tokio::time::timeout(within, self.streams.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!(
                 open = self.streams.len(),
                 "streams still open when the node stopped"

@@ -1,7 +1,8 @@
 //! The node's one `LISTEN hollo_stream` connection. Notifications carry event ids; the rows are
 //! read by id (a burst is read in one query) and published to the node's [`Hub`]. Notifications
 //! sent while the connection was down are lost, so after a reconnect the node reads every row
-//! newer than the ids it has seen ([`Seen`]), skipping those it already published.
+//! newer than the ids it has seen ([`Seen`]), skipping those it already published. Also the
+//! periodic deletion of old rows ([`cleanup_loop`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,7 +28,9 @@ const BATCH: i64 = 1000;
 /// A catch-up reaches back at most this far: an older event is stale for a live stream.
 const CATCH_UP_WINDOW_SECONDS: f64 = 300.0;
 
-/// What the node has published: every id above `floor` it published is in `ids`.
+/// What the node has published: every id above `floor` it published is in `ids`. A catch-up
+/// reads only ids above `floor`, so only those can be heard twice (once read, once notified on
+/// the same connection); an id at or below it can only come by its one notification.
 struct Seen {
     floor: i64,
     ids: BTreeSet<i64>,
@@ -36,7 +39,12 @@ struct Seen {
 impl Seen {
     /// Records an id; false if it was published already.
     fn insert(&mut self, id: i64) -> bool {
-        if id <= self.floor || !self.ids.insert(id) {
+        if id <= self.floor {
+            // Committed late (its id was taken before the floor's): new, and nothing reads
+            // it again, so it need not be remembered.
+            return true;
+        }
+        if !self.ids.insert(id) {
             return false;
         }
         while self.ids.len() > REMEMBERED {
@@ -123,7 +131,7 @@ pub async fn run(source: Source, pool: PgPool, hub: Arc<Hub>, stop: Cancellation
                     None => break,
                 }
             }
-            ids.retain(|id| !seen.ids.contains(id) && *id > seen.floor);
+            ids.retain(|id| !seen.ids.contains(id));
             if ids.is_empty() {
                 continue;
             }
@@ -163,7 +171,8 @@ async fn by_ids(pool: &PgPool, ids: &[i64]) -> Result<Vec<Event>, sqlx::Error> {
         .await
 }
 
-/// Publishes the events stored above the floor that were not published yet.
+/// Publishes the events stored above the floor that were not published yet, a batch at a
+/// time until none is left.
 async fn catch_up(pool: &PgPool, hub: &Hub, seen: &mut Seen) -> Result<(), sqlx::Error> {
     let sql = format!(
         "SELECT {COLUMNS} FROM stream_events
@@ -171,30 +180,50 @@ async fn catch_up(pool: &PgPool, hub: &Hub, seen: &mut Seen) -> Result<(), sqlx:
             AND created_at > now() - make_interval(secs => $3)
           ORDER BY id LIMIT $4"
     );
-    let known: Vec<i64> = seen.ids.iter().copied().collect();
-    let events: Vec<Event> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(seen.floor)
-        .bind(&known)
-        .bind(CATCH_UP_WINDOW_SECONDS)
-        .bind(BATCH)
-        .fetch_all(pool)
-        .await?;
-    if !events.is_empty() {
+    let mut total = 0;
+    loop {
+        let known: Vec<i64> = seen.ids.iter().copied().collect();
+        let events: Vec<Event> = sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+            .bind(seen.floor)
+            .bind(&known)
+            .bind(CATCH_UP_WINDOW_SECONDS)
+            .bind(BATCH)
+            .fetch_all(pool)
+            .await?;
+        let n = events.len();
+        total += n;
+        publish(hub, seen, events);
+        if n < BATCH as usize {
+            break;
+        }
+    }
+    if total > 0 {
         tracing::info!(
-            events = events.len(),
+            events = total,
             "streaming events caught up after a reconnect"
         );
     }
-    publish(hub, seen, events);
     Ok(())
 }
 
-/// Deletes old events every `every` until `stop` (any node may run it; deleting twice is
-/// harmless).
+/// Deletes events older than `keep`: they were delivered or are of no use to a client that
+/// was away that long (a reconnecting client reloads its timelines). Returns how many.
+pub async fn cleanup(pool: &PgPool, keep: Duration) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "DELETE FROM stream_events WHERE created_at < now() - make_interval(secs => $1)",
+    )
+    .bind(keep.as_secs_f64())
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
+/// Deletes old events every `every` until `stop`. Every web node runs it: deleting twice is
+/// harmless, and the table stays small wherever the streams are.
 pub async fn cleanup_loop(pool: PgPool, every: Duration, keep: Duration, stop: CancellationToken) {
     loop {
         tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(every) => {} }
-        match super::cleanup(&pool, keep).await {
+        match cleanup(&pool, keep).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(deleted = n, "old streaming events deleted"),
             Err(e) => tracing::warn!(error = %e, "deleting old streaming events failed"),
@@ -212,7 +241,10 @@ mod tests {
             floor: 10,
             ids: BTreeSet::new(),
         };
-        assert!(!s.insert(10), "at or below the floor is old");
+        assert!(
+            s.insert(10),
+            "at or below the floor: committed late, heard once"
+        );
         assert!(s.insert(12));
         assert!(!s.insert(12));
         assert!(s.insert(11), "out of order but new");
@@ -221,6 +253,6 @@ mod tests {
         }
         assert_eq!(s.ids.len(), REMEMBERED);
         assert!(s.floor > 12);
-        assert!(!s.insert(12));
+        assert!(!s.insert(s.floor + 1), "remembered above the floor");
     }
 }

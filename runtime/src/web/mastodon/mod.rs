@@ -19,6 +19,7 @@ pub mod pagination;
 pub mod relationships;
 pub mod search;
 pub mod statuses;
+pub mod streaming;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
@@ -30,6 +31,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(follow_requests::routes())
         .merge(search::routes())
         .merge(statuses::routes())
+        .merge(streaming::routes())
 }
 
 /// The account a path id names, local or remote; a malformed id is the same 404 as an unknown
