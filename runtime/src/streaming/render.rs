@@ -35,15 +35,29 @@ pub async fn notification(
     viewer: Uuid,
     id: i64,
 ) -> Result<Option<Value>, sqlx::Error> {
-    let row: Option<(String, DateTime<Utc>, Option<Uuid>, Option<Uuid>)> = sqlx::query_as(
-        "SELECT type, created_at, from_account_id, coalesce(post_id, status_id)
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        kind: String,
+        created_at: DateTime<Utc>,
+        from: Option<Uuid>,
+        post: Option<Uuid>,
+    }
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT type AS kind, created_at, from_account_id AS \"from\",
+                coalesce(post_id, status_id) AS post
            FROM notifications WHERE id = $1 AND account_id = $2",
     )
     .bind(id)
     .bind(viewer)
     .fetch_optional(pool)
     .await?;
-    let Some((kind, created_at, from, post)) = row else {
+    let Some(Row {
+        kind,
+        created_at,
+        from,
+        post,
+    }) = row
+    else {
         return Ok(None);
     };
     let status = match post {
