@@ -87,7 +87,10 @@ impl Session {
         let mut writer = tokio::spawn(write(sink, queue, self.ping_every));
         let closing = self.hub.closing().clone();
         let end = loop {
+            // Biased: the client's commands apply before events already waiting, so one that
+            // subscribes and then causes an event gets it.
             tokio::select! {
+                biased;
                 _ = closing.cancelled() => break End::Closing,
                 _ = &mut writer => break End::Gone,
                 m = incoming.next() => match m {
