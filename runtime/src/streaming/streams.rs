@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 use super::Event;
 
-/// Where the cap on one connection's subscriptions comes from: each costs a filter check per
-/// event, and a client needs a handful (user, a public timeline, some tags).
+/// Most subscriptions one connection may hold: each costs a filter check per event, and a
+/// client needs a handful (user, a public timeline, some tags).
 pub const MAX_SUBSCRIPTIONS: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
