@@ -749,14 +749,17 @@ impl Config {
     }
 
     /// Connections this process may open at most (R-DB-2), logged at start.
-    /// The LISTEN connection comes out of the general pool unless `DATABASE_DIRECT_URL` sends
-    /// it around the pooler, where it is one more.
+    /// The LISTEN connections (the queues' on consumers, the streaming API's on HTTP nodes)
+    /// come out of the general pool unless `DATABASE_DIRECT_URL` sends them around the
+    /// pooler, where each is one more.
     pub fn connection_budget(&self) -> u32 {
-        let direct_listener = u32::from(self.db.direct_url.is_some() && self.role.consumes());
+        let direct = self.db.direct_url.is_some();
+        let direct_listeners = u32::from(direct && self.role.consumes())
+            + u32::from(direct && self.role.serves_http());
         match self.role {
-            Role::Web => self.db.web_pool_max,
+            Role::Web => self.db.web_pool_max + direct_listeners,
             Role::Worker | Role::All => {
-                self.db.worker_pool_max + self.db.item_lock_pool_size + direct_listener
+                self.db.worker_pool_max + self.db.item_lock_pool_size + direct_listeners
             }
         }
     }

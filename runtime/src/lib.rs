@@ -17,6 +17,7 @@ pub mod recovery;
 pub mod scopes;
 pub mod shutdown;
 pub mod statuses;
+pub mod streaming;
 pub mod tasks;
 pub mod web;
 

@@ -49,6 +49,10 @@ pub struct Metrics {
     pub in_flight: Family<KindLabels, Gauge<i64, AtomicI64>>,
     pub depth: Family<QueueLabels, Gauge<i64, AtomicI64>>,
     pub latency: Family<KindLabels, Histogram, fn() -> Histogram>,
+    /// Streaming API (R-MAPI-5): open streams, events heard, streams dropped for lagging.
+    pub stream_connections: Gauge<i64, AtomicI64>,
+    pub stream_events: Counter,
+    pub stream_dropped: Counter,
 }
 
 impl Metrics {
@@ -105,8 +109,29 @@ impl Metrics {
             "Poll-notification scheduling attempts by outcome (coalesced and deferred included; not stored messages)",
             POLL_ENQUEUE_ATTEMPTS.clone(),
         );
+        let stream_connections = Gauge::<i64, AtomicI64>::default();
+        let stream_events = Counter::default();
+        let stream_dropped = Counter::default();
+        registry.register(
+            "streaming_connections",
+            "Open streaming API connections (WebSocket) on this node",
+            stream_connections.clone(),
+        );
+        registry.register(
+            "streaming_events",
+            "Streaming events this node heard and fanned out",
+            stream_events.clone(),
+        );
+        registry.register(
+            "streaming_dropped_clients",
+            "Streaming clients disconnected because they fell too far behind",
+            stream_dropped.clone(),
+        );
         Arc::new(Metrics {
             registry,
+            stream_connections,
+            stream_events,
+            stream_dropped,
             enqueued,
             started,
             succeeded,

@@ -23,6 +23,14 @@ use crate::web::{self, AppState};
 /// The exact line a worker logs once it consumes (R-ROLE-3); tests and operators grep for it.
 pub const WORKER_STARTED: &str = "Worker started (Fedify activity/task queues + Job recovery)";
 
+/// How often a web node deletes old streaming events, and how old they get first: a stream is
+/// live, and a node that was cut off longer than this reloads rather than catches up.
+const STREAM_CLEANUP_EVERY: Duration = Duration::from_secs(60);
+const STREAM_EVENTS_KEPT: Duration = Duration::from_secs(300);
+
+/// How long a stopping node waits for its streams to say goodbye.
+const STREAM_CLOSE_WITHIN: Duration = Duration::from_secs(3);
+
 /// R-ROLE-2: a consumer subsystem refuses to start in a role that must not run it, instead of
 /// silently double-consuming or, worse, consuming on a web node sized for HTTP.
 pub fn assert_may_consume(role: Role, subsystem: &str) -> Result<()> {
@@ -196,8 +204,32 @@ impl NodeBuilder {
             tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
         }
 
+        // The streaming API (R-MAPI-5): nodes that serve it hear every node's and worker's
+        // events on their own LISTEN connection and delete old events now and then.
+        let streams = crate::streaming::Hub::new(metrics.clone());
+        let mut streaming_tasks = Vec::new();
+        if config.role.serves_http() {
+            let source = match &config.db.direct_url {
+                Some(_) => listener::Source::Direct(urls.direct.clone()),
+                None => listener::Source::Pool(pool.clone()),
+            };
+            streaming_tasks.push(tokio::spawn(crate::streaming::listen::run(
+                source,
+                pool.clone(),
+                streams.clone(),
+                background.clone(),
+            )));
+            streaming_tasks.push(tokio::spawn(crate::streaming::listen::cleanup_loop(
+                pool.clone(),
+                STREAM_CLEANUP_EVERY,
+                STREAM_EVENTS_KEPT,
+                background.clone(),
+            )));
+        }
+
         let accepting = Arc::new(AtomicBool::new(true));
         let state = AppState {
+            streams: streams.clone(),
             metrics: metrics.clone(),
             role: config.role,
             admin_token: config.admin_token.clone(),
@@ -247,6 +279,7 @@ impl NodeBuilder {
             let stop = shutdown.stop.clone();
             let abort = shutdown.abort.clone();
             let accepting = accepting.clone();
+            let streams = streams.clone();
             async move {
                 stop.cancelled().await;
                 accepting.store(false, Ordering::SeqCst);
@@ -255,6 +288,9 @@ impl NodeBuilder {
                     prestop_seconds = prestop.as_secs(),
                     "pre-stop delay over: no new HTTP connections, finishing open requests"
                 );
+                // Upgraded sockets are no HTTP requests the server waits for: streams are told
+                // to go away now, and their clients reconnect to a node that stays.
+                streams.closing().cancel();
             }
         };
         let abort = shutdown.abort.clone();
@@ -267,6 +303,7 @@ impl NodeBuilder {
                     tracing::warn!("drain window over with HTTP requests still open");
                 }
             }
+            streams.close(STREAM_CLOSE_WITHIN).await;
             for c in consumers {
                 let _ = c.await;
             }
@@ -277,6 +314,9 @@ impl NodeBuilder {
             background.cancel();
             if let Some(l) = listener_task {
                 let _ = l.await;
+            }
+            for t in streaming_tasks {
+                let _ = t.await;
             }
             let _ = heartbeat.await;
             let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")

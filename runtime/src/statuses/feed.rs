@@ -15,8 +15,9 @@ pub struct Entry<'a> {
     pub source: &'a str,
 }
 
-/// Adds the entry to each account's home timeline (once: a redelivered post adds nothing).
-/// Returns the accounts that got it new.
+/// Adds the entry to each account's home timeline (once: a redelivered post adds nothing)
+/// and tells their `user` streams, in the same transaction. Returns the accounts that got it
+/// new.
 pub async fn push(
     tx: &mut PgConnection,
     e: &Entry<'_>,
@@ -25,7 +26,7 @@ pub async fn push(
     if accounts.is_empty() {
         return Ok(Vec::new());
     }
-    sqlx::query_scalar(
+    let new: Vec<Uuid> = sqlx::query_scalar(
         "INSERT INTO home_feed (account_id, entry_id, post_id, source)
          SELECT a, $2, $3, $4 FROM unnest($1::uuid[]) AS a
          ON CONFLICT (account_id, entry_id) DO NOTHING
@@ -35,8 +36,10 @@ pub async fn push(
     .bind(e.entry)
     .bind(e.post)
     .bind(e.source)
-    .fetch_all(tx)
-    .await
+    .fetch_all(&mut *tx)
+    .await?;
+    crate::streaming::emit::home(tx, e.entry, &new).await?;
+    Ok(new)
 }
 
 /// Removes every entry showing `post` (it was deleted), boosts of it included.

@@ -62,7 +62,8 @@ pub struct Notification<'a> {
 }
 
 /// Stores the notification in the caller's transaction unless the same cause already did, and
-/// never for an account's own actions. Returns the new notification's id.
+/// never for an account's own actions, and tells the account's streams. Returns the new
+/// notification's id.
 pub async fn notify(
     tx: &mut PgConnection,
     n: &Notification<'_>,
@@ -70,7 +71,7 @@ pub async fn notify(
     if n.from_account == n.account {
         return Ok(None);
     }
-    sqlx::query_scalar(
+    let id: Option<i64> = sqlx::query_scalar(
         "INSERT INTO notifications (account_id, type, from_account_id, post_id, activity_id)
          VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (account_id, type, activity_id) WHERE activity_id IS NOT NULL DO NOTHING
@@ -81,8 +82,12 @@ pub async fn notify(
     .bind(n.from_account)
     .bind(n.post)
     .bind(n.cause)
-    .fetch_optional(tx)
-    .await
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(id) = id {
+        crate::streaming::emit::notified(tx, &[(n.account, id)]).await?;
+    }
+    Ok(id)
 }
 
 /// Takes back the notifications an activity caused (its `Undo` arrived, or the local action

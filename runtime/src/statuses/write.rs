@@ -17,6 +17,7 @@ use crate::federation::mentions;
 use crate::federation::statuses::{self as ap, Announce};
 use crate::media::{self, AttachError, Drive};
 use crate::polls::{self, MAX_STATUS_CHARS, NewPoll, PollError, StatusEdit};
+use crate::streaming;
 
 /// How long an `Idempotency-Key` names its first status (Mastodon keeps them an hour).
 const IDEMPOTENCY_HOURS: i64 = 1;
@@ -202,6 +203,7 @@ pub async fn create(
         feed::push(&mut tx, &theirs, &local.home).await?;
     }
     notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
+    streaming::emit::created(&mut tx, status).await?;
     if let Some(f) = fed {
         ap::publish(&mut tx, f, Some(drive), author.id, status, Announce::Create).await?;
     }
@@ -466,6 +468,7 @@ pub async fn edit(
         set_audience(&mut tx, status, &local.audience).await?;
         notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
     }
+    streaming::emit::edited(&mut tx, status).await?;
     if let Some(f) = fed {
         let tag = Uuid::now_v7().to_string();
         let update = Announce::Update { tag: &tag };
@@ -494,6 +497,7 @@ pub async fn delete(
     if let Some(f) = fed {
         ap::publish(&mut tx, f, Some(drive), author.id, status, Announce::Delete).await?;
     }
+    streaming::emit::deleted(&mut tx, status).await?;
     feed::remove_post(&mut tx, status).await?;
     notify::remove_post(&mut tx, status).await?;
     for sql in [

@@ -96,19 +96,21 @@ async fn handle(
         tracing::debug!(target: LOG_TARGET, poll = %poll_id, wake_in_s = delay.as_secs_f64(), "poll not expired yet; rescheduled");
         return Ok(());
     }
-    let written = sqlx::query(
+    let stored: Vec<(Uuid, i64)> = sqlx::query_as(
         "INSERT INTO notifications (account_id, type, poll_id, status_id)
          SELECT r.account_id, 'poll', $1, $2
            FROM (SELECT $3::uuid AS account_id
                  UNION SELECT account_id FROM poll_votes WHERE poll_id = $1 AND account_id IS NOT NULL) r
-         ON CONFLICT (poll_id, account_id) WHERE type = 'poll' DO NOTHING",
+         ON CONFLICT (poll_id, account_id) WHERE type = 'poll' DO NOTHING
+         RETURNING account_id, id",
     )
     .bind(poll_id)
     .bind(c.status_id)
     .bind(c.author)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .fetch_all(&mut *tx)
+    .await?;
+    crate::streaming::emit::notified(&mut tx, &stored).await?;
+    let written = stored.len();
     sqlx::query("UPDATE polls SET notified_at = now() WHERE id = $1")
         .bind(poll_id)
         .execute(&mut *tx)

@@ -61,6 +61,8 @@ pub struct AppState {
     pub drive: Arc<crate::media::Drive>,
     /// `MEDIA_*` limits (and the drive's settings).
     pub media: crate::config::MediaConfig,
+    /// This node's open streaming connections and the events its listener hears (R-MAPI-5).
+    pub streams: Arc<crate::streaming::Hub>,
 }
 
 impl AppState {
@@ -68,10 +70,12 @@ impl AppState {
     /// admin token, environment `production`, no storage path. Callers set what differs with
     /// struct-update syntax, so a new field does not break every place that builds one.
     pub fn new(pool: PgPool, fed: Option<Arc<Federation>>) -> Self {
+        let metrics = Metrics::new();
         AppState {
             pool,
             fed: fed.clone(),
-            metrics: Metrics::new(),
+            streams: crate::streaming::Hub::new(metrics.clone()),
+            metrics,
             role: Role::All,
             admin_token: None,
             accepting: Arc::new(AtomicBool::new(true)),

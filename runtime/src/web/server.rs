@@ -13,12 +13,13 @@ use std::time::Duration;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_io_timeout::TimeoutStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::Layer;
 
 use crate::config::HttpLimits;
@@ -47,7 +48,10 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     // Refusals are cheap but not free: at most as many in flight as there are slots.
     let refusals = Arc::new(Semaphore::new(limits.max_connections));
-    let graceful = GracefulShutdown::new();
+    // Graceful shutdown by hand: hyper-util's `GracefulShutdown` cannot watch a connection
+    // that may upgrade. Each connection is told to finish at `draining` and tracked until done.
+    let draining = CancellationToken::new();
+    let connections = TaskTracker::new();
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -85,17 +89,31 @@ pub async fn serve(
         let service = TowerToHyperService::new(
             axum::Extension(axum::extract::ConnectInfo(peer)).layer(app.clone()),
         );
-        let conn = builder.serve_connection(TokioIo::new(Box::pin(io)), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
+        // Upgrades for the streaming API's WebSocket; the upgraded socket keeps the idle
+        // timeouts (its pings keep a live one busy) but no longer holds a slot.
+        let conn = builder
+            .serve_connection(TokioIo::new(Box::pin(io)), service)
+            .with_upgrades();
+        let draining = draining.clone();
+        connections.spawn(async move {
+            let mut conn = std::pin::pin!(conn);
+            let ended = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = draining.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
             drop(slot);
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    draining.cancel();
+    connections.close();
+    connections.wait().await;
     Ok(())
 }
 

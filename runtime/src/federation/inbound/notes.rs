@@ -323,6 +323,12 @@ pub async fn upsert(
     let Some(stored) = store(tx, iri, &inc.actor, object, create, &audience).await? else {
         return Ok(format!("ignored: {ty} not updatable"));
     };
+    // Public streams hear of a new public note, and of every edit (their readers may hold it).
+    if create && stored.fresh {
+        crate::streaming::emit::remote_created(tx, iri, object).await?;
+    } else if !create {
+        crate::streaming::emit::remote_edited(tx, iri).await?;
+    }
     let from = actor_id(tx, &inc.actor).await?;
 
     // Home feeds: every local follower who may read it (a direct post only the addressed).
@@ -401,6 +407,8 @@ pub async fn delete(
     let Some(id) = id else {
         return Ok("ignored: unknown post".into());
     };
+    // Streams hear of it while its boosts still exist (their entries go too).
+    crate::streaming::emit::remote_deleted(tx, object_id).await?;
     feed::remove_post(tx, id).await?;
     notify::remove_post(tx, id).await?;
     sqlx::query("DELETE FROM reblogs WHERE post_id = $1")

@@ -23,6 +23,7 @@ pub mod relationships;
 pub mod search;
 pub mod statuses;
 pub mod timelines;
+pub mod streaming;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
@@ -38,6 +39,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(timelines::routes())
         .merge(markers::routes())
         .merge(notifications::routes())
+        .merge(streaming::routes())
 }
 
 /// The account a path id names, local or remote; a malformed id is the same 404 as an unknown

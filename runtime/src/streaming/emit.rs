@@ -1,0 +1,185 @@
+//! The producers' side: each function writes its events and notifies every listening node in
+//! one statement (`INSERT … RETURNING pg_notify(…)`) of the caller's transaction, so the
+//! notifications go out at its commit and never if it rolls back, and a producer pays one round
+//! trip. Who may see what is decided when the event is sent, per connection (`session`); these
+//! only say what happened and to whose streams.
+//!
+//! Call sites: `statuses::feed::push` ([`home`]), `statuses::notify::notify` and
+//! `tasks::poll_notification` ([`notified`]), `statuses::write` ([`created`], [`edited`],
+//! [`deleted`]) and the inbox (`federation::activity`: [`remote_created`], [`remote_edited`],
+//! [`remote_deleted`]).
+
+use serde_json::Value;
+use sqlx::{AssertSqlSafe, PgConnection};
+use uuid::Uuid;
+
+use crate::statuses::Visibility;
+
+/// What every producing statement ends with: one NOTIFY per row it wrote, carrying the id.
+const NOTIFY: &str = "RETURNING pg_notify('hollo_stream', id::text)";
+
+/// `update` on the `user` streams of `accounts`: `entry` (a post or a boost) is new in their
+/// home timelines.
+pub async fn home(
+    tx: &mut PgConnection,
+    entry: Uuid,
+    accounts: &[Uuid],
+) -> Result<(), sqlx::Error> {
+    if accounts.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts, post_id)
+         VALUES ('home', 'update', $1, $2) {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(accounts)
+        .bind(entry)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// `notification` on the `user` and `user:notification` streams: each `(account, id)` is a
+/// notification just stored for that account.
+pub async fn notified(tx: &mut PgConnection, stored: &[(Uuid, i64)]) -> Result<(), sqlx::Error> {
+    if stored.is_empty() {
+        return Ok(());
+    }
+    let (accounts, ids): (Vec<Uuid>, Vec<i64>) = stored.iter().copied().unzip();
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts, notification_id)
+         SELECT 'notification', 'notification', ARRAY[a], n
+           FROM unnest($1::uuid[], $2::bigint[]) AS u (a, n) {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(&accounts)
+        .bind(&ids)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// The public streams' rows of a post, if it is public, for `event`: its origin and hashtags
+/// let each connection choose (public:local, hashtag) without reading the post.
+fn public_rows(filter: &str, event: &str) -> String {
+    format!(
+        "SELECT 'public'::text, '{event}'::text, '{{}}'::uuid[], p.id, p.local, p.tags
+           FROM posts p WHERE {filter} AND p.visibility = 'public'"
+    )
+}
+
+/// A new status (call it after storing the post): an `update` on the public, public:local and
+/// hashtag streams when it is public. Other visibilities reach people through their home
+/// timelines and notifications only, as on Mastodon; callers need not check.
+pub async fn created(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Error> {
+    let rows = public_rows("p.id = $1", "update");
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags) {rows} {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(post)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// An edited status (call it after the edit is stored): `status.update` on the `user` streams
+/// of every account whose home timeline shows it (boosts of it included) and, if it is public,
+/// on the public streams.
+pub async fn edited(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Error> {
+    let key = post.to_string();
+    edited_where(tx, "p.id = $1::uuid", "post_id = $1::uuid", &key).await
+}
+
+/// `status.update` rows of the post `post_filter` names (over `posts p`) and the home entries
+/// `home_filter` names (over `home_feed`); both read the key as text `$1`.
+async fn edited_where(
+    tx: &mut PgConnection,
+    post_filter: &str,
+    home_filter: &str,
+    key: &str,
+) -> Result<(), sqlx::Error> {
+    let public = public_rows(post_filter, "status.update");
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags)
+         SELECT 'home', 'status.update', h.accounts, h.post_id, false, '{{}}'::text[]
+           FROM (SELECT post_id, array_agg(DISTINCT account_id) AS accounts
+                   FROM home_feed WHERE {home_filter} GROUP BY post_id) h
+         UNION ALL {public} {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(key)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// A deleted status (call it before its boosts are deleted): `delete` of its id and of every
+/// boost of it, on every stream. Clients drop an id they show and ignore one they do not; ids
+/// are opaque, so telling everyone leaks nothing.
+pub async fn deleted(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Error> {
+    deleted_where(
+        tx,
+        "SELECT $1::uuid UNION ALL SELECT id FROM reblogs WHERE post_id = $1::uuid",
+        &post.to_string(),
+    )
+    .await
+}
+
+/// `delete` rows of the ids `ids` selects, reading the key as text `$1`.
+async fn deleted_where(tx: &mut PgConnection, ids: &str, key: &str) -> Result<(), sqlx::Error> {
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, post_id)
+         SELECT 'delete', 'delete', d.id FROM ({ids}) AS d (id) {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(key)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// A remote post just stored from an inbox `Create`: an `update` on the public streams when
+/// both its addressing and its stored visibility say public (its addressing alone decides
+/// nothing wider than what was stored, and a stored default decides nothing wider than what
+/// its author addressed).
+pub async fn remote_created(
+    tx: &mut PgConnection,
+    iri: &str,
+    object: &Value,
+) -> Result<(), sqlx::Error> {
+    if Visibility::of_addressing(object, None) != Visibility::Public {
+        return Ok(());
+    }
+    let rows = public_rows("p.uri = $1 AND NOT p.local", "update");
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags) {rows} {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(iri)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// A remote post just changed by an inbox `Update`: as [`edited`].
+pub async fn remote_edited(tx: &mut PgConnection, iri: &str) -> Result<(), sqlx::Error> {
+    edited_where(
+        tx,
+        "p.uri = $1 AND NOT p.local",
+        "post_id = (SELECT id FROM remote_posts WHERE iri = $1)",
+        iri,
+    )
+    .await
+}
+
+/// A remote post just deleted by an inbox `Delete`: as [`deleted`].
+pub async fn remote_deleted(tx: &mut PgConnection, iri: &str) -> Result<(), sqlx::Error> {
+    deleted_where(
+        tx,
+        "SELECT id FROM remote_posts WHERE iri = $1 UNION ALL SELECT id FROM reblogs WHERE post_uri = $1",
+        iri,
+    )
+    .await
+}

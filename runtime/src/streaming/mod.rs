@@ -1,0 +1,42 @@
+//! The Mastodon streaming API's events (R-MAPI-5, issue 19 item 5), across every web node.
+//!
+//! Producers write a `stream_events` row and `pg_notify('hollo_stream', id)` in one statement
+//! of their own transaction ([`emit`]): an event exists, and is heard, only if its cause
+//! committed, whichever node or worker caused it. Each web node has one `LISTEN` connection
+//! ([`listen::run`]) that reads the rows it is told of (and catches up from the table after a
+//! reconnect) and hands them to its [`Hub`], which fans them out to the node's connections
+//! ([`session`]). Which connection gets what is [`streams`]; rows hold ids only, and a payload
+//! is rendered per connection with the viewer's account at send time ([`render`]).
+
+pub mod emit;
+pub mod hub;
+pub mod listen;
+pub mod render;
+pub mod session;
+pub mod streams;
+
+use uuid::Uuid;
+
+pub use hub::Hub;
+
+/// The channel every web node listens on; the payload is the event's id.
+pub const CHANNEL: &str = "hollo_stream";
+
+/// One stored event, as every node reads it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Event {
+    pub id: i64,
+    /// `home`, `notification`, `public` or `delete` (see the migration).
+    pub kind: String,
+    /// Mastodon's event name: `update`, `status.update`, `notification`, `delete`.
+    pub event: String,
+    /// Whose streams a `home` or `notification` event is for.
+    pub accounts: Vec<Uuid>,
+    pub post_id: Option<Uuid>,
+    pub notification_id: Option<i64>,
+    pub local: bool,
+    pub tags: Vec<String>,
+}
+
+/// The columns of [`Event`], for every query that reads events.
+pub(crate) const COLUMNS: &str = "id, kind, event, accounts, post_id, notification_id, local, tags";

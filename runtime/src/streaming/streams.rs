@@ -1,0 +1,159 @@
+//! Mastodon's stream names and which events each receives. A connection subscribes to any
+//! number of them; an event goes out once per subscribed stream that wants it, named by that
+//! stream (`"stream": ["hashtag", "rust"]`), as Mastodon's streaming server does, so a client
+//! that multiplexes timelines over one socket routes each copy to its timeline.
+
+use uuid::Uuid;
+
+use super::Event;
+
+/// Most subscriptions one connection may hold: each costs a filter check per event, and a
+/// client needs a handful (user, a public timeline, some tags).
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// The account's home timeline and notifications.
+    User,
+    /// The account's notifications.
+    UserNotification,
+    Public,
+    PublicLocal,
+    PublicRemote,
+    /// A hashtag, lowercased without `#`.
+    Hashtag(String),
+    HashtagLocal(String),
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    #[error("Unknown stream type")]
+    Unknown,
+    #[error("No tag for hashtag stream")]
+    NoTag,
+}
+
+impl Stream {
+    /// A stream as a client names it (`stream` and, for hashtags, `tag`).
+    pub fn parse(name: &str, tag: Option<&str>) -> Result<Stream, StreamError> {
+        let tag = || {
+            tag.map(|t| t.trim().trim_start_matches('#').to_lowercase())
+                .filter(|t| !t.is_empty())
+                .ok_or(StreamError::NoTag)
+        };
+        Ok(match name {
+            "user" => Stream::User,
+            "user:notification" => Stream::UserNotification,
+            "public" => Stream::Public,
+            "public:local" => Stream::PublicLocal,
+            "public:remote" => Stream::PublicRemote,
+            "hashtag" => Stream::Hashtag(tag()?),
+            "hashtag:local" => Stream::HashtagLocal(tag()?),
+            _ => return Err(StreamError::Unknown),
+        })
+    }
+
+    /// The `stream` of a message: the name, and the tag of a hashtag stream.
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            Stream::User => vec!["user"],
+            Stream::UserNotification => vec!["user:notification"],
+            Stream::Public => vec!["public"],
+            Stream::PublicLocal => vec!["public:local"],
+            Stream::PublicRemote => vec!["public:remote"],
+            Stream::Hashtag(t) => vec!["hashtag", t],
+            Stream::HashtagLocal(t) => vec!["hashtag:local", t],
+        }
+    }
+
+    /// Whether `e` goes out on this stream of `viewer`'s connection. Who may read the status
+    /// is checked when the payload is rendered; this is only which streams it belongs to.
+    pub fn wants(&self, e: &Event, viewer: Uuid) -> bool {
+        let tagged = |t: &String| e.tags.iter().any(|x| x == t);
+        match e.kind.as_str() {
+            "home" => *self == Stream::User && e.accounts.contains(&viewer),
+            "notification" => {
+                matches!(self, Stream::User | Stream::UserNotification)
+                    && e.accounts.contains(&viewer)
+            }
+            "public" => match self {
+                Stream::Public => true,
+                Stream::PublicLocal => e.local,
+                Stream::PublicRemote => !e.local,
+                Stream::Hashtag(t) => tagged(t),
+                Stream::HashtagLocal(t) => e.local && tagged(t),
+                Stream::User | Stream::UserNotification => false,
+            },
+            // A deletion concerns every timeline that may show the status.
+            "delete" => *self != Stream::UserNotification,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, accounts: Vec<Uuid>, local: bool, tags: &[&str]) -> Event {
+        Event {
+            id: 1,
+            kind: kind.into(),
+            event: "update".into(),
+            accounts,
+            post_id: Some(Uuid::nil()),
+            notification_id: None,
+            local,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn names_parse_and_round_trip() {
+        assert_eq!(Stream::parse("user", None), Ok(Stream::User));
+        assert_eq!(
+            Stream::parse("hashtag", Some("#Rust")),
+            Ok(Stream::Hashtag("rust".into()))
+        );
+        assert_eq!(Stream::parse("hashtag", None), Err(StreamError::NoTag));
+        assert_eq!(Stream::parse("hashtag", Some(" ")), Err(StreamError::NoTag));
+        assert_eq!(Stream::parse("list", None), Err(StreamError::Unknown));
+        assert_eq!(
+            Stream::parse("hashtag:local", Some("a")).map(|s| s
+                .names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()),
+            Ok(vec!["hashtag:local".to_string(), "a".to_string()])
+        );
+    }
+
+    #[test]
+    fn each_stream_takes_only_its_events() {
+        let me = Uuid::now_v7();
+        let other = Uuid::now_v7();
+        let home = event("home", vec![me], false, &[]);
+        assert!(Stream::User.wants(&home, me));
+        assert!(!Stream::User.wants(&home, other));
+        assert!(!Stream::Public.wants(&home, me));
+        let n = event("notification", vec![me], false, &[]);
+        assert!(Stream::UserNotification.wants(&n, me));
+        assert!(Stream::User.wants(&n, me));
+        assert!(!Stream::UserNotification.wants(&n, other));
+        let local = event("public", vec![], true, &["rust"]);
+        let remote = event("public", vec![], false, &["go"]);
+        assert!(Stream::Public.wants(&local, me) && Stream::Public.wants(&remote, me));
+        assert!(Stream::PublicLocal.wants(&local, me) && !Stream::PublicLocal.wants(&remote, me));
+        assert!(!Stream::PublicRemote.wants(&local, me) && Stream::PublicRemote.wants(&remote, me));
+        assert!(Stream::Hashtag("rust".into()).wants(&local, me));
+        assert!(!Stream::Hashtag("rust".into()).wants(&remote, me));
+        assert!(!Stream::HashtagLocal("go".into()).wants(&remote, me));
+        assert!(
+            !Stream::User.wants(&local, me),
+            "public posts reach user streams via home"
+        );
+        let gone = event("delete", vec![], false, &[]);
+        assert!(Stream::User.wants(&gone, me) && Stream::Hashtag("x".into()).wants(&gone, me));
+        assert!(!Stream::UserNotification.wants(&gone, me));
+    }
+}

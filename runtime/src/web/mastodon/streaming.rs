@@ -1,0 +1,191 @@
+//! The streaming API's HTTP side (R-MAPI-5, issue 19 item 5): `GET /api/v1/streaming` upgrades
+//! to a WebSocket speaking Mastodon's protocol (`streaming::session`), and
+//! `GET /api/v1/streaming/health` answers `OK` as Mastodon's streaming server does.
+//!
+//! The token may come as `Authorization: Bearer`, as `access_token` in the query, or as the
+//! `Sec-WebSocket-Protocol` header (browsers cannot set headers on a WebSocket), which is then
+//! echoed back as the chosen protocol, as clients expect. As on Mastodon every stream needs a
+//! token: without a valid one the answer is 401 before any upgrade.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+
+use super::super::auth::{Need, bearer_of, need};
+use super::super::{ApiError, AppState};
+use crate::federation::accounts;
+use crate::streaming::session::{Grants, Session};
+use crate::streaming::streams::Stream;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/streaming", get(stream))
+        .route("/api/v1/streaming/health", get(health))
+}
+
+async fn health() -> &'static str {
+    "OK"
+}
+
+#[derive(Deserialize, Default)]
+struct Params {
+    access_token: Option<String>,
+    stream: Option<String>,
+    tag: Option<String>,
+}
+
+fn unauthorized(why: &str) -> ApiError {
+    ApiError(StatusCode::UNAUTHORIZED, why.into())
+}
+
+/// The token and, if it came as the subprotocol, that protocol to echo.
+fn token<'a>(headers: &'a HeaderMap, p: &'a Params) -> Option<(&'a str, bool)> {
+    if let Some(t) = bearer_of(headers) {
+        return Some((t, false));
+    }
+    if let Some(t) = p
+        .access_token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        return Some((t, false));
+    }
+    // A client offering several protocols means the first; Mastodon's clients offer one.
+    let offered = headers
+        .get(header::SEC_WEBSOCKET_PROTOCOL)?
+        .to_str()
+        .ok()?
+        .split(',')
+        .map(str::trim)
+        .find(|t| !t.is_empty())?;
+    Some((offered, true))
+}
+
+fn grants_any(scopes: &crate::scopes::Scopes, n: &[&str]) -> bool {
+    n.iter().any(|s| scopes.grants(s))
+}
+
+async fn stream(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    // A query that does not parse names no token and no stream: the answer is the 401.
+    let p: Params = query
+        .as_deref()
+        .and_then(|q| serde_urlencoded::from_str(q).ok())
+        .unwrap_or_default();
+    // Who is asking comes first: a request without a valid token is a 401 whether or not it
+    // asked for an upgrade.
+    let (token, as_protocol) =
+        token(&headers, &p).ok_or_else(|| unauthorized("Missing access token"))?;
+    let (account, scopes) = accounts::by_token(&s.pool, token)
+        .await?
+        .ok_or_else(|| unauthorized("Invalid access token"))?;
+    let grants = Grants {
+        statuses: grants_any(&scopes, need::ReadStatuses::ANY_OF),
+        notifications: grants_any(&scopes, need::ReadNotifications::ANY_OF),
+    };
+    if !grants.statuses && !grants.notifications {
+        return Err(unauthorized(
+            "Access token does not have the required scopes",
+        ));
+    }
+    let mut streams = Vec::new();
+    if let Some(name) = p.stream.as_deref().filter(|n| !n.is_empty()) {
+        let st = Stream::parse(name, p.tag.as_deref())
+            .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+        if !grants.allow(&st) {
+            return Err(unauthorized(
+                "Access token does not have the required scopes",
+            ));
+        }
+        streams.push(st);
+    }
+    let Some(fed) = s.fed.clone() else {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "federation is disabled on this node (SECRET_KEY unset)".into(),
+        ));
+    };
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(rejection) => return Ok(rejection.into_response()),
+    };
+    let upgrade = if as_protocol {
+        upgrade.protocols([token.to_string()])
+    } else {
+        upgrade
+    };
+    let session = Session {
+        viewer: account.id,
+        grants,
+        streams,
+        pool: s.pool.clone(),
+        fed,
+        hub: s.streams.clone(),
+        ping_every: ping_interval(s.http.idle_timeout),
+    };
+    // Rendered payloads and the client's commands are small; Mastodon's are too.
+    Ok(upgrade
+        .max_message_size(64 * 1024)
+        .on_upgrade(move |socket| session.run(socket)))
+}
+
+/// Pings often enough that a socket idle for the node's `HTTP_IDLE_TIMEOUT_SECONDS` is one
+/// whose client is gone (its pongs are reads), at most every 30 s as Mastodon does.
+fn ping_interval(idle: Duration) -> Duration {
+    (idle / 3).clamp(Duration::from_secs(1), Duration::from_secs(30))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(k.clone(), v.parse().expect("header value"));
+        }
+        h
+    }
+
+    #[test]
+    fn the_token_comes_from_the_header_the_query_or_the_protocol() {
+        let none = Params::default();
+        let q = Params {
+            access_token: Some("q".into()),
+            ..Params::default()
+        };
+        let h = headers(&[(header::AUTHORIZATION, "Bearer h")]);
+        assert_eq!(token(&h, &q), Some(("h", false)));
+        assert_eq!(token(&HeaderMap::new(), &q), Some(("q", false)));
+        let p = headers(&[(header::SEC_WEBSOCKET_PROTOCOL, "tok, other")]);
+        assert_eq!(token(&p, &none), Some(("tok", true)));
+        assert_eq!(token(&HeaderMap::new(), &none), None);
+    }
+
+    #[test]
+    fn pings_come_well_within_the_idle_timeout() {
+        assert_eq!(
+            ping_interval(Duration::from_secs(60)),
+            Duration::from_secs(20)
+        );
+        assert_eq!(
+            ping_interval(Duration::from_secs(600)),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            ping_interval(Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,707 @@
+//! The Mastodon streaming API (SPEC §11, R-MAPI-5, issue 19 item 5) over real WebSockets
+//! against real nodes on a real PostgreSQL: who may connect and how the token travels, what
+//! each stream receives (and never receives), fan-out from any web node or worker to a client
+//! on another web node when each is its own `hollo` process, and a client that stops reading
+//! being dropped without hurting anyone else.
+//!
+//! "Never receives" is shown with a barrier: the status that must not arrive is posted first,
+//! then one that must; events reach a connection in commit order, so once the second has
+//! arrived the first would have arrived before it.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use reqwest::Method;
+use serde_json::{Value, json};
+use support::eventually;
+use support::node::{Instance, SECRET};
+use support::process::{Hollo, run};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How a test client hands over its token.
+enum Token<'a> {
+    None,
+    Header(&'a str),
+    Query(&'a str),
+    Protocol(&'a str),
+}
+
+/// Opens `/api/v1/streaming?<query>` on `base` (`http://host:port`); the handshake's answer
+/// or its refusal.
+async fn open(
+    base: &str,
+    query: &str,
+    token: Token<'_>,
+) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
+    let ws = base.replacen("http://", "ws://", 1);
+    let mut url = format!("{ws}/api/v1/streaming?{query}");
+    if let Token::Query(t) = token {
+        url.push_str(&format!("&access_token={t}"));
+    }
+    let mut req = url.into_client_request()?;
+    match token {
+        Token::Header(t) => {
+            req.headers_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        Token::Protocol(t) => {
+            req.headers_mut()
+                .insert("sec-websocket-protocol", t.parse().unwrap());
+        }
+        Token::None | Token::Query(_) => {}
+    }
+    tokio_tungstenite::connect_async(req).await
+}
+
+async fn connect(base: &str, query: &str, token: &str) -> Socket {
+    open(base, query, Token::Header(token))
+        .await
+        .expect("WebSocket handshake")
+        .0
+}
+
+/// The HTTP status a refused handshake got.
+async fn refused(base: &str, query: &str, token: Token<'_>) -> u16 {
+    match open(base, query, token).await {
+        Err(tungstenite::Error::Http(resp)) => resp.status().as_u16(),
+        Err(e) => panic!("expected an HTTP refusal, got {e}"),
+        Ok(_) => panic!("expected a refusal, the upgrade succeeded"),
+    }
+}
+
+/// A server message: `stream`, `event`, and `payload` parsed (a JSON entity, or the id string).
+#[derive(Debug)]
+struct Event {
+    stream: Vec<String>,
+    event: String,
+    payload: Value,
+}
+
+impl Event {
+    fn is(&self, stream: &[&str], event: &str) -> bool {
+        self.stream == stream && self.event == event
+    }
+
+    fn id(&self) -> &str {
+        self.payload["id"]
+            .as_str()
+            .or(self.payload.as_str())
+            .unwrap_or_default()
+    }
+}
+
+/// Reads until an event matches `want`, returning it with every event read before it; fails
+/// after the deadline or when the stream ends.
+async fn until(
+    ws: &mut Socket,
+    what: &str,
+    mut want: impl FnMut(&Event) -> bool,
+) -> (Event, Vec<Event>) {
+    let start = Instant::now();
+    let mut before = Vec::new();
+    loop {
+        let left = WAIT
+            .checked_sub(start.elapsed())
+            .unwrap_or_else(|| panic!("timed out waiting for {what}; got {before:#?}"));
+        let m = tokio::time::timeout(left, ws.next())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}; got {before:#?}"));
+        let m = match m {
+            Some(Ok(m)) => m,
+            other => panic!("stream ended waiting for {what}: {other:?}; got {before:#?}"),
+        };
+        let Message::Text(text) = m else { continue };
+        let v: Value = serde_json::from_str(text.as_str()).expect("JSON message");
+        assert!(
+            v.get("error").is_none(),
+            "error while waiting for {what}: {v}"
+        );
+        let payload = match v["payload"].as_str() {
+            Some(p) => serde_json::from_str(p).unwrap_or_else(|_| json!(p)),
+            None => v["payload"].clone(),
+        };
+        let e = Event {
+            stream: serde_json::from_value(v["stream"].clone()).expect("stream names"),
+            event: v["event"].as_str().expect("event").to_string(),
+            payload,
+        };
+        if want(&e) {
+            return (e, before);
+        }
+        before.push(e);
+    }
+}
+
+async fn send(ws: &mut Socket, v: Value) {
+    ws.send(Message::Text(v.to_string().into()))
+        .await
+        .expect("send");
+}
+
+/// A Mastodon API client of one node.
+struct Api {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    fn new(base: &str, token: &str) -> Api {
+        Api {
+            base: base.to_string(),
+            token: token.to_string(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: &Value) -> Value {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status();
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "{path}: {status} {v}");
+        v
+    }
+
+    async fn post(&self, status: &str, visibility: &str) -> String {
+        let v = self
+            .call(
+                Method::POST,
+                "/api/v1/statuses",
+                &json!({"status": status, "visibility": visibility}),
+            )
+            .await;
+        v["id"].as_str().expect("status id").to_string()
+    }
+
+    async fn follow(&self, account: &str) {
+        self.call(
+            Method::POST,
+            &format!("/api/v1/accounts/{account}/follow"),
+            &json!({}),
+        )
+        .await;
+    }
+
+    async fn me(&self) -> String {
+        let v = self
+            .call(
+                Method::GET,
+                "/api/v1/accounts/verify_credentials",
+                &json!({}),
+            )
+            .await;
+        v["id"].as_str().expect("account id").to_string()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tokens_health_and_refusals() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("alice").await;
+    let base = inst.base.as_str();
+    let http = reqwest::Client::new();
+
+    let health = http
+        .get(format!("{base}/api/v1/streaming/health"))
+        .send()
+        .await
+        .expect("health");
+    assert_eq!(health.status(), 200);
+    assert_eq!(health.text().await.expect("body"), "OK");
+
+    // Without a valid token: 401, whether or not the request asks for an upgrade.
+    let plain = http
+        .get(format!("{base}/api/v1/streaming?stream=public"))
+        .send()
+        .await
+        .expect("plain GET");
+    assert_eq!(plain.status(), 401);
+    assert!(plain.json::<Value>().await.expect("JSON")["error"].is_string());
+    assert_eq!(refused(base, "stream=public", Token::None).await, 401);
+    assert_eq!(
+        refused(base, "stream=public", Token::Header("not-a-token")).await,
+        401
+    );
+    assert_eq!(
+        refused(base, "stream=user", Token::Query("not-a-token")).await,
+        401
+    );
+    assert_eq!(
+        refused(base, "stream=user", Token::Protocol("not-a-token")).await,
+        401
+    );
+    // A valid token naming a stream that does not exist.
+    assert_eq!(
+        refused(base, "stream=nonsense", Token::Header(&token)).await,
+        400
+    );
+
+    // The token as the subprotocol: accepted and echoed as the chosen protocol.
+    let (mut by_protocol, resp) = open(base, "stream=public:local", Token::Protocol(&token))
+        .await
+        .expect("handshake with the token as the protocol");
+    assert_eq!(
+        resp.headers()
+            .get("sec-websocket-protocol")
+            .and_then(|v| v.to_str().ok()),
+        Some(token.as_str())
+    );
+    let (mut by_query, _) = open(base, "stream=public:local", Token::Query(&token))
+        .await
+        .expect("handshake with the token in the query");
+    let api = Api::new(base, &token);
+    let id = api.post("through every door", "public").await;
+    for ws in [&mut by_protocol, &mut by_query] {
+        let (e, _) = until(ws, "the post", |e| e.id() == id).await;
+        assert!(e.is(&["public:local"], "update"), "{e:?}");
+        let content = e.payload["content"].as_str().unwrap_or_default();
+        assert!(content.contains("through every door"), "{e:?}");
+    }
+
+    // A bad subscription is answered in Mastodon's error shape, and the stream goes on.
+    send(
+        &mut by_query,
+        json!({"type": "subscribe", "stream": "list"}),
+    )
+    .await;
+    let err = tokio::time::timeout(WAIT, by_query.next())
+        .await
+        .expect("an answer")
+        .expect("open")
+        .expect("a message");
+    let err: Value = serde_json::from_str(err.to_text().expect("text")).expect("JSON");
+    assert_eq!(err["status"], 400, "{err}");
+    assert_eq!(err["error"], "Unknown stream type");
+    inst.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_stream_gets_what_it_should_and_nothing_private() {
+    let inst = Instance::start("all", &[]).await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let base = inst.base.as_str();
+    let alice_api = Api::new(base, &alice_token);
+    let bob_api = Api::new(base, &bob_token);
+    let carol_api = Api::new(base, &carol_token);
+    bob_api.follow(&alice.id.to_string()).await;
+
+    let mut bob_user = connect(base, "stream=user", &bob_token).await;
+    let mut bob_notes = connect(base, "stream=user:notification", &bob_token).await;
+    let mut local = connect(base, "stream=public:local", &carol_token).await;
+    let mut rust = connect(base, "stream=hashtag&tag=Rust", &carol_token).await;
+    // carol follows nobody and subscribes over the socket to everything she may see.
+    let mut carol = connect(base, "stream=user", &carol_token).await;
+    for (stream, tag) in [
+        ("public", None),
+        ("public:local", None),
+        ("hashtag", Some("secret")),
+    ] {
+        let mut m = json!({"type": "subscribe", "stream": stream});
+        if let Some(t) = tag {
+            m["tag"] = json!(t);
+        }
+        send(&mut carol, m).await;
+    }
+    // Commands and events travel apart, so a subscription is known to be in place once an
+    // event of it arrives: carol posts a tagged primer, then an untagged one that her `user`
+    // stream (subscribed at connect) surely gets, until the first arrived on the hashtag.
+    for attempt in 0.. {
+        assert!(attempt < 20, "the hashtag subscription never took");
+        let tagged = carol_api.post("primer #secret", "public").await;
+        let untagged = carol_api.post("primer", "public").await;
+        let (_, before) = until(&mut carol, "carol's own primer", |e| {
+            e.id() == untagged && e.is(&["user"], "update")
+        })
+        .await;
+        if before
+            .iter()
+            .any(|e| e.id() == tagged && e.is(&["hashtag", "secret"], "update"))
+        {
+            break;
+        }
+    }
+
+    // bob's home: alice's post, as the Status entity he would read.
+    let hello = alice_api.post("hello #Rust", "public").await;
+    let (e, _) = until(&mut bob_user, "alice's post on bob's user stream", |e| {
+        e.id() == hello
+    })
+    .await;
+    assert!(e.is(&["user"], "update"), "{e:?}");
+    assert_eq!(e.payload["account"]["username"], "alice");
+
+    // The visibilities on public:local: only public arrives.
+    let unlisted = alice_api.post("unlisted", "unlisted").await;
+    let private = alice_api.post("private #secret #rust", "private").await;
+    let direct = alice_api.post("direct @bob", "direct").await;
+    let barrier = alice_api.post("public #secret #rust", "public").await;
+    let (_, before) = until(&mut local, "the public barrier", |e| e.id() == barrier).await;
+    let seen: Vec<&str> = before.iter().map(Event::id).collect();
+    assert!(seen.contains(&hello.as_str()), "{seen:?}");
+    for hidden in [&unlisted, &private, &direct] {
+        assert!(
+            !seen.contains(&hidden.as_str()),
+            "{hidden} on public:local: {seen:?}"
+        );
+    }
+    // The hashtag stream: only #rust, public.
+    let (_, before) = until(&mut rust, "the #rust barrier", |e| e.id() == barrier).await;
+    let seen: Vec<&str> = before.iter().map(Event::id).collect();
+    assert_eq!(seen, [hello.as_str()], "only the public #rust posts");
+    // carol, no follower, sees neither the private nor the direct post on any stream.
+    let (_, before) = until(&mut carol, "the barrier on carol's hashtag stream", |e| {
+        e.id() == barrier && e.is(&["hashtag", "secret"], "update")
+    })
+    .await;
+    for e in &before {
+        for hidden in [&private, &direct, &unlisted] {
+            assert_ne!(e.id(), hidden.as_str(), "{e:?}");
+        }
+    }
+
+    // bob follows alice: her followers-only post is his to see; the direct one mentions him.
+    let (_, before) = until(&mut bob_user, "the barrier on bob's home", |e| {
+        e.id() == barrier
+    })
+    .await;
+    let seen: Vec<&str> = before.iter().map(Event::id).collect();
+    assert!(seen.contains(&private.as_str()), "{seen:?}");
+    let (n, _) = until(&mut bob_notes, "the mention", |e| e.event == "notification").await;
+    assert!(n.is(&["user:notification"], "notification"), "{n:?}");
+    assert_eq!(n.payload["type"], "mention");
+    assert_eq!(n.payload["status"]["id"], json!(direct));
+    assert_eq!(n.payload["account"]["username"], "alice");
+    let mention_on_user = before
+        .iter()
+        .any(|e| e.is(&["user"], "notification") && e.payload["status"]["id"] == json!(direct));
+    assert!(mention_on_user, "the user stream carries notifications too");
+
+    // A mention by someone bob does not follow: a notification, not a home entry.
+    let from_carol = carol_api.post("hi @bob", "public").await;
+    let (n, _) = until(&mut bob_notes, "carol's mention", |e| {
+        e.event == "notification" && e.payload["status"]["id"] == json!(from_carol)
+    })
+    .await;
+    assert_eq!(n.payload["account"]["username"], "carol");
+
+    // An edit and a deletion reach the streams that showed the status.
+    alice_api
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{hello}"),
+            &json!({"status": "hello again #Rust"}),
+        )
+        .await;
+    let (e, _) = until(&mut bob_user, "the edit", |e| e.event == "status.update").await;
+    assert_eq!(e.id(), hello);
+    assert_eq!(
+        e.payload["content"].as_str().map(|c| c.contains("again")),
+        Some(true)
+    );
+    let (e, _) = until(&mut rust, "the edit on #rust", |e| {
+        e.event == "status.update"
+    })
+    .await;
+    assert_eq!(e.id(), hello);
+    alice_api
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{hello}"),
+            &json!({}),
+        )
+        .await;
+    for ws in [&mut bob_user, &mut local, &mut rust] {
+        let (e, _) = until(ws, "the deletion", |e| e.event == "delete").await;
+        assert_eq!(e.payload, json!(hello), "{e:?}");
+    }
+    assert!(bob.id != alice.id);
+    inst.shutdown().await;
+}
+
+/// `/metrics` of a node, as text.
+async fn metrics(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text")
+}
+
+fn counter(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
+    // Long idle timeouts: the slow client must be dropped for its full buffer, not for
+    // being quiet.
+    let inst = Instance::start("all", &[("HTTP_IDLE_TIMEOUT_SECONDS", "600")]).await;
+    let (_, alice_token) = inst.account("alice").await;
+    let (_, bob_token) = inst.account("bob").await;
+    let base = inst.base.clone();
+    let alice_api = Api::new(&base, &alice_token);
+
+    // The slow client: a small receive buffer, many subscriptions, and it never reads.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    let tcp = socket.connect(inst.addr()).await.expect("connect");
+    let ws_url = format!(
+        "{}/api/v1/streaming?stream=public",
+        base.replacen("http://", "ws://", 1)
+    );
+    let mut req = ws_url.into_client_request().expect("request");
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {bob_token}").parse().unwrap(),
+    );
+    let (mut slow, _) = tokio_tungstenite::client_async(req, MaybeTlsStream::Plain(tcp))
+        .await
+        .expect("slow client handshake");
+    for (stream, tag) in [
+        ("public:local", None),
+        ("hashtag", Some("a")),
+        ("hashtag", Some("b")),
+        ("hashtag:local", Some("a")),
+        ("hashtag:local", Some("b")),
+    ] {
+        let mut m = json!({"type": "subscribe", "stream": stream});
+        if let Some(t) = tag {
+            m["tag"] = json!(t);
+        }
+        send(&mut slow, m).await;
+    }
+
+    // Another client reads everything, all along.
+    let mut fast = connect(&base, "stream=public:local", &bob_token).await;
+    let reader = tokio::spawn(async move {
+        let mut n = 0u64;
+        while let Some(Ok(m)) = fast.next().await {
+            if let Message::Text(t) = m
+                && t.as_str().contains("\"update\"")
+            {
+                n += 1;
+                if t.as_str().contains("after the drop") {
+                    return (n, fast);
+                }
+            }
+        }
+        panic!("the reading client's stream ended after {n} updates");
+    });
+
+    // Long posts until the node gives up on the slow client (never more than a bound).
+    let filler = format!("#a #b {}", "x".repeat(450));
+    let mut posted = 0;
+    while counter(
+        &metrics(&base).await,
+        "hollo_streaming_dropped_clients_total",
+    ) < 1.0
+    {
+        assert!(posted < 3000, "the slow client was never dropped");
+        let batch: Vec<_> = (0..8).map(|_| alice_api.post(&filler, "public")).collect();
+        futures::future::join_all(batch).await;
+        posted += 8;
+    }
+
+    // The reader still gets what follows; the slow client's socket is closed (it reads what
+    // was buffered, then the end).
+    alice_api.post("after the drop", "public").await;
+    let (updates, _fast) = tokio::time::timeout(WAIT, reader)
+        .await
+        .expect("the reading client got the post after the drop")
+        .expect("reader task");
+    assert!(
+        updates > posted as u64,
+        "{updates} updates for {posted} posts"
+    );
+    let ended = tokio::time::timeout(WAIT, async {
+        loop {
+            match slow.next().await {
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the slow client's stream was not closed");
+    let m = metrics(&base).await;
+    assert_eq!(counter(&m, "hollo_streaming_dropped_clients_total"), 1.0);
+    eventually(WAIT, "one open stream left", || async {
+        (counter(&metrics(&base).await, "hollo_streaming_connections") == 1.0).then_some(())
+    })
+    .await;
+    inst.shutdown().await;
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn events_reach_clients_on_other_processes() {
+    let db = support::fresh_db().await;
+    let (port_a, port_b) = (free_port(), free_port());
+    let (a, b) = (
+        format!("http://127.0.0.1:{port_a}"),
+        format!("http://127.0.0.1:{port_b}"),
+    );
+    let (pa, pb) = (port_a.to_string(), port_b.to_string());
+    // Both web nodes are one instance behind one public URL, as behind a load balancer.
+    let shared = [
+        ("DATABASE_URL", db.url.as_str()),
+        ("PUBLIC_URL", a.as_str()),
+        ("SECRET_KEY", SECRET),
+        ("ALLOW_PRIVATE_ADDRESS", "true"),
+        ("QUEUE_POLL_MS", "100"),
+        ("HEALTH_PORT", "0"),
+    ];
+    let with = |extra: &[(&'static str, &str)]| {
+        let mut env: Vec<(&str, String)> =
+            shared.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+        env
+    };
+    let start = |env: Vec<(&str, String)>| {
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Hollo::serve(&pairs)
+    };
+    let web_a = start(with(&[("NODE_TYPE", "web"), ("PORT", &pa)]));
+    let web_b = start(with(&[("NODE_TYPE", "web"), ("PORT", &pb)]));
+    let worker = start(with(&[("NODE_TYPE", "worker")]));
+    for (base, node) in [(&a, &web_a), (&b, &web_b)] {
+        eventually(WAIT, "a web node to be ready", || async {
+            match reqwest::get(format!("{base}/readyz")).await {
+                Ok(r) if r.status() == 200 => Some(()),
+                _ => None,
+            }
+        })
+        .await;
+        assert!(node.logs().contains("listening for HTTP"));
+    }
+    worker
+        .wait_log(hollo_runtime::node::WORKER_STARTED, WAIT)
+        .await;
+
+    let token_of = |name: &str| {
+        let env = with(&[]);
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let out = run(&["account", "create", name], &pairs);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("token")
+            .trim()
+            .to_string()
+    };
+    let (alice_token, bob_token) = (token_of("alice"), token_of("bob"));
+    // Requests go to node B; the streams listen on node A.
+    let alice_b = Api::new(&b, &alice_token);
+    let bob_b = Api::new(&b, &bob_token);
+    bob_b.follow(&alice_b.me().await).await;
+    let mut bob_on_a = connect(&a, "stream=user", &bob_token).await;
+    let mut alice_on_a = connect(&a, "stream=user:notification", &alice_token).await;
+    let mut local_on_a = connect(&a, "stream=public:local", &bob_token).await;
+
+    let id = alice_b.post("from node B", "public").await;
+    let (e, _) = until(&mut bob_on_a, "node B's post on node A", |e| e.id() == id).await;
+    assert!(e.is(&["user"], "update"), "{e:?}");
+    until(
+        &mut local_on_a,
+        "node B's post on node A's public:local",
+        |e| e.id() == id,
+    )
+    .await;
+
+    // The worker's event: a poll ends there (web nodes only schedule it), and its author is
+    // notified on node A.
+    let poll = alice_b
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({"status": "Tea?", "poll": {"options": ["yes", "no"], "expires_in": 1}}),
+        )
+        .await;
+    let (n, _) = until(&mut alice_on_a, "the worker's poll notification", |e| {
+        e.event == "notification"
+    })
+    .await;
+    assert_eq!(n.payload["type"], "poll", "{n:?}");
+    assert_eq!(n.payload["status"]["id"], poll["id"]);
+    assert!(
+        n.payload["status"]["poll"]["expired"] == json!(true),
+        "{:?}",
+        n.payload
+    );
+    drop((web_a, web_b, worker));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nothing_committed_is_lost_when_the_listen_connection_drops() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("alice").await;
+    let base = inst.base.as_str();
+    let api = Api::new(base, &token);
+    let mut local = connect(base, "stream=public:local", &token).await;
+    let first = api.post("before", "public").await;
+    until(&mut local, "the first post", |e| e.id() == first).await;
+
+    // The node's streaming LISTEN connection is killed; posts keep coming meanwhile, some
+    // before it is back (caught up from the table), some after (notified).
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+          WHERE datname = current_database() AND query LIKE '%hollo_stream%'
+            AND query ILIKE 'LISTEN%'",
+    )
+    .fetch_one(&inst.pool)
+    .await
+    .expect("terminate");
+    assert_eq!(killed, 1, "one streaming LISTEN connection");
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(api.post(&format!("during {i}"), "public").await);
+    }
+    let last = ids.last().cloned().expect("posts");
+    let (_, before) = until(&mut local, "the last post", |e| e.id() == last).await;
+    let mut seen: Vec<&str> = before.iter().map(Event::id).collect();
+    seen.push(&last);
+    assert_eq!(seen, ids, "every post once, in order");
+    eventually(WAIT, "the listener to be back", || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND query ILIKE 'LISTEN%hollo_stream%'",
+        )
+        .fetch_one(&inst.pool)
+        .await
+        .expect("count");
+        (n == 1).then_some(())
+    })
+    .await;
+    inst.shutdown().await;
+}
