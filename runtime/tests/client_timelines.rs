@@ -638,3 +638,169 @@ async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_noth
     assert_eq!(kinds(&ns), ["follow"], "{}", ns.body);
     inst.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn follow_options_decide_status_notifications_and_boosts_at_home() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (_, bob_token) = inst.account("bob").await;
+    let (carol, carol_token) = inst.account("carol").await;
+    let alice_api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+    let carol_api = Client::new(&inst, Some(&carol_token));
+
+    // bob follows alice asking for her posts' notifications and without her boosts (a form,
+    // as Mastodon.py sends it); carol follows alice plainly.
+    let rel = bob_api
+        .form(
+            Method::POST,
+            &format!("/api/v1/accounts/{}/follow", alice.id),
+            "notify=true&reblogs=false",
+        )
+        .await;
+    assert_eq!(rel.status, 200, "{}", rel.body);
+    assert_eq!(rel.body["notifying"], true, "{}", rel.body);
+    assert_eq!(rel.body["showing_reblogs"], false, "{}", rel.body);
+    follow(&carol_api, &alice.id.to_string()).await;
+    let bad = bob_api
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{}/follow", alice.id),
+            &json!({ "notify": "perhaps" }),
+        )
+        .await;
+    assert_error(&bad, 422, "notify that is no boolean");
+
+    // A post notifies bob (`status`), not carol; a reply to someone else and a direct post
+    // notify nobody; a reply to herself does.
+    let post = id(&alice_api.posted(&json!({ "status": "news" })).await);
+    let carols = id(&carol_api.posted(&json!({ "status": "carol's" })).await);
+    alice_api
+        .posted(&json!({ "status": "@carol re", "in_reply_to_id": carols }))
+        .await;
+    alice_api
+        .posted(&json!({ "status": "@carol psst", "visibility": "direct" }))
+        .await;
+    let thread = id(&alice_api
+        .posted(&json!({ "status": "more", "in_reply_to_id": post }))
+        .await);
+    let statuses = list(
+        &inst,
+        Some(&bob_token),
+        "/api/v1/notifications?types[]=status",
+    )
+    .await;
+    let about: Vec<&str> = statuses
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["status"]["id"].as_str())
+        .collect();
+    assert_eq!(about, [thread.as_str(), post.as_str()], "{}", statuses.body);
+    let carol_statuses = list(
+        &inst,
+        Some(&carol_token),
+        "/api/v1/notifications?types[]=status",
+    )
+    .await;
+    assert!(carol_statuses.ids.is_empty(), "{}", carol_statuses.body);
+
+    // alice boosts carol's post: carol follows alice and keeps boosts, so the boost reaches
+    // her home; bob turned alice's boosts off.
+    let boost = alice_api
+        .call(
+            Method::POST,
+            &format!("/api/v1/statuses/{carols}/reblog"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(boost.status, 200, "{}", boost.body);
+    let boost_id = id(&boost.body);
+    let carol_home = list(&inst, Some(&carol_token), "/api/v1/timelines/home").await;
+    assert!(carol_home.ids.contains(&boost_id), "{}", carol_home.body);
+    let bob_home = list(&inst, Some(&bob_token), "/api/v1/timelines/home").await;
+    assert!(!bob_home.ids.contains(&boost_id), "{}", bob_home.body);
+    assert!(bob_home.ids.contains(&post), "her own posts still come");
+
+    // carol edits the post alice boosted: alice is told (`update`).
+    let edit = carol_api
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{carols}"),
+            &json!({ "status": "carol's, edited" }),
+        )
+        .await;
+    assert_eq!(edit.status, 200, "{}", edit.body);
+    let updates = list(
+        &inst,
+        Some(&alice_token),
+        "/api/v1/notifications?types[]=update",
+    )
+    .await;
+    assert_eq!(updates.ids.len(), 1, "{}", updates.body);
+    assert_eq!(
+        updates.body[0]["account"]["id"],
+        json!(carol.id.to_string())
+    );
+    assert_eq!(updates.body[0]["status"]["id"], json!(carols));
+
+    // A remote account followed with notify: its new post arrives as a `status`.
+    let found = alice_api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
+            peer.handle()
+        ))
+        .await;
+    let peer_id = found.body["accounts"][0]["id"]
+        .as_str()
+        .expect("resolved")
+        .to_string();
+    let rel = alice_api
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{peer_id}/follow"),
+            &json!({ "notify": true }),
+        )
+        .await;
+    assert_eq!(rel.status, 200, "{}", rel.body);
+    let me = inst.fed.actor_iri("alice");
+    let inbox = inst.fed.inbox("alice");
+    let f = received(&peer, "Follow", |_| true).await;
+    let accept = json!({
+        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+        "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
+    });
+    assert_eq!(peer.post(&inbox, &accept).await, 202);
+    let note = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
+        "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())],
+        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
+                    "content": "<p>remote news</p>", "published": "2026-12-01T10:00:00Z",
+                    "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())] },
+    });
+    // The note must find the follow accepted: wait for the Accept to be processed first.
+    eventually(WAIT, "alice follows the peer", || async {
+        let r = alice_api
+            .get(&format!("/api/v1/accounts/relationships?id[]={peer_id}"))
+            .await;
+        (r.body[0]["following"] == true).then_some(())
+    })
+    .await;
+    assert_eq!(peer.post(&inbox, &create).await, 202);
+    let n = eventually(WAIT, "a status notification from the peer", || async {
+        let ns = list(
+            &inst,
+            Some(&alice_token),
+            "/api/v1/notifications?types[]=status",
+        )
+        .await;
+        (ns.ids.len() == 1).then_some(ns)
+    })
+    .await;
+    assert_eq!(n.body[0]["account"]["id"], json!(peer_id));
+    assert_eq!(n.body[0]["status"]["uri"], json!(note));
+    inst.shutdown().await;
+}

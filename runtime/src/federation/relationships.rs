@@ -121,6 +121,39 @@ pub async fn follow(
     Ok(())
 }
 
+/// What a follow is set to deliver; `None` keeps the stored value.
+#[derive(Clone, Debug, Default)]
+pub struct FollowOptions {
+    /// The target's boosts reach the follower's home timeline.
+    pub reblogs: Option<bool>,
+    /// Each new post of the target notifies the follower (`status`).
+    pub notify: Option<bool>,
+    /// Only posts in these languages (stored, as Mastodon's; not yet applied to feeds).
+    pub languages: Option<Vec<String>>,
+}
+
+/// Applies `options` to `account`'s follow of `target_iri` (pending or accepted), if any.
+pub async fn set_follow_options(
+    tx: &mut PgConnection,
+    account: &Account,
+    target_iri: &str,
+    options: &FollowOptions,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE follows SET show_reblogs = coalesce($3, show_reblogs), notify = coalesce($4, notify),
+                languages = coalesce($5, languages)
+          WHERE account_id = $1 AND target_iri = $2",
+    )
+    .bind(account.id)
+    .bind(target_iri)
+    .bind(options.reblogs)
+    .bind(options.notify)
+    .bind(&options.languages)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RelationshipError {
     /// Not allowed (e.g. following oneself): 422 for the client.

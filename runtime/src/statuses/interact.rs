@@ -192,7 +192,7 @@ pub async fn reblog(
     };
     feed::push(&mut *tx, &own, &[account.id]).await?;
     let me = fed.actor_iri(&account.username);
-    let followers = local_followers(&mut *tx, fed, account).await?;
+    let followers = super::followers::boost_readers(&mut *tx, &me).await?;
     let theirs = Entry {
         entry: boost.id,
         post: post.id,
@@ -232,23 +232,6 @@ pub async fn unreblog(
         notify::withdraw(&mut *tx, Kind::Reblog, &b.activity_id).await?;
     }
     Ok(gone)
-}
-
-/// Local accounts following `account` (local follows are stored by actor IRI, like remote
-/// ones).
-async fn local_followers(
-    conn: &mut PgConnection,
-    fed: &Federation,
-    account: &Account,
-) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT a.id FROM followers f JOIN accounts a ON f.actor_iri = $2 || '/users/' || a.username
-          WHERE f.account_id = $1",
-    )
-    .bind(account.id)
-    .bind(&fed.origin)
-    .fetch_all(conn)
-    .await
 }
 
 /// Bookmarks `post` (local only: nothing is sent). True when it stored something (a new

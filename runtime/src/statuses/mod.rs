@@ -8,6 +8,7 @@ pub mod access;
 pub mod context;
 pub mod entity;
 pub mod feed;
+pub mod followers;
 pub mod history;
 pub mod interact;
 pub mod notify;

@@ -9,7 +9,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::notify::{self, Kind, Notification};
-use super::{Visibility, access, feed};
+use super::{Visibility, access, feed, followers};
 use crate::content::{self, Mention};
 use crate::federation::Federation;
 use crate::federation::accounts::Account;
@@ -203,6 +203,18 @@ pub async fn create(
         feed::push(&mut tx, &theirs, &local.home).await?;
     }
     notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
+    if let (Some(a), true) = (&actor, notifies_followers(&mut tx, author.id, n).await?) {
+        for account in followers::notified_of_posts(&mut tx, a).await? {
+            let note = Notification {
+                account,
+                kind: Kind::Status,
+                from_account: author.id,
+                post: Some(status),
+                cause: &uri,
+            };
+            notify::notify(&mut tx, &note).await?;
+        }
+    }
     streaming::emit::created(&mut tx, status).await?;
     if let Some(f) = fed {
         ap::publish(&mut tx, f, Some(drive), author.id, status, Announce::Create).await?;
@@ -241,6 +253,26 @@ pub async fn create(
         poll,
         replayed: false,
     })
+}
+
+/// Whether a new status makes `status` notifications for the author's followers who asked
+/// for them: not a direct one, and not a reply to someone else (as Mastodon's).
+async fn notifies_followers(
+    tx: &mut PgConnection,
+    author: Uuid,
+    n: &NewStatus,
+) -> Result<bool, sqlx::Error> {
+    if n.visibility == Visibility::Direct {
+        return Ok(false);
+    }
+    let Some(parent) = n.in_reply_to else {
+        return Ok(true);
+    };
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM statuses WHERE id = $1 AND account_id = $2)")
+        .bind(parent)
+        .bind(author)
+        .fetch_one(tx)
+        .await
 }
 
 /// The IRI of the post `id` replies to, if the author may see it.
@@ -294,12 +326,7 @@ async fn local_reach(
             .bind(author.id)
             .fetch_all(&mut *tx)
             .await?;
-    let followers: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT account_id FROM follows WHERE target_iri = $1 AND state = 'accepted'",
-    )
-    .bind(fed.actor_iri(&author.username))
-    .fetch_all(&mut *tx)
-    .await?;
+    let followers = followers::of(&mut *tx, &fed.actor_iri(&author.username)).await?;
     let mut audience = mentioned.clone();
     if visibility == Visibility::Private {
         audience.extend(followers.iter().filter(|f| !mentioned.contains(f)));
@@ -468,9 +495,29 @@ pub async fn edit(
         set_audience(&mut tx, status, &local.audience).await?;
         notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
     }
+    // Local accounts that boosted it hear of the edit (`update`), once per edit.
+    let tag = Uuid::now_v7().to_string();
+    let boosters: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT account_id FROM reblogs WHERE post_id = $1 AND account_id IS NOT NULL
+            AND account_id <> $2",
+    )
+    .bind(status)
+    .bind(author.id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let cause = format!("{uri}/updates/{tag}");
+    for account in boosters {
+        let n = Notification {
+            account,
+            kind: Kind::Update,
+            from_account: author.id,
+            post: Some(status),
+            cause: &cause,
+        };
+        notify::notify(&mut tx, &n).await?;
+    }
     streaming::emit::edited(&mut tx, status).await?;
     if let Some(f) = fed {
-        let tag = Uuid::now_v7().to_string();
         let update = Announce::Update { tag: &tag };
         ap::publish(&mut tx, f, Some(drive), author.id, status, update).await?;
     }

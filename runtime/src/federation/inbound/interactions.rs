@@ -1,7 +1,7 @@
 //! Remote `Like`s and `Announce`s, and their `Undo` (issue 19 item 6, R-MAPI-4): a like of our
 //! post counts once per actor and notifies its author (`favourite`); a boost of a post we know
 //! is a `reblogs` row of the remote actor, notifies our author (`reblog`) and reaches the home
-//! feeds of local accounts following the booster. An `Undo` takes each back.
+//! feeds of local accounts following the booster (unless they turned its boosts off). An `Undo` takes each back.
 //!
 //! Redelivery changes nothing: a like is one standing row per (actor, post), a boost one row
 //! per (actor, post) and per activity, and notifications are keyed by the activity.
@@ -10,10 +10,10 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::notes::{actor_id, local_followers_of};
+use super::notes::actor_id;
 use crate::federation::activity::Incoming;
 use crate::statuses::notify::{self, Kind, Notification};
-use crate::statuses::{Visibility, feed};
+use crate::statuses::{Visibility, feed, followers};
 
 /// One of our statuses by IRI: its id and author.
 async fn local_status(
@@ -133,7 +133,7 @@ pub async fn announce(
     // A boost shows on the home feeds of the booster's local followers, unless it was
     // addressed to fewer than them (a boost is readable when public or unlisted).
     if matches!(visibility, Visibility::Public | Visibility::Unlisted) {
-        let readers = local_followers_of(tx, &inc.actor).await?;
+        let readers = followers::boost_readers(tx, &inc.actor).await?;
         let entry = feed::Entry {
             entry: id,
             post,

@@ -18,7 +18,7 @@ use crate::federation::actor::id_of;
 use crate::federation::iri::same_origin;
 use crate::html;
 use crate::statuses::notify::{self, Kind, Notification};
-use crate::statuses::{Visibility, feed};
+use crate::statuses::{Visibility, feed, followers};
 
 /// What `remote_posts` keeps of a remote note, made safe to serve: `content` and `summary`
 /// through the allow-list sanitizer, urls only when http(s). Every way a note arrives — the
@@ -248,19 +248,6 @@ async fn local_ids(
         .await
 }
 
-/// Local accounts whose follow of `actor` was accepted.
-pub async fn local_followers_of(
-    tx: &mut PgConnection,
-    actor: &str,
-) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT account_id FROM follows WHERE target_iri = $1 AND state = 'accepted'",
-    )
-    .bind(actor)
-    .fetch_all(tx)
-    .await
-}
-
 /// The Account entity id of a stored remote actor.
 pub async fn actor_id(tx: &mut PgConnection, actor: &str) -> Result<Option<Uuid>, sqlx::Error> {
     sqlx::query_scalar("SELECT id FROM remote_actors WHERE iri = $1")
@@ -306,7 +293,7 @@ pub async fn upsert(
         .filter_map(id_of)
         .collect();
     let addressed = local_ids(tx, fed, &addressed).await?;
-    let followers = local_followers_of(tx, &inc.actor).await?;
+    let followers = followers::of(tx, &inc.actor).await?;
     let actor_doc_followers: Option<String> =
         sqlx::query_scalar("SELECT document->>'followers' FROM remote_actors WHERE iri = $1")
             .bind(&inc.actor)
@@ -362,6 +349,33 @@ pub async fn upsert(
                 cause: iri,
             };
             notify::notify(tx, &n).await?;
+        }
+        if create && stored.fresh && visibility != Visibility::Direct {
+            // Followers who asked to hear of each post: its own posts, not its replies to
+            // others (as Mastodon's `status` notifications).
+            let reply_to_other =
+                match fields.in_reply_to.as_deref() {
+                    None => false,
+                    Some(parent) => !sqlx::query_scalar::<_, bool>(
+                        "SELECT EXISTS (SELECT 1 FROM remote_posts WHERE iri = $1 AND actor = $2)",
+                    )
+                    .bind(parent)
+                    .bind(&inc.actor)
+                    .fetch_one(&mut *tx)
+                    .await?,
+                };
+            if !reply_to_other {
+                for account in followers::notified_of_posts(tx, &inc.actor).await? {
+                    let n = Notification {
+                        account,
+                        kind: Kind::Status,
+                        from_account: from,
+                        post: Some(stored.id),
+                        cause: iri,
+                    };
+                    notify::notify(tx, &n).await?;
+                }
+            }
         }
         if !create && !stored.fresh {
             // An edit reaches the local accounts that boosted the post.

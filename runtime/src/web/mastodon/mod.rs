@@ -22,8 +22,8 @@ pub mod pagination;
 pub mod relationships;
 pub mod search;
 pub mod statuses;
-pub mod timelines;
 pub mod streaming;
+pub mod timelines;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()

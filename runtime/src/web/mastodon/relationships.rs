@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::entities;
 use super::pagination::params;
+use super::statuses::body::{StatusBody, flag};
 use super::{found, unprocessable};
 use crate::federation::accounts::Account;
 use crate::federation::directory::{self, Found};
@@ -72,17 +73,40 @@ fn refused(e: RelationshipError) -> ApiError {
     }
 }
 
+/// `reblogs` (their boosts at home), `notify` (a `status` notification for each new post) and
+/// `languages[]`, as JSON or a form; absent keeps what the follow had (a new one: boosts on,
+/// notifications off, every language).
+#[derive(Debug, Default, serde::Deserialize)]
+struct FollowOptions {
+    #[serde(default)]
+    reblogs: Option<Value>,
+    #[serde(default)]
+    notify: Option<Value>,
+    #[serde(default)]
+    languages: Option<Vec<String>>,
+}
+
 async fn follow(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFollows>,
     Path(id): Path<String>,
+    StatusBody(options): StatusBody<FollowOptions>,
 ) -> Result<Json<Value>, ApiError> {
     let fed = federation(&s)?;
     let found = found(&s, &id).await?;
+    let options = relationships::FollowOptions {
+        reblogs: flag("reblogs", options.reblogs.as_ref())?,
+        notify: flag("notify", options.notify.as_ref())?,
+        languages: options
+            .languages
+            .map(|l| l.into_iter().filter(|l| !l.is_empty()).collect()),
+    };
+    let target = found.target();
     let mut tx = s.pool.begin().await?;
-    relationships::follow(&mut tx, fed, &account, &found.target())
+    relationships::follow(&mut tx, fed, &account, &target)
         .await
         .map_err(refused)?;
+    relationships::set_follow_options(&mut tx, &account, &target.iri(fed), &options).await?;
     tx.commit().await?;
     Ok(Json(relationship_of(&s, &account, &found).await?))
 }
