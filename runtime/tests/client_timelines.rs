@@ -804,3 +804,136 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     assert_eq!(n.body[0]["status"]["uri"], json!(note));
     inst.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn direct_posts_make_conversations_for_each_participant() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let alice_api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+    let carol_api = Client::new(&inst, Some(&carol_token));
+
+    let first = id(&alice_api
+        .posted(&json!({ "status": "@bob just us", "visibility": "direct" }))
+        .await);
+    alice_api
+        .posted(&json!({ "status": "@bob not this one", "visibility": "public" }))
+        .await;
+    let mine = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
+    assert_eq!(mine.body.as_array().map(Vec::len), Some(1), "{}", mine.body);
+    assert_eq!(mine.body[0]["unread"], false, "the author has read it");
+    assert_eq!(mine.body[0]["accounts"][0]["id"], json!(bob.id.to_string()));
+    assert_eq!(mine.body[0]["last_status"]["id"], json!(first));
+    let bobs = list(&inst, Some(&bob_token), "/api/v1/conversations").await;
+    assert_eq!(bobs.body[0]["unread"], true, "{}", bobs.body);
+    assert_eq!(
+        bobs.body[0]["accounts"][0]["id"],
+        json!(alice.id.to_string())
+    );
+    let conversation = bobs.ids[0].clone();
+    assert!(
+        list(&inst, Some(&carol_token), "/api/v1/conversations")
+            .await
+            .ids
+            .is_empty()
+    );
+
+    // A reply continues the conversation: the last status moves, the other side is unread.
+    let read = bob_api
+        .call(
+            Method::POST,
+            &format!("/api/v1/conversations/{conversation}/read"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body["unread"], false);
+    let reply = id(&bob_api
+        .posted(&json!({ "status": "@alice back", "visibility": "direct",
+                         "in_reply_to_id": first }))
+        .await);
+    let mine = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
+    assert_eq!(mine.ids.len(), 1, "{}", mine.body);
+    assert_eq!(mine.body[0]["last_status"]["id"], json!(reply));
+    assert_eq!(mine.body[0]["unread"], true);
+    assert_error(
+        &carol_api
+            .call(
+                Method::POST,
+                &format!("/api/v1/conversations/{conversation}/read"),
+                &json!({}),
+            )
+            .await,
+        404,
+        "someone else's conversation",
+    );
+
+    // A remote direct note to alice starts a conversation with the remote account.
+    let me = inst.fed.actor_iri("alice");
+    let note = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [me],
+        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [me],
+                    "content": "<p>@alice psst</p>", "published": "2026-12-01T10:00:00Z",
+                    "tag": [{ "type": "Mention", "href": me, "name": "@alice" }] },
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
+    let mine = eventually(WAIT, "the remote conversation", || async {
+        let l = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
+        (l.ids.len() == 2).then_some(l)
+    })
+    .await;
+    // Ordered by last status: the remote note was written (published) before the rest.
+    let remote = mine
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["last_status"]["uri"] == json!(note))
+        .cloned()
+        .expect("the note's conversation");
+    assert_eq!(mine.body[1], remote, "{}", mine.body);
+    assert_eq!(
+        remote["accounts"][0]["acct"],
+        json!(peer.handle()),
+        "{remote}"
+    );
+    assert_eq!(remote["unread"], true);
+
+    // Deleting the reply moves the last status back; deleting the first ends it.
+    for (api, status, left) in [(&bob_api, &reply, 2), (&alice_api, &first, 1)] {
+        let d = api
+            .call(
+                Method::DELETE,
+                &format!("/api/v1/statuses/{status}"),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(d.status, 200, "{}", d.body);
+        let l = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
+        assert_eq!(l.ids.len(), left, "{}", l.body);
+    }
+    let bobs = list(&inst, Some(&bob_token), "/api/v1/conversations").await;
+    assert!(bobs.ids.is_empty(), "{}", bobs.body);
+
+    // Removing a conversation from one's list.
+    let remote = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
+    let gone = alice_api
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/conversations/{}", remote.ids[0]),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(gone.status, 200);
+    assert!(
+        list(&inst, Some(&alice_token), "/api/v1/conversations")
+            .await
+            .ids
+            .is_empty()
+    );
+    inst.shutdown().await;
+}

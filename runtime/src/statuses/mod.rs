@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod context;
+pub mod conversations;
 pub mod entity;
 pub mod feed;
 pub mod followers;

@@ -9,7 +9,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::notify::{self, Kind, Notification};
-use super::{Visibility, access, feed, followers};
+use super::{Visibility, access, conversations, feed, followers};
 use crate::content::{self, Mention};
 use crate::federation::Federation;
 use crate::federation::accounts::Account;
@@ -214,6 +214,12 @@ pub async fn create(
             };
             notify::notify(&mut tx, &note).await?;
         }
+    }
+    if let (Visibility::Direct, Some(f), Some(a)) = (n.visibility, fed, &actor) {
+        let mut participants = vec![a.clone()];
+        participants.extend(mentioned.iter().map(|m| m.href.clone()).filter(|h| h != a));
+        participants.dedup();
+        conversations::record(&mut tx, f, status, Some(author.id), &participants).await?;
     }
     streaming::emit::created(&mut tx, status).await?;
     if let Some(f) = fed {
@@ -547,6 +553,7 @@ pub async fn delete(
     streaming::emit::deleted(&mut tx, status).await?;
     feed::remove_post(&mut tx, status).await?;
     notify::remove_post(&mut tx, status).await?;
+    conversations::remove_post(&mut tx, status).await?;
     for sql in [
         "DELETE FROM reblogs WHERE post_id = $1",
         "DELETE FROM favourites WHERE post_id = $1",

@@ -87,6 +87,7 @@ pub mod need {
         WriteAccounts => ["write:accounts"];
         WriteBlocks => ["write:blocks"];
         WriteBookmarks => ["write:bookmarks"];
+        WriteConversations => ["write:conversations"];
         WriteFavourites => ["write:favourites"];
         WriteFollows => ["write:follows"];
         WriteMedia => ["write:media"];

@@ -18,7 +18,7 @@ use crate::federation::actor::id_of;
 use crate::federation::iri::same_origin;
 use crate::html;
 use crate::statuses::notify::{self, Kind, Notification};
-use crate::statuses::{Visibility, feed, followers};
+use crate::statuses::{Visibility, conversations, feed, followers};
 
 /// What `remote_posts` keeps of a remote note, made safe to serve: `content` and `summary`
 /// through the allow-list sanitizer, urls only when http(s). Every way a note arrives — the
@@ -292,6 +292,7 @@ pub async fn upsert(
         .flat_map(|k| many(object.get(*k)))
         .filter_map(id_of)
         .collect();
+    let addressed_iris: Vec<String> = addressed.iter().map(|a| a.to_string()).collect();
     let addressed = local_ids(tx, fed, &addressed).await?;
     let followers = followers::of(tx, &inc.actor).await?;
     let actor_doc_followers: Option<String> =
@@ -318,6 +319,24 @@ pub async fn upsert(
     }
     let from = actor_id(tx, &inc.actor).await?;
 
+    if visibility == Visibility::Direct {
+        // A direct note joins (or starts) the conversation of each local account it
+        // addresses; a redelivery finds it already there.
+        // Collections (a followers IRI) name no participant; an actor we cannot show is left
+        // out when the conversation is read.
+        let mut participants = vec![inc.actor.clone()];
+        let named = addressed_iris
+            .iter()
+            .map(String::as_str)
+            .chain(fields.mention_hrefs())
+            .filter(|p| Some(*p) != actor_doc_followers.as_deref());
+        for p in named {
+            if !participants.iter().any(|q| q == p) {
+                participants.push(p.to_string());
+            }
+        }
+        conversations::record(tx, fed, stored.id, None, &participants).await?;
+    }
     // Home feeds: every local follower who may read it (a direct post only the addressed).
     let readers: Vec<Uuid> = followers
         .iter()
@@ -425,6 +444,7 @@ pub async fn delete(
     crate::streaming::emit::remote_deleted(tx, object_id).await?;
     feed::remove_post(tx, id).await?;
     notify::remove_post(tx, id).await?;
+    conversations::remove_post(tx, id).await?;
     sqlx::query("DELETE FROM reblogs WHERE post_id = $1")
         .bind(id)
         .execute(&mut *tx)

@@ -10,6 +10,7 @@ use super::{ApiError, AppState};
 use crate::federation::directory::{self, Found};
 
 pub mod accounts;
+pub mod conversations;
 pub mod credentials;
 pub mod entities;
 pub mod follow_requests;
@@ -39,6 +40,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(timelines::routes())
         .merge(markers::routes())
         .merge(notifications::routes())
+        .merge(conversations::routes())
         .merge(streaming::routes())
 }
 

@@ -1,0 +1,139 @@
+//! Direct conversations (R-MAPI-4, issue 19 item 6): `GET /api/v1/conversations` (newest
+//! last status first, paginated by it as Mastodon does), `POST /:id/read`, `DELETE /:id`.
+//! `statuses::conversations` keeps them as direct posts are written or arrive.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::entities;
+use super::pagination::{Page, Paged, params};
+use super::statuses::render;
+use crate::federation::directory;
+use crate::statuses::conversations::{self, Conversation};
+use crate::web::activitypub::federation;
+use crate::web::auth::{Needs, need};
+use crate::web::{ApiError, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/conversations", get(list))
+        .route("/api/v1/conversations/{id}/read", post(read))
+        .route("/api/v1/conversations/{id}", delete(remove))
+}
+
+fn not_found() -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
+}
+
+async fn list(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadStatuses>,
+    uri: Uri,
+) -> Result<Paged, ApiError> {
+    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
+    let sql = conversations::page_sql(&page.clause("c.last_status_id", 2));
+    let rows: Vec<Conversation> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(account.id)
+        .bind(page.max)
+        .bind(page.since)
+        .bind(page.min)
+        .bind(page.limit)
+        .fetch_all(&s.pool)
+        .await?;
+    let rows = page.finish(rows);
+    let keys: Vec<String> = rows.iter().map(|c| c.last_status_id.to_string()).collect();
+    let items = entities_of(&s, account.id, &rows).await?;
+    Ok(Paged::new(items, &keys, &s.public_origin, &uri))
+}
+
+/// Conversation entities: the other participants as Accounts (actors we cannot show are left
+/// out) and the last status as the account sees it.
+async fn entities_of(
+    s: &AppState,
+    viewer: Uuid,
+    rows: &[Conversation],
+) -> Result<Vec<Value>, ApiError> {
+    let fed = federation(s)?;
+    let ids: Vec<Uuid> = rows.iter().map(|c| c.last_status_id).collect();
+    let mut conn = s.pool.acquire().await?;
+    let statuses: HashMap<String, Value> = render(s, &mut conn, Some(viewer), &ids)
+        .await?
+        .into_iter()
+        .filter_map(|v| Some((v["id"].as_str()?.to_string(), v)))
+        .collect();
+    drop(conn);
+    let mut accounts: HashMap<String, Option<Value>> = HashMap::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for c in rows {
+        let mut shown = Vec::new();
+        for iri in &c.participants {
+            if !accounts.contains_key(iri) {
+                let a = match directory::by_iri(&s.pool, fed, iri).await? {
+                    Some(found) => Some(entities::account(&s.pool, fed, &found).await?),
+                    None => None,
+                };
+                accounts.insert(iri.clone(), a);
+            }
+            if let Some(Some(a)) = accounts.get(iri) {
+                shown.push(a.clone());
+            }
+        }
+        out.push(json!({
+            "id": c.id.to_string(), "unread": c.unread, "accounts": shown,
+            "last_status": statuses.get(&c.last_status_id.to_string()).cloned().unwrap_or(Value::Null),
+        }));
+    }
+    Ok(out)
+}
+
+fn conversation_id(raw: &str) -> Result<i64, ApiError> {
+    raw.parse().map_err(|_| not_found())
+}
+
+async fn read(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteConversations>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = conversation_id(&raw)?;
+    let row: Option<Conversation> = sqlx::query_as(
+        "UPDATE conversations SET unread = false WHERE id = $1 AND account_id = $2
+         RETURNING id, last_status_id, participants, unread",
+    )
+    .bind(id)
+    .bind(account.id)
+    .fetch_optional(&s.pool)
+    .await?;
+    let row = row.ok_or_else(not_found)?;
+    entities_of(&s, account.id, &[row])
+        .await?
+        .pop()
+        .map(Json)
+        .ok_or_else(not_found)
+}
+
+/// Removes the conversation from the account's list (the statuses stay; a new direct post in
+/// the thread starts it again).
+async fn remove(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteConversations>,
+    Path(raw): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = conversation_id(&raw)?;
+    let gone = sqlx::query("DELETE FROM conversations WHERE id = $1 AND account_id = $2")
+        .bind(id)
+        .bind(account.id)
+        .execute(&s.pool)
+        .await?
+        .rows_affected();
+    if gone == 0 {
+        return Err(not_found());
+    }
+    Ok(Json(json!({})))
+}
