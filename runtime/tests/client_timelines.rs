@@ -580,6 +580,33 @@ async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_noth
             .then_some(())
     })
     .await;
+    // A boost of a post we never saw (by someone else on the peer's server): the post is
+    // fetched from its own server and the boost reaches home too.
+    let dans = peer.iri("/notes/by-dan");
+    peer.doc(
+        "/notes/by-dan",
+        json!({ "id": dans, "type": "Note", "attributedTo": peer.actor_of("dan"),
+                "content": "<p>dan's</p>", "published": "2026-12-01T09:00:00Z", "to": [PUBLIC] }),
+    );
+    let boost_of_dans = json!({ "id": peer.new_id("boosts"), "type": "Announce",
+                                "actor": peer.actor(), "to": [PUBLIC], "cc": [followers],
+                                "object": dans, "published": "2026-12-01T12:30:00Z" });
+    assert_eq!(peer.post(&inbox, &boost_of_dans).await, 202);
+    let home_boost = eventually(WAIT, "the boost of dan's post at home", || async {
+        let h = list(&inst, Some(&alice_token), "/api/v1/timelines/home").await;
+        h.body
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["reblog"]["uri"] == json!(dans))
+            .cloned()
+    })
+    .await;
+    assert_eq!(
+        home_boost["reblog"]["account"]["username"], "dan",
+        "{home_boost}"
+    );
+    assert_eq!(home_boost["account"]["id"], json!(peer_id), "{home_boost}");
     let b = api
         .call(
             Method::POST,

@@ -135,6 +135,37 @@ async fn local_target(
     accounts::by_username(pool, name).await
 }
 
+/// The post an `Announce` boosts, fetched and stored when we do not have it (a followed
+/// account boosting someone we never heard of is the common case): from its own server,
+/// signed as the instance actor, never from the copy the booster embedded. A post that cannot
+/// be fetched leaves the boost to be ignored (logged), as an unknown post's boost is.
+async fn boosted_post(
+    pool: &PgPool,
+    fed: &Federation,
+    signer: &super::signature::SigningKey,
+    inc: &Incoming,
+) -> Result<(), ProcessError> {
+    let Some(object) = id_of(object_of(&inc.body)).map(str::to_string) else {
+        return Ok(());
+    };
+    if super::iri::same_origin(&object, &fed.origin) {
+        return Ok(()); // ours: `apply` finds it or ignores it
+    }
+    let known: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM remote_posts WHERE iri = $1)")
+            .bind(&object)
+            .fetch_one(pool)
+            .await?;
+    if known {
+        return Ok(());
+    }
+    if let Err(e) = super::resolve::resolve_url(pool, fed, signer, &object).await {
+        tracing::info!(activity = %inc.id, post = %object, error = %e,
+            "the boosted post could not be fetched; the boost is ignored");
+    }
+    Ok(())
+}
+
 pub async fn prepare(
     pool: &PgPool,
     fed: &Federation,
@@ -159,6 +190,9 @@ pub async fn prepare(
                 .map_err(|e| {
                     ProcessError::Transient(format!("fetching actor {}: {e}", inc.actor))
                 })?;
+            if inc.ty == "Announce" {
+                boosted_post(pool, fed, &signer.signing, inc).await?;
+            }
         }
         return Ok(Prepared::Nothing);
     }
