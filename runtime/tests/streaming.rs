@@ -705,3 +705,77 @@ async fn nothing_committed_is_lost_when_the_listen_connection_drops() {
     .await;
     inst.shutdown().await;
 }
+
+/// What the inbox stores reaches the public streams: a remote public note (`update`, on the
+/// hashtag stream too), its edit (`status.update`) and its deletion (`delete`); a
+/// followers-only note never does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inbox_notes_reach_the_public_streams() {
+    const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+    let inst = Instance::start("all", &[]).await;
+    let peer = support::peer::Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let inbox = inst.fed.inbox("alice");
+    let mut public = connect(&inst.base, "stream=public", &token).await;
+    let mut tagged = connect(&inst.base, "stream=hashtag&tag=Rust", &token).await;
+    let followers = format!("{}/followers", peer.actor());
+    let note = |content: &str, to: &str| {
+        json!({ "id": peer.new_id("notes"), "type": "Note", "attributedTo": peer.actor(),
+                "content": content, "published": "2026-12-01T10:00:00Z", "to": [to],
+                "tag": [{ "type": "Hashtag", "name": "#rust",
+                          "href": format!("{}/tags/rust", peer.iri("")) }] })
+    };
+    let activity = |ty: &str, object: &Value| {
+        json!({ "id": peer.new_id("activities"), "type": ty, "actor": peer.actor(),
+                "to": object["to"], "object": object })
+    };
+
+    let private = note("<p>followers only #rust</p>", &followers);
+    assert_eq!(peer.post(&inbox, &activity("Create", &private)).await, 202);
+    let mut public_note = note("<p>hello #rust</p>", PUBLIC);
+    assert_eq!(
+        peer.post(&inbox, &activity("Create", &public_note)).await,
+        202
+    );
+    let (e, before) = until(&mut public, "the public remote note", |e| {
+        e.payload["uri"] == public_note["id"]
+    })
+    .await;
+    assert!(e.is(&["public"], "update"), "{e:?}");
+    assert_eq!(e.payload["account"]["acct"], json!(peer.handle()));
+    let (t, _) = until(&mut tagged, "the note on the hashtag stream", |e| {
+        e.payload["uri"] == public_note["id"]
+    })
+    .await;
+    assert!(t.is(&["hashtag", "rust"], "update"), "{t:?}");
+    let id = e.id().to_string();
+
+    public_note["content"] = json!("<p>hello again #rust</p>");
+    assert_eq!(
+        peer.post(&inbox, &activity("Update", &public_note)).await,
+        202
+    );
+    let (edit, between) = until(&mut public, "the edit", |e| {
+        e.id() == id && e.event == "status.update"
+    })
+    .await;
+    assert!(
+        edit.payload["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("again")
+    );
+    let tombstone = json!({ "id": public_note["id"], "type": "Tombstone" });
+    let delete = json!({ "id": peer.new_id("deletes"), "type": "Delete", "actor": peer.actor(),
+                         "object": tombstone });
+    assert_eq!(peer.post(&inbox, &delete).await, 202);
+    let (gone, after) = until(&mut public, "the deletion", |e| e.event == "delete").await;
+    assert_eq!(gone.id(), id);
+    for e in before.iter().chain(&between).chain(&after) {
+        assert_ne!(
+            e.payload["uri"], private["id"],
+            "a followers-only note on public: {e:?}"
+        );
+    }
+    inst.shutdown().await;
+}

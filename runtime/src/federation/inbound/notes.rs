@@ -313,7 +313,7 @@ pub async fn upsert(
     };
     // Public streams hear of a new public note, and of every edit (their readers may hold it).
     if create && stored.fresh {
-        crate::streaming::emit::remote_created(tx, iri, object).await?;
+        crate::streaming::emit::remote_created(tx, stored.id, object).await?;
     } else if !create {
         crate::streaming::emit::remote_edited(tx, iri).await?;
     }
