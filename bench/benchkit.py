@@ -118,14 +118,37 @@ class Snapshot:
 
 
 class Postgres:
-    def __init__(self, name):
+    def __init__(self, name, statements=False):
+        """`statements`: load pg_stat_statements (a restart), so `top_statements` can say
+        where the server's time went."""
         self.dir = TARGET / f"{name}-pg"
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.start()
+        if statements:
+            self.psql("postgres",
+                      "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements';")
+            subprocess.run([HOLLO, "local-db", "stop", "--dir", self.dir], capture_output=True)
+            self.start()
+            self.psql("postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;")
+
+    def start(self):
         out = subprocess.run([HOLLO, "local-db", "start", "--dir", self.dir], check=True,
                              capture_output=True, text=True)
         self.admin = out.stdout.strip().splitlines()[-1]
         pid_file = next(self.dir.rglob("postmaster.pid"))
         self.postmaster = int(pid_file.read_text().split()[0])
+
+    def reset_statements(self):
+        self.psql("postgres", "SELECT pg_stat_statements_reset();")
+
+    def top_statements(self, n=15):
+        """The statements that took the most execution time since the last reset: total ms,
+        calls, ms per call, the statement's start."""
+        return self.psql("postgres", f"""
+            SELECT round(total_exec_time::numeric) || ' ms | ' || calls || ' calls | '
+                   || round((total_exec_time / calls)::numeric, 3) || ' ms | '
+                   || left(regexp_replace(query, '\\s+', ' ', 'g'), 120)
+              FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT {n};""")
 
     def url(self, db):
         return self.admin.replace("/postgres?", f"/{db}?", 1)
