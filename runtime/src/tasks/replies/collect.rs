@@ -541,7 +541,15 @@ impl Collector {
             }
             Err(end) => return Err(end),
         };
-        match parse_actor(&doc, author) {
+        // Stored only as what it was fetched as: a same-origin alias answering with another
+        // actor's document does not make this reply's author known.
+        let parsed = match doc.get("id").and_then(Value::as_str) {
+            Some(id) if id == author => parse_actor(&doc, author),
+            other => Err(crate::federation::actor::ActorError::Invalid(format!(
+                "{author} served the document of {other:?}"
+            ))),
+        };
+        match parsed {
             Ok(actor) => {
                 store_actor(pool, &actor, &doc, None).await.map_err(db)?;
                 Ok(true)
