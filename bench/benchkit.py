@@ -22,7 +22,15 @@ SECRET = "bench-secret-key-0123456789abcdef0123456789"
 # Activity slots per worker process: Hollo's ACTIVITY_CONCURRENCY default and upstream Hollo's
 # ParallelMessageQueue(…, 10).
 SLOTS = 10
+# Deliveries in flight per Hollo worker process: DELIVERY_CONCURRENCY, slots of their own beside
+# the activity slots (its default 64 unless the environment says otherwise).
+DELIVERY_SLOTS = int(os.environ.get("DELIVERY_CONCURRENCY", "64"))
 CLK = os.sysconf("SC_CLK_TCK")
+# Which sides a run measures: both by default (the ratios need both); SIDES=hollo measures only
+# Hollo, for quick iterations on its own figures.
+SIDES = [s for s in os.environ.get("SIDES", "hollo,fedify").split(",") if s]
+if not SIDES or any(s not in ("hollo", "fedify") for s in SIDES):
+    raise SystemExit(f"SIDES must list hollo and/or fedify, not {os.environ.get('SIDES')!r}")
 
 
 class Report:
@@ -242,7 +250,8 @@ def hollo_nodes(pg, db, workers, extra_env=None):
     url = pg.fresh_db(db)
     env = {"PATH": os.environ["PATH"], "DATABASE_URL": url, "SECRET_KEY": SECRET,
            "PUBLIC_URL": f"http://127.0.0.1:{nodes.port}", "ALLOW_PRIVATE_ADDRESS": "true",
-           "LOG_LEVEL": "warn", "ACTIVITY_CONCURRENCY": str(SLOTS), **(extra_env or {})}
+           "LOG_LEVEL": "warn", "ACTIVITY_CONCURRENCY": str(SLOTS),
+           "DELIVERY_CONCURRENCY": str(DELIVERY_SLOTS), **(extra_env or {})}
     subprocess.run([HOLLO, "migrate"], env=env, check=True, capture_output=True)
     out = subprocess.run([HOLLO, "account", "create", "bench"], env=env, check=True,
                          capture_output=True, text=True)

@@ -404,12 +404,18 @@ impl Default for WebSpec {
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "ConcurrencySpec::default")]
-#[x_kube(validation = Rule::new("self.activities >= 1 && self.tasks >= 1 && self.replies >= 1").message("worker.concurrency values must be at least 1"))]
+#[x_kube(validation = Rule::new("self.activities >= 1 && self.tasks >= 1 && self.replies >= 1 && (!has(self.deliveries) || self.deliveries >= 1)").message("worker.concurrency values must be at least 1"))]
 #[x_kube(validation = Rule::new("self.replies <= self.tasks").message("worker.concurrency.replies must not exceed worker.concurrency.tasks (replies share the task slots)"))]
 pub struct ConcurrencySpec {
+    /// `ACTIVITY_CONCURRENCY`: inbox and other activity-queue work per worker.
     pub activities: i32,
+    /// `TASK_CONCURRENCY`.
     pub tasks: i32,
+    /// `REPLY_CONCURRENCY` (within the task slots).
     pub replies: i32,
+    /// `DELIVERY_CONCURRENCY`: outgoing deliveries in flight per worker, in slots of their own
+    /// beside the activity slots (a delivery mostly waits on a remote server).
+    pub deliveries: i32,
 }
 
 impl Default for ConcurrencySpec {
@@ -418,6 +424,7 @@ impl Default for ConcurrencySpec {
             activities: 10,
             tasks: 4,
             replies: 2,
+            deliveries: 64,
         }
     }
 }
@@ -733,7 +740,8 @@ mod tests {
             ConcurrencySpec {
                 activities: 10,
                 tasks: 4,
-                replies: 2
+                replies: 2,
+                deliveries: 64
             }
         );
         assert!(!spec.worker.autoscaling.enabled);
@@ -1088,6 +1096,10 @@ mod tests {
             rejects(
                 json!({"worker": {"concurrency": {"tasks": 2, "replies": 3}}}),
                 "replies must not exceed",
+            );
+            rejects(
+                json!({"worker": {"concurrency": {"deliveries": 0}}}),
+                "worker.concurrency values must be at least 1",
             );
             rejects(
                 json!({"migrations": {"command": []}}),

@@ -93,6 +93,11 @@ pub struct DbConfig {
 #[derive(Clone, Debug)]
 pub struct QueueConfig {
     pub activity_concurrency: usize,
+    /// `DELIVERY_CONCURRENCY` (default 64): outgoing deliveries in flight per worker process, in
+    /// slots of their own beside the activity slots. A delivery mostly waits on a remote
+    /// server, so a fan-out needs many in flight; a slot of its own also keeps a fan-out of
+    /// thousands from holding every activity slot while inbox work waits (issue 20).
+    pub delivery_concurrency: usize,
     pub task_concurrency: usize,
     pub reply_concurrency: usize,
     pub lease: Duration,
@@ -679,6 +684,7 @@ impl QueueConfig {
         let lease = env.seconds("QUEUE_LEASE_SECONDS", 30, 3, 3600)?;
         Ok(QueueConfig {
             activity_concurrency: env.count("ACTIVITY_CONCURRENCY", 10, 1, 10_000)? as usize,
+            delivery_concurrency: env.count("DELIVERY_CONCURRENCY", 64, 1, 10_000)? as usize,
             task_concurrency,
             reply_concurrency,
             lease,
@@ -848,6 +854,7 @@ mod tests {
         assert_eq!(c.role, Role::All);
         assert_eq!(c.port, 3000);
         assert_eq!(c.queue.activity_concurrency, 10);
+        assert_eq!(c.queue.delivery_concurrency, 64);
         assert_eq!(c.queue.task_concurrency, 4);
         assert_eq!(c.queue.reply_concurrency, 2);
         assert_eq!(c.queue.lease, Duration::from_secs(30));

@@ -410,32 +410,42 @@ fn start_consumers(
     tokio::task::JoinHandle<()>,
 )> {
     assert_may_consume(config.role, "the activity and task queue consumers")?;
-    let mut wakes = HashMap::new();
+    let mut wakes: HashMap<QueueName, Vec<Arc<Notify>>> = HashMap::new();
     let mut handles = Vec::new();
     for queue in QueueName::ALL {
-        let limit = match queue {
+        let own = match queue {
             QueueName::Activity => config.queue.activity_concurrency,
             QueueName::Task => config.queue.task_concurrency,
         };
-        let wake = Arc::new(Notify::new());
-        wakes.insert(queue, wake.clone());
-        let consumer = Consumer {
-            queue,
-            limit,
-            registry: w.registry.clone(),
-            pool: w.pool.clone(),
-            item_locks: Some(w.item_locks.clone()),
-            node: w.node_id,
-            lease: config.queue.lease,
-            poll: config.queue.poll_interval,
-            metrics: w.metrics.clone(),
-        };
-        handles.push(tokio::spawn(consumer.run(
-            wake,
-            w.shutdown.stop.clone(),
-            w.shutdown.abort.clone(),
-            w.in_flight.clone(),
-        )));
+        // The queue's own slots, then one consumer per slot pool of the queue (deliveries).
+        let pools = std::iter::once((None, own)).chain(
+            w.registry
+                .slot_pools_of(queue)
+                .into_iter()
+                .map(|p| (Some(p.name), p.limit)),
+        );
+        for (slot_pool, limit) in pools {
+            let wake = Arc::new(Notify::new());
+            wakes.entry(queue).or_default().push(wake.clone());
+            let consumer = Consumer {
+                queue,
+                slot_pool,
+                limit,
+                registry: w.registry.clone(),
+                pool: w.pool.clone(),
+                item_locks: Some(w.item_locks.clone()),
+                node: w.node_id,
+                lease: config.queue.lease,
+                poll: config.queue.poll_interval,
+                metrics: w.metrics.clone(),
+            };
+            handles.push(tokio::spawn(consumer.run(
+                wake,
+                w.shutdown.stop.clone(),
+                w.shutdown.abort.clone(),
+                w.in_flight.clone(),
+            )));
+        }
     }
     let source = match &config.db.direct_url {
         Some(_) => listener::Source::Direct(urls.direct.clone()),

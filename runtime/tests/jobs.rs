@@ -756,6 +756,7 @@ async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure(
     let stop = CancellationToken::new();
     let consumer = Consumer {
         queue: QueueName::Task,
+        slot_pool: None,
         limit: 4,
         registry: reg,
         pool: inst.pool.clone(),

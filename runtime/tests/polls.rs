@@ -89,6 +89,7 @@ impl Worker {
     fn start(pool: &PgPool, chunk: Duration, lease: Duration) -> Worker {
         let c = Consumer {
             queue: QueueName::Task,
+            slot_pool: None,
             limit: 4,
             registry: registry(chunk),
             pool: pool.clone(),
@@ -1025,6 +1026,7 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
     let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
     let c = Consumer {
         queue: QueueName::Activity,
+        slot_pool: None,
         limit: 10,
         registry: hollo_runtime::tasks::registry(&q, Some(fed.clone())),
         pool: db.pool.clone(),

@@ -50,6 +50,7 @@ fn start(
     let node = Uuid::new_v4();
     let consumer = Consumer {
         queue,
+        slot_pool: None,
         limit,
         registry,
         pool: pool.clone(),
@@ -382,6 +383,9 @@ impl Gauge {
     fn max(&self) -> usize {
         self.max.load(Ordering::SeqCst)
     }
+    fn now(&self) -> usize {
+        self.now.load(Ordering::SeqCst)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -498,6 +502,116 @@ async fn per_process_limits_hold_under_load() {
     assert_eq!(activities.max(), 10, "activity slots filled");
     t.shutdown().await;
     a.shutdown().await;
+}
+
+/// A slot pool (deliveries, issue 20) has slots of its own: its kinds never take the queue's
+/// slots, so a fan-out held up by slow hosts cannot stall the queue's other work, and its own
+/// limit is both respected and filled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slot_pool_runs_beside_the_queue_slots_not_inside_them() {
+    let db = fresh_db().await;
+    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let pooled = Arc::new(Gauge::default());
+    // Pooled handlers hold their slot until the test opens the gate.
+    let (gate, gate_rx) = tokio::sync::watch::channel(false);
+    let mut reg = logging_registry("test.log.v1", QueueName::Activity).slot_pool(
+        "outbound",
+        QueueName::Activity,
+        5,
+    );
+    {
+        let p = pooled.clone();
+        reg.register(
+            KindSpec::new("test.pooled.v1", QueueName::Activity).slot_pool("outbound"),
+            move |_ctx, _p: serde_json::Value| {
+                let (p, mut rx) = (p.clone(), gate_rx.clone());
+                async move {
+                    p.enter();
+                    let _ = rx.wait_for(|open| *open).await;
+                    p.leave();
+                    Ok::<(), TaskError>(())
+                }
+            },
+        );
+    }
+    let pooled_msgs: Vec<NewMessage> = (0..8)
+        .map(|_| NewMessage::new("test.pooled.v1", serde_json::json!({})))
+        .collect();
+    enqueue_many(&db.pool, QueueName::Activity, &pooled_msgs)
+        .await
+        .unwrap();
+    enqueue(
+        &db.pool,
+        QueueName::Activity,
+        &NewMessage::new("test.log.v1", serde_json::json!({"key": "plain"})),
+    )
+    .await
+    .unwrap();
+    // The queue's own consumer has one slot and must never run a pooled kind.
+    let own = start(
+        &db.pool,
+        QueueName::Activity,
+        1,
+        reg.clone(),
+        Duration::from_secs(30),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the plain message handled while nothing of the pool runs",
+        || async {
+            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM exec_log")
+                .fetch_one(&db.pool)
+                .await
+                .ok()?;
+            (n == 1).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(pooled.max(), 0, "the queue's slots ran a pooled kind");
+    let node = Uuid::new_v4();
+    let pool_consumer = Consumer {
+        queue: QueueName::Activity,
+        slot_pool: Some("outbound"),
+        limit: 5,
+        registry: reg,
+        pool: db.pool.clone(),
+        item_locks: None,
+        node,
+        lease: Duration::from_secs(30),
+        poll: Duration::from_millis(100),
+        metrics: Metrics::new(),
+    };
+    let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
+    let handle = tokio::spawn(pool_consumer.run(
+        Arc::new(Notify::new()),
+        stop.clone(),
+        abort.clone(),
+        InFlight::default(),
+    ));
+    let pool_run = Running {
+        stop,
+        abort,
+        handle,
+        node,
+    };
+    eventually(
+        Duration::from_secs(30),
+        "the pool's 5 slots all busy",
+        || async { (pooled.now() == 5).then_some(()) },
+    )
+    .await;
+    gate.send_replace(true);
+    eventually(Duration::from_secs(30), "the queue drained", || async {
+        let s = queue_stats(&db.pool, QueueName::Activity).await.ok()?;
+        (s.queued == 0).then_some(())
+    })
+    .await;
+    assert_eq!(pooled.max(), 5, "the pool's limit: at most 5 at once");
+    own.shutdown().await;
+    pool_run.shutdown().await;
 }
 
 #[tokio::test]

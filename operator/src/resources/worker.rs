@@ -22,6 +22,7 @@ pub fn worker_env(hollo: &Hollo) -> Vec<k8s_openapi::api::core::v1::EnvVar> {
         pod::plain("ACTIVITY_CONCURRENCY", w.concurrency.activities.to_string()),
         pod::plain("TASK_CONCURRENCY", w.concurrency.tasks.to_string()),
         pod::plain("REPLY_CONCURRENCY", w.concurrency.replies.to_string()),
+        pod::plain("DELIVERY_CONCURRENCY", w.concurrency.deliveries.to_string()),
     ]
 }
 
@@ -93,6 +94,7 @@ mod tests {
         assert_eq!(env(c, "ACTIVITY_CONCURRENCY"), Some("16"));
         assert_eq!(env(c, "TASK_CONCURRENCY"), Some("4"));
         assert_eq!(env(c, "REPLY_CONCURRENCY"), Some("2"));
+        assert_eq!(env(c, "DELIVERY_CONCURRENCY"), Some("64"));
         assert_eq!(env(c, "PORT"), None);
         assert_eq!(c.ports.as_ref().map(|p| p[0].container_port), Some(9090));
         let ready = c

@@ -219,7 +219,7 @@ async fn child(args: Args, url: &str) -> Result<()> {
     let stop = CancellationToken::new();
     let abort = CancellationToken::new();
     let wake = Arc::new(Notify::new());
-    let wakes = std::collections::HashMap::from([(QUEUE, wake.clone())]);
+    let wakes = std::collections::HashMap::from([(QUEUE, vec![wake.clone()])]);
     let listen = tokio::spawn(listener::run(
         listener::Source::Pool(pool.clone()),
         wakes,
@@ -227,6 +227,7 @@ async fn child(args: Args, url: &str) -> Result<()> {
     ));
     let consumer = Consumer {
         queue: QUEUE,
+        slot_pool: None,
         limit: args.concurrency,
         registry,
         pool: pool.clone(),

@@ -49,6 +49,10 @@ struct Args {
     sender_ip: IpAddr,
     #[arg(long, default_value_t = 18090)]
     sender_port: u16,
+    /// Instead of sending: time this many request signatures (as a delivery signs one) on one
+    /// core, print `sign_us <microseconds per signature>` and exit (bench/fanout's bound).
+    #[arg(long)]
+    sign_cost: Option<usize>,
 }
 
 struct Signed {
@@ -112,6 +116,18 @@ async fn main() -> Result<()> {
     let pem = keys::public_key_pem(&private).context("encoding the sender's key")?;
     let key = signature::SigningKey::new(format!("{actor}#main-key"), &private)
         .map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(n) = args.sign_cost {
+        let body = serde_json::to_vec(&activity(&origin, &actor, 0))?;
+        let started = Instant::now();
+        for _ in 0..n.max(1) {
+            sign(&key, &args.target, body.clone())?;
+        }
+        println!(
+            "sign_us {:.1}",
+            started.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64
+        );
+        return Ok(());
+    }
 
     let doc = json!({
         "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],

@@ -27,6 +27,8 @@ const CLAIM_COALESCE: Duration = Duration::from_millis(1);
 #[derive(Clone)]
 pub struct Consumer {
     pub queue: QueueName,
+    /// The slot pool whose kinds this consumer runs (`None`: the queue's own slots).
+    pub slot_pool: Option<&'static str>,
     pub limit: usize,
     pub registry: Registry,
     pub pool: PgPool,
@@ -54,10 +56,19 @@ impl Consumer {
         let renewal_stop = CancellationToken::new();
         let renewal = tokio::spawn(renew_loop(self.clone(), held.clone(), renewal_stop.clone()));
 
-        let lanes = self.registry.lanes_of(self.queue);
+        let lanes: Vec<_> = self
+            .registry
+            .lanes_of(self.queue)
+            .into_iter()
+            .filter(|l| {
+                self.registry
+                    .kinds_in(self.queue, self.slot_pool)
+                    .any(|k| k.lane == Some(l.name))
+            })
+            .collect();
         let free_kinds: Vec<String> = self
             .registry
-            .kinds_of(self.queue)
+            .kinds_in(self.queue, self.slot_pool)
             .filter(|k| k.lane.is_none())
             .map(|k| k.name.to_string())
             .collect();
@@ -67,7 +78,7 @@ impl Consumer {
                 (
                     l.name,
                     self.registry
-                        .kinds_of(self.queue)
+                        .kinds_in(self.queue, self.slot_pool)
                         .filter(|k| k.lane == Some(l.name))
                         .map(|k| k.name.to_string())
                         .collect(),

@@ -1,6 +1,7 @@
 //! `LISTEN` for wake-ups (R-Q-1). One connection listens on both channels; a lost connection
 //! is re-established with back-off, and every consumer is woken after a reconnect because
-//! notifications sent meanwhile are gone. The consumers' own 5 s poll covers the gap.
+//! notifications sent meanwhile are gone. The consumers' own 5 s poll covers the gap. A queue
+//! may have several consumers (its own slots and its pools): a notification wakes each.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,9 +22,13 @@ pub enum Source {
     Direct(String),
 }
 
-pub async fn run(source: Source, wakes: HashMap<QueueName, Arc<Notify>>, stop: CancellationToken) {
+pub async fn run(
+    source: Source,
+    wakes: HashMap<QueueName, Vec<Arc<Notify>>>,
+    stop: CancellationToken,
+) {
     let channels: Vec<&str> = wakes.keys().map(|q| q.channel()).collect();
-    let wake_all = || wakes.values().for_each(|n| n.notify_one());
+    let wake_all = || wakes.values().flatten().for_each(|n| n.notify_one());
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
     loop {
         let connected = match &source {
@@ -51,8 +56,8 @@ pub async fn run(source: Source, wakes: HashMap<QueueName, Arc<Notify>>, stop: C
                 _ = stop.cancelled() => return,
                 n = listener.try_recv() => match n {
                     Ok(Some(n)) => {
-                        if let Some(w) = QueueName::from_channel(n.channel()).and_then(|q| wakes.get(&q)) {
-                            w.notify_one();
+                        if let Some(ws) = QueueName::from_channel(n.channel()).and_then(|q| wakes.get(&q)) {
+                            ws.iter().for_each(|w| w.notify_one());
                         }
                     }
                     Ok(None) => {

@@ -1,6 +1,8 @@
 //! The typed task registry: each kind has a name (`hollo.<kind>.v1`), a queue, a payload type,
 //! a handler, a retry policy, a time limit and optionally a *lane* (a sub-limit inside the
-//! queue's slots, e.g. at most 2 reply collections of the 4 task slots).
+//! queue's slots, e.g. at most 2 reply collections of the 4 task slots) or a *slot pool* (slots of
+//! its own beside the queue's, run by a consumer of its own: deliveries, which wait on the
+//! network and would otherwise take every activity slot during a large fan-out).
 
 use sqlx::AssertSqlSafe;
 use std::collections::BTreeMap;
@@ -116,6 +118,7 @@ pub struct TaskKind {
     pub retry: RetryPolicy,
     pub timeout: Duration,
     pub lane: Option<&'static str>,
+    pub slot_pool: Option<&'static str>,
     pub handler: HandlerFn,
 }
 
@@ -127,10 +130,19 @@ pub struct Lane {
     pub limit: usize,
 }
 
+/// Slots of their own for some kinds of one queue, beside the queue's slots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotPool {
+    pub name: &'static str,
+    pub queue: QueueName,
+    pub limit: usize,
+}
+
 #[derive(Clone, Default)]
 pub struct Registry {
     kinds: BTreeMap<&'static str, TaskKind>,
     lanes: Vec<Lane>,
+    slot_pools: Vec<SlotPool>,
 }
 
 impl Registry {
@@ -141,6 +153,13 @@ impl Registry {
     pub fn lane(mut self, name: &'static str, queue: QueueName, limit: usize) -> Self {
         self.lanes.retain(|l| l.name != name);
         self.lanes.push(Lane { name, queue, limit });
+        self
+    }
+
+    /// Declares a pool of `limit` slots of its own on `queue` (see the module doc).
+    pub fn slot_pool(mut self, name: &'static str, queue: QueueName, limit: usize) -> Self {
+        self.slot_pools.retain(|p| p.name != name);
+        self.slot_pools.push(SlotPool { name, queue, limit });
         self
     }
 
@@ -170,6 +189,7 @@ impl Registry {
                 retry: spec.retry,
                 timeout: spec.timeout,
                 lane: spec.lane,
+                slot_pool: spec.slot_pool,
                 handler: f,
             },
         );
@@ -181,6 +201,33 @@ impl Registry {
 
     pub fn kinds_of(&self, queue: QueueName) -> impl Iterator<Item = &TaskKind> {
         self.kinds.values().filter(move |k| k.queue == queue)
+    }
+
+    /// The kinds one consumer runs: those of `queue` in `slot_pool` (`None`: the queue's own
+    /// slots). A kind whose slot pool was never declared runs in the queue's slots.
+    pub fn kinds_in(
+        &self,
+        queue: QueueName,
+        slot_pool: Option<&'static str>,
+    ) -> impl Iterator<Item = &TaskKind> {
+        self.kinds_of(queue)
+            .filter(move |k| self.slot_pool_of(k).map(|p| p.name) == slot_pool)
+    }
+
+    fn slot_pool_of(&self, kind: &TaskKind) -> Option<&SlotPool> {
+        let name = kind.slot_pool?;
+        self.slot_pools
+            .iter()
+            .find(|p| p.name == name && p.queue == kind.queue)
+    }
+
+    /// The slot pools declared on `queue` (each gets a consumer of its own).
+    pub fn slot_pools_of(&self, queue: QueueName) -> Vec<SlotPool> {
+        self.slot_pools
+            .iter()
+            .filter(|p| p.queue == queue)
+            .cloned()
+            .collect()
     }
 
     pub fn lanes_of(&self, queue: QueueName) -> Vec<Lane> {
@@ -204,6 +251,7 @@ pub struct KindSpec {
     pub retry: RetryPolicy,
     pub timeout: Duration,
     pub lane: Option<&'static str>,
+    pub slot_pool: Option<&'static str>,
 }
 
 impl KindSpec {
@@ -214,6 +262,7 @@ impl KindSpec {
             retry: RetryPolicy::fixed(Duration::from_secs(5), 5),
             timeout: Duration::from_secs(600),
             lane: None,
+            slot_pool: None,
         }
     }
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
@@ -226,6 +275,11 @@ impl KindSpec {
     }
     pub fn lane(mut self, lane: &'static str) -> Self {
         self.lane = Some(lane);
+        self
+    }
+    /// Runs in the slots of `pool` (declared with [`Registry::slot_pool`]).
+    pub fn slot_pool(mut self, pool: &'static str) -> Self {
+        self.slot_pool = Some(pool);
         self
     }
 }

@@ -25,10 +25,15 @@ pub const TASK_DEFINITION_VERSION: i32 = 1;
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
 pub const REPLY_LANE: &str = "replies";
 
+/// The slot pool of outgoing deliveries: `DELIVERY_CONCURRENCY` slots beside the activity slots.
+pub const DELIVERY_POOL: &str = "deliveries";
+
 /// Every kind this node can run. Federation kinds need `SECRET_KEY` (account keys); without
 /// it they are not registered and their messages wait for a node that has it.
 pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
-    let mut reg = Registry::new().lane(REPLY_LANE, QueueName::Task, q.reply_concurrency);
+    let mut reg = Registry::new()
+        .lane(REPLY_LANE, QueueName::Task, q.reply_concurrency)
+        .slot_pool(DELIVERY_POOL, QueueName::Activity, q.delivery_concurrency);
     probe::register(&mut reg);
     poll_notification::register(&mut reg, q.poll_wakeup_chunk, fed.clone());
     if let Some(fed) = fed {
