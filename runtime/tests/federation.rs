@@ -1065,6 +1065,7 @@ async fn an_authorized_fetch_peer_is_verified_at_the_shared_inbox_via_the_instan
         .execute(&inst.pool)
         .await
         .expect("forget the key");
+    inst.fed.verified_keys.clear();
     assert_eq!(
         peer.post(&inst.fed.inbox("gina"), &like_from(&peer)).await,
         202

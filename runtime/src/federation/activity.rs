@@ -16,7 +16,7 @@ use super::actor::{self, RemoteActor, id_of};
 use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::inbound;
-use crate::queue::{NewMessage, QueueName, enqueue};
+use crate::queue::{NewMessage, QueueName};
 use crate::statuses::notify::{self, Kind, Notification};
 
 pub const INBOX_KIND: &str = "hollo.inbox.v1";
@@ -38,37 +38,37 @@ pub async fn store_incoming(
     actor: &str,
     body: &Value,
 ) -> Result<bool, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    let fresh = sqlx::query(
-        "INSERT INTO inbox_activities (id, type, actor, account_id, key_id, body)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(id)
-    .bind(ty)
-    .bind(actor)
-    .bind(account)
-    .bind(key_id)
-    .bind(body)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if fresh {
-        let payload = InboxPayload {
+    // One statement, so one round trip and one commit per accepted activity (issue 20): the
+    // message is enqueued only when the activity row is new.
+    let msg = NewMessage::new(
+        INBOX_KIND,
+        serde_json::to_value(InboxPayload {
             activity_id: id.to_string(),
-        };
-        enqueue(
-            &mut *tx,
-            QueueName::Activity,
-            &NewMessage::new(
-                INBOX_KIND,
-                serde_json::to_value(payload).unwrap_or_default(),
-            ),
-        )
+        })
+        .unwrap_or_default(),
+    );
+    let (enqueue, (msg_id, envelope, kind)) =
+        crate::queue::enqueue::ready_message_ctes(QueueName::Activity, "stored", 7, &msg);
+    let sql = format!(
+        "WITH stored AS (
+            INSERT INTO inbox_activities (id, type, actor, account_id, key_id, body)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING id
+         ), {enqueue}
+         SELECT (SELECT count(*) FROM stored), (SELECT count(*) FROM q_wake)"
+    );
+    let (stored, _woke): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .bind(ty)
+        .bind(actor)
+        .bind(account)
+        .bind(key_id)
+        .bind(body)
+        .bind(msg_id)
+        .bind(envelope)
+        .bind(kind)
+        .fetch_one(pool)
         .await?;
-    }
-    tx.commit().await?;
-    Ok(fresh)
+    Ok(stored == 1)
 }
 
 /// A stored incoming activity.

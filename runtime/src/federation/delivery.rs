@@ -91,7 +91,6 @@ pub async fn queue_activity(
     }
     // One message per inbox: followers on one server share its shared inbox.
     let mut seen = BTreeSet::new();
-    let mut messages = Vec::new();
     // Actors that answered 410 Gone get nothing more (until a fetch or Update revives them).
     let iris: Vec<&str> = recipients.iter().map(|r| r.actor_iri.as_str()).collect();
     let gone: Vec<String> = sqlx::query_scalar(
@@ -100,36 +99,43 @@ pub async fn queue_activity(
     .bind(&iris)
     .fetch_all(&mut *tx)
     .await?;
+    let (mut inboxes, mut actors) = (Vec::new(), Vec::new());
     for r in recipients.iter().filter(|r| !gone.contains(&r.actor_iri)) {
         let (inbox, actor) = match &r.shared_inbox {
             Some(shared) => (shared.clone(), None),
             None => (r.inbox.clone(), Some(r.actor_iri.clone())),
         };
-        if !seen.insert(inbox.clone()) {
-            continue;
+        if seen.insert(inbox.clone()) {
+            inboxes.push(inbox);
+            actors.push(actor);
         }
-        let inserted = sqlx::query(
-            "INSERT INTO deliveries (activity_id, inbox, actor_iri) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(id)
-        .bind(&inbox)
-        .bind(&actor)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if inserted == 1 {
+    }
+    // Every delivery row in one statement (a fan-out to a thousand hosts was a thousand round
+    // trips inside the poster's transaction); a message only for the rows that are new.
+    let fresh: Vec<String> = sqlx::query_scalar(
+        "INSERT INTO deliveries (activity_id, inbox, actor_iri)
+         SELECT $1, inbox, actor FROM unnest($2::text[], $3::text[]) AS u(inbox, actor)
+         ON CONFLICT DO NOTHING RETURNING inbox",
+    )
+    .bind(id)
+    .bind(&inboxes)
+    .bind(&actors)
+    .fetch_all(&mut *tx)
+    .await?;
+    let messages: Vec<NewMessage> = fresh
+        .into_iter()
+        .map(|inbox| {
             let payload = DeliverPayload {
                 activity_id: id.to_string(),
                 inbox,
                 deferrals: 0,
             };
-            messages.push(NewMessage::new(
+            NewMessage::new(
                 DELIVER_KIND,
                 serde_json::to_value(&payload).unwrap_or_default(),
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     enqueue_many(&mut *tx, QueueName::Activity, &messages).await?;
     Ok(messages.len())
 }

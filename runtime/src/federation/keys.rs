@@ -173,3 +173,56 @@ mod tests {
         assert!(public_key_from_pem("nope").is_err());
     }
 }
+
+/// Remote public keys this process has verified a signature with, parsed, with their owner,
+/// for a minute (issue 20): a busy inbox takes many requests signed by one key, and reading
+/// the key's row and parsing its PEM each time was most of what accepting one cost. Only a key
+/// that verifies is used from here; anything else goes the full way (read, refetch). A key the
+/// owner replaces stays accepted here for at most the minute.
+#[derive(Default)]
+pub struct VerifiedKeys(std::sync::Mutex<std::collections::HashMap<String, VerifiedKey>>);
+
+#[derive(Clone)]
+pub struct VerifiedKey {
+    pub key: RsaPublicKey,
+    pub owner: String,
+    at: std::time::Instant,
+}
+
+const VERIFIED_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+const VERIFIED_MAX: usize = 20_000;
+
+impl VerifiedKeys {
+    pub fn get(&self, key_id: &str) -> Option<VerifiedKey> {
+        let m = self.0.lock().ok()?;
+        m.get(key_id)
+            .filter(|k| k.at.elapsed() < VERIFIED_TTL)
+            .cloned()
+    }
+
+    /// Forgets every key (after `remote_keys` was emptied behind this process's back).
+    pub fn clear(&self) {
+        if let Ok(mut m) = self.0.lock() {
+            m.clear();
+        }
+    }
+
+    pub fn put(&self, key_id: &str, key: RsaPublicKey, owner: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= VERIFIED_MAX {
+                m.retain(|_, k| k.at.elapsed() < VERIFIED_TTL);
+                if m.len() >= VERIFIED_MAX {
+                    m.clear();
+                }
+            }
+            m.insert(
+                key_id.to_string(),
+                VerifiedKey {
+                    key,
+                    owner: owner.to_string(),
+                    at: std::time::Instant::now(),
+                },
+            );
+        }
+    }
+}

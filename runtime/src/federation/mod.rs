@@ -63,6 +63,14 @@ pub struct Federation {
     instance: OnceCell<InstanceKey>,
     /// FEP-8b32 proof keys by account (with the account's username), opened once per process.
     proof_keys: Mutex<HashMap<Uuid, (String, ed25519_dalek::SigningKey)>>,
+    /// Delivery signing keys by account, with their key id: a fan-out signs thousands of
+    /// requests with one account's key and needs its row once, not once per delivery. Account
+    /// keys and usernames never change.
+    signers: Mutex<HashMap<Uuid, SigningKey>>,
+    /// Which signature scheme each remote host reads, as last read or learned (a minute).
+    pub schemes: schemes::SchemeCache,
+    /// Remote keys recently verified with, parsed (a minute; see `keys::VerifiedKeys`).
+    pub verified_keys: keys::VerifiedKeys,
 }
 
 impl Federation {
@@ -95,6 +103,9 @@ impl Federation {
             keys: Mutex::new(HashMap::new()),
             instance: OnceCell::new(),
             proof_keys: Mutex::new(HashMap::new()),
+            signers: Mutex::new(HashMap::new()),
+            schemes: schemes::SchemeCache::default(),
+            verified_keys: keys::VerifiedKeys::default(),
         })
     }
 
@@ -233,9 +244,21 @@ impl Federation {
     }
 
     pub async fn signing_key_of(&self, pool: &PgPool, account_id: Uuid) -> Result<SigningKey> {
+        if let Some(k) = self
+            .signers
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&account_id).cloned())
+        {
+            return Ok(k);
+        }
         let account = accounts::by_id(pool, account_id)
             .await?
             .ok_or_else(|| anyhow!("account {account_id} no longer exists"))?;
-        self.signing_key(&account)
+        let key = self.signing_key(&account)?;
+        if let Ok(mut m) = self.signers.lock() {
+            m.insert(account_id, key.clone());
+        }
+        Ok(key)
     }
 }

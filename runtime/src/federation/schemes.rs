@@ -5,6 +5,10 @@
 //! of gets draft-cavage, which every server reads today. The knowledge lives in PostgreSQL
 //! (`host_signature_schemes`), so every node learns from every other.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use sqlx::PgPool;
 use url::Url;
 
@@ -34,7 +38,51 @@ pub fn host_of(url: &str) -> Option<String> {
         .map(|u| host_header(&u).to_ascii_lowercase())
 }
 
-pub async fn known(pool: &PgPool, host: &str) -> Result<Option<Scheme>, sqlx::Error> {
+/// How long this process trusts what it read of a host's scheme.
+const CACHE_TTL: Duration = Duration::from_secs(60);
+/// Hosts remembered at most; past it the cache starts over (a miss only costs a read).
+const CACHE_MAX: usize = 20_000;
+
+/// What this process knows of hosts' schemes, for a minute: a fan-out to a thousand hosts
+/// reads each host's row once a minute instead of once per delivery (issue 20). `remember`
+/// writes through, so this process sees its own lessons at once and other nodes' within the
+/// minute; until then a delivery knocks as before, and the double knock still gets it through.
+#[derive(Default)]
+pub struct SchemeCache(Mutex<HashMap<String, (Option<Scheme>, Instant)>>);
+
+impl SchemeCache {
+    fn get(&self, host: &str) -> Option<Option<Scheme>> {
+        let m = self.0.lock().ok()?;
+        m.get(host)
+            .filter(|(_, at)| at.elapsed() < CACHE_TTL)
+            .map(|(s, _)| *s)
+    }
+
+    fn put(&self, host: &str, scheme: Option<Scheme>) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= CACHE_MAX {
+                m.clear();
+            }
+            m.insert(host.to_string(), (scheme, Instant::now()));
+        }
+    }
+}
+
+/// The host's scheme, from this process's cache or PostgreSQL.
+pub async fn known(
+    pool: &PgPool,
+    fed: &Federation,
+    host: &str,
+) -> Result<Option<Scheme>, sqlx::Error> {
+    if let Some(s) = fed.schemes.get(host) {
+        return Ok(s);
+    }
+    let s = read(pool, host).await?;
+    fed.schemes.put(host, s);
+    Ok(s)
+}
+
+async fn read(pool: &PgPool, host: &str) -> Result<Option<Scheme>, sqlx::Error> {
     let s: Option<String> =
         sqlx::query_scalar("SELECT scheme FROM host_signature_schemes WHERE host = $1")
             .bind(host)
@@ -49,7 +97,13 @@ pub async fn known(pool: &PgPool, host: &str) -> Result<Option<Scheme>, sqlx::Er
     }))
 }
 
-pub async fn remember(pool: &PgPool, host: &str, scheme: Scheme) -> Result<(), sqlx::Error> {
+pub async fn remember(
+    pool: &PgPool,
+    fed: &Federation,
+    host: &str,
+    scheme: Scheme,
+) -> Result<(), sqlx::Error> {
+    fed.schemes.put(host, Some(scheme));
     sqlx::query(
         "INSERT INTO host_signature_schemes (host, scheme) VALUES ($1, $2)
          ON CONFLICT (host) DO UPDATE SET scheme = EXCLUDED.scheme, updated_at = now()
@@ -63,9 +117,10 @@ pub async fn remember(pool: &PgPool, host: &str, scheme: Scheme) -> Result<(), s
 }
 
 /// A host that signed an incoming request with RFC 9421 reads it too.
-pub async fn learned_from_request(pool: &PgPool, key_id: &str) {
+pub async fn learned_from_request(pool: &PgPool, fed: &Federation, key_id: &str) {
     if let Some(host) = host_of(key_id)
-        && let Err(e) = remember(pool, &host, Scheme::Rfc9421).await
+        && fed.schemes.get(&host) != Some(Some(Scheme::Rfc9421))
+        && let Err(e) = remember(pool, fed, &host, Scheme::Rfc9421).await
     {
         tracing::warn!(host, error = %e, "cannot record the host's signature scheme");
     }
@@ -93,7 +148,7 @@ pub async fn post_activity(
         );
     };
     // A failed look-up is no reason to fail the delivery: knock as for an unknown host.
-    let known = known(pool, &host).await.unwrap_or_else(|e| {
+    let known = known(pool, fed, &host).await.unwrap_or_else(|e| {
         tracing::warn!(host, error = %e, "cannot read the host's signature scheme");
         None
     });
@@ -121,7 +176,7 @@ pub async fn post_activity(
             host,
             "host refused an RFC 9421 signature and took draft-cavage; remembered"
         );
-        if let Err(e) = remember(pool, &host, Scheme::Cavage).await {
+        if let Err(e) = remember(pool, fed, &host, Scheme::Cavage).await {
             tracing::warn!(host, error = %e, "cannot record the host's signature scheme");
         }
     }

@@ -99,6 +99,37 @@ where
     }
 }
 
+/// For a statement that enqueues only when its own write happened (one round trip instead of a
+/// transaction of two): the CTEs `q_ins`, which enqueues `msg` (ready now) once per row of
+/// `source` (a CTE of the caller's statement), and `q_wake`, the consumers' wake-up. The
+/// caller's statement must read `q_wake` (a CTE that writes nothing runs only when read).
+/// Returns the SQL and the message's three parameters (id, envelope, kind), to be bound as
+/// `$first`, `$first+1`, `$first+2`.
+pub fn ready_message_ctes(
+    queue: QueueName,
+    source: &str,
+    first: usize,
+    msg: &NewMessage,
+) -> (String, (Uuid, serde_json::Value, String)) {
+    let (t, ch) = (queue.table(), queue.channel());
+    let (id, body, kind) = (first, first + 1, first + 2);
+    let sql = format!(
+        "q_ins AS (
+            INSERT INTO {t} (id, message, delay, created, due, ready_at, kind)
+            SELECT ${id}, ${body}, interval '0', now(), now(), now(), ${kind} FROM {source}
+            RETURNING 1
+         ), q_wake AS (SELECT pg_notify('{ch}', '') FROM q_ins LIMIT 1)"
+    );
+    (
+        sql,
+        (
+            Uuid::now_v7(),
+            envelope(queue, &msg.kind, &msg.data),
+            msg.kind.clone(),
+        ),
+    )
+}
+
 /// Enqueues many messages in one statement (no coalescing keys: duplicates are the caller's
 /// business here). Returns the number of rows written.
 pub async fn enqueue_many<'e, E>(

@@ -9,12 +9,13 @@
 //! refusals → permanent. A busy host (R-AP-3) puts the delivery back for a second or two
 //! rather than holding one of the activity slots while waiting.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rand::Rng;
 use uuid::Uuid;
 
+use super::delivered::Delivered;
 use crate::federation::Federation;
 use crate::federation::delivery::{DELIVER_KIND, DeliverPayload};
 use crate::federation::fetch::FetchError;
@@ -39,13 +40,23 @@ pub fn spec() -> KindSpec {
 }
 
 pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
+    // The success recorder starts with the first delivery, on the consumer's pool.
+    let delivered: Arc<OnceLock<Delivered>> = Arc::default();
     reg.register(spec(), move |ctx: JobContext, p: DeliverPayload| {
-        let fed = fed.clone();
-        async move { handle(ctx, &fed, p).await }
+        let (fed, delivered) = (fed.clone(), delivered.clone());
+        async move {
+            let recorder = delivered.get_or_init(|| Delivered::start(ctx.pool.clone()));
+            handle(ctx.clone(), &fed, recorder, p).await
+        }
     });
 }
 
-async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<(), TaskError> {
+async fn handle(
+    ctx: JobContext,
+    fed: &Federation,
+    delivered: &Delivered,
+    p: DeliverPayload,
+) -> Result<(), TaskError> {
     // The body as PostgreSQL's text: sent as is, never parsed and re-serialized per delivery
     // (a fan-out sends one stored activity to thousands of inboxes; issue 20).
     let row: Option<(String, Uuid, String, Option<String>, i32)> = sqlx::query_as(
@@ -88,20 +99,14 @@ async fn handle(ctx: JobContext, fed: &Federation, p: DeliverPayload) -> Result<
         crate::federation::schemes::post_activity(&ctx.pool, fed, &p.inbox, &bytes, &key).await;
     match answer {
         Ok(out) if out.status.is_success() => {
-            // Recorded first, in one statement; the message is then completed by the batcher
-            // with the next claim. Should the process die in between, the message runs again,
-            // finds the delivery no longer pending and sends nothing: never sent twice, and one
-            // statement per delivery instead of a four-statement transaction (issue 20).
-            sqlx::query(
-                "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = $3,
-                        last_error = NULL, delivered_at = now(), updated_at = now()
-                  WHERE activity_id = $1 AND inbox = $2",
-            )
-            .bind(&p.activity_id)
-            .bind(&p.inbox)
-            .bind(i32::from(out.status.as_u16()))
-            .execute(&ctx.pool)
-            .await?;
+            // Recorded (group-committed with other successes, see `delivered`) before the
+            // handler returns; the message is then completed by the batcher with the next
+            // claim. Should the process die in between, the message runs again, finds the
+            // delivery no longer pending and sends nothing.
+            delivered
+                .record(&p.activity_id, &p.inbox, out.status.as_u16())
+                .await
+                .map_err(|e| TaskError::Transient(format!("recording the delivery: {e}")))?;
             Ok(())
         }
         Ok(out) if out.status.as_u16() == 410 => {

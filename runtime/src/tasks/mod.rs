@@ -1,6 +1,7 @@
 //! Task kinds, one module each. `registry` wires every kind this binary can run.
 
 pub mod cleanups;
+pub mod delivered;
 pub mod delivery;
 pub mod imports;
 pub mod inbox;

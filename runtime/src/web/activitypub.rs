@@ -28,6 +28,7 @@ use crate::federation::actor::{self, id_of};
 use crate::federation::context;
 use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
 use crate::federation::iri::same_origin;
+use crate::federation::keys;
 use crate::federation::signature::{self, PendingVerification};
 use crate::federation::{
     Federation, activity, instance, normalize, profiles, rfc9421, schemes, statuses, webfinger,
@@ -371,7 +372,7 @@ async fn receive(
     }
     if rfc9421 {
         // It signs with RFC 9421, so it reads it: our deliveries to it knock that way first.
-        schemes::learned_from_request(&s.pool, &pending.key_id).await;
+        schemes::learned_from_request(&s.pool, fed, &pending.key_id).await;
     }
     let fresh = activity::store_incoming(
         &s.pool,
@@ -402,9 +403,17 @@ async fn verified_owner(
     pending: &PendingVerification,
     account: Option<&Account>,
 ) -> Result<String, ApiError> {
+    if let Some(k) = fed.verified_keys.get(&pending.key_id)
+        && pending.verify(&k.key).is_ok()
+    {
+        return Ok(k.owner);
+    }
     let cached = actor::cached_key(&s.pool, &pending.key_id).await?;
     if let Some(k) = &cached {
-        if pending.verify_pem(&k.pem).is_ok() {
+        if let Ok(key) = keys::public_key_from_pem(&k.pem)
+            && pending.verify(&key).is_ok()
+        {
+            fed.verified_keys.put(&pending.key_id, key, &k.owner);
             return Ok(k.owner.clone());
         }
         if k.age_seconds < KEY_REFETCH_AFTER_SECONDS {
@@ -415,9 +424,12 @@ async fn verified_owner(
     let key = actor::fetch_key(&s.pool, fed, &pending.key_id, signer.as_ref())
         .await
         .map_err(|e| key_fetch_failed(&pending.key_id, signer.as_ref(), &e))?;
+    let public = keys::public_key_from_pem(&key.pem)
+        .map_err(|e| unauthorized(format!("bad public key: {e}")))?;
     pending
-        .verify_pem(&key.pem)
+        .verify(&public)
         .map_err(|e| unauthorized(e.to_string()))?;
+    fed.verified_keys.put(&pending.key_id, public, &key.owner);
     Ok(key.owner)
 }
 
