@@ -26,9 +26,12 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// hosts otherwise keeps one idle socket per host for reqwest's default 90 s — thousands of
 /// open files on the worker (and on whatever serves those hosts), which is what made the
 /// 10 000-host fan-out bench fall off a cliff at this machine's 20 000 open-file limit (issue
-/// 20). A host that gets a stream of deliveries reuses its connections well within 15 s.
+/// 20). A host that gets a stream of deliveries reuses its connections within seconds; with 64
+/// deliveries in flight per worker, 15 s still meant up to 15 000 idle sockets after a fan-out
+/// to 10 000 hosts (the bench's sink ran out of descriptors again, and the worker's memory
+/// grew with them), so idle connections live 4 s, as Node's (undici's) do.
 const IDLE_PER_HOST: usize = 4;
-const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
 pub const ACTIVITY_JSON: &str = "application/activity+json";
 const ACCEPT_ACTIVITY: &str = "application/activity+json, application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\"";
