@@ -28,8 +28,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// 10 000-host fan-out bench fall off a cliff at this machine's 20 000 open-file limit (issue
 /// 20). A host that gets a stream of deliveries reuses its connections within seconds; with 64
 /// deliveries in flight per worker, 15 s still meant up to 15 000 idle sockets after a fan-out
-/// to 10 000 hosts (the bench's sink ran out of descriptors again, and the worker's memory
-/// grew with them), so idle connections live 4 s, as Node's (undici's) do.
+/// to 10 000 hosts (the bench's sink ran out of descriptors again), so idle connections live
+/// 4 s, as Node's (undici's) do. Which POSTs are pooled at all is `reuse`'s decision.
 const IDLE_PER_HOST: usize = 4;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
@@ -252,6 +252,8 @@ pub struct PostOutcome {
 pub struct FetchClient {
     client: reqwest::Client,
     allow_private: bool,
+    /// Which POSTs keep their connection for the next (see `reuse`).
+    recent: Arc<super::reuse::RecentHosts>,
 }
 
 impl FetchClient {
@@ -274,6 +276,7 @@ impl FetchClient {
         Ok(FetchClient {
             client,
             allow_private,
+            recent: Default::default(),
         })
     }
 
@@ -475,6 +478,13 @@ impl FetchClient {
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static(ACTIVITY_JSON),
         );
+        if !self.recent.keep_alive(&signature::host_header(&url)) {
+            // No idle socket for a host that may not hear from us again soon (see `reuse`).
+            headers.insert(
+                reqwest::header::CONNECTION,
+                HeaderValue::from_static("close"),
+            );
+        }
         match scheme {
             super::schemes::Scheme::Cavage => {
                 signature::sign_request(key, &Method::POST, &url, Some(body), &mut headers)
@@ -663,5 +673,51 @@ mod tests {
                 .unwrap_err();
             assert!(matches!(err, FetchError::Refused(_)), "{url}: {err}");
         }
+    }
+
+    /// The first delivery to a host asks it to close the connection; the next within the
+    /// window keeps it (issue 20: no idle socket per host of a fan-out).
+    #[tokio::test]
+    async fn only_a_repeat_host_gets_a_kept_alive_delivery() {
+        use axum::http::HeaderMap as Headers;
+        let seen: Arc<std::sync::Mutex<Vec<Option<String>>>> = Arc::default();
+        let log = seen.clone();
+        let app = axum::Router::new().route(
+            "/inbox",
+            axum::routing::post(move |h: Headers| {
+                let log = log.clone();
+                async move {
+                    if let Ok(mut l) = log.lock() {
+                        l.push(
+                            h.get("connection")
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_string),
+                        );
+                    }
+                    axum::http::StatusCode::ACCEPTED
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = FetchClient::new(true).expect("client");
+        let key = SigningKey::new(
+            "http://local.example/users/a#main-key",
+            &super::super::keys::generate().expect("key"),
+        )
+        .expect("signing key");
+        let inbox = format!("http://{addr}/inbox");
+        for _ in 0..2 {
+            let out = client
+                .post_activity(&inbox, b"{}", &key, super::super::schemes::Scheme::Cavage)
+                .await
+                .expect("delivered");
+            assert_eq!(out.status.as_u16(), 202);
+        }
+        let seen = seen.lock().expect("log").clone();
+        assert_eq!(seen, vec![Some("close".to_string()), None]);
     }
 }

@@ -24,6 +24,7 @@ pub mod proof_keys;
 pub mod proofs;
 pub mod relationships;
 pub mod resolve;
+pub mod reuse;
 pub mod rfc9421;
 pub mod schemes;
 pub mod signature;
