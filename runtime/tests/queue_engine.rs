@@ -47,10 +47,22 @@ fn start(
     registry: Registry,
     lease: Duration,
 ) -> Running {
+    start_in(pool, queue, None, limit, registry, lease)
+}
+
+/// A consumer of `slot_pool`'s kinds (`None`: the queue's own slots).
+fn start_in(
+    pool: &PgPool,
+    queue: QueueName,
+    slot_pool: Option<&'static str>,
+    limit: usize,
+    registry: Registry,
+    lease: Duration,
+) -> Running {
     let node = Uuid::new_v4();
     let consumer = Consumer {
         queue,
-        slot_pool: None,
+        slot_pool,
         limit,
         registry,
         pool: pool.clone(),
@@ -571,32 +583,14 @@ async fn a_slot_pool_runs_beside_the_queue_slots_not_inside_them() {
     )
     .await;
     assert_eq!(pooled.max(), 0, "the queue's slots ran a pooled kind");
-    let node = Uuid::new_v4();
-    let pool_consumer = Consumer {
-        queue: QueueName::Activity,
-        slot_pool: Some("outbound"),
-        limit: 5,
-        registry: reg,
-        pool: db.pool.clone(),
-        item_locks: None,
-        node,
-        lease: Duration::from_secs(30),
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
-    let handle = tokio::spawn(pool_consumer.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        abort.clone(),
-        InFlight::default(),
-    ));
-    let pool_run = Running {
-        stop,
-        abort,
-        handle,
-        node,
-    };
+    let pool_run = start_in(
+        &db.pool,
+        QueueName::Activity,
+        Some("outbound"),
+        5,
+        reg,
+        Duration::from_secs(30),
+    );
     eventually(
         Duration::from_secs(30),
         "the pool's 5 slots all busy",
