@@ -353,6 +353,25 @@ async fn forged_stale_or_undigested_requests_get_401() {
     assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 0);
     // The genuine request passes.
     assert_eq!(peer.post(&inbox, &activity).await, 202);
+
+    // Now the peer's key is held verified in memory (keys::VerifiedKeys): a forgery under the
+    // same key id must still fail, and so must a replay of a genuine signature on another body.
+    let again = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(), "object": "https://x.example/2" });
+    let again_body = serde_json::to_vec(&again).expect("json");
+    let (status, err) = peer
+        .post_with(&inbox, &again_body, &forged, SystemTime::now(), |_| {})
+        .await;
+    assert_eq!(status, 401, "forged after a cached key: {err}");
+    let (status, _) = peer
+        .post_with(&inbox, &again_body, &peer.key(), SystemTime::now(), |h| {
+            h.insert(
+                "digest",
+                signature::digest_header(&body).parse().expect("header"),
+            );
+        })
+        .await;
+    assert_eq!(status, 401, "a digest of another body after a cached key");
+    assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 1);
     inst.shutdown().await;
 }
 

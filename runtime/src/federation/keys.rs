@@ -13,7 +13,10 @@ use rsa::pkcs8::{
 };
 use rsa::{RsaPrivateKey, RsaPublicKey};
 use sha2::Sha256;
+use std::time::Duration;
 use uuid::Uuid;
+
+use super::ttl::TtlMap;
 
 const NONCE_LEN: usize = 12;
 
@@ -120,6 +123,46 @@ fn ed25519_aad(account: Uuid) -> Vec<u8> {
 }
 
 /// One key per unit-test binary: generation is the slow part of these tests.
+/// Remote public keys this process has verified a signature with, parsed, with their owner,
+/// for a minute (issue 20): a busy inbox takes many requests signed by one key, and reading
+/// the key's row and parsing its PEM each time was most of what accepting one cost. Only a key
+/// that verifies is used from here; anything else goes the full way (read, refetch). A key the
+/// owner replaces stays accepted here for at most the minute.
+pub struct VerifiedKeys(TtlMap<VerifiedKey>);
+
+#[derive(Clone)]
+pub struct VerifiedKey {
+    pub key: RsaPublicKey,
+    pub owner: String,
+}
+
+impl Default for VerifiedKeys {
+    fn default() -> Self {
+        VerifiedKeys(TtlMap::new(Duration::from_secs(60), 20_000))
+    }
+}
+
+impl VerifiedKeys {
+    pub fn get(&self, key_id: &str) -> Option<VerifiedKey> {
+        self.0.get(key_id)
+    }
+
+    pub fn put(&self, key_id: &str, key: RsaPublicKey, owner: &str) {
+        self.0.insert(
+            key_id,
+            VerifiedKey {
+                key,
+                owner: owner.to_string(),
+            },
+        );
+    }
+
+    /// Forgets every key (after `remote_keys` was emptied behind this process's back).
+    pub fn clear(&self) {
+        self.0.clear();
+    }
+}
+
 #[cfg(test)]
 pub fn test_key() -> &'static RsaPrivateKey {
     static KEY: std::sync::OnceLock<RsaPrivateKey> = std::sync::OnceLock::new();
@@ -171,58 +214,5 @@ mod tests {
             test_key().to_public_key()
         );
         assert!(public_key_from_pem("nope").is_err());
-    }
-}
-
-/// Remote public keys this process has verified a signature with, parsed, with their owner,
-/// for a minute (issue 20): a busy inbox takes many requests signed by one key, and reading
-/// the key's row and parsing its PEM each time was most of what accepting one cost. Only a key
-/// that verifies is used from here; anything else goes the full way (read, refetch). A key the
-/// owner replaces stays accepted here for at most the minute.
-#[derive(Default)]
-pub struct VerifiedKeys(std::sync::Mutex<std::collections::HashMap<String, VerifiedKey>>);
-
-#[derive(Clone)]
-pub struct VerifiedKey {
-    pub key: RsaPublicKey,
-    pub owner: String,
-    at: std::time::Instant,
-}
-
-const VERIFIED_TTL: std::time::Duration = std::time::Duration::from_secs(60);
-const VERIFIED_MAX: usize = 20_000;
-
-impl VerifiedKeys {
-    pub fn get(&self, key_id: &str) -> Option<VerifiedKey> {
-        let m = self.0.lock().ok()?;
-        m.get(key_id)
-            .filter(|k| k.at.elapsed() < VERIFIED_TTL)
-            .cloned()
-    }
-
-    /// Forgets every key (after `remote_keys` was emptied behind this process's back).
-    pub fn clear(&self) {
-        if let Ok(mut m) = self.0.lock() {
-            m.clear();
-        }
-    }
-
-    pub fn put(&self, key_id: &str, key: RsaPublicKey, owner: &str) {
-        if let Ok(mut m) = self.0.lock() {
-            if m.len() >= VERIFIED_MAX {
-                m.retain(|_, k| k.at.elapsed() < VERIFIED_TTL);
-                if m.len() >= VERIFIED_MAX {
-                    m.clear();
-                }
-            }
-            m.insert(
-                key_id.to_string(),
-                VerifiedKey {
-                    key,
-                    owner: owner.to_string(),
-                    at: std::time::Instant::now(),
-                },
-            );
-        }
     }
 }

@@ -29,6 +29,7 @@ pub mod rfc9421;
 pub mod schemes;
 pub mod signature;
 pub mod statuses;
+pub mod ttl;
 pub mod webfinger;
 
 use std::collections::HashMap;

@@ -8,17 +8,22 @@
 //! where reuse saves a TLS handshake per delivery — gets its connection pooled. Remembering a
 //! host costs a map entry, not a socket.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use super::ttl::TtlMap;
 
 /// How recent a previous POST to the host must be for this one to keep its connection.
 pub const WINDOW: Duration = Duration::from_secs(60);
-/// Hosts remembered at most; past it, entries older than the window go, then everything.
+/// Hosts remembered at most (a map entry each, not a socket).
 const MAX_HOSTS: usize = 100_000;
 
-#[derive(Default)]
-pub struct RecentHosts(Mutex<HashMap<String, Instant>>);
+pub struct RecentHosts(TtlMap<()>);
+
+impl Default for RecentHosts {
+    fn default() -> Self {
+        RecentHosts(TtlMap::new(WINDOW, MAX_HOSTS))
+    }
+}
 
 impl RecentHosts {
     /// Records a POST to `host` now; whether its connection should be kept for the next one
@@ -28,18 +33,9 @@ impl RecentHosts {
     }
 
     fn keep_alive_at(&self, host: &str, now: Instant) -> bool {
-        let host = host.to_ascii_lowercase();
-        let Ok(mut m) = self.0.lock() else {
-            return true;
-        };
-        if m.len() >= MAX_HOSTS && !m.contains_key(&host) {
-            m.retain(|_, at| now.saturating_duration_since(*at) < WINDOW);
-            if m.len() >= MAX_HOSTS {
-                m.clear();
-            }
-        }
-        let previous = m.insert(host, now);
-        previous.is_some_and(|at| now.saturating_duration_since(at) < WINDOW)
+        self.0
+            .insert_at(&host.to_ascii_lowercase(), (), now)
+            .is_some()
     }
 }
 

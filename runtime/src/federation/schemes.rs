@@ -5,9 +5,7 @@
 //! of gets draft-cavage, which every server reads today. The knowledge lives in PostgreSQL
 //! (`host_signature_schemes`), so every node learns from every other.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sqlx::PgPool;
 use url::Url;
@@ -15,6 +13,7 @@ use url::Url;
 use super::Federation;
 use super::fetch::{FetchError, PostOutcome};
 use super::signature::{SigningKey, host_header};
+use super::ttl::TtlMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {
@@ -40,31 +39,18 @@ pub fn host_of(url: &str) -> Option<String> {
 
 /// How long this process trusts what it read of a host's scheme.
 const CACHE_TTL: Duration = Duration::from_secs(60);
-/// Hosts remembered at most; past it the cache starts over (a miss only costs a read).
+/// Hosts remembered at most.
 const CACHE_MAX: usize = 20_000;
 
 /// What this process knows of hosts' schemes, for a minute: a fan-out to a thousand hosts
 /// reads each host's row once a minute instead of once per delivery (issue 20). `remember`
 /// writes through, so this process sees its own lessons at once and other nodes' within the
 /// minute; until then a delivery knocks as before, and the double knock still gets it through.
-#[derive(Default)]
-pub struct SchemeCache(Mutex<HashMap<String, (Option<Scheme>, Instant)>>);
+pub struct SchemeCache(TtlMap<Option<Scheme>>);
 
-impl SchemeCache {
-    fn get(&self, host: &str) -> Option<Option<Scheme>> {
-        let m = self.0.lock().ok()?;
-        m.get(host)
-            .filter(|(_, at)| at.elapsed() < CACHE_TTL)
-            .map(|(s, _)| *s)
-    }
-
-    fn put(&self, host: &str, scheme: Option<Scheme>) {
-        if let Ok(mut m) = self.0.lock() {
-            if m.len() >= CACHE_MAX {
-                m.clear();
-            }
-            m.insert(host.to_string(), (scheme, Instant::now()));
-        }
+impl Default for SchemeCache {
+    fn default() -> Self {
+        SchemeCache(TtlMap::new(CACHE_TTL, CACHE_MAX))
     }
 }
 
@@ -74,11 +60,11 @@ pub async fn known(
     fed: &Federation,
     host: &str,
 ) -> Result<Option<Scheme>, sqlx::Error> {
-    if let Some(s) = fed.schemes.get(host) {
+    if let Some(s) = fed.schemes.0.get(host) {
         return Ok(s);
     }
     let s = read(pool, host).await?;
-    fed.schemes.put(host, s);
+    fed.schemes.0.insert(host, s);
     Ok(s)
 }
 
@@ -103,7 +89,7 @@ pub async fn remember(
     host: &str,
     scheme: Scheme,
 ) -> Result<(), sqlx::Error> {
-    fed.schemes.put(host, Some(scheme));
+    fed.schemes.0.insert(host, Some(scheme));
     sqlx::query(
         "INSERT INTO host_signature_schemes (host, scheme) VALUES ($1, $2)
          ON CONFLICT (host) DO UPDATE SET scheme = EXCLUDED.scheme, updated_at = now()
@@ -119,7 +105,7 @@ pub async fn remember(
 /// A host that signed an incoming request with RFC 9421 reads it too.
 pub async fn learned_from_request(pool: &PgPool, fed: &Federation, key_id: &str) {
     if let Some(host) = host_of(key_id)
-        && fed.schemes.get(&host) != Some(Some(Scheme::Rfc9421))
+        && fed.schemes.0.get(&host) != Some(Some(Scheme::Rfc9421))
         && let Err(e) = remember(pool, fed, &host, Scheme::Rfc9421).await
     {
         tracing::warn!(host, error = %e, "cannot record the host's signature scheme");

@@ -46,7 +46,7 @@ pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
         let (fed, delivered) = (fed.clone(), delivered.clone());
         async move {
             let recorder = delivered.get_or_init(|| Delivered::start(ctx.pool.clone()));
-            handle(ctx.clone(), &fed, recorder, p).await
+            handle(ctx, &fed, recorder, p).await
         }
     });
 }
