@@ -845,6 +845,9 @@ async fn search_resolves_post_urls_and_finds_only_what_is_stored_without_resolve
     let note = json!({
         "@context": "https://www.w3.org/ns/activitystreams",
         "id": peer.iri("/notes/1"), "type": "Note", "attributedTo": peer.actor_of("bob"),
+        // Public: a note addressed to no one is a direct one, which search shows to no one
+        // but its audience (R-MAPI-VIS; tests/visibility.rs).
+        "to": ["https://www.w3.org/ns/activitystreams#Public"],
         "content": "<p>hi<script>alert(1)</script></p>", "url": peer.iri("/@bob/1"),
         "published": "2026-11-30T10:00:00Z",
     });
@@ -888,6 +891,7 @@ async fn search_resolves_post_urls_and_finds_only_what_is_stored_without_resolve
     peer.doc(
         "/notes/2",
         json!({"id": peer.iri("/notes/2"), "type": "Note", "attributedTo": peer.actor_of("bob"),
+               "to": ["https://www.w3.org/ns/activitystreams#Public"],
                "content": "<p>later</p>", "published": "2026-11-30T11:00:00Z"}),
     );
     let second = api

@@ -433,6 +433,37 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
         let (e, _) = until(ws, "the deletion", |e| e.event == "delete").await;
         assert_eq!(e.payload, json!(hello), "{e:?}");
     }
+    // A direct message's deletion goes to its readers only (R-MAPI-VIS, issue 28 item 11):
+    // bob hears of it; carol, on every stream she has, hears of the public barrier's deletion
+    // and of nothing before it.
+    for gone in [&direct, &barrier] {
+        alice_api
+            .call(
+                Method::DELETE,
+                &format!("/api/v1/statuses/{gone}"),
+                &json!({}),
+            )
+            .await;
+    }
+    let (_, before) = until(&mut bob_user, "the barrier's deletion on bob's home", |e| {
+        e.event == "delete" && e.id() == barrier
+    })
+    .await;
+    assert!(
+        before
+            .iter()
+            .any(|e| e.event == "delete" && e.id() == direct),
+        "bob, its recipient, hears the DM went: {before:?}"
+    );
+    let (_, before) = until(
+        &mut carol,
+        "the barrier's deletion on carol's streams",
+        |e| e.event == "delete" && e.id() == barrier,
+    )
+    .await;
+    for e in &before {
+        assert_ne!(e.id(), direct.as_str(), "carol heard of the DM: {e:?}");
+    }
     assert!(bob.id != alice.id);
     inst.shutdown().await;
 }

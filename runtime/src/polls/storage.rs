@@ -90,13 +90,18 @@ pub async fn vote(
     choices: &[i64],
 ) -> Result<(), PollError> {
     let mut tx = pool.begin().await?;
-    let row: Option<(Value, bool, bool)> = sqlx::query_as(
-        "SELECT options, multiple, expires_at <= now() FROM polls WHERE id = $1 FOR UPDATE",
+    let row: Option<(Value, bool, bool, Uuid)> = sqlx::query_as(
+        "SELECT options, multiple, expires_at <= now(), status_id FROM polls WHERE id = $1 FOR UPDATE",
     )
     .bind(poll_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (options, multiple, expired) = row.ok_or(PollError::NotFound("poll"))?;
+    let (options, multiple, expired, status) = row.ok_or(PollError::NotFound("poll"))?;
+    // A poll is votable by whoever may read its status (R-MAPI-VIS); to anyone else it does
+    // not exist.
+    if !crate::statuses::access::can_see(&mut tx, Some(account_id), status).await? {
+        return Err(PollError::NotFound("poll"));
+    }
     if expired {
         return Err(Invalid::Ended.into());
     }

@@ -3,7 +3,12 @@
 //! and for a remote followers-only post the local followers of its author when it arrived).
 //! Anything else is answered as if the status did not exist (404, no existence leak).
 //!
-//! One rule, in SQL, so single reads, lists and timelines cannot disagree.
+//! One rule, in SQL, so single reads, lists and timelines cannot disagree (R-MAPI-VIS): list
+//! queries filter with [`visible_sql`] / [`entry_visible_sql`] so their pages are full, and
+//! every Status entity is rendered by `entity::render`, which keeps only the ids [`visible`]
+//! allows — a path that forgets to filter shows less, never more.
+
+use std::collections::HashSet;
 
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -18,25 +23,53 @@ pub fn visible_sql(alias: &str, viewer_param: u32) -> String {
     )
 }
 
-/// Whether `viewer` may read the post or boost `id`. A boost is readable when its post is
-/// and the boost itself is not followers-only to someone else.
+/// Whether `viewer` may read the post or boost `id`.
 pub async fn can_see(
     conn: &mut PgConnection,
     viewer: Option<Uuid>,
     id: Uuid,
 ) -> Result<bool, sqlx::Error> {
+    Ok(visible(conn, viewer, &[id]).await?.contains(&id))
+}
+
+/// An SQL condition: the entry whose id is the expression `id_expr` (a post or a boost) is
+/// readable by the viewer bound as `$viewer_param` — [`visible_sql`] for a post, and for a
+/// boost the boosted post's rule plus the boost's own visibility (a followers-only boost is
+/// its booster's). For filters over other tables (notifications, stream events) so that a
+/// page is filtered in its query, not shortened after it.
+pub fn entry_visible_sql(id_expr: &str, viewer_param: u32) -> String {
+    let rule = visible_sql("vp", viewer_param);
+    format!(
+        "(EXISTS (SELECT 1 FROM posts vp WHERE vp.id = {id_expr} AND {rule}) \
+          OR EXISTS (SELECT 1 FROM reblogs vr JOIN posts vp ON vp.id = vr.post_id \
+                      WHERE vr.id = {id_expr} AND {rule} \
+                        AND (vr.visibility IN ('public', 'unlisted') \
+                             OR vr.account_id = ${viewer_param}::uuid)))"
+    )
+}
+
+/// Which of `ids` (posts or boosts) `viewer` may read: the one check every rendered status
+/// goes through (`entity::render` calls it, so no caller can forget it).
+pub async fn visible(
+    conn: &mut PgConnection,
+    viewer: Option<Uuid>,
+    ids: &[Uuid],
+) -> Result<HashSet<Uuid>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
     let rule = visible_sql("p", 2);
     let sql = format!(
-        "SELECT EXISTS (
-             SELECT 1 FROM posts p WHERE p.id = $1 AND {rule}
-           UNION ALL
-             SELECT 1 FROM reblogs r JOIN posts p ON p.id = r.post_id
-              WHERE r.id = $1 AND {rule}
-                AND (r.visibility IN ('public', 'unlisted') OR r.account_id = $2::uuid))"
+        "SELECT p.id FROM posts p WHERE p.id = ANY($1) AND {rule}
+         UNION ALL
+         SELECT r.id FROM reblogs r JOIN posts p ON p.id = r.post_id
+          WHERE r.id = ANY($1) AND {rule}
+            AND (r.visibility IN ('public', 'unlisted') OR r.account_id = $2::uuid)"
     );
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(id)
+    let rows: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(ids)
         .bind(viewer)
-        .fetch_one(conn)
-        .await
+        .fetch_all(conn)
+        .await?;
+    Ok(rows.into_iter().collect())
 }

@@ -4,8 +4,9 @@
 //! page; a local author's Account entity (its counts) and a poll's tally are still one query
 //! each per distinct author or poll on the page.
 //!
-//! Rendering does not check who may read: callers filter with `access` first (a timeline in
-//! its query, a single read with `can_see`).
+//! Rendering is where who may read is enforced (R-MAPI-VIS): [`render`] keeps only the ids
+//! `access::visible` allows the viewer, whatever its caller filtered before (lists also filter
+//! in their queries, so their pages are full).
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::access;
 use crate::content;
 use crate::federation::Federation;
 use crate::federation::accounts;
@@ -80,15 +82,22 @@ enum Author {
     Remote(String),
 }
 
-/// Status entities for `ids` (posts or boosts), in the order given; ids that name nothing (or
-/// a deleted post) are left out. `viewer` sets `favourited`, `reblogged`, `bookmarked` and the
-/// poll's `voted`.
+/// Status entities for `ids` (posts or boosts) that `viewer` may read, in the order given;
+/// ids that name nothing, a deleted post, or a status the viewer may not read are left out.
+/// `viewer` also sets `favourited`, `reblogged`, `bookmarked` and the poll's `voted`.
 pub async fn render(
     conn: &mut PgConnection,
     fed: &Federation,
     viewer: Option<Uuid>,
     ids: &[Uuid],
 ) -> Result<Vec<Value>, sqlx::Error> {
+    let readable = access::visible(conn, viewer, ids).await?;
+    let ids: Vec<Uuid> = ids
+        .iter()
+        .copied()
+        .filter(|id| readable.contains(id))
+        .collect();
+    let ids = ids.as_slice();
     let reblogs: Vec<ReblogRow> = sqlx::query_as(
         "SELECT id, post_id, activity_id, account_id, actor_iri, visibility, created_at
            FROM reblogs WHERE id = ANY($1)",
@@ -252,7 +261,7 @@ async fn render_posts(
         let stored = mentions::parse_stored(r.mentions);
         let html = content::render(&r.content, &r.uri, &stored).html;
         let poll = match r.poll_id {
-            Some(p) => crate::polls::poll_json(&mut *conn, p, viewer).await?,
+            Some(p) => crate::polls::render::poll_of_readable_status(&mut *conn, p, viewer).await?,
             None => None,
         };
         let mentioned: Vec<Value> = stored

@@ -116,22 +116,37 @@ async fn edited_where(
 }
 
 /// A deleted status (call it before its boosts are deleted): `delete` of its id and of every
-/// boost of it, on every stream. Clients drop an id they show and ignore one they do not; ids
-/// are opaque, so telling everyone leaks nothing.
+/// boost of it. Clients drop an id they show and ignore one they do not, so a public or
+/// unlisted status's deletion goes to every stream; a followers-only or direct one's only to
+/// the streams of those who could read it (R-MAPI-VIS: that a direct message existed, and when
+/// it went, is its audience's business).
 pub async fn deleted(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Error> {
     deleted_where(
         tx,
         "SELECT $1::uuid UNION ALL SELECT id FROM reblogs WHERE post_id = $1::uuid",
+        "SELECT visibility, array_append(audience, account_id) FROM statuses WHERE id = $1::uuid",
         &post.to_string(),
     )
     .await
 }
 
-/// `delete` rows of the ids `ids` selects, reading the key as text `$1`.
-async fn deleted_where(tx: &mut PgConnection, ids: &str, key: &str) -> Result<(), sqlx::Error> {
+/// `delete` rows of the ids `ids` selects, for the readers `readers` selects (one row: the
+/// post's visibility and the local accounts who may read it, whatever its `deleted_at`), both
+/// reading the key as text `$1`.
+async fn deleted_where(
+    tx: &mut PgConnection,
+    ids: &str,
+    readers: &str,
+    key: &str,
+) -> Result<(), sqlx::Error> {
     let sql = format!(
-        "INSERT INTO stream_events (kind, event, post_id)
-         SELECT 'delete', 'delete', d.id FROM ({ids}) AS d (id) {NOTIFY}"
+        "INSERT INTO stream_events (kind, event, post_id, restricted, accounts)
+         SELECT 'delete', 'delete', d.id, v.restricted,
+                CASE WHEN v.restricted THEN v.readers ELSE '{{}}'::uuid[] END
+           FROM ({ids}) AS d (id),
+                (SELECT r.visibility NOT IN ('public', 'unlisted'), r.readers
+                   FROM ({readers}) AS r (visibility, readers)) AS v (restricted, readers)
+         {NOTIFY}"
     );
     sqlx::query(AssertSqlSafe(sql))
         .bind(key)
@@ -185,6 +200,7 @@ pub async fn remote_deleted(tx: &mut PgConnection, iri: &str) -> Result<(), sqlx
     deleted_where(
         tx,
         "SELECT id FROM remote_posts WHERE iri = $1 UNION ALL SELECT id FROM reblogs WHERE post_uri = $1",
+        "SELECT visibility, audience FROM remote_posts WHERE iri = $1",
         iri,
     )
     .await

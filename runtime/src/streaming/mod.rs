@@ -36,7 +36,11 @@ pub struct Event {
     pub notification_id: Option<i64>,
     pub local: bool,
     pub tags: Vec<String>,
+    /// For `delete`: only the streams of `accounts` hear of it (a followers-only or direct
+    /// status's deletion).
+    pub restricted: bool,
 }
 
 /// The columns of [`Event`], for every query that reads events.
-pub(crate) const COLUMNS: &str = "id, kind, event, accounts, post_id, notification_id, local, tags";
+pub(crate) const COLUMNS: &str =
+    "id, kind, event, accounts, post_id, notification_id, local, tags, restricted";

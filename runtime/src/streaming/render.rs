@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::federation::Federation;
 use crate::federation::directory;
-use crate::statuses::{access, entity};
+use crate::statuses::entity;
 use crate::web::mastodon::entities;
 
 /// A Status entity for an `update`/`status.update` payload, if the status still exists and
@@ -20,9 +20,6 @@ pub async fn status(
     id: Uuid,
 ) -> Result<Option<Value>, sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    if !access::can_see(&mut conn, Some(viewer), id).await? {
-        return Ok(None);
-    }
     entity::render_one(&mut conn, fed, Some(viewer), id).await
 }
 
@@ -60,8 +57,13 @@ pub async fn notification(
     else {
         return Ok(None);
     };
+    // A notification about a status the viewer may not read (any more) is not sent at all
+    // (R-MAPI-VIS), as the notifications API leaves it out.
     let status = match post {
-        Some(p) => status(pool, fed, viewer, p).await?,
+        Some(p) => match status(pool, fed, viewer, p).await? {
+            Some(s) => Some(s),
+            None => return Ok(None),
+        },
         None => None,
     };
     let account = match from {

@@ -84,8 +84,11 @@ impl Stream {
                 Stream::HashtagLocal(t) => e.local && tagged(t),
                 Stream::User | Stream::UserNotification => false,
             },
-            // A deletion concerns every timeline that may show the status.
-            "delete" => *self != Stream::UserNotification,
+            // A deletion concerns every timeline that may show the status; a followers-only
+            // or direct one's only those of the accounts that could read it (R-MAPI-VIS).
+            "delete" => {
+                *self != Stream::UserNotification && (!e.restricted || e.accounts.contains(&viewer))
+            }
             _ => false,
         }
     }
@@ -105,6 +108,7 @@ mod tests {
             notification_id: None,
             local,
             tags: tags.iter().map(|t| t.to_string()).collect(),
+            restricted: false,
         }
     }
 
@@ -155,5 +159,13 @@ mod tests {
         let gone = event("delete", vec![], false, &[]);
         assert!(Stream::User.wants(&gone, me) && Stream::Hashtag("x".into()).wants(&gone, me));
         assert!(!Stream::UserNotification.wants(&gone, me));
+        // A direct message's deletion: its readers' streams only (R-MAPI-VIS).
+        let reader = Uuid::from_u128(7);
+        let mut dm_gone = event("delete", vec![reader], false, &[]);
+        dm_gone.restricted = true;
+        assert!(Stream::User.wants(&dm_gone, reader) && Stream::Public.wants(&dm_gone, reader));
+        for stream in [Stream::User, Stream::Public, Stream::Hashtag("x".into())] {
+            assert!(!stream.wants(&dm_gone, me), "{stream:?}");
+        }
     }
 }

@@ -10,12 +10,13 @@ use axum::{Json, Router};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::entities::{self, REMOTE_POST_COLUMNS, RemotePost};
+use super::entities;
 use super::pagination::{Page, Paged, param, params};
+use super::statuses::render;
 use super::{found, unprocessable};
 use crate::federation::Federation;
-use crate::federation::directory::{self, Found, RemoteAccount};
-use crate::polls;
+use crate::federation::directory::{self, Found};
+use crate::statuses::access::visible_sql;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -55,85 +56,64 @@ async fn lookup(
     Ok(Json(entities::account(&s.pool, fed, &found).await?))
 }
 
-/// A local account's statuses, newest first (ids are time-ordered UUIDs).
+/// An account's statuses that the viewer may read (R-MAPI-VIS), newest first: ours by id
+/// (time-ordered UUIDs); a remote account's, the posts of it that reached us (its outbox is
+/// not fetched), by when they were published (else received), not deleted ones. The rule is
+/// applied in the query, so pages are full, and again by the renderer.
 async fn statuses(
     State(s): State<AppState>,
     Needs(viewer, _): Needs<need::ReadStatuses>,
     Path(id): Path<String>,
     uri: Uri,
 ) -> Result<Paged, ApiError> {
-    let fed = federation(&s)?;
     let found = found(&s, &id).await?;
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
-    let account = match found {
-        Found::Local(account) => account,
-        Found::Remote(remote) => return remote_statuses(&s, &remote, &page, &uri).await,
-    };
-    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT id FROM statuses WHERE account_id = $1 AND {}",
-        page.clause("id", 2)
-    )))
-    .bind(account.id)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
-    .fetch_all(&s.pool)
-    .await?;
-    let ids = page.finish(ids);
-    // The polls module renders a short author; lists show the full Account entity.
-    let author = entities::local_account(&mut *s.pool.acquire().await?, fed, &account)
-        .await?
-        .0;
-    let mut conn = s.pool.acquire().await?;
-    let mut items = Vec::with_capacity(ids.len());
-    for id in &ids {
-        if let Some(mut v) = polls::status_json(&mut conn, *id, Some(viewer.id)).await? {
-            v["account"] = author.clone();
-            items.push(v);
+    let (author, sql) = match &found {
+        // Our statuses have the columns the rule reads, under the same names.
+        Found::Local(account) => (
+            AuthorKey::Local(account.id),
+            format!(
+                "SELECT s.id FROM statuses s WHERE s.account_id = $1::uuid AND {} AND {}",
+                visible_sql("s", 6),
+                page.clause("s.id", 2)
+            ),
+        ),
+        Found::Remote(remote) => {
+            let cursor = |p: &str| format!("(SELECT created_at, id FROM posts WHERE id = {p})");
+            (
+                AuthorKey::Remote(remote.iri.clone()),
+                format!(
+                    "SELECT p.id FROM posts p WHERE p.actor_iri = $1 AND NOT p.local AND {} AND {}",
+                    visible_sql("p", 6),
+                    page.clause_by("(p.created_at, p.id)", &["p.created_at", "p.id"], cursor, 2)
+                ),
+            )
         }
-    }
+    };
+    let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
+    let query = match author {
+        AuthorKey::Local(id) => query.bind(id.to_string()),
+        AuthorKey::Remote(iri) => query.bind(iri),
+    };
+    let ids: Vec<Uuid> = query
+        .bind(page.max)
+        .bind(page.since)
+        .bind(page.min)
+        .bind(page.limit)
+        .bind(viewer.id)
+        .fetch_all(&s.pool)
+        .await?;
+    let ids = page.finish(ids);
+    let mut conn = s.pool.acquire().await?;
+    let items = render(&s, &mut conn, Some(viewer.id), &ids).await?;
     let keys: Vec<String> = ids.iter().map(Uuid::to_string).collect();
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
-/// The posts of a remote account that reached us (its outbox is not fetched), newest first by
-/// when they were published (else received); not deleted ones.
-async fn remote_statuses(
-    s: &AppState,
-    remote: &RemoteAccount,
-    page: &Page<Uuid>,
-    uri: &Uri,
-) -> Result<Paged, ApiError> {
-    let fed = federation(s)?;
-    let cursor = |p: &str| {
-        format!("(SELECT COALESCE(published, created_at), id FROM remote_posts WHERE id = {p})")
-    };
-    let clause = page.clause_by(
-        "(COALESCE(published, created_at), id)",
-        &["COALESCE(published, created_at)", "id"],
-        cursor,
-        2,
-    );
-    let posts: Vec<RemotePost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_POST_COLUMNS} FROM remote_posts
-          WHERE actor = $1 AND deleted_at IS NULL AND {clause}"
-    )))
-    .bind(&remote.iri)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
-    .fetch_all(&s.pool)
-    .await?;
-    let posts = page.finish(posts);
-    let author = entities::remote_account(fed, remote);
-    let keys: Vec<String> = posts.iter().map(|p| p.id.to_string()).collect();
-    let items = posts
-        .iter()
-        .map(|p| entities::remote_status(p, author.clone()))
-        .collect();
-    Ok(Paged::new(items, &keys, &s.public_origin, uri))
+/// The author an account's statuses are selected by.
+enum AuthorKey {
+    Local(Uuid),
+    Remote(String),
 }
 
 /// Which relationship list.

@@ -18,6 +18,7 @@ use super::entities;
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
 use crate::federation::directory;
+use crate::statuses::access;
 use crate::statuses::notify::Kind;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -46,6 +47,17 @@ struct Row {
 
 const COLUMNS: &str =
     "n.id, n.type, n.created_at, n.from_account_id, coalesce(n.post_id, n.status_id) AS post";
+
+/// The condition a notification `n` of the account bound as `$1` must meet to be shown or
+/// counted (R-MAPI-VIS): it is about no status, or about one the account may read now. As on
+/// Mastodon, a notification whose status the account can no longer read (edited out of a
+/// direct message, a poll of a status it was never addressed) is dropped, not shown empty.
+static READABLE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "(coalesce(n.post_id, n.status_id) IS NULL OR {})",
+        access::entry_visible_sql("coalesce(n.post_id, n.status_id)", 1)
+    )
+});
 
 fn not_found() -> ApiError {
     ApiError(StatusCode::NOT_FOUND, "Record not found".into())
@@ -107,7 +119,8 @@ async fn list(
         "SELECT {COLUMNS} FROM notifications n
           WHERE n.account_id = $1 AND ($6::text[] IS NULL OR n.type = ANY($6))
             AND NOT (n.type = ANY($7)) AND ($8::uuid IS NULL OR n.from_account_id = $8)
-            AND {}",
+            AND {} AND {}",
+        *READABLE,
         page.clause("n.id", 2)
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -142,11 +155,14 @@ async fn entities_of(s: &AppState, viewer: Uuid, rows: Vec<Row>) -> Result<Vec<V
     let mut accounts: HashMap<Uuid, Value> = HashMap::new();
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
-        let status = r
-            .post
-            .and_then(|p| statuses.get(&p.to_string()))
-            .cloned()
-            .unwrap_or(Value::Null);
+        let status = match r.post {
+            None => Value::Null,
+            // Unreadable since the query (a race with an edit or a delete): left out.
+            Some(p) => match statuses.get(&p.to_string()) {
+                Some(v) => v.clone(),
+                None => continue,
+            },
+        };
         let account = match (r.from_account_id, &s.fed) {
             (Some(id), Some(fed)) => match accounts.get(&id) {
                 Some(a) => a.clone(),
@@ -186,10 +202,11 @@ async fn show(
 ) -> Result<Json<Value>, ApiError> {
     let id = notification_id(&raw)?;
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM notifications n WHERE n.id = $1 AND n.account_id = $2"
+        "SELECT {COLUMNS} FROM notifications n WHERE n.account_id = $1 AND n.id = $2 AND {}",
+        *READABLE
     )))
-    .bind(id)
     .bind(account.id)
+    .bind(id)
     .fetch_optional(&s.pool)
     .await?;
     let row = row.ok_or_else(not_found)?;
@@ -249,17 +266,18 @@ async fn unread_count(
         })?,
     }
     .clamp(1, UNREAD_CAP);
-    let count: i64 = sqlx::query_scalar(
+    let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
              SELECT 1 FROM notifications n
-              WHERE n.account_id = $1
-                AND n.id > coalesce((SELECT CASE WHEN last_read_id ~ '^[0-9]{1,18}$'
+              WHERE n.account_id = $1 AND {}
+                AND n.id > coalesce((SELECT CASE WHEN last_read_id ~ '^[0-9]{{1,18}}$'
                                                  THEN last_read_id::bigint END
                                        FROM markers WHERE account_id = $1
                                         AND timeline = 'notifications'), 0)
                 AND ($2::text[] IS NULL OR n.type = ANY($2)) AND NOT (n.type = ANY($3))
               LIMIT $4) u",
-    )
+        *READABLE
+    )))
     .bind(account.id)
     .bind(types)
     .bind(exclude)

@@ -11,14 +11,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::entities::{self, REMOTE_POST_COLUMNS, RemotePost};
+use super::entities;
 use super::pagination::{param, params};
+use super::statuses::render;
 use super::unprocessable;
 use crate::federation::accounts::Account;
 use crate::federation::directory::{self, Found};
 use crate::federation::resolve::{Resolved, resolve_url};
 use crate::federation::{Federation, follows, webfinger};
-use crate::polls;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -170,36 +170,24 @@ async fn stored(
     if let Some(found) = directory::by_iri(&s.pool, fed, url).await? {
         return Ok(Some(Hit::Account(found)));
     }
-    let local: Option<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM statuses WHERE uri = $1")
-        .bind(url)
-        .fetch_optional(&s.pool)
-        .await?;
-    if let Some(id) = local {
-        let mut conn = s.pool.acquire().await?;
-        let Some(mut status) = polls::status_json(&mut conn, id, Some(account.id)).await? else {
-            return Ok(None);
-        };
-        // The polls module renders a short author; search shows the full Account entity.
-        if let Some(author) = fed.local_username(url.split("/statuses/").next().unwrap_or(url))
-            && let Some(found) = directory::by_acct(&s.pool, fed, author).await?
-        {
-            status["account"] = entities::account(&s.pool, fed, &found).await?;
-        }
-        return Ok(Some(Hit::Status(status)));
-    }
-    let post: Option<RemotePost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_POST_COLUMNS} FROM remote_posts
-          WHERE (iri = $1 OR url = $1) AND deleted_at IS NULL ORDER BY iri = $1 DESC LIMIT 1"
-    )))
+    // A status by its IRI or (remote) URL; rendered only if the searcher may read it
+    // (R-MAPI-VIS): a status they may not read is the same nothing as an unknown one.
+    let id: Option<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT id FROM statuses WHERE uri = $1
+         UNION ALL
+         (SELECT id FROM remote_posts WHERE (iri = $1 OR url = $1) AND deleted_at IS NULL
+           ORDER BY iri = $1 DESC LIMIT 1)
+         LIMIT 1",
+    )
     .bind(url)
     .fetch_optional(&s.pool)
     .await?;
-    let Some(post) = post else {
+    let Some(id) = id else {
         return Ok(None);
     };
-    let author = match directory::by_iri(&s.pool, fed, &post.actor).await? {
-        Some(found) => entities::account(&s.pool, fed, &found).await?,
-        None => Value::Null,
-    };
-    Ok(Some(Hit::Status(entities::remote_status(&post, author))))
+    let mut conn = s.pool.acquire().await?;
+    Ok(render(s, &mut conn, Some(account.id), &[id])
+        .await?
+        .pop()
+        .map(Hit::Status))
 }

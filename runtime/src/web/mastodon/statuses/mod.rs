@@ -54,8 +54,8 @@ pub(crate) fn status_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| not_found())
 }
 
-/// Status entities for `ids` as `viewer` sees them (callers check visibility first), with
-/// their media. Without federation configured (no actor IRIs to name accounts by) only local
+/// Status entities for the `ids` that `viewer` may read (the rest are left out), with their
+/// media. Without federation configured (no actor IRIs to name accounts by) only local
 /// statuses render, in the polls module's smaller shape.
 pub(crate) async fn render(
     s: &AppState,
@@ -66,8 +66,10 @@ pub(crate) async fn render(
     let mut out = match &s.fed {
         Some(fed) => entity::render(conn, fed, viewer, ids).await?,
         None => {
+            // The same rule `entity::render` applies (R-MAPI-VIS).
+            let readable = access::visible(conn, viewer, ids).await?;
             let mut v = Vec::with_capacity(ids.len());
-            for id in ids {
+            for id in ids.iter().filter(|id| readable.contains(id)) {
                 if let Some(e) = crate::polls::status_json(conn, *id, viewer).await? {
                     v.push(e);
                 }
