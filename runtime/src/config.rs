@@ -178,6 +178,11 @@ pub struct MediaConfig {
     /// `MEDIA_SYNC_MAX_BYTES` (default 1 MiB): larger v2 uploads are answered 202 and processed
     /// by the `hollo.media.process.v1` task.
     pub sync_max_bytes: usize,
+    /// `MEDIA_DECODE_CONCURRENCY` (default 2, 1–64): images decoded at once per process (web
+    /// uploads and the worker's processing together); more wait. Decoding is CPU work and
+    /// each decode may hold up to `MEDIA_MAX_PIXELS` × 4 bytes plus the decoder's buffers, so
+    /// this bounds a node's decoding memory (issue 28 item 9).
+    pub decode_concurrency: usize,
     pub drive: DriveConfig,
     /// `STORAGE_URL_BASE`: the public URL files are reachable under (`<base>/<key>`). Default
     /// for `fs`: `PUBLIC_URL` (the web node serves `/media/…`); required for `s3`.
@@ -190,6 +195,7 @@ impl Default for MediaConfig {
             max_bytes: 16 * 1024 * 1024,
             max_pixels: 33_177_600,
             sync_max_bytes: 1024 * 1024,
+            decode_concurrency: 2,
             drive: DriveConfig::None,
             url_base: "http://localhost:3000".into(),
         }
@@ -206,6 +212,12 @@ impl MediaConfig {
             (d.sync_max_bytes as u32).min(max_bytes as u32),
             0,
             max_bytes as u32,
+        )? as usize;
+        let decode_concurrency = env.count(
+            "MEDIA_DECODE_CONCURRENCY",
+            d.decode_concurrency as u32,
+            1,
+            64,
         )? as usize;
         let fs_path = env
             .get("FS_STORAGE_PATH")
@@ -258,6 +270,7 @@ impl MediaConfig {
         Ok(MediaConfig {
             max_bytes,
             max_pixels,
+            decode_concurrency,
             sync_max_bytes,
             drive,
             url_base,
@@ -1055,6 +1068,7 @@ mod tests {
         assert_eq!(c.media.max_bytes, 16 * 1024 * 1024);
         assert_eq!(c.media.max_pixels, 33_177_600);
         assert_eq!(c.media.sync_max_bytes, 1024 * 1024);
+        assert_eq!(c.media.decode_concurrency, 2);
         assert_eq!(c.media.drive, DriveConfig::None);
         assert_eq!(c.media.url_base, "http://localhost:4000");
         let c = Config::from_env(&Env::from_pairs([
@@ -1093,6 +1107,14 @@ mod tests {
             (vec![("MEDIA_MAX_BYTES", "0")], "MEDIA_MAX_BYTES"),
             (vec![("MEDIA_MAX_BYTES", "16MiB")], "MEDIA_MAX_BYTES"),
             (vec![("MEDIA_MAX_PIXELS", "-5")], "MEDIA_MAX_PIXELS"),
+            (
+                vec![("MEDIA_DECODE_CONCURRENCY", "0")],
+                "MEDIA_DECODE_CONCURRENCY",
+            ),
+            (
+                vec![("MEDIA_DECODE_CONCURRENCY", "many")],
+                "MEDIA_DECODE_CONCURRENCY",
+            ),
             (
                 vec![("MEDIA_MAX_BYTES", "100"), ("MEDIA_SYNC_MAX_BYTES", "101")],
                 "MEDIA_SYNC_MAX_BYTES",
