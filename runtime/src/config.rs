@@ -140,6 +140,8 @@ pub struct Config {
     pub http: HttpLimits,
     /// Media uploads: limits and where files are stored (R-MAPI-3).
     pub media: MediaConfig,
+    /// Per-account write rate limits (issue 28 item 11).
+    pub writes: WriteLimits,
 }
 
 /// Where media files are stored (`DRIVE_DISK`, upstream Hollo's variable names).
@@ -410,6 +412,40 @@ impl ImportLimits {
         Ok(ImportLimits {
             max_bytes: env.count("IMPORT_MAX_MIB", 10, 1, 1024)? as usize * 1024 * 1024,
             max_rows: env.count("IMPORT_MAX_ROWS", 50_000, 1, 10_000_000)? as usize,
+        })
+    }
+}
+
+/// Per-account write rate limits (issue 28 item 11, `web::write_limits`): statuses an account
+/// may create per period, as a token bucket (Mastodon's default: 300 per 3 hours).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteLimits {
+    /// `STATUS_RATE_LIMIT` (default 300, 1–1,000,000): the bucket's size.
+    pub statuses: u32,
+    /// `STATUS_RATE_PERIOD_SECONDS` (default 10,800, 1–604,800): how long a full refill takes.
+    pub period: Duration,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            statuses: 300,
+            period: Duration::from_secs(3 * 3600),
+        }
+    }
+}
+
+impl WriteLimits {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let d = WriteLimits::default();
+        Ok(WriteLimits {
+            statuses: env.count("STATUS_RATE_LIMIT", d.statuses, 1, 1_000_000)?,
+            period: env.seconds(
+                "STATUS_RATE_PERIOD_SECONDS",
+                d.period.as_secs(),
+                1,
+                7 * 86_400,
+            )?,
         })
     }
 }
@@ -746,6 +782,7 @@ impl Config {
             db: DbConfig::from_env(env)?,
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
             imports: ImportLimits::from_env(env)?,
+            writes: WriteLimits::from_env(env)?,
             http: HttpLimits::from_env(env)?,
             media,
             queue,
@@ -1059,6 +1096,31 @@ mod tests {
         ] {
             let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
             assert!(err.to_string().contains(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn write_limits_are_validated_at_start() {
+        let c = Config::from_env(&Env::from_pairs([("PORT", "4000")])).expect("defaults");
+        assert_eq!(c.writes, WriteLimits::default());
+        assert_eq!(
+            (c.writes.statuses, c.writes.period),
+            (300, Duration::from_secs(10_800))
+        );
+        let c = Config::from_env(&Env::from_pairs([
+            ("STATUS_RATE_LIMIT", "5"),
+            ("STATUS_RATE_PERIOD_SECONDS", "60"),
+        ]))
+        .expect("valid");
+        assert_eq!((c.writes.statuses, c.writes.period.as_secs()), (5, 60));
+        for (var, value) in [
+            ("STATUS_RATE_LIMIT", "0"),
+            ("STATUS_RATE_LIMIT", "lots"),
+            ("STATUS_RATE_PERIOD_SECONDS", "0"),
+            ("STATUS_RATE_PERIOD_SECONDS", "999999999"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, value)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={value}: {err}");
         }
     }
 
