@@ -140,6 +140,8 @@ pub struct Config {
     pub http: HttpLimits,
     /// Media uploads: limits and where files are stored (R-MAPI-3).
     pub media: MediaConfig,
+    /// Per-account write rate limits (issue 28 item 11).
+    pub writes: WriteLimits,
 }
 
 /// Where media files are stored (`DRIVE_DISK`, upstream Hollo's variable names).
@@ -178,6 +180,11 @@ pub struct MediaConfig {
     /// `MEDIA_SYNC_MAX_BYTES` (default 1 MiB): larger v2 uploads are answered 202 and processed
     /// by the `hollo.media.process.v1` task.
     pub sync_max_bytes: usize,
+    /// `MEDIA_DECODE_CONCURRENCY` (default 2, 1–64): images decoded at once per process (web
+    /// uploads and the worker's processing together); more wait. Decoding is CPU work and
+    /// each decode may hold up to `MEDIA_MAX_PIXELS` × 4 bytes plus the decoder's buffers, so
+    /// this bounds a node's decoding memory (issue 28 item 9).
+    pub decode_concurrency: usize,
     pub drive: DriveConfig,
     /// `STORAGE_URL_BASE`: the public URL files are reachable under (`<base>/<key>`). Default
     /// for `fs`: `PUBLIC_URL` (the web node serves `/media/…`); required for `s3`.
@@ -190,6 +197,7 @@ impl Default for MediaConfig {
             max_bytes: 16 * 1024 * 1024,
             max_pixels: 33_177_600,
             sync_max_bytes: 1024 * 1024,
+            decode_concurrency: 2,
             drive: DriveConfig::None,
             url_base: "http://localhost:3000".into(),
         }
@@ -206,6 +214,12 @@ impl MediaConfig {
             (d.sync_max_bytes as u32).min(max_bytes as u32),
             0,
             max_bytes as u32,
+        )? as usize;
+        let decode_concurrency = env.count(
+            "MEDIA_DECODE_CONCURRENCY",
+            d.decode_concurrency as u32,
+            1,
+            64,
         )? as usize;
         let fs_path = env
             .get("FS_STORAGE_PATH")
@@ -258,6 +272,7 @@ impl MediaConfig {
         Ok(MediaConfig {
             max_bytes,
             max_pixels,
+            decode_concurrency,
             sync_max_bytes,
             drive,
             url_base,
@@ -397,6 +412,40 @@ impl ImportLimits {
         Ok(ImportLimits {
             max_bytes: env.count("IMPORT_MAX_MIB", 10, 1, 1024)? as usize * 1024 * 1024,
             max_rows: env.count("IMPORT_MAX_ROWS", 50_000, 1, 10_000_000)? as usize,
+        })
+    }
+}
+
+/// Per-account write rate limits (issue 28 item 11, `web::write_limits`): statuses an account
+/// may create per period, as a token bucket (Mastodon's default: 300 per 3 hours).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteLimits {
+    /// `STATUS_RATE_LIMIT` (default 300, 1–1,000,000): the bucket's size.
+    pub statuses: u32,
+    /// `STATUS_RATE_PERIOD_SECONDS` (default 10,800, 1–604,800): how long a full refill takes.
+    pub period: Duration,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            statuses: 300,
+            period: Duration::from_secs(3 * 3600),
+        }
+    }
+}
+
+impl WriteLimits {
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let d = WriteLimits::default();
+        Ok(WriteLimits {
+            statuses: env.count("STATUS_RATE_LIMIT", d.statuses, 1, 1_000_000)?,
+            period: env.seconds(
+                "STATUS_RATE_PERIOD_SECONDS",
+                d.period.as_secs(),
+                1,
+                7 * 86_400,
+            )?,
         })
     }
 }
@@ -733,6 +782,7 @@ impl Config {
             db: DbConfig::from_env(env)?,
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
             imports: ImportLimits::from_env(env)?,
+            writes: WriteLimits::from_env(env)?,
             http: HttpLimits::from_env(env)?,
             media,
             queue,
@@ -1050,11 +1100,37 @@ mod tests {
     }
 
     #[test]
+    fn write_limits_are_validated_at_start() {
+        let c = Config::from_env(&Env::from_pairs([("PORT", "4000")])).expect("defaults");
+        assert_eq!(c.writes, WriteLimits::default());
+        assert_eq!(
+            (c.writes.statuses, c.writes.period),
+            (300, Duration::from_secs(10_800))
+        );
+        let c = Config::from_env(&Env::from_pairs([
+            ("STATUS_RATE_LIMIT", "5"),
+            ("STATUS_RATE_PERIOD_SECONDS", "60"),
+        ]))
+        .expect("valid");
+        assert_eq!((c.writes.statuses, c.writes.period.as_secs()), (5, 60));
+        for (var, value) in [
+            ("STATUS_RATE_LIMIT", "0"),
+            ("STATUS_RATE_LIMIT", "lots"),
+            ("STATUS_RATE_PERIOD_SECONDS", "0"),
+            ("STATUS_RATE_PERIOD_SECONDS", "999999999"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, value)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={value}: {err}");
+        }
+    }
+
+    #[test]
     fn media_limits_and_drive_are_validated_at_start() {
         let c = Config::from_env(&Env::from_pairs([("PORT", "4000")])).expect("defaults");
         assert_eq!(c.media.max_bytes, 16 * 1024 * 1024);
         assert_eq!(c.media.max_pixels, 33_177_600);
         assert_eq!(c.media.sync_max_bytes, 1024 * 1024);
+        assert_eq!(c.media.decode_concurrency, 2);
         assert_eq!(c.media.drive, DriveConfig::None);
         assert_eq!(c.media.url_base, "http://localhost:4000");
         let c = Config::from_env(&Env::from_pairs([
@@ -1093,6 +1169,14 @@ mod tests {
             (vec![("MEDIA_MAX_BYTES", "0")], "MEDIA_MAX_BYTES"),
             (vec![("MEDIA_MAX_BYTES", "16MiB")], "MEDIA_MAX_BYTES"),
             (vec![("MEDIA_MAX_PIXELS", "-5")], "MEDIA_MAX_PIXELS"),
+            (
+                vec![("MEDIA_DECODE_CONCURRENCY", "0")],
+                "MEDIA_DECODE_CONCURRENCY",
+            ),
+            (
+                vec![("MEDIA_DECODE_CONCURRENCY", "many")],
+                "MEDIA_DECODE_CONCURRENCY",
+            ),
             (
                 vec![("MEDIA_MAX_BYTES", "100"), ("MEDIA_SYNC_MAX_BYTES", "101")],
                 "MEDIA_SYNC_MAX_BYTES",

@@ -145,9 +145,36 @@ fn origin_of(uri: &str) -> Option<&str> {
 }
 
 fn hashtag_href(origin: &str, tag: &str) -> Option<String> {
-    url::Url::parse(&format!("{origin}/tags/{}", tag.to_lowercase()))
-        .ok()
-        .map(String::from)
+    tag_url(origin, &tag.to_lowercase())
+}
+
+/// `<origin>/tags/<name>` with the name percent-encoded as one path segment, so no name —
+/// a stored one from before names were checked included — can add path segments, a query or a
+/// fragment to the link (issue 28 item 11).
+pub fn tag_url(origin: &str, name: &str) -> Option<String> {
+    let mut url = url::Url::parse(origin).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .push("tags")
+        .push(name);
+    Some(url.into())
+}
+
+/// The longest hashtag name kept (a remote one longer is dropped).
+pub const MAX_TAG_CHARS: usize = 100;
+
+/// Whether `name` (without `#`) is a hashtag name as Mastodon's `HASHTAG_NAME_RE` has them:
+/// letters, digits, `_` and the separators `·` (U+00B7), `・` (U+30FB) and the zero-width
+/// non-joiner, not all digits, at most [`MAX_TAG_CHARS`]. Remote `Hashtag` names are checked
+/// with it when a note is stored, so `x/../../oauth/authorize` or `<script>` never become tags
+/// (issue 28 item 11).
+pub fn valid_tag_name(name: &str) -> bool {
+    let separator = |c: char| matches!(c, '_' | '\u{b7}' | '\u{30fb}' | '\u{200c}');
+    !name.is_empty()
+        && name.chars().count() <= MAX_TAG_CHARS
+        && name.chars().all(|c| c.is_alphanumeric() || separator(c))
+        && name.chars().any(|c| c.is_alphabetic() || separator(c))
 }
 
 /// The hashtags of `text`, lowercased without `#`, each once in order of appearance (what
@@ -297,6 +324,46 @@ mod tests {
             &[],
         );
         assert!(!r.html.contains("<a"), "{}", r.html);
+    }
+
+    #[test]
+    fn tag_names_are_checked_and_their_urls_encoded() {
+        for ok in [
+            "rust",
+            "Fedi_verse",
+            "日本語",
+            "café",
+            "a·b",
+            "_",
+            "2024tag",
+        ] {
+            assert!(valid_tag_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "x/../../oauth/authorize",
+            "<script>",
+            "a b",
+            "a#b",
+            "a?b",
+            "2024",
+            "dot.ted",
+            &"a".repeat(MAX_TAG_CHARS + 1),
+        ] {
+            assert!(!valid_tag_name(bad), "{bad}");
+        }
+        assert_eq!(
+            tag_url("https://h.example", "rust").as_deref(),
+            Some("https://h.example/tags/rust")
+        );
+        assert_eq!(
+            tag_url("https://h.example", "x/../../oauth/authorize?a=1#f").as_deref(),
+            Some("https://h.example/tags/x%2F..%2F..%2Foauth%2Fauthorize%3Fa=1%23f")
+        );
+        assert_eq!(
+            tag_url("https://h.example", "<script>").as_deref(),
+            Some("https://h.example/tags/%3Cscript%3E")
+        );
     }
 
     #[test]

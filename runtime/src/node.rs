@@ -252,6 +252,7 @@ impl NodeBuilder {
                     .context("setting up the media drive (DRIVE_DISK)")?,
             ),
             media: config.media.clone(),
+            writes: config.writes,
             ..AppState::new(pool.clone(), fed.clone())
         };
         let (app, port) = if config.role.serves_http() {

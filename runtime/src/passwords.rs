@@ -65,17 +65,33 @@ pub async fn verify(password: &str, stored: &str) -> bool {
 /// password, so a sign-in takes as long whether or not the name is taken.
 const DECOY: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0sE3s0p9Bf4mYwM1Zz8kYmJmYcYx3M6G0Zlq2m5Z8xI";
 
-/// Sets (or replaces) the password of the account named `username`.
+/// Sets (or replaces) the password of the account named `username`, and — in the same
+/// transaction — ends what the old password opened (issue 28 item 10, as Mastodon does on a
+/// password change): every sign-in session, every token issued to an app through OAuth and
+/// every unused authorization code. Tokens made by `hollo account create` (no app) stay: they
+/// are the operator's, not something a password ever granted.
 pub async fn set(pool: &PgPool, username: &str, password: &str) -> Result<Account> {
     let hashed = hash(password).await?;
     let account = accounts::by_username(pool, username)
         .await?
         .with_context(|| format!("no account named {username:?}"))?;
+    let mut tx = pool.begin().await?;
     sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
         .bind(&hashed)
         .bind(account.id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    for revoke in [
+        "DELETE FROM web_sessions WHERE account_id = $1",
+        "DELETE FROM account_tokens WHERE account_id = $1 AND app_id IS NOT NULL",
+        "DELETE FROM oauth_codes WHERE account_id = $1 AND used_at IS NULL",
+    ] {
+        sqlx::query(revoke)
+            .bind(account.id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
     Ok(account)
 }
 

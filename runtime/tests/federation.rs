@@ -1554,3 +1554,53 @@ async fn a_refused_key_fetch_reveals_nothing_about_our_network() {
     );
     inst.shutdown().await;
 }
+
+/// Issue 28 item 11: `POST /api/v1/follows` is no oracle for what names resolve to on our
+/// side either. Handles on a loopback name, a loopback address and a name that does not
+/// resolve get the same 422 (less the handle the client sent), naming no address and no
+/// guard rule; the detail is only in our log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_follow_reveals_nothing_about_our_network() {
+    let inst = instance(false, false).await;
+    let (_, token) = inst.account("grace").await;
+    let mut answers = Vec::new();
+    for host in [
+        "localhost:1",
+        "127.0.0.1",
+        "10.0.0.1",
+        "no-such-host.invalid",
+    ] {
+        let handle = format!("x@{host}");
+        let resp = reqwest::Client::new()
+            .post(format!("{}/api/v1/follows", inst.base))
+            .bearer_auth(&token)
+            .json(&json!({ "account": handle }))
+            .send()
+            .await
+            .expect("follow");
+        assert_eq!(resp.status().as_u16(), 422, "{handle}");
+        let err: Value = resp.json().await.expect("json");
+        let msg = err["error"].as_str().unwrap_or_default().to_string();
+        let rest = msg.replace(&handle, "");
+        for leak in [
+            "loopback",
+            "127.0.0.1",
+            "10.0.0.1",
+            "::1",
+            "private",
+            "address",
+            "dns",
+            "ALLOW_PRIVATE_ADDRESS",
+            "failed to lookup",
+        ] {
+            assert!(!rest.contains(leak), "{handle}: {leak} in {msg}");
+        }
+        answers.push(rest);
+    }
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "every refusal reads the same: {answers:?}"
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM follows").await, 0);
+    inst.shutdown().await;
+}

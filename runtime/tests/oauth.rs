@@ -999,3 +999,249 @@ async fn behind_an_https_proxy_the_cookies_are_secure_and_the_forwarded_address_
     );
     inst.shutdown().await;
 }
+
+// Issue 28 item 10, one test per attack, each tried first.
+
+/// Script and local-file redirect URIs are refused at registration, nothing stored; native
+/// apps' custom schemes and the out-of-band URN still register.
+#[tokio::test]
+async fn script_and_file_redirect_uris_are_refused_at_registration() {
+    let inst = Instance::start("web", &[]).await;
+    let base = inst.base.clone();
+    for bad in [
+        "javascript:alert(document.domain)",
+        "JavaScript://x/%0aalert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+    ] {
+        let resp = reqwest::Client::new()
+            .post(format!("{base}/api/v1/apps"))
+            .json(&json!({"client_name": "Evil", "redirect_uris": [CB, bad], "scopes": "read"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 422, "{bad}");
+    }
+    assert_eq!(inst.count("SELECT count(*) FROM oauth_apps").await, 0);
+    for ok in [
+        "com.example.app:/cb",
+        "elk://callback",
+        "urn:ietf:wg:oauth:2.0:oob",
+    ] {
+        let resp = reqwest::Client::new()
+            .post(format!("{base}/api/v1/apps"))
+            .json(&json!({"client_name": "Native", "redirect_uris": ok, "scopes": "read"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{ok}");
+    }
+    inst.shutdown().await;
+}
+
+/// Anyone can register an app with any redirect URI: not signed in, a bad request is an error
+/// page on our host, never a redirect to the app (an open redirect otherwise).
+#[tokio::test]
+async fn an_anonymous_bad_request_is_an_error_page_not_a_redirect() {
+    let inst = Instance::start("web", &[]).await;
+    let app = register(&inst.base, "read write", json!(CB)).await;
+    let mut b = Browser::new(&inst.base);
+    for bad in [
+        authorize_path(&app, "read", "").replace("response_type=code", "response_type=token"),
+        authorize_path(&app, "read", "").replace("response_type=code&", ""),
+        authorize_path(&app, "push", ""),
+        authorize_path(
+            &app,
+            "read",
+            "&code_challenge=abc&code_challenge_method=plain",
+        ),
+    ] {
+        let page = b.get(&bad).await;
+        assert_eq!(page.status, 400, "{bad}: {}", page.body);
+        assert!(page.headers.get(LOCATION).is_none(), "{bad}");
+    }
+    inst.shutdown().await;
+}
+
+/// A code issued without a challenge, traded with a verifier (a PKCE downgrade): refused;
+/// without one it is a plain code flow.
+#[tokio::test]
+async fn a_verifier_for_a_code_issued_without_a_challenge_is_refused() {
+    let inst = Instance::start("web", &[]).await;
+    let base = inst.base.clone();
+    user(&inst, "carol").await;
+    let app = register(&base, "read write", json!(CB)).await;
+    let mut b = Browser::new(&base);
+    let code = approve(&mut b, &authorize_path(&app, "read", ""), "carol").await;
+    let form = |verifier: Option<&str>| {
+        let mut f = vec![
+            ("grant_type", "authorization_code".to_string()),
+            ("client_id", app.client_id.clone()),
+            ("client_secret", app.client_secret.clone()),
+            ("redirect_uri", CB.to_string()),
+            ("code", code.clone()),
+        ];
+        if let Some(v) = verifier {
+            f.push(("code_verifier", v.to_string()));
+        }
+        f
+    };
+    let with = form(Some(&"v".repeat(43)));
+    let f: Vec<(&str, &str)> = with.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (s, e) = token(&base, &f).await;
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "a verifier without a challenge: {e}"
+    );
+    let without = form(None);
+    let f: Vec<(&str, &str)> = without.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (s, t) = token(&base, &f).await;
+    assert_eq!(s, 200, "{t}");
+    inst.shutdown().await;
+}
+
+/// The consent form of a signed-in browser: a CSRF token planted in its `hollo_csrf` cookie
+/// (by a sibling subdomain or a plain-http hop) does not pass, nor does the right token sent
+/// from another origin; from our own origin it does.
+#[tokio::test]
+async fn forms_need_the_sessions_csrf_token_and_our_origin() {
+    let inst = Instance::start("web", &[]).await;
+    let base = inst.base.clone();
+    user(&inst, "carol").await;
+    let app = register(&base, "read write", json!(CB)).await;
+    let mut b = Browser::new(&base);
+    approve(&mut b, &authorize_path(&app, "read", ""), "carol").await;
+    let page = b.get(&authorize_path(&app, "read", "")).await;
+    assert!(page.body.contains("Authorize Test App"), "{}", page.body);
+    let good_csrf = page.field("csrf");
+    let planted = "planted-by-the-attacker-0123456789";
+    b.cookies.insert("hollo_csrf".into(), planted.into());
+    let consent = |csrf: &str| {
+        vec![
+            ("csrf", csrf.to_string()),
+            ("client_id", app.client_id.clone()),
+            ("redirect_uri", CB.to_string()),
+            ("scope", "read".to_string()),
+            ("decision", "approve".to_string()),
+        ]
+    };
+    let forged = consent(planted);
+    let f: Vec<(&str, &str)> = forged.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let page = b.post("/oauth/authorize", &f).await;
+    assert_eq!(page.status, 403, "a planted CSRF cookie: {}", page.body);
+    assert!(page.headers.get(LOCATION).is_none());
+    let good = consent(&good_csrf);
+    let f: Vec<(&str, &str)> = good.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let from = |origin: &str| {
+        b.http
+            .post(format!("{base}/oauth/authorize"))
+            .header("cookie", b.cookie_header())
+            .header("origin", origin)
+            .form(&f)
+            .send()
+    };
+    let resp = from("https://evil.example").await.unwrap();
+    assert_eq!(resp.status(), 403, "another origin");
+    let resp = from(&base).await.unwrap();
+    assert_eq!(resp.status(), 303, "our origin");
+    assert!(
+        resp.headers()[LOCATION]
+            .to_str()
+            .unwrap()
+            .starts_with(&format!("{CB}?code="))
+    );
+    inst.shutdown().await;
+}
+
+/// Setting a password ends every sign-in session and revokes the tokens apps got through
+/// OAuth; the CLI token stays.
+#[tokio::test]
+async fn a_password_change_ends_sessions_and_revokes_app_tokens() {
+    let inst = Instance::start("web", &[]).await;
+    let base = inst.base.clone();
+    let cli = user(&inst, "carol").await;
+    let app = register(&base, "read write", json!(CB)).await;
+    let mut b = Browser::new(&base);
+    let code = approve(&mut b, &authorize_path(&app, "read", ""), "carol").await;
+    let (s, t) = token(
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &app.client_id),
+            ("client_secret", &app.client_secret),
+            ("redirect_uri", CB),
+            ("code", &code),
+        ],
+    )
+    .await;
+    assert_eq!(s, 200, "{t}");
+    let access = t["access_token"].as_str().unwrap().to_string();
+    let me = |token: String| {
+        let base = base.clone();
+        async move {
+            get_json(&base, "/api/v1/accounts/verify_credentials", &token)
+                .await
+                .0
+        }
+    };
+    assert_eq!(me(access.clone()).await, StatusCode::OK);
+    passwords::set(&inst.pool, "carol", "a brand new password")
+        .await
+        .unwrap();
+    assert_eq!(
+        me(access).await,
+        StatusCode::UNAUTHORIZED,
+        "the app's token is revoked"
+    );
+    assert_eq!(me(cli).await, StatusCode::OK, "the CLI token stays");
+    assert_eq!(inst.count("SELECT count(*) FROM web_sessions").await, 0);
+    let page = b.get(&authorize_path(&app, "read", "")).await;
+    assert!(
+        page.body.contains("action=\"/oauth/sign_in\""),
+        "signed out by the change: {}",
+        page.body
+    );
+    inst.shutdown().await;
+}
+
+/// `POST /auth/sign_out` (CSRF-checked) ends the browser's session and clears its cookie.
+#[tokio::test]
+async fn signing_out_ends_the_session() {
+    let inst = Instance::start("web", &[]).await;
+    let base = inst.base.clone();
+    user(&inst, "carol").await;
+    let app = register(&base, "read write", json!(CB)).await;
+    let mut b = Browser::new(&base);
+    approve(&mut b, &authorize_path(&app, "read", ""), "carol").await;
+    assert_eq!(inst.count("SELECT count(*) FROM web_sessions").await, 1);
+    let page = b.get(&authorize_path(&app, "read", "")).await;
+    assert!(
+        page.body.contains("action=\"/auth/sign_out\""),
+        "{}",
+        page.body
+    );
+    let csrf = page.field("csrf");
+    let out = b.post("/auth/sign_out", &[("csrf", "wrong")]).await;
+    assert_eq!(out.status, 403, "a forged sign-out");
+    assert_eq!(inst.count("SELECT count(*) FROM web_sessions").await, 1);
+    let out = b.post("/auth/sign_out", &[("csrf", &csrf)]).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert!(
+        out.headers
+            .get_all(SET_COOKIE)
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("hollo_session=;")),
+        "{:?}",
+        out.headers
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM web_sessions").await, 0);
+    let page = b.get(&authorize_path(&app, "read", "")).await;
+    assert!(
+        page.body.contains("action=\"/oauth/sign_in\""),
+        "{}",
+        page.body
+    );
+    inst.shutdown().await;
+}

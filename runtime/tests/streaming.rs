@@ -488,7 +488,15 @@ fn counter(text: &str, name: &str) -> f64 {
 async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
     // Long idle timeouts: the slow client must be dropped for its full buffer, not for
     // being quiet.
-    let inst = Instance::start("all", &[("HTTP_IDLE_TIMEOUT_SECONDS", "600")]).await;
+    // It posts up to 3000 statuses from one account: past the default write limit (300).
+    let inst = Instance::start(
+        "all",
+        &[
+            ("HTTP_IDLE_TIMEOUT_SECONDS", "600"),
+            ("STATUS_RATE_LIMIT", "1000000"),
+        ],
+    )
+    .await;
     let (_, alice_token) = inst.account("alice").await;
     let (_, bob_token) = inst.account("bob").await;
     let base = inst.base.clone();

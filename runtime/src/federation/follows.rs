@@ -20,6 +20,9 @@ use super::webfinger::{self, ResolveError};
 pub struct ResolveFailure {
     pub message: String,
     pub retryable: bool,
+    /// The handle's host could not be asked at all (unreachable, refused by our guard, or
+    /// answering 429/5xx to WebFinger): another name on it would fail the same way.
+    pub host_down: bool,
 }
 
 fn retryable_fetch(e: &FetchError) -> bool {
@@ -27,6 +30,21 @@ fn retryable_fetch(e: &FetchError) -> bool {
         FetchError::Network(_) | FetchError::TooManyRequests(_) => true,
         FetchError::Status(s) => *s == 408 || *s == 429 || *s >= 500,
         FetchError::Refused(_) | FetchError::TooLarge | FetchError::Invalid(_) => false,
+    }
+}
+
+/// What a client may learn of a failed fetch: the remote's HTTP status, or that it could not
+/// be reached — never why our guard refused an address, what a name resolved to or that it
+/// did not resolve, which would make the API an oracle for our internal DNS and network
+/// (issue 28 item 11; the inbox's key fetches answer the same way, issue 14). A refusal and an
+/// unreachable host read the same. The detail goes to the log.
+pub fn public_reason(e: &FetchError) -> String {
+    match e {
+        FetchError::Status(code) => format!("HTTP {code}"),
+        FetchError::TooManyRequests(_) => "HTTP 429".into(),
+        FetchError::TooLarge => "response too large".into(),
+        FetchError::Invalid(_) => "response not accepted".into(),
+        FetchError::Refused(_) | FetchError::Network(_) => "server unreachable or refused".into(),
     }
 }
 
@@ -38,31 +56,56 @@ pub async fn resolve_account(
     handle: &str,
 ) -> Result<RemoteActor, ResolveFailure> {
     let handle = handle.trim().trim_start_matches('@');
-    let iri = webfinger::resolve(fed, handle)
-        .await
-        .map_err(|e| ResolveFailure {
+    let iri = webfinger::resolve(fed, handle).await.map_err(|e| {
+        tracing::info!(handle, error = %e, "cannot resolve an account");
+        let why = match &e {
+            ResolveError::Fetch(f) => public_reason(f),
+            other => other.to_string(),
+        };
+        ResolveFailure {
             retryable: matches!(&e, ResolveError::Fetch(f) if retryable_fetch(f)),
-            message: format!("cannot resolve {handle}: {e}"),
-        })?;
+            host_down: match &e {
+                ResolveError::Fetch(
+                    FetchError::Refused(_)
+                    | FetchError::Network(_)
+                    | FetchError::TooManyRequests(_),
+                ) => true,
+                ResolveError::Fetch(FetchError::Status(code)) => *code >= 500,
+                _ => false,
+            },
+            message: format!("cannot resolve {handle}: {why}"),
+        }
+    })?;
     if fed.local_username(&iri).is_some() {
         return Err(ResolveFailure {
             message: format!("{handle} is an account of this server"),
             retryable: false,
+            host_down: false,
         });
     }
     let signer = fed.signing_key(account).map_err(|e| ResolveFailure {
         message: format!("{e:#}"),
         retryable: false,
+        host_down: false,
     })?;
     actor::fetch_actor(pool, fed, &iri, Some(&signer), Some(handle))
         .await
-        .map_err(|e| ResolveFailure {
-            retryable: match &e {
-                actor::ActorError::Fetch(f) => retryable_fetch(f),
-                actor::ActorError::Db(_) => true,
-                actor::ActorError::Invalid(_) => false,
-            },
-            message: format!("cannot fetch actor {iri}: {e}"),
+        .map_err(|e| {
+            tracing::info!(handle, actor = iri, error = %e, "cannot fetch an actor");
+            let why = match &e {
+                actor::ActorError::Fetch(f) => public_reason(f),
+                actor::ActorError::Invalid(_) => "actor document not accepted".into(),
+                actor::ActorError::Db(_) => "database unavailable".into(),
+            };
+            ResolveFailure {
+                retryable: match &e {
+                    actor::ActorError::Fetch(f) => retryable_fetch(f),
+                    actor::ActorError::Db(_) => true,
+                    actor::ActorError::Invalid(_) => false,
+                },
+                host_down: false,
+                message: format!("cannot fetch actor {iri}: {why}"),
+            }
         })
 }
 

@@ -2,6 +2,14 @@
 //! local account by name, a remote one from our cache of actors by handle or else through
 //! WebFinger and a signed actor fetch. What does not resolve (unknown, unreachable, refused)
 //! is logged and stays text; it never fails the post.
+//!
+//! What a post can make us fetch is bounded (issue 28 item 11): at most [`MAX_REMOTE_LOOKUPS`]
+//! handles per status go to WebFinger (cached and local ones are free), and a handle that
+//! failed — or any handle on a host that could not be reached — is not tried again for
+//! [`FAILURE_TTL`] on this process.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use futures::future::join_all;
 use sqlx::PgPool;
@@ -9,10 +17,39 @@ use sqlx::PgPool;
 use super::Federation;
 use super::accounts::{self, Account};
 use super::follows::resolve_account;
+use super::ttl::TtlMap;
 use crate::content::{Mention, Typed, mentions_in};
 
 /// At most this many mentions of one status are resolved (each may cost remote fetches).
 pub const MAX_MENTIONS: usize = 10;
+/// At most this many of them may need WebFinger and an actor fetch (not in our cache).
+pub const MAX_REMOTE_LOOKUPS: usize = 3;
+/// How long a failed lookup is remembered.
+pub const FAILURE_TTL: Duration = Duration::from_secs(600);
+
+/// Recent lookup failures: `acct:<handle>` for a handle that did not resolve, `host:<host>`
+/// for a host that could not be asked. Bounded like the other per-process caches.
+pub struct FailedLookups(TtlMap<()>);
+
+impl Default for FailedLookups {
+    fn default() -> Self {
+        FailedLookups(TtlMap::new(FAILURE_TTL, 10_000))
+    }
+}
+
+impl FailedLookups {
+    fn failed(&self, handle: &str, host: &str) -> bool {
+        self.0.get(&format!("acct:{handle}")).is_some()
+            || self.0.get(&format!("host:{host}")).is_some()
+    }
+
+    fn record(&self, handle: &str, host: &str, host_down: bool) {
+        self.0.insert(&format!("acct:{handle}"), ());
+        if host_down {
+            self.0.insert(&format!("host:{host}"), ());
+        }
+    }
+}
 
 /// The mentions `text` makes that resolve to an actor, as `statuses.mentions` stores them.
 pub async fn resolve(
@@ -22,11 +59,12 @@ pub async fn resolve(
     text: &str,
 ) -> Vec<Mention> {
     let typed = mentions_in(text);
+    let lookups = AtomicUsize::new(MAX_REMOTE_LOOKUPS);
     let found = join_all(
         typed
             .iter()
             .take(MAX_MENTIONS)
-            .map(|t| resolve_one(pool, fed, author, t)),
+            .map(|t| resolve_one(pool, fed, author, t, &lookups)),
     )
     .await;
     found.into_iter().flatten().collect()
@@ -37,6 +75,7 @@ async fn resolve_one(
     fed: &Federation,
     author: &Account,
     t: &Typed<'_>,
+    lookups: &AtomicUsize,
 ) -> Option<Mention> {
     let local = match t.host {
         None => true,
@@ -60,13 +99,31 @@ async fn resolve_one(
     .ok()?;
     let href = match cached {
         Some(iri) => iri,
-        None => match resolve_account(pool, fed, author, handle).await {
-            Ok(actor) => actor.iri,
-            Err(e) => {
-                tracing::info!(mention = handle, error = %e.message, "mention left as text");
+        None => {
+            let host = t.host.unwrap_or_default().to_lowercase();
+            if fed.failed_lookups.failed(handle, &host) {
+                tracing::debug!(mention = handle, "mention left as text (failed lately)");
                 return None;
             }
-        },
+            let budget_left = lookups
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if !budget_left {
+                tracing::info!(
+                    mention = handle,
+                    "mention left as text: the status already used its {MAX_REMOTE_LOOKUPS} remote lookups"
+                );
+                return None;
+            }
+            match resolve_account(pool, fed, author, handle).await {
+                Ok(actor) => actor.iri,
+                Err(e) => {
+                    fed.failed_lookups.record(handle, &host, e.host_down);
+                    tracing::info!(mention = handle, error = %e.message, "mention left as text");
+                    return None;
+                }
+            }
+        }
     };
     Some(Mention {
         key: t.key.clone(),

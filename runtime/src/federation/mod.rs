@@ -73,6 +73,9 @@ pub struct Federation {
     pub schemes: schemes::SchemeCache,
     /// Remote keys recently verified with, parsed (a minute; see `keys::VerifiedKeys`).
     pub verified_keys: keys::VerifiedKeys,
+    /// Mentions that failed to resolve lately, by handle and by unreachable host (see
+    /// `mentions::FailedLookups`), so a post naming them again costs no fetch.
+    pub failed_lookups: mentions::FailedLookups,
 }
 
 impl Federation {
@@ -108,6 +111,7 @@ impl Federation {
             signers: Mutex::new(HashMap::new()),
             schemes: schemes::SchemeCache::default(),
             verified_keys: keys::VerifiedKeys::default(),
+            failed_lookups: mentions::FailedLookups::default(),
         })
     }
 

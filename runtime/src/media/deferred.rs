@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::entity::MediaRow;
-use super::processing::{self, ProcessError};
+use super::processing;
 use super::storage::{Drive, DriveError};
 use super::upload;
 use crate::config::MediaConfig;
@@ -63,17 +63,18 @@ pub async fn prepare(
     };
     // The size was checked at upload; a limit lowered since must not fail a stored file.
     let (max_bytes, max_pixels) = (cfg.max_bytes.max(file.len()), cfg.max_pixels);
-    let result = tokio::task::spawn_blocking(move || {
-        let probe = processing::probe(&file, max_bytes, max_pixels)?;
-        let preview = match &preview {
-            Some(b) => Some((b.as_slice(), processing::probe(b, max_bytes, max_pixels)?)),
-            None => None,
-        };
-        processing::process(&file, probe, max_pixels, preview)
-    })
-    .await
-    .map_err(|e| ProcessError::Undecodable(format!("processing panicked: {e}")));
-    let done = match result.and_then(|r| r) {
+    let result = drive
+        .decode_slots()
+        .run(move || {
+            let probe = processing::probe(&file, max_bytes, max_pixels)?;
+            let preview = match &preview {
+                Some(b) => Some((b.as_slice(), processing::probe(b, max_bytes, max_pixels)?)),
+                None => None,
+            };
+            processing::process(&file, probe, max_pixels, preview)
+        })
+        .await;
+    let done = match result {
         Ok(done) => done,
         Err(e) => return Ok(Err(Outcome::Failed(e.to_string()))),
     };

@@ -6,7 +6,7 @@
 
 use std::io::Cursor;
 
-use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 
 /// The longest side of a thumbnail (`meta.small`), as Mastodon's `small` style.
 pub const THUMBNAIL_MAX: u32 = 640;
@@ -87,6 +87,11 @@ pub enum ProcessError {
     TooLarge(usize),
     #[error("Validation failed: Image dimensions {0}x{1} exceed {2} pixels")]
     TooManyPixels(u32, u32, u64),
+    /// The header's colour type and depth make the decoded image bigger than the largest
+    /// allowed image in 8-bit RGBA (a 16-bit PNG at the pixel limit: a "PNG bomb" of a few
+    /// hundred KB that decodes to hundreds of MB).
+    #[error("Validation failed: the decoded image would take {0} bytes, over {1}")]
+    TooManyBytesDecoded(u64, u64),
     #[error("Validation failed: the image cannot be read: {0}")]
     Undecodable(String),
 }
@@ -99,26 +104,104 @@ pub struct Probe {
     pub height: u32,
 }
 
-/// Sniffs and reads the dimensions from the header, refusing what is over the limits.
+/// The most a decoded image may take: the largest allowed image in 8-bit RGBA. Checked from
+/// the header before decoding, and given to the decoder as its allocation limit.
+pub fn decoded_budget(max_pixels: u64) -> u64 {
+    max_pixels.saturating_mul(4)
+}
+
+/// Sniffs and reads the dimensions, colour type and (for a GIF) every frame's size from the
+/// headers, refusing what is over the limits — nothing is decoded, so a bomb costs no memory.
 pub fn probe(bytes: &[u8], max_bytes: usize, max_pixels: u64) -> Result<Probe, ProcessError> {
     if bytes.len() > max_bytes {
         return Err(ProcessError::TooLarge(max_bytes));
     }
     let format = Format::sniff(bytes).ok_or(ProcessError::UnsupportedType)?;
-    let (width, height) = ImageReader::with_format(Cursor::new(bytes), format.image_format())
-        .into_dimensions()
+    let decoder = ImageReader::with_format(Cursor::new(bytes), format.image_format())
+        .into_decoder()
         .map_err(|e| ProcessError::Undecodable(e.to_string()))?;
+    let (width, height) = decoder.dimensions();
+    let decoded_bytes = decoder.total_bytes();
+    drop(decoder);
     if width == 0 || height == 0 {
         return Err(ProcessError::Undecodable("the image is empty".into()));
     }
     if u64::from(width) * u64::from(height) > max_pixels {
         return Err(ProcessError::TooManyPixels(width, height, max_pixels));
     }
+    if decoded_bytes > decoded_budget(max_pixels) {
+        return Err(ProcessError::TooManyBytesDecoded(
+            decoded_bytes,
+            decoded_budget(max_pixels),
+        ));
+    }
+    if format == Format::Gif {
+        check_gif_frames(bytes, max_pixels)?;
+    }
     Ok(Probe {
         format,
         width,
         height,
     })
+}
+
+/// A GIF's logical screen says nothing of its frames: a 1×1 screen may hold a 9000×9000 frame,
+/// which the decoder allocates in full before cropping it. Walks every frame's descriptor
+/// (the LZW data is skipped, not decoded) and refuses one over the pixel limit.
+fn check_gif_frames(bytes: &[u8], max_pixels: u64) -> Result<(), ProcessError> {
+    let mut options = gif::DecodeOptions::new();
+    options.skip_frame_decoding(true);
+    let mut reader = options
+        .read_info(Cursor::new(bytes))
+        .map_err(|e| ProcessError::Undecodable(e.to_string()))?;
+    while let Some(frame) = reader
+        .next_frame_info()
+        .map_err(|e| ProcessError::Undecodable(e.to_string()))?
+    {
+        let (w, h) = (u32::from(frame.width), u32::from(frame.height));
+        if u64::from(w) * u64::from(h) > max_pixels {
+            return Err(ProcessError::TooManyPixels(w, h, max_pixels));
+        }
+    }
+    Ok(())
+}
+
+/// The decoding slots of a process (`MEDIA_DECODE_CONCURRENCY`): every decode — an upload
+/// processed at once on a web node, or a deferred one on a worker — runs in one, on a blocking
+/// thread, so at most that many images are in memory decoded at a time however many uploads
+/// arrive together (six PNG bombs at once took 3.1 GB before, issue 28 item 9). More wait for
+/// a slot.
+#[derive(Clone, Debug)]
+pub struct DecodeSlots(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl DecodeSlots {
+    pub fn new(slots: usize) -> DecodeSlots {
+        DecodeSlots(std::sync::Arc::new(tokio::sync::Semaphore::new(
+            slots.max(1),
+        )))
+    }
+
+    /// Runs `work` on a blocking thread once a slot is free; the slot is held until `work`
+    /// returns (also when the caller stops waiting, since the thread cannot be cancelled).
+    pub async fn run<T, F>(&self, work: F) -> Result<T, ProcessError>
+    where
+        F: FnOnce() -> Result<T, ProcessError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = self
+            .0
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| ProcessError::Undecodable(format!("decoding slots: {e}")))?;
+        tokio::task::spawn_blocking(move || {
+            let out = work();
+            drop(permit);
+            out
+        })
+        .await
+        .map_err(|e| ProcessError::Undecodable(format!("processing the image: {e}")))?
+    }
 }
 
 /// The result of processing: the thumbnail's bytes and dimensions, and the BlurHash.
@@ -181,8 +264,9 @@ fn decode(bytes: &[u8], probe: Probe, max_pixels: u64) -> Result<DynamicImage, P
     let side = u32::try_from(max_pixels).unwrap_or(u32::MAX);
     limits.max_image_width = Some(side);
     limits.max_image_height = Some(side);
-    // RGBA16 of the largest allowed image, plus the decoder's own buffers.
-    limits.max_alloc = Some(max_pixels.saturating_mul(8).saturating_add(64 << 20));
+    // The decoded budget (checked from the header by `probe`), plus the decoder's own
+    // buffers: a header that lies cannot make the decoder allocate more.
+    limits.max_alloc = Some(decoded_budget(max_pixels).saturating_add(64 << 20));
     reader.limits(limits);
     let image = reader
         .decode()
@@ -254,6 +338,110 @@ mod tests {
             probe(b"hello", 100, 100),
             Err(ProcessError::UnsupportedType)
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn decodes_run_at_most_as_many_at_once_as_there_are_slots() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let slots = DecodeSlots::new(2);
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let runs = (0..8).map(|_| {
+            let (slots, now, most) = (slots.clone(), now.clone(), most.clone());
+            tokio::spawn(async move {
+                slots
+                    .run(move || {
+                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(n, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(30));
+                        now.fetch_sub(1, Ordering::SeqCst);
+                        Ok(())
+                    })
+                    .await
+            })
+        });
+        for r in futures::future::join_all(runs).await {
+            r.expect("joined").expect("ran");
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+    }
+
+    /// A 7680×4320 16-bit RGBA PNG of zeros: within the pixel limit, about 260 KB, and 265 MB
+    /// decoded — refused from its header (issue 28 item 9).
+    #[test]
+    fn a_png_bomb_is_refused_from_its_header() {
+        let bomb = png_bomb(7680, 4320);
+        assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+        assert_eq!(
+            probe(&bomb, 16 << 20, 33_177_600),
+            Err(ProcessError::TooManyBytesDecoded(
+                7680 * 4320 * 8,
+                33_177_600 * 4
+            ))
+        );
+        // The same image in 8 bits per channel is within the budget.
+        let p = probe(&png_bomb_8bit(1000, 1000), 16 << 20, 1_000_000).expect("8-bit");
+        assert_eq!((p.width, p.height), (1000, 1000));
+    }
+
+    #[test]
+    fn every_gif_frame_is_checked_against_the_pixel_limit() {
+        let gif = gif_with_frame(1, 1, 300, 200);
+        assert_eq!(
+            probe(&gif, 1 << 20, 59_999),
+            Err(ProcessError::TooManyPixels(300, 200, 59_999))
+        );
+        let p = probe(&gif, 1 << 20, 60_000).expect("within the limit");
+        assert_eq!((p.format, p.width, p.height), (Format::Gif, 1, 1));
+    }
+
+    /// A GIF whose logical screen is `sw`×`sh` and whose second frame is `fw`×`fh`.
+    fn gif_with_frame(sw: u16, sh: u16, fw: u16, fh: u16) -> Vec<u8> {
+        let mut out = Vec::new();
+        {
+            let mut enc = gif::Encoder::new(&mut out, sw, sh, &[0, 0, 0, 255, 255, 255])
+                .expect("gif encoder");
+            let small = gif::Frame {
+                width: sw,
+                height: sh,
+                buffer: std::borrow::Cow::Owned(vec![0; usize::from(sw) * usize::from(sh)]),
+                ..gif::Frame::default()
+            };
+            enc.write_frame(&small).expect("frame");
+            let big = gif::Frame {
+                width: fw,
+                height: fh,
+                buffer: std::borrow::Cow::Owned(vec![1; usize::from(fw) * usize::from(fh)]),
+                ..gif::Frame::default()
+            };
+            enc.write_frame(&big).expect("frame");
+        }
+        out
+    }
+
+    fn png_bomb(w: u32, h: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        {
+            let mut enc = png::Encoder::new(&mut out, w, h);
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Sixteen);
+            enc.set_compression(png::Compression::Balanced);
+            let mut writer = enc.write_header().expect("header");
+            let mut stream = writer.stream_writer().expect("stream");
+            let row = vec![0u8; w as usize * 8];
+            for _ in 0..h {
+                std::io::Write::write_all(&mut stream, &row).expect("row");
+            }
+            stream.finish().expect("finish");
+        }
+        out
+    }
+
+    fn png_bomb_8bit(w: u32, h: u32) -> Vec<u8> {
+        let img = DynamicImage::ImageRgba8(image::RgbaImage::new(w, h));
+        let mut out = Cursor::new(Vec::new());
+        img.write_to(&mut out, ImageFormat::Png).expect("png");
+        out.into_inner()
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use object_store::path::Path as StorePath;
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 
+use super::processing::DecodeSlots;
 use crate::config::{DriveConfig, MediaConfig};
 use crate::tasks::cleanups::valid_media_key;
 
@@ -40,12 +41,22 @@ pub struct Drive {
     store: Option<Arc<dyn ObjectStore>>,
     kind: DriveKind,
     url_base: String,
+    /// The `fs` drive's root, so web nodes can stream a file from disk (`web::media_files`)
+    /// instead of reading it whole through the store.
+    fs_root: Option<std::path::PathBuf>,
+    /// This process's decoding slots (`MEDIA_DECODE_CONCURRENCY`), shared like the drive by
+    /// the upload routes and the processing task.
+    decode: DecodeSlots,
 }
 
 impl Drive {
     /// The drive `MEDIA`/`DRIVE_DISK` settings describe. Building one does no I/O (the fs
     /// root is created if missing); a setting object_store refuses is an error.
     pub fn from_config(cfg: &MediaConfig) -> Result<Drive, DriveError> {
+        let fs_root = match &cfg.drive {
+            DriveConfig::Fs { path } => Some(path.clone()),
+            _ => None,
+        };
         let (store, kind): (Option<Arc<dyn ObjectStore>>, DriveKind) = match &cfg.drive {
             DriveConfig::None => (None, DriveKind::None),
             DriveConfig::Fs { path } => {
@@ -81,6 +92,8 @@ impl Drive {
             store,
             kind,
             url_base: cfg.url_base.clone(),
+            fs_root,
+            decode: DecodeSlots::new(cfg.decode_concurrency),
         })
     }
 
@@ -90,11 +103,17 @@ impl Drive {
             store: None,
             kind: DriveKind::None,
             url_base: url_base.into(),
+            fs_root: None,
+            decode: DecodeSlots::new(1),
         }
     }
 
     pub fn kind(&self) -> DriveKind {
         self.kind
+    }
+
+    pub fn decode_slots(&self) -> &DecodeSlots {
+        &self.decode
     }
 
     pub fn is_enabled(&self) -> bool {
@@ -105,6 +124,13 @@ impl Drive {
     /// which web nodes serve).
     pub fn url(&self, key: &str) -> String {
         format!("{}/{key}", self.url_base)
+    }
+
+    /// Where the `fs` drive keeps `key` on disk; `None` for other drives and for anything that
+    /// is not one of our media keys (so no path outside the root is ever formed).
+    pub fn local_path(&self, key: &str) -> Option<std::path::PathBuf> {
+        let root = self.fs_root.as_ref()?;
+        valid_media_key(key).then(|| root.join(key))
     }
 
     fn store(&self) -> Result<&Arc<dyn ObjectStore>, DriveError> {

@@ -89,23 +89,25 @@ fn key(id: Uuid, name: &str, format: Format) -> String {
 }
 
 async fn run_processing(
+    drive: &Drive,
     file: Vec<u8>,
     probe: Probe,
     max_pixels: u64,
     preview: Option<(Vec<u8>, Probe)>,
 ) -> Result<(Vec<u8>, Processed), UploadError> {
-    tokio::task::spawn_blocking(move || {
-        let out = processing::process(
-            &file,
-            probe,
-            max_pixels,
-            preview.as_ref().map(|(b, p)| (b.as_slice(), *p)),
-        );
-        out.map(|p| (file, p))
-    })
-    .await
-    .map_err(|e| UploadError::Invalid(format!("processing the image: {e}")))?
-    .map_err(UploadError::from)
+    drive
+        .decode_slots()
+        .run(move || {
+            let out = processing::process(
+                &file,
+                probe,
+                max_pixels,
+                preview.as_ref().map(|(b, p)| (b.as_slice(), *p)),
+            );
+            out.map(|p| (file, p))
+        })
+        .await
+        .map_err(UploadError::from)
 }
 
 /// Checks, stores and (now or later) processes an upload of `account`. `Ok` is the new row:
@@ -136,7 +138,8 @@ pub async fn create(
     let size = upload.file.len() as i64;
     let now = mode == Mode::Sync || upload.file.len() <= cfg.sync_max_bytes;
     if now {
-        let (file, mut done) = run_processing(upload.file, probe, cfg.max_pixels, preview).await?;
+        let (file, mut done) =
+            run_processing(drive, upload.file, probe, cfg.max_pixels, preview).await?;
         let thumbnail = std::mem::take(&mut done.thumbnail);
         let small_key = key(id, "small", done.thumbnail_format);
         let written = [file_key.clone(), small_key.clone()];

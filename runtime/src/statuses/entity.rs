@@ -590,7 +590,7 @@ fn tags(fed: &Federation, names: &[String]) -> Value {
     json!(
         names
             .iter()
-            .map(|n| json!({ "name": n, "url": format!("{}/tags/{n}", fed.origin) }))
+            .map(|n| json!({ "name": n, "url": crate::content::tag_url(&fed.origin, n) }))
             .collect::<Vec<_>>()
     )
 }

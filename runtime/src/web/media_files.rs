@@ -5,34 +5,42 @@
 //! drive files are served by the bucket (`STORAGE_URL_BASE`) and this route answers 404.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use tower::ServiceExt;
+use tower_http::services::ServeFile;
 
 use super::{ApiError, AppState};
+use crate::media::DriveKind;
 use crate::media::processing::Format;
 use crate::media::storage::CACHE_CONTROL;
-use crate::media::{DriveError, DriveKind};
-use crate::tasks::cleanups::valid_media_key;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/media/{id}/{file}", get(serve))
 }
 
+/// Streams the file from disk (issue 28 item 9): tower-http's `ServeFile` reads it in chunks
+/// as the client takes them, so a slow reader costs a buffer, not the file, and answers
+/// `Range` requests (one range: 206 with `Content-Range`; unsatisfiable or several: 416),
+/// `If-Modified-Since` and `HEAD`. We then put back our type and policy headers, and make its
+/// bare error answers our JSON ones.
 async fn serve(
     State(s): State<AppState>,
     Path((id, file)): Path<(String, String)>,
+    req: Request,
 ) -> Result<Response, ApiError> {
     let not_found = || ApiError(StatusCode::NOT_FOUND, "not found".into());
     let key = format!("media/{id}/{file}");
-    if s.drive.kind() != DriveKind::Fs || !valid_media_key(&key) {
+    if s.drive.kind() != DriveKind::Fs {
         return Err(not_found());
     }
     let format = Format::from_key(&key).ok_or_else(not_found)?;
-    let bytes = match s.drive.get(&key).await {
-        Ok(b) => b,
-        Err(DriveError::NotFound) => return Err(not_found()),
+    let path = s.drive.local_path(&key).ok_or_else(not_found)?;
+    let resp = match ServeFile::new(&path).oneshot(req).await {
+        Ok(r) => r,
         Err(e) => {
             tracing::warn!(key, error = %e, "reading a media file");
             return Err(ApiError(
@@ -41,12 +49,34 @@ async fn serve(
             ));
         }
     };
-    let mut resp = bytes.into_response();
+    let status = resp.status();
+    let mut resp = match status {
+        StatusCode::NOT_FOUND => return Err(not_found()),
+        StatusCode::RANGE_NOT_SATISFIABLE => {
+            // Keep `Content-Range: bytes */<size>` (RFC 9110 §15.5.17), with a JSON body.
+            let content_range = resp.headers().get(header::CONTENT_RANGE).cloned();
+            let mut r = ApiError(status, "range not satisfiable".into()).into_response();
+            if let Some(v) = content_range {
+                r.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            r
+        }
+        s if s.is_success() || s == StatusCode::NOT_MODIFIED => resp.map(Body::new),
+        other => {
+            tracing::warn!(key, status = %other, "serving a media file");
+            return Err(ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "media storage unavailable".into(),
+            ));
+        }
+    };
     let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.mime()),
-    );
+    if status.is_success() {
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(format.mime()),
+        );
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -59,5 +89,6 @@ async fn serve(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("default-src 'none'; sandbox"),
     );
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     Ok(resp)
 }

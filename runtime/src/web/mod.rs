@@ -25,6 +25,7 @@ pub mod oauth;
 pub mod polls;
 pub mod replies;
 pub mod server;
+pub mod write_limits;
 
 use crate::config::Role;
 use crate::federation::Federation;
@@ -61,6 +62,8 @@ pub struct AppState {
     pub drive: Arc<crate::media::Drive>,
     /// `MEDIA_*` limits (and the drive's settings).
     pub media: crate::config::MediaConfig,
+    /// `STATUS_RATE_*`: per-account write rate limits (issue 28 item 11).
+    pub writes: crate::config::WriteLimits,
     /// This node's open streaming connections and the events its listener hears (R-MAPI-5).
     pub streams: Arc<crate::streaming::Hub>,
 }
@@ -88,6 +91,7 @@ impl AppState {
             behind_proxy: false,
             drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
             media: Default::default(),
+            writes: Default::default(),
         }
     }
 }

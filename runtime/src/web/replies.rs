@@ -63,9 +63,11 @@ async fn job_json(s: &AppState, id: Uuid) -> Result<Value, ApiError> {
     Ok(serde_json::to_value(v).unwrap_or(Value::Null))
 }
 
+/// Starting a collection makes this node fetch from a remote server and store what it
+/// gets: a write, so it takes `write:statuses` (`write`), not a read scope (issue 28 item 11).
 async fn create(
     State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadStatuses>,
+    Needs(account, _): Needs<need::WriteStatuses>,
     ApiJson(req): ApiJson<CollectionRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let url = req.url.trim();

@@ -70,7 +70,9 @@ impl NoteFields {
             .filter(|t| of_type(t, "Hashtag"))
             .filter_map(|t| t.get("name").and_then(Value::as_str))
             .map(|n| n.trim_start_matches('#').to_lowercase())
-            .filter(|n| !n.is_empty() && n.len() <= 100)
+            // Only names a local post could have made: the name goes into tag URLs and
+            // timelines (issue 28 item 11).
+            .filter(|n| crate::content::valid_tag_name(n))
             .collect();
         let attachments: Vec<Value> = many(object.get("attachment"))
             .into_iter()
@@ -454,4 +456,26 @@ pub async fn delete(
         .execute(&mut *tx)
         .await?;
     Ok("post deleted".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28 item 11: a remote note's `Hashtag` names become tags (and tag URLs) only when
+    /// they are names a local post could have made.
+    #[test]
+    fn remote_hashtag_names_are_checked() {
+        let note = serde_json::json!({
+            "type": "Note",
+            "tag": [
+                {"type": "Hashtag", "name": "#x/../../oauth/authorize", "href": "https://r.example/tags/x"},
+                {"type": "Hashtag", "name": "#<script>", "href": "https://r.example/tags/s"},
+                {"type": "Hashtag", "name": "#a b", "href": "https://r.example/tags/ab"},
+                {"type": "Hashtag", "name": "#Rust", "href": "https://r.example/tags/rust"},
+                {"type": "Hashtag", "name": "日本語", "href": "https://r.example/tags/j"},
+            ],
+        });
+        assert_eq!(NoteFields::of(&note).tags, vec!["rust", "日本語"]);
+    }
 }

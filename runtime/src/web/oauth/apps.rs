@@ -93,13 +93,31 @@ pub async fn authenticate(
     Ok(app)
 }
 
+/// Schemes a browser runs or reads locally rather than hands to an app: a redirect to one is
+/// script on our origin or a local file, never a way back to a client (Mastodon forbids
+/// `data`, `vbscript` and `javascript` through Doorkeeper's `forbid_redirect_uri`; `file` and
+/// the browser-internal ones go too), issue 28 item 10.
+const FORBIDDEN_SCHEMES: [&str; 7] = [
+    "javascript",
+    "data",
+    "vbscript",
+    "file",
+    "about",
+    "blob",
+    "filesystem",
+];
+
 /// Whether `uri` may be registered: the out-of-band URN, or an absolute URI without a
-/// fragment (RFC 6749 §3.1.2). Custom schemes (`elk://…`) are how native apps get codes back.
+/// fragment (RFC 6749 §3.1.2) whose scheme is not one of [`FORBIDDEN_SCHEMES`]. Custom
+/// schemes (`elk://…`, `com.example.app:/cb`) are how native apps get codes back.
 pub fn valid_redirect_uri(uri: &str) -> bool {
     if uri == OOB {
         return true;
     }
-    url::Url::parse(uri).is_ok_and(|u| u.fragment().is_none())
+    // The URL parser lowercases the scheme and drops tabs and newlines, as browsers do, so
+    // `JaVa\tScript:` is caught too.
+    url::Url::parse(uri)
+        .is_ok_and(|u| u.fragment().is_none() && !FORBIDDEN_SCHEMES.contains(&u.scheme()))
 }
 
 #[derive(Deserialize)]
@@ -143,7 +161,8 @@ pub async fn create(
         .find(|u| u.len() > MAX_URI || !valid_redirect_uri(u))
     {
         return Err(invalid(format!(
-            "Redirect URI {bad:?} must be an absolute URI without a fragment, or {OOB}"
+            "Redirect URI {bad:?} must be an absolute URI without a fragment and not of a \
+             javascript, data, vbscript or file scheme, or {OOB}"
         )));
     }
     let scopes = Scopes::parse(req.scopes.as_deref().unwrap_or(""))
@@ -226,10 +245,23 @@ mod tests {
             "http://127.0.0.1:8080/cb?x=1",
             "elk://callback",
             "com.tapbots.ivory:/oauth",
+            "com.example.app:/cb",
         ] {
             assert!(valid_redirect_uri(ok), "{ok}");
         }
-        for bad in ["/relative", "https://app.example/cb#frag", "not a uri", ""] {
+        for bad in [
+            "/relative",
+            "https://app.example/cb#frag",
+            "not a uri",
+            "",
+            "javascript:alert(1)",
+            "JavaScript://%0aalert(1)",
+            "java\tscript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:msgbox(1)",
+            "file:///etc/passwd",
+            "com.example.app:/cb#x",
+        ] {
             assert!(!valid_redirect_uri(bad), "{bad}");
         }
     }

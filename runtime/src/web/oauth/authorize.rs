@@ -1,7 +1,9 @@
 //! `GET /oauth/authorize` and the pages behind it (RFC 6749 §4.1.1–4.1.2): a request whose
 //! client or redirect URI is wrong gets an error page and never a redirect (§4.1.2.1); any
-//! other bad parameter is sent back to the app's redirect URI as `error=…`. A person who is
-//! not signed in gets the sign-in page (`POST /oauth/sign_in`), then the consent page naming
+//! other bad parameter is sent back to the app's redirect URI as `error=…` — only for a
+//! signed-in person: anyone can register an app with any redirect URI, so an anonymous request
+//! that fails would make this page an open redirect (issue 28 item 10); it gets the error page.
+//! A person who is not signed in gets the sign-in page (`POST /oauth/sign_in`), then the consent page naming
 //! the app and the scopes; approving (`POST /oauth/authorize`) redirects with `code` and
 //! `state`, or shows the code for the out-of-band URI.
 
@@ -84,15 +86,17 @@ fn see_other(location: &str) -> Response {
     }
 }
 
-/// An RFC 6749 §4.1.2.1 error sent back to the app (or shown, for the out-of-band URI).
+/// An RFC 6749 §4.1.2.1 error sent back to the app (or shown, for the out-of-band URI and
+/// when the person is not signed in, see the module's comment).
 fn refuse(
     s: &AppState,
     redirect_uri: &str,
     state: Option<&str>,
     code: &str,
     description: &str,
+    may_redirect: bool,
 ) -> Response {
-    if redirect_uri == OOB {
+    if redirect_uri == OOB || !may_redirect {
         return pages::error(
             StatusCode::BAD_REQUEST,
             &host(s),
@@ -107,7 +111,9 @@ fn refuse(
     redirect_with(redirect_uri, &pairs)
 }
 
-async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
+/// Checks an authorization request; `may_redirect`: whether errors may go back to the app's
+/// redirect URI (a signed-in person).
+async fn check(s: &AppState, p: &AuthorizeParams, may_redirect: bool) -> Result<Checked, Response> {
     let h = host(s);
     let app = match given(&p.client_id) {
         Some(id) => apps::by_client_id(&s.pool, id)
@@ -128,7 +134,8 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
         None if app.redirect_uris.len() == 1 => app.redirect_uris[0].clone(),
         None => String::new(),
     };
-    if !app.redirect_uris.contains(&redirect_uri) {
+    // Registered before `valid_redirect_uri` refused `javascript:` and the like: not used.
+    if !app.redirect_uris.contains(&redirect_uri) || !apps::valid_redirect_uri(&redirect_uri) {
         return Err(pages::error(
             StatusCode::BAD_REQUEST,
             &h,
@@ -145,6 +152,7 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
             st,
             "unsupported_response_type",
             "only response_type=code is supported",
+            may_redirect,
         ));
     }
     let scopes = match Scopes::parse(p.scope.as_deref().unwrap_or("")) {
@@ -156,6 +164,7 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
                 st,
                 "invalid_scope",
                 "the requested scope is more than the app registered",
+                may_redirect,
             ));
         }
         Err(e) => {
@@ -165,6 +174,7 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
                 st,
                 "invalid_scope",
                 &e.to_string(),
+                may_redirect,
             ));
         }
     };
@@ -184,6 +194,7 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
                 st,
                 "invalid_request",
                 "code_challenge must be a BASE64URL SHA-256 (43 characters)",
+                may_redirect,
             ));
         }
         (Some(_), _) => {
@@ -193,6 +204,7 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
                 st,
                 "invalid_request",
                 "code_challenge_method must be S256 (plain is not supported)",
+                may_redirect,
             ));
         }
         (None, Some(_)) => {
@@ -202,6 +214,7 @@ async fn check(s: &AppState, p: &AuthorizeParams) -> Result<Checked, Response> {
                 st,
                 "invalid_request",
                 "code_challenge_method without code_challenge",
+                may_redirect,
             ));
         }
     };
@@ -297,19 +310,33 @@ pub async fn show(
     headers: HeaderMap,
     Query(p): Query<AuthorizeParams>,
 ) -> Response {
-    let c = match check(&s, &p).await {
-        Ok(c) => c,
-        Err(resp) => return resp,
-    };
-    let force = given(&p.force_login).is_some_and(|v| v == "true" || v == "1");
     let account = match session::current(&s.pool, &headers).await {
         Ok(a) => a,
         Err(e) => return db_error(&s, e),
     };
+    let c = match check(&s, &p, account.is_some()).await {
+        Ok(c) => c,
+        Err(resp) => return resp,
+    };
+    let force = given(&p.force_login).is_some_and(|v| v == "true" || v == "1");
     match account {
         Some(account) if !force => consent_page(&s, &headers, &c, &account),
         _ => sign_in_page(&s, &headers, StatusCode::OK, Some(&c.app), &p, "", None),
     }
+}
+
+/// The checks every form POST passes first: `Origin` (when sent) is ours, and the CSRF field
+/// is this browser's token.
+fn form_refused(s: &AppState, headers: &HeaderMap, csrf: Option<&str>) -> Option<Response> {
+    if !session::origin_ok(&s.public_origin, headers) {
+        return Some(pages::error(
+            StatusCode::FORBIDDEN,
+            &host(s),
+            "Wrong origin",
+            "This form was sent from another site.",
+        ));
+    }
+    (!session::csrf_ok(headers, csrf)).then(|| form_expired(s))
 }
 
 fn form_expired(s: &AppState) -> Response {
@@ -336,8 +363,8 @@ pub async fn sign_in(
     ext: Extensions,
     FormOrJson(f): FormOrJson<SignInForm>,
 ) -> Response {
-    if !session::csrf_ok(&headers, f.csrf.as_deref()) {
-        return form_expired(&s);
+    if let Some(refused) = form_refused(&s, &headers, f.csrf.as_deref()) {
+        return refused;
     }
     let next = f.next.unwrap_or_default();
     let Ok(p) = serde_urlencoded::from_str::<AuthorizeParams>(&next) else {
@@ -348,7 +375,8 @@ pub async fn sign_in(
             "The sign-in form did not carry a valid authorization request.",
         );
     };
-    let c = match check(&s, &p).await {
+    // Not signed in (yet): errors are shown, never sent to the app.
+    let c = match check(&s, &p, false).await {
         Ok(c) => c,
         Err(resp) => return resp,
     };
@@ -443,8 +471,8 @@ pub async fn decide(
     headers: HeaderMap,
     FormOrJson(f): FormOrJson<DecisionForm>,
 ) -> Response {
-    if !session::csrf_ok(&headers, f.csrf.as_deref()) {
-        return form_expired(&s);
+    if let Some(refused) = form_refused(&s, &headers, f.csrf.as_deref()) {
+        return refused;
     }
     let p = AuthorizeParams {
         response_type: Some("code".into()),
@@ -456,14 +484,16 @@ pub async fn decide(
         code_challenge_method: f.code_challenge_method,
         force_login: None,
     };
-    let c = match check(&s, &p).await {
+    let account = match session::current(&s.pool, &headers).await {
+        Ok(a) => a,
+        Err(e) => return db_error(&s, e),
+    };
+    let c = match check(&s, &p, account.is_some()).await {
         Ok(c) => c,
         Err(resp) => return resp,
     };
-    let account = match session::current(&s.pool, &headers).await {
-        Ok(Some(a)) => a,
-        Ok(None) => return see_other(&format!("/oauth/authorize?{}", next_query(&p))),
-        Err(e) => return db_error(&s, e),
+    let Some(account) = account else {
+        return see_other(&format!("/oauth/authorize?{}", next_query(&p)));
     };
     if f.decision.as_deref() != Some("approve") {
         return refuse(
@@ -472,6 +502,7 @@ pub async fn decide(
             c.state.as_deref(),
             "access_denied",
             "the resource owner denied the request",
+            true,
         );
     }
     let grant = codes::Grant {
@@ -499,4 +530,39 @@ pub async fn decide(
         pairs.push(("state", state));
     }
     redirect_with(&c.redirect_uri, &pairs)
+}
+
+#[derive(Deserialize)]
+pub struct SignOutForm {
+    csrf: Option<String>,
+}
+
+/// `POST /auth/sign_out` (Mastodon's path; a form cannot send its `DELETE`): ends this
+/// browser's session and clears its cookie. Guarded like every form (a forged sign-out is a
+/// nuisance, not harmless: it can be chained with a forged sign-in).
+pub async fn sign_out(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    FormOrJson(f): FormOrJson<SignOutForm>,
+) -> Response {
+    if let Some(refused) = form_refused(&s, &headers, f.csrf.as_deref()) {
+        return refused;
+    }
+    if let Err(e) = session::end(&s.pool, &headers).await {
+        return db_error(&s, e);
+    }
+    let mut resp = pages::render(
+        StatusCode::OK,
+        "signed_out.html",
+        context! { host => host(&s) },
+    );
+    if let Some(v) = session::set_cookie(
+        session::SESSION_COOKIE,
+        "",
+        0,
+        session::over_https(&s, &headers),
+    ) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    resp
 }

@@ -109,17 +109,27 @@ pub async fn exchange(
     if row.expired || redirect_uri != Some(row.redirect_uri.as_str()) {
         return Err(invalid());
     }
-    if let Some(challenge) = &row.code_challenge {
-        let Some(verifier) = verifier else {
+    // An empty field is what a form sends for "none".
+    let verifier = verifier.filter(|v| !v.is_empty());
+    match (&row.code_challenge, verifier) {
+        (Some(_), None) => {
             return Err(OAuthError::invalid_grant(
                 "code_verifier is required: the authorization request sent a code_challenge",
             ));
-        };
-        if !pkce_matches(verifier, challenge) {
+        }
+        (Some(challenge), Some(verifier)) if !pkce_matches(verifier, challenge) => {
             return Err(OAuthError::invalid_grant(
                 "the code_verifier does not match the code_challenge",
             ));
         }
+        // A verifier for a code issued without a challenge: a PKCE downgrade (RFC 9700
+        // §2.1.1: the server must refuse it), issue 28 item 10.
+        (None, Some(_)) => {
+            return Err(OAuthError::invalid_grant(
+                "code_verifier sent, but the authorization request had no code_challenge",
+            ));
+        }
+        _ => {}
     }
     let scopes = Scopes::parse(&row.scopes).unwrap_or_default();
     let token = super::tokens::issue(&mut *tx, Some(row.account_id), app.id, &scopes).await?;

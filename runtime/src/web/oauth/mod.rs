@@ -38,6 +38,7 @@ pub fn routes() -> Router<AppState> {
             get(authorize::show).post(authorize::decide),
         )
         .route("/oauth/sign_in", post(authorize::sign_in))
+        .route("/auth/sign_out", post(authorize::sign_out))
         .route("/oauth/token", post(token::token))
         .route("/oauth/revoke", post(token::revoke))
         .route(

@@ -15,6 +15,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("consent.html", include_str!("templates/consent.html")),
     ("code.html", include_str!("templates/code.html")),
     ("error.html", include_str!("templates/error.html")),
+    ("signed_out.html", include_str!("templates/signed_out.html")),
 ];
 
 fn env() -> &'static Environment<'static> {

@@ -2,8 +2,12 @@
 //! cookies that are `HttpOnly` and `SameSite=Lax`, and `Secure` when the request came over
 //! https (`PUBLIC_URL` is https, or `BEHIND_PROXY` and `X-Forwarded-Proto: https`). A session
 //! is a random token whose SHA-256 is a row of `web_sessions`, so every web node knows it.
-//! CSRF is a double-submit token: a random `hollo_csrf` cookie that each form repeats in a
-//! hidden field; another site can neither read the cookie nor (SameSite) send it with a POST.
+//! CSRF: a signed-in browser's forms carry a token derived from its session (a SHA-256 of the
+//! session cookie, which no other site can read), so a token is good for that session only and
+//! a cookie planted by someone else (a sibling subdomain, a plain-http hop) proves nothing; a
+//! browser not yet signed in uses a double-submit token (a random `hollo_csrf` cookie repeated
+//! in a hidden field). Every form POST also checks `Origin`, when the browser sends it, against
+//! `PUBLIC_URL` (issue 28 item 10).
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use sqlx::PgPool;
@@ -94,8 +98,18 @@ pub async fn start(pool: &PgPool, account: Uuid) -> Result<String, sqlx::Error> 
     Ok(token)
 }
 
+/// The CSRF token bound to a session cookie: not a secret of ours, but only someone who holds
+/// the session cookie can compute it.
+fn session_csrf(session: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash_token(&format!("csrf:{session}")))
+}
+
 /// The CSRF token of this browser, and whether it is new (then it must be set as a cookie).
 pub fn csrf_token(headers: &HeaderMap) -> (String, bool) {
+    if let Some(session) = cookie(headers, SESSION_COOKIE) {
+        return (session_csrf(session), false);
+    }
     match cookie(headers, CSRF_COOKIE) {
         Some(t)
             if t.len() >= 32
@@ -108,12 +122,41 @@ pub fn csrf_token(headers: &HeaderMap) -> (String, bool) {
     }
 }
 
-/// Whether a form's `csrf` field repeats the browser's CSRF cookie.
+/// Whether a form's `csrf` field is the token of the browser's session (signed in) or repeats
+/// its CSRF cookie (not signed in).
 pub fn csrf_ok(headers: &HeaderMap, field: Option<&str>) -> bool {
+    if let Some(session) = cookie(headers, SESSION_COOKIE) {
+        return field
+            .is_some_and(|f| super::same_bytes(session_csrf(session).as_bytes(), f.as_bytes()));
+    }
     match (cookie(headers, CSRF_COOKIE), field) {
         (Some(c), Some(f)) => super::same_bytes(c.as_bytes(), f.as_bytes()),
         _ => false,
     }
+}
+
+/// Whether the request's `Origin`, when there is one, is our own (`PUBLIC_URL`'s origin). A
+/// browser sends it with every form POST; `null` (a sandboxed or privacy-redirected page) is
+/// not ours. Without the header (an old browser, a non-browser client) CSRF alone decides.
+pub fn origin_ok(public_origin: &str, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let ours = public_origin.trim_end_matches('/');
+    origin
+        .to_str()
+        .is_ok_and(|o| o.trim_end_matches('/').eq_ignore_ascii_case(ours))
+}
+
+/// Ends the request's session, if any (signing out).
+pub async fn end(pool: &PgPool, headers: &HeaderMap) -> Result<(), sqlx::Error> {
+    if let Some(token) = cookie(headers, SESSION_COOKIE) {
+        sqlx::query("DELETE FROM web_sessions WHERE id_hash = $1")
+            .bind(hash_token(token))
+            .execute(pool)
+            .await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -134,9 +177,40 @@ mod tests {
         assert_eq!(cookie(&h, CSRF_COOKIE), Some("abc"));
         assert_eq!(cookie(&h, SESSION_COOKIE), Some("xyz"));
         assert_eq!(cookie(&h, "b"), None);
-        assert!(csrf_ok(&h, Some("abc")));
-        assert!(!csrf_ok(&h, Some("abd")));
+        // Signed in: the token is the session's, not the CSRF cookie's.
+        assert!(!csrf_ok(&h, Some("abc")));
+        assert!(csrf_ok(&h, Some(&session_csrf("xyz"))));
+        assert_eq!(csrf_token(&h), (session_csrf("xyz"), false));
         assert!(!csrf_ok(&h, None));
+        let mut anon = HeaderMap::new();
+        anon.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; hollo_csrf=abc"),
+        );
+        assert!(csrf_ok(&anon, Some("abc")));
+        assert!(!csrf_ok(&anon, Some("abd")));
+        assert!(!csrf_ok(&anon, None));
+    }
+
+    #[test]
+    fn only_our_own_origin_may_post_forms() {
+        let ours = "https://h.example";
+        let with = |o: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ORIGIN, HeaderValue::from_static(o));
+            h
+        };
+        assert!(origin_ok(ours, &HeaderMap::new()));
+        assert!(origin_ok(ours, &with("https://h.example")));
+        assert!(origin_ok(ours, &with("HTTPS://H.example")));
+        for bad in [
+            "https://evil.example",
+            "null",
+            "http://h.example",
+            "https://h.example:444",
+        ] {
+            assert!(!origin_ok(ours, &with(bad)), "{bad}");
+        }
     }
 
     #[test]

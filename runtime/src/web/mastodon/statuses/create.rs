@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -14,7 +15,7 @@ use crate::statuses::Visibility;
 use crate::statuses::write::{self, NewStatus};
 use crate::web::auth::{Needs, need};
 use crate::web::polls::schedule;
-use crate::web::{ApiError, AppState};
+use crate::web::{ApiError, AppState, write_limits};
 
 #[derive(Debug, Deserialize)]
 pub struct CreateRequest {
@@ -72,23 +73,46 @@ impl CreateRequest {
     }
 }
 
+/// The longest `Idempotency-Key` kept (bytes). Clients send UUIDs or hashes; a longer key is
+/// refused 422 before the database sees it — an 8 KB one was past what PostgreSQL can index
+/// and answered 503 (issue 28 item 11).
+pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
+
+/// The request's `Idempotency-Key`, if any, within [`MAX_IDEMPOTENCY_KEY_BYTES`].
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(raw) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    if raw.len() > MAX_IDEMPOTENCY_KEY_BYTES {
+        return Err(unprocessable(format!(
+            "Validation failed: Idempotency-Key is longer than {MAX_IDEMPOTENCY_KEY_BYTES} bytes"
+        )));
+    }
+    Ok(raw
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned))
+}
+
 pub async fn create(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
     headers: HeaderMap,
     StatusBody(req): StatusBody<CreateRequest>,
-) -> Result<Json<Value>, ApiError> {
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .map(str::to_owned);
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
     let new = req.into_new(key)?;
+    if let Err(limited) =
+        write_limits::take(&s.pool, &s.writes, account.id, write_limits::Action::Status).await?
+    {
+        return Ok(limited.into_response());
+    }
     let w = write::create(&s.pool, s.fed.as_deref(), &s.drive, &account, &new).await?;
     // The author is local: every new poll is scheduled (after the commit).
     if let (Some(p), false) = (w.poll, w.replayed) {
         schedule(&s, p).await;
     }
-    Ok(Json(visible_one(&s, Some(account.id), w.status).await?))
+    Ok(Json(visible_one(&s, Some(account.id), w.status).await?).into_response())
 }
