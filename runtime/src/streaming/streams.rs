@@ -86,6 +86,7 @@ impl Stream {
             },
             // A deletion concerns every timeline that may show the status.
             "delete" => *self != Stream::UserNotification,
+            // `revoke` closes the connection (`session`); no stream shows it.
             _ => false,
         }
     }
@@ -105,6 +106,8 @@ mod tests {
             notification_id: None,
             local,
             tags: tags.iter().map(|t| t.to_string()).collect(),
+            tokens: vec![],
+            shared: Default::default(),
         }
     }
 
