@@ -259,7 +259,7 @@ def hollo_nodes(pg, db, workers, extra_env=None):
     try:
         nodes.procs.append(subprocess.Popen(
             [HOLLO, "serve"], stdout=subprocess.DEVNULL,
-            env={**env, "NODE_TYPE": "web", "PORT": str(nodes.port)}))
+            env={**env, "NODE_TYPE": "web", "PORT": str(nodes.port), "HEALTH_PORT": "0"}))
         for _ in range(workers):
             health = free_port()
             nodes.procs.append(subprocess.Popen(

@@ -362,9 +362,14 @@ pub struct IngressSpec {
 #[x_kube(validation = Rule::new("self.poolMax >= 1").message("web.poolMax must be at least 1"))]
 #[x_kube(validation = Rule::new("self.preStopSeconds >= 0 && self.preStopSeconds <= 300").message("web.preStopSeconds must be 0-300"))]
 #[x_kube(validation = Rule::new("self.drainSeconds >= 0 && self.drainSeconds <= 3600").message("web.drainSeconds must be 0-3600"))]
+#[x_kube(validation = Rule::new("self.healthPort >= 1 && self.healthPort <= 65535 && self.healthPort != self.port").message("web.healthPort must be 1-65535 and differ from web.port"))]
 pub struct WebSpec {
     pub replicas: i32,
     pub port: i32,
+    /// `HEALTH_PORT` of web (and `all`) pods with `hollo-rs`: `/healthz`, `/readyz` and
+    /// `/metrics`, which the public `port` does not serve (issue 28 item 7). Declared as the
+    /// container port `health`, for a PodMonitor or scrape config to name.
+    pub health_port: i32,
     /// `DATABASE_POOL_MAX` of each web pod.
     pub pool_max: i32,
     /// Seconds the pod keeps serving after termination starts (`SHUTDOWN_PRESTOP_SECONDS`:
@@ -389,6 +394,7 @@ impl Default for WebSpec {
         Self {
             replicas: 2,
             port: 3000,
+            health_port: 9090,
             pool_max: 20,
             pre_stop_seconds: 5,
             drain_seconds: 30,
@@ -730,6 +736,7 @@ mod tests {
         assert_eq!(spec.database.max_connections, 100);
         assert_eq!(spec.web.replicas, 2);
         assert_eq!(spec.web.port, 3000);
+        assert_eq!(spec.web.health_port, 9090);
         assert_eq!(spec.web.pool_max, 20);
         assert_eq!(spec.web.pre_stop_seconds, 5);
         assert_eq!(spec.worker.replicas, 2);

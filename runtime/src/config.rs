@@ -142,6 +142,16 @@ pub struct Config {
     pub media: MediaConfig,
     /// Per-account write rate limits (issue 28 item 11).
     pub writes: WriteLimits,
+    /// Streaming connections per token and per node (issue 28 item 6).
+    pub streams: StreamLimits,
+    /// `METRICS_SAMPLE_SECONDS` (default 15): how often a node samples the queue depths that
+    /// `/metrics` reports. A scrape only renders what was sampled, so scrapers cost no count
+    /// of the queue tables however many there are (issue 28 item 7).
+    pub metrics_sample: Duration,
+    /// `INSTANCE_STATS_SECONDS` (default 300): how long a web node reuses the user and status
+    /// counts of `/api/v{1,2}/instance` and `/nodeinfo/2.1` (issue 28 item 8); upstream Hollo
+    /// caches NodeInfo as long.
+    pub instance_stats_ttl: Duration,
 }
 
 /// Where media files are stored (`DRIVE_DISK`, upstream Hollo's variable names).
@@ -387,6 +397,40 @@ impl HttpLimits {
                 1_000_000,
             )? as usize,
         })
+    }
+}
+
+/// How many streaming connections (`/api/v1/streaming`) a node holds (issue 28 item 6). Each
+/// also holds one of the node's `HTTP_MAX_CONNECTIONS` slots while it is open; past either
+/// limit the upgrade is refused with 429 before it happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// `STREAMS_PER_TOKEN` (default 8): open streams of one access token on one node. A
+    /// Mastodon client multiplexes its timelines over one socket or opens one per column (the
+    /// web UI one, Tusky and Elk a few): 8 leaves room for a client with a few columns and a
+    /// reconnect overlapping its old socket.
+    pub per_token: usize,
+    /// `STREAMS_MAX` (default half of `HTTP_MAX_CONNECTIONS`): open streams of the node, so
+    /// streams alone never take every connection slot from the API.
+    pub max: usize,
+}
+
+impl StreamLimits {
+    pub fn from_env(env: &Env, http: &HttpLimits) -> Result<Self, ConfigError> {
+        let cap = u32::try_from(http.max_connections).unwrap_or(u32::MAX);
+        Ok(StreamLimits {
+            per_token: env.count("STREAMS_PER_TOKEN", 8, 1, 10_000)? as usize,
+            max: env.count("STREAMS_MAX", (cap / 2).max(1), 1, cap)? as usize,
+        })
+    }
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            per_token: 8,
+            max: 512,
+        }
     }
 }
 
@@ -777,13 +821,23 @@ impl Config {
         let federation = FederationConfig::from_env(env, port)?;
         let media = MediaConfig::from_env(env, &federation.public_url)?;
         let queue = QueueConfig::from_env(env)?;
+        if role.serves_http() && port != 0 && port == health_port {
+            return Err(ConfigError::Inconsistent(format!(
+                "PORT and HEALTH_PORT are both {port}: a {role} node serves its API on PORT and \
+                 /healthz, /readyz and /metrics on HEALTH_PORT"
+            )));
+        }
+        let http = HttpLimits::from_env(env)?;
         Ok(Config {
             role,
             db: DbConfig::from_env(env)?,
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
             imports: ImportLimits::from_env(env)?,
             writes: WriteLimits::from_env(env)?,
-            http: HttpLimits::from_env(env)?,
+            streams: StreamLimits::from_env(env, &http)?,
+            metrics_sample: env.seconds("METRICS_SAMPLE_SECONDS", 15, 1, 3600)?,
+            instance_stats_ttl: env.seconds("INSTANCE_STATS_SECONDS", 300, 1, 86_400)?,
+            http,
             media,
             queue,
             port,
@@ -1122,6 +1176,49 @@ mod tests {
             let err = Config::from_env(&Env::from_pairs([(var, value)])).unwrap_err();
             assert!(err.to_string().contains(var), "{var}={value}: {err}");
         }
+    }
+
+    #[test]
+    fn stream_limits_default_to_half_the_connection_cap_and_are_validated() {
+        let c = Config::from_env(&Env::from_pairs([])).expect("defaults are valid");
+        assert_eq!(
+            c.streams,
+            StreamLimits {
+                per_token: 8,
+                max: 512
+            }
+        );
+        assert_eq!(c.metrics_sample, Duration::from_secs(15));
+        assert_eq!(c.instance_stats_ttl, Duration::from_secs(300));
+        let c = Config::from_env(&Env::from_pairs([("HTTP_MAX_CONNECTIONS", "1")])).expect("valid");
+        assert_eq!(c.streams.max, 1, "at least one stream");
+        let c = Config::from_env(&Env::from_pairs([
+            ("STREAMS_PER_TOKEN", "2"),
+            ("STREAMS_MAX", "100"),
+        ]))
+        .expect("valid");
+        assert_eq!((c.streams.per_token, c.streams.max), (2, 100));
+        for (var, bad) in [
+            ("STREAMS_PER_TOKEN", "0"),
+            ("STREAMS_MAX", "0"),
+            // More streams than connections could never be open.
+            ("STREAMS_MAX", "1025"),
+            ("METRICS_SAMPLE_SECONDS", "0"),
+            ("INSTANCE_STATS_SECONDS", "never"),
+        ] {
+            let err = Config::from_env(&Env::from_pairs([(var, bad)])).unwrap_err();
+            assert!(err.to_string().contains(var), "{err}");
+        }
+        let err = Config::from_env(&Env::from_pairs([("PORT", "9090")])).unwrap_err();
+        assert!(err.to_string().contains("HEALTH_PORT"), "{err}");
+        assert!(
+            Config::from_env(&Env::from_pairs([
+                ("NODE_TYPE", "worker"),
+                ("PORT", "9090")
+            ]))
+            .is_ok(),
+            "a worker serves no API on PORT"
+        );
     }
 
     #[test]

@@ -53,6 +53,15 @@ pub struct Metrics {
     pub stream_connections: Gauge<i64, AtomicI64>,
     pub stream_events: Counter,
     pub stream_dropped: Counter,
+    /// Streams refused (429) by `STREAMS_PER_TOKEN` / `STREAMS_MAX`, and streams closed because
+    /// their token was revoked (issue 28 item 6).
+    pub stream_refused: Counter,
+    pub stream_revoked: Counter,
+    /// Status payloads rendered for public streams: once per event and node, whatever the
+    /// number of streams (issue 28 item 6).
+    pub stream_shared_renders: Counter,
+    /// Depth samples taken (`METRICS_SAMPLE_SECONDS`); scrapes take none (issue 28 item 7).
+    pub depth_samples: Counter,
 }
 
 impl Metrics {
@@ -127,8 +136,36 @@ impl Metrics {
             "Streaming clients disconnected because they fell too far behind",
             stream_dropped.clone(),
         );
+        let stream_refused = Counter::default();
+        let stream_revoked = Counter::default();
+        let stream_shared_renders = Counter::default();
+        let depth_samples = Counter::default();
+        registry.register(
+            "streaming_refused",
+            "Streaming connections refused by the per-token or per-node stream limit",
+            stream_refused.clone(),
+        );
+        registry.register(
+            "streaming_revoked",
+            "Streams closed because their access token was revoked",
+            stream_revoked.clone(),
+        );
+        registry.register(
+            "streaming_shared_renders",
+            "Public status payloads rendered once for every stream of this node",
+            stream_shared_renders.clone(),
+        );
+        registry.register(
+            "queue_depth_samples",
+            "Samples of the queue depths (taken in the background, never by a scrape)",
+            depth_samples.clone(),
+        );
         Arc::new(Metrics {
             registry,
+            stream_refused,
+            stream_revoked,
+            stream_shared_renders,
+            depth_samples,
             stream_connections,
             stream_events,
             stream_dropped,

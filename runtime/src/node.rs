@@ -206,7 +206,7 @@ impl NodeBuilder {
 
         // The streaming API (R-MAPI-5): nodes that serve it hear every node's and worker's
         // events on their own LISTEN connection and delete old events now and then.
-        let streams = crate::streaming::Hub::new(metrics.clone());
+        let streams = crate::streaming::Hub::with_limits(metrics.clone(), config.streams);
         let mut streaming_tasks = Vec::new();
         if config.role.serves_http() {
             let source = match &config.db.direct_url {
@@ -253,25 +253,55 @@ impl NodeBuilder {
             ),
             media: config.media.clone(),
             writes: config.writes,
+            instance_stats: web::mastodon::instance::UsageCache::new(config.instance_stats_ttl),
             ..AppState::new(pool.clone(), fed.clone())
         };
-        let (app, port) = if config.role.serves_http() {
-            (web::router(state), config.port)
-        } else {
-            (web::health_router(state), config.health_port)
+        // Every node has the health server on HEALTH_PORT (probes, `/metrics`); a web node has
+        // its API on PORT besides, and `/metrics` only on the health port (issue 28 item 7).
+        let health_app = web::health_router(state.clone());
+        let app = config
+            .role
+            .serves_http()
+            .then(|| web::router(state.clone()));
+        let bind = |port: u16| {
+            let host = config.bind.clone();
+            async move {
+                tokio::net::TcpListener::bind((host.as_str(), port))
+                    .await
+                    .with_context(|| format!("binding {host}:{port}"))
+            }
         };
-        let listener = match listener {
-            Some(l) => l,
-            None => tokio::net::TcpListener::bind((config.bind.as_str(), port))
-                .await
-                .with_context(|| format!("binding {}:{port}", config.bind))?,
+        let (listener, health_listener) = if app.is_some() {
+            let l = match listener {
+                Some(l) => l,
+                None => bind(config.port).await?,
+            };
+            (l, Some(bind(config.health_port).await?))
+        } else {
+            let l = match listener {
+                Some(l) => l,
+                None => bind(config.health_port).await?,
+            };
+            (l, None)
         };
         let addr = listener.local_addr()?;
+        let health_addr = match &health_listener {
+            Some(h) => h.local_addr()?,
+            None => addr,
+        };
         if config.role.serves_http() {
-            tracing::info!(address = %addr, role = %config.role, "listening for HTTP");
+            tracing::info!(address = %addr, health = %health_addr, role = %config.role,
+                "listening for HTTP (health server: /healthz, /readyz, /metrics)");
         } else {
             tracing::info!(address = %addr, "health server listening (/healthz, /readyz, /metrics)");
         }
+        // Queue depths for `/metrics`, sampled in the background: a scrape counts nothing.
+        let sampler = tokio::spawn(web::sample_depth_loop(
+            pool.clone(),
+            metrics.clone(),
+            config.metrics_sample,
+            background.clone(),
+        ));
         // HTTP stops accepting after the pre-stop delay so load balancers drop the node first
         // (R-SHUT-3): readiness fails at once and every response asks for `Connection: close`
         // (web::edge), but new connections are still served until the Service's endpoints
@@ -295,7 +325,24 @@ impl NodeBuilder {
             }
         };
         let abort = shutdown.abort.clone();
-        let server = web::server::serve(listener, app, config.http, http_stop);
+        let (main_app, health_server) = match (app, health_listener) {
+            (Some(app), Some(hl)) => {
+                // The health server stops after the API has drained: probes and scrapes answer
+                // (readiness 503) until the node is done.
+                let closing = tokio_util::sync::CancellationToken::new();
+                let done = closing.clone();
+                let health = tokio::spawn(web::server::serve(
+                    hl,
+                    health_app,
+                    config.http,
+                    async move { done.cancelled().await },
+                ));
+                (app, Some((health, closing)))
+            }
+            (Some(app), None) => (app, None),
+            (None, _) => (health_app, None),
+        };
+        let server = web::server::serve(listener, main_app, config.http, http_stop);
         let run_pool = pool.clone();
         let run = async move {
             tokio::select! {
@@ -305,6 +352,10 @@ impl NodeBuilder {
                 }
             }
             streams.close(STREAM_CLOSE_WITHIN).await;
+            if let Some((health, closing)) = health_server {
+                closing.cancel();
+                let _ = health.await;
+            }
             for c in consumers {
                 let _ = c.await;
             }
@@ -319,6 +370,7 @@ impl NodeBuilder {
             for t in streaming_tasks {
                 let _ = t.await;
             }
+            let _ = sampler.await;
             let _ = heartbeat.await;
             let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")
                 .bind(node_id)
@@ -333,6 +385,7 @@ impl NodeBuilder {
         };
         Ok(NodeHandle {
             addr,
+            health_addr,
             node_id,
             drain: window,
             pool,
@@ -346,6 +399,7 @@ impl NodeBuilder {
 /// A started node.
 pub struct NodeHandle {
     addr: std::net::SocketAddr,
+    health_addr: std::net::SocketAddr,
     node_id: Uuid,
     drain: Duration,
     pool: PgPool,
@@ -358,6 +412,12 @@ impl NodeHandle {
     /// Where it serves HTTP (web, all) or its health endpoints (worker).
     pub fn addr(&self) -> std::net::SocketAddr {
         self.addr
+    }
+
+    /// Where it serves `/healthz`, `/readyz` and `/metrics` (`HEALTH_PORT`; a worker's only
+    /// listener, so its [`NodeHandle::addr`] too).
+    pub fn health_addr(&self) -> std::net::SocketAddr {
+        self.health_addr
     }
 
     pub fn node_id(&self) -> Uuid {

@@ -136,6 +136,69 @@ async fn relationship(api: &Client, id: &str) -> Value {
 
 // ---------------------------------------------------------------------------------------------
 
+/// Issue 28 item 8: the anonymous documents that show the instance's counts do not count the
+/// tables per request. After the first answer a new status (and account) is not in the counts
+/// of any of the three documents until `INSTANCE_STATS_SECONDS` has passed; then it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn instance_counts_are_read_once_per_ttl_not_per_request() {
+    // Long enough for a loaded machine to post within it; the test waits it out once.
+    const TTL: Duration = Duration::from_secs(8);
+    let inst = Instance::start("web", &[("INSTANCE_STATS_SECONDS", "8")]).await;
+    let (_, alice) = inst.account("alice").await;
+    let api = Client::new(&inst, &alice);
+    let anon = Client {
+        token: None,
+        ..Client::new(&inst, "")
+    };
+    let counted = std::time::Instant::now();
+    let v1 = anon.get("/api/v1/instance").await;
+    assert_eq!(v1.status, 200, "{}", v1.body);
+    assert_eq!(v1.body["stats"]["status_count"], 0);
+    assert_eq!(v1.body["stats"]["user_count"], 1);
+    let posted = api
+        .call(Method::POST, "/api/v1/statuses", &json!({"status": "new"}))
+        .await;
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    inst.account("bob").await;
+    assert_eq!(inst.count("SELECT count(*) FROM statuses").await, 1);
+    // Answers that arrived within the TTL of the first count must all show that count.
+    let mut checked = 0;
+    for _ in 0..20 {
+        let v1 = anon.get("/api/v1/instance").await;
+        let ni = anon.get("/nodeinfo/2.1").await;
+        let v2 = anon.get("/api/v2/instance").await;
+        assert_eq!(v2.status, 200, "{}", v2.body);
+        if counted.elapsed() >= TTL {
+            break;
+        }
+        assert_eq!(
+            v1.body["stats"]["status_count"], 0,
+            "recounted: {}",
+            v1.body
+        );
+        assert_eq!(v1.body["stats"]["user_count"], 1, "recounted: {}", v1.body);
+        assert_eq!(ni.body["usage"]["localPosts"], 0, "recounted: {}", ni.body);
+        assert_eq!(ni.body["usage"]["users"]["total"], 1, "{}", ni.body);
+        checked += 1;
+    }
+    assert!(
+        checked > 0,
+        "this machine took longer than the TTL to post; nothing was checked"
+    );
+    // Once the reading is older than the TTL the next request counts again.
+    eventually(WAIT, "the counts after the TTL", || async {
+        let v1 = anon.get("/api/v1/instance").await;
+        let ni = anon.get("/nodeinfo/2.1").await;
+        (v1.body["stats"]["status_count"] == 1
+            && v1.body["stats"]["user_count"] == 2
+            && ni.body["usage"]["localPosts"] == 1)
+            .then_some(())
+    })
+    .await;
+    assert!(counted.elapsed() >= TTL, "recounted before the TTL");
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() {
     let inst = Instance::start("web", &[]).await;

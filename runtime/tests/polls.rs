@@ -708,6 +708,8 @@ async fn remote_votes_count_once_and_never_after_the_end() {
 
 struct Http {
     base: String,
+    /// The health router (`/metrics`) of the same state.
+    health: String,
     client: reqwest::Client,
 }
 
@@ -715,12 +717,19 @@ impl Http {
     async fn start(pool: &PgPool) -> Http {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let health_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let health = format!("http://{}", health_listener.local_addr().unwrap());
         let state = web::AppState::new(pool.clone(), None);
+        let health_app = web::health_router(state.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, web::router(state)).await;
         });
+        tokio::spawn(async move {
+            let _ = axum::serve(health_listener, health_app).await;
+        });
         Http {
             base,
+            health,
             client: reqwest::Client::new(),
         }
     }
@@ -962,8 +971,12 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
         )
         .await;
     assert_eq!(code, 422, "a bad limit, as every Mastodon list answers it");
-    let (_, metrics) = http.call(Method::GET, "/metrics", None, None).await;
-    let text = metrics.as_str().unwrap_or_default().to_string();
+    let text = reqwest::get(format!("{}/metrics", http.health))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(
         text.contains("hollo_poll_notification_enqueue_attempts_total{outcome=\"coalesced\"}"),
         "{text}"

@@ -750,3 +750,54 @@ async fn listeners_reconnect_after_a_database_restart() {
     let _ = pg.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 28 item 7: a web node serves `/metrics` on its health port only (the public port
+/// answers 404), and a scrape counts nothing: with a sample interval of an hour, the one
+/// sample the node took at start is all there is after thirty scrapes.
+#[tokio::test]
+async fn a_web_node_serves_metrics_on_its_health_port_only_and_scrapes_count_nothing() {
+    let db = fresh_db().await;
+    let (port, health) = (free_port(), free_port());
+    let (port_s, health_s) = (port.to_string(), health.to_string());
+    let _w = Hollo::serve(&[
+        ("DATABASE_URL", db.url.as_str()),
+        ("NODE_TYPE", "web"),
+        ("PORT", &port_s),
+        ("HEALTH_PORT", &health_s),
+        ("METRICS_SAMPLE_SECONDS", "3600"),
+    ]);
+    eventually(Duration::from_secs(30), "web /readyz", || async {
+        http_get(port, "/readyz", None).filter(|(s, _)| *s == 200)
+    })
+    .await;
+    assert_eq!(http_get(health, "/readyz", None).map(|r| r.0), Some(200));
+    assert_eq!(http_get(health, "/healthz", None).map(|r| r.0), Some(200));
+    let (status, body) = http_get(port, "/metrics", None).expect("public /metrics");
+    assert_eq!(status, 404, "{body}");
+    let samples = |text: &str| {
+        text.lines().find_map(|l| {
+            l.strip_prefix("hollo_queue_depth_samples_total ")?
+                .parse::<f64>()
+                .ok()
+        })
+    };
+    // The start-up sample lands in the background, without any scrape asking for it.
+    let first = eventually(
+        Duration::from_secs(30),
+        "the first depth sample",
+        || async {
+            let (_, text) = http_get(health, "/metrics", None)?;
+            (samples(&text)? >= 1.0).then_some(text)
+        },
+    )
+    .await;
+    assert!(
+        first.contains("hollo_queue_depth{queue=\"activity\",state=\"queued\"} 0"),
+        "{first}"
+    );
+    for _ in 0..30 {
+        let (status, text) = http_get(health, "/metrics", None).expect("scrape");
+        assert_eq!(status, 200);
+        assert_eq!(samples(&text), Some(1.0), "a scrape sampled the queues");
+    }
+}

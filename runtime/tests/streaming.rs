@@ -553,7 +553,7 @@ async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
     let filler = format!("#a #b {}", "x".repeat(450));
     let mut posted = 0;
     while counter(
-        &metrics(&base).await,
+        &metrics(&inst.health_base()).await,
         "hollo_streaming_dropped_clients_total",
     ) < 1.0
     {
@@ -584,10 +584,14 @@ async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
     })
     .await;
     assert!(ended.is_ok(), "the slow client's stream was not closed");
-    let m = metrics(&base).await;
+    let m = metrics(&inst.health_base()).await;
     assert_eq!(counter(&m, "hollo_streaming_dropped_clients_total"), 1.0);
     eventually(WAIT, "one open stream left", || async {
-        (counter(&metrics(&base).await, "hollo_streaming_connections") == 1.0).then_some(())
+        (counter(
+            &metrics(&inst.health_base()).await,
+            "hollo_streaming_connections",
+        ) == 1.0)
+            .then_some(())
     })
     .await;
     inst.shutdown().await;
@@ -817,4 +821,259 @@ async fn inbox_notes_reach_the_public_streams() {
         );
     }
     inst.shutdown().await;
+}
+
+/// Issue 28 item 6: past `STREAMS_PER_TOKEN` streams of one token, or `STREAMS_MAX` of the
+/// node, a new stream is refused 429 before the upgrade; a closed stream gives its place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn streams_are_capped_per_token_and_per_node() {
+    let inst = Instance::start("all", &[("STREAMS_PER_TOKEN", "2"), ("STREAMS_MAX", "3")]).await;
+    let (_, alice) = inst.account("alice").await;
+    let (_, bob) = inst.account("bob").await;
+    let base = inst.base.as_str();
+    let a1 = connect(base, "stream=public", &alice).await;
+    let _a2 = connect(base, "stream=user", &alice).await;
+    assert_eq!(
+        refused(base, "stream=public:local", Token::Query(&alice)).await,
+        429,
+        "a third stream of one token"
+    );
+    let _b1 = connect(base, "stream=public", &bob).await;
+    assert_eq!(
+        refused(base, "stream=public", Token::Header(&bob)).await,
+        429,
+        "a fourth stream of the node"
+    );
+    drop(a1);
+    eventually(
+        WAIT,
+        "the closed stream's place for another token",
+        || async {
+            open(base, "stream=public", Token::Header(&bob))
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await;
+    let m = metrics(&inst.health_base()).await;
+    assert!(counter(&m, "hollo_streaming_refused_total") >= 2.0, "{m}");
+    inst.shutdown().await;
+}
+
+/// `GET /healthz` on a new connection, as raw HTTP/1.1 (the cap's refusal is written and
+/// the socket shut at once, which HTTP clients may report as an error instead): the status,
+/// or 0 when nothing parseable came back.
+async fn fresh_get(addr: std::net::SocketAddr) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let attempt = async {
+        let mut s = TcpStream::connect(addr).await.ok()?;
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+            .await
+            .ok()?;
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf).await;
+        let head = String::from_utf8_lossy(&buf);
+        head.split_whitespace().nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(Duration::from_secs(5), attempt)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// Issue 28 item 6: an upgraded stream keeps its connection's place under
+/// `HTTP_MAX_CONNECTIONS` (385 streams used to exhaust a node's descriptors with `/healthz`
+/// unanswered): with every place held by a stream a new connection gets the cap's 503, and
+/// a closed stream gives its place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn open_streams_count_against_the_connection_cap() {
+    let inst = Instance::start(
+        "all",
+        &[("HTTP_MAX_CONNECTIONS", "3"), ("STREAMS_MAX", "3")],
+    )
+    .await;
+    let (_, token) = inst.account("alice").await;
+    let base = inst.base.as_str();
+    assert_eq!(fresh_get(inst.addr()).await, 200);
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(connect(base, "stream=public", &token).await);
+    }
+    // The handshakes' connections are the streams now: nothing else holds a place.
+    assert_eq!(
+        fresh_get(inst.addr()).await,
+        503,
+        "three open streams hold all three connection places"
+    );
+    streams.pop();
+    eventually(WAIT, "the closed stream's connection place", || async {
+        (fresh_get(inst.addr()).await == 200).then_some(())
+    })
+    .await;
+    drop(streams);
+    inst.shutdown().await;
+}
+
+/// Reads until the server closes the stream; the close frame's code, or `None` for a close
+/// without one. Events before it are skipped.
+async fn closed(ws: &mut Socket, what: &str) -> Option<u16> {
+    let start = Instant::now();
+    loop {
+        let left = WAIT
+            .checked_sub(start.elapsed())
+            .unwrap_or_else(|| panic!("timed out waiting for {what}"));
+        match tokio::time::timeout(left, ws.next()).await {
+            Err(_) => panic!("timed out waiting for {what}"),
+            Ok(Some(Ok(Message::Close(frame)))) => return frame.map(|f| u16::from(f.code)),
+            Ok(Some(Ok(_))) => {}
+            Ok(other) => panic!("{what}: the stream ended without a close frame: {other:?}"),
+        }
+    }
+}
+
+/// Issue 28 item 6: a token revoked through one web node closes its streams on another (each
+/// its own `hollo` process, as in production): a policy close (1008) soon after the
+/// revocation, on every stream of the token, while another token's stream on the same node
+/// goes on receiving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_revoked_tokens_streams_close_on_every_node() {
+    let db = support::fresh_db().await;
+    let (port_a, port_b) = (free_port(), free_port());
+    let (a, b) = (
+        format!("http://127.0.0.1:{port_a}"),
+        format!("http://127.0.0.1:{port_b}"),
+    );
+    let (pa, pb) = (port_a.to_string(), port_b.to_string());
+    let shared = [
+        ("DATABASE_URL", db.url.as_str()),
+        ("PUBLIC_URL", a.as_str()),
+        ("SECRET_KEY", SECRET),
+        ("ALLOW_PRIVATE_ADDRESS", "true"),
+        ("HEALTH_PORT", "0"),
+    ];
+    let start = |extra: &[(&'static str, &str)]| {
+        let mut pairs: Vec<(&str, &str)> = shared.to_vec();
+        pairs.extend_from_slice(extra);
+        Hollo::serve(&pairs)
+    };
+    let web_a = start(&[("NODE_TYPE", "web"), ("PORT", &pa)]);
+    let web_b = start(&[("NODE_TYPE", "web"), ("PORT", &pb)]);
+    for base in [&a, &b] {
+        eventually(WAIT, "a web node to be ready", || async {
+            match reqwest::get(format!("{base}/readyz")).await {
+                Ok(r) if r.status() == 200 => Some(()),
+                _ => None,
+            }
+        })
+        .await;
+    }
+    let out = run(&["account", "create", "alice"], &shared);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cli_token = String::from_utf8(out.stdout)
+        .expect("token")
+        .trim()
+        .to_string();
+
+    // An app registered through node B, and a token it holds for alice (as its OAuth flow
+    // would have issued it).
+    let http = reqwest::Client::new();
+    let app: Value = http
+        .post(format!("{b}/api/v1/apps"))
+        .json(&json!({"client_name": "Streamer", "redirect_uris": "urn:ietf:wg:oauth:2.0:oob", "scopes": "read"}))
+        .send()
+        .await
+        .expect("register")
+        .json()
+        .await
+        .expect("app");
+    let client_id = app["client_id"].as_str().expect("client_id").to_string();
+    let client_secret = app["client_secret"].as_str().expect("secret").to_string();
+    let app_token = format!("app-token-{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(
+        "INSERT INTO account_tokens (token_hash, account_id, app_id, scopes)
+         SELECT $1, (SELECT id FROM accounts WHERE username = 'alice'), id, 'read'
+           FROM oauth_apps WHERE client_id = $2",
+    )
+    .bind(hollo_runtime::federation::accounts::hash_token(&app_token))
+    .bind(&client_id)
+    .execute(&db.pool)
+    .await
+    .expect("app token");
+
+    let mut revoked_public = connect(&a, "stream=public", &app_token).await;
+    let mut revoked_user = connect(&a, "stream=user", &app_token).await;
+    let mut other = connect(&a, "stream=public", &cli_token).await;
+    let alice_b = Api::new(&b, &cli_token);
+    let first = alice_b.post("before the revocation", "public").await;
+    for ws in [&mut revoked_public, &mut other] {
+        until(ws, "the first post", |e| e.id() == first).await;
+    }
+
+    let revoked_at = Instant::now();
+    let status = http
+        .post(format!("{b}/oauth/revoke"))
+        .form(&[
+            ("client_id", client_id.as_str()),
+            ("client_secret", client_secret.as_str()),
+            ("token", app_token.as_str()),
+        ])
+        .send()
+        .await
+        .expect("revoke")
+        .status();
+    assert_eq!(status, 200);
+    for (ws, what) in [
+        (&mut revoked_public, "the revoked public stream's close"),
+        (&mut revoked_user, "the revoked user stream's close"),
+    ] {
+        assert_eq!(closed(ws, what).await, Some(1008), "{what}");
+    }
+    assert!(
+        revoked_at.elapsed() < Duration::from_secs(10),
+        "closed {:?} after the revocation",
+        revoked_at.elapsed()
+    );
+    let after = alice_b.post("after the revocation", "public").await;
+    until(
+        &mut other,
+        "the post after, on the other token's stream",
+        |e| e.id() == after,
+    )
+    .await;
+    assert_eq!(
+        refused(&a, "stream=public", Token::Header(&app_token)).await,
+        401,
+        "the revoked token opens no new stream"
+    );
+    let m = metrics(&format!(
+        "http://{}",
+        health_addr_of(&web_a).expect("node A's health address in its log")
+    ))
+    .await;
+    assert_eq!(counter(&m, "hollo_streaming_revoked_total"), 2.0, "{m}");
+    drop((web_a, web_b));
+}
+
+/// The health address a `hollo serve` process logged (`health=<addr>`, colours or not).
+fn health_addr_of(node: &Hollo) -> Option<String> {
+    let mut logs = String::new();
+    let mut escaped = false;
+    for c in node.logs().chars() {
+        match (escaped, c) {
+            (false, '\u{1b}') => escaped = true,
+            (true, 'm') => escaped = false,
+            (true, _) => {}
+            (false, c) => logs.push(c),
+        }
+    }
+    let at = logs.find("health=")? + "health=".len();
+    let rest = &logs[at..];
+    let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+    Some(rest[..end].to_string())
 }

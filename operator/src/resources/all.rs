@@ -33,6 +33,8 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
             spec.web.pool_max.to_string(),
         ));
         env.extend(worker::worker_env(hollo));
+        // The web side's health port (a worker's `worker.healthPort` is for worker pods).
+        env.push(web::health_port_env(hollo));
         env.push(pod::plain(
             "SHUTDOWN_DRAIN_SECONDS",
             drain_seconds(hollo).to_string(),
@@ -97,5 +99,6 @@ mod tests {
         assert!(c.lifecycle.is_none());
         assert_eq!(env("WORKER_POOL_MAX").as_deref(), Some("20"));
         assert_eq!(env("PORT").as_deref(), Some("3000"));
+        assert_eq!(env("HEALTH_PORT").as_deref(), Some("9090"), "/metrics");
     }
 }

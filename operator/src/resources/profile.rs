@@ -6,7 +6,8 @@
 //! | serve | image entrypoint (`hollo serve`) | `node --dns-result-order=ipv6first dist/bin/server.js` — the image's `pnpm run prod` without the `pnpm run migrate` it runs first |
 //! | migrate | `hollo migrate` | `pnpm run migrate` (drizzle-kit) |
 //! | web probes | `/healthz` (startup, liveness), `/readyz` on `http` | `/.well-known/nodeinfo` (startup, liveness: answered by Fedify without the database), `/nodeinfo/2.1` (readiness: reads the database, cached 5 min) on `http` |
-//! | worker | port `health`, `/healthz`, `/readyz` | no port, no probe: process-based (below) |
+//! | web ports | `http` (the API), `health` (`/healthz`, `/readyz`, `/metrics`: the only port serving `/metrics`) | `http` |
+//! | worker | port `health`, `/healthz`, `/readyz`, `/metrics` | no port, no probe: process-based (below) |
 //!
 //! Upstream workers open no port and the image has no health command, so their liveness is
 //! the process itself: the kubelet restarts the container when it exits, which upstream does
@@ -116,10 +117,18 @@ pub fn http(spec: &HolloSpec) -> Process {
             http_probes(UPSTREAM_LIVE, UPSTREAM_READY, HTTP_PORT_NAME),
         ),
     };
+    let ports = match spec.image.profile {
+        // Scrapers reach `/metrics` on `health` only (issue 28 item 7).
+        ImageProfile::HolloRs => vec![
+            port(HTTP_PORT_NAME, w.port),
+            port(HEALTH_PORT_NAME, w.health_port),
+        ],
+        ImageProfile::Upstream => vec![port(HTTP_PORT_NAME, w.port)],
+    };
     let p = Process {
         command,
         args: None,
-        ports: vec![port(HTTP_PORT_NAME, w.port)],
+        ports,
         startup,
         liveness,
         readiness,
@@ -224,6 +233,8 @@ mod tests {
         );
         assert_eq!(web.ports[0].container_port, 3000);
         assert_eq!(web.ports[0].name.as_deref(), Some("http"));
+        assert_eq!(web.ports[1].container_port, 9090);
+        assert_eq!(web.ports[1].name.as_deref(), Some("health"), "/metrics");
         assert_eq!(path(&web.startup), pair("/healthz", "http"));
         assert_eq!(path(&web.liveness), pair("/healthz", "http"));
         assert_eq!(path(&web.readiness), pair("/readyz", "http"));
@@ -244,6 +255,7 @@ mod tests {
         let serve = ["node", "--dns-result-order=ipv6first", "dist/bin/server.js"];
         assert_eq!(web.command.as_deref(), Some(&serve.map(String::from)[..]));
         assert_eq!(web.ports[0].container_port, 3000);
+        assert_eq!(web.ports.len(), 1, "upstream serves no health port");
         assert_eq!(path(&web.startup), pair("/.well-known/nodeinfo", "http"));
         assert_eq!(path(&web.liveness), pair("/.well-known/nodeinfo", "http"));
         assert_eq!(path(&web.readiness), pair("/nodeinfo/2.1", "http"));

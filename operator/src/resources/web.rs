@@ -27,6 +27,12 @@ pub fn pre_stop_env(seconds: i32) -> EnvVar {
     pod::plain("SHUTDOWN_PRESTOP_SECONDS", seconds.to_string())
 }
 
+/// `HEALTH_PORT` of an HTTP-serving hollo-rs pod: its `/metrics` (and probes) port, declared
+/// as `health` by `profile::http`.
+pub fn health_port_env(hollo: &Hollo) -> EnvVar {
+    pod::plain("HEALTH_PORT", hollo.spec.web.health_port.to_string())
+}
+
 /// The `preStop` sleep that lets endpoints drop the pod before it stops accepting connections,
 /// for images that know no pre-stop setting (upstream).
 pub fn pre_stop(seconds: i32) -> Option<Lifecycle> {
@@ -52,6 +58,7 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
             "DATABASE_POOL_MAX",
             spec.web.pool_max.to_string(),
         ));
+        env.push(health_port_env(hollo));
         env.push(pod::plain(
             "SHUTDOWN_DRAIN_SECONDS",
             spec.web.drain_seconds.to_string(),
@@ -122,6 +129,11 @@ mod tests {
         assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.1.0"));
         assert_eq!(env(c, "NODE_TYPE"), Some("web"));
         assert_eq!(env(c, "PORT"), Some("3000"));
+        assert_eq!(
+            env(c, "HEALTH_PORT"),
+            Some("9090"),
+            "/metrics is served there"
+        );
         assert_eq!(env(c, "DATABASE_POOL_MAX"), Some("20"));
         assert_eq!(env(c, "SHUTDOWN_DRAIN_SECONDS"), Some("30"));
         assert_eq!(env(c, "BEHIND_PROXY"), None);

@@ -5,8 +5,15 @@
 //! committed, whichever node or worker caused it. Each web node has one `LISTEN` connection
 //! ([`listen::run`]) that reads the rows it is told of (and catches up from the table after a
 //! reconnect) and hands them to its [`Hub`], which fans them out to the node's connections
-//! ([`session`]). Which connection gets what is [`streams`]; rows hold ids only, and a payload
-//! is rendered per connection with the viewer's account at send time ([`render`]).
+//! ([`session`]). Which connection gets what is [`streams`]; rows hold ids only. A payload of a
+//! public stream is rendered once per node and event, as anyone sees it, and shared by every
+//! stream that sends it; a home timeline's or a notification's is rendered per connection with
+//! the viewer's account at send time ([`render`]).
+//!
+//! Limits (issue 28 item 6): a stream holds one of the node's `HTTP_MAX_CONNECTIONS` slots
+//! while it is open, a node holds at most `STREAMS_MAX` streams and a token
+//! `STREAMS_PER_TOKEN` on one node ([`hub::Admission`]), and a revoked token's streams close
+//! on every node (a `revoke` event, written by a trigger whenever tokens are deleted).
 
 pub mod emit;
 pub mod hub;
@@ -14,6 +21,8 @@ pub mod listen;
 pub mod render;
 pub mod session;
 pub mod streams;
+
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -26,9 +35,10 @@ pub const CHANNEL: &str = "hollo_stream";
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Event {
     pub id: i64,
-    /// `home`, `notification`, `public` or `delete` (see the migration).
+    /// `home`, `notification`, `public`, `delete` or `revoke` (see the migrations).
     pub kind: String,
-    /// Mastodon's event name: `update`, `status.update`, `notification`, `delete`.
+    /// Mastodon's event name: `update`, `status.update`, `notification`, `delete` (and
+    /// `revoke`, which no client sees).
     pub event: String,
     /// Whose streams a `home` or `notification` event is for.
     pub accounts: Vec<Uuid>,
@@ -39,8 +49,15 @@ pub struct Event {
     /// For `delete`: only the streams of `accounts` hear of it (a followers-only or direct
     /// status's deletion).
     pub restricted: bool,
+    /// For `revoke`: the hashes of the revoked tokens, whose streams close.
+    pub tokens: Vec<Vec<u8>>,
+    /// A `public` event's payload, rendered by the first stream of the node that sends it and
+    /// reused by every other (the event is shared behind an `Arc`): one render per node
+    /// instead of one per stream. `None` inside: gone, or not public any more.
+    #[sqlx(skip)]
+    pub shared: tokio::sync::OnceCell<Option<Arc<str>>>,
 }
 
 /// The columns of [`Event`], for every query that reads events.
 pub(crate) const COLUMNS: &str =
-    "id, kind, event, accounts, post_id, notification_id, local, tags, restricted";
+    "id, kind, event, accounts, post_id, notification_id, local, tags, restricted, tokens";

@@ -1,5 +1,7 @@
-//! Payloads, rendered per connection with the viewer's account when the event is sent (so
-//! `favourited` and the like are the viewer's, and a status deleted meanwhile is not sent).
+//! Payloads, rendered when the event is sent (so a status deleted meanwhile is not sent): per
+//! connection with the viewer's account for home timelines and notifications (`favourited`
+//! and the like are the viewer's), and once per node as anyone sees it for the public streams
+//! ([`public_status`]), as Mastodon renders its public stream's payloads without a viewer.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -19,8 +21,28 @@ pub async fn status(
     viewer: Uuid,
     id: Uuid,
 ) -> Result<Option<Value>, sqlx::Error> {
+    status_for(pool, fed, Some(viewer), id).await
+}
+
+/// A Status entity for a public stream's payload, as an anonymous reader sees it (no
+/// viewer-specific flags): the same for every stream of the node, so it is rendered once and
+/// shared. `None` when no anonymous reader may see it (gone, or not public any more).
+pub async fn public_status(
+    pool: &PgPool,
+    fed: &Federation,
+    id: Uuid,
+) -> Result<Option<Value>, sqlx::Error> {
+    status_for(pool, fed, None, id).await
+}
+
+async fn status_for(
+    pool: &PgPool,
+    fed: &Federation,
+    viewer: Option<Uuid>,
+    id: Uuid,
+) -> Result<Option<Value>, sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    entity::render_one(&mut conn, fed, Some(viewer), id).await
+    entity::render_one(&mut conn, fed, viewer, id).await
 }
 
 /// A Notification entity for a `notification` payload, if it still exists and is the

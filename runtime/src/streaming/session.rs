@@ -9,6 +9,12 @@
 //! rendered messages plus the socket buffers, and never slows anyone else: the hub's channel is
 //! a ring every stream reads at its own pace, and a stream that falls a whole ring behind
 //! (its renders slower than the event rate) is closed the same way.
+//!
+//! A stream holds its [`Admission`] (its place under `STREAMS_PER_TOKEN` / `STREAMS_MAX`) and
+//! its connection's place under `HTTP_MAX_CONNECTIONS` until it ends, and ends with a policy
+//! close (1008) when a `revoke` event names its token — heard by every node, whichever
+//! revoked it — or when the token is found gone right after the stream subscribed (revoked
+//! between the handshake's check and the subscription).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +28,11 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use super::hub::Admission;
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, render};
 use crate::federation::Federation;
+use crate::web::server::ConnectionSlot;
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
 pub const BUFFER: usize = 128;
@@ -59,6 +67,12 @@ pub struct Session {
     /// How often the server pings: less than the node's idle timeout, so a quiet stream whose
     /// client answers pings stays open, and one whose client is gone is noticed.
     pub ping_every: Duration,
+    /// SHA-256 of the stream's access token: `revoke` events name tokens by it.
+    pub token_hash: Vec<u8>,
+    /// Held until the stream ends: its place under the stream limits and under the node's
+    /// connection cap (`None` only when served outside `web::server`, as in unit tests).
+    pub admission: Admission,
+    pub slot: Option<ConnectionSlot>,
 }
 
 /// Why a stream ended.
@@ -70,6 +84,8 @@ enum End {
     Closing,
     /// The client did not keep up.
     Slow,
+    /// The stream's token was revoked.
+    Revoked,
 }
 
 impl Session {
@@ -86,6 +102,14 @@ impl Session {
         let (out, queue) = mpsc::channel::<Message>(BUFFER);
         let mut writer = tokio::spawn(write(sink, queue, self.ping_every));
         let closing = self.hub.closing().clone();
+        // Revoked between the handshake's check and the subscription: no `revoke` event is
+        // coming for it any more. A database error here is no reason to refuse the stream
+        // (the event would still come if it were revoked now).
+        if let Ok(false) = self.token_exists().await {
+            self.hub.revoked();
+            goodbye(out, writer, revoked_close()).await;
+            return;
+        }
         let end = loop {
             // Biased: the client's commands apply before events already waiting, so one that
             // subscribes and then causes an event gets it.
@@ -107,6 +131,12 @@ impl Session {
                 },
                 e = events.recv() => match e {
                     Ok(e) => {
+                        if e.kind == "revoke" {
+                            if e.tokens.contains(&self.token_hash) {
+                                break End::Revoked;
+                            }
+                            continue;
+                        }
                         if let Err(end) = self.deliver(&e, &out).await {
                             break end;
                         }
@@ -129,18 +159,27 @@ impl Session {
                     code: close_code::AWAY,
                     reason: "server shutting down".into(),
                 }));
-                if out.try_send(bye).is_err() {
-                    writer.abort();
-                }
-                drop(out);
-                let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
-                writer.abort();
+                goodbye(out, writer, bye).await;
+            }
+            End::Revoked => {
+                self.hub.revoked();
+                tracing::info!(account = %self.viewer, "stream closed: its access token was revoked");
+                // What is queued was rendered before the revocation committed (events come in
+                // commit order); the close follows it and nothing else does.
+                goodbye(out, writer, revoked_close()).await;
             }
             End::Gone => {
                 drop(out);
                 writer.abort();
             }
         }
+    }
+
+    async fn token_exists(&self) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM account_tokens WHERE token_hash = $1)")
+            .bind(&self.token_hash)
+            .fetch_one(&self.pool)
+            .await
     }
 
     /// A client's `subscribe` / `unsubscribe`; the answer to send, if any (Mastodon's error
@@ -204,26 +243,69 @@ impl Session {
             }
         };
         for s in targets {
-            let m = json!({ "stream": s.names(), "event": e.event, "payload": payload });
+            let m = json!({ "stream": s.names(), "event": e.event, "payload": &*payload });
             offer(out, Message::Text(m.to_string().into()))?;
         }
         Ok(())
     }
 
-    /// The event's `payload`: a JSON string of the entity, or the deleted id.
-    async fn payload(&self, e: &Event) -> Result<Option<String>, sqlx::Error> {
-        let entity = match (e.event.as_str(), e.post_id, e.notification_id) {
-            ("delete", Some(id), _) => return Ok(Some(id.to_string())),
-            ("update" | "status.update", Some(id), _) => {
+    /// The event's `payload`: a JSON string of the entity, or the deleted id. A public
+    /// stream's status is rendered once per node and event, by whichever stream sends it
+    /// first (the others wait for that render and reuse it): 300 streams cost one render of
+    /// a public post, not 300 (issue 28 item 6).
+    async fn payload(&self, e: &Event) -> Result<Option<Arc<str>>, sqlx::Error> {
+        let entity = match (
+            e.kind.as_str(),
+            e.event.as_str(),
+            e.post_id,
+            e.notification_id,
+        ) {
+            (_, "delete", Some(id), _) => return Ok(Some(id.to_string().into())),
+            ("public", "update" | "status.update", Some(id), _) => {
+                let shared = e
+                    .shared
+                    .get_or_try_init(|| async {
+                        self.hub.rendered_shared();
+                        let v = render::public_status(&self.pool, &self.fed, id).await?;
+                        Ok::<_, sqlx::Error>(v.map(|v| Arc::from(v.to_string())))
+                    })
+                    .await?;
+                return Ok(shared.clone());
+            }
+            (_, "update" | "status.update", Some(id), _) => {
                 render::status(&self.pool, &self.fed, self.viewer, id).await?
             }
-            ("notification", _, Some(id)) => {
+            (_, "notification", _, Some(id)) => {
                 render::notification(&self.pool, &self.fed, self.viewer, id).await?
             }
             _ => None,
         };
-        Ok(entity.map(|v| v.to_string()))
+        Ok(entity.map(|v| Arc::from(v.to_string())))
     }
+}
+
+/// The close of a stream whose token was revoked: policy violation, as the token no longer
+/// authorizes it.
+fn revoked_close() -> Message {
+    Message::Close(Some(CloseFrame {
+        code: close_code::POLICY,
+        reason: "access token revoked".into(),
+    }))
+}
+
+/// Queues `bye` after what is queued, lets the writer send it for at most 2 s, and ends the
+/// writer.
+async fn goodbye(
+    out: mpsc::Sender<Message>,
+    mut writer: tokio::task::JoinHandle<()>,
+    bye: Message,
+) {
+    if out.try_send(bye).is_err() {
+        writer.abort();
+    }
+    drop(out);
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
+    writer.abort();
 }
 
 /// Queues a message for the socket without waiting: a full queue is a client that does not

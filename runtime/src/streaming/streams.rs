@@ -89,6 +89,7 @@ impl Stream {
             "delete" => {
                 *self != Stream::UserNotification && (!e.restricted || e.accounts.contains(&viewer))
             }
+            // `revoke` closes the connection (`session`); no stream shows it.
             _ => false,
         }
     }
@@ -109,6 +110,8 @@ mod tests {
             local,
             tags: tags.iter().map(|t| t.to_string()).collect(),
             restricted: false,
+            tokens: vec![],
+            shared: Default::default(),
         }
     }
 

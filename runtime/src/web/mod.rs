@@ -1,5 +1,7 @@
-//! HTTP: health, metrics, version and admin status on web nodes (`PORT`), and the small health
-//! server of worker nodes (`HEALTH_PORT`). Errors are `{"error": "…"}` with a real status code.
+//! HTTP: the API, health, version and admin status on web nodes (`PORT`), and the small health
+//! server every node has (`HEALTH_PORT`: `/healthz`, `/readyz`, `/metrics`). `/metrics` is
+//! served on the health port only: it is for the cluster's scrapers, not for anyone who can
+//! reach the public port (issue 28 item 7). Errors are `{"error": "…"}` with a real status code.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +68,9 @@ pub struct AppState {
     pub writes: crate::config::WriteLimits,
     /// This node's open streaming connections and the events its listener hears (R-MAPI-5).
     pub streams: Arc<crate::streaming::Hub>,
+    /// The instance's user and status counts, recounted at most every
+    /// `INSTANCE_STATS_SECONDS` (issue 28 item 8).
+    pub instance_stats: Arc<mastodon::instance::UsageCache>,
 }
 
 impl AppState {
@@ -92,6 +97,7 @@ impl AppState {
             drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
             media: Default::default(),
             writes: Default::default(),
+            instance_stats: mastodon::instance::UsageCache::new(Duration::from_secs(300)),
         }
     }
 }
@@ -122,12 +128,11 @@ pub fn parse_id(raw: &str, what: &str) -> Result<uuid::Uuid, ApiError> {
         .map_err(|_| ApiError(StatusCode::NOT_FOUND, format!("{what} not found")))
 }
 
-/// Health endpoints every node serves.
+/// Health endpoints every listener serves.
 fn health_routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
 }
 
 /// What every router ends with: the JSON 404, bodies bounded to the JSON limit unless a route
@@ -167,9 +172,9 @@ pub fn router(state: AppState) -> Router {
     finish(routes, state)
 }
 
-/// The health server of a worker node.
+/// The health server every node runs on `HEALTH_PORT`: probes and `/metrics`.
 pub fn health_router(state: AppState) -> Router {
-    finish(health_routes(), state)
+    finish(health_routes().route("/metrics", get(metrics)), state)
 }
 
 async fn healthz() -> Json<serde_json::Value> {
@@ -197,28 +202,10 @@ async fn readyz(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
     }
 }
 
+/// Renders what the node has counted and sampled, and nothing else: no database access, so a
+/// scrape costs the same with 200 000 queued messages as with none, and any number of
+/// scrapers cannot slow the database (issue 28 item 7). Depths come from [`sample_depth_loop`].
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    // Depth is sampled at scrape time; a slow or absent database only skips the sample.
-    for q in QueueName::ALL {
-        if let Ok(Ok(st)) =
-            tokio::time::timeout(Duration::from_secs(2), stats::queue_stats(&s.pool, q)).await
-        {
-            for (state, v) in [
-                ("queued", st.queued),
-                ("ready", st.ready),
-                ("delayed", st.delayed),
-                ("in_flight", st.in_flight),
-            ] {
-                s.metrics
-                    .depth
-                    .get_or_create(&QueueLabels {
-                        queue: q.as_str().into(),
-                        state: state.into(),
-                    })
-                    .set(v);
-            }
-        }
-    }
     (
         [(
             header::CONTENT_TYPE,
@@ -226,6 +213,45 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
         )],
         s.metrics.render(),
     )
+}
+
+/// Samples the queue depths into `metrics` now and then every `every` until `stop`. Counting
+/// the queue tables is what costs (68 ms at 200 000 queued), so it happens here, once per
+/// interval per node, and never because someone scraped; a slow or absent database only skips
+/// a sample (the gauges keep the last one).
+pub async fn sample_depth_loop(
+    pool: PgPool,
+    metrics: Arc<Metrics>,
+    every: Duration,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        sample_depth(&pool, &metrics, every.min(Duration::from_secs(10))).await;
+        tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(every) => {} }
+    }
+}
+
+async fn sample_depth(pool: &PgPool, metrics: &Metrics, within: Duration) {
+    for q in QueueName::ALL {
+        let Ok(Ok(st)) = tokio::time::timeout(within, stats::queue_stats(pool, q)).await else {
+            continue;
+        };
+        for (state, v) in [
+            ("queued", st.queued),
+            ("ready", st.ready),
+            ("delayed", st.delayed),
+            ("in_flight", st.in_flight),
+        ] {
+            metrics
+                .depth
+                .get_or_create(&QueueLabels {
+                    queue: q.as_str().into(),
+                    state: state.into(),
+                })
+                .set(v);
+        }
+    }
+    metrics.depth_samples.inc();
 }
 
 async fn version(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
@@ -288,4 +314,69 @@ async fn admin_status(
         queues.push(stats::queue_stats(&s.pool, q).await?);
     }
     Ok(Json(json!({ "nodes": nodes, "queues": queues })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use sqlx::postgres::PgPoolOptions;
+    use tower::ServiceExt;
+
+    async fn get_text(app: Router, path: &str) -> (StatusCode, String) {
+        let resp = app
+            .oneshot(Request::get(path).body(Body::empty()).expect("request"))
+            .await
+            .expect("infallible");
+        let status = resp.status();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// Issue 28 item 7, structurally: `/metrics` answers from memory. The node's pool points at
+    /// a port where no database listens, so any query would wait out the pool's acquire
+    /// timeout (5 s) and fail; fifty scrapes answer at once with the sampled depth, and only
+    /// the health router has the route.
+    #[tokio::test]
+    async fn scrapes_never_touch_the_database_and_the_public_router_has_no_metrics() {
+        let pool = PgPoolOptions::new()
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_lazy("postgres://hollo@127.0.0.1:1/none")
+            .expect("lazy pool");
+        let state = AppState::new(pool, None);
+        state
+            .metrics
+            .depth
+            .get_or_create(&QueueLabels {
+                queue: "task".into(),
+                state: "ready".into(),
+            })
+            .set(7);
+        let health = health_router(state.clone());
+        let started = std::time::Instant::now();
+        for _ in 0..50 {
+            let (status, text) = get_text(health.clone(), "/metrics").await;
+            assert_eq!(status, StatusCode::OK);
+            assert!(
+                text.contains("hollo_queue_depth{queue=\"task\",state=\"ready\"} 7"),
+                "{text}"
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "a scrape waited for the database: {:?}",
+            started.elapsed()
+        );
+        let (status, _) = get_text(router(state.clone()), "/metrics").await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "no /metrics on the public port"
+        );
+        let (status, _) = get_text(router(state), "/healthz").await;
+        assert_eq!(status, StatusCode::OK, "probes stay on the public port too");
+    }
 }

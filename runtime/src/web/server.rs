@@ -16,7 +16,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_io_timeout::TimeoutStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -33,6 +33,16 @@ pub const MAX_HEAD_BUFFER: usize = 64 * 1024;
 const REFUSAL: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
 content-length: 45\r\nretry-after: 1\r\nconnection: close\r\n\r\n\
 {\"error\":\"too many connections, retry later\"}";
+
+/// A connection's place under `HTTP_MAX_CONNECTIONS`, on every request of the connection (an
+/// extension). The place is given back when the last holder drops it: the connection when it
+/// ends, or a streaming WebSocket that took it at the upgrade, so an upgraded socket counts
+/// against the cap for as long as it is open (issue 28 item 6: streams that escaped the cap
+/// exhausted a node's descriptors).
+#[derive(Clone)]
+pub struct ConnectionSlot {
+    _permit: Arc<OwnedSemaphorePermit>,
+}
 
 /// Time a refused connection gets to take its 503.
 const REFUSAL_WINDOW: Duration = Duration::from_secs(1);
@@ -71,7 +81,7 @@ pub async fn serve(
             },
             _ = &mut stop => break,
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
             if let Ok(permit) = refusals.clone().try_acquire_owned() {
                 tokio::spawn(async move {
                     refuse(stream).await;
@@ -86,11 +96,16 @@ pub async fn serve(
         io.set_write_timeout(Some(limits.idle_timeout));
         // The peer address rides on every request of the connection (`ConnectInfo`, as
         // axum::serve provides it): sign-in limits count failures per address.
+        let slot = ConnectionSlot {
+            _permit: Arc::new(permit),
+        };
         let service = TowerToHyperService::new(
-            axum::Extension(axum::extract::ConnectInfo(peer)).layer(app.clone()),
+            axum::Extension(axum::extract::ConnectInfo(peer))
+                .layer(axum::Extension(slot.clone()).layer(app.clone())),
         );
         // Upgrades for the streaming API's WebSocket; the upgraded socket keeps the idle
-        // timeouts (its pings keep a live one busy) but no longer holds a slot.
+        // timeouts (its pings keep a live one busy) and, through the stream's copy of `slot`,
+        // its place under the cap.
         let conn = builder
             .serve_connection(TokioIo::new(Box::pin(io)), service)
             .with_upgrades();

@@ -106,6 +106,14 @@ impl Instance {
         self.web.as_ref().expect("web node").addr()
     }
 
+    /// `http://<health address>` of the web node: `/healthz`, `/readyz`, `/metrics`.
+    pub fn health_base(&self) -> String {
+        format!(
+            "http://{}",
+            self.web.as_ref().expect("web node").health_addr()
+        )
+    }
+
     /// The worker nodes started so far, oldest first.
     pub fn workers(&self) -> &[NodeHandle] {
         &self.workers

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::{HOLLO, eventually};
 
-/// `hollo <args>` with only `env` set (and `RUST_LOG=info`, `BIND=127.0.0.1` unless given).
+/// `hollo <args>` with only `env` set (and `RUST_LOG=info`, `BIND=127.0.0.1`, `HEALTH_PORT=0`
+/// unless given: every node binds its health port, and parallel tests must not share one).
 pub fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(HOLLO);
     cmd.args(args)
@@ -18,6 +19,7 @@ pub fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
         .env_remove("RUST_LOG")
         .env("BIND", "127.0.0.1")
         .env("RUST_LOG", "info")
+        .env("HEALTH_PORT", "0")
         // A test never wants the local PostgreSQL of the working directory.
         .env(
             "HOLLO_HOME",

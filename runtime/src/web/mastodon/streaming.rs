@@ -5,13 +5,15 @@
 //! The token may come as `Authorization: Bearer`, as `access_token` in the query, or as the
 //! `Sec-WebSocket-Protocol` header (browsers cannot set headers on a WebSocket), which is then
 //! echoed back as the chosen protocol, as clients expect. As on Mastodon every stream needs a
-//! token: without a valid one the answer is 401 before any upgrade.
+//! token: without a valid one the answer is 401 before any upgrade. Past `STREAMS_PER_TOKEN`
+//! streams of the token or `STREAMS_MAX` of the node the answer is 429, also before the
+//! upgrade (issue 28 item 6).
 
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
-use axum::extract::{RawQuery, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -22,6 +24,7 @@ use super::super::{ApiError, AppState};
 use crate::federation::accounts;
 use crate::streaming::session::{Grants, Session};
 use crate::streaming::streams::Stream;
+use crate::web::server::ConnectionSlot;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -76,6 +79,7 @@ async fn stream(
     State(s): State<AppState>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
+    slot: Option<Extension<ConnectionSlot>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     // A query that does not parse names no token and no stream: the answer is the 401.
@@ -120,6 +124,11 @@ async fn stream(
         Ok(u) => u,
         Err(rejection) => return Ok(rejection.into_response()),
     };
+    let token_hash = accounts::hash_token(token);
+    let admission = s
+        .streams
+        .admit(&token_hash)
+        .map_err(|refused| ApiError(StatusCode::TOO_MANY_REQUESTS, refused.to_string()))?;
     let upgrade = if as_protocol {
         upgrade.protocols([token.to_string()])
     } else {
@@ -133,6 +142,9 @@ async fn stream(
         fed,
         hub: s.streams.clone(),
         ping_every: ping_interval(s.http.idle_timeout),
+        token_hash,
+        admission,
+        slot: slot.map(|Extension(slot)| slot),
     };
     // Rendered payloads and the client's commands are small; Mastodon's are too.
     Ok(upgrade
