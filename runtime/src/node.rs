@@ -252,6 +252,7 @@ impl NodeBuilder {
                     .context("setting up the media drive (DRIVE_DISK)")?,
             ),
             media: config.media.clone(),
+            hashing: crate::passwords::Hashing::new(config.password_hash_concurrency),
             ..AppState::new(pool.clone(), fed.clone())
         };
         let (app, port) = if config.role.serves_http() {

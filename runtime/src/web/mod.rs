@@ -63,6 +63,8 @@ pub struct AppState {
     pub media: crate::config::MediaConfig,
     /// This node's open streaming connections and the events its listener hears (R-MAPI-5).
     pub streams: Arc<crate::streaming::Hub>,
+    /// The bound on password checks (`PASSWORD_HASH_CONCURRENCY`, issue 28 item 4).
+    pub hashing: Arc<crate::passwords::Hashing>,
 }
 
 impl AppState {
@@ -88,6 +90,9 @@ impl AppState {
             behind_proxy: false,
             drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
             media: Default::default(),
+            hashing: crate::passwords::Hashing::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
         }
     }
 }
