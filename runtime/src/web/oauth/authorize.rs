@@ -364,7 +364,8 @@ pub async fn sign_in(
         .map(|ConnectInfo(a)| a.ip());
     let address = throttle::client_address(s.behind_proxy, &headers, peer);
     // A place among the node's password checks first: when they are all taken, the attempt
-    // is refused at once, before it costs the database anything (issue 28 item 4).
+    // is refused at once, before it is counted or its account read (issue 28 item 4; the app
+    // check above is one indexed read).
     let Ok(ticket) = s.hashing.admit() else {
         let mut resp = sign_in_page(
             &s,
