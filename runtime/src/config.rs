@@ -152,6 +152,10 @@ pub struct Config {
     /// counts of `/api/v{1,2}/instance` and `/nodeinfo/2.1` (issue 28 item 8); upstream Hollo
     /// caches NodeInfo as long.
     pub instance_stats_ttl: Duration,
+    /// `PASSWORD_HASH_CONCURRENCY` (default: the CPUs this process may use): password checks
+    /// (argon2id, 19 MiB each) running at once on a node; 4 times as many more may wait, and
+    /// sign-ins past that are answered 503 (issue 28 item 4).
+    pub password_hash_concurrency: usize,
 }
 
 /// Where media files are stored (`DRIVE_DISK`, upstream Hollo's variable names).
@@ -828,7 +832,11 @@ impl Config {
             )));
         }
         let http = HttpLimits::from_env(env)?;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let password_hash_concurrency =
+            env.count("PASSWORD_HASH_CONCURRENCY", cpus.min(1024) as u32, 1, 1024)? as usize;
         Ok(Config {
+            password_hash_concurrency,
             role,
             db: DbConfig::from_env(env)?,
             replies: ReplyConfig::from_env(env, queue.recovery_interval)?,
@@ -969,6 +977,23 @@ mod tests {
         assert_eq!(c.db.worker_pool_max + c.db.item_lock_pool_size, 24);
         assert_eq!(c.drain, Duration::from_secs(30));
         assert_eq!(c.environment, "production");
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(c.password_hash_concurrency, cpus);
+    }
+
+    #[test]
+    fn password_hash_concurrency_is_validated() {
+        let c = Config::from_env(&Env::from_pairs([("PASSWORD_HASH_CONCURRENCY", "3")]))
+            .expect("valid");
+        assert_eq!(c.password_hash_concurrency, 3);
+        for bad in ["0", "-1", "1025", "many", "1.5"] {
+            let err = Config::from_env(&Env::from_pairs([("PASSWORD_HASH_CONCURRENCY", bad)]))
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("PASSWORD_HASH_CONCURRENCY"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -117,7 +117,31 @@ enum LocalDbCommand {
     Stop,
 }
 
+/// glibc's malloc serves a large block with an mmap of its own and unmaps it when freed —
+/// until one is freed: then it raises its mmap threshold to that size (up to 32 MiB), and
+/// later large blocks (argon2's 19 MiB, big bodies and documents) come from per-thread arenas,
+/// which keep freed memory. A threshold set once turns that adjustment off, so large blocks
+/// always go back to the system (issue 28 item 4; measured with bench/signin, see README). An
+/// operator who tunes malloc (`GLIBC_TUNABLES`, `MALLOC_MMAP_THRESHOLD_`) is left alone.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn fix_malloc_mmap_threshold() {
+    if std::env::var_os("GLIBC_TUNABLES").is_some()
+        || std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()
+    {
+        return;
+    }
+    // glibc's default initial threshold, now fixed.
+    const THRESHOLD: libc::c_int = 128 * 1024;
+    // SAFETY: mallopt only sets a parameter of glibc's allocator, which is thread-safe; it is
+    // called first thing in main, before this process starts any thread of its own.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, THRESHOLD);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fix_malloc_mmap_threshold();
     let cli = Cli::parse();
     let env = Env::from_process();
     let format = match env.get("LOG_FORMAT") {

@@ -254,6 +254,7 @@ impl NodeBuilder {
             media: config.media.clone(),
             writes: config.writes,
             instance_stats: web::mastodon::instance::UsageCache::new(config.instance_stats_ttl),
+            hashing: crate::passwords::Hashing::new(config.password_hash_concurrency),
             ..AppState::new(pool.clone(), fed.clone())
         };
         // Every node has the health server on HEALTH_PORT (probes, `/metrics`); a web node has

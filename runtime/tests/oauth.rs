@@ -820,6 +820,64 @@ async fn failed_sign_ins_are_limited_per_account_and_per_address() {
     inst.shutdown().await;
 }
 
+/// Issue 28 item 5: 40 parallel wrong guesses were all checked against a limit of 5, and the
+/// right password worked afterwards. Each attempt is now reserved before its password is
+/// checked, so exactly the limit is checked, the rest are 429, and the account stays locked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_guesses_cannot_pass_the_limit_together() {
+    // Enough hashing places that none of the 40 is refused as busy (503): the limit alone
+    // decides.
+    let inst = Instance::start("web", &[("PASSWORD_HASH_CONCURRENCY", "8")]).await;
+    let base = inst.base.clone();
+    user(&inst, "grace").await;
+    let app = register(&base, "read", json!(CB)).await;
+    let mut b = Browser::new(&base);
+    let page = b.get(&authorize_path(&app, "read", "")).await;
+    let (csrf, next) = (page.field("csrf"), page.field("next"));
+    let attempt = |password: &'static str| {
+        let (http, cookies) = (b.http.clone(), b.cookie_header());
+        let form = [
+            ("csrf", csrf.clone()),
+            ("next", next.clone()),
+            ("username", "grace".to_string()),
+            ("password", password.to_string()),
+        ];
+        let url = format!("{base}/oauth/sign_in");
+        async move {
+            http.post(url)
+                .header("cookie", cookies)
+                .form(&form)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    let guesses: Vec<_> = (0..40)
+        .map(|_| tokio::spawn(attempt("wrong password")))
+        .collect();
+    let mut statuses = BTreeMap::new();
+    for g in guesses {
+        *statuses.entry(g.await.unwrap().as_u16()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        BTreeMap::from([(401, 5), (429, 35)]),
+        "exactly the limit of guesses is checked"
+    );
+    assert_eq!(
+        inst.count("SELECT count(*) FROM sign_in_failures WHERE subject = 'account:grace'")
+            .await,
+        5
+    );
+    assert_eq!(
+        attempt(PASSWORD).await.as_u16(),
+        429,
+        "the right password is refused while the account is locked"
+    );
+    inst.shutdown().await;
+}
+
 #[tokio::test]
 async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
     let inst = Instance::start("web", &[]).await;
@@ -879,11 +937,18 @@ async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
             .await
             .unwrap();
     assert!(hash.starts_with("$argon2id$"), "{hash}");
+    let hashing = passwords::Hashing::new(1);
     assert!(
-        passwords::sign_in(&inst.pool, "erin", "first password")
-            .await
-            .unwrap()
-            .is_some()
+        passwords::sign_in(
+            &inst.pool,
+            &hashing,
+            &hashing.admit().unwrap(),
+            "erin",
+            "first password"
+        )
+        .await
+        .unwrap()
+        .is_some()
     );
 
     let out = run_with_stdin(&["account", "set-password", "erin"], "second password\r\n");
@@ -893,16 +958,28 @@ async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        passwords::sign_in(&inst.pool, "erin", "first password")
-            .await
-            .unwrap()
-            .is_none()
+        passwords::sign_in(
+            &inst.pool,
+            &hashing,
+            &hashing.admit().unwrap(),
+            "erin",
+            "first password"
+        )
+        .await
+        .unwrap()
+        .is_none()
     );
     assert!(
-        passwords::sign_in(&inst.pool, "ERIN", "second password")
-            .await
-            .unwrap()
-            .is_some()
+        passwords::sign_in(
+            &inst.pool,
+            &hashing,
+            &hashing.admit().unwrap(),
+            "ERIN",
+            "second password"
+        )
+        .await
+        .unwrap()
+        .is_some()
     );
     let out = run_with_stdin(&["account", "set-password", "nobody"], "another password\n");
     assert!(!out.status.success());
@@ -911,7 +988,7 @@ async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
     let out = run_with_stdin(&["account", "create", "frank"], "");
     assert!(out.status.success());
     assert!(
-        passwords::sign_in(&inst.pool, "frank", "")
+        passwords::sign_in(&inst.pool, &hashing, &hashing.admit().unwrap(), "frank", "")
             .await
             .unwrap()
             .is_none()

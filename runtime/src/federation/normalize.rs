@@ -84,16 +84,29 @@ fn is_public(iri: &str) -> bool {
     matches!(iri, "as:Public" | "Public") || iri == PUBLIC
 }
 
+/// How deep the walk goes: below this many levels a value is kept as it came. The walk
+/// recurses once per level; documents are parsed by serde_json, whose recursion limit (128)
+/// already bounds them, but the walk does not rely on where its input came from (issue 28
+/// item 3). No activity we read nests terms anywhere near this deep.
+pub const MAX_DEPTH: usize = 32;
+
 /// An incoming document in the shape the rest of the code reads (see the module doc).
 pub fn normalize(doc: Value) -> Value {
+    at(doc, 0)
+}
+
+fn at(doc: Value, depth: usize) -> Value {
+    if depth >= MAX_DEPTH {
+        return doc;
+    }
     match doc {
-        Value::Object(o) => Value::Object(object(o)),
-        Value::Array(a) => Value::Array(a.into_iter().map(normalize).collect()),
+        Value::Object(o) => Value::Object(object(o, depth + 1)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|v| at(v, depth + 1)).collect()),
         other => other,
     }
 }
 
-fn object(o: Map<String, Value>) -> Map<String, Value> {
+fn object(o: Map<String, Value>, depth: usize) -> Map<String, Value> {
     let mut out = Map::with_capacity(o.len());
     for (key, value) in o {
         if key == "@context" {
@@ -112,11 +125,11 @@ fn object(o: Map<String, Value>) -> Map<String, Value> {
         let value = match key.as_str() {
             "type" => type_of(value),
             k if ADDRESSING.contains(&k) => addressing(value),
-            k if ARRAYS.contains(&k) => as_array(value).into_iter().map(normalize).collect(),
-            "url" => url(value),
-            "attributedTo" => attributed_to(value),
-            k if SINGLE.contains(&k) => one(value),
-            _ => normalize(value),
+            k if ARRAYS.contains(&k) => as_array(value).into_iter().map(|v| at(v, depth)).collect(),
+            "url" => url(value, depth),
+            "attributedTo" => attributed_to(value, depth),
+            k if SINGLE.contains(&k) => one(value, depth),
+            _ => at(value, depth),
         };
         out.insert(key, value);
     }
@@ -173,15 +186,15 @@ fn addressing(v: Value) -> Value {
 }
 
 /// One value from a value or an array of them (the first), normalized.
-fn one(v: Value) -> Value {
+fn one(v: Value, depth: usize) -> Value {
     match v {
-        Value::Array(a) => a.into_iter().next().map_or(Value::Null, normalize),
-        other => normalize(other),
+        Value::Array(a) => a.into_iter().next().map_or(Value::Null, |v| at(v, depth)),
+        other => at(other, depth),
     }
 }
 
-fn attributed_to(v: Value) -> Value {
-    let all: Vec<Value> = as_array(v).into_iter().map(normalize).collect();
+fn attributed_to(v: Value, depth: usize) -> Value {
+    let all: Vec<Value> = as_array(v).into_iter().map(|v| at(v, depth)).collect();
     let actor = all
         .iter()
         .position(|a| {
@@ -195,8 +208,8 @@ fn attributed_to(v: Value) -> Value {
 
 /// `url` as a string: a `Link` by its `href`, an array by its first `text/html` link (else its
 /// first).
-fn url(v: Value) -> Value {
-    let links: Vec<Value> = as_array(v).into_iter().map(normalize).collect();
+fn url(v: Value, depth: usize) -> Value {
+    let links: Vec<Value> = as_array(v).into_iter().map(|v| at(v, depth)).collect();
     let href = |l: &Value| -> Option<String> {
         match l {
             Value::String(s) => Some(s.clone()),
@@ -286,6 +299,37 @@ mod tests {
         assert_eq!(o["inReplyTo"], "https://m.example/p");
         let link = normalize(json!({"url": {"type": "Link", "href": "https://m.example/x"}}));
         assert_eq!(link["url"], "https://m.example/x");
+    }
+
+    #[test]
+    fn the_walk_stops_at_its_depth_bound() {
+        // A value nested far deeper than serde_json would ever parse, built without recursion,
+        // walked on a small stack: the walk stops at MAX_DEPTH and keeps the rest as it came.
+        let deep = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                let mut v = json!({"as:content": "x"});
+                for _ in 0..10_000 {
+                    // Moved in, not through `json!` (which would serialize `v`: a recursion).
+                    v = Value::Object(Map::from_iter([("as:object".to_string(), v)]));
+                }
+                let mut n = normalize(v);
+                let mut levels = 0;
+                while let Some(inner) = n.get_mut("object").map(Value::take) {
+                    n = inner;
+                    levels += 1;
+                }
+                // Taken apart level by level: dropping it whole would recurse 10 000 deep.
+                let mut rest = n.get_mut("as:object").map(Value::take);
+                while let Some(mut v) = rest {
+                    rest = v.get_mut("as:object").map(Value::take);
+                }
+                levels
+            })
+            .expect("thread")
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(deep, MAX_DEPTH);
     }
 
     #[test]

@@ -105,7 +105,10 @@ pub trait RequestBody: DeserializeOwned {
     const SHAPE_STATUS: StatusCode;
 }
 
-/// Parses JSON into `T`, refusing NUL characters (PostgreSQL cannot store them).
+/// Parses JSON into `T`, refusing NUL characters (PostgreSQL cannot store them). Nesting is
+/// bounded by serde_json's recursion limit (128 levels, a syntax error past it: 400), so a
+/// deep body can neither overflow the stack here nor in the walks and drops after it; nothing
+/// in the tree enables its `unbounded_depth` feature (issue 28 item 3).
 pub fn parse_json<T: DeserializeOwned>(
     bytes: &[u8],
     shape_status: StatusCode,
@@ -175,5 +178,30 @@ mod tests {
             Err(BodyError::Nul)
         ));
         assert!(parse_json::<Url>(br#"{"url":"a"}"#, shape).is_ok());
+    }
+
+    /// Every JSON body goes through `parse_json` (or `serde_json` directly, as the OAuth forms
+    /// do), so serde_json's recursion limit bounds the depth of every value built from a request:
+    /// 128 levels parse, deeper is a syntax error, and 60 000 levels (a whole 64 KiB body of
+    /// `[`) neither overflow nor build anything — checked on a small stack.
+    #[test]
+    fn json_nesting_is_bounded_before_anything_deep_is_built() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let shape = StatusCode::UNPROCESSABLE_ENTITY;
+        assert!(parse_json::<serde_json::Value>(nested(127).as_bytes(), shape).is_ok());
+        let refused = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                [nested(129), nested(60_000), "{\"a\":".repeat(30_000)].map(|body| {
+                    matches!(
+                        parse_json::<serde_json::Value>(body.as_bytes(), shape),
+                        Err(BodyError::NotJson(_))
+                    )
+                })
+            })
+            .expect("thread")
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(refused, [true, true, true]);
     }
 }

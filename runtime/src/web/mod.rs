@@ -71,6 +71,8 @@ pub struct AppState {
     /// The instance's user and status counts, recounted at most every
     /// `INSTANCE_STATS_SECONDS` (issue 28 item 8).
     pub instance_stats: Arc<mastodon::instance::UsageCache>,
+    /// The bound on password checks (`PASSWORD_HASH_CONCURRENCY`, issue 28 item 4).
+    pub hashing: Arc<crate::passwords::Hashing>,
 }
 
 impl AppState {
@@ -98,6 +100,9 @@ impl AppState {
             media: Default::default(),
             writes: Default::default(),
             instance_stats: mastodon::instance::UsageCache::new(Duration::from_secs(300)),
+            hashing: crate::passwords::Hashing::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
         }
     }
 }

@@ -391,9 +391,31 @@ pub async fn sign_in(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(a)| a.ip());
     let address = throttle::client_address(s.behind_proxy, &headers, peer);
-    match throttle::blocked(&s.pool, &username, address).await {
+    // A place among the node's password checks first: when they are all taken, the attempt
+    // is refused at once, before it is counted or its account read (issue 28 item 4; the app
+    // check above is one indexed read).
+    let Ok(ticket) = s.hashing.admit() else {
+        let mut resp = sign_in_page(
+            &s,
+            &headers,
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(&c.app),
+            &p,
+            &username,
+            Some("Too many sign-ins at once. Try again in a moment."),
+        );
+        resp.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(crate::passwords::BUSY_RETRY_SECONDS),
+        );
+        return resp;
+    };
+    // The attempt is counted before the password is checked, so parallel guesses cannot
+    // all pass the limit (issue 28 item 5).
+    let reservation = match throttle::reserve(&s.pool, &username, address).await {
         Err(e) => return db_error(&s, e),
-        Ok(Some(wait)) => {
+        Ok(Ok(r)) => r,
+        Ok(Err(wait)) => {
             let minutes = wait.div_ceil(60);
             let msg = format!(
                 "Too many failed sign-ins. Try again in {minutes} minute{}.",
@@ -408,21 +430,21 @@ pub async fn sign_in(
                 &username,
                 Some(&msg),
             );
-            if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
             return resp;
         }
-        Ok(None) => {}
-    }
-    let account = match crate::passwords::sign_in(&s.pool, &username, &password).await {
+    };
+    let account =
+        crate::passwords::sign_in(&s.pool, &s.hashing, &ticket, &username, &password).await;
+    drop(ticket);
+    let account = match account {
         Ok(a) => a,
+        // The reservation stays counted: the check may have run.
         Err(e) => return db_error(&s, e),
     };
     let Some(account) = account else {
-        if let Err(e) = throttle::record_failure(&s.pool, &username, address).await {
-            return db_error(&s, e);
-        }
+        // The reservation is the failure: nothing more to record.
         return sign_in_page(
             &s,
             &headers,
@@ -434,6 +456,7 @@ pub async fn sign_in(
         );
     };
     let started = async {
+        reservation.release(&s.pool).await?;
         throttle::clear_account(&s.pool, &username).await?;
         session::start(&s.pool, account.id).await
     };

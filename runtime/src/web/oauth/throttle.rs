@@ -2,6 +2,13 @@
 //! every web node enforces the same numbers. Past a limit, sign-in answers 429 with
 //! `Retry-After` — even with the right password, or the limit would not stop guessing — until
 //! the oldest failure in the window ages out. A successful sign-in clears its account's count.
+//!
+//! Each attempt is counted *before* its password is checked: [`reserve`] takes the attempt
+//! under a per-subject advisory lock (check the count, insert the row, in one transaction),
+//! so parallel guesses cannot all pass the check before any is recorded — 40 parallel wrong
+//! guesses were all checked against a limit of 5 (issue 28 item 5). A reservation stays as a
+//! failure unless the password was right ([`Reservation::release`]); an attempt the node is
+//! too busy to check is refused before it reserves anything.
 
 use std::net::IpAddr;
 
@@ -46,51 +53,81 @@ pub fn client_address(
 }
 
 /// Seconds until `subject` may try again, when it is over `limit`.
-async fn wait_for(pool: &PgPool, subject: &str, limit: i64) -> Result<Option<u64>, sqlx::Error> {
+async fn wait_for(
+    conn: &mut sqlx::PgConnection,
+    subject: &str,
+    limit: i64,
+) -> Result<Option<u64>, sqlx::Error> {
     let (count, retry): (i64, Option<f64>) = sqlx::query_as(
         "SELECT count(*), EXTRACT(EPOCH FROM min(at) + make_interval(secs => $2) - now())::float8
            FROM sign_in_failures WHERE subject = $1 AND at > now() - make_interval(secs => $2)",
     )
     .bind(subject)
     .bind(WINDOW_SECONDS as f64)
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await?;
     Ok((count >= limit).then(|| retry.unwrap_or(1.0).ceil().max(1.0) as u64))
 }
 
-/// Seconds to wait when the account or the address is over its limit.
-pub async fn blocked(
-    pool: &PgPool,
-    account: &str,
-    address: Option<IpAddr>,
-) -> Result<Option<u64>, sqlx::Error> {
-    if let Some(wait) = wait_for(pool, &account_subject(account), PER_ACCOUNT).await? {
-        return Ok(Some(wait));
-    }
-    match address {
-        Some(a) => wait_for(pool, &address_subject(a), PER_ADDRESS).await,
-        None => Ok(None),
+/// One attempt, counted as a failure of its account and address until released.
+#[derive(Debug)]
+#[must_use = "an attempt is released, refunded or left counted as a failure"]
+pub struct Reservation {
+    ids: Vec<i64>,
+}
+
+impl Reservation {
+    /// The password was right: the attempt is no failure (the account's count is then
+    /// cleared by [`clear_account`]; the address keeps only its real failures).
+    pub async fn release(self, pool: &PgPool) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM sign_in_failures WHERE id = ANY($1)")
+            .bind(&self.ids)
+            .execute(pool)
+            .await?;
+        Ok(())
     }
 }
 
-/// Counts a failed sign-in against the account and the address.
-pub async fn record_failure(
+/// Takes one attempt for the account and the address, or says how many seconds to wait when
+/// either is at its limit. Atomic across nodes: the subjects' advisory locks (taken in one
+/// order, so two attempts cannot deadlock) are held from the count to the insert.
+pub async fn reserve(
     pool: &PgPool,
     account: &str,
     address: Option<IpAddr>,
-) -> Result<(), sqlx::Error> {
-    let mut subjects = vec![account_subject(account)];
-    subjects.extend(address.map(address_subject));
-    sqlx::query("INSERT INTO sign_in_failures (subject) SELECT unnest($1::text[])")
-        .bind(&subjects)
-        .execute(pool)
-        .await?;
+) -> Result<Result<Reservation, u64>, sqlx::Error> {
+    let mut limits = vec![(account_subject(account), PER_ACCOUNT)];
+    limits.extend(address.map(|a| (address_subject(a), PER_ADDRESS)));
+    let subjects: Vec<String> = limits.iter().map(|(s, _)| s.clone()).collect();
+    let mut tx = pool.begin().await?;
+    // The inner ORDER BY fixes the order the locks are taken in (released at commit).
+    sqlx::query(
+        "SELECT count(pg_advisory_xact_lock(k)) FROM (
+             SELECT DISTINCT hashtextextended('sign-in:' || s, 0) AS k
+               FROM unnest($1::text[]) AS s ORDER BY k) AS ordered",
+    )
+    .bind(&subjects)
+    .execute(&mut *tx)
+    .await?;
+    for (subject, limit) in &limits {
+        if let Some(wait) = wait_for(&mut tx, subject, *limit).await? {
+            tx.rollback().await?;
+            return Ok(Err(wait));
+        }
+    }
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO sign_in_failures (subject) SELECT unnest($1::text[]) RETURNING id",
+    )
+    .bind(&subjects)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
     // Old rows go as new ones come.
     sqlx::query("DELETE FROM sign_in_failures WHERE at < now() - make_interval(secs => $1)")
         .bind(WINDOW_SECONDS as f64)
         .execute(pool)
         .await?;
-    Ok(())
+    Ok(Ok(Reservation { ids }))
 }
 
 pub async fn clear_account(pool: &PgPool, account: &str) -> Result<(), sqlx::Error> {

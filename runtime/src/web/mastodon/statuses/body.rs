@@ -56,8 +56,22 @@ async fn multipart_fields(req: Request, s: &AppState) -> Result<Vec<(String, Str
     Ok(pairs)
 }
 
-/// Form pairs as JSON: `a[]` appends to an array, `a[b]` sets a key of an object.
+/// Deepest bracket key a form may send (`a[b][c]` is 3 levels). Mastodon's deepest is
+/// `poll[options][]` (3); the bound is checked before anything is built, because building and
+/// dropping the JSON value recurse once per level: 15 000 levels in a 45 KB body overflowed a
+/// worker's stack and aborted the whole process (issue 28 item 3).
+pub const MAX_FORM_DEPTH: usize = 32;
+
+/// Form pairs as JSON: `a[]` appends to an array, `a[b]` sets a key of an object. A key nested
+/// deeper than [`MAX_FORM_DEPTH`] is 422, before any of the value is built.
 pub fn from_pairs(pairs: Vec<(String, String)>) -> Result<Value, ApiError> {
+    if let Some((key, _)) = pairs.iter().find(|(k, _)| key_depth(k) > MAX_FORM_DEPTH) {
+        let shown: String = key.chars().take(40).collect();
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("form key {shown}… is nested deeper than {MAX_FORM_DEPTH} levels"),
+        ));
+    }
     let mut root = Value::Object(Map::new());
     for (key, value) in pairs {
         if value.contains('\0') {
@@ -74,6 +88,11 @@ pub fn from_pairs(pairs: Vec<(String, String)>) -> Result<Value, ApiError> {
         set(&mut root, &segments, value);
     }
     Ok(root)
+}
+
+/// The levels of a bracket key: its head and one per `[`, counted without splitting.
+fn key_depth(key: &str) -> usize {
+    1 + key.bytes().filter(|b| *b == b'[').count()
 }
 
 fn set(target: &mut Value, segments: &[&str], value: String) {
@@ -172,6 +191,26 @@ mod tests {
                    "poll": {"options": ["x", "y"], "expires_in": "60"}})
         );
         assert!(from_pairs(vec![("status".into(), "a\0".into())]).is_err());
+    }
+
+    #[test]
+    fn form_keys_nested_past_the_bound_are_refused_before_building() {
+        let key = |depth: usize| format!("poll{}", "[a]".repeat(depth - 1));
+        let ok = from_pairs(vec![(key(MAX_FORM_DEPTH), "1".into())]).expect("at the bound");
+        assert!(ok["poll"].is_object());
+        let err =
+            from_pairs(vec![(key(MAX_FORM_DEPTH + 1), "1".into())]).expect_err("past the bound");
+        assert_eq!(err.0, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(err.1.contains("nested deeper than 32 levels"), "{}", err.1);
+        // The attack of issue 28: 15 000 levels in 45 KB, which overflowed the stack. Run on
+        // a thread with a small stack, so a recursion proportional to the depth fails here.
+        let deep = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || from_pairs(vec![(key(15_000), "1".into())]).is_err())
+            .expect("thread")
+            .join()
+            .expect("no stack overflow");
+        assert!(deep);
     }
 
     #[test]
