@@ -23,6 +23,26 @@ pub fn visible_sql(alias: &str, viewer_param: u32) -> String {
     )
 }
 
+/// A page of post ids that the viewer bound as `$viewer_param` may read: `candidates` is a
+/// query yielding post ids as column `id` in the order of an index (a table's own rows, not
+/// the `posts` view); each candidate, in `page` order (`Page::keyset` on `c.id`), is looked up
+/// in `posts` by id and kept if [`visible_sql`] and the timeline's `extra` condition on `p`
+/// (e.g. `AND p.visibility = 'public'`) hold — until the page is full.
+///
+/// Why the shape (issue 38): the remote half of `posts` is a join, which PostgreSQL plans on
+/// its own, without the outer `ORDER BY … LIMIT`, so filtering the view and then ordering it
+/// reads every remote post. Here the order comes from the candidates' index and the view is
+/// only probed by primary key (the `LIMIT 1` keeps the probe a per-row subquery instead of a
+/// join of the whole view), so a page costs its size, and the rule stays this module's.
+pub fn readable_page_sql(candidates: &str, extra: &str, viewer_param: u32, page: &str) -> String {
+    let rule = visible_sql("p", viewer_param);
+    format!(
+        "SELECT c.id FROM ({candidates}) c
+          CROSS JOIN LATERAL (SELECT 1 FROM posts p WHERE p.id = c.id AND {rule} {extra} LIMIT 1) ok
+         WHERE {page}"
+    )
+}
+
 /// Whether `viewer` may read the post or boost `id`.
 pub async fn can_see(
     conn: &mut PgConnection,
