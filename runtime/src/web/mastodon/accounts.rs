@@ -104,8 +104,10 @@ async fn statuses(
             }
             let order = if page.min.is_some() { "ASC" } else { "DESC" };
             let sql = readable_page_sql(
-                "SELECT r.id, coalesce(r.published, r.created_at) AS at FROM remote_posts r
-                  WHERE r.actor = $1 AND r.deleted_at IS NULL",
+                &[
+                    "SELECT r.id, coalesce(r.published, r.created_at) AS at FROM remote_posts r
+                    WHERE r.actor = $1 AND r.deleted_at IS NULL",
+                ],
                 "AND NOT p.local",
                 5,
                 &format!(
@@ -113,6 +115,7 @@ async fn statuses(
                     conds.join(" AND "),
                     page.limit
                 ),
+                "",
             );
             sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .bind(&remote.iri)

@@ -123,17 +123,22 @@ impl<K> Page<K> {
         if self.min.is_some() {
             conds.push(format!("{column} > ${}", first + 2));
         }
-        let order = if self.min.is_some() { "ASC" } else { "DESC" };
-        // `limit` is an i64 clamped to 1..=MAX_LIMIT by `from_params`: a number, not text.
         format!(
-            "{} ORDER BY {column} {order} LIMIT {}",
+            "{} {}",
             if conds.is_empty() {
                 "true".to_string()
             } else {
                 conds.join(" AND ")
             },
-            self.limit
+            self.order_limit(column)
         )
+    }
+
+    /// `ORDER BY column … LIMIT n` of `keyset`, without the cursors: what merges pages.
+    pub fn order_limit(&self, column: &str) -> String {
+        let order = if self.min.is_some() { "ASC" } else { "DESC" };
+        // `limit` is an i64 clamped to 1..=MAX_LIMIT by `from_params`: a number, not text.
+        format!("ORDER BY {column} {order} LIMIT {}", self.limit)
     }
 
     /// Rows as fetched by `clause`, newest first.

@@ -81,18 +81,18 @@ impl Filters {
         sql
     }
 
-    /// Public post ids in id order, from the partial indexes of public posts of each table
-    /// (`statuses_public`, `remote_posts_public`): the union of two index scans, merged.
-    fn public_candidates(&self) -> String {
+    /// Public post ids of each table, from its partial index of public posts
+    /// (`statuses_public`, `remote_posts_public`).
+    fn public_halves(&self) -> Vec<&'static str> {
         let local = "SELECT s.id FROM statuses s WHERE s.visibility = 'public'";
         let remote = "SELECT r.id FROM remote_posts r
                        WHERE r.visibility = 'public' AND r.deleted_at IS NULL";
         if self.local {
-            local.to_string()
+            vec![local]
         } else if self.remote {
-            remote.to_string()
+            vec![remote]
         } else {
-            format!("{local} UNION ALL {remote}")
+            vec![local, remote]
         }
     }
 }
@@ -109,10 +109,11 @@ async fn public(
     let filters = Filters::of(&params);
     let viewer = viewer.map(|a| a.id);
     let sql = readable_page_sql(
-        &filters.public_candidates(),
+        &filters.public_halves(),
         &format!("AND p.visibility = 'public'{}", filters.sql()),
         4,
         &page.keyset("c.id", 1),
+        &page.order_limit("c.id"),
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(page.max)
@@ -139,10 +140,11 @@ async fn tag(
     // so a followers-only post can never be listed, whatever `post_tags` holds. The tag's
     // rows are walked backwards in (tag, post_id) order, each checked in `posts`.
     let sql = readable_page_sql(
-        "SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1",
+        &["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"],
         &format!("AND p.visibility = 'public'{}", Filters::of(&params).sql()),
         5,
         &page.keyset("c.id", 2),
+        &page.order_limit("c.id"),
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(&name)
