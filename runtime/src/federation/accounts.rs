@@ -131,6 +131,19 @@ pub async fn by_id<'e>(
     .await
 }
 
+/// Many accounts by id (one query), in no particular order; unknown ids are left out.
+pub async fn by_ids<'e>(
+    exec: impl PgExecutor<'e>,
+    ids: &[Uuid],
+) -> Result<Vec<Account>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM accounts WHERE id = ANY($1)"
+    )))
+    .bind(ids)
+    .fetch_all(exec)
+    .await
+}
+
 /// The account a bearer token belongs to and the scopes the token holds.
 pub async fn by_token(
     pool: &PgPool,

@@ -94,6 +94,31 @@ pub async fn by_id(pool: &PgPool, id: Uuid) -> Result<Option<Found>, sqlx::Error
     Ok(remote.map(Found::Remote))
 }
 
+/// Many accounts by Account entity id, ours and remote actors alike, in two queries (a
+/// page of notifications names one per entry); unknown ids are left out.
+pub async fn by_ids(
+    pool: &PgPool,
+    ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, Found>, sqlx::Error> {
+    let mut out = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    for a in accounts::by_ids(pool, ids).await? {
+        out.insert(a.id, Found::Local(a));
+    }
+    let remote: Vec<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE id = ANY($1)"
+    )))
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    for r in remote {
+        out.entry(r.id).or_insert(Found::Remote(r));
+    }
+    Ok(out)
+}
+
 pub async fn remote_by_iri(pool: &PgPool, iri: &str) -> Result<Option<RemoteAccount>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE iri = $1"

@@ -23,6 +23,48 @@ pub fn visible_sql(alias: &str, viewer_param: u32) -> String {
     )
 }
 
+/// A page of post ids that the viewer bound as `$viewer_param` may read. Each of `halves` is
+/// a query over one table yielding post ids as column `id` (and whatever `page` orders by)
+/// that an index returns in `page` order; its candidates, in that order (`page` is
+/// `Page::keyset` on `c.id`: cursors, `ORDER BY`, `LIMIT`), are looked up in `posts` by id and
+/// kept if [`visible_sql`] and the timeline's `extra` condition on `p` (e.g.
+/// `AND p.visibility = 'public'`) hold, until the page is full. Several halves (ours and
+/// theirs) are each paged so, then merged by `merge` (`ORDER BY c.id … LIMIT …`).
+///
+/// Why the shape (issue 38): the remote half of `posts` is a join, which PostgreSQL plans on
+/// its own, without the outer `ORDER BY … LIMIT`, so filtering the view and then ordering it
+/// read every remote post; and PostgreSQL 15 does not merge a `UNION ALL` of two index scans
+/// under a `LIMIT` either (it sorts them). Here each half walks its own index and stops, and
+/// the view is only probed by id (the `LIMIT 1` keeps the probe a per-row subquery, not a
+/// join of the whole view), so a page costs its size, and the rule stays this module's.
+pub fn readable_page_sql(
+    halves: &[&str],
+    extra: &str,
+    viewer_param: u32,
+    page: &str,
+    merge: &str,
+) -> String {
+    let rule = visible_sql("p", viewer_param);
+    let paged = |half: &str| {
+        format!(
+            "SELECT c.id FROM ({half}) c
+              CROSS JOIN LATERAL (SELECT 1 FROM posts p WHERE p.id = c.id AND {rule} {extra} LIMIT 1) ok
+             WHERE {page}"
+        )
+    };
+    match halves {
+        [one] => paged(one),
+        _ => format!(
+            "SELECT c.id FROM ({}) c {merge}",
+            halves
+                .iter()
+                .map(|h| format!("({})", paged(h)))
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ")
+        ),
+    }
+}
+
 /// Whether `viewer` may read the post or boost `id`.
 pub async fn can_see(
     conn: &mut PgConnection,
@@ -39,10 +81,14 @@ pub async fn can_see(
 /// page is filtered in its query, not shortened after it.
 pub fn entry_visible_sql(id_expr: &str, viewer_param: u32) -> String {
     let rule = visible_sql("vp", viewer_param);
+    // The boosted post is probed by id in a LATERAL subquery: a join with `posts` would be
+    // planned against the whole view (issue 38).
     format!(
         "(EXISTS (SELECT 1 FROM posts vp WHERE vp.id = {id_expr} AND {rule}) \
-          OR EXISTS (SELECT 1 FROM reblogs vr JOIN posts vp ON vp.id = vr.post_id \
-                      WHERE vr.id = {id_expr} AND {rule} \
+          OR EXISTS (SELECT 1 FROM reblogs vr \
+                      CROSS JOIN LATERAL (SELECT 1 FROM posts vp \
+                                           WHERE vp.id = vr.post_id AND {rule} LIMIT 1) ok \
+                      WHERE vr.id = {id_expr} \
                         AND (vr.visibility IN ('public', 'unlisted') \
                              OR vr.account_id = ${viewer_param}::uuid)))"
     )
@@ -59,11 +105,14 @@ pub async fn visible(
         return Ok(HashSet::new());
     }
     let rule = visible_sql("p", 2);
+    // A boost's post is probed by id (LATERAL), not joined with the view: a join made the
+    // generic plan hash every remote post and actor (issue 38).
     let sql = format!(
         "SELECT p.id FROM posts p WHERE p.id = ANY($1) AND {rule}
          UNION ALL
-         SELECT r.id FROM reblogs r JOIN posts p ON p.id = r.post_id
-          WHERE r.id = ANY($1) AND {rule}
+         SELECT r.id FROM reblogs r
+          CROSS JOIN LATERAL (SELECT 1 FROM posts p WHERE p.id = r.post_id AND {rule} LIMIT 1) ok
+          WHERE r.id = ANY($1)
             AND (r.visibility IN ('public', 'unlisted') OR r.account_id = $2::uuid)"
     );
     let rows: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))

@@ -16,7 +16,7 @@ use super::statuses::render;
 use super::{found, unprocessable};
 use crate::federation::Federation;
 use crate::federation::directory::{self, Found};
-use crate::statuses::access::visible_sql;
+use crate::statuses::access::{readable_page_sql, visible_sql};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -68,52 +68,70 @@ async fn statuses(
 ) -> Result<Paged, ApiError> {
     let found = found(&s, &id).await?;
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
-    let (author, sql) = match &found {
-        // Our statuses have the columns the rule reads, under the same names.
-        Found::Local(account) => (
-            AuthorKey::Local(account.id),
-            format!(
-                "SELECT s.id FROM statuses s WHERE s.account_id = $1::uuid AND {} AND {}",
-                visible_sql("s", 6),
-                page.clause("s.id", 2)
-            ),
-        ),
+    let ids: Vec<Uuid> = match &found {
+        // Our statuses have the columns the rule reads, under the same names; the page is
+        // one range scan of `statuses_account_id`.
+        Found::Local(account) => {
+            let sql = format!(
+                "SELECT s.id FROM statuses s WHERE s.account_id = $1 AND {} AND {}",
+                visible_sql("s", 5),
+                page.keyset("s.id", 2)
+            );
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(account.id)
+                .bind(page.max)
+                .bind(page.since)
+                .bind(page.min)
+                .bind(viewer.id)
+                .fetch_all(&s.pool)
+                .await?
+        }
+        // Theirs in (published, id) order from `remote_posts_actor_published`, each checked
+        // in `posts`. A cursor is compared as (its time, its id), the time looked up once:
+        // a row of plain values an index can start from, where a cursor naming no post
+        // selects nothing.
         Found::Remote(remote) => {
-            let cursor = |p: &str| format!("(SELECT created_at, id FROM posts WHERE id = {p})");
-            (
-                AuthorKey::Remote(remote.iri.clone()),
-                format!(
-                    "SELECT p.id FROM posts p WHERE p.actor_iri = $1 AND NOT p.local AND {} AND {}",
-                    visible_sql("p", 6),
-                    page.clause_by("(p.created_at, p.id)", &["p.created_at", "p.id"], cursor, 2)
+            let at = |p: usize| format!("(SELECT created_at FROM posts WHERE id = ${p})");
+            let mut conds = vec!["true".to_string()];
+            if page.max.is_some() {
+                conds.push(format!("(c.at, c.id) < ({}, $2)", at(2)));
+            }
+            if page.since.is_some() {
+                conds.push(format!("(c.at, c.id) > ({}, $3)", at(3)));
+            }
+            if page.min.is_some() {
+                conds.push(format!("(c.at, c.id) > ({}, $4)", at(4)));
+            }
+            let order = if page.min.is_some() { "ASC" } else { "DESC" };
+            let sql = readable_page_sql(
+                &[
+                    "SELECT r.id, coalesce(r.published, r.created_at) AS at FROM remote_posts r
+                    WHERE r.actor = $1 AND r.deleted_at IS NULL",
+                ],
+                "AND NOT p.local",
+                5,
+                &format!(
+                    "{} ORDER BY c.at {order}, c.id {order} LIMIT {}",
+                    conds.join(" AND "),
+                    page.limit
                 ),
-            )
+                "",
+            );
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(&remote.iri)
+                .bind(page.max)
+                .bind(page.since)
+                .bind(page.min)
+                .bind(viewer.id)
+                .fetch_all(&s.pool)
+                .await?
         }
     };
-    let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
-    let query = match author {
-        AuthorKey::Local(id) => query.bind(id.to_string()),
-        AuthorKey::Remote(iri) => query.bind(iri),
-    };
-    let ids: Vec<Uuid> = query
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
-        .bind(page.limit)
-        .bind(viewer.id)
-        .fetch_all(&s.pool)
-        .await?;
     let ids = page.finish(ids);
     let mut conn = s.pool.acquire().await?;
     let items = render(&s, &mut conn, Some(viewer.id), &ids).await?;
     let keys: Vec<String> = ids.iter().map(Uuid::to_string).collect();
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
-}
-
-/// The author an account's statuses are selected by.
-enum AuthorKey {
-    Local(Uuid),
-    Remote(String),
 }
 
 /// Which relationship list.

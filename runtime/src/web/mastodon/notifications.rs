@@ -117,18 +117,17 @@ async fn list(
     };
     let sql = format!(
         "SELECT {COLUMNS} FROM notifications n
-          WHERE n.account_id = $1 AND ($6::text[] IS NULL OR n.type = ANY($6))
-            AND NOT (n.type = ANY($7)) AND ($8::uuid IS NULL OR n.from_account_id = $8)
+          WHERE n.account_id = $1 AND ($5::text[] IS NULL OR n.type = ANY($5))
+            AND NOT (n.type = ANY($6)) AND ($7::uuid IS NULL OR n.from_account_id = $7)
             AND {} AND {}",
         *READABLE,
-        page.clause("n.id", 2)
+        page.keyset("n.id", 2)
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
         .bind(page.max)
         .bind(page.since)
         .bind(page.min)
-        .bind(page.limit)
         .bind(types)
         .bind(exclude)
         .bind(from)
@@ -152,7 +151,16 @@ async fn entities_of(s: &AppState, viewer: Uuid, rows: Vec<Row>) -> Result<Vec<V
         .filter_map(|v| Some((v["id"].as_str()?.to_string(), v)))
         .collect();
     drop(conn);
+    // Every account the page names, looked up together (not one query per entry).
+    let mut ids: Vec<Uuid> = rows.iter().filter_map(|r| r.from_account_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
     let mut accounts: HashMap<Uuid, Value> = HashMap::new();
+    if let Some(fed) = &s.fed {
+        for (id, found) in directory::by_ids(&s.pool, &ids).await? {
+            accounts.insert(id, entities::account(&s.pool, fed, &found).await?);
+        }
+    }
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let status = match r.post {
@@ -163,20 +171,10 @@ async fn entities_of(s: &AppState, viewer: Uuid, rows: Vec<Row>) -> Result<Vec<V
                 None => continue,
             },
         };
-        let account = match (r.from_account_id, &s.fed) {
-            (Some(id), Some(fed)) => match accounts.get(&id) {
-                Some(a) => a.clone(),
-                None => {
-                    let a = match directory::by_id(&s.pool, id).await? {
-                        Some(found) => entities::account(&s.pool, fed, &found).await?,
-                        None => Value::Null,
-                    };
-                    accounts.insert(id, a.clone());
-                    a
-                }
-            },
-            _ => Value::Null,
-        };
+        let account = r
+            .from_account_id
+            .and_then(|id| accounts.get(&id).cloned())
+            .unwrap_or(Value::Null);
         let account = if account.is_null() {
             status.get("account").cloned().unwrap_or(Value::Null)
         } else {

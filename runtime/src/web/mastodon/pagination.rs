@@ -105,6 +105,42 @@ impl<K> Page<K> {
         )
     }
 
+    /// Like `clause` (the same parameters, bound the same way), for the lists whose page must
+    /// be one index range scan whatever plan PostgreSQL caches (issue 38): only the cursors
+    /// the request gives are written (`$first` etc. stay bound, unused), and the limit is a
+    /// literal. A prepared statement's generic plan knows neither the values nor which are
+    /// NULL: `($1 IS NULL OR id < $1)` cannot bound an index scan, a two-sided range of
+    /// parameters is estimated at 0.5 % of the table and `LIMIT $4` at a tenth of it — each of
+    /// which made the planner sort the whole table rather than walk an index and stop.
+    pub fn keyset(&self, column: &str, first: usize) -> String {
+        let mut conds = Vec::new();
+        if self.max.is_some() {
+            conds.push(format!("{column} < ${first}"));
+        }
+        if self.since.is_some() {
+            conds.push(format!("{column} > ${}", first + 1));
+        }
+        if self.min.is_some() {
+            conds.push(format!("{column} > ${}", first + 2));
+        }
+        format!(
+            "{} {}",
+            if conds.is_empty() {
+                "true".to_string()
+            } else {
+                conds.join(" AND ")
+            },
+            self.order_limit(column)
+        )
+    }
+
+    /// `ORDER BY column … LIMIT n` of `keyset`, without the cursors: what merges pages.
+    pub fn order_limit(&self, column: &str) -> String {
+        let order = if self.min.is_some() { "ASC" } else { "DESC" };
+        // `limit` is an i64 clamped to 1..=MAX_LIMIT by `from_params`: a number, not text.
+        format!("ORDER BY {column} {order} LIMIT {}", self.limit)
+    }
+
     /// Rows as fetched by `clause`, newest first.
     pub fn finish<T>(&self, mut rows: Vec<T>) -> Vec<T> {
         if self.min.is_some() {
@@ -189,6 +225,19 @@ mod tests {
         let p = page("min_id=3").map_err(|e| e.1).expect("page");
         assert!(p.clause("f.id", 2).contains("ORDER BY f.id ASC LIMIT $5"));
         assert_eq!(p.finish(vec![4, 5, 6]), vec![6, 5, 4]);
+    }
+
+    #[test]
+    fn keyset_writes_only_the_given_cursors() {
+        let p = page("max_id=10&limit=5").map_err(|e| e.1).expect("page");
+        assert_eq!(p.keyset("c.id", 2), "c.id < $2 ORDER BY c.id DESC LIMIT 5");
+        let p = page("").map_err(|e| e.1).expect("page");
+        assert_eq!(p.keyset("c.id", 2), "true ORDER BY c.id DESC LIMIT 40");
+        let p = page("since_id=1&min_id=3").map_err(|e| e.1).expect("page");
+        assert_eq!(
+            p.keyset("n.id", 1),
+            "n.id > $2 AND n.id > $3 ORDER BY n.id ASC LIMIT 40"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
-use crate::statuses::access::visible_sql;
+use crate::statuses::access::readable_page_sql;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::{ApiError, AppState};
 
@@ -32,37 +32,69 @@ async fn home(
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let sql = format!(
         "SELECT h.entry_id FROM home_feed h WHERE h.account_id = $1 AND {}",
-        page.clause("h.entry_id", 2)
+        page.keyset("h.entry_id", 2)
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
         .bind(page.max)
         .bind(page.since)
         .bind(page.min)
-        .bind(page.limit)
         .fetch_all(&s.pool)
         .await?;
     statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
 }
 
-/// `local`/`remote`/`only_media` of the public and tag timelines, as SQL on the `posts` row
-/// `p` (each flag is a fixed fragment: nothing from the request reaches the SQL text).
-fn filters(params: &[(String, String)]) -> String {
-    let on = |k: &str| param(params, k).is_some_and(|v| matches!(v, "true" | "1" | "on"));
-    let mut sql = String::new();
-    if on("local") {
-        sql.push_str(" AND p.local");
-    } else if on("remote") {
-        sql.push_str(" AND NOT p.local");
+/// `local`/`remote`/`only_media` of the public and tag timelines (each flag selects a fixed
+/// fragment: nothing from the request reaches the SQL text).
+struct Filters {
+    local: bool,
+    remote: bool,
+    only_media: bool,
+}
+
+impl Filters {
+    fn of(params: &[(String, String)]) -> Filters {
+        let on = |k: &str| param(params, k).is_some_and(|v| matches!(v, "true" | "1" | "on"));
+        let local = on("local");
+        Filters {
+            local,
+            remote: !local && on("remote"),
+            only_media: on("only_media"),
+        }
     }
-    if on("only_media") {
-        sql.push_str(
-            " AND (EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = p.id)
-                   OR EXISTS (SELECT 1 FROM remote_posts r
-                               WHERE r.id = p.id AND jsonb_array_length(r.attachments) > 0))",
-        );
+
+    /// The condition on the `posts` row `p`.
+    fn sql(&self) -> String {
+        let mut sql = String::new();
+        if self.local {
+            sql.push_str(" AND p.local");
+        } else if self.remote {
+            sql.push_str(" AND NOT p.local");
+        }
+        if self.only_media {
+            sql.push_str(
+                " AND (EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = p.id)
+                       OR EXISTS (SELECT 1 FROM remote_posts r
+                                   WHERE r.id = p.id AND jsonb_array_length(r.attachments) > 0))",
+            );
+        }
+        sql
     }
-    sql
+
+    /// Public post ids of each table, from its partial index of public posts
+    /// (`statuses_public`, `remote_posts_public`).
+    fn public_halves(&self) -> Vec<&'static str> {
+        let local = "SELECT s.id FROM statuses s WHERE s.visibility = 'public'";
+        let remote = "SELECT r.id FROM remote_posts r
+                       WHERE r.visibility = 'public' AND r.deleted_at IS NULL";
+        if self.local {
+            vec![local]
+        } else if self.remote {
+            vec![remote]
+        } else {
+            vec![local, remote]
+        }
+    }
 }
 
 /// Public posts, ours and theirs; anyone may read it (a token, when given, must be valid and
@@ -74,19 +106,22 @@ async fn public(
 ) -> Result<Paged, ApiError> {
     let params = params(&uri);
     let page: Page<Uuid> = Page::from_params(&params)?;
-    let sql = format!(
-        "SELECT p.id FROM posts p WHERE p.visibility = 'public'{} AND {}",
-        filters(&params),
-        page.clause("p.id", 1)
+    let filters = Filters::of(&params);
+    let viewer = viewer.map(|a| a.id);
+    let sql = readable_page_sql(
+        &filters.public_halves(),
+        &format!("AND p.visibility = 'public'{}", filters.sql()),
+        4,
+        &page.keyset("c.id", 1),
+        &page.order_limit("c.id"),
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(page.max)
         .bind(page.since)
         .bind(page.min)
-        .bind(page.limit)
+        .bind(viewer)
         .fetch_all(&s.pool)
         .await?;
-    let viewer = viewer.map(|a| a.id);
     statuses_page(&s, viewer, page.finish(ids), &uri).await
 }
 
@@ -102,20 +137,20 @@ async fn tag(
     let name = hashtag.trim_start_matches('#').to_lowercase();
     let viewer = viewer.map(|a| a.id);
     // Public posts only, as Mastodon's tag timeline; the visibility rule stays in the query
-    // so a followers-only post can never be listed, whatever `post_tags` holds.
-    let sql = format!(
-        "SELECT p.id FROM post_tags t JOIN posts p ON p.id = t.post_id
-          WHERE t.tag = $1 AND p.visibility = 'public' AND {}{} AND {}",
-        visible_sql("p", 6),
-        filters(&params),
-        page.clause("t.post_id", 2)
+    // so a followers-only post can never be listed, whatever `post_tags` holds. The tag's
+    // rows are walked backwards in (tag, post_id) order, each checked in `posts`.
+    let sql = readable_page_sql(
+        &["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"],
+        &format!("AND p.visibility = 'public'{}", Filters::of(&params).sql()),
+        5,
+        &page.keyset("c.id", 2),
+        &page.order_limit("c.id"),
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(&name)
         .bind(page.max)
         .bind(page.since)
         .bind(page.min)
-        .bind(page.limit)
         .bind(viewer)
         .fetch_all(&s.pool)
         .await?;
