@@ -72,8 +72,19 @@ async fn connect(base: &str, query: &str, token: &str) -> Socket {
 
 /// The HTTP status a refused handshake got.
 async fn refused(base: &str, query: &str, token: Token<'_>) -> u16 {
+    refusal(base, query, token).await.0
+}
+
+/// The refusal of an upgrade: its status and its `Retry-After` header, if any.
+async fn refusal(base: &str, query: &str, token: Token<'_>) -> (u16, Option<String>) {
     match open(base, query, token).await {
-        Err(tungstenite::Error::Http(resp)) => resp.status().as_u16(),
+        Err(tungstenite::Error::Http(resp)) => (
+            resp.status().as_u16(),
+            resp.headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        ),
         Err(e) => panic!("expected an HTTP refusal, got {e}"),
         Ok(_) => panic!("expected a refusal, the upgrade succeeded"),
     }
@@ -839,10 +850,12 @@ async fn streams_are_capped_per_token_and_per_node() {
         "a third stream of one token"
     );
     let _b1 = connect(base, "stream=public", &bob).await;
+    let (status, retry_after) = refusal(base, "stream=public", Token::Header(&bob)).await;
+    assert_eq!(status, 429, "a fourth stream of the node");
     assert_eq!(
-        refused(base, "stream=public", Token::Header(&bob)).await,
-        429,
-        "a fourth stream of the node"
+        retry_after.as_deref(),
+        Some("10"),
+        "a refused stream says when to try again"
     );
     drop(a1);
     eventually(

@@ -32,6 +32,10 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/streaming/health", get(health))
 }
 
+/// `Retry-After` (seconds) of a stream refused for the per-token or per-node cap (issue 28
+/// item 6).
+const REFUSED_RETRY_AFTER: &str = "10";
+
 async fn health() -> &'static str {
     "OK"
 }
@@ -125,10 +129,20 @@ async fn stream(
         Err(rejection) => return Ok(rejection.into_response()),
     };
     let token_hash = accounts::hash_token(token);
-    let admission = s
-        .streams
-        .admit(&token_hash)
-        .map_err(|refused| ApiError(StatusCode::TOO_MANY_REQUESTS, refused.to_string()))?;
+    let admission = match s.streams.admit(&token_hash) {
+        Ok(admission) => admission,
+        Err(refused) => {
+            // A place frees when a stream closes; clients that reconnect in a loop are told
+            // to wait rather than retry at once.
+            let mut resp =
+                ApiError(StatusCode::TOO_MANY_REQUESTS, refused.to_string()).into_response();
+            resp.headers_mut().insert(
+                header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(REFUSED_RETRY_AFTER),
+            );
+            return Ok(resp);
+        }
+    };
     let upgrade = if as_protocol {
         upgrade.protocols([token.to_string()])
     } else {
