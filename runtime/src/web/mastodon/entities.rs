@@ -37,10 +37,14 @@ struct Counts {
 
 async fn counts(conn: &mut PgConnection, account: &Account) -> Result<Counts, sqlx::Error> {
     sqlx::query_as(
-        "SELECT (SELECT count(*) FROM followers WHERE account_id = $1) AS followers,
-                (SELECT count(*) FROM follows WHERE account_id = $1 AND state = 'accepted') AS following,
-                (SELECT count(*) FROM statuses WHERE account_id = $1) AS statuses,
-                (SELECT max(created_at) FROM statuses WHERE account_id = $1) AS last_status_at",
+        // Kept by triggers (`account_stats`): counting per render read the whole table for an
+        // account with most of the posts (issue 38). The last post is one index probe.
+        "SELECT coalesce(s.followers, 0) AS followers,
+                coalesce(s.following, 0) AS following,
+                coalesce(s.statuses, 0) AS statuses,
+                (SELECT max(created_at) FROM statuses WHERE account_id = $1) AS last_status_at
+           FROM (SELECT $1::uuid AS id) a
+           LEFT JOIN account_stats s ON s.account_id = a.id",
     )
     .bind(account.id)
     .fetch_one(conn)
