@@ -131,11 +131,13 @@ pub enum BoostError {
 
 /// The visibility a boost gets: direct posts are never boosted and followers-only ones only
 /// by their author, whose boost stays followers-only (Mastodon's `reblog?` policy); otherwise
-/// the one asked for (`None`: public).
+/// the one asked for, else `default`: the booster's posting default, as Mastodon's
+/// ReblogService (a followers-only default never boosts publicly by omission).
 pub fn boost_visibility(
     account: &Account,
     post: &Post,
     asked: Option<Visibility>,
+    default: Visibility,
 ) -> Result<Visibility, BoostError> {
     match post.visibility() {
         Visibility::Direct => Err(BoostError::NotAllowed),
@@ -144,7 +146,7 @@ pub fn boost_visibility(
         Visibility::Public | Visibility::Unlisted => match asked {
             Some(Visibility::Direct) => Err(BoostError::NotAllowed),
             Some(v) => Ok(v),
-            None => Ok(Visibility::Public),
+            None => Ok(default),
         },
     }
 }

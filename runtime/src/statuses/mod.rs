@@ -13,6 +13,7 @@ pub mod followers;
 pub mod history;
 pub mod interact;
 pub mod notify;
+pub mod preferences;
 pub mod write;
 
 use serde_json::Value;

@@ -1,8 +1,10 @@
 //! The token holder's own account: `GET /api/v1/accounts/verify_credentials` (the
 //! CredentialAccount, with `source`) and `PATCH /api/v1/accounts/update_credentials`
-//! (display name, note, locked, bot, profile fields), as JSON, an urlencoded form or a
-//! multipart form's text fields — Mastodon apps send any of them. The change and the `Update` of the actor to the followers are one
-//! transaction; a refused body changes nothing.
+//! (display name, note, locked, bot, profile fields, and the posting defaults in `source[…]`),
+//! as JSON, an urlencoded form or a multipart form's text fields — Mastodon apps send any of
+//! them. The change and the `Update` of the actor to the followers are one transaction; a
+//! refused body changes nothing. Posting defaults are not federated: changing only them sends
+//! no `Update`. `GET /api/v1/preferences` reads them (issue 30 item 1).
 
 use std::collections::BTreeMap;
 
@@ -15,6 +17,7 @@ use serde_json::Value;
 use super::entities;
 use super::unprocessable;
 use crate::federation::profiles::{self, Field, ProfileUpdate};
+use crate::statuses::preferences::{self, PostingUpdate};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::body::{BodyError, JSON_MAX_BYTES, parse_json, read_limited};
@@ -30,6 +33,57 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/accounts/update_credentials",
             patch(update_credentials),
         )
+        .route("/api/v1/preferences", get(preferences_handler))
+}
+
+/// What one `update_credentials` body asks: the federated profile and the posting defaults.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct CredentialsUpdate {
+    profile: ProfileUpdate,
+    posting: PostingUpdate,
+}
+
+impl CredentialsUpdate {
+    fn validate(self) -> Result<CredentialsUpdate, String> {
+        Ok(CredentialsUpdate {
+            profile: self.profile.validate()?,
+            posting: self.posting,
+        })
+    }
+}
+
+/// One `source[key]` value, as forms and JSON bodies both give it.
+fn posting_source(posting: &mut PostingUpdate, key: &str, v: &Value) -> Result<(), String> {
+    let name = format!("source[{key}]");
+    match key {
+        "privacy" => posting.visibility = Some(PostingUpdate::privacy(&string(&name, v)?)?),
+        "sensitive" => posting.sensitive = Some(boolean(&name, v)?),
+        "language" => {
+            posting.language = Some(match v {
+                Value::Null => None,
+                v => PostingUpdate::language(&string(&name, v)?)?,
+            })
+        }
+        // `source[note]`, `source[fields]`, … are not read by Mastodon either.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `GET /api/v1/preferences`: Mastodon's keys; the reading ones are Mastodon's defaults,
+/// which this server does not let anyone change.
+async fn preferences_handler(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadAccounts>,
+) -> Result<Json<Value>, ApiError> {
+    let p = preferences::load(&s.pool, account.id).await?;
+    Ok(Json(serde_json::json!({
+        "posting:default:visibility": p.visibility.as_str(),
+        "posting:default:sensitive": p.sensitive,
+        "posting:default:language": p.language,
+        "reading:expand:media": "default",
+        "reading:expand:spoilers": false,
+    })))
 }
 
 async fn verify_credentials(
@@ -71,10 +125,16 @@ async fn update_credentials(
                 .collect(),
         )
     }
-    .and_then(ProfileUpdate::validate)
+    .and_then(CredentialsUpdate::validate)
     .map_err(unprocessable)?;
     let mut tx = s.pool.begin().await?;
-    profiles::update_in(&mut tx, fed, &account, &update).await?;
+    if !update.posting.is_empty() {
+        preferences::update(&mut *tx, account.id, &update.posting).await?;
+    }
+    // The actor changes (and its followers hear of it) unless only posting defaults were sent.
+    if update.profile != ProfileUpdate::default() || update.posting.is_empty() {
+        profiles::update_in(&mut tx, fed, &account, &update.profile).await?;
+    }
     tx.commit().await?;
     Ok(Json(
         entities::credential_account(&s.pool, fed, &account).await?,
@@ -142,11 +202,12 @@ fn field(v: &Value) -> Result<Field, String> {
 }
 
 /// The JSON body: `fields_attributes` as an array or as Rails' index-keyed object.
-fn from_json(body: &Value) -> Result<ProfileUpdate, String> {
+fn from_json(body: &Value) -> Result<CredentialsUpdate, String> {
     let Some(o) = body.as_object() else {
         return Err("the body must be a JSON object".into());
     };
-    let mut u = ProfileUpdate::default();
+    let mut all = CredentialsUpdate::default();
+    let u = &mut all.profile;
     for (key, v) in o {
         match key.as_str() {
             "display_name" => u.display_name = Some(string(key, v)?),
@@ -174,17 +235,26 @@ fn from_json(body: &Value) -> Result<ProfileUpdate, String> {
                     _ => return Err("fields_attributes must be a list".into()),
                 })
             }
-            // Other settings apps send (source[privacy], discoverable, …) are not kept yet.
+            "source" => {
+                let Some(source) = v.as_object() else {
+                    return Err("source must be an object".into());
+                };
+                for (k, v) in source {
+                    posting_source(&mut all.posting, k, v)?;
+                }
+            }
+            // Other settings apps send (discoverable, indexable, …) are not kept.
             _ => {}
         }
     }
-    Ok(u)
+    Ok(all)
 }
 
 /// Form fields (urlencoded or multipart): `display_name=…&fields_attributes[0][name]=…&
 /// fields_attributes[0][value]=…`.
-fn from_pairs(pairs: Vec<(String, String)>) -> Result<ProfileUpdate, String> {
-    let mut u = ProfileUpdate::default();
+fn from_pairs(pairs: Vec<(String, String)>) -> Result<CredentialsUpdate, String> {
+    let mut all = CredentialsUpdate::default();
+    let u = &mut all.profile;
     let mut fields: BTreeMap<u32, Field> = BTreeMap::new();
     let mut any_field = false;
     for (key, value) in pairs {
@@ -214,13 +284,19 @@ fn from_pairs(pairs: Vec<(String, String)>) -> Result<ProfileUpdate, String> {
                 }
                 any_field = true;
             }
+            k if k.starts_with("source[") => {
+                let key = k["source[".len()..]
+                    .strip_suffix(']')
+                    .ok_or_else(|| format!("{k}: expected source[name]"))?;
+                posting_source(&mut all.posting, key, &v)?;
+            }
             _ => {}
         }
     }
     if any_field {
         u.fields = Some(fields.into_values().collect());
     }
-    Ok(u)
+    Ok(all)
 }
 
 #[cfg(test)]
@@ -228,7 +304,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn from_form(bytes: &[u8]) -> Result<ProfileUpdate, String> {
+    fn from_form(bytes: &[u8]) -> Result<CredentialsUpdate, String> {
         from_pairs(
             url::form_urlencoded::parse(bytes)
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -248,10 +324,53 @@ mod tests {
         }))
         .expect("json");
         assert_eq!(form, json);
-        assert_eq!(form.fields.as_ref().map(|f| f[0].name.as_str()), Some("a"));
+        assert_eq!(
+            form.profile.fields.as_ref().map(|f| f[0].name.as_str()),
+            Some("a")
+        );
         let array =
             from_json(&json!({"fields_attributes": [{"name": "a", "value": "1"}]})).expect("array");
-        assert_eq!(array.fields.map(|f| f.len()), Some(1));
+        assert_eq!(array.profile.fields.map(|f| f.len()), Some(1));
+    }
+
+    #[test]
+    fn posting_defaults_come_from_source_in_forms_and_json() {
+        let form = from_form(b"source[privacy]=private&source[sensitive]=1&source[language]=de")
+            .expect("form");
+        let json = from_json(&json!({
+            "source": {"privacy": "private", "sensitive": true, "language": "de"},
+        }))
+        .expect("json");
+        assert_eq!(form, json);
+        assert_eq!(
+            form.posting,
+            PostingUpdate {
+                visibility: Some(crate::statuses::Visibility::Private),
+                sensitive: Some(true),
+                language: Some(Some("de".into())),
+            }
+        );
+        assert_eq!(form.profile, ProfileUpdate::default(), "no profile change");
+        let cleared = from_form(b"source[language]=").expect("empty language");
+        assert_eq!(cleared.posting.language, Some(None));
+        let cleared = from_json(&json!({"source": {"language": null}})).expect("null language");
+        assert_eq!(cleared.posting.language, Some(None));
+        for bad in [
+            &b"source[privacy]=direct"[..],
+            b"source[privacy]=everyone",
+            b"source[sensitive]=perhaps",
+            b"source[language]=english",
+            b"source[privacy",
+        ] {
+            assert!(from_form(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        for bad in [
+            json!({"source": "private"}),
+            json!({"source": {"privacy": 1}}),
+            json!({"source": {"language": "<b>"}}),
+        ] {
+            assert!(from_json(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -109,8 +109,12 @@ pub async fn credential_account(
         .iter()
         .map(|f| json!({ "name": f.name, "value": f.value, "verified_at": null }))
         .collect();
+    let posting = crate::statuses::preferences::load(pool, account.id).await?;
     v["source"] = json!({
-        "privacy": "public", "sensitive": false, "language": "",
+        "privacy": posting.visibility.as_str(),
+        "sensitive": posting.sensitive,
+        // Mastodon: a code, or "" when unset.
+        "language": posting.language.unwrap_or_default(),
         "note": profile.note, "fields": fields, "follow_requests_count": requests,
     });
     v["role"] = if account.admin {

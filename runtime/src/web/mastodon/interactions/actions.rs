@@ -13,6 +13,7 @@ use super::{status, target};
 use crate::federation::interactions;
 use crate::statuses::Visibility;
 use crate::statuses::interact::{self, BoostError};
+use crate::statuses::preferences;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
@@ -80,7 +81,8 @@ async fn reblog(
     let asked = asked_visibility(&s, req).await?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
-    let visibility = interact::boost_visibility(&account, &post, asked)?;
+    let default = preferences::load(&mut *tx, account.id).await?.visibility;
+    let visibility = interact::boost_visibility(&account, &post, asked, default)?;
     let announce = fed.new_activity_id();
     let (boost, new) =
         interact::reblog(&mut tx, fed, &account, &post, visibility, &announce).await?;

@@ -12,6 +12,7 @@ use super::body::{StatusBody, flag, media_ids, text};
 use super::{not_found, visible_one};
 use crate::polls::validation::PollRequest;
 use crate::statuses::Visibility;
+use crate::statuses::preferences::{self, Posting};
 use crate::statuses::write::{self, NewStatus};
 use crate::web::auth::{Needs, need};
 use crate::web::polls::schedule;
@@ -42,9 +43,15 @@ fn unprocessable(m: impl Into<String>) -> ApiError {
 }
 
 impl CreateRequest {
-    fn into_new(self, idempotency_key: Option<String>) -> Result<NewStatus, ApiError> {
+    /// The status to write; what the request leaves out comes from the author's posting
+    /// defaults (issue 30 item 1: never public by omission when the default is narrower).
+    fn into_new(
+        self,
+        defaults: &Posting,
+        idempotency_key: Option<String>,
+    ) -> Result<NewStatus, ApiError> {
         let visibility = match text(self.visibility) {
-            None => Visibility::Public,
+            None => defaults.visibility,
             Some(v) => Visibility::parse(&v)
                 .ok_or_else(|| unprocessable(format!("Validation failed: visibility {v:?} is not one of public, unlisted, private, direct")))?,
         };
@@ -63,8 +70,8 @@ impl CreateRequest {
             text: self.status.unwrap_or_default(),
             visibility,
             spoiler_text: self.spoiler_text.unwrap_or_default(),
-            sensitive: flag("sensitive", self.sensitive.as_ref())?.unwrap_or(false),
-            language: text(self.language),
+            sensitive: flag("sensitive", self.sensitive.as_ref())?.unwrap_or(defaults.sensitive),
+            language: text(self.language).or_else(|| defaults.language.clone()),
             in_reply_to,
             poll,
             media_ids: media_ids(self.media_ids)?.unwrap_or_default(),
@@ -103,7 +110,8 @@ pub async fn create(
     StatusBody(req): StatusBody<CreateRequest>,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
-    let new = req.into_new(key)?;
+    let defaults = preferences::load(&s.pool, account.id).await?;
+    let new = req.into_new(&defaults, key)?;
     if let Err(limited) =
         write_limits::take(&s.pool, &s.writes, account.id, write_limits::Action::Status).await?
     {
