@@ -964,3 +964,182 @@ async fn direct_posts_make_conversations_for_each_participant() {
     );
     inst.shutdown().await;
 }
+
+/// Issue 30 item 3: an account's statuses honour `pinned`, `exclude_replies` (a thread's own
+/// replies stay, as Mastodon's `AccountStatusesFilter`), `only_media` and `tagged`, for a local
+/// account and for a remote one whose posts reached us. `pinned` used to be ignored, so apps
+/// showed the newest posts as "Pinned".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn account_statuses_honour_pinned_replies_media_and_tags() {
+    let dir = std::env::temp_dir().join(format!("hollo-profile-{}", Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let peer = Peer::start().await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let (_, bob_token) = inst.account("bob").await;
+    let alice_api = Client::new(&inst, Some(&alice_token));
+    let bob_api = Client::new(&inst, Some(&bob_token));
+
+    let bobs = id(&bob_api.posted(&json!({ "status": "bob's" })).await);
+    let plain = id(&alice_api.posted(&json!({ "status": "plain" })).await);
+    let tagged = id(&alice_api.posted(&json!({ "status": "about #Rust" })).await);
+    let thread = id(&alice_api
+        .posted(&json!({ "status": "more", "in_reply_to_id": plain }))
+        .await);
+    let reply = id(&alice_api
+        .posted(&json!({ "status": "@bob hi", "in_reply_to_id": bobs }))
+        .await);
+    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
+    let upload = reqwest::Client::new()
+        .post(format!("{}/api/v2/media", inst.base))
+        .bearer_auth(&alice_token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(upload.status().is_success(), "{}", upload.status());
+    let media: Value = upload.json().await.unwrap();
+    let pictured = id(&alice_api
+        .posted(&json!({ "status": "look", "media_ids": [media["id"]] }))
+        .await);
+
+    let path = format!("/api/v1/accounts/{}/statuses", alice.id);
+    let all = list(&inst, Some(&bob_token), &path).await;
+    assert_eq!(
+        all.ids.iter().collect::<Vec<_>>(),
+        [&pictured, &reply, &thread, &tagged, &plain],
+        "{}",
+        all.body
+    );
+    for (query, want) in [
+        ("pinned=true", vec![]),
+        ("pinned=false", all.ids.iter().collect::<Vec<_>>()),
+        (
+            "exclude_replies=true",
+            vec![&pictured, &thread, &tagged, &plain],
+        ),
+        ("exclude_reblogs=true", all.ids.iter().collect()),
+        ("only_media=true", vec![&pictured]),
+        ("tagged=rust", vec![&tagged]),
+        ("tagged=%23RUST", vec![&tagged]),
+        ("tagged=go", vec![]),
+        ("exclude_replies=1&only_media=1&limit=1", vec![&pictured]),
+    ] {
+        let got = list(&inst, Some(&bob_token), &format!("{path}?{query}")).await;
+        assert_eq!(
+            got.ids.iter().collect::<Vec<_>>(),
+            want,
+            "{query}: {}",
+            got.body
+        );
+    }
+    // Filters and pages together: the next page of exclude_replies keeps excluding.
+    let first = list(
+        &inst,
+        Some(&bob_token),
+        &format!("{path}?exclude_replies=true&limit=2"),
+    )
+    .await;
+    assert_eq!(first.ids.iter().collect::<Vec<_>>(), [&pictured, &thread]);
+    let next = first.next.expect("a next page");
+    assert!(next.contains("exclude_replies=true"), "{next}");
+    let second = list(&inst, Some(&bob_token), &next).await;
+    assert_eq!(second.ids.iter().collect::<Vec<_>>(), [&tagged, &plain]);
+
+    // A remote account: its public notes sent to alice (a mention), one a reply in its own
+    // thread, one to someone else, one tagged, one with an image.
+    let alice_iri = inst.fed.actor_iri("alice");
+    let note = |text: &str, extra: Value| {
+        let id = peer.new_id("notes");
+        let mut object = json!({
+            "id": id, "type": "Note", "attributedTo": peer.actor(),
+            "to": [PUBLIC], "cc": [alice_iri],
+            "content": format!("<p>@alice {text}</p>"),
+            "tag": [{ "type": "Mention", "href": alice_iri, "name": "@alice" }],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            object[k] = v.clone();
+        }
+        (id, object)
+    };
+    let (first_note, first_obj) = note("first", json!({ "published": "2026-12-01T10:00:00Z" }));
+    let (own_reply, own_obj) = note(
+        "my thread",
+        json!({ "inReplyTo": first_note, "published": "2026-12-01T10:01:00Z" }),
+    );
+    let (other_reply, other_obj) = note(
+        "to someone",
+        json!({ "inReplyTo": "https://elsewhere.example/notes/1",
+                "published": "2026-12-01T10:02:00Z" }),
+    );
+    let (tag_note, mut tag_obj) =
+        note("#Rust here", json!({ "published": "2026-12-01T10:03:00Z" }));
+    tag_obj["tag"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "type": "Hashtag", "name": "#Rust", "href": peer.iri("/tags/rust") }));
+    let (media_note, media_obj) = note(
+        "a picture",
+        json!({ "published": "2026-12-01T10:04:00Z",
+                "attachment": [{ "type": "Document", "mediaType": "image/png",
+                                  "url": peer.iri("/media/a.png"), "name": "a square" }] }),
+    );
+    for object in [&first_obj, &own_obj, &other_obj, &tag_obj, &media_obj] {
+        let create = json!({
+            "id": format!("{}/activity", object["id"].as_str().unwrap()),
+            "type": "Create", "actor": peer.actor(), "to": [PUBLIC], "cc": [alice_iri],
+            "object": object,
+        });
+        assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
+    }
+    let iris = [
+        &media_note,
+        &tag_note,
+        &other_reply,
+        &own_reply,
+        &first_note,
+    ];
+    let remote_path = eventually(WAIT, "the peer's five notes stored", || async {
+        let found = alice_api
+            .get(&format!(
+                "/api/v2/search?q={}&type=statuses",
+                url::form_urlencoded::byte_serialize(first_note.as_bytes()).collect::<String>()
+            ))
+            .await;
+        let account = found.body["statuses"][0]["account"]["id"]
+            .as_str()?
+            .to_string();
+        let path = format!("/api/v1/accounts/{account}/statuses");
+        let all = alice_api.get(&path).await;
+        (all.body.as_array()?.len() == iris.len()).then_some(path)
+    })
+    .await;
+    let uris = |l: &Listed| -> Vec<String> {
+        l.body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["uri"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = list(&inst, Some(&alice_token), &remote_path).await;
+    assert_eq!(uris(&all).iter().collect::<Vec<_>>(), iris, "{}", all.body);
+    for (query, want) in [
+        ("pinned=true", vec![]),
+        (
+            "exclude_replies=true",
+            vec![&media_note, &tag_note, &own_reply, &first_note],
+        ),
+        ("only_media=true", vec![&media_note]),
+        ("tagged=rust", vec![&tag_note]),
+    ] {
+        let got = list(&inst, Some(&alice_token), &format!("{remote_path}?{query}")).await;
+        assert_eq!(
+            uris(&got).iter().collect::<Vec<_>>(),
+            want,
+            "remote {query}: {}",
+            got.body
+        );
+    }
+    inst.shutdown().await;
+}
