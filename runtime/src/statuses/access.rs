@@ -82,15 +82,18 @@ pub async fn can_see(
 pub fn entry_visible_sql(id_expr: &str, viewer_param: u32) -> String {
     let rule = visible_sql("vp", viewer_param);
     // The boosted post is probed by id in a LATERAL subquery: a join with `posts` would be
-    // planned against the whole view (issue 38).
+    // planned against the whole view (issue 38). The boost is a scalar subquery, not an
+    // EXISTS: PostgreSQL may plan an EXISTS as a hashed alternative that reads all of
+    // `reblogs` once, which a scalar subquery never is (it stays one probe of its key).
     format!(
         "(EXISTS (SELECT 1 FROM posts vp WHERE vp.id = {id_expr} AND {rule}) \
-          OR EXISTS (SELECT 1 FROM reblogs vr \
+          OR coalesce((SELECT true FROM reblogs vr \
                       CROSS JOIN LATERAL (SELECT 1 FROM posts vp \
                                            WHERE vp.id = vr.post_id AND {rule} LIMIT 1) ok \
                       WHERE vr.id = {id_expr} \
                         AND (vr.visibility IN ('public', 'unlisted') \
-                             OR vr.account_id = ${viewer_param}::uuid)))"
+                             OR vr.account_id = ${viewer_param}::uuid) \
+                      LIMIT 1), false))"
     )
 }
 
