@@ -1049,3 +1049,78 @@ async fn search_resolution_obeys_the_ssrf_guard() {
     assert_eq!(inst.count("SELECT count(*) FROM remote_actors").await, 0);
     inst.shutdown().await;
 }
+
+/// Issue 30 item 7: `GET /api/v1/blocks` lists the holder's blocks, newest first, in pages
+/// with a `Link` header; nobody else's, and only with `read:blocks` (or `follow`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
+    let inst = instance().await;
+    let (alice, token) = inst.account("alice").await;
+    let (bob, bob_token) = inst.account("bob").await;
+    let (carol, _) = inst.account("carol").await;
+    let api = Client::new(&inst, &token);
+    let ids = |a: &Answer| -> Vec<String> {
+        a.body
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let none = api.get("/api/v1/blocks").await;
+    assert_eq!(none.status, 200, "{}", none.body);
+    assert_eq!(none.body, json!([]));
+
+    for who in [&bob, &carol] {
+        let b = api
+            .post(&format!("/api/v1/accounts/{}/block", who.id))
+            .await;
+        assert_eq!(b.status, 200, "{}", b.body);
+        assert_eq!(b.body["blocking"], true);
+    }
+    let all = api.get("/api/v1/blocks").await;
+    assert_eq!(ids(&all), [carol.id.to_string(), bob.id.to_string()]);
+    assert_eq!(all.body[0]["acct"], "carol");
+
+    let first = api.get("/api/v1/blocks?limit=1").await;
+    assert_eq!(ids(&first), [carol.id.to_string()]);
+    let link = first.headers["link"].to_str().unwrap().to_string();
+    let next = link
+        .split(',')
+        .find(|p| p.contains("rel=\"next\""))
+        .and_then(|p| p.split(['<', '>']).nth(1))
+        .expect("a next link")
+        .trim_start_matches(&inst.base)
+        .to_string();
+    assert!(next.starts_with("/api/v1/blocks?"), "{next}");
+    let second = api.get(&next).await;
+    assert_eq!(ids(&second), [bob.id.to_string()]);
+    assert_error(
+        &api.get("/api/v1/blocks?max_id=someone").await,
+        422,
+        "a cursor of another kind",
+    );
+
+    // Only the holder's own: bob blocks nobody.
+    let bobs = Client::new(&inst, &bob_token).get("/api/v1/blocks").await;
+    assert_eq!(bobs.body, json!([]), "bob's list");
+    // Scopes: read:blocks, or follow (which grants it); not read:accounts alone.
+    let wrong = Client::new(
+        &inst,
+        &token_with_scopes(&inst, alice.id, "read:accounts").await,
+    );
+    assert_error(
+        &wrong.get("/api/v1/blocks").await,
+        403,
+        "read:accounts only",
+    );
+    let follow = Client::new(&inst, &token_with_scopes(&inst, alice.id, "follow").await);
+    assert_eq!(ids(&follow.get("/api/v1/blocks").await).len(), 2);
+
+    let unblocked = api
+        .post(&format!("/api/v1/accounts/{}/unblock", carol.id))
+        .await;
+    assert_eq!(unblocked.body["blocking"], false);
+    assert_eq!(ids(&api.get("/api/v1/blocks").await), [bob.id.to_string()]);
+    inst.shutdown().await;
+}

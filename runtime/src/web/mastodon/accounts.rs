@@ -28,6 +28,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/accounts/{id}/statuses", get(statuses))
         .route("/api/v1/accounts/{id}/followers", get(followers))
         .route("/api/v1/accounts/{id}/following", get(following))
+        .route("/api/v1/blocks", get(blocks))
 }
 
 async fn show(
@@ -219,6 +220,31 @@ impl ProfileFilters {
 enum List {
     Followers,
     Following,
+}
+
+/// `GET /api/v1/blocks`: the accounts the token holder blocks, newest block first, paged by
+/// the block (issue 30 item 7). Only the holder's own list: there is no account parameter.
+async fn blocks(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadBlocks>,
+    uri: Uri,
+) -> Result<Paged, ApiError> {
+    let fed = federation(&s)?;
+    let page: Page<i64> = Page::from_params(&params(&uri))?;
+    let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, target_iri FROM account_blocks WHERE account_id = $1 AND {}",
+        page.clause("id", 2)
+    )))
+    .bind(account.id)
+    .bind(page.max)
+    .bind(page.since)
+    .bind(page.min)
+    .bind(page.limit)
+    .fetch_all(&s.pool)
+    .await?;
+    let rows = page.finish(rows);
+    let (items, keys) = render_rows(&s, fed, &rows).await?;
+    Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
 async fn followers(
