@@ -1124,3 +1124,125 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
     assert_eq!(ids(&api.get("/api/v1/blocks").await), [bob.id.to_string()]);
     inst.shutdown().await;
 }
+
+/// Issue 30 item 4: `GET /api/v1/accounts/search`, what apps call for @-mention
+/// autocomplete — by name prefix, by address (resolved through WebFinger only with
+/// `resolve`), only followed accounts with `following`; bad input 422, scopes 401/403.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let (bob, _) = inst.account("bob").await;
+    let (bobby, _) = inst.account("bobby").await;
+    inst.account("carol").await;
+    let api = Client::new(&inst, &token);
+    let accts = |a: &Answer| -> Vec<String> {
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|x| x["acct"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    // Bad input and scopes first.
+    assert_error(&api.get("/api/v1/accounts/search").await, 422, "no q");
+    assert_error(
+        &api.get("/api/v1/accounts/search?q=%20").await,
+        422,
+        "a blank q",
+    );
+    assert_error(
+        &api.get("/api/v1/accounts/search?q=bo&limit=many").await,
+        422,
+        "a limit that is no number",
+    );
+    let anonymous = Client {
+        base: inst.base.clone(),
+        token: None,
+        http: reqwest::Client::new(),
+    };
+    assert_eq!(
+        anonymous.get("/api/v1/accounts/search?q=bo").await.status,
+        401
+    );
+    let wrong = Client::new(
+        &inst,
+        &token_with_scopes(&inst, alice.id, "read:statuses").await,
+    );
+    assert_error(
+        &wrong.get("/api/v1/accounts/search?q=bo").await,
+        403,
+        "read:statuses only",
+    );
+
+    assert_eq!(
+        accts(&api.get("/api/v1/accounts/search?q=bo").await),
+        ["bob", "bobby"]
+    );
+    assert_eq!(
+        accts(&api.get("/api/v1/accounts/search?q=%40BO").await),
+        ["bob", "bobby"]
+    );
+    assert_eq!(
+        accts(&api.get("/api/v1/accounts/search?q=bo&limit=1").await),
+        ["bob"]
+    );
+    assert_eq!(
+        accts(&api.get("/api/v1/accounts/search?q=%25").await),
+        Vec::<String>::new(),
+        "a LIKE wildcard is a character"
+    );
+    let local_address = format!("/api/v1/accounts/search?q=bobby%40{}", inst.fed.domain);
+    assert_eq!(accts(&api.get(&local_address).await), ["bobby"]);
+
+    // following: alice follows bob only.
+    let f = api
+        .post(&format!("/api/v1/accounts/{}/follow", bob.id))
+        .await;
+    assert_eq!(f.status, 200, "{}", f.body);
+    assert_eq!(
+        accts(&api.get("/api/v1/accounts/search?q=bo&following=true").await),
+        ["bob"]
+    );
+    let _ = bobby;
+
+    // A remote address: unknown until resolved; resolve looks it up (WebFinger + actor);
+    // with following it is not resolved.
+    let address =
+        url::form_urlencoded::byte_serialize(peer.handle().as_bytes()).collect::<String>();
+    let unknown = api
+        .get(&format!("/api/v1/accounts/search?q={address}"))
+        .await;
+    assert_eq!(accts(&unknown), Vec::<String>::new());
+    let not_resolved = api
+        .get(&format!(
+            "/api/v1/accounts/search?q={address}&resolve=true&following=true"
+        ))
+        .await;
+    assert_eq!(accts(&not_resolved), Vec::<String>::new());
+    let resolved = api
+        .get(&format!("/api/v1/accounts/search?q={address}&resolve=true"))
+        .await;
+    assert_eq!(
+        accts(&resolved),
+        [peer.handle().trim_start_matches('@').to_string()]
+    );
+    // Now stored, its name prefix finds it too.
+    let name = peer
+        .handle()
+        .trim_start_matches('@')
+        .split('@')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        accts(&api.get(&format!("/api/v1/accounts/search?q={name}")).await)
+            .iter()
+            .any(|a| a.contains('@')),
+        "the stored remote account by prefix"
+    );
+    inst.shutdown().await;
+}

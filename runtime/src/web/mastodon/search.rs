@@ -4,6 +4,9 @@
 //! fetched and stored (an actor, or a post by `activity::store_note`) — every fetch through the
 //! guard (SSRF rules apply), signed by the searching account. What cannot be resolved is an
 //! empty result, as on Mastodon.
+//!
+//! `GET /api/v1/accounts/search?q=…&resolve=…&following=…&limit=…` is the accounts half, what
+//! apps call for @-mention autocomplete (issue 30 item 4).
 
 use axum::extract::State;
 use axum::http::Uri;
@@ -27,7 +30,92 @@ const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 40;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v2/search", get(search))
+    Router::new()
+        .route("/api/v2/search", get(search))
+        .route("/api/v1/accounts/search", get(accounts_search))
+}
+
+/// Mastodon's limits of `/api/v1/accounts/search`.
+const ACCOUNTS_DEFAULT_LIMIT: i64 = 40;
+const ACCOUNTS_MAX_LIMIT: i64 = 80;
+/// With `following`, how many prefix matches are looked at before keeping the followed ones.
+const FOLLOWING_CANDIDATES: i64 = 400;
+
+/// The `q` parameter: required, trimmed, no NUL.
+fn query(params: &[(String, String)]) -> Result<&str, ApiError> {
+    let q = param(params, "q")
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .ok_or_else(|| unprocessable("q is required"))?;
+    if q.contains('\0') {
+        return Err(unprocessable("NUL characters are not accepted"));
+    }
+    Ok(q)
+}
+
+/// `limit`, clamped to 1..=`max` (a non-number is a 422).
+fn limit(params: &[(String, String)], default: i64, max: i64) -> Result<i64, ApiError> {
+    match param(params, "limit") {
+        None | Some("") => Ok(default),
+        Some(l) => Ok(l
+            .parse::<i64>()
+            .map_err(|_| unprocessable("limit must be a number"))?
+            .clamp(1, max)),
+    }
+}
+
+fn flag(params: &[(String, String)], key: &str) -> bool {
+    matches!(param(params, key), Some("true" | "1"))
+}
+
+/// Accounts by address (`user@host`, resolved through WebFinger with `resolve`, as in
+/// `/api/v2/search`) or by name prefix; with `following`, only accounts the searcher follows
+/// (and nothing is resolved: an account not yet known cannot be followed).
+async fn accounts_search(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadAccounts>,
+    uri: Uri,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let fed = federation(&s)?;
+    let params = params(&uri);
+    let q = query(&params)?;
+    let limit = limit(&params, ACCOUNTS_DEFAULT_LIMIT, ACCOUNTS_MAX_LIMIT)?;
+    let following = flag(&params, "following");
+    let resolve = flag(&params, "resolve") && !following;
+    let handle = q.trim_start_matches('@');
+    let mut found: Vec<Found> = if webfinger::parse_acct(handle).is_some() {
+        by_address(&s, fed, &account, handle, resolve)
+            .await?
+            .into_iter()
+            .collect()
+    } else {
+        let candidates = if following {
+            FOLLOWING_CANDIDATES
+        } else {
+            limit
+        };
+        directory::search(&s.pool, handle, candidates).await?
+    };
+    if following {
+        let iris: Vec<String> = found.iter().map(|f| f.iri(fed)).collect();
+        let followed: std::collections::HashSet<String> = sqlx::query_scalar(
+            "SELECT target_iri FROM follows
+              WHERE account_id = $1 AND state = 'accepted' AND target_iri = ANY($2)",
+        )
+        .bind(account.id)
+        .bind(&iris)
+        .fetch_all(&s.pool)
+        .await?
+        .into_iter()
+        .collect();
+        found.retain(|f| followed.contains(&f.iri(fed)));
+    }
+    found.truncate(usize::try_from(limit).unwrap_or(0));
+    let mut out = Vec::with_capacity(found.len());
+    for f in &found {
+        out.push(entities::account(&s.pool, fed, f).await?);
+    }
+    Ok(Json(out))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,13 +133,7 @@ async fn search(
 ) -> Result<Json<Value>, ApiError> {
     let fed = federation(&s)?;
     let params = params(&uri);
-    let q = param(&params, "q")
-        .map(str::trim)
-        .filter(|q| !q.is_empty())
-        .ok_or_else(|| unprocessable("q is required"))?;
-    if q.contains('\0') {
-        return Err(unprocessable("NUL characters are not accepted"));
-    }
+    let q = query(&params)?;
     let kind = match param(&params, "type").unwrap_or_default() {
         "" => Kind::All,
         "accounts" => Kind::Accounts,
@@ -59,14 +141,8 @@ async fn search(
         "hashtags" => Kind::Hashtags,
         other => return Err(unprocessable(format!("unknown type {other:?}"))),
     };
-    let resolve = matches!(param(&params, "resolve"), Some("true" | "1"));
-    let limit = match param(&params, "limit") {
-        None | Some("") => DEFAULT_LIMIT,
-        Some(l) => l
-            .parse::<i64>()
-            .map_err(|_| unprocessable("limit must be a number"))?
-            .clamp(1, MAX_LIMIT),
-    };
+    let resolve = flag(&params, "resolve");
+    let limit = limit(&params, DEFAULT_LIMIT, MAX_LIMIT)?;
     let mut accounts = Vec::new();
     let mut statuses = Vec::new();
     let is_url = url::Url::parse(q).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
