@@ -237,7 +237,7 @@ async fn followers_handler(
 ) -> Result<Response, ApiError> {
     let fed = federation(&s)?;
     let account = account_named(&s, &name).await?;
-    let n = stat(&s, account.id, "followers").await?;
+    let (n, _) = follow_counts(&s, account.id).await?;
     Ok(collection(fed.followers(&account.username), n))
 }
 
@@ -247,22 +247,19 @@ async fn following_handler(
 ) -> Result<Response, ApiError> {
     let fed = federation(&s)?;
     let account = account_named(&s, &name).await?;
-    let n = stat(&s, account.id, "following").await?;
+    let (_, n) = follow_counts(&s, account.id).await?;
     Ok(collection(fed.following(&account.username), n))
 }
 
-/// One of an account's counts, kept by triggers in `account_stats` (anonymous requests must
-/// not cost a count of its followers).
-async fn stat(s: &AppState, account: uuid::Uuid, which: &str) -> Result<i64, ApiError> {
-    let n: Option<i64> = sqlx::query_scalar(
-        "SELECT CASE $2 WHEN 'followers' THEN followers ELSE following END
-           FROM account_stats WHERE account_id = $1",
-    )
-    .bind(account)
-    .bind(which)
-    .fetch_optional(&s.pool)
-    .await?;
-    Ok(n.unwrap_or(0))
+/// An account's (followers, following) counts, kept by triggers in `account_stats`
+/// (anonymous requests must not cost a count of its followers); none kept yet is zero.
+async fn follow_counts(s: &AppState, account: uuid::Uuid) -> Result<(i64, i64), ApiError> {
+    let counts: Option<(i64, i64)> =
+        sqlx::query_as("SELECT followers, following FROM account_stats WHERE account_id = $1")
+            .bind(account)
+            .fetch_optional(&s.pool)
+            .await?;
+    Ok(counts.unwrap_or_default())
 }
 
 async fn user_inbox(

@@ -229,22 +229,13 @@ async fn blocks(
     Needs(account, _): Needs<need::ReadBlocks>,
     uri: Uri,
 ) -> Result<Paged, ApiError> {
-    let fed = federation(&s)?;
-    let page: Page<i64> = Page::from_params(&params(&uri))?;
-    let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id, target_iri FROM account_blocks WHERE account_id = $1 AND {}",
-        page.clause("id", 2)
-    )))
-    .bind(account.id)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
-    let (items, keys) = render_rows(&s, fed, &rows).await?;
-    Ok(Paged::new(items, &keys, &s.public_origin, &uri))
+    iri_page(
+        &s,
+        account.id,
+        "SELECT id, target_iri FROM account_blocks WHERE account_id = $1 AND",
+        &uri,
+    )
+    .await
 }
 
 async fn followers(
@@ -272,23 +263,37 @@ async fn relationship_list(
     uri: &Uri,
     list: List,
 ) -> Result<Paged, ApiError> {
-    let fed = federation(s)?;
-    let found = found(s, id).await?;
-    let page: Page<i64> = Page::from_params(&params(uri))?;
-    let Found::Local(account) = found else {
+    let Found::Local(account) = found(s, id).await? else {
+        // A remote account's lists are not fetched: empty, though a bad cursor is still 422.
+        Page::<i64>::from_params(&params(uri))?;
         return Ok(Paged::new(Vec::new(), &[], &s.public_origin, uri));
     };
-    let base = match list {
+    let select = match list {
         List::Followers => "SELECT id, actor_iri FROM followers WHERE account_id = $1 AND",
         List::Following => {
             "SELECT id, target_iri FROM follows WHERE account_id = $1 AND state = 'accepted' AND"
         }
     };
+    iri_page(s, account.id, select, uri).await
+}
+
+/// One page of an account's list of actors (followers, follows, blocks, follow requests):
+/// `select` yields `(id, actor IRI)` rows of `$1`'s and ends in `AND`, so the page's cursor
+/// conditions (on the row's ordered `id`) complete it. Rendered as Account entities with the
+/// `Link` header.
+pub(crate) async fn iri_page(
+    s: &AppState,
+    account: Uuid,
+    select: &'static str,
+    uri: &Uri,
+) -> Result<Paged, ApiError> {
+    let fed = federation(s)?;
+    let page: Page<i64> = Page::from_params(&params(uri))?;
     let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{base} {}",
+        "{select} {}",
         page.clause("id", 2)
     )))
-    .bind(account.id)
+    .bind(account)
     .bind(page.max)
     .bind(page.since)
     .bind(page.min)

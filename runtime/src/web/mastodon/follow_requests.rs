@@ -9,9 +9,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 
-use super::accounts::render_rows;
+use super::accounts::iri_page;
 use super::found;
-use super::pagination::{Page, Paged, params};
+use super::pagination::Paged;
 use super::relationships::relationship_of;
 use crate::federation::relationships;
 use crate::web::activitypub::federation;
@@ -30,22 +30,13 @@ async fn list(
     Needs(account, _): Needs<need::ReadFollows>,
     uri: Uri,
 ) -> Result<Paged, ApiError> {
-    let fed = federation(&s)?;
-    let page: Page<i64> = Page::from_params(&params(&uri))?;
-    let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id, actor_iri FROM follow_requests WHERE account_id = $1 AND {}",
-        page.clause("id", 2)
-    )))
-    .bind(account.id)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
-    let (items, keys) = render_rows(&s, fed, &rows).await?;
-    Ok(Paged::new(items, &keys, &s.public_origin, &uri))
+    iri_page(
+        &s,
+        account.id,
+        "SELECT id, actor_iri FROM follow_requests WHERE account_id = $1 AND",
+        &uri,
+    )
+    .await
 }
 
 async fn authorize(
