@@ -80,6 +80,21 @@ fn png() -> Vec<u8> {
     out.into_inner()
 }
 
+/// Uploads a small PNG as `token`'s holder; the MediaAttachment entity.
+async fn upload_png(inst: &Instance, token: &str) -> Value {
+    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
+    let upload = reqwest::Client::new()
+        .post(format!("{}/api/v2/media", inst.base))
+        .bearer_auth(token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(upload.status().is_success(), "{}", upload.status());
+    upload.json().await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn home_public_and_tag_timelines_page_and_honour_visibility() {
     let dir = std::env::temp_dir().join(format!("hollo-timelines-{}", Uuid::new_v4().simple()));
@@ -165,17 +180,7 @@ async fn home_public_and_tag_timelines_page_and_honour_visibility() {
     assert!(remote.ids.is_empty());
 
     // only_media: a post with an image.
-    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
-    let upload = reqwest::Client::new()
-        .post(format!("{}/api/v2/media", inst.base))
-        .bearer_auth(&alice_token)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert!(upload.status().is_success(), "{}", upload.status());
-    let media: Value = upload.json().await.unwrap();
+    let media = upload_png(&inst, &alice_token).await;
     let pictured = id(&alice_api
         .posted(&json!({ "status": "look", "media_ids": [media["id"]] }))
         .await);
@@ -988,17 +993,7 @@ async fn account_statuses_honour_pinned_replies_media_and_tags() {
     let reply = id(&alice_api
         .posted(&json!({ "status": "@bob hi", "in_reply_to_id": bobs }))
         .await);
-    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
-    let upload = reqwest::Client::new()
-        .post(format!("{}/api/v2/media", inst.base))
-        .bearer_auth(&alice_token)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert!(upload.status().is_success(), "{}", upload.status());
-    let media: Value = upload.json().await.unwrap();
+    let media = upload_png(&inst, &alice_token).await;
     let pictured = id(&alice_api
         .posted(&json!({ "status": "look", "media_ids": [media["id"]] }))
         .await);

@@ -149,6 +149,9 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         "/api/v2/search",
         "/api/v1/polls/{id}",
         "/api/v1/notifications",
+        "/api/v1/accounts/search",
+        "/api/v1/blocks",
+        "/api/v1/preferences",
     ] {
         assert!(
             routes.iter().any(|r| r.path == known),
