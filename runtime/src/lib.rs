@@ -7,6 +7,7 @@ pub mod db;
 pub mod federation;
 pub mod html;
 pub mod logging;
+pub mod mastodon;
 pub mod media;
 pub mod metrics;
 pub mod node;

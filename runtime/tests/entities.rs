@@ -37,10 +37,8 @@ impl Names {
     fn new() -> Names {
         Names {
             known: BTreeMap::new(),
-            uuid: regex::Regex::new(
-                "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-            )
-            .unwrap(),
+            uuid: regex::Regex::new("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+                .unwrap(),
         }
     }
     fn name(&mut self, value: &str, name: &str) {
@@ -177,8 +175,10 @@ async fn every_entity_keeps_its_shape() {
     })
     .await;
     let post = alice_api
-        .posted(&json!({ "status": "hello @bob #Rust", "media_ids": [media_id],
-                         "spoiler_text": "greeting", "language": "en" }))
+        .posted(
+            &json!({ "status": "hello @bob #Rust", "media_ids": [media_id],
+                         "spoiler_text": "greeting", "language": "en" }),
+        )
         .await;
     let post_id = id(&post);
     names.name(&post_id, "post");
@@ -272,7 +272,10 @@ async fn every_entity_keeps_its_shape() {
         ("media_attachment", media),
         (
             "status_local_as_booster",
-            bob_api.get(&format!("/api/v1/statuses/{post_id}")).await.body,
+            bob_api
+                .get(&format!("/api/v1/statuses/{post_id}"))
+                .await
+                .body,
         ),
         (
             "status_local_anonymous",
@@ -284,7 +287,10 @@ async fn every_entity_keeps_its_shape() {
         ("status_reply", reply),
         (
             "status_poll_as_author",
-            alice_api.get(&format!("/api/v1/statuses/{}", id(&poll))).await.body,
+            alice_api
+                .get(&format!("/api/v1/statuses/{}", id(&poll)))
+                .await
+                .body,
         ),
         (
             "poll_as_voter",
@@ -299,15 +305,24 @@ async fn every_entity_keeps_its_shape() {
         ),
         (
             "credential_account",
-            alice_api.get("/api/v1/accounts/verify_credentials").await.body,
+            alice_api
+                .get("/api/v1/accounts/verify_credentials")
+                .await
+                .body,
         ),
         (
             "account_local",
-            bob_api.get(&format!("/api/v1/accounts/{}", alice.id)).await.body,
+            bob_api
+                .get(&format!("/api/v1/accounts/{}", alice.id))
+                .await
+                .body,
         ),
         (
             "account_remote",
-            alice_api.get(&format!("/api/v1/accounts/{peer_id}")).await.body,
+            alice_api
+                .get(&format!("/api/v1/accounts/{peer_id}"))
+                .await
+                .body,
         ),
         (
             "relationships",

@@ -645,9 +645,18 @@ async fn statuses_attach_uploads_and_read_them_back_in_order() {
 
     let drive = Drive::disabled(inst.base.clone());
     let mut conn = inst.pool.acquire().await.unwrap();
-    let map = media::entities_for(&mut conn, &drive, &[s1, s2, Uuid::now_v7()])
-        .await
-        .unwrap();
+    let map: std::collections::HashMap<Uuid, Vec<Value>> =
+        hollo_runtime::mastodon::media::of_statuses(&mut conn, &drive, &[s1, s2, Uuid::now_v7()])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    v.iter().map(|e| serde_json::to_value(e).unwrap()).collect(),
+                )
+            })
+            .collect();
     assert_eq!(map.len(), 2);
     let descriptions: Vec<&str> = map[&s1]
         .iter()

@@ -694,10 +694,13 @@ async fn remote_votes_count_once_and_never_after_the_end() {
         .contains("ended")
     );
     let mut conn = db.pool.acquire().await.unwrap();
-    let p = polls::poll_json(&mut conn, poll, None)
-        .await
-        .unwrap()
-        .unwrap();
+    let p = serde_json::to_value(
+        hollo_runtime::mastodon::poll::of_poll(&mut conn, poll, None)
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(p["votes_count"], 1);
     assert_eq!(p["options"][1]["votes_count"], 1);
     assert_eq!(p["expired"], true);
@@ -1087,10 +1090,13 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
         0
     );
     let mut conn = db.pool.acquire().await.unwrap();
-    let p = polls::poll_json(&mut conn, poll.unwrap(), None)
-        .await
-        .unwrap()
-        .unwrap();
+    let p = serde_json::to_value(
+        hollo_runtime::mastodon::poll::of_poll(&mut conn, poll.unwrap(), None)
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         (p["votes_count"].clone(), p["voters_count"].clone()),
         (json!(2), json!(1))

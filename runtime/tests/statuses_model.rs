@@ -6,8 +6,10 @@
 mod support;
 
 use hollo_runtime::federation::Federation;
+use hollo_runtime::mastodon::{Site, status};
+use hollo_runtime::media::Drive;
 use hollo_runtime::statuses::notify::{self, Kind, Notification};
-use hollo_runtime::statuses::{access, entity, feed};
+use hollo_runtime::statuses::{access, feed};
 use serde_json::json;
 use support::{account_with_token, fresh_db};
 use uuid::Uuid;
@@ -20,6 +22,31 @@ fn fed() -> Federation {
         4,
     )
     .expect("federation")
+}
+
+/// Status entities as clients receive them (JSON), rendered by `mastodon::status`.
+async fn render(
+    conn: &mut sqlx::PgConnection,
+    fed: &Federation,
+    viewer: Option<Uuid>,
+    ids: &[Uuid],
+) -> Vec<serde_json::Value> {
+    let drive = Drive::disabled(&fed.origin);
+    let page = status::render(conn, Site::new(&fed.origin, &drive), viewer, ids)
+        .await
+        .unwrap();
+    page.iter()
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect()
+}
+
+async fn render_one(
+    conn: &mut sqlx::PgConnection,
+    fed: &Federation,
+    viewer: Option<Uuid>,
+    id: Uuid,
+) -> Option<serde_json::Value> {
+    render(conn, fed, viewer, &[id]).await.pop()
 }
 
 async fn remote_actor(pool: &sqlx::PgPool, iri: &str, handle: &str) -> Uuid {
@@ -115,14 +142,13 @@ async fn one_id_space_renders_posts_boosts_counts_and_viewer_flags() {
 
     let mut conn = db.pool.acquire().await.unwrap();
     let unknown = Uuid::now_v7();
-    let page = entity::render(
+    let page = render(
         &mut conn,
         &fed,
         Some(carol),
         &[boost, theirs, unknown, mine],
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         page.len(),
         3,
@@ -165,10 +191,7 @@ async fn one_id_space_renders_posts_boosts_counts_and_viewer_flags() {
     assert_eq!(m["account"]["statuses_count"], 1);
 
     // Anonymous: the counts stay, the flags are false.
-    let anon = entity::render_one(&mut conn, &fed, None, mine)
-        .await
-        .unwrap()
-        .unwrap();
+    let anon = render_one(&mut conn, &fed, None, mine).await.unwrap();
     assert_eq!(anon["favourited"], false);
     assert_eq!(anon["favourites_count"], 2);
 
@@ -179,9 +202,8 @@ async fn one_id_space_renders_posts_boosts_counts_and_viewer_flags() {
         .await
         .unwrap();
     assert!(
-        entity::render_one(&mut conn, &fed, Some(carol), theirs)
+        render_one(&mut conn, &fed, Some(carol), theirs)
             .await
-            .unwrap()
             .is_none()
     );
 }

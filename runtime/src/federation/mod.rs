@@ -115,8 +115,12 @@ impl Federation {
         })
     }
 
+    /// The URLs minted from `PUBLIC_URL` alone (what rendering uses; no keys needed).
+    pub fn urls(&self) -> crate::mastodon::Urls<'_> {
+        crate::mastodon::Urls::new(&self.origin)
+    }
     pub fn actor_iri(&self, username: &str) -> String {
-        format!("{}/users/{username}", self.origin)
+        self.urls().actor(username)
     }
     pub fn key_id(&self, username: &str) -> String {
         format!("{}#main-key", self.actor_iri(username))
@@ -133,7 +137,7 @@ impl Federation {
     }
     /// A local status's ActivityPub id (as `polls::create_status` mints it).
     pub fn status_iri(&self, username: &str, id: Uuid) -> String {
-        format!("{}/statuses/{id}", self.actor_iri(username))
+        self.urls().status(username, id)
     }
 
     pub fn followers(&self, username: &str) -> String {
@@ -165,8 +169,7 @@ impl Federation {
 
     /// The local account an IRI names, if it is one of ours (`<origin>/users/<name>`).
     pub fn local_username<'a>(&self, iri: &'a str) -> Option<&'a str> {
-        let rest = iri.strip_prefix(&self.origin)?.strip_prefix("/users/")?;
-        (!rest.is_empty() && !rest.contains('/') && !rest.contains('#')).then_some(rest)
+        self.urls().local_username(iri)
     }
 
     pub fn cipher(&self) -> &KeyCipher {

@@ -1,8 +1,6 @@
 //! What statuses do with uploads: attach them to a new status (in the status's transaction),
 //! and read them back as Mastodon entities or ActivityPub documents, in attach order.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgConnection};
 use uuid::Uuid;
@@ -91,7 +89,10 @@ pub async fn attach(
     Ok(())
 }
 
-async fn rows_of(conn: &mut PgConnection, statuses: &[Uuid]) -> Result<Vec<MediaRow>, sqlx::Error> {
+pub(crate) async fn rows_of(
+    conn: &mut PgConnection,
+    statuses: &[Uuid],
+) -> Result<Vec<MediaRow>, sqlx::Error> {
     sqlx::query_as(AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM media_attachments WHERE status_id = ANY($1)
           ORDER BY status_id, position, id"
@@ -99,24 +100,6 @@ async fn rows_of(conn: &mut PgConnection, statuses: &[Uuid]) -> Result<Vec<Media
     .bind(statuses)
     .fetch_all(conn)
     .await
-}
-
-/// The `media_attachments` of each status (Mastodon entities, attach order). Statuses without
-/// media are absent from the map.
-pub async fn entities_for(
-    conn: &mut PgConnection,
-    drive: &Drive,
-    statuses: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<Value>>, sqlx::Error> {
-    let mut out: HashMap<Uuid, Vec<Value>> = HashMap::new();
-    for row in rows_of(conn, statuses).await? {
-        if let Some(status) = row.status_id {
-            out.entry(status)
-                .or_default()
-                .push(entity::entity(drive, &row));
-        }
-    }
-    Ok(out)
 }
 
 /// The ActivityPub `attachment` documents of one status, attach order.

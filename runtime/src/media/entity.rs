@@ -1,5 +1,5 @@
-//! A media attachment row and its two faces: Mastodon's `MediaAttachment` entity (client API)
-//! and the ActivityPub `Document` of a note's `attachment`.
+//! A media attachment row and its ActivityPub face, the `Document` of a note's `attachment`
+//! (its client-API face is `mastodon::media::MediaAttachment`).
 
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -39,55 +39,9 @@ impl MediaRow {
     }
 }
 
-/// `{width, height, size: "WxH", aspect}` of one version.
-fn dimensions(w: Option<i32>, h: Option<i32>) -> Option<Value> {
-    let (w, h) = (w?, h?);
-    (w > 0 && h > 0).then(|| {
-        json!({
-            "width": w,
-            "height": h,
-            "size": format!("{w}x{h}"),
-            "aspect": f64::from(w) / f64::from(h),
-        })
-    })
-}
-
 /// Two decimals, as Mastodon stores focal points.
 fn round2(v: f32) -> f64 {
     (f64::from(v) * 100.0).round() / 100.0
-}
-
-/// Mastodon's `MediaAttachment`. While processing, `url` and `preview_url` are null (what
-/// Mastodon answers with 202/206) and `meta` has only the focus.
-pub fn entity(drive: &Drive, row: &MediaRow) -> Value {
-    let ready = row.is_ready();
-    let mut meta = serde_json::Map::new();
-    if ready {
-        if let Some(original) = dimensions(row.width, row.height) {
-            meta.insert("original".into(), original);
-        }
-        if let Some(small) = dimensions(row.thumbnail_width, row.thumbnail_height) {
-            meta.insert("small".into(), small);
-        }
-    }
-    meta.insert(
-        "focus".into(),
-        json!({ "x": round2(row.focus_x), "y": round2(row.focus_y) }),
-    );
-    json!({
-        "id": row.id.to_string(),
-        "type": row.kind,
-        "url": ready.then(|| drive.url(&row.file_key)),
-        "preview_url": ready
-            .then(|| row.thumbnail_key.as_deref().map(|k| drive.url(k)))
-            .flatten(),
-        "remote_url": null,
-        "preview_remote_url": null,
-        "text_url": null,
-        "meta": meta,
-        "description": row.description,
-        "blurhash": if ready { row.blurhash.clone() } else { None },
-    })
 }
 
 /// The ActivityPub `Document` of a note's `attachment` (Mastodon's shape): `mediaType`, `url`,
@@ -135,25 +89,6 @@ mod tests {
             state: state.into(),
             error: None,
         }
-    }
-
-    #[test]
-    fn the_entity_has_mastodons_shape() {
-        let drive = Drive::disabled("https://h.example");
-        let e = entity(&drive, &row("ready"));
-        assert_eq!(e["id"], "00000000-0000-0000-0000-000000000000");
-        assert_eq!(
-            e["url"],
-            "https://h.example/media/00000000-0000-0000-0000-000000000000/original.png"
-        );
-        assert_eq!(e["meta"]["original"]["size"], "1280x320");
-        assert_eq!(e["meta"]["original"]["aspect"], 4.0);
-        assert_eq!(e["meta"]["small"]["width"], 640);
-        assert_eq!(e["meta"]["focus"], json!({"x": 0.25, "y": -0.5}));
-        assert!(e["remote_url"].is_null() && e["text_url"].is_null());
-        let p = entity(&drive, &row("processing"));
-        assert!(p["url"].is_null() && p["preview_url"].is_null() && p["blurhash"].is_null());
-        assert!(p["meta"].get("original").is_none());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! - `entity`: Mastodon's `MediaAttachment` and the ActivityPub `Document`.
 //! - `upload`: creating, reading, editing and deleting an account's uploads.
 //! - `deferred`: processing an upload stored raw, on a worker (`tasks::media`).
-//! - `attach`: what statuses call — [`attach`], [`entities_for`], [`documents_for`].
+//! - `attach`: what statuses call — [`attach`], [`documents_for`] (the client API's entities are `mastodon::media`).
 //!
 //! Routes are in `web::mastodon::media`; files of the fs drive are served by
 //! `web::media_files`; unattached uploads older than a day go with the media cleanup
@@ -18,6 +18,6 @@ pub mod processing;
 pub mod storage;
 pub mod upload;
 
-pub use attach::{AttachError, MAX_PER_STATUS, attach, documents_for, entities_for};
-pub use entity::{MediaRow, document, entity};
+pub use attach::{AttachError, MAX_PER_STATUS, attach, documents_for};
+pub use entity::{MediaRow, document};
 pub use storage::{Drive, DriveError, DriveKind};

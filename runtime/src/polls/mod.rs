@@ -15,14 +15,13 @@
 
 //!
 //! Modules by concern: `validation` (request shapes and rules, pure), `storage` (the writes
-//! and the tally, SQL), `render` (Mastodon's JSON entities). Publishing to followers is the
+//! and the tally, SQL); the Poll entity is `mastodon::poll`. Publishing to followers is the
 //! caller's: storage writes in the caller's transaction, so `web::polls` publishes in the same
 //! one, and nothing here depends on `federation::statuses` (which reads `storage::tally`).
 
 pub mod admission;
 pub mod recovery;
 pub mod remote;
-pub mod render;
 pub mod storage;
 pub mod validation;
 
@@ -30,7 +29,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-pub use render::{account_json, poll_json, status_json};
 pub use storage::{
     PollError, PollTally, create_status, edit_status, insert_status, tally, unnotified_expired,
     update_status, vote,

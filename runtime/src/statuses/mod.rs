@@ -1,13 +1,11 @@
 //! Statuses as Mastodon apps see them (SPEC §11, R-MAPI-3/4, issue 19): one id space for our
 //! posts (`statuses`), theirs (`remote_posts`) and boosts (`reblogs`), joined by the `posts`
-//! view; who may read what (`access`); and Mastodon's Status entity for any of them
-//! (`entity`); and the one way each of home timelines (`feed::push`) and notifications
+//! view; who may read what (`access`, which `mastodon::status` renders through); and the one way each of home timelines (`feed::push`) and notifications
 //! (`notify::notify`) is written, so streaming hears of both from one place.
 
 pub mod access;
 pub mod context;
 pub mod conversations;
-pub mod entity;
 pub mod feed;
 pub mod followers;
 pub mod history;

@@ -31,7 +31,6 @@ use uuid::Uuid;
 use super::hub::Admission;
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, render};
-use crate::federation::Federation;
 use crate::web::server::ConnectionSlot;
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
@@ -62,7 +61,9 @@ pub struct Session {
     pub grants: Grants,
     pub streams: Vec<Stream>,
     pub pool: PgPool,
-    pub fed: Arc<Federation>,
+    /// `PUBLIC_URL` and the media drive, which the payloads' entities are rendered with.
+    pub origin: String,
+    pub drive: Arc<crate::media::Drive>,
     pub hub: Arc<Hub>,
     /// How often the server pings: less than the node's idle timeout, so a quiet stream whose
     /// client answers pings stays open, and one whose client is gone is noticed.
@@ -89,6 +90,10 @@ enum End {
 }
 
 impl Session {
+    fn site(&self) -> crate::mastodon::Site<'_> {
+        crate::mastodon::Site::new(&self.origin, &self.drive)
+    }
+
     /// Runs the stream until the client leaves, lags, or the node stops.
     pub async fn run(self, socket: WebSocket) {
         let hub = self.hub.clone();
@@ -266,21 +271,21 @@ impl Session {
                     .shared
                     .get_or_try_init(|| async {
                         self.hub.rendered_shared();
-                        let v = render::public_status(&self.pool, &self.fed, id).await?;
-                        Ok::<_, sqlx::Error>(v.map(|v| Arc::from(v.to_string())))
+                        let v = render::public_status(&self.pool, self.site(), id).await?;
+                        Ok::<_, sqlx::Error>(v.map(Arc::from))
                     })
                     .await?;
                 return Ok(shared.clone());
             }
             (_, "update" | "status.update", Some(id), _) => {
-                render::status(&self.pool, &self.fed, self.viewer, id).await?
+                render::status(&self.pool, self.site(), self.viewer, id).await?
             }
             (_, "notification", _, Some(id)) => {
-                render::notification(&self.pool, &self.fed, self.viewer, id).await?
+                render::notification(&self.pool, self.site(), self.viewer, id).await?
             }
             _ => None,
         };
-        Ok(entity.map(|v| Arc::from(v.to_string())))
+        Ok(entity.map(Arc::from))
     }
 }
 

@@ -107,6 +107,13 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// What entities are rendered with: `PUBLIC_URL`'s URLs and the media drive.
+    pub fn site(&self) -> crate::mastodon::Site<'_> {
+        crate::mastodon::Site::new(&self.public_origin, &self.drive)
+    }
+}
+
 #[derive(Debug)]
 pub struct ApiError(pub StatusCode, pub String);
 

@@ -7,12 +7,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::auth::{MaybeCaller, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState, parse_id};
+use crate::mastodon::Poll;
 use crate::polls::validation::{Invalid, VoteRequest};
 use crate::polls::{self, PollError, admission};
 
@@ -56,12 +56,12 @@ async fn show_poll(
     State(s): State<AppState>,
     MaybeCaller(viewer): MaybeCaller,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Poll>, ApiError> {
     // Anonymous reads are allowed (as on Mastodon); a token adds `voted`/`own_votes`.
     let viewer = viewer.map(|a| a.id);
     let poll = parse_id(&raw, "poll")?;
     let mut conn = s.pool.acquire().await?;
-    polls::poll_json(&mut conn, poll, viewer)
+    crate::mastodon::poll::of_poll(&mut conn, poll, viewer)
         .await?
         .map(Json)
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "poll not found".into()))
@@ -72,14 +72,14 @@ async fn vote(
     Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
     ApiJson(req): ApiJson<VoteRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Poll>, ApiError> {
     let poll = parse_id(&raw, "poll")?;
     let choices = req.validate()?;
     polls::vote(&s.pool, poll, account.id, &choices).await?;
     // A local voter is a recipient: schedule (coalesces with the stored wakeup).
     schedule(&s, poll).await;
     let mut conn = s.pool.acquire().await?;
-    polls::poll_json(&mut conn, poll, Some(account.id))
+    crate::mastodon::poll::of_poll(&mut conn, poll, Some(account.id))
         .await?
         .map(Json)
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "poll not found".into()))

@@ -7,15 +7,14 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::Value;
 use uuid::Uuid;
 
-use super::entities;
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
 use super::{found, unprocessable};
 use crate::federation::Federation;
 use crate::federation::directory::{self, Found};
+use crate::mastodon::{Account, Status};
 use crate::statuses::access::{readable_page_sql, visible_sql};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
@@ -35,17 +34,19 @@ async fn show(
     State(s): State<AppState>,
     _: Needs<need::ReadAccounts>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let fed = federation(&s)?;
+) -> Result<Json<Account>, ApiError> {
+    federation(&s)?;
     let found = found(&s, &id).await?;
-    Ok(Json(entities::account(&s.pool, fed, &found).await?))
+    Ok(Json(
+        crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?,
+    ))
 }
 
 async fn lookup(
     State(s): State<AppState>,
     _: Needs<need::ReadAccounts>,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Account>, ApiError> {
     let fed = federation(&s)?;
     let params = params(&uri);
     let acct = param(&params, "acct")
@@ -54,7 +55,9 @@ async fn lookup(
     let found = directory::by_acct(&s.pool, fed, acct)
         .await?
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "Record not found".into()))?;
-    Ok(Json(entities::account(&s.pool, fed, &found).await?))
+    Ok(Json(
+        crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?,
+    ))
 }
 
 /// An account's statuses that the viewer may read (R-MAPI-VIS), newest first: ours by id
@@ -66,7 +69,7 @@ async fn statuses(
     Needs(viewer, _): Needs<need::ReadStatuses>,
     Path(id): Path<String>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     let found = found(&s, &id).await?;
     let params = params(&uri);
     let page: Page<Uuid> = Page::from_params(&params)?;
@@ -228,7 +231,7 @@ async fn blocks(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadBlocks>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Account>, ApiError> {
     iri_page(
         &s,
         account.id,
@@ -243,7 +246,7 @@ async fn followers(
     _: Needs<need::ReadAccounts>,
     Path(id): Path<String>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Account>, ApiError> {
     relationship_list(&s, &id, &uri, List::Followers).await
 }
 
@@ -252,7 +255,7 @@ async fn following(
     _: Needs<need::ReadAccounts>,
     Path(id): Path<String>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Account>, ApiError> {
     relationship_list(&s, &id, &uri, List::Following).await
 }
 
@@ -262,7 +265,7 @@ async fn relationship_list(
     id: &str,
     uri: &Uri,
     list: List,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Account>, ApiError> {
     let Found::Local(account) = found(s, id).await? else {
         // A remote account's lists are not fetched: empty, though a bad cursor is still 422.
         Page::<i64>::from_params(&params(uri))?;
@@ -286,7 +289,7 @@ pub(crate) async fn iri_page(
     account: Uuid,
     select: &'static str,
     uri: &Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Account>, ApiError> {
     let fed = federation(s)?;
     let page: Page<i64> = Page::from_params(&params(uri))?;
     let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -311,12 +314,12 @@ pub(crate) async fn render_rows<K: std::fmt::Display>(
     s: &AppState,
     fed: &Federation,
     rows: &[(K, String)],
-) -> Result<(Vec<Value>, Vec<String>), ApiError> {
+) -> Result<(Vec<Account>, Vec<String>), ApiError> {
     let mut items = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());
     for (key, iri) in rows {
         if let Some(found) = directory::by_iri(&s.pool, fed, iri).await? {
-            items.push(entities::account(&s.pool, fed, &found).await?);
+            items.push(crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?);
             keys.push(key.to_string());
         }
     }

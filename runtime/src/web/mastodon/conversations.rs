@@ -3,6 +3,7 @@
 //! `statuses::conversations` keeps them as direct posts are written or arrive.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
@@ -11,10 +12,11 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::entities;
 use super::pagination::{Page, Paged, params};
 use super::statuses::render;
 use crate::federation::directory;
+use crate::mastodon::Status;
+use crate::mastodon::account::{self, Account};
 use crate::statuses::conversations::{self, Conversation};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
@@ -35,7 +37,7 @@ async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<ConversationEntity>, ApiError> {
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let sql = conversations::page_sql(&page.clause("c.last_status_id", 2));
     let rows: Vec<Conversation> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -52,30 +54,41 @@ async fn list(
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
+/// Mastodon's `Conversation` entity.
+#[derive(serde::Serialize)]
+pub struct ConversationEntity {
+    id: String,
+    unread: bool,
+    accounts: Vec<Arc<Account>>,
+    last_status: Option<Status>,
+}
+
 /// Conversation entities: the other participants as Accounts (actors we cannot show are left
 /// out) and the last status as the account sees it.
 async fn entities_of(
     s: &AppState,
     viewer: Uuid,
     rows: &[Conversation],
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<Vec<ConversationEntity>, ApiError> {
     let fed = federation(s)?;
     let ids: Vec<Uuid> = rows.iter().map(|c| c.last_status_id).collect();
     let mut conn = s.pool.acquire().await?;
-    let statuses: HashMap<String, Value> = render(s, &mut conn, Some(viewer), &ids)
+    let mut statuses: HashMap<Uuid, Status> = render(s, &mut conn, Some(viewer), &ids)
         .await?
         .into_iter()
-        .filter_map(|v| Some((v["id"].as_str()?.to_string(), v)))
+        .filter_map(|v| Some((v.uuid()?, v)))
         .collect();
     drop(conn);
-    let mut accounts: HashMap<String, Option<Value>> = HashMap::new();
+    let mut accounts: HashMap<String, Option<Arc<Account>>> = HashMap::new();
     let mut out = Vec::with_capacity(rows.len());
     for c in rows {
         let mut shown = Vec::new();
         for iri in &c.participants {
             if !accounts.contains_key(iri) {
                 let a = match directory::by_iri(&s.pool, fed, iri).await? {
-                    Some(found) => Some(entities::account(&s.pool, fed, &found).await?),
+                    Some(found) => Some(Arc::new(
+                        account::of_found(&s.pool, s.site().urls, &found).await?,
+                    )),
                     None => None,
                 };
                 accounts.insert(iri.clone(), a);
@@ -84,10 +97,13 @@ async fn entities_of(
                 shown.push(a.clone());
             }
         }
-        out.push(json!({
-            "id": c.id.to_string(), "unread": c.unread, "accounts": shown,
-            "last_status": statuses.get(&c.last_status_id.to_string()).cloned().unwrap_or(Value::Null),
-        }));
+        out.push(ConversationEntity {
+            id: c.id.to_string(),
+            unread: c.unread,
+            accounts: shown,
+            // Each conversation has its own last status.
+            last_status: statuses.remove(&c.last_status_id),
+        });
     }
     Ok(out)
 }
@@ -100,7 +116,7 @@ async fn read(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteConversations>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConversationEntity>, ApiError> {
     let id = conversation_id(&raw)?;
     let row: Option<Conversation> = sqlx::query_as(
         "UPDATE conversations SET unread = false WHERE id = $1 AND account_id = $2

@@ -14,9 +14,9 @@ use axum::routing::{get, patch};
 use axum::{Json, Router};
 use serde_json::Value;
 
-use super::entities;
 use super::unprocessable;
 use crate::federation::profiles::{self, Field, ProfileUpdate};
+use crate::mastodon::CredentialAccount;
 use crate::statuses::preferences::{self, PostingUpdate};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
@@ -89,10 +89,10 @@ async fn preferences_handler(
 async fn verify_credentials(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::Profile>,
-) -> Result<Json<Value>, ApiError> {
-    let fed = federation(&s)?;
+) -> Result<Json<CredentialAccount>, ApiError> {
+    federation(&s)?;
     Ok(Json(
-        entities::credential_account(&s.pool, fed, &account).await?,
+        crate::mastodon::account::credential(&s.pool, s.site().urls, &account).await?,
     ))
 }
 
@@ -100,7 +100,7 @@ async fn update_credentials(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteAccounts>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CredentialAccount>, ApiError> {
     let fed = federation(&s)?;
     let (parts, body) = req.into_parts();
     let content_type = parts
@@ -137,7 +137,7 @@ async fn update_credentials(
     }
     tx.commit().await?;
     Ok(Json(
-        entities::credential_account(&s.pool, fed, &account).await?,
+        crate::mastodon::account::credential(&s.pool, s.site().urls, &account).await?,
     ))
 }
 

@@ -3,11 +3,11 @@
 //! `/reject`. A remote requester gets the `Accept` or `Reject` of its Follow through the queue,
 //! in the transaction that answers the request.
 
+use crate::mastodon::Relationship;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::Value;
 
 use super::accounts::iri_page;
 use super::found;
@@ -29,7 +29,7 @@ async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFollows>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<crate::mastodon::Account>, ApiError> {
     iri_page(
         &s,
         account.id,
@@ -43,7 +43,7 @@ async fn authorize(
     s: State<AppState>,
     who: Needs<need::WriteFollows>,
     id: Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     answer(s, who, id, true).await
 }
 
@@ -51,7 +51,7 @@ async fn reject(
     s: State<AppState>,
     who: Needs<need::WriteFollows>,
     id: Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     answer(s, who, id, false).await
 }
 
@@ -60,7 +60,7 @@ async fn answer(
     Needs(account, _): Needs<need::WriteFollows>,
     Path(id): Path<String>,
     authorize: bool,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     let fed = federation(&s)?;
     let requester = found(&s, &id).await?;
     let mut tx = s.pool.begin().await?;

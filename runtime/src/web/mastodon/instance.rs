@@ -11,8 +11,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::entities::{self, MISSING_AVATAR, MISSING_HEADER};
-use crate::federation::accounts;
+use crate::mastodon::account::{self, Account};
+use crate::mastodon::urls::{MISSING_AVATAR, MISSING_HEADER};
 use crate::polls::{
     MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS, MIN_EXPIRES_IN,
 };
@@ -149,25 +149,17 @@ async fn count(pool: &sqlx::PgPool) -> Result<Usage, sqlx::Error> {
     .await
 }
 
-/// The first admin's Account entity, as the contact (null without one or without keys).
-async fn contact(s: &AppState) -> Result<Value, sqlx::Error> {
-    let Some(fed) = s.fed.as_ref() else {
-        return Ok(Value::Null);
-    };
+/// The first admin's Account entity, as the contact (null without one).
+async fn contact(s: &AppState) -> Result<Option<Account>, sqlx::Error> {
     let admin: Option<uuid::Uuid> =
         sqlx::query_scalar("SELECT id FROM accounts WHERE admin ORDER BY created_at LIMIT 1")
             .fetch_optional(&s.pool)
             .await?;
-    let Some(admin) = admin else {
-        return Ok(Value::Null);
-    };
-    match accounts::by_id(&s.pool, admin).await? {
-        Some(a) => Ok(
-            entities::local_account(&mut *s.pool.acquire().await?, fed, &a)
-                .await?
-                .0,
-        ),
-        None => Ok(Value::Null),
+    match admin {
+        Some(admin) => Ok(Some(
+            account::local(&mut *s.pool.acquire().await?, s.site().urls, admin).await?,
+        )),
+        None => Ok(None),
     }
 }
 

@@ -22,9 +22,10 @@ use axum::{Json, Router};
 use serde_json::Value;
 
 use super::unprocessable;
+use crate::mastodon::MediaAttachment;
 use crate::media::attach::AttachError;
 use crate::media::upload::{self, Mode, Upload, UploadError};
-use crate::media::{DriveError, MediaRow, entity};
+use crate::media::{DriveError, MediaRow};
 use crate::web::auth::{Needs, need};
 use crate::web::body::{self, BodyError};
 use crate::web::{ApiError, AppState, parse_id};
@@ -92,8 +93,8 @@ fn answer(s: &AppState, row: &MediaRow, processing: StatusCode) -> Response {
             row.error.as_deref().unwrap_or("unknown error")
         ))
         .into_response(),
-        "processing" => (processing, Json(entity(&s.drive, row))).into_response(),
-        _ => (StatusCode::OK, Json(entity(&s.drive, row))).into_response(),
+        "processing" => (processing, Json(MediaAttachment::local(&s.drive, row))).into_response(),
+        _ => (StatusCode::OK, Json(MediaAttachment::local(&s.drive, row))).into_response(),
     }
 }
 

@@ -12,7 +12,6 @@ use crate::federation::directory::{self, Found};
 pub mod accounts;
 pub mod conversations;
 pub mod credentials;
-pub mod entities;
 pub mod follow_requests;
 pub mod instance;
 pub mod interactions;

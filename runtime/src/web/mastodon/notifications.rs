@@ -4,21 +4,14 @@
 //! marker). Every producer writes through `statuses::notify`, so this module only reads and
 //! removes; an account only ever sees and removes its own.
 
-use std::collections::HashMap;
-
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::entities;
 use super::pagination::{Page, Paged, param, params};
-use super::statuses::render;
-use crate::federation::directory;
-use crate::statuses::access;
 use crate::statuses::notify::Kind;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -35,29 +28,7 @@ pub fn routes() -> Router<AppState> {
 /// Most notifications `unread_count` counts (Mastodon caps it too; apps show "1000+").
 const UNREAD_CAP: i64 = 1000;
 
-#[derive(sqlx::FromRow)]
-struct Row {
-    id: i64,
-    r#type: String,
-    created_at: DateTime<Utc>,
-    from_account_id: Option<Uuid>,
-    /// The post it is about; older poll notifications name it by `status_id` only.
-    post: Option<Uuid>,
-}
-
-const COLUMNS: &str =
-    "n.id, n.type, n.created_at, n.from_account_id, coalesce(n.post_id, n.status_id) AS post";
-
-/// The condition a notification `n` of the account bound as `$1` must meet to be shown or
-/// counted (R-MAPI-VIS): it is about no status, or about one the account may read now. As on
-/// Mastodon, a notification whose status the account can no longer read (edited out of a
-/// direct message, a poll of a status it was never addressed) is dropped, not shown empty.
-static READABLE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "(coalesce(n.post_id, n.status_id) IS NULL OR {})",
-        access::entry_visible_sql("coalesce(n.post_id, n.status_id)", 1)
-    )
-});
+use crate::mastodon::notification::{self, COLUMNS, Notification, READABLE, Row};
 
 fn not_found() -> ApiError {
     ApiError(StatusCode::NOT_FOUND, "Record not found".into())
@@ -106,7 +77,7 @@ async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadNotifications>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Notification>, ApiError> {
     let params = params(&uri);
     let page: Page<i64> = Page::from_params(&params)?;
     let types = kinds(&params, "types")?;
@@ -135,58 +106,8 @@ async fn list(
         .await?;
     let rows = page.finish(rows);
     let keys: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
-    let items = entities_of(&s, account.id, rows).await?;
+    let items = notification::render(&s.pool, s.site(), account.id, rows).await?;
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
-}
-
-/// Notification entities, in order: the account that caused each (a poll's notification
-/// names the poll's author, as Mastodon's does) and the status it is about, as the notified
-/// account sees it.
-async fn entities_of(s: &AppState, viewer: Uuid, rows: Vec<Row>) -> Result<Vec<Value>, ApiError> {
-    let posts: Vec<Uuid> = rows.iter().filter_map(|r| r.post).collect();
-    let mut conn = s.pool.acquire().await?;
-    let statuses: HashMap<String, Value> = render(s, &mut conn, Some(viewer), &posts)
-        .await?
-        .into_iter()
-        .filter_map(|v| Some((v["id"].as_str()?.to_string(), v)))
-        .collect();
-    drop(conn);
-    // Every account the page names, looked up together (not one query per entry).
-    let mut ids: Vec<Uuid> = rows.iter().filter_map(|r| r.from_account_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut accounts: HashMap<Uuid, Value> = HashMap::new();
-    if let Some(fed) = &s.fed {
-        for (id, found) in directory::by_ids(&s.pool, &ids).await? {
-            accounts.insert(id, entities::account(&s.pool, fed, &found).await?);
-        }
-    }
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let status = match r.post {
-            None => Value::Null,
-            // Unreadable since the query (a race with an edit or a delete): left out.
-            Some(p) => match statuses.get(&p.to_string()) {
-                Some(v) => v.clone(),
-                None => continue,
-            },
-        };
-        let account = r
-            .from_account_id
-            .and_then(|id| accounts.get(&id).cloned())
-            .unwrap_or(Value::Null);
-        let account = if account.is_null() {
-            status.get("account").cloned().unwrap_or(Value::Null)
-        } else {
-            account
-        };
-        out.push(json!({
-            "id": r.id.to_string(), "type": r.r#type, "created_at": r.created_at,
-            "group_key": format!("ungrouped-{}", r.id),
-            "account": account, "status": status,
-        }));
-    }
-    Ok(out)
 }
 
 fn notification_id(raw: &str) -> Result<i64, ApiError> {
@@ -197,20 +118,10 @@ async fn show(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadNotifications>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Notification>, ApiError> {
     let id = notification_id(&raw)?;
-    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM notifications n WHERE n.account_id = $1 AND n.id = $2 AND {}",
-        *READABLE
-    )))
-    .bind(account.id)
-    .bind(id)
-    .fetch_optional(&s.pool)
-    .await?;
-    let row = row.ok_or_else(not_found)?;
-    entities_of(&s, account.id, vec![row])
+    notification::one(&s.pool, s.site(), account.id, id)
         .await?
-        .pop()
         .map(Json)
         .ok_or_else(not_found)
 }

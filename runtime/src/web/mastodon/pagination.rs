@@ -151,15 +151,15 @@ impl<K> Page<K> {
 }
 
 /// A page of entities with its `Link` header (none for an empty page).
-pub struct Paged {
-    pub items: Vec<Value>,
+pub struct Paged<T = Value> {
+    pub items: Vec<T>,
     pub link: Option<HeaderValue>,
 }
 
-impl Paged {
+impl<T> Paged<T> {
     /// `keys` are the page's cursors, newest first, one per item. `origin` and `uri` make the
     /// links: the same path and parameters with `max_id` (next, older) or `min_id` (prev).
-    pub fn new(items: Vec<Value>, keys: &[String], origin: &str, uri: &Uri) -> Paged {
+    pub fn new(items: Vec<T>, keys: &[String], origin: &str, uri: &Uri) -> Paged<T> {
         let link = match (keys.first(), keys.last()) {
             (Some(newest), Some(oldest)) => {
                 let kept: Vec<(String, String)> = params(uri)
@@ -187,9 +187,9 @@ impl Paged {
     }
 }
 
-impl IntoResponse for Paged {
+impl<T: serde::Serialize> IntoResponse for Paged<T> {
     fn into_response(self) -> Response {
-        let mut resp = Json(Value::Array(self.items)).into_response();
+        let mut resp = Json(self.items).into_response();
         if let Some(link) = self.link {
             resp.headers_mut().insert(header::LINK, link);
         }

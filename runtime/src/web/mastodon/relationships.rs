@@ -9,13 +9,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 
-use super::entities;
 use super::pagination::params;
 use super::statuses::body::{StatusBody, flag};
 use super::{found, unprocessable};
 use crate::federation::accounts::Account;
 use crate::federation::directory::{self, Found};
 use crate::federation::relationships::{self, RelationshipError};
+use crate::mastodon::Relationship;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -34,14 +34,14 @@ pub(crate) async fn relationship_of(
     s: &AppState,
     account: &Account,
     found: &Found,
-) -> Result<Value, ApiError> {
+) -> Result<Relationship, ApiError> {
     let fed = federation(s)?;
     let standing = relationships::standing(&s.pool, fed, account, &found.iri(fed)).await?;
     let id = match found {
         Found::Local(a) => a.id,
         Found::Remote(r) => r.id,
     };
-    Ok(entities::relationship(&id.to_string(), &standing))
+    Ok(Relationship::new(id.to_string(), &standing))
 }
 
 /// `id[]=…` (or `id=…`), several allowed; ids that name no account are left out, as on
@@ -50,7 +50,7 @@ async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFollows>,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vec<Relationship>>, ApiError> {
     let mut out = Vec::new();
     for (key, raw) in params(&uri) {
         if key != "id[]" && key != "id" {
@@ -63,7 +63,7 @@ async fn list(
             out.push(relationship_of(&s, &account, &found).await?);
         }
     }
-    Ok(Json(Value::Array(out)))
+    Ok(Json(out))
 }
 
 fn refused(e: RelationshipError) -> ApiError {
@@ -91,7 +91,7 @@ async fn follow(
     Needs(account, _): Needs<need::WriteFollows>,
     Path(id): Path<String>,
     StatusBody(options): StatusBody<FollowOptions>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     let fed = federation(&s)?;
     let found = found(&s, &id).await?;
     let options = relationships::FollowOptions {
@@ -115,7 +115,7 @@ async fn unfollow(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFollows>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     let fed = federation(&s)?;
     let found = found(&s, &id).await?;
     let mut tx = s.pool.begin().await?;
@@ -128,7 +128,7 @@ async fn block(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteBlocks>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     let fed = federation(&s)?;
     let found = found(&s, &id).await?;
     let mut tx = s.pool.begin().await?;
@@ -143,7 +143,7 @@ async fn unblock(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteBlocks>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Relationship>, ApiError> {
     let fed = federation(&s)?;
     let found = found(&s, &id).await?;
     let mut tx = s.pool.begin().await?;

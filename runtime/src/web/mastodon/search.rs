@@ -12,9 +12,8 @@ use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::entities;
 use super::pagination::{param, params};
 use super::statuses::render;
 use super::unprocessable;
@@ -22,6 +21,7 @@ use crate::federation::accounts::Account;
 use crate::federation::directory::{self, Found};
 use crate::federation::resolve::{Resolved, resolve_url};
 use crate::federation::{Federation, follows, webfinger};
+use crate::mastodon::Status;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
@@ -75,7 +75,7 @@ async fn accounts_search(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadAccounts>,
     uri: Uri,
-) -> Result<Json<Vec<Value>>, ApiError> {
+) -> Result<Json<Vec<crate::mastodon::Account>>, ApiError> {
     let fed = federation(&s)?;
     let params = params(&uri);
     let q = query(&params)?;
@@ -113,7 +113,7 @@ async fn accounts_search(
     found.truncate(usize::try_from(limit).unwrap_or(0));
     let mut out = Vec::with_capacity(found.len());
     for f in &found {
-        out.push(entities::account(&s.pool, fed, f).await?);
+        out.push(crate::mastodon::account::of_found(&s.pool, s.site().urls, f).await?);
     }
     Ok(Json(out))
 }
@@ -126,11 +126,19 @@ enum Kind {
     Hashtags,
 }
 
+/// Mastodon's `Search` entity (hashtags are not searched yet).
+#[derive(serde::Serialize)]
+struct Results {
+    accounts: Vec<crate::mastodon::Account>,
+    statuses: Vec<Status>,
+    hashtags: Vec<Value>,
+}
+
 async fn search(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadSearch>,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Results>, ApiError> {
     let fed = federation(&s)?;
     let params = params(&uri);
     let q = query(&params)?;
@@ -149,10 +157,11 @@ async fn search(
     if is_url {
         match by_url(&s, fed, &account, q, resolve).await? {
             Some(Hit::Account(found)) if kind != Kind::Statuses && kind != Kind::Hashtags => {
-                accounts.push(entities::account(&s.pool, fed, &found).await?)
+                accounts
+                    .push(crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?)
             }
             Some(Hit::Status(status)) if kind != Kind::Accounts && kind != Kind::Hashtags => {
-                statuses.push(status)
+                statuses.push(*status)
             }
             _ => {}
         }
@@ -167,14 +176,14 @@ async fn search(
             directory::search(&s.pool, handle, limit).await?
         };
         for f in &found {
-            accounts.push(entities::account(&s.pool, fed, f).await?);
+            accounts.push(crate::mastodon::account::of_found(&s.pool, s.site().urls, f).await?);
         }
     }
-    Ok(Json(json!({
-        "accounts": accounts,
-        "statuses": statuses,
-        "hashtags": [],
-    })))
+    Ok(Json(Results {
+        accounts,
+        statuses,
+        hashtags: Vec::new(),
+    }))
 }
 
 /// `name@host`: stored, else (with `resolve`) WebFinger + actor fetch.
@@ -207,7 +216,7 @@ async fn by_address(
 
 enum Hit {
     Account(Found),
-    Status(Value),
+    Status(Box<Status>),
 }
 
 /// A URL: a local account or status, a stored actor or post (by id or by its `url`), else
@@ -265,5 +274,5 @@ async fn stored(
     Ok(render(s, &mut conn, Some(account.id), &[id])
         .await?
         .pop()
-        .map(Hit::Status))
+        .map(|s| Hit::Status(Box::new(s))))
 }

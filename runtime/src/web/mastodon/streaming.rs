@@ -118,12 +118,6 @@ async fn stream(
         }
         streams.push(st);
     }
-    let Some(fed) = s.fed.clone() else {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "federation is disabled on this node (SECRET_KEY unset)".into(),
-        ));
-    };
     let upgrade = match upgrade {
         Ok(u) => u,
         Err(rejection) => return Ok(rejection.into_response()),
@@ -153,7 +147,8 @@ async fn stream(
         grants,
         streams,
         pool: s.pool.clone(),
-        fed,
+        origin: s.public_origin.clone(),
+        drive: s.drive.clone(),
         hub: s.streams.clone(),
         ping_every: ping_interval(s.http.idle_timeout),
         token_hash,

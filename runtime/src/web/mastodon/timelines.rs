@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
+use crate::mastodon::Status;
 use crate::statuses::access::readable_page_sql;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::{ApiError, AppState};
@@ -28,7 +29,7 @@ async fn home(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let sql = format!(
         "SELECT h.entry_id FROM home_feed h WHERE h.account_id = $1 AND {}",
@@ -103,7 +104,7 @@ async fn public(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     let params = params(&uri);
     let page: Page<Uuid> = Page::from_params(&params)?;
     let filters = Filters::of(&params);
@@ -131,7 +132,7 @@ async fn tag(
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
     Path(hashtag): Path<String>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     let params = params(&uri);
     let page: Page<Uuid> = Page::from_params(&params)?;
     let name = hashtag.trim_start_matches('#').to_lowercase();
@@ -164,12 +165,9 @@ async fn statuses_page(
     viewer: Option<Uuid>,
     ids: Vec<Uuid>,
     uri: &Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     let mut conn = s.pool.acquire().await?;
     let items = render(s, &mut conn, viewer, &ids).await?;
-    let keys: Vec<String> = items
-        .iter()
-        .filter_map(|v| v["id"].as_str().map(str::to_string))
-        .collect();
+    let keys: Vec<String> = items.iter().map(|v| v.id.clone()).collect();
     Ok(Paged::new(items, &keys, &s.public_origin, uri))
 }

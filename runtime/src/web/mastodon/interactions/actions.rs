@@ -3,11 +3,11 @@
 //! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
 //! is idempotent. The row, its local side effects and the activity it sends commit together.
 
+use crate::mastodon::Status;
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::routing::post;
 use axum::{Json, Router};
-use serde_json::Value;
 
 use super::{status, target};
 use crate::federation::interactions;
@@ -44,7 +44,7 @@ async fn favourite(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFavourites>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
@@ -53,14 +53,14 @@ async fn favourite(
         interactions::like(&mut tx, fed, &account, &post, &like).await?;
     }
     tx.commit().await?;
-    status(&s, fed, account.id, post.id).await
+    status(&s, account.id, post.id).await
 }
 
 async fn unfavourite(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFavourites>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
@@ -68,7 +68,7 @@ async fn unfavourite(
         interactions::undo_like(&mut tx, fed, &account, &post, &like).await?;
     }
     tx.commit().await?;
-    status(&s, fed, account.id, post.id).await
+    status(&s, account.id, post.id).await
 }
 
 async fn reblog(
@@ -76,7 +76,7 @@ async fn reblog(
     Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
     let asked = asked_visibility(&s, req).await?;
     let mut tx = s.pool.begin().await?;
@@ -90,14 +90,14 @@ async fn reblog(
         interactions::announce(&mut tx, fed, &account, &post, &boost).await?;
     }
     tx.commit().await?;
-    status(&s, fed, account.id, boost.id).await
+    status(&s, account.id, boost.id).await
 }
 
 async fn unreblog(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
@@ -105,33 +105,31 @@ async fn unreblog(
         interactions::undo_announce(&mut tx, fed, &account, &post, &boost).await?;
     }
     tx.commit().await?;
-    status(&s, fed, account.id, post.id).await
+    status(&s, account.id, post.id).await
 }
 
 async fn bookmark(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteBookmarks>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let fed = federation(&s)?;
+) -> Result<Json<Status>, ApiError> {
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
     interact::bookmark(&mut tx, &account, &post).await?;
     tx.commit().await?;
-    status(&s, fed, account.id, post.id).await
+    status(&s, account.id, post.id).await
 }
 
 async fn unbookmark(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteBookmarks>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let fed = federation(&s)?;
+) -> Result<Json<Status>, ApiError> {
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
     interact::unbookmark(&mut tx, &account, &post).await?;
     tx.commit().await?;
-    status(&s, fed, account.id, post.id).await
+    status(&s, account.id, post.id).await
 }
 
 /// The boost's `visibility` parameter, from the query, a JSON body or a form (apps send any of
@@ -147,9 +145,9 @@ async fn asked_visibility(s: &AppState, req: Request) -> Result<Option<Visibilit
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.to_ascii_lowercase().starts_with("application/json"));
         let from_body = if json {
-            parse_json::<Value>(&bytes, StatusCode::UNPROCESSABLE_ENTITY)?
+            parse_json::<serde_json::Value>(&bytes, StatusCode::UNPROCESSABLE_ENTITY)?
                 .get("visibility")
-                .and_then(Value::as_str)
+                .and_then(serde_json::Value::as_str)
                 .map(str::to_string)
         } else {
             url::form_urlencoded::parse(&bytes)

@@ -9,13 +9,11 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::routing::get;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::target;
-use crate::federation::Federation;
+use crate::mastodon::status::{self, Status};
 use crate::statuses::access::visible_sql;
-use crate::statuses::entity;
 use crate::web::activitypub::federation;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::mastodon::accounts::render_rows;
@@ -34,7 +32,7 @@ async fn favourites(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFavourites>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     let sql = format!(
         "SELECT f.id, p.id FROM favourites f JOIN posts p ON p.id = f.post_id
           WHERE f.account_id = $1 AND {visible} AND ",
@@ -47,7 +45,7 @@ async fn bookmarks(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadBookmarks>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<Status>, ApiError> {
     // Imported bookmarks name their post by IRI only, so the join is by IRI.
     let sql = format!(
         "SELECT b.id, p.id FROM bookmarks b JOIN posts p ON p.uri = b.post_iri
@@ -66,8 +64,7 @@ async fn statuses_page(
     uri: &Uri,
     sql: &str,
     key: &str,
-) -> Result<Paged, ApiError> {
-    let fed = federation(s)?;
+) -> Result<Paged<Status>, ApiError> {
     let page: Page<i64> = Page::from_params(&params(uri))?;
     let rows: Vec<(i64, Uuid)> =
         sqlx::query_as(sqlx::AssertSqlSafe(format!("{sql}{}", page.clause(key, 2))))
@@ -79,7 +76,7 @@ async fn statuses_page(
             .fetch_all(&s.pool)
             .await?;
     let rows = page.finish(rows);
-    let (items, keys) = render_statuses(s, fed, account, &rows).await?;
+    let (items, keys) = render_statuses(s, account, &rows).await?;
     Ok(Paged::new(items, &keys, &s.public_origin, uri))
 }
 
@@ -87,21 +84,20 @@ async fn statuses_page(
 /// longer render (deleted meanwhile) are left out with their cursor.
 async fn render_statuses(
     s: &AppState,
-    fed: &Federation,
     viewer: Uuid,
     rows: &[(i64, Uuid)],
-) -> Result<(Vec<Value>, Vec<String>), ApiError> {
+) -> Result<(Vec<Status>, Vec<String>), ApiError> {
     let ids: Vec<Uuid> = rows.iter().map(|(_, id)| *id).collect();
     let cursor: HashMap<String, String> = rows
         .iter()
         .map(|(k, id)| (id.to_string(), k.to_string()))
         .collect();
     let mut conn = s.pool.acquire().await?;
-    let rendered = entity::render(&mut conn, fed, Some(viewer), &ids).await?;
+    let rendered = status::render(&mut conn, s.site(), Some(viewer), &ids).await?;
     let mut items = Vec::with_capacity(rendered.len());
     let mut keys = Vec::with_capacity(rendered.len());
     for v in rendered {
-        if let Some(k) = v["id"].as_str().and_then(|id| cursor.get(id)) {
+        if let Some(k) = cursor.get(&v.id) {
             keys.push(k.clone());
             items.push(v);
         }
@@ -116,7 +112,7 @@ async fn favourited_by(
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadAccounts>,
     Path(raw): Path<String>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<crate::mastodon::Account>, ApiError> {
     let fed = federation(&s)?;
     let page: Page<i64> = Page::from_params(&params(&uri))?;
     let post = {
@@ -154,7 +150,7 @@ async fn reblogged_by(
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadAccounts>,
     Path(raw): Path<String>,
     uri: Uri,
-) -> Result<Paged, ApiError> {
+) -> Result<Paged<crate::mastodon::Account>, ApiError> {
     let fed = federation(&s)?;
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let viewer = viewer.map(|a| a.id);

@@ -5,12 +5,10 @@
 use axum::Json;
 use axum::Router;
 use axum::http::StatusCode;
-use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::federation::Federation;
-use crate::statuses::entity;
+use crate::mastodon::status::{self, Status};
 use crate::statuses::interact::{self, Post};
 use crate::web::{ApiError, AppState, parse_id};
 
@@ -41,14 +39,9 @@ async fn target(
 }
 
 /// The Status entity of `id` as `viewer` sees it.
-async fn status(
-    s: &AppState,
-    fed: &Federation,
-    viewer: Uuid,
-    id: Uuid,
-) -> Result<Json<Value>, ApiError> {
+async fn status(s: &AppState, viewer: Uuid, id: Uuid) -> Result<Json<Status>, ApiError> {
     let mut conn = s.pool.acquire().await?;
-    entity::render_one(&mut conn, fed, Some(viewer), id)
+    status::render_one(&mut conn, s.site(), Some(viewer), id)
         .await?
         .map(Json)
         .ok_or_else(not_found)

@@ -1,9 +1,9 @@
 //! `DELETE /api/v1/statuses/:id`: answers the deleted status with its `text` (what "delete
 //! and redraft" fills the composer with), as Mastodon does.
 
+use crate::mastodon::Status;
 use axum::Json;
 use axum::extract::{Path, State};
-use serde_json::Value;
 
 use super::{status_id, visible_one};
 use crate::statuses::write;
@@ -14,7 +14,7 @@ pub async fn delete(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Status>, ApiError> {
     let id = status_id(&raw)?;
     // Rendered first (it is gone after), shown only once the deletion succeeded.
     let mut shown = visible_one(&s, Some(account.id), id).await?;
@@ -24,8 +24,10 @@ pub async fn delete(
     };
     write::delete(&s.pool, s.fed.as_deref(), &s.drive, &account, id).await?;
     if let Some(src) = source {
-        shown["text"] = src["text"].clone();
-        shown["spoiler_text"] = src["spoiler_text"].clone();
+        shown.text = src["text"].as_str().map(str::to_string);
+        if let Some(spoiler) = src["spoiler_text"].as_str() {
+            shown.spoiler_text = spoiler.to_string();
+        }
     }
     Ok(Json(shown))
 }

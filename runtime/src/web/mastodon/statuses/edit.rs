@@ -69,7 +69,7 @@ pub async fn edit(
     Needs(account, _): Needs<need::WriteStatuses>,
     Path(raw): Path<String>,
     StatusBody(req): StatusBody<EditRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::mastodon::Status>, ApiError> {
     let id = status_id(&raw)?;
     let e = req.into_edit()?;
     let poll = write::edit(&s.pool, s.fed.as_deref(), &s.drive, &account, id, &e).await?;

@@ -6,12 +6,11 @@
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::mastodon::status::{self, Status};
 use crate::statuses::access;
-use crate::statuses::entity;
 use crate::statuses::write::WriteError;
 use crate::web::{ApiError, AppState};
 
@@ -55,30 +54,14 @@ pub(crate) fn status_id(raw: &str) -> Result<Uuid, ApiError> {
 }
 
 /// Status entities for the `ids` that `viewer` may read (the rest are left out), with their
-/// media. Without federation configured (no actor IRIs to name accounts by) only local
-/// statuses render, in the polls module's smaller shape.
+/// media (R-MAPI-VIS: `mastodon::status::render` is where who may read is enforced).
 pub(crate) async fn render(
     s: &AppState,
     conn: &mut PgConnection,
     viewer: Option<Uuid>,
     ids: &[Uuid],
-) -> Result<Vec<Value>, ApiError> {
-    let mut out = match &s.fed {
-        Some(fed) => entity::render(conn, fed, viewer, ids).await?,
-        None => {
-            // The same rule `entity::render` applies (R-MAPI-VIS).
-            let readable = access::visible(conn, viewer, ids).await?;
-            let mut v = Vec::with_capacity(ids.len());
-            for id in ids.iter().filter(|id| readable.contains(id)) {
-                if let Some(e) = crate::polls::status_json(conn, *id, viewer).await? {
-                    v.push(e);
-                }
-            }
-            v
-        }
-    };
-    entity::attach_media(conn, &s.drive, &mut out).await?;
-    Ok(out)
+) -> Result<Vec<Status>, ApiError> {
+    Ok(status::render(conn, s.site(), viewer, ids).await?)
 }
 
 /// One status `viewer` may see, rendered; 404 otherwise.
@@ -86,7 +69,7 @@ pub(crate) async fn visible_one(
     s: &AppState,
     viewer: Option<Uuid>,
     id: Uuid,
-) -> Result<Value, ApiError> {
+) -> Result<Status, ApiError> {
     let mut conn = s.pool.acquire().await?;
     if !access::can_see(&mut conn, viewer, id).await? {
         return Err(not_found());

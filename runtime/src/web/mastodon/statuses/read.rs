@@ -5,6 +5,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::Value;
 
+use crate::mastodon::Status;
+
 use super::{not_found, status_id, visible_one};
 use crate::statuses::{history as versions, write};
 use crate::web::auth::{MaybeNeeds, Needs, need};
@@ -14,7 +16,7 @@ pub async fn show(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Status>, ApiError> {
     let id = status_id(&raw)?;
     Ok(Json(visible_one(&s, viewer.map(|a| a.id), id).await?))
 }
@@ -26,6 +28,13 @@ pub async fn history(
 ) -> Result<Json<Value>, ApiError> {
     let id = status_id(&raw)?;
     let current = visible_one(&s, viewer.map(|a| a.id), id).await?;
+    // The StatusEdit entities are still built from the Status's JSON.
+    let current = serde_json::to_value(&current).map_err(|e| {
+        ApiError(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("rendering the status failed: {e}"),
+        )
+    })?;
     let mut conn = s.pool.acquire().await?;
     Ok(Json(Value::Array(
         versions::versions(&mut conn, &current).await?,

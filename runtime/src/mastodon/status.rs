@@ -1,28 +1,131 @@
-//! Mastodon's Status entity for any id of the one id space: our posts, remote posts and boosts
-//! (a boost renders as its own status with the boosted one in `reblog`). Rows, parents,
-//! counts, the viewer's flags, mentions and remote authors are each fetched once for the whole
-//! page; a local author's Account entity (its counts) and a poll's tally are still one query
-//! each per distinct author or poll on the page.
+//! Mastodon's `Status` entity for any id of the one id space: our posts, remote posts and
+//! boosts (a boost renders as its own status with the boosted one in `reblog`). Rows, parents,
+//! counts, the viewer's flags, mentions, authors and media are each fetched once for the whole
+//! page; a poll's tally is still one query per poll on the page.
 //!
 //! Rendering is where who may read is enforced (R-MAPI-VIS): [`render`] keeps only the ids
-//! `access::visible` allows the viewer, whatever its caller filtered before (lists also filter
-//! in their queries, so their pages are full).
+//! `statuses::access::visible` allows the viewer, whatever its caller filtered before (lists
+//! also filter in their queries, so their pages are full).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::access;
+use super::account::{self, Account};
+use super::media::{self, MediaAttachment};
+use super::poll::{self, Poll};
+use super::{CustomEmoji, Site, Urls};
 use crate::content;
-use crate::federation::Federation;
-use crate::federation::accounts;
 use crate::federation::directory::RemoteAccount;
 use crate::federation::mentions;
 use crate::html;
-use crate::web::mastodon::entities;
+use crate::statuses::access;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    pub id: String,
+    pub uri: String,
+    pub url: String,
+    pub created_at: DateTime<Utc>,
+    pub edited_at: Option<DateTime<Utc>>,
+    /// Shared by every status of the page by the same author.
+    pub account: Arc<Account>,
+    pub content: String,
+    pub spoiler_text: String,
+    pub sensitive: bool,
+    pub visibility: String,
+    pub language: Option<String>,
+    pub in_reply_to_id: Option<String>,
+    pub in_reply_to_account_id: Option<String>,
+    pub reblog: Option<Box<Status>>,
+    pub replies_count: i64,
+    pub reblogs_count: i64,
+    pub favourites_count: i64,
+    pub favourited: bool,
+    pub reblogged: bool,
+    pub bookmarked: bool,
+    pub muted: bool,
+    pub pinned: bool,
+    pub media_attachments: Vec<MediaAttachment>,
+    pub mentions: Vec<Mention>,
+    pub tags: Vec<Tag>,
+    pub emojis: Vec<CustomEmoji>,
+    /// Link previews are not fetched.
+    pub card: Option<Value>,
+    pub poll: Option<Poll>,
+    /// The client that posted it (`{name, website}`), as stored at posting time.
+    pub application: Option<Value>,
+    /// Filters are not kept yet: nothing is ever filtered.
+    pub filtered: Vec<Value>,
+    /// The source text, only in the answer to a deletion ("delete and redraft").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A mentioned account we know (an unknown one has no account id to give).
+#[derive(Clone, Debug, Serialize)]
+pub struct Mention {
+    pub id: String,
+    pub username: String,
+    pub acct: String,
+    pub url: String,
+}
+
+/// A hashtag in a status: its name and its page here.
+#[derive(Clone, Debug, Serialize)]
+pub struct Tag {
+    pub name: String,
+    pub url: Option<String>,
+}
+
+impl Status {
+    /// The status's id as a UUID (every status this module renders has one).
+    pub fn uuid(&self) -> Option<Uuid> {
+        Uuid::parse_str(&self.id).ok()
+    }
+
+    /// A status with every count and flag at its default.
+    fn new(id: Uuid, uri: String, url: String, account: Arc<Account>) -> Self {
+        Status {
+            id: id.to_string(),
+            uri,
+            url,
+            created_at: DateTime::<Utc>::MIN_UTC,
+            edited_at: None,
+            account,
+            content: String::new(),
+            spoiler_text: String::new(),
+            sensitive: false,
+            visibility: String::new(),
+            language: None,
+            in_reply_to_id: None,
+            in_reply_to_account_id: None,
+            reblog: None,
+            replies_count: 0,
+            reblogs_count: 0,
+            favourites_count: 0,
+            favourited: false,
+            reblogged: false,
+            bookmarked: false,
+            muted: false,
+            pinned: false,
+            media_attachments: Vec::new(),
+            mentions: Vec::new(),
+            tags: Vec::new(),
+            emojis: Vec::new(),
+            card: None,
+            poll: None,
+            application: None,
+            filtered: Vec::new(),
+            text: None,
+        }
+    }
+}
 
 /// One of our statuses as stored.
 #[derive(sqlx::FromRow)]
@@ -75,6 +178,16 @@ struct ReblogRow {
     created_at: DateTime<Utc>,
 }
 
+impl ReblogRow {
+    fn booster(&self) -> Option<Author> {
+        match (&self.account_id, &self.actor_iri) {
+            (Some(a), _) => Some(Author::Local(*a)),
+            (None, Some(i)) => Some(Author::Remote(i.clone())),
+            _ => None,
+        }
+    }
+}
+
 /// Who an entity is by: a local account or a remote actor.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Author {
@@ -87,10 +200,10 @@ enum Author {
 /// `viewer` also sets `favourited`, `reblogged`, `bookmarked` and the poll's `voted`.
 pub async fn render(
     conn: &mut PgConnection,
-    fed: &Federation,
+    site: Site<'_>,
     viewer: Option<Uuid>,
     ids: &[Uuid],
-) -> Result<Vec<Value>, sqlx::Error> {
+) -> Result<Vec<Status>, sqlx::Error> {
     let readable = access::visible(conn, viewer, ids).await?;
     let ids: Vec<Uuid> = ids
         .iter()
@@ -107,100 +220,58 @@ pub async fn render(
     .await?;
     let mut post_ids: Vec<Uuid> = ids.to_vec();
     post_ids.extend(reblogs.iter().map(|r| r.post_id));
-    let posts = render_posts(conn, fed, viewer, &post_ids).await?;
+    let mut posts = render_posts(conn, site, viewer, &post_ids).await?;
 
-    let boosters: Vec<Author> = reblogs
-        .iter()
-        .filter_map(|r| match (&r.account_id, &r.actor_iri) {
-            (Some(a), _) => Some(Author::Local(*a)),
-            (None, Some(i)) => Some(Author::Remote(i.clone())),
-            _ => None,
-        })
-        .collect();
-    let accounts = account_entities(conn, fed, &boosters).await?;
-    let viewer_reblogged: HashSet<Uuid> = match viewer {
-        Some(v) => reblogs
-            .iter()
-            .filter(|r| r.account_id == Some(v))
-            .map(|r| r.id)
-            .collect(),
-        None => HashSet::new(),
-    };
-    let mut wrapped: HashMap<Uuid, Value> = HashMap::new();
+    let boosters: Vec<Author> = reblogs.iter().filter_map(ReblogRow::booster).collect();
+    let accounts = accounts_of(conn, site.urls, &boosters).await?;
+    let mut wrapped: HashMap<Uuid, Status> = HashMap::new();
     for r in &reblogs {
-        let booster = match (&r.account_id, &r.actor_iri) {
-            (Some(a), _) => accounts.get(&Author::Local(*a)),
-            (None, Some(i)) => accounts.get(&Author::Remote(i.clone())),
-            _ => None,
-        };
+        let booster = r.booster().and_then(|b| accounts.get(&b));
         let (Some(inner), Some(booster)) = (posts.get(&r.post_id), booster) else {
             continue;
         };
-        wrapped.insert(r.id, reblog_entity(r, inner, booster, &viewer_reblogged));
+        let mine = viewer.is_some() && r.account_id == viewer;
+        wrapped.insert(r.id, reblog_entity(r, inner, booster.clone(), mine));
     }
     Ok(ids
         .iter()
-        .filter_map(|id| wrapped.remove(id).or_else(|| posts.get(id).cloned()))
+        .filter_map(|id| wrapped.remove(id).or_else(|| posts.remove(id)))
         .collect())
 }
 
-/// One status entity, if `id` names one.
+/// One status entity, if `id` names one the viewer may read.
 pub async fn render_one(
     conn: &mut PgConnection,
-    fed: &Federation,
+    site: Site<'_>,
     viewer: Option<Uuid>,
     id: Uuid,
-) -> Result<Option<Value>, sqlx::Error> {
-    Ok(render(conn, fed, viewer, &[id]).await?.pop())
+) -> Result<Option<Status>, sqlx::Error> {
+    Ok(render(conn, site, viewer, &[id]).await?.pop())
 }
 
 /// A boost as Mastodon shows it: a status of its own, by the booster, empty but for `reblog`.
-fn reblog_entity(r: &ReblogRow, inner: &Value, booster: &Value, mine: &HashSet<Uuid>) -> Value {
+fn reblog_entity(r: &ReblogRow, inner: &Status, booster: Arc<Account>, mine: bool) -> Status {
     let mut inner = inner.clone();
-    if mine.contains(&r.id) {
-        inner["reblogged"] = json!(true);
+    if mine {
+        inner.reblogged = true;
     }
-    json!({
-        "id": r.id.to_string(),
-        "uri": r.activity_id,
-        "url": inner["url"],
-        "created_at": r.created_at,
-        "edited_at": null,
-        "account": booster,
-        "content": "",
-        "spoiler_text": "",
-        "sensitive": false,
-        "visibility": r.visibility,
-        "language": null,
-        "in_reply_to_id": null,
-        "in_reply_to_account_id": null,
-        "replies_count": 0,
-        "reblogs_count": 0,
-        "favourites_count": 0,
-        "favourited": inner["favourited"],
-        "reblogged": inner["reblogged"],
-        "bookmarked": inner["bookmarked"],
-        "muted": false,
-        "pinned": false,
-        "media_attachments": [],
-        "mentions": [],
-        "tags": [],
-        "emojis": [],
-        "card": null,
-        "poll": null,
-        "application": null,
-        "filtered": [],
-        "reblog": inner,
-    })
+    let mut s = Status::new(r.id, r.activity_id.clone(), inner.url.clone(), booster);
+    s.created_at = r.created_at;
+    s.visibility = r.visibility.clone();
+    s.favourited = inner.favourited;
+    s.reblogged = inner.reblogged;
+    s.bookmarked = inner.bookmarked;
+    s.reblog = Some(Box::new(inner));
+    s
 }
 
 /// Entities of the posts among `ids` (not boosts), keyed by id.
 async fn render_posts(
     conn: &mut PgConnection,
-    fed: &Federation,
+    site: Site<'_>,
     viewer: Option<Uuid>,
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, Value>, sqlx::Error> {
+) -> Result<HashMap<Uuid, Status>, sqlx::Error> {
     let local: Vec<LocalRow> = sqlx::query_as(
         "SELECT s.id, s.uri, s.account_id, s.content, s.created_at, s.edited_at, s.visibility,
                 s.spoiler_text, s.sensitive, s.language, s.in_reply_to_uri, s.application,
@@ -223,9 +294,10 @@ async fn render_posts(
         return Ok(HashMap::new());
     }
 
-    let found: Vec<Uuid> = local
+    let local_ids: Vec<Uuid> = local.iter().map(|r| r.id).collect();
+    let found: Vec<Uuid> = local_ids
         .iter()
-        .map(|r| r.id)
+        .copied()
         .chain(remote.iter().map(|r| r.id))
         .collect();
     let uris: Vec<String> = local
@@ -244,14 +316,15 @@ async fn render_posts(
         Some(v) => viewer_flags(conn, v, &found, &uris).await?,
         None => HashMap::new(),
     };
-    let mention_ids = mention_ids(conn, fed, &local, &remote).await?;
+    let mention_ids = mention_ids(conn, site.urls, &local, &remote).await?;
+    let mut media = media::of_statuses(conn, site.drive, &local_ids).await?;
 
     let authors: Vec<Author> = local
         .iter()
         .map(|r| Author::Local(r.account_id))
         .chain(remote.iter().map(|r| Author::Remote(r.actor.clone())))
         .collect();
-    let accounts = account_entities(conn, fed, &authors).await?;
+    let accounts = accounts_of(conn, site.urls, &authors).await?;
 
     let mut out = HashMap::new();
     for r in local {
@@ -259,133 +332,70 @@ async fn render_posts(
             continue;
         };
         let stored = mentions::parse_stored(r.mentions);
-        let html = content::render(&r.content, &r.uri, &stored).html;
-        let poll = match r.poll_id {
-            Some(p) => crate::polls::render::poll_of_readable_status(&mut *conn, p, viewer).await?,
-            None => None,
-        };
-        let mentioned: Vec<Value> = stored
+        let mut s = Status::new(r.id, r.uri.clone(), r.uri.clone(), account.clone());
+        s.content = content::render(&r.content, &r.uri, &stored).html;
+        s.created_at = r.created_at;
+        s.edited_at = r.edited_at;
+        s.spoiler_text = r.spoiler_text;
+        s.sensitive = r.sensitive;
+        s.visibility = r.visibility;
+        s.language = r.language;
+        s.mentions = stored
             .iter()
             .filter_map(|m| mention_entity(&mention_ids, &m.href, &m.name))
             .collect();
-        let mut v = base(
-            r.id,
-            &r.uri,
-            &r.uri,
-            r.created_at,
-            r.edited_at,
-            account,
-            html,
-            &r.spoiler_text,
-            r.sensitive,
-            &r.visibility,
-            r.language.as_deref(),
-        );
-        v["mentions"] = json!(mentioned);
-        v["tags"] = tags(fed, &r.tags);
-        v["poll"] = poll.unwrap_or(Value::Null);
-        v["application"] = r.application.unwrap_or(Value::Null);
-        v["media_attachments"] = json!([]);
+        s.tags = tags(site.urls, &r.tags);
+        s.poll = match r.poll_id {
+            Some(p) => poll::of_readable_status(&mut *conn, p, viewer).await?,
+            None => None,
+        };
+        s.application = r.application;
+        s.media_attachments = media.remove(&r.id).unwrap_or_default();
         finish(
-            &mut v,
+            &mut s,
             r.in_reply_to_uri.as_deref(),
             &parents,
             &counts,
             &flags,
             r.id,
         );
-        out.insert(r.id, v);
+        out.insert(r.id, s);
     }
     for r in remote {
         let Some(account) = accounts.get(&Author::Remote(r.actor.clone())) else {
             continue;
         };
-        let url = r.url.as_deref().unwrap_or(&r.iri).to_string();
-        let mentioned: Vec<Value> = remote_mentions(&r.mentions)
+        let url = r.url.clone().unwrap_or_else(|| r.iri.clone());
+        let mut s = Status::new(r.id, r.iri, url, account.clone());
+        s.mentions = remote_mentions(&r.mentions)
             .iter()
             .filter_map(|(href, name)| mention_entity(&mention_ids, href, name))
             .collect();
-        let spoiler = html::to_text(r.summary.as_deref().unwrap_or_default());
-        let mut v = base(
-            r.id,
-            &r.iri,
-            &url,
-            r.created_at,
-            r.edited_at,
-            account,
-            r.content.unwrap_or_default(),
-            &spoiler,
-            r.sensitive || !spoiler.is_empty(),
-            &r.visibility,
-            r.language.as_deref(),
-        );
-        v["mentions"] = json!(mentioned);
-        v["tags"] = tags(fed, &r.tags);
-        v["media_attachments"] = remote_attachments(&r.attachments);
+        s.spoiler_text = html::to_text(r.summary.as_deref().unwrap_or_default());
+        s.sensitive = r.sensitive || !s.spoiler_text.is_empty();
+        s.content = r.content.unwrap_or_default();
+        s.created_at = r.created_at;
+        s.edited_at = r.edited_at;
+        s.visibility = r.visibility;
+        s.language = r.language;
+        s.tags = tags(site.urls, &r.tags);
+        s.media_attachments = MediaAttachment::remote_all(&r.attachments);
         finish(
-            &mut v,
+            &mut s,
             r.in_reply_to.as_deref(),
             &parents,
             &counts,
             &flags,
             r.id,
         );
-        out.insert(r.id, v);
+        out.insert(r.id, s);
     }
     Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn base(
-    id: Uuid,
-    uri: &str,
-    url: &str,
-    created_at: DateTime<Utc>,
-    edited_at: Option<DateTime<Utc>>,
-    account: &Value,
-    content: String,
-    spoiler_text: &str,
-    sensitive: bool,
-    visibility: &str,
-    language: Option<&str>,
-) -> Value {
-    json!({
-        "id": id.to_string(),
-        "uri": uri,
-        "url": url,
-        "created_at": created_at,
-        "edited_at": edited_at,
-        "account": account,
-        "content": content,
-        "spoiler_text": spoiler_text,
-        "sensitive": sensitive,
-        "visibility": visibility,
-        "language": language,
-        "in_reply_to_id": null,
-        "in_reply_to_account_id": null,
-        "reblog": null,
-        "replies_count": 0,
-        "reblogs_count": 0,
-        "favourites_count": 0,
-        "favourited": false,
-        "reblogged": false,
-        "bookmarked": false,
-        "muted": false,
-        "pinned": false,
-        "media_attachments": [],
-        "mentions": [],
-        "tags": [],
-        "emojis": [],
-        "card": null,
-        "poll": null,
-        "application": null,
-        "filtered": [],
-    })
-}
-
 /// Parent ids, counts and the viewer's flags.
 fn finish(
-    v: &mut Value,
+    s: &mut Status,
     parent: Option<&str>,
     parents: &HashMap<String, (Uuid, Uuid)>,
     counts: &HashMap<Uuid, Counts>,
@@ -393,18 +403,18 @@ fn finish(
     id: Uuid,
 ) {
     if let Some((pid, author)) = parent.and_then(|p| parents.get(p)) {
-        v["in_reply_to_id"] = json!(pid.to_string());
-        v["in_reply_to_account_id"] = json!(author.to_string());
+        s.in_reply_to_id = Some(pid.to_string());
+        s.in_reply_to_account_id = Some(author.to_string());
     }
     if let Some(c) = counts.get(&id) {
-        v["replies_count"] = json!(c.replies);
-        v["reblogs_count"] = json!(c.reblogs);
-        v["favourites_count"] = json!(c.favourites);
+        s.replies_count = c.replies;
+        s.reblogs_count = c.reblogs;
+        s.favourites_count = c.favourites;
     }
     if let Some(f) = flags.get(&id) {
-        v["favourited"] = json!(f.favourited);
-        v["reblogged"] = json!(f.reblogged);
-        v["bookmarked"] = json!(f.bookmarked);
+        s.favourited = f.favourited;
+        s.reblogged = f.reblogged;
+        s.bookmarked = f.bookmarked;
     }
 }
 
@@ -499,10 +509,16 @@ fn remote_mentions(stored: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+struct MentionTarget {
+    id: Uuid,
+    url: String,
+    local_username: Option<String>,
+}
+
 /// Account ids (and our usernames) of every mentioned actor on the page, by IRI.
 async fn mention_ids(
     conn: &mut PgConnection,
-    fed: &Federation,
+    urls: Urls<'_>,
     local: &[LocalRow],
     remote: &[RemoteRow],
 ) -> Result<HashMap<String, MentionTarget>, sqlx::Error> {
@@ -545,7 +561,7 @@ async fn mention_ids(
     }
     let names: Vec<String> = hrefs
         .iter()
-        .filter_map(|h| fed.local_username(h).map(str::to_lowercase))
+        .filter_map(|h| urls.local_username(h).map(str::to_lowercase))
         .collect();
     if !names.is_empty() {
         let rows: Vec<(Uuid, String)> =
@@ -554,7 +570,7 @@ async fn mention_ids(
                 .fetch_all(&mut *conn)
                 .await?;
         for (id, username) in rows {
-            let iri = fed.actor_iri(&username);
+            let iri = urls.actor(&username);
             out.insert(
                 iri.clone(),
                 MentionTarget {
@@ -568,99 +584,57 @@ async fn mention_ids(
     Ok(out)
 }
 
-struct MentionTarget {
-    id: Uuid,
-    url: String,
-    local_username: Option<String>,
-}
-
-/// Mastodon's Mention entity, for an actor we know (an unknown one has no account id to give).
-fn mention_entity(known: &HashMap<String, MentionTarget>, href: &str, name: &str) -> Option<Value> {
+fn mention_entity(
+    known: &HashMap<String, MentionTarget>,
+    href: &str,
+    name: &str,
+) -> Option<Mention> {
     let t = known.get(href)?;
     let acct = match &t.local_username {
         Some(u) => u.clone(),
         None => name.trim_start_matches('@').to_string(),
     };
-    let username = acct.split('@').next().unwrap_or_default().to_string();
-    Some(json!({ "id": t.id.to_string(), "username": username, "acct": acct, "url": t.url }))
+    Some(Mention {
+        id: t.id.to_string(),
+        username: acct.split('@').next().unwrap_or_default().to_string(),
+        url: t.url.clone(),
+        acct,
+    })
 }
 
-/// Mastodon's Tag entities (in a status: name and url).
-fn tags(fed: &Federation, names: &[String]) -> Value {
-    json!(
-        names
-            .iter()
-            .map(|n| json!({ "name": n, "url": crate::content::tag_url(&fed.origin, n) }))
-            .collect::<Vec<_>>()
-    )
+fn tags(urls: Urls<'_>, names: &[String]) -> Vec<Tag> {
+    names
+        .iter()
+        .map(|n| Tag {
+            name: n.clone(),
+            url: urls.tag(n),
+        })
+        .collect()
 }
 
-/// A remote post's `Document`s as MediaAttachment entities, pointing at the remote files
-/// (we do not proxy them).
-fn remote_attachments(stored: &Value) -> Value {
-    let Some(docs) = stored.as_array() else {
-        return json!([]);
-    };
-    json!(
-        docs.iter()
-            .filter_map(|d| {
-                let url = d.get("url").and_then(crate::federation::actor::id_of)?;
-                let url = html::http_url(url)?;
-                let media_type = d.get("mediaType").and_then(Value::as_str).unwrap_or("");
-                let kind = match media_type.split('/').next() {
-                    Some("image") if media_type == "image/gif" => "gifv",
-                    Some("image") => "image",
-                    Some("video") => "video",
-                    Some("audio") => "audio",
-                    _ => "unknown",
-                };
-                let width = d.get("width").and_then(Value::as_u64);
-                let height = d.get("height").and_then(Value::as_u64);
-                let meta = match (width, height) {
-                    (Some(w), Some(h)) if h > 0 => json!({ "original": {
-                        "width": w, "height": h, "size": format!("{w}x{h}"),
-                        "aspect": w as f64 / h as f64 } }),
-                    _ => json!({}),
-                };
-                Some(json!({
-                    "id": Uuid::new_v5(&Uuid::NAMESPACE_URL, url.as_bytes()).to_string(),
-                    "type": kind,
-                    "url": url,
-                    "preview_url": url,
-                    "remote_url": url,
-                    "preview_remote_url": null,
-                    "text_url": null,
-                    "meta": meta,
-                    "description": d.get("name").and_then(Value::as_str),
-                    "blurhash": d.get("blurhash").and_then(Value::as_str),
-                }))
-            })
-            .collect::<Vec<_>>()
-    )
-}
-
-/// Account entities of every author on the page, each fetched once.
-async fn account_entities(
+/// Account entities of every author on the page: ours in one query, remote ones in another.
+async fn accounts_of(
     conn: &mut PgConnection,
-    fed: &Federation,
+    urls: Urls<'_>,
     authors: &[Author],
-) -> Result<HashMap<Author, Value>, sqlx::Error> {
-    let mut out = HashMap::new();
+) -> Result<HashMap<Author, Arc<Account>>, sqlx::Error> {
+    let mut local: Vec<Uuid> = Vec::new();
     let mut iris: Vec<String> = Vec::new();
     for a in authors {
-        if out.contains_key(a) {
-            continue;
-        }
         match a {
-            Author::Local(id) => {
-                if let Some(acc) = accounts::by_id(&mut *conn, *id).await? {
-                    let v = entities::local_account(&mut *conn, fed, &acc).await?.0;
-                    out.insert(a.clone(), v);
-                }
-            }
+            Author::Local(id) => local.push(*id),
             Author::Remote(iri) => iris.push(iri.clone()),
         }
     }
+    local.sort_unstable();
+    local.dedup();
+    iris.sort_unstable();
+    iris.dedup();
+    let mut out: HashMap<Author, Arc<Account>> = account::locals(conn, urls, &local)
+        .await?
+        .into_iter()
+        .map(|(id, a)| (Author::Local(id), Arc::new(a)))
+        .collect();
     if !iris.is_empty() {
         let rows: Vec<RemoteAccount> = sqlx::query_as(
             "SELECT id, iri, handle, inbox, shared_inbox, key_id, public_key_pem, document, fetched_at
@@ -672,44 +646,9 @@ async fn account_entities(
         for r in rows {
             out.insert(
                 Author::Remote(r.iri.clone()),
-                entities::remote_account(fed, &r),
+                Arc::new(account::remote(urls, &r)),
             );
         }
     }
     Ok(out)
-}
-
-/// Fills the `media_attachments` of our statuses among `entities` (and of the boosted ones
-/// inside boosts) from `media::entities_for`, one query for the whole page. `render` leaves
-/// them empty because it has no drive (which builds the URLs); every API answer that shows
-/// local statuses passes its entities through here.
-pub async fn attach_media(
-    conn: &mut PgConnection,
-    drive: &crate::media::Drive,
-    entities: &mut [Value],
-) -> Result<(), sqlx::Error> {
-    fn id_of(v: &Value) -> Option<Uuid> {
-        v["id"].as_str().and_then(|s| Uuid::parse_str(s).ok())
-    }
-    let ids: Vec<Uuid> = entities
-        .iter()
-        .flat_map(|e| [id_of(e), id_of(&e["reblog"])])
-        .flatten()
-        .collect();
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let media = crate::media::entities_for(conn, drive, &ids).await?;
-    let fill = |v: &mut Value| {
-        if let Some(m) = id_of(v).and_then(|id| media.get(&id)) {
-            v["media_attachments"] = json!(m);
-        }
-    };
-    for e in entities.iter_mut() {
-        fill(e);
-        if e["reblog"].is_object() {
-            fill(&mut e["reblog"]);
-        }
-    }
-    Ok(())
 }

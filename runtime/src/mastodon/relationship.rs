@@ -1,0 +1,47 @@
+//! Mastodon's `Relationship` entity: the viewer's standing with one account.
+
+use serde::Serialize;
+
+use crate::federation::relationships::Standing;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Relationship {
+    pub id: String,
+    pub following: bool,
+    pub showing_reblogs: bool,
+    pub notifying: bool,
+    pub languages: Option<Vec<String>>,
+    pub followed_by: bool,
+    pub blocking: bool,
+    pub blocked_by: bool,
+    pub muting: bool,
+    pub muting_notifications: bool,
+    pub requested: bool,
+    pub requested_by: bool,
+    /// Domain blocks and endorsements are not kept yet.
+    pub domain_blocking: bool,
+    pub endorsed: bool,
+    pub note: String,
+}
+
+impl Relationship {
+    pub fn new(id: String, s: &Standing) -> Self {
+        Relationship {
+            id,
+            following: s.following,
+            showing_reblogs: s.showing_reblogs,
+            notifying: s.notifying,
+            languages: s.languages.clone(),
+            followed_by: s.followed_by,
+            blocking: s.blocking,
+            blocked_by: s.blocked_by,
+            muting: s.muting,
+            muting_notifications: s.muting_notifications,
+            requested: s.requested,
+            requested_by: s.requested_by,
+            domain_blocking: false,
+            endorsed: false,
+            note: String::new(),
+        }
+    }
+}
