@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Affinity, EnvVar, LocalObjectReference, PodSecurityContext, Probe, ResourceRequirements,
-    SecurityContext, Toleration,
+    SecurityContext, Toleration, TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt, KubeSchema};
@@ -387,6 +387,8 @@ pub struct WebSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
+    /// Where web (and `all`) pods run; unset fields fall back to `spec.pod`.
+    pub scheduling: SchedulingSpec,
 }
 
 impl Default for WebSpec {
@@ -404,8 +406,29 @@ impl Default for WebSpec {
             command: None,
             args: None,
             probes: ProbeOverrides::default(),
+            scheduling: SchedulingSpec::default(),
         }
     }
+}
+
+/// Where one role's pods run (issue 35 item 3). A field set here replaces the same field of
+/// `spec.pod` for this role; an unset one falls back to it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Unset: web, worker and `all` pods spread softly over nodes (`maxSkew: 1` over
+    /// `kubernetes.io/hostname`, `whenUnsatisfiable: ScheduleAnyway`, per rollout revision);
+    /// migration Jobs none. `[]`: no constraint at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
 }
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -515,6 +538,8 @@ pub struct WorkerSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
+    /// Where worker pods run; unset fields fall back to `spec.pod`.
+    pub scheduling: SchedulingSpec,
 }
 
 impl Default for WorkerSpec {
@@ -533,6 +558,7 @@ impl Default for WorkerSpec {
             command: None,
             args: None,
             probes: ProbeOverrides::default(),
+            scheduling: SchedulingSpec::default(),
         }
     }
 }
@@ -552,6 +578,11 @@ pub struct MigrationSpec {
     /// container's termination message (`/dev/termination-log`), which the operator reads from
     /// the pod status (else from the pod log); used by `upgradeStrategy: RollingWhenCompatible`.
     pub version_command: Vec<String>,
+    /// Resources of migration and version-probe Jobs; unset = `web.resources`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Where migration and version-probe Jobs run; unset fields fall back to `spec.pod`.
+    pub scheduling: SchedulingSpec,
 }
 
 impl Default for MigrationSpec {
@@ -569,13 +600,28 @@ impl Default for MigrationSpec {
             ]
             .map(String::from)
             .to_vec(),
+            resources: None,
+            scheduling: SchedulingSpec::default(),
         }
     }
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.labels.all(k, !k.startsWith('app.kubernetes.io/'))").message("pod.labels must not set app.kubernetes.io/ labels (the operator's selectors use them)"))]
+#[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage')").message("pod.volumes: the names tmp and storage are the operator's"))]
 pub struct PodOverrides {
+    /// Extra labels on every pod (web, worker, all, Jobs).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Extra volumes of every pod (a CA bundle, a config file, …).
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    pub volumes: Vec<Volume>,
+    /// Extra mounts of the `hollo` container of every pod.
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    pub volume_mounts: Vec<VolumeMount>,
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
     #[serde(default)]
@@ -1068,6 +1114,37 @@ mod tests {
                            "keda": {"enabled": true}}},
             });
             assert_eq!(violations(full), Vec::<String>::new());
+        }
+
+        #[test]
+        fn scheduling_labels_and_volumes_are_admitted_and_checked() {
+            let ok = json!({
+                "web": {"scheduling": {"priorityClassName": "hollo-web",
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                        "whenUnsatisfiable": "DoNotSchedule"}]}},
+                "worker": {"scheduling": {"nodeSelector": {"pool": "batch"}, "tolerations": []}},
+                "migrations": {"resources": {"requests": {"cpu": "100m"}},
+                               "scheduling": {"nodeSelector": {"pool": "general"}}},
+                "pod": {"labels": {"team": "fedi"},
+                        "volumes": [{"name": "ca", "secret": {"secretName": "corp-ca"}}],
+                        "volumeMounts": [{"name": "ca", "mountPath": "/etc/ca"}]},
+            });
+            assert_eq!(violations(ok.clone()), Vec::<String>::new());
+            let h: Hollo = serde_json::from_value(object(ok)).expect("deserializes");
+            assert_eq!(
+                h.spec.worker.scheduling.tolerations,
+                Some(vec![]),
+                "[] is kept"
+            );
+            assert_eq!(h.spec.web.scheduling.tolerations, None);
+            rejects(
+                json!({"pod": {"labels": {"app.kubernetes.io/component": "x"}}}),
+                "pod.labels must not set app.kubernetes.io/ labels",
+            );
+            rejects(
+                json!({"pod": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}),
+                "the names tmp and storage are the operator's",
+            );
         }
 
         #[test]
