@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior;
 use k8s_openapi::api::core::v1::{
     Affinity, EnvVar, LocalObjectReference, PodSecurityContext, Probe, ResourceRequirements,
     SecurityContext, Toleration, TopologySpreadConstraint, Volume, VolumeMount,
@@ -389,6 +390,39 @@ pub struct WebSpec {
     pub probes: ProbeOverrides,
     /// Where web (and `all`) pods run; unset fields fall back to `spec.pod`.
     pub scheduling: SchedulingSpec,
+    /// A CPU HPA on the web (or `all`) Deployment; `replicas` is then the autoscaler's.
+    pub autoscaling: WebAutoscalingSpec,
+}
+
+/// Web autoscaling (issue 35 item 2): an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
+/// mode) on CPU. The connection budget counts `maxReplicas` web pods.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "WebAutoscalingSpec::default")]
+#[x_kube(validation = Rule::new("self.minReplicas >= 1").message("web.autoscaling.minReplicas must be at least 1"))]
+#[x_kube(validation = Rule::new("self.minReplicas <= self.maxReplicas").message("web.autoscaling.minReplicas must be <= maxReplicas"))]
+#[x_kube(validation = Rule::new("self.targetCPUUtilization >= 1 && self.targetCPUUtilization <= 100").message("web.autoscaling.targetCPUUtilization must be 1-100"))]
+pub struct WebAutoscalingSpec {
+    pub enabled: bool,
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    #[serde(rename = "targetCPUUtilization")]
+    pub target_cpu_utilization: i32,
+    /// The HPA's `behavior` (scale-up/scale-down policies and stabilization windows); unset =
+    /// Kubernetes' defaults (scale down after a 300 s window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
+}
+
+impl Default for WebAutoscalingSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            min_replicas: 2,
+            max_replicas: 4,
+            target_cpu_utilization: 70,
+            behavior: None,
+        }
+    }
 }
 
 impl Default for WebSpec {
@@ -407,6 +441,7 @@ impl Default for WebSpec {
             args: None,
             probes: ProbeOverrides::default(),
             scheduling: SchedulingSpec::default(),
+            autoscaling: WebAutoscalingSpec::default(),
         }
     }
 }
@@ -495,6 +530,11 @@ pub struct AutoscalingSpec {
     )]
     pub target_cpu_utilization: Option<i32>,
     pub keda: KedaSpec,
+    /// The HPA's `behavior` (scale-down stabilization and policies): on the HPA, or with KEDA
+    /// in the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior`. Unset =
+    /// Kubernetes' defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
 }
 
 impl Default for AutoscalingSpec {
@@ -505,6 +545,7 @@ impl Default for AutoscalingSpec {
             max_replicas: 10,
             target_cpu_utilization: Some(70),
             keda: KedaSpec::default(),
+            behavior: None,
         }
     }
 }
@@ -740,6 +781,20 @@ impl HolloSpec {
                 self.image.profile.as_str()
             )
         })
+    }
+
+    /// Whether an HPA owns the HTTP role's (web, or all) `replicas`.
+    pub fn web_autoscaled(&self) -> bool {
+        self.web.autoscaling.enabled
+    }
+
+    /// The most HTTP pods there can be: the autoscaler's maximum, else `web.replicas`.
+    pub fn web_max_replicas(&self) -> i32 {
+        if self.web_autoscaled() {
+            self.web.autoscaling.max_replicas
+        } else {
+            self.web.replicas
+        }
     }
 
     /// Whether an autoscaler (HPA or KEDA) owns the worker `replicas`.
@@ -1114,6 +1169,33 @@ mod tests {
                            "keda": {"enabled": true}}},
             });
             assert_eq!(violations(full), Vec::<String>::new());
+        }
+
+        #[test]
+        fn web_autoscaling_and_behavior_are_admitted_and_checked() {
+            let behavior = json!({"scaleDown": {"stabilizationWindowSeconds": 600,
+                                  "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}});
+            let ok = json!({"web": {"autoscaling": {"enabled": true, "minReplicas": 2,
+                                                    "maxReplicas": 3, "behavior": behavior}},
+                            "worker": {"autoscaling": {"behavior": behavior}},
+                            "database": {"maxConnections": 200}});
+            assert_eq!(violations(ok.clone()), Vec::<String>::new());
+            let h: Hollo = serde_json::from_value(object(ok)).expect("deserializes");
+            assert!(h.spec.web_autoscaled());
+            assert_eq!(h.spec.web.autoscaling.target_cpu_utilization, 70, "default");
+            assert!(h.spec.worker.autoscaling.behavior.is_some());
+            rejects(
+                json!({"web": {"autoscaling": {"minReplicas": 5, "maxReplicas": 2}}}),
+                "web.autoscaling.minReplicas must be <= maxReplicas",
+            );
+            rejects(
+                json!({"web": {"autoscaling": {"minReplicas": 0}}}),
+                "web.autoscaling.minReplicas must be at least 1",
+            );
+            rejects(
+                json!({"web": {"autoscaling": {"targetCPUUtilization": 0}}}),
+                "web.autoscaling.targetCPUUtilization must be 1-100",
+            );
         }
 
         #[test]

@@ -753,3 +753,55 @@ async fn every_reconcile_reads_the_referenced_secrets_and_a_rotation_rolls() {
     let second = hash_of(&calls).expect("a rotated token re-applies the web Deployment");
     assert_ne!(first, second, "a new hash: the pods roll");
 }
+
+/// Issue 35 item 2: turning web autoscaling on hands the web count to an HPA `social-web`:
+/// the web Deployment is only lifted to the minimum, never set back to `web.replicas`.
+#[tokio::test]
+async fn web_autoscaling_applies_an_hpa_and_only_lifts_the_web_count() {
+    let mut spec = testutil::spec();
+    spec.database.max_connections = 500;
+    let calls = after_edit(spec, |h| {
+        h.spec.web.autoscaling.enabled = true;
+        h.spec.web.autoscaling.min_replicas = 3;
+        h.spec.web.autoscaling.max_replicas = 6;
+    })
+    .await;
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
+            format!("PATCH /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-web"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+        ]
+    );
+    assert_eq!(
+        calls[0].body,
+        json!({"spec": {"replicas": 3}}),
+        "lifted to the minimum"
+    );
+    let hpa = &calls[1].body["spec"];
+    assert_eq!(hpa["scaleTargetRef"]["name"], "social-web");
+    assert_eq!(
+        (hpa["minReplicas"].as_i64(), hpa["maxReplicas"].as_i64()),
+        (Some(3), Some(6))
+    );
+    // Above the minimum, the HPA's count stands: no scale, whatever web.replicas says.
+    let calls = after_edit(
+        {
+            let mut spec = testutil::spec();
+            spec.database.max_connections = 500;
+            spec
+        },
+        |h| {
+            h.spec.web.replicas = 1;
+            h.spec.web.autoscaling.enabled = true;
+            h.spec.web.autoscaling.min_replicas = 1;
+        },
+    )
+    .await;
+    assert!(
+        !lines(&calls).iter().any(|l| l.ends_with("/scale")),
+        "{:?}",
+        lines(&calls)
+    );
+}
