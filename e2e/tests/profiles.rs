@@ -394,7 +394,7 @@ async fn cnpg_database_from_the_clusters_app_secret() {
             .metadata
             .as_ref()
             .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get("hollo.social/database-secret-hash").cloned())
+            .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
     };
     let before = hash(&web_d).expect("hash annotation");
     put_secret(&ns, "pg-app", app("second0password")).await;

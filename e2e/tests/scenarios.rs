@@ -1288,3 +1288,164 @@ async fn drift_restored_and_children_collected() {
     })
     .await;
 }
+
+/// Issue 35 items 2, 3 and 7 on a real apiserver: per-role scheduling, the default soft
+/// spread, pod labels, extra volumes, migration resources, web autoscaling with a `behavior`
+/// all render and round-trip (the stored objects carry them), and a rotated admin token (not a
+/// CloudNativePG Secret) rolls the pods through the Secrets hash.
+#[tokio::test]
+async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
+    use k8s_openapi::api::core::v1::Secret;
+    let ns = Ns::new("issue35").await;
+    ns.prepare_instance().await;
+    ns.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "hollo-admin",
+        "--from-literal=token=first-token",
+    ]);
+    let behavior = json!({"scaleDown": {"stabilizationWindowSeconds": 600,
+                          "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}});
+    let manifest = minimal_with(json!({"spec": {
+        "adminTokenRef": {"name": "hollo-admin", "key": "token"},
+        "database": {"maxConnections": 300},
+        "web": {"autoscaling": {"enabled": true, "minReplicas": 1, "maxReplicas": 3,
+                                "targetCPUUtilization": 60, "behavior": behavior},
+                "scheduling": {"tolerations": [{"key": "hollo-web", "operator": "Exists",
+                                                "effect": "NoSchedule"}]}},
+        "worker": {"scheduling": {"topologySpreadConstraints": [
+            {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname",
+             "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "worker"}}}]}},
+        "migrations": {"resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
+        "pod": {"labels": {"team": "fedi"},
+                "volumes": [{"name": "scratch", "emptyDir": {}}],
+                "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]},
+    }}));
+    ns.apply_hollo(&manifest)
+        .await
+        .expect("the real apiserver admits every new field");
+    let stored = ns.hollo().await;
+    assert_eq!(
+        stored.data["spec"]["web"]["autoscaling"]["behavior"], behavior,
+        "behavior round-trips"
+    );
+    assert_eq!(stored.data["spec"]["pod"]["labels"]["team"], "fedi");
+    ns.wait_running(V1, 180).await;
+
+    let web = ns.deployment(&format!("{HOLLO}-web")).await.expect("web");
+    let pod = web.spec.template.spec.clone().expect("pod");
+    let spread = pod
+        .topology_spread_constraints
+        .clone()
+        .expect("default spread");
+    assert_eq!(spread.len(), 1);
+    assert_eq!(spread[0].topology_key, "kubernetes.io/hostname");
+    assert_eq!(spread[0].when_unsatisfiable, "ScheduleAnyway");
+    assert_eq!(
+        spread[0].match_label_keys,
+        Some(vec!["pod-template-hash".to_string()])
+    );
+    let tol = pod.tolerations.clone().unwrap_or_default();
+    assert!(
+        tol.iter().any(|t| t.key.as_deref() == Some("hollo-web")),
+        "{tol:?}"
+    );
+    assert!(pod.volumes.iter().flatten().any(|v| v.name == "scratch"));
+    assert!(
+        pod.containers[0]
+            .volume_mounts
+            .iter()
+            .flatten()
+            .any(|m| m.mount_path == "/scratch")
+    );
+    assert_eq!(label(&web, "app.kubernetes.io/component"), "web");
+    let labels = web
+        .spec
+        .template
+        .metadata
+        .clone()
+        .and_then(|m| m.labels)
+        .unwrap_or_default();
+    assert_eq!(labels.get("team").map(String::as_str), Some("fedi"));
+    let worker = ns
+        .deployment(&format!("{HOLLO}-worker"))
+        .await
+        .expect("worker");
+    let wspread = worker
+        .spec
+        .template
+        .spec
+        .clone()
+        .and_then(|p| p.topology_spread_constraints)
+        .expect("the worker's own spread");
+    assert_eq!(wspread[0].max_skew, 2);
+
+    let hpas: Api<HorizontalPodAutoscaler> = ns.api();
+    let hpa = hpas.get(&format!("{HOLLO}-web")).await.expect("web HPA");
+    assert_eq!(hpa.spec.scale_target_ref.name, format!("{HOLLO}-web"));
+    assert_eq!((hpa.spec.min_replicas, hpa.spec.max_replicas), (Some(1), 3));
+    let down = hpa
+        .spec
+        .behavior
+        .and_then(|b| b.scale_down)
+        .expect("behavior");
+    assert_eq!(down.stabilization_window_seconds, Some(600));
+
+    let jobs: Api<Job> = ns.api();
+    let job = jobs
+        .list(&ListParams::default().labels("app.kubernetes.io/component=migration"))
+        .await
+        .expect("jobs")
+        .items
+        .into_iter()
+        .next()
+        .expect("the migration Job");
+    let requests = job
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod")
+        .containers[0]
+        .resources
+        .clone()
+        .and_then(|r| r.requests)
+        .unwrap_or_default();
+    assert_eq!(requests.get("cpu").map(|q| q.0.as_str()), Some("50m"));
+
+    // Item 7: rotate the admin token; the operator's periodic GET (≤ 60 s) rolls the pods.
+    let hash = |d: &Deployment| {
+        d.spec
+            .template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
+    };
+    let before = hash(&web).expect("the Secrets hash is on the web template");
+    assert_eq!(hash(&worker), Some(before.clone()), "every role");
+    let secrets: Api<Secret> = ns.api();
+    secrets
+        .patch(
+            "hollo-admin",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"token": "second-token"}})),
+        )
+        .await
+        .expect("rotate the token");
+    wait_until(
+        "web template carries the rotated token's hash",
+        100,
+        || async {
+            let d = ns
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web")?;
+            match hash(&d) {
+                Some(h) if h != before => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+}

@@ -1,6 +1,7 @@
 //! Connection-budget arithmetic (R-DB-2, R-OP-BUDGET):
 //! `web_replicas × web_pool + worker_max × (worker_pool + item_lock_pool) + migration + headroom
-//! ≤ maxConnections`, where `worker_max` is the autoscaler's maximum when one owns the workers.
+//! ≤ maxConnections`, where `worker_max` (`web_replicas`) is the autoscaler's maximum when one
+//! owns the workers (the web pods).
 
 use crate::crd::{HolloSpec, Mode};
 
@@ -44,7 +45,8 @@ impl Budget {
         };
         Self {
             http_role,
-            http_pods: i64::from(spec.web.replicas),
+            // With web autoscaling, the HPA's maximum (issue 35 item 2).
+            http_pods: i64::from(spec.web_max_replicas()),
             per_http_pod,
             worker_pods,
             per_worker_pod: per_worker,
@@ -203,5 +205,26 @@ mod tests {
             b.explain(),
             "all 3×44=132 + migration 1 + headroom 5 = 138 > maxConnections 100"
         );
+    }
+
+    #[test]
+    fn web_autoscaling_counts_its_maximum_and_is_refused_beyond_the_budget() {
+        let mut spec = testutil::spec();
+        spec.web.replicas = 1;
+        spec.web.autoscaling.enabled = true;
+        spec.web.autoscaling.min_replicas = 2;
+        spec.web.autoscaling.max_replicas = 3;
+        // 3×20 + 2×24 + 1 + 5 = 114 > 100: refused, with the maximum in the arithmetic.
+        let b = Budget::for_spec(&spec);
+        assert!(!b.fits());
+        assert_eq!(
+            b.explain(),
+            "web 3×20=60 + workers 2×24=48 + migration 1 + headroom 5 = 114 > maxConnections 100"
+        );
+        spec.database.max_connections = 114;
+        assert!(Budget::for_spec(&spec).fits(), "exactly at the limit");
+        spec.mode = Mode::All;
+        // all pods: 3×44 + 6 = 138.
+        assert_eq!(Budget::for_spec(&spec).total(), 138);
     }
 }

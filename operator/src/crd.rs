@@ -12,9 +12,10 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior;
 use k8s_openapi::api::core::v1::{
     Affinity, EnvVar, LocalObjectReference, PodSecurityContext, Probe, ResourceRequirements,
-    SecurityContext, Toleration,
+    SecurityContext, Toleration, TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt, KubeSchema};
@@ -387,6 +388,41 @@ pub struct WebSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
+    /// Where web (and `all`) pods run; unset fields fall back to `spec.pod`.
+    pub scheduling: SchedulingSpec,
+    /// A CPU HPA on the web (or `all`) Deployment; `replicas` is then the autoscaler's.
+    pub autoscaling: WebAutoscalingSpec,
+}
+
+/// Web autoscaling (issue 35 item 2): an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
+/// mode) on CPU. The connection budget counts `maxReplicas` web pods.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "WebAutoscalingSpec::default")]
+#[x_kube(validation = Rule::new("self.minReplicas >= 1").message("web.autoscaling.minReplicas must be at least 1"))]
+#[x_kube(validation = Rule::new("self.minReplicas <= self.maxReplicas").message("web.autoscaling.minReplicas must be <= maxReplicas"))]
+#[x_kube(validation = Rule::new("self.targetCPUUtilization >= 1 && self.targetCPUUtilization <= 100").message("web.autoscaling.targetCPUUtilization must be 1-100"))]
+pub struct WebAutoscalingSpec {
+    pub enabled: bool,
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    #[serde(rename = "targetCPUUtilization")]
+    pub target_cpu_utilization: i32,
+    /// The HPA's `behavior` (scale-up/scale-down policies and stabilization windows); unset =
+    /// Kubernetes' defaults (scale down after a 300 s window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
+}
+
+impl Default for WebAutoscalingSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            min_replicas: 2,
+            max_replicas: 4,
+            target_cpu_utilization: 70,
+            behavior: None,
+        }
+    }
 }
 
 impl Default for WebSpec {
@@ -404,8 +440,30 @@ impl Default for WebSpec {
             command: None,
             args: None,
             probes: ProbeOverrides::default(),
+            scheduling: SchedulingSpec::default(),
+            autoscaling: WebAutoscalingSpec::default(),
         }
     }
+}
+
+/// Where one role's pods run (issue 35 item 3). A field set here replaces the same field of
+/// `spec.pod` for this role; an unset one falls back to it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Unset: web, worker and `all` pods spread softly over nodes (`maxSkew: 1` over
+    /// `kubernetes.io/hostname`, `whenUnsatisfiable: ScheduleAnyway`, per rollout revision);
+    /// migration Jobs none. `[]`: no constraint at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
 }
 
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -472,6 +530,11 @@ pub struct AutoscalingSpec {
     )]
     pub target_cpu_utilization: Option<i32>,
     pub keda: KedaSpec,
+    /// The HPA's `behavior` (scale-down stabilization and policies): on the HPA, or with KEDA
+    /// in the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior`. Unset =
+    /// Kubernetes' defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
 }
 
 impl Default for AutoscalingSpec {
@@ -482,6 +545,7 @@ impl Default for AutoscalingSpec {
             max_replicas: 10,
             target_cpu_utilization: Some(70),
             keda: KedaSpec::default(),
+            behavior: None,
         }
     }
 }
@@ -515,6 +579,8 @@ pub struct WorkerSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
+    /// Where worker pods run; unset fields fall back to `spec.pod`.
+    pub scheduling: SchedulingSpec,
 }
 
 impl Default for WorkerSpec {
@@ -533,6 +599,7 @@ impl Default for WorkerSpec {
             command: None,
             args: None,
             probes: ProbeOverrides::default(),
+            scheduling: SchedulingSpec::default(),
         }
     }
 }
@@ -552,6 +619,11 @@ pub struct MigrationSpec {
     /// container's termination message (`/dev/termination-log`), which the operator reads from
     /// the pod status (else from the pod log); used by `upgradeStrategy: RollingWhenCompatible`.
     pub version_command: Vec<String>,
+    /// Resources of migration and version-probe Jobs; unset = `web.resources`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Where migration and version-probe Jobs run; unset fields fall back to `spec.pod`.
+    pub scheduling: SchedulingSpec,
 }
 
 impl Default for MigrationSpec {
@@ -569,13 +641,28 @@ impl Default for MigrationSpec {
             ]
             .map(String::from)
             .to_vec(),
+            resources: None,
+            scheduling: SchedulingSpec::default(),
         }
     }
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.labels.all(k, !k.startsWith('app.kubernetes.io/'))").message("pod.labels must not set app.kubernetes.io/ labels (the operator's selectors use them)"))]
+#[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage')").message("pod.volumes: the names tmp and storage are the operator's"))]
 pub struct PodOverrides {
+    /// Extra labels on every pod (web, worker, all, Jobs).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Extra volumes of every pod (a CA bundle, a config file, …).
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    pub volumes: Vec<Volume>,
+    /// Extra mounts of the `hollo` container of every pod.
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    pub volume_mounts: Vec<VolumeMount>,
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
     #[serde(default)]
@@ -694,6 +781,20 @@ impl HolloSpec {
                 self.image.profile.as_str()
             )
         })
+    }
+
+    /// Whether an HPA owns the HTTP role's (web, or all) `replicas`.
+    pub fn web_autoscaled(&self) -> bool {
+        self.web.autoscaling.enabled
+    }
+
+    /// The most HTTP pods there can be: the autoscaler's maximum, else `web.replicas`.
+    pub fn web_max_replicas(&self) -> i32 {
+        if self.web_autoscaled() {
+            self.web.autoscaling.max_replicas
+        } else {
+            self.web.replicas
+        }
     }
 
     /// Whether an autoscaler (HPA or KEDA) owns the worker `replicas`.
@@ -1068,6 +1169,64 @@ mod tests {
                            "keda": {"enabled": true}}},
             });
             assert_eq!(violations(full), Vec::<String>::new());
+        }
+
+        #[test]
+        fn web_autoscaling_and_behavior_are_admitted_and_checked() {
+            let behavior = json!({"scaleDown": {"stabilizationWindowSeconds": 600,
+                                  "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}});
+            let ok = json!({"web": {"autoscaling": {"enabled": true, "minReplicas": 2,
+                                                    "maxReplicas": 3, "behavior": behavior}},
+                            "worker": {"autoscaling": {"behavior": behavior}},
+                            "database": {"maxConnections": 200}});
+            assert_eq!(violations(ok.clone()), Vec::<String>::new());
+            let h: Hollo = serde_json::from_value(object(ok)).expect("deserializes");
+            assert!(h.spec.web_autoscaled());
+            assert_eq!(h.spec.web.autoscaling.target_cpu_utilization, 70, "default");
+            assert!(h.spec.worker.autoscaling.behavior.is_some());
+            rejects(
+                json!({"web": {"autoscaling": {"minReplicas": 5, "maxReplicas": 2}}}),
+                "web.autoscaling.minReplicas must be <= maxReplicas",
+            );
+            rejects(
+                json!({"web": {"autoscaling": {"minReplicas": 0}}}),
+                "web.autoscaling.minReplicas must be at least 1",
+            );
+            rejects(
+                json!({"web": {"autoscaling": {"targetCPUUtilization": 0}}}),
+                "web.autoscaling.targetCPUUtilization must be 1-100",
+            );
+        }
+
+        #[test]
+        fn scheduling_labels_and_volumes_are_admitted_and_checked() {
+            let ok = json!({
+                "web": {"scheduling": {"priorityClassName": "hollo-web",
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                        "whenUnsatisfiable": "DoNotSchedule"}]}},
+                "worker": {"scheduling": {"nodeSelector": {"pool": "batch"}, "tolerations": []}},
+                "migrations": {"resources": {"requests": {"cpu": "100m"}},
+                               "scheduling": {"nodeSelector": {"pool": "general"}}},
+                "pod": {"labels": {"team": "fedi"},
+                        "volumes": [{"name": "ca", "secret": {"secretName": "corp-ca"}}],
+                        "volumeMounts": [{"name": "ca", "mountPath": "/etc/ca"}]},
+            });
+            assert_eq!(violations(ok.clone()), Vec::<String>::new());
+            let h: Hollo = serde_json::from_value(object(ok)).expect("deserializes");
+            assert_eq!(
+                h.spec.worker.scheduling.tolerations,
+                Some(vec![]),
+                "[] is kept"
+            );
+            assert_eq!(h.spec.web.scheduling.tolerations, None);
+            rejects(
+                json!({"pod": {"labels": {"app.kubernetes.io/component": "x"}}}),
+                "pod.labels must not set app.kubernetes.io/ labels",
+            );
+            rejects(
+                json!({"pod": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}),
+                "the names tmp and storage are the operator's",
+            );
         }
 
         #[test]

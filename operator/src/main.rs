@@ -2,6 +2,7 @@
 
 mod budget;
 mod crd;
+mod docs;
 mod leader;
 mod phase;
 mod reconcile;
@@ -41,6 +42,8 @@ struct Cli {
 enum Command {
     /// Print the Hollo CustomResourceDefinition as YAML.
     Crd,
+    /// Print the CRD's field reference as Markdown (`operator/CRD-REFERENCE.md`).
+    CrdReference,
     /// Run the controller against the current kubeconfig or in-cluster config.
     Run(RunArgs),
     /// Print the objects a Hollo (YAML file, `-` for stdin) makes, without a cluster.
@@ -92,6 +95,10 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Crd => {
             print!("{}", crd::crd_yaml()?);
+            Ok(())
+        }
+        Command::CrdReference => {
+            print!("{}", docs::crd_reference());
             Ok(())
         }
         Command::Render { file, namespace } => {

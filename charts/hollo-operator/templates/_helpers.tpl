@@ -68,10 +68,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
-{{- /* Read-only, one GET each, only for specs that name them: the CloudNativePG application
-     Secret and the upstream profile's SECRET_KEY Secret (checked, hashed for rotation; never
-     copied), and the CloudNativePG Cluster's max_connections. No list or watch: the operator
-     cannot enumerate Secrets. */}}
+{{- /* Read-only, one GET each per reconcile: the Secrets a Hollo puts into its pods'
+     environment (hashed into the pod template so a rotation rolls the pods; the CloudNativePG
+     application Secret and the upstream SECRET_KEY also checked; never copied), and the
+     CloudNativePG Cluster's max_connections. No list or watch: the operator cannot enumerate
+     Secrets. */}}
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get"]

@@ -120,11 +120,15 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         }
         Workloads::Run(version) => {
             for &component in roles(spec.mode) {
+                // With web autoscaling the HPA owns the HTTP role's count: only lift it to the
+                // minimum (issue 35 item 2).
+                let http = if spec.web_autoscaled() {
+                    Replicas::AtLeast(spec.web.autoscaling.min_replicas)
+                } else {
+                    Replicas::Exactly(spec.web.replicas)
+                };
                 let (template, replicas) = match component {
-                    Component::Web => (
-                        resources::web::deployment(hollo, version, None),
-                        Replicas::Exactly(spec.web.replicas),
-                    ),
+                    Component::Web => (resources::web::deployment(hollo, version, None), http),
                     // Never fight an autoscaler over `replicas` (R-OP-1): only lift the
                     // workers to its minimum, as the autoscaler itself would.
                     Component::Worker if spec.worker_autoscaled() => (
@@ -135,10 +139,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
                         resources::worker::deployment(hollo, version, None),
                         Replicas::Exactly(spec.worker.replicas),
                     ),
-                    _ => (
-                        resources::all::deployment(hollo, version, None),
-                        Replicas::Exactly(spec.web.replicas),
-                    ),
+                    _ => (resources::all::deployment(hollo, version, None), http),
                 };
                 d.workloads.push(Workload {
                     name: template.name_any(),
@@ -146,6 +147,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
                     replicas,
                 });
             }
+            d.hpas.extend(autoscaling::web_hpa(hollo));
             match autoscaling::autoscaler(hollo) {
                 autoscaling::Autoscaler::None => {}
                 autoscaling::Autoscaler::Hpa(h) => d.hpas.push(*h),

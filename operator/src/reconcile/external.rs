@@ -1,7 +1,9 @@
-//! Inputs a `Hollo` names that the operator does not own: the CloudNativePG `Cluster` and its
-//! application Secret (`spec.database.cnpg`), and — for the upstream profile, which refuses to
-//! start with a short one — the `SECRET_KEY` Secret. Read with one GET each, only for the specs
-//! that need them (read-only RBAC: `secrets` get, `clusters.postgresql.cnpg.io` get).
+//! Inputs a `Hollo` names that the operator does not own: every Secret its pods read into their
+//! environment ([`referenced_secrets`]: the database URLs, `SECRET_KEY`, the admin token, the S3
+//! Secret, `secretKeyRef`s in `spec.env`, the CloudNativePG application Secret) and the
+//! CloudNativePG `Cluster`. Read with one GET each (read-only RBAC: `secrets` get,
+//! `clusters.postgresql.cnpg.io` get; no list or watch, so the operator cannot enumerate
+//! Secrets — a rotation is seen at the next reconcile, at most a minute later).
 //!
 //! [`read`] asks the apiserver; everything else here is pure: the conditions ([`checks`]),
 //! whether the reconcile must hold ([`External::hold`]) and the spec the builders then see
@@ -17,9 +19,10 @@ use crate::crd::{Hollo, HolloSpec, ImageProfile};
 use crate::resources::pod::cnpg_app_secret;
 use crate::status::{self, Check};
 
-/// Pod annotation carrying a hash of the CloudNativePG application Secret: a rotated
-/// password changes the pod template, so the pods roll onto the new one.
-pub const DATABASE_SECRET_HASH: &str = "hollo.social/database-secret-hash";
+/// Pod annotation carrying a hash of every referenced Secret's referenced values (issue 35
+/// item 7): a rotated password, key or token changes the pod template, so the pods roll onto
+/// it (environment variables are read once, at container start).
+pub const SECRETS_HASH: &str = "hollo.social/secrets-hash";
 /// Upstream's minimum (`src/env.ts`: `SECRET_KEY_MINIMUM_LENGTH = 44`).
 pub const UPSTREAM_SECRET_KEY_MIN: usize = 44;
 /// Keys of the application Secret the pods reference.
@@ -57,6 +60,79 @@ pub struct External {
     pub cnpg: Option<Cnpg>,
     /// Upstream profile only: the `SECRET_KEY` value's length, or what is wrong with it.
     pub secret_key: Option<Result<usize, SecretState>>,
+    /// [`secrets_hash`] of the referenced Secrets, when the spec references any.
+    pub secrets_hash: Option<String>,
+}
+
+/// The keys the pods read from one Secret: `None` = all of them (`envFrom`).
+pub type Keys = Option<std::collections::BTreeSet<String>>;
+
+/// Every Secret the pods of `spec` read into their environment, by name, with the keys read.
+/// Secrets mounted as volumes (`spec.pod.volumes`) are left out: the kubelet updates those in
+/// place.
+pub fn referenced_secrets(spec: &HolloSpec) -> std::collections::BTreeMap<String, Keys> {
+    use crate::resources::pod;
+    let mut out: std::collections::BTreeMap<String, Keys> = Default::default();
+    let mut add = |name: &str, key: Option<&str>| {
+        let entry = out
+            .entry(name.to_string())
+            .or_insert_with(|| Some(Default::default()));
+        match (entry.as_mut(), key) {
+            (Some(keys), Some(k)) => {
+                keys.insert(k.to_string());
+            }
+            (_, None) => *entry = None,
+            (None, Some(_)) => {}
+        }
+    };
+    // What the containers really reference: the web container's env (a superset of the
+    // worker's and the migration's), the extra env, and envFrom.
+    let env = pod::with_extra_env(spec, pod::common_env(spec, true));
+    for e in &env {
+        if let Some(r) = e
+            .value_from
+            .as_ref()
+            .and_then(|v| v.secret_key_ref.as_ref())
+        {
+            add(&r.name, Some(&r.key));
+        }
+    }
+    for f in pod::env_from(spec).into_iter().flatten() {
+        if let Some(r) = &f.secret_ref {
+            add(&r.name, None);
+        }
+    }
+    if let Some(cnpg) = &spec.database.cnpg {
+        for k in APP_SECRET_KEYS {
+            add(&cnpg_app_secret(&cnpg.cluster), Some(k));
+        }
+    }
+    out
+}
+
+/// A hash of the referenced values of the referenced Secrets (as read; `None` = not found, which
+/// hashes as such, so a Secret appearing rolls the pods onto it too).
+pub fn secrets_hash(
+    refs: &std::collections::BTreeMap<String, Keys>,
+    found: &std::collections::BTreeMap<String, Option<Secret>>,
+) -> String {
+    let mut parts: Vec<Vec<u8>> = vec![];
+    for (name, keys) in refs {
+        parts.push(name.as_bytes().to_vec());
+        let Some(Some(secret)) = found.get(name) else {
+            parts.push(b"\0missing".to_vec());
+            continue;
+        };
+        let data = secret.data.clone().unwrap_or_default();
+        for (k, v) in &data {
+            if keys.as_ref().is_none_or(|keys| keys.contains(k)) {
+                parts.push(k.as_bytes().to_vec());
+                parts.push(v.0.clone());
+            }
+        }
+    }
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    hash(&refs)
 }
 
 impl External {
@@ -114,14 +190,20 @@ pub fn cluster_max_connections(cluster: &DynamicObject) -> Option<i32> {
 pub async fn read(client: &Client, hollo: &Hollo) -> Result<External, Error> {
     let spec = &hollo.spec;
     let mut out = External::default();
-    let needs_key = spec.image.profile == ImageProfile::Upstream;
-    if spec.database.cnpg.is_none() && !needs_key {
+    let refs = referenced_secrets(spec);
+    if refs.is_empty() {
         return Ok(out);
     }
     let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let mut found = std::collections::BTreeMap::new();
+    for name in refs.keys() {
+        found.insert(name.clone(), secrets.get_opt(name).await?);
+    }
+    out.secrets_hash = Some(secrets_hash(&refs, &found));
+    let get = |name: &str| found.get(name).cloned().flatten();
     if let Some(cnpg) = &spec.database.cnpg {
-        let secret = secrets.get_opt(&cnpg_app_secret(&cnpg.cluster)).await?;
+        let secret = get(&cnpg_app_secret(&cnpg.cluster));
         let clusters: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), &ns, &cluster_resource());
         // The Cluster only refines the budget: a failure to read it is a note, not an error.
@@ -148,9 +230,9 @@ pub async fn read(client: &Client, hollo: &Hollo) -> Result<External, Error> {
             cluster_note,
         });
     }
-    if needs_key {
+    if spec.image.profile == ImageProfile::Upstream {
         let r = &spec.secret_key_ref;
-        let secret = secrets.get_opt(&r.name).await?;
+        let secret = get(&r.name);
         out.secret_key = Some(match secret_state(secret.as_ref(), &[r.key.as_str()]) {
             SecretState::Found(_) => Ok(secret
                 .as_ref()
@@ -265,19 +347,17 @@ pub fn checks(spec: &HolloSpec, ext: &External) -> Vec<Check> {
 }
 
 /// The `Hollo` the builders see: the Cluster's `max_connections` (when it states one) in
-/// place of `database.maxConnections`, and the application Secret's hash on every pod.
+/// place of `database.maxConnections`, and the referenced Secrets' hash on every pod.
 pub fn effective(hollo: &Hollo, ext: &External) -> Hollo {
     let mut h = hollo.clone();
-    if let Some(c) = &ext.cnpg {
-        if let Some(n) = c.max_connections {
-            h.spec.database.max_connections = n;
-        }
-        if let SecretState::Found(hash) = &c.secret {
-            h.spec
-                .pod
-                .annotations
-                .insert(DATABASE_SECRET_HASH.into(), hash.clone());
-        }
+    if let Some(n) = ext.cnpg.as_ref().and_then(|c| c.max_connections) {
+        h.spec.database.max_connections = n;
+    }
+    if let Some(hash) = &ext.secrets_hash {
+        h.spec
+            .pod
+            .annotations
+            .insert(SECRETS_HASH.into(), hash.clone());
     }
     h
 }
@@ -330,6 +410,7 @@ mod tests {
                 cluster_note: None,
             }),
             secret_key: None,
+            secrets_hash: None,
         };
         let hold = ext.hold(&spec).expect("held");
         assert_eq!(hold.reason, "SecretMissing");
@@ -351,6 +432,7 @@ mod tests {
                 cluster_note: None,
             }),
             secret_key: None,
+            secrets_hash: None,
         };
         assert_eq!(ext.hold(&spec), None);
         let c = &checks(&spec, &ext)[0];
@@ -368,12 +450,20 @@ mod tests {
                 cluster_note: None,
             }),
             secret_key: None,
+            secrets_hash: Some(secrets_hash(
+                &referenced_secrets(&h.spec),
+                &[
+                    ("pg-app".to_string(), Some(app(password))),
+                    ("hollo-secret".to_string(), Some(secret(&[("key", "k")]))),
+                ]
+                .into(),
+            )),
         };
         let e1 = effective(&h, &with("p1", Some(300)));
         assert_eq!(e1.spec.database.max_connections, 300);
         let e2 = effective(&h, &with("p2", None));
         assert_eq!(e2.spec.database.max_connections, 100, "spec value kept");
-        let hash = |h: &Hollo| h.spec.pod.annotations.get(DATABASE_SECRET_HASH).cloned();
+        let hash = |h: &Hollo| h.spec.pod.annotations.get(SECRETS_HASH).cloned();
         assert!(hash(&e1).is_some());
         assert_ne!(
             hash(&e1),
@@ -386,7 +476,7 @@ mod tests {
                 .template
                 .metadata
                 .and_then(|m| m.annotations)
-                .and_then(|a| a.get(DATABASE_SECRET_HASH).cloned())
+                .and_then(|a| a.get(SECRETS_HASH).cloned())
         };
         assert_eq!(template(&e1), hash(&e1));
         assert_eq!(effective(&h, &with("p1", Some(300))), e1, "stable");
@@ -412,6 +502,7 @@ mod tests {
                 &External {
                     cnpg: None,
                     secret_key: Some(key),
+                    secrets_hash: None,
                 },
             )
         };
@@ -427,10 +518,123 @@ mod tests {
         assert_eq!(
             External {
                 cnpg: None,
-                secret_key: Some(Ok(10))
+                secret_key: Some(Ok(10)),
+                secrets_hash: None,
             }
             .hold(&spec),
             None
+        );
+    }
+
+    fn found(
+        pairs: &[(&str, Option<Secret>)],
+    ) -> std::collections::BTreeMap<String, Option<Secret>> {
+        pairs
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn every_secret_the_pods_read_is_referenced_with_its_keys() {
+        let mut spec = testutil::spec();
+        spec.admin_token_ref = Some(crate::crd::SecretKeyRef {
+            name: "hollo-admin".into(),
+            key: "token".into(),
+        });
+        spec.database.direct_url_secret_ref = Some(crate::crd::SecretKeyRef {
+            name: "hollo-db".into(),
+            key: "direct".into(),
+        });
+        spec.storage.disk = crate::crd::Disk::S3;
+        spec.storage.s3 = Some(crate::crd::S3Storage {
+            secret_name: "hollo-s3".into(),
+        });
+        spec.env = vec![k8s_openapi::api::core::v1::EnvVar {
+            name: "SMTP_PASSWORD".into(),
+            value_from: Some(k8s_openapi::api::core::v1::EnvVarSource {
+                secret_key_ref: Some(k8s_openapi::api::core::v1::SecretKeySelector {
+                    name: "mail".into(),
+                    key: "password".into(),
+                    optional: None,
+                }),
+                ..Default::default()
+            }),
+            value: None,
+        }];
+        let refs = referenced_secrets(&spec);
+        let keys = |k: &[&str]| Some(k.iter().map(|k| k.to_string()).collect());
+        assert_eq!(
+            refs,
+            [
+                ("hollo-admin".to_string(), keys(&["token"])),
+                ("hollo-db".to_string(), keys(&["direct", "url"])),
+                ("hollo-s3".to_string(), None),
+                ("hollo-secret".to_string(), keys(&["key"])),
+                ("mail".to_string(), keys(&["password"])),
+            ]
+            .into()
+        );
+        let cnpg = referenced_secrets(&cnpg_spec(Some("pg-pooler")));
+        assert_eq!(
+            cnpg["pg-app"],
+            keys(&["dbname", "password", "uri", "username"])
+        );
+    }
+
+    #[test]
+    fn the_hash_follows_referenced_values_only() {
+        let mut spec = testutil::spec();
+        spec.storage.disk = crate::crd::Disk::S3;
+        spec.storage.s3 = Some(crate::crd::S3Storage {
+            secret_name: "hollo-s3".into(),
+        });
+        let refs = referenced_secrets(&spec);
+        let base = |url: &str, other: &str, s3: &str| {
+            secrets_hash(
+                &refs,
+                &found(&[
+                    ("hollo-db", Some(secret(&[("url", url), ("unused", other)]))),
+                    ("hollo-secret", Some(secret(&[("key", "k")]))),
+                    ("hollo-s3", Some(secret(&[("S3_BUCKET", s3)]))),
+                ]),
+            )
+        };
+        let h = base("postgres://a", "x", "media");
+        assert_eq!(h, base("postgres://a", "x", "media"), "stable");
+        assert_ne!(h, base("postgres://b", "x", "media"), "a rotated URL rolls");
+        assert_eq!(
+            h,
+            base("postgres://a", "y", "media"),
+            "an unread key does not"
+        );
+        assert_ne!(
+            h,
+            base("postgres://a", "x", "media2"),
+            "envFrom: every key counts"
+        );
+        let missing = secrets_hash(
+            &refs,
+            &found(&[
+                ("hollo-db", None),
+                ("hollo-secret", Some(secret(&[("key", "k")]))),
+            ]),
+        );
+        assert_ne!(missing, h, "a Secret appearing changes the hash");
+        // The hash reaches every pod template through `effective`.
+        let hollo = testutil::hollo(spec);
+        let e = effective(
+            &hollo,
+            &External {
+                secrets_hash: Some(h.clone()),
+                ..External::default()
+            },
+        );
+        let worker = crate::resources::worker::deployment(&e, "0.1.0", None);
+        let annotations = worker.spec.template.metadata.and_then(|m| m.annotations);
+        assert_eq!(
+            annotations.and_then(|a| a.get(SECRETS_HASH).cloned()),
+            Some(h)
         );
     }
 }

@@ -140,7 +140,7 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         report::check_events(&ctx.recorder, hollo, &status).await;
         return Ok(Action::requeue(HOLD_RECHECK));
     }
-    // The builders see the Cluster's max_connections and the Secret's hash (rotation rolls).
+    // The builders see the Cluster's max_connections and the Secrets' hash (rotation rolls).
     let effective = external::effective(hollo, &ext);
     let hollo = &effective;
     let world = observe::observe(&ctx.client, &ctx.stores, hollo, now).await?;
@@ -164,7 +164,8 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         Some(_) => plan.requeue.min(KEDA_RECHECK),
         None => plan.requeue,
     };
-    // Nothing notifies us when a Secret we do not watch rotates: look again sooner.
+    // Nothing notifies us when a Secret rotates (the operator may not list or watch Secrets):
+    // look again within a minute.
     Ok(Action::requeue(if ext == external::External::default() {
         requeue
     } else {

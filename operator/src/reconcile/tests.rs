@@ -50,6 +50,11 @@ fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
             json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}),
         ),
         "GET" if path.contains("/scaledobjects") => (404, not_found),
+        // Every referenced Secret exists with every key a test spec reads (base64 of "x").
+        "GET" if path.contains("/secrets/") => (
+            200,
+            mock_secret(path.rsplit('/').next().unwrap_or_default()),
+        ),
         "PATCH" if path.ends_with("/scale") => {
             let name = path.rsplit('/').nth(1).unwrap_or_default();
             (
@@ -70,6 +75,32 @@ fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
         ),
         _ => (200, call.body.clone()),
     }
+}
+
+/// The Secret the mocked apiserver has under any name: every key a test spec reads.
+fn mock_secret(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": name, "namespace": "fedi"},
+           // base64 of "x"
+           "data": {"url": "eA==", "key": "eA==", "uri": "eA==", "username": "eA==",
+                    "password": "eA==", "dbname": "eA=="}})
+}
+
+/// `hollo` as the builders see it when every referenced Secret is [`mock_secret`].
+fn effective(hollo: &Hollo) -> Hollo {
+    use super::external;
+    let refs = external::referenced_secrets(&hollo.spec);
+    let found = refs
+        .keys()
+        .map(|n| (n.clone(), serde_json::from_value(mock_secret(n)).ok()))
+        .collect();
+    external::effective(
+        hollo,
+        &external::External {
+            secrets_hash: Some(external::secrets_hash(&refs, &found)),
+            ..Default::default()
+        },
+    )
 }
 
 /// A reconciler context whose client talks to a mocked API server that records every request
@@ -180,8 +211,20 @@ impl Fixture {
         Self::new(hollo, Box::new(|_| None))
     }
 
-    /// Runs one reconcile; returns its result and the requests it made (then forgets them).
+    /// Runs one reconcile; returns its result and the requests it made (then forgets them),
+    /// without the GETs of referenced Secrets that every reconcile makes (see
+    /// `every_reconcile_reads_the_referenced_secrets`).
     async fn reconcile(
+        &self,
+        hollo: &Hollo,
+    ) -> (Result<kube::runtime::controller::Action, Error>, Vec<Call>) {
+        let (result, mut calls) = self.reconcile_with_reads(hollo).await;
+        calls.retain(|c| !c.line.starts_with(&format!("GET /api/v1{NS}/secrets/")));
+        (result, calls)
+    }
+
+    /// [`Self::reconcile`] with every request.
+    async fn reconcile_with_reads(
         &self,
         hollo: &Hollo,
     ) -> (Result<kube::runtime::controller::Action, Error>, Vec<Call>) {
@@ -257,9 +300,10 @@ fn running(spec: crate::crd::HolloSpec) -> (Hollo, Vec<Deployment>) {
         target_version: Some("0.1.0".into()),
         ..HolloStatus::default()
     });
+    let e = effective(&h);
     let deps = vec![
-        rolled_out(resources::web::deployment(&h, "0.1.0", None), 2),
-        rolled_out(resources::worker::deployment(&h, "0.1.0", None), 2),
+        rolled_out(resources::web::deployment(&e, "0.1.0", None), 2),
+        rolled_out(resources::worker::deployment(&e, "0.1.0", None), 2),
     ];
     (h, deps)
 }
@@ -561,14 +605,13 @@ async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
     assert_eq!(
         lines(&calls),
         [
-            format!("GET /api/v1{NS}/secrets/pg-app"),
             format!("GET /apis/postgresql.cnpg.io/v1{NS}/clusters/pg"),
             format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
             format!("POST /apis/events.k8s.io/v1{NS}/events"),
         ],
         "read-only GETs, the status and one event: nothing applied"
     );
-    let conds = calls[2].body["status"]["conditions"]
+    let conds = calls[1].body["status"]["conditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
@@ -580,7 +623,7 @@ async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
         (db["status"].as_str(), db["reason"].as_str()),
         (Some("False"), Some("SecretMissing"))
     );
-    assert_eq!(calls[3].body["reason"], "SecretMissing");
+    assert_eq!(calls[2].body["reason"], "SecretMissing");
 }
 
 #[tokio::test]
@@ -615,8 +658,7 @@ async fn with_the_cnpg_secret_the_cluster_budget_and_hash_are_used() {
         .find(|c| c.line.contains("/jobs/"))
         .expect("the migration Job is applied");
     assert!(
-        job.body["spec"]["template"]["metadata"]["annotations"]
-            ["hollo.social/database-secret-hash"]
+        job.body["spec"]["template"]["metadata"]["annotations"]["hollo.social/secrets-hash"]
             .is_string(),
         "{}",
         job.body
@@ -638,5 +680,128 @@ async fn with_the_cnpg_secret_the_cluster_budget_and_hash_are_used() {
         budget["message"]
             .as_str()
             .is_some_and(|m| m.contains("maxConnections 60"))
+    );
+}
+
+/// Issue 35 item 7: each reconcile GETs every Secret the pods read (never lists or watches
+/// them), and a rotated value rolls the pods: the next apply carries a new hash.
+#[tokio::test]
+async fn every_reconcile_reads_the_referenced_secrets_and_a_rotation_rolls() {
+    let mut spec = testutil::spec();
+    spec.admin_token_ref = Some(crate::crd::SecretKeyRef {
+        name: "hollo-admin".into(),
+        key: "token".into(),
+    });
+    let (h, deps) = running(spec);
+    let token = Arc::new(Mutex::new("eA=="));
+    let current = token.clone();
+    let mut f = Fixture::new(
+        &h,
+        Box::new(move |call| {
+            call.line.ends_with("/secrets/hollo-admin").then(|| {
+                let t = *current.lock().expect("token");
+                (
+                    200,
+                    json!({"apiVersion": "v1", "kind": "Secret",
+                           "metadata": {"name": "hollo-admin", "namespace": "fedi"},
+                           "data": {"token": t}}),
+                )
+            })
+        }),
+    );
+    for d in &deps {
+        put(
+            &mut f.writers.deployments,
+            &serde_json::to_value(d).expect("json"),
+        );
+    }
+    let (result, calls) = f.reconcile_with_reads(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    let reads: Vec<&str> = lines(&calls)
+        .into_iter()
+        .filter(|l| l.contains("/secrets"))
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            format!("GET /api/v1{NS}/secrets/hollo-admin"),
+            format!("GET /api/v1{NS}/secrets/hollo-db"),
+            format!("GET /api/v1{NS}/secrets/hollo-secret"),
+        ],
+        "one GET per referenced Secret, nothing else"
+    );
+    let hash_of = |calls: &[Call]| {
+        calls
+            .iter()
+            .find(|c| c.line.ends_with("/deployments/social-web"))
+            .map(|c| {
+                c.body["spec"]["template"]["metadata"]["annotations"]["hollo.social/secrets-hash"]
+                    .clone()
+            })
+    };
+    let first = hash_of(&calls).expect("the web Deployment is applied with the hash");
+    assert!(first.is_string(), "{first}");
+    f.cache_applied(&calls);
+    let (_, calls) = f.reconcile(&h).await;
+    assert_eq!(
+        hash_of(&calls),
+        None,
+        "unchanged Secrets: nothing re-applied"
+    );
+    *token.lock().expect("token") = "eQ==";
+    let (_, calls) = f.reconcile(&h).await;
+    let second = hash_of(&calls).expect("a rotated token re-applies the web Deployment");
+    assert_ne!(first, second, "a new hash: the pods roll");
+}
+
+/// Issue 35 item 2: turning web autoscaling on hands the web count to an HPA `social-web`:
+/// the web Deployment is only lifted to the minimum, never set back to `web.replicas`.
+#[tokio::test]
+async fn web_autoscaling_applies_an_hpa_and_only_lifts_the_web_count() {
+    let mut spec = testutil::spec();
+    spec.database.max_connections = 500;
+    let calls = after_edit(spec, |h| {
+        h.spec.web.autoscaling.enabled = true;
+        h.spec.web.autoscaling.min_replicas = 3;
+        h.spec.web.autoscaling.max_replicas = 6;
+    })
+    .await;
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
+            format!("PATCH /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-web"),
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+        ]
+    );
+    assert_eq!(
+        calls[0].body,
+        json!({"spec": {"replicas": 3}}),
+        "lifted to the minimum"
+    );
+    let hpa = &calls[1].body["spec"];
+    assert_eq!(hpa["scaleTargetRef"]["name"], "social-web");
+    assert_eq!(
+        (hpa["minReplicas"].as_i64(), hpa["maxReplicas"].as_i64()),
+        (Some(3), Some(6))
+    );
+    // Above the minimum, the HPA's count stands: no scale, whatever web.replicas says.
+    let calls = after_edit(
+        {
+            let mut spec = testutil::spec();
+            spec.database.max_connections = 500;
+            spec
+        },
+        |h| {
+            h.spec.web.replicas = 1;
+            h.spec.web.autoscaling.enabled = true;
+            h.spec.web.autoscaling.min_replicas = 1;
+        },
+    )
+    .await;
+    assert!(
+        !lines(&calls).iter().any(|l| l.ends_with("/scale")),
+        "{:?}",
+        lines(&calls)
     );
 }

@@ -82,23 +82,60 @@ pub fn hpa(hollo: &Hollo) -> HorizontalPodAutoscaler {
             },
             min_replicas: Some(a.min_replicas),
             max_replicas: a.max_replicas,
-            metrics: a.target_cpu_utilization.map(|cpu| {
-                vec![MetricSpec {
-                    type_: "Resource".into(),
-                    resource: Some(ResourceMetricSource {
-                        name: "cpu".into(),
-                        target: MetricTarget {
-                            type_: "Utilization".into(),
-                            average_utilization: Some(cpu),
-                            ..MetricTarget::default()
-                        },
-                    }),
-                    ..MetricSpec::default()
-                }]
-            }),
-            behavior: None,
+            metrics: a.target_cpu_utilization.map(|cpu| vec![cpu_metric(cpu)]),
+            behavior: a.behavior.clone(),
         },
         status: None,
+    }
+}
+
+/// The HTTP role's Deployment (`web`, or `all`): what a web HPA scales.
+pub fn http_component(hollo: &Hollo) -> Component {
+    match hollo.spec.mode {
+        crate::crd::Mode::Split => Component::Web,
+        crate::crd::Mode::All => Component::All,
+    }
+}
+
+/// Web autoscaling (issue 35 item 2): a CPU HPA named like the HTTP Deployment it scales,
+/// when `web.autoscaling.enabled`.
+pub fn web_hpa(hollo: &Hollo) -> Option<HorizontalPodAutoscaler> {
+    let spec = &hollo.spec;
+    if !spec.web_autoscaled() {
+        return None;
+    }
+    let a = &spec.web.autoscaling;
+    let component = http_component(hollo);
+    let name = super::deployment_name(hollo, component);
+    Some(HorizontalPodAutoscaler {
+        metadata: super::child_meta(hollo, name.clone(), component, &spec.version),
+        spec: HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: "Deployment".into(),
+                name,
+            },
+            min_replicas: Some(a.min_replicas),
+            max_replicas: a.max_replicas,
+            metrics: Some(vec![cpu_metric(a.target_cpu_utilization)]),
+            behavior: a.behavior.clone(),
+        },
+        status: None,
+    })
+}
+
+fn cpu_metric(utilization: i32) -> MetricSpec {
+    MetricSpec {
+        type_: "Resource".into(),
+        resource: Some(ResourceMetricSource {
+            name: "cpu".into(),
+            target: MetricTarget {
+                type_: "Utilization".into(),
+                average_utilization: Some(utilization),
+                ..MetricTarget::default()
+            },
+        }),
+        ..MetricSpec::default()
     }
 }
 
@@ -141,6 +178,10 @@ pub fn scaled_object(hollo: &Hollo) -> DynamicObject {
             "triggers": triggers,
         }
     });
+    // KEDA hands `behavior` to the HPA it manages.
+    if let Some(b) = &a.behavior {
+        obj.data["spec"]["advanced"] = json!({"horizontalPodAutoscalerConfig": {"behavior": b}});
+    }
     obj
 }
 
@@ -251,5 +292,91 @@ mod tests {
         let mut spec = autoscaled();
         spec.mode = crate::crd::Mode::All;
         assert_eq!(autoscaler(&testutil::hollo(spec)), Autoscaler::None);
+    }
+
+    fn scale_down_after(
+        seconds: i32,
+    ) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
+        use k8s_openapi::api::autoscaling::v2::{HPAScalingPolicy, HPAScalingRules};
+        k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
+            scale_down: Some(HPAScalingRules {
+                stabilization_window_seconds: Some(seconds),
+                policies: Some(vec![HPAScalingPolicy {
+                    type_: "Pods".into(),
+                    value: 1,
+                    period_seconds: 60,
+                }]),
+                ..HPAScalingRules::default()
+            }),
+            scale_up: None,
+        }
+    }
+
+    #[test]
+    fn web_hpa_scales_the_http_deployment_on_cpu_with_its_behavior() {
+        let mut spec = testutil::spec();
+        assert_eq!(
+            web_hpa(&testutil::hollo(spec.clone())),
+            None,
+            "off by default"
+        );
+        spec.web.autoscaling.enabled = true;
+        spec.web.autoscaling.min_replicas = 2;
+        spec.web.autoscaling.max_replicas = 5;
+        spec.web.autoscaling.target_cpu_utilization = 60;
+        spec.web.autoscaling.behavior = Some(scale_down_after(600));
+        let h = web_hpa(&testutil::hollo(spec.clone())).expect("an HPA");
+        assert_eq!(h.metadata.name.as_deref(), Some("social-web"));
+        let labels = h.metadata.labels.clone().expect("labels");
+        assert_eq!(labels["app.kubernetes.io/component"], "web");
+        let s = &h.spec;
+        assert_eq!(s.scale_target_ref.name, "social-web");
+        assert_eq!((s.min_replicas, s.max_replicas), (Some(2), 5));
+        let m = &s.metrics.as_ref().expect("metrics")[0];
+        assert_eq!(
+            m.resource.as_ref().map(|r| r.target.average_utilization),
+            Some(Some(60))
+        );
+        let down = s
+            .behavior
+            .as_ref()
+            .and_then(|b| b.scale_down.as_ref())
+            .expect("behavior");
+        assert_eq!(down.stabilization_window_seconds, Some(600));
+        // The worker autoscaler is independent of it.
+        assert_eq!(autoscaler(&testutil::hollo(spec.clone())), Autoscaler::None);
+        spec.mode = crate::crd::Mode::All;
+        let h = web_hpa(&testutil::hollo(spec)).expect("an HPA");
+        assert_eq!(
+            h.spec.scale_target_ref.name, "social-all",
+            "all mode: the all Deployment"
+        );
+        assert_eq!(h.metadata.name.as_deref(), Some("social-all"));
+    }
+
+    #[test]
+    fn worker_behavior_reaches_the_hpa_and_kedas_hpa_config() {
+        let mut spec = autoscaled();
+        spec.worker.autoscaling.behavior = Some(scale_down_after(900));
+        let Autoscaler::Hpa(h) = autoscaler(&testutil::hollo(spec.clone())) else {
+            panic!("expected an HPA");
+        };
+        let down = h
+            .spec
+            .behavior
+            .and_then(|b| b.scale_down)
+            .expect("behavior");
+        assert_eq!(down.stabilization_window_seconds, Some(900));
+        spec.worker.autoscaling.keda.enabled = true;
+        let o = scaled_object(&testutil::hollo(spec.clone()));
+        let b = &o.data["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"];
+        assert_eq!(b["scaleDown"]["stabilizationWindowSeconds"], 900);
+        assert_eq!(b["scaleDown"]["policies"][0]["type"], "Pods");
+        spec.worker.autoscaling.behavior = None;
+        let o = scaled_object(&testutil::hollo(spec));
+        assert!(
+            o.data["spec"].get("advanced").is_none(),
+            "nothing when unset"
+        );
     }
 }

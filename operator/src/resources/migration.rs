@@ -58,13 +58,23 @@ fn named(instance: &str, infix: &str, version: &str, attempt: i32) -> String {
     format!("{head}{fixed}")
 }
 
+/// Resources of migration and probe Jobs: `migrations.resources`, else the web role's.
+pub fn resources(
+    spec: &crate::crd::HolloSpec,
+) -> &k8s_openapi::api::core::v1::ResourceRequirements {
+    spec.migrations
+        .resources
+        .as_ref()
+        .unwrap_or(&spec.web.resources)
+}
+
 pub fn job(hollo: &Hollo, attempt: i32) -> Job {
     let spec = &hollo.spec;
     let version = &spec.version;
     let name = job_name(&kube::ResourceExt::name_any(hollo), version, attempt);
     // Migrations are the one thing DATABASE_DIRECT_URL exists for; common_env passes it along.
     let env = pod::common_env(spec, false);
-    let mut c = pod::base_container(spec, spec.image_ref(), env, &spec.web.resources);
+    let mut c = pod::base_container(spec, spec.image_ref(), env, resources(spec));
     c.command = Some(super::profile::migration_command(spec));
     Job {
         metadata: super::child_meta(hollo, name, Component::Migration, version),
@@ -93,12 +103,7 @@ pub const PROBE_COMPONENT: &str = "version-probe";
 pub fn probe_job(hollo: &Hollo, version: &str) -> Job {
     let spec = &hollo.spec;
     let name = probe_name(&kube::ResourceExt::name_any(hollo), version);
-    let mut c = pod::base_container(
-        spec,
-        pod::image_for(spec, version),
-        vec![],
-        &spec.web.resources,
-    );
+    let mut c = pod::base_container(spec, pod::image_for(spec, version), vec![], resources(spec));
     c.command = Some(spec.migrations.version_command.clone());
     c.env = None;
     c.env_from = None;
@@ -321,5 +326,31 @@ mod tests {
         old2.schema_version = serde_json::json!(6);
         assert!(!compatible(&old2, &new));
         assert_eq!(parse_version_output("no json here"), None);
+    }
+
+    #[test]
+    fn jobs_have_their_own_resources_else_the_web_roles() {
+        use k8s_openapi::api::core::v1::ResourceRequirements;
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let req = |cpu: &str| ResourceRequirements {
+            requests: Some([("cpu".to_string(), Quantity(cpu.into()))].into()),
+            ..ResourceRequirements::default()
+        };
+        let mut spec = testutil::spec();
+        spec.web.resources = req("2");
+        let of = |j: Job| {
+            j.spec
+                .and_then(|s| s.template.spec)
+                .expect("pod")
+                .containers[0]
+                .resources
+                .clone()
+        };
+        let h = testutil::hollo(spec.clone());
+        assert_eq!(of(job(&h, 0)), Some(req("2")), "unset: the web role's");
+        spec.migrations.resources = Some(req("100m"));
+        let h = testutil::hollo(spec);
+        assert_eq!(of(job(&h, 0)), Some(req("100m")));
+        assert_eq!(of(probe_job(&h, "0.0.9")), Some(req("100m")));
     }
 }

@@ -151,7 +151,7 @@ pub fn desired_children(hollo: &Hollo) -> Result<Vec<serde_json::Value>, serde_j
             out.push(serde_json::to_value(web::deployment(
                 hollo,
                 v,
-                Some(spec.web.replicas),
+                Some(http_initial_replicas(spec)),
             ))?);
             out.push(serde_json::to_value(worker::deployment(
                 hollo,
@@ -163,9 +163,12 @@ pub fn desired_children(hollo: &Hollo) -> Result<Vec<serde_json::Value>, serde_j
             out.push(serde_json::to_value(all::deployment(
                 hollo,
                 v,
-                Some(spec.web.replicas),
+                Some(http_initial_replicas(spec)),
             ))?);
         }
+    }
+    if let Some(h) = autoscaling::web_hpa(hollo) {
+        out.push(serde_json::to_value(h)?);
     }
     match autoscaling::autoscaler(hollo) {
         autoscaling::Autoscaler::None => {}
@@ -173,6 +176,15 @@ pub fn desired_children(hollo: &Hollo) -> Result<Vec<serde_json::Value>, serde_j
         autoscaling::Autoscaler::Keda(o) => out.push(serde_json::to_value(o)?),
     }
     Ok(out)
+}
+
+/// The count the HTTP Deployment starts with: the web autoscaler's minimum, else `web.replicas`.
+pub fn http_initial_replicas(spec: &crate::crd::HolloSpec) -> i32 {
+    if spec.web_autoscaled() {
+        spec.web.autoscaling.min_replicas
+    } else {
+        spec.web.replicas
+    }
 }
 
 /// Multi-document YAML of [`desired_children`].

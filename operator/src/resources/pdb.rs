@@ -47,7 +47,7 @@ pub fn web(hollo: &Hollo) -> Option<PodDisruptionBudget> {
         Mode::Split => Component::Web,
         Mode::All => Component::All,
     };
-    enabled(&spec.web.disruption_budget, spec.web.replicas)
+    enabled(&spec.web.disruption_budget, spec.web_max_replicas())
         .then(|| build(hollo, component, &spec.web.disruption_budget))
 }
 

@@ -4,14 +4,14 @@ use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource,
     PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
     ResourceRequirements, SeccompProfile, SecretEnvSource, SecretKeySelector, SecurityContext,
-    Volume, VolumeMount,
+    TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::ResourceExt;
 
 use super::labels::{self, Component};
-use crate::crd::{Disk, Hollo, HolloSpec, ImageProfile, SecretKeyRef};
+use crate::crd::{Disk, Hollo, HolloSpec, ImageProfile, SchedulingSpec, SecretKeyRef};
 
 /// The container name in every pod (`kubectl logs deploy/x -c hollo`).
 pub const CONTAINER: &str = "hollo";
@@ -240,6 +240,7 @@ pub fn volumes(spec: &HolloSpec) -> Vec<Volume> {
             ..Volume::default()
         });
     }
+    v.extend(spec.pod.volumes.iter().cloned());
     v
 }
 
@@ -256,6 +257,7 @@ pub fn volume_mounts(spec: &HolloSpec) -> Vec<VolumeMount> {
             ..VolumeMount::default()
         });
     }
+    m.extend(spec.pod.volume_mounts.iter().cloned());
     m
 }
 
@@ -290,6 +292,35 @@ pub fn base_container(
     }
 }
 
+/// The `scheduling` of the role a component belongs to (`all` pods are the HTTP role's).
+pub fn scheduling(spec: &HolloSpec, component: Component) -> &SchedulingSpec {
+    match component {
+        Component::Web | Component::All => &spec.web.scheduling,
+        Component::Worker => &spec.worker.scheduling,
+        Component::Migration => &spec.migrations.scheduling,
+    }
+}
+
+/// The spread a role gets when its `scheduling` names none: one pod per node as far as the
+/// nodes allow, never blocking scheduling (`ScheduleAnyway`), counted among the pods of the same
+/// rollout revision (`pod-template-hash`) so a rollout's new pods spread too. Jobs get none.
+pub fn default_spread(hollo: &Hollo, component: Component) -> Vec<TopologySpreadConstraint> {
+    if component == Component::Migration {
+        return vec![];
+    }
+    vec![TopologySpreadConstraint {
+        max_skew: 1,
+        topology_key: "kubernetes.io/hostname".into(),
+        when_unsatisfiable: "ScheduleAnyway".into(),
+        label_selector: Some(LabelSelector {
+            match_labels: Some(labels::selector(&hollo.name_any(), component)),
+            match_expressions: None,
+        }),
+        match_label_keys: Some(vec!["pod-template-hash".into()]),
+        ..TopologySpreadConstraint::default()
+    }]
+}
+
 /// A pod template for `component` running `container`, with scheduling and security of the spec.
 pub fn pod_template(
     hollo: &Hollo,
@@ -301,9 +332,26 @@ pub fn pod_template(
 ) -> PodTemplateSpec {
     let spec = &hollo.spec;
     let annotations = (!spec.pod.annotations.is_empty()).then(|| spec.pod.annotations.clone());
+    let role = scheduling(spec, component);
+    let node_selector = role
+        .node_selector
+        .clone()
+        .unwrap_or_else(|| spec.pod.node_selector.clone());
+    let tolerations = role
+        .tolerations
+        .clone()
+        .unwrap_or_else(|| spec.pod.tolerations.clone());
+    let spread = role
+        .topology_spread_constraints
+        .clone()
+        .unwrap_or_else(|| default_spread(hollo, component));
+    // The user's labels first: the operator's (selectors among them) win on a clash, which
+    // admission already refuses for `app.kubernetes.io/` keys.
+    let mut pod_labels = spec.pod.labels.clone();
+    pod_labels.extend(labels::labels(&hollo.name_any(), component, version));
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(labels::labels(&hollo.name_any(), component, version)),
+            labels: Some(pod_labels),
             annotations,
             ..ObjectMeta::default()
         }),
@@ -319,10 +367,11 @@ pub fn pod_template(
             volumes: Some(volumes(spec)),
             image_pull_secrets: (!spec.image.pull_secrets.is_empty())
                 .then(|| spec.image.pull_secrets.clone()),
-            node_selector: (!spec.pod.node_selector.is_empty())
-                .then(|| spec.pod.node_selector.clone()),
-            tolerations: (!spec.pod.tolerations.is_empty()).then(|| spec.pod.tolerations.clone()),
-            affinity: spec.pod.affinity.clone(),
+            node_selector: (!node_selector.is_empty()).then_some(node_selector),
+            tolerations: (!tolerations.is_empty()).then_some(tolerations),
+            affinity: role.affinity.clone().or_else(|| spec.pod.affinity.clone()),
+            topology_spread_constraints: (!spread.is_empty()).then_some(spread),
+            priority_class_name: role.priority_class_name.clone(),
             restart_policy: restart_policy.map(str::to_string),
             ..PodSpec::default()
         }),
@@ -618,6 +667,142 @@ mod tests {
         assert_eq!(
             image_for(&spec, "0.0.9"),
             "ghcr.io/hollo-social/hollo:0.0.9"
+        );
+    }
+
+    fn pod_of(d: &k8s_openapi::api::apps::v1::Deployment) -> PodSpec {
+        d.spec.template.spec.clone().expect("pod")
+    }
+
+    #[test]
+    fn every_role_spreads_softly_over_nodes_by_default() {
+        let h = testutil::hollo(testutil::spec());
+        for (d, component) in [
+            (super::super::web::deployment(&h, "0.1.0", None), "web"),
+            (
+                super::super::worker::deployment(&h, "0.1.0", None),
+                "worker",
+            ),
+        ] {
+            let tsc = pod_of(&d)
+                .topology_spread_constraints
+                .expect("default spread");
+            assert_eq!(tsc.len(), 1);
+            let c = &tsc[0];
+            assert_eq!(c.max_skew, 1);
+            assert_eq!(c.topology_key, "kubernetes.io/hostname");
+            assert_eq!(c.when_unsatisfiable, "ScheduleAnyway", "soft: never blocks");
+            let sel = c
+                .label_selector
+                .as_ref()
+                .and_then(|s| s.match_labels.clone());
+            let sel = sel.expect("selector");
+            assert_eq!(sel["app.kubernetes.io/component"], component);
+            assert_eq!(sel["app.kubernetes.io/instance"], "social");
+            assert_eq!(
+                c.match_label_keys,
+                Some(vec!["pod-template-hash".to_string()])
+            );
+        }
+        let job = super::super::migration::job(&h, 0);
+        let pod = job.spec.and_then(|s| s.template.spec).expect("pod");
+        assert_eq!(
+            pod.topology_spread_constraints, None,
+            "a one-pod Job spreads nowhere"
+        );
+    }
+
+    #[test]
+    fn role_scheduling_replaces_the_pod_wide_settings() {
+        use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, Toleration};
+        let mut spec = testutil::spec();
+        spec.pod.node_selector = [("pool".to_string(), "general".to_string())].into();
+        spec.pod.tolerations = vec![Toleration {
+            key: Some("shared".into()),
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }];
+        spec.worker.scheduling.node_selector =
+            Some([("pool".to_string(), "batch".to_string())].into());
+        spec.worker.scheduling.priority_class_name = Some("hollo-workers".into());
+        spec.worker.scheduling.topology_spread_constraints = Some(vec![]);
+        spec.worker.scheduling.affinity = Some(Affinity {
+            node_affinity: Some(NodeAffinity::default()),
+            ..Affinity::default()
+        });
+        spec.migrations.scheduling.tolerations = Some(vec![]);
+        let h = testutil::hollo(spec);
+        let web = pod_of(&super::super::web::deployment(&h, "0.1.0", None));
+        assert_eq!(web.node_selector.expect("pod-wide")["pool"], "general");
+        assert_eq!(web.tolerations.map(|t| t.len()), Some(1));
+        assert_eq!(web.priority_class_name, None);
+        assert_eq!(web.affinity, None);
+        let worker = pod_of(&super::super::worker::deployment(&h, "0.1.0", None));
+        assert_eq!(worker.node_selector.expect("role's")["pool"], "batch");
+        assert_eq!(
+            worker.tolerations.map(|t| t.len()),
+            Some(1),
+            "unset: pod-wide"
+        );
+        assert_eq!(worker.priority_class_name.as_deref(), Some("hollo-workers"));
+        assert!(worker.affinity.and_then(|a| a.node_affinity).is_some());
+        assert_eq!(
+            worker.topology_spread_constraints, None,
+            "[] turns the spread off"
+        );
+        let job = super::super::migration::job(&h, 0);
+        let pod = job.spec.and_then(|s| s.template.spec).expect("pod");
+        assert_eq!(pod.tolerations, None, "[] clears them for Jobs");
+        assert_eq!(pod.node_selector.expect("pod-wide")["pool"], "general");
+    }
+
+    #[test]
+    fn extra_labels_and_volumes_reach_every_pod_without_touching_selectors() {
+        use k8s_openapi::api::core::v1::SecretVolumeSource;
+        let mut spec = testutil::spec();
+        spec.pod.labels = [("team".to_string(), "fedi".to_string())].into();
+        spec.pod.volumes = vec![Volume {
+            name: "ca".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some("corp-ca".into()),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        }];
+        spec.pod.volume_mounts = vec![VolumeMount {
+            name: "ca".into(),
+            mount_path: "/etc/ca".into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        }];
+        let h = testutil::hollo(spec);
+        let d = super::super::worker::deployment(&h, "0.1.0", None);
+        let meta = d.spec.template.metadata.clone().expect("meta");
+        let l = meta.labels.expect("labels");
+        assert_eq!(l["team"], "fedi");
+        assert_eq!(l["app.kubernetes.io/component"], "worker");
+        let sel = d.spec.selector.match_labels.clone().expect("sel");
+        assert!(!sel.contains_key("team"));
+        let pod = pod_of(&d);
+        let vols: Vec<&str> = pod
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(vols, ["tmp", "ca"]);
+        let mounts: Vec<&str> = pod.containers[0]
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| m.mount_path.as_str())
+            .collect();
+        assert_eq!(mounts, ["/tmp", "/etc/ca"]);
+        let job = super::super::migration::job(&h, 0);
+        let pod = job.spec.and_then(|s| s.template.spec).expect("pod");
+        assert!(
+            pod.volumes.iter().flatten().any(|v| v.name == "ca"),
+            "Jobs too"
         );
     }
 }
