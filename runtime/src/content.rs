@@ -1,4 +1,4 @@
-//! A local status's text as HTML: the one rendering that our API (`polls::status_json`) and our
+//! A local status's text as HTML: the one rendering that our API (`mastodon::status`) and our
 //! federation (`federation::statuses::object`) both show. The text is escaped, split into a
 //! paragraph per blank-line-separated block with `<br>` for single line breaks; http(s) URLs
 //! become links, `@user@host` (or `@user` for a local account) mentions and `#tags` become

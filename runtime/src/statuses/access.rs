@@ -5,8 +5,8 @@
 //!
 //! One rule, in SQL, so single reads, lists and timelines cannot disagree (R-MAPI-VIS): list
 //! queries filter with [`visible_sql`] / [`entry_visible_sql`] so their pages are full, and
-//! every Status entity is rendered by `entity::render`, which keeps only the ids [`visible`]
-//! allows — a path that forgets to filter shows less, never more.
+//! every Status entity is rendered by `mastodon::status::render`, which keeps only the ids
+//! [`visible`] allows — a path that forgets to filter shows less, never more.
 
 use std::collections::HashSet;
 
@@ -98,7 +98,7 @@ pub fn entry_visible_sql(id_expr: &str, viewer_param: u32) -> String {
 }
 
 /// Which of `ids` (posts or boosts) `viewer` may read: the one check every rendered status
-/// goes through (`entity::render` calls it, so no caller can forget it).
+/// goes through (`mastodon::status::render` calls it, so no caller can forget it).
 pub async fn visible(
     conn: &mut PgConnection,
     viewer: Option<Uuid>,
