@@ -3,18 +3,30 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{not_found, render, status_id};
+use crate::mastodon::Status;
 use crate::statuses::{access, context as thread};
 use crate::web::auth::{MaybeNeeds, need};
 use crate::web::{ApiError, AppState};
+
+/// Mastodon's `Context` entity, with the reply-collection job (if one was asked for) riding
+/// along as `replyCollection` (clients ignore fields they do not know).
+#[derive(Serialize)]
+pub struct Context {
+    ancestors: Vec<Status>,
+    descendants: Vec<Status>,
+    #[serde(rename = "replyCollection")]
+    reply_collection: Option<Value>,
+}
 
 pub async fn context(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Context>, ApiError> {
     let id = status_id(&raw)?;
     let viewer = viewer.map(|a| a.id);
     let mut conn = s.pool.acquire().await?;
@@ -26,13 +38,14 @@ pub async fn context(
     let ancestors = render(&s, &mut conn, viewer, &up).await?;
     let descendants = render(&s, &mut conn, viewer, &down).await?;
     drop(conn);
-    // A signed-in viewer of a remote post asks for the replies we have not seen yet; the job
-    // rides along as `replyCollection` (clients ignore fields they do not know).
+    // A signed-in viewer of a remote post asks for the replies we have not seen yet.
     let job = match viewer {
         Some(v) => crate::web::replies::request_on_view(&s, id, v).await?,
         None => None,
     };
-    Ok(Json(json!({
-        "ancestors": ancestors, "descendants": descendants, "replyCollection": job,
-    })))
+    Ok(Json(Context {
+        ancestors,
+        descendants,
+        reply_collection: job,
+    }))
 }
