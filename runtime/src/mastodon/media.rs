@@ -9,6 +9,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::html;
+use crate::media::entity::round2;
 use crate::media::{Drive, MediaRow};
 
 #[derive(Clone, Debug, Serialize)]
@@ -64,11 +65,6 @@ impl Dimensions {
 pub struct Focus {
     pub x: f64,
     pub y: f64,
-}
-
-/// Two decimals, as Mastodon stores focal points.
-fn round2(v: f32) -> f64 {
-    (f64::from(v) * 100.0).round() / 100.0
 }
 
 impl MediaAttachment {
@@ -169,30 +165,8 @@ pub async fn of_statuses(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::media::entity::test_row as row;
     use serde_json::json;
-
-    fn row(state: &str) -> MediaRow {
-        MediaRow {
-            id: Uuid::nil(),
-            account_id: Uuid::nil(),
-            status_id: None,
-            kind: "image".into(),
-            content_type: "image/png".into(),
-            file_key: "media/00000000-0000-0000-0000-000000000000/original.png".into(),
-            thumbnail_key: Some("media/00000000-0000-0000-0000-000000000000/small.jpg".into()),
-            size: 10,
-            width: Some(1280),
-            height: Some(320),
-            thumbnail_width: Some(640),
-            thumbnail_height: Some(160),
-            blurhash: Some("LEHV6nWB2yk8pyo0adR*.7kCMdnj".into()),
-            description: Some("a cat".into()),
-            focus_x: 0.25,
-            focus_y: -0.5,
-            state: state.into(),
-            error: None,
-        }
-    }
 
     #[test]
     fn the_entity_has_mastodons_shape() {

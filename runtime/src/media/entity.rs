@@ -40,7 +40,7 @@ impl MediaRow {
 }
 
 /// Two decimals, as Mastodon stores focal points.
-fn round2(v: f32) -> f64 {
+pub(crate) fn round2(v: f32) -> f64 {
     (f64::from(v) * 100.0).round() / 100.0
 }
 
@@ -64,36 +64,38 @@ pub fn document(drive: &Drive, row: &MediaRow) -> Value {
     doc
 }
 
+/// A ready-or-not image row for unit tests (here and in `mastodon::media`).
+#[cfg(test)]
+pub(crate) fn test_row(state: &str) -> MediaRow {
+    MediaRow {
+        id: Uuid::nil(),
+        account_id: Uuid::nil(),
+        status_id: None,
+        kind: "image".into(),
+        content_type: "image/png".into(),
+        file_key: "media/00000000-0000-0000-0000-000000000000/original.png".into(),
+        thumbnail_key: Some("media/00000000-0000-0000-0000-000000000000/small.jpg".into()),
+        size: 10,
+        width: Some(1280),
+        height: Some(320),
+        thumbnail_width: Some(640),
+        thumbnail_height: Some(160),
+        blurhash: Some("LEHV6nWB2yk8pyo0adR*.7kCMdnj".into()),
+        description: Some("a cat".into()),
+        focus_x: 0.25,
+        focus_y: -0.5,
+        state: state.into(),
+        error: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(state: &str) -> MediaRow {
-        MediaRow {
-            id: Uuid::nil(),
-            account_id: Uuid::nil(),
-            status_id: None,
-            kind: "image".into(),
-            content_type: "image/png".into(),
-            file_key: "media/00000000-0000-0000-0000-000000000000/original.png".into(),
-            thumbnail_key: Some("media/00000000-0000-0000-0000-000000000000/small.jpg".into()),
-            size: 10,
-            width: Some(1280),
-            height: Some(320),
-            thumbnail_width: Some(640),
-            thumbnail_height: Some(160),
-            blurhash: Some("LEHV6nWB2yk8pyo0adR*.7kCMdnj".into()),
-            description: Some("a cat".into()),
-            focus_x: 0.25,
-            focus_y: -0.5,
-            state: state.into(),
-            error: None,
-        }
-    }
-
     #[test]
     fn the_document_has_mastodons_attachment_shape() {
-        let d = document(&Drive::disabled("https://h.example"), &row("ready"));
+        let d = document(&Drive::disabled("https://h.example"), &test_row("ready"));
         assert_eq!(d["type"], "Document");
         assert_eq!(d["mediaType"], "image/png");
         assert_eq!(d["name"], "a cat");
