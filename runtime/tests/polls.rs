@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::federation::activity::Incoming;
+use hollo_runtime::federation::inbound::incoming::{Incoming, Verified};
+use hollo_runtime::federation::inbound::{Activity, Outcome};
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::polls::admission::{self, Admission, STORED_CAP};
 use hollo_runtime::polls::{self, KIND, NewPoll, StatusEdit, recovery};
@@ -645,7 +646,13 @@ async fn remote_votes_count_once_and_never_after_the_end() {
         let pool = db.pool.clone();
         async move {
             let mut tx = pool.begin().await.unwrap();
-            let r = polls::remote::apply_vote(&mut tx, &inc).await.unwrap();
+            let Activity::Vote { ballot, .. } = Activity::of(&inc) else {
+                panic!("not read as a vote: {inc:?}");
+            };
+            let r = polls::remote::apply_vote(&mut tx, &inc.id, &inc.actor, &ballot)
+                .await
+                .unwrap()
+                .map(|v| Outcome::from(v).to_string());
             tx.commit().await.unwrap();
             r
         }
@@ -989,7 +996,7 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post() {
     use hollo_runtime::config::{Env, QueueConfig};
-    use hollo_runtime::federation::{Federation, activity};
+    use hollo_runtime::federation::{Federation, inbound};
     let db = fresh_db().await;
     let fed = Arc::new(
         Federation::new(
@@ -1027,17 +1034,15 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             "object": {"id": format!("{id}/note"), "type": "Note", "name": name,
                        "inReplyTo": uri, "attributedTo": actor, "to": [fed.actor_iri("carol")]},
         });
-        activity::store_incoming(
-            &db.pool,
-            None,
-            &format!("{actor}#main-key"),
-            &id,
-            "Create",
+        let verified = Verified {
+            id: &id,
+            ty: "Create",
             actor,
-            &body,
-        )
-        .await
-        .expect("store");
+            body: &body,
+        };
+        inbound::incoming::store(&db.pool, None, &format!("{actor}#main-key"), &verified)
+            .await
+            .expect("store");
     }
     let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
     let c = Consumer {

@@ -14,7 +14,7 @@ use super::signature::SigningKey;
 use crate::html;
 
 pub use super::context::{AS_CONTEXT, SECURITY_CONTEXT};
-pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+pub use super::vocab::PUBLIC;
 
 /// The actor document of a local account, with its profile: display name, note and fields as
 /// escaped HTML, `manuallyApprovesFollowers` for a locked account, `Service` for a bot.

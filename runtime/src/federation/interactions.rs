@@ -11,10 +11,10 @@ use sqlx::PgConnection;
 
 use super::Federation;
 use super::accounts::Account;
-use super::actor::PUBLIC;
 use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::statuses::inboxes;
+use super::vocab::PUBLIC;
 use crate::statuses::Visibility;
 use crate::statuses::interact::{Boost, Post};
 

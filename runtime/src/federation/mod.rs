@@ -5,7 +5,6 @@
 //! the same key id a web node publishes.
 
 pub mod accounts;
-pub mod activity;
 pub mod actor;
 pub mod context;
 pub mod delivery;
@@ -30,6 +29,7 @@ pub mod schemes;
 pub mod signature;
 pub mod statuses;
 pub mod ttl;
+pub mod vocab;
 pub mod webfinger;
 
 use std::collections::HashMap;

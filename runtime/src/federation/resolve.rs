@@ -1,6 +1,6 @@
 //! Resolving what a user pastes into search: a URL is fetched through the guard (signed by
 //! the searching account, for authorized-fetch servers) and stored when it is an actor or a
-//! note — the note by the same `activity::store_note` the inbox uses, and only when it is
+//! note — the note by the same `inbound::notes::store_note` the inbox uses, and only when it is
 //! attributed to an actor of its own origin, whose document is fetched too. A document is only
 //! taken from its own id (`get_canonical`).
 
@@ -8,10 +8,11 @@ use serde_json::Value;
 use sqlx::PgPool;
 
 use super::Federation;
-use super::activity::{ACTOR_TYPES, NOTE_TYPES, store_note};
 use super::actor::{self, id_of};
+use super::inbound::notes::store_note;
 use super::iri::same_origin;
 use super::signature::SigningKey;
+use super::vocab;
 
 /// What a URL turned out to be, by its IRI (now stored).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,14 +38,14 @@ pub async fn resolve_url(
         .unwrap_or_default()
         .to_string();
     let ty = doc.get("type").and_then(Value::as_str).unwrap_or_default();
-    if ACTOR_TYPES.contains(&ty) {
+    if vocab::is_actor(ty) {
         let a = actor::parse_actor(&doc, &id).map_err(|e| e.to_string())?;
         actor::store_actor(pool, &a, &doc, None)
             .await
             .map_err(|e| e.to_string())?;
         return Ok(Resolved::Actor(a.iri));
     }
-    if !NOTE_TYPES.contains(&ty) {
+    if !vocab::is_note(ty) {
         return Err(format!("{url} is neither an account nor a post ({ty})"));
     }
     let author = doc

@@ -15,10 +15,10 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::Federation;
-use super::actor::PUBLIC;
 use super::context;
 use super::delivery::{Recipient, queue_activity};
 use super::mentions;
+use super::vocab::PUBLIC;
 use crate::content::{self, Mention};
 use crate::media::{self, Drive};
 use crate::polls::{self, PollTally};

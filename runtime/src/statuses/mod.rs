@@ -70,7 +70,7 @@ impl Visibility {
 }
 
 /// The public collection and the compact forms implementations send for it.
-const PUBLIC_FORMS: [&str; 3] = [crate::federation::actor::PUBLIC, "as:Public", "Public"];
+const PUBLIC_FORMS: [&str; 3] = [crate::federation::vocab::PUBLIC, "as:Public", "Public"];
 
 #[cfg(test)]
 mod tests {
@@ -80,7 +80,7 @@ mod tests {
     #[test]
     fn addressing_reads_as_mastodon_does() {
         let f = "https://r.example/users/a/followers";
-        let p = crate::federation::actor::PUBLIC;
+        let p = crate::federation::vocab::PUBLIC;
         for (o, want) in [
             (json!({"to": [p], "cc": [f]}), Visibility::Public),
             (json!({"to": "as:Public"}), Visibility::Public),

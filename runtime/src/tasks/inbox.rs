@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::federation::Federation;
-use crate::federation::activity::{self, INBOX_KIND, InboxPayload, ProcessError};
+use crate::federation::inbound::Activity;
+use crate::federation::inbound::incoming::{self, INBOX_KIND, InboxPayload};
+use crate::federation::inbound::process::{self, ProcessError};
 use crate::queue::{JobContext, KindSpec, QueueName, Registry, RetryPolicy, TaskError};
 
 pub fn spec() -> KindSpec {
@@ -24,7 +26,7 @@ pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
 }
 
 async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<(), TaskError> {
-    let Some(inc) = activity::load(&ctx.pool, &p.activity_id).await? else {
+    let Some(inc) = incoming::load(&ctx.pool, &p.activity_id).await? else {
         return Err(TaskError::Permanent(format!(
             "no stored activity {}",
             p.activity_id
@@ -33,7 +35,8 @@ async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<()
     if inc.processed_at.is_some() {
         return Ok(());
     }
-    let prepared = activity::prepare(&ctx.pool, fed, &inc)
+    let activity = Activity::of(&inc);
+    let prepared = process::prepare(&ctx.pool, fed, &inc, &activity)
         .await
         .map_err(|ProcessError::Transient(e)| TaskError::Transient(e))?;
     let mut tx = ctx.pool.begin().await?;
@@ -47,12 +50,10 @@ async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<()
         return Ok(());
     }
     if matches!(processed, Some(None)) {
-        // A vote on one of our polls (a `Create` of a `Note` with `name`) is not a post.
-        let outcome = match crate::polls::remote::apply_vote(&mut tx, &inc).await? {
-            Some(vote) => vote,
-            None => activity::apply(&mut tx, fed, &inc, prepared).await?,
-        };
-        activity::mark_processed(&mut tx, &inc.id, &outcome).await?;
+        let outcome = process::apply(&mut tx, fed, &inc, &activity, prepared)
+            .await?
+            .to_string();
+        incoming::mark_processed(&mut tx, &inc.id, &outcome).await?;
         tracing::debug!(activity = %inc.id, kind = %inc.ty, %outcome, "inbox activity processed");
     }
     tx.commit().await?;

@@ -5,13 +5,13 @@
 //! Inbox checks, cheapest first: unknown account 404 → signature header and date window 401
 //! (before the body is read) → body over 1 MiB 413 → `Digest` 401 → malformed JSON or
 //! activity, or a NUL character in it, 400 → the signer's key (cached, refetched when the
-//! signature stops verifying) 401 → signer is the activity's actor 401.
+//! signature stops verifying) 401 → signer is the activity's actor 401. Everything after
+//! reading the body is `federation::inbound::accept`.
 //!
 //! The instance actor (`GET /actor`, an `Application`) signs the key fetches of the shared
 //! inbox, which has no account to sign with, so authorized-fetch servers answer them.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
@@ -24,23 +24,14 @@ use serde_json::{Value, json};
 use super::body::{parse_json, read_limited};
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{self, id_of};
+use crate::federation::actor;
 use crate::federation::context;
-use crate::federation::fetch::{ACTIVITY_JSON, FetchError};
-use crate::federation::iri::same_origin;
-use crate::federation::keys;
-use crate::federation::signature::{self, PendingVerification};
-use crate::federation::{
-    Federation, activity, instance, normalize, profiles, rfc9421, schemes, statuses, webfinger,
-};
-use crate::federation::{proof_keys, proofs};
+use crate::federation::fetch::ACTIVITY_JSON;
+use crate::federation::{Federation, inbound, instance, profiles, statuses, webfinger};
 use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
 pub const MAX_INBOX_BYTES: usize = 1024 * 1024;
-/// A key that fails to verify is refetched only if our copy is older than this, so forged
-/// requests cannot make us hammer the key's server.
-const KEY_REFETCH_AFTER_SECONDS: f64 = 60.0;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -276,14 +267,18 @@ async fn shared_inbox(State(s): State<AppState>, req: Request) -> Result<Respons
     receive(&s, None, req).await
 }
 
-fn unauthorized(msg: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::UNAUTHORIZED, msg.into())
+impl From<inbound::InboxError> for ApiError {
+    fn from(e: inbound::InboxError) -> Self {
+        match e {
+            inbound::InboxError::Unauthorized(why) => ApiError(StatusCode::UNAUTHORIZED, why),
+            inbound::InboxError::Malformed(why) => ApiError(StatusCode::BAD_REQUEST, why),
+            inbound::InboxError::Database(e) => e.into(),
+        }
+    }
 }
 
-fn bad_request(msg: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, msg.into())
-}
-
+/// The inbox's HTTP side: the body is read within its limits between the signature checks
+/// that need it and those that do not; `inbound::accept` does the rest.
 async fn receive(
     s: &AppState,
     account: Option<Account>,
@@ -294,202 +289,15 @@ async fn receive(
     let path = parts
         .uri
         .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or_else(|| parts.uri.path());
-    // RFC 9421 (Signature-Input) or draft-cavage: the signature's fields, coverage and time
-    // are checked before the body is read, so an unsigned or stale request is refused without
-    // reading it; the digest needs the body.
-    let rfc9421 = rfc9421::is_signed(&parts.headers);
-    let target_uri = format!("{}{path}", fed.origin);
-    let prepare = |body: Option<&[u8]>| {
-        if rfc9421 {
-            let target = rfc9421::Target {
-                method: "POST",
-                uri: &target_uri,
-            };
-            rfc9421::prepare(&target, &parts.headers, body, SystemTime::now())
-        } else {
-            signature::prepare_verification("POST", path, &parts.headers, body, SystemTime::now())
-        }
-        .map_err(|e| unauthorized(e.to_string()))
-    };
-    prepare(None)?;
+        .map_or(parts.uri.path(), |p| p.as_str());
+    let signed = inbound::SignedRequest::new(fed, path, &parts.headers);
+    signed.check(None)?;
     let bytes = read_limited(&parts.headers, body, MAX_INBOX_BYTES, s.http.body_timeout).await?;
-    let pending = prepare(Some(&bytes))?;
-
+    let pending = signed.check(Some(&bytes))?;
     let activity: Value = parse_json(&bytes, StatusCode::BAD_REQUEST)?;
-    if let Some(why) = normalize::malformed_context(&activity) {
-        return Err(bad_request(why));
-    }
-    // A proof (FEP-8b32) signs the document as its author sent it, so it is checked on that.
-    let proof = proofs::claim(&activity);
-    let original = activity.clone();
-    // Whatever compaction the sender chose, what is stored and processed has one shape.
-    let activity = normalize::normalize(activity);
-    let id = activity
-        .get("id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_request("activity has no id"))?;
-    let ty = activity
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_request("activity has no type"))?;
-    let actor_iri = activity
-        .get("actor")
-        .and_then(id_of)
-        .ok_or_else(|| bad_request("activity has no actor"))?;
-    if !same_origin(id, actor_iri) {
-        return Err(bad_request("activity id is not on its actor's origin"));
-    }
-
-    let owner = verified_owner(s, fed, &pending, account.as_ref()).await?;
-    let proven = match proof {
-        Ok(None) => false,
-        Ok(Some(claim)) => {
-            let signer = fetch_signer(s, fed, account.as_ref()).await;
-            proof_keys::check(&s.pool, fed, &original, &claim, actor_iri, signer.as_ref())
-                .await
-                .map_err(|e| match e {
-                    // A fetch failure says no more than a signature key's does (no network
-                    // detail: the inbox must not be an oracle for what we can reach).
-                    proof_keys::ProofCheckError::Key(k) => {
-                        key_fetch_failed(&claim.verification_method, signer.as_ref(), &k)
-                    }
-                    other => unauthorized(format!("integrity proof: {other}")),
-                })?;
-            true
-        }
-        // A proof we cannot check (another cryptosuite) proves nothing; the actor's own HTTP
-        // signature still does, so only a relayed activity is refused for it.
-        Err(e) if owner == actor_iri => {
-            tracing::info!(activity = id, error = %e, "inbox: ignoring a proof we cannot check");
-            false
-        }
-        Err(e) => return Err(unauthorized(format!("integrity proof: {e}"))),
-    };
-    // Relayed (signed by someone else): accepted only with a valid proof by its actor.
-    if owner != actor_iri && !proven {
-        return Err(unauthorized(format!(
-            "signed by {owner}, but the activity's actor is {actor_iri}"
-        )));
-    }
-    if rfc9421 {
-        // It signs with RFC 9421, so it reads it: our deliveries to it knock that way first.
-        schemes::learned_from_request(&s.pool, fed, &pending.key_id).await;
-    }
-    let fresh = activity::store_incoming(
-        &s.pool,
-        account.as_ref().map(|a| a.id),
-        &pending.key_id,
-        id,
-        ty,
-        actor_iri,
-        &activity,
-    )
-    .await?;
-    tracing::debug!(
-        activity = id,
-        kind = ty,
-        fresh,
-        "inbox accepted an activity"
-    );
+    let accepted =
+        inbound::accept(&s.pool, fed, account.as_ref(), &signed, &pending, activity).await?;
+    tracing::debug!(activity = %accepted.id, kind = %accepted.ty, fresh = accepted.fresh,
+        "inbox accepted an activity");
     Ok((StatusCode::ACCEPTED, Json(json!({}))).into_response())
-}
-
-/// Checks the signature against the signer's key and returns the key's owner. A cached key
-/// that fails is refetched once (the remote may have rotated it). The fetch is signed with the
-/// addressed account's key, or, at the shared inbox, with the instance actor's, so servers in
-/// authorized-fetch mode answer it.
-async fn verified_owner(
-    s: &AppState,
-    fed: &Federation,
-    pending: &PendingVerification,
-    account: Option<&Account>,
-) -> Result<String, ApiError> {
-    if let Some(k) = fed.verified_keys.get(&pending.key_id)
-        && pending.verify(&k.key).is_ok()
-    {
-        return Ok(k.owner);
-    }
-    let cached = actor::cached_key(&s.pool, &pending.key_id).await?;
-    if let Some(k) = &cached {
-        if let Ok(key) = keys::public_key_from_pem(&k.pem)
-            && pending.verify(&key).is_ok()
-        {
-            fed.verified_keys.put(&pending.key_id, key, &k.owner);
-            return Ok(k.owner.clone());
-        }
-        if k.age_seconds < KEY_REFETCH_AFTER_SECONDS {
-            return Err(unauthorized("signature does not verify"));
-        }
-    }
-    let signer = fetch_signer(s, fed, account).await;
-    let key = actor::fetch_key(&s.pool, fed, &pending.key_id, signer.as_ref())
-        .await
-        .map_err(|e| key_fetch_failed(&pending.key_id, signer.as_ref(), &e))?;
-    let public = keys::public_key_from_pem(&key.pem)
-        .map_err(|e| unauthorized(format!("bad public key: {e}")))?;
-    pending
-        .verify(&public)
-        .map_err(|e| unauthorized(e.to_string()))?;
-    fed.verified_keys.put(&pending.key_id, public, &key.owner);
-    Ok(key.owner)
-}
-
-/// The 401 for a key we could not fetch or trust. The client learns what the key's server
-/// answered (its HTTP status) but nothing of our side: why the guard refused an address, what
-/// a name resolved to or that it did not resolve would make the inbox an oracle for internal
-/// DNS and addresses. The detail goes to the log.
-fn key_fetch_failed(
-    key_id: &str,
-    signer: Option<&signature::SigningKey>,
-    e: &actor::ActorError,
-) -> ApiError {
-    let how = match signer {
-        Some(k) => format!("signed as {}", k.key_id),
-        None => "unsigned".to_string(),
-    };
-    tracing::info!(key = key_id, error = %e, "inbox: cannot fetch or trust the signer's key");
-    let why = match e {
-        actor::ActorError::Fetch(FetchError::Status(code @ (401 | 403))) => {
-            format!("HTTP {code} (the key's server refused our signed fetch)")
-        }
-        actor::ActorError::Fetch(FetchError::Status(code)) => format!("HTTP {code}"),
-        actor::ActorError::Fetch(FetchError::TooManyRequests(_)) => "HTTP 429".into(),
-        actor::ActorError::Invalid(_) | actor::ActorError::Fetch(FetchError::Invalid(_)) => {
-            "key document not accepted".into()
-        }
-        _ => "key fetch refused".into(),
-    };
-    unauthorized(format!("cannot fetch key {key_id} ({how}): {why}"))
-}
-
-/// The key that signs a key fetch: the addressed account's, else the instance actor's. Without
-/// either (a key that cannot be decrypted, the database unreachable) the fetch goes unsigned,
-/// which servers outside authorized-fetch mode still answer.
-async fn fetch_signer(
-    s: &AppState,
-    fed: &Federation,
-    account: Option<&Account>,
-) -> Option<signature::SigningKey> {
-    if let Some(a) = account {
-        match fed.signing_key(a) {
-            Ok(k) => return Some(k),
-            Err(e) => tracing::warn!(
-                account = %a.username,
-                error = %format!("{e:#}"),
-                "cannot use the account's key; signing the key fetch as the instance actor"
-            ),
-        }
-    }
-    match fed.instance_key(&s.pool).await {
-        Ok(k) => Some(k.signing.clone()),
-        Err(e) => {
-            tracing::warn!(
-                error = %format!("{e:#}"),
-                "cannot load the instance actor's key; fetching the signer's key unsigned"
-            );
-            None
-        }
-    }
 }

@@ -10,8 +10,9 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::incoming::Incoming;
 use super::notes::actor_id;
-use crate::federation::activity::Incoming;
+use super::outcome::Outcome;
 use crate::statuses::notify::{self, Kind, Notification};
 use crate::statuses::{Visibility, feed, followers};
 
@@ -31,7 +32,7 @@ pub async fn like(
     tx: &mut PgConnection,
     inc: &Incoming,
     object_id: &str,
-) -> Result<String, sqlx::Error> {
+) -> Result<Outcome, sqlx::Error> {
     let fresh = sqlx::query(
         "INSERT INTO remote_interactions (activity_id, kind, actor, object) VALUES ($1, 'like', $2, $3)
          ON CONFLICT DO NOTHING",
@@ -44,7 +45,7 @@ pub async fn like(
     .rows_affected()
         == 1;
     if !fresh {
-        return Ok("like already stored".into());
+        return Ok(Outcome::applied("like already stored"));
     }
     if let (Some((post, author)), Some(from)) = (
         local_status(tx, object_id).await?,
@@ -59,7 +60,7 @@ pub async fn like(
         };
         notify::notify(tx, &n).await?;
     }
-    Ok("like stored".into())
+    Ok(Outcome::applied("like stored"))
 }
 
 /// `Announce` of a post we know (ours, or a stored remote one that is public or unlisted).
@@ -67,7 +68,7 @@ pub async fn announce(
     tx: &mut PgConnection,
     inc: &Incoming,
     object_id: &str,
-) -> Result<String, sqlx::Error> {
+) -> Result<Outcome, sqlx::Error> {
     // The booster's interaction is recorded as before (relationships read them).
     sqlx::query(
         "INSERT INTO remote_interactions (activity_id, kind, actor, object) VALUES ($1, 'announce', $2, $3)
@@ -84,11 +85,11 @@ pub async fn announce(
             .fetch_optional(&mut *tx)
             .await?;
     let Some((post, author, post_visibility)) = post else {
-        return Ok("ignored: Announce of an unknown post".into());
+        return Ok(Outcome::ignored("Announce of an unknown post"));
     };
     if !matches!(post_visibility.as_str(), "public" | "unlisted") {
         // Followers-only and direct posts cannot be boosted; this is no boost to show.
-        return Ok("ignored: Announce of a non-public post".into());
+        return Ok(Outcome::ignored("Announce of a non-public post"));
     }
     let followers_iri: Option<String> =
         sqlx::query_scalar("SELECT document->>'followers' FROM remote_actors WHERE iri = $1")
@@ -117,7 +118,7 @@ pub async fn announce(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(id) = id else {
-        return Ok("boost already stored".into());
+        return Ok(Outcome::applied("boost already stored"));
     };
     let from = actor_id(tx, &inc.actor).await?;
     if let (Some(author), Some(from)) = (author, from) {
@@ -141,7 +142,7 @@ pub async fn announce(
         };
         feed::push(tx, &entry, &readers).await?;
     }
-    Ok("boost stored".into())
+    Ok(Outcome::applied("boost stored"))
 }
 
 /// `Undo` of a `Like` or `Announce` by its actor, named by the undone activity's id. `None`
@@ -150,7 +151,7 @@ pub async fn undo(
     tx: &mut PgConnection,
     inc: &Incoming,
     object_id: &str,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<Outcome>, sqlx::Error> {
     let kind: Option<String> = sqlx::query_scalar(
         "UPDATE remote_interactions SET undone_at = now()
           WHERE activity_id = $1 AND actor = $2 AND undone_at IS NULL RETURNING kind",
@@ -169,14 +170,14 @@ pub async fn undo(
     if let Some(id) = boost {
         feed::remove_entry(tx, id).await?;
         notify::withdraw(tx, Kind::Reblog, object_id).await?;
-        return Ok(Some("boost undone".into()));
+        return Ok(Some(Outcome::applied("boost undone")));
     }
     Ok(match kind.as_deref() {
         Some("like") => {
             notify::withdraw(tx, Kind::Favourite, object_id).await?;
-            Some("like undone".into())
+            Some(Outcome::applied("like undone"))
         }
-        Some(_) => Some("interaction undone".into()),
+        Some(_) => Some(Outcome::applied("interaction undone")),
         None => None,
     })
 }

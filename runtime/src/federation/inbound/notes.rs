@@ -12,10 +12,13 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::activity::Object;
+use super::incoming::Incoming;
+use super::outcome::Outcome;
 use crate::federation::Federation;
-use crate::federation::activity::{Incoming, NOTE_TYPES};
 use crate::federation::actor::id_of;
 use crate::federation::iri::same_origin;
+use crate::federation::vocab;
 use crate::html;
 use crate::statuses::notify::{self, Kind, Notification};
 use crate::statuses::{Visibility, conversations, feed, followers};
@@ -258,32 +261,32 @@ pub async fn actor_id(tx: &mut PgConnection, actor: &str) -> Result<Option<Uuid>
         .await
 }
 
-/// `Create`/`Update` of a note by the signer.
+/// `Create` (`create`) or `Update` of a note by the signer.
 pub async fn upsert(
     tx: &mut PgConnection,
     fed: &Federation,
     inc: &Incoming,
-    object: &Value,
-) -> Result<String, sqlx::Error> {
-    let ty = object.get("type").and_then(Value::as_str);
-    let Some(ty) = ty.filter(|t| NOTE_TYPES.contains(t)) else {
-        return Ok(format!(
-            "ignored: {} of {}",
+    create: bool,
+    note: &Object,
+) -> Result<Outcome, sqlx::Error> {
+    let Some(ty) = note.kind().filter(|t| vocab::is_note(t)) else {
+        return Ok(Outcome::ignored(format!(
+            "{} of {}",
             inc.ty,
-            ty.unwrap_or("a reference")
-        ));
+            note.kind().unwrap_or("a reference")
+        )));
     };
-    let Some(iri) = object.get("id").and_then(Value::as_str) else {
-        return Ok("ignored: note without id".into());
-    };
+    if !note.has_id() {
+        return Ok(Outcome::ignored("note without id"));
+    }
+    let (iri, object) = (note.id.as_str(), &note.doc);
     let author = object
         .get("attributedTo")
         .and_then(id_of)
         .unwrap_or_default();
     if author != inc.actor || !same_origin(iri, &inc.actor) {
-        return Ok("ignored: note not attributed to the signer".into());
+        return Ok(Outcome::ignored("note not attributed to the signer"));
     }
-    let create = inc.ty == "Create";
 
     // Who may read it: the mentioned and addressed local accounts, and for a followers-only
     // post the local followers of its author now.
@@ -311,7 +314,7 @@ pub async fn upsert(
     let audience: Vec<Uuid> = audience.into_iter().collect();
 
     let Some(stored) = store(tx, iri, &inc.actor, object, create, &audience).await? else {
-        return Ok(format!("ignored: {ty} not updatable"));
+        return Ok(Outcome::ignored(format!("{ty} not updatable")));
     };
     // Public streams hear of a new public note, and of every edit (their readers may hold it).
     if create && stored.fresh {
@@ -418,11 +421,11 @@ pub async fn upsert(
             }
         }
     }
-    Ok(match (create, stored.fresh) {
+    Ok(Outcome::applied(match (create, stored.fresh) {
         (true, true) => format!("{ty} stored"),
         (true, false) => format!("{ty} already stored"),
         (false, _) => format!("{ty} updated"),
-    })
+    }))
 }
 
 /// `Delete` of a note by its author: gone from reads, feeds, boosts and notifications.
@@ -430,7 +433,7 @@ pub async fn delete(
     tx: &mut PgConnection,
     inc: &Incoming,
     object_id: &str,
-) -> Result<String, sqlx::Error> {
+) -> Result<Outcome, sqlx::Error> {
     let id: Option<Uuid> = sqlx::query_scalar(
         "UPDATE remote_posts SET deleted_at = now(), content = NULL, summary = NULL, updated_at = now()
           WHERE iri = $1 AND actor = $2 AND deleted_at IS NULL RETURNING id",
@@ -440,7 +443,7 @@ pub async fn delete(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(id) = id else {
-        return Ok("ignored: unknown post".into());
+        return Ok(Outcome::ignored("unknown post"));
     };
     // Streams hear of it while its boosts still exist (their entries go too).
     crate::streaming::emit::remote_deleted(tx, object_id).await?;
@@ -455,7 +458,7 @@ pub async fn delete(
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    Ok("post deleted".into())
+    Ok(Outcome::applied("post deleted"))
 }
 
 #[cfg(test)]

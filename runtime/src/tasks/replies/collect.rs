@@ -17,16 +17,14 @@ use uuid::Uuid;
 use super::{CollectPayload, dispatch};
 use crate::config::ReplyConfig;
 use crate::federation::Federation;
-use crate::federation::activity::store_note;
 use crate::federation::actor::{id_of, parse_actor, store_actor};
 use crate::federation::fetch::FetchError;
+use crate::federation::inbound::notes::store_note;
 use crate::federation::iri::same_origin;
 use crate::federation::normalize::normalize;
 use crate::federation::signature::SigningKey;
+use crate::federation::vocab;
 use crate::queue::{JobContext, TaskError};
-
-/// Reply object types we store (as the inbox does).
-const NOTE_TYPES: [&str; 4] = ["Note", "Article", "Question", "Page"];
 
 /// While a request is in flight the host row is held this much longer than the interval, so a
 /// request that outlives the interval still cannot overlap the next one; the real next time is
@@ -328,7 +326,7 @@ impl Collector {
                 }
             };
             let ty = doc.get("type").and_then(Value::as_str).unwrap_or_default();
-            if NOTE_TYPES.contains(&ty) {
+            if vocab::is_note(ty) {
                 // A reply given by IRI, now fetched.
                 if n.items >= self.cfg.max_items as i32 {
                     return End::Done { partial: true };
@@ -375,7 +373,7 @@ impl Collector {
                             n.skipped += 1;
                             continue;
                         };
-                        if !NOTE_TYPES.contains(&ty) || !w.seen.insert(id.to_string()) {
+                        if !vocab::is_note(ty) || !w.seen.insert(id.to_string()) {
                             continue;
                         }
                         if n.items >= self.cfg.max_items as i32 {

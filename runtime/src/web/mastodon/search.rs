@@ -1,7 +1,7 @@
 //! `GET /api/v2/search?q=…&resolve=…&type=…&limit=…`. Without `resolve` only what is stored
 //! is searched: accounts by address or name prefix, statuses by URL. With `resolve=true` an
 //! address `@user@host` is resolved through WebFinger and the actor document, and a URL is
-//! fetched and stored (an actor, or a post by `activity::store_note`) — every fetch through the
+//! fetched and stored (an actor, or a post by `inbound::notes::store_note`) — every fetch through the
 //! guard (SSRF rules apply), signed by the searching account. What cannot be resolved is an
 //! empty result, as on Mastodon.
 //!

@@ -1,0 +1,147 @@
+//! Applying a stored activity: `prepare` does the network work (never inside a transaction),
+//! `apply` the effects inside the processing transaction, dispatching each `Activity` to its
+//! family (`follows`, `notes`, `interactions`, `actors`, the polls' votes).
+
+use sqlx::{PgConnection, PgPool};
+
+use super::activity::{Activity, Object};
+use super::incoming::Incoming;
+use super::outcome::Outcome;
+use super::{actors, follows, interactions, notes};
+use crate::federation::accounts::Account;
+use crate::federation::actor::{self, RemoteActor};
+use crate::federation::signature::SigningKey;
+use crate::federation::{Federation, iri, resolve};
+
+/// Network work done before the transaction.
+pub enum Prepared {
+    Nothing,
+    /// A `Follow` of a local account: the follower (for its inbox) and the followed account.
+    Follow {
+        follower: Box<RemoteActor>,
+        account: Box<Account>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// Worth retrying (remote unreachable, database blip).
+    #[error("{0}")]
+    Transient(String),
+}
+
+impl From<sqlx::Error> for ProcessError {
+    fn from(e: sqlx::Error) -> Self {
+        ProcessError::Transient(format!("database: {e}"))
+    }
+}
+
+fn transient(e: impl std::fmt::Display) -> ProcessError {
+    ProcessError::Transient(e.to_string())
+}
+
+pub async fn prepare(
+    pool: &PgPool,
+    fed: &Federation,
+    inc: &Incoming,
+    activity: &Activity,
+) -> Result<Prepared, ProcessError> {
+    if activity.shows_actor() {
+        // Posts, boosts and likes are shown and notified as by the actor's Account entity:
+        // the actor must be stored (the signature check only cached its key). Fetched as the
+        // instance actor: servers in authorized-fetch mode answer it.
+        let signer = fed
+            .instance_key(pool)
+            .await
+            .map_err(|e| transient(format_args!("{e:#}")))?;
+        actor::known_actor(pool, fed, &inc.actor, Some(&signer.signing))
+            .await
+            .map_err(|e| transient(format_args!("fetching actor {}: {e}", inc.actor)))?;
+        if let Activity::Announce(post) = activity {
+            boosted_post(pool, fed, &signer.signing, inc, post).await?;
+        }
+        return Ok(Prepared::Nothing);
+    }
+    let Activity::Follow(target) = activity else {
+        return Ok(Prepared::Nothing);
+    };
+    let Some(account) = follows::local_target(pool, fed, target).await? else {
+        return Ok(Prepared::Nothing);
+    };
+    let signer = fed
+        .signing_key(&account)
+        .map_err(|e| transient(format_args!("{e:#}")))?;
+    let follower = actor::known_actor(pool, fed, &inc.actor, Some(&signer))
+        .await
+        .map_err(|e| transient(format_args!("fetching follower {}: {e}", inc.actor)))?;
+    Ok(Prepared::Follow {
+        follower: Box::new(follower),
+        account: Box::new(account),
+    })
+}
+
+/// The post an `Announce` boosts, fetched and stored when we do not have it (a followed
+/// account boosting someone we never heard of is the common case): from its own server,
+/// signed as the instance actor, never from the copy the booster embedded. A post that cannot
+/// be fetched leaves the boost to be ignored (logged), as an unknown post's boost is.
+async fn boosted_post(
+    pool: &PgPool,
+    fed: &Federation,
+    signer: &SigningKey,
+    inc: &Incoming,
+    post: &Object,
+) -> Result<(), ProcessError> {
+    if !post.has_id() || iri::same_origin(&post.id, &fed.origin) {
+        return Ok(()); // ours: `apply` finds it or ignores it
+    }
+    let known: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM remote_posts WHERE iri = $1)")
+            .bind(&post.id)
+            .fetch_one(pool)
+            .await?;
+    if !known && let Err(e) = resolve::resolve_url(pool, fed, signer, &post.id).await {
+        tracing::info!(activity = %inc.id, post = %post.id, error = %e,
+            "the boosted post could not be fetched; the boost is ignored");
+    }
+    Ok(())
+}
+
+/// Applies the activity's effects inside `tx`.
+pub async fn apply(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    inc: &Incoming,
+    activity: &Activity,
+    prepared: Prepared,
+) -> Result<Outcome, sqlx::Error> {
+    match (activity, prepared) {
+        (Activity::Follow(_), Prepared::Follow { follower, account }) => {
+            follows::follow(tx, fed, inc, &follower, &account).await
+        }
+        (Activity::Follow(_), Prepared::Nothing) => {
+            Ok(Outcome::ignored("Follow of no local account"))
+        }
+        (Activity::Answer { accepted, follow }, _) => {
+            follows::answer(tx, inc, *accepted, follow).await
+        }
+        (Activity::Undo(undone), _) => follows::undo(tx, fed, inc, undone).await,
+        (Activity::Block(target), _) => follows::block(tx, fed, inc, target).await,
+        (Activity::ActorUpdate(document), _) => actors::update(tx, inc, document).await,
+        (Activity::Vote { ballot, note }, _) => {
+            match crate::polls::remote::apply_vote(tx, &inc.id, &inc.actor, ballot).await? {
+                Some(vote) => Ok(vote.into()),
+                // Not one of our polls: a note like any other.
+                None => notes::upsert(tx, fed, inc, true, note).await,
+            }
+        }
+        (Activity::Note { create, note }, _) => notes::upsert(tx, fed, inc, *create, note).await,
+        (Activity::Delete(object), _) if object.id == inc.actor => actors::delete(tx, inc).await,
+        (Activity::Delete(object), _) => notes::delete(tx, inc, &object.id).await,
+        (Activity::Like(o) | Activity::Announce(o), _) if !o.has_id() => {
+            Ok(Outcome::ignored("no object"))
+        }
+        (Activity::Like(post), _) => interactions::like(tx, inc, &post.id).await,
+        (Activity::Announce(post), _) => interactions::announce(tx, inc, &post.id).await,
+        (Activity::Unsupported(ty), _) => Ok(Outcome::ignored(format!("unsupported type {ty}"))),
+    }
+}
