@@ -157,6 +157,12 @@ impl ImageProfile {
             ImageProfile::Upstream => "upstream",
         }
     }
+
+    /// Whether the image can report its task-definition and schema versions (`hollo version
+    /// --json`), which `RollingWhenCompatible` compares. Upstream's image has no such command.
+    pub fn reports_versions(self) -> bool {
+        self == ImageProfile::HolloRs
+    }
 }
 
 // A plain string in the schema: an unknown profile is then rejected by the CEL rule on
@@ -771,7 +777,7 @@ impl HolloSpec {
     /// Why `RollingWhenCompatible` was asked for but cannot be honoured, if it cannot.
     pub fn rolling_unavailable(&self) -> Option<String> {
         (self.upgrade_strategy == UpgradeStrategy::RollingWhenCompatible
-            && !crate::resources::profile::reports_versions(self))
+            && !self.image.profile.reports_versions())
         .then(|| {
             format!(
                 "upgradeStrategy RollingWhenCompatible needs an image that reports its \

@@ -182,12 +182,6 @@ pub fn migration_command(spec: &HolloSpec) -> Vec<String> {
     }
 }
 
-/// Whether the image can report its task-definition and schema versions, which
-/// `RollingWhenCompatible` compares. Upstream's image has no such command.
-pub fn reports_versions(spec: &HolloSpec) -> bool {
-    spec.image.profile == ImageProfile::HolloRs
-}
-
 /// Database connections one process of the profile opens at most, when the profile fixes it:
 /// upstream's pool is `max: 20` per process (`src/db.ts`), whatever the role.
 pub fn fixed_pool(spec: &HolloSpec) -> Option<i64> {
@@ -244,7 +238,7 @@ mod tests {
         assert_eq!(path(&worker.liveness), pair("/healthz", "health"));
         assert_eq!(path(&worker.readiness), pair("/readyz", "health"));
         assert_eq!(migration_command(&spec), ["hollo", "migrate"]);
-        assert!(reports_versions(&spec));
+        assert!(spec.image.profile.reports_versions());
         assert_eq!(fixed_pool(&spec), None);
     }
 
@@ -271,7 +265,7 @@ mod tests {
             "process-based"
         );
         assert_eq!(migration_command(&spec), ["pnpm", "run", "migrate"]);
-        assert!(!reports_versions(&spec));
+        assert!(!spec.image.profile.reports_versions());
         assert_eq!(fixed_pool(&spec), Some(20));
     }
 

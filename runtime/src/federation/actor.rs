@@ -1,70 +1,16 @@
 //! Actor documents: the ones we serve for local accounts, and the remote ones (with their keys)
 //! we fetch through the guard and cache in PostgreSQL.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::PgPool;
 
 use super::Federation;
-use super::accounts::Account;
-use super::context;
 use super::fetch::FetchError;
 use super::iri::{same_origin, without_fragment};
-use super::profiles::{self, Profile};
 use super::signature::SigningKey;
-use crate::html;
 
 pub use super::context::{AS_CONTEXT, SECURITY_CONTEXT};
 pub use super::vocab::PUBLIC;
-
-/// The actor document of a local account, with its profile: display name, note and fields as
-/// escaped HTML, `manuallyApprovesFollowers` for a locked account, `Service` for a bot.
-/// A local account's actor document, listing its HTTP-signature key (`publicKey`) and its
-/// FEP-8b32 proof key (`assertionMethod`).
-pub fn local_actor_document(
-    fed: &Federation,
-    account: &Account,
-    profile: &Profile,
-    proof_key: &super::proofs::ProofKey,
-) -> Value {
-    let actor = fed.actor_iri(&account.username);
-    let name = if profile.display_name.is_empty() {
-        &account.username
-    } else {
-        &profile.display_name
-    };
-    let attachment: Vec<Value> = profile
-        .fields
-        .iter()
-        .map(|f| {
-            json!({ "type": "PropertyValue", "name": f.name,
-                    "value": html::escape(&f.value) })
-        })
-        .collect();
-    json!({
-        "@context": context::ld(),
-        "id": actor,
-        "type": if profile.bot { "Service" } else { "Person" },
-        "preferredUsername": account.username,
-        "name": name,
-        "summary": profiles::note_html(fed, account, profile),
-        "url": actor,
-        "published": profile.created_at,
-        "inbox": fed.inbox(&account.username),
-        "outbox": fed.outbox(&account.username),
-        "followers": fed.followers(&account.username),
-        "following": fed.following(&account.username),
-        "manuallyApprovesFollowers": profile.locked,
-        "discoverable": true,
-        "attachment": attachment,
-        "endpoints": { "sharedInbox": fed.shared_inbox() },
-        "publicKey": {
-            "id": fed.key_id(&account.username),
-            "owner": actor,
-            "publicKeyPem": account.public_key_pem,
-        },
-        "assertionMethod": super::proofs::assertion_method(&actor, proof_key),
-    })
-}
 
 /// The id of an ActivityStreams reference: a string, or an object's `id`.
 pub fn id_of(v: &Value) -> Option<&str> {
@@ -357,6 +303,7 @@ pub async fn fetch_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn actors_must_live_on_the_host_that_served_them() {

@@ -468,7 +468,7 @@ impl FetchClient {
         inbox: &str,
         body: &[u8],
         key: &SigningKey,
-        scheme: super::schemes::Scheme,
+        scheme: super::signature::Scheme,
     ) -> Result<PostOutcome, FetchError> {
         let url =
             Url::parse(inbox).map_err(|e| FetchError::Refused(format!("bad inbox URL: {e}")))?;
@@ -486,10 +486,10 @@ impl FetchClient {
             );
         }
         match scheme {
-            super::schemes::Scheme::Cavage => {
+            super::signature::Scheme::Cavage => {
                 signature::sign_request(key, &Method::POST, &url, Some(body), &mut headers)
             }
-            super::schemes::Scheme::Rfc9421 => super::rfc9421::sign_at(
+            super::signature::Scheme::Rfc9421 => super::rfc9421::sign_at(
                 key,
                 &Method::POST,
                 &url,
@@ -712,7 +712,7 @@ mod tests {
         let inbox = format!("http://{addr}/inbox");
         for _ in 0..2 {
             let out = client
-                .post_activity(&inbox, b"{}", &key, super::super::schemes::Scheme::Cavage)
+                .post_activity(&inbox, b"{}", &key, super::super::signature::Scheme::Cavage)
                 .await
                 .expect("delivered");
             assert_eq!(out.status.as_u16(), 202);

@@ -7,14 +7,16 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::Federation;
 use super::accounts::Account;
-use super::actor::{PUBLIC, local_actor_document};
+use super::context;
 use super::delivery::{Recipient, queue_activity};
+use super::vocab::PUBLIC;
+use crate::html;
 
 /// Mastodon's limits for profile text (what its own server enforces).
 pub const MAX_DISPLAY_NAME_CHARS: usize = 30;
@@ -178,6 +180,56 @@ pub async fn followers(
             shared_inbox,
         })
         .collect())
+}
+
+/// The actor document of a local account, with its profile: display name, note and fields as
+/// escaped HTML, `manuallyApprovesFollowers` for a locked account, `Service` for a bot.
+/// A local account's actor document, listing its HTTP-signature key (`publicKey`) and its
+/// FEP-8b32 proof key (`assertionMethod`).
+pub fn local_actor_document(
+    fed: &Federation,
+    account: &Account,
+    profile: &Profile,
+    proof_key: &super::proofs::ProofKey,
+) -> Value {
+    let actor = fed.actor_iri(&account.username);
+    let name = if profile.display_name.is_empty() {
+        &account.username
+    } else {
+        &profile.display_name
+    };
+    let attachment: Vec<Value> = profile
+        .fields
+        .iter()
+        .map(|f| {
+            json!({ "type": "PropertyValue", "name": f.name,
+                    "value": html::escape(&f.value) })
+        })
+        .collect();
+    json!({
+        "@context": context::ld(),
+        "id": actor,
+        "type": if profile.bot { "Service" } else { "Person" },
+        "preferredUsername": account.username,
+        "name": name,
+        "summary": note_html(fed, account, profile),
+        "url": actor,
+        "published": profile.created_at,
+        "inbox": fed.inbox(&account.username),
+        "outbox": fed.outbox(&account.username),
+        "followers": fed.followers(&account.username),
+        "following": fed.following(&account.username),
+        "manuallyApprovesFollowers": profile.locked,
+        "discoverable": true,
+        "attachment": attachment,
+        "endpoints": { "sharedInbox": fed.shared_inbox() },
+        "publicKey": {
+            "id": fed.key_id(&account.username),
+            "owner": actor,
+            "publicKeyPem": account.public_key_pem,
+        },
+        "assertionMethod": super::proofs::assertion_method(&actor, proof_key),
+    })
 }
 
 #[cfg(test)]

@@ -12,23 +12,8 @@ use url::Url;
 
 use super::Federation;
 use super::fetch::{FetchError, PostOutcome};
-use super::signature::{SigningKey, host_header};
+use super::signature::{Scheme, SigningKey, host_header};
 use super::ttl::TtlMap;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    Rfc9421,
-    Cavage,
-}
-
-impl Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Rfc9421 => "rfc9421",
-            Scheme::Cavage => "cavage",
-        }
-    }
-}
 
 /// `host[:port]` of a URL, as the table keys it.
 pub fn host_of(url: &str) -> Option<String> {

@@ -19,6 +19,23 @@ use rsa::{RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest, Sha256};
 use url::Url;
 
+/// How a request is signed: RFC 9421 HTTP Message Signatures, or draft-cavage (what every
+/// server reads today). Which one a host gets is `schemes`' decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Rfc9421,
+    Cavage,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Rfc9421 => "rfc9421",
+            Scheme::Cavage => "cavage",
+        }
+    }
+}
+
 pub const MAX_AGE: Duration = Duration::from_secs(12 * 3600);
 pub const MAX_FUTURE: Duration = Duration::from_secs(3600);
 

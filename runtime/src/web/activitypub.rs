@@ -24,7 +24,6 @@ use serde_json::{Value, json};
 use super::body::{parse_json, read_limited};
 use super::{ApiError, AppState};
 use crate::federation::accounts::{self, Account};
-use crate::federation::actor;
 use crate::federation::context;
 use crate::federation::fetch::ACTIVITY_JSON;
 use crate::federation::{Federation, inbound, instance, profiles, statuses, webfinger};
@@ -135,7 +134,7 @@ async fn actor_handler(
             "account key unavailable".into(),
         )
     })?;
-    Ok(activity_json(actor::local_actor_document(
+    Ok(activity_json(profiles::local_actor_document(
         fed, &account, &profile, &key,
     )))
 }
