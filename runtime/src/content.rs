@@ -1,5 +1,5 @@
 //! A local status's text as HTML: the one rendering that our API (`mastodon::status`) and our
-//! federation (`federation::statuses::object`) both show. The text is escaped, split into a
+//! federation (`federation::outbound::statuses::object`) both show. The text is escaped, split into a
 //! paragraph per blank-line-separated block with `<br>` for single line breaks; http(s) URLs
 //! become links, `@user@host` (or `@user` for a local account) mentions and `#tags` become
 //! links plus `tag` entries (`Mention`, `Hashtag`), and the mentioned actors are addressed.

@@ -1,6 +1,7 @@
 //! The Hollo workload runtime: one binary, three roles (`NODE_TYPE`), a PostgreSQL-backed
 //! activity queue and task queue, and the HTTP endpoints that feed them.
 
+pub mod accounts;
 pub mod config;
 pub mod content;
 pub mod db;

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use hollo_runtime::accounts;
 use hollo_runtime::config::{Config, ConfigError, DbConfig, Env, LogFormat};
-use hollo_runtime::federation::{Federation, accounts};
+use hollo_runtime::federation::Federation;
 use hollo_runtime::queue::{QueueName, stats};
 use hollo_runtime::{db, logging, node, tasks, version_json};
 use tokio_util::sync::CancellationToken;
@@ -282,9 +283,14 @@ async fn run(command: Command, env: &Env) -> Result<()> {
                 Some(p) => Some(hollo_runtime::passwords::hash(p).await?),
                 None => None,
             };
-            let (account, token) =
-                accounts::create_with_password(&pool, &fed, &name, admin, password_hash.as_deref())
-                    .await?;
+            let (account, token) = accounts::create_with_password(
+                &pool,
+                fed.cipher(),
+                &name,
+                admin,
+                password_hash.as_deref(),
+            )
+            .await?;
             eprintln!(
                 "created {}{} ({}); its bearer token follows (shown only once)",
                 account.username,

@@ -18,7 +18,7 @@ use argon2::{Algorithm, Argon2, Block, Params, Version};
 use sqlx::PgPool;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::federation::accounts::{self, Account};
+use crate::accounts::{self, Account};
 
 /// Shortest password accepted (Mastodon's minimum).
 pub const MIN_CHARS: usize = 8;

@@ -629,7 +629,7 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
             "object": inst.fed.actor_iri("alice"),
         });
         let body = serde_json::to_vec(&follow).unwrap();
-        let key = hollo_runtime::federation::signature::SigningKey::new(
+        let key = hollo_runtime::federation::transport::signature::SigningKey::new(
             format!("{}#main-key", peer.actor_of(name)),
             support::peer::peer_key(),
         )
@@ -703,7 +703,7 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
     assert_eq!(followers.body[0]["id"], json!(peer_id));
     assert_eq!(api.get("/api/v1/follow_requests").await.body, json!([]));
     // A request withdrawn with Undo(Follow) disappears.
-    let third = hollo_runtime::federation::signature::SigningKey::new(
+    let third = hollo_runtime::federation::transport::signature::SigningKey::new(
         format!("{}#main-key", peer.actor_of("third")),
         support::peer::peer_key(),
     )

@@ -11,11 +11,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use axum::http::HeaderMap;
-use hollo_runtime::federation::accounts::{self, Account};
-use hollo_runtime::federation::delivery::queue_activity;
-use hollo_runtime::federation::fetch::{FetchClient, FetchError};
-use hollo_runtime::federation::signature::{self, SigningKey};
-use hollo_runtime::federation::{Federation, actor, keys};
+use hollo_runtime::accounts::{self, Account};
+use hollo_runtime::federation::outbound::delivery::queue_activity;
+use hollo_runtime::federation::transport::fetch::{FetchClient, FetchError};
+use hollo_runtime::federation::transport::signature::{self, SigningKey};
+use hollo_runtime::federation::{Federation, actors::actor, crypto::keys};
 use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use chrono::Utc;
-use hollo_runtime::federation::proofs;
+use hollo_runtime::federation::crypto::proofs;
 use serde_json::{Value, json};
 use support::eventually;
 use support::node::Instance;
@@ -138,7 +138,7 @@ async fn a_relayed_activity_counts_only_with_a_valid_proof_by_its_actor() {
     ghost["actor"] = ghost_actor.into();
     ghost["id"] = "http://127.0.0.1:1/activities/1".into();
     ghost["object"]["attributedTo"] = ghost_actor.into();
-    let ghost_key = hollo_runtime::federation::proofs::ProofKey {
+    let ghost_key = hollo_runtime::federation::crypto::proofs::ProofKey {
         id: format!("{ghost_actor}#ed25519-key"),
         key: ed25519_dalek::SigningKey::from_bytes(&[3u8; 32]),
     };

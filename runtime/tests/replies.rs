@@ -8,8 +8,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use hollo_runtime::accounts::Account;
 use hollo_runtime::config::ReplyConfig;
-use hollo_runtime::federation::accounts::Account;
 use hollo_runtime::tasks::replies::{self, recovery};
 use serde_json::{Value, json};
 use support::eventually;
@@ -139,7 +139,7 @@ async fn store_post(inst: &Instance, remote: &Peer, path: &str) -> (Uuid, String
     let iri = remote.iri(path);
     let replies = format!("{iri}/replies");
     // The inbox stores a post's author before the post.
-    hollo_runtime::federation::actor::fetch_actor(
+    hollo_runtime::federation::actors::actor::fetch_actor(
         &inst.pool,
         &inst.fed,
         &remote.iri("/users/bob"),

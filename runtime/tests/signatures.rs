@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, SystemTime};
 
 use axum::http::{HeaderMap, HeaderValue};
-use hollo_runtime::federation::rfc9421;
+use hollo_runtime::federation::transport::rfc9421;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::eventually;

@@ -1013,7 +1013,7 @@ async fn a_revoked_tokens_streams_close_on_every_node() {
          SELECT $1, (SELECT id FROM accounts WHERE username = 'alice'), id, 'read'
            FROM oauth_apps WHERE client_id = $2",
     )
-    .bind(hollo_runtime::federation::accounts::hash_token(&app_token))
+    .bind(hollo_runtime::accounts::hash_token(&app_token))
     .bind(&client_id)
     .execute(&db.pool)
     .await

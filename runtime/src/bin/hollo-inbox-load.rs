@@ -23,7 +23,7 @@ use axum::http::header;
 use axum::routing::get;
 use clap::Parser;
 use futures::StreamExt;
-use hollo_runtime::federation::{keys, signature};
+use hollo_runtime::federation::{crypto::keys, transport::signature};
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, Url};
 use serde_json::json;

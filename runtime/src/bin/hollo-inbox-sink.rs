@@ -26,7 +26,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::routing::post;
 use clap::Parser;
-use hollo_runtime::federation::signature;
+use hollo_runtime::federation::transport::signature;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::OnceCell;

@@ -4,33 +4,15 @@
 //! Every IRI derives from `PUBLIC_URL`, on web and worker nodes alike, so a worker signs with
 //! the same key id a web node publishes.
 
-pub mod accounts;
-pub mod actor;
+pub mod actors;
 pub mod context;
-pub mod delivery;
-pub mod directory;
-pub mod fetch;
-pub mod follows;
+pub mod crypto;
 pub mod inbound;
-pub mod instance;
-pub mod interactions;
 pub mod iri;
-pub mod keys;
-pub mod mentions;
 pub mod normalize;
-pub mod profiles;
-pub mod proof_keys;
-pub mod proofs;
-pub mod relationships;
-pub mod resolve;
-pub mod reuse;
-pub mod rfc9421;
-pub mod schemes;
-pub mod signature;
-pub mod statuses;
-pub mod ttl;
+pub mod outbound;
+pub mod transport;
 pub mod vocab;
-pub mod webfinger;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,14 +22,14 @@ use sqlx::{PgConnection, PgPool};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
+use crate::accounts::Account;
 use crate::config::FederationConfig;
-use accounts::Account;
-use delivery::HostLimiter;
-use fetch::FetchClient;
-use instance::InstanceKey;
-use keys::KeyCipher;
-use proofs::ProofKey;
-use signature::SigningKey;
+use actors::instance::InstanceKey;
+use crypto::keys::KeyCipher;
+use crypto::proofs::ProofKey;
+use outbound::delivery::HostLimiter;
+use transport::fetch::FetchClient;
+use transport::signature::SigningKey;
 
 /// Shared federation state of a node: built once at start, cloned as an `Arc`.
 pub struct Federation {
@@ -70,12 +52,12 @@ pub struct Federation {
     /// keys and usernames never change.
     signers: Mutex<HashMap<Uuid, SigningKey>>,
     /// Which signature scheme each remote host reads, as last read or learned (a minute).
-    pub schemes: schemes::SchemeCache,
-    /// Remote keys recently verified with, parsed (a minute; see `keys::VerifiedKeys`).
-    pub verified_keys: keys::VerifiedKeys,
+    pub schemes: transport::schemes::SchemeCache,
+    /// Remote keys recently verified with, parsed (a minute; see `crypto::keys::VerifiedKeys`).
+    pub verified_keys: crypto::keys::VerifiedKeys,
     /// Mentions that failed to resolve lately, by handle and by unreachable host (see
-    /// `mentions::FailedLookups`), so a post naming them again costs no fetch.
-    pub failed_lookups: mentions::FailedLookups,
+    /// `outbound::mentions::FailedLookups`), so a post naming them again costs no fetch.
+    pub failed_lookups: outbound::mentions::FailedLookups,
 }
 
 impl Federation {
@@ -101,7 +83,7 @@ impl Federation {
         let url = url::Url::parse(public_url).map_err(|e| anyhow!("PUBLIC_URL: {e}"))?;
         Ok(Federation {
             origin: public_url.trim_end_matches('/').to_string(),
-            domain: signature::host_header(&url),
+            domain: transport::signature::host_header(&url),
             fetch: FetchClient::new(allow_private)?,
             hosts: HostLimiter::new(host_concurrency),
             cipher: KeyCipher::new(secret_key),
@@ -109,9 +91,9 @@ impl Federation {
             instance: OnceCell::new(),
             proof_keys: Mutex::new(HashMap::new()),
             signers: Mutex::new(HashMap::new()),
-            schemes: schemes::SchemeCache::default(),
-            verified_keys: keys::VerifiedKeys::default(),
-            failed_lookups: mentions::FailedLookups::default(),
+            schemes: transport::schemes::SchemeCache::default(),
+            verified_keys: crypto::keys::VerifiedKeys::default(),
+            failed_lookups: outbound::mentions::FailedLookups::default(),
         })
     }
 
@@ -201,7 +183,7 @@ impl Federation {
     /// needs it) once per process. A failed load is not cached, so the next use tries again.
     pub async fn instance_key(&self, pool: &PgPool) -> Result<&InstanceKey> {
         self.instance
-            .get_or_try_init(|| instance::load_or_create(self, pool))
+            .get_or_try_init(|| actors::instance::load_or_create(self, pool))
             .await
     }
 
@@ -261,7 +243,7 @@ impl Federation {
         {
             return Ok(k);
         }
-        let account = accounts::by_id(pool, account_id)
+        let account = crate::accounts::by_id(pool, account_id)
             .await?
             .ok_or_else(|| anyhow!("account {account_id} no longer exists"))?;
         let key = self.signing_key(&account)?;

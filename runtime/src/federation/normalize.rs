@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value};
 
-use super::vocab::PUBLIC;
+use crate::federation::vocab::PUBLIC;
 
 const AS_NS: &str = "https://www.w3.org/ns/activitystreams#";
 

@@ -11,9 +11,9 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{CustomEmoji, Urls};
-use crate::federation::accounts;
-use crate::federation::directory::{Found, RemoteAccount};
-use crate::federation::profiles::{self, Field as ProfileField};
+use crate::accounts;
+use crate::federation::actors::directory::{Found, RemoteAccount};
+use crate::federation::actors::profiles::{self, Field as ProfileField};
 use crate::html;
 
 #[derive(Clone, Debug, Serialize)]
@@ -223,7 +223,7 @@ pub fn remote(urls: Urls<'_>, r: &RemoteAccount) -> Account {
     };
     let url = doc
         .get("url")
-        .and_then(crate::federation::actor::id_of)
+        .and_then(crate::federation::actors::actor::id_of)
         .and_then(html::http_url)
         .unwrap_or(&r.iri)
         .to_string();

@@ -101,7 +101,9 @@ impl MediaAttachment {
 
     /// A remote post's stored `Document` (sanitized URL, or nothing to show).
     pub fn remote(doc: &Value) -> Option<Self> {
-        let url = doc.get("url").and_then(crate::federation::actor::id_of)?;
+        let url = doc
+            .get("url")
+            .and_then(crate::federation::actors::actor::id_of)?;
         let url = html::http_url(url)?.to_string();
         let media_type = doc.get("mediaType").and_then(Value::as_str).unwrap_or("");
         let kind = match media_type.split('/').next() {

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::Site;
 use super::account::{self, Account};
 use super::status::{self, Status};
-use crate::federation::directory::{self, Found};
+use crate::federation::actors::directory::{self, Found};
 use crate::statuses::access;
 
 #[derive(Clone, Debug, Serialize)]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::federation::relationships::Standing;
+use crate::federation::outbound::relationships::Standing;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Relationship {

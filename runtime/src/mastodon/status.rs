@@ -21,8 +21,8 @@ use super::media::{self, MediaAttachment};
 use super::poll::{self, Poll};
 use super::{CustomEmoji, Site, Urls};
 use crate::content;
-use crate::federation::directory::RemoteAccount;
-use crate::federation::mentions;
+use crate::federation::actors::directory::RemoteAccount;
+use crate::federation::outbound::mentions;
 use crate::html;
 use crate::statuses::access;
 
@@ -546,7 +546,7 @@ async fn mention_ids(
     for (iri, id, doc) in remote {
         let url = doc
             .get("url")
-            .and_then(crate::federation::actor::id_of)
+            .and_then(crate::federation::actors::actor::id_of)
             .and_then(html::http_url)
             .unwrap_or(&iri)
             .to_string();

@@ -17,7 +17,7 @@
 //! Modules by concern: `validation` (request shapes and rules, pure), `storage` (the writes
 //! and the tally, SQL); the Poll entity is `mastodon::poll`. Publishing to followers is the
 //! caller's: storage writes in the caller's transaction, so `web::polls` publishes in the same
-//! one, and nothing here depends on `federation::statuses` (which reads `storage::tally`).
+//! one, and nothing here depends on `federation::outbound::statuses` (which reads `storage::tally`).
 
 pub mod admission;
 pub mod recovery;

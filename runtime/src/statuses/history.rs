@@ -8,7 +8,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::content;
-use crate::federation::mentions;
+use crate::federation::outbound::mentions;
 
 #[derive(sqlx::FromRow)]
 struct Version {

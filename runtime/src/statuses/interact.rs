@@ -14,8 +14,8 @@ use super::Visibility;
 use super::access;
 use super::feed::{self, Entry};
 use super::notify::{self, Kind, Notification};
+use crate::accounts::Account;
 use crate::federation::Federation;
-use crate::federation::accounts::Account;
 
 /// A post someone acts on, as the `posts` view has it.
 #[derive(Clone, Debug, sqlx::FromRow)]

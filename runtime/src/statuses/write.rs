@@ -10,11 +10,11 @@ use uuid::Uuid;
 
 use super::notify::{self, Kind, Notification};
 use super::{Visibility, access, conversations, feed, followers};
+use crate::accounts::Account;
 use crate::content::{self, Mention};
 use crate::federation::Federation;
-use crate::federation::accounts::Account;
-use crate::federation::mentions;
-use crate::federation::statuses::{self as ap, Announce};
+use crate::federation::outbound::mentions;
+use crate::federation::outbound::statuses::{self as ap, Announce};
 use crate::media::{self, AttachError, Drive};
 use crate::polls::{self, MAX_STATUS_CHARS, NewPoll, PollError, StatusEdit};
 use crate::streaming;

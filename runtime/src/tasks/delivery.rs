@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use super::delivered::Delivered;
 use crate::federation::Federation;
-use crate::federation::delivery::{DELIVER_KIND, DeliverPayload};
-use crate::federation::fetch::FetchError;
+use crate::federation::outbound::delivery::{DELIVER_KIND, DeliverPayload};
+use crate::federation::transport::fetch::FetchError;
 use crate::queue::{
     JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError, enqueue,
 };
@@ -81,7 +81,7 @@ async fn handle(
     let host = url::Url::parse(&p.inbox)
         .ok()
         .filter(|u| u.host_str().is_some())
-        .map(|u| crate::federation::signature::host_header(&u))
+        .map(|u| crate::federation::transport::signature::host_header(&u))
         .ok_or_else(|| TaskError::Permanent(format!("bad inbox URL {}", p.inbox)))?;
     let Some(_permit) = fed.hosts.acquire(&host, HOST_WAIT).await else {
         let delay = Duration::from_millis(rand::thread_rng().gen_range(1000..3000));
@@ -95,8 +95,10 @@ async fn handle(
     // The delivery's own count, not the queue message's: a 429 or busy-host put-back starts a
     // fresh message, and the retry budget must not start over with it.
     let attempt = (failed_before.max(0) as u32 + 1).max(ctx.msg.attempt() as u32);
-    let (answer, _scheme) =
-        crate::federation::schemes::post_activity(&ctx.pool, fed, &p.inbox, &bytes, &key).await;
+    let (answer, _scheme) = crate::federation::transport::schemes::post_activity(
+        &ctx.pool, fed, &p.inbox, &bytes, &key,
+    )
+    .await;
     match answer {
         Ok(out) if out.status.is_success() => {
             // Recorded (group-committed with other successes, see `delivered`) before the

@@ -17,12 +17,12 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::jobs::{self, Family, ItemError, JobRow, JobsConfig, Work};
+use crate::accounts::{self, Account};
 use crate::federation::Federation;
-use crate::federation::accounts::{self, Account};
-use crate::federation::actor::RemoteActor;
+use crate::federation::actors::actor::RemoteActor;
 use crate::federation::context;
-use crate::federation::delivery::{Recipient, queue_activity};
-use crate::federation::follows;
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::follows;
 use crate::queue::Registry;
 
 pub const DISPATCH_KIND: &str = "hollo.import-dispatch.v1";

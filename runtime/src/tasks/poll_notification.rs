@@ -14,7 +14,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::federation::Federation;
-use crate::federation::statuses::{self, Announce};
+use crate::federation::outbound::statuses::{self, Announce};
 use crate::metrics::{OutcomeLabels, POLL_ENQUEUE_ATTEMPTS};
 use crate::polls::{KIND, LOG_TARGET, PollPayload, coalesce_key, payload};
 use crate::queue::{

@@ -23,10 +23,12 @@ use serde_json::{Value, json};
 
 use super::body::{parse_json, read_limited};
 use super::{ApiError, AppState};
-use crate::federation::accounts::{self, Account};
+use crate::accounts::{self, Account};
 use crate::federation::context;
-use crate::federation::fetch::ACTIVITY_JSON;
-use crate::federation::{Federation, inbound, instance, profiles, statuses, webfinger};
+use crate::federation::transport::fetch::ACTIVITY_JSON;
+use crate::federation::{
+    Federation, actors::instance, actors::profiles, actors::webfinger, inbound, outbound::statuses,
+};
 use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.

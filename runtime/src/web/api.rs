@@ -14,7 +14,7 @@ use super::activitypub::federation;
 use super::auth::{Admin, Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState};
-use crate::federation::follows;
+use crate::federation::outbound::follows;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 
 use super::{ApiError, AppState};
-use crate::federation::accounts::{self, Account};
+use crate::accounts::{self, Account};
 use crate::scopes::Scopes;
 
 /// The token of `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::auth::{Admin, Needs, need};
 use super::body::{ApiJson, BodyError, RequestBody};
 use super::{ApiError, AppState, parse_id};
-use crate::federation::accounts::Account;
+use crate::accounts::Account;
 use crate::tasks::cleanups;
 use crate::tasks::imports::{self, ImportType};
 use crate::tasks::jobs::{self, Created, Family, JobView, NewJob};

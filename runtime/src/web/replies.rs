@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::auth::{Needs, need};
 use super::body::{ApiJson, RequestBody};
 use super::{ApiError, AppState, parse_id};
-use crate::federation::actor::id_of;
+use crate::federation::actors::actor::id_of;
 use crate::tasks::replies::{self, RequestError, Requested};
 
 /// Reply levels a request asks for; the worker's `REPLY_MAX_DEPTH` is applied as the job runs

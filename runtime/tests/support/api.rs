@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hollo_runtime::federation::accounts::hash_token;
+use hollo_runtime::accounts::hash_token;
 use reqwest::Method;
 use serde_json::Value;
 use uuid::Uuid;

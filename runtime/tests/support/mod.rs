@@ -105,7 +105,7 @@ pub async fn account_with_token(pool: &PgPool, name: &str) -> (uuid::Uuid, Strin
     .await
     .expect("account");
     sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
-        .bind(hollo_runtime::federation::accounts::hash_token(&token))
+        .bind(hollo_runtime::accounts::hash_token(&token))
         .bind(id)
         .execute(pool)
         .await

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use hollo_runtime::accounts::{self, Account};
 use hollo_runtime::config::{Config, Env};
 use hollo_runtime::federation::Federation;
-use hollo_runtime::federation::accounts::{self, Account};
 use hollo_runtime::node::{Node, NodeHandle};
 use sqlx::PgPool;
 
@@ -127,7 +127,7 @@ impl Instance {
     }
 
     pub async fn account(&self, name: &str) -> (Account, String) {
-        accounts::create(&self.pool, &self.fed, name, false)
+        accounts::create(&self.pool, self.fed.cipher(), name, false)
             .await
             .expect("create account")
     }

@@ -26,10 +26,10 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hollo_runtime::federation::delivery::Recipient;
-use hollo_runtime::federation::keys;
-use hollo_runtime::federation::proofs::{self, ProofKey};
-use hollo_runtime::federation::signature::{self, SigningKey};
+use hollo_runtime::federation::crypto::keys;
+use hollo_runtime::federation::crypto::proofs::{self, ProofKey};
+use hollo_runtime::federation::outbound::delivery::Recipient;
+use hollo_runtime::federation::transport::signature::{self, SigningKey};
 use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
@@ -265,7 +265,7 @@ impl Peer {
         let body = serde_json::to_vec(activity).expect("json");
         let u = url::Url::parse(url).expect("url");
         let mut headers = HeaderMap::new();
-        hollo_runtime::federation::rfc9421::sign_at(
+        hollo_runtime::federation::transport::rfc9421::sign_at(
             &self.key(),
             &Method::POST,
             &u,
@@ -516,7 +516,7 @@ async fn verify_ours(
     headers: &HeaderMap,
     body: Option<&[u8]>,
 ) -> Result<(), String> {
-    use hollo_runtime::federation::rfc9421;
+    use hollo_runtime::federation::transport::rfc9421;
     let (cavage_ok, rfc9421_ok) = s.accepts.lock().expect("accepts").unwrap_or((true, true));
     let pending = if rfc9421::is_signed(headers) {
         if !rfc9421_ok {

@@ -15,12 +15,15 @@ use serde_json::Value;
 use sqlx::PgPool;
 
 use super::incoming::{self, Verified};
-use crate::federation::accounts::Account;
-use crate::federation::actor::{self, ActorError, id_of};
-use crate::federation::fetch::FetchError;
+use crate::accounts::Account;
+use crate::federation::actors::actor::{self, ActorError, id_of};
 use crate::federation::iri::same_origin;
-use crate::federation::signature::{self, PendingVerification, SigningKey};
-use crate::federation::{Federation, keys, normalize, proof_keys, proofs, rfc9421, schemes};
+use crate::federation::transport::fetch::FetchError;
+use crate::federation::transport::signature::{self, PendingVerification, SigningKey};
+use crate::federation::{
+    Federation, crypto::keys, crypto::proof_keys, crypto::proofs, normalize, transport::rfc9421,
+    transport::schemes,
+};
 
 /// A key that fails to verify is refetched only if our copy is older than this, so forged
 /// requests cannot make us hammer the key's server.

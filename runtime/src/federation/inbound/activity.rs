@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::incoming::Incoming;
-use crate::federation::actor::id_of;
+use crate::federation::actors::actor::id_of;
 use crate::federation::vocab;
 use crate::polls::remote::Ballot;
 

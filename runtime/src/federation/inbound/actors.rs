@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use super::activity::Object;
 use super::incoming::Incoming;
 use super::outcome::Outcome;
-use crate::federation::actor;
+use crate::federation::actors::actor;
 
 /// `Update` of the actor's own document: how key rotation and profile edits reach us.
 pub async fn update(

@@ -10,11 +10,11 @@ use uuid::Uuid;
 use super::activity::Object;
 use super::incoming::Incoming;
 use super::outcome::Outcome;
+use crate::accounts::{self, Account};
 use crate::federation::Federation;
-use crate::federation::accounts::{self, Account};
-use crate::federation::actor::{RemoteActor, id_of};
+use crate::federation::actors::actor::{RemoteActor, id_of};
 use crate::federation::context;
-use crate::federation::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
 use crate::statuses::notify::{self, Kind, Notification};
 
 /// The local account a `Follow` names as its object, if any.

@@ -13,6 +13,7 @@ pub mod interactions;
 pub mod notes;
 pub mod outcome;
 pub mod process;
+pub mod resolve;
 
 pub use accept::{Accepted, InboxError, SignedRequest, accept};
 pub use activity::Activity;

@@ -16,7 +16,7 @@ use super::activity::Object;
 use super::incoming::Incoming;
 use super::outcome::Outcome;
 use crate::federation::Federation;
-use crate::federation::actor::id_of;
+use crate::federation::actors::actor::id_of;
 use crate::federation::iri::same_origin;
 use crate::federation::vocab;
 use crate::html;

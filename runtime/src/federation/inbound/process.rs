@@ -7,11 +7,12 @@ use sqlx::{PgConnection, PgPool};
 use super::activity::{Activity, Object};
 use super::incoming::Incoming;
 use super::outcome::Outcome;
+use super::resolve;
 use super::{actors, follows, interactions, notes};
-use crate::federation::accounts::Account;
-use crate::federation::actor::{self, RemoteActor};
-use crate::federation::signature::SigningKey;
-use crate::federation::{Federation, iri, resolve};
+use crate::accounts::Account;
+use crate::federation::actors::actor::{self, RemoteActor};
+use crate::federation::transport::signature::SigningKey;
+use crate::federation::{Federation, iri};
 
 /// Network work done before the transaction.
 pub enum Prepared {

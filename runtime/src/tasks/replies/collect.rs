@@ -17,12 +17,12 @@ use uuid::Uuid;
 use super::{CollectPayload, dispatch};
 use crate::config::ReplyConfig;
 use crate::federation::Federation;
-use crate::federation::actor::{id_of, parse_actor, store_actor};
-use crate::federation::fetch::FetchError;
+use crate::federation::actors::actor::{id_of, parse_actor, store_actor};
 use crate::federation::inbound::notes::store_note;
 use crate::federation::iri::same_origin;
 use crate::federation::normalize::normalize;
-use crate::federation::signature::SigningKey;
+use crate::federation::transport::fetch::FetchError;
+use crate::federation::transport::signature::SigningKey;
 use crate::federation::vocab;
 use crate::queue::{JobContext, TaskError};
 
@@ -543,9 +543,9 @@ impl Collector {
         // actor's document does not make this reply's author known.
         let parsed = match doc.get("id").and_then(Value::as_str) {
             Some(id) if id == author => parse_actor(&doc, author),
-            other => Err(crate::federation::actor::ActorError::Invalid(format!(
-                "{author} served the document of {other:?}"
-            ))),
+            other => Err(crate::federation::actors::actor::ActorError::Invalid(
+                format!("{author} served the document of {other:?}"),
+            )),
         };
         match parsed {
             Ok(actor) => {

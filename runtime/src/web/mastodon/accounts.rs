@@ -13,7 +13,7 @@ use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
 use super::{found, unprocessable};
 use crate::federation::Federation;
-use crate::federation::directory::{self, Found};
+use crate::federation::actors::directory::{self, Found};
 use crate::mastodon::{Account, Status};
 use crate::statuses::access::{readable_page_sql, visible_sql};
 use crate::web::activitypub::federation;

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::pagination::{Page, Paged, params};
 use super::statuses::render;
-use crate::federation::directory;
+use crate::federation::actors::directory;
 use crate::mastodon::Status;
 use crate::mastodon::account::{self, Account};
 use crate::statuses::conversations::{self, Conversation};

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use serde_json::Value;
 
 use super::unprocessable;
-use crate::federation::profiles::{self, Field, ProfileUpdate};
+use crate::federation::actors::profiles::{self, Field, ProfileUpdate};
 use crate::mastodon::CredentialAccount;
 use crate::statuses::preferences::{self, PostingUpdate};
 use crate::web::activitypub::federation;

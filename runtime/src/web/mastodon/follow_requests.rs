@@ -13,7 +13,7 @@ use super::accounts::iri_page;
 use super::found;
 use super::pagination::Paged;
 use super::relationships::relationship_of;
-use crate::federation::relationships;
+use crate::federation::outbound::relationships;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};

@@ -42,7 +42,7 @@ fn version() -> String {
 fn domain(s: &AppState) -> String {
     url::Url::parse(&s.public_origin)
         .ok()
-        .map(|u| crate::federation::signature::host_header(&u))
+        .map(|u| crate::federation::transport::signature::host_header(&u))
         .unwrap_or_default()
 }
 

@@ -7,7 +7,7 @@ use axum::Router;
 use axum::http::StatusCode;
 
 use super::{ApiError, AppState};
-use crate::federation::directory::{self, Found};
+use crate::federation::actors::directory::{self, Found};
 
 pub mod accounts;
 pub mod conversations;

@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use super::super::auth::{Need, bearer_of, need};
 use super::super::{ApiError, AppState};
-use crate::federation::accounts;
+use crate::accounts;
 use crate::streaming::session::{Grants, Session};
 use crate::streaming::streams::Stream;
 use crate::web::server::ConnectionSlot;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::form::{FormOrJson, OneOrMany};
 use super::{OAuthError, OOB, same_bytes, tokens};
-use crate::federation::accounts::{hash_token, new_token};
+use crate::accounts::{hash_token, new_token};
 use crate::scopes::Scopes;
 use crate::web::{ApiError, AppState};
 

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::apps::{self, App};
 use super::form::FormOrJson;
 use super::{OOB, codes, pages, session, throttle};
-use crate::federation::accounts::Account;
+use crate::accounts::Account;
 use crate::scopes::Scopes;
 use crate::web::AppState;
 

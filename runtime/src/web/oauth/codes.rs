@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::OAuthError;
 use super::apps::App;
-use crate::federation::accounts::{hash_token, new_token};
+use crate::accounts::{hash_token, new_token};
 use crate::scopes::Scopes;
 
 /// How long a code may wait for its exchange (Doorkeeper's default, which Mastodon uses).

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::federation::accounts::{self, Account, hash_token, new_token};
+use crate::accounts::{self, Account, hash_token, new_token};
 use crate::web::AppState;
 
 pub const SESSION_COOKIE: &str = "hollo_session";

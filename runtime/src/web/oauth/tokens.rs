@@ -6,7 +6,7 @@
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-use crate::federation::accounts::{hash_token, new_token};
+use crate::accounts::{hash_token, new_token};
 use crate::scopes::Scopes;
 
 /// Stores a fresh token for `account` (or none: client credentials) and `app`; returns it.

@@ -10,7 +10,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 
 use super::{status, target};
-use crate::federation::interactions;
+use crate::federation::outbound::interactions;
 use crate::statuses::Visibility;
 use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;

@@ -12,12 +12,12 @@
 use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 
-use super::Federation;
-use super::accounts::Account;
-use super::actor::RemoteActor;
-use super::context;
-use super::delivery::{Recipient, queue_activity};
-use super::follows;
+use crate::accounts::Account;
+use crate::federation::Federation;
+use crate::federation::actors::actor::RemoteActor;
+use crate::federation::context;
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::follows;
 use crate::statuses::notify::{self, Kind, Notification};
 
 /// The other side of a relationship.

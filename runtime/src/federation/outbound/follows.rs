@@ -5,13 +5,13 @@
 use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 
-use super::Federation;
-use super::accounts::Account;
-use super::actor::{self, RemoteActor};
-use super::context;
-use super::delivery::{Recipient, queue_activity};
-use super::fetch::FetchError;
-use super::webfinger::{self, ResolveError};
+use crate::accounts::Account;
+use crate::federation::Federation;
+use crate::federation::actors::actor::{self, RemoteActor};
+use crate::federation::actors::webfinger::{self, ResolveError};
+use crate::federation::context;
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::transport::fetch::FetchError;
 
 /// Why an account could not be resolved. `retryable` tells a transient network trouble from a
 /// definitive answer (unknown account, refused address, bad document).

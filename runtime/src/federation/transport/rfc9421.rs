@@ -17,7 +17,7 @@ use sfv::{BareItem, Dictionary, FieldType, InnerList, ListEntry, Parser};
 use sha2::{Digest, Sha256, Sha512};
 use url::Url;
 
-use super::signature::{
+use crate::federation::transport::signature::{
     MAX_AGE, MAX_FUTURE, PendingVerification, SignatureError, SigningKey, host_header,
 };
 
@@ -323,7 +323,7 @@ fn check_digest(field: &str, body: &[u8]) -> Result<(), SignatureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::federation::keys;
+    use crate::federation::crypto::keys;
     use rsa::RsaPublicKey;
 
     const URI: &str = "https://b.example:8443/users/bob/inbox";

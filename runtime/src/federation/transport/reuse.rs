@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::ttl::TtlMap;
+use crate::federation::transport::ttl::TtlMap;
 
 /// How recent a previous POST to the host must be for this one to keep its connection.
 pub const WINDOW: Duration = Duration::from_secs(60);

@@ -7,10 +7,10 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::Federation;
-use super::accounts::{self, Account};
-use super::actor::RemoteActor;
-use super::relationships::Target;
+use crate::accounts::{self, Account};
+use crate::federation::Federation;
+use crate::federation::actors::actor::RemoteActor;
+use crate::federation::outbound::relationships::Target;
 
 /// A stored remote actor as the client API shows it.
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -50,7 +50,7 @@ impl RemoteAccount {
             .unwrap_or("unknown");
         let host = url::Url::parse(&self.iri)
             .ok()
-            .map(|u| super::signature::host_header(&u))
+            .map(|u| crate::federation::transport::signature::host_header(&u))
             .unwrap_or_default();
         format!("{name}@{host}")
     }

@@ -10,10 +10,10 @@ use std::time::Duration;
 use sqlx::PgPool;
 use url::Url;
 
-use super::Federation;
-use super::fetch::{FetchError, PostOutcome};
-use super::signature::{Scheme, SigningKey, host_header};
-use super::ttl::TtlMap;
+use crate::federation::Federation;
+use crate::federation::transport::fetch::{FetchError, PostOutcome};
+use crate::federation::transport::signature::{Scheme, SigningKey, host_header};
+use crate::federation::transport::ttl::TtlMap;
 
 /// `host[:port]` of a URL, as the table keys it.
 pub fn host_of(url: &str) -> Option<String> {

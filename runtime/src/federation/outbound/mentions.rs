@@ -14,11 +14,11 @@ use std::time::Duration;
 use futures::future::join_all;
 use sqlx::PgPool;
 
-use super::Federation;
-use super::accounts::{self, Account};
-use super::follows::resolve_account;
-use super::ttl::TtlMap;
+use crate::accounts::{self, Account};
 use crate::content::{Mention, Typed, mentions_in};
+use crate::federation::Federation;
+use crate::federation::outbound::follows::resolve_account;
+use crate::federation::transport::ttl::TtlMap;
 
 /// At most this many mentions of one status are resolved (each may cost remote fetches).
 pub const MAX_MENTIONS: usize = 10;

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::Federation;
-use super::accounts::Account;
-use super::context;
-use super::delivery::{Recipient, queue_activity};
-use super::vocab::PUBLIC;
+use crate::accounts::Account;
+use crate::federation::Federation;
+use crate::federation::context;
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::vocab::PUBLIC;
 use crate::html;
 
 /// Mastodon's limits for profile text (what its own server enforces).
@@ -190,7 +190,7 @@ pub fn local_actor_document(
     fed: &Federation,
     account: &Account,
     profile: &Profile,
-    proof_key: &super::proofs::ProofKey,
+    proof_key: &crate::federation::crypto::proofs::ProofKey,
 ) -> Value {
     let actor = fed.actor_iri(&account.username);
     let name = if profile.display_name.is_empty() {
@@ -228,7 +228,7 @@ pub fn local_actor_document(
             "owner": actor,
             "publicKeyPem": account.public_key_pem,
         },
-        "assertionMethod": super::proofs::assertion_method(&actor, proof_key),
+        "assertionMethod": crate::federation::crypto::proofs::assertion_method(&actor, proof_key),
     })
 }
 

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::Federation;
-use super::accounts::Account;
-use super::fetch::{ACTIVITY_JSON, FetchError, is_non_public};
+use crate::accounts::Account;
+use crate::federation::Federation;
+use crate::federation::transport::fetch::{ACTIVITY_JSON, FetchError, is_non_public};
 
 pub const JRD_JSON: &str = "application/jrd+json";
 

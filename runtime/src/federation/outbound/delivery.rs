@@ -38,8 +38,8 @@ pub struct Recipient {
     pub shared_inbox: Option<String>,
 }
 
-impl From<&super::actor::RemoteActor> for Recipient {
-    fn from(a: &super::actor::RemoteActor) -> Self {
+impl From<&crate::federation::actors::actor::RemoteActor> for Recipient {
+    fn from(a: &crate::federation::actors::actor::RemoteActor) -> Self {
         Recipient {
             actor_iri: a.iri.clone(),
             inbox: a.inbox.clone(),
@@ -53,7 +53,7 @@ impl From<&super::actor::RemoteActor> for Recipient {
 /// same activity again adds nothing.
 pub async fn queue_activity(
     tx: &mut PgConnection,
-    fed: &super::Federation,
+    fed: &crate::federation::Federation,
     account: Uuid,
     activity: &Value,
     recipients: &[Recipient],
@@ -64,7 +64,7 @@ pub async fn queue_activity(
         .proof_key(&mut *tx, account)
         .await
         .map_err(|e| sqlx::Error::Protocol(format!("the author's proof key: {e:#}")))?;
-    let activity = &super::proofs::sign(activity, &key, chrono::Utc::now())
+    let activity = &crate::federation::crypto::proofs::sign(activity, &key, chrono::Utc::now())
         .map_err(|e| sqlx::Error::Protocol(format!("signing the activity: {e}")))?;
     let id = activity
         .get("id")

@@ -7,12 +7,12 @@
 use serde_json::Value;
 use sqlx::PgPool;
 
-use super::Federation;
-use super::actor::{self, id_of};
-use super::inbound::notes::store_note;
-use super::iri::same_origin;
-use super::signature::SigningKey;
-use super::vocab;
+use crate::federation::Federation;
+use crate::federation::actors::actor::{self, id_of};
+use crate::federation::inbound::notes::store_note;
+use crate::federation::iri::same_origin;
+use crate::federation::transport::signature::SigningKey;
+use crate::federation::vocab;
 
 /// What a URL turned out to be, by its IRI (now stored).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,13 +4,13 @@
 use serde_json::Value;
 use sqlx::PgPool;
 
-use super::Federation;
-use super::fetch::FetchError;
-use super::iri::{same_origin, without_fragment};
-use super::signature::SigningKey;
+use crate::federation::Federation;
+use crate::federation::iri::{same_origin, without_fragment};
+use crate::federation::transport::fetch::FetchError;
+use crate::federation::transport::signature::SigningKey;
 
-pub use super::context::{AS_CONTEXT, SECURITY_CONTEXT};
-pub use super::vocab::PUBLIC;
+pub use crate::federation::context::{AS_CONTEXT, SECURITY_CONTEXT};
+pub use crate::federation::vocab::PUBLIC;
 
 /// The id of an ActivityStreams reference: a string, or an object's `id`.
 pub fn id_of(v: &Value) -> Option<&str> {

@@ -282,7 +282,7 @@ impl PendingVerification {
     }
 
     pub fn verify_pem(&self, public_key_pem: &str) -> Result<(), SignatureError> {
-        let key = super::keys::public_key_from_pem(public_key_pem)
+        let key = crate::federation::crypto::keys::public_key_from_pem(public_key_pem)
             .map_err(|e| SignatureError::BadKey(e.to_string()))?;
         self.verify(&key)
     }
@@ -387,7 +387,7 @@ pub fn prepare_verification(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::federation::keys;
+    use crate::federation::crypto::keys;
 
     fn key() -> SigningKey {
         SigningKey::new("https://a.example/users/alice#main-key", keys::test_key()).expect("key")

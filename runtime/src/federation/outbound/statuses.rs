@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::Federation;
-use super::context;
-use super::delivery::{Recipient, queue_activity};
-use super::mentions;
-use super::vocab::PUBLIC;
 use crate::content::{self, Mention};
+use crate::federation::Federation;
+use crate::federation::context;
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::mentions;
+use crate::federation::vocab::PUBLIC;
 use crate::media::{self, Drive};
 use crate::polls::{self, PollTally};
 use crate::statuses::Visibility;

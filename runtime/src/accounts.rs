@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::{Federation, keys};
+use crate::federation::crypto::keys::{self, KeyCipher};
 use crate::scopes::Scopes;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -41,21 +41,22 @@ pub fn new_token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// Creates an account with a fresh key pair and returns it with its first bearer token.
+/// Creates an account with a fresh key pair (its private half encrypted by `cipher`, the
+/// federation's) and returns it with its first bearer token.
 pub async fn create(
     pool: &PgPool,
-    fed: &Federation,
+    cipher: &KeyCipher,
     username: &str,
     admin: bool,
 ) -> Result<(Account, String)> {
-    create_with_password(pool, fed, username, admin, None).await
+    create_with_password(pool, cipher, username, admin, None).await
 }
 
 /// [`create`], with the argon2id hash of its password (`crate::passwords::hash`) written in
 /// the same transaction, so a refused password leaves no account behind.
 pub async fn create_with_password(
     pool: &PgPool,
-    fed: &Federation,
+    cipher: &KeyCipher,
     username: &str,
     admin: bool,
     password_hash: Option<&str>,
@@ -70,7 +71,7 @@ pub async fn create_with_password(
     let key = tokio::task::spawn_blocking(keys::generate).await??;
     let id = Uuid::now_v7();
     let public_key_pem = keys::public_key_pem(&key)?;
-    let private_key_enc = fed.cipher().encrypt(id, &key)?;
+    let private_key_enc = cipher.encrypt(id, &key)?;
     let token = new_token();
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::context;
-use super::signature::SigningKey;
-use super::{Federation, keys};
+use crate::federation::context;
+use crate::federation::transport::signature::SigningKey;
+use crate::federation::{Federation, crypto::keys};
 
 /// The instance actor's key: what signs, and the public half its document publishes.
 #[derive(Clone)]
@@ -39,7 +39,10 @@ async fn stored(pool: &PgPool) -> Result<Option<Row>, sqlx::Error> {
 }
 
 /// Loads the stored key pair, creating it first when there is none.
-pub(super) async fn load_or_create(fed: &Federation, pool: &PgPool) -> Result<InstanceKey> {
+pub(in crate::federation) async fn load_or_create(
+    fed: &Federation,
+    pool: &PgPool,
+) -> Result<InstanceKey> {
     let row = match stored(pool).await? {
         Some(row) => row,
         None => {

@@ -16,7 +16,7 @@ use sha2::Sha256;
 use std::time::Duration;
 use uuid::Uuid;
 
-use super::ttl::TtlMap;
+use crate::federation::transport::ttl::TtlMap;
 
 const NONCE_LEN: usize = 12;
 

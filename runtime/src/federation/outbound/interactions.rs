@@ -9,12 +9,12 @@
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 
-use super::Federation;
-use super::accounts::Account;
-use super::context;
-use super::delivery::{Recipient, queue_activity};
-use super::statuses::inboxes;
-use super::vocab::PUBLIC;
+use crate::accounts::Account;
+use crate::federation::Federation;
+use crate::federation::context;
+use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::statuses::inboxes;
+use crate::federation::vocab::PUBLIC;
 use crate::statuses::Visibility;
 use crate::statuses::interact::{Boost, Post};
 

@@ -6,11 +6,11 @@
 use ed25519_dalek::VerifyingKey;
 use sqlx::PgPool;
 
-use super::Federation;
-use super::actor::ActorError;
-use super::iri::{same_origin, without_fragment};
-use super::proofs::{self, Claim, ProofError};
-use super::signature::SigningKey;
+use crate::federation::Federation;
+use crate::federation::actors::actor::ActorError;
+use crate::federation::crypto::proofs::{self, Claim, ProofError};
+use crate::federation::iri::{same_origin, without_fragment};
+use crate::federation::transport::signature::SigningKey;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProofCheckError {

@@ -14,8 +14,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode};
 use url::Url;
 
-use super::iri;
-use super::signature::{self, SigningKey};
+use crate::federation::iri;
+use crate::federation::transport::signature::{self, SigningKey};
 
 /// Largest document we read from a remote server (actors, keys, WebFinger, collections).
 pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
@@ -253,7 +253,7 @@ pub struct FetchClient {
     client: reqwest::Client,
     allow_private: bool,
     /// Which POSTs keep their connection for the next (see `reuse`).
-    recent: Arc<super::reuse::RecentHosts>,
+    recent: Arc<crate::federation::transport::reuse::RecentHosts>,
 }
 
 impl FetchClient {
@@ -468,7 +468,7 @@ impl FetchClient {
         inbox: &str,
         body: &[u8],
         key: &SigningKey,
-        scheme: super::signature::Scheme,
+        scheme: crate::federation::transport::signature::Scheme,
     ) -> Result<PostOutcome, FetchError> {
         let url =
             Url::parse(inbox).map_err(|e| FetchError::Refused(format!("bad inbox URL: {e}")))?;
@@ -486,17 +486,19 @@ impl FetchClient {
             );
         }
         match scheme {
-            super::signature::Scheme::Cavage => {
+            crate::federation::transport::signature::Scheme::Cavage => {
                 signature::sign_request(key, &Method::POST, &url, Some(body), &mut headers)
             }
-            super::signature::Scheme::Rfc9421 => super::rfc9421::sign_at(
-                key,
-                &Method::POST,
-                &url,
-                Some(body),
-                &mut headers,
-                std::time::SystemTime::now(),
-            ),
+            crate::federation::transport::signature::Scheme::Rfc9421 => {
+                crate::federation::transport::rfc9421::sign_at(
+                    key,
+                    &Method::POST,
+                    &url,
+                    Some(body),
+                    &mut headers,
+                    std::time::SystemTime::now(),
+                )
+            }
         }
         .map_err(|e| FetchError::Invalid(format!("signing: {e}")))?;
         let resp = self
@@ -706,7 +708,7 @@ mod tests {
         let client = FetchClient::new(true).expect("client");
         let key = SigningKey::new(
             "http://local.example/users/a#main-key",
-            &super::super::keys::generate().expect("key"),
+            &crate::federation::crypto::keys::generate().expect("key"),
         )
         .expect("signing key");
         let inbox = format!("http://{addr}/inbox");
