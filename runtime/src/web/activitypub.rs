@@ -52,12 +52,9 @@ pub fn routes() -> Router<AppState> {
 }
 
 pub(super) fn federation(s: &AppState) -> Result<&Arc<Federation>, ApiError> {
-    s.fed.as_ref().ok_or_else(|| {
-        ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "federation is disabled on this node: set SECRET_KEY".into(),
-        )
-    })
+    s.fed
+        .as_ref()
+        .ok_or_else(|| ApiError::unavailable("federation is disabled on this node: set SECRET_KEY"))
 }
 
 fn activity_json(v: Value) -> Response {
@@ -67,7 +64,7 @@ fn activity_json(v: Value) -> Response {
 async fn account_named(s: &AppState, name: &str) -> Result<Account, ApiError> {
     accounts::by_username(&s.pool, name)
         .await?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no account {name:?}")))
+        .ok_or_else(|| ApiError::not_found(format!("no account {name:?}")))
 }
 
 #[derive(Deserialize)]
@@ -82,7 +79,7 @@ async fn webfinger_handler(
     let fed = federation(&s)?;
     let resource = q
         .resource
-        .ok_or_else(|| ApiError(StatusCode::BAD_REQUEST, "missing resource parameter".into()))?;
+        .ok_or_else(|| ApiError::bad_request("missing resource parameter"))?;
     // The instance actor: acct:<domain>@<domain> (account names cannot contain a dot or a
     // colon, so no account shadows it), or its IRI.
     let instance = resource == fed.instance_actor_iri()
@@ -100,14 +97,11 @@ async fn webfinger_handler(
     let name = match webfinger::parse_acct(&resource) {
         Some((name, domain)) if domain.eq_ignore_ascii_case(&fed.domain) => name.to_string(),
         Some(_) => {
-            return Err(ApiError(
-                StatusCode::NOT_FOUND,
-                "not an account of this server".into(),
-            ));
+            return Err(ApiError::not_found("not an account of this server"));
         }
         None => fed
             .local_username(&resource)
-            .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "unknown resource".into()))?
+            .ok_or_else(|| ApiError::not_found("unknown resource"))?
             .to_string(),
     };
     let account = account_named(&s, &name).await?;
@@ -126,15 +120,12 @@ async fn actor_handler(
     let account = account_named(&s, &name).await?;
     let profile = profiles::load(&s.pool, account.id)
         .await?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no account {name:?}")))?;
+        .ok_or_else(|| ApiError::not_found(format!("no account {name:?}")))?;
     // The FEP-8b32 proof key, made here on first use for accounts older than proofs.
     let mut conn = s.pool.acquire().await?;
     let key = fed.proof_key(&mut conn, account.id).await.map_err(|e| {
         tracing::error!(account = %account.username, error = %format!("{e:#}"), "proof key");
-        ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "account key unavailable".into(),
-        )
+        ApiError::unavailable("account key unavailable")
     })?;
     Ok(activity_json(profiles::local_actor_document(
         fed, &account, &profile, &key,
@@ -148,7 +139,7 @@ async fn status_handler(
     Path((name, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let fed = federation(&s)?;
-    let not_found = || ApiError(StatusCode::NOT_FOUND, "no such status".into());
+    let not_found = || ApiError::not_found("no such status");
     let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
     let mut conn = s.pool.acquire().await?;
     let uri = fed.status_iri(&name, id);
@@ -201,10 +192,7 @@ async fn instance_outbox_handler(State(s): State<AppState>) -> Result<Response, 
 
 fn instance_key_error(e: anyhow::Error) -> ApiError {
     tracing::error!(error = %format!("{e:#}"), "cannot load the instance actor's key");
-    ApiError(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the instance actor's key is unavailable".into(),
-    )
+    ApiError::unavailable("the instance actor's key is unavailable")
 }
 
 fn collection(id: String, total: i64) -> Response {
@@ -271,8 +259,8 @@ async fn shared_inbox(State(s): State<AppState>, req: Request) -> Result<Respons
 impl From<inbound::InboxError> for ApiError {
     fn from(e: inbound::InboxError) -> Self {
         match e {
-            inbound::InboxError::Unauthorized(why) => ApiError(StatusCode::UNAUTHORIZED, why),
-            inbound::InboxError::Malformed(why) => ApiError(StatusCode::BAD_REQUEST, why),
+            inbound::InboxError::Unauthorized(why) => ApiError::unauthorized(why),
+            inbound::InboxError::Malformed(why) => ApiError::bad_request(why),
             inbound::InboxError::Database(e) => e.into(),
         }
     }

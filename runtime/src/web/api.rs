@@ -25,7 +25,7 @@ pub fn routes() -> Router<AppState> {
 /// `/api/v1/admin/*` takes `ADMIN_TOKEN`, not account tokens (403 while it is unset); no such
 /// endpoint exists yet, so an authorised caller gets 404.
 async fn admin_fallback(_: Admin) -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "not found".into())
+    ApiError::not_found("not found")
 }
 
 /// `POST /api/v1/follows`.
@@ -48,7 +48,7 @@ async fn follow(
     let handle = req.account.trim().trim_start_matches('@').to_string();
     let target = follows::resolve_account(&s.pool, fed, &account, &handle)
         .await
-        .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.message))?;
+        .map_err(|e| ApiError::unprocessable(e.message))?;
     let mut tx = s.pool.begin().await?;
     let (id, state) = follows::follow_in(&mut tx, fed, &account, &target).await?;
     tx.commit().await?;

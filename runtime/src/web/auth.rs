@@ -5,8 +5,8 @@
 use std::marker::PhantomData;
 
 use axum::extract::FromRequestParts;
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
 
 use super::{ApiError, AppState};
 use crate::accounts::{self, Account};
@@ -40,22 +40,17 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 async fn token_holder(parts: &Parts, s: &AppState) -> Result<(Account, Scopes), ApiError> {
-    let token = bearer(parts)
-        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "missing bearer token".into()))?;
+    let token = bearer(parts).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
     if let Some(holder) = accounts::by_token(&s.pool, token).await? {
         return Ok(holder);
     }
     // A client-credentials token is valid but acts for no account: Mastodon's answer.
     if super::oauth::tokens::is_app_only(&s.pool, token).await? {
-        return Err(ApiError(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "This method requires an authenticated user".into(),
+        return Err(ApiError::unprocessable(
+            "This method requires an authenticated user",
         ));
     }
-    Err(ApiError(
-        StatusCode::UNAUTHORIZED,
-        "invalid bearer token".into(),
-    ))
+    Err(ApiError::unauthorized("invalid bearer token"))
 }
 
 /// A route's scope requirement: the token must hold one of `ANY_OF` (R-MAPI).
@@ -107,9 +102,8 @@ impl<N: Need> FromRequestParts<AppState> for Needs<N> {
     async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
         let (account, scopes) = token_holder(parts, s).await?;
         if !N::ANY_OF.iter().any(|need| scopes.grants(need)) {
-            return Err(ApiError(
-                StatusCode::FORBIDDEN,
-                "This action is outside the authorized scopes".into(),
+            return Err(ApiError::forbidden(
+                "This action is outside the authorized scopes",
             ));
         }
         Ok(Needs(account, PhantomData))
@@ -157,17 +151,13 @@ impl FromRequestParts<AppState> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
         let Some(want) = s.admin_token.as_deref() else {
-            return Err(ApiError(
-                StatusCode::FORBIDDEN,
-                "admin endpoints are disabled: set ADMIN_TOKEN".into(),
+            return Err(ApiError::forbidden(
+                "admin endpoints are disabled: set ADMIN_TOKEN",
             ));
         };
         match bearer(parts) {
             Some(given) if token_matches(given, want) => Ok(Admin),
-            _ => Err(ApiError(
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong bearer token".into(),
-            )),
+            _ => Err(ApiError::unauthorized("missing or wrong bearer token")),
         }
     }
 }

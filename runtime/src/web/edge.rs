@@ -74,11 +74,7 @@ pub async fn guard(req: Request, next: Next) -> Response {
         .into_response();
     }
     if spells_nul(req.uri().path()) || req.uri().query().is_some_and(spells_nul) {
-        return ApiError(
-            StatusCode::BAD_REQUEST,
-            "NUL characters are not accepted in URLs".into(),
-        )
-        .into_response();
+        return ApiError::bad_request("NUL characters are not accepted in URLs").into_response();
     }
     next.run(req).await
 }

@@ -48,12 +48,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         )
 }
 
-fn bad(status: StatusCode, msg: impl Into<String>) -> ApiError {
-    ApiError(status, msg.into())
-}
-
 fn too_large(max_bytes: usize) -> ApiError {
-    bad(
+    ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!(
             "the upload is larger than {} MiB (IMPORT_MAX_MIB)",
@@ -92,14 +88,14 @@ async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Ve
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
     if multipart {
-        let mut form = Multipart::from_request(req, s)
-            .await
-            .map_err(|e| bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
+        let mut form = Multipart::from_request(req, s).await.map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+        })?;
         while let Some(mut field) = form.next_field().await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 too_large(max)
             } else {
-                bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+                ApiError::new(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
             }
         })? {
             if !matches!(field.name(), Some("data") | Some("file")) {
@@ -110,7 +106,7 @@ async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Ve
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     too_large(max)
                 } else {
-                    bad(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+                    ApiError::new(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
                 }
             })? {
                 if buf.len() + chunk.len() > max {
@@ -120,7 +116,7 @@ async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Ve
             }
             return Ok(buf);
         }
-        return Err(bad(
+        return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "the multipart form has no `data` (or `file`) field with the CSV",
         ));
@@ -128,8 +124,9 @@ async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Ve
     let mut stream = req.into_body().into_data_stream();
     let mut buf = Vec::new();
     while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| bad(StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
+        let chunk = chunk.map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("reading the body: {e}"))
+        })?;
         if buf.len() + chunk.len() > max {
             return Err(too_large(max));
         }
@@ -159,7 +156,7 @@ pub enum ImportParamError {
 
 impl From<ImportParamError> for ApiError {
     fn from(e: ImportParamError) -> Self {
-        ApiError(StatusCode::BAD_REQUEST, e.to_string())
+        ApiError::bad_request(e.to_string())
     }
 }
 
@@ -185,7 +182,7 @@ async fn create_import(
     let (ty, mode) = params.validate()?;
     let bytes = read_upload(&s, req).await?;
     let items = imports::parse(ty, &bytes, s.imports.max_rows)
-        .map_err(|e| bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     let mut tx = s.pool.begin().await?;
     let created = jobs::create(
         &mut tx,
@@ -208,7 +205,7 @@ async fn create_import(
     };
     let view = jobs::show(&s.pool, imports::FAMILY, id)
         .await?
-        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "import not found"))?;
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "import not found"))?;
     Ok(job_response(status, &view))
 }
 
@@ -218,7 +215,7 @@ async fn own_import(s: &AppState, account: &Account, id: &str) -> Result<JobView
     jobs::show(&s.pool, imports::FAMILY, id)
         .await?
         .filter(|v| v.account_id == Some(account.id))
-        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "import not found"))
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "import not found"))
 }
 
 async fn show_import(
@@ -243,10 +240,10 @@ async fn cancel(s: &AppState, fam: Family, view: JobView) -> Result<Response, Ap
     jobs::cancel(&s.pool, fam, view.id).await?;
     let view = jobs::show(&s.pool, fam, view.id)
         .await?
-        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "not found"))?;
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "not found"))?;
     match view.status.as_str() {
         "cancelled" => Ok(job_response(StatusCode::OK, &view)),
-        other => Err(bad(
+        other => Err(ApiError::new(
             StatusCode::CONFLICT,
             format!("the job is already {other}"),
         )),
@@ -279,7 +276,7 @@ pub enum CleanupError {
 
 impl From<CleanupError> for ApiError {
     fn from(e: CleanupError) -> Self {
-        ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+        ApiError::unprocessable(e.to_string())
     }
 }
 
@@ -334,7 +331,7 @@ async fn create_cleanup(
     };
     let view = jobs::show(&s.pool, cleanups::FAMILY, id)
         .await?
-        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "cleanup not found"))?;
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "cleanup not found"))?;
     Ok(job_response(StatusCode::ACCEPTED, &view))
 }
 
@@ -342,7 +339,7 @@ async fn admin_cleanup(s: &AppState, id: &str) -> Result<JobView, ApiError> {
     let id = parse_id(id, "cleanup")?;
     jobs::show(&s.pool, cleanups::FAMILY, id)
         .await?
-        .ok_or_else(|| bad(StatusCode::NOT_FOUND, "cleanup not found"))
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "cleanup not found"))
 }
 
 async fn show_cleanup(

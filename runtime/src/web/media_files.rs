@@ -32,7 +32,7 @@ async fn serve(
     Path((id, file)): Path<(String, String)>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let not_found = || ApiError(StatusCode::NOT_FOUND, "not found".into());
+    let not_found = || ApiError::not_found("not found");
     let key = format!("media/{id}/{file}");
     if s.drive.kind() != DriveKind::Fs {
         return Err(not_found());
@@ -43,10 +43,7 @@ async fn serve(
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(key, error = %e, "reading a media file");
-            return Err(ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "media storage unavailable".into(),
-            ));
+            return Err(ApiError::unavailable("media storage unavailable"));
         }
     };
     let status = resp.status();
@@ -64,10 +61,7 @@ async fn serve(
         s if s.is_success() || s == StatusCode::NOT_MODIFIED => resp.map(Body::new),
         other => {
             tracing::warn!(key, status = %other, "serving a media file");
-            return Err(ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "media storage unavailable".into(),
-            ));
+            return Err(ApiError::unavailable("media storage unavailable"));
         }
     };
     let h = resp.headers_mut();

@@ -117,6 +117,47 @@ impl AppState {
 #[derive(Debug)]
 pub struct ApiError(pub StatusCode, pub String);
 
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError(status, message.into())
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// Mastodon's 404 for a record that does not exist or that the caller may not see (the
+    /// two are one answer, so ids cannot be probed).
+    pub fn record_not_found() -> ApiError {
+        ApiError::not_found("Record not found")
+    }
+
+    /// A well-formed request the rules refuse (Mastodon's 422).
+    pub fn unprocessable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    pub fn too_many_requests(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.0, Json(json!({ "error": self.1 }))).into_response()
@@ -126,18 +167,14 @@ impl IntoResponse for ApiError {
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         tracing::warn!(error = %e, "database error while serving a request");
-        ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "database unavailable".into(),
-        )
+        ApiError::unavailable("database unavailable")
     }
 }
 
 /// A resource id from the path. Ids are UUIDs; a path segment that is not one names nothing,
 /// so it is the same 404 as an unknown id on every route (as on Mastodon).
 pub fn parse_id(raw: &str, what: &str) -> Result<uuid::Uuid, ApiError> {
-    uuid::Uuid::parse_str(raw)
-        .map_err(|_| ApiError(StatusCode::NOT_FOUND, format!("{what} not found")))
+    uuid::Uuid::parse_str(raw).map_err(|_| ApiError::not_found(format!("{what} not found")))
 }
 
 /// Health endpoints every listener serves.
@@ -151,7 +188,7 @@ fn health_routes() -> Router<AppState> {
 /// sets its own (the import upload, the inbox), and the edge checks of `edge`.
 fn finish(routes: Router<AppState>, state: AppState) -> Router {
     let app = routes
-        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "not found".into()) })
+        .fallback(|| async { ApiError::not_found("not found") })
         .layer(DefaultBodyLimit::max(body::JSON_MAX_BYTES))
         .layer(axum::middleware::map_response(edge::json_errors))
         .layer(axum::middleware::from_fn(edge::guard))
@@ -195,10 +232,7 @@ async fn healthz() -> Json<serde_json::Value> {
 
 async fn readyz(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     if !s.accepting.load(Ordering::SeqCst) {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting down".into(),
-        ));
+        return Err(ApiError::unavailable("shutting down"));
     }
     let ping = tokio::time::timeout(
         Duration::from_secs(2),
@@ -207,10 +241,7 @@ async fn readyz(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
     .await;
     match ping {
         Ok(Ok(_)) => Ok(Json(json!({ "status": "ready", "role": s.role.as_str() }))),
-        _ => Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "database unreachable".into(),
-        )),
+        _ => Err(ApiError::unavailable("database unreachable")),
     }
 }
 
@@ -269,7 +300,7 @@ async fn sample_depth(pool: &PgPool, metrics: &Metrics, within: Duration) {
 async fn version(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let schema = crate::db::schema_version(&s.pool)
         .await
-        .map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
     Ok(Json(crate::version_json(Some(schema))))
 }
 

@@ -29,15 +29,15 @@ impl RequestBody for VoteRequest {
 
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
-        ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+        ApiError::unprocessable(e.to_string())
     }
 }
 
 impl From<PollError> for ApiError {
     fn from(e: PollError) -> Self {
         match e {
-            PollError::NotFound(_) => ApiError(StatusCode::NOT_FOUND, e.to_string()),
-            PollError::NotAuthor => ApiError(StatusCode::FORBIDDEN, e.to_string()),
+            PollError::NotFound(_) => ApiError::not_found(e.to_string()),
+            PollError::NotAuthor => ApiError::forbidden(e.to_string()),
             PollError::Invalid(e) => e.into(),
             PollError::Db(e) => e.into(),
         }
@@ -64,7 +64,7 @@ async fn show_poll(
     crate::mastodon::poll::of_poll(&mut conn, poll, viewer)
         .await?
         .map(Json)
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "poll not found".into()))
+        .ok_or_else(|| ApiError::not_found("poll not found"))
 }
 
 async fn vote(
@@ -82,5 +82,5 @@ async fn vote(
     crate::mastodon::poll::of_poll(&mut conn, poll, Some(account.id))
         .await?
         .map(Json)
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "poll not found".into()))
+        .ok_or_else(|| ApiError::not_found("poll not found"))
 }

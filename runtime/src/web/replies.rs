@@ -28,14 +28,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/reply-collections/{id}", get(show))
 }
 
-fn bad(msg: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, msg.into())
-}
-
-fn unprocessable(msg: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::UNPROCESSABLE_ENTITY, msg.into())
-}
-
 /// Longest post URL a collection is requested for (URLs are stored and fetched).
 pub const MAX_URL_BYTES: usize = 2048;
 
@@ -51,7 +43,7 @@ impl RequestBody for CollectionRequest {
 
 fn request_error(e: RequestError) -> ApiError {
     match e {
-        RequestError::BadIri(m) => unprocessable(m),
+        RequestError::BadIri(m) => ApiError::unprocessable(m),
         RequestError::Db(e) => e.into(),
     }
 }
@@ -59,7 +51,7 @@ fn request_error(e: RequestError) -> ApiError {
 async fn job_json(s: &AppState, id: Uuid) -> Result<Value, ApiError> {
     let v = replies::view(&s.pool, id)
         .await?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no such reply collection".into()))?;
+        .ok_or_else(|| ApiError::not_found("no such reply collection"))?;
     Ok(serde_json::to_value(v).unwrap_or(Value::Null))
 }
 
@@ -72,22 +64,28 @@ async fn create(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let url = req.url.trim();
     if url.is_empty() {
-        return Err(bad("expected {\"url\": \"<remote post IRI>\"}"));
+        return Err(ApiError::bad_request(
+            "expected {\"url\": \"<remote post IRI>\"}",
+        ));
     }
     if url.len() > MAX_URL_BYTES {
-        return Err(unprocessable(format!(
+        return Err(ApiError::unprocessable(format!(
             "the url is longer than {MAX_URL_BYTES} bytes"
         )));
     }
-    let parsed =
-        url::Url::parse(url).map_err(|e| unprocessable(format!("bad url {url:?}: {e}")))?;
+    let parsed = url::Url::parse(url)
+        .map_err(|e| ApiError::unprocessable(format!("bad url {url:?}: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(unprocessable(format!("not an http(s) URL: {url:?}")));
+        return Err(ApiError::unprocessable(format!(
+            "not an http(s) URL: {url:?}"
+        )));
     }
     if let Some(fed) = &s.fed
         && replies::host_of(url) == replies::host_of(&fed.origin)
     {
-        return Err(unprocessable(format!("{url} is a post of this server")));
+        return Err(ApiError::unprocessable(format!(
+            "{url} is a post of this server"
+        )));
     }
     // The post as we know it, else fetched (signed, through the SSRF guard) to learn its
     // replies collection; nothing is stored before a job can be made.
@@ -97,14 +95,11 @@ async fn create(
             .fetch_optional(&s.pool)
             .await?;
     let replies_iri = match stored {
-        Some((_, Some(_))) => return Err(unprocessable(format!("{url} was deleted"))),
+        Some((_, Some(_))) => return Err(ApiError::unprocessable(format!("{url} was deleted"))),
         Some((Some(r), None)) => r,
         _ => {
             let fed = s.fed.as_ref().ok_or_else(|| {
-                ApiError(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "federation is disabled on this node (SECRET_KEY is unset)".into(),
-                )
+                ApiError::unavailable("federation is disabled on this node (SECRET_KEY is unset)")
             })?;
             let signer = fed
                 .signing_key(&account)
@@ -114,12 +109,14 @@ async fn create(
                 .fetch
                 .get_object(url, Some(&signer))
                 .await
-                .map_err(|e| unprocessable(format!("cannot fetch {url}: {e}")))?
+                .map_err(|e| ApiError::unprocessable(format!("cannot fetch {url}: {e}")))?
                 .doc;
             doc.get("replies")
                 .and_then(id_of)
                 .map(str::to_string)
-                .ok_or_else(|| unprocessable(format!("{url} has no replies collection")))?
+                .ok_or_else(|| {
+                    ApiError::unprocessable(format!("{url} has no replies collection"))
+                })?
         }
     };
     let r = replies::request(&s.pool, url, &replies_iri, Some(account.id), REQUEST_DEPTH)

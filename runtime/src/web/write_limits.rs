@@ -5,7 +5,7 @@
 //! both take the last token. An empty bucket answers 429 with `Retry-After` (seconds until a
 //! token is back) and Mastodon's `X-RateLimit-*` headers.
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -21,9 +21,8 @@ pub struct Limited {
 
 impl IntoResponse for Limited {
     fn into_response(self) -> Response {
-        let mut resp = super::ApiError(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many requests: the write rate limit is reached, try again later".into(),
+        let mut resp = super::ApiError::too_many_requests(
+            "Too many requests: the write rate limit is reached, try again later",
         )
         .into_response();
         let h: &mut HeaderMap = resp.headers_mut();

@@ -4,20 +4,21 @@
 //! are empty (we do not fetch its collections).
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router};
 use uuid::Uuid;
 
+use super::found;
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
-use super::{found, unprocessable};
 use crate::federation::Federation;
 use crate::federation::actors::directory::{self, Found};
 use crate::mastodon::{Account, Status};
 use crate::statuses::access::{readable_page_sql, visible_sql};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::pagination::BindPage;
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -51,10 +52,10 @@ async fn lookup(
     let params = params(&uri);
     let acct = param(&params, "acct")
         .filter(|a| !a.trim().is_empty())
-        .ok_or_else(|| unprocessable("acct is required"))?;
+        .ok_or_else(|| ApiError::unprocessable("acct is required"))?;
     let found = directory::by_acct(&s.pool, fed, acct)
         .await?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "Record not found".into()))?;
+        .ok_or_else(ApiError::record_not_found)?;
     Ok(Json(
         crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?,
     ))
@@ -91,9 +92,7 @@ async fn statuses(
             );
             sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .bind(account.id)
-                .bind(page.max)
-                .bind(page.since)
-                .bind(page.min)
+                .bind_cursors(&page)
                 .bind(viewer.id)
                 // `$6`, in the text only with a tag (an unused parameter is allowed).
                 .bind(&filters.tagged)
@@ -135,9 +134,7 @@ async fn statuses(
             );
             sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .bind(&remote.iri)
-                .bind(page.max)
-                .bind(page.since)
-                .bind(page.min)
+                .bind_cursors(&page)
                 .bind(viewer.id)
                 // `$6`, in the text only with a tag (an unused parameter is allowed).
                 .bind(&filters.tagged)
@@ -297,10 +294,7 @@ pub(crate) async fn iri_page(
         page.clause("id", 2)
     )))
     .bind(account)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
+    .bind_page(&page)
     .fetch_all(&s.pool)
     .await?;
     let rows = page.finish(rows);

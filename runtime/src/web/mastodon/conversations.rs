@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
@@ -20,6 +20,7 @@ use crate::mastodon::account::{self, Account};
 use crate::statuses::conversations::{self, Conversation};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::pagination::BindPage;
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -27,10 +28,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/conversations", get(list))
         .route("/api/v1/conversations/{id}/read", post(read))
         .route("/api/v1/conversations/{id}", delete(remove))
-}
-
-fn not_found() -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
 }
 
 async fn list(
@@ -42,10 +39,7 @@ async fn list(
     let sql = conversations::page_sql(&page.clause("c.last_status_id", 2));
     let rows: Vec<Conversation> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
-        .bind(page.limit)
+        .bind_page(&page)
         .fetch_all(&s.pool)
         .await?;
     let rows = page.finish(rows);
@@ -109,7 +103,7 @@ async fn entities_of(
 }
 
 fn conversation_id(raw: &str) -> Result<i64, ApiError> {
-    raw.parse().map_err(|_| not_found())
+    raw.parse().map_err(|_| ApiError::record_not_found())
 }
 
 async fn read(
@@ -126,12 +120,12 @@ async fn read(
     .bind(account.id)
     .fetch_optional(&s.pool)
     .await?;
-    let row = row.ok_or_else(not_found)?;
+    let row = row.ok_or_else(ApiError::record_not_found)?;
     entities_of(&s, account.id, &[row])
         .await?
         .pop()
         .map(Json)
-        .ok_or_else(not_found)
+        .ok_or_else(ApiError::record_not_found)
 }
 
 /// Removes the conversation from the account's list (the statuses stay; a new direct post in
@@ -149,7 +143,7 @@ async fn remove(
         .await?
         .rows_affected();
     if gone == 0 {
-        return Err(not_found());
+        return Err(ApiError::record_not_found());
     }
     Ok(Json(json!({})))
 }

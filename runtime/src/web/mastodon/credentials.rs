@@ -14,7 +14,6 @@ use axum::routing::{get, patch};
 use axum::{Json, Router};
 use serde_json::Value;
 
-use super::unprocessable;
 use crate::federation::actors::profiles::{self, Field, ProfileUpdate};
 use crate::mastodon::CredentialAccount;
 use crate::statuses::preferences::{self, PostingUpdate};
@@ -126,7 +125,7 @@ async fn update_credentials(
         )
     }
     .and_then(CredentialsUpdate::validate)
-    .map_err(unprocessable)?;
+    .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     let mut tx = s.pool.begin().await?;
     if !update.posting.is_empty() {
         preferences::update(&mut *tx, account.id, &update.posting).await?;
@@ -148,16 +147,16 @@ async fn multipart_text_fields(
     s: &AppState,
 ) -> Result<Vec<(String, String)>, ApiError> {
     let bad = |e: axum::extract::multipart::MultipartError| {
-        ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+        ApiError::bad_request(format!("bad multipart body: {e}"))
     };
     let mut form = axum::extract::Multipart::from_request(req, s)
         .await
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
+        .map_err(|e| ApiError::bad_request(format!("bad multipart body: {e}")))?;
     let mut pairs = Vec::new();
     while let Some(field) = form.next_field().await.map_err(bad)? {
         let name = field.name().unwrap_or_default().to_string();
         if field.file_name().is_some() {
-            return Err(unprocessable(format!(
+            return Err(ApiError::unprocessable(format!(
                 "{name}: file uploads (avatar, header) are not supported yet"
             )));
         }

@@ -5,7 +5,7 @@
 
 use crate::mastodon::Relationship;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
@@ -68,10 +68,7 @@ async fn answer(
         relationships::answer_request(&mut tx, fed, &account, &requester.target(), authorize)
             .await?;
     if !answered {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            "no follow request from this account".into(),
-        ));
+        return Err(ApiError::not_found("no follow request from this account"));
     }
     tx.commit().await?;
     Ok(Json(relationship_of(&s, &account, &requester).await?))

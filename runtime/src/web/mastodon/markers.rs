@@ -3,7 +3,7 @@
 //! bumps the marker's `version`, as Mastodon's does, so apps can tell a newer position.
 
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -96,10 +96,9 @@ async fn save(
             _ => String::new(),
         };
         if id.is_empty() || id.len() > MAX_ID_LEN {
-            return Err(ApiError(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("Validation failed: {timeline} last_read_id must be an id"),
-            ));
+            return Err(ApiError::unprocessable(format!(
+                "Validation failed: {timeline} last_read_id must be an id"
+            )));
         }
         sqlx::query(
             "INSERT INTO markers (account_id, timeline, last_read_id) VALUES ($1, $2, $3)
@@ -116,9 +115,8 @@ async fn save(
     }
     tx.commit().await?;
     if saved.is_empty() {
-        return Err(ApiError(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Validation failed: give home or notifications".into(),
+        return Err(ApiError::unprocessable(
+            "Validation failed: give home or notifications",
         ));
     }
     Ok(Json(markers(&s, account.id, &saved).await?))

@@ -21,7 +21,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 
-use super::unprocessable;
 use crate::mastodon::MediaAttachment;
 use crate::media::attach::AttachError;
 use crate::media::upload::{self, Mode, Upload, UploadError};
@@ -47,17 +46,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 impl From<UploadError> for ApiError {
     fn from(e: UploadError) -> Self {
         match e {
-            UploadError::Invalid(m) => unprocessable(m),
-            UploadError::Drive(DriveError::Disabled) => ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                DriveError::Disabled.to_string(),
-            ),
+            UploadError::Invalid(m) => ApiError::unprocessable(m),
+            UploadError::Drive(DriveError::Disabled) => {
+                ApiError::unavailable(DriveError::Disabled.to_string())
+            }
             UploadError::Drive(e) => {
                 tracing::warn!(error = %e, "media storage failed while serving a request");
-                ApiError(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "media storage unavailable".into(),
-                )
+                ApiError::unavailable("media storage unavailable")
             }
             UploadError::Db(e) => e.into(),
         }
@@ -69,17 +64,13 @@ impl From<AttachError> for ApiError {
     fn from(e: AttachError) -> Self {
         match e {
             AttachError::Db(e) => e.into(),
-            other => unprocessable(other.to_string()),
+            other => ApiError::unprocessable(other.to_string()),
         }
     }
 }
 
-fn not_found() -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
-}
-
 fn too_large(s: &AppState) -> ApiError {
-    unprocessable(format!(
+    ApiError::unprocessable(format!(
         "Validation failed: File size must be at most {} bytes",
         s.media.max_bytes
     ))
@@ -88,7 +79,7 @@ fn too_large(s: &AppState) -> ApiError {
 /// 206 while processing, 200 when ready; a failed upload is Mastodon's 422.
 fn answer(s: &AppState, row: &MediaRow, processing: StatusCode) -> Response {
     match row.state.as_str() {
-        "failed" => unprocessable(format!(
+        "failed" => ApiError::unprocessable(format!(
             "Error processing thumbnail for uploaded media: {}",
             row.error.as_deref().unwrap_or("unknown error")
         ))
@@ -140,18 +131,18 @@ async fn read_form(s: &AppState, req: Request) -> Result<Upload, ApiError> {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
     if !is_multipart {
-        return Err(unprocessable(
+        return Err(ApiError::unprocessable(
             "Validation failed: the upload must be a multipart/form-data form with a `file`",
         ));
     }
     let mut form = Multipart::from_request(req, s)
         .await
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}")))?;
+        .map_err(|e| ApiError::bad_request(format!("bad multipart body: {e}")))?;
     let multipart_error = |e: axum::extract::multipart::MultipartError| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             too_large(s)
         } else {
-            ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
+            ApiError::bad_request(format!("bad multipart body: {e}"))
         }
     };
     let mut upload = Upload::default();
@@ -168,7 +159,7 @@ async fn read_form(s: &AppState, req: Request) -> Result<Upload, ApiError> {
             if buf.len() + chunk.len() > limit {
                 return Err(match name.as_str() {
                     "file" | "thumbnail" => too_large(s),
-                    _ => unprocessable(format!("Validation failed: {name} is too long")),
+                    _ => ApiError::unprocessable(format!("Validation failed: {name} is too long")),
                 });
             }
             buf.extend_from_slice(&chunk);
@@ -178,7 +169,7 @@ async fn read_form(s: &AppState, req: Request) -> Result<Upload, ApiError> {
             "thumbnail" => upload.thumbnail = Some(buf),
             text => {
                 let value = String::from_utf8(buf).map_err(|_| {
-                    unprocessable(format!("Validation failed: {text} is not UTF-8"))
+                    ApiError::unprocessable(format!("Validation failed: {text} is not UTF-8"))
                 })?;
                 if text == "focus" {
                     upload.focus = upload::parse_focus(&value)?;
@@ -188,7 +179,8 @@ async fn read_form(s: &AppState, req: Request) -> Result<Upload, ApiError> {
             }
         }
     }
-    upload.file = file.ok_or_else(|| unprocessable("Validation failed: File can't be blank"))?;
+    upload.file =
+        file.ok_or_else(|| ApiError::unprocessable("Validation failed: File can't be blank"))?;
     Ok(upload)
 }
 
@@ -197,10 +189,10 @@ async fn show(
     Needs(account, _): Needs<need::WriteMedia>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id, "media attachment").map_err(|_| not_found())?;
+    let id = parse_id(&id, "media attachment").map_err(|_| ApiError::record_not_found())?;
     let row = upload::find_own(&s.pool, account.id, id)
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(ApiError::record_not_found)?;
     Ok(answer(&s, &row, StatusCode::PARTIAL_CONTENT))
 }
 
@@ -211,7 +203,7 @@ fn update_fields(
 ) -> Result<(Option<Option<String>>, Option<String>), ApiError> {
     if content_type.starts_with("application/x-www-form-urlencoded") {
         let form: HashMap<String, String> = serde_urlencoded::from_bytes(bytes)
-            .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad form body: {e}")))?;
+            .map_err(|e| ApiError::bad_request(format!("bad form body: {e}")))?;
         return Ok((
             form.get("description").map(|d| Some(d.clone())),
             form.get("focus").cloned(),
@@ -226,7 +218,7 @@ fn update_fields(
         Some(Value::Null) => Some(None),
         Some(Value::String(d)) => Some(Some(d.clone())),
         Some(_) => {
-            return Err(unprocessable(
+            return Err(ApiError::unprocessable(
                 "Validation failed: description must be a string",
             ));
         }
@@ -234,7 +226,11 @@ fn update_fields(
     let focus = match v.get("focus") {
         None | Some(Value::Null) => None,
         Some(Value::String(f)) => Some(f.clone()),
-        Some(_) => return Err(unprocessable("Validation failed: focus must be \"x,y\"")),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                "Validation failed: focus must be \"x,y\"",
+            ));
+        }
     };
     Ok((description, focus))
 }
@@ -245,7 +241,7 @@ async fn update(
     Path(id): Path<String>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id, "media attachment").map_err(|_| not_found())?;
+    let id = parse_id(&id, "media attachment").map_err(|_| ApiError::record_not_found())?;
     let (parts, body) = req.into_parts();
     let bytes = body::read_limited(
         &parts.headers,
@@ -268,7 +264,7 @@ async fn update(
     let focus = focus.map(|f| upload::parse_focus(&f)).transpose()?;
     let row = upload::update(&s.pool, account.id, id, description, focus)
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(ApiError::record_not_found)?;
     Ok(answer(&s, &row, StatusCode::PARTIAL_CONTENT))
 }
 
@@ -277,9 +273,9 @@ async fn destroy(
     Needs(account, _): Needs<need::WriteMedia>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id, "media attachment").map_err(|_| not_found())?;
+    let id = parse_id(&id, "media attachment").map_err(|_| ApiError::record_not_found())?;
     upload::delete(&s.pool, &s.drive, account.id, id)
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(ApiError::record_not_found)?;
     Ok(Json(serde_json::json!({})).into_response())
 }

@@ -4,7 +4,6 @@
 //! lives in `federation` (`directory`, `profiles`, `relationships`, `follows`).
 
 use axum::Router;
-use axum::http::StatusCode;
 
 use super::{ApiError, AppState};
 use crate::federation::actors::directory::{self, Found};
@@ -49,9 +48,5 @@ pub(crate) async fn found(s: &AppState, raw: &str) -> Result<Found, ApiError> {
     let id = super::parse_id(raw, "account")?;
     directory::by_id(&s.pool, id)
         .await?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "Record not found".into()))
-}
-
-pub(crate) fn unprocessable(message: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::UNPROCESSABLE_ENTITY, message.into())
+        .ok_or_else(ApiError::record_not_found)
 }

@@ -5,7 +5,7 @@
 //! removes; an account only ever sees and removes its own.
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::pagination::{Page, Paged, param, params};
 use crate::statuses::notify::Kind;
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::pagination::BindPage;
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -29,10 +30,6 @@ pub fn routes() -> Router<AppState> {
 const UNREAD_CAP: i64 = 1000;
 
 use crate::mastodon::notification::{self, COLUMNS, Notification, READABLE, Row};
-
-fn not_found() -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
-}
 
 /// The types a request names under `key` (`types[]=a&types[]=b`, or `types=a`); an unknown
 /// type is a 422 rather than a filter that silently matches nothing.
@@ -63,10 +60,7 @@ fn kinds(params: &[(String, String)], key: &str) -> Result<Option<Vec<&'static s
         })
         .map(|t| {
             Kind::parse(t).map(Kind::as_str).ok_or_else(|| {
-                ApiError(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    format!("{key}: unknown notification type {t:?}"),
-                )
+                ApiError::unprocessable(format!("{key}: unknown notification type {t:?}"))
             })
         })
         .collect::<Result<Vec<_>, _>>()
@@ -84,7 +78,7 @@ async fn list(
     let exclude = kinds(&params, "exclude_types")?.unwrap_or_default();
     let from = match param(&params, "account_id").filter(|v| !v.is_empty()) {
         None => None,
-        Some(v) => Some(Uuid::parse_str(v).map_err(|_| not_found())?),
+        Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
     };
     let sql = format!(
         "SELECT {COLUMNS} FROM notifications n
@@ -96,9 +90,7 @@ async fn list(
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
+        .bind_cursors(&page)
         .bind(types)
         .bind(exclude)
         .bind(from)
@@ -111,7 +103,7 @@ async fn list(
 }
 
 fn notification_id(raw: &str) -> Result<i64, ApiError> {
-    raw.parse().map_err(|_| not_found())
+    raw.parse().map_err(|_| ApiError::record_not_found())
 }
 
 async fn show(
@@ -123,7 +115,7 @@ async fn show(
     notification::one(&s.pool, s.site(), account.id, id)
         .await?
         .map(Json)
-        .ok_or_else(not_found)
+        .ok_or_else(ApiError::record_not_found)
 }
 
 async fn dismiss(
@@ -139,7 +131,7 @@ async fn dismiss(
         .await?
         .rows_affected();
     if gone == 0 {
-        return Err(not_found());
+        return Err(ApiError::record_not_found());
     }
     Ok(Json(json!({})))
 }
@@ -167,12 +159,9 @@ async fn unread_count(
     let exclude = kinds(&params, "exclude_types")?.unwrap_or_default();
     let limit = match param(&params, "limit").filter(|v| !v.is_empty()) {
         None => UNREAD_CAP,
-        Some(v) => v.parse::<i64>().map_err(|_| {
-            ApiError(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "limit must be a number".into(),
-            )
-        })?,
+        Some(v) => v
+            .parse::<i64>()
+            .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
     }
     .clamp(1, UNREAD_CAP);
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(

@@ -8,9 +8,13 @@
 use std::str::FromStr;
 
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+
+use sqlx::Postgres;
+use sqlx::postgres::PgArguments;
+use sqlx::query::{QueryAs, QueryScalar};
 
 use crate::web::ApiError;
 
@@ -46,21 +50,15 @@ impl<K: FromStr> Page<K> {
             match param(params, key).filter(|v| !v.is_empty()) {
                 None => Ok(None),
                 Some(v) => v.parse().map(Some).map_err(|_| {
-                    ApiError(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        format!("{key} is not an id of this list"),
-                    )
+                    ApiError::unprocessable(format!("{key} is not an id of this list"))
                 }),
             }
         };
         let limit = match param(params, "limit").filter(|v| !v.is_empty()) {
             None => DEFAULT_LIMIT,
-            Some(v) => v.parse::<i64>().map_err(|_| {
-                ApiError(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "limit must be a number".into(),
-                )
-            })?,
+            Some(v) => v
+                .parse::<i64>()
+                .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
         };
         Ok(Page {
             max: cursor("max_id")?,
@@ -71,6 +69,38 @@ impl<K: FromStr> Page<K> {
         })
     }
 }
+
+/// Binding a page's window to a query, in the order `keyset` and `clause` number it: one
+/// place instead of four `.bind`s at every list endpoint.
+pub trait BindPage<K>: Sized {
+    /// `max`, `since`, `min` (the three parameters of `keyset`).
+    fn bind_cursors(self, page: &Page<K>) -> Self;
+
+    /// The cursors, then `limit` (the four parameters of `clause`).
+    fn bind_page(self, page: &Page<K>) -> Self;
+}
+
+macro_rules! bind_page_for {
+    ($query:ty) => {
+        impl<'q, K, O> BindPage<K> for $query
+        where
+            K: 'q + Clone + sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres>,
+        {
+            fn bind_cursors(self, page: &Page<K>) -> Self {
+                self.bind(page.max.clone())
+                    .bind(page.since.clone())
+                    .bind(page.min.clone())
+            }
+
+            fn bind_page(self, page: &Page<K>) -> Self {
+                self.bind_cursors(page).bind(page.limit)
+            }
+        }
+    };
+}
+
+bind_page_for!(QueryAs<'q, Postgres, O, PgArguments>);
+bind_page_for!(QueryScalar<'q, Postgres, O, PgArguments>);
 
 impl<K> Page<K> {
     /// The SQL condition on `column` with `max`, `since`, `min` bound at `$first`,

@@ -9,9 +9,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 
+use super::found;
 use super::pagination::params;
 use super::statuses::body::{StatusBody, flag};
-use super::{found, unprocessable};
 use crate::accounts::Account;
 use crate::federation::actors::directory::{self, Found};
 use crate::federation::outbound::relationships::{self, RelationshipError};
@@ -68,7 +68,7 @@ async fn list(
 
 fn refused(e: RelationshipError) -> ApiError {
     match e {
-        RelationshipError::Refused(m) => unprocessable(m),
+        RelationshipError::Refused(m) => ApiError::unprocessable(m),
         RelationshipError::Db(e) => e.into(),
     }
 }

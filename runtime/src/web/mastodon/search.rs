@@ -16,7 +16,6 @@ use serde_json::Value;
 
 use super::pagination::{param, params};
 use super::statuses::render;
-use super::unprocessable;
 use crate::accounts::Account;
 use crate::federation::actors::directory::{self, Found};
 use crate::federation::inbound::resolve::{Resolved, resolve_url};
@@ -46,9 +45,9 @@ fn query(params: &[(String, String)]) -> Result<&str, ApiError> {
     let q = param(params, "q")
         .map(str::trim)
         .filter(|q| !q.is_empty())
-        .ok_or_else(|| unprocessable("q is required"))?;
+        .ok_or_else(|| ApiError::unprocessable("q is required"))?;
     if q.contains('\0') {
-        return Err(unprocessable("NUL characters are not accepted"));
+        return Err(ApiError::unprocessable("NUL characters are not accepted"));
     }
     Ok(q)
 }
@@ -59,7 +58,7 @@ fn limit(params: &[(String, String)], default: i64, max: i64) -> Result<i64, Api
         None | Some("") => Ok(default),
         Some(l) => Ok(l
             .parse::<i64>()
-            .map_err(|_| unprocessable("limit must be a number"))?
+            .map_err(|_| ApiError::unprocessable("limit must be a number"))?
             .clamp(1, max)),
     }
 }
@@ -147,7 +146,7 @@ async fn search(
         "accounts" => Kind::Accounts,
         "statuses" => Kind::Statuses,
         "hashtags" => Kind::Hashtags,
-        other => return Err(unprocessable(format!("unknown type {other:?}"))),
+        other => return Err(ApiError::unprocessable(format!("unknown type {other:?}"))),
     };
     let resolve = flag(&params, "resolve");
     let limit = limit(&params, DEFAULT_LIMIT, MAX_LIMIT)?;
@@ -236,7 +235,7 @@ async fn by_url(
     }
     let signer = fed
         .signing_key(account)
-        .map_err(|e| unprocessable(format!("{e:#}")))?;
+        .map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
     match resolve_url(&s.pool, fed, &signer, url).await {
         Ok(Resolved::Actor(iri) | Resolved::Note(iri)) => stored(s, fed, account, &iri).await,
         Err(e) => {

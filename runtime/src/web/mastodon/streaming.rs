@@ -14,7 +14,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{Extension, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
@@ -45,10 +45,6 @@ struct Params {
     access_token: Option<String>,
     stream: Option<String>,
     tag: Option<String>,
-}
-
-fn unauthorized(why: &str) -> ApiError {
-    ApiError(StatusCode::UNAUTHORIZED, why.into())
 }
 
 /// The token and, if it came as the subprotocol, that protocol to echo.
@@ -94,25 +90,25 @@ async fn stream(
     // Who is asking comes first: a request without a valid token is a 401 whether or not it
     // asked for an upgrade.
     let (token, as_protocol) =
-        token(&headers, &p).ok_or_else(|| unauthorized("Missing access token"))?;
+        token(&headers, &p).ok_or_else(|| ApiError::unauthorized("Missing access token"))?;
     let (account, scopes) = accounts::by_token(&s.pool, token)
         .await?
-        .ok_or_else(|| unauthorized("Invalid access token"))?;
+        .ok_or_else(|| ApiError::unauthorized("Invalid access token"))?;
     let grants = Grants {
         statuses: grants_any(&scopes, need::ReadStatuses::ANY_OF),
         notifications: grants_any(&scopes, need::ReadNotifications::ANY_OF),
     };
     if !grants.statuses && !grants.notifications {
-        return Err(unauthorized(
+        return Err(ApiError::unauthorized(
             "Access token does not have the required scopes",
         ));
     }
     let mut streams = Vec::new();
     if let Some(name) = p.stream.as_deref().filter(|n| !n.is_empty()) {
         let st = Stream::parse(name, p.tag.as_deref())
-            .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
         if !grants.allow(&st) {
-            return Err(unauthorized(
+            return Err(ApiError::unauthorized(
                 "Access token does not have the required scopes",
             ));
         }
@@ -128,8 +124,7 @@ async fn stream(
         Err(refused) => {
             // A place frees when a stream closes; clients that reconnect in a loop are told
             // to wait rather than retry at once.
-            let mut resp =
-                ApiError(StatusCode::TOO_MANY_REQUESTS, refused.to_string()).into_response();
+            let mut resp = ApiError::too_many_requests(refused.to_string()).into_response();
             resp.headers_mut().insert(
                 header::RETRY_AFTER,
                 axum::http::HeaderValue::from_static(REFUSED_RETRY_AFTER),

@@ -16,6 +16,7 @@ use super::statuses::render;
 use crate::mastodon::Status;
 use crate::statuses::access::readable_page_sql;
 use crate::web::auth::{MaybeNeeds, Needs, need};
+use crate::web::mastodon::pagination::BindPage;
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -37,9 +38,7 @@ async fn home(
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
+        .bind_cursors(&page)
         .fetch_all(&s.pool)
         .await?;
     statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
@@ -117,9 +116,7 @@ async fn public(
         &page.order_limit("c.id"),
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
+        .bind_cursors(&page)
         .bind(viewer)
         .fetch_all(&s.pool)
         .await?;
@@ -149,9 +146,7 @@ async fn tag(
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(&name)
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
+        .bind_cursors(&page)
         .bind(viewer)
         .fetch_all(&s.pool)
         .await?;

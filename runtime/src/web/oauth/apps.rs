@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -133,10 +133,7 @@ const MAX_NAME: usize = 200;
 const MAX_URI: usize = 2000;
 
 fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        format!("Validation failed: {}", message.into()),
-    )
+    ApiError::unprocessable(format!("Validation failed: {}", message.into()))
 }
 
 pub async fn create(
@@ -212,24 +209,14 @@ pub async fn verify_credentials(
     State(s): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let token = crate::web::auth::bearer_of(&headers).ok_or_else(|| {
-        ApiError(
-            StatusCode::UNAUTHORIZED,
-            "The access token is invalid".into(),
-        )
-    })?;
-    let app_id = tokens::app_of(&s.pool, token).await?.ok_or_else(|| {
-        ApiError(
-            StatusCode::UNAUTHORIZED,
-            "The access token is invalid".into(),
-        )
-    })?;
-    let app = by_id(&s.pool, app_id).await?.ok_or_else(|| {
-        ApiError(
-            StatusCode::UNAUTHORIZED,
-            "The access token is invalid".into(),
-        )
-    })?;
+    let token = crate::web::auth::bearer_of(&headers)
+        .ok_or_else(|| ApiError::unauthorized("The access token is invalid"))?;
+    let app_id = tokens::app_of(&s.pool, token)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("The access token is invalid"))?;
+    let app = by_id(&s.pool, app_id)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("The access token is invalid"))?;
     Ok(Json(app.json()))
 }
 

@@ -4,17 +4,13 @@
 //! so a missing parameter is the endpoint's own RFC 6749 error.
 
 use axum::extract::{FromRequest, Request};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use serde::de::DeserializeOwned;
 
 use crate::web::body::{BodyError, JSON_MAX_BYTES, json_has_nul, read_limited};
 use crate::web::{ApiError, AppState};
 
 pub struct FormOrJson<T>(pub T);
-
-fn unprocessable(message: impl std::fmt::Display) -> ApiError {
-    ApiError(StatusCode::UNPROCESSABLE_ENTITY, message.to_string())
-}
 
 impl<T: DeserializeOwned> FromRequest<AppState> for FormOrJson<T> {
     type Rejection = ApiError;
@@ -36,19 +32,20 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormOrJson<T> {
 /// `bytes` as a form (when `form`) or JSON; empty is `{}`.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8], form: bool) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return serde_json::from_str("{}").map_err(unprocessable);
+        return serde_json::from_str("{}").map_err(|e| ApiError::unprocessable(e.to_string()));
     }
     if form {
         if bytes.windows(3).any(|w| w == b"%00") || bytes.contains(&0) {
-            return Err(unprocessable(BodyError::Nul));
+            return Err(ApiError::unprocessable(BodyError::Nul.to_string()));
         }
         return serde_urlencoded::from_bytes(bytes)
-            .map_err(|e| unprocessable(format!("invalid form body: {e}")));
+            .map_err(|e| ApiError::unprocessable(format!("invalid form body: {e}")));
     }
     if json_has_nul(bytes) {
-        return Err(unprocessable(BodyError::Nul));
+        return Err(ApiError::unprocessable(BodyError::Nul.to_string()));
     }
-    serde_json::from_slice(bytes).map_err(|e| unprocessable(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
 }
 
 /// A list Mastodon accepts as one string (space- or newline-separated) or as a JSON array
@@ -76,6 +73,7 @@ impl OneOrMany {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     #[derive(serde::Deserialize, Debug)]
     struct Body {

@@ -18,7 +18,6 @@ use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
 use crate::web::mastodon::pagination::{param, params};
-use crate::web::mastodon::unprocessable;
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -34,7 +33,7 @@ pub fn routes() -> Router<AppState> {
 impl From<BoostError> for ApiError {
     fn from(e: BoostError) -> Self {
         match e {
-            BoostError::NotAllowed => ApiError(StatusCode::FORBIDDEN, e.to_string()),
+            BoostError::NotAllowed => ApiError::forbidden(e.to_string()),
             BoostError::Db(e) => e.into(),
         }
     }
@@ -162,7 +161,7 @@ async fn asked_visibility(s: &AppState, req: Request) -> Result<Option<Visibilit
             .filter(|v| *v != Visibility::Direct)
             .map(Some)
             .ok_or_else(|| {
-                unprocessable("Validation failed: Visibility is not included in the list")
+                ApiError::unprocessable("Validation failed: Visibility is not included in the list")
             }),
     }
 }

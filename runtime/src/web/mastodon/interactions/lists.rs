@@ -17,6 +17,7 @@ use crate::statuses::access::visible_sql;
 use crate::web::activitypub::federation;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::mastodon::accounts::render_rows;
+use crate::web::mastodon::pagination::BindPage;
 use crate::web::mastodon::pagination::{Page, Paged, params};
 use crate::web::{ApiError, AppState};
 
@@ -69,10 +70,7 @@ async fn statuses_page(
     let rows: Vec<(i64, Uuid)> =
         sqlx::query_as(sqlx::AssertSqlSafe(format!("{sql}{}", page.clause(key, 2))))
             .bind(account)
-            .bind(page.max)
-            .bind(page.since)
-            .bind(page.min)
-            .bind(page.limit)
+            .bind_page(&page)
             .fetch_all(&s.pool)
             .await?;
     let rows = page.finish(rows);
@@ -130,10 +128,7 @@ async fn favourited_by(
         page.clause("k", 2)
     )))
     .bind(post.id)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
+    .bind_page(&page)
     .bind(&fed.origin)
     .bind(&post.uri)
     .fetch_all(&s.pool)
@@ -167,10 +162,7 @@ async fn reblogged_by(
         page.clause("r.id", 2)
     )))
     .bind(post.id)
-    .bind(page.max)
-    .bind(page.since)
-    .bind(page.min)
-    .bind(page.limit)
+    .bind_page(&page)
     .bind(&fed.origin)
     .bind(viewer)
     .fetch_all(&s.pool)

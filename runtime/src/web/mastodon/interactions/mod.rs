@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::Router;
-use axum::http::StatusCode;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -21,10 +20,6 @@ pub fn routes() -> Router<AppState> {
         .merge(lists::routes())
 }
 
-fn not_found() -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
-}
-
 /// The post a path id names for `viewer` (a boost's id names the boosted post); unknown,
 /// malformed and unreadable ids are the same 404.
 async fn target(
@@ -32,10 +27,10 @@ async fn target(
     viewer: Option<Uuid>,
     raw: &str,
 ) -> Result<Post, ApiError> {
-    let id = parse_id(raw, "status").map_err(|_| not_found())?;
+    let id = parse_id(raw, "status").map_err(|_| ApiError::record_not_found())?;
     interact::find(conn, viewer, id)
         .await?
-        .ok_or_else(not_found)
+        .ok_or_else(ApiError::record_not_found)
 }
 
 /// The Status entity of `id` as `viewer` sees it.
@@ -44,5 +39,5 @@ async fn status(s: &AppState, viewer: Uuid, id: Uuid) -> Result<Json<Status>, Ap
     status::render_one(&mut conn, s.site(), Some(viewer), id)
         .await?
         .map(Json)
-        .ok_or_else(not_found)
+        .ok_or_else(ApiError::record_not_found)
 }

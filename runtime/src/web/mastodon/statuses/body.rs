@@ -38,12 +38,12 @@ impl<T: DeserializeOwned> FromRequest<AppState> for StatusBody<T> {
         };
         serde_json::from_value(value)
             .map(StatusBody)
-            .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))
+            .map_err(|e| ApiError::unprocessable(e.to_string()))
     }
 }
 
 async fn multipart_fields(req: Request, s: &AppState) -> Result<Vec<(String, String)>, ApiError> {
-    let bad = |e: String| ApiError(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"));
+    let bad = |e: String| ApiError::bad_request(format!("bad multipart body: {e}"));
     let mut form = axum::extract::Multipart::from_request(req, s)
         .await
         .map_err(|e| bad(e.to_string()))?;
@@ -67,18 +67,14 @@ pub const MAX_FORM_DEPTH: usize = 32;
 pub fn from_pairs(pairs: Vec<(String, String)>) -> Result<Value, ApiError> {
     if let Some((key, _)) = pairs.iter().find(|(k, _)| key_depth(k) > MAX_FORM_DEPTH) {
         let shown: String = key.chars().take(40).collect();
-        return Err(ApiError(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("form key {shown}… is nested deeper than {MAX_FORM_DEPTH} levels"),
-        ));
+        return Err(ApiError::unprocessable(format!(
+            "form key {shown}… is nested deeper than {MAX_FORM_DEPTH} levels"
+        )));
     }
     let mut root = Value::Object(Map::new());
     for (key, value) in pairs {
         if value.contains('\0') {
-            return Err(ApiError(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                BodyError::Nul.to_string(),
-            ));
+            return Err(ApiError::unprocessable(BodyError::Nul.to_string()));
         }
         let (head, rest) = key.split_once('[').unwrap_or((&key, ""));
         let mut segments = vec![head];
@@ -126,12 +122,7 @@ fn set(target: &mut Value, segments: &[&str], value: String) {
 
 /// `true`/`false` or the strings forms send for them.
 pub fn flag(key: &str, v: Option<&Value>) -> Result<Option<bool>, ApiError> {
-    let bad = || {
-        ApiError(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("{key} must be a boolean"),
-        )
-    };
+    let bad = || ApiError::unprocessable(format!("{key} must be a boolean"));
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -156,10 +147,9 @@ pub fn media_ids(v: Option<Vec<String>>) -> Result<Option<Vec<uuid::Uuid>>, ApiE
             .filter(|s| !s.is_empty())
             .map(|s| {
                 uuid::Uuid::parse_str(s).map_err(|_| {
-                    ApiError(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        format!("Validation failed: media attachment {s} not found"),
-                    )
+                    ApiError::unprocessable(format!(
+                        "Validation failed: media attachment {s} not found"
+                    ))
                 })
             })
             .collect()

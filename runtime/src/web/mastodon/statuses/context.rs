@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{not_found, render, status_id};
+use super::{render, status_id};
 use crate::mastodon::Status;
 use crate::statuses::{access, context as thread};
 use crate::web::auth::{MaybeNeeds, need};
@@ -31,7 +31,7 @@ pub async fn context(
     let viewer = viewer.map(|a| a.id);
     let mut conn = s.pool.acquire().await?;
     if !access::can_see(&mut conn, viewer, id).await? {
-        return Err(not_found());
+        return Err(ApiError::record_not_found());
     }
     let up = thread::ancestors(&mut conn, viewer, id).await?;
     let down = thread::descendants(&mut conn, viewer, id).await?;

@@ -3,13 +3,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::body::{StatusBody, flag, media_ids, text};
-use super::{not_found, visible_one};
+use super::visible_one;
 use crate::polls::validation::PollRequest;
 use crate::statuses::Visibility;
 use crate::statuses::preferences::{self, Posting};
@@ -38,10 +38,6 @@ pub struct CreateRequest {
     media_ids: Option<Vec<String>>,
 }
 
-fn unprocessable(m: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::UNPROCESSABLE_ENTITY, m.into())
-}
-
 impl CreateRequest {
     /// The status to write; what the request leaves out comes from the author's posting
     /// defaults (issue 30 item 1: never public by omission when the default is narrower).
@@ -53,19 +49,19 @@ impl CreateRequest {
         let visibility = match text(self.visibility) {
             None => defaults.visibility,
             Some(v) => Visibility::parse(&v)
-                .ok_or_else(|| unprocessable(format!("Validation failed: visibility {v:?} is not one of public, unlisted, private, direct")))?,
+                .ok_or_else(|| ApiError::unprocessable(format!("Validation failed: visibility {v:?} is not one of public, unlisted, private, direct")))?,
         };
         let in_reply_to = match text(self.in_reply_to_id) {
             None => None,
             // A reply to something that cannot exist is a reply to nothing we know: 404.
-            Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| not_found())?),
+            Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| ApiError::record_not_found())?),
         };
         let poll = self
             .poll
             .as_ref()
             .map(PollRequest::validate)
             .transpose()
-            .map_err(|e| unprocessable(e.to_string()))?;
+            .map_err(|e| ApiError::unprocessable(e.to_string()))?;
         Ok(NewStatus {
             text: self.status.unwrap_or_default(),
             visibility,
@@ -91,7 +87,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         return Ok(None);
     };
     if raw.len() > MAX_IDEMPOTENCY_KEY_BYTES {
-        return Err(unprocessable(format!(
+        return Err(ApiError::unprocessable(format!(
             "Validation failed: Idempotency-Key is longer than {MAX_IDEMPOTENCY_KEY_BYTES} bytes"
         )));
     }

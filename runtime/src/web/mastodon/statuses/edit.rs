@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -34,7 +33,6 @@ pub struct EditRequest {
 
 impl EditRequest {
     fn into_edit(self) -> Result<Edit, ApiError> {
-        let unprocessable = |m: String| ApiError(StatusCode::UNPROCESSABLE_ENTITY, m);
         let sensitive = flag("sensitive", self.sensitive.as_ref())?;
         let media = media_ids(self.media_ids)?;
         let nothing = self.status.is_none()
@@ -52,7 +50,7 @@ impl EditRequest {
                 poll: self.poll,
             }
             .validate()
-            .map_err(|e| unprocessable(e.to_string()))?
+            .map_err(|e| ApiError::unprocessable(e.to_string()))?
         };
         Ok(Edit {
             poll_edit,

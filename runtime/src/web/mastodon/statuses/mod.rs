@@ -4,7 +4,6 @@
 //! (`body`: JSON, urlencoded and multipart forms alike) and render.
 
 use axum::Router;
-use axum::http::StatusCode;
 use axum::routing::{get, post};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -36,21 +35,17 @@ pub fn routes() -> Router<AppState> {
 impl From<WriteError> for ApiError {
     fn from(e: WriteError) -> Self {
         match e {
-            WriteError::NotFound => ApiError(StatusCode::NOT_FOUND, e.to_string()),
-            WriteError::NotAuthor => ApiError(StatusCode::FORBIDDEN, e.to_string()),
-            WriteError::Invalid(m) => ApiError(StatusCode::UNPROCESSABLE_ENTITY, m),
+            WriteError::NotFound => ApiError::not_found(e.to_string()),
+            WriteError::NotAuthor => ApiError::forbidden(e.to_string()),
+            WriteError::Invalid(m) => ApiError::unprocessable(m),
             WriteError::Db(e) => e.into(),
         }
     }
 }
 
-pub(crate) fn not_found() -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "Record not found".into())
-}
-
 /// A status id from the path: malformed is the same 404 as unknown.
 pub(crate) fn status_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| not_found())
+    Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
 }
 
 /// Status entities for the `ids` that `viewer` may read (the rest are left out), with their
@@ -72,10 +67,10 @@ pub(crate) async fn visible_one(
 ) -> Result<Status, ApiError> {
     let mut conn = s.pool.acquire().await?;
     if !access::can_see(&mut conn, viewer, id).await? {
-        return Err(not_found());
+        return Err(ApiError::record_not_found());
     }
     render(s, &mut conn, viewer, &[id])
         .await?
         .pop()
-        .ok_or_else(not_found)
+        .ok_or_else(ApiError::record_not_found)
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::mastodon::Status;
 
-use super::{not_found, status_id, visible_one};
+use super::{status_id, visible_one};
 use crate::statuses::{history as versions, write};
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::{ApiError, AppState};
@@ -51,5 +51,5 @@ pub async fn source(
     write::source(&mut conn, account.id, id)
         .await?
         .map(Json)
-        .ok_or_else(not_found)
+        .ok_or_else(ApiError::record_not_found)
 }
