@@ -1,7 +1,8 @@
 //! A local account's favourites, boosts and bookmarks (R-MAPI-3, issue 19 item 1): the rows,
 //! and their local side effects in the caller's transaction — the local author's
-//! notification (`notify`), the boost's home timeline entries (`feed`). What is sent to other
-//! servers is `federation::interactions`; the handler commits both together.
+//! notification (`notify`), the boost's home timeline entries (`feed`) — and the activity it
+//! sends (`federation::outbound::interactions`), queued in the same transaction, so the handler
+//! is begin → act → commit → render.
 //!
 //! Every action is idempotent: a second favourite, boost or bookmark of the same post finds
 //! the first one and changes nothing (no second row, notification or activity), and undoing
@@ -11,61 +12,22 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::Visibility;
-use super::access;
 use super::feed::{self, Entry};
 use super::notify::{self, Kind, Notification};
+pub use super::post::{Boost, Post, find};
 use crate::accounts::Account;
 use crate::federation::Federation;
+use crate::federation::outbound::interactions;
 
-/// A post someone acts on, as the `posts` view has it.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Post {
-    pub id: Uuid,
-    pub uri: String,
-    /// The local author, for one of our posts.
-    pub account_id: Option<Uuid>,
-    /// The remote author's actor IRI, for one of theirs.
-    pub actor_iri: Option<String>,
-    /// The author's Account entity id (local account id, or remote actor id).
-    pub author_id: Uuid,
-    pub visibility: String,
-}
-
-impl Post {
-    pub fn visibility(&self) -> Visibility {
-        Visibility::parse(&self.visibility).unwrap_or(Visibility::Direct)
-    }
-}
-
-/// The post `id` names for `viewer`: a post, or the post a boost boosts (acting on a boost
-/// acts on what it shows, as Mastodon does). `None` when it names nothing the viewer may see.
-pub async fn find(
-    conn: &mut PgConnection,
-    viewer: Option<Uuid>,
-    id: Uuid,
-) -> Result<Option<Post>, sqlx::Error> {
-    if !access::can_see(&mut *conn, viewer, id).await? {
-        return Ok(None);
-    }
-    sqlx::query_as(
-        "SELECT p.id, p.uri, p.account_id, p.actor_iri, p.author_id, p.visibility
-           FROM posts p
-          WHERE p.id = coalesce((SELECT post_id FROM reblogs WHERE id = $1), $1)",
-    )
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-}
-
-/// Favourites `post` with our `Like` id `activity`. Returns the stored favourite's `Like`
-/// id when it is new (`None`: it was already favourited, nothing changed). A local author is
-/// notified, caused by the `Like`.
+/// Favourites `post`. True when it is new (false: it was already favourited, nothing
+/// changed); then a local author is notified and a remote one sent our `Like`.
 pub async fn favourite(
     tx: &mut PgConnection,
+    fed: &Federation,
     account: &Account,
     post: &Post,
-    activity: &str,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
+    let activity = fed.new_activity_id();
     let new: Option<String> = sqlx::query_scalar(
         "INSERT INTO favourites (account_id, post_id, post_uri, activity_id)
          VALUES ($1, $2, $3, $4)
@@ -74,29 +36,34 @@ pub async fn favourite(
     .bind(account.id)
     .bind(post.id)
     .bind(&post.uri)
-    .bind(activity)
+    .bind(&activity)
     .fetch_optional(&mut *tx)
     .await?;
-    if let (Some(cause), Some(author)) = (&new, post.account_id) {
+    let Some(like) = new else {
+        return Ok(false);
+    };
+    if let Some(author) = post.account_id {
         let n = Notification {
             account: author,
             kind: Kind::Favourite,
             from_account: account.id,
             post: Some(post.id),
-            cause,
+            cause: &like,
         };
         notify::notify(&mut *tx, &n).await?;
     }
-    Ok(new)
+    interactions::like(tx, fed, account, post, &like).await?;
+    Ok(true)
 }
 
-/// Removes the favourite of `post`. Returns its `Like` id (for the `Undo`) when there was one;
-/// the notification it caused is withdrawn.
+/// Removes the favourite of `post`: the notification it caused is withdrawn and a remote
+/// author sent the `Undo` of our `Like`. True when there was one.
 pub async fn unfavourite(
     tx: &mut PgConnection,
+    fed: &Federation,
     account: &Account,
     post: &Post,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
     let gone: Option<String> = sqlx::query_scalar(
         "DELETE FROM favourites WHERE account_id = $1 AND post_id = $2 RETURNING activity_id",
     )
@@ -104,20 +71,12 @@ pub async fn unfavourite(
     .bind(post.id)
     .fetch_optional(&mut *tx)
     .await?;
-    if let Some(cause) = &gone {
-        notify::withdraw(&mut *tx, Kind::Favourite, cause).await?;
-    }
-    Ok(gone)
-}
-
-/// One of our boosts as stored.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Boost {
-    /// The boost's own status id.
-    pub id: Uuid,
-    /// Our `Announce` id.
-    pub activity_id: String,
-    pub visibility: String,
+    let Some(like) = gone else {
+        return Ok(false);
+    };
+    notify::withdraw(&mut *tx, Kind::Favourite, &like).await?;
+    interactions::undo_like(tx, fed, account, post, &like).await?;
+    Ok(true)
 }
 
 /// Why a boost is refused (Mastodon's 403: the post's audience is not the booster's to widen).
@@ -151,18 +110,18 @@ pub fn boost_visibility(
     }
 }
 
-/// Boosts `post` (already checked with `boost_visibility`) as a new status `id`, announced as
-/// `activity`. Returns the boost and whether it is new: an existing boost of the post is
-/// answered as it is. A new one goes to the booster's home timeline and their local
-/// followers', and notifies a local author.
+/// Boosts `post` (already checked with `boost_visibility`) as a new status. Returns the
+/// boost: an existing boost of the post is answered as it is. A new one goes to the booster's
+/// home timeline and their local followers', notifies a local author, and its `Announce` is
+/// queued to the booster's followers and a remote author.
 pub async fn reblog(
     tx: &mut PgConnection,
     fed: &Federation,
     account: &Account,
     post: &Post,
     visibility: Visibility,
-    activity: &str,
-) -> Result<(Boost, bool), sqlx::Error> {
+) -> Result<Boost, sqlx::Error> {
+    let activity = fed.new_activity_id();
     let new: Option<Boost> = sqlx::query_as(
         "INSERT INTO reblogs (id, post_id, post_uri, account_id, activity_id, visibility)
          VALUES ($1, $2, $3, $4, $5, $6)
@@ -173,7 +132,7 @@ pub async fn reblog(
     .bind(post.id)
     .bind(&post.uri)
     .bind(account.id)
-    .bind(activity)
+    .bind(&activity)
     .bind(visibility.as_str())
     .fetch_optional(&mut *tx)
     .await?;
@@ -185,7 +144,7 @@ pub async fn reblog(
         .bind(post.id)
         .fetch_one(&mut *tx)
         .await?;
-        return Ok((existing, false));
+        return Ok(existing);
     };
     let own = Entry {
         entry: boost.id,
@@ -207,20 +166,22 @@ pub async fn reblog(
             kind: Kind::Reblog,
             from_account: account.id,
             post: Some(post.id),
-            cause: activity,
+            cause: &activity,
         };
         notify::notify(&mut *tx, &n).await?;
     }
-    Ok((boost, true))
+    interactions::announce(tx, fed, account, post, &boost).await?;
+    Ok(boost)
 }
 
-/// Takes back the boost of `post`: its timeline entries and the notification it caused go.
-/// Returns it (for the `Undo`) when there was one.
+/// Takes back the boost of `post`: its timeline entries and the notification it caused go,
+/// and the `Undo` of its `Announce` is queued. True when there was one.
 pub async fn unreblog(
     tx: &mut PgConnection,
+    fed: &Federation,
     account: &Account,
     post: &Post,
-) -> Result<Option<Boost>, sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
     let gone: Option<Boost> = sqlx::query_as(
         "DELETE FROM reblogs WHERE account_id = $1 AND post_id = $2
          RETURNING id, activity_id, visibility",
@@ -229,11 +190,13 @@ pub async fn unreblog(
     .bind(post.id)
     .fetch_optional(&mut *tx)
     .await?;
-    if let Some(b) = &gone {
-        feed::remove_entry(&mut *tx, b.id).await?;
-        notify::withdraw(&mut *tx, Kind::Reblog, &b.activity_id).await?;
-    }
-    Ok(gone)
+    let Some(boost) = gone else {
+        return Ok(false);
+    };
+    feed::remove_entry(&mut *tx, boost.id).await?;
+    notify::withdraw(&mut *tx, Kind::Reblog, &boost.activity_id).await?;
+    interactions::undo_announce(tx, fed, account, post, &boost).await?;
+    Ok(true)
 }
 
 /// Bookmarks `post` (local only: nothing is sent). True when it stored something (a new

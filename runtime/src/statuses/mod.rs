@@ -11,6 +11,7 @@ pub mod followers;
 pub mod history;
 pub mod interact;
 pub mod notify;
+pub mod post;
 pub mod preferences;
 pub mod write;
 

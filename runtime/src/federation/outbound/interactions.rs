@@ -16,7 +16,7 @@ use crate::federation::outbound::delivery::{Recipient, queue_activity};
 use crate::federation::outbound::statuses::inboxes;
 use crate::federation::vocab::PUBLIC;
 use crate::statuses::Visibility;
-use crate::statuses::interact::{Boost, Post};
+use crate::statuses::post::{Boost, Post};
 
 /// Queues the `Like` `activity` of `post` to its remote author. Returns the inboxes queued.
 pub async fn like(

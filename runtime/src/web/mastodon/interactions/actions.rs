@@ -1,7 +1,8 @@
 //! `POST /api/v1/statuses/{id}/favourite`, `/unfavourite`, `/reblog`, `/unreblog`,
 //! `/bookmark`, `/unbookmark`. Each answers the Status entity after the change (`/reblog` the
 //! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
-//! is idempotent. The row, its local side effects and the activity it sends commit together.
+//! is idempotent. Each is begin → act (`statuses::interact`: the row, its local side effects and
+//! the activity it sends) → commit → render.
 
 use crate::mastodon::Status;
 use axum::extract::{Path, Request, State};
@@ -10,7 +11,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 
 use super::{status, target};
-use crate::federation::outbound::interactions;
 use crate::statuses::Visibility;
 use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;
@@ -47,10 +47,7 @@ async fn favourite(
     let fed = federation(&s)?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
-    let like = fed.new_activity_id();
-    if let Some(like) = interact::favourite(&mut tx, &account, &post, &like).await? {
-        interactions::like(&mut tx, fed, &account, &post, &like).await?;
-    }
+    interact::favourite(&mut tx, fed, &account, &post).await?;
     tx.commit().await?;
     status(&s, account.id, post.id).await
 }
@@ -63,9 +60,7 @@ async fn unfavourite(
     let fed = federation(&s)?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
-    if let Some(like) = interact::unfavourite(&mut tx, &account, &post).await? {
-        interactions::undo_like(&mut tx, fed, &account, &post, &like).await?;
-    }
+    interact::unfavourite(&mut tx, fed, &account, &post).await?;
     tx.commit().await?;
     status(&s, account.id, post.id).await
 }
@@ -82,12 +77,7 @@ async fn reblog(
     let post = target(&mut tx, Some(account.id), &raw).await?;
     let default = preferences::load(&mut *tx, account.id).await?.visibility;
     let visibility = interact::boost_visibility(&account, &post, asked, default)?;
-    let announce = fed.new_activity_id();
-    let (boost, new) =
-        interact::reblog(&mut tx, fed, &account, &post, visibility, &announce).await?;
-    if new {
-        interactions::announce(&mut tx, fed, &account, &post, &boost).await?;
-    }
+    let boost = interact::reblog(&mut tx, fed, &account, &post, visibility).await?;
     tx.commit().await?;
     status(&s, account.id, boost.id).await
 }
@@ -100,9 +90,7 @@ async fn unreblog(
     let fed = federation(&s)?;
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
-    if let Some(boost) = interact::unreblog(&mut tx, &account, &post).await? {
-        interactions::undo_announce(&mut tx, fed, &account, &post, &boost).await?;
-    }
+    interact::unreblog(&mut tx, fed, &account, &post).await?;
     tx.commit().await?;
     status(&s, account.id, post.id).await
 }

@@ -1,0 +1,59 @@
+//! A post someone acts on (favourite, boost, bookmark), found through the access check, and one
+//! of our boosts as stored: what the local action (`interact`) and the activity it sends
+//! (`federation::outbound::interactions`) both read.
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::Visibility;
+use super::access;
+
+/// A post someone acts on, as the `posts` view has it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Post {
+    pub id: Uuid,
+    pub uri: String,
+    /// The local author, for one of our posts.
+    pub account_id: Option<Uuid>,
+    /// The remote author's actor IRI, for one of theirs.
+    pub actor_iri: Option<String>,
+    /// The author's Account entity id (local account id, or remote actor id).
+    pub author_id: Uuid,
+    pub visibility: String,
+}
+
+impl Post {
+    pub fn visibility(&self) -> Visibility {
+        Visibility::parse(&self.visibility).unwrap_or(Visibility::Direct)
+    }
+}
+
+/// The post `id` names for `viewer`: a post, or the post a boost boosts (acting on a boost
+/// acts on what it shows, as Mastodon does). `None` when it names nothing the viewer may see.
+pub async fn find(
+    conn: &mut PgConnection,
+    viewer: Option<Uuid>,
+    id: Uuid,
+) -> Result<Option<Post>, sqlx::Error> {
+    if !access::can_see(&mut *conn, viewer, id).await? {
+        return Ok(None);
+    }
+    sqlx::query_as(
+        "SELECT p.id, p.uri, p.account_id, p.actor_iri, p.author_id, p.visibility
+           FROM posts p
+          WHERE p.id = coalesce((SELECT post_id FROM reblogs WHERE id = $1), $1)",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// One of our boosts as stored.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Boost {
+    /// The boost's own status id.
+    pub id: Uuid,
+    /// Our `Announce` id.
+    pub activity_id: String,
+    pub visibility: String,
+}
