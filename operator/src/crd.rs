@@ -52,6 +52,47 @@ use serde::{Deserialize, Serialize};
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    // `kubectl get hollo -o wide` (issue 35 item 1): the target of an upgrade, pod counts,
+    // the conditions an operator checks first.
+    printcolumn(
+        name = "Target",
+        type_ = "string",
+        json_path = ".status.targetVersion",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Web",
+        type_ = "integer",
+        description = "Pods of the web (or all) Deployment",
+        json_path = ".status.web.replicas",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Workers",
+        type_ = "integer",
+        description = "Pods of the worker Deployment",
+        json_path = ".status.worker.replicas",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Degraded",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Degraded\")].reason",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Budget",
+        type_ = "string",
+        description = "ConnectionBudget condition",
+        json_path = ".status.conditions[?(@.type==\"ConnectionBudget\")].status",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Migrations Failed",
+        type_ = "integer",
+        json_path = ".status.migrationAttempts",
+        priority = "1"
     )
 )]
 #[x_kube(validation = Rule::new("!self.worker.autoscaling.keda.enabled || self.worker.autoscaling.enabled").message("worker.autoscaling.keda.enabled requires worker.autoscaling.enabled"))]
@@ -901,15 +942,29 @@ mod tests {
                 .and_then(|s| s.status.as_ref())
                 .is_some()
         );
-        let cols: Vec<&str> = v
-            .additional_printer_columns
-            .iter()
-            .flatten()
-            .map(|c| c.name.as_str())
-            .collect();
+        let cols = |wide: bool| -> Vec<&str> {
+            v.additional_printer_columns
+                .iter()
+                .flatten()
+                .filter(|c| (c.priority.unwrap_or(0) > 0) == wide)
+                .map(|c| c.name.as_str())
+                .collect()
+        };
         assert_eq!(
-            cols,
+            cols(false),
             ["Phase", "Version", "Web Ready", "Workers Ready", "Age"]
+        );
+        // `-o wide` only (issue 35 item 1).
+        assert_eq!(
+            cols(true),
+            [
+                "Target",
+                "Web",
+                "Workers",
+                "Degraded",
+                "Budget",
+                "Migrations Failed"
+            ]
         );
     }
 

@@ -24,6 +24,7 @@ mod tests;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{EventType, Recorder};
@@ -103,6 +104,9 @@ pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, E
     ctx.health
         .metrics
         .observe(started.elapsed(), error.map(Error::metric_label));
+    if error.is_some() {
+        ctx.health.metrics.hollo_error(key(&hollo));
+    }
     if let Some(e) = error.filter(|e| e.is_permanent()) {
         let note = format!("{e}; waiting for a change of the Hollo");
         report::publish(
@@ -116,6 +120,21 @@ pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, E
         .await;
     }
     result
+}
+
+/// `(namespace, name)`: the per-Hollo metrics' key.
+fn key(hollo: &Hollo) -> (String, String) {
+    (hollo.namespace().unwrap_or_default(), hollo.name_any())
+}
+
+/// The per-Hollo gauges of `/metrics` (issue 35 item 1): what this reconcile wrote.
+fn record(ctx: &Context, hollo: &Hollo, status: &crate::crd::HolloStatus, jobs: &[Arc<Job>]) {
+    ctx.health.metrics.record_hollo(
+        key(hollo),
+        status,
+        &crate::budget::Budget::for_spec(&hollo.spec),
+        report::migration_seconds(jobs),
+    );
 }
 
 async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
@@ -134,6 +153,7 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let checks = external::checks(&hollo.spec, &ext);
     if let Some(hold) = ext.hold(&hollo.spec) {
         let status = report::held(hollo, &hold, now);
+        record(ctx, hollo, &status, &[]);
         if report::write_status(&ctx.client, hollo, &status).await? {
             ctx.applier.writes.inc();
         }
@@ -155,6 +175,7 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
     let status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
+    record(ctx, hollo, &status, &world.jobs);
     if report::write_status(client, hollo, &status).await? {
         applier.writes.inc();
     }
