@@ -397,6 +397,47 @@ pub struct IngressSpec {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// `web.httpRoute` (issue 35 item 4): a `gateway.networking.k8s.io/v1` `HTTPRoute` sending every
+/// path of `hostnames` to the web Service, attached to `parentRefs` (your Gateway). Without the
+/// Gateway API's CRDs in the cluster everything else is applied and `Degraded` says so. Body
+/// size limits are the Gateway implementation's (see the README: an upload needs more than 1 MiB).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!self.enabled || size(self.parentRefs) > 0").message("web.httpRoute.enabled requires at least one parentRefs entry (the Gateway)"))]
+pub struct HttpRouteSpec {
+    #[serde(default)]
+    pub enabled: bool,
+    /// The Gateways (or listeners, with `sectionName`) the route attaches to.
+    #[serde(default)]
+    pub parent_refs: Vec<GatewayParentRef>,
+    /// Host names the route answers for; empty: the listeners' host names.
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A Gateway API `ParentReference`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayParentRef {
+    pub name: String,
+    /// Default: the Hollo's namespace (the Gateway must then allow routes from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A listener of the Gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    /// Default `gateway.networking.k8s.io`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Default `Gateway`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "WebSpec::default")]
 #[x_kube(validation = Rule::new("self.replicas >= 0").message("web.replicas must be >= 0"))]
@@ -422,6 +463,10 @@ pub struct WebSpec {
     pub resources: ResourceRequirements,
     pub disruption_budget: DisruptionBudgetSpec,
     pub ingress: IngressSpec,
+    /// A Gateway API `HTTPRoute` `<name>-web` to the web Service, beside (or instead of) the
+    /// Ingress (issue 35 item 4).
+    #[serde(rename = "httpRoute")]
+    pub http_route: HttpRouteSpec,
     /// Replaces the profile's serve command (the container's `command`); `all` nodes use it too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
@@ -478,6 +523,7 @@ impl Default for WebSpec {
             resources: ResourceRequirements::default(),
             disruption_budget: DisruptionBudgetSpec::default(),
             ingress: IngressSpec::default(),
+            http_route: HttpRouteSpec::default(),
             command: None,
             args: None,
             probes: ProbeOverrides::default(),
@@ -1343,6 +1389,19 @@ mod tests {
                 json!({"storage": {"disk": "s3", "fs": null}}),
                 "storage.disk=s3 requires storage.s3",
             );
+        }
+
+        /// Issue 35 item 4: a route needs a Gateway to attach to.
+        #[test]
+        fn an_http_route_needs_a_parent() {
+            rejects(
+                json!({"web": {"httpRoute": {"enabled": true}}}),
+                "web.httpRoute.enabled requires at least one parentRefs entry",
+            );
+            let ok = json!({"web": {"httpRoute": {"enabled": true,
+                "parentRefs": [{"name": "public", "namespace": "gateway"}],
+                "hostnames": ["hollo.example.com"]}}});
+            assert_eq!(violations(ok), Vec::<String>::new());
         }
     }
 }

@@ -15,7 +15,7 @@ use super::observe::{World, roles};
 use crate::crd::Hollo;
 use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
-use crate::resources::{self, autoscaling, ingress, migration, pdb, service};
+use crate::resources::{self, autoscaling, httproute, ingress, migration, pdb, service};
 
 /// How many replicas a role Deployment should have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,8 @@ pub struct Desired {
     pub workloads: Vec<Workload>,
     pub hpas: Vec<HorizontalPodAutoscaler>,
     pub scaled_objects: Vec<DynamicObject>,
+    /// Gateway API `HTTPRoute`s (issue 35 item 4); the API may be absent.
+    pub http_routes: Vec<DynamicObject>,
     /// Jobs to create if absent. Job specs are immutable and finished Jobs are history (a failed
     /// attempt's logs stay reachable), so Jobs are never pruned by this set; see
     /// [`finished_jobs`].
@@ -88,6 +90,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     let mut d = Desired {
         services: vec![service::service(hollo)],
         ingresses: ingress::ingress(hollo).into_iter().collect(),
+        http_routes: httproute::http_route(hollo).into_iter().collect(),
         pdbs: [pdb::web(hollo), pdb::worker(hollo)]
             .into_iter()
             .flatten()

@@ -49,6 +49,11 @@ pub enum Error {
     )]
     KedaMissing,
     #[error(
+        "web.httpRoute.enabled but the Gateway API's HTTPRoute (gateway.networking.k8s.io/v1) \
+         is not installed: install the Gateway API CRDs or disable web.httpRoute"
+    )]
+    GatewayApiMissing,
+    #[error(
         "the watch caches of the child kinds are not filled after {0:?}: can the operator list \
          and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs and Ingresses here?"
     )]
@@ -62,6 +67,7 @@ impl Error {
             Error::Kube(_) => "client",
             Error::NoNamespace => "no_namespace",
             Error::KedaMissing => "keda_missing",
+            Error::GatewayApiMissing => "gateway_api_missing",
             Error::CachesNotReady(_) => "caches_not_ready",
         }
     }
@@ -85,8 +91,8 @@ pub struct Context {
     pub applier: apply::Applier,
 }
 
-/// How soon to look again while KEDA is asked for but its API is missing (nothing notifies
-/// us when its CRD appears).
+/// How soon to look again while KEDA (or the Gateway API) is asked for but its API is missing
+/// (nothing notifies us when its CRD appears).
 const KEDA_RECHECK: Duration = Duration::from_secs(30);
 /// How soon to look again while a Secret the pods need is missing.
 const HOLD_RECHECK: Duration = Duration::from_secs(15);
@@ -150,7 +156,7 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     let now = Timestamp::now();
     let ext = external::read(&ctx.client, hollo).await?;
-    let checks = external::checks(&hollo.spec, &ext);
+    let mut checks = external::checks(&hollo.spec, &ext);
     if let Some(hold) = ext.hold(&hollo.spec) {
         let status = report::held(hollo, &hold, now);
         record(ctx, hollo, &status, &[]);
@@ -174,6 +180,10 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
+    if hollo.spec.web.http_route.enabled {
+        let check = crate::status::http_route_check(outcome.route_missing.as_deref());
+        checks.push(check);
+    }
     let status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
     record(ctx, hollo, &status, &world.jobs);
     if report::write_status(client, hollo, &status).await? {
@@ -181,9 +191,9 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     report::events(&ctx.recorder, hollo, &plan, &status, missing.as_deref()).await;
     report::check_events(&ctx.recorder, hollo, &status).await;
-    let requeue = match missing {
-        Some(_) => plan.requeue.min(KEDA_RECHECK),
-        None => plan.requeue,
+    let requeue = match (&missing, &outcome.route_missing) {
+        (None, None) => plan.requeue,
+        _ => plan.requeue.min(KEDA_RECHECK),
     };
     // Nothing notifies us when a Secret rotates (the operator may not list or watch Secrets):
     // look again within a minute.

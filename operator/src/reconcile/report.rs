@@ -158,11 +158,12 @@ pub async fn publish(
     }
 }
 
-/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad.
+/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad, or
+/// the HTTPRoute cannot be applied.
 pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus) {
     let previous = hollo.status.clone().unwrap_or_default();
     for c in &new.conditions {
-        if ![status::DATABASE, status::SECRET_KEY].contains(&c.type_.as_str())
+        if ![status::DATABASE, status::SECRET_KEY, status::HTTP_ROUTE].contains(&c.type_.as_str())
             || c.status != "False"
         {
             continue;
