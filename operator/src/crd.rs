@@ -104,6 +104,7 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.publicUrl)").message("image.profile=upstream: upstream Hollo takes its origin from the request (BEHIND_PROXY) or from WEB_ORIGIN and HANDLE_HOST in spec.env; remove publicUrl"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || has(self.storage.urlBase) || self.env.exists(e, e.name == 'STORAGE_URL_BASE')").message("image.profile=upstream: upstream Hollo refuses to start without STORAGE_URL_BASE; set storage.urlBase (with disk fs: https://<host>/assets)"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
+#[x_kube(validation = Rule::new("!self.networkPolicy.enabled || has(self.database.cnpg) || size(self.networkPolicy.database) > 0").message("networkPolicy.enabled needs to know where the database is: networkPolicy.database (say [{ipBlock: {cidr: 10.0.5.10/32}}]) unless database.cnpg names the cluster"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
     /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
@@ -143,6 +144,53 @@ pub struct HolloSpec {
     pub env: Vec<EnvVar>,
     #[serde(default)]
     pub pod: PodOverrides,
+    /// Opt-in NetworkPolicies for the instance's pods (issue 35 item 6).
+    #[serde(default)]
+    pub network_policy: NetworkPolicySpec,
+}
+
+/// `spec.networkPolicy` (issue 35 item 6): NetworkPolicies `<name>-web` (web or all pods) and
+/// `<name>-worker` (workers, migration and version-probe Jobs). Ingress: the web port only from
+/// `ingressNamespaces`, the health port (`/metrics`) only from `metricsNamespaces`, nothing else.
+/// Egress: DNS, the database, `objectStorage` peers, and the public internet (any port) except
+/// private, shared, loopback and link-local ranges (cloud metadata is link-local), beside the
+/// runtime's own fetch guard. Enforced only by a CNI that implements NetworkPolicy.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "NetworkPolicySpec::default")]
+#[x_kube(validation = Rule::new("!self.enabled || size(self.ingressNamespaces) > 0").message("networkPolicy.enabled requires ingressNamespaces: the namespaces of the ingress controller or gateway that reach the web port"))]
+pub struct NetworkPolicySpec {
+    pub enabled: bool,
+    /// Namespaces (by name) whose pods may reach the web port: the ingress controller's or the
+    /// Gateway's.
+    pub ingress_namespaces: Vec<String>,
+    /// Namespaces (by name) whose pods may scrape the health port (`/metrics`) of every pod;
+    /// empty: no scraping.
+    pub metrics_namespaces: Vec<String>,
+    /// Where the database is, when it is not a CloudNativePG cluster of `database.cnpg` (whose
+    /// pods are allowed by their `cnpg.io/cluster` label) nor on the public internet: say an
+    /// `ipBlock` of a private address or a pod/namespace selector. Reached on `databasePort`.
+    pub database: Vec<k8s_openapi::api::networking::v1::NetworkPolicyPeer>,
+    #[x_kube(validation = Rule::new("self >= 1 && self <= 65535").message("networkPolicy.databasePort must be 1-65535"))]
+    pub database_port: i32,
+    /// Object storage in a private range (say an in-cluster MinIO), any port. A public S3
+    /// endpoint needs nothing: the public internet is allowed.
+    pub object_storage: Vec<k8s_openapi::api::networking::v1::NetworkPolicyPeer>,
+    /// More egress rules, appended as they are (say a proxy in a private range).
+    pub extra_egress: Vec<k8s_openapi::api::networking::v1::NetworkPolicyEgressRule>,
+}
+
+impl Default for NetworkPolicySpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            ingress_namespaces: vec![],
+            metrics_namespaces: vec![],
+            database: vec![],
+            database_port: 5432,
+            object_storage: vec![],
+            extra_egress: vec![],
+        }
+    }
 }
 
 fn default_environment() -> String {
@@ -1389,6 +1437,31 @@ mod tests {
                 json!({"storage": {"disk": "s3", "fs": null}}),
                 "storage.disk=s3 requires storage.s3",
             );
+        }
+
+        /// Issue 35 item 6: a NetworkPolicy needs the ingress namespaces and the database.
+        #[test]
+        fn a_network_policy_needs_its_ingress_and_database() {
+            rejects(
+                json!({"networkPolicy": {"enabled": true,
+                    "database": [{"ipBlock": {"cidr": "10.0.5.10/32"}}]}}),
+                "networkPolicy.enabled requires ingressNamespaces",
+            );
+            rejects(
+                json!({"networkPolicy": {"enabled": true, "ingressNamespaces": ["ingress-nginx"]}}),
+                "networkPolicy.enabled needs to know where the database is",
+            );
+            rejects(
+                json!({"networkPolicy": {"databasePort": 0}}),
+                "networkPolicy.databasePort must be 1-65535",
+            );
+            let ok = json!({"networkPolicy": {"enabled": true,
+                "ingressNamespaces": ["ingress-nginx"], "metricsNamespaces": ["monitoring"],
+                "database": [{"ipBlock": {"cidr": "10.0.5.10/32"}}]}});
+            assert_eq!(violations(ok), Vec::<String>::new());
+            let cnpg = json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
+                "networkPolicy": {"enabled": true, "ingressNamespaces": ["gateway"]}});
+            assert_eq!(violations(cnpg), Vec::<String>::new());
         }
 
         /// Issue 35 item 4: a route needs a Gateway to attach to.

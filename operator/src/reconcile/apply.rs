@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -226,6 +226,7 @@ struct Apis {
     pdbs: Api<PodDisruptionBudget>,
     hpas: Api<HorizontalPodAutoscaler>,
     ingresses: Api<Ingress>,
+    network_policies: Api<NetworkPolicy>,
     scaled_objects: Api<DynamicObject>,
     http_routes: Api<DynamicObject>,
 }
@@ -239,6 +240,7 @@ impl Apis {
             pdbs: Api::namespaced(client.clone(), ns),
             hpas: Api::namespaced(client.clone(), ns),
             ingresses: Api::namespaced(client.clone(), ns),
+            network_policies: Api::namespaced(client.clone(), ns),
             scaled_objects: Api::namespaced_with(
                 client.clone(),
                 ns,
@@ -365,6 +367,14 @@ pub async fn converge(
     applier
         .apply_all(&apis.pdbs, &stores.pdbs, &want.pdbs)
         .await?;
+    // Before any pod starts, so none runs unconfined while the policy is wanted.
+    applier
+        .apply_all(
+            &apis.network_policies,
+            &stores.network_policies,
+            &want.network_policies,
+        )
+        .await?;
     for job in &want.jobs {
         // Job specs are immutable: an existing Job is left alone, finished or not.
         if !world.jobs.iter().any(|j| j.name_any() == job.name_any()) {
@@ -435,6 +445,14 @@ pub async fn converge(
         .await?;
     applier
         .prune(&apis.pdbs, &stores.pdbs, hollo, &Desired::names(&want.pdbs))
+        .await?;
+    applier
+        .prune(
+            &apis.network_policies,
+            &stores.network_policies,
+            hollo,
+            &Desired::names(&want.network_policies),
+        )
         .await?;
 
     applier

@@ -6,7 +6,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
@@ -15,7 +15,9 @@ use super::observe::{World, roles};
 use crate::crd::Hollo;
 use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
-use crate::resources::{self, autoscaling, httproute, ingress, migration, pdb, service};
+use crate::resources::{
+    self, autoscaling, httproute, ingress, migration, networkpolicy, pdb, service,
+};
 
 /// How many replicas a role Deployment should have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +64,8 @@ pub struct Workload {
 pub struct Desired {
     pub services: Vec<Service>,
     pub ingresses: Vec<Ingress>,
+    /// `spec.networkPolicy` (issue 35 item 6).
+    pub network_policies: Vec<NetworkPolicy>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub workloads: Vec<Workload>,
     pub hpas: Vec<HorizontalPodAutoscaler>,
@@ -91,6 +95,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         services: vec![service::service(hollo)],
         ingresses: ingress::ingress(hollo).into_iter().collect(),
         http_routes: httproute::http_route(hollo).into_iter().collect(),
+        network_policies: networkpolicy::network_policies(hollo),
         pdbs: [pdb::web(hollo), pdb::worker(hollo)]
             .into_iter()
             .flatten()

@@ -55,7 +55,8 @@ pub enum Error {
     GatewayApiMissing,
     #[error(
         "the watch caches of the child kinds are not filled after {0:?}: can the operator list \
-         and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs and Ingresses here?"
+         and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs, Ingresses and \
+         NetworkPolicies here?"
     )]
     CachesNotReady(Duration),
 }

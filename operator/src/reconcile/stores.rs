@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
@@ -28,6 +28,8 @@ pub struct Stores {
     pub pdbs: Store<PodDisruptionBudget>,
     pub hpas: Store<HorizontalPodAutoscaler>,
     pub ingresses: Store<Ingress>,
+    /// `spec.networkPolicy` (issue 35 item 6).
+    pub network_policies: Store<NetworkPolicy>,
 }
 
 impl Stores {
@@ -39,7 +41,8 @@ impl Stores {
         self.jobs.wait_until_ready().await?;
         self.pdbs.wait_until_ready().await?;
         self.hpas.wait_until_ready().await?;
-        self.ingresses.wait_until_ready().await
+        self.ingresses.wait_until_ready().await?;
+        self.network_policies.wait_until_ready().await
     }
 }
 
@@ -105,6 +108,7 @@ pub fn watch_children(
     let (c, pdbs) = cached(c, api(client, ns));
     let (c, hpas) = cached(c, api(client, ns));
     let (c, ingresses) = cached(c, api(client, ns));
+    let (c, network_policies) = cached(c, api(client, ns));
     (
         c,
         Stores {
@@ -114,6 +118,7 @@ pub fn watch_children(
             pdbs,
             hpas,
             ingresses,
+            network_policies,
         },
     )
 }
