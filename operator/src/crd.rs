@@ -104,6 +104,7 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.publicUrl)").message("image.profile=upstream: upstream Hollo takes its origin from the request (BEHIND_PROXY) or from WEB_ORIGIN and HANDLE_HOST in spec.env; remove publicUrl"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || has(self.storage.urlBase) || self.env.exists(e, e.name == 'STORAGE_URL_BASE')").message("image.profile=upstream: upstream Hollo refuses to start without STORAGE_URL_BASE; set storage.urlBase (with disk fs: https://<host>/assets)"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !(self.maintenance.remotePosts.enabled || self.maintenance.media.enabled)").message("image.profile=upstream has no `hollo cleanup` command: spec.maintenance is for the hollo-rs image"))]
 #[x_kube(validation = Rule::new("!self.networkPolicy.enabled || has(self.database.cnpg) || size(self.networkPolicy.database) > 0").message("networkPolicy.enabled needs to know where the database is: networkPolicy.database (say [{ipBlock: {cidr: 10.0.5.10/32}}]) unless database.cnpg names the cluster"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
@@ -147,6 +148,66 @@ pub struct HolloSpec {
     /// Opt-in NetworkPolicies for the instance's pods (issue 35 item 6).
     #[serde(default)]
     pub network_policy: NetworkPolicySpec,
+    /// Scheduled cleanups (issue 35 item 5).
+    #[serde(default)]
+    pub maintenance: MaintenanceSpec,
+}
+
+/// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and
+/// `<name>-cleanup-media` running `hollo cleanup …` in the instance's image with the workers'
+/// environment; each starts the runtime's cleanup job (R-JOB-11), which the workers carry out.
+/// Suspended while an upgrade stops the workers. `status.lastCleanup` tells when each last
+/// started one.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceSpec {
+    /// Remote posts older than `olderThanDays` that no local account bookmarked.
+    #[serde(default)]
+    pub remote_posts: RemotePostsCleanup,
+    /// Media files no row names, and uploads no status took within a day.
+    #[serde(default)]
+    pub media: MediaCleanup,
+    /// The CronJobs' `timeZone` (IANA name); unset: the controller manager's (usually UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "RemotePostsCleanup::default")]
+#[x_kube(validation = Rule::new("self.olderThanDays >= 1 && self.olderThanDays <= 36500").message("maintenance.remotePosts.olderThanDays must be 1-36500"))]
+#[x_kube(validation = Rule::new("self.schedule.size() > 0").message("maintenance.remotePosts.schedule must be a cron schedule"))]
+pub struct RemotePostsCleanup {
+    pub enabled: bool,
+    /// Cron schedule (`minute hour day month weekday`).
+    pub schedule: String,
+    pub older_than_days: i32,
+}
+
+impl Default for RemotePostsCleanup {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            schedule: "17 3 * * *".into(),
+            older_than_days: 30,
+        }
+    }
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "MediaCleanup::default")]
+#[x_kube(validation = Rule::new("self.schedule.size() > 0").message("maintenance.media.schedule must be a cron schedule"))]
+pub struct MediaCleanup {
+    pub enabled: bool,
+    pub schedule: String,
+}
+
+impl Default for MediaCleanup {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            schedule: "47 3 * * 0".into(),
+        }
+    }
 }
 
 /// `spec.networkPolicy` (issue 35 item 6): NetworkPolicies `<name>-web` (web or all pods) and
@@ -884,6 +945,19 @@ pub struct HolloStatus {
     pub migration_failure_generation: Option<i64>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// When each scheduled cleanup (`spec.maintenance`) last started its job: its CronJob's
+    /// `lastSuccessfulTime` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cleanup: Option<LastCleanup>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastCleanup {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_posts: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<String>,
 }
 
 impl HolloSpec {
@@ -1462,6 +1536,27 @@ mod tests {
             let cnpg = json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
                 "networkPolicy": {"enabled": true, "ingressNamespaces": ["gateway"]}});
             assert_eq!(violations(cnpg), Vec::<String>::new());
+        }
+
+        /// Issue 35 item 5: cleanups need sane numbers and the hollo-rs image.
+        #[test]
+        fn maintenance_rules() {
+            rejects(
+                json!({"maintenance": {"remotePosts": {"enabled": true, "olderThanDays": 0}}}),
+                "maintenance.remotePosts.olderThanDays must be 1-36500",
+            );
+            rejects(
+                json!({"maintenance": {"media": {"enabled": true, "schedule": ""}}}),
+                "maintenance.media.schedule must be a cron schedule",
+            );
+            rejects(
+                json!({"image": {"profile": "upstream"}, "storage": {"urlBase": "https://x/assets"},
+                       "maintenance": {"media": {"enabled": true}}}),
+                "spec.maintenance is for the hollo-rs image",
+            );
+            let ok = json!({"maintenance": {"remotePosts": {"enabled": true, "olderThanDays": 14},
+                "media": {"enabled": true, "schedule": "0 4 * * *"}, "timeZone": "Etc/UTC"}});
+            assert_eq!(violations(ok), Vec::<String>::new());
         }
 
         /// Issue 35 item 4: a route needs a Gateway to attach to.

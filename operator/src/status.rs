@@ -309,6 +309,8 @@ pub fn compute(
         // Set by the reconciler, which knows when a failure was recorded.
         migration_failure_generation: None,
         conditions,
+        // Set by the reconciler from the cleanup CronJobs (issue 35 item 5).
+        last_cleanup: None,
     }
 }
 

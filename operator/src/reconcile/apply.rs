@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -227,6 +227,7 @@ struct Apis {
     hpas: Api<HorizontalPodAutoscaler>,
     ingresses: Api<Ingress>,
     network_policies: Api<NetworkPolicy>,
+    cron_jobs: Api<CronJob>,
     scaled_objects: Api<DynamicObject>,
     http_routes: Api<DynamicObject>,
 }
@@ -241,6 +242,7 @@ impl Apis {
             hpas: Api::namespaced(client.clone(), ns),
             ingresses: Api::namespaced(client.clone(), ns),
             network_policies: Api::namespaced(client.clone(), ns),
+            cron_jobs: Api::namespaced(client.clone(), ns),
             scaled_objects: Api::namespaced_with(
                 client.clone(),
                 ns,
@@ -373,6 +375,17 @@ pub async fn converge(
             &apis.network_policies,
             &stores.network_policies,
             &want.network_policies,
+        )
+        .await?;
+    applier
+        .apply_all(&apis.cron_jobs, &stores.cron_jobs, &want.cron_jobs)
+        .await?;
+    applier
+        .prune(
+            &apis.cron_jobs,
+            &stores.cron_jobs,
+            hollo,
+            &Desired::names(&want.cron_jobs),
         )
         .await?;
     for job in &want.jobs {

@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -16,7 +16,7 @@ use crate::crd::Hollo;
 use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
 use crate::resources::{
-    self, autoscaling, httproute, ingress, migration, networkpolicy, pdb, service,
+    self, autoscaling, httproute, ingress, maintenance, migration, networkpolicy, pdb, service,
 };
 
 /// How many replicas a role Deployment should have.
@@ -66,6 +66,8 @@ pub struct Desired {
     pub ingresses: Vec<Ingress>,
     /// `spec.networkPolicy` (issue 35 item 6).
     pub network_policies: Vec<NetworkPolicy>,
+    /// `spec.maintenance` cleanups (issue 35 item 5).
+    pub cron_jobs: Vec<CronJob>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub workloads: Vec<Workload>,
     pub hpas: Vec<HorizontalPodAutoscaler>,
@@ -96,6 +98,11 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         ingresses: ingress::ingress(hollo).into_iter().collect(),
         http_routes: httproute::http_route(hollo).into_iter().collect(),
         network_policies: networkpolicy::network_policies(hollo),
+        // Cleanups run in the image that runs; suspended while an upgrade stops the workers.
+        cron_jobs: match &plan.workloads {
+            Workloads::Run(version) => maintenance::cron_jobs(hollo, version, false),
+            Workloads::Stopped => maintenance::cron_jobs(hollo, &spec.version, true),
+        },
         pdbs: [pdb::web(hollo), pdb::worker(hollo)]
             .into_iter()
             .flatten()

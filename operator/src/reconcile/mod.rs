@@ -159,7 +159,8 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let ext = external::read(&ctx.client, hollo).await?;
     let mut checks = external::checks(&hollo.spec, &ext);
     if let Some(hold) = ext.hold(&hollo.spec) {
-        let status = report::held(hollo, &hold, now);
+        let mut status = report::held(hollo, &hold, now);
+        status.last_cleanup = hollo.status.as_ref().and_then(|s| s.last_cleanup.clone());
         record(ctx, hollo, &status, &[]);
         if report::write_status(&ctx.client, hollo, &status).await? {
             ctx.applier.writes.inc();
@@ -185,7 +186,9 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         let check = crate::status::http_route_check(outcome.route_missing.as_deref());
         checks.push(check);
     }
-    let status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
+    let mut status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
+    let cron_jobs = stores::owned(&ctx.stores.cron_jobs, hollo);
+    status.last_cleanup = report::last_cleanup(hollo, &cron_jobs);
     record(ctx, hollo, &status, &world.jobs);
     if report::write_status(client, hollo, &status).await? {
         applier.writes.inc();

@@ -34,6 +34,27 @@ pub fn migration_seconds(jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::Job
         .map(|(_, secs)| secs)
 }
 
+/// `status.lastCleanup` (issue 35 item 5): each cleanup CronJob's `lastSuccessfulTime`.
+pub fn last_cleanup(
+    hollo: &Hollo,
+    cron_jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::CronJob>],
+) -> Option<crate::crd::LastCleanup> {
+    use crate::resources::maintenance::cron_job_name;
+    let at = |which: &str| {
+        let name = cron_job_name(hollo, which);
+        cron_jobs
+            .iter()
+            .find(|c| c.name_any() == name)
+            .and_then(|c| c.status.as_ref()?.last_successful_time.as_ref())
+            .map(|t| t.0.to_string())
+    };
+    let last = crate::crd::LastCleanup {
+        remote_posts: at("remote-posts"),
+        media: at("media"),
+    };
+    (last != crate::crd::LastCleanup::default()).then_some(last)
+}
+
 fn role_status(world: &World, c: Component) -> RoleStatus {
     let s = world
         .deployments

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -30,6 +30,8 @@ pub struct Stores {
     pub ingresses: Store<Ingress>,
     /// `spec.networkPolicy` (issue 35 item 6).
     pub network_policies: Store<NetworkPolicy>,
+    /// `spec.maintenance` (issue 35 item 5).
+    pub cron_jobs: Store<CronJob>,
 }
 
 impl Stores {
@@ -42,7 +44,8 @@ impl Stores {
         self.pdbs.wait_until_ready().await?;
         self.hpas.wait_until_ready().await?;
         self.ingresses.wait_until_ready().await?;
-        self.network_policies.wait_until_ready().await
+        self.network_policies.wait_until_ready().await?;
+        self.cron_jobs.wait_until_ready().await
     }
 }
 
@@ -109,6 +112,7 @@ pub fn watch_children(
     let (c, hpas) = cached(c, api(client, ns));
     let (c, ingresses) = cached(c, api(client, ns));
     let (c, network_policies) = cached(c, api(client, ns));
+    let (c, cron_jobs) = cached(c, api(client, ns));
     (
         c,
         Stores {
@@ -119,6 +123,7 @@ pub fn watch_children(
             hpas,
             ingresses,
             network_policies,
+            cron_jobs,
         },
     )
 }

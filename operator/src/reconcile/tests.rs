@@ -167,6 +167,7 @@ impl Fixture {
         let (hpas, mut hw) = reflector::store();
         let (ingresses, mut iw) = reflector::store();
         let (network_policies, mut nw) = reflector::store();
+        let (cron_jobs, mut cw) = reflector::store();
         ready(&mut dw);
         ready(&mut sw);
         ready(&mut jw);
@@ -174,6 +175,7 @@ impl Fixture {
         ready(&mut hw);
         ready(&mut iw);
         ready(&mut nw);
+        ready(&mut cw);
         let ctx = Arc::new(Context {
             recorder: Recorder::new(
                 client.clone(),
@@ -192,6 +194,7 @@ impl Fixture {
                 hpas,
                 ingresses,
                 network_policies,
+                cron_jobs,
             },
             applier: Applier::new(Default::default()),
         });

@@ -6,6 +6,7 @@ pub mod autoscaling;
 pub mod httproute;
 pub mod ingress;
 pub mod labels;
+pub mod maintenance;
 pub mod migration;
 pub mod networkpolicy;
 pub mod pdb;

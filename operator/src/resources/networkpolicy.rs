@@ -1,5 +1,5 @@
 //! Opt-in NetworkPolicies (issue 35 item 6): `<name>-web` for the HTTP pods (web, or all) and
-//! `<name>-worker` for the workers and the Jobs (migrations, version probes). Defence in depth
+//! `<name>-worker` for the workers and the Jobs (migrations, version probes, cleanups). Defence in depth
 //! behind the runtime's fetch guard: pods reach DNS, the database, named object storage and the
 //! public internet, never private, shared, loopback or link-local addresses (where cloud
 //! metadata services live) unless a peer names them.
@@ -35,14 +35,9 @@ pub const PRIVATE_V4: [&str; 10] = [
     "240.0.0.0/4",
 ];
 /// The same for IPv6: loopback, unique-local (fd00:ec2::254, AWS' metadata, is one),
-/// link-local, multicast, IPv4-mapped.
-pub const PRIVATE_V6: [&str; 5] = [
-    "::1/128",
-    "fc00::/7",
-    "fe80::/10",
-    "ff00::/8",
-    "::ffff:0:0/96",
-];
+/// link-local, multicast. (Not `::ffff:0:0/96`: the apiserver reads IPv4-mapped ranges as IPv4
+/// and refuses them as "not a strict subset" of `::/0`.)
+pub const PRIVATE_V6: [&str; 4] = ["::1/128", "fc00::/7", "fe80::/10", "ff00::/8"];
 
 /// The label CloudNativePG puts on a cluster's pods.
 const CNPG_CLUSTER_LABEL: &str = "cnpg.io/cluster";
@@ -72,6 +67,7 @@ pub fn network_policies(hollo: &Hollo) -> Vec<NetworkPolicy> {
                 Component::Worker.as_str(),
                 Component::Migration.as_str(),
                 PROBE_COMPONENT,
+                super::maintenance::CLEANUP_COMPONENT,
             ],
             worker_ingress,
         ),
@@ -253,7 +249,7 @@ mod tests {
         assert_eq!(worker["ingress"], json!([]), "workers take no ingress");
         assert_eq!(
             worker["podSelector"]["matchExpressions"][0]["values"],
-            json!(["worker", "migration", "version-probe"])
+            json!(["worker", "migration", "version-probe", "cleanup"])
         );
         assert_eq!(worker["policyTypes"], json!(["Ingress", "Egress"]));
     }
