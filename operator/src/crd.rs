@@ -846,8 +846,13 @@ impl Default for MigrationSpec {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.labels.all(k, !k.startsWith('app.kubernetes.io/'))").message("pod.labels must not set app.kubernetes.io/ labels (the operator's selectors use them)"))]
-#[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage')").message("pod.volumes: the names tmp and storage are the operator's"))]
+#[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage' && v.name != 'ca-bundle')").message("pod.volumes: the names tmp, storage and ca-bundle are the operator's"))]
 pub struct PodOverrides {
+    /// Extra CA certificates (PEM) trusted for outgoing federation requests besides the public
+    /// roots (issue 35 item 3): mounted read-only at `/etc/hollo/ca/` in every pod and named by
+    /// `EXTRA_CA_CERTS_FILE` (hollo-rs) or `NODE_EXTRA_CA_CERTS` (upstream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<CaBundleSpec>,
     /// Extra labels on every pod (web, worker, all, Jobs).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -875,6 +880,24 @@ pub struct PodOverrides {
     /// Replaces the operator's restrictive container security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_security_context: Option<SecurityContext>,
+}
+
+/// Where a CA bundle comes from: a ConfigMap or a Secret of the Hollo's namespace, one key.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.configMap) != has(self.secret)").message("pod.caBundle needs exactly one of configMap and secret"))]
+pub struct CaBundleSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// The key holding the PEM bundle.
+    #[serde(default = "default_ca_key")]
+    pub key: String,
+}
+
+fn default_ca_key() -> String {
+    "ca.crt".into()
 }
 
 /// Lifecycle phase; see `phase.rs` for the transitions.
@@ -1448,7 +1471,7 @@ mod tests {
             );
             rejects(
                 json!({"pod": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}),
-                "the names tmp and storage are the operator's",
+                "the names tmp, storage and ca-bundle are the operator's",
             );
         }
 
@@ -1536,6 +1559,27 @@ mod tests {
             let cnpg = json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
                 "networkPolicy": {"enabled": true, "ingressNamespaces": ["gateway"]}});
             assert_eq!(violations(cnpg), Vec::<String>::new());
+        }
+
+        /// Issue 35 item 3: a CA bundle comes from exactly one place.
+        #[test]
+        fn a_ca_bundle_has_one_source() {
+            rejects(
+                json!({"pod": {"caBundle": {"key": "ca.crt"}}}),
+                "pod.caBundle needs exactly one of configMap and secret",
+            );
+            rejects(
+                json!({"pod": {"caBundle": {"configMap": "a", "secret": "b"}}}),
+                "pod.caBundle needs exactly one of configMap and secret",
+            );
+            rejects(
+                json!({"pod": {"volumes": [{"name": "ca-bundle", "emptyDir": {}}]}}),
+                "the names tmp, storage and ca-bundle are the operator's",
+            );
+            assert_eq!(
+                violations(json!({"pod": {"caBundle": {"secret": "corp-ca"}}})),
+                Vec::<String>::new()
+            );
         }
 
         /// Issue 35 item 5: cleanups need sane numbers and the hollo-rs image.
