@@ -1701,7 +1701,8 @@ fn http_route_resource() -> ApiResource {
     )
 }
 
-/// Issue 35 item 5 on the real apiserver and controller manager: `spec.maintenance` makes the
+/// Issue 35 item 5 (and item 3's `pod.caBundle` on the web Deployment) on the real apiserver and
+/// controller manager: `spec.maintenance` makes the
 /// cleanup CronJobs (the real CronJob controller runs them on schedule; kwok completes their
 /// pods, so what runs here is the scheduling, not `hollo cleanup` itself), `status.lastCleanup`
 /// follows the CronJob's `lastSuccessfulTime`, and turning a cleanup off deletes its CronJob.
@@ -1725,13 +1726,32 @@ async fn issue35_scheduled_cleanups() {
         }
         other => panic!("expected a 422, got {other:?}"),
     }
+    // Issue 35 item 3 rides along: a CA bundle from a ConfigMap.
+    ns.kubectl(&[
+        "create",
+        "configmap",
+        "corp-ca",
+        "--from-literal=ca.crt=-----BEGIN CERTIFICATE-----",
+    ]);
     ns.apply_hollo(&minimal_with(json!({"spec": {"maintenance": {
         "remotePosts": {"enabled": true, "schedule": "* * * * *", "olderThanDays": 14},
         "media": {"enabled": true, "schedule": "0 4 * * 0"},
-        "timeZone": "Etc/UTC"}}})))
+        "timeZone": "Etc/UTC"},
+        "pod": {"caBundle": {"configMap": "corp-ca"}}}})))
         .await
         .expect("apply Hollo");
     ns.wait_running(V1, 120).await;
+    let web = ns.deployment(&format!("{HOLLO}-web")).await.expect("web");
+    let pod = web.spec.template.spec.as_ref().expect("pod");
+    assert!(
+        pod.volumes.iter().flatten().any(|v| v.name == "ca-bundle"
+            && v.config_map.as_ref().map(|c| c.name.as_str()) == Some("corp-ca")),
+        "the CA bundle volume"
+    );
+    assert_eq!(
+        env_of(&web, 0, "EXTRA_CA_CERTS_FILE").as_deref(),
+        Some("/etc/hollo/ca/ca.crt")
+    );
     let cjs: Api<CronJob> = ns.api();
     let remote = wait_until("CronJob social-cleanup-remote-posts", 60, || async {
         cjs.get_opt(&format!("{HOLLO}-cleanup-remote-posts"))
