@@ -1449,3 +1449,396 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
     )
     .await;
 }
+
+/// Issue 35 items 1, 4 and 6 on the real apiserver: the CEL rules refuse a route without a
+/// Gateway and a policy without ingress namespaces; without the Gateway API's CRD the rest is
+/// applied and `Degraded=True GatewayAPINotInstalled` (Warning event); the NetworkPolicies
+/// round-trip as rendered (the e2e CNI does not enforce them: what is checked is what the
+/// apiserver stores); installing the HTTPRoute CRD makes the route without any edit; `-o wide`
+/// shows the extra columns; the leader's `/metrics` has this Hollo's gauges; turning both off
+/// deletes the route and the policies.
+#[tokio::test]
+async fn issue35_http_route_and_network_policy() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    let ns = Ns::new("i35route").await;
+    let crd_file = std::env::var("HOLLO_E2E_GATEWAY_CRD").expect(
+        "HOLLO_E2E_GATEWAY_CRD (the HTTPRoute CRD from the Gateway API's module; e2e/run sets it)",
+    );
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
+    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
+    let preinstalled = crds
+        .get_opt("httproutes.gateway.networking.k8s.io")
+        .await
+        .unwrap()
+        .is_some();
+    ns.prepare_instance().await;
+
+    // Admission (CEL): 422 with the rule's message, nothing stored.
+    for (patch, message) in [
+        (
+            json!({"spec": {"web": {"httpRoute": {"enabled": true}}}}),
+            "web.httpRoute.enabled requires at least one parentRefs entry",
+        ),
+        (
+            json!({"spec": {"networkPolicy": {"enabled": true,
+                "database": [{"ipBlock": {"cidr": "10.0.5.10/32"}}]}}}),
+            "networkPolicy.enabled requires ingressNamespaces",
+        ),
+        (
+            json!({"spec": {"networkPolicy": {"enabled": true, "ingressNamespaces": ["gw"]}}}),
+            "networkPolicy.enabled needs to know where the database is",
+        ),
+    ] {
+        match ns.apply_hollo(&minimal_with(patch)).await {
+            Err(kube::Error::Api(s)) => {
+                assert_eq!(s.code, 422, "{s:?}");
+                assert!(s.message.contains(message), "{}", s.message);
+            }
+            other => panic!("expected a 422 ({message}), got {other:?}"),
+        }
+    }
+    assert!(ns.hollos().get_opt(HOLLO).await.unwrap().is_none());
+
+    let route = json!({"enabled": true,
+        "parentRefs": [{"name": "public", "namespace": "gateway", "sectionName": "https"}],
+        "hostnames": ["hollo.example.com"]});
+    ns.apply_hollo(&minimal_with(json!({"spec": {
+        "web": {"httpRoute": route},
+        "networkPolicy": {"enabled": true, "ingressNamespaces": ["gateway"],
+                          "metricsNamespaces": ["monitoring"],
+                          "database": [{"ipBlock": {"cidr": "10.0.5.10/32"}}]},
+    }})))
+    .await
+    .expect("apply Hollo");
+
+    // The NetworkPolicies, as the apiserver stores them.
+    let nps: Api<NetworkPolicy> = ns.api();
+    let web_np = wait_until("NetworkPolicy social-web", 60, || async {
+        nps.get_opt(&format!("{HOLLO}-web"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
+    let worker_np = nps
+        .get(&format!("{HOLLO}-worker"))
+        .await
+        .expect("worker policy");
+    let web = serde_json::to_value(web_np.spec.expect("spec")).expect("json");
+    let worker = serde_json::to_value(worker_np.spec.expect("spec")).expect("json");
+    ns.log(&format!("web policy: {web}"));
+    assert_eq!(web["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(
+        web["ingress"][0]["from"][0]["namespaceSelector"]["matchExpressions"][0]["values"],
+        json!(["gateway"])
+    );
+    assert_eq!(web["ingress"][0]["ports"][0]["port"], "http");
+    assert_eq!(
+        worker["ingress"],
+        json!([{"from": [{"namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": ["monitoring"]}]}}],
+            "ports": [{"port": "health", "protocol": "TCP"}]}]),
+        "workers: only scraping"
+    );
+    let egress = worker["egress"].as_array().expect("egress");
+    let public = egress
+        .iter()
+        .find(|r| r["to"][0]["ipBlock"]["cidr"] == "0.0.0.0/0")
+        .expect("a public internet rule");
+    let except = public["to"][0]["ipBlock"]["except"]
+        .as_array()
+        .expect("except");
+    for private in [
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "169.254.0.0/16",
+    ] {
+        assert!(except.contains(&json!(private)), "{private} excluded");
+    }
+    assert!(
+        egress
+            .iter()
+            .any(|r| r["to"][0]["ipBlock"]["cidr"] == "10.0.5.10/32"
+                && r["ports"][0]["port"] == 5432),
+        "the database"
+    );
+
+    let routes: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), &ns.name, &http_route_resource());
+    if !preinstalled {
+        let ev = ns.wait_event("GatewayAPINotInstalled", "Warning", 90).await;
+        ns.log(&format!("without the Gateway API: {:?}", ev.note));
+        wait_until("Degraded=True GatewayAPINotInstalled", 60, || async {
+            let h = ns.hollo().await;
+            match condition(&h, "Degraded") {
+                Some((status, reason, _))
+                    if status == "True" && reason == "GatewayAPINotInstalled" =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        })
+        .await;
+        ns.kubectl(&["apply", "--server-side", "-f", &crd_file]);
+    } else {
+        assert!(
+            external,
+            "the HTTPRoute CRD exists before this scenario installed it"
+        );
+    }
+    let r = wait_until("HTTPRoute social-web", 90, || async {
+        routes
+            .get_opt(&format!("{HOLLO}-web"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no HTTPRoute".to_string())
+    })
+    .await;
+    let spec = &r.data["spec"];
+    ns.log(&format!("HTTPRoute spec: {spec}"));
+    assert_eq!(spec["hostnames"], json!(["hollo.example.com"]));
+    assert_eq!(spec["parentRefs"][0]["name"], "public");
+    assert_eq!(spec["parentRefs"][0]["sectionName"], "https");
+    assert_eq!(
+        spec["rules"][0]["backendRefs"][0]["name"],
+        format!("{HOLLO}-web")
+    );
+    assert_eq!(spec["rules"][0]["backendRefs"][0]["port"], 3000);
+    let h = ns.wait_running(V1, 120).await;
+    wait_until("HTTPRoute=True, Degraded=False", 60, || async {
+        let h = ns.hollo().await;
+        match (condition(&h, "HTTPRoute"), condition(&h, "Degraded")) {
+            (Some((r, _, _)), Some((d, _, _))) if r == "True" && d == "False" => Ok(()),
+            other => Err(format!("{other:?}; {}", status_line(&h))),
+        }
+    })
+    .await;
+
+    // `kubectl get hollo -o wide` (issue 35 item 1).
+    let wide = ns.kubectl(&["get", "hollo", HOLLO, "-o", "wide"]);
+    ns.log(&wide);
+    let header = wide.lines().next().unwrap_or_default();
+    for col in [
+        "PHASE",
+        "TARGET",
+        "WEB",
+        "WORKERS",
+        "DEGRADED",
+        "BUDGET",
+        "MIGRATIONS FAILED",
+    ] {
+        assert!(header.contains(col), "{col} in {header:?}");
+    }
+    let plain = ns.kubectl(&["get", "hollo", HOLLO]);
+    assert!(
+        !plain.contains("TARGET"),
+        "the extra columns are -o wide only"
+    );
+
+    // The leader's /metrics carries this Hollo's gauges (issue 35 item 1).
+    let ports: Vec<String> = std::env::var("HOLLO_E2E_OPERATORS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|s| s.rsplit('=').next().map(str::to_string))
+        .collect();
+    let want = format!(
+        "hollo_operator_hollo_phase{{hollo_namespace=\"{}\",hollo=\"{HOLLO}\",phase=\"Running\"}} 1",
+        ns.name
+    );
+    wait_until("per-Hollo gauges on an operator's /metrics", 60, || async {
+        for port in &ports {
+            let Ok(r) = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await else {
+                continue;
+            };
+            let text = r.text().await.unwrap_or_default();
+            if text.contains(&want) {
+                let ready = format!(
+                    "hollo_operator_hollo_ready_replicas{{hollo_namespace=\"{}\",hollo=\"{HOLLO}\",role=\"worker\"}}",
+                    ns.name
+                );
+                return if text.contains(&ready)
+                    && text.contains("hollo_operator_hollo_condition{")
+                {
+                    Ok(())
+                } else {
+                    Err(format!("gauges missing on port {port}"))
+                };
+            }
+        }
+        Err(format!("no operator has {want}"))
+    })
+    .await;
+    assert!(phase(&h) == "Running");
+
+    // Off → the route and the policies are deleted.
+    ns.merge_hollo(json!({"spec": {"web": {"httpRoute": {"enabled": false}},
+                                   "networkPolicy": {"enabled": false}}}))
+        .await;
+    wait_until("HTTPRoute and NetworkPolicies deleted", 60, || async {
+        let r = routes
+            .get_opt(&format!("{HOLLO}-web"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let n = nps
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        if r.is_none() && n.items.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("route {}, policies {}", r.is_some(), n.items.len()))
+        }
+    })
+    .await;
+}
+
+fn http_route_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", "HTTPRoute"),
+        "httproutes",
+    )
+}
+
+/// Issue 35 item 5 (and item 3's `pod.caBundle` on the web Deployment) on the real apiserver and
+/// controller manager: `spec.maintenance` makes the
+/// cleanup CronJobs (the real CronJob controller runs them on schedule; kwok completes their
+/// pods, so what runs here is the scheduling, not `hollo cleanup` itself), `status.lastCleanup`
+/// follows the CronJob's `lastSuccessfulTime`, and turning a cleanup off deletes its CronJob.
+#[tokio::test]
+async fn issue35_scheduled_cleanups() {
+    use k8s_openapi::api::batch::v1::CronJob;
+    let ns = Ns::new("i35clean").await;
+    ns.prepare_instance().await;
+    match ns
+        .apply_hollo(&minimal_with(json!({"spec": {"maintenance": {
+            "remotePosts": {"enabled": true, "olderThanDays": 0}}}})))
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 422, "{s:?}");
+            assert!(
+                s.message.contains("olderThanDays must be 1-36500"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("expected a 422, got {other:?}"),
+    }
+    // Issue 35 item 3 rides along: a CA bundle from a ConfigMap.
+    ns.kubectl(&[
+        "create",
+        "configmap",
+        "corp-ca",
+        "--from-literal=ca.crt=-----BEGIN CERTIFICATE-----",
+    ]);
+    ns.apply_hollo(&minimal_with(json!({"spec": {"maintenance": {
+        "remotePosts": {"enabled": true, "schedule": "* * * * *", "olderThanDays": 14},
+        "media": {"enabled": true, "schedule": "0 4 * * 0"},
+        "timeZone": "Etc/UTC"},
+        "pod": {"caBundle": {"configMap": "corp-ca"}}}})))
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 120).await;
+    let web = ns.deployment(&format!("{HOLLO}-web")).await.expect("web");
+    let pod = web.spec.template.spec.as_ref().expect("pod");
+    assert!(
+        pod.volumes.iter().flatten().any(|v| v.name == "ca-bundle"
+            && v.config_map.as_ref().map(|c| c.name.as_str()) == Some("corp-ca")),
+        "the CA bundle volume"
+    );
+    assert_eq!(
+        env_of(&web, 0, "EXTRA_CA_CERTS_FILE").as_deref(),
+        Some("/etc/hollo/ca/ca.crt")
+    );
+    let cjs: Api<CronJob> = ns.api();
+    let remote = wait_until("CronJob social-cleanup-remote-posts", 60, || async {
+        cjs.get_opt(&format!("{HOLLO}-cleanup-remote-posts"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
+    let media = cjs
+        .get(&format!("{HOLLO}-cleanup-media"))
+        .await
+        .expect("media CronJob");
+    assert_eq!(remote.spec.schedule, "* * * * *");
+    assert_eq!(remote.spec.time_zone.as_deref(), Some("Etc/UTC"));
+    assert_eq!(remote.spec.suspend, Some(false));
+    assert_eq!(remote.spec.concurrency_policy.as_deref(), Some("Forbid"));
+    let c = &remote
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .expect("job")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod")
+        .containers[0];
+    assert_eq!(
+        (c.command.clone(), c.args.clone()),
+        (
+            Some(vec!["hollo".to_string(), "cleanup".into()]),
+            Some(vec![
+                "remote-posts".to_string(),
+                "--older-than-days".into(),
+                "14".into()
+            ])
+        )
+    );
+    assert_eq!(
+        media
+            .spec
+            .job_template
+            .spec
+            .as_ref()
+            .expect("job")
+            .template
+            .spec
+            .as_ref()
+            .expect("pod")
+            .containers[0]
+            .args,
+        Some(vec!["media".to_string()])
+    );
+    // The CronJob controller starts the Job at the next minute; kwok completes its pod.
+    let h = wait_until("status.lastCleanup.remotePosts", 150, || async {
+        let h = ns.hollo().await;
+        if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
+            Ok(h)
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
+    assert!(
+        h.data["status"]["lastCleanup"]["media"].is_null(),
+        "media never ran"
+    );
+
+    ns.merge_hollo(json!({"spec": {"maintenance": {"remotePosts": {"enabled": false}}}}))
+        .await;
+    wait_until("remote-posts CronJob deleted", 60, || async {
+        match cjs
+            .get_opt(&format!("{HOLLO}-cleanup-remote-posts"))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await;
+    assert!(
+        cjs.get_opt(&format!("{HOLLO}-cleanup-media"))
+            .await
+            .unwrap()
+            .is_some(),
+        "the media cleanup stays"
+    );
+}

@@ -52,6 +52,47 @@ use serde::{Deserialize, Serialize};
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    // `kubectl get hollo -o wide` (issue 35 item 1): the target of an upgrade, pod counts,
+    // the conditions an operator checks first.
+    printcolumn(
+        name = "Target",
+        type_ = "string",
+        json_path = ".status.targetVersion",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Web",
+        type_ = "integer",
+        description = "Pods of the web (or all) Deployment",
+        json_path = ".status.web.replicas",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Workers",
+        type_ = "integer",
+        description = "Pods of the worker Deployment",
+        json_path = ".status.worker.replicas",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Degraded",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Degraded\")].reason",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Budget",
+        type_ = "string",
+        description = "ConnectionBudget condition",
+        json_path = ".status.conditions[?(@.type==\"ConnectionBudget\")].status",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Migrations Failed",
+        type_ = "integer",
+        json_path = ".status.migrationAttempts",
+        priority = "1"
     )
 )]
 #[x_kube(validation = Rule::new("!self.worker.autoscaling.keda.enabled || self.worker.autoscaling.enabled").message("worker.autoscaling.keda.enabled requires worker.autoscaling.enabled"))]
@@ -63,6 +104,8 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.publicUrl)").message("image.profile=upstream: upstream Hollo takes its origin from the request (BEHIND_PROXY) or from WEB_ORIGIN and HANDLE_HOST in spec.env; remove publicUrl"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || has(self.storage.urlBase) || self.env.exists(e, e.name == 'STORAGE_URL_BASE')").message("image.profile=upstream: upstream Hollo refuses to start without STORAGE_URL_BASE; set storage.urlBase (with disk fs: https://<host>/assets)"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !(self.maintenance.remotePosts.enabled || self.maintenance.media.enabled)").message("image.profile=upstream has no `hollo cleanup` command: spec.maintenance is for the hollo-rs image"))]
+#[x_kube(validation = Rule::new("!self.networkPolicy.enabled || has(self.database.cnpg) || size(self.networkPolicy.database) > 0").message("networkPolicy.enabled needs to know where the database is: networkPolicy.database (say [{ipBlock: {cidr: 10.0.5.10/32}}]) unless database.cnpg names the cluster"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
     /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
@@ -102,6 +145,113 @@ pub struct HolloSpec {
     pub env: Vec<EnvVar>,
     #[serde(default)]
     pub pod: PodOverrides,
+    /// Opt-in NetworkPolicies for the instance's pods (issue 35 item 6).
+    #[serde(default)]
+    pub network_policy: NetworkPolicySpec,
+    /// Scheduled cleanups (issue 35 item 5).
+    #[serde(default)]
+    pub maintenance: MaintenanceSpec,
+}
+
+/// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and
+/// `<name>-cleanup-media` running `hollo cleanup …` in the instance's image with the workers'
+/// environment; each starts the runtime's cleanup job (R-JOB-11), which the workers carry out.
+/// Suspended while an upgrade stops the workers. `status.lastCleanup` tells when each last
+/// started one.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceSpec {
+    /// Remote posts older than `olderThanDays` that no local account bookmarked.
+    #[serde(default)]
+    pub remote_posts: RemotePostsCleanup,
+    /// Media files no row names, and uploads no status took within a day.
+    #[serde(default)]
+    pub media: MediaCleanup,
+    /// The CronJobs' `timeZone` (IANA name); unset: the controller manager's (usually UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "RemotePostsCleanup::default")]
+#[x_kube(validation = Rule::new("self.olderThanDays >= 1 && self.olderThanDays <= 36500").message("maintenance.remotePosts.olderThanDays must be 1-36500"))]
+#[x_kube(validation = Rule::new("self.schedule.size() > 0").message("maintenance.remotePosts.schedule must be a cron schedule"))]
+pub struct RemotePostsCleanup {
+    pub enabled: bool,
+    /// Cron schedule (`minute hour day month weekday`).
+    pub schedule: String,
+    pub older_than_days: i32,
+}
+
+impl Default for RemotePostsCleanup {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            schedule: "17 3 * * *".into(),
+            older_than_days: 30,
+        }
+    }
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "MediaCleanup::default")]
+#[x_kube(validation = Rule::new("self.schedule.size() > 0").message("maintenance.media.schedule must be a cron schedule"))]
+pub struct MediaCleanup {
+    pub enabled: bool,
+    pub schedule: String,
+}
+
+impl Default for MediaCleanup {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            schedule: "47 3 * * 0".into(),
+        }
+    }
+}
+
+/// `spec.networkPolicy` (issue 35 item 6): NetworkPolicies `<name>-web` (web or all pods) and
+/// `<name>-worker` (workers, migration and version-probe Jobs). Ingress: the web port only from
+/// `ingressNamespaces`, the health port (`/metrics`) only from `metricsNamespaces`, nothing else.
+/// Egress: DNS, the database, `objectStorage` peers, and the public internet (any port) except
+/// private, shared, loopback and link-local ranges (cloud metadata is link-local), beside the
+/// runtime's own fetch guard. Enforced only by a CNI that implements NetworkPolicy.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "NetworkPolicySpec::default")]
+#[x_kube(validation = Rule::new("!self.enabled || size(self.ingressNamespaces) > 0").message("networkPolicy.enabled requires ingressNamespaces: the namespaces of the ingress controller or gateway that reach the web port"))]
+pub struct NetworkPolicySpec {
+    pub enabled: bool,
+    /// Namespaces (by name) whose pods may reach the web port: the ingress controller's or the
+    /// Gateway's.
+    pub ingress_namespaces: Vec<String>,
+    /// Namespaces (by name) whose pods may scrape the health port (`/metrics`) of every pod;
+    /// empty: no scraping.
+    pub metrics_namespaces: Vec<String>,
+    /// Where the database is, when it is not a CloudNativePG cluster of `database.cnpg` (whose
+    /// pods are allowed by their `cnpg.io/cluster` label) nor on the public internet: say an
+    /// `ipBlock` of a private address or a pod/namespace selector. Reached on `databasePort`.
+    pub database: Vec<k8s_openapi::api::networking::v1::NetworkPolicyPeer>,
+    #[x_kube(validation = Rule::new("self >= 1 && self <= 65535").message("networkPolicy.databasePort must be 1-65535"))]
+    pub database_port: i32,
+    /// Object storage in a private range (say an in-cluster MinIO), any port. A public S3
+    /// endpoint needs nothing: the public internet is allowed.
+    pub object_storage: Vec<k8s_openapi::api::networking::v1::NetworkPolicyPeer>,
+    /// More egress rules, appended as they are (say a proxy in a private range).
+    pub extra_egress: Vec<k8s_openapi::api::networking::v1::NetworkPolicyEgressRule>,
+}
+
+impl Default for NetworkPolicySpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            ingress_namespaces: vec![],
+            metrics_namespaces: vec![],
+            database: vec![],
+            database_port: 5432,
+            object_storage: vec![],
+            extra_egress: vec![],
+        }
+    }
 }
 
 fn default_environment() -> String {
@@ -362,6 +512,47 @@ pub struct IngressSpec {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// `web.httpRoute` (issue 35 item 4): a `gateway.networking.k8s.io/v1` `HTTPRoute` sending every
+/// path of `hostnames` to the web Service, attached to `parentRefs` (your Gateway). Without the
+/// Gateway API's CRDs in the cluster everything else is applied and `Degraded` says so. Body
+/// size limits are the Gateway implementation's (see the README: an upload needs more than 1 MiB).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!self.enabled || size(self.parentRefs) > 0").message("web.httpRoute.enabled requires at least one parentRefs entry (the Gateway)"))]
+pub struct HttpRouteSpec {
+    #[serde(default)]
+    pub enabled: bool,
+    /// The Gateways (or listeners, with `sectionName`) the route attaches to.
+    #[serde(default)]
+    pub parent_refs: Vec<GatewayParentRef>,
+    /// Host names the route answers for; empty: the listeners' host names.
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A Gateway API `ParentReference`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayParentRef {
+    pub name: String,
+    /// Default: the Hollo's namespace (the Gateway must then allow routes from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A listener of the Gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    /// Default `gateway.networking.k8s.io`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Default `Gateway`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "WebSpec::default")]
 #[x_kube(validation = Rule::new("self.replicas >= 0").message("web.replicas must be >= 0"))]
@@ -387,6 +578,10 @@ pub struct WebSpec {
     pub resources: ResourceRequirements,
     pub disruption_budget: DisruptionBudgetSpec,
     pub ingress: IngressSpec,
+    /// A Gateway API `HTTPRoute` `<name>-web` to the web Service, beside (or instead of) the
+    /// Ingress (issue 35 item 4).
+    #[serde(rename = "httpRoute")]
+    pub http_route: HttpRouteSpec,
     /// Replaces the profile's serve command (the container's `command`); `all` nodes use it too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
@@ -443,6 +638,7 @@ impl Default for WebSpec {
             resources: ResourceRequirements::default(),
             disruption_budget: DisruptionBudgetSpec::default(),
             ingress: IngressSpec::default(),
+            http_route: HttpRouteSpec::default(),
             command: None,
             args: None,
             probes: ProbeOverrides::default(),
@@ -656,8 +852,13 @@ impl Default for MigrationSpec {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.labels.all(k, !k.startsWith('app.kubernetes.io/'))").message("pod.labels must not set app.kubernetes.io/ labels (the operator's selectors use them)"))]
-#[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage')").message("pod.volumes: the names tmp and storage are the operator's"))]
+#[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage' && v.name != 'ca-bundle')").message("pod.volumes: the names tmp, storage and ca-bundle are the operator's"))]
 pub struct PodOverrides {
+    /// Extra CA certificates (PEM) trusted for outgoing federation requests besides the public
+    /// roots (issue 35 item 3): mounted read-only at `/etc/hollo/ca/` in every pod and named by
+    /// `EXTRA_CA_CERTS_FILE` (hollo-rs) or `NODE_EXTRA_CA_CERTS` (upstream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<CaBundleSpec>,
     /// Extra labels on every pod (web, worker, all, Jobs).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -685,6 +886,24 @@ pub struct PodOverrides {
     /// Replaces the operator's restrictive container security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_security_context: Option<SecurityContext>,
+}
+
+/// Where a CA bundle comes from: a ConfigMap or a Secret of the Hollo's namespace, one key.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.configMap) != has(self.secret)").message("pod.caBundle needs exactly one of configMap and secret"))]
+pub struct CaBundleSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// The key holding the PEM bundle.
+    #[serde(default = "default_ca_key")]
+    pub key: String,
+}
+
+fn default_ca_key() -> String {
+    "ca.crt".into()
 }
 
 /// Lifecycle phase; see `phase.rs` for the transitions.
@@ -755,6 +974,19 @@ pub struct HolloStatus {
     pub migration_failure_generation: Option<i64>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// When each scheduled cleanup (`spec.maintenance`) last started its job: its CronJob's
+    /// `lastSuccessfulTime` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cleanup: Option<LastCleanup>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastCleanup {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_posts: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<String>,
 }
 
 impl HolloSpec {
@@ -907,15 +1139,29 @@ mod tests {
                 .and_then(|s| s.status.as_ref())
                 .is_some()
         );
-        let cols: Vec<&str> = v
-            .additional_printer_columns
-            .iter()
-            .flatten()
-            .map(|c| c.name.as_str())
-            .collect();
+        let cols = |wide: bool| -> Vec<&str> {
+            v.additional_printer_columns
+                .iter()
+                .flatten()
+                .filter(|c| (c.priority.unwrap_or(0) > 0) == wide)
+                .map(|c| c.name.as_str())
+                .collect()
+        };
         assert_eq!(
-            cols,
+            cols(false),
             ["Phase", "Version", "Web Ready", "Workers Ready", "Age"]
+        );
+        // `-o wide` only (issue 35 item 1).
+        assert_eq!(
+            cols(true),
+            [
+                "Target",
+                "Web",
+                "Workers",
+                "Degraded",
+                "Budget",
+                "Migrations Failed"
+            ]
         );
     }
 
@@ -1231,7 +1477,7 @@ mod tests {
             );
             rejects(
                 json!({"pod": {"volumes": [{"name": "tmp", "emptyDir": {}}]}}),
-                "the names tmp and storage are the operator's",
+                "the names tmp, storage and ca-bundle are the operator's",
             );
         }
 
@@ -1294,6 +1540,86 @@ mod tests {
                 json!({"storage": {"disk": "s3", "fs": null}}),
                 "storage.disk=s3 requires storage.s3",
             );
+        }
+
+        /// Issue 35 item 6: a NetworkPolicy needs the ingress namespaces and the database.
+        #[test]
+        fn a_network_policy_needs_its_ingress_and_database() {
+            rejects(
+                json!({"networkPolicy": {"enabled": true,
+                    "database": [{"ipBlock": {"cidr": "10.0.5.10/32"}}]}}),
+                "networkPolicy.enabled requires ingressNamespaces",
+            );
+            rejects(
+                json!({"networkPolicy": {"enabled": true, "ingressNamespaces": ["ingress-nginx"]}}),
+                "networkPolicy.enabled needs to know where the database is",
+            );
+            rejects(
+                json!({"networkPolicy": {"databasePort": 0}}),
+                "networkPolicy.databasePort must be 1-65535",
+            );
+            let ok = json!({"networkPolicy": {"enabled": true,
+                "ingressNamespaces": ["ingress-nginx"], "metricsNamespaces": ["monitoring"],
+                "database": [{"ipBlock": {"cidr": "10.0.5.10/32"}}]}});
+            assert_eq!(violations(ok), Vec::<String>::new());
+            let cnpg = json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
+                "networkPolicy": {"enabled": true, "ingressNamespaces": ["gateway"]}});
+            assert_eq!(violations(cnpg), Vec::<String>::new());
+        }
+
+        /// Issue 35 item 3: a CA bundle comes from exactly one place.
+        #[test]
+        fn a_ca_bundle_has_one_source() {
+            rejects(
+                json!({"pod": {"caBundle": {"key": "ca.crt"}}}),
+                "pod.caBundle needs exactly one of configMap and secret",
+            );
+            rejects(
+                json!({"pod": {"caBundle": {"configMap": "a", "secret": "b"}}}),
+                "pod.caBundle needs exactly one of configMap and secret",
+            );
+            rejects(
+                json!({"pod": {"volumes": [{"name": "ca-bundle", "emptyDir": {}}]}}),
+                "the names tmp, storage and ca-bundle are the operator's",
+            );
+            assert_eq!(
+                violations(json!({"pod": {"caBundle": {"secret": "corp-ca"}}})),
+                Vec::<String>::new()
+            );
+        }
+
+        /// Issue 35 item 5: cleanups need sane numbers and the hollo-rs image.
+        #[test]
+        fn maintenance_rules() {
+            rejects(
+                json!({"maintenance": {"remotePosts": {"enabled": true, "olderThanDays": 0}}}),
+                "maintenance.remotePosts.olderThanDays must be 1-36500",
+            );
+            rejects(
+                json!({"maintenance": {"media": {"enabled": true, "schedule": ""}}}),
+                "maintenance.media.schedule must be a cron schedule",
+            );
+            rejects(
+                json!({"image": {"profile": "upstream"}, "storage": {"urlBase": "https://x/assets"},
+                       "maintenance": {"media": {"enabled": true}}}),
+                "spec.maintenance is for the hollo-rs image",
+            );
+            let ok = json!({"maintenance": {"remotePosts": {"enabled": true, "olderThanDays": 14},
+                "media": {"enabled": true, "schedule": "0 4 * * *"}, "timeZone": "Etc/UTC"}});
+            assert_eq!(violations(ok), Vec::<String>::new());
+        }
+
+        /// Issue 35 item 4: a route needs a Gateway to attach to.
+        #[test]
+        fn an_http_route_needs_a_parent() {
+            rejects(
+                json!({"web": {"httpRoute": {"enabled": true}}}),
+                "web.httpRoute.enabled requires at least one parentRefs entry",
+            );
+            let ok = json!({"web": {"httpRoute": {"enabled": true,
+                "parentRefs": [{"name": "public", "namespace": "gateway"}],
+                "hostnames": ["hollo.example.com"]}}});
+            assert_eq!(violations(ok), Vec::<String>::new());
         }
     }
 }

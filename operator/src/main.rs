@@ -203,6 +203,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let controller = Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default());
     let (controller, stores) =
         reconcile::stores::watch_children(controller, &client, ns.as_deref());
+    // A scrape drops the per-Hollo series of Hollos no longer in the cache (issue 35 item 1).
+    let _ = health.hollos.set(controller.store());
     let ctx = Arc::new(reconcile::Context {
         client: client.clone(),
         recorder,

@@ -46,6 +46,27 @@ pub struct Check {
 pub const DATABASE: &str = "Database";
 pub const SECRET_KEY: &str = "SecretKey";
 pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
+/// `web.httpRoute` (issue 35 item 4): applied, or the Gateway API is not installed.
+pub const HTTP_ROUTE: &str = "HTTPRoute";
+
+/// The `HTTPRoute` condition when `web.httpRoute` is enabled: `missing` is why it could not be
+/// applied (the Gateway API's CRDs are absent), which degrades the resource like a missing KEDA.
+pub fn http_route_check(missing: Option<&str>) -> Check {
+    match missing {
+        Some(why) => Check {
+            type_: HTTP_ROUTE,
+            ok: false,
+            reason: "GatewayAPINotInstalled",
+            message: why.to_string(),
+        },
+        None => Check {
+            type_: HTTP_ROUTE,
+            ok: true,
+            reason: "Applied",
+            message: String::new(),
+        },
+    }
+}
 
 fn condition(
     inputs: &Inputs<'_>,
@@ -288,6 +309,8 @@ pub fn compute(
         // Set by the reconciler, which knows when a failure was recorded.
         migration_failure_generation: None,
         conditions,
+        // Set by the reconciler from the cleanup CronJobs (issue 35 item 5).
+        last_cleanup: None,
     }
 }
 

@@ -1,13 +1,15 @@
 //! Operator telemetry (R-OP-HA): JSON logs, Prometheus metrics, `/healthz` and `/readyz`.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use futures::FutureExt;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -16,6 +18,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
+
+use crate::budget::Budget;
+use crate::crd::{HolloStatus, Phase};
 
 /// `LOG_FORMAT=json` (the default) or `text`; level from `RUST_LOG` (default `info`).
 pub fn init_logging() {
@@ -43,6 +48,181 @@ pub struct Metrics {
     pub leader: Gauge,
     /// API writes (applies, creates, scales, deletes, status): a steady reconcile adds none.
     pub writes: Counter,
+    /// Per-`Hollo` state (issue 35 item 1), re-encoded from `hollos` at every scrape.
+    per_hollo: PerHollo,
+    hollos: Mutex<BTreeMap<HolloKey, HolloState>>,
+}
+
+/// Every phase, so a phase gauge reads 0 for the phases a `Hollo` is not in.
+const PHASES: [Phase; 7] = [
+    Phase::Pending,
+    Phase::CheckingCompatibility,
+    Phase::ScalingDown,
+    Phase::Migrating,
+    Phase::MigrationFailed,
+    Phase::RollingOut,
+    Phase::Running,
+];
+
+/// `(namespace, name)` of a `Hollo`.
+pub type HolloKey = (String, String);
+
+/// What the operator last computed for one `Hollo`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HolloState {
+    pub status: HolloStatus,
+    pub connections: i64,
+    pub max_connections: i64,
+    /// Start to completion of the last succeeded migration Job seen.
+    pub migration_seconds: Option<f64>,
+    pub errors: u64,
+}
+
+/// The labels every per-`Hollo` series carries. Not `namespace`: a scrape of the operator's
+/// pod sets that target label to the operator's namespace.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HolloLabels {
+    pub hollo_namespace: String,
+    pub hollo: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub hollo_namespace: String,
+    pub hollo: String,
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RoleLabels {
+    pub hollo_namespace: String,
+    pub hollo: String,
+    pub role: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConditionLabels {
+    pub hollo_namespace: String,
+    pub hollo: String,
+    pub condition: String,
+}
+
+#[derive(Default)]
+struct PerHollo {
+    phase: Family<PhaseLabels, Gauge>,
+    replicas: Family<RoleLabels, Gauge>,
+    ready_replicas: Family<RoleLabels, Gauge>,
+    condition: Family<ConditionLabels, Gauge>,
+    connections: Family<HolloLabels, Gauge>,
+    max_connections: Family<HolloLabels, Gauge>,
+    migration_seconds: Family<HolloLabels, Gauge<f64, AtomicU64>>,
+    errors: Family<HolloLabels, Counter>,
+}
+
+impl PerHollo {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "hollo_phase",
+            "1 for the phase a Hollo is in (status.phase), 0 for the others",
+            self.phase.clone(),
+        );
+        registry.register(
+            "hollo_replicas",
+            "Desired pods of a Hollo's role (status.web/worker.replicas)",
+            self.replicas.clone(),
+        );
+        registry.register(
+            "hollo_ready_replicas",
+            "Ready pods of a Hollo's role (status.web/worker.readyReplicas)",
+            self.ready_replicas.clone(),
+        );
+        registry.register(
+            "hollo_condition",
+            "1 when a Hollo's condition is True, 0 when False",
+            self.condition.clone(),
+        );
+        registry.register(
+            "hollo_connections",
+            "Database connections a Hollo may open (the connection budget, autoscalers at their maximum)",
+            self.connections.clone(),
+        );
+        registry.register(
+            "hollo_max_connections",
+            "database.maxConnections (or the CloudNativePG Cluster's max_connections)",
+            self.max_connections.clone(),
+        );
+        registry.register(
+            "hollo_migration_duration_seconds",
+            "Start to completion of a Hollo's last succeeded migration Job",
+            self.migration_seconds.clone(),
+        );
+        registry.register(
+            "hollo_reconcile_errors",
+            "Failed reconciliations of a Hollo",
+            self.errors.clone(),
+        );
+    }
+
+    /// Re-encodes the families from `hollos` (a deleted `Hollo` leaves no series behind).
+    fn fill(&self, hollos: &BTreeMap<HolloKey, HolloState>) {
+        self.phase.clear();
+        self.replicas.clear();
+        self.ready_replicas.clear();
+        self.condition.clear();
+        self.connections.clear();
+        self.max_connections.clear();
+        self.migration_seconds.clear();
+        self.errors.clear();
+        for ((ns, name), st) in hollos {
+            let h = HolloLabels {
+                hollo_namespace: ns.clone(),
+                hollo: name.clone(),
+            };
+            for p in PHASES {
+                let labels = PhaseLabels {
+                    hollo_namespace: ns.clone(),
+                    hollo: name.clone(),
+                    phase: p.as_str().into(),
+                };
+                self.phase
+                    .get_or_create(&labels)
+                    .set(i64::from(st.status.phase == p));
+            }
+            for (role, r) in [("web", &st.status.web), ("worker", &st.status.worker)] {
+                let labels = RoleLabels {
+                    hollo_namespace: ns.clone(),
+                    hollo: name.clone(),
+                    role: role.into(),
+                };
+                self.replicas
+                    .get_or_create(&labels)
+                    .set(i64::from(r.replicas));
+                self.ready_replicas
+                    .get_or_create(&labels)
+                    .set(i64::from(r.ready_replicas));
+            }
+            for c in &st.status.conditions {
+                let labels = ConditionLabels {
+                    hollo_namespace: ns.clone(),
+                    hollo: name.clone(),
+                    condition: c.type_.clone(),
+                };
+                self.condition
+                    .get_or_create(&labels)
+                    .set(i64::from(c.status == "True"));
+            }
+            self.connections.get_or_create(&h).set(st.connections);
+            self.max_connections
+                .get_or_create(&h)
+                .set(st.max_connections);
+            if let Some(s) = st.migration_seconds {
+                self.migration_seconds.get_or_create(&h).set(s);
+            }
+            if st.errors > 0 {
+                self.errors.get_or_create(&h).inc_by(st.errors);
+            }
+        }
+    }
 }
 
 impl Default for Metrics {
@@ -74,6 +254,8 @@ impl Default for Metrics {
             "Writes to the API server by the reconciler",
             writes.clone(),
         );
+        let per_hollo = PerHollo::default();
+        per_hollo.register(&mut registry);
         Self {
             registry,
             reconciles,
@@ -81,6 +263,8 @@ impl Default for Metrics {
             duration,
             leader,
             writes,
+            per_hollo,
+            hollos: Mutex::default(),
         }
     }
 }
@@ -98,7 +282,44 @@ impl Metrics {
         }
     }
 
+    /// Records what a reconcile computed for one `Hollo` (its status as written, its budget,
+    /// the duration of its last succeeded migration Job when one is still there).
+    pub fn record_hollo(
+        &self,
+        key: HolloKey,
+        status: &HolloStatus,
+        budget: &Budget,
+        migration_seconds: Option<f64>,
+    ) {
+        if let Ok(mut m) = self.hollos.lock() {
+            let st = m.entry(key).or_default();
+            st.status = status.clone();
+            st.connections = budget.total();
+            st.max_connections = budget.max_connections;
+            st.migration_seconds = migration_seconds.or(st.migration_seconds);
+        }
+    }
+
+    /// Counts a failed reconcile of one `Hollo`.
+    pub fn hollo_error(&self, key: HolloKey) {
+        if let Ok(mut m) = self.hollos.lock() {
+            m.entry(key).or_default().errors += 1;
+        }
+    }
+
+    /// Keeps only the `Hollo`s `live` says exist (the controller's cache at scrape time).
+    pub fn retain_hollos(&self, live: impl Fn(&HolloKey) -> bool) {
+        if let Ok(mut m) = self.hollos.lock() {
+            m.retain(|k, _| live(k));
+        }
+    }
+
     pub fn render(&self) -> String {
+        // One scrape at a time re-encodes the per-Hollo families from the recorded state.
+        let hollos = self.hollos.lock();
+        if let Ok(h) = &hollos {
+            self.per_hollo.fill(h);
+        }
         let mut out = String::new();
         // Writing into a String cannot fail; an error would only mean a broken metric name.
         if encode(&mut out, &self.registry).is_err() {
@@ -114,6 +335,9 @@ pub struct Health {
     pub metrics: Metrics,
     /// Connected to the API server (a standby replica is ready too: it is healthy and waiting).
     pub ready: AtomicBool,
+    /// The controller's cache of `Hollo`s (set by the leader): a scrape drops the per-Hollo
+    /// series of those no longer in it.
+    pub hollos: OnceLock<kube::runtime::reflector::Store<crate::crd::Hollo>>,
 }
 
 pub fn router(health: Arc<Health>) -> Router {
@@ -127,6 +351,15 @@ pub fn router(health: Arc<Health>) -> Router {
 async fn metrics(
     State(h): State<Arc<Health>>,
 ) -> (StatusCode, [(&'static str, &'static str); 1], String) {
+    if let Some(store) = h.hollos.get()
+        && store.wait_until_ready().now_or_never().is_some()
+    {
+        h.metrics.retain_hollos(|(ns, name)| {
+            store
+                .get(&kube::runtime::reflector::ObjectRef::new(name).within(ns))
+                .is_some()
+        });
+    }
     (
         StatusCode::OK,
         [(
@@ -175,6 +408,64 @@ mod tests {
         assert!(
             text.contains("hollo_operator_reconcile_duration_seconds_count 2"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn per_hollo_gauges_follow_the_recorded_status_and_forget_deleted_hollos() {
+        use crate::crd::RoleStatus;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+        let m = Metrics::default();
+        let key = ("fedi".to_string(), "social".to_string());
+        let cond = |t: &str, s: &str| Condition {
+            type_: t.into(),
+            status: s.into(),
+            reason: "R".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+        };
+        let status = HolloStatus {
+            phase: Phase::MigrationFailed,
+            web: RoleStatus {
+                replicas: 2,
+                ready_replicas: 1,
+            },
+            conditions: vec![cond("Degraded", "True"), cond("ConnectionBudget", "False")],
+            ..HolloStatus::default()
+        };
+        let mut spec = crate::testutil::spec();
+        spec.database.max_connections = 10;
+        let budget = Budget::for_spec(&spec);
+        m.record_hollo(key.clone(), &status, &budget, Some(42.5));
+        m.hollo_error(key.clone());
+        m.hollo_error(key.clone());
+        let text = m.render();
+        let l = r#"hollo_namespace="fedi",hollo="social""#;
+        for line in [
+            format!("hollo_operator_hollo_phase{{{l},phase=\"MigrationFailed\"}} 1"),
+            format!("hollo_operator_hollo_phase{{{l},phase=\"Running\"}} 0"),
+            format!("hollo_operator_hollo_replicas{{{l},role=\"web\"}} 2"),
+            format!("hollo_operator_hollo_ready_replicas{{{l},role=\"web\"}} 1"),
+            format!("hollo_operator_hollo_condition{{{l},condition=\"Degraded\"}} 1"),
+            format!("hollo_operator_hollo_condition{{{l},condition=\"ConnectionBudget\"}} 0"),
+            format!("hollo_operator_hollo_connections{{{l}}} {}", budget.total()),
+            format!("hollo_operator_hollo_max_connections{{{l}}} 10"),
+            format!("hollo_operator_hollo_migration_duration_seconds{{{l}}} 42.5"),
+            format!("hollo_operator_hollo_reconcile_errors_total{{{l}}} 2"),
+        ] {
+            assert!(text.contains(&line), "{line} missing from\n{text}");
+        }
+        // A later reconcile without a migration Job keeps the last duration.
+        m.record_hollo(key.clone(), &HolloStatus::default(), &budget, None);
+        assert!(
+            m.render()
+                .contains("hollo_operator_hollo_migration_duration_seconds{")
+        );
+        m.retain_hollos(|k| k != &key);
+        assert!(
+            !m.render().contains("hollo=\"social\""),
+            "deleted Hollo forgotten"
         );
     }
 

@@ -68,6 +68,20 @@ pub enum ConfigError {
     Inconsistent(String),
 }
 
+/// `EXTRA_CA_CERTS_FILE` (issue 35 item 3): a PEM bundle of CA certificates trusted for
+/// outgoing federation requests besides the compiled-in public roots (webpki), for a server
+/// behind a private CA or a TLS-inspecting proxy. The operator mounts it from
+/// `spec.pod.caBundle`. Unset: the public roots only.
+pub const EXTRA_CA_CERTS_FILE: &str = "EXTRA_CA_CERTS_FILE";
+
+/// The path `EXTRA_CA_CERTS_FILE` names, if any (read from the process environment, where
+/// the HTTP client is built).
+pub fn extra_ca_certs_file() -> Option<std::path::PathBuf> {
+    std::env::var_os(EXTRA_CA_CERTS_FILE)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
 /// Database connection settings shared by every command.
 #[derive(Clone, Debug)]
 pub struct DbConfig {

@@ -1,4 +1,4 @@
-//! `hollo`: serve | migrate | version | queue | probe | account | local-db.
+//! `hollo`: serve | migrate | version | queue | probe | account | cleanup | local-db.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -52,6 +52,12 @@ enum Command {
     Account {
         #[command(subcommand)]
         command: AccountCommand,
+    },
+    /// Start a cleanup job (R-JOB-11) as `POST /api/v1/admin/cleanups` does; the workers run
+    /// it. Prints the job id. What the operator's `spec.maintenance` CronJobs run.
+    Cleanup {
+        #[command(subcommand)]
+        command: CleanupCommand,
     },
     /// The local PostgreSQL used when DATABASE_URL is unset (and by the test suite).
     LocalDb {
@@ -109,6 +115,17 @@ enum AccountCommand {
     },
     /// Set an account's sign-in password, read from standard input.
     SetPassword { name: String },
+}
+
+#[derive(Subcommand)]
+enum CleanupCommand {
+    /// Remote posts received more than N days ago that no local account bookmarked.
+    RemotePosts {
+        #[arg(long)]
+        older_than_days: i64,
+    },
+    /// Media files no row names, and uploads no status took within a day.
+    Media,
 }
 
 #[derive(Subcommand)]
@@ -182,6 +199,36 @@ async fn run(command: Command, env: &Env) -> Result<()> {
                 .context("creating the local SECRET_KEY")?;
             config.fill_local_media_drive();
             node::serve(config).await
+        }
+        Command::Cleanup { command } => {
+            let config = Config::from_env(env).map_err(config_error)?;
+            let (kind, days) = match command {
+                CleanupCommand::RemotePosts { older_than_days } => {
+                    ("remote_posts", Some(older_than_days))
+                }
+                CleanupCommand::Media => {
+                    let drive = matches!(
+                        config.media.drive,
+                        hollo_runtime::config::DriveConfig::S3(_)
+                    );
+                    anyhow::ensure!(
+                        config.storage_path.is_some() || drive,
+                        "media cleanup needs FS_STORAGE_PATH (the media storage directory) or an S3 drive"
+                    );
+                    ("media", None)
+                }
+            };
+            let pool = connect(env).await?;
+            let created = tasks::cleanups::start(&pool, &config.environment, kind, days).await?;
+            let (id, new) = match created {
+                tasks::jobs::Created::New(id) => (id, true),
+                tasks::jobs::Created::Existing(id) => (id, false),
+            };
+            println!(
+                "{}",
+                serde_json::json!({"id": id, "kind": kind, "new": new})
+            );
+            Ok(())
         }
         Command::Migrate => {
             let pool = connect(env).await?;

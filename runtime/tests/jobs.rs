@@ -1088,6 +1088,40 @@ async fn remote_post_cleanup_deletes_old_unbookmarked_posts_in_batches() {
     inst.shutdown().await;
 }
 
+/// Issue 35 item 5: `hollo cleanup remote-posts` (what the operator's CronJob runs) starts the
+/// same job through `cleanups::start`, which the workers carry out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cleanup_started_like_the_cli_does_is_carried_out_by_the_workers() {
+    let mut inst = instance("production", None).await;
+    sqlx::query(
+        "INSERT INTO remote_posts (iri, actor, body, created_at)
+         SELECT 'https://r.example/notes/' || g, 'https://r.example/users/a', '{}', now() - interval '40 days'
+           FROM generate_series(1, 20) g",
+    )
+    .execute(&inst.pool)
+    .await
+    .expect("old posts");
+    inst.worker_in("production", None).await;
+    let created = cleanups::start(&inst.pool, "production", "remote_posts", Some(30))
+        .await
+        .expect("start");
+    let jobs::Created::New(id) = created else {
+        panic!("a new job, got {created:?}");
+    };
+    let v = inst
+        .until_final(&format!("/api/v1/admin/cleanups/{id}"), ADMIN)
+        .await;
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(inst.count("SELECT count(*) FROM remote_posts").await, 0);
+    assert!(
+        cleanups::start(&inst.pool, "production", "remote_posts", Some(0))
+            .await
+            .is_err(),
+        "days are checked as the API checks them"
+    );
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_cleanup_deletes_only_old_orphans_with_strict_keys() {
     let dir = std::env::temp_dir().join(format!("hollo-media-{}", Uuid::new_v4().simple()));

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -31,7 +31,7 @@ use super::observe::World;
 use super::stores::{self, Stores};
 use super::{Error, MANAGER};
 use crate::crd::Hollo;
-use crate::resources::{autoscaling, labels};
+use crate::resources::{autoscaling, httproute, labels};
 
 /// What was applied last to one object: a hash of the desired object, and a hash of the
 /// fields it sets as the apiserver stored them (defaulted and normalised).
@@ -43,14 +43,16 @@ struct Memo {
 
 /// Whether KEDA's ScaledObject API exists, as far as this process knows (it is not watched:
 /// it may be installed after the operator starts).
-const KEDA_UNKNOWN: u8 = 0;
-const KEDA_ABSENT: u8 = 1;
-const KEDA_PRESENT: u8 = 2;
+const API_UNKNOWN: u8 = 0;
+const API_ABSENT: u8 = 1;
+const API_PRESENT: u8 = 2;
 
 /// Carries out writes; remembers what it applied.
 pub struct Applier {
     memo: Mutex<HashMap<(&'static str, String, String), Memo>>,
     keda: AtomicU8,
+    /// The same for the Gateway API's HTTPRoute (issue 35 item 4).
+    gateway: AtomicU8,
     /// API writes made (applies, creates, scales, deletes): a steady reconcile adds none.
     pub writes: Counter,
 }
@@ -60,7 +62,8 @@ impl Applier {
     pub fn new(writes: Counter) -> Self {
         Self {
             memo: Mutex::default(),
-            keda: AtomicU8::new(KEDA_UNKNOWN),
+            keda: AtomicU8::new(API_UNKNOWN),
+            gateway: AtomicU8::new(API_UNKNOWN),
             writes,
         }
     }
@@ -223,7 +226,10 @@ struct Apis {
     pdbs: Api<PodDisruptionBudget>,
     hpas: Api<HorizontalPodAutoscaler>,
     ingresses: Api<Ingress>,
+    network_policies: Api<NetworkPolicy>,
+    cron_jobs: Api<CronJob>,
     scaled_objects: Api<DynamicObject>,
+    http_routes: Api<DynamicObject>,
 }
 
 impl Apis {
@@ -235,10 +241,17 @@ impl Apis {
             pdbs: Api::namespaced(client.clone(), ns),
             hpas: Api::namespaced(client.clone(), ns),
             ingresses: Api::namespaced(client.clone(), ns),
+            network_policies: Api::namespaced(client.clone(), ns),
+            cron_jobs: Api::namespaced(client.clone(), ns),
             scaled_objects: Api::namespaced_with(
                 client.clone(),
                 ns,
                 &autoscaling::scaled_object_resource(),
+            ),
+            http_routes: Api::namespaced_with(
+                client.clone(),
+                ns,
+                &httproute::http_route_resource(),
             ),
         }
     }
@@ -284,14 +297,16 @@ impl Applier {
         Ok(())
     }
 
-    /// The ScaledObjects `hollo` owns (listed: KEDA's API is not watched). Empty while the API
-    /// is known to be missing.
-    async fn owned_scaled_objects(
+    /// The objects of an optional API (KEDA's ScaledObjects, Gateway API HTTPRoutes) `hollo`
+    /// owns, listed: such an API is not watched. Empty while the API is known to be missing
+    /// (`known` remembers what the last request said).
+    async fn owned_optional(
         &self,
         api: &Api<DynamicObject>,
         hollo: &Hollo,
+        known: &AtomicU8,
     ) -> Result<Vec<DynamicObject>, Error> {
-        if self.keda.load(Ordering::Relaxed) == KEDA_ABSENT {
+        if known.load(Ordering::Relaxed) == API_ABSENT {
             return Ok(vec![]);
         }
         let lp = ListParams::default().labels(&format!(
@@ -303,7 +318,7 @@ impl Applier {
         ));
         match api.list(&lp).await {
             Ok(l) => {
-                self.keda.store(KEDA_PRESENT, Ordering::Relaxed);
+                known.store(API_PRESENT, Ordering::Relaxed);
                 let uid = hollo.uid().unwrap_or_default();
                 Ok(l.items
                     .into_iter()
@@ -311,7 +326,7 @@ impl Applier {
                     .collect())
             }
             Err(e) if is_not_found(&e) => {
-                self.keda.store(KEDA_ABSENT, Ordering::Relaxed);
+                known.store(API_ABSENT, Ordering::Relaxed);
                 Ok(vec![])
             }
             Err(e) => Err(e.into()),
@@ -325,6 +340,9 @@ pub struct Outcome {
     /// KEDA asked for but not installed: everything else is applied (the autoscaler comes
     /// last); the status says so and the operator looks again soon.
     pub autoscaler_missing: Option<String>,
+    /// `web.httpRoute` asked for but the Gateway API's HTTPRoute is not installed (the same
+    /// tolerance, issue 35 item 4).
+    pub route_missing: Option<String>,
 }
 
 /// Makes the cluster match `want`. Order matters: autoscalers that are no longer wanted go
@@ -351,6 +369,25 @@ pub async fn converge(
     applier
         .apply_all(&apis.pdbs, &stores.pdbs, &want.pdbs)
         .await?;
+    // Before any pod starts, so none runs unconfined while the policy is wanted.
+    applier
+        .apply_all(
+            &apis.network_policies,
+            &stores.network_policies,
+            &want.network_policies,
+        )
+        .await?;
+    applier
+        .apply_all(&apis.cron_jobs, &stores.cron_jobs, &want.cron_jobs)
+        .await?;
+    applier
+        .prune(
+            &apis.cron_jobs,
+            &stores.cron_jobs,
+            hollo,
+            &Desired::names(&want.cron_jobs),
+        )
+        .await?;
     for job in &want.jobs {
         // Job specs are immutable: an existing Job is left alone, finished or not.
         if !world.jobs.iter().any(|j| j.name_any() == job.name_any()) {
@@ -363,7 +400,7 @@ pub async fn converge(
         .prune(&apis.hpas, &stores.hpas, hollo, &Desired::names(&want.hpas))
         .await?;
     let scaled = applier
-        .owned_scaled_objects(&apis.scaled_objects, hollo)
+        .owned_optional(&apis.scaled_objects, hollo, &applier.keda)
         .await?;
     let keep = Desired::names(&want.scaled_objects);
     for o in scaled.iter().filter(|o| !keep.contains(&o.name_any())) {
@@ -422,6 +459,14 @@ pub async fn converge(
     applier
         .prune(&apis.pdbs, &stores.pdbs, hollo, &Desired::names(&want.pdbs))
         .await?;
+    applier
+        .prune(
+            &apis.network_policies,
+            &stores.network_policies,
+            hollo,
+            &Desired::names(&want.network_policies),
+        )
+        .await?;
 
     applier
         .apply_all(&apis.hpas, &stores.hpas, &want.hpas)
@@ -430,10 +475,43 @@ pub async fn converge(
     for o in &want.scaled_objects {
         let observed = scaled.iter().find(|s| s.name_any() == o.name_any());
         match applier.apply(&apis.scaled_objects, o, observed).await {
-            Ok(()) => applier.keda.store(KEDA_PRESENT, Ordering::Relaxed),
+            Ok(()) => applier.keda.store(API_PRESENT, Ordering::Relaxed),
             Err(Error::Kube(e)) if is_not_found(&e) => {
-                applier.keda.store(KEDA_ABSENT, Ordering::Relaxed);
+                applier.keda.store(API_ABSENT, Ordering::Relaxed);
                 outcome.autoscaler_missing = Some(Error::KedaMissing.to_string());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+
+    // Gateway API routes: pruned when no longer wanted, applied when wanted; an absent API is
+    // reported, not an error. Listed only while a route is wanted or the status says one was
+    // (its `HTTPRoute` condition), so a Hollo that never had one makes no request for them.
+    let had_route = hollo.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == crate::status::HTTP_ROUTE)
+    });
+    let routes = if want.http_routes.is_empty() && !had_route {
+        vec![]
+    } else {
+        applier
+            .owned_optional(&apis.http_routes, hollo, &applier.gateway)
+            .await?
+    };
+    let keep = Desired::names(&want.http_routes);
+    for o in routes.iter().filter(|o| !keep.contains(&o.name_any())) {
+        applier
+            .delete(&apis.http_routes, &o.name_any(), &DeleteParams::default())
+            .await?;
+    }
+    for o in &want.http_routes {
+        let observed = routes.iter().find(|s| s.name_any() == o.name_any());
+        match applier.apply(&apis.http_routes, o, observed).await {
+            Ok(()) => applier.gateway.store(API_PRESENT, Ordering::Relaxed),
+            Err(Error::Kube(e)) if is_not_found(&e) => {
+                applier.gateway.store(API_ABSENT, Ordering::Relaxed);
+                outcome.route_missing = Some(Error::GatewayApiMissing.to_string());
             }
             Err(e) => return Err(e),
         }

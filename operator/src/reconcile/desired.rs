@@ -4,9 +4,9 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
@@ -15,7 +15,9 @@ use super::observe::{World, roles};
 use crate::crd::Hollo;
 use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
-use crate::resources::{self, autoscaling, ingress, migration, pdb, service};
+use crate::resources::{
+    self, autoscaling, httproute, ingress, maintenance, migration, networkpolicy, pdb, service,
+};
 
 /// How many replicas a role Deployment should have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,10 +64,16 @@ pub struct Workload {
 pub struct Desired {
     pub services: Vec<Service>,
     pub ingresses: Vec<Ingress>,
+    /// `spec.networkPolicy` (issue 35 item 6).
+    pub network_policies: Vec<NetworkPolicy>,
+    /// `spec.maintenance` cleanups (issue 35 item 5).
+    pub cron_jobs: Vec<CronJob>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub workloads: Vec<Workload>,
     pub hpas: Vec<HorizontalPodAutoscaler>,
     pub scaled_objects: Vec<DynamicObject>,
+    /// Gateway API `HTTPRoute`s (issue 35 item 4); the API may be absent.
+    pub http_routes: Vec<DynamicObject>,
     /// Jobs to create if absent. Job specs are immutable and finished Jobs are history (a failed
     /// attempt's logs stay reachable), so Jobs are never pruned by this set; see
     /// [`finished_jobs`].
@@ -88,6 +96,13 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     let mut d = Desired {
         services: vec![service::service(hollo)],
         ingresses: ingress::ingress(hollo).into_iter().collect(),
+        http_routes: httproute::http_route(hollo).into_iter().collect(),
+        network_policies: networkpolicy::network_policies(hollo),
+        // Cleanups run in the image that runs; suspended while an upgrade stops the workers.
+        cron_jobs: match &plan.workloads {
+            Workloads::Run(version) => maintenance::cron_jobs(hollo, version, false),
+            Workloads::Stopped => maintenance::cron_jobs(hollo, &spec.version, true),
+        },
         pdbs: [pdb::web(hollo), pdb::worker(hollo)]
             .into_iter()
             .flatten()

@@ -24,6 +24,7 @@ mod tests;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{EventType, Recorder};
@@ -48,8 +49,14 @@ pub enum Error {
     )]
     KedaMissing,
     #[error(
+        "web.httpRoute.enabled but the Gateway API's HTTPRoute (gateway.networking.k8s.io/v1) \
+         is not installed: install the Gateway API CRDs or disable web.httpRoute"
+    )]
+    GatewayApiMissing,
+    #[error(
         "the watch caches of the child kinds are not filled after {0:?}: can the operator list \
-         and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs and Ingresses here?"
+         and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs, Ingresses and \
+         NetworkPolicies here?"
     )]
     CachesNotReady(Duration),
 }
@@ -61,6 +68,7 @@ impl Error {
             Error::Kube(_) => "client",
             Error::NoNamespace => "no_namespace",
             Error::KedaMissing => "keda_missing",
+            Error::GatewayApiMissing => "gateway_api_missing",
             Error::CachesNotReady(_) => "caches_not_ready",
         }
     }
@@ -84,8 +92,8 @@ pub struct Context {
     pub applier: apply::Applier,
 }
 
-/// How soon to look again while KEDA is asked for but its API is missing (nothing notifies
-/// us when its CRD appears).
+/// How soon to look again while KEDA (or the Gateway API) is asked for but its API is missing
+/// (nothing notifies us when its CRD appears).
 const KEDA_RECHECK: Duration = Duration::from_secs(30);
 /// How soon to look again while a Secret the pods need is missing.
 const HOLD_RECHECK: Duration = Duration::from_secs(15);
@@ -103,6 +111,9 @@ pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, E
     ctx.health
         .metrics
         .observe(started.elapsed(), error.map(Error::metric_label));
+    if error.is_some() {
+        ctx.health.metrics.hollo_error(key(&hollo));
+    }
     if let Some(e) = error.filter(|e| e.is_permanent()) {
         let note = format!("{e}; waiting for a change of the Hollo");
         report::publish(
@@ -118,6 +129,21 @@ pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, E
     result
 }
 
+/// `(namespace, name)`: the per-Hollo metrics' key.
+fn key(hollo: &Hollo) -> (String, String) {
+    (hollo.namespace().unwrap_or_default(), hollo.name_any())
+}
+
+/// The per-Hollo gauges of `/metrics` (issue 35 item 1): what this reconcile wrote.
+fn record(ctx: &Context, hollo: &Hollo, status: &crate::crd::HolloStatus, jobs: &[Arc<Job>]) {
+    ctx.health.metrics.record_hollo(
+        key(hollo),
+        status,
+        &crate::budget::Budget::for_spec(&hollo.spec),
+        report::migration_seconds(jobs),
+    );
+}
+
 async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     // Being deleted: the garbage collector removes the children; recreating them would race it.
     if hollo.metadata.deletion_timestamp.is_some() {
@@ -131,9 +157,11 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     let now = Timestamp::now();
     let ext = external::read(&ctx.client, hollo).await?;
-    let checks = external::checks(&hollo.spec, &ext);
+    let mut checks = external::checks(&hollo.spec, &ext);
     if let Some(hold) = ext.hold(&hollo.spec) {
-        let status = report::held(hollo, &hold, now);
+        let mut status = report::held(hollo, &hold, now);
+        status.last_cleanup = hollo.status.as_ref().and_then(|s| s.last_cleanup.clone());
+        record(ctx, hollo, &status, &[]);
         if report::write_status(&ctx.client, hollo, &status).await? {
             ctx.applier.writes.inc();
         }
@@ -154,15 +182,22 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
-    let status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
+    if hollo.spec.web.http_route.enabled {
+        let check = crate::status::http_route_check(outcome.route_missing.as_deref());
+        checks.push(check);
+    }
+    let mut status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
+    let cron_jobs = stores::owned(&ctx.stores.cron_jobs, hollo);
+    status.last_cleanup = report::last_cleanup(hollo, &cron_jobs);
+    record(ctx, hollo, &status, &world.jobs);
     if report::write_status(client, hollo, &status).await? {
         applier.writes.inc();
     }
     report::events(&ctx.recorder, hollo, &plan, &status, missing.as_deref()).await;
     report::check_events(&ctx.recorder, hollo, &status).await;
-    let requeue = match missing {
-        Some(_) => plan.requeue.min(KEDA_RECHECK),
-        None => plan.requeue,
+    let requeue = match (&missing, &outcome.route_missing) {
+        (None, None) => plan.requeue,
+        _ => plan.requeue.min(KEDA_RECHECK),
     };
     // Nothing notifies us when a Secret rotates (the operator may not list or watch Secrets):
     // look again within a minute.

@@ -15,6 +15,46 @@ use crate::resources::labels::Component;
 use crate::resources::migration;
 use crate::status;
 
+/// Start to completion of the last succeeded migration Job among `jobs` (the per-Hollo
+/// `hollo_operator_hollo_migration_duration_seconds`; issue 35 item 1).
+pub fn migration_seconds(jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::Job>]) -> Option<f64> {
+    jobs.iter()
+        .filter(|j| {
+            j.labels()
+                .get(crate::resources::labels::COMPONENT)
+                .map(String::as_str)
+                == Some(Component::Migration.as_str())
+        })
+        .filter_map(|j| {
+            let s = j.status.as_ref()?;
+            let (start, end) = (s.start_time.as_ref()?, s.completion_time.as_ref()?);
+            Some((end.0, end.0.duration_since(start.0).as_secs_f64()))
+        })
+        .max_by_key(|(end, _)| *end)
+        .map(|(_, secs)| secs)
+}
+
+/// `status.lastCleanup` (issue 35 item 5): each cleanup CronJob's `lastSuccessfulTime`.
+pub fn last_cleanup(
+    hollo: &Hollo,
+    cron_jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::CronJob>],
+) -> Option<crate::crd::LastCleanup> {
+    use crate::resources::maintenance::cron_job_name;
+    let at = |which: &str| {
+        let name = cron_job_name(hollo, which);
+        cron_jobs
+            .iter()
+            .find(|c| c.name_any() == name)
+            .and_then(|c| c.status.as_ref()?.last_successful_time.as_ref())
+            .map(|t| t.0.to_string())
+    };
+    let last = crate::crd::LastCleanup {
+        remote_posts: at("remote-posts"),
+        media: at("media"),
+    };
+    (last != crate::crd::LastCleanup::default()).then_some(last)
+}
+
 fn role_status(world: &World, c: Component) -> RoleStatus {
     let s = world
         .deployments
@@ -139,11 +179,12 @@ pub async fn publish(
     }
 }
 
-/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad.
+/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad, or
+/// the HTTPRoute cannot be applied.
 pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus) {
     let previous = hollo.status.clone().unwrap_or_default();
     for c in &new.conditions {
-        if ![status::DATABASE, status::SECRET_KEY].contains(&c.type_.as_str())
+        if ![status::DATABASE, status::SECRET_KEY, status::HTTP_ROUTE].contains(&c.type_.as_str())
             || c.status != "False"
         {
             continue;
@@ -252,5 +293,50 @@ pub async fn events(
             note,
         )
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::batch::v1::{Job, JobStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+
+    fn job(component: &str, start: i64, end: Option<i64>) -> Arc<Job> {
+        let t = |s: i64| Time(Timestamp::from_second(s).expect("time"));
+        Arc::new(Job {
+            metadata: ObjectMeta {
+                labels: Some(
+                    [(
+                        crate::resources::labels::COMPONENT.to_string(),
+                        component.into(),
+                    )]
+                    .into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            status: Some(JobStatus {
+                start_time: Some(t(start)),
+                completion_time: end.map(t),
+                ..JobStatus::default()
+            }),
+            ..Job::default()
+        })
+    }
+
+    #[test]
+    fn migration_seconds_of_the_last_completed_migration_job() {
+        assert_eq!(migration_seconds(&[]), None);
+        let jobs = [
+            job("migration", 100, Some(130)),
+            job("migration", 200, Some(212)),
+            job("migration", 300, None),
+            job(migration::PROBE_COMPONENT, 400, Some(500)),
+        ];
+        assert_eq!(migration_seconds(&jobs), Some(12.0));
     }
 }

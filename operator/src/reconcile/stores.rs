@@ -7,9 +7,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
@@ -28,6 +28,10 @@ pub struct Stores {
     pub pdbs: Store<PodDisruptionBudget>,
     pub hpas: Store<HorizontalPodAutoscaler>,
     pub ingresses: Store<Ingress>,
+    /// `spec.networkPolicy` (issue 35 item 6).
+    pub network_policies: Store<NetworkPolicy>,
+    /// `spec.maintenance` (issue 35 item 5).
+    pub cron_jobs: Store<CronJob>,
 }
 
 impl Stores {
@@ -39,7 +43,9 @@ impl Stores {
         self.jobs.wait_until_ready().await?;
         self.pdbs.wait_until_ready().await?;
         self.hpas.wait_until_ready().await?;
-        self.ingresses.wait_until_ready().await
+        self.ingresses.wait_until_ready().await?;
+        self.network_policies.wait_until_ready().await?;
+        self.cron_jobs.wait_until_ready().await
     }
 }
 
@@ -105,6 +111,8 @@ pub fn watch_children(
     let (c, pdbs) = cached(c, api(client, ns));
     let (c, hpas) = cached(c, api(client, ns));
     let (c, ingresses) = cached(c, api(client, ns));
+    let (c, network_policies) = cached(c, api(client, ns));
+    let (c, cron_jobs) = cached(c, api(client, ns));
     (
         c,
         Stores {
@@ -114,6 +122,8 @@ pub fn watch_children(
             pdbs,
             hpas,
             ingresses,
+            network_policies,
+            cron_jobs,
         },
     )
 }

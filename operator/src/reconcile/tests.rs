@@ -166,12 +166,16 @@ impl Fixture {
         let (pdbs, mut pw) = reflector::store();
         let (hpas, mut hw) = reflector::store();
         let (ingresses, mut iw) = reflector::store();
+        let (network_policies, mut nw) = reflector::store();
+        let (cron_jobs, mut cw) = reflector::store();
         ready(&mut dw);
         ready(&mut sw);
         ready(&mut jw);
         ready(&mut pw);
         ready(&mut hw);
         ready(&mut iw);
+        ready(&mut nw);
+        ready(&mut cw);
         let ctx = Arc::new(Context {
             recorder: Recorder::new(
                 client.clone(),
@@ -189,6 +193,8 @@ impl Fixture {
                 pdbs,
                 hpas,
                 ingresses,
+                network_policies,
+                cron_jobs,
             },
             applier: Applier::new(Default::default()),
         });

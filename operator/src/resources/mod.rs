@@ -3,9 +3,12 @@
 
 pub mod all;
 pub mod autoscaling;
+pub mod httproute;
 pub mod ingress;
 pub mod labels;
+pub mod maintenance;
 pub mod migration;
+pub mod networkpolicy;
 pub mod pdb;
 pub mod pod;
 pub mod profile;

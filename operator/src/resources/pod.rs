@@ -178,9 +178,20 @@ pub fn env_from(spec: &HolloSpec) -> Option<Vec<EnvFromSource>> {
 
 /// Appends the user's extra env last so a name given there wins over ours.
 pub fn with_extra_env(spec: &HolloSpec, mut env: Vec<EnvVar>) -> Vec<EnvVar> {
+    if let Some(ca) = &spec.pod.ca_bundle {
+        let var = match spec.image.profile {
+            ImageProfile::HolloRs => "EXTRA_CA_CERTS_FILE",
+            ImageProfile::Upstream => "NODE_EXTRA_CA_CERTS",
+        };
+        env.push(plain(var, format!("{CA_MOUNT}/{}", ca.key)));
+    }
     env.extend(spec.env.iter().cloned());
     env
 }
+
+/// Where `spec.pod.caBundle` is mounted (issue 35 item 3).
+pub const CA_MOUNT: &str = "/etc/hollo/ca";
+const CA_VOLUME: &str = "ca-bundle";
 
 fn runtime_default() -> SeccompProfile {
     SeccompProfile {
@@ -240,6 +251,32 @@ pub fn volumes(spec: &HolloSpec) -> Vec<Volume> {
             ..Volume::default()
         });
     }
+    if let Some(ca) = &spec.pod.ca_bundle {
+        let items = Some(vec![k8s_openapi::api::core::v1::KeyToPath {
+            key: ca.key.clone(),
+            path: ca.key.clone(),
+            ..Default::default()
+        }]);
+        v.push(Volume {
+            name: CA_VOLUME.into(),
+            config_map: ca.config_map.as_ref().map(|name| {
+                k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+                    name: name.clone(),
+                    items: items.clone(),
+                    ..Default::default()
+                }
+            }),
+            secret: ca
+                .secret
+                .as_ref()
+                .map(|name| k8s_openapi::api::core::v1::SecretVolumeSource {
+                    secret_name: Some(name.clone()),
+                    items: items.clone(),
+                    ..Default::default()
+                }),
+            ..Volume::default()
+        });
+    }
     v.extend(spec.pod.volumes.iter().cloned());
     v
 }
@@ -254,6 +291,14 @@ pub fn volume_mounts(spec: &HolloSpec) -> Vec<VolumeMount> {
         m.push(VolumeMount {
             name: STORAGE_VOLUME.into(),
             mount_path: fs.mount_path.clone(),
+            ..VolumeMount::default()
+        });
+    }
+    if spec.pod.ca_bundle.is_some() {
+        m.push(VolumeMount {
+            name: CA_VOLUME.into(),
+            mount_path: CA_MOUNT.into(),
+            read_only: Some(true),
             ..VolumeMount::default()
         });
     }
@@ -411,6 +456,65 @@ mod tests {
 
     fn names(env: &[EnvVar]) -> Vec<&str> {
         env.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// Issue 35 item 3: the CA bundle is mounted read-only and named by the profile's variable.
+    #[test]
+    fn a_ca_bundle_is_mounted_and_named() {
+        let mut spec = testutil::spec();
+        spec.pod.ca_bundle = Some(crate::crd::CaBundleSpec {
+            config_map: Some("corp-ca".into()),
+            secret: None,
+            key: "bundle.pem".into(),
+        });
+        let c = base_container(
+            &spec,
+            "img".into(),
+            vec![],
+            &ResourceRequirements::default(),
+        );
+        let env = c.env.clone().unwrap_or_default();
+        let var = env
+            .iter()
+            .find(|e| e.name == "EXTRA_CA_CERTS_FILE")
+            .expect("EXTRA_CA_CERTS_FILE");
+        assert_eq!(var.value.as_deref(), Some("/etc/hollo/ca/bundle.pem"));
+        let mount = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == "ca-bundle")
+            .expect("mount");
+        assert_eq!(
+            (mount.mount_path.as_str(), mount.read_only),
+            ("/etc/hollo/ca", Some(true))
+        );
+        let vol = volumes(&spec)
+            .into_iter()
+            .find(|v| v.name == "ca-bundle")
+            .expect("volume");
+        let cm = vol.config_map.expect("configMap");
+        assert_eq!(cm.name, "corp-ca");
+        assert_eq!(cm.items.expect("items")[0].key, "bundle.pem");
+        spec.image.profile = ImageProfile::Upstream;
+        let c = base_container(
+            &spec,
+            "img".into(),
+            vec![],
+            &ResourceRequirements::default(),
+        );
+        assert!(
+            c.env
+                .iter()
+                .flatten()
+                .any(|e| e.name == "NODE_EXTRA_CA_CERTS")
+        );
+        assert!(
+            volumes(&testutil::spec())
+                .iter()
+                .all(|v| v.name != "ca-bundle"),
+            "none without caBundle"
+        );
     }
 
     #[test]

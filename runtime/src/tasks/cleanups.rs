@@ -74,6 +74,45 @@ pub fn valid_media_key(key: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
+/// What `hollo cleanup` starts (issue 35 item 5: the operator's `spec.maintenance` CronJobs):
+/// the same job `POST /api/v1/admin/cleanups` creates, in one transaction with its first
+/// dispatch, for the workers to run. `older_than_days` is required for `remote_posts` (1–36,500).
+pub async fn start(
+    pool: &PgPool,
+    environment: &str,
+    kind: &str,
+    older_than_days: Option<i64>,
+) -> Result<jobs::Created, anyhow::Error> {
+    let params = match kind {
+        "remote_posts" => {
+            let days = older_than_days
+                .filter(|d| (1..=36_500).contains(d))
+                .ok_or_else(|| anyhow::anyhow!("--older-than-days must be 1 to 36500"))?;
+            let cutoff = chrono::Utc::now() - chrono::Duration::days(days);
+            json!({ "olderThanDays": days, "cutoff": cutoff })
+        }
+        "media" => json!({}),
+        other => anyhow::bail!("unknown cleanup kind {other:?} (remote_posts or media)"),
+    };
+    let mut tx = pool.begin().await?;
+    let created = jobs::create(
+        &mut tx,
+        FAMILY,
+        jobs::NewJob {
+            account_id: None,
+            kind: kind.into(),
+            mode: "delete".into(),
+            params,
+            content_sha256: None,
+            environment: environment.into(),
+            items: vec![first_item(kind)],
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(created)
+}
+
 /// The first item of a new cleanup job.
 pub fn first_item(kind: &str) -> Value {
     match kind {

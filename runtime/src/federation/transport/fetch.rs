@@ -256,9 +256,44 @@ pub struct FetchClient {
     recent: Arc<crate::federation::transport::reuse::RecentHosts>,
 }
 
+/// The certificates of a PEM bundle (`EXTRA_CA_CERTS_FILE`); a file that cannot be read or
+/// holds no certificate is an error, so a broken mount stops the node at start.
+pub fn read_ca_bundle(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, FetchError> {
+    let bad = |why: String| {
+        FetchError::Network(format!(
+            "{} {}: {why}",
+            crate::config::EXTRA_CA_CERTS_FILE,
+            path.display()
+        ))
+    };
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("no PEM certificate in it".into()));
+    }
+    Ok(certs)
+}
+
 impl FetchClient {
+    /// With the public roots and, when `EXTRA_CA_CERTS_FILE` is set, its certificates.
     pub fn new(allow_private: bool) -> Result<Self, FetchError> {
-        let client = reqwest::Client::builder()
+        let extra = match crate::config::extra_ca_certs_file() {
+            Some(path) => read_ca_bundle(&path)?,
+            None => vec![],
+        };
+        Self::with_roots(allow_private, extra)
+    }
+
+    /// With the public roots plus `extra` (issue 35 item 3).
+    pub fn with_roots(
+        allow_private: bool,
+        extra: Vec<reqwest::Certificate>,
+    ) -> Result<Self, FetchError> {
+        let mut builder = reqwest::Client::builder();
+        for cert in extra {
+            builder = builder.add_root_certificate(cert);
+        }
+        let client = builder
             .user_agent(format!(
                 "Hollo-on-Kubernetes/{} (+https://github.com/fedify-dev/hollo)",
                 crate::VERSION
@@ -657,6 +692,25 @@ mod tests {
             parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT"),
             Some(MAX_RETRY_AFTER)
         );
+    }
+
+    /// Issue 35 item 3: a PEM bundle adds roots; a file with none, or none at all, is an error.
+    #[test]
+    fn ca_bundles_are_read_or_refused() {
+        let dir = std::env::temp_dir().join(format!("hollo-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        assert!(read_ca_bundle(&empty).is_err(), "no certificate");
+        assert!(read_ca_bundle(&dir.join("missing.pem")).is_err(), "no file");
+        // The system's bundle, where the machine has one (Debian's ca-certificates).
+        let system = std::path::Path::new("/etc/ssl/certs/ca-certificates.crt");
+        if system.exists() {
+            let certs = read_ca_bundle(system).expect("the system bundle");
+            assert!(!certs.is_empty());
+            FetchClient::with_roots(false, certs).expect("a client with extra roots");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
