@@ -13,7 +13,9 @@ pub mod media;
 pub mod notification;
 pub mod poll;
 pub mod relationship;
+pub mod replies;
 pub mod status;
+pub mod status_edit;
 pub mod urls;
 
 pub use account::{Account, CredentialAccount};
@@ -21,7 +23,9 @@ pub use media::MediaAttachment;
 pub use notification::Notification;
 pub use poll::Poll;
 pub use relationship::Relationship;
+pub use replies::{Empty, Marker, Preferences, StatusSource, UnreadCount};
 pub use status::Status;
+pub use status_edit::StatusEdit;
 pub use urls::Urls;
 
 use crate::media::Drive;

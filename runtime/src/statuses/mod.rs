@@ -8,7 +8,6 @@ pub mod context;
 pub mod conversations;
 pub mod feed;
 pub mod followers;
-pub mod history;
 pub mod interact;
 pub mod notify;
 pub mod post;

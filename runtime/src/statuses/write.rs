@@ -4,7 +4,6 @@
 //! ActivityPub activity queued for delivery — so no status exists without its side effects
 //! and no side effect outlives its status. Handlers parse and render; they decide nothing here.
 
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -569,12 +568,12 @@ pub async fn delete(
     Ok(())
 }
 
-/// `GET /:id/source`: the text as typed, for the author.
+/// `GET /:id/source`: the text and content warning as typed, for the author only.
 pub async fn source(
     conn: &mut PgConnection,
     author: Uuid,
     status: Uuid,
-) -> Result<Option<Value>, sqlx::Error> {
+) -> Result<Option<(String, String)>, sqlx::Error> {
     let row: Option<(String, String)> = sqlx::query_as(
         "SELECT content, spoiler_text FROM statuses WHERE id = $1 AND account_id = $2",
     )
@@ -582,7 +581,5 @@ pub async fn source(
     .bind(author)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(text, spoiler)| {
-        serde_json::json!({ "id": status.to_string(), "text": text, "spoiler_text": spoiler })
-    }))
+    Ok(row)
 }

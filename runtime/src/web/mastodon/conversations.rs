@@ -9,12 +9,12 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::pagination::{Page, Paged, params};
 use super::statuses::render;
 use crate::federation::actors::directory;
+use crate::mastodon::Empty;
 use crate::mastodon::Status;
 use crate::mastodon::account::{self, Account};
 use crate::statuses::conversations::{self, Conversation};
@@ -134,7 +134,7 @@ async fn remove(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteConversations>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Empty>, ApiError> {
     let id = conversation_id(&raw)?;
     let gone = sqlx::query("DELETE FROM conversations WHERE id = $1 AND account_id = $2")
         .bind(id)
@@ -145,5 +145,5 @@ async fn remove(
     if gone == 0 {
         return Err(ApiError::record_not_found());
     }
-    Ok(Json(json!({})))
+    Ok(Json(Empty {}))
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::federation::actors::profiles::{self, Field, ProfileUpdate};
 use crate::mastodon::CredentialAccount;
+use crate::mastodon::Preferences;
 use crate::statuses::preferences::{self, PostingUpdate};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
@@ -74,15 +75,15 @@ fn posting_source(posting: &mut PostingUpdate, key: &str, v: &Value) -> Result<(
 async fn preferences_handler(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadAccounts>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Preferences>, ApiError> {
     let p = preferences::load(&s.pool, account.id).await?;
-    Ok(Json(serde_json::json!({
-        "posting:default:visibility": p.visibility.as_str(),
-        "posting:default:sensitive": p.sensitive,
-        "posting:default:language": p.language,
-        "reading:expand:media": "default",
-        "reading:expand:spoilers": false,
-    })))
+    Ok(Json(Preferences {
+        language: p.language,
+        sensitive: p.sensitive,
+        visibility: p.visibility.as_str(),
+        expand_media: "default",
+        expand_spoilers: false,
+    }))
 }
 
 async fn verify_credentials(

@@ -2,17 +2,20 @@
 //! reading its `home` timeline and its `notifications`, shared by all its apps. Each save
 //! bumps the marker's `version`, as Mastodon's does, so apps can tell a newer position.
 
+use std::collections::BTreeMap;
+
 use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::pagination::params;
 use super::statuses::body::StatusBody;
+use crate::mastodon::Marker;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
 
@@ -25,7 +28,11 @@ const TIMELINES: [&str; 2] = ["home", "notifications"];
 /// Longest `last_read_id` kept (ids are UUIDs or integers; anything longer is not an id).
 const MAX_ID_LEN: usize = 64;
 
-async fn markers(s: &AppState, account: Uuid, which: &[&str]) -> Result<Value, ApiError> {
+async fn markers(
+    s: &AppState,
+    account: Uuid,
+    which: &[&str],
+) -> Result<BTreeMap<String, Marker>, ApiError> {
     let rows: Vec<(String, String, i32, DateTime<Utc>)> = sqlx::query_as(
         "SELECT timeline, last_read_id, version, updated_at FROM markers
           WHERE account_id = $1 AND timeline = ANY($2)",
@@ -34,14 +41,17 @@ async fn markers(s: &AppState, account: Uuid, which: &[&str]) -> Result<Value, A
     .bind(which)
     .fetch_all(&s.pool)
     .await?;
-    let mut out = Map::new();
-    for (timeline, last_read_id, version, updated_at) in rows {
-        out.insert(
-            timeline,
-            json!({ "last_read_id": last_read_id, "version": version, "updated_at": updated_at }),
-        );
-    }
-    Ok(Value::Object(out))
+    Ok(rows
+        .into_iter()
+        .map(|(timeline, last_read_id, version, updated_at)| {
+            let marker = Marker {
+                last_read_id,
+                updated_at,
+                version,
+            };
+            (timeline, marker)
+        })
+        .collect())
 }
 
 /// `timeline[]=home&timeline[]=notifications` (either spelling); none asks for both.
@@ -49,7 +59,7 @@ async fn show(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<BTreeMap<String, Marker>>, ApiError> {
     let asked: Vec<&str> = TIMELINES
         .into_iter()
         .filter(|t| {
@@ -84,7 +94,7 @@ async fn save(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
     StatusBody(req): StatusBody<SaveRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<BTreeMap<String, Marker>>, ApiError> {
     let given = [("home", req.home), ("notifications", req.notifications)];
     let mut saved = Vec::new();
     let mut tx = s.pool.begin().await?;

@@ -8,7 +8,6 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
@@ -30,6 +29,7 @@ pub fn routes() -> Router<AppState> {
 const UNREAD_CAP: i64 = 1000;
 
 use crate::mastodon::notification::{self, COLUMNS, Notification, READABLE, Row};
+use crate::mastodon::{Empty, UnreadCount};
 
 /// The types a request names under `key` (`types[]=a&types[]=b`, or `types=a`); an unknown
 /// type is a 422 rather than a filter that silently matches nothing.
@@ -122,7 +122,7 @@ async fn dismiss(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteNotifications>,
     Path(raw): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Empty>, ApiError> {
     let id = notification_id(&raw)?;
     let gone = sqlx::query("DELETE FROM notifications WHERE id = $1 AND account_id = $2")
         .bind(id)
@@ -133,18 +133,18 @@ async fn dismiss(
     if gone == 0 {
         return Err(ApiError::record_not_found());
     }
-    Ok(Json(json!({})))
+    Ok(Json(Empty {}))
 }
 
 async fn clear(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteNotifications>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Empty>, ApiError> {
     sqlx::query("DELETE FROM notifications WHERE account_id = $1")
         .bind(account.id)
         .execute(&s.pool)
         .await?;
-    Ok(Json(json!({})))
+    Ok(Json(Empty {}))
 }
 
 /// Notifications newer than the `notifications` marker (all of them without one), at most
@@ -153,7 +153,7 @@ async fn unread_count(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadNotifications>,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UnreadCount>, ApiError> {
     let params = params(&uri);
     let types = kinds(&params, "types")?;
     let exclude = kinds(&params, "exclude_types")?.unwrap_or_default();
@@ -182,5 +182,5 @@ async fn unread_count(
     .bind(limit)
     .fetch_one(&s.pool)
     .await?;
-    Ok(Json(json!({ "count": count })))
+    Ok(Json(UnreadCount { count }))
 }

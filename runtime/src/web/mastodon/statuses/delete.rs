@@ -23,11 +23,9 @@ pub async fn delete(
         write::source(&mut conn, account.id, id).await?
     };
     write::delete(&s.pool, s.fed.as_deref(), &s.drive, &account, id).await?;
-    if let Some(src) = source {
-        shown.text = src["text"].as_str().map(str::to_string);
-        if let Some(spoiler) = src["spoiler_text"].as_str() {
-            shown.spoiler_text = spoiler.to_string();
-        }
+    if let Some((text, spoiler_text)) = source {
+        shown.text = Some(text);
+        shown.spoiler_text = spoiler_text;
     }
     Ok(Json(shown))
 }
