@@ -9,6 +9,7 @@
 //! the domain (statuses, polls, media, accounts); nothing here imports `web`.
 
 pub mod account;
+pub mod instance;
 pub mod media;
 pub mod notification;
 pub mod poll;

@@ -9,10 +9,17 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::mastodon::CustomEmoji;
 use crate::mastodon::account::{self, Account};
+use crate::mastodon::instance::{
+    self, AccountLimits, ActiveUsers, ApiVersions, Configuration, Contact, Enabled, InstanceV1,
+    InstanceV2, MediaLimits, PollLimits, Registrations, Stats, StatusLimits, StreamingApi,
+    StreamingUrl, Thumbnail,
+};
 use crate::mastodon::urls::{MISSING_AVATAR, MISSING_HEADER};
+use crate::media::processing::Format;
 use crate::polls::{
     MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS, MIN_EXPIRES_IN,
 };
@@ -20,13 +27,18 @@ use crate::web::{ApiError, AppState};
 
 const NODEINFO_SCHEMA: &str = "http://nodeinfo.diaspora.software/ns/schema/2.1";
 const SOURCE_URL: &str = "https://github.com/fedify-dev/hollo";
+const DESCRIPTION: &str = "A Hollo server";
 const MISSING_PNG: &[u8] = include_bytes!("missing.png");
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/instance", get(v1))
         .route("/api/v2/instance", get(v2))
-        .route("/api/v1/custom_emojis", get(|| async { Json(json!([])) }))
+        // None are served yet (issue 30 item 5).
+        .route(
+            "/api/v1/custom_emojis",
+            get(|| async { Json(Vec::<CustomEmoji>::new()) }),
+        )
         .route("/.well-known/nodeinfo", get(nodeinfo_links))
         .route("/nodeinfo/2.1", get(nodeinfo))
         .route(MISSING_AVATAR, get(missing_image))
@@ -47,45 +59,42 @@ fn domain(s: &AppState) -> String {
 }
 
 /// The limits this server enforces, in the v2 shape (v1 reuses the parts it has).
-fn configuration(s: &AppState) -> Value {
+fn configuration(s: &AppState) -> Configuration {
     // Images only (no video transcoding, SPEC §12); nothing when no drive stores them.
-    let (mimes, max_attachments): (&[&str], usize) = if s.drive.is_enabled() {
-        (
-            &crate::media::processing::Format::MIMES,
-            crate::media::MAX_PER_STATUS,
-        )
-    } else {
-        (&[], 0)
-    };
-    let (size_limit, matrix_limit) = if s.drive.is_enabled() {
-        (s.media.max_bytes as u64, s.media.max_pixels)
-    } else {
-        (0, 0)
-    };
-    json!({
-        "accounts": { "max_featured_tags": 0, "max_pinned_statuses": 0 },
+    let drive = s.drive.is_enabled();
+    let mimes: &'static [&'static str] = if drive { &Format::MIMES } else { &[] };
+    Configuration {
+        accounts: Some(AccountLimits {
+            max_featured_tags: 0,
+            max_pinned_statuses: 0,
+        }),
+        media_attachments: MediaLimits {
+            description_limit: crate::media::upload::MAX_DESCRIPTION_CHARS,
+            image_matrix_limit: if drive { s.media.max_pixels } else { 0 },
+            image_size_limit: if drive { s.media.max_bytes as u64 } else { 0 },
+            supported_mime_types: mimes,
+            video_frame_rate_limit: 0,
+            video_matrix_limit: 0,
+            video_size_limit: 0,
+        },
+        polls: PollLimits {
+            max_characters_per_option: MAX_OPTION_CHARS,
+            max_expiration: MAX_EXPIRES_IN,
+            max_options: MAX_OPTIONS,
+            min_expiration: MIN_EXPIRES_IN,
+        },
         // Links count with their full length here (no 23-character shortening).
-        "statuses": {
-            "max_characters": MAX_STATUS_CHARS,
-            "max_media_attachments": max_attachments,
+        statuses: StatusLimits {
+            max_characters: MAX_STATUS_CHARS,
+            max_media_attachments: if drive {
+                crate::media::MAX_PER_STATUS
+            } else {
+                0
+            },
         },
-        "media_attachments": {
-            "supported_mime_types": mimes,
-            "image_size_limit": size_limit,
-            "image_matrix_limit": matrix_limit,
-            "description_limit": crate::media::upload::MAX_DESCRIPTION_CHARS,
-            "video_size_limit": 0,
-            "video_frame_rate_limit": 0,
-            "video_matrix_limit": 0,
-        },
-        "polls": {
-            "max_options": MAX_OPTIONS,
-            "max_characters_per_option": MAX_OPTION_CHARS,
-            "min_expiration": MIN_EXPIRES_IN,
-            "max_expiration": MAX_EXPIRES_IN,
-        },
-        "translation": { "enabled": false },
-    })
+        translation: Some(Enabled { enabled: false }),
+        urls: None,
+    }
 }
 
 #[derive(sqlx::FromRow, Clone, Copy, Debug)]
@@ -167,62 +176,92 @@ fn thumbnail(s: &AppState) -> String {
     format!("{}{MISSING_HEADER}", s.public_origin)
 }
 
-async fn v2(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn v2(State(s): State<AppState>) -> Result<Json<InstanceV2>, ApiError> {
     let u = usage(&s).await?;
-    let streaming = s.public_origin.replacen("http", "ws", 1);
-    let mut config = configuration(&s);
-    config["urls"] = json!({ "streaming": streaming });
-    Ok(Json(json!({
-        "domain": domain(&s),
-        "title": domain(&s),
-        "version": version(),
-        "source_url": SOURCE_URL,
-        "description": "A Hollo server",
-        "usage": { "users": { "active_month": u.active_month } },
-        "thumbnail": { "url": thumbnail(&s) },
-        "icon": [],
-        "languages": ["en"],
-        "configuration": config,
+    let mut configuration = configuration(&s);
+    configuration.urls = Some(StreamingUrl {
+        streaming: s.public_origin.replacen("http", "ws", 1),
+    });
+    Ok(Json(InstanceV2 {
+        api_versions: ApiVersions { mastodon: 2 },
+        configuration,
+        contact: Contact {
+            account: contact(&s).await?,
+            email: "",
+        },
+        description: DESCRIPTION,
+        domain: domain(&s),
+        icon: [],
+        languages: ["en"],
         // Accounts are made with `hollo account create`.
-        "registrations": { "enabled": false, "approval_required": false, "message": null },
-        "api_versions": { "mastodon": 2 },
-        "contact": { "email": "", "account": contact(&s).await? },
-        "rules": [],
-    })))
-}
-
-async fn v1(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let u = usage(&s).await?;
-    let streaming = s.public_origin.replacen("http", "ws", 1);
-    let mut config = configuration(&s);
-    if let Some(c) = config.as_object_mut() {
-        c.remove("accounts");
-        c.remove("translation");
-    }
-    Ok(Json(json!({
-        "uri": domain(&s),
-        "title": domain(&s),
-        "short_description": "A Hollo server",
-        "description": "A Hollo server",
-        "email": "",
-        "version": version(),
-        "urls": { "streaming_api": streaming },
-        "stats": { "user_count": u.users, "status_count": u.local_posts, "domain_count": u.domains },
-        "thumbnail": thumbnail(&s),
-        "languages": ["en"],
-        "registrations": false,
-        "approval_required": false,
-        "invites_enabled": false,
-        "configuration": config,
-        "contact_account": contact(&s).await?,
-        "rules": [],
-    })))
-}
-
-async fn nodeinfo_links(State(s): State<AppState>) -> Json<Value> {
-    Json(json!({
-        "links": [{ "rel": NODEINFO_SCHEMA, "href": format!("{}/nodeinfo/2.1", s.public_origin) }],
+        registrations: Registrations {
+            approval_required: false,
+            enabled: false,
+            message: None,
+        },
+        rules: [],
+        source_url: SOURCE_URL,
+        thumbnail: Thumbnail { url: thumbnail(&s) },
+        title: domain(&s),
+        usage: instance::Usage {
+            users: ActiveUsers {
+                active_month: u.active_month,
+            },
+        },
+        version: version(),
     }))
+}
+
+async fn v1(State(s): State<AppState>) -> Result<Json<InstanceV1>, ApiError> {
+    let u = usage(&s).await?;
+    let mut configuration = configuration(&s);
+    configuration.accounts = None;
+    configuration.translation = None;
+    Ok(Json(InstanceV1 {
+        approval_required: false,
+        configuration,
+        contact_account: contact(&s).await?,
+        description: DESCRIPTION,
+        email: "",
+        invites_enabled: false,
+        languages: ["en"],
+        registrations: false,
+        rules: [],
+        short_description: DESCRIPTION,
+        stats: Stats {
+            domain_count: u.domains,
+            status_count: u.local_posts,
+            user_count: u.users,
+        },
+        thumbnail: thumbnail(&s),
+        title: domain(&s),
+        uri: domain(&s),
+        urls: StreamingApi {
+            streaming_api: s.public_origin.replacen("http", "ws", 1),
+        },
+        version: version(),
+    }))
+}
+
+/// `/.well-known/nodeinfo`: where the NodeInfo document is.
+#[derive(serde::Serialize)]
+struct NodeInfoLinks {
+    links: [NodeInfoLink; 1],
+}
+
+#[derive(serde::Serialize)]
+struct NodeInfoLink {
+    href: String,
+    rel: &'static str,
+}
+
+async fn nodeinfo_links(State(s): State<AppState>) -> Json<NodeInfoLinks> {
+    Json(NodeInfoLinks {
+        links: [NodeInfoLink {
+            href: format!("{}/nodeinfo/2.1", s.public_origin),
+            rel: NODEINFO_SCHEMA,
+        }],
+    })
 }
 
 async fn nodeinfo(State(s): State<AppState>) -> Result<Response, ApiError> {
