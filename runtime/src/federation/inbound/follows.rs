@@ -69,12 +69,26 @@ pub async fn follow(
         // A re-sent Follow of an existing follower notifies nobody again.
         notify_follow(tx, Kind::Follow, account.id, &follower.iri, &inc.id).await?;
     }
-    // Auto-accept: the Accept embeds the Follow as Mastodon expects.
+    // Auto-accept.
+    answer_follow(tx, fed, inc, follower, account, "Accept").await?;
+    Ok(Outcome::applied("follower stored; Accept queued"))
+}
+
+/// Queues our `Accept` or `Reject` of the follower's `Follow`, which it embeds as Mastodon
+/// expects.
+async fn answer_follow(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    inc: &Incoming,
+    follower: &RemoteActor,
+    account: &Account,
+    answer: &str,
+) -> Result<usize, sqlx::Error> {
     let me = fed.actor_iri(&account.username);
-    let accept = json!({
+    let activity = json!({
         "@context": context::ld(),
         "id": fed.new_activity_id(),
-        "type": "Accept",
+        "type": answer,
         "actor": me,
         "object": { "id": inc.id, "type": "Follow", "actor": follower.iri, "object": me },
         "to": [follower.iri],
@@ -83,11 +97,10 @@ pub async fn follow(
         &mut *tx,
         fed,
         account.id,
-        &accept,
+        &activity,
         &[Recipient::from(follower)],
     )
-    .await?;
-    Ok(Outcome::applied("follower stored; Accept queued"))
+    .await
 }
 
 /// A Follow from an actor the account blocks is answered with a `Reject`.
@@ -98,20 +111,7 @@ async fn refuse(
     follower: &RemoteActor,
     account: &Account,
 ) -> Result<Outcome, sqlx::Error> {
-    let me = fed.actor_iri(&account.username);
-    let reject = json!({
-        "@context": context::ld(), "id": fed.new_activity_id(), "type": "Reject", "actor": me,
-        "object": { "id": inc.id, "type": "Follow", "actor": follower.iri, "object": me },
-        "to": [follower.iri],
-    });
-    queue_activity(
-        &mut *tx,
-        fed,
-        account.id,
-        &reject,
-        &[Recipient::from(follower)],
-    )
-    .await?;
+    answer_follow(tx, fed, inc, follower, account, "Reject").await?;
     Ok(Outcome::applied(
         "Follow of a blocking account; Reject queued",
     ))
