@@ -116,42 +116,9 @@ impl NodeBuilder {
                 .install(window)
                 .context("installing signal handlers")?;
         }
-        let (urls, local_pg) = db::resolve_urls(&config.db).await?;
-        let pool_max = if config.role.consumes() {
-            config.db.worker_pool_max
-        } else {
-            config.db.web_pool_max
-        };
-        let pool = match db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await {
-            Ok(pool) => pool,
-            Err(e) if shutdown.stop.is_cancelled() => {
-                return Err(anyhow::Error::new(StoppedBeforeStart).context(e));
-            }
-            Err(e) => return Err(e),
-        };
-        if local_pg.is_some() {
-            // The local default is for trying things out: keep it one command.
-            let v = db::migrate(&pool).await?;
-            tracing::info!(schema_version = v, "local database migrated");
-        }
-        db::check_schema(&pool).await?;
-        tracing::info!(
-            role = %config.role, pool = pool_max,
-            item_locks = if config.role.consumes() { config.db.item_lock_pool_size } else { 0 },
-            budget = config.connection_budget(),
-            "database connection budget for this process (R-DB-2)"
-        );
+        let (urls, local_pg, pool) = connect_database(&config, &shutdown).await?;
 
-        let fed = Federation::from_config(&config.federation)?;
-        match &fed {
-            Some(f) => {
-                tracing::info!(public_url = %f.origin, allow_private_address = config.federation.allow_private_address,
-                host_concurrency = config.federation.host_concurrency, "federation enabled")
-            }
-            None => tracing::warn!(
-                "SECRET_KEY is unset: federation is disabled on this node (no inbox, delivery or accounts)"
-            ),
-        }
+        let fed = federation(&config)?;
 
         let node_id = Uuid::new_v4();
         let metrics = Metrics::new();
@@ -166,97 +133,31 @@ impl NodeBuilder {
             background.clone(),
         ));
 
-        let mut consumers = Vec::new();
-        let mut listener_task = None;
-        let mut recovery_task = None;
-        if config.role.consumes() {
-            let registry = tasks::registry_for_node(&config, fed.clone(), &shutdown.stop);
-            let item_locks = db::connect_pool(
-                &urls.url,
-                config.db.item_lock_pool_size,
-                "item-locks",
-                &shutdown.stop,
-            )
-            .await?;
-            let (handles, listen) = start_consumers(
-                &config,
-                &urls,
-                Wiring {
-                    pool: &pool,
-                    item_locks,
-                    node_id,
-                    metrics: &metrics,
-                    registry: &registry,
-                    shutdown: &shutdown,
-                    in_flight: &in_flight,
-                    listener_stop: &background,
-                },
-            )?;
-            consumers = handles;
-            listener_task = Some(listen);
-            assert_may_consume(config.role, "recovery scans")?;
-            recovery_task = Some(tokio::spawn(crate::recovery::run_loop(
-                pool.clone(),
-                crate::recovery::scans(&config),
-                config.queue.recovery_interval,
-                shutdown.stop.clone(),
-            )));
-            tracing::info!(node_id = %node_id, role = %config.role, "{WORKER_STARTED}");
-        }
+        let consuming = if config.role.consumes() {
+            let base = Base {
+                pool: &pool,
+                node_id,
+                metrics: &metrics,
+                shutdown: &shutdown,
+                in_flight: &in_flight,
+                background: &background,
+            };
+            Some(start_consuming(&config, &urls, fed.clone(), &base).await?)
+        } else {
+            None
+        };
 
         // The streaming API (R-MAPI-5): nodes that serve it hear every node's and worker's
         // events on their own LISTEN connection and delete old events now and then.
         let streams = crate::streaming::Hub::with_limits(metrics.clone(), config.streams);
-        let mut streaming_tasks = Vec::new();
-        if config.role.serves_http() {
-            let source = match &config.db.direct_url {
-                Some(_) => listener::Source::Direct(urls.direct.clone()),
-                None => listener::Source::Pool(pool.clone()),
-            };
-            streaming_tasks.push(tokio::spawn(crate::streaming::listen::run(
-                source,
-                pool.clone(),
-                streams.clone(),
-                background.clone(),
-            )));
-            streaming_tasks.push(tokio::spawn(crate::streaming::listen::cleanup_loop(
-                pool.clone(),
-                STREAM_CLEANUP_EVERY,
-                STREAM_EVENTS_KEPT,
-                background.clone(),
-            )));
-        }
+        let streaming_tasks = if config.role.serves_http() {
+            start_streaming(&config, &urls, &pool, &streams, &background)
+        } else {
+            Vec::new()
+        };
 
         let accepting = Arc::new(AtomicBool::new(true));
-        let state = AppState {
-            streams: streams.clone(),
-            metrics: metrics.clone(),
-            role: config.role,
-            admin_token: config.admin_token.clone(),
-            accepting: accepting.clone(),
-            environment: config.environment.clone(),
-            storage_path: config.storage_path.clone(),
-            imports: config.imports,
-            http: config.http,
-            // Web nodes schedule poll wakeups too (R-POLL-3).
-            poll_wakeup_chunk: config.queue.poll_wakeup_chunk,
-            public_origin: config
-                .federation
-                .public_url
-                .as_str()
-                .trim_end_matches('/')
-                .to_string(),
-            behind_proxy: config.behind_proxy,
-            drive: Arc::new(
-                crate::media::Drive::from_config(&config.media)
-                    .context("setting up the media drive (DRIVE_DISK)")?,
-            ),
-            media: config.media.clone(),
-            writes: config.writes,
-            instance_stats: web::mastodon::instance::UsageCache::new(config.instance_stats_ttl),
-            hashing: crate::passwords::Hashing::new(config.password_hash_concurrency),
-            ..AppState::new(pool.clone(), fed.clone())
-        };
+        let state = app_state(&config, &pool, fed.clone(), &streams, &metrics, &accepting)?;
         // Every node has the health server on HEALTH_PORT (probes, `/metrics`); a web node has
         // its API on PORT besides, and `/metrics` only on the health port (issue 28 item 7).
         let health_app = web::health_router(state.clone());
@@ -264,38 +165,12 @@ impl NodeBuilder {
             .role
             .serves_http()
             .then(|| web::router(state.clone()));
-        let bind = |port: u16| {
-            let host = config.bind.clone();
-            async move {
-                tokio::net::TcpListener::bind((host.as_str(), port))
-                    .await
-                    .with_context(|| format!("binding {host}:{port}"))
-            }
-        };
-        let (listener, health_listener) = if app.is_some() {
-            let l = match listener {
-                Some(l) => l,
-                None => bind(config.port).await?,
-            };
-            (l, Some(bind(config.health_port).await?))
-        } else {
-            let l = match listener {
-                Some(l) => l,
-                None => bind(config.health_port).await?,
-            };
-            (l, None)
-        };
+        let (listener, health_listener) = bind_listeners(&config, listener, app.is_some()).await?;
         let addr = listener.local_addr()?;
         let health_addr = match &health_listener {
             Some(h) => h.local_addr()?,
             None => addr,
         };
-        if config.role.serves_http() {
-            tracing::info!(address = %addr, health = %health_addr, role = %config.role,
-                "listening for HTTP (health server: /healthz, /readyz, /metrics)");
-        } else {
-            tracing::info!(address = %addr, "health server listening (/healthz, /readyz, /metrics)");
-        }
         // Queue depths for `/metrics`, sampled in the background: a scrape counts nothing.
         let sampler = tokio::spawn(web::sample_depth_loop(
             pool.clone(),
@@ -303,28 +178,7 @@ impl NodeBuilder {
             config.metrics_sample,
             background.clone(),
         ));
-        // HTTP stops accepting after the pre-stop delay so load balancers drop the node first
-        // (R-SHUT-3): readiness fails at once and every response asks for `Connection: close`
-        // (web::edge), but new connections are still served until the Service's endpoints
-        // no longer route here. Then in-flight requests finish; the drain deadline bounds it.
-        let http_stop = {
-            let stop = shutdown.stop.clone();
-            let abort = shutdown.abort.clone();
-            let accepting = accepting.clone();
-            let streams = streams.clone();
-            async move {
-                stop.cancelled().await;
-                accepting.store(false, Ordering::SeqCst);
-                tokio::select! { _ = tokio::time::sleep(prestop) => {}, _ = abort.cancelled() => {} }
-                tracing::info!(
-                    prestop_seconds = prestop.as_secs(),
-                    "pre-stop delay over: no new HTTP connections, finishing open requests"
-                );
-                // Upgraded sockets are no HTTP requests the server waits for: streams are told
-                // to go away now, and their clients reconnect to a node that stays.
-                streams.closing().cancel();
-            }
-        };
+        let http_stop = http_stop(&shutdown, prestop, accepting, streams.clone());
         let abort = shutdown.abort.clone();
         let (main_app, health_server) = match (app, health_listener) {
             (Some(app), Some(hl)) => {
@@ -357,13 +211,10 @@ impl NodeBuilder {
                 closing.cancel();
                 let _ = health.await;
             }
-            for c in consumers {
-                let _ = c.await;
-            }
-            // It stops at SIGTERM after finishing the pass it is in (its transaction commits).
-            if let Some(r) = recovery_task {
-                let _ = r.await;
-            }
+            let listener_task = match consuming {
+                Some(c) => Some(c.drained().await),
+                None => None,
+            };
             background.cancel();
             if let Some(l) = listener_task {
                 let _ = l.await;
@@ -394,6 +245,264 @@ impl NodeBuilder {
             shutdown,
             run: tokio::spawn(run),
         })
+    }
+}
+
+/// The general pool (a local PostgreSQL started first when `DATABASE_URL` is unset, and
+/// migrated: the local default is for trying things out), with the schema checked.
+async fn connect_database(
+    config: &Config,
+    shutdown: &Shutdown,
+) -> Result<(db::Urls, Option<db::local::LocalPostgres>, PgPool)> {
+    let (urls, local_pg) = db::resolve_urls(&config.db).await?;
+    let pool_max = if config.role.consumes() {
+        config.db.worker_pool_max
+    } else {
+        config.db.web_pool_max
+    };
+    let pool = match db::connect_pool(&urls.url, pool_max, "general", &shutdown.stop).await {
+        Ok(pool) => pool,
+        Err(e) if shutdown.stop.is_cancelled() => {
+            return Err(anyhow::Error::new(StoppedBeforeStart).context(e));
+        }
+        Err(e) => return Err(e),
+    };
+    if local_pg.is_some() {
+        // The local default is for trying things out: keep it one command.
+        let v = db::migrate(&pool).await?;
+        tracing::info!(schema_version = v, "local database migrated");
+    }
+    db::check_schema(&pool).await?;
+    tracing::info!(
+        role = %config.role, pool = pool_max,
+        item_locks = if config.role.consumes() { config.db.item_lock_pool_size } else { 0 },
+        budget = config.connection_budget(),
+        "database connection budget for this process (R-DB-2)"
+    );
+    Ok((urls, local_pg, pool))
+}
+
+/// The node's federation state, if `SECRET_KEY` is set.
+fn federation(config: &Config) -> Result<Option<Arc<Federation>>> {
+    let fed = Federation::from_config(&config.federation)?;
+    match &fed {
+        Some(f) => {
+            tracing::info!(public_url = %f.origin, allow_private_address = config.federation.allow_private_address,
+                host_concurrency = config.federation.host_concurrency, "federation enabled")
+        }
+        None => tracing::warn!(
+            "SECRET_KEY is unset: federation is disabled on this node (no inbox, delivery or accounts)"
+        ),
+    }
+    Ok(fed)
+}
+
+/// What a consuming node runs: one consumer per queue, the LISTEN connection that wakes them,
+/// and the recovery loop.
+struct Consuming {
+    consumers: Vec<tokio::task::JoinHandle<()>>,
+    listener: tokio::task::JoinHandle<()>,
+    recovery: tokio::task::JoinHandle<()>,
+}
+
+impl Consuming {
+    /// Waits for the consumers to drain and the recovery loop to finish its pass (it stops at
+    /// SIGTERM after the pass it is in: its transaction commits); the LISTEN connection is
+    /// left for the caller to stop after them.
+    async fn drained(self) -> tokio::task::JoinHandle<()> {
+        for c in self.consumers {
+            let _ = c.await;
+        }
+        let _ = self.recovery.await;
+        self.listener
+    }
+}
+
+/// What every part of a node shares once it is registered.
+struct Base<'a> {
+    pool: &'a PgPool,
+    node_id: Uuid,
+    metrics: &'a Arc<Metrics>,
+    shutdown: &'a Shutdown,
+    in_flight: &'a InFlight,
+    background: &'a tokio_util::sync::CancellationToken,
+}
+
+async fn start_consuming(
+    config: &Config,
+    urls: &db::Urls,
+    fed: Option<Arc<Federation>>,
+    base: &Base<'_>,
+) -> Result<Consuming> {
+    let registry = tasks::registry_for_node(config, fed, &base.shutdown.stop);
+    let item_locks = db::connect_pool(
+        &urls.url,
+        config.db.item_lock_pool_size,
+        "item-locks",
+        &base.shutdown.stop,
+    )
+    .await?;
+    let wiring = Wiring {
+        pool: base.pool,
+        item_locks,
+        node_id: base.node_id,
+        metrics: base.metrics,
+        registry: &registry,
+        shutdown: base.shutdown,
+        in_flight: base.in_flight,
+        listener_stop: base.background,
+    };
+    let (consumers, listener) = start_consumers(config, urls, wiring)?;
+    assert_may_consume(config.role, "recovery scans")?;
+    let recovery = tokio::spawn(crate::recovery::run_loop(
+        base.pool.clone(),
+        crate::recovery::scans(config),
+        config.queue.recovery_interval,
+        base.shutdown.stop.clone(),
+    ));
+    tracing::info!(node_id = %base.node_id, role = %config.role, "{WORKER_STARTED}");
+    Ok(Consuming {
+        consumers,
+        listener,
+        recovery,
+    })
+}
+
+/// The streaming API (R-MAPI-5): nodes that serve it hear every node's and worker's events on
+/// their own LISTEN connection and delete old events now and then.
+fn start_streaming(
+    config: &Config,
+    urls: &db::Urls,
+    pool: &PgPool,
+    streams: &Arc<crate::streaming::Hub>,
+    background: &tokio_util::sync::CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let source = match &config.db.direct_url {
+        Some(_) => listener::Source::Direct(urls.direct.clone()),
+        None => listener::Source::Pool(pool.clone()),
+    };
+    vec![
+        tokio::spawn(crate::streaming::listen::run(
+            source,
+            pool.clone(),
+            streams.clone(),
+            background.clone(),
+        )),
+        tokio::spawn(crate::streaming::listen::cleanup_loop(
+            pool.clone(),
+            STREAM_CLEANUP_EVERY,
+            STREAM_EVENTS_KEPT,
+            background.clone(),
+        )),
+    ]
+}
+
+/// What every request handler shares.
+fn app_state(
+    config: &Config,
+    pool: &PgPool,
+    fed: Option<Arc<Federation>>,
+    streams: &Arc<crate::streaming::Hub>,
+    metrics: &Arc<Metrics>,
+    accepting: &Arc<AtomicBool>,
+) -> Result<AppState> {
+    Ok(AppState {
+        streams: streams.clone(),
+        metrics: metrics.clone(),
+        role: config.role,
+        admin_token: config.admin_token.clone(),
+        accepting: accepting.clone(),
+        environment: config.environment.clone(),
+        storage_path: config.storage_path.clone(),
+        imports: config.imports,
+        http: config.http,
+        // Web nodes schedule poll wakeups too (R-POLL-3).
+        poll_wakeup_chunk: config.queue.poll_wakeup_chunk,
+        public_origin: config
+            .federation
+            .public_url
+            .as_str()
+            .trim_end_matches('/')
+            .to_string(),
+        behind_proxy: config.behind_proxy,
+        drive: Arc::new(
+            crate::media::Drive::from_config(&config.media)
+                .context("setting up the media drive (DRIVE_DISK)")?,
+        ),
+        media: config.media.clone(),
+        writes: config.writes,
+        instance_stats: web::mastodon::instance::UsageCache::new(config.instance_stats_ttl),
+        hashing: crate::passwords::Hashing::new(config.password_hash_concurrency),
+        ..AppState::new(pool.clone(), fed)
+    })
+}
+
+/// The node's listeners: the API on PORT and the health server on HEALTH_PORT for a node that
+/// serves HTTP, else the health server alone (on the listener a test passes in, if any).
+async fn bind_listeners(
+    config: &Config,
+    given: Option<tokio::net::TcpListener>,
+    serves_api: bool,
+) -> Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>)> {
+    let bind = |port: u16| {
+        let host = config.bind.clone();
+        async move {
+            tokio::net::TcpListener::bind((host.as_str(), port))
+                .await
+                .with_context(|| format!("binding {host}:{port}"))
+        }
+    };
+    let (listener, health_listener) = if serves_api {
+        let l = match given {
+            Some(l) => l,
+            None => bind(config.port).await?,
+        };
+        (l, Some(bind(config.health_port).await?))
+    } else {
+        let l = match given {
+            Some(l) => l,
+            None => bind(config.health_port).await?,
+        };
+        (l, None)
+    };
+    let addr = listener.local_addr()?;
+    let health_addr = match &health_listener {
+        Some(h) => h.local_addr()?,
+        None => addr,
+    };
+    if serves_api {
+        tracing::info!(address = %addr, health = %health_addr, role = %config.role,
+                "listening for HTTP (health server: /healthz, /readyz, /metrics)");
+    } else {
+        tracing::info!(address = %addr, "health server listening (/healthz, /readyz, /metrics)");
+    }
+    Ok((listener, health_listener))
+}
+
+/// Resolves when HTTP should stop accepting: after SIGTERM and the pre-stop delay, so load
+/// balancers drop the node first (R-SHUT-3). Readiness fails at once and every response asks
+/// for `Connection: close` (web::edge), but new connections are still served until the
+/// Service's endpoints no longer route here; then in-flight requests finish, the drain
+/// deadline bounding it.
+fn http_stop(
+    shutdown: &Shutdown,
+    prestop: Duration,
+    accepting: Arc<AtomicBool>,
+    streams: Arc<crate::streaming::Hub>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let stop = shutdown.stop.clone();
+    let abort = shutdown.abort.clone();
+    async move {
+        stop.cancelled().await;
+        accepting.store(false, Ordering::SeqCst);
+        tokio::select! { _ = tokio::time::sleep(prestop) => {}, _ = abort.cancelled() => {} }
+        tracing::info!(
+            prestop_seconds = prestop.as_secs(),
+            "pre-stop delay over: no new HTTP connections, finishing open requests"
+        );
+        // Upgraded sockets are no HTTP requests the server waits for: streams are told
+        // to go away now, and their clients reconnect to a node that stays.
+        streams.closing().cancel();
     }
 }
 
