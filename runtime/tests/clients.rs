@@ -322,3 +322,23 @@ async fn react_to_pictures(peer: std::sync::Arc<Peer>, author: String) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Issue 31's lists and mutes in Mastodon.py (`clients/lists_mutes_flow.py`): a list made,
+/// changed, filled and emptied; a friend's post in its timeline; a mute that hides it and an
+/// unmute that brings it back; a two-second mute ended by the queue's expiry task. An `all`
+/// node: the expiry runs in it.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_drives_lists_and_mutes() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("lena").await;
+    let (_, friend_token) = inst.account("fritz").await;
+    let out = run_script(
+        "lists_mutes_flow.py",
+        &inst.base,
+        "lena",
+        &[&token, &friend_token],
+    )
+    .await;
+    assert!(out.contains("lists_mutes_flow: all steps passed"), "{out}");
+    inst.shutdown().await;
+}

@@ -262,6 +262,7 @@ async fn feed_and_notifications_are_written_once_per_cause() {
         entry: post,
         post,
         source: "self",
+        reply_to: None,
     };
     assert_eq!(
         feed::push(&mut tx, &e, &[alice, carol])
@@ -321,6 +322,7 @@ async fn undo_and_delete_take_back_only_what_their_cause_made() {
             entry,
             post,
             source,
+            reply_to: None,
         };
         feed::push(&mut tx, &e, &[alice, carol]).await.unwrap();
     }

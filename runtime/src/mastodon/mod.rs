@@ -10,6 +10,7 @@
 
 pub mod account;
 pub mod instance;
+pub mod list;
 pub mod media;
 pub mod notification;
 pub mod poll;
@@ -20,6 +21,7 @@ pub mod status_edit;
 pub mod urls;
 
 pub use account::{Account, CredentialAccount};
+pub use list::List;
 pub use media::MediaAttachment;
 pub use notification::Notification;
 pub use poll::Poll;

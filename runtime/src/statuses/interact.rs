@@ -150,6 +150,7 @@ pub async fn reblog(
         entry: boost.id,
         post: post.id,
         source: "self",
+        reply_to: None,
     };
     feed::push(&mut *tx, &own, &[account.id]).await?;
     let me = fed.actor_iri(&account.username);
@@ -158,6 +159,7 @@ pub async fn reblog(
         entry: boost.id,
         post: post.id,
         source: &me,
+        reply_to: None,
     };
     feed::push(&mut *tx, &theirs, &followers).await?;
     if let Some(author) = post.account_id {

@@ -8,6 +8,7 @@ pub mod context;
 pub mod conversations;
 pub mod feed;
 pub mod followers;
+pub mod hidden;
 pub mod interact;
 pub mod notify;
 pub mod post;

@@ -191,13 +191,21 @@ pub async fn create(
         entry: status,
         post: status,
         source: "self",
+        reply_to: None,
     };
     feed::push(&mut tx, &own, &[author.id]).await?;
-    if let Some(a) = &actor {
+    if let (Some(a), Some(f)) = (&actor, fed) {
+        let reply_to = match parent_uri {
+            Some(_) if !local.home.is_empty() => {
+                feed::ReplyTo::of(&mut tx, f.urls(), status).await?
+            }
+            _ => None,
+        };
         let theirs = feed::Entry {
             entry: status,
             post: status,
             source: a,
+            reply_to,
         };
         feed::push(&mut tx, &theirs, &local.home).await?;
     }

@@ -15,6 +15,19 @@ use uuid::Uuid;
 
 use crate::statuses::Visibility;
 
+/// The `authors` of the entry (a post or a boost) whose id is `id_expr`: the post's author,
+/// or the booster and the boosted post's author. Each probe is one index lookup by id.
+fn entry_authors(id_expr: &str) -> String {
+    format!(
+        "coalesce((SELECT ARRAY[p.author_id] FROM posts p WHERE p.id = {id_expr}),
+                  (SELECT ARRAY[coalesce(r.account_id, ra.id),
+                                (SELECT p.author_id FROM posts p WHERE p.id = r.post_id LIMIT 1)]
+                     FROM reblogs r LEFT JOIN remote_actors ra ON ra.iri = r.actor_iri
+                    WHERE r.id = {id_expr}),
+                  '{{}}'::uuid[])"
+    )
+}
+
 /// What every producing statement ends with: one NOTIFY per row it wrote, carrying the id.
 const NOTIFY: &str = "RETURNING pg_notify('hollo_stream', id::text)";
 
@@ -29,12 +42,46 @@ pub async fn home(
         return Ok(());
     }
     let sql = format!(
-        "INSERT INTO stream_events (kind, event, accounts, post_id)
-         VALUES ('home', 'update', $1, $2) {NOTIFY}"
+        "INSERT INTO stream_events (kind, event, accounts, post_id, authors)
+         VALUES ('home', 'update', $1, $2, {}) {NOTIFY}",
+        entry_authors("$2::uuid")
     );
     sqlx::query(AssertSqlSafe(sql))
         .bind(accounts)
         .bind(entry)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// `update` on the `list` streams of `lists`: `entry` is new in those list timelines (one row
+/// for all of them).
+pub async fn list(tx: &mut PgConnection, entry: Uuid, lists: &[Uuid]) -> Result<(), sqlx::Error> {
+    if lists.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, lists, post_id, authors)
+         VALUES ('list', 'update', $1, $2, {}) {NOTIFY}",
+        entry_authors("$2::uuid")
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(lists)
+        .bind(entry)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// `account`'s mutes or blocks changed: its open streams reload what they hide. No client
+/// sees this event.
+pub async fn relationship(tx: &mut PgConnection, account: Uuid) -> Result<(), sqlx::Error> {
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts)
+         VALUES ('relationship', 'relationship', ARRAY[$1::uuid]) {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(account)
         .execute(tx)
         .await?;
     Ok(())
@@ -48,8 +95,10 @@ pub async fn notified(tx: &mut PgConnection, stored: &[(Uuid, i64)]) -> Result<(
     }
     let (accounts, ids): (Vec<Uuid>, Vec<i64>) = stored.iter().copied().unzip();
     let sql = format!(
-        "INSERT INTO stream_events (kind, event, accounts, notification_id)
-         SELECT 'notification', 'notification', ARRAY[a], n
+        "INSERT INTO stream_events (kind, event, accounts, notification_id, authors)
+         SELECT 'notification', 'notification', ARRAY[a], n,
+                coalesce((SELECT array_remove(ARRAY[from_account_id], NULL)
+                            FROM notifications WHERE id = n), '{{}}'::uuid[])
            FROM unnest($1::uuid[], $2::bigint[]) AS u (a, n) {NOTIFY}"
     );
     sqlx::query(AssertSqlSafe(sql))
@@ -64,7 +113,8 @@ pub async fn notified(tx: &mut PgConnection, stored: &[(Uuid, i64)]) -> Result<(
 /// let each connection choose (public:local, hashtag) without reading the post.
 fn public_rows(filter: &str, event: &str) -> String {
     format!(
-        "SELECT 'public'::text, '{event}'::text, '{{}}'::uuid[], p.id, p.local, p.tags
+        "SELECT 'public'::text, '{event}'::text, '{{}}'::uuid[], p.id, p.local, p.tags,
+                ARRAY[p.author_id]
            FROM posts p WHERE {filter} AND p.visibility = 'public'"
     )
 }
@@ -75,7 +125,7 @@ fn public_rows(filter: &str, event: &str) -> String {
 pub async fn created(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Error> {
     let rows = public_rows("p.id = $1", "update");
     let sql = format!(
-        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags) {rows} {NOTIFY}"
+        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags, authors) {rows} {NOTIFY}"
     );
     sqlx::query(AssertSqlSafe(sql))
         .bind(post)
@@ -92,8 +142,8 @@ pub async fn edited(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Error
     edited_where(tx, "p.id = $1::uuid", "post_id = $1::uuid", &key).await
 }
 
-/// `status.update` rows of the post `post_filter` names (over `posts p`) and the home entries
-/// `home_filter` names (over `home_feed`); both read the key as text `$1`.
+/// `status.update` rows of the post `post_filter` names (over `posts p`) and the home and list
+/// entries `home_filter` names (over `home_feed`, `list_feed`); both read the key as text `$1`.
 async fn edited_where(
     tx: &mut PgConnection,
     post_filter: &str,
@@ -102,13 +152,23 @@ async fn edited_where(
 ) -> Result<(), sqlx::Error> {
     let public = public_rows(post_filter, "status.update");
     let sql = format!(
-        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags)
-         SELECT 'home', 'status.update', h.accounts, h.post_id, false, '{{}}'::text[]
+        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags, authors)
+         SELECT 'home', 'status.update', h.accounts, h.post_id, false, '{{}}'::text[],
+                '{{}}'::uuid[]
            FROM (SELECT post_id, array_agg(DISTINCT account_id) AS accounts
                    FROM home_feed WHERE {home_filter} GROUP BY post_id) h
          UNION ALL {public} {NOTIFY}"
     );
     sqlx::query(AssertSqlSafe(sql))
+        .bind(key)
+        .execute(&mut *tx)
+        .await?;
+    let lists = format!(
+        "INSERT INTO stream_events (kind, event, lists, post_id)
+         SELECT 'list', 'status.update', array_agg(DISTINCT list_id), post_id
+           FROM list_feed WHERE {home_filter} GROUP BY post_id {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(lists))
         .bind(key)
         .execute(tx)
         .await?;
@@ -172,8 +232,9 @@ pub async fn remote_created(
         return Ok(());
     }
     let sql = format!(
-        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags)
-         SELECT 'public', 'update', '{{}}'::uuid[], r.id, false, r.tags
+        "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags, authors)
+         SELECT 'public', 'update', '{{}}'::uuid[], r.id, false, r.tags,
+                array_remove(ARRAY[(SELECT ra.id FROM remote_actors ra WHERE ra.iri = r.actor)], NULL)
            FROM remote_posts r
           WHERE r.id = $1 AND r.visibility = 'public' AND r.deleted_at IS NULL {NOTIFY}"
     );

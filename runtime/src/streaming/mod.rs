@@ -35,7 +35,8 @@ pub const CHANNEL: &str = "hollo_stream";
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Event {
     pub id: i64,
-    /// `home`, `notification`, `public`, `delete` or `revoke` (see the migrations).
+    /// `home`, `list`, `notification`, `public`, `delete`, `revoke` or `relationship` (see
+    /// the migrations).
     pub kind: String,
     /// Mastodon's event name: `update`, `status.update`, `notification`, `delete` (and
     /// `revoke`, which no client sees).
@@ -51,6 +52,11 @@ pub struct Event {
     pub restricted: bool,
     /// For `revoke`: the hashes of the revoked tokens, whose streams close.
     pub tokens: Vec<Vec<u8>>,
+    /// For `list`: the lists the entry is new in.
+    pub lists: Vec<Uuid>,
+    /// The accounts the event is by (author, booster, a notification's sender): a stream
+    /// leaves out what its reader mutes or blocks (`statuses::hidden`).
+    pub authors: Vec<Uuid>,
     /// A `public` event's payload, rendered by the first stream of the node that sends it and
     /// reused by every other (the event is shared behind an `Arc`): one render per node
     /// instead of one per stream. `None` inside: gone, or not public any more.
@@ -59,5 +65,5 @@ pub struct Event {
 }
 
 /// The columns of [`Event`], for every query that reads events.
-pub(crate) const COLUMNS: &str =
-    "id, kind, event, accounts, post_id, notification_id, local, tags, restricted, tokens";
+pub(crate) const COLUMNS: &str = "id, kind, event, accounts, post_id, notification_id, local, tags, restricted, tokens, lists, \
+     authors";

@@ -31,6 +31,7 @@ use uuid::Uuid;
 use super::hub::Admission;
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, render};
+use crate::statuses::hidden::Hidden;
 use crate::web::server::ConnectionSlot;
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
@@ -74,6 +75,10 @@ pub struct Session {
     /// connection cap (`None` only when served outside `web::server`, as in unit tests).
     pub admission: Admission,
     pub slot: Option<ConnectionSlot>,
+    /// The accounts the viewer mutes or blocks, whose statuses (and notifications, as the
+    /// mute says) this stream leaves out; reloaded when a `relationship` event names the
+    /// viewer.
+    pub hidden: Hidden,
 }
 
 /// Why a stream ended.
@@ -124,7 +129,7 @@ impl Session {
                 _ = &mut writer => break End::Gone,
                 m = incoming.next() => match m {
                     Some(Ok(Message::Text(t))) => {
-                        if let Some(reply) = self.command(t.as_str())
+                        if let Some(reply) = self.command(t.as_str()).await
                             && let Err(end) = offer(&out, reply)
                         {
                             break end;
@@ -139,6 +144,12 @@ impl Session {
                         if e.kind == "revoke" {
                             if e.tokens.contains(&self.token_hash) {
                                 break End::Revoked;
+                            }
+                            continue;
+                        }
+                        if e.kind == "relationship" {
+                            if e.accounts.contains(&self.viewer) {
+                                self.reload_hidden().await;
                             }
                             continue;
                         }
@@ -187,9 +198,23 @@ impl Session {
             .await
     }
 
+    /// What the viewer hides, read again (a mute or block changed). On a database error the
+    /// stream keeps what it had: the next `relationship` event tries again.
+    async fn reload_hidden(&mut self) {
+        let urls = crate::mastodon::Urls::new(&self.origin);
+        let loaded = match self.pool.acquire().await {
+            Ok(mut conn) => Hidden::load(&mut conn, urls, Some(self.viewer)).await,
+            Err(e) => Err(e),
+        };
+        match loaded {
+            Ok(h) => self.hidden = h,
+            Err(err) => tracing::warn!(error = %err, "reloading a stream's mutes failed"),
+        }
+    }
+
     /// A client's `subscribe` / `unsubscribe`; the answer to send, if any (Mastodon's error
     /// shape for what it cannot do).
-    fn command(&mut self, text: &str) -> Option<Message> {
+    async fn command(&mut self, text: &str) -> Option<Message> {
         let error = |e: &str| {
             Some(Message::Text(
                 json!({ "error": e, "status": 400 }).to_string().into(),
@@ -199,7 +224,7 @@ impl Session {
             return error("Invalid JSON");
         };
         let name = v["stream"].as_str().unwrap_or_default();
-        let stream = match Stream::parse(name, v["tag"].as_str()) {
+        let stream = match Stream::parse(name, v["tag"].as_str(), v["list"].as_str()) {
             Ok(s) => s,
             Err(e) => return error(&e.to_string()),
         };
@@ -207,6 +232,13 @@ impl Session {
             Some("subscribe") => {
                 if !self.grants.allow(&stream) {
                     return error("Access token does not have the required scopes");
+                }
+                if let Stream::List(list) = stream {
+                    match crate::lists::owned_by(&self.pool, list, self.viewer).await {
+                        Ok(true) => {}
+                        Ok(false) => return error("Not authorized to stream this list"),
+                        Err(_) => return error("Could not check the list"),
+                    }
                 }
                 if !self.streams.contains(&stream) {
                     if self.streams.len() >= MAX_SUBSCRIPTIONS {
@@ -227,6 +259,15 @@ impl Session {
     /// Sends `e` on every subscribed stream that wants it, rendered once for the viewer.
     async fn deliver(&self, e: &Event, out: &mpsc::Sender<Message>) -> Result<(), End> {
         if e.kind == "notification" && !self.grants.notifications {
+            return Ok(());
+        }
+        // Muted and blocked accounts' statuses and (as the mute says) notifications.
+        let by_hidden = match e.kind.as_str() {
+            "notification" => e.authors.iter().any(|a| self.hidden.quiet.contains(a)),
+            "delete" => false,
+            _ => e.authors.iter().any(|a| self.hidden.ids.contains(a)),
+        };
+        if by_hidden {
             return Ok(());
         }
         let targets: Vec<&Stream> = self

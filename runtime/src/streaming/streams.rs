@@ -23,6 +23,8 @@ pub enum Stream {
     /// A hashtag, lowercased without `#`.
     Hashtag(String),
     HashtagLocal(String),
+    /// One of the viewer's lists (ownership is checked where it is subscribed).
+    List(Uuid),
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -31,11 +33,13 @@ pub enum StreamError {
     Unknown,
     #[error("No tag for hashtag stream")]
     NoTag,
+    #[error("No list for list stream")]
+    NoList,
 }
 
 impl Stream {
-    /// A stream as a client names it (`stream` and, for hashtags, `tag`).
-    pub fn parse(name: &str, tag: Option<&str>) -> Result<Stream, StreamError> {
+    /// A stream as a client names it (`stream` and, for hashtags, `tag`, for lists `list`).
+    pub fn parse(name: &str, tag: Option<&str>, list: Option<&str>) -> Result<Stream, StreamError> {
         let tag = || {
             tag.map(|t| t.trim().trim_start_matches('#').to_lowercase())
                 .filter(|t| !t.is_empty())
@@ -49,20 +53,26 @@ impl Stream {
             "public:remote" => Stream::PublicRemote,
             "hashtag" => Stream::Hashtag(tag()?),
             "hashtag:local" => Stream::HashtagLocal(tag()?),
+            "list" => Stream::List(
+                list.and_then(|l| Uuid::parse_str(l.trim()).ok())
+                    .ok_or(StreamError::NoList)?,
+            ),
             _ => return Err(StreamError::Unknown),
         })
     }
 
     /// The `stream` of a message: the name, and the tag of a hashtag stream.
-    pub fn names(&self) -> Vec<&str> {
+    pub fn names(&self) -> Vec<String> {
+        let one = |n: &str| vec![n.to_string()];
         match self {
-            Stream::User => vec!["user"],
-            Stream::UserNotification => vec!["user:notification"],
-            Stream::Public => vec!["public"],
-            Stream::PublicLocal => vec!["public:local"],
-            Stream::PublicRemote => vec!["public:remote"],
-            Stream::Hashtag(t) => vec!["hashtag", t],
-            Stream::HashtagLocal(t) => vec!["hashtag:local", t],
+            Stream::User => one("user"),
+            Stream::UserNotification => one("user:notification"),
+            Stream::Public => one("public"),
+            Stream::PublicLocal => one("public:local"),
+            Stream::PublicRemote => one("public:remote"),
+            Stream::Hashtag(t) => vec!["hashtag".into(), t.clone()],
+            Stream::HashtagLocal(t) => vec!["hashtag:local".into(), t.clone()],
+            Stream::List(id) => vec!["list".into(), id.to_string()],
         }
     }
 
@@ -72,6 +82,7 @@ impl Stream {
         let tagged = |t: &String| e.tags.iter().any(|x| x == t);
         match e.kind.as_str() {
             "home" => *self == Stream::User && e.accounts.contains(&viewer),
+            "list" => matches!(self, Stream::List(id) if e.lists.contains(id)),
             "notification" => {
                 matches!(self, Stream::User | Stream::UserNotification)
                     && e.accounts.contains(&viewer)
@@ -82,14 +93,15 @@ impl Stream {
                 Stream::PublicRemote => !e.local,
                 Stream::Hashtag(t) => tagged(t),
                 Stream::HashtagLocal(t) => e.local && tagged(t),
-                Stream::User | Stream::UserNotification => false,
+                Stream::User | Stream::UserNotification | Stream::List(_) => false,
             },
             // A deletion concerns every timeline that may show the status; a followers-only
             // or direct one's only those of the accounts that could read it (R-MAPI-VIS).
             "delete" => {
                 *self != Stream::UserNotification && (!e.restricted || e.accounts.contains(&viewer))
             }
-            // `revoke` closes the connection (`session`); no stream shows it.
+            // `revoke` closes the connection and `relationship` reloads what it hides
+            // (`session`); no stream shows them.
             _ => false,
         }
     }
@@ -111,26 +123,43 @@ mod tests {
             tags: tags.iter().map(|t| t.to_string()).collect(),
             restricted: false,
             tokens: vec![],
+            lists: vec![],
+            authors: vec![],
             shared: Default::default(),
         }
     }
 
     #[test]
     fn names_parse_and_round_trip() {
-        assert_eq!(Stream::parse("user", None), Ok(Stream::User));
+        assert_eq!(Stream::parse("user", None, None), Ok(Stream::User));
         assert_eq!(
-            Stream::parse("hashtag", Some("#Rust")),
+            Stream::parse("hashtag", Some("#Rust"), None),
             Ok(Stream::Hashtag("rust".into()))
         );
-        assert_eq!(Stream::parse("hashtag", None), Err(StreamError::NoTag));
-        assert_eq!(Stream::parse("hashtag", Some(" ")), Err(StreamError::NoTag));
-        assert_eq!(Stream::parse("list", None), Err(StreamError::Unknown));
         assert_eq!(
-            Stream::parse("hashtag:local", Some("a")).map(|s| s
-                .names()
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()),
+            Stream::parse("hashtag", None, None),
+            Err(StreamError::NoTag)
+        );
+        assert_eq!(
+            Stream::parse("hashtag", Some(" "), None),
+            Err(StreamError::NoTag)
+        );
+        assert_eq!(Stream::parse("list", None, None), Err(StreamError::NoList));
+        assert_eq!(
+            Stream::parse("list", None, Some("7")),
+            Err(StreamError::NoList)
+        );
+        assert_eq!(
+            Stream::parse("lists", None, None),
+            Err(StreamError::Unknown)
+        );
+        let id = Uuid::from_u128(5);
+        assert_eq!(
+            Stream::parse("list", None, Some(&id.to_string())).map(|s| s.names()),
+            Ok(vec!["list".to_string(), id.to_string()])
+        );
+        assert_eq!(
+            Stream::parse("hashtag:local", Some("a"), None).map(|s| s.names()),
             Ok(vec!["hashtag:local".to_string(), "a".to_string()])
         );
     }
@@ -159,6 +188,13 @@ mod tests {
             !Stream::User.wants(&local, me),
             "public posts reach user streams via home"
         );
+        let mut listed = event("list", vec![], false, &[]);
+        let (mine, theirs) = (Uuid::from_u128(11), Uuid::from_u128(12));
+        listed.lists = vec![mine];
+        assert!(Stream::List(mine).wants(&listed, me));
+        assert!(!Stream::List(theirs).wants(&listed, me));
+        assert!(!Stream::User.wants(&listed, me) && !Stream::Public.wants(&listed, me));
+        assert!(!Stream::List(mine).wants(&home, me) && !Stream::List(mine).wants(&local, me));
         let gone = event("delete", vec![], false, &[]);
         assert!(Stream::User.wants(&gone, me) && Stream::Hashtag("x".into()).wants(&gone, me));
         assert!(!Stream::UserNotification.wants(&gone, me));

@@ -7,6 +7,7 @@ pub mod imports;
 pub mod inbox;
 pub mod jobs;
 pub mod media;
+pub mod mute_expiry;
 pub mod poll_notification;
 pub mod probe;
 pub mod replies;
@@ -21,7 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
-pub const TASK_DEFINITION_VERSION: i32 = 1;
+/// 2: `hollo.mute-expiry.v1`, which an older worker cannot run.
+pub const TASK_DEFINITION_VERSION: i32 = 2;
 
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
 pub const REPLY_LANE: &str = "replies";
@@ -37,6 +39,7 @@ pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
         .slot_pool(DELIVERY_POOL, QueueName::Activity, q.delivery_concurrency);
     probe::register(&mut reg);
     poll_notification::register(&mut reg, q.poll_wakeup_chunk, fed.clone());
+    mute_expiry::register(&mut reg);
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);

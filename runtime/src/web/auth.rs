@@ -76,6 +76,8 @@ pub mod need {
         ReadBookmarks => ["read:bookmarks"];
         ReadFavourites => ["read:favourites"];
         ReadFollows => ["read:follows"];
+        ReadLists => ["read:lists"];
+        ReadMutes => ["read:mutes"];
         ReadNotifications => ["read:notifications"];
         ReadSearch => ["read:search"];
         ReadStatuses => ["read:statuses"];
@@ -85,7 +87,9 @@ pub mod need {
         WriteConversations => ["write:conversations"];
         WriteFavourites => ["write:favourites"];
         WriteFollows => ["write:follows"];
+        WriteLists => ["write:lists"];
         WriteMedia => ["write:media"];
+        WriteMutes => ["write:mutes"];
         WriteNotifications => ["write:notifications"];
         WriteStatuses => ["write:statuses"];
     }

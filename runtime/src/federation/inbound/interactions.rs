@@ -139,6 +139,7 @@ pub async fn announce(
             entry: id,
             post,
             source: &inc.actor,
+            reply_to: None,
         };
         feed::push(tx, &entry, &readers).await?;
     }

@@ -348,10 +348,15 @@ pub async fn upsert(
         .filter(|f| visibility != Visibility::Direct || audience.contains(f))
         .copied()
         .collect();
+    let reply_to = match readers.is_empty() {
+        true => None,
+        false => feed::ReplyTo::of(tx, fed.urls(), stored.id).await?,
+    };
     let entry = feed::Entry {
         entry: stored.id,
         post: stored.id,
         source: &inc.actor,
+        reply_to,
     };
     feed::push(tx, &entry, &readers).await?;
 

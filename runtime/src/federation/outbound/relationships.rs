@@ -223,6 +223,8 @@ pub async fn unfollow(
     let Some(follow_id) = removed else {
         return Ok(());
     };
+    // Someone one no longer follows leaves one's lists, as on Mastodon.
+    crate::lists::forget(&mut *tx, account.id, &iri).await?;
     match target {
         Target::Remote(remote) => queue_undo(tx, fed, account, remote, &follow_id, "Follow").await,
         Target::Local(other) => remove_follower(tx, other, &fed.actor_iri(&account.username)).await,
@@ -273,11 +275,14 @@ pub async fn block(
     .bind(&block_id)
     .fetch_optional(&mut *tx)
     .await?;
+    // The blocker's open streams stop showing the blocked account (`statuses::hidden`).
+    crate::streaming::emit::relationship(&mut *tx, account.id).await?;
     sqlx::query("DELETE FROM follows WHERE account_id = $1 AND target_iri = $2")
         .bind(account.id)
         .bind(&iri)
         .execute(&mut *tx)
         .await?;
+    crate::lists::forget(&mut *tx, account.id, &iri).await?;
     remove_follower(tx, account, &iri).await?;
     match target {
         Target::Local(other) => {
@@ -286,6 +291,7 @@ pub async fn block(
                 .bind(&me)
                 .execute(&mut *tx)
                 .await?;
+            crate::lists::forget(&mut *tx, other.id, &me).await?;
             remove_follower(tx, other, &me).await?;
         }
         Target::Remote(remote) if fresh.is_some() => {
@@ -321,6 +327,9 @@ pub async fn unblock(
     .bind(target.iri(fed))
     .fetch_optional(&mut *tx)
     .await?;
+    if removed.is_some() {
+        crate::streaming::emit::relationship(&mut *tx, account.id).await?;
+    }
     match (removed, target) {
         (Some(block_id), Target::Remote(remote)) => {
             queue_undo(tx, fed, account, remote, &block_id, "Block").await
@@ -455,7 +464,8 @@ pub async fn standing(
                              WHERE kind = 'block' AND actor = $2 AND object = $3 AND undone_at IS NULL)
                     OR EXISTS (SELECT 1 FROM account_blocks b JOIN accounts a ON a.id = b.account_id
                                 WHERE b.target_iri = $3 AND $2 = $4 || '/users/' || a.username),
-                    (SELECT notifications FROM account_mutes WHERE account_id = $1 AND target_iri = $2)
+                    (SELECT notifications FROM account_mutes WHERE account_id = $1 AND target_iri = $2
+                        AND (expires_at IS NULL OR expires_at > now()))
                FROM (SELECT 1) one
                LEFT JOIN follows f ON f.account_id = $1 AND f.target_iri = $2",
         )

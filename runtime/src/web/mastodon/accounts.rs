@@ -29,6 +29,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/accounts/{id}/followers", get(followers))
         .route("/api/v1/accounts/{id}/following", get(following))
         .route("/api/v1/blocks", get(blocks))
+        .route("/api/v1/mutes", get(mutes))
 }
 
 async fn show(
@@ -236,6 +237,16 @@ async fn blocks(
         &uri,
     )
     .await
+}
+
+/// `GET /api/v1/mutes`: the accounts the token holder mutes (an expired mute no longer),
+/// newest mute first, paged by the mute (issue 31 item 2).
+async fn mutes(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadMutes>,
+    uri: Uri,
+) -> Result<Paged<Account>, ApiError> {
+    iri_page(&s, account.id, crate::mutes::LIST_SELECT, &uri).await
 }
 
 async fn followers(

@@ -14,6 +14,7 @@ pub mod credentials;
 pub mod follow_requests;
 pub mod instance;
 pub mod interactions;
+pub mod lists;
 pub mod markers;
 pub mod media;
 pub mod notifications;
@@ -31,6 +32,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(credentials::routes())
         .merge(accounts::routes())
         .merge(relationships::routes())
+        .merge(lists::routes())
         .merge(follow_requests::routes())
         .merge(search::routes())
         .merge(statuses::routes())

@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
+use crate::statuses::hidden::Hidden;
 use crate::statuses::notify::Kind;
 use crate::web::auth::{Needs, need};
 use crate::web::mastodon::pagination::BindPage;
@@ -67,6 +68,12 @@ fn kinds(params: &[(String, String)], key: &str) -> Result<Option<Vec<&'static s
         .map(Some)
 }
 
+/// Whose notifications the account does not want (blocks, mutes with `notifications`).
+async fn hidden(s: &AppState, account: Uuid) -> Result<Hidden, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    Ok(Hidden::load(&mut conn, s.site().urls, Some(account)).await?)
+}
+
 async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadNotifications>,
@@ -80,11 +87,13 @@ async fn list(
         None => None,
         Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
     };
+    let hidden = hidden(&s, account.id).await?;
     let sql = format!(
         "SELECT {COLUMNS} FROM notifications n
           WHERE n.account_id = $1 AND ($5::text[] IS NULL OR n.type = ANY($5))
             AND NOT (n.type = ANY($6)) AND ($7::uuid IS NULL OR n.from_account_id = $7)
-            AND {} AND {}",
+            {} AND {} AND {}",
+        hidden.notification_sql("n", 8),
         *READABLE,
         page.keyset("n.id", 2)
     );
@@ -94,6 +103,7 @@ async fn list(
         .bind(types)
         .bind(exclude)
         .bind(from)
+        .bind(&hidden.quiet)
         .fetch_all(&s.pool)
         .await?;
     let rows = page.finish(rows);
@@ -164,22 +174,25 @@ async fn unread_count(
             .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
     }
     .clamp(1, UNREAD_CAP);
+    let hidden = hidden(&s, account.id).await?;
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
              SELECT 1 FROM notifications n
-              WHERE n.account_id = $1 AND {}
+              WHERE n.account_id = $1 {} AND {}
                 AND n.id > coalesce((SELECT CASE WHEN last_read_id ~ '^[0-9]{{1,18}}$'
                                                  THEN last_read_id::bigint END
                                        FROM markers WHERE account_id = $1
                                         AND timeline = 'notifications'), 0)
                 AND ($2::text[] IS NULL OR n.type = ANY($2)) AND NOT (n.type = ANY($3))
               LIMIT $4) u",
+        hidden.notification_sql("n", 5),
         *READABLE
     )))
     .bind(account.id)
     .bind(types)
     .bind(exclude)
     .bind(limit)
+    .bind(&hidden.quiet)
     .fetch_one(&s.pool)
     .await?;
     Ok(Json(UnreadCount { count }))

@@ -1,7 +1,8 @@
 //! Relationships: `GET /api/v1/accounts/relationships?id[]=…`, and `POST
-//! /api/v1/accounts/{id}/follow`, `/unfollow`, `/block`, `/unblock`, each answering the
-//! Relationship entity after the change. The change and the activity it sends (`Follow`,
-//! `Undo`, `Block`) commit together (`federation::relationships`).
+//! /api/v1/accounts/{id}/follow`, `/unfollow`, `/block`, `/unblock`, `/mute`, `/unmute`, each
+//! answering the Relationship entity after the change. The change and the activity it sends
+//! (`Follow`, `Undo`, `Block`) commit together (`federation::relationships`); a mute sends
+//! nothing (`mutes`).
 
 use axum::extract::{Path, State};
 use axum::http::Uri;
@@ -27,6 +28,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/accounts/{id}/unfollow", post(unfollow))
         .route("/api/v1/accounts/{id}/block", post(block))
         .route("/api/v1/accounts/{id}/unblock", post(unblock))
+        .route("/api/v1/accounts/{id}/mute", post(mute))
+        .route("/api/v1/accounts/{id}/unmute", post(unmute))
 }
 
 /// The Relationship entity of `account` with `found`.
@@ -150,4 +153,102 @@ async fn unblock(
     relationships::unblock(&mut tx, fed, &account, &found.target()).await?;
     tx.commit().await?;
     Ok(Json(relationship_of(&s, &account, &found).await?))
+}
+
+/// `notifications` (hide their notifications too; default true) and `duration` (seconds, 0 or
+/// absent for indefinite), as JSON or a form.
+#[derive(Debug, Default, serde::Deserialize)]
+struct MuteOptions {
+    #[serde(default)]
+    notifications: Option<Value>,
+    #[serde(default)]
+    duration: Option<Value>,
+}
+
+/// A mute's `duration`: whole seconds, as a number or a form's string; 0 is indefinite.
+fn duration(v: Option<&Value>) -> Result<Option<std::time::Duration>, ApiError> {
+    let bad = || ApiError::unprocessable("duration must be a whole number of seconds");
+    let secs = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_u64().ok_or_else(bad)?,
+        Some(Value::String(s)) if s.trim().is_empty() => return Ok(None),
+        Some(Value::String(s)) => s.trim().parse::<u64>().map_err(|_| bad())?,
+        Some(_) => return Err(bad()),
+    };
+    let d = std::time::Duration::from_secs(secs);
+    if d > crate::mutes::MAX_DURATION {
+        return Err(ApiError::unprocessable("duration is too long"));
+    }
+    Ok((secs > 0).then_some(d))
+}
+
+async fn mute(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteMutes>,
+    Path(id): Path<String>,
+    StatusBody(options): StatusBody<MuteOptions>,
+) -> Result<Json<Relationship>, ApiError> {
+    let fed = federation(&s)?;
+    let notifications = flag("notifications", options.notifications.as_ref())?.unwrap_or(true);
+    let duration = duration(options.duration.as_ref())?;
+    let found = found(&s, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    crate::mutes::mute(
+        &mut tx,
+        account.id,
+        &fed.actor_iri(&account.username),
+        &found.iri(fed),
+        notifications,
+        duration,
+    )
+    .await
+    .map_err(|e| match e {
+        crate::mutes::MuteError::Refused(m) => ApiError::unprocessable(m),
+        crate::mutes::MuteError::Db(e) => e.into(),
+    })?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(&s, &account, &found).await?))
+}
+
+async fn unmute(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteMutes>,
+    Path(id): Path<String>,
+) -> Result<Json<Relationship>, ApiError> {
+    let fed = federation(&s)?;
+    let found = found(&s, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    crate::mutes::unmute(&mut tx, account.id, &found.iri(fed)).await?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(&s, &account, &found).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mute_durations_are_whole_seconds_and_zero_is_forever() {
+        assert_eq!(duration(None).ok(), Some(None));
+        assert_eq!(duration(Some(&json!(0))).ok(), Some(None));
+        assert_eq!(duration(Some(&json!(""))).ok(), Some(None));
+        assert_eq!(
+            duration(Some(&json!(3600))).ok(),
+            Some(Some(std::time::Duration::from_secs(3600)))
+        );
+        assert_eq!(
+            duration(Some(&json!("60"))).ok(),
+            Some(Some(std::time::Duration::from_secs(60)))
+        );
+        for bad in [
+            json!(-5),
+            json!(1.5),
+            json!("soon"),
+            json!([1]),
+            json!(u64::MAX),
+        ] {
+            assert!(duration(Some(&bad)).is_err(), "{bad}");
+        }
+    }
 }

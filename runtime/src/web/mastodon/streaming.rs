@@ -22,6 +22,7 @@ use serde::Deserialize;
 use super::super::auth::{Need, bearer_of, need};
 use super::super::{ApiError, AppState};
 use crate::accounts;
+use crate::statuses::hidden::Hidden;
 use crate::streaming::session::{Grants, Session};
 use crate::streaming::streams::Stream;
 use crate::web::server::ConnectionSlot;
@@ -45,6 +46,7 @@ struct Params {
     access_token: Option<String>,
     stream: Option<String>,
     tag: Option<String>,
+    list: Option<String>,
 }
 
 /// The token and, if it came as the subprotocol, that protocol to echo.
@@ -105,18 +107,28 @@ async fn stream(
     }
     let mut streams = Vec::new();
     if let Some(name) = p.stream.as_deref().filter(|n| !n.is_empty()) {
-        let st = Stream::parse(name, p.tag.as_deref())
+        let st = Stream::parse(name, p.tag.as_deref(), p.list.as_deref())
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         if !grants.allow(&st) {
             return Err(ApiError::unauthorized(
                 "Access token does not have the required scopes",
             ));
         }
+        // Another account's list, or none: as Mastodon, not found.
+        if let Stream::List(list) = st
+            && !crate::lists::owned_by(&s.pool, list, account.id).await?
+        {
+            return Err(ApiError::record_not_found());
+        }
         streams.push(st);
     }
     let upgrade = match upgrade {
         Ok(u) => u,
         Err(rejection) => return Ok(rejection.into_response()),
+    };
+    let hidden = {
+        let mut conn = s.pool.acquire().await?;
+        Hidden::load(&mut conn, s.site().urls, Some(account.id)).await?
     };
     let token_hash = accounts::hash_token(token);
     let admission = match s.streams.admit(&token_hash) {
@@ -149,6 +161,7 @@ async fn stream(
         token_hash,
         admission,
         slot: slot.map(|Extension(slot)| slot),
+        hidden,
     };
     // Rendered payloads and the client's commands are small; Mastodon's are too.
     Ok(upgrade

@@ -2,8 +2,10 @@
 //! posts, followed accounts' posts and boosts, as written into `home_feed` when they were
 //! made or arrived — so a page is one range scan of the account's entries), `/public`
 //! (`local`, `remote`, `only_media`) and `/tag/:hashtag` (the `post_tags` rows the triggers
-//! keep), newest first with Mastodon's `max_id`/`since_id`/`min_id`/`limit` and `Link`
-//! headers. Status ids are time-ordered UUIDs, so they are the cursors.
+//! keep), `/list/:id` (the `list_feed` rows written beside home, issue 31 item 1), newest
+//! first with Mastodon's `max_id`/`since_id`/`min_id`/`limit` and `Link` headers. Status ids
+//! are time-ordered UUIDs, so they are the cursors. Each leaves out what its reader mutes or
+//! blocks (`statuses::hidden`), as a filter on its own index scan.
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -15,6 +17,7 @@ use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
 use crate::mastodon::Status;
 use crate::statuses::access::readable_page_sql;
+use crate::statuses::hidden::Hidden;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::mastodon::pagination::BindPage;
 use crate::web::{ApiError, AppState};
@@ -24,6 +27,59 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/timelines/home", get(home))
         .route("/api/v1/timelines/public", get(public))
         .route("/api/v1/timelines/tag/{hashtag}", get(tag))
+        .route("/api/v1/timelines/list/{id}", get(list))
+}
+
+/// What `viewer` mutes or blocks (nothing for an anonymous reader).
+async fn hidden(s: &AppState, viewer: Option<Uuid>) -> Result<Hidden, ApiError> {
+    if viewer.is_none() {
+        return Ok(Hidden::default());
+    }
+    let mut conn = s.pool.acquire().await?;
+    Ok(Hidden::load(&mut conn, s.site().urls, viewer).await?)
+}
+
+/// One page of a feed table (`home_feed`, `list_feed`) for the owner bound as `$1`
+/// (`owner_column`), without what the reader hides.
+async fn feed_page(
+    s: &AppState,
+    table: &str,
+    owner_column: &str,
+    owner: Uuid,
+    hidden: &Hidden,
+    page: &Page<Uuid>,
+) -> Result<Vec<Uuid>, ApiError> {
+    let sql = format!(
+        "SELECT f.entry_id FROM {table} f WHERE f.{owner_column} = $1 {} AND {}",
+        hidden.entry_sql("f", 5, 6),
+        page.keyset("f.entry_id", 2)
+    );
+    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(owner)
+        .bind_cursors(page)
+        .bind(&hidden.iris)
+        .bind(&hidden.ids)
+        .fetch_all(&s.pool)
+        .await?;
+    Ok(ids)
+}
+
+/// A list's timeline (`read:lists`): its members' posts and boosts as they reached the
+/// owner. Another account's list is the same 404 as none.
+async fn list(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadLists>,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Paged<Status>, ApiError> {
+    let id = crate::web::parse_id(&id, "list")?;
+    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
+    if !crate::lists::owned_by(&s.pool, id, account.id).await? {
+        return Err(ApiError::record_not_found());
+    }
+    let hidden = hidden(&s, Some(account.id)).await?;
+    let ids = feed_page(&s, "list_feed", "list_id", id, &hidden, &page).await?;
+    statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
 }
 
 async fn home(
@@ -32,15 +88,8 @@ async fn home(
     uri: Uri,
 ) -> Result<Paged<Status>, ApiError> {
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
-    let sql = format!(
-        "SELECT h.entry_id FROM home_feed h WHERE h.account_id = $1 AND {}",
-        page.keyset("h.entry_id", 2)
-    );
-    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(account.id)
-        .bind_cursors(&page)
-        .fetch_all(&s.pool)
-        .await?;
+    let hidden = hidden(&s, Some(account.id)).await?;
+    let ids = feed_page(&s, "home_feed", "account_id", account.id, &hidden, &page).await?;
     statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
 }
 
@@ -108,9 +157,14 @@ async fn public(
     let page: Page<Uuid> = Page::from_params(&params)?;
     let filters = Filters::of(&params);
     let viewer = viewer.map(|a| a.id);
+    let hidden = hidden(&s, viewer).await?;
     let sql = readable_page_sql(
         &filters.public_halves(),
-        &format!("AND p.visibility = 'public'{}", filters.sql()),
+        &format!(
+            "AND p.visibility = 'public'{}{}",
+            filters.sql(),
+            hidden.post_sql("p", 5)
+        ),
         4,
         &page.keyset("c.id", 1),
         &page.order_limit("c.id"),
@@ -118,6 +172,7 @@ async fn public(
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind_cursors(&page)
         .bind(viewer)
+        .bind(&hidden.ids)
         .fetch_all(&s.pool)
         .await?;
     statuses_page(&s, viewer, page.finish(ids), &uri).await
@@ -134,12 +189,17 @@ async fn tag(
     let page: Page<Uuid> = Page::from_params(&params)?;
     let name = hashtag.trim_start_matches('#').to_lowercase();
     let viewer = viewer.map(|a| a.id);
+    let hidden = hidden(&s, viewer).await?;
     // Public posts only, as Mastodon's tag timeline; the visibility rule stays in the query
     // so a followers-only post can never be listed, whatever `post_tags` holds. The tag's
     // rows are walked backwards in (tag, post_id) order, each checked in `posts`.
     let sql = readable_page_sql(
         &["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"],
-        &format!("AND p.visibility = 'public'{}", Filters::of(&params).sql()),
+        &format!(
+            "AND p.visibility = 'public'{}{}",
+            Filters::of(&params).sql(),
+            hidden.post_sql("p", 6)
+        ),
         5,
         &page.keyset("c.id", 2),
         &page.order_limit("c.id"),
@@ -148,6 +208,7 @@ async fn tag(
         .bind(&name)
         .bind_cursors(&page)
         .bind(viewer)
+        .bind(&hidden.ids)
         .fetch_all(&s.pool)
         .await?;
     statuses_page(&s, viewer, page.finish(ids), &uri).await

@@ -1,0 +1,76 @@
+//! `hollo.mute-expiry.v1 {accountId, targetIri}` (issue 31 item 2): removes a mute once its
+//! `expires_at` has passed.
+//!
+//! The same standard as poll expiry (R-POLL-2): one transaction with the mute row locked (a
+//! new mute of the same account takes the same lock), the message's completion, then either
+//! the next wakeup (not expired yet: the mute was renewed for longer, or this is a ≤ 7-day
+//! chunk of a far end) or the removal. So a mute is never removed before its end read under
+//! the lock, a redelivered or duplicate message finds nothing left to remove, and a worker
+//! killed mid-way leaves the message to be leased again. Readers stop honouring a mute at its
+//! end whether or not this has run (`statuses::hidden`); this makes it gone for good.
+
+use std::time::Duration;
+
+use crate::mutes::{EXPIRY_KIND, ExpiryPayload, expiry_key};
+use crate::queue::{
+    JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError, enqueue,
+};
+
+/// Longest single wait: a far end is reached in steps, as poll expiry does.
+pub const CHUNK: Duration = Duration::from_secs(7 * 24 * 3600);
+
+pub fn spec() -> KindSpec {
+    KindSpec::new(EXPIRY_KIND, QueueName::Task)
+        .retry(RetryPolicy::exponential(Duration::from_secs(1), 5))
+        .timeout(Duration::from_secs(60))
+}
+
+pub fn register(reg: &mut Registry) {
+    reg.register(spec(), |ctx: JobContext, p: ExpiryPayload| async move {
+        handle(ctx, p).await
+    });
+}
+
+async fn handle(ctx: JobContext, p: ExpiryPayload) -> Result<(), TaskError> {
+    let mut tx = ctx.pool.begin().await?;
+    // (seconds left, expired); no row: unmuted meanwhile; NULL end: made permanent.
+    let current: Option<(Option<f64>, Option<bool>)> = sqlx::query_as(
+        "SELECT GREATEST(EXTRACT(EPOCH FROM expires_at - now()), 0)::float8,
+                expires_at <= now()
+           FROM account_mutes WHERE account_id = $1 AND target_iri = $2 FOR UPDATE",
+    )
+    .bind(p.account_id)
+    .bind(&p.target_iri)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if !ctx.complete_in(&mut tx).await? {
+        // Our lease was lost: another worker runs this message now; write nothing.
+        return Ok(());
+    }
+    match current {
+        None | Some((None, _)) => {}
+        Some((Some(_), Some(true))) => {
+            sqlx::query("DELETE FROM account_mutes WHERE account_id = $1 AND target_iri = $2")
+                .bind(p.account_id)
+                .bind(&p.target_iri)
+                .execute(&mut *tx)
+                .await?;
+            crate::streaming::emit::relationship(&mut tx, p.account_id).await?;
+            tracing::debug!(account = %p.account_id, target = %p.target_iri, "mute expired");
+        }
+        Some((Some(left), _)) => {
+            let delay = Duration::from_secs_f64(left.min(CHUNK.as_secs_f64()));
+            let data = serde_json::to_value(&p).unwrap_or_default();
+            enqueue(
+                &mut *tx,
+                QueueName::Task,
+                &NewMessage::new(EXPIRY_KIND, data)
+                    .delay(delay)
+                    .coalesce(expiry_key(p.account_id, &p.target_iri)),
+            )
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
