@@ -289,7 +289,7 @@ async fn tokens_health_and_refusals() {
     // A bad subscription is answered in Mastodon's error shape, and the stream goes on.
     send(
         &mut by_query,
-        json!({"type": "subscribe", "stream": "list"}),
+        json!({"type": "subscribe", "stream": "lists"}),
     )
     .await;
     let err = tokio::time::timeout(WAIT, by_query.next())

@@ -42,7 +42,9 @@ impl ReplyTo {
         urls: Urls<'_>,
         post: Uuid,
     ) -> Result<Option<ReplyTo>, sqlx::Error> {
-        let row: Option<(Option<String>, Option<Uuid>, Option<String>, bool)> = sqlx::query_as(
+        // The parent's remote author, local author and username, and whether it is a thread.
+        type Parent = (Option<String>, Option<Uuid>, Option<String>, bool);
+        let row: Option<Parent> = sqlx::query_as(
             "SELECT pp.actor_iri, pp.account_id, a.username,
                     coalesce(pp.author_id = p.author_id, false)
                FROM posts p
