@@ -124,3 +124,67 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
     assert_eq!(served["tag"], json!([]));
     inst.shutdown().await;
 }
+
+/// Issue 30 item 8, found federating with GoToSocial: a remote account we learned from its
+/// follow (stored without a WebFinger handle) is mentioned by `@name@host` — it resolves from
+/// the stored actor by preferred username and host, as lookup and search do, with no WebFinger
+/// round trip, and the `Create` it gets carries the `Mention` (so its server notifies it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_mention_of_an_actor_learned_from_a_follow_links_without_webfinger() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let me = inst.fed.actor_iri("alice");
+    let follow = json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
+    eventually(WAIT, "the peer follows alice", || async {
+        (inst
+            .count(&format!(
+                "SELECT count(*) FROM followers WHERE account_id = '{}'",
+                alice.id
+            ))
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        inst.count("SELECT count(*) FROM remote_actors WHERE handle IS NOT NULL")
+            .await,
+        0,
+        "learned from the follow: no handle"
+    );
+    let status = call(
+        reqwest::Method::POST,
+        &format!("{}/api/v1/statuses", inst.base),
+        Some(&token),
+        Some(json!({ "status": format!("thanks @{}!", peer.handle()) })),
+    )
+    .await;
+    assert_eq!(status["mentions"][0]["url"], peer.actor(), "{status}");
+    assert!(
+        status["content"]
+            .as_str()
+            .is_some_and(|c| c.contains(&format!("href=\"{}\"", peer.actor()))),
+        "the mention is a link: {status}"
+    );
+    let create = eventually(WAIT, "the Create reaches the peer", || async {
+        peer.bodies()
+            .into_iter()
+            .find(|b| b["type"] == "Create" && b["object"]["id"] == status["uri"])
+    })
+    .await;
+    let tags = create["object"]["tag"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tags.iter()
+            .any(|t| t["type"] == "Mention" && t["href"] == peer.actor().as_str()),
+        "{create}"
+    );
+    assert_eq!(peer.webfinger_hits("peer"), None, "no WebFinger lookup");
+    inst.shutdown().await;
+}

@@ -1,6 +1,7 @@
 //! Resolving the mentions of a status being written (issue 17/2), before its transaction: a
-//! local account by name, a remote one from our cache of actors by handle or else through
-//! WebFinger and a signed actor fetch. What does not resolve (unknown, unreachable, refused)
+//! local account by name, a remote one from our store of actors (by handle, or by preferred
+//! username and host, as `directory::by_acct`) or else through WebFinger and a signed actor
+//! fetch. What does not resolve (unknown, unreachable, refused)
 //! is logged and stays text; it never fails the post.
 //!
 //! What a post can make us fetch is bounded (issue 28 item 11): at most [`MAX_REMOTE_LOOKUPS`]
@@ -17,6 +18,7 @@ use sqlx::PgPool;
 use crate::accounts::{self, Account};
 use crate::content::{Mention, Typed, mentions_in};
 use crate::federation::Federation;
+use crate::federation::actors::directory::{self, Found};
 use crate::federation::outbound::follows::resolve_account;
 use crate::federation::transport::ttl::TtlMap;
 
@@ -90,13 +92,13 @@ async fn resolve_one(
         });
     }
     let handle = t.key.as_str();
-    let cached: Option<String> = sqlx::query_scalar(
-        "SELECT iri FROM remote_actors WHERE lower(handle) = $1 AND gone_at IS NULL",
-    )
-    .bind(handle)
-    .fetch_optional(pool)
-    .await
-    .ok()?;
+    // A stored actor, found as lookup and search find it: by its WebFinger handle, or — for
+    // one learned from a follow, a post, a like or a thread, which has none — by preferred
+    // username on its IRI's host (issue 30 item 8: such mentions were left as text).
+    let cached = match directory::by_acct(pool, fed, handle).await.ok()? {
+        Some(Found::Remote(r)) if !gone(pool, &r.iri).await => Some(r.iri),
+        _ => None,
+    };
     let href = match cached {
         Some(iri) => iri,
         None => {
@@ -130,6 +132,17 @@ async fn resolve_one(
         name: format!("@{handle}"),
         href,
     })
+}
+
+/// Whether the stored actor `iri` is gone (deleted at its server): not mentioned.
+async fn gone(pool: &PgPool, iri: &str) -> bool {
+    sqlx::query_scalar("SELECT gone_at IS NOT NULL FROM remote_actors WHERE iri = $1")
+        .bind(iri)
+        .fetch_optional(pool)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(true)
 }
 
 /// Stores a status's resolved mentions in the caller's transaction (on create and on an edit
