@@ -222,7 +222,16 @@ async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() 
     let v2 = anon.get("/api/v2/instance").await;
     assert_eq!(v2.status, 200, "{}", v2.body);
     assert_eq!(v2.body["domain"], json!(domain));
-    assert!(v2.body["version"].as_str().unwrap().starts_with("4."));
+    // The API level whose features are served (issue 30): 4.2 (exclusive lists), not 4.3,
+    // whose notification requests and multi-status fetch apps would then call.
+    assert!(
+        v2.body["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("4.2.0 (compatible; Hollo "),
+        "{}",
+        v2.body["version"]
+    );
     let c = &v2.body["configuration"];
     assert_eq!(c["statuses"]["max_characters"], json!(MAX_STATUS_CHARS));
     assert_eq!(c["polls"]["max_options"], json!(MAX_OPTIONS));

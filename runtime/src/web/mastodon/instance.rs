@@ -45,9 +45,16 @@ pub fn routes() -> Router<AppState> {
         .route(MISSING_HEADER, get(missing_image))
 }
 
-/// Mastodon clients enable features by the version they read; this is the API level served.
+/// The Mastodon API level served: clients enable features by the version they read (issue 30).
+/// 4.2 brings exclusive lists, which are served; 4.3 would make apps call what is not (Phanpy:
+/// notification requests and policies, `GET /api/v1/statuses?id[]=`, trending link posts).
+pub const MASTODON_API_VERSION: &str = "4.2.0";
+
 fn version() -> String {
-    format!("4.3.0 (compatible; Hollo {})", crate::VERSION)
+    format!(
+        "{MASTODON_API_VERSION} (compatible; Hollo {})",
+        crate::VERSION
+    )
 }
 
 /// `host[:port]` of `PUBLIC_URL`.
