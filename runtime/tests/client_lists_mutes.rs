@@ -1,4 +1,5 @@
-//! Lists and mutes in the Mastodon client API (issue 31 items 1 and 2), over HTTP and real
+//! Lists, mutes and domain blocks in the Mastodon client API (issue 31 items 1, 2 and 4), over
+//! HTTP and real
 //! WebSockets against a real node on a real PostgreSQL: list CRUD and members with
 //! Mastodon's errors and another account's attempts, list timelines written as posts arrive
 //! (replies policy, exclusive lists, members added and removed), and mutes and blocks keeping
@@ -17,9 +18,10 @@ use std::time::{Duration, Instant};
 use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id, token_with_scopes};
+use support::api::{Client, WAIT, assert_error, id, received, token_with_scopes};
 use support::eventually;
 use support::node::{Instance, SECRET};
+use support::peer::Peer;
 use support::process::Hollo;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -723,6 +725,179 @@ async fn a_mute_expiry_survives_a_worker_killed_mid_task() {
         .get(&format!("/api/v1/accounts/relationships?id[]={bob_id}"))
         .await;
     assert_eq!(rel.body[0]["muting"], false);
+    inst.shutdown().await;
+}
+
+const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+
+/// A domain block hides a whole server: its posts (home, public, tag), its notifications, and
+/// it drops the follows both ways with an `Undo` and a `Reject`; a new `Follow` from there is
+/// refused; unblocking shows its posts again. The peer runs on 127.0.0.2, another host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_domain_block_hides_a_server_and_drops_its_follows() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start_on("127.0.0.2").await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&alice_token));
+    let inbox = inst.fed.inbox("alice");
+    let me = inst.fed.actor_iri("alice");
+
+    // alice follows the peer (accepted) and the peer follows alice.
+    let found = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
+            peer.handle()
+        ))
+        .await;
+    let peer_id = found.body["accounts"][0]["id"]
+        .as_str()
+        .expect("resolved")
+        .to_string();
+    follow(&api, &peer_id).await;
+    let f = received(&peer, "Follow", |_| true).await;
+    let accept = json!({
+        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+        "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
+    });
+    assert_eq!(peer.post(&inbox, &accept).await, 202);
+    let their_follow = peer.new_id("follows");
+    let follow_back = json!({
+        "id": their_follow, "type": "Follow", "actor": peer.actor(), "object": me,
+    });
+    assert_eq!(peer.post(&inbox, &follow_back).await, 202);
+    received(&peer, "Accept", |_| true).await;
+    let note = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
+        "to": [PUBLIC], "cc": [me],
+        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
+                    "content": "<p>@alice #domaintag</p>", "published": "2026-12-01T10:00:00Z",
+                    "to": [PUBLIC], "cc": [me],
+                    "tag": [{ "type": "Mention", "href": me, "name": "@alice" },
+                            { "type": "Hashtag", "name": "#domaintag" }] },
+    });
+    assert_eq!(peer.post(&inbox, &create).await, 202);
+    let paths = [
+        "/api/v1/timelines/home",
+        "/api/v1/timelines/public",
+        "/api/v1/timelines/tag/domaintag",
+    ];
+    let post_id = eventually(WAIT, "the note at home", || async {
+        ids(&api, paths[0]).await.into_iter().next()
+    })
+    .await;
+    for p in paths {
+        assert!(ids(&api, p).await.contains(&post_id), "before: {p}");
+    }
+    let notified = || async {
+        api.get("/api/v1/notifications")
+            .await
+            .body
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or(0)
+    };
+    assert_eq!(notified().await, 2, "a follow and a mention");
+
+    // Bad input first: nothing, a URL, this server itself.
+    for (body, what) in [
+        (json!({}), "no domain"),
+        (json!({ "domain": "https://127.0.0.2/" }), "a URL"),
+        (json!({ "domain": "127.0.0.1" }), "our own domain"),
+    ] {
+        assert_error(
+            &api.call(Method::POST, "/api/v1/domain_blocks", &body).await,
+            422,
+            what,
+        );
+    }
+    let blocked = api
+        .form(Method::POST, "/api/v1/domain_blocks", "domain=127.0.0.2")
+        .await;
+    assert_eq!(blocked.status, 200, "{}", blocked.body);
+    assert_eq!(
+        api.get("/api/v1/domain_blocks").await.body,
+        json!(["127.0.0.2"])
+    );
+
+    // Follows dropped both ways, each side told.
+    received(&peer, "Undo", |b| b["object"]["type"] == "Follow").await;
+    received(&peer, "Reject", |b| {
+        b["object"]["id"] == their_follow.as_str()
+    })
+    .await;
+    assert_eq!(inst.count("SELECT count(*) FROM follows").await, 0);
+    assert_eq!(inst.count("SELECT count(*) FROM followers").await, 0);
+    // Hidden everywhere, notifications too.
+    for p in paths {
+        assert!(!ids(&api, p).await.contains(&post_id), "blocked: {p}");
+    }
+    assert_eq!(notified().await, 0);
+    assert_eq!(
+        api.get("/api/v1/notifications/unread_count").await.body["count"],
+        0
+    );
+    // A new Follow from there is refused.
+    let again = json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
+    });
+    assert_eq!(peer.post(&inbox, &again).await, 202);
+    received(&peer, "Reject", |b| b["object"]["id"] == again["id"]).await;
+    assert_eq!(inst.count("SELECT count(*) FROM followers").await, 0);
+
+    // Another account is not affected; a token without write:blocks cannot block.
+    let (_, carol_token) = inst.account("carol").await;
+    let carol = Client::new(&inst, Some(&carol_token));
+    assert!(ids(&carol, paths[1]).await.contains(&post_id));
+
+    // Nor does the server's next public note reach alice's public stream, while carol's
+    // (posted after it) does.
+    let mut public = stream(&inst, "stream=public", &alice_token).await;
+    let later = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{later}/activity"), "type": "Create", "actor": peer.actor(),
+        "to": [PUBLIC], "cc": [],
+        "object": { "id": later, "type": "Note", "attributedTo": peer.actor(),
+                    "content": "<p>still here</p>", "published": "2026-12-01T11:00:00Z",
+                    "to": [PUBLIC], "cc": [] },
+    });
+    assert_eq!(peer.post(&inbox, &create).await, 202);
+    // Stored (and its stream event written) before the control is posted: the barrier.
+    eventually(WAIT, "the later note is stored", || async {
+        (inst
+            .count(&format!(
+                "SELECT count(*) FROM remote_posts WHERE iri = '{later}'"
+            ))
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    let control = id(&carol.posted(&json!({ "status": "the control" })).await);
+    let before = until_status(&mut public, &control).await;
+    assert!(
+        before.is_empty(),
+        "a blocked server's note was streamed: {before:?}"
+    );
+    let reader = token_with_scopes(&inst, alice.id, "read:blocks").await;
+    assert_error(
+        &Client::new(&inst, Some(&reader))
+            .form(Method::POST, "/api/v1/domain_blocks", "domain=example.com")
+            .await,
+        403,
+        "write:blocks",
+    );
+
+    // Unblocked (the domain in the query, as a DELETE may send it): the posts show again.
+    let gone = api
+        .send(api.http.delete(format!(
+            "{}/api/v1/domain_blocks?domain=127.0.0.2",
+            inst.base
+        )))
+        .await;
+    assert_eq!(gone.status, 200, "{}", gone.body);
+    assert_eq!(api.get("/api/v1/domain_blocks").await.body, json!([]));
+    assert!(ids(&api, paths[1]).await.contains(&post_id));
     inst.shutdown().await;
 }
 

@@ -37,6 +37,9 @@ use crate::web::server::ConnectionSlot;
 /// Rendered messages one connection may have queued for its socket before it is dropped.
 pub const BUFFER: usize = 128;
 
+/// Authors whose domain a stream remembers before it starts over.
+const AUTHOR_CACHE: usize = 10_000;
+
 /// What a stream's token allows (scopes checked once, at the handshake).
 #[derive(Clone, Copy, Debug)]
 pub struct Grants {
@@ -79,6 +82,9 @@ pub struct Session {
     /// mute says) this stream leaves out; reloaded when a `relationship` event names the
     /// viewer.
     pub hidden: Hidden,
+    /// Whether each author seen so far is on a blocked domain (only asked when the viewer
+    /// blocks domains: one lookup per author per stream, then this answers).
+    pub author_domains: std::sync::Mutex<std::collections::HashMap<Uuid, bool>>,
 }
 
 /// Why a stream ended.
@@ -198,6 +204,46 @@ impl Session {
             .await
     }
 
+    /// Whether any of `authors` is an actor on a domain the viewer blocks. A lookup that fails
+    /// counts as not blocked (the status was readable; the block is a preference).
+    async fn on_blocked_domain(&self, authors: &[Uuid]) -> bool {
+        if self.hidden.domains.is_empty() {
+            return false;
+        }
+        for author in authors {
+            let known = self
+                .author_domains
+                .lock()
+                .ok()
+                .and_then(|m| m.get(author).copied());
+            let blocked = match known {
+                Some(b) => b,
+                None => {
+                    let b: bool = sqlx::query_scalar(
+                        "SELECT coalesce((SELECT hollo_host_in(hollo_iri_host(iri), $2)
+                                            FROM remote_actors WHERE id = $1), false)",
+                    )
+                    .bind(author)
+                    .bind(&self.hidden.domains)
+                    .fetch_one(&self.pool)
+                    .await
+                    .unwrap_or(false);
+                    if let Ok(mut m) = self.author_domains.lock() {
+                        if m.len() >= AUTHOR_CACHE {
+                            m.clear();
+                        }
+                        m.insert(*author, b);
+                    }
+                    b
+                }
+            };
+            if blocked {
+                return true;
+            }
+        }
+        false
+    }
+
     /// What the viewer hides, read again (a mute or block changed). On a database error the
     /// stream keeps what it had: the next `relationship` event tries again.
     async fn reload_hidden(&mut self) {
@@ -207,7 +253,13 @@ impl Session {
             Err(e) => Err(e),
         };
         match loaded {
-            Ok(h) => self.hidden = h,
+            Ok(h) => {
+                self.hidden = h;
+                // The blocked domains may have changed: what was decided per author too.
+                if let Ok(mut m) = self.author_domains.lock() {
+                    m.clear();
+                }
+            }
             Err(err) => tracing::warn!(error = %err, "reloading a stream's mutes failed"),
         }
     }
@@ -267,7 +319,7 @@ impl Session {
             "delete" => false,
             _ => e.authors.iter().any(|a| self.hidden.ids.contains(a)),
         };
-        if by_hidden {
+        if by_hidden || (e.kind != "delete" && self.on_blocked_domain(&e.authors).await) {
             return Ok(());
         }
         let targets: Vec<&Stream> = self

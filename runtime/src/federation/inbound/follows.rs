@@ -3,7 +3,6 @@
 //! `Block` of us, and `Undo` of any of them. Each runs inside the inbox transaction and is
 //! idempotent under redelivery.
 
-use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -13,8 +12,7 @@ use super::outcome::Outcome;
 use crate::accounts::{self, Account};
 use crate::federation::Federation;
 use crate::federation::actors::actor::{RemoteActor, id_of};
-use crate::federation::context;
-use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::follows::answer_follow;
 use crate::statuses::notify::{self, Kind, Notification};
 
 /// The local account a `Follow` names as its object, if any.
@@ -39,11 +37,14 @@ pub async fn follow(
 ) -> Result<Outcome, sqlx::Error> {
     // A locked account decides: the Follow waits as a request (answered by
     // `relationships::answer_request`), unless the actor already follows (a re-sent Follow is
-    // accepted again). A blocked actor is refused.
+    // accepted again). A blocked actor, or one on a blocked domain, is refused.
     let (locked, following, blocked): (bool, bool, bool) = sqlx::query_as(
         "SELECT a.locked,
                 EXISTS (SELECT 1 FROM followers WHERE account_id = a.id AND actor_iri = $2),
                 EXISTS (SELECT 1 FROM account_blocks WHERE account_id = a.id AND target_iri = $2)
+                OR EXISTS (SELECT 1 FROM account_domain_blocks
+                            WHERE account_id = a.id
+                              AND hollo_host_in(hollo_iri_host($2), ARRAY[domain]))
            FROM accounts a WHERE a.id = $1",
     )
     .bind(account.id)
@@ -70,37 +71,8 @@ pub async fn follow(
         notify_follow(tx, Kind::Follow, account.id, &follower.iri, &inc.id).await?;
     }
     // Auto-accept.
-    answer_follow(tx, fed, inc, follower, account, "Accept").await?;
+    answer_follow(tx, fed, account, follower, &inc.id, "Accept").await?;
     Ok(Outcome::applied("follower stored; Accept queued"))
-}
-
-/// Queues our `Accept` or `Reject` of the follower's `Follow`, which it embeds as Mastodon
-/// expects.
-async fn answer_follow(
-    tx: &mut PgConnection,
-    fed: &Federation,
-    inc: &Incoming,
-    follower: &RemoteActor,
-    account: &Account,
-    answer: &str,
-) -> Result<usize, sqlx::Error> {
-    let me = fed.actor_iri(&account.username);
-    let activity = json!({
-        "@context": context::ld(),
-        "id": fed.new_activity_id(),
-        "type": answer,
-        "actor": me,
-        "object": { "id": inc.id, "type": "Follow", "actor": follower.iri, "object": me },
-        "to": [follower.iri],
-    });
-    queue_activity(
-        &mut *tx,
-        fed,
-        account.id,
-        &activity,
-        &[Recipient::from(follower)],
-    )
-    .await
 }
 
 /// A Follow from an actor the account blocks is answered with a `Reject`.
@@ -111,7 +83,7 @@ async fn refuse(
     follower: &RemoteActor,
     account: &Account,
 ) -> Result<Outcome, sqlx::Error> {
-    answer_follow(tx, fed, inc, follower, account, "Reject").await?;
+    answer_follow(tx, fed, account, follower, &inc.id, "Reject").await?;
     Ok(Outcome::applied(
         "Follow of a blocking account; Reject queued",
     ))

@@ -157,3 +157,33 @@ pub async fn follow_in(
     .await?;
     Ok((follow_id, "pending".into()))
 }
+
+/// Queues `account`'s `Accept` or `Reject` (`answer`) of the `Follow` `follow_id` by `follower`,
+/// which it embeds as Mastodon expects: the one way an answer to a remote follow is written
+/// (an inbound follow, a follow request answered, a follower dropped by a domain block).
+pub async fn answer_follow(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    follower: &RemoteActor,
+    follow_id: &str,
+    answer: &str,
+) -> Result<usize, sqlx::Error> {
+    let me = fed.actor_iri(&account.username);
+    let activity = json!({
+        "@context": context::ld(),
+        "id": fed.new_activity_id(),
+        "type": answer,
+        "actor": me,
+        "object": { "id": follow_id, "type": "Follow", "actor": follower.iri, "object": me },
+        "to": [follower.iri],
+    });
+    queue_activity(
+        &mut *tx,
+        fed,
+        account.id,
+        &activity,
+        &[Recipient::from(follower)],
+    )
+    .await
+}

@@ -3,6 +3,7 @@
 //! by `tasks::delivery` through `delivery`.
 
 pub mod delivery;
+pub mod domain_blocks;
 pub mod follows;
 pub mod interactions;
 pub mod mentions;

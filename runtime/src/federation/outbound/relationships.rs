@@ -382,23 +382,14 @@ pub async fn answer_request(
     }
     match requester {
         Target::Remote(remote) => {
-            let answer = json!({
-                "@context": context::ld(),
-                "id": fed.new_activity_id(),
-                "type": if authorize { "Accept" } else { "Reject" },
-                "actor": me,
-                "object": {
-                    "id": request.follow_activity_id, "type": "Follow",
-                    "actor": remote.iri, "object": me,
-                },
-                "to": [remote.iri],
-            });
-            queue_activity(
-                &mut *tx,
+            let answer = if authorize { "Accept" } else { "Reject" };
+            follows::answer_follow(
+                tx,
                 fed,
-                account.id,
-                &answer,
-                &[Recipient::from(remote)],
+                account,
+                remote,
+                &request.follow_activity_id,
+                answer,
             )
             .await?;
         }

@@ -11,6 +11,7 @@ use crate::federation::actors::directory::{self, Found};
 pub mod accounts;
 pub mod conversations;
 pub mod credentials;
+pub mod domain_blocks;
 pub mod follow_requests;
 pub mod instance;
 pub mod interactions;
@@ -33,6 +34,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(accounts::routes())
         .merge(relationships::routes())
         .merge(lists::routes())
+        .merge(domain_blocks::routes())
         .merge(follow_requests::routes())
         .merge(search::routes())
         .merge(statuses::routes())

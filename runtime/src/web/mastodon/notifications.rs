@@ -93,7 +93,7 @@ async fn list(
           WHERE n.account_id = $1 AND ($5::text[] IS NULL OR n.type = ANY($5))
             AND NOT (n.type = ANY($6)) AND ($7::uuid IS NULL OR n.from_account_id = $7)
             {} AND {} AND {}",
-        hidden.notification_sql("n", 8),
+        hidden.notification_sql("n", 8, 9),
         *READABLE,
         page.keyset("n.id", 2)
     );
@@ -104,6 +104,7 @@ async fn list(
         .bind(exclude)
         .bind(from)
         .bind(&hidden.quiet)
+        .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
     let rows = page.finish(rows);
@@ -185,7 +186,7 @@ async fn unread_count(
                                         AND timeline = 'notifications'), 0)
                 AND ($2::text[] IS NULL OR n.type = ANY($2)) AND NOT (n.type = ANY($3))
               LIMIT $4) u",
-        hidden.notification_sql("n", 5),
+        hidden.notification_sql("n", 5, 6),
         *READABLE
     )))
     .bind(account.id)
@@ -193,6 +194,7 @@ async fn unread_count(
     .bind(exclude)
     .bind(limit)
     .bind(&hidden.quiet)
+    .bind(&hidden.domains)
     .fetch_one(&s.pool)
     .await?;
     Ok(Json(UnreadCount { count }))

@@ -162,6 +162,7 @@ async fn stream(
         admission,
         slot: slot.map(|Extension(slot)| slot),
         hidden,
+        author_domains: Default::default(),
     };
     // Rendered payloads and the client's commands are small; Mastodon's are too.
     Ok(upgrade

@@ -51,7 +51,7 @@ async fn feed_page(
 ) -> Result<Vec<Uuid>, ApiError> {
     let sql = format!(
         "SELECT f.entry_id FROM {table} f WHERE f.{owner_column} = $1 {} AND {}",
-        hidden.entry_sql("f", 5, 6),
+        hidden.entry_sql("f", 5, 6, 7),
         page.keyset("f.entry_id", 2)
     );
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
@@ -59,6 +59,7 @@ async fn feed_page(
         .bind_cursors(page)
         .bind(&hidden.iris)
         .bind(&hidden.ids)
+        .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
     Ok(ids)
@@ -163,7 +164,7 @@ async fn public(
         &format!(
             "AND p.visibility = 'public'{}{}",
             filters.sql(),
-            hidden.post_sql("p", 5)
+            hidden.post_sql("p", 5, 6)
         ),
         4,
         &page.keyset("c.id", 1),
@@ -173,6 +174,7 @@ async fn public(
         .bind_cursors(&page)
         .bind(viewer)
         .bind(&hidden.ids)
+        .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
     statuses_page(&s, viewer, page.finish(ids), &uri).await
@@ -198,7 +200,7 @@ async fn tag(
         &format!(
             "AND p.visibility = 'public'{}{}",
             Filters::of(&params).sql(),
-            hidden.post_sql("p", 6)
+            hidden.post_sql("p", 6, 7)
         ),
         5,
         &page.keyset("c.id", 2),
@@ -209,6 +211,7 @@ async fn tag(
         .bind_cursors(&page)
         .bind(viewer)
         .bind(&hidden.ids)
+        .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
     statuses_page(&s, viewer, page.finish(ids), &uri).await
