@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id, received, token_with_scopes};
+use support::api::{
+    Client, WAIT, assert_error, follow_each_other, id, received, token_with_scopes,
+};
 use support::eventually;
 use support::node::{Instance, SECRET};
 use support::peer::Peer;
@@ -743,29 +745,7 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     let me = inst.fed.actor_iri("alice");
 
     // alice follows the peer (accepted) and the peer follows alice.
-    let found = api
-        .get(&format!(
-            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
-            peer.handle()
-        ))
-        .await;
-    let peer_id = found.body["accounts"][0]["id"]
-        .as_str()
-        .expect("resolved")
-        .to_string();
-    follow(&api, &peer_id).await;
-    let f = received(&peer, "Follow", |_| true).await;
-    let accept = json!({
-        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
-        "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
-    });
-    assert_eq!(peer.post(&inbox, &accept).await, 202);
-    let their_follow = peer.new_id("follows");
-    let follow_back = json!({
-        "id": their_follow, "type": "Follow", "actor": peer.actor(), "object": me,
-    });
-    assert_eq!(peer.post(&inbox, &follow_back).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    let (_, their_follow) = follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
     let create = json!({
         "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),

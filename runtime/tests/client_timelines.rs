@@ -11,7 +11,7 @@ use std::io::Cursor;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id, received};
+use support::api::{Client, WAIT, assert_error, follow_each_other, id, received};
 use support::eventually;
 use support::multipart::form;
 use support::node::Instance;
@@ -422,28 +422,7 @@ async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_noth
     let me = inst.fed.actor_iri("alice");
 
     // alice follows the peer (it accepts), and the peer follows alice: a follow notification.
-    let found = api
-        .get(&format!(
-            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
-            peer.handle()
-        ))
-        .await;
-    let peer_id = found.body["accounts"][0]["id"]
-        .as_str()
-        .expect("resolved")
-        .to_string();
-    follow(&api, &peer_id).await;
-    let f = received(&peer, "Follow", |_| true).await;
-    let accept = json!({
-        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
-        "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
-    });
-    assert_eq!(peer.post(&inbox, &accept).await, 202);
-    let follow_back = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
-    });
-    assert_eq!(peer.post(&inbox, &follow_back).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
 
     // Notes: public, followers-only and one mentioning alice.
     let note = |path: &str, to: Value, cc: Value, extra: Value| {

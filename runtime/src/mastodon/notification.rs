@@ -63,17 +63,19 @@ pub async fn render(
     rows: Vec<Row>,
 ) -> Result<Vec<Notification>, sqlx::Error> {
     let posts: Vec<Uuid> = rows.iter().filter_map(|r| r.post).collect();
+    // Every account the page names, looked up together (not one query per entry), before this
+    // render holds a connection: holding one while the pool hands out another can wait for
+    // ever once every connection is held by a render doing the same.
+    let mut ids: Vec<Uuid> = rows.iter().filter_map(|r| r.from_account_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let found = directory::by_ids(pool, &ids).await?;
     let mut conn = pool.acquire().await?;
     let statuses: HashMap<Uuid, Status> = status::render(&mut conn, site, Some(viewer), &posts)
         .await?
         .into_iter()
         .filter_map(|s| Some((s.uuid()?, s)))
         .collect();
-    // Every account the page names, looked up together (not one query per entry).
-    let mut ids: Vec<Uuid> = rows.iter().filter_map(|r| r.from_account_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let found = directory::by_ids(pool, &ids).await?;
     let local: Vec<Uuid> = found
         .iter()
         .filter(|(_, f)| matches!(f, Found::Local(_)))

@@ -4,6 +4,7 @@ consent pages must work without it; and the person at the keyboard signing in an
 
 import os
 import sys
+import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -20,6 +21,18 @@ def fail(message):
 def check(condition, message):
     if not condition:
         fail(message)
+
+
+def until(what, probe, deadline_s=90):
+    """Polls `probe` until it returns something truthy, failing after `deadline_s` seconds."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            fail(f"{what} never happened")
+        time.sleep(0.3)
 
 
 def browser():

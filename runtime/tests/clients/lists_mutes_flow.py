@@ -8,25 +8,11 @@ usage: lists_mutes_flow.py BASE_URL USERNAME PASSWORD TOKEN FRIEND_TOKEN (the pa
 unused: the tokens were made for the accounts, as `hollo account create` makes them)"""
 
 import sys
-import time
 
 from mastodon import Mastodon, MastodonNotFoundError
 
-from harness import check, fail
+from harness import check, fail, until
 
-DEADLINE = 60
-
-
-def until(what, probe):
-    """Polls `probe` until it returns something truthy, failing after DEADLINE seconds."""
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            fail(f"{what} never happened")
-        time.sleep(0.3)
 
 
 class Flow:

@@ -10,15 +10,13 @@ token was made for the account, as `hollo account create` makes one)"""
 
 import struct
 import sys
-import time
 import zlib
 
 from mastodon import Mastodon, MastodonNotFoundError
 
-from harness import check, fail
+from harness import check, fail, until
 
 TAG = "fullpath"
-DEADLINE = 90
 
 
 def png(width, height):
@@ -32,18 +30,6 @@ def png(width, height):
     return (b"\x89PNG\r\n\x1a\n"
             + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
-def until(what, probe):
-    """Polls `probe` until it returns something truthy, failing after DEADLINE seconds."""
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            fail(f"{what} never happened")
-        time.sleep(0.3)
 
 
 class Flow:

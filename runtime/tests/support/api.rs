@@ -127,3 +127,47 @@ pub async fn token_with_scopes(inst: &Instance, account: Uuid, scopes: &str) -> 
         .expect("token");
     token
 }
+
+/// The local account `username` (whose client is `api`) and the peer's person follow each
+/// other: the account resolves and follows the peer, which accepts, and the peer follows back
+/// (accepted at once). Returns the peer's Account id here and the id of the peer's `Follow`.
+pub async fn follow_each_other(
+    inst: &Instance,
+    api: &Client,
+    peer: &Peer,
+    username: &str,
+) -> (String, String) {
+    let inbox = inst.fed.inbox(username);
+    let me = inst.fed.actor_iri(username);
+    let found = api
+        .get(&format!(
+            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
+            peer.handle()
+        ))
+        .await;
+    let peer_id = found.body["accounts"][0]["id"]
+        .as_str()
+        .expect("resolved")
+        .to_string();
+    let followed = api
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{peer_id}/follow"),
+            &serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(followed.status, 200, "{}", followed.body);
+    let f = received(peer, "Follow", |b| b["actor"] == me.as_str()).await;
+    let accept = serde_json::json!({
+        "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+        "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
+    });
+    assert_eq!(peer.post(&inbox, &accept).await, 202);
+    let follow_id = peer.new_id("follows");
+    let follow_back = serde_json::json!({
+        "id": follow_id, "type": "Follow", "actor": peer.actor(), "object": me,
+    });
+    assert_eq!(peer.post(&inbox, &follow_back).await, 202);
+    received(peer, "Accept", |b| b["object"]["id"] == follow_id.as_str()).await;
+    (peer_id, follow_id)
+}
