@@ -1842,3 +1842,183 @@ async fn issue35_scheduled_cleanups() {
         "the media cleanup stays"
     );
 }
+
+/// The `(status, observedGeneration)` of a condition.
+fn condition_generation(h: &DynamicObject, type_: &str) -> Option<(String, Option<i64>)> {
+    h.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["observedGeneration"].as_i64(),
+            )
+        })
+}
+
+/// Issue 34 item 5 (R-OP-1, R-OP-STATUS): the operations verbs. `spec.stopped: true` → every
+/// role at 0 pods, the worker HPA deleted, Service, Deployments and PDB kept, phase and condition
+/// `Stopped`; `false` → `Running` again with the replicas and the HPA back.
+/// `spec.reconciliationPaused: true` → `ReconciliationPaused=True` for the generation of an edit
+/// made while paused, and that edit is not carried out until it is `false` again.
+#[tokio::test]
+async fn issue34_stopped_and_paused_reconciliation() {
+    let ns = Ns::new("stop").await;
+    ns.prepare_instance().await;
+    let manifest = minimal_with(json!({"spec": {"worker": {"replicas": 2,
+        "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 4}}}}));
+    ns.apply_hollo(&manifest).await.expect("apply the Hollo");
+    ns.wait_running(V1, 90).await;
+    let hpas: Api<HorizontalPodAutoscaler> = ns.api();
+    let worker = format!("{HOLLO}-worker");
+    wait_until("HPA social-worker", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(Some(_)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    // Stop: 0 pods, no autoscaler, everything else kept.
+    let gen_ = ns
+        .merge_hollo(json!({"spec": {"stopped": true}}))
+        .await
+        .metadata
+        .generation;
+    wait_until("phase Stopped, Stopped=True", 60, || async {
+        let h = ns.hollo().await;
+        let stopped = condition(&h, "Stopped").map(|c| c.0);
+        if phase(&h) == "Stopped"
+            && stopped.as_deref() == Some("True")
+            && h.data["status"]["observedGeneration"].as_i64() == gen_
+        {
+            Ok(())
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.wait_replicas("web", 0, 60).await;
+    ns.wait_replicas("worker", 0, 60).await;
+    let pods: Api<Pod> = ns.api();
+    wait_until("no pod of any role", 60, || async {
+        let left = pods
+            .list(&ListParams::default().labels(&format!(
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker,all)"
+            )))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .len();
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(format!("{left} pods left"))
+        }
+    })
+    .await;
+    wait_until("HPA removed while stopped", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|o| o.map(|h| h.spec)))),
+        }
+    })
+    .await;
+    let services: Api<Service> = ns.api();
+    let pdbs: Api<PodDisruptionBudget> = ns.api();
+    holds_for(
+        "Service, Deployments and worker PDB kept while stopped",
+        5,
+        || async {
+            let web = format!("{HOLLO}-web");
+            services
+                .get_opt(&web)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("no Service")?;
+            ns.deployment(&web).await.ok_or("no web Deployment")?;
+            ns.deployment(&worker).await.ok_or("no worker Deployment")?;
+            pdbs.get_opt(&worker)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("no worker PDB")?;
+            let h = ns.hollo().await;
+            match phase(&h).as_str() {
+                "Stopped" => Ok(()),
+                _ => Err(status_line(&h)),
+            }
+        },
+    )
+    .await;
+    ns.wait_event("Stopped", "Normal", 30).await;
+
+    // Start again: Running, replicas and the HPA back.
+    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
+    let h = ns.wait_running(V1, 90).await;
+    assert_eq!(
+        condition(&h, "Stopped").map(|c| c.0).as_deref(),
+        Some("False"),
+        "{}",
+        status_line(&h)
+    );
+    ns.wait_replicas("web", 1, 60).await;
+    ns.wait_replicas("worker", 2, 60).await;
+    wait_until("HPA back after the stop", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(Some(_)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // Pause, then edit: the operator marks the edit's generation paused and leaves it alone.
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+        .await;
+    let gen_ = ns
+        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
+        .await
+        .metadata
+        .generation;
+    wait_until(
+        "ReconciliationPaused=True for the edit's generation",
+        30,
+        || async {
+            let h = ns.hollo().await;
+            match condition_generation(&h, "ReconciliationPaused") {
+                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        },
+    )
+    .await;
+    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    let web = format!("{HOLLO}-web");
+    holds_for("web stays at 1 replica while paused", 6, || async {
+        let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
+        let h = ns.hollo().await;
+        match (d.spec.replicas, phase(&h).as_str()) {
+            (Some(1), "Running") => Ok(()),
+            (r, p) => Err(format!(
+                "replicas {r:?}, phase {p}: the paused edit was applied"
+            )),
+        }
+    })
+    .await;
+
+    // Unpause: the edit is carried out.
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
+        .await;
+    ns.wait_replicas("web", 2, 60).await;
+    let h = ns.wait_running(V1, 60).await;
+    assert_eq!(
+        condition(&h, "ReconciliationPaused")
+            .map(|c| c.0)
+            .as_deref(),
+        Some("False"),
+        "{}",
+        status_line(&h)
+    );
+    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+}

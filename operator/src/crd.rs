@@ -151,6 +151,17 @@ pub struct HolloSpec {
     /// Scheduled cleanups (issue 35 item 5).
     #[serde(default)]
     pub maintenance: MaintenanceSpec,
+    /// Stop the instance (issue 34 item 5): every role scaled to 0 and its autoscalers
+    /// removed; the Deployments (at 0), Service, PDBs, Ingress, CronJobs (suspended), Secrets and
+    /// the database stay. Phase and condition `Stopped`; back to `false` starts the same version
+    /// again (`RollingOut` → `Running`).
+    #[serde(default)]
+    pub stopped: bool,
+    /// Pause reconciliation (issue 34 item 5): while `true` the operator changes nothing (no
+    /// apply, scale, delete or Job) and only sets the condition `ReconciliationPaused`; edits
+    /// made meanwhile take effect when it goes back to `false`.
+    #[serde(default)]
+    pub reconciliation_paused: bool,
 }
 
 /// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and
@@ -923,6 +934,8 @@ pub enum Phase {
     /// Deployments of the target version are rolling out.
     RollingOut,
     Running,
+    /// `spec.stopped`: every role at 0, no autoscaler (issue 34 item 5).
+    Stopped,
 }
 
 impl Phase {
@@ -935,6 +948,7 @@ impl Phase {
             Phase::MigrationFailed => "MigrationFailed",
             Phase::RollingOut => "RollingOut",
             Phase::Running => "Running",
+            Phase::Stopped => "Stopped",
         }
     }
 }

@@ -117,6 +117,22 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     let target = spec.version.clone();
     let current = obs.current_version.clone();
 
+    // `spec.stopped` (issue 34 item 5) wins over everything: every role at 0, no autoscaler,
+    // no new Job. An upgrade in progress resumes where it was once the instance starts again.
+    if spec.stopped {
+        return Plan {
+            phase: Phase::Stopped,
+            workloads: Workloads::Stopped,
+            migration_job: None,
+            probe_versions: false,
+            record_failure: None,
+            migrated: current.as_deref() == Some(target.as_str()),
+            current_version: current,
+            // The pods' end is watched (Deployment status); nothing else moves while stopped.
+            requeue: STEADY_REQUEUE,
+        };
+    }
+
     // Migrated already: run the target version. A rollout ends when the updated pods are ready
     // the first time; a later loss of readiness is reported as Degraded, not a new rollout.
     if current.as_deref() == Some(target.as_str()) {
@@ -533,5 +549,48 @@ mod tests {
         assert_eq!(p.phase, Phase::Migrating);
         assert!(!p.probe_versions);
         assert_eq!(p.migration_job, Some(0));
+    }
+
+    /// Issue 34 item 5: `spec.stopped` scales every role to 0 and starts no Job, whatever the
+    /// upgrade state; `false` again rolls the same version out.
+    #[test]
+    fn stopped_scales_everything_to_zero_and_resumes() {
+        let mut spec = testutil::spec();
+        spec.stopped = true;
+        let running = Observed {
+            current_version: Some("0.1.0".into()),
+            rolled_out: true,
+            pods_ready: true,
+            previous_phase: Phase::Running,
+            ..obs()
+        };
+        let p = decide(&spec, &running);
+        assert_eq!(p.phase, Phase::Stopped);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert_eq!(p.migration_job, None);
+        assert!(p.migrated);
+        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
+
+        // Mid-upgrade: no migration Job is started while stopped, the version stays.
+        let p = decide(&spec, &upgrading());
+        assert_eq!(p.phase, Phase::Stopped);
+        assert_eq!(p.migration_job, None);
+        assert!(!p.probe_versions);
+        assert!(!p.migrated);
+        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
+
+        // Back to false: the Deployments (at 0, so not rolled out) come back at the version.
+        spec.stopped = false;
+        let p = decide(
+            &spec,
+            &Observed {
+                rolled_out: false,
+                pods_ready: false,
+                previous_phase: Phase::Stopped,
+                ..running
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
     }
 }

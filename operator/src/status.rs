@@ -13,6 +13,10 @@ pub const MIGRATED: &str = "Migrated";
 pub const DEGRADED: &str = "Degraded";
 pub const CONNECTION_BUDGET: &str = "ConnectionBudget";
 pub const WORKERS_AVAILABLE: &str = "WorkersAvailable";
+/// `spec.stopped` carried out (issue 34 item 5).
+pub const STOPPED: &str = "Stopped";
+/// `spec.reconciliationPaused` (issue 34 item 5).
+pub const RECONCILIATION_PAUSED: &str = "ReconciliationPaused";
 
 /// Everything the status needs besides the plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -287,6 +291,29 @@ pub fn compute(
             workers_reason,
             workers_msg,
         ),
+        condition(
+            inputs,
+            STOPPED,
+            phase == Phase::Stopped,
+            if phase == Phase::Stopped {
+                "StoppedBySpec"
+            } else {
+                "NotStopped"
+            },
+            if phase == Phase::Stopped {
+                "spec.stopped: every role scaled to 0, autoscalers removed".into()
+            } else {
+                String::new()
+            },
+        ),
+        // This status is computed only by a reconcile that runs: never paused here.
+        condition(
+            inputs,
+            RECONCILIATION_PAUSED,
+            false,
+            "Reconciling",
+            String::new(),
+        ),
     ];
     for c in &inputs.checks {
         conditions.push(condition(
@@ -467,7 +494,9 @@ mod tests {
                 "Migrated",
                 "Degraded",
                 "ConnectionBudget",
-                "WorkersAvailable"
+                "WorkersAvailable",
+                "Stopped",
+                "ReconciliationPaused"
             ]
         );
         assert_eq!(cond(&s, READY).status, "True");
@@ -476,6 +505,17 @@ mod tests {
         assert_eq!(cond(&s, DEGRADED).status, "False");
         assert_eq!(cond(&s, CONNECTION_BUDGET).status, "True");
         assert_eq!(cond(&s, WORKERS_AVAILABLE).reason, "WorkersReady");
+        assert_eq!(cond(&s, STOPPED).status, "False");
+        assert_eq!(cond(&s, RECONCILIATION_PAUSED).status, "False");
+
+        // Issue 34 item 5: a stopped instance says so, is not Ready and not Progressing.
+        let stopped = compute(&spec, &plan(Phase::Stopped, true), &inputs, 0, None);
+        assert_eq!(cond(&stopped, STOPPED).status, "True");
+        assert_eq!(cond(&stopped, STOPPED).reason, "StoppedBySpec");
+        assert_eq!(cond(&stopped, READY).status, "False");
+        assert_eq!(cond(&stopped, READY).reason, "Stopped");
+        assert_eq!(cond(&stopped, PROGRESSING).status, "False");
+        assert_eq!(cond(&stopped, DEGRADED).status, "False");
     }
 
     #[test]

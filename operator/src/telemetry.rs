@@ -54,7 +54,7 @@ pub struct Metrics {
 }
 
 /// Every phase, so a phase gauge reads 0 for the phases a `Hollo` is not in.
-const PHASES: [Phase; 7] = [
+const PHASES: [Phase; 8] = [
     Phase::Pending,
     Phase::CheckingCompatibility,
     Phase::ScalingDown,
@@ -62,6 +62,7 @@ const PHASES: [Phase; 7] = [
     Phase::MigrationFailed,
     Phase::RollingOut,
     Phase::Running,
+    Phase::Stopped,
 ];
 
 /// `(namespace, name)` of a `Hollo`.

@@ -149,6 +149,16 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     if hollo.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
+    // `spec.reconciliationPaused` (issue 34 item 5): say so, change nothing else, wait for the
+    // next edit of the Hollo (a child's change wakes us too, and is ignored the same way).
+    if hollo.spec.reconciliation_paused {
+        let status = report::paused(hollo, Timestamp::now());
+        if report::write_status(&ctx.client, hollo, &status).await? {
+            ctx.applier.writes.inc();
+            report::paused_event(&ctx.recorder, hollo).await;
+        }
+        return Ok(Action::await_change());
+    }
     // Before the first complete list, "absent" would only mean "not listed yet". A watch that
     // never fills (say, a missing RBAC rule) is an error to see, not a silent wait.
     match tokio::time::timeout(CACHE_WAIT, ctx.stores.ready()).await {
