@@ -2022,3 +2022,172 @@ async fn issue34_stopped_and_paused_reconciliation() {
     );
     ns.wait_event("ReconciliationResumed", "Normal", 30).await;
 }
+
+/// UIDs of the web and worker pods that are not terminating.
+async fn role_pod_uids(ns: &Ns) -> BTreeSet<String> {
+    ns.api::<Pod>()
+        .list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
+        )))
+        .await
+        .expect("list pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| p.metadata.uid)
+        .collect()
+}
+
+/// Issue 34 item 4 (R-OP-UPG, R-OP-MIG): no outage by mistake. Running at 0.2.0, whose image
+/// reports schema 20991231000001 (on kwok images do not run: that probe's answer is a Job this
+/// test makes while reconciliation is paused, the way the operator makes it), `version: 0.1.0`
+/// whose probe reports an older schema is refused before anything stops:
+/// `VersionAccepted=False` (`BelowDatabaseSchema`), a Warning event, phase `Running` at 0.2.0,
+/// the same pods, no migration Job. `upgrade.allowDowngrade: true` then downgrades the usual
+/// way, to `Running` at 0.1.0.
+#[tokio::test]
+async fn issue34_downgrade_below_the_schema_is_refused() {
+    let ns = Ns::new("downgrade").await;
+    ns.prepare_instance().await;
+    let h = ns
+        .apply_hollo(&minimal_with(json!({"spec": {"version": V2}})))
+        .await
+        .expect("apply the Hollo");
+    let uid = h.metadata.uid.clone().expect("uid");
+    ns.wait_running(V2, 90).await;
+    ns.wait_replicas("web", 1, 60).await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    // What the 0.2.0 image's version probe says, made while the operator is paused (it would
+    // otherwise delete a finished probe of the running version as history).
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+        .await;
+    wait_until("ReconciliationPaused=True", 30, || async {
+        let h = ns.hollo().await;
+        match condition(&h, "ReconciliationPaused") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    let newer = r#"{"version":"0.2.0","schemaVersion":20991231000001,"taskDefinitionVersion":1}"#;
+    let older = r#"{"version":"0.1.0","schemaVersion":20260101000000,"taskDefinitionVersion":1}"#;
+    let labels = json!({
+        "app.kubernetes.io/name": "hollo",
+        "app.kubernetes.io/instance": HOLLO,
+        "app.kubernetes.io/component": "version-probe",
+        "app.kubernetes.io/version": V2,
+        "app.kubernetes.io/managed-by": "hollo-operator",
+    });
+    let probe: Job = serde_json::from_value(json!({
+        "metadata": {
+            "name": format!("{HOLLO}-version-0-2-0"),
+            "labels": labels,
+            "ownerReferences": [{"apiVersion": "hollo.social/v1alpha1", "kind": "Hollo",
+                                 "name": HOLLO, "uid": uid, "controller": true}],
+        },
+        "spec": {"backoffLimit": 0, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "hollo", "image": "ghcr.io/OWNER/hollo:0.2.0",
+                "command": ["echo", newer]}]}}},
+    }))
+    .expect("probe Job");
+    let jobs: Api<Job> = ns.api();
+    jobs.create(&Default::default(), &probe)
+        .await
+        .expect("create the 0.2.0 probe");
+    wait_until("the 0.2.0 probe completed", 60, || async {
+        let j = jobs
+            .get(&format!("{HOLLO}-version-0-2-0"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let done = j
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Complete" && c.status == "True")
+            });
+        if done {
+            Ok(())
+        } else {
+            Err(format!("{:?}", j.status))
+        }
+    })
+    .await;
+
+    let before = role_pod_uids(&ns).await;
+    assert_eq!(before.len(), 3, "1 web + 2 workers before the downgrade");
+    let gen_ = ns
+        .merge_hollo(
+            json!({"spec": {"version": V1, "reconciliationPaused": false,
+            "migrations": {"versionCommand": ["echo", older]}}}),
+        )
+        .await
+        .metadata
+        .generation;
+    let h = wait_until("VersionAccepted=False for the downgrade", 90, || async {
+        let h = ns.hollo().await;
+        match condition_generation(&h, "VersionAccepted") {
+            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
+    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    assert!(
+        message.contains("20260101000000") && message.contains("20991231000001"),
+        "{message}"
+    );
+    assert_eq!(phase(&h), "Running", "{}", status_line(&h));
+    assert_eq!(h.data["status"]["currentVersion"].as_str(), Some(V2));
+    ns.wait_event("BelowDatabaseSchema", "Warning", 30).await;
+    holds_for(
+        "refused: same pods, still Running at 0.2.0, no migration",
+        6,
+        || async {
+            let h = ns.hollo().await;
+            if phase(&h) != "Running" || h.data["status"]["currentVersion"].as_str() != Some(V2) {
+                return Err(status_line(&h));
+            }
+            let now = role_pod_uids(&ns).await;
+            if now != before {
+                return Err(format!("pods changed: {before:?} → {now:?}"));
+            }
+            let web = ns
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web")?;
+            if !image_of(&web).ends_with(":0.2.0") {
+                return Err(format!("web image {}", image_of(&web)));
+            }
+            let migrations = jobs
+                .list(&ListParams::default().labels("app.kubernetes.io/component=migration"))
+                .await
+                .map_err(|e| e.to_string())?;
+            match migrations
+                .items
+                .iter()
+                .find(|j| label(*j, "app.kubernetes.io/version") == V1)
+            {
+                Some(j) => Err(format!("migration Job {} of 0.1.0 exists", j.name_any())),
+                None => Ok(()),
+            }
+        },
+    )
+    .await;
+
+    // Explicitly allowed: the usual stop-migrate-start, to Running at 0.1.0.
+    ns.merge_hollo(json!({"spec": {"upgrade": {"allowDowngrade": true}}}))
+        .await;
+    let h = ns.wait_running(V1, 120).await;
+    assert_eq!(
+        condition(&h, "VersionAccepted"),
+        None,
+        "{}",
+        status_line(&h)
+    );
+}

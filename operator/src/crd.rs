@@ -162,6 +162,21 @@ pub struct HolloSpec {
     /// made meanwhile take effect when it goes back to `false`.
     #[serde(default)]
     pub reconciliation_paused: bool,
+    /// What an upgrade may do (issue 34 item 4).
+    #[serde(default)]
+    pub upgrade: UpgradeSpec,
+}
+
+/// `spec.upgrade` (issue 34 item 4).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeSpec {
+    /// Allow a `version` older than the running one whose schema is older than the database's
+    /// (or cannot be told). Without it such a downgrade is refused before anything stops
+    /// (condition `VersionAccepted=False`, a Warning event; the running version keeps
+    /// running). Set it only when the older version is known to run on the newer schema.
+    #[serde(default)]
+    pub allow_downgrade: bool,
 }
 
 /// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and

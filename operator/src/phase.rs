@@ -21,6 +21,7 @@
 use std::time::Duration;
 
 use crate::crd::{HolloSpec, Phase, UpgradeStrategy};
+use crate::downgrade::SchemaCheck;
 
 /// State of a Job the machine waits on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,9 @@ pub struct Observed {
     pub pods_ready: bool,
     /// `status.phase` before this step.
     pub previous_phase: Phase,
+    /// A target older than the running version against the database's schema (issue 34
+    /// item 4).
+    pub schema: SchemaCheck,
 }
 
 /// What to do with the role Deployments.
@@ -93,6 +97,9 @@ pub struct Plan {
     pub current_version: Option<String>,
     /// The target version's schema is migrated.
     pub migrated: bool,
+    /// The target is refused (a downgrade below the database's schema), and why; the running
+    /// version keeps running (issue 34 item 4).
+    pub refused: Option<String>,
     pub requeue: Duration,
 }
 
@@ -128,6 +135,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             record_failure: None,
             migrated: current.as_deref() == Some(target.as_str()),
             current_version: current,
+            refused: None,
             // The pods' end is watched (Deployment status); nothing else moves while stopped.
             requeue: STEADY_REQUEUE,
         };
@@ -149,6 +157,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             record_failure: None,
             current_version: Some(target),
             migrated: true,
+            refused: None,
             requeue: if done && obs.pods_ready {
                 STEADY_REQUEUE
             } else {
@@ -167,8 +176,35 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         record_failure: None,
         current_version: current.clone(),
         migrated: false,
+        refused: None,
         requeue: POLL,
     };
+    // No outage by mistake (issue 34 item 4): an older target is checked against the
+    // database's schema before anything stops; the old version keeps serving meanwhile.
+    if let Some(old) = &current {
+        match &obs.schema {
+            SchemaCheck::NotNeeded | SchemaCheck::Safe => {}
+            SchemaCheck::Probing => {
+                return Plan {
+                    phase: Phase::CheckingCompatibility,
+                    workloads: Workloads::Run(old.clone()),
+                    probe_versions: true,
+                    ..base
+                };
+            }
+            SchemaCheck::Refused(why) => {
+                return Plan {
+                    phase: Phase::Running,
+                    workloads: Workloads::Run(old.clone()),
+                    // Keep the probes' answers: they are the reason.
+                    probe_versions: true,
+                    refused: Some(why.clone()),
+                    requeue: STEADY_REQUEUE,
+                    ..base
+                };
+            }
+        }
+    }
     let keep_old = match (&current, wants_rolling, obs.compat) {
         (Some(old), true, Compat::Unknown | Compat::Probing) => {
             return Plan {
@@ -252,6 +288,7 @@ mod tests {
             rolled_out: false,
             pods_ready: false,
             previous_phase: Phase::Pending,
+            schema: SchemaCheck::NotNeeded,
         }
     }
 
@@ -592,5 +629,48 @@ mod tests {
         );
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+    }
+
+    /// Issue 34 item 4: an older target is probed with the old version serving, refused
+    /// without stopping anything when its schema is below the database's, else upgraded the
+    /// usual way.
+    #[test]
+    fn a_downgrade_below_the_schema_is_refused_before_anything_stops() {
+        let spec = testutil::spec();
+        let running_newer = Observed {
+            current_version: Some("0.2.0".into()),
+            old_pods: 3,
+            rolled_out: false,
+            pods_ready: true,
+            previous_phase: Phase::Running,
+            schema: SchemaCheck::Probing,
+            ..obs()
+        };
+        let p = decide(&spec, &running_newer);
+        assert_eq!(p.phase, Phase::CheckingCompatibility);
+        assert_eq!(p.workloads, Workloads::Run("0.2.0".into()));
+        assert!(p.probe_versions);
+        assert_eq!(p.migration_job, None);
+
+        let refused = Observed {
+            schema: SchemaCheck::Refused("schema 1 < 2".into()),
+            ..running_newer.clone()
+        };
+        let p = decide(&spec, &refused);
+        assert_eq!(p.phase, Phase::Running, "the running version stays Running");
+        assert_eq!(p.workloads, Workloads::Run("0.2.0".into()));
+        assert_eq!(p.refused.as_deref(), Some("schema 1 < 2"));
+        assert_eq!(p.migration_job, None);
+        assert_eq!(p.current_version.as_deref(), Some("0.2.0"));
+        assert!(!p.migrated);
+
+        // A safe downgrade takes the usual path.
+        let safe = Observed {
+            schema: SchemaCheck::Safe,
+            ..running_newer
+        };
+        let p = decide(&spec, &safe);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert_eq!(p.refused, None);
     }
 }

@@ -50,6 +50,9 @@ pub struct Check {
 pub const DATABASE: &str = "Database";
 pub const SECRET_KEY: &str = "SecretKey";
 pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
+/// A target version older than the running one, refused or accepted against the database's
+/// schema (issue 34 item 4).
+pub const VERSION_ACCEPTED: &str = "VersionAccepted";
 /// `web.httpRoute` (issue 35 item 4): applied, or the Gateway API is not installed.
 pub const HTTP_ROUTE: &str = "HTTPRoute";
 
@@ -356,6 +359,7 @@ mod tests {
             record_failure: None,
             current_version: migrated.then(|| "0.1.0".to_string()),
             migrated,
+            refused: None,
             requeue: if phase == Phase::Running {
                 STEADY_REQUEUE
             } else {

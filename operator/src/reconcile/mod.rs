@@ -188,10 +188,19 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         old_pods = world.observed.old_pods, job = ?world.observed.job, "reconciling"
     );
     let want = desired::desired(hollo, &plan, &world);
-    let running = plan.phase == Phase::Running;
+    // A refused downgrade runs the old version but keeps its probes (they are the reason).
+    let running = plan.phase == Phase::Running && plan.refused.is_none();
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
+    if let Some(why) = &plan.refused {
+        checks.push(crate::status::Check {
+            type_: crate::status::VERSION_ACCEPTED,
+            ok: false,
+            reason: "BelowDatabaseSchema",
+            message: why.clone(),
+        });
+    }
     if hollo.spec.web.http_route.enabled {
         let check = crate::status::http_route_check(outcome.route_missing.as_deref());
         checks.push(check);

@@ -16,6 +16,7 @@ use kube::{Client, ResourceExt};
 use super::Error;
 use super::stores::{self, Stores};
 use crate::crd::{Hollo, Mode, UpgradeStrategy};
+use crate::downgrade::{self, SchemaCheck};
 use crate::phase::{Compat, JobState, Observed};
 use crate::resources::labels::{self, Component};
 use crate::resources::{self, migration};
@@ -204,6 +205,45 @@ async fn compat(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) ->
     }
 }
 
+/// Issue 34 item 4: a target older than the running version is checked against the
+/// database's schema (the running image's), from both images' version probes.
+async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) -> SchemaCheck {
+    let spec = &hollo.spec;
+    let target = spec.version.as_str();
+    if spec.upgrade.allow_downgrade || !downgrade::older(target, old) {
+        return SchemaCheck::NotNeeded;
+    }
+    if !spec.image.profile.reports_versions() {
+        return SchemaCheck::Refused(format!(
+            "version {target} is older than the running {old} and image profile {} cannot              report its schema version; nothing was stopped. Set spec.upgrade.allowDowngrade              to downgrade anyway",
+            spec.image.profile.as_str()
+        ));
+    }
+    let name = hollo.name_any();
+    let mut infos = Vec::new();
+    for version in [old, target] {
+        let job_name = migration::probe_name(&name, version);
+        let job = jobs.iter().find(|j| j.name_any() == job_name);
+        let unreadable = || {
+            SchemaCheck::Refused(format!(
+                "version {target} is older than the running {old} and the version probe of                  {version} ({job_name}) reported no schema version; nothing was stopped. Set                  spec.upgrade.allowDowngrade to downgrade anyway"
+            ))
+        };
+        match job_state(job.map(AsRef::as_ref)) {
+            JobState::Absent | JobState::Running => return SchemaCheck::Probing,
+            JobState::Failed { .. } => return unreadable(),
+            JobState::Succeeded => match probe_output(pods, &job_name).await {
+                Some(info) => infos.push(info),
+                None => return unreadable(),
+            },
+        }
+    }
+    match infos.as_slice() {
+        [database, new] => downgrade::judge(target, database, new),
+        _ => SchemaCheck::Probing,
+    }
+}
+
 pub async fn observe(
     client: &Client,
     stores: &Stores,
@@ -254,6 +294,11 @@ pub async fn observe(
         _ => Compat::Unknown,
     };
 
+    let schema = match &current {
+        Some(old) if upgrading => schema_check(&pods, hollo, &jobs, old).await,
+        _ => SchemaCheck::NotNeeded,
+    };
+
     let roles = roles(hollo.spec.mode);
     let all_rolled_out = roles.iter().all(|c| {
         deployments
@@ -274,6 +319,7 @@ pub async fn observe(
         rolled_out: all_rolled_out,
         pods_ready: all_ready,
         previous_phase: status.phase,
+        schema,
     };
     Ok(World {
         deployments,

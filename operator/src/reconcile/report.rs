@@ -234,9 +234,13 @@ pub async fn publish(
 pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus) {
     let previous = hollo.status.clone().unwrap_or_default();
     for c in &new.conditions {
-        if ![status::DATABASE, status::SECRET_KEY, status::HTTP_ROUTE].contains(&c.type_.as_str())
-            || c.status != "False"
-        {
+        let checked = [
+            status::DATABASE,
+            status::SECRET_KEY,
+            status::HTTP_ROUTE,
+            status::VERSION_ACCEPTED,
+        ];
+        if !checked.contains(&c.type_.as_str()) || c.status != "False" {
             continue;
         }
         let was = previous.conditions.iter().find(|p| p.type_ == c.type_);
