@@ -2191,3 +2191,99 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
         status_line(&h)
     );
 }
+
+/// Issue 34 item 3 (R-OP-UPG): while a stop-migrate-start has no web pod, the web Service
+/// selects `<name>-maintenance-page` (`hollo maintenance-page` of the version being stopped:
+/// 503 + `Retry-After`; what it answers is tested over a socket in the runtime's
+/// `maintenance_page` tests, kwok runs no process). A failing migration holds the downtime
+/// open: the page's Deployment (old image, its own two variables, no Secret), a Ready page pod,
+/// the Service selecting it, no web or worker pod. Fixed → `Running` at the new version, the
+/// Service on the web pods again, the page gone.
+#[tokio::test]
+async fn issue34_maintenance_page_answers_during_the_downtime() {
+    let ns = Ns::new("page").await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+
+    ns.merge_hollo(json!({"spec": {"version": V2,
+        "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))
+        .await;
+    ns.wait_migration_failed(90).await;
+    let page = format!("{HOLLO}-maintenance-page");
+    let services: Api<Service> = ns.api();
+    let selector_component = || async {
+        services
+            .get(&format!("{HOLLO}-web"))
+            .await
+            .map_err(|e| e.to_string())
+            .map(|s| {
+                s.spec
+                    .and_then(|s| s.selector)
+                    .and_then(|l| l.get("app.kubernetes.io/component").cloned())
+                    .unwrap_or_default()
+            })
+    };
+    wait_until(
+        "the web Service selects the maintenance page",
+        60,
+        || async {
+            match selector_component().await? {
+                c if c == "maintenance-page" => Ok(()),
+                c => Err(format!("selector component {c}")),
+            }
+        },
+    )
+    .await;
+    let d = ns.deployment(&page).await.expect("the page Deployment");
+    let c = &d.spec.template.spec.as_ref().expect("pod").containers[0];
+    assert_eq!(
+        c.command.as_deref(),
+        Some(&["hollo".to_string(), "maintenance-page".to_string()][..])
+    );
+    assert_eq!(
+        image_of(&d),
+        format!("ghcr.io/OWNER/hollo:{V1}"),
+        "the old image"
+    );
+    assert_eq!(env_of(&d, 0, "RETRY_AFTER_SECONDS").as_deref(), Some("30"));
+    assert_eq!(env_of(&d, 0, "PORT").as_deref(), Some("3000"));
+    assert!(c.env_from.is_none(), "no Secret reaches the page");
+    assert_eq!(ns.ready_pods("maintenance-page").await.len(), 1);
+    holds_for(
+        "page serving, no web or worker pod, still failing",
+        4,
+        || async {
+            let app = ns.ready_pods("web").await.len() + ns.ready_pods("worker").await.len();
+            let c = selector_component().await?;
+            let h = ns.hollo().await;
+            if app == 0 && c == "maintenance-page" && phase(&h) == "MigrationFailed" {
+                Ok(())
+            } else {
+                Err(format!("{app} app pods, selector {c}; {}", status_line(&h)))
+            }
+        },
+    )
+    .await;
+
+    ns.merge_hollo(json!({"spec": {"migrations": {"command": ["hollo", "migrate"]}}}))
+        .await;
+    ns.wait_running(V2, 120).await;
+    wait_until(
+        "the Service back on the web pods, the page gone",
+        60,
+        || async {
+            let c = selector_component().await?;
+            let gone = ns.deployment(&page).await.is_none();
+            if c == "web" && gone {
+                Ok(())
+            } else {
+                Err(format!("selector {c}, page Deployment gone: {gone}"))
+            }
+        },
+    )
+    .await;
+    ns.wait_replicas("web", 1, 30).await;
+}

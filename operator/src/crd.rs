@@ -619,6 +619,33 @@ pub struct WebSpec {
     pub scheduling: SchedulingSpec,
     /// A CPU HPA on the web (or `all`) Deployment; `replicas` is then the autoscaler's.
     pub autoscaling: WebAutoscalingSpec,
+    /// The 503 page served in the web pods' place while an upgrade stops them (issue 34
+    /// item 3).
+    pub maintenance_page: MaintenancePageSpec,
+}
+
+/// `web.maintenancePage` (issue 34 item 3): while an upgrade stops every web pod to migrate
+/// (`ScalingDown`, `Migrating`, `MigrationFailed`, and `RollingOut` until a new web pod is
+/// ready) the web Service selects a Deployment `<name>-maintenance-page` running `hollo
+/// maintenance-page` of the version being stopped: `503` with `Retry-After` (JSON for the API,
+/// OAuth and federation paths, a small HTML page for browsers) instead of refused connections.
+/// The `hollo-rs` profile only (the upstream image has no such command).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "MaintenancePageSpec::default")]
+pub struct MaintenancePageSpec {
+    pub enabled: bool,
+    /// `Retry-After` in seconds (`RETRY_AFTER_SECONDS`).
+    #[x_kube(validation = Rule::new("self >= 1 && self <= 3600").message("web.maintenancePage.retryAfterSeconds must be 1-3600"))]
+    pub retry_after_seconds: i32,
+}
+
+impl Default for MaintenancePageSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            retry_after_seconds: 30,
+        }
+    }
 }
 
 /// Web autoscaling (issue 35 item 2): an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
@@ -670,6 +697,7 @@ impl Default for WebSpec {
             probes: ProbeOverrides::default(),
             scheduling: SchedulingSpec::default(),
             autoscaling: WebAutoscalingSpec::default(),
+            maintenance_page: MaintenancePageSpec::default(),
         }
     }
 }
@@ -1023,6 +1051,11 @@ impl HolloSpec {
     pub fn image_ref(&self) -> String {
         let tag = self.image.tag.as_deref().unwrap_or(&self.version);
         format!("{}:{}", self.image.repository, tag)
+    }
+
+    /// Whether an upgrade's downtime is answered by the maintenance page (issue 34 item 3).
+    pub fn maintenance_page_enabled(&self) -> bool {
+        self.web.maintenance_page.enabled && self.image.profile == ImageProfile::HolloRs
     }
 
     /// The strategy upgrades follow: `RollingWhenCompatible` needs an image that reports its

@@ -71,7 +71,25 @@ pub struct Observed {
     /// A target older than the running version against the database's schema (issue 34
     /// item 4).
     pub schema: SchemaCheck,
+    /// The maintenance page Deployment (issue 34 item 3).
+    pub page: Page,
+    /// A pod of the HTTP role (web, or all) is ready at the target version.
+    pub http_ready: bool,
 }
+
+/// What the reconciler saw of the maintenance page (issue 34 item 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Page {
+    pub exists: bool,
+    /// It has a ready pod: the web Service may select it.
+    pub ready: bool,
+    /// It exists but has not become ready within [`PAGE_WAIT`] (say, an image without the
+    /// command): the upgrade goes on without it.
+    pub overdue: bool,
+}
+
+/// How long an upgrade waits for the maintenance page before stopping the web pods anyway.
+pub const PAGE_WAIT: Duration = Duration::from_secs(30);
 
 /// What to do with the role Deployments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +118,8 @@ pub struct Plan {
     /// The target is refused (a downgrade below the database's schema), and why; the running
     /// version keeps running (issue 34 item 4).
     pub refused: Option<String>,
+    /// Run the maintenance page; the web Service selects it once it is ready (issue 34 item 3).
+    pub maintenance_page: bool,
     pub requeue: Duration,
 }
 
@@ -136,6 +156,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             migrated: current.as_deref() == Some(target.as_str()),
             current_version: current,
             refused: None,
+            maintenance_page: false,
             // The pods' end is watched (Deployment status); nothing else moves while stopped.
             requeue: STEADY_REQUEUE,
         };
@@ -158,6 +179,8 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             current_version: Some(target),
             migrated: true,
             refused: None,
+            // Started by an upgrade's downtime, kept until a new web pod can answer.
+            maintenance_page: spec.maintenance_page_enabled() && obs.page.exists && !obs.http_ready,
             requeue: if done && obs.pods_ready {
                 STEADY_REQUEUE
             } else {
@@ -177,6 +200,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         current_version: current.clone(),
         migrated: false,
         refused: None,
+        maintenance_page: false,
         requeue: POLL,
     };
     // No outage by mistake (issue 34 item 4): an older target is checked against the
@@ -218,15 +242,31 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         _ => None,
     };
 
+    // Issue 34 item 3: an upgrade that stops the old version answers 503 meanwhile.
+    let page = keep_old.is_none() && current.is_some() && spec.maintenance_page_enabled();
     if keep_old.is_none() && obs.old_pods > 0 {
+        if let Some(old) = current.as_ref().filter(|_| page)
+            && !obs.page.ready
+            && !obs.page.overdue
+        {
+            // The page first: the old pods serve until it can answer in their place.
+            return Plan {
+                phase: Phase::ScalingDown,
+                workloads: Workloads::Run(old.clone()),
+                maintenance_page: true,
+                ..base
+            };
+        }
         return Plan {
             phase: Phase::ScalingDown,
+            maintenance_page: page,
             ..base
         };
     }
     let keep = keep_old.map_or(Workloads::Stopped, Workloads::Run);
     let waiting = Plan {
         workloads: keep,
+        maintenance_page: page,
         ..base
     };
     if obs.other_migration_active {
@@ -289,6 +329,8 @@ mod tests {
             pods_ready: false,
             previous_phase: Phase::Pending,
             schema: SchemaCheck::NotNeeded,
+            page: Page::default(),
+            http_ready: false,
         }
     }
 
@@ -298,6 +340,12 @@ mod tests {
             ..obs()
         }
     }
+
+    const READY_PAGE: Page = Page {
+        exists: true,
+        ready: true,
+        overdue: false,
+    };
 
     fn rolling_spec() -> HolloSpec {
         let mut s = testutil::spec();
@@ -403,6 +451,8 @@ mod tests {
             &Observed {
                 old_pods: 3,
                 rolled_out: true,
+                // Its maintenance page answers already (issue 34 item 3).
+                page: READY_PAGE,
                 ..upgrading()
             },
         );
@@ -573,6 +623,7 @@ mod tests {
         let o = Observed {
             old_pods: 4,
             compat: Compat::Incompatible,
+            page: READY_PAGE,
             ..upgrading()
         };
         let p = decide(&rolling_spec(), &o);
@@ -672,5 +723,119 @@ mod tests {
         let p = decide(&spec, &safe);
         assert_eq!(p.phase, Phase::ScalingDown);
         assert_eq!(p.refused, None);
+    }
+
+    /// Issue 34 item 3: a stop-migrate-start starts the maintenance page first (old pods
+    /// serve until it is ready), keeps it through the migration and a failure, and until a
+    /// new web pod is ready; a first install, a compatible rolling upgrade and `stopped` run
+    /// none.
+    #[test]
+    fn the_maintenance_page_covers_the_downtime_only() {
+        let spec = testutil::spec();
+        let p = decide(&spec, &obs());
+        assert!(!p.maintenance_page, "first install: nothing to answer for");
+
+        let stopping = Observed {
+            old_pods: 3,
+            ..upgrading()
+        };
+        let p = decide(&spec, &stopping);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert!(p.maintenance_page);
+        assert_eq!(
+            p.workloads,
+            Workloads::Run("0.0.9".into()),
+            "old pods serve until the page is ready"
+        );
+
+        let ready = Page {
+            exists: true,
+            ready: true,
+            overdue: false,
+        };
+        let p = decide(
+            &spec,
+            &Observed {
+                page: ready,
+                ..stopping.clone()
+            },
+        );
+        assert_eq!(
+            (p.phase, p.workloads.clone()),
+            (Phase::ScalingDown, Workloads::Stopped)
+        );
+        assert!(p.maintenance_page);
+
+        let overdue = Page {
+            exists: true,
+            ready: false,
+            overdue: true,
+        };
+        let p = decide(
+            &spec,
+            &Observed {
+                page: overdue,
+                ..stopping
+            },
+        );
+        assert_eq!(
+            p.workloads,
+            Workloads::Stopped,
+            "a page that never starts blocks nothing"
+        );
+
+        for job in [
+            JobState::Absent,
+            JobState::Running,
+            JobState::Failed { reason: "x".into() },
+            JobState::Succeeded,
+        ] {
+            let p = decide(
+                &spec,
+                &Observed {
+                    job: job.clone(),
+                    page: ready,
+                    ..upgrading()
+                },
+            );
+            assert!(p.maintenance_page, "{job:?}: {:?}", p.phase);
+        }
+
+        // Migrated: kept while no new web pod is ready, then gone.
+        let migrated = Observed {
+            current_version: Some("0.1.0".into()),
+            page: ready,
+            previous_phase: Phase::RollingOut,
+            ..obs()
+        };
+        assert!(decide(&spec, &migrated).maintenance_page);
+        let served = Observed {
+            http_ready: true,
+            ..migrated.clone()
+        };
+        assert!(!decide(&spec, &served).maintenance_page);
+        let no_page = Observed {
+            page: Page::default(),
+            ..migrated
+        };
+        assert!(
+            !decide(&spec, &no_page).maintenance_page,
+            "a same-version rollout"
+        );
+
+        let mut off = testutil::spec();
+        off.web.maintenance_page.enabled = false;
+        assert!(!decide(&off, &upgrading()).maintenance_page);
+        let mut stopped = testutil::spec();
+        stopped.stopped = true;
+        assert!(!decide(&stopped, &upgrading()).maintenance_page);
+        let p = decide(
+            &rolling_spec(),
+            &Observed {
+                compat: Compat::Compatible,
+                ..upgrading()
+            },
+        );
+        assert!(!p.maintenance_page, "the old version keeps serving");
     }
 }

@@ -360,6 +360,7 @@ mod tests {
             current_version: migrated.then(|| "0.1.0".to_string()),
             migrated,
             refused: None,
+            maintenance_page: false,
             requeue: if phase == Phase::Running {
                 STEADY_REQUEUE
             } else {

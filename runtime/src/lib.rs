@@ -8,6 +8,7 @@ pub mod db;
 pub mod federation;
 pub mod html;
 pub mod logging;
+pub mod maintenance_page;
 pub mod mastodon;
 pub mod media;
 pub mod metrics;

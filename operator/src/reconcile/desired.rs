@@ -16,7 +16,8 @@ use crate::crd::Hollo;
 use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
 use crate::resources::{
-    self, autoscaling, httproute, ingress, maintenance, migration, networkpolicy, pdb, service,
+    self, autoscaling, httproute, ingress, maintenance, maintenance_page, migration, networkpolicy,
+    pdb, service,
 };
 
 /// How many replicas a role Deployment should have.
@@ -94,7 +95,12 @@ impl Desired {
 pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     let spec = &hollo.spec;
     let mut d = Desired {
-        services: vec![service::service(hollo)],
+        // Issue 34 item 3: the web Service answers from the maintenance page once it is ready.
+        services: vec![if plan.maintenance_page && world.observed.page.ready {
+            service::service_selecting(hollo, Component::MaintenancePage)
+        } else {
+            service::service(hollo)
+        }],
         ingresses: ingress::ingress(hollo).into_iter().collect(),
         http_routes: httproute::http_route(hollo).into_iter().collect(),
         network_policies: networkpolicy::network_policies(hollo),
@@ -125,8 +131,9 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         Workloads::Stopped => {
             d.workloads = world
                 .deployments
-                .values()
-                .map(|dep| Workload {
+                .iter()
+                .filter(|(c, _)| **c != Component::MaintenancePage.as_str())
+                .map(|(_, dep)| Workload {
                     name: dep.name_any(),
                     template: None,
                     replicas: Replicas::Exactly(0),
@@ -169,6 +176,23 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
                 autoscaling::Autoscaler::Keda(o) => d.scaled_objects.push(*o),
             }
         }
+    }
+    // The version being stopped runs it (nothing of the new version starts before its
+    // migration succeeded), and keeps running it until it goes: no rollout of the page itself.
+    let page_version = world
+        .deployments
+        .get(Component::MaintenancePage.as_str())
+        .and_then(|d| super::observe::template_version(d).map(str::to_string))
+        .or_else(|| world.observed.current_version.clone());
+    if plan.maintenance_page
+        && let Some(version) = page_version
+    {
+        let page = maintenance_page::deployment(hollo, &version);
+        d.workloads.push(Workload {
+            name: page.name_any(),
+            template: Some(page),
+            replicas: Replicas::Exactly(1),
+        });
     }
     d
 }

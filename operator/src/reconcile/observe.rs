@@ -17,7 +17,7 @@ use super::Error;
 use super::stores::{self, Stores};
 use crate::crd::{Hollo, Mode, UpgradeStrategy};
 use crate::downgrade::{self, SchemaCheck};
-use crate::phase::{Compat, JobState, Observed};
+use crate::phase::{Compat, JobState, Observed, Page};
 use crate::resources::labels::{self, Component};
 use crate::resources::{self, migration};
 
@@ -126,6 +126,42 @@ pub fn rolled_out(d: &Deployment, version: &str) -> bool {
     s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0)
         && s.updated_replicas.unwrap_or(0) == want
         && s.replicas.unwrap_or(0) == want
+}
+
+/// The `app.kubernetes.io/version` of a Deployment's pod template.
+pub fn template_version(d: &Deployment) -> Option<&str> {
+    d.spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.as_ref())
+        .and_then(|l| l.get(labels::VERSION))
+        .map(String::as_str)
+}
+
+fn ready_count(d: &Deployment) -> i32 {
+    d.status
+        .as_ref()
+        .and_then(|s| s.ready_replicas)
+        .unwrap_or(0)
+}
+
+/// The maintenance page Deployment as the phase machine needs it (issue 34 item 3).
+pub fn page(d: Option<&Arc<Deployment>>, now: Timestamp) -> Page {
+    let Some(d) = d else {
+        return Page::default();
+    };
+    let ready = ready_count(d) >= 1;
+    let age = d
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| Duration::try_from(now.duration_since(t.0)).ok());
+    Page {
+        exists: true,
+        ready,
+        overdue: !ready && age.is_some_and(|a| a >= crate::phase::PAGE_WAIT),
+    }
 }
 
 /// Whether every desired pod of a Deployment is ready.
@@ -259,7 +295,12 @@ pub async fn observe(
 
     let mut deployments = BTreeMap::new();
     for d in stores::owned(&stores.deployments, hollo) {
-        for c in [Component::Web, Component::Worker, Component::All] {
+        for c in [
+            Component::Web,
+            Component::Worker,
+            Component::All,
+            Component::MaintenancePage,
+        ] {
             if d.name_any() == resources::deployment_name(hollo, c) {
                 deployments.insert(c.as_str(), d.clone());
             }
@@ -308,6 +349,11 @@ pub async fn observe(
     let all_ready = roles
         .iter()
         .all(|c| deployments.get(c.as_str()).is_some_and(|d| pods_ready(d)));
+    let page = page(deployments.get(Component::MaintenancePage.as_str()), now);
+    let http = crate::resources::service::http_component(hollo);
+    let http_ready = deployments
+        .get(http.as_str())
+        .is_some_and(|d| template_version(d) == Some(target_label.as_str()) && ready_count(d) >= 1);
     let observed = Observed {
         current_version: current,
         migration_attempts: history.attempts,
@@ -320,6 +366,8 @@ pub async fn observe(
         pods_ready: all_ready,
         previous_phase: status.phase,
         schema,
+        page,
+        http_ready,
     };
     Ok(World {
         deployments,

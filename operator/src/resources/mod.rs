@@ -7,6 +7,7 @@ pub mod httproute;
 pub mod ingress;
 pub mod labels;
 pub mod maintenance;
+pub mod maintenance_page;
 pub mod migration;
 pub mod networkpolicy;
 pub mod pdb;
