@@ -106,6 +106,7 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !(self.maintenance.remotePosts.enabled || self.maintenance.media.enabled)").message("image.profile=upstream has no `hollo cleanup` command: spec.maintenance is for the hollo-rs image"))]
 #[x_kube(validation = Rule::new("!self.networkPolicy.enabled || has(self.database.cnpg) || size(self.networkPolicy.database) > 0").message("networkPolicy.enabled needs to know where the database is: networkPolicy.database (say [{ipBlock: {cidr: 10.0.5.10/32}}]) unless database.cnpg names the cluster"))]
+#[x_kube(validation = Rule::new("!self.upgrade.backup.enabled || has(self.database.cnpg)").message("upgrade.backup.enabled takes a CloudNativePG Backup: it needs database.cnpg"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
     /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
@@ -177,6 +178,31 @@ pub struct UpgradeSpec {
     /// running). Set it only when the older version is known to run on the newer schema.
     #[serde(default)]
     pub allow_downgrade: bool,
+    /// A CloudNativePG backup before each migration (`database.cnpg` only).
+    #[serde(default)]
+    pub backup: UpgradeBackupSpec,
+}
+
+/// `spec.upgrade.backup` (issue 34 item 4): before an upgrade migrates, the operator creates a
+/// CloudNativePG `Backup` `<name>-backup-<version>` of `database.cnpg.cluster` (the cluster's
+/// configured method) and waits, with the old version serving (`BackingUp`), until it is
+/// `completed`. `failed`, or not completed within `timeoutSeconds`: `BackupFailed`, no
+/// migration, the old version keeps running; delete that Backup to try again.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "UpgradeBackupSpec::default")]
+pub struct UpgradeBackupSpec {
+    pub enabled: bool,
+    #[x_kube(validation = Rule::new("self >= 1 && self <= 86400").message("upgrade.backup.timeoutSeconds must be 1-86400"))]
+    pub timeout_seconds: i32,
+}
+
+impl Default for UpgradeBackupSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            timeout_seconds: 3600,
+        }
+    }
 }
 
 /// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and
@@ -979,6 +1005,11 @@ pub enum Phase {
     Running,
     /// `spec.stopped`: every role at 0, no autoscaler (issue 34 item 5).
     Stopped,
+    /// `upgrade.backup`: the CloudNativePG Backup runs, the old version serves (issue 34
+    /// item 4).
+    BackingUp,
+    /// The Backup failed or timed out: no migration, the old version keeps running.
+    BackupFailed,
 }
 
 impl Phase {
@@ -992,6 +1023,8 @@ impl Phase {
             Phase::RollingOut => "RollingOut",
             Phase::Running => "Running",
             Phase::Stopped => "Stopped",
+            Phase::BackingUp => "BackingUp",
+            Phase::BackupFailed => "BackupFailed",
         }
     }
 }
@@ -1051,6 +1084,11 @@ impl HolloSpec {
     pub fn image_ref(&self) -> String {
         let tag = self.image.tag.as_deref().unwrap_or(&self.version);
         format!("{}:{}", self.image.repository, tag)
+    }
+
+    /// Whether an upgrade backs up the CloudNativePG cluster before migrating.
+    pub fn backup_wanted(&self) -> bool {
+        self.upgrade.backup.enabled && self.database.cnpg.is_some()
     }
 
     /// Whether an upgrade's downtime is answered by the maintenance page (issue 34 item 3).

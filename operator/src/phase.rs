@@ -75,6 +75,21 @@ pub struct Observed {
     pub page: Page,
     /// A pod of the HTTP role (web, or all) is ready at the target version.
     pub http_ready: bool,
+    /// The CloudNativePG Backup before migrating (issue 34 item 4, `upgrade.backup`).
+    pub backup: Backup,
+}
+
+/// The pre-migration Backup of the target version.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Backup {
+    /// Not asked for (or no upgrade in progress).
+    #[default]
+    NotWanted,
+    Absent,
+    Running,
+    Completed,
+    /// Failed or timed out, and why.
+    Failed(String),
 }
 
 /// What the reconciler saw of the maintenance page (issue 34 item 3).
@@ -120,6 +135,8 @@ pub struct Plan {
     pub refused: Option<String>,
     /// Run the maintenance page; the web Service selects it once it is ready (issue 34 item 3).
     pub maintenance_page: bool,
+    /// Ensure the pre-migration Backup exists (issue 34 item 4).
+    pub backup: bool,
     pub requeue: Duration,
 }
 
@@ -157,6 +174,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             current_version: current,
             refused: None,
             maintenance_page: false,
+            backup: false,
             // The pods' end is watched (Deployment status); nothing else moves while stopped.
             requeue: STEADY_REQUEUE,
         };
@@ -181,6 +199,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             refused: None,
             // Started by an upgrade's downtime, kept until a new web pod can answer.
             maintenance_page: spec.maintenance_page_enabled() && obs.page.exists && !obs.http_ready,
+            backup: false,
             requeue: if done && obs.pods_ready {
                 STEADY_REQUEUE
             } else {
@@ -201,6 +220,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         migrated: false,
         refused: None,
         maintenance_page: false,
+        backup: false,
         requeue: POLL,
     };
     // No outage by mistake (issue 34 item 4): an older target is checked against the
@@ -242,6 +262,29 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         _ => None,
     };
 
+    // Issue 34 item 4: the pre-migration Backup, with the old version serving, before any
+    // migration attempt of the target (a retry after a failed migration does not re-back up).
+    if let Some(old) = &current
+        && obs.migration_attempts == 0
+        && obs.job == JobState::Absent
+    {
+        let hold = |phase| Plan {
+            phase,
+            workloads: Workloads::Run(old.clone()),
+            backup: true,
+            ..base.clone()
+        };
+        match &obs.backup {
+            Backup::NotWanted | Backup::Completed => {}
+            Backup::Absent | Backup::Running => return hold(Phase::BackingUp),
+            Backup::Failed(_) => {
+                return Plan {
+                    requeue: STEADY_REQUEUE,
+                    ..hold(Phase::BackupFailed)
+                };
+            }
+        }
+    }
     // Issue 34 item 3: an upgrade that stops the old version answers 503 meanwhile.
     let page = keep_old.is_none() && current.is_some() && spec.maintenance_page_enabled();
     if keep_old.is_none() && obs.old_pods > 0 {
@@ -331,6 +374,7 @@ mod tests {
             schema: SchemaCheck::NotNeeded,
             page: Page::default(),
             http_ready: false,
+            backup: Backup::NotWanted,
         }
     }
 
@@ -837,5 +881,56 @@ mod tests {
             },
         );
         assert!(!p.maintenance_page, "the old version keeps serving");
+    }
+
+    /// Issue 34 item 4: with `upgrade.backup` the old version serves while the Backup runs;
+    /// a failed (or timed-out) Backup starts no migration; a completed one goes on as usual.
+    #[test]
+    fn a_backup_comes_before_any_migration_and_a_failed_one_stops_it() {
+        let spec = testutil::spec();
+        for b in [Backup::Absent, Backup::Running] {
+            let p = decide(
+                &spec,
+                &Observed {
+                    old_pods: 3,
+                    backup: b.clone(),
+                    ..upgrading()
+                },
+            );
+            assert_eq!(p.phase, Phase::BackingUp, "{b:?}");
+            assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+            assert!(p.backup);
+            assert_eq!(p.migration_job, None);
+            assert!(!p.maintenance_page);
+        }
+        let p = decide(
+            &spec,
+            &Observed {
+                old_pods: 3,
+                backup: Backup::Failed("timed out".into()),
+                ..upgrading()
+            },
+        );
+        assert_eq!(p.phase, Phase::BackupFailed);
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+        assert_eq!(p.migration_job, None);
+        let p = decide(
+            &spec,
+            &Observed {
+                backup: Backup::Completed,
+                ..upgrading()
+            },
+        );
+        assert_eq!((p.phase, p.migration_job), (Phase::Migrating, Some(0)));
+        // Once the migration started, the Backup is not waited on again.
+        let p = decide(
+            &spec,
+            &Observed {
+                job: JobState::Running,
+                backup: Backup::Absent,
+                ..upgrading()
+            },
+        );
+        assert_eq!(p.phase, Phase::Migrating);
     }
 }

@@ -53,6 +53,8 @@ pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
 /// A target version older than the running one, refused or accepted against the database's
 /// schema (issue 34 item 4).
 pub const VERSION_ACCEPTED: &str = "VersionAccepted";
+/// `upgrade.backup`: the pre-migration CloudNativePG Backup (issue 34 item 4).
+pub const BACKED_UP: &str = "BackedUp";
 /// `web.httpRoute` (issue 35 item 4): applied, or the Gateway API is not installed.
 pub const HTTP_ROUTE: &str = "HTTPRoute";
 
@@ -149,7 +151,11 @@ pub fn compute(
     };
     let in_motion = matches!(
         phase,
-        Phase::CheckingCompatibility | Phase::ScalingDown | Phase::Migrating | Phase::RollingOut
+        Phase::CheckingCompatibility
+            | Phase::BackingUp
+            | Phase::ScalingDown
+            | Phase::Migrating
+            | Phase::RollingOut
     );
     let workers_ready = inputs.worker.ready_replicas;
     let (workers_ok, workers_reason, workers_msg) = match spec.mode {
@@ -217,6 +223,9 @@ pub fn compute(
                 }
                 Phase::Migrating => format!("migration Job of {} running", spec.version),
                 Phase::RollingOut => format!("rolling out {}", spec.version),
+                Phase::BackingUp => {
+                    "CloudNativePG Backup before migrating; the old version serves".into()
+                }
                 Phase::CheckingCompatibility => {
                     "reading task-definition and schema versions of old and new image".into()
                 }
@@ -361,6 +370,7 @@ mod tests {
             migrated,
             refused: None,
             maintenance_page: false,
+            backup: false,
             requeue: if phase == Phase::Running {
                 STEADY_REQUEUE
             } else {

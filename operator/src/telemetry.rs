@@ -54,7 +54,7 @@ pub struct Metrics {
 }
 
 /// Every phase, so a phase gauge reads 0 for the phases a `Hollo` is not in.
-const PHASES: [Phase; 8] = [
+const PHASES: [Phase; 10] = [
     Phase::Pending,
     Phase::CheckingCompatibility,
     Phase::ScalingDown,
@@ -63,6 +63,8 @@ const PHASES: [Phase; 8] = [
     Phase::RollingOut,
     Phase::Running,
     Phase::Stopped,
+    Phase::BackingUp,
+    Phase::BackupFailed,
 ];
 
 /// `(namespace, name)` of a `Hollo`.

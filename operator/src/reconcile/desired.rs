@@ -75,6 +75,9 @@ pub struct Desired {
     pub scaled_objects: Vec<DynamicObject>,
     /// Gateway API `HTTPRoute`s (issue 35 item 4); the API may be absent.
     pub http_routes: Vec<DynamicObject>,
+    /// The CloudNativePG Backup before migrating, created if absent, never pruned (issue 34
+    /// item 4).
+    pub backups: Vec<DynamicObject>,
     /// Jobs to create if absent. Job specs are immutable and finished Jobs are history (a failed
     /// attempt's logs stay reachable), so Jobs are never pruned by this set; see
     /// [`finished_jobs`].
@@ -119,6 +122,9 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         && world.observed.job != JobState::Succeeded
     {
         d.jobs.push(migration::job(hollo, attempt));
+    }
+    if plan.backup {
+        d.backups.extend(resources::backup::backup(hollo));
     }
     if plan.probe_versions
         && let Some(old) = &world.observed.current_version

@@ -193,6 +193,22 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
+    // Issue 34 item 4: the pre-migration Backup's outcome.
+    match &world.observed.backup {
+        crate::phase::Backup::Failed(why) => checks.push(crate::status::Check {
+            type_: crate::status::BACKED_UP,
+            ok: false,
+            reason: "BackupFailed",
+            message: why.clone(),
+        }),
+        crate::phase::Backup::Completed => checks.push(crate::status::Check {
+            type_: crate::status::BACKED_UP,
+            ok: true,
+            reason: "BackupCompleted",
+            message: crate::resources::backup::name(hollo),
+        }),
+        _ => {}
+    }
     if let Some(why) = &plan.refused {
         checks.push(crate::status::Check {
             type_: crate::status::VERSION_ACCEPTED,

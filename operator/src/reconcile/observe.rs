@@ -17,7 +17,7 @@ use super::Error;
 use super::stores::{self, Stores};
 use crate::crd::{Hollo, Mode, UpgradeStrategy};
 use crate::downgrade::{self, SchemaCheck};
-use crate::phase::{Compat, JobState, Observed, Page};
+use crate::phase::{Backup, Compat, JobState, Observed, Page};
 use crate::resources::labels::{self, Component};
 use crate::resources::{self, migration};
 
@@ -280,6 +280,41 @@ async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &s
     }
 }
 
+/// Issue 34 item 4: the state of the pre-migration Backup (GET by name: CloudNativePG may be
+/// absent, so it is not watched).
+async fn backup_state(client: &Client, hollo: &Hollo, now: Timestamp) -> Result<Backup, Error> {
+    use crate::resources::backup;
+    let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns, &backup::resource());
+    let name = backup::name(hollo);
+    let Some(o) = api.get_opt(&name).await? else {
+        return Ok(Backup::Absent);
+    };
+    let status = &o.data["status"];
+    let phase = status["phase"].as_str().unwrap_or("");
+    let timeout =
+        Duration::from_secs(u64::try_from(hollo.spec.upgrade.backup.timeout_seconds).unwrap_or(0));
+    let age = o
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| Duration::try_from(now.duration_since(t.0)).ok());
+    Ok(match phase {
+        "completed" => Backup::Completed,
+        "failed" => Backup::Failed(format!(
+            "CloudNativePG Backup {name} failed: {}",
+            status["error"].as_str().unwrap_or("no error given")
+        )),
+        _ if age.is_some_and(|a| a >= timeout) => Backup::Failed(format!(
+            "CloudNativePG Backup {name} not completed within {}s (phase {:?})",
+            timeout.as_secs(),
+            phase
+        )),
+        _ => Backup::Running,
+    })
+}
+
 pub async fn observe(
     client: &Client,
     stores: &Stores,
@@ -349,6 +384,12 @@ pub async fn observe(
     let all_ready = roles
         .iter()
         .all(|c| deployments.get(c.as_str()).is_some_and(|d| pods_ready(d)));
+    let backup = match &current {
+        Some(_) if upgrading && hollo.spec.backup_wanted() => {
+            backup_state(client, hollo, now).await?
+        }
+        _ => Backup::NotWanted,
+    };
     let page = page(deployments.get(Component::MaintenancePage.as_str()), now);
     let http = crate::resources::service::http_component(hollo);
     let http_ready = deployments
@@ -368,6 +409,7 @@ pub async fn observe(
         schema,
         page,
         http_ready,
+        backup,
     };
     Ok(World {
         deployments,

@@ -239,6 +239,7 @@ pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus)
             status::SECRET_KEY,
             status::HTTP_ROUTE,
             status::VERSION_ACCEPTED,
+            status::BACKED_UP,
         ];
         if !checked.contains(&c.type_.as_str()) || c.status != "False" {
             continue;
@@ -324,7 +325,7 @@ pub async fn events(
             from = previous.phase.as_str(), to = plan.phase.as_str(),
             target_version = %spec.version, "phase changed"
         );
-        let type_ = if plan.phase == Phase::MigrationFailed {
+        let type_ = if matches!(plan.phase, Phase::MigrationFailed | Phase::BackupFailed) {
             EventType::Warning
         } else {
             EventType::Normal

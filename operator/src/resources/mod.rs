@@ -3,6 +3,7 @@
 
 pub mod all;
 pub mod autoscaling;
+pub mod backup;
 pub mod httproute;
 pub mod ingress;
 pub mod labels;
