@@ -246,8 +246,13 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             let shutdown = hollo_runtime::shutdown::Shutdown::new();
             shutdown.install(page::DRAIN)?;
             let stop = shutdown.stop.clone();
+            let pre_stop = page::pre_stop_from(env.get("SHUTDOWN_PRESTOP_SECONDS"));
             let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
-            page::serve(addr, retry_after, async move { stop.cancelled().await }).await?;
+            let stopped = async move {
+                stop.cancelled().await;
+                tokio::time::sleep(pre_stop).await;
+            };
+            page::serve(addr, retry_after, stopped).await?;
             Ok(())
         }
         Command::Migrate => {

@@ -91,6 +91,9 @@ fn respond(method: &Method, uri: &Uri, headers: &HeaderMap, retry_after: u64) ->
         HeaderValue::from_static(a.content_type),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Every request on a new connection: when the Service moves back to the web pods, no
+    // client stays on this one.
+    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
     if a.status == StatusCode::SERVICE_UNAVAILABLE {
         h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
     }
@@ -129,6 +132,17 @@ pub fn retry_after_from(value: Option<&str>) -> u64 {
 
 /// How long the binary waits for in-flight answers on SIGTERM (they are tiny).
 pub const DRAIN: Duration = Duration::from_secs(2);
+
+/// How long it keeps answering after SIGTERM (`SHUTDOWN_PRESTOP_SECONDS`, default 5, at most
+/// 300): the endpoint removal reaches every node's proxy meanwhile, so no connection is
+/// refused when the Service moves back to the web pods.
+pub fn pre_stop_from(value: Option<&str>) -> Duration {
+    let secs = value
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v <= 300)
+        .unwrap_or(5);
+    Duration::from_secs(secs)
+}
 
 #[cfg(test)]
 mod tests {
@@ -178,6 +192,9 @@ mod tests {
         assert_eq!(retry_after_from(Some("90")), 90);
         assert_eq!(retry_after_from(Some("0")), DEFAULT_RETRY_AFTER);
         assert_eq!(retry_after_from(Some("x")), DEFAULT_RETRY_AFTER);
+        assert_eq!(pre_stop_from(None), Duration::from_secs(5));
+        assert_eq!(pre_stop_from(Some("0")), Duration::ZERO);
+        assert_eq!(pre_stop_from(Some("999")), Duration::from_secs(5));
     }
 
     /// Over a real socket: status, `Retry-After`, content type, no refused connection.
@@ -210,6 +227,12 @@ mod tests {
                 .get("content-type")
                 .and_then(|v| v.to_str().ok()),
             Some("application/json")
+        );
+        assert_eq!(
+            res.headers()
+                .get("connection")
+                .and_then(|v| v.to_str().ok()),
+            Some("close")
         );
         let res = client
             .get(format!("http://{addr}/"))

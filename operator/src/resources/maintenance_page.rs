@@ -30,6 +30,12 @@ pub fn deployment(hollo: &Hollo, version: &str) -> Deployment {
     let env = vec![
         pod::plain("PORT", spec.web.port.to_string()),
         pod::plain("RETRY_AFTER_SECONDS", page.retry_after_seconds.to_string()),
+        // It keeps answering this long after SIGTERM, as the web pods do, so the Service can
+        // move back to them without a refused connection.
+        pod::plain(
+            "SHUTDOWN_PRESTOP_SECONDS",
+            spec.web.pre_stop_seconds.to_string(),
+        ),
     ];
     let mut c = pod::base_container(spec, pod::image_for(spec, version), vec![], &resources());
     // Only its own two variables: neither spec.env nor the Secrets reach it.
@@ -48,7 +54,15 @@ pub fn deployment(hollo: &Hollo, version: &str) -> Deployment {
         2,
         3,
     ));
-    let mut d = super::deployment(hollo, Component::MaintenancePage, version, Some(1), c, 5);
+    let grace = i64::from(spec.web.pre_stop_seconds) + super::web::EXIT_MARGIN_SECONDS;
+    let mut d = super::deployment(
+        hollo,
+        Component::MaintenancePage,
+        version,
+        Some(1),
+        c,
+        grace,
+    );
     d.spec.template = pod::without_storage(d.spec.template);
     d
 }
@@ -85,6 +99,8 @@ mod tests {
             "{env:?}"
         );
         assert!(env.contains(&("RETRY_AFTER_SECONDS".into(), Some("30".into()))));
+        assert!(env.contains(&("SHUTDOWN_PRESTOP_SECONDS".into(), Some("5".into()))));
+        assert_eq!(pod.termination_grace_period_seconds, Some(10));
         assert!(
             !env.iter()
                 .any(|(n, _)| n == "DATABASE_URL" || n == "SECRET_KEY")
