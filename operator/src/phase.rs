@@ -17,6 +17,13 @@
 //! `hollo version --json` of both images (`CheckingCompatibility`); when the task-definition and
 //! schema versions match, the (no-op) migration runs with the old version up and the new one then
 //! rolls in; otherwise the default path is taken.
+//!
+//! Issue 34: `spec.stopped` wins over everything (`Stopped`, every role at 0); a target older
+//! than the running version is probed first and refused (`Running` at the old version, no
+//! migration) when its schema is below the database's; `upgrade.backup` holds the old version
+//! up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops there); a
+//! stop-migrate-start starts the maintenance page before `ScalingDown` stops the old pods and
+//! keeps it until a new web pod is ready.
 
 use std::time::Duration;
 
