@@ -470,3 +470,165 @@ async fn profile_and_cnpg_admission_rules() {
         "nothing was stored"
     );
 }
+
+fn backup_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Backup"),
+        "backups",
+    )
+}
+
+/// Issue 34 item 4 (R-OP-MIG): `upgrade.backup` with `database.cnpg`. CloudNativePG's CRDs
+/// only (no controller): the test plays CloudNativePG by writing the Backup's status. An
+/// upgrade first creates the Backup `social-backup-0-2-0` of cluster `pg` and waits in
+/// `BackingUp` with the old pods untouched and no migration Job; `completed` → the usual
+/// upgrade to `Running` at 0.2.0. The next upgrade's Backup never completes within
+/// `timeoutSeconds: 3` → `BackupFailed`, `BackedUp=False` (`BackupFailed`), `Degraded`, a
+/// Warning event, no migration Job, the 0.2.0 pods untouched.
+#[tokio::test]
+async fn issue34_cnpg_backup_before_migrating() {
+    let ns = Ns::new("backup").await;
+    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
+        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
+    for (name, file) in [
+        (
+            "clusters.postgresql.cnpg.io",
+            "postgresql.cnpg.io_clusters.yaml",
+        ),
+        (
+            "backups.postgresql.cnpg.io",
+            "postgresql.cnpg.io_backups.yaml",
+        ),
+    ] {
+        ensure_crd(&ns, name, &format!("{dir}/{file}")).await;
+    }
+    ns.prepare_instance().await;
+    let clusters: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), &ns.name, &cluster_resource());
+    let mut cluster = DynamicObject::new("pg", &cluster_resource());
+    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
+        "postgresql": {"parameters": {"max_connections": "200"}}}});
+    clusters
+        .create(&Default::default(), &cluster)
+        .await
+        .expect("create Cluster");
+    put_secret(
+        &ns,
+        "pg-app",
+        json!({"username": "app", "user": "app", "password": "pw", "dbname": "app",
+               "host": "pg-rw", "port": "5432",
+               "uri": format!("postgresql://app:pw@pg-rw.{}:5432/app", ns.name)}),
+    )
+    .await;
+    ns.apply_hollo(&minimal_with(json!({"spec": {
+        "database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
+        "upgrade": {"backup": {"enabled": true}}}})))
+        .await
+        .expect("apply a Hollo with upgrade.backup");
+    ns.wait_running(V1, 120).await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    let backups: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), &ns.name, &backup_resource());
+    let jobs: Api<Job> = ns.api();
+    let pod_uids = || async {
+        let mut uids: Vec<String> = ns
+            .api::<k8s_openapi::api::core::v1::Pod>()
+            .list(&ListParams::default().labels(&format!(
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
+            )))
+            .await
+            .expect("list pods")
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.uid)
+            .collect();
+        uids.sort();
+        uids
+    };
+    let migration_of = |v: &'static str| {
+        let jobs = jobs.clone();
+        async move {
+            jobs.get_opt(&format!("{HOLLO}-migrate-{}", v.replace('.', "-")))
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
+
+    // Upgrade: the Backup first, the old version serving.
+    let before = pod_uids().await;
+    ns.merge_hollo(json!({"spec": {"version": V2}})).await;
+    let backup = wait_until("Backup social-backup-0-2-0 in BackingUp", 60, || async {
+        let h = ns.hollo().await;
+        let b = backups
+            .get_opt(&format!("{HOLLO}-backup-0-2-0"))
+            .await
+            .map_err(|e| e.to_string())?;
+        match b {
+            Some(b) if phase(&h) == "BackingUp" => Ok(b),
+            b => Err(format!("{b:?}; {}", status_line(&h))),
+        }
+    })
+    .await;
+    // (The CRD defaults `method` to barmanObjectStore: the cluster's own configuration.)
+    assert_eq!(backup.data["spec"]["cluster"], json!({"name": "pg"}));
+    holds_for("BackingUp: old pods untouched, no migration", 3, || async {
+        let h = ns.hollo().await;
+        if phase(&h) != "BackingUp" {
+            return Err(status_line(&h));
+        }
+        if pod_uids().await != before {
+            return Err("pods changed".into());
+        }
+        match migration_of(V2).await? {
+            Some(_) => Err("a migration Job of 0.2.0 exists".into()),
+            None => Ok(()),
+        }
+    })
+    .await;
+    backups
+        .patch_status(
+            &format!("{HOLLO}-backup-0-2-0"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "completed"}})),
+        )
+        .await
+        .expect("complete the Backup as CloudNativePG would");
+    ns.wait_running(V2, 120).await;
+    assert!(
+        migration_of(V2).await.expect("get").is_some(),
+        "migrated after the Backup"
+    );
+
+    // The next one never completes within 3 s: no migration, the 0.2.0 pods stay.
+    ns.wait_replicas("worker", 2, 60).await;
+    let before = pod_uids().await;
+    ns.merge_hollo(json!({"spec": {"version": "0.3.0",
+        "upgrade": {"backup": {"timeoutSeconds": 3}}}}))
+        .await;
+    let m = wait_condition(&ns, "BackedUp", "False", "BackupFailed", 60).await;
+    assert!(m.contains("not completed within 3s"), "{m}");
+    let h = ns.hollo().await;
+    assert_eq!(phase(&h), "BackupFailed", "{}", status_line(&h));
+    assert_eq!(
+        condition(&h, "Degraded").map(|c| c.1).as_deref(),
+        Some("BackupFailed")
+    );
+    ns.wait_event("BackupFailed", "Warning", 30).await;
+    holds_for(
+        "BackupFailed: no migration, the 0.2.0 pods untouched",
+        4,
+        || async {
+            let h = ns.hollo().await;
+            if phase(&h) != "BackupFailed" || pod_uids().await != before {
+                return Err(status_line(&h));
+            }
+            match migration_of("0.3.0").await? {
+                Some(_) => Err("a migration Job of 0.3.0 exists".into()),
+                None => Ok(()),
+            }
+        },
+    )
+    .await;
+}

@@ -1194,3 +1194,108 @@ async fn rolling_upgrade_serves_every_request() {
     assert!(log.contains("failures=0"), "{log}");
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
 }
+
+/// Issue 34 item 3 (done when: "a forced stop-migrate-start: requests during the downtime get
+/// 503 + Retry-After, none is refused or reset"): the default `Recreate` upgrade to the next
+/// version (one more migration) under a client pod GETting `/api/v1/instance` through the web
+/// Service every 100 ms. The maintenance page (`hollo maintenance-page` of 0.1.0) answers while
+/// no web pod does: every request gets a 200 or a 503 with `Retry-After` (`-unavailable-ok`),
+/// no connection error, no other status, and at least one 503 was seen.
+#[tokio::test]
+async fn maintenance_page_answers_through_a_stop_migrate_start() {
+    let ns = Ns::new("real-page").await;
+    quick_start(&ns, |m| m.to_string()).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    let client = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "poller"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-poll", "100ms", "-for", "90s", "-unavailable-ok", url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .expect("client pod JSON");
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
+        .expect("create the polling client pod");
+    let pods_api: Api<Pod> = ns.api();
+    let client_phase = || async {
+        pods_api
+            .get("poller")
+            .await
+            .map_err(|e| e.to_string())
+            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+    };
+    wait_until("the polling client runs", 60, || async {
+        match client_phase().await? {
+            ph if ph == "Running" => Ok(()),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let phases = record_phases(&ns, Some(NEXT));
+    // a few seconds of 200s before the upgrade
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    patch_version(&ns, NEXT);
+    let h = ns.wait_running(NEXT, 180).await;
+    ns.log(&status_line(&h));
+    ns.wait_replicas("web", 1, 60).await;
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.log(&format!("phases: {phases:?}"));
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        ["ScalingDown", "Migrating", "RollingOut", "Running"],
+        "a stop-migrate-start"
+    );
+    wait_until("the maintenance page is gone", 60, || async {
+        match ns.deployment(&format!("{HOLLO}-maintenance-page")).await {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await;
+    assert_eq!(
+        client_phase().await.ok().as_deref(),
+        Some("Running"),
+        "the client polled through the whole upgrade (-for 90s)"
+    );
+    let end = wait_until("the polling client ends", 120, || async {
+        match client_phase().await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    let summary = log.lines().last().unwrap_or("").to_string();
+    ns.log(&format!("client: {summary}"));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(summary.contains("failures=0"), "{log}");
+    let unavailable: u64 = summary
+        .rsplit("unavailable=")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(unavailable > 0, "no 503 seen during the downtime: {log}");
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}

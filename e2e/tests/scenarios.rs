@@ -1842,3 +1842,448 @@ async fn issue35_scheduled_cleanups() {
         "the media cleanup stays"
     );
 }
+
+/// The `(status, observedGeneration)` of a condition.
+fn condition_generation(h: &DynamicObject, type_: &str) -> Option<(String, Option<i64>)> {
+    h.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["observedGeneration"].as_i64(),
+            )
+        })
+}
+
+/// Issue 34 item 5 (R-OP-1, R-OP-STATUS): the operations verbs. `spec.stopped: true` → every
+/// role at 0 pods, the worker HPA deleted, Service, Deployments and PDB kept, phase and condition
+/// `Stopped`; `false` → `Running` again with the replicas and the HPA back.
+/// `spec.reconciliationPaused: true` → `ReconciliationPaused=True` for the generation of an edit
+/// made while paused, and that edit is not carried out until it is `false` again.
+#[tokio::test]
+async fn issue34_stopped_and_paused_reconciliation() {
+    let ns = Ns::new("stop").await;
+    ns.prepare_instance().await;
+    let manifest = minimal_with(json!({"spec": {"worker": {"replicas": 2,
+        "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 4}}}}));
+    ns.apply_hollo(&manifest).await.expect("apply the Hollo");
+    ns.wait_running(V1, 90).await;
+    let hpas: Api<HorizontalPodAutoscaler> = ns.api();
+    let worker = format!("{HOLLO}-worker");
+    wait_until("HPA social-worker", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(Some(_)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    // Stop: 0 pods, no autoscaler, everything else kept.
+    let gen_ = ns
+        .merge_hollo(json!({"spec": {"stopped": true}}))
+        .await
+        .metadata
+        .generation;
+    wait_until("phase Stopped, Stopped=True", 60, || async {
+        let h = ns.hollo().await;
+        let stopped = condition(&h, "Stopped").map(|c| c.0);
+        if phase(&h) == "Stopped"
+            && stopped.as_deref() == Some("True")
+            && h.data["status"]["observedGeneration"].as_i64() == gen_
+        {
+            Ok(())
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.wait_replicas("web", 0, 60).await;
+    ns.wait_replicas("worker", 0, 60).await;
+    let pods: Api<Pod> = ns.api();
+    wait_until("no pod of any role", 60, || async {
+        let left = pods
+            .list(&ListParams::default().labels(&format!(
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker,all)"
+            )))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .len();
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(format!("{left} pods left"))
+        }
+    })
+    .await;
+    wait_until("HPA removed while stopped", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|o| o.map(|h| h.spec)))),
+        }
+    })
+    .await;
+    let services: Api<Service> = ns.api();
+    let pdbs: Api<PodDisruptionBudget> = ns.api();
+    holds_for(
+        "Service, Deployments and worker PDB kept while stopped",
+        5,
+        || async {
+            let web = format!("{HOLLO}-web");
+            services
+                .get_opt(&web)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("no Service")?;
+            ns.deployment(&web).await.ok_or("no web Deployment")?;
+            ns.deployment(&worker).await.ok_or("no worker Deployment")?;
+            pdbs.get_opt(&worker)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("no worker PDB")?;
+            let h = ns.hollo().await;
+            match phase(&h).as_str() {
+                "Stopped" => Ok(()),
+                _ => Err(status_line(&h)),
+            }
+        },
+    )
+    .await;
+    ns.wait_event("Stopped", "Normal", 30).await;
+
+    // Start again: Running, replicas and the HPA back.
+    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
+    let h = ns.wait_running(V1, 90).await;
+    assert_eq!(
+        condition(&h, "Stopped").map(|c| c.0).as_deref(),
+        Some("False"),
+        "{}",
+        status_line(&h)
+    );
+    ns.wait_replicas("web", 1, 60).await;
+    ns.wait_replicas("worker", 2, 60).await;
+    wait_until("HPA back after the stop", 30, || async {
+        match hpas.get_opt(&worker).await {
+            Ok(Some(_)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // Pause, then edit: the operator marks the edit's generation paused and leaves it alone.
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+        .await;
+    let gen_ = ns
+        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
+        .await
+        .metadata
+        .generation;
+    wait_until(
+        "ReconciliationPaused=True for the edit's generation",
+        30,
+        || async {
+            let h = ns.hollo().await;
+            match condition_generation(&h, "ReconciliationPaused") {
+                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        },
+    )
+    .await;
+    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    let web = format!("{HOLLO}-web");
+    holds_for("web stays at 1 replica while paused", 6, || async {
+        let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
+        let h = ns.hollo().await;
+        match (d.spec.replicas, phase(&h).as_str()) {
+            (Some(1), "Running") => Ok(()),
+            (r, p) => Err(format!(
+                "replicas {r:?}, phase {p}: the paused edit was applied"
+            )),
+        }
+    })
+    .await;
+
+    // Unpause: the edit is carried out.
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
+        .await;
+    ns.wait_replicas("web", 2, 60).await;
+    let h = ns.wait_running(V1, 60).await;
+    assert_eq!(
+        condition(&h, "ReconciliationPaused")
+            .map(|c| c.0)
+            .as_deref(),
+        Some("False"),
+        "{}",
+        status_line(&h)
+    );
+    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+}
+
+/// UIDs of the web and worker pods that are not terminating.
+async fn role_pod_uids(ns: &Ns) -> BTreeSet<String> {
+    ns.api::<Pod>()
+        .list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
+        )))
+        .await
+        .expect("list pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| p.metadata.uid)
+        .collect()
+}
+
+/// Issue 34 item 4 (R-OP-UPG, R-OP-MIG): no outage by mistake. Running at 0.2.0, whose image
+/// reports schema 20991231000001 (on kwok images do not run: that probe's answer is a Job this
+/// test makes while reconciliation is paused, the way the operator makes it), `version: 0.1.0`
+/// whose probe reports an older schema is refused before anything stops:
+/// `VersionAccepted=False` (`BelowDatabaseSchema`), a Warning event, phase `Running` at 0.2.0,
+/// the same pods, no migration Job. `upgrade.allowDowngrade: true` then downgrades the usual
+/// way, to `Running` at 0.1.0.
+#[tokio::test]
+async fn issue34_downgrade_below_the_schema_is_refused() {
+    let ns = Ns::new("downgrade").await;
+    ns.prepare_instance().await;
+    let h = ns
+        .apply_hollo(&minimal_with(json!({"spec": {"version": V2}})))
+        .await
+        .expect("apply the Hollo");
+    let uid = h.metadata.uid.clone().expect("uid");
+    ns.wait_running(V2, 90).await;
+    ns.wait_replicas("web", 1, 60).await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    // What the 0.2.0 image's version probe says, made while the operator is paused (it would
+    // otherwise delete a finished probe of the running version as history).
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+        .await;
+    wait_until("ReconciliationPaused=True", 30, || async {
+        let h = ns.hollo().await;
+        match condition(&h, "ReconciliationPaused") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    let newer = r#"{"version":"0.2.0","schemaVersion":20991231000001,"taskDefinitionVersion":1}"#;
+    let older = r#"{"version":"0.1.0","schemaVersion":20260101000000,"taskDefinitionVersion":1}"#;
+    let labels = json!({
+        "app.kubernetes.io/name": "hollo",
+        "app.kubernetes.io/instance": HOLLO,
+        "app.kubernetes.io/component": "version-probe",
+        "app.kubernetes.io/version": V2,
+        "app.kubernetes.io/managed-by": "hollo-operator",
+    });
+    let probe: Job = serde_json::from_value(json!({
+        "metadata": {
+            "name": format!("{HOLLO}-version-0-2-0"),
+            "labels": labels,
+            "ownerReferences": [{"apiVersion": "hollo.social/v1alpha1", "kind": "Hollo",
+                                 "name": HOLLO, "uid": uid, "controller": true}],
+        },
+        "spec": {"backoffLimit": 0, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "hollo", "image": "ghcr.io/OWNER/hollo:0.2.0",
+                "command": ["echo", newer]}]}}},
+    }))
+    .expect("probe Job");
+    let jobs: Api<Job> = ns.api();
+    jobs.create(&Default::default(), &probe)
+        .await
+        .expect("create the 0.2.0 probe");
+    wait_until("the 0.2.0 probe completed", 60, || async {
+        let j = jobs
+            .get(&format!("{HOLLO}-version-0-2-0"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let done = j
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Complete" && c.status == "True")
+            });
+        if done {
+            Ok(())
+        } else {
+            Err(format!("{:?}", j.status))
+        }
+    })
+    .await;
+
+    let before = role_pod_uids(&ns).await;
+    assert_eq!(before.len(), 3, "1 web + 2 workers before the downgrade");
+    let gen_ = ns
+        .merge_hollo(
+            json!({"spec": {"version": V1, "reconciliationPaused": false,
+            "migrations": {"versionCommand": ["echo", older]}}}),
+        )
+        .await
+        .metadata
+        .generation;
+    let h = wait_until("VersionAccepted=False for the downgrade", 90, || async {
+        let h = ns.hollo().await;
+        match condition_generation(&h, "VersionAccepted") {
+            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
+    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    assert!(
+        message.contains("20260101000000") && message.contains("20991231000001"),
+        "{message}"
+    );
+    assert_eq!(phase(&h), "Running", "{}", status_line(&h));
+    assert_eq!(h.data["status"]["currentVersion"].as_str(), Some(V2));
+    ns.wait_event("BelowDatabaseSchema", "Warning", 30).await;
+    holds_for(
+        "refused: same pods, still Running at 0.2.0, no migration",
+        6,
+        || async {
+            let h = ns.hollo().await;
+            if phase(&h) != "Running" || h.data["status"]["currentVersion"].as_str() != Some(V2) {
+                return Err(status_line(&h));
+            }
+            let now = role_pod_uids(&ns).await;
+            if now != before {
+                return Err(format!("pods changed: {before:?} → {now:?}"));
+            }
+            let web = ns
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web")?;
+            if !image_of(&web).ends_with(":0.2.0") {
+                return Err(format!("web image {}", image_of(&web)));
+            }
+            let migrations = jobs
+                .list(&ListParams::default().labels("app.kubernetes.io/component=migration"))
+                .await
+                .map_err(|e| e.to_string())?;
+            match migrations
+                .items
+                .iter()
+                .find(|j| label(*j, "app.kubernetes.io/version") == V1)
+            {
+                Some(j) => Err(format!("migration Job {} of 0.1.0 exists", j.name_any())),
+                None => Ok(()),
+            }
+        },
+    )
+    .await;
+
+    // Explicitly allowed: the usual stop-migrate-start, to Running at 0.1.0.
+    ns.merge_hollo(json!({"spec": {"upgrade": {"allowDowngrade": true}}}))
+        .await;
+    let h = ns.wait_running(V1, 120).await;
+    assert_eq!(
+        condition(&h, "VersionAccepted"),
+        None,
+        "{}",
+        status_line(&h)
+    );
+}
+
+/// Issue 34 item 3 (R-OP-UPG): while a stop-migrate-start has no web pod, the web Service
+/// selects `<name>-maintenance-page` (`hollo maintenance-page` of the version being stopped:
+/// 503 + `Retry-After`; what it answers is tested over a socket in the runtime's
+/// `maintenance_page` tests, kwok runs no process). A failing migration holds the downtime
+/// open: the page's Deployment (old image, its own two variables, no Secret), a Ready page pod,
+/// the Service selecting it, no web or worker pod. Fixed → `Running` at the new version, the
+/// Service on the web pods again, the page gone.
+#[tokio::test]
+async fn issue34_maintenance_page_answers_during_the_downtime() {
+    let ns = Ns::new("page").await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+
+    ns.merge_hollo(json!({"spec": {"version": V2,
+        "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))
+        .await;
+    ns.wait_migration_failed(90).await;
+    let page = format!("{HOLLO}-maintenance-page");
+    let services: Api<Service> = ns.api();
+    let selector_component = || async {
+        services
+            .get(&format!("{HOLLO}-web"))
+            .await
+            .map_err(|e| e.to_string())
+            .map(|s| {
+                s.spec
+                    .and_then(|s| s.selector)
+                    .and_then(|l| l.get("app.kubernetes.io/component").cloned())
+                    .unwrap_or_default()
+            })
+    };
+    wait_until(
+        "the web Service selects the maintenance page",
+        60,
+        || async {
+            match selector_component().await? {
+                c if c == "maintenance-page" => Ok(()),
+                c => Err(format!("selector component {c}")),
+            }
+        },
+    )
+    .await;
+    let d = ns.deployment(&page).await.expect("the page Deployment");
+    let c = &d.spec.template.spec.as_ref().expect("pod").containers[0];
+    assert_eq!(
+        c.command.as_deref(),
+        Some(&["hollo".to_string(), "maintenance-page".to_string()][..])
+    );
+    assert_eq!(
+        image_of(&d),
+        format!("ghcr.io/OWNER/hollo:{V1}"),
+        "the old image"
+    );
+    assert_eq!(env_of(&d, 0, "RETRY_AFTER_SECONDS").as_deref(), Some("30"));
+    assert_eq!(env_of(&d, 0, "PORT").as_deref(), Some("3000"));
+    assert!(c.env_from.is_none(), "no Secret reaches the page");
+    assert_eq!(ns.ready_pods("maintenance-page").await.len(), 1);
+    holds_for(
+        "page serving, no web or worker pod, still failing",
+        4,
+        || async {
+            let app = ns.ready_pods("web").await.len() + ns.ready_pods("worker").await.len();
+            let c = selector_component().await?;
+            let h = ns.hollo().await;
+            if app == 0 && c == "maintenance-page" && phase(&h) == "MigrationFailed" {
+                Ok(())
+            } else {
+                Err(format!("{app} app pods, selector {c}; {}", status_line(&h)))
+            }
+        },
+    )
+    .await;
+
+    ns.merge_hollo(json!({"spec": {"migrations": {"command": ["hollo", "migrate"]}}}))
+        .await;
+    ns.wait_running(V2, 120).await;
+    wait_until(
+        "the Service back on the web pods, the page gone",
+        60,
+        || async {
+            let c = selector_component().await?;
+            let gone = ns.deployment(&page).await.is_none();
+            if c == "web" && gone {
+                Ok(())
+            } else {
+                Err(format!("selector {c}, page Deployment gone: {gone}"))
+            }
+        },
+    )
+    .await;
+    ns.wait_replicas("web", 1, 30).await;
+}

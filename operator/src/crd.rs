@@ -106,6 +106,7 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.migrations.command) || self.migrations.command != ['hollo', 'migrate']").message("image.profile=upstream migrates with `pnpm run migrate`; `hollo migrate` is the hollo-rs command: remove migrations.command"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !(self.maintenance.remotePosts.enabled || self.maintenance.media.enabled)").message("image.profile=upstream has no `hollo cleanup` command: spec.maintenance is for the hollo-rs image"))]
 #[x_kube(validation = Rule::new("!self.networkPolicy.enabled || has(self.database.cnpg) || size(self.networkPolicy.database) > 0").message("networkPolicy.enabled needs to know where the database is: networkPolicy.database (say [{ipBlock: {cidr: 10.0.5.10/32}}]) unless database.cnpg names the cluster"))]
+#[x_kube(validation = Rule::new("!self.upgrade.backup.enabled || has(self.database.cnpg)").message("upgrade.backup.enabled takes a CloudNativePG Backup: it needs database.cnpg"))]
 #[serde(rename_all = "camelCase")]
 pub struct HolloSpec {
     /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
@@ -151,6 +152,57 @@ pub struct HolloSpec {
     /// Scheduled cleanups (issue 35 item 5).
     #[serde(default)]
     pub maintenance: MaintenanceSpec,
+    /// Stop the instance (issue 34 item 5): every role scaled to 0 and its autoscalers
+    /// removed; the Deployments (at 0), Service, PDBs, Ingress, CronJobs (suspended), Secrets and
+    /// the database stay. Phase and condition `Stopped`; back to `false` starts the same version
+    /// again (`RollingOut` → `Running`).
+    #[serde(default)]
+    pub stopped: bool,
+    /// Pause reconciliation (issue 34 item 5): while `true` the operator changes nothing (no
+    /// apply, scale, delete or Job) and only sets the condition `ReconciliationPaused`; edits
+    /// made meanwhile take effect when it goes back to `false`.
+    #[serde(default)]
+    pub reconciliation_paused: bool,
+    /// What an upgrade may do (issue 34 item 4).
+    #[serde(default)]
+    pub upgrade: UpgradeSpec,
+}
+
+/// `spec.upgrade` (issue 34 item 4).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeSpec {
+    /// Allow a `version` older than the running one whose schema is older than the database's
+    /// (or cannot be told). Without it such a downgrade is refused before anything stops
+    /// (condition `VersionAccepted=False`, a Warning event; the running version keeps
+    /// running). Set it only when the older version is known to run on the newer schema.
+    #[serde(default)]
+    pub allow_downgrade: bool,
+    /// A CloudNativePG backup before each migration (`database.cnpg` only).
+    #[serde(default)]
+    pub backup: UpgradeBackupSpec,
+}
+
+/// `spec.upgrade.backup` (issue 34 item 4): before an upgrade migrates, the operator creates a
+/// CloudNativePG `Backup` `<name>-backup-<version>` of `database.cnpg.cluster` (the cluster's
+/// configured method) and waits, with the old version serving (`BackingUp`), until it is
+/// `completed`. `failed`, or not completed within `timeoutSeconds`: `BackupFailed`, no
+/// migration, the old version keeps running; delete that Backup to try again.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "UpgradeBackupSpec::default")]
+pub struct UpgradeBackupSpec {
+    pub enabled: bool,
+    #[x_kube(validation = Rule::new("self >= 1 && self <= 86400").message("upgrade.backup.timeoutSeconds must be 1-86400"))]
+    pub timeout_seconds: i32,
+}
+
+impl Default for UpgradeBackupSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            timeout_seconds: 3600,
+        }
+    }
 }
 
 /// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and
@@ -593,6 +645,33 @@ pub struct WebSpec {
     pub scheduling: SchedulingSpec,
     /// A CPU HPA on the web (or `all`) Deployment; `replicas` is then the autoscaler's.
     pub autoscaling: WebAutoscalingSpec,
+    /// The 503 page served in the web pods' place while an upgrade stops them (issue 34
+    /// item 3).
+    pub maintenance_page: MaintenancePageSpec,
+}
+
+/// `web.maintenancePage` (issue 34 item 3): while an upgrade stops every web pod to migrate
+/// (`ScalingDown`, `Migrating`, `MigrationFailed`, and `RollingOut` until a new web pod is
+/// ready) the web Service selects a Deployment `<name>-maintenance-page` running `hollo
+/// maintenance-page` of the version being stopped: `503` with `Retry-After` (JSON for the API,
+/// OAuth and federation paths, a small HTML page for browsers) instead of refused connections.
+/// The `hollo-rs` profile only (the upstream image has no such command).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", default = "MaintenancePageSpec::default")]
+pub struct MaintenancePageSpec {
+    pub enabled: bool,
+    /// `Retry-After` in seconds (`RETRY_AFTER_SECONDS`).
+    #[x_kube(validation = Rule::new("self >= 1 && self <= 3600").message("web.maintenancePage.retryAfterSeconds must be 1-3600"))]
+    pub retry_after_seconds: i32,
+}
+
+impl Default for MaintenancePageSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            retry_after_seconds: 30,
+        }
+    }
 }
 
 /// Web autoscaling (issue 35 item 2): an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
@@ -644,6 +723,7 @@ impl Default for WebSpec {
             probes: ProbeOverrides::default(),
             scheduling: SchedulingSpec::default(),
             autoscaling: WebAutoscalingSpec::default(),
+            maintenance_page: MaintenancePageSpec::default(),
         }
     }
 }
@@ -923,6 +1003,13 @@ pub enum Phase {
     /// Deployments of the target version are rolling out.
     RollingOut,
     Running,
+    /// `spec.stopped`: every role at 0, no autoscaler (issue 34 item 5).
+    Stopped,
+    /// `upgrade.backup`: the CloudNativePG Backup runs, the old version serves (issue 34
+    /// item 4).
+    BackingUp,
+    /// The Backup failed or timed out: no migration, the old version keeps running.
+    BackupFailed,
 }
 
 impl Phase {
@@ -935,6 +1022,9 @@ impl Phase {
             Phase::MigrationFailed => "MigrationFailed",
             Phase::RollingOut => "RollingOut",
             Phase::Running => "Running",
+            Phase::Stopped => "Stopped",
+            Phase::BackingUp => "BackingUp",
+            Phase::BackupFailed => "BackupFailed",
         }
     }
 }
@@ -994,6 +1084,16 @@ impl HolloSpec {
     pub fn image_ref(&self) -> String {
         let tag = self.image.tag.as_deref().unwrap_or(&self.version);
         format!("{}:{}", self.image.repository, tag)
+    }
+
+    /// Whether an upgrade backs up the CloudNativePG cluster before migrating.
+    pub fn backup_wanted(&self) -> bool {
+        self.upgrade.backup.enabled && self.database.cnpg.is_some()
+    }
+
+    /// Whether an upgrade's downtime is answered by the maintenance page (issue 34 item 3).
+    pub fn maintenance_page_enabled(&self) -> bool {
+        self.web.maintenance_page.enabled && self.image.profile == ImageProfile::HolloRs
     }
 
     /// The strategy upgrades follow: `RollingWhenCompatible` needs an image that reports its

@@ -3,6 +3,7 @@
 mod budget;
 mod crd;
 mod docs;
+mod downgrade;
 mod leader;
 mod phase;
 mod reconcile;

@@ -17,10 +17,18 @@
 //! `hollo version --json` of both images (`CheckingCompatibility`); when the task-definition and
 //! schema versions match, the (no-op) migration runs with the old version up and the new one then
 //! rolls in; otherwise the default path is taken.
+//!
+//! Issue 34: `spec.stopped` wins over everything (`Stopped`, every role at 0); a target older
+//! than the running version is probed first and refused (`Running` at the old version, no
+//! migration) when its schema is below the database's; `upgrade.backup` holds the old version
+//! up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops there); a
+//! stop-migrate-start starts the maintenance page before `ScalingDown` stops the old pods and
+//! keeps it until a new web pod is ready.
 
 use std::time::Duration;
 
 use crate::crd::{HolloSpec, Phase, UpgradeStrategy};
+use crate::downgrade::SchemaCheck;
 
 /// State of a Job the machine waits on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +75,43 @@ pub struct Observed {
     pub pods_ready: bool,
     /// `status.phase` before this step.
     pub previous_phase: Phase,
+    /// A target older than the running version against the database's schema (issue 34
+    /// item 4).
+    pub schema: SchemaCheck,
+    /// The maintenance page Deployment (issue 34 item 3).
+    pub page: Page,
+    /// A pod of the HTTP role (web, or all) is ready at the target version.
+    pub http_ready: bool,
+    /// The CloudNativePG Backup before migrating (issue 34 item 4, `upgrade.backup`).
+    pub backup: Backup,
 }
+
+/// The pre-migration Backup of the target version.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Backup {
+    /// Not asked for (or no upgrade in progress).
+    #[default]
+    NotWanted,
+    Absent,
+    Running,
+    Completed,
+    /// Failed or timed out, and why.
+    Failed(String),
+}
+
+/// What the reconciler saw of the maintenance page (issue 34 item 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Page {
+    pub exists: bool,
+    /// It has a ready pod: the web Service may select it.
+    pub ready: bool,
+    /// It exists but has not become ready within [`PAGE_WAIT`] (say, an image without the
+    /// command): the upgrade goes on without it.
+    pub overdue: bool,
+}
+
+/// How long an upgrade waits for the maintenance page before stopping the web pods anyway.
+pub const PAGE_WAIT: Duration = Duration::from_secs(30);
 
 /// What to do with the role Deployments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +137,13 @@ pub struct Plan {
     pub current_version: Option<String>,
     /// The target version's schema is migrated.
     pub migrated: bool,
+    /// The target is refused (a downgrade below the database's schema), and why; the running
+    /// version keeps running (issue 34 item 4).
+    pub refused: Option<String>,
+    /// Run the maintenance page; the web Service selects it once it is ready (issue 34 item 3).
+    pub maintenance_page: bool,
+    /// Ensure the pre-migration Backup exists (issue 34 item 4).
+    pub backup: bool,
     pub requeue: Duration,
 }
 
@@ -117,6 +168,25 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     let target = spec.version.clone();
     let current = obs.current_version.clone();
 
+    // `spec.stopped` (issue 34 item 5) wins over everything: every role at 0, no autoscaler,
+    // no new Job. An upgrade in progress resumes where it was once the instance starts again.
+    if spec.stopped {
+        return Plan {
+            phase: Phase::Stopped,
+            workloads: Workloads::Stopped,
+            migration_job: None,
+            probe_versions: false,
+            record_failure: None,
+            migrated: current.as_deref() == Some(target.as_str()),
+            current_version: current,
+            refused: None,
+            maintenance_page: false,
+            backup: false,
+            // The pods' end is watched (Deployment status); nothing else moves while stopped.
+            requeue: STEADY_REQUEUE,
+        };
+    }
+
     // Migrated already: run the target version. A rollout ends when the updated pods are ready
     // the first time; a later loss of readiness is reported as Degraded, not a new rollout.
     if current.as_deref() == Some(target.as_str()) {
@@ -133,6 +203,10 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             record_failure: None,
             current_version: Some(target),
             migrated: true,
+            refused: None,
+            // Started by an upgrade's downtime, kept until a new web pod can answer.
+            maintenance_page: spec.maintenance_page_enabled() && obs.page.exists && !obs.http_ready,
+            backup: false,
             requeue: if done && obs.pods_ready {
                 STEADY_REQUEUE
             } else {
@@ -151,8 +225,37 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         record_failure: None,
         current_version: current.clone(),
         migrated: false,
+        refused: None,
+        maintenance_page: false,
+        backup: false,
         requeue: POLL,
     };
+    // No outage by mistake (issue 34 item 4): an older target is checked against the
+    // database's schema before anything stops; the old version keeps serving meanwhile.
+    if let Some(old) = &current {
+        match &obs.schema {
+            SchemaCheck::NotNeeded | SchemaCheck::Safe => {}
+            SchemaCheck::Probing => {
+                return Plan {
+                    phase: Phase::CheckingCompatibility,
+                    workloads: Workloads::Run(old.clone()),
+                    probe_versions: true,
+                    ..base
+                };
+            }
+            SchemaCheck::Refused(why) => {
+                return Plan {
+                    phase: Phase::Running,
+                    workloads: Workloads::Run(old.clone()),
+                    // Keep the probes' answers: they are the reason.
+                    probe_versions: true,
+                    refused: Some(why.clone()),
+                    requeue: STEADY_REQUEUE,
+                    ..base
+                };
+            }
+        }
+    }
     let keep_old = match (&current, wants_rolling, obs.compat) {
         (Some(old), true, Compat::Unknown | Compat::Probing) => {
             return Plan {
@@ -166,15 +269,54 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         _ => None,
     };
 
+    // Issue 34 item 4: the pre-migration Backup, with the old version serving, before any
+    // migration attempt of the target (a retry after a failed migration does not re-back up).
+    if let Some(old) = &current
+        && obs.migration_attempts == 0
+        && obs.job == JobState::Absent
+    {
+        let hold = |phase| Plan {
+            phase,
+            workloads: Workloads::Run(old.clone()),
+            backup: true,
+            ..base.clone()
+        };
+        match &obs.backup {
+            Backup::NotWanted | Backup::Completed => {}
+            Backup::Absent | Backup::Running => return hold(Phase::BackingUp),
+            Backup::Failed(_) => {
+                return Plan {
+                    requeue: STEADY_REQUEUE,
+                    ..hold(Phase::BackupFailed)
+                };
+            }
+        }
+    }
+    // Issue 34 item 3: an upgrade that stops the old version answers 503 meanwhile.
+    let page = keep_old.is_none() && current.is_some() && spec.maintenance_page_enabled();
     if keep_old.is_none() && obs.old_pods > 0 {
+        if let Some(old) = current.as_ref().filter(|_| page)
+            && !obs.page.ready
+            && !obs.page.overdue
+        {
+            // The page first: the old pods serve until it can answer in their place.
+            return Plan {
+                phase: Phase::ScalingDown,
+                workloads: Workloads::Run(old.clone()),
+                maintenance_page: true,
+                ..base
+            };
+        }
         return Plan {
             phase: Phase::ScalingDown,
+            maintenance_page: page,
             ..base
         };
     }
     let keep = keep_old.map_or(Workloads::Stopped, Workloads::Run);
     let waiting = Plan {
         workloads: keep,
+        maintenance_page: page,
         ..base
     };
     if obs.other_migration_active {
@@ -236,6 +378,10 @@ mod tests {
             rolled_out: false,
             pods_ready: false,
             previous_phase: Phase::Pending,
+            schema: SchemaCheck::NotNeeded,
+            page: Page::default(),
+            http_ready: false,
+            backup: Backup::NotWanted,
         }
     }
 
@@ -245,6 +391,12 @@ mod tests {
             ..obs()
         }
     }
+
+    const READY_PAGE: Page = Page {
+        exists: true,
+        ready: true,
+        overdue: false,
+    };
 
     fn rolling_spec() -> HolloSpec {
         let mut s = testutil::spec();
@@ -350,6 +502,8 @@ mod tests {
             &Observed {
                 old_pods: 3,
                 rolled_out: true,
+                // Its maintenance page answers already (issue 34 item 3).
+                page: READY_PAGE,
                 ..upgrading()
             },
         );
@@ -520,6 +674,7 @@ mod tests {
         let o = Observed {
             old_pods: 4,
             compat: Compat::Incompatible,
+            page: READY_PAGE,
             ..upgrading()
         };
         let p = decide(&rolling_spec(), &o);
@@ -533,5 +688,256 @@ mod tests {
         assert_eq!(p.phase, Phase::Migrating);
         assert!(!p.probe_versions);
         assert_eq!(p.migration_job, Some(0));
+    }
+
+    /// Issue 34 item 5: `spec.stopped` scales every role to 0 and starts no Job, whatever the
+    /// upgrade state; `false` again rolls the same version out.
+    #[test]
+    fn stopped_scales_everything_to_zero_and_resumes() {
+        let mut spec = testutil::spec();
+        spec.stopped = true;
+        let running = Observed {
+            current_version: Some("0.1.0".into()),
+            rolled_out: true,
+            pods_ready: true,
+            previous_phase: Phase::Running,
+            ..obs()
+        };
+        let p = decide(&spec, &running);
+        assert_eq!(p.phase, Phase::Stopped);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        assert_eq!(p.migration_job, None);
+        assert!(p.migrated);
+        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
+
+        // Mid-upgrade: no migration Job is started while stopped, the version stays.
+        let p = decide(&spec, &upgrading());
+        assert_eq!(p.phase, Phase::Stopped);
+        assert_eq!(p.migration_job, None);
+        assert!(!p.probe_versions);
+        assert!(!p.migrated);
+        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
+
+        // Back to false: the Deployments (at 0, so not rolled out) come back at the version.
+        spec.stopped = false;
+        let p = decide(
+            &spec,
+            &Observed {
+                rolled_out: false,
+                pods_ready: false,
+                previous_phase: Phase::Stopped,
+                ..running
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+    }
+
+    /// Issue 34 item 4: an older target is probed with the old version serving, refused
+    /// without stopping anything when its schema is below the database's, else upgraded the
+    /// usual way.
+    #[test]
+    fn a_downgrade_below_the_schema_is_refused_before_anything_stops() {
+        let spec = testutil::spec();
+        let running_newer = Observed {
+            current_version: Some("0.2.0".into()),
+            old_pods: 3,
+            rolled_out: false,
+            pods_ready: true,
+            previous_phase: Phase::Running,
+            schema: SchemaCheck::Probing,
+            ..obs()
+        };
+        let p = decide(&spec, &running_newer);
+        assert_eq!(p.phase, Phase::CheckingCompatibility);
+        assert_eq!(p.workloads, Workloads::Run("0.2.0".into()));
+        assert!(p.probe_versions);
+        assert_eq!(p.migration_job, None);
+
+        let refused = Observed {
+            schema: SchemaCheck::Refused("schema 1 < 2".into()),
+            ..running_newer.clone()
+        };
+        let p = decide(&spec, &refused);
+        assert_eq!(p.phase, Phase::Running, "the running version stays Running");
+        assert_eq!(p.workloads, Workloads::Run("0.2.0".into()));
+        assert_eq!(p.refused.as_deref(), Some("schema 1 < 2"));
+        assert_eq!(p.migration_job, None);
+        assert_eq!(p.current_version.as_deref(), Some("0.2.0"));
+        assert!(!p.migrated);
+
+        // A safe downgrade takes the usual path.
+        let safe = Observed {
+            schema: SchemaCheck::Safe,
+            ..running_newer
+        };
+        let p = decide(&spec, &safe);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert_eq!(p.refused, None);
+    }
+
+    /// Issue 34 item 3: a stop-migrate-start starts the maintenance page first (old pods
+    /// serve until it is ready), keeps it through the migration and a failure, and until a
+    /// new web pod is ready; a first install, a compatible rolling upgrade and `stopped` run
+    /// none.
+    #[test]
+    fn the_maintenance_page_covers_the_downtime_only() {
+        let spec = testutil::spec();
+        let p = decide(&spec, &obs());
+        assert!(!p.maintenance_page, "first install: nothing to answer for");
+
+        let stopping = Observed {
+            old_pods: 3,
+            ..upgrading()
+        };
+        let p = decide(&spec, &stopping);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert!(p.maintenance_page);
+        assert_eq!(
+            p.workloads,
+            Workloads::Run("0.0.9".into()),
+            "old pods serve until the page is ready"
+        );
+
+        let ready = Page {
+            exists: true,
+            ready: true,
+            overdue: false,
+        };
+        let p = decide(
+            &spec,
+            &Observed {
+                page: ready,
+                ..stopping.clone()
+            },
+        );
+        assert_eq!(
+            (p.phase, p.workloads.clone()),
+            (Phase::ScalingDown, Workloads::Stopped)
+        );
+        assert!(p.maintenance_page);
+
+        let overdue = Page {
+            exists: true,
+            ready: false,
+            overdue: true,
+        };
+        let p = decide(
+            &spec,
+            &Observed {
+                page: overdue,
+                ..stopping
+            },
+        );
+        assert_eq!(
+            p.workloads,
+            Workloads::Stopped,
+            "a page that never starts blocks nothing"
+        );
+
+        for job in [
+            JobState::Absent,
+            JobState::Running,
+            JobState::Failed { reason: "x".into() },
+            JobState::Succeeded,
+        ] {
+            let p = decide(
+                &spec,
+                &Observed {
+                    job: job.clone(),
+                    page: ready,
+                    ..upgrading()
+                },
+            );
+            assert!(p.maintenance_page, "{job:?}: {:?}", p.phase);
+        }
+
+        // Migrated: kept while no new web pod is ready, then gone.
+        let migrated = Observed {
+            current_version: Some("0.1.0".into()),
+            page: ready,
+            previous_phase: Phase::RollingOut,
+            ..obs()
+        };
+        assert!(decide(&spec, &migrated).maintenance_page);
+        let served = Observed {
+            http_ready: true,
+            ..migrated.clone()
+        };
+        assert!(!decide(&spec, &served).maintenance_page);
+        let no_page = Observed {
+            page: Page::default(),
+            ..migrated
+        };
+        assert!(
+            !decide(&spec, &no_page).maintenance_page,
+            "a same-version rollout"
+        );
+
+        let mut off = testutil::spec();
+        off.web.maintenance_page.enabled = false;
+        assert!(!decide(&off, &upgrading()).maintenance_page);
+        let mut stopped = testutil::spec();
+        stopped.stopped = true;
+        assert!(!decide(&stopped, &upgrading()).maintenance_page);
+        let p = decide(
+            &rolling_spec(),
+            &Observed {
+                compat: Compat::Compatible,
+                ..upgrading()
+            },
+        );
+        assert!(!p.maintenance_page, "the old version keeps serving");
+    }
+
+    /// Issue 34 item 4: with `upgrade.backup` the old version serves while the Backup runs;
+    /// a failed (or timed-out) Backup starts no migration; a completed one goes on as usual.
+    #[test]
+    fn a_backup_comes_before_any_migration_and_a_failed_one_stops_it() {
+        let spec = testutil::spec();
+        for b in [Backup::Absent, Backup::Running] {
+            let p = decide(
+                &spec,
+                &Observed {
+                    old_pods: 3,
+                    backup: b.clone(),
+                    ..upgrading()
+                },
+            );
+            assert_eq!(p.phase, Phase::BackingUp, "{b:?}");
+            assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+            assert!(p.backup);
+            assert_eq!(p.migration_job, None);
+            assert!(!p.maintenance_page);
+        }
+        let p = decide(
+            &spec,
+            &Observed {
+                old_pods: 3,
+                backup: Backup::Failed("timed out".into()),
+                ..upgrading()
+            },
+        );
+        assert_eq!(p.phase, Phase::BackupFailed);
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+        assert_eq!(p.migration_job, None);
+        let p = decide(
+            &spec,
+            &Observed {
+                backup: Backup::Completed,
+                ..upgrading()
+            },
+        );
+        assert_eq!((p.phase, p.migration_job), (Phase::Migrating, Some(0)));
+        // Once the migration started, the Backup is not waited on again.
+        let p = decide(
+            &spec,
+            &Observed {
+                job: JobState::Running,
+                backup: Backup::Absent,
+                ..upgrading()
+            },
+        );
+        assert_eq!(p.phase, Phase::Migrating);
     }
 }

@@ -13,6 +13,10 @@ pub const MIGRATED: &str = "Migrated";
 pub const DEGRADED: &str = "Degraded";
 pub const CONNECTION_BUDGET: &str = "ConnectionBudget";
 pub const WORKERS_AVAILABLE: &str = "WorkersAvailable";
+/// `spec.stopped` carried out (issue 34 item 5).
+pub const STOPPED: &str = "Stopped";
+/// `spec.reconciliationPaused` (issue 34 item 5).
+pub const RECONCILIATION_PAUSED: &str = "ReconciliationPaused";
 
 /// Everything the status needs besides the plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +50,11 @@ pub struct Check {
 pub const DATABASE: &str = "Database";
 pub const SECRET_KEY: &str = "SecretKey";
 pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
+/// A target version older than the running one, refused or accepted against the database's
+/// schema (issue 34 item 4).
+pub const VERSION_ACCEPTED: &str = "VersionAccepted";
+/// `upgrade.backup`: the pre-migration CloudNativePG Backup (issue 34 item 4).
+pub const BACKED_UP: &str = "BackedUp";
 /// `web.httpRoute` (issue 35 item 4): applied, or the Gateway API is not installed.
 pub const HTTP_ROUTE: &str = "HTTPRoute";
 
@@ -142,7 +151,11 @@ pub fn compute(
     };
     let in_motion = matches!(
         phase,
-        Phase::CheckingCompatibility | Phase::ScalingDown | Phase::Migrating | Phase::RollingOut
+        Phase::CheckingCompatibility
+            | Phase::BackingUp
+            | Phase::ScalingDown
+            | Phase::Migrating
+            | Phase::RollingOut
     );
     let workers_ready = inputs.worker.ready_replicas;
     let (workers_ok, workers_reason, workers_msg) = match spec.mode {
@@ -210,6 +223,9 @@ pub fn compute(
                 }
                 Phase::Migrating => format!("migration Job of {} running", spec.version),
                 Phase::RollingOut => format!("rolling out {}", spec.version),
+                Phase::BackingUp => {
+                    "CloudNativePG Backup before migrating; the old version serves".into()
+                }
                 Phase::CheckingCompatibility => {
                     "reading task-definition and schema versions of old and new image".into()
                 }
@@ -287,6 +303,29 @@ pub fn compute(
             workers_reason,
             workers_msg,
         ),
+        condition(
+            inputs,
+            STOPPED,
+            phase == Phase::Stopped,
+            if phase == Phase::Stopped {
+                "StoppedBySpec"
+            } else {
+                "NotStopped"
+            },
+            if phase == Phase::Stopped {
+                "spec.stopped: every role scaled to 0, autoscalers removed".into()
+            } else {
+                String::new()
+            },
+        ),
+        // This status is computed only by a reconcile that runs: never paused here.
+        condition(
+            inputs,
+            RECONCILIATION_PAUSED,
+            false,
+            "Reconciling",
+            String::new(),
+        ),
     ];
     for c in &inputs.checks {
         conditions.push(condition(
@@ -329,6 +368,9 @@ mod tests {
             record_failure: None,
             current_version: migrated.then(|| "0.1.0".to_string()),
             migrated,
+            refused: None,
+            maintenance_page: false,
+            backup: false,
             requeue: if phase == Phase::Running {
                 STEADY_REQUEUE
             } else {
@@ -467,7 +509,9 @@ mod tests {
                 "Migrated",
                 "Degraded",
                 "ConnectionBudget",
-                "WorkersAvailable"
+                "WorkersAvailable",
+                "Stopped",
+                "ReconciliationPaused"
             ]
         );
         assert_eq!(cond(&s, READY).status, "True");
@@ -476,6 +520,17 @@ mod tests {
         assert_eq!(cond(&s, DEGRADED).status, "False");
         assert_eq!(cond(&s, CONNECTION_BUDGET).status, "True");
         assert_eq!(cond(&s, WORKERS_AVAILABLE).reason, "WorkersReady");
+        assert_eq!(cond(&s, STOPPED).status, "False");
+        assert_eq!(cond(&s, RECONCILIATION_PAUSED).status, "False");
+
+        // Issue 34 item 5: a stopped instance says so, is not Ready and not Progressing.
+        let stopped = compute(&spec, &plan(Phase::Stopped, true), &inputs, 0, None);
+        assert_eq!(cond(&stopped, STOPPED).status, "True");
+        assert_eq!(cond(&stopped, STOPPED).reason, "StoppedBySpec");
+        assert_eq!(cond(&stopped, READY).status, "False");
+        assert_eq!(cond(&stopped, READY).reason, "Stopped");
+        assert_eq!(cond(&stopped, PROGRESSING).status, "False");
+        assert_eq!(cond(&stopped, DEGRADED).status, "False");
     }
 
     #[test]

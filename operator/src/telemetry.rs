@@ -54,7 +54,7 @@ pub struct Metrics {
 }
 
 /// Every phase, so a phase gauge reads 0 for the phases a `Hollo` is not in.
-const PHASES: [Phase; 7] = [
+const PHASES: [Phase; 10] = [
     Phase::Pending,
     Phase::CheckingCompatibility,
     Phase::ScalingDown,
@@ -62,6 +62,9 @@ const PHASES: [Phase; 7] = [
     Phase::MigrationFailed,
     Phase::RollingOut,
     Phase::Running,
+    Phase::Stopped,
+    Phase::BackingUp,
+    Phase::BackupFailed,
 ];
 
 /// `(namespace, name)` of a `Hollo`.

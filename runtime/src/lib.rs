@@ -9,6 +9,7 @@ pub mod federation;
 pub mod html;
 pub mod lists;
 pub mod logging;
+pub mod maintenance_page;
 pub mod mastodon;
 pub mod media;
 pub mod metrics;

@@ -1,4 +1,4 @@
-//! `hollo`: serve | migrate | version | queue | probe | account | cleanup | local-db.
+//! `hollo`: serve | migrate | version | queue | probe | account | cleanup | maintenance-page | local-db.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -59,6 +59,9 @@ enum Command {
         #[command(subcommand)]
         command: CleanupCommand,
     },
+    /// Answer every request with 503 + Retry-After on PORT (issue 34 item 3): what the
+    /// operator runs in the web Service's place while an upgrade stops the web nodes.
+    MaintenancePage,
     /// The local PostgreSQL used when DATABASE_URL is unset (and by the test suite).
     LocalDb {
         #[command(subcommand)]
@@ -228,6 +231,28 @@ async fn run(command: Command, env: &Env) -> Result<()> {
                 "{}",
                 serde_json::json!({"id": id, "kind": kind, "new": new})
             );
+            Ok(())
+        }
+        Command::MaintenancePage => {
+            use hollo_runtime::maintenance_page as page;
+            let port: u16 = match env.get("PORT") {
+                None => 3000,
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("PORT={v} is not a port number"))?,
+            };
+            let retry_after = page::retry_after_from(env.get("RETRY_AFTER_SECONDS"));
+            let shutdown = hollo_runtime::shutdown::Shutdown::new();
+            shutdown.install(page::DRAIN)?;
+            let stop = shutdown.stop.clone();
+            let pre_stop = page::pre_stop_from(env.get("SHUTDOWN_PRESTOP_SECONDS"));
+            let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+            let stopped = async move {
+                stop.cancelled().await;
+                tokio::time::sleep(pre_stop).await;
+            };
+            page::serve(addr, retry_after, stopped).await?;
             Ok(())
         }
         Command::Migrate => {

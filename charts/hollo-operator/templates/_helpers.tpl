@@ -88,4 +88,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["postgresql.cnpg.io"]
   resources: ["clusters"]
   verbs: ["get"]
+{{- /* spec.upgrade.backup (issue 34 item 4): the Backup before migrating, read by name. */}}
+- apiGroups: ["postgresql.cnpg.io"]
+  resources: ["backups"]
+  verbs: ["get", "create", "patch"]
 {{- end -}}

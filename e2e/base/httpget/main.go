@@ -6,6 +6,10 @@
 //	                             summary line "requests=N failures=M max_latency=D"; exit 1 on
 //	                             any failure. A failure line says how far the request got (DNS,
 //	                             connect, request written) and when, from its start.
+//	httpget -poll 100ms -for 60s -unavailable-ok URL
+//	                             the same, but a 503 carrying Retry-After (the maintenance page of
+//	                             issue 34) is counted as "unavailable", not as a failure; the
+//	                             summary line then ends with " unavailable=K".
 package main
 
 import (
@@ -62,6 +66,9 @@ func get(c *http.Client, url string) (int, string, error) {
 	return getTraced(c, url, nil)
 }
 
+// lastRetryAfter is the Retry-After header of the last response getTraced read.
+var lastRetryAfter string
+
 func getTraced(c *http.Client, url string, s *steps) (int, string, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -75,6 +82,7 @@ func getTraced(c *http.Client, url string, s *steps) (int, string, error) {
 		return 0, "", err
 	}
 	defer resp.Body.Close()
+	lastRetryAfter = resp.Header.Get("Retry-After")
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode, string(body), err
 }
@@ -83,6 +91,7 @@ func main() {
 	wait := flag.Duration("wait", 0, "retry until a 200 for this long")
 	poll := flag.Duration("poll", 0, "poll interval (poll mode)")
 	dur := flag.Duration("for", 0, "how long to poll (poll mode)")
+	unavailableOK := flag.Bool("unavailable-ok", false, "count a 503 with Retry-After as unavailable, not failed (poll mode)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: httpget [-wait D | -poll D -for D] URL")
@@ -91,7 +100,7 @@ func main() {
 	url := flag.Arg(0)
 	c := &http.Client{Timeout: 2 * time.Second}
 	if *poll > 0 {
-		n, failed := 0, 0
+		n, failed, unavailable := 0, 0, 0
 		var slowest time.Duration
 		end := time.Now().Add(*dur)
 		for time.Now().Before(end) {
@@ -101,13 +110,19 @@ func main() {
 			if d := time.Since(s.start); d > slowest {
 				slowest = d
 			}
-			if err != nil || code != 200 {
+			if err == nil && code == 503 && *unavailableOK && lastRetryAfter != "" {
+				unavailable++
+			} else if err != nil || code != 200 {
 				failed++
 				fmt.Printf("%s failure: status=%d err=%v; started %s: %s\n", time.Now().UTC().Format(time.RFC3339Nano), code, err, s.start.UTC().Format("15:04:05.000"), s)
 			}
 			time.Sleep(*poll)
 		}
-		fmt.Printf("requests=%d failures=%d max_latency=%s\n", n, failed, slowest.Round(time.Millisecond))
+		if *unavailableOK {
+			fmt.Printf("requests=%d failures=%d max_latency=%s unavailable=%d\n", n, failed, slowest.Round(time.Millisecond), unavailable)
+		} else {
+			fmt.Printf("requests=%d failures=%d max_latency=%s\n", n, failed, slowest.Round(time.Millisecond))
+		}
 		if failed > 0 {
 			os.Exit(1)
 		}

@@ -388,6 +388,14 @@ pub async fn converge(
             &Desired::names(&want.cron_jobs),
         )
         .await?;
+    if world.observed.backup == crate::phase::Backup::Absent {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &ns, &crate::resources::backup::resource());
+        for b in &want.backups {
+            applier.apply(&api, b, None).await?;
+            tracing::info!(backup = %b.name_any(), "created CloudNativePG Backup");
+        }
+    }
     for job in &want.jobs {
         // Job specs are immutable: an existing Job is left alone, finished or not.
         if !world.jobs.iter().any(|j| j.name_any() == job.name_any()) {

@@ -16,7 +16,8 @@ use crate::crd::Hollo;
 use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
 use crate::resources::{
-    self, autoscaling, httproute, ingress, maintenance, migration, networkpolicy, pdb, service,
+    self, autoscaling, httproute, ingress, maintenance, maintenance_page, migration, networkpolicy,
+    pdb, service,
 };
 
 /// How many replicas a role Deployment should have.
@@ -74,6 +75,9 @@ pub struct Desired {
     pub scaled_objects: Vec<DynamicObject>,
     /// Gateway API `HTTPRoute`s (issue 35 item 4); the API may be absent.
     pub http_routes: Vec<DynamicObject>,
+    /// The CloudNativePG Backup before migrating, created if absent, never pruned (issue 34
+    /// item 4).
+    pub backups: Vec<DynamicObject>,
     /// Jobs to create if absent. Job specs are immutable and finished Jobs are history (a failed
     /// attempt's logs stay reachable), so Jobs are never pruned by this set; see
     /// [`finished_jobs`].
@@ -94,7 +98,12 @@ impl Desired {
 pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     let spec = &hollo.spec;
     let mut d = Desired {
-        services: vec![service::service(hollo)],
+        // Issue 34 item 3: the web Service answers from the maintenance page once it is ready.
+        services: vec![if plan.maintenance_page && world.observed.page.ready {
+            service::service_selecting(hollo, Component::MaintenancePage)
+        } else {
+            service::service(hollo)
+        }],
         ingresses: ingress::ingress(hollo).into_iter().collect(),
         http_routes: httproute::http_route(hollo).into_iter().collect(),
         network_policies: networkpolicy::network_policies(hollo),
@@ -114,6 +123,9 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     {
         d.jobs.push(migration::job(hollo, attempt));
     }
+    if plan.backup {
+        d.backups.extend(resources::backup::backup(hollo));
+    }
     if plan.probe_versions
         && let Some(old) = &world.observed.current_version
     {
@@ -125,8 +137,9 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         Workloads::Stopped => {
             d.workloads = world
                 .deployments
-                .values()
-                .map(|dep| Workload {
+                .iter()
+                .filter(|(c, _)| **c != Component::MaintenancePage.as_str())
+                .map(|(_, dep)| Workload {
                     name: dep.name_any(),
                     template: None,
                     replicas: Replicas::Exactly(0),
@@ -169,6 +182,23 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
                 autoscaling::Autoscaler::Keda(o) => d.scaled_objects.push(*o),
             }
         }
+    }
+    // The version being stopped runs it (nothing of the new version starts before its
+    // migration succeeded), and keeps running it until it goes: no rollout of the page itself.
+    let page_version = world
+        .deployments
+        .get(Component::MaintenancePage.as_str())
+        .and_then(|d| super::observe::template_version(d).map(str::to_string))
+        .or_else(|| world.observed.current_version.clone());
+    if plan.maintenance_page
+        && let Some(version) = page_version
+    {
+        let page = maintenance_page::deployment(hollo, &version);
+        d.workloads.push(Workload {
+            name: page.name_any(),
+            template: Some(page),
+            replicas: Replicas::Exactly(1),
+        });
     }
     d
 }

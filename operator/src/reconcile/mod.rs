@@ -149,6 +149,16 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     if hollo.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
+    // `spec.reconciliationPaused` (issue 34 item 5): say so, change nothing else, wait for the
+    // next edit of the Hollo (a child's change wakes us too, and is ignored the same way).
+    if hollo.spec.reconciliation_paused {
+        let status = report::paused(hollo, Timestamp::now());
+        if report::write_status(&ctx.client, hollo, &status).await? {
+            ctx.applier.writes.inc();
+            report::paused_event(&ctx.recorder, hollo).await;
+        }
+        return Ok(Action::await_change());
+    }
     // Before the first complete list, "absent" would only mean "not listed yet". A watch that
     // never fills (say, a missing RBAC rule) is an error to see, not a silent wait.
     match tokio::time::timeout(CACHE_WAIT, ctx.stores.ready()).await {
@@ -178,10 +188,35 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         old_pods = world.observed.old_pods, job = ?world.observed.job, "reconciling"
     );
     let want = desired::desired(hollo, &plan, &world);
-    let running = plan.phase == Phase::Running;
+    // A refused downgrade runs the old version but keeps its probes (they are the reason).
+    let running = plan.phase == Phase::Running && plan.refused.is_none();
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
+    // Issue 34 item 4: the pre-migration Backup's outcome.
+    match &world.observed.backup {
+        crate::phase::Backup::Failed(why) => checks.push(crate::status::Check {
+            type_: crate::status::BACKED_UP,
+            ok: false,
+            reason: "BackupFailed",
+            message: why.clone(),
+        }),
+        crate::phase::Backup::Completed => checks.push(crate::status::Check {
+            type_: crate::status::BACKED_UP,
+            ok: true,
+            reason: "BackupCompleted",
+            message: crate::resources::backup::name(hollo),
+        }),
+        _ => {}
+    }
+    if let Some(why) = &plan.refused {
+        checks.push(crate::status::Check {
+            type_: crate::status::VERSION_ACCEPTED,
+            ok: false,
+            reason: "BelowDatabaseSchema",
+            message: why.clone(),
+        });
+    }
     if hollo.spec.web.http_route.enabled {
         let check = crate::status::http_route_check(outcome.route_missing.as_deref());
         checks.push(check);

@@ -16,7 +16,8 @@ use kube::{Client, ResourceExt};
 use super::Error;
 use super::stores::{self, Stores};
 use crate::crd::{Hollo, Mode, UpgradeStrategy};
-use crate::phase::{Compat, JobState, Observed};
+use crate::downgrade::{self, SchemaCheck};
+use crate::phase::{Backup, Compat, JobState, Observed, Page};
 use crate::resources::labels::{self, Component};
 use crate::resources::{self, migration};
 
@@ -127,6 +128,42 @@ pub fn rolled_out(d: &Deployment, version: &str) -> bool {
         && s.replicas.unwrap_or(0) == want
 }
 
+/// The `app.kubernetes.io/version` of a Deployment's pod template.
+pub fn template_version(d: &Deployment) -> Option<&str> {
+    d.spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.as_ref())
+        .and_then(|l| l.get(labels::VERSION))
+        .map(String::as_str)
+}
+
+fn ready_count(d: &Deployment) -> i32 {
+    d.status
+        .as_ref()
+        .and_then(|s| s.ready_replicas)
+        .unwrap_or(0)
+}
+
+/// The maintenance page Deployment as the phase machine needs it (issue 34 item 3).
+pub fn page(d: Option<&Arc<Deployment>>, now: Timestamp) -> Page {
+    let Some(d) = d else {
+        return Page::default();
+    };
+    let ready = ready_count(d) >= 1;
+    let age = d
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| Duration::try_from(now.duration_since(t.0)).ok());
+    Page {
+        exists: true,
+        ready,
+        overdue: !ready && age.is_some_and(|a| a >= crate::phase::PAGE_WAIT),
+    }
+}
+
 /// Whether every desired pod of a Deployment is ready.
 pub fn pods_ready(d: &Deployment) -> bool {
     let want = d.spec.replicas.unwrap_or(1);
@@ -204,6 +241,80 @@ async fn compat(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) ->
     }
 }
 
+/// Issue 34 item 4: a target older than the running version is checked against the
+/// database's schema (the running image's), from both images' version probes.
+async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) -> SchemaCheck {
+    let spec = &hollo.spec;
+    let target = spec.version.as_str();
+    if spec.upgrade.allow_downgrade || !downgrade::older(target, old) {
+        return SchemaCheck::NotNeeded;
+    }
+    if !spec.image.profile.reports_versions() {
+        return SchemaCheck::Refused(format!(
+            "version {target} is older than the running {old} and image profile {} cannot              report its schema version; nothing was stopped. Set spec.upgrade.allowDowngrade              to downgrade anyway",
+            spec.image.profile.as_str()
+        ));
+    }
+    let name = hollo.name_any();
+    let mut infos = Vec::new();
+    for version in [old, target] {
+        let job_name = migration::probe_name(&name, version);
+        let job = jobs.iter().find(|j| j.name_any() == job_name);
+        let unreadable = || {
+            SchemaCheck::Refused(format!(
+                "version {target} is older than the running {old} and the version probe of                  {version} ({job_name}) reported no schema version; nothing was stopped. Set                  spec.upgrade.allowDowngrade to downgrade anyway"
+            ))
+        };
+        match job_state(job.map(AsRef::as_ref)) {
+            JobState::Absent | JobState::Running => return SchemaCheck::Probing,
+            JobState::Failed { .. } => return unreadable(),
+            JobState::Succeeded => match probe_output(pods, &job_name).await {
+                Some(info) => infos.push(info),
+                None => return unreadable(),
+            },
+        }
+    }
+    match infos.as_slice() {
+        [database, new] => downgrade::judge(target, database, new),
+        _ => SchemaCheck::Probing,
+    }
+}
+
+/// Issue 34 item 4: the state of the pre-migration Backup (GET by name: CloudNativePG may be
+/// absent, so it is not watched).
+async fn backup_state(client: &Client, hollo: &Hollo, now: Timestamp) -> Result<Backup, Error> {
+    use crate::resources::backup;
+    let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns, &backup::resource());
+    let name = backup::name(hollo);
+    let Some(o) = api.get_opt(&name).await? else {
+        return Ok(Backup::Absent);
+    };
+    let status = &o.data["status"];
+    let phase = status["phase"].as_str().unwrap_or("");
+    let timeout =
+        Duration::from_secs(u64::try_from(hollo.spec.upgrade.backup.timeout_seconds).unwrap_or(0));
+    let age = o
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| Duration::try_from(now.duration_since(t.0)).ok());
+    Ok(match phase {
+        "completed" => Backup::Completed,
+        "failed" => Backup::Failed(format!(
+            "CloudNativePG Backup {name} failed: {}",
+            status["error"].as_str().unwrap_or("no error given")
+        )),
+        _ if age.is_some_and(|a| a >= timeout) => Backup::Failed(format!(
+            "CloudNativePG Backup {name} not completed within {}s (phase {:?})",
+            timeout.as_secs(),
+            phase
+        )),
+        _ => Backup::Running,
+    })
+}
+
 pub async fn observe(
     client: &Client,
     stores: &Stores,
@@ -219,7 +330,12 @@ pub async fn observe(
 
     let mut deployments = BTreeMap::new();
     for d in stores::owned(&stores.deployments, hollo) {
-        for c in [Component::Web, Component::Worker, Component::All] {
+        for c in [
+            Component::Web,
+            Component::Worker,
+            Component::All,
+            Component::MaintenancePage,
+        ] {
             if d.name_any() == resources::deployment_name(hollo, c) {
                 deployments.insert(c.as_str(), d.clone());
             }
@@ -254,6 +370,11 @@ pub async fn observe(
         _ => Compat::Unknown,
     };
 
+    let schema = match &current {
+        Some(old) if upgrading => schema_check(&pods, hollo, &jobs, old).await,
+        _ => SchemaCheck::NotNeeded,
+    };
+
     let roles = roles(hollo.spec.mode);
     let all_rolled_out = roles.iter().all(|c| {
         deployments
@@ -263,6 +384,17 @@ pub async fn observe(
     let all_ready = roles
         .iter()
         .all(|c| deployments.get(c.as_str()).is_some_and(|d| pods_ready(d)));
+    let backup = match &current {
+        Some(_) if upgrading && hollo.spec.backup_wanted() => {
+            backup_state(client, hollo, now).await?
+        }
+        _ => Backup::NotWanted,
+    };
+    let page = page(deployments.get(Component::MaintenancePage.as_str()), now);
+    let http = crate::resources::service::http_component(hollo);
+    let http_ready = deployments
+        .get(http.as_str())
+        .is_some_and(|d| template_version(d) == Some(target_label.as_str()) && ready_count(d) >= 1);
     let observed = Observed {
         current_version: current,
         migration_attempts: history.attempts,
@@ -274,6 +406,10 @@ pub async fn observe(
         rolled_out: all_rolled_out,
         pods_ready: all_ready,
         previous_phase: status.phase,
+        schema,
+        page,
+        http_ready,
+        backup,
     };
     Ok(World {
         deployments,

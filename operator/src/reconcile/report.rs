@@ -119,6 +119,20 @@ pub fn held(hollo: &Hollo, check: &status::Check, now: Timestamp) -> HolloStatus
     let generation = hollo.meta().generation;
     s.observed_generation = generation;
     s.target_version = Some(hollo.spec.version.clone());
+    if s.conditions
+        .iter()
+        .any(|c| c.type_ == status::RECONCILIATION_PAUSED)
+    {
+        status::set_condition(
+            &mut s.conditions,
+            status::RECONCILIATION_PAUSED,
+            false,
+            "Reconciling",
+            "",
+            generation,
+            now,
+        );
+    }
     for (type_, ok) in [(check.type_, false), (status::DEGRADED, true)] {
         status::set_condition(
             &mut s.conditions,
@@ -131,6 +145,42 @@ pub fn held(hollo: &Hollo, check: &status::Check, now: Timestamp) -> HolloStatus
         );
     }
     s
+}
+
+/// The status while reconciliation is paused (issue 34 item 5): the previous one untouched —
+/// phase, versions and `observedGeneration` still describe what was last carried out — plus
+/// `ReconciliationPaused=True` for the current generation, which tells a client the operator
+/// saw the edit and left it alone.
+pub fn paused(hollo: &Hollo, now: Timestamp) -> HolloStatus {
+    let mut s = hollo.status.clone().unwrap_or_default();
+    status::set_condition(
+        &mut s.conditions,
+        status::RECONCILIATION_PAUSED,
+        true,
+        "PausedBySpec",
+        "spec.reconciliationPaused: the operator changes nothing until it is false again",
+        hollo.meta().generation,
+        now,
+    );
+    s
+}
+
+/// A Normal event when the paused status is first written (and again after each edit while
+/// paused: the edit waits).
+pub async fn paused_event(recorder: &Recorder, hollo: &Hollo) {
+    let note = format!(
+        "reconciliation paused at generation {}; changes wait until spec.reconciliationPaused is false",
+        hollo.meta().generation.unwrap_or(0)
+    );
+    publish(
+        recorder,
+        hollo,
+        EventType::Normal,
+        "ReconciliationPaused",
+        "Pause",
+        note,
+    )
+    .await;
 }
 
 /// Writes `new` with a server-side apply of the status subresource, unless it is the stored one.
@@ -184,9 +234,14 @@ pub async fn publish(
 pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus) {
     let previous = hollo.status.clone().unwrap_or_default();
     for c in &new.conditions {
-        if ![status::DATABASE, status::SECRET_KEY, status::HTTP_ROUTE].contains(&c.type_.as_str())
-            || c.status != "False"
-        {
+        let checked = [
+            status::DATABASE,
+            status::SECRET_KEY,
+            status::HTTP_ROUTE,
+            status::VERSION_ACCEPTED,
+            status::BACKED_UP,
+        ];
+        if !checked.contains(&c.type_.as_str()) || c.status != "False" {
             continue;
         }
         let was = previous.conditions.iter().find(|p| p.type_ == c.type_);
@@ -248,13 +303,29 @@ pub async fn events(
         )
         .await;
     }
+    let was_paused = previous
+        .conditions
+        .iter()
+        .any(|c| c.type_ == status::RECONCILIATION_PAUSED && c.status == "True");
+    if was_paused {
+        let note = "reconciliation resumed (spec.reconciliationPaused is false)".to_string();
+        publish(
+            recorder,
+            hollo,
+            EventType::Normal,
+            "ReconciliationResumed",
+            "Resume",
+            note,
+        )
+        .await;
+    }
     if plan.phase != previous.phase {
         tracing::info!(
             hollo = %name, namespace = hollo.namespace().unwrap_or_default(),
             from = previous.phase.as_str(), to = plan.phase.as_str(),
             target_version = %spec.version, "phase changed"
         );
-        let type_ = if plan.phase == Phase::MigrationFailed {
+        let type_ = if matches!(plan.phase, Phase::MigrationFailed | Phase::BackupFailed) {
             EventType::Warning
         } else {
             EventType::Normal
@@ -338,5 +409,36 @@ mod tests {
             job(migration::PROBE_COMPONENT, 400, Some(500)),
         ];
         assert_eq!(migration_seconds(&jobs), Some(12.0));
+    }
+
+    /// Issue 34 item 5: pausing keeps everything the last reconcile reported and adds
+    /// `ReconciliationPaused=True` for the current generation.
+    #[test]
+    fn paused_keeps_the_status_and_says_so_for_this_generation() {
+        let mut h = crate::testutil::hollo(crate::testutil::spec());
+        h.status = Some(HolloStatus {
+            phase: Phase::Running,
+            observed_generation: Some(2),
+            current_version: Some("0.1.0".into()),
+            ..HolloStatus::default()
+        });
+        let now: Timestamp = "2026-12-03T16:00:00Z".parse().expect("time");
+        let s = paused(&h, now);
+        assert_eq!(s.phase, Phase::Running);
+        assert_eq!(
+            s.observed_generation,
+            Some(2),
+            "the edit was not carried out"
+        );
+        assert_eq!(s.current_version.as_deref(), Some("0.1.0"));
+        let c = s
+            .conditions
+            .iter()
+            .find(|c| c.type_ == status::RECONCILIATION_PAUSED)
+            .expect("condition");
+        assert_eq!(c.status, "True");
+        assert_eq!(c.observed_generation, Some(3));
+        h.status = Some(s.clone());
+        assert_eq!(paused(&h, now), s, "steady while paused: no new write");
     }
 }

@@ -557,12 +557,19 @@ async fn an_upgrade_removes_the_autoscaler_before_stopping_the_old_pods() {
             format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
             format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
             format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
+            // Issue 34 item 3: the maintenance page of the old version starts.
+            format!("POST /apis/apps/v1{NS}/deployments"),
             format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
             format!("POST /apis/events.k8s.io/v1{NS}/events"),
         ]
     );
     assert_eq!(calls[6].body, json!({"spec": {"replicas": 0}}));
-    assert_eq!(calls[8].body["status"]["phase"], "Migrating");
+    assert_eq!(calls[8].body["metadata"]["name"], "social-maintenance-page");
+    assert_eq!(
+        calls[8].body["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/version"],
+        "0.1.0"
+    );
+    assert_eq!(calls[9].body["status"]["phase"], "Migrating");
 }
 
 #[tokio::test]

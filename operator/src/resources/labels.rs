@@ -20,6 +20,8 @@ pub enum Component {
     Worker,
     All,
     Migration,
+    /// The 503 page during an upgrade's downtime (issue 34 item 3).
+    MaintenancePage,
 }
 
 impl Component {
@@ -29,6 +31,7 @@ impl Component {
             Component::Worker => "worker",
             Component::All => "all",
             Component::Migration => "migration",
+            Component::MaintenancePage => "maintenance-page",
         }
     }
 }

@@ -33,6 +33,11 @@ pub fn probe_name(instance: &str, version: &str) -> String {
     named(instance, "version", version, 0)
 }
 
+/// `<name>-backup-<version>`: the CloudNativePG Backup taken before migrating to `version`.
+pub fn backup_name(instance: &str, version: &str) -> String {
+    named(instance, "backup", version, 0)
+}
+
 fn named(instance: &str, infix: &str, version: &str, attempt: i32) -> String {
     let sanitized: String = version
         .to_ascii_lowercase()

@@ -3,10 +3,12 @@
 
 pub mod all;
 pub mod autoscaling;
+pub mod backup;
 pub mod httproute;
 pub mod ingress;
 pub mod labels;
 pub mod maintenance;
+pub mod maintenance_page;
 pub mod migration;
 pub mod networkpolicy;
 pub mod pdb;

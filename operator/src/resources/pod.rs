@@ -19,7 +19,7 @@ pub const CONTAINER: &str = "hollo";
 /// The distroless `nonroot` user of both images (runtime/Dockerfile, operator/Dockerfile).
 pub const RUN_AS: i64 = 65532;
 const TMP_VOLUME: &str = "tmp";
-const STORAGE_VOLUME: &str = "storage";
+pub const STORAGE_VOLUME: &str = "storage";
 
 pub fn plain(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar {
@@ -340,7 +340,7 @@ pub fn base_container(
 /// The `scheduling` of the role a component belongs to (`all` pods are the HTTP role's).
 pub fn scheduling(spec: &HolloSpec, component: Component) -> &SchedulingSpec {
     match component {
-        Component::Web | Component::All => &spec.web.scheduling,
+        Component::Web | Component::All | Component::MaintenancePage => &spec.web.scheduling,
         Component::Worker => &spec.worker.scheduling,
         Component::Migration => &spec.migrations.scheduling,
     }

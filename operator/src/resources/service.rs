@@ -17,7 +17,12 @@ pub fn http_component(hollo: &Hollo) -> Component {
 }
 
 pub fn service(hollo: &Hollo) -> Service {
-    let component = http_component(hollo);
+    service_selecting(hollo, http_component(hollo))
+}
+
+/// The web Service with its selector on `component`: the HTTP role, or the maintenance page
+/// while an upgrade has stopped it (issue 34 item 3). Same name, port and port name.
+pub fn service_selecting(hollo: &Hollo, component: Component) -> Service {
     Service {
         metadata: super::child_meta(
             hollo,
