@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod config;
 pub mod content;
 pub mod db;
+pub mod exports;
 pub mod federation;
 pub mod html;
 pub mod lists;

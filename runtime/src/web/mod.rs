@@ -20,6 +20,7 @@ pub mod api;
 pub mod auth;
 pub mod body;
 pub mod edge;
+pub mod exports;
 pub mod jobs;
 pub mod mastodon;
 pub mod media_files;
@@ -213,6 +214,7 @@ pub fn router(state: AppState) -> Router {
         .merge(activitypub::routes())
         .merge(api::routes())
         .merge(jobs::routes(&state))
+        .merge(exports::routes())
         .merge(polls::routes())
         .merge(replies::routes())
         .merge(oauth::routes())
