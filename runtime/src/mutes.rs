@@ -105,7 +105,7 @@ pub async fn unmute(
     Ok(gone)
 }
 
-/// The mutes of `account` in force: `(id, actor IRI)` rows, paged by the mute's id (the
+/// The mutes of `$1` in force: `(id, actor IRI, end)` rows, paged by the mute's id (the
 /// caller's cursor conditions complete it).
-pub const LIST_SELECT: &str = "SELECT id, target_iri FROM account_mutes
+pub const LIST_SELECT: &str = "SELECT id, target_iri, expires_at FROM account_mutes
      WHERE account_id = $1 AND (expires_at IS NULL OR expires_at > now()) AND";

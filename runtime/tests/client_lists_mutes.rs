@@ -560,6 +560,11 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert_eq!(muted.status, 200);
     assert_eq!(muted.body.as_array().map(Vec::len), Some(1));
     assert_eq!(muted.body[0]["id"], bob_id.as_str());
+    assert_eq!(
+        muted.body[0]["mute_expires_at"],
+        Value::Null,
+        "muted indefinitely"
+    );
     // Others are not affected by alice's mute; a status opened directly still shows.
     assert!(
         ids(&carol_api, "/api/v1/timelines/public")
@@ -636,6 +641,16 @@ async fn a_mute_with_a_duration_ends_by_itself_on_the_queue() {
     let started = Instant::now();
     let rel = mute(&api, &bob_id, json!({ "duration": 3 })).await;
     assert_eq!(rel["muting"], true);
+    let listed = api.get("/api/v1/mutes").await;
+    let ends = listed.body[0]["mute_expires_at"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&ends).is_ok(),
+        "a mute with a duration lists its end: {}",
+        listed.body
+    );
     // Not early: while the mute stands its row stays and the post is hidden.
     let still = ids(&api, "/api/v1/timelines/home").await;
     if started.elapsed() < Duration::from_secs(3) {

@@ -52,6 +52,14 @@ pub struct Field {
     pub verified_at: Option<DateTime<Utc>>,
 }
 
+/// An account as `GET /api/v1/mutes` lists it: with when the mute ends (`null`: never).
+#[derive(Clone, Debug, Serialize)]
+pub struct MutedAccount {
+    #[serde(flatten)]
+    pub account: Account,
+    pub mute_expires_at: Option<DateTime<Utc>>,
+}
+
 /// The owner's view of their account (`verify_credentials`, `update_credentials`).
 #[derive(Clone, Debug, Serialize)]
 pub struct CredentialAccount {

@@ -20,7 +20,7 @@ pub mod status;
 pub mod status_edit;
 pub mod urls;
 
-pub use account::{Account, CredentialAccount};
+pub use account::{Account, CredentialAccount, MutedAccount};
 pub use list::List;
 pub use media::MediaAttachment;
 pub use notification::Notification;

@@ -240,13 +240,40 @@ async fn blocks(
 }
 
 /// `GET /api/v1/mutes`: the accounts the token holder mutes (an expired mute no longer),
-/// newest mute first, paged by the mute (issue 31 item 2).
+/// newest mute first, paged by the mute, each with its `mute_expires_at` (issue 31 item 2).
 async fn mutes(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadMutes>,
     uri: Uri,
-) -> Result<Paged<Account>, ApiError> {
-    iri_page(&s, account.id, crate::mutes::LIST_SELECT, &uri).await
+) -> Result<Paged<crate::mastodon::MutedAccount>, ApiError> {
+    let fed = federation(&s)?;
+    let page: Page<i64> = Page::from_params(&params(&uri))?;
+    let rows: Vec<(i64, String, Option<chrono::DateTime<chrono::Utc>>)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{} {}",
+            crate::mutes::LIST_SELECT,
+            page.clause("id", 2)
+        )))
+        .bind(account.id)
+        .bind_page(&page)
+        .fetch_all(&s.pool)
+        .await?;
+    let rows = page.finish(rows);
+    let mut items = Vec::with_capacity(rows.len());
+    let mut keys = Vec::with_capacity(rows.len());
+    for (id, iri, ends) in rows {
+        // An actor we no longer know is left out, as in the other account lists.
+        if let Some(found) = directory::by_iri(&s.pool, fed, &iri).await? {
+            let account =
+                crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?;
+            items.push(crate::mastodon::MutedAccount {
+                account,
+                mute_expires_at: ends,
+            });
+            keys.push(id.to_string());
+        }
+    }
+    Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
 async fn followers(
