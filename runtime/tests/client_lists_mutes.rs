@@ -439,6 +439,24 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     )
     .await;
     assert_eq!(ids(&api, &timeline(&quiet)).await, Vec::<String>::new());
+
+    // Unfollowing carol takes her posts out of home (and her boosts, had she any), as on
+    // Mastodon; bob's stay.
+    assert!(
+        ids(&api, "/api/v1/timelines/home")
+            .await
+            .contains(&carol_post)
+    );
+    call(
+        &api,
+        Method::POST,
+        &format!("/api/v1/accounts/{carol_id}/unfollow"),
+        json!({}),
+    )
+    .await;
+    let home = ids(&api, "/api/v1/timelines/home").await;
+    assert!(!home.contains(&carol_post), "{home:?}");
+    assert!(home.contains(&bob_post), "{home:?}");
     inst.shutdown().await;
 }
 

@@ -223,8 +223,14 @@ pub async fn unfollow(
     let Some(follow_id) = removed else {
         return Ok(());
     };
-    // Someone one no longer follows leaves one's lists, as on Mastodon.
+    // Someone one no longer follows leaves one's lists and home, as on Mastodon (their posts
+    // and boosts there came through the follow: `home_feed.source`).
     crate::lists::forget(&mut *tx, account.id, &iri).await?;
+    sqlx::query("DELETE FROM home_feed WHERE account_id = $1 AND source = $2")
+        .bind(account.id)
+        .bind(&iri)
+        .execute(&mut *tx)
+        .await?;
     match target {
         Target::Remote(remote) => queue_undo(tx, fed, account, remote, &follow_id, "Follow").await,
         Target::Local(other) => remove_follower(tx, other, &fed.actor_iri(&account.username)).await,
