@@ -245,10 +245,22 @@ async fn every_entity_keeps_its_shape() {
     });
     let create = json!({ "id": format!("{note_iri}/activity"), "type": "Create",
                          "actor": peer.actor(), "to": [PUBLIC], "cc": [me], "object": note });
-    assert_eq!(peer.post(&inbox, &create).await, 202);
+    // The inbox runs activities in parallel: the note is sent once the Like's favourite is
+    // stored, so the snapshot's order (by notification id) is the same on every run.
     let like = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(),
                        "object": inst.fed.status_iri("alice", post_id.parse().unwrap()) });
     assert_eq!(peer.post(&inbox, &like).await, 202);
+    eventually(WAIT, "the peer's favourite", || async {
+        let n = alice_api
+            .get("/api/v1/notifications?types[]=favourite")
+            .await;
+        n.body
+            .as_array()
+            .is_some_and(|a| a.iter().any(|n| n["account"]["acct"] != json!("bob")))
+            .then_some(())
+    })
+    .await;
+    assert_eq!(peer.post(&inbox, &create).await, 202);
 
     // bob's follow, mention (the reply), favourite and boost; the peer's follow, mention and
     // like.
