@@ -152,6 +152,12 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         "/api/v1/accounts/search",
         "/api/v1/blocks",
         "/api/v1/preferences",
+        // Issue 31's: a list's timeline, its members, the mutes and the exports.
+        "/api/v1/timelines/list/{id}",
+        "/api/v1/lists/{id}/accounts",
+        "/api/v1/mutes",
+        "/api/v1/domain_blocks",
+        "/api/v1/exports/bookmarks.csv",
     ] {
         assert!(
             routes.iter().any(|r| r.path == known),

@@ -76,6 +76,19 @@ impl Hidden {
         Ok(hidden)
     }
 
+    /// [`Hidden::load`] on a connection of `pool` (nothing, and no connection, for an
+    /// anonymous reader).
+    pub async fn of(
+        pool: &sqlx::PgPool,
+        urls: Urls<'_>,
+        viewer: Option<Uuid>,
+    ) -> Result<Hidden, sqlx::Error> {
+        if viewer.is_none() {
+            return Ok(Hidden::default());
+        }
+        Hidden::load(&mut *pool.acquire().await?, urls, viewer).await
+    }
+
     pub fn is_empty(&self) -> bool {
         self.iris.is_empty() && self.domains.is_empty()
     }

@@ -248,11 +248,7 @@ impl Session {
     /// stream keeps what it had: the next `relationship` event tries again.
     async fn reload_hidden(&mut self) {
         let urls = crate::mastodon::Urls::new(&self.origin);
-        let loaded = match self.pool.acquire().await {
-            Ok(mut conn) => Hidden::load(&mut conn, urls, Some(self.viewer)).await,
-            Err(e) => Err(e),
-        };
-        match loaded {
+        match Hidden::of(&self.pool, urls, Some(self.viewer)).await {
             Ok(h) => {
                 self.hidden = h;
                 // The blocked domains may have changed: what was decided per author too.

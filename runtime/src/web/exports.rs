@@ -7,56 +7,57 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use axum::routing::get;
 
 use super::activitypub::federation;
-use super::auth::{Need, Needs, need};
+use super::auth::{Needs, need};
 use super::{ApiError, AppState};
 use crate::exports::{self, Export};
 
 pub fn routes() -> Router<AppState> {
-    let at = |file: &str| format!("/api/v1/exports/{file}");
+    // Literal paths with their method, so `tests/visibility.rs` reads them from this source and
+    // attacks them like every other route (R-MAPI-VIS).
     Router::new()
-        .route(
-            &at("following.csv"),
-            export::<need::ReadFollows>(Export::Following),
-        )
-        .route(
-            &at("followers.csv"),
-            export::<need::ReadFollows>(Export::Followers),
-        )
-        .route(&at("lists.csv"), export::<need::ReadLists>(Export::Lists))
-        .route(&at("mutes.csv"), export::<need::ReadMutes>(Export::Mutes))
-        .route(
-            &at("blocked_accounts.csv"),
-            export::<need::ReadBlocks>(Export::Blocks),
-        )
-        .route(
-            &at("bookmarks.csv"),
-            export::<need::ReadBookmarks>(Export::Bookmarks),
-        )
-        .route(
-            &at("blocked_domains.csv"),
-            export::<need::ReadBlocks>(Export::DomainBlocks),
-        )
+        .route("/api/v1/exports/following.csv", get(following))
+        .route("/api/v1/exports/followers.csv", get(followers))
+        .route("/api/v1/exports/lists.csv", get(lists))
+        .route("/api/v1/exports/mutes.csv", get(mutes))
+        .route("/api/v1/exports/blocked_accounts.csv", get(blocks))
+        .route("/api/v1/exports/bookmarks.csv", get(bookmarks))
+        .route("/api/v1/exports/blocked_domains.csv", get(domain_blocks))
 }
 
-/// The route of one export, behind the scope `N`.
-fn export<N: Need>(what: Export) -> MethodRouter<AppState> {
-    get(
-        move |State(s): State<AppState>, Needs(account, _): Needs<N>| async move {
-            let fed = federation(&s)?;
-            let body = exports::csv(&s.pool, fed, account.id, what).await?;
-            Ok::<Response, ApiError>(
-                (
-                    [
-                        (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
-                        (header::CACHE_CONTROL, "private, no-store"),
-                    ],
-                    body,
-                )
-                    .into_response(),
-            )
-        },
+/// One handler per export, each behind the read scope of what it holds.
+macro_rules! exports {
+    ($($name:ident: $need:ty => $what:expr;)*) => {$(
+        async fn $name(
+            State(s): State<AppState>,
+            Needs(account, _): Needs<$need>,
+        ) -> Result<Response, ApiError> {
+            respond(&s, account.id, $what).await
+        }
+    )*};
+}
+
+exports! {
+    following: need::ReadFollows => Export::Following;
+    followers: need::ReadFollows => Export::Followers;
+    lists: need::ReadLists => Export::Lists;
+    mutes: need::ReadMutes => Export::Mutes;
+    blocks: need::ReadBlocks => Export::Blocks;
+    bookmarks: need::ReadBookmarks => Export::Bookmarks;
+    domain_blocks: need::ReadBlocks => Export::DomainBlocks;
+}
+
+async fn respond(s: &AppState, account: uuid::Uuid, what: Export) -> Result<Response, ApiError> {
+    let fed = federation(s)?;
+    let body = exports::csv(&s.pool, fed, account, what).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (header::CACHE_CONTROL, "private, no-store"),
+        ],
+        body,
     )
+        .into_response())
 }

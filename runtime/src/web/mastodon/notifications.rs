@@ -68,12 +68,6 @@ fn kinds(params: &[(String, String)], key: &str) -> Result<Option<Vec<&'static s
         .map(Some)
 }
 
-/// Whose notifications the account does not want (blocks, mutes with `notifications`).
-async fn hidden(s: &AppState, account: Uuid) -> Result<Hidden, ApiError> {
-    let mut conn = s.pool.acquire().await?;
-    Ok(Hidden::load(&mut conn, s.site().urls, Some(account)).await?)
-}
-
 async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadNotifications>,
@@ -87,7 +81,7 @@ async fn list(
         None => None,
         Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
     };
-    let hidden = hidden(&s, account.id).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let sql = format!(
         "SELECT {COLUMNS} FROM notifications n
           WHERE n.account_id = $1 AND ($5::text[] IS NULL OR n.type = ANY($5))
@@ -175,7 +169,7 @@ async fn unread_count(
             .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
     }
     .clamp(1, UNREAD_CAP);
-    let hidden = hidden(&s, account.id).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
              SELECT 1 FROM notifications n

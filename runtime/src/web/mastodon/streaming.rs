@@ -126,10 +126,7 @@ async fn stream(
         Ok(u) => u,
         Err(rejection) => return Ok(rejection.into_response()),
     };
-    let hidden = {
-        let mut conn = s.pool.acquire().await?;
-        Hidden::load(&mut conn, s.site().urls, Some(account.id)).await?
-    };
+    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let token_hash = accounts::hash_token(token);
     let admission = match s.streams.admit(&token_hash) {
         Ok(admission) => admission,

@@ -30,15 +30,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/timelines/list/{id}", get(list))
 }
 
-/// What `viewer` mutes or blocks (nothing for an anonymous reader).
-async fn hidden(s: &AppState, viewer: Option<Uuid>) -> Result<Hidden, ApiError> {
-    if viewer.is_none() {
-        return Ok(Hidden::default());
-    }
-    let mut conn = s.pool.acquire().await?;
-    Ok(Hidden::load(&mut conn, s.site().urls, viewer).await?)
-}
-
 /// One page of a feed table (`home_feed`, `list_feed`) for the owner bound as `$1`
 /// (`owner_column`), without what the reader hides.
 async fn feed_page(
@@ -78,7 +69,7 @@ async fn list(
     if !crate::lists::owned_by(&s.pool, id, account.id).await? {
         return Err(ApiError::record_not_found());
     }
-    let hidden = hidden(&s, Some(account.id)).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let ids = feed_page(&s, "list_feed", "list_id", id, &hidden, &page).await?;
     statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
 }
@@ -89,7 +80,7 @@ async fn home(
     uri: Uri,
 ) -> Result<Paged<Status>, ApiError> {
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
-    let hidden = hidden(&s, Some(account.id)).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let ids = feed_page(&s, "home_feed", "account_id", account.id, &hidden, &page).await?;
     statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
 }
@@ -158,7 +149,7 @@ async fn public(
     let page: Page<Uuid> = Page::from_params(&params)?;
     let filters = Filters::of(&params);
     let viewer = viewer.map(|a| a.id);
-    let hidden = hidden(&s, viewer).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, viewer).await?;
     let sql = readable_page_sql(
         &filters.public_halves(),
         &format!(
@@ -191,7 +182,7 @@ async fn tag(
     let page: Page<Uuid> = Page::from_params(&params)?;
     let name = hashtag.trim_start_matches('#').to_lowercase();
     let viewer = viewer.map(|a| a.id);
-    let hidden = hidden(&s, viewer).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, viewer).await?;
     // Public posts only, as Mastodon's tag timeline; the visibility rule stays in the query
     // so a followers-only post can never be listed, whatever `post_tags` holds. The tag's
     // rows are walked backwards in (tag, post_id) order, each checked in `posts`.
