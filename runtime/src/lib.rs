@@ -7,6 +7,7 @@ pub mod content;
 pub mod db;
 pub mod exports;
 pub mod federation;
+pub mod filters;
 pub mod html;
 pub mod lists;
 pub mod logging;

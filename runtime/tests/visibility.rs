@@ -158,6 +158,9 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         "/api/v1/mutes",
         "/api/v1/domain_blocks",
         "/api/v1/exports/bookmarks.csv",
+        // Filters (a status rule names a status) and conversation mutes answer statuses.
+        "/api/v2/filters/{id}/statuses",
+        "/api/v1/statuses/{id}/mute",
     ] {
         assert!(
             routes.iter().any(|r| r.path == known),

@@ -9,6 +9,7 @@
 //! the domain (statuses, polls, media, accounts); nothing here imports `web`.
 
 pub mod account;
+pub mod filter;
 pub mod instance;
 pub mod list;
 pub mod media;
@@ -21,6 +22,7 @@ pub mod status_edit;
 pub mod urls;
 
 pub use account::{Account, CredentialAccount, MutedAccount};
+pub use filter::FilterResult;
 pub use list::List;
 pub use media::MediaAttachment;
 pub use notification::Notification;

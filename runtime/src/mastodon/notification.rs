@@ -28,6 +28,18 @@ pub struct Notification {
     pub status: Option<Status>,
 }
 
+impl Notification {
+    /// The notification as shown where the viewer's `filters` apply (the `notifications`
+    /// context): `None` when a `hide` filter takes its status out, else its status carries
+    /// `filtered`.
+    pub fn filtered(mut self, filters: &crate::filters::active::Active) -> Option<Notification> {
+        if let Some(s) = self.status.take() {
+            self.status = Some(filters.apply_one(crate::filters::Context::Notifications, s)?);
+        }
+        Some(self)
+    }
+}
+
 /// A notification as stored; select it with [`COLUMNS`] from `notifications n`.
 #[derive(sqlx::FromRow)]
 pub struct Row {

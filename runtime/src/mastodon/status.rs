@@ -24,7 +24,7 @@ use crate::content;
 use crate::federation::actors::directory::RemoteAccount;
 use crate::federation::outbound::mentions;
 use crate::html;
-use crate::statuses::access;
+use crate::statuses::{access, conversation_mutes};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Status {
@@ -60,8 +60,9 @@ pub struct Status {
     pub poll: Option<Poll>,
     /// The client that posted it (`{name, website}`), as stored at posting time.
     pub application: Option<Value>,
-    /// Filters are not kept yet: nothing is ever filtered.
-    pub filtered: Vec<Value>,
+    /// The viewer's filters this status matches where it is shown (`filters::active`); a
+    /// boost carries its boosted status's, as on Mastodon.
+    pub filtered: Vec<super::FilterResult>,
     /// The source text, only in the answer to a deletion ("delete and redraft").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -316,6 +317,10 @@ async fn render_posts(
         Some(v) => viewer_flags(conn, v, &found, &uris).await?,
         None => HashMap::new(),
     };
+    let muted = match viewer {
+        Some(v) => conversation_mutes::muted_among(conn, v, &found).await?,
+        None => Default::default(),
+    };
     let mention_ids = mention_ids(conn, site.urls, &local, &remote).await?;
     let mut media = media::of_statuses(conn, site.drive, &local_ids).await?;
 
@@ -359,6 +364,7 @@ async fn render_posts(
             &flags,
             r.id,
         );
+        s.muted = muted.contains(&r.id);
         out.insert(r.id, s);
     }
     for r in remote {
@@ -388,6 +394,7 @@ async fn render_posts(
             &flags,
             r.id,
         );
+        s.muted = muted.contains(&r.id);
         out.insert(r.id, s);
     }
     Ok(out)

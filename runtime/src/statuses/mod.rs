@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod context;
+pub mod conversation_mutes;
 pub mod conversations;
 pub mod feed;
 pub mod followers;

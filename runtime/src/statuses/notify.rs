@@ -71,6 +71,14 @@ pub async fn notify(
     if n.from_account == n.account {
         return Ok(None);
     }
+    // A thread the account muted notifies it of nothing (Mastodon's NotifyService).
+    if let Some(post) = n.post
+        && !super::conversation_mutes::muted_among(tx, n.account, &[post])
+            .await?
+            .is_empty()
+    {
+        return Ok(None);
+    }
     let id: Option<i64> = sqlx::query_scalar(
         "INSERT INTO notifications (account_id, type, from_account_id, post_id, activity_id)
          VALUES ($1, $2, $3, $4, $5)

@@ -87,6 +87,20 @@ pub async fn relationship(tx: &mut PgConnection, account: Uuid) -> Result<(), sq
     Ok(())
 }
 
+/// `account`'s filters changed, or one ran out: its open streams reload them, and its `user`
+/// streams send Mastodon's `filters_changed` (no payload) so apps fetch them again.
+pub async fn filters(tx: &mut PgConnection, account: Uuid) -> Result<(), sqlx::Error> {
+    let sql = format!(
+        "INSERT INTO stream_events (kind, event, accounts)
+         VALUES ('filters', 'filters_changed', ARRAY[$1::uuid]) {NOTIFY}"
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(account)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
 /// `notification` on the `user` and `user:notification` streams: each `(account, id)` is a
 /// notification just stored for that account.
 pub async fn notified(tx: &mut PgConnection, stored: &[(Uuid, i64)]) -> Result<(), sqlx::Error> {

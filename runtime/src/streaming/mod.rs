@@ -61,7 +61,15 @@ pub struct Event {
     /// reused by every other (the event is shared behind an `Arc`): one render per node
     /// instead of one per stream. `None` inside: gone, or not public any more.
     #[sqlx(skip)]
-    pub shared: tokio::sync::OnceCell<Option<Arc<str>>>,
+    pub shared: tokio::sync::OnceCell<Option<Arc<SharedStatus>>>,
+}
+
+/// A public event's status as anyone sees it: the entity (a reader with filters gets a copy
+/// with its `filtered`) and its JSON (what every other reader is sent).
+#[derive(Debug)]
+pub struct SharedStatus {
+    pub status: crate::mastodon::Status,
+    pub json: Arc<str>,
 }
 
 /// The columns of [`Event`], for every query that reads events.

@@ -2,12 +2,13 @@
 //! connection with the viewer's account for home timelines and notifications (`favourited`
 //! and the like are the viewer's), and once per node as anyone sees it for the public streams
 //! ([`public_status`]), as Mastodon renders its public stream's payloads without a viewer.
-//! The entities are the client API's (`mastodon`), serialized.
+//! The entities are the client API's (`mastodon`); the viewer's filters are applied by the
+//! session before they are serialized ([`json`]).
 
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::mastodon::{Site, notification, status};
+use crate::mastodon::{Notification, Site, Status, notification, status};
 
 /// A Status entity for an `update`/`status.update` payload, if the status still exists and
 /// the viewer may read it.
@@ -16,7 +17,7 @@ pub async fn status(
     site: Site<'_>,
     viewer: Uuid,
     id: Uuid,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<Status>, sqlx::Error> {
     status_for(pool, site, Some(viewer), id).await
 }
 
@@ -27,7 +28,7 @@ pub async fn public_status(
     pool: &PgPool,
     site: Site<'_>,
     id: Uuid,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<Status>, sqlx::Error> {
     status_for(pool, site, None, id).await
 }
 
@@ -36,10 +37,9 @@ async fn status_for(
     site: Site<'_>,
     viewer: Option<Uuid>,
     id: Uuid,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<Status>, sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    let s = status::render_one(&mut conn, site, viewer, id).await?;
-    Ok(s.map(|s| json(&s)))
+    status::render_one(&mut conn, site, viewer, id).await
 }
 
 /// A Notification entity for a `notification` payload, if it still exists, is the viewer's
@@ -50,12 +50,11 @@ pub async fn notification(
     site: Site<'_>,
     viewer: Uuid,
     id: i64,
-) -> Result<Option<String>, sqlx::Error> {
-    let n = notification::one(pool, site, viewer, id).await?;
-    Ok(n.map(|n| json(&n)))
+) -> Result<Option<Notification>, sqlx::Error> {
+    notification::one(pool, site, viewer, id).await
 }
 
 /// Entities are plain structs of strings, numbers and lists: serializing cannot fail.
-fn json(v: &impl serde::Serialize) -> String {
+pub fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }

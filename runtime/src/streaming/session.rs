@@ -28,9 +28,13 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use super::SharedStatus;
 use super::hub::Admission;
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, render};
+use crate::filters::Context;
+use crate::filters::active::Active;
+use crate::mastodon::Status;
 use crate::statuses::hidden::Hidden;
 use crate::web::server::ConnectionSlot;
 
@@ -82,6 +86,9 @@ pub struct Session {
     /// mute says) this stream leaves out; reloaded when a `relationship` event names the
     /// viewer.
     pub hidden: Hidden,
+    /// The viewer's filters, applied to every status and notification it is sent; reloaded
+    /// when a `filters` event names the viewer.
+    pub filters: Active,
     /// Whether each author seen so far is on a blocked domain (only asked when the viewer
     /// blocks domains: one lookup per author per stream, then this answers).
     pub author_domains: std::sync::Mutex<std::collections::HashMap<Uuid, bool>>,
@@ -156,6 +163,17 @@ impl Session {
                         if e.kind == "relationship" {
                             if e.accounts.contains(&self.viewer) {
                                 self.reload_hidden().await;
+                            }
+                            continue;
+                        }
+                        if e.kind == "filters" {
+                            if e.accounts.contains(&self.viewer) {
+                                self.reload_filters().await;
+                                if let Some(m) = self.filters_changed()
+                                    && let Err(end) = offer(&out, m)
+                                {
+                                    break end;
+                                }
                             }
                             continue;
                         }
@@ -260,6 +278,36 @@ impl Session {
         }
     }
 
+    /// The viewer's filters, read again (changed, or one ran out). On a database error the
+    /// stream keeps what it had: the next `filters` event tries again.
+    async fn reload_filters(&mut self) {
+        match Active::of(&self.pool, Some(self.viewer)).await {
+            Ok(f) => self.filters = f,
+            Err(err) => tracing::warn!(error = %err, "reloading a stream's filters failed"),
+        }
+    }
+
+    /// Mastodon's `filters_changed` (no payload), for a connection with a `user` stream.
+    fn filters_changed(&self) -> Option<Message> {
+        let user = self.streams.iter().find(|s| **s == Stream::User)?;
+        let m = json!({ "stream": user.names(), "event": "filters_changed" });
+        Some(Message::Text(m.to_string().into()))
+    }
+
+    /// `s` as this viewer is shown it in `context`: `None` when a `hide` filter takes it
+    /// out, `plain` (its JSON as rendered) when no filter matches.
+    fn filtered(&self, context: Context, s: &Status, plain: &Arc<str>) -> Option<Arc<str>> {
+        if self.filters.is_empty() {
+            return Some(plain.clone());
+        }
+        let s = self.filters.apply_one(context, s.clone())?;
+        if s.filtered.is_empty() {
+            Some(plain.clone())
+        } else {
+            Some(render::json(&s).into())
+        }
+    }
+
     /// A client's `subscribe` / `unsubscribe`; the answer to send, if any (Mastodon's error
     /// shape for what it cannot do).
     async fn command(&mut self, text: &str) -> Option<Message> {
@@ -348,33 +396,42 @@ impl Session {
     /// first (the others wait for that render and reuse it): 300 streams cost one render of
     /// a public post, not 300 (issue 28 item 6).
     async fn payload(&self, e: &Event) -> Result<Option<Arc<str>>, sqlx::Error> {
-        let entity = match (
+        match (
             e.kind.as_str(),
             e.event.as_str(),
             e.post_id,
             e.notification_id,
         ) {
-            (_, "delete", Some(id), _) => return Ok(Some(id.to_string().into())),
+            (_, "delete", Some(id), _) => Ok(Some(id.to_string().into())),
             ("public", "update" | "status.update", Some(id), _) => {
                 let shared = e
                     .shared
                     .get_or_try_init(|| async {
                         self.hub.rendered_shared();
-                        let v = render::public_status(&self.pool, self.site(), id).await?;
-                        Ok::<_, sqlx::Error>(v.map(Arc::from))
+                        let s = render::public_status(&self.pool, self.site(), id).await?;
+                        Ok::<_, sqlx::Error>(s.map(|status| {
+                            let json = render::json(&status).into();
+                            Arc::new(SharedStatus { status, json })
+                        }))
                     })
                     .await?;
-                return Ok(shared.clone());
+                Ok(shared
+                    .as_ref()
+                    .and_then(|sh| self.filtered(Context::Public, &sh.status, &sh.json)))
             }
+            // Home and list events: the home context, as Mastodon applies it to both.
             (_, "update" | "status.update", Some(id), _) => {
-                render::status(&self.pool, self.site(), self.viewer, id).await?
+                let s = render::status(&self.pool, self.site(), self.viewer, id).await?;
+                Ok(s.and_then(|s| self.filters.apply_one(Context::Home, s))
+                    .map(|s| render::json(&s).into()))
             }
             (_, "notification", _, Some(id)) => {
-                render::notification(&self.pool, self.site(), self.viewer, id).await?
+                let n = render::notification(&self.pool, self.site(), self.viewer, id).await?;
+                Ok(n.and_then(|n| n.filtered(&self.filters))
+                    .map(|n| render::json(&n).into()))
             }
-            _ => None,
-        };
-        Ok(entity.map(Arc::from))
+            _ => Ok(None),
+        }
     }
 }
 

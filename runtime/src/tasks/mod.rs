@@ -3,6 +3,7 @@
 pub mod cleanups;
 pub mod delivered;
 pub mod delivery;
+pub mod filter_expiry;
 pub mod imports;
 pub mod inbox;
 pub mod jobs;
@@ -22,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
-/// 2: `hollo.mute-expiry.v1`, which an older worker cannot run.
-pub const TASK_DEFINITION_VERSION: i32 = 2;
+/// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`.
+pub const TASK_DEFINITION_VERSION: i32 = 3;
 
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
 pub const REPLY_LANE: &str = "replies";
@@ -40,6 +41,7 @@ pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
     probe::register(&mut reg);
     poll_notification::register(&mut reg, q.poll_wakeup_chunk, fed.clone());
     mute_expiry::register(&mut reg);
+    filter_expiry::register(&mut reg);
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);

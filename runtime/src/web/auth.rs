@@ -75,6 +75,7 @@ pub mod need {
         ReadBlocks => ["read:blocks"];
         ReadBookmarks => ["read:bookmarks"];
         ReadFavourites => ["read:favourites"];
+        ReadFilters => ["read:filters"];
         ReadFollows => ["read:follows"];
         ReadLists => ["read:lists"];
         ReadMutes => ["read:mutes"];
@@ -86,6 +87,7 @@ pub mod need {
         WriteBookmarks => ["write:bookmarks"];
         WriteConversations => ["write:conversations"];
         WriteFavourites => ["write:favourites"];
+        WriteFilters => ["write:filters"];
         WriteFollows => ["write:follows"];
         WriteLists => ["write:lists"];
         WriteMedia => ["write:media"];

@@ -14,6 +14,8 @@ use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
 use crate::federation::Federation;
 use crate::federation::actors::directory::{self, Found};
+use crate::filters::Context;
+use crate::filters::active::Active;
 use crate::mastodon::{Account, Status};
 use crate::statuses::access::{readable_page_sql, visible_sql};
 use crate::web::activitypub::federation;
@@ -144,8 +146,10 @@ async fn statuses(
         }
     };
     let ids = page.finish(ids);
+    let active = Active::of(&s.pool, Some(viewer.id)).await?;
     let mut conn = s.pool.acquire().await?;
     let items = render(&s, &mut conn, Some(viewer.id), &ids).await?;
+    let items = active.apply(Context::Account, items);
     let keys: Vec<String> = ids.iter().map(Uuid::to_string).collect();
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }

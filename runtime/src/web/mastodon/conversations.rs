@@ -11,6 +11,8 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use uuid::Uuid;
 
+use crate::statuses::hidden::Hidden;
+
 use super::pagination::{Page, Paged, params};
 use super::statuses::render;
 use crate::federation::actors::directory;
@@ -44,7 +46,15 @@ async fn list(
         .await?;
     let rows = page.finish(rows);
     let keys: Vec<String> = rows.iter().map(|c| c.last_status_id.to_string()).collect();
-    let items = entities_of(&s, account.id, &rows).await?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
+    let mut items = entities_of(&s, account.id, &rows).await?;
+    // A conversation whose latest status is by an account the reader mutes or blocks stays
+    // out of the list (issue 31 item 2), as its status stays out of every timeline.
+    items.retain(|c| {
+        !c.last_status.as_ref().is_some_and(|st| {
+            uuid::Uuid::parse_str(&st.account.id).is_ok_and(|a| hidden.hides(a, None))
+        })
+    });
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 

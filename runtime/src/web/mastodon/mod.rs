@@ -12,6 +12,7 @@ pub mod accounts;
 pub mod conversations;
 pub mod credentials;
 pub mod domain_blocks;
+pub mod filters;
 pub mod follow_requests;
 pub mod instance;
 pub mod interactions;
@@ -34,6 +35,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(accounts::routes())
         .merge(relationships::routes())
         .merge(lists::routes())
+        .merge(filters::routes())
         .merge(domain_blocks::routes())
         .merge(follow_requests::routes())
         .merge(search::routes())

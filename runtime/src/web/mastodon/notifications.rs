@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
+use crate::filters::active::Active;
 use crate::statuses::hidden::Hidden;
 use crate::statuses::notify::Kind;
 use crate::web::auth::{Needs, need};
@@ -103,7 +104,12 @@ async fn list(
         .await?;
     let rows = page.finish(rows);
     let keys: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
-    let items = notification::render(&s.pool, s.site(), account.id, rows).await?;
+    let filters = Active::of(&s.pool, Some(account.id)).await?;
+    let items = notification::render(&s.pool, s.site(), account.id, rows)
+        .await?
+        .into_iter()
+        .filter_map(|n| n.filtered(&filters))
+        .collect();
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
@@ -117,8 +123,10 @@ async fn show(
     Path(raw): Path<String>,
 ) -> Result<Json<Notification>, ApiError> {
     let id = notification_id(&raw)?;
+    let filters = Active::of(&s.pool, Some(account.id)).await?;
     notification::one(&s.pool, s.site(), account.id, id)
         .await?
+        .and_then(|n| n.filtered(&filters))
         .map(Json)
         .ok_or_else(ApiError::record_not_found)
 }

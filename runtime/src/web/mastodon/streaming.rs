@@ -127,6 +127,7 @@ async fn stream(
         Err(rejection) => return Ok(rejection.into_response()),
     };
     let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
+    let filters = crate::filters::active::Active::of(&s.pool, Some(account.id)).await?;
     let token_hash = accounts::hash_token(token);
     let admission = match s.streams.admit(&token_hash) {
         Ok(admission) => admission,
@@ -159,6 +160,7 @@ async fn stream(
         admission,
         slot: slot.map(|Extension(slot)| slot),
         hidden,
+        filters,
         author_domains: Default::default(),
     };
     // Rendered payloads and the client's commands are small; Mastodon's are too.

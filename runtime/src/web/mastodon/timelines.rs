@@ -15,6 +15,8 @@ use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::render;
+use crate::filters::Context;
+use crate::filters::active::Active;
 use crate::mastodon::Status;
 use crate::statuses::access::readable_page_sql;
 use crate::statuses::hidden::Hidden;
@@ -71,7 +73,7 @@ async fn list(
     }
     let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let ids = feed_page(&s, "list_feed", "list_id", id, &hidden, &page).await?;
-    statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
+    statuses_page(&s, Some(account.id), Context::Home, page.finish(ids), &uri).await
 }
 
 async fn home(
@@ -82,7 +84,7 @@ async fn home(
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let ids = feed_page(&s, "home_feed", "account_id", account.id, &hidden, &page).await?;
-    statuses_page(&s, Some(account.id), page.finish(ids), &uri).await
+    statuses_page(&s, Some(account.id), Context::Home, page.finish(ids), &uri).await
 }
 
 /// `local`/`remote`/`only_media` of the public and tag timelines (each flag selects a fixed
@@ -168,7 +170,7 @@ async fn public(
         .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
-    statuses_page(&s, viewer, page.finish(ids), &uri).await
+    statuses_page(&s, viewer, Context::Public, page.finish(ids), &uri).await
 }
 
 /// Public posts with the hashtag (case-insensitive, `#` optional), ours and theirs.
@@ -205,19 +207,24 @@ async fn tag(
         .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
-    statuses_page(&s, viewer, page.finish(ids), &uri).await
+    statuses_page(&s, viewer, Context::Public, page.finish(ids), &uri).await
 }
 
-/// Status entities for `ids` (newest first), with their own ids as the page's cursors; an
-/// entry deleted between the scan and the render is left out.
+/// Status entities for `ids` (newest first) as shown in `context`, with their own ids as the
+/// page's cursors; an entry deleted between the scan and the render is left out, and so is
+/// one the viewer's `hide` filters take out — after the cursors are read from the page, so a
+/// page emptied by filters still leads to the next.
 async fn statuses_page(
     s: &AppState,
     viewer: Option<Uuid>,
+    context: Context,
     ids: Vec<Uuid>,
     uri: &Uri,
 ) -> Result<Paged<Status>, ApiError> {
+    let filters = Active::of(&s.pool, viewer).await?;
     let mut conn = s.pool.acquire().await?;
     let items = render(s, &mut conn, viewer, &ids).await?;
     let keys: Vec<String> = items.iter().map(|v| v.id.clone()).collect();
+    let items = filters.apply(context, items);
     Ok(Paged::new(items, &keys, &s.public_origin, uri))
 }

@@ -1,5 +1,5 @@
 //! `POST /api/v1/statuses/{id}/favourite`, `/unfavourite`, `/reblog`, `/unreblog`,
-//! `/bookmark`, `/unbookmark`. Each answers the Status entity after the change (`/reblog` the
+//! `/bookmark`, `/unbookmark`, `/mute`, `/unmute` (the conversation, issue 31 item 2). Each answers the Status entity after the change (`/reblog` the
 //! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
 //! is idempotent. Each is begin → act (`statuses::interact`: the row, its local side effects and
 //! the activity it sends) → commit → render.
@@ -11,9 +11,9 @@ use axum::routing::post;
 use axum::{Json, Router};
 
 use super::{status, target};
-use crate::statuses::Visibility;
 use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;
+use crate::statuses::{Visibility, conversation_mutes};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
@@ -28,6 +28,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/statuses/{id}/unreblog", post(unreblog))
         .route("/api/v1/statuses/{id}/bookmark", post(bookmark))
         .route("/api/v1/statuses/{id}/unbookmark", post(unbookmark))
+        .route("/api/v1/statuses/{id}/mute", post(mute))
+        .route("/api/v1/statuses/{id}/unmute", post(unmute))
 }
 
 impl From<BoostError> for ApiError {
@@ -115,6 +117,31 @@ async fn unbookmark(
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
     interact::unbookmark(&mut tx, &account, &post).await?;
+    tx.commit().await?;
+    status(&s, account.id, post.id).await
+}
+
+/// Mutes the status's conversation: it notifies the caller of nothing more.
+async fn mute(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteMutes>,
+    Path(raw): Path<String>,
+) -> Result<Json<Status>, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    conversation_mutes::mute(&mut tx, account.id, post.id).await?;
+    tx.commit().await?;
+    status(&s, account.id, post.id).await
+}
+
+async fn unmute(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteMutes>,
+    Path(raw): Path<String>,
+) -> Result<Json<Status>, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    conversation_mutes::unmute(&mut tx, account.id, post.id).await?;
     tx.commit().await?;
     status(&s, account.id, post.id).await
 }

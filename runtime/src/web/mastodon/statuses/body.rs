@@ -99,7 +99,15 @@ fn set(target: &mut Value, segments: &[&str], value: String) {
                 *target = Value::Array(Vec::new());
             }
             if let Value::Array(items) = target {
-                items.push(Value::Null);
+                // Rails: `a[][k]=1&a[][j]=2` is one element {k, j}; a key the last element
+                // already has starts the next (`a[][k]=1&a[][k]=2` is two).
+                let continues = match (items.last(), rest.first()) {
+                    (Some(Value::Object(m)), Some(key)) if !key.is_empty() => !m.contains_key(*key),
+                    _ => false,
+                };
+                if !continues {
+                    items.push(Value::Null);
+                }
                 if let Some(last) = items.last_mut() {
                     set(last, rest, value);
                 }
@@ -181,6 +189,17 @@ mod tests {
                    "poll": {"options": ["x", "y"], "expires_in": "60"}})
         );
         assert!(from_pairs(vec![("status".into(), "a\0".into())]).is_err());
+    }
+
+    #[test]
+    fn arrays_of_objects_group_like_rails() {
+        assert_eq!(
+            pairs(
+                "keywords_attributes[][keyword]=a&keywords_attributes[][whole_word]=false&keywords_attributes[][keyword]=b"
+            ),
+            json!({"keywords_attributes": [{"keyword": "a", "whole_word": "false"},
+                                           {"keyword": "b"}]})
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{render, status_id};
+use crate::filters::Context::Thread;
+use crate::filters::active::Active;
 use crate::mastodon::Status;
 use crate::statuses::{access, context as thread};
 use crate::web::auth::{MaybeNeeds, need};
@@ -29,14 +31,15 @@ pub async fn context(
 ) -> Result<Json<Context>, ApiError> {
     let id = status_id(&raw)?;
     let viewer = viewer.map(|a| a.id);
+    let filters = Active::of(&s.pool, viewer).await?;
     let mut conn = s.pool.acquire().await?;
     if !access::can_see(&mut conn, viewer, id).await? {
         return Err(ApiError::record_not_found());
     }
     let up = thread::ancestors(&mut conn, viewer, id).await?;
     let down = thread::descendants(&mut conn, viewer, id).await?;
-    let ancestors = render(&s, &mut conn, viewer, &up).await?;
-    let descendants = render(&s, &mut conn, viewer, &down).await?;
+    let ancestors = filters.apply(Thread, render(&s, &mut conn, viewer, &up).await?);
+    let descendants = filters.apply(Thread, render(&s, &mut conn, viewer, &down).await?);
     drop(conn);
     // A signed-in viewer of a remote post asks for the replies we have not seen yet.
     let job = match viewer {

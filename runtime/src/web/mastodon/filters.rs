@@ -1,0 +1,507 @@
+//! Filters in the client API (issue 31 item 3): Mastodon's v2 (`/api/v2/filters`, their
+//! keywords and statuses) and, for old clients, v1 (`/api/v1/filters`: one v1 filter per
+//! keyword, as Mastodon answers since v2 came). Another account's filter, keyword or status
+//! rule is the same 404 as none. The rules (blank titles, unknown contexts, limits) are
+//! `filters`', answered as 422; what the filters do to what a reader is shown is
+//! `filters::active`'s.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::statuses::body::{StatusBody, flag};
+use crate::filters::{self, Action, Changes, Context, FilterError, KeywordChange};
+use crate::mastodon::Empty;
+use crate::mastodon::filter::{Filter, FilterKeyword, FilterStatus, V1Filter};
+use crate::statuses::access;
+use crate::web::auth::{Needs, need};
+use crate::web::{ApiError, AppState, parse_id};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v2/filters", get(index).post(create))
+        .route("/api/v2/filters/{id}", get(show).put(update).delete(remove))
+        .route(
+            "/api/v2/filters/{id}/keywords",
+            get(keywords).post(add_keyword),
+        )
+        .route(
+            "/api/v2/filters/keywords/{id}",
+            get(show_keyword).put(update_keyword).delete(remove_keyword),
+        )
+        .route(
+            "/api/v2/filters/{id}/statuses",
+            get(statuses).post(add_status),
+        )
+        .route(
+            "/api/v2/filters/statuses/{id}",
+            get(show_status).delete(remove_status),
+        )
+        .route("/api/v1/filters", get(v1_index).post(v1_create))
+        .route(
+            "/api/v1/filters/{id}",
+            get(v1_show).put(v1_update).delete(v1_remove),
+        )
+}
+
+fn refused(e: FilterError) -> ApiError {
+    match e {
+        FilterError::Invalid(m) => ApiError::unprocessable(m),
+        FilterError::Db(e) => e.into(),
+    }
+}
+
+fn id_of(raw: &str, what: &str) -> Result<Uuid, ApiError> {
+    parse_id(raw, what).map_err(|_| ApiError::record_not_found())
+}
+
+/// A string field, if present and a string (forms send every value as one).
+fn string(body: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err(ApiError::unprocessable(format!("{key} must be a string"))),
+    }
+}
+
+/// `context` (an array, or one string): every entry one of Mastodon's five.
+fn contexts(body: &Map<String, Value>) -> Result<Option<Vec<Context>>, ApiError> {
+    let raw: Vec<&str> = match body.get("context") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .ok_or_else(|| ApiError::unprocessable("context must be a list of strings"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(ApiError::unprocessable("context must be a list of strings")),
+    };
+    raw.into_iter()
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            Context::parse(c).ok_or_else(|| {
+                ApiError::unprocessable(format!(
+                    "context {c:?} is not one of home, notifications, public, thread, account"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `expires_in`: absent keeps the end; null or empty removes it; seconds from now sets it.
+fn expires_in(body: &Map<String, Value>) -> Result<Option<Option<Duration>>, ApiError> {
+    let bad = || ApiError::unprocessable("expires_in must be a positive number of seconds");
+    let secs = match body.get("expires_in") {
+        None => return Ok(None),
+        Some(Value::Null) => return Ok(Some(None)),
+        Some(Value::String(s)) if s.trim().is_empty() => return Ok(Some(None)),
+        Some(Value::String(s)) => s.trim().parse::<f64>().map_err(|_| bad())?,
+        Some(Value::Number(n)) => n.as_f64().ok_or_else(bad)?,
+        Some(_) => return Err(bad()),
+    };
+    if !secs.is_finite() || secs < 1.0 {
+        return Err(bad());
+    }
+    Ok(Some(Some(Duration::from_secs_f64(
+        secs.min(filters::MAX_DURATION.as_secs_f64()),
+    ))))
+}
+
+/// `keywords_attributes`: an array of `{keyword, whole_word, id, _destroy}`, or Rails' hash
+/// of them by index (`keywords_attributes[0][keyword]=…`).
+fn keyword_changes(body: &Map<String, Value>) -> Result<Vec<KeywordChange>, ApiError> {
+    let items: Vec<&Value> = match body.get("keywords_attributes") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(Value::Object(m)) => m.values().collect(),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                "keywords_attributes must be a list of keywords",
+            ));
+        }
+    };
+    if items.len() as i64 > filters::MAX_KEYWORDS {
+        return Err(ApiError::unprocessable(format!(
+            "a filter may have at most {} keywords",
+            filters::MAX_KEYWORDS
+        )));
+    }
+    items
+        .into_iter()
+        .map(|item| {
+            let Value::Object(k) = item else {
+                return Err(ApiError::unprocessable(
+                    "each of keywords_attributes must be an object",
+                ));
+            };
+            let id = match string(k, "id")?.filter(|s| !s.is_empty()) {
+                None => None,
+                Some(raw) => Some(Uuid::parse_str(&raw).map_err(|_| {
+                    ApiError::unprocessable(format!("keyword {raw} is not one of this filter's"))
+                })?),
+            };
+            Ok(KeywordChange {
+                id,
+                keyword: string(k, "keyword")?,
+                whole_word: flag("whole_word", k.get("whole_word"))?,
+                destroy: flag("_destroy", k.get("_destroy"))?.unwrap_or(false),
+            })
+        })
+        .collect()
+}
+
+/// A v2 create or update body.
+fn changes(body: &Map<String, Value>) -> Result<Changes, ApiError> {
+    Ok(Changes {
+        title: string(body, "title")?,
+        context: contexts(body)?,
+        action: string(body, "filter_action")?
+            .filter(|a| !a.is_empty())
+            .map(|a| Action::parse(&a)),
+        expires_in: expires_in(body)?,
+        keywords: keyword_changes(body)?,
+    })
+}
+
+async fn index(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+) -> Result<Json<Vec<Filter>>, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    let all = filters::all(&mut conn, account.id).await?;
+    Ok(Json(all.iter().map(Filter::full).collect()))
+}
+
+async fn own(s: &AppState, account: Uuid, raw: &str) -> Result<filters::Filter, ApiError> {
+    let id = id_of(raw, "filter")?;
+    let mut conn = s.pool.acquire().await?;
+    filters::get(&mut conn, account, id)
+        .await?
+        .ok_or_else(ApiError::record_not_found)
+}
+
+async fn show(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Filter>, ApiError> {
+    Ok(Json(Filter::full(&own(&s, account.id, &id).await?)))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<Filter>, ApiError> {
+    let changes = changes(&body)?;
+    let mut tx = s.pool.begin().await?;
+    let f = filters::create(&mut tx, account.id, &changes)
+        .await
+        .map_err(refused)?;
+    tx.commit().await?;
+    Ok(Json(Filter::full(&f)))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<Filter>, ApiError> {
+    let id = id_of(&id, "filter")?;
+    let changes = changes(&body)?;
+    let mut tx = s.pool.begin().await?;
+    let f = filters::update(&mut tx, account.id, id, &changes)
+        .await
+        .map_err(refused)?
+        .ok_or_else(ApiError::record_not_found)?;
+    tx.commit().await?;
+    Ok(Json(Filter::full(&f)))
+}
+
+async fn remove(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Empty>, ApiError> {
+    let id = id_of(&id, "filter")?;
+    let mut tx = s.pool.begin().await?;
+    if !filters::delete(&mut tx, account.id, id).await? {
+        return Err(ApiError::record_not_found());
+    }
+    tx.commit().await?;
+    Ok(Json(Empty {}))
+}
+
+async fn keywords(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<FilterKeyword>>, ApiError> {
+    let f = own(&s, account.id, &id).await?;
+    Ok(Json(f.keywords.iter().map(FilterKeyword::from).collect()))
+}
+
+async fn add_keyword(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<FilterKeyword>, ApiError> {
+    let id = id_of(&id, "filter")?;
+    let keyword = string(&body, "keyword")?.unwrap_or_default();
+    let whole_word = flag("whole_word", body.get("whole_word"))?.unwrap_or(true);
+    let mut tx = s.pool.begin().await?;
+    let k = filters::add_keyword(&mut tx, account.id, id, &keyword, whole_word)
+        .await
+        .map_err(refused)?
+        .ok_or_else(ApiError::record_not_found)?;
+    tx.commit().await?;
+    Ok(Json(FilterKeyword::from(&k)))
+}
+
+async fn show_keyword(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<FilterKeyword>, ApiError> {
+    let id = id_of(&id, "keyword")?;
+    let mut conn = s.pool.acquire().await?;
+    let k = filters::keyword(&mut conn, account.id, id)
+        .await?
+        .ok_or_else(ApiError::record_not_found)?;
+    Ok(Json(FilterKeyword::from(&k)))
+}
+
+async fn update_keyword(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<FilterKeyword>, ApiError> {
+    let id = id_of(&id, "keyword")?;
+    let keyword = string(&body, "keyword")?;
+    let whole_word = flag("whole_word", body.get("whole_word"))?;
+    let mut tx = s.pool.begin().await?;
+    let k = filters::update_keyword(&mut tx, account.id, id, keyword.as_deref(), whole_word)
+        .await
+        .map_err(refused)?
+        .ok_or_else(ApiError::record_not_found)?;
+    tx.commit().await?;
+    Ok(Json(FilterKeyword::from(&k)))
+}
+
+async fn remove_keyword(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Empty>, ApiError> {
+    let id = id_of(&id, "keyword")?;
+    let mut tx = s.pool.begin().await?;
+    if !filters::delete_keyword(&mut tx, account.id, id).await? {
+        return Err(ApiError::record_not_found());
+    }
+    tx.commit().await?;
+    Ok(Json(Empty {}))
+}
+
+async fn statuses(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<FilterStatus>>, ApiError> {
+    let f = own(&s, account.id, &id).await?;
+    Ok(Json(f.statuses.iter().map(FilterStatus::from).collect()))
+}
+
+/// Adds a status the account may read (one it may not is the same 404 as an unknown one).
+async fn add_status(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<FilterStatus>, ApiError> {
+    let id = id_of(&id, "filter")?;
+    let status = string(&body, "status_id")?
+        .and_then(|raw| Uuid::parse_str(&raw).ok())
+        .ok_or_else(ApiError::record_not_found)?;
+    let mut tx = s.pool.begin().await?;
+    if !access::can_see(&mut tx, Some(account.id), status).await? {
+        return Err(ApiError::record_not_found());
+    }
+    let r = filters::add_status(&mut tx, account.id, id, status)
+        .await
+        .map_err(refused)?
+        .ok_or_else(ApiError::record_not_found)?;
+    tx.commit().await?;
+    Ok(Json(FilterStatus::from(&r)))
+}
+
+async fn show_status(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<FilterStatus>, ApiError> {
+    let id = id_of(&id, "status filter")?;
+    let mut conn = s.pool.acquire().await?;
+    let r = filters::status_rule(&mut conn, account.id, id)
+        .await?
+        .ok_or_else(ApiError::record_not_found)?;
+    Ok(Json(FilterStatus::from(&r)))
+}
+
+async fn remove_status(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Empty>, ApiError> {
+    let id = id_of(&id, "status filter")?;
+    let mut tx = s.pool.begin().await?;
+    if !filters::delete_status(&mut tx, account.id, id).await? {
+        return Err(ApiError::record_not_found());
+    }
+    tx.commit().await?;
+    Ok(Json(Empty {}))
+}
+
+// v1: each keyword of a filter is a v1 filter (its id the keyword's); `irreversible` is the
+// `hide` action. As on Mastodon, a v1 change of the filter's own settings is refused when
+// the filter has other keywords a v1 client cannot see.
+
+async fn v1_index(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+) -> Result<Json<Vec<V1Filter>>, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    let all = filters::all(&mut conn, account.id).await?;
+    Ok(Json(
+        all.iter()
+            .flat_map(|f| f.keywords.iter().map(move |k| V1Filter::of(f, k)))
+            .collect(),
+    ))
+}
+
+/// The filter holding `account`'s keyword `raw`, and the keyword.
+async fn v1_own(
+    s: &AppState,
+    account: Uuid,
+    raw: &str,
+) -> Result<(filters::Filter, filters::Keyword), ApiError> {
+    let id = id_of(raw, "filter")?;
+    let mut conn = s.pool.acquire().await?;
+    let k = filters::keyword(&mut conn, account, id)
+        .await?
+        .ok_or_else(ApiError::record_not_found)?;
+    let f = filters::get(&mut conn, account, k.filter_id)
+        .await?
+        .ok_or_else(ApiError::record_not_found)?;
+    Ok((f, k))
+}
+
+async fn v1_show(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<V1Filter>, ApiError> {
+    let (f, k) = v1_own(&s, account.id, &id).await?;
+    Ok(Json(V1Filter::of(&f, &k)))
+}
+
+/// A v1 body's filter settings: `context`, `irreversible`, `expires_in`.
+fn v1_changes(body: &Map<String, Value>) -> Result<Changes, ApiError> {
+    Ok(Changes {
+        title: None,
+        context: contexts(body)?,
+        action: flag("irreversible", body.get("irreversible"))?
+            .map(|hide| if hide { Action::Hide } else { Action::Warn }),
+        expires_in: expires_in(body)?,
+        keywords: Vec::new(),
+    })
+}
+
+async fn v1_create(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<V1Filter>, ApiError> {
+    let phrase = string(&body, "phrase")?.unwrap_or_default();
+    let mut changes = v1_changes(&body)?;
+    // A title is at most 256 characters; a keyword may be longer.
+    changes.title = Some(phrase.chars().take(256).collect());
+    changes.keywords = vec![KeywordChange {
+        keyword: Some(phrase),
+        whole_word: Some(flag("whole_word", body.get("whole_word"))?.unwrap_or(true)),
+        ..KeywordChange::default()
+    }];
+    let mut tx = s.pool.begin().await?;
+    let f = filters::create(&mut tx, account.id, &changes)
+        .await
+        .map_err(refused)?;
+    tx.commit().await?;
+    let k = f
+        .keywords
+        .first()
+        .ok_or_else(|| ApiError::unprocessable("phrase can't be blank"))?;
+    Ok(Json(V1Filter::of(&f, k)))
+}
+
+async fn v1_update(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+    StatusBody(body): StatusBody<Map<String, Value>>,
+) -> Result<Json<V1Filter>, ApiError> {
+    let (f, k) = v1_own(&s, account.id, &id).await?;
+    let mut changes = v1_changes(&body)?;
+    let touches_filter =
+        changes.context.is_some() || changes.action.is_some() || changes.expires_in.is_some();
+    if touches_filter && f.keywords.len() > 1 {
+        return Err(ApiError::unprocessable(
+            "this filter has several keywords: change it with the v2 filters API",
+        ));
+    }
+    changes.keywords = vec![KeywordChange {
+        id: Some(k.id),
+        keyword: string(&body, "phrase")?,
+        whole_word: flag("whole_word", body.get("whole_word"))?,
+        destroy: false,
+    }];
+    let mut tx = s.pool.begin().await?;
+    let f = filters::update(&mut tx, account.id, f.id, &changes)
+        .await
+        .map_err(refused)?
+        .ok_or_else(ApiError::record_not_found)?;
+    tx.commit().await?;
+    let k = f
+        .keywords
+        .iter()
+        .find(|x| x.id == k.id)
+        .ok_or_else(ApiError::record_not_found)?;
+    Ok(Json(V1Filter::of(&f, k)))
+}
+
+/// Removes the keyword, and its filter when nothing else is left in it (a filter a v1 client
+/// made holds that one keyword).
+async fn v1_remove(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<Empty>, ApiError> {
+    let (f, k) = v1_own(&s, account.id, &id).await?;
+    let mut tx = s.pool.begin().await?;
+    if f.keywords.len() == 1 && f.statuses.is_empty() {
+        filters::delete(&mut tx, account.id, f.id).await?;
+    } else {
+        filters::delete_keyword(&mut tx, account.id, k.id).await?;
+    }
+    tx.commit().await?;
+    Ok(Json(Empty {}))
+}
