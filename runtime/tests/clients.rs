@@ -342,3 +342,22 @@ async fn mastodon_py_drives_lists_and_mutes() {
     assert!(out.contains("lists_mutes_flow: all steps passed"), "{out}");
     inst.shutdown().await;
 }
+
+/// Issue 31's filters and conversation mutes in Mastodon.py (`clients/filters_flow.py`): a v2
+/// filter that warns then hides, its v1 view checked against the library's own `filters_apply`,
+/// keywords and a status rule, a two-second filter ended on the queue, a muted conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_drives_filters_and_conversation_mutes() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("fiona").await;
+    let (_, friend_token) = inst.account("felix").await;
+    let out = run_script(
+        "filters_flow.py",
+        &inst.base,
+        "fiona",
+        &[&token, &friend_token],
+    )
+    .await;
+    assert!(out.contains("filters_flow: all steps passed"), "{out}");
+    inst.shutdown().await;
+}
