@@ -922,7 +922,22 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
     filter(&api, json!({ "title": "hidden", "context": ["home", "public", "notifications"], "filter_action": "hide",
                          "keywords_attributes": [{ "keyword": "dogs" }] }))
     .await;
+    let list = id(&call(
+        &api,
+        Method::POST,
+        "/api/v1/lists",
+        json!({ "title": "bob" }),
+    )
+    .await);
+    call(
+        &api,
+        Method::POST,
+        &format!("/api/v1/lists/{list}/accounts"),
+        json!({ "account_ids": [bob.id.to_string()] }),
+    )
+    .await;
     let mut user = stream(&inst, "stream=user", &alice_token).await;
+    let mut listed = stream(&inst, &format!("stream=list&list={list}"), &alice_token).await;
     let mut public = stream(&inst, "stream=public", &alice_token).await;
     let (_, eve_token) = inst.account("eve").await;
     let mut eve_public = stream(&inst, "stream=public", &eve_token).await;
@@ -947,6 +962,13 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
     );
     // The notification of the cats mention is warned; the dogs mention's never came.
     let (got, before) = until(&mut user, "notification", &cat_mention).await;
+    assert_eq!(titles(&got), vec!["warned".to_string()]);
+    assert!(
+        !before.contains(&dogs) && !before.contains(&dog_mention),
+        "{before:?}"
+    );
+    // A list stream is the home context too.
+    let (got, before) = until(&mut listed, "update", &cats).await;
     assert_eq!(titles(&got), vec!["warned".to_string()]);
     assert!(
         !before.contains(&dogs) && !before.contains(&dog_mention),
