@@ -144,6 +144,14 @@ pub fn to_text(html: &str) -> String {
     decode_entities(&stripped)
 }
 
+/// The text of HTML this server already sanitized (a rendered status's `content`), for
+/// matching rather than showing: tags dropped without a parser, entities decoded. What the
+/// sanitizer let through is well-formed, so no parse is needed (filters match every status of
+/// every page a reader with keyword filters reads).
+pub fn text_of_sanitized(html: &str) -> String {
+    decode_entities(&strip_tags(html))
+}
+
 /// Escapes the five characters that are markup in HTML text and attributes.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
