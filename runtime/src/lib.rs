@@ -25,6 +25,7 @@ pub mod scopes;
 pub mod shutdown;
 pub mod statuses;
 pub mod streaming;
+pub mod tags;
 pub mod tasks;
 pub mod web;
 

@@ -290,6 +290,28 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     )
     .await;
 
+    // A pin and its unpin (Add, Remove to `featured`), then a pin that stays, and a featured
+    // tag, so the two collections have items (issue 30 items 3 and 6).
+    let note_id = note["id"].as_str().expect("id");
+    for action in ["pin", "unpin", "pin"] {
+        api(
+            &inst,
+            reqwest::Method::POST,
+            &format!("/api/v1/statuses/{note_id}/{action}"),
+            &token,
+            json!({}),
+        )
+        .await;
+    }
+    api(
+        &inst,
+        reqwest::Method::POST,
+        "/api/v1/featured_tags",
+        &token,
+        json!({"name": "jsonld"}),
+    )
+    .await;
+
     // A block, then an overwrite import that undoes it (and blocks another).
     import_blocks(&inst, &token, "merge", &[peer.handle_of("b1")]).await;
     import_blocks(&inst, &token, "overwrite", &[peer.handle_of("b2")]).await;
@@ -312,6 +334,8 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         fed.outbox(&alice.username),
         fed.followers(&alice.username),
         fed.following(&alice.username),
+        fed.featured(&alice.username),
+        fed.featured_tags(&alice.username),
         fed.instance_outbox(),
     ] {
         let doc = get(&url).await;
@@ -373,6 +397,9 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         "Update(Question)",
         "Block",
         "Undo(Block)",
+        "Add",
+        "Remove",
+        "Collection",
     ] {
         assert!(kinds.contains(expected), "no {expected} among {kinds:?}");
     }

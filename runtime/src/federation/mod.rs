@@ -128,6 +128,14 @@ impl Federation {
     pub fn following(&self, username: &str) -> String {
         format!("{}/following", self.actor_iri(username))
     }
+    /// The pinned statuses (Mastodon's path, so peers that guess it find it).
+    pub fn featured(&self, username: &str) -> String {
+        format!("{}/collections/featured", self.actor_iri(username))
+    }
+    /// The featured hashtags.
+    pub fn featured_tags(&self, username: &str) -> String {
+        format!("{}/collections/tags", self.actor_iri(username))
+    }
     /// The instance actor (`type: Application`), whose key signs fetches no account makes.
     pub fn instance_actor_iri(&self) -> String {
         format!("{}/actor", self.origin)

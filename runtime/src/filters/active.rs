@@ -75,8 +75,9 @@ impl KeywordMatcher {
             .any(|(at, m)| {
                 let before = text_lower[..at].chars().next_back();
                 let after = text_lower[at + m.len()..].chars().next();
-                !(self.bound_start && before.is_some_and(is_word))
-                    && !(self.bound_end && after.is_some_and(is_word))
+                let runs_on = (self.bound_start && before.is_some_and(is_word))
+                    || (self.bound_end && after.is_some_and(is_word));
+                !runs_on
             })
     }
 }
@@ -90,7 +91,10 @@ fn searchable_text(s: &Status) -> String {
         .replace("<br/>", "\n")
         .replace("<br />", "\n")
         .replace("</p><p>", "\n\n");
-    let mut parts = vec![s.spoiler_text.clone(), crate::html::text_of_sanitized(&content)];
+    let mut parts = vec![
+        s.spoiler_text.clone(),
+        crate::html::text_of_sanitized(&content),
+    ];
     if let Some(p) = &s.poll {
         parts.extend(p.options.iter().map(|o| o.title.clone()));
     }

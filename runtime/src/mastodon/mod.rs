@@ -19,6 +19,7 @@ pub mod relationship;
 pub mod replies;
 pub mod status;
 pub mod status_edit;
+pub mod tag;
 pub mod urls;
 
 pub use account::{Account, CredentialAccount, MutedAccount};

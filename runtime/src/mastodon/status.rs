@@ -24,7 +24,7 @@ use crate::content;
 use crate::federation::actors::directory::RemoteAccount;
 use crate::federation::outbound::mentions;
 use crate::html;
-use crate::statuses::{access, conversation_mutes};
+use crate::statuses::{access, conversation_mutes, pins};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Status {
@@ -321,6 +321,10 @@ async fn render_posts(
         Some(v) => conversation_mutes::muted_among(conn, v, &found).await?,
         None => Default::default(),
     };
+    let pinned = match viewer {
+        Some(v) => pins::pinned_among(conn, v, &local_ids).await?,
+        None => Default::default(),
+    };
     let mention_ids = mention_ids(conn, site.urls, &local, &remote).await?;
     let mut media = media::of_statuses(conn, site.drive, &local_ids).await?;
 
@@ -365,6 +369,7 @@ async fn render_posts(
             r.id,
         );
         s.muted = muted.contains(&r.id);
+        s.pinned = pinned.contains(&r.id);
         out.insert(r.id, s);
     }
     for r in remote {

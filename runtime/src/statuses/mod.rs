@@ -12,6 +12,7 @@ pub mod followers;
 pub mod hidden;
 pub mod interact;
 pub mod notify;
+pub mod pins;
 pub mod post;
 pub mod preferences;
 pub mod write;

@@ -209,6 +209,8 @@ pub async fn create(
         };
         feed::push(&mut tx, &theirs, &local.home).await?;
     }
+    // Accounts following one of its tags get a public post too (issue 30 item 6).
+    crate::tags::fan_out(&mut tx, status).await?;
     notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
     if let (Some(a), true) = (&actor, notifies_followers(&mut tx, author.id, n).await?) {
         for account in followers::notified_of_posts(&mut tx, a).await? {

@@ -42,6 +42,8 @@ pub fn routes() -> Router<AppState> {
         .route("/users/{name}/statuses/{id}", get(status_handler))
         .route("/users/{name}/followers", get(followers_handler))
         .route("/users/{name}/following", get(following_handler))
+        .route("/users/{name}/collections/featured", get(featured_handler))
+        .route("/users/{name}/collections/tags", get(featured_tags_handler))
         .route("/users/{name}/inbox", post(user_inbox))
         .route("/inbox", post(shared_inbox))
         .route("/actor", get(instance_actor_handler))
@@ -209,6 +211,57 @@ async fn outbox_handler(
     let account = account_named(&s, &name).await?;
     // Only public posts would be listed here; this runtime does not author posts yet.
     Ok(collection(fed.outbox(&account.username), 0))
+}
+
+/// The account's pinned statuses (issue 30 item 3), embedded as Mastodon serves them so a
+/// peer needs no second fetch; only public and unlisted ones, as the statuses themselves.
+async fn featured_handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    let mut conn = s.pool.acquire().await?;
+    let mut items = Vec::new();
+    for id in crate::statuses::pins::of_local(&mut conn, account.id).await? {
+        if let Some(st) = statuses::load(&mut conn, Some(&s.drive), id).await?
+            && matches!(
+                st.visibility,
+                crate::statuses::Visibility::Public | crate::statuses::Visibility::Unlisted
+            )
+        {
+            let mut note = statuses::object(fed, &st);
+            if let Some(o) = note.as_object_mut() {
+                o.remove("@context");
+            }
+            items.push(note);
+        }
+    }
+    Ok(activity_json(json!({
+        "@context": context::ld(), "id": fed.featured(&account.username),
+        "type": "OrderedCollection", "totalItems": items.len(), "orderedItems": items,
+    })))
+}
+
+/// The account's featured hashtags (issue 30 item 6) as `Hashtag` objects.
+async fn featured_tags_handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let account = account_named(&s, &name).await?;
+    let mut conn = s.pool.acquire().await?;
+    let items: Vec<Value> = crate::tags::featured::of(&mut conn, account.id)
+        .await?
+        .into_iter()
+        .map(|t| {
+            json!({ "type": "Hashtag", "href": fed.urls().tag(&t.name), "name": format!("#{}", t.name) })
+        })
+        .collect();
+    Ok(activity_json(json!({
+        "@context": context::ld(), "id": fed.featured_tags(&account.username),
+        "type": "Collection", "totalItems": items.len(), "items": items,
+    })))
 }
 
 async fn followers_handler(

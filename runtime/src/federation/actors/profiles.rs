@@ -219,6 +219,8 @@ pub fn local_actor_document(
         "outbox": fed.outbox(&account.username),
         "followers": fed.followers(&account.username),
         "following": fed.following(&account.username),
+        "featured": fed.featured(&account.username),
+        "featuredTags": fed.featured_tags(&account.username),
         "manuallyApprovesFollowers": profile.locked,
         "discoverable": true,
         "attachment": attachment,

@@ -60,6 +60,8 @@ enum Wire {
     Like(Envelope),
     Announce(Envelope),
     Block(Envelope),
+    Add(Envelope),
+    Remove(Envelope),
     #[serde(other)]
     Unsupported,
 }
@@ -68,6 +70,8 @@ enum Wire {
 struct Envelope {
     #[serde(default)]
     object: Object,
+    #[serde(default)]
+    target: Object,
 }
 
 /// What an incoming activity asks of us.
@@ -99,6 +103,13 @@ pub enum Activity {
     Like(Object),
     Announce(Object),
     Block(Object),
+    /// A post added to (`added`) or removed from a collection of the actor's: a pin or an
+    /// unpin when `target` is its `featured` collection.
+    Feature {
+        added: bool,
+        object: Object,
+        target: Object,
+    },
     /// A type the inbox does not act on.
     Unsupported(String),
 }
@@ -141,6 +152,16 @@ impl Activity {
             Wire::Like(e) => Activity::Like(e.object),
             Wire::Announce(e) => Activity::Announce(e.object),
             Wire::Block(e) => Activity::Block(e.object),
+            Wire::Add(e) => Activity::Feature {
+                added: true,
+                object: e.object,
+                target: e.target,
+            },
+            Wire::Remove(e) => Activity::Feature {
+                added: false,
+                object: e.object,
+                target: e.target,
+            },
             Wire::Unsupported => Activity::Unsupported(inc.ty.clone()),
         }
     }

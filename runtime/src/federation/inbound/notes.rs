@@ -359,6 +359,10 @@ pub async fn upsert(
         reply_to,
     };
     feed::push(tx, &entry, &readers).await?;
+    if create && stored.fresh {
+        // Accounts following one of its tags get a public post too (issue 30 item 6).
+        crate::tags::fan_out(tx, stored.id).await?;
+    }
 
     if let Some(from) = from {
         // Mentions (and, for a direct post, its addressees) once per note, whichever

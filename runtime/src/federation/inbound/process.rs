@@ -107,6 +107,48 @@ async fn boosted_post(
     Ok(())
 }
 
+/// A remote actor's pin or unpin (issue 30 item 3): an `Add`/`Remove` whose target is its
+/// own `featured` collection — the one its actor document names, or, not named, one under
+/// its IRI as Mastodon's are — of a post (not another actor's, when we know the post).
+async fn pinned(
+    tx: &mut PgConnection,
+    inc: &Incoming,
+    added: bool,
+    object: &super::activity::Object,
+    target: &super::activity::Object,
+) -> Result<Outcome, sqlx::Error> {
+    if !object.has_id() || !target.has_id() {
+        return Ok(Outcome::ignored("Add/Remove without object or target"));
+    }
+    let named: Option<Option<String>> =
+        sqlx::query_scalar("SELECT document->>'featured' FROM remote_actors WHERE iri = $1")
+            .bind(&inc.actor)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let theirs = match named.flatten() {
+        Some(featured) => featured == target.id,
+        None => target
+            .id
+            .strip_prefix(inc.actor.as_str())
+            .is_some_and(|rest| rest.starts_with('/')),
+    };
+    if !theirs {
+        return Ok(Outcome::ignored(
+            "Add/Remove to a collection that is not the actor's featured",
+        ));
+    }
+    let author: Option<String> =
+        sqlx::query_scalar("SELECT actor FROM remote_posts WHERE iri = $1")
+            .bind(&object.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if author.is_some_and(|a| a != inc.actor) {
+        return Ok(Outcome::ignored("a pin of another actor's post"));
+    }
+    crate::statuses::pins::remote_change(tx, &inc.actor, &object.id, added).await?;
+    Ok(Outcome::applied(if added { "pinned" } else { "unpinned" }))
+}
+
 /// Applies the activity's effects inside `tx`.
 pub async fn apply(
     tx: &mut PgConnection,
@@ -143,6 +185,14 @@ pub async fn apply(
         }
         (Activity::Like(post), _) => interactions::like(tx, inc, &post.id).await,
         (Activity::Announce(post), _) => interactions::announce(tx, inc, &post.id).await,
+        (
+            Activity::Feature {
+                added,
+                object,
+                target,
+            },
+            _,
+        ) => pinned(tx, inc, *added, object, target).await,
         (Activity::Unsupported(ty), _) => Ok(Outcome::ignored(format!("unsupported type {ty}"))),
     }
 }

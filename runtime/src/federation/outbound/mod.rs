@@ -4,6 +4,7 @@
 
 pub mod delivery;
 pub mod domain_blocks;
+pub mod featured;
 pub mod follows;
 pub mod interactions;
 pub mod mentions;

@@ -18,6 +18,7 @@ use crate::filters::Context;
 use crate::filters::active::Active;
 use crate::mastodon::{Account, Status};
 use crate::statuses::access::{readable_page_sql, visible_sql};
+use crate::statuses::pins;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::mastodon::pagination::BindPage;
@@ -79,9 +80,15 @@ async fn statuses(
     let page: Page<Uuid> = Page::from_params(&params)?;
     let filters = ProfileFilters::of(&params);
     if filters.pinned {
-        // Nothing can be pinned yet: the pinned list is empty, not the newest posts (which is
-        // what apps showed as "Pinned" while the parameter was ignored).
-        return Ok(Paged::new(Vec::new(), &[], &s.public_origin, &uri));
+        // The pinned statuses, latest pin first, on one page (at most 5 of ours; a remote
+        // actor's as its `Add`s said, those that reached us), each readable by the viewer.
+        let mut conn = s.pool.acquire().await?;
+        let ids = match &found {
+            Found::Local(account) => pins::of_local(&mut conn, account.id).await?,
+            Found::Remote(remote) => pins::of_remote(&mut conn, &remote.iri).await?,
+        };
+        let items = render(&s, &mut conn, Some(viewer.id), &ids).await?;
+        return Ok(Paged::new(items, &[], &s.public_origin, &uri));
     }
     let ids: Vec<Uuid> = match &found {
         // Our statuses have the columns the rule reads, under the same names; the page is

@@ -72,8 +72,8 @@ fn configuration(s: &AppState) -> Configuration {
     let mimes: &'static [&'static str] = if drive { &Format::MIMES } else { &[] };
     Configuration {
         accounts: Some(AccountLimits {
-            max_featured_tags: 0,
-            max_pinned_statuses: 0,
+            max_featured_tags: crate::tags::featured::MAX_FEATURED as u32,
+            max_pinned_statuses: crate::statuses::pins::MAX_PINNED as u32,
         }),
         media_attachments: MediaLimits {
             description_limit: crate::media::upload::MAX_DESCRIPTION_CHARS,

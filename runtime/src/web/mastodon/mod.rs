@@ -25,6 +25,7 @@ pub mod relationships;
 pub mod search;
 pub mod statuses;
 pub mod streaming;
+pub mod tags;
 pub mod timelines;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -36,6 +37,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(relationships::routes())
         .merge(lists::routes())
         .merge(filters::routes())
+        .merge(tags::routes())
         .merge(domain_blocks::routes())
         .merge(follow_requests::routes())
         .merge(search::routes())

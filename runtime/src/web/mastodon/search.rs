@@ -12,7 +12,6 @@ use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::Value;
 
 use super::pagination::{param, params};
 use super::statuses::render;
@@ -125,12 +124,12 @@ enum Kind {
     Hashtags,
 }
 
-/// Mastodon's `Search` entity (hashtags are not searched yet).
+/// Mastodon's `Search` entity.
 #[derive(serde::Serialize)]
 struct Results {
     accounts: Vec<crate::mastodon::Account>,
     statuses: Vec<Status>,
-    hashtags: Vec<Value>,
+    hashtags: Vec<crate::mastodon::tag::Tag>,
 }
 
 async fn search(
@@ -178,10 +177,28 @@ async fn search(
             accounts.push(crate::mastodon::account::of_found(&s.pool, s.site().urls, f).await?);
         }
     }
+    // Hashtags in use by prefix (issue 30 item 6), each with its week and whether the
+    // searcher follows it.
+    let mut hashtags = Vec::new();
+    if !is_url && (kind == Kind::All || kind == Kind::Hashtags) && !q.starts_with('@') {
+        let mut conn = s.pool.acquire().await?;
+        let names = crate::tags::search(&mut conn, q, limit).await?;
+        let followed = crate::tags::followed_among(&mut conn, account.id, &names).await?;
+        for name in names {
+            let history = crate::tags::history(&mut conn, &name).await?;
+            let following = Some(followed.contains(&name));
+            hashtags.push(crate::mastodon::tag::Tag::new(
+                s.site().urls,
+                &name,
+                &history,
+                following,
+            ));
+        }
+    }
     Ok(Json(Results {
         accounts,
         statuses,
-        hashtags: Vec::new(),
+        hashtags,
     }))
 }
 

@@ -1,5 +1,6 @@
 //! `POST /api/v1/statuses/{id}/favourite`, `/unfavourite`, `/reblog`, `/unreblog`,
-//! `/bookmark`, `/unbookmark`, `/mute`, `/unmute` (the conversation, issue 31 item 2). Each answers the Status entity after the change (`/reblog` the
+//! `/bookmark`, `/unbookmark`, `/mute`, `/unmute` (the conversation, issue 31 item 2), `/pin`,
+//! `/unpin` (issue 30 item 3). Each answers the Status entity after the change (`/reblog` the
 //! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
 //! is idempotent. Each is begin → act (`statuses::interact`: the row, its local side effects and
 //! the activity it sends) → commit → render.
@@ -13,7 +14,7 @@ use axum::{Json, Router};
 use super::{status, target};
 use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;
-use crate::statuses::{Visibility, conversation_mutes};
+use crate::statuses::{Visibility, conversation_mutes, pins};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
@@ -30,6 +31,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/statuses/{id}/unbookmark", post(unbookmark))
         .route("/api/v1/statuses/{id}/mute", post(mute))
         .route("/api/v1/statuses/{id}/unmute", post(unmute))
+        .route("/api/v1/statuses/{id}/pin", post(pin))
+        .route("/api/v1/statuses/{id}/unpin", post(unpin))
 }
 
 impl From<BoostError> for ApiError {
@@ -142,6 +145,36 @@ async fn unmute(
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), &raw).await?;
     conversation_mutes::unmute(&mut tx, account.id, post.id).await?;
+    tx.commit().await?;
+    status(&s, account.id, post.id).await
+}
+
+/// Pins one of the caller's own statuses to its profile (issue 30 item 3).
+async fn pin(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+    Path(raw): Path<String>,
+) -> Result<Json<Status>, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    pins::pin(&mut tx, s.fed.as_deref(), &account, &post)
+        .await
+        .map_err(|e| match e {
+            pins::PinError::Refused(m) => ApiError::unprocessable(m),
+            pins::PinError::Db(e) => e.into(),
+        })?;
+    tx.commit().await?;
+    status(&s, account.id, post.id).await
+}
+
+async fn unpin(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+    Path(raw): Path<String>,
+) -> Result<Json<Status>, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), &raw).await?;
+    pins::unpin(&mut tx, s.fed.as_deref(), &account, &post).await?;
     tx.commit().await?;
     status(&s, account.id, post.id).await
 }
