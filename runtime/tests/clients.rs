@@ -361,3 +361,22 @@ async fn mastodon_py_drives_filters_and_conversation_mutes() {
     assert!(out.contains("filters_flow: all steps passed"), "{out}");
     inst.shutdown().await;
 }
+
+/// Issue 30's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
+/// that a post without one takes, pins on the profile, an @-mention found by prefix, a followed
+/// hashtag bringing a stranger's post home, a featured tag.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_drives_profiles_pins_and_tags() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("petra").await;
+    let (_, friend_token) = inst.account("paulo").await;
+    let out = run_script(
+        "profile_flow.py",
+        &inst.base,
+        "petra",
+        &[&token, &friend_token],
+    )
+    .await;
+    assert!(out.contains("profile_flow: all steps passed"), "{out}");
+    inst.shutdown().await;
+}

@@ -51,7 +51,8 @@ pub struct FeaturedTag {
     /// The account's posts with the tag (`<profile>/tagged/<name>` on Mastodon; here the
     /// tag's page, the one a browser can open).
     pub url: Option<String>,
-    pub statuses_count: i64,
+    /// A string, as Mastodon's serializer sends it.
+    pub statuses_count: String,
     /// The day of the latest, as Mastodon gives it (a date, not a time).
     pub last_status_at: Option<String>,
 }
@@ -62,7 +63,7 @@ impl FeaturedTag {
             id: f.id.to_string(),
             name: f.name.clone(),
             url: urls.tag(&f.name),
-            statuses_count: f.statuses_count,
+            statuses_count: f.statuses_count.to_string(),
             last_status_at: f
                 .last_status_at
                 .map(|t: DateTime<Utc>| t.date_naive().to_string()),
