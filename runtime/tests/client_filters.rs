@@ -20,8 +20,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, assert_error, id};
 use support::eventually;
-use support::node::{Instance, SECRET};
-use support::process::Hollo;
+use support::node::Instance;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -781,49 +780,14 @@ async fn a_filter_expiry_survives_a_worker_killed_mid_task() {
                          "keywords_attributes": [{ "keyword": "x" }] }),
     )
     .await;
-    let mut holder = inst.pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM filters FOR UPDATE")
-        .execute(&mut *holder)
-        .await
-        .unwrap();
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_LEASE_SECONDS", "3"),
-        ("QUEUE_POLL_MS", "100"),
-        ("HEALTH_PORT", "0"),
-    ];
-    let victim = Hollo::serve(&env);
-    let leased = "SELECT count(*) FROM hollo_task_message_v1
-                   WHERE kind = 'hollo.filter-expiry.v1' AND lease_owner IS NOT NULL";
-    eventually(WAIT, "the worker runs the expiry", || async {
-        (inst.count(leased).await == 1).then_some(())
-    })
-    .await;
-    drop(victim); // SIGKILL while the task waits on the row
-    holder.rollback().await.unwrap();
-    let announced = "SELECT count(*) FROM filters WHERE expiry_announced IS NOT NULL";
-    assert_eq!(
-        inst.count(announced).await,
-        0,
-        "the killed task announced nothing"
-    );
-    let _second = Hollo::serve(&env);
-    eventually(WAIT, "another worker announces the end", || async {
-        (inst.count(announced).await == 1).then_some(())
-    })
-    .await;
-    eventually(WAIT, "the expiry message is completed", || async {
-        (inst
-            .count(
-                "SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.filter-expiry.v1'",
-            )
-            .await
-            == 0)
-            .then_some(())
-    })
+    support::expiry::KilledMidTask {
+        lock: "SELECT 1 FROM filters FOR UPDATE",
+        kind: "hollo.filter-expiry.v1",
+        done: "SELECT count(*) FROM filters WHERE expiry_announced IS NOT NULL",
+        before: 0,
+        after: 1,
+    }
+    .check(&inst)
     .await;
     assert_eq!(
         inst.count("SELECT count(*) FROM stream_events WHERE kind = 'filters'")

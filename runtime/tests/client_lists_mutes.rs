@@ -22,9 +22,8 @@ use support::api::{
     Client, WAIT, assert_error, follow_each_other, id, received, token_with_scopes,
 };
 use support::eventually;
-use support::node::{Instance, SECRET};
+use support::node::Instance;
 use support::peer::Peer;
-use support::process::Hollo;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -714,47 +713,14 @@ async fn a_mute_expiry_survives_a_worker_killed_mid_task() {
     let api = Client::new(&inst, Some(&alice_token));
     let bob_id = bob.id.to_string();
     mute(&api, &bob_id, json!({ "duration": 1 })).await;
-    // Hold the mute's row: the expiry task blocks on it once it runs.
-    let mut holder = inst.pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM account_mutes FOR UPDATE")
-        .execute(&mut *holder)
-        .await
-        .unwrap();
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_LEASE_SECONDS", "3"),
-        ("QUEUE_POLL_MS", "100"),
-        ("HEALTH_PORT", "0"),
-    ];
-    let victim = Hollo::serve(&env);
-    let leased = "SELECT count(*) FROM hollo_task_message_v1
-                   WHERE kind = 'hollo.mute-expiry.v1' AND lease_owner IS NOT NULL";
-    eventually(WAIT, "the worker runs the expiry", || async {
-        (inst.count(leased).await == 1).then_some(())
-    })
-    .await;
-    drop(victim); // SIGKILL while the task waits on the row
-    holder.rollback().await.unwrap();
-    assert_eq!(
-        inst.count("SELECT count(*) FROM account_mutes").await,
-        1,
-        "the killed task removed nothing"
-    );
-    let _second = Hollo::serve(&env);
-    eventually(WAIT, "another worker ends the mute", || async {
-        (inst.count("SELECT count(*) FROM account_mutes").await == 0).then_some(())
-    })
-    .await;
-    eventually(WAIT, "the expiry message is completed", || async {
-        (inst
-            .count("SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.mute-expiry.v1'")
-            .await
-            == 0)
-            .then_some(())
-    })
+    support::expiry::KilledMidTask {
+        lock: "SELECT 1 FROM account_mutes FOR UPDATE",
+        kind: "hollo.mute-expiry.v1",
+        done: "SELECT count(*) FROM account_mutes",
+        before: 1,
+        after: 0,
+    }
+    .check(&inst)
     .await;
     let rel = api
         .get(&format!("/api/v1/accounts/relationships?id[]={bob_id}"))

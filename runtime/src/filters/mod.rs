@@ -554,28 +554,6 @@ pub async fn update_keyword(
     Ok(k)
 }
 
-/// Removes `account`'s keyword `id`; `false` when it is none of theirs.
-pub async fn delete_keyword(
-    tx: &mut PgConnection,
-    account: Uuid,
-    id: Uuid,
-) -> Result<bool, sqlx::Error> {
-    let gone = sqlx::query(
-        "DELETE FROM filter_keywords k USING filters f
-          WHERE f.id = k.filter_id AND f.account_id = $1 AND k.id = $2",
-    )
-    .bind(account)
-    .bind(id)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        > 0;
-    if gone {
-        crate::streaming::emit::filters(tx, account).await?;
-    }
-    Ok(gone)
-}
-
 /// Adds status `status` to `account`'s filter `filter` (already there: the existing rule);
 /// `None` when the filter is none of theirs. The caller checks the account may see the status.
 pub async fn add_status(
@@ -638,16 +616,34 @@ pub async fn status_rule(
     .await
 }
 
-/// Removes `account`'s status rule `id`; `false` when it is none of theirs.
-pub async fn delete_status(
+/// A filter's rule: one of its keywords or one of its statuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    Keyword,
+    Status,
+}
+
+impl Rule {
+    fn table(self) -> &'static str {
+        match self {
+            Rule::Keyword => "filter_keywords",
+            Rule::Status => "filter_statuses",
+        }
+    }
+}
+
+/// Removes `account`'s rule `id` of that kind; `false` when it is none of theirs.
+pub async fn delete_rule(
     tx: &mut PgConnection,
     account: Uuid,
+    rule: Rule,
     id: Uuid,
 ) -> Result<bool, sqlx::Error> {
-    let gone = sqlx::query(
-        "DELETE FROM filter_statuses s USING filters f
-          WHERE f.id = s.filter_id AND f.account_id = $1 AND s.id = $2",
-    )
+    let gone = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM {} r USING filters f
+          WHERE f.id = r.filter_id AND f.account_id = $1 AND r.id = $2",
+        rule.table()
+    )))
     .bind(account)
     .bind(id)
     .execute(&mut *tx)

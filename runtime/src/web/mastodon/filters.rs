@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::statuses::body::{StatusBody, flag};
-use crate::filters::{self, Action, Changes, Context, FilterError, KeywordChange};
+use crate::filters::{self, Action, Changes, Context, FilterError, KeywordChange, Rule};
 use crate::mastodon::Empty;
 use crate::mastodon::filter::{Filter, FilterKeyword, FilterStatus, V1Filter};
 use crate::statuses::access;
@@ -306,7 +306,7 @@ async fn remove_keyword(
 ) -> Result<Json<Empty>, ApiError> {
     let id = id_of(&id, "keyword")?;
     let mut tx = s.pool.begin().await?;
-    if !filters::delete_keyword(&mut tx, account.id, id).await? {
+    if !filters::delete_rule(&mut tx, account.id, Rule::Keyword, id).await? {
         return Err(ApiError::record_not_found());
     }
     tx.commit().await?;
@@ -365,7 +365,7 @@ async fn remove_status(
 ) -> Result<Json<Empty>, ApiError> {
     let id = id_of(&id, "status filter")?;
     let mut tx = s.pool.begin().await?;
-    if !filters::delete_status(&mut tx, account.id, id).await? {
+    if !filters::delete_rule(&mut tx, account.id, Rule::Status, id).await? {
         return Err(ApiError::record_not_found());
     }
     tx.commit().await?;
@@ -500,7 +500,7 @@ async fn v1_remove(
     if f.keywords.len() == 1 && f.statuses.is_empty() {
         filters::delete(&mut tx, account.id, f.id).await?;
     } else {
-        filters::delete_keyword(&mut tx, account.id, k.id).await?;
+        filters::delete_rule(&mut tx, account.id, Rule::Keyword, k.id).await?;
     }
     tx.commit().await?;
     Ok(Json(Empty {}))
