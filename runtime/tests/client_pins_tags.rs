@@ -439,3 +439,57 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     assert_eq!(sugg[0]["name"], "rust", "{sugg}");
     inst.shutdown().await;
 }
+
+/// Issue 30 item 8: a remote account's counts are its server's `totalItems`, asked for when
+/// its profile is viewed and ours are missing or a day old; an unreadable collection is 0.
+#[tokio::test]
+async fn remote_profiles_show_their_servers_counts() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    let actor = peer.actor();
+    let path = |c: &str| actor.replacen(peer.base(), "", 1) + "/" + c;
+    peer.doc(&path("followers"), json!({ "id": format!("{actor}/followers"), "type": "OrderedCollection", "totalItems": 42 }));
+    peer.doc(
+        &path("outbox"),
+        json!({ "id": format!("{actor}/outbox"), "type": "OrderedCollection", "totalItems": 1234 }),
+    );
+    // `following` is not served (hidden): unknown, shown as 0.
+    let found = get(
+        &api,
+        &format!(
+            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
+            peer.handle()
+        ),
+    )
+    .await;
+    let peer_id = found["accounts"][0]["id"]
+        .as_str()
+        .expect("resolved")
+        .to_string();
+    let first = get(&api, &format!("/api/v1/accounts/{peer_id}")).await;
+    assert_eq!(first["followers_count"], 0, "not read yet");
+    let counted = eventually(WAIT, "the counts are read", || async {
+        let a = get(&api, &format!("/api/v1/accounts/{peer_id}")).await;
+        (a["followers_count"] == 42).then_some(a)
+    })
+    .await;
+    assert_eq!(
+        (
+            counted["statuses_count"].as_i64(),
+            counted["following_count"].as_i64()
+        ),
+        (Some(1234), Some(0))
+    );
+    // Fresh: another view asks for nothing.
+    get(&api, &format!("/api/v1/accounts/{peer_id}")).await;
+    assert_eq!(
+        inst.count(
+            "SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.actor-counts.v1'"
+        )
+        .await,
+        0
+    );
+    inst.shutdown().await;
+}

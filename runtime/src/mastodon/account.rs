@@ -262,10 +262,10 @@ pub fn remote(urls: Urls<'_>, r: &RemoteAccount) -> Account {
         avatar_static: String::new(),
         header: String::new(),
         header_static: String::new(),
-        // What we know of them; we do not fetch their collections.
-        followers_count: 0,
-        following_count: 0,
-        statuses_count: 0,
+        // As their server publishes them (`tasks::actor_counts`), 0 until read.
+        followers_count: r.followers_count.unwrap_or(0),
+        following_count: r.following_count.unwrap_or(0),
+        statuses_count: r.statuses_count.unwrap_or(0),
         last_status_at: None,
         emojis: Vec::new(),
         fields,

@@ -648,10 +648,10 @@ async fn accounts_of(
         .map(|(id, a)| (Author::Local(id), Arc::new(a)))
         .collect();
     if !iris.is_empty() {
-        let rows: Vec<RemoteAccount> = sqlx::query_as(
-            "SELECT id, iri, handle, inbox, shared_inbox, key_id, public_key_pem, document, fetched_at
-               FROM remote_actors WHERE iri = ANY($1)",
-        )
+        let rows: Vec<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {} FROM remote_actors WHERE iri = ANY($1)",
+            crate::federation::actors::directory::REMOTE_COLUMNS
+        )))
         .bind(&iris)
         .fetch_all(&mut *conn)
         .await?;

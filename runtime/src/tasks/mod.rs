@@ -1,5 +1,6 @@
 //! Task kinds, one module each. `registry` wires every kind this binary can run.
 
+pub mod actor_counts;
 pub mod cleanups;
 pub mod delivered;
 pub mod delivery;
@@ -23,7 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
-/// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`.
+/// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
+/// and `hollo.actor-counts.v1`.
 pub const TASK_DEFINITION_VERSION: i32 = 3;
 
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
@@ -44,6 +46,7 @@ pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
     filter_expiry::register(&mut reg);
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
+        actor_counts::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);
     }
     reg

@@ -501,6 +501,7 @@ async fn actor(State(s): State<PeerState>, Path(name): Path<String>, req: Reques
         "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
         "id": actor, "type": "Person", "preferredUsername": name,
         "inbox": format!("{actor}/inbox"), "followers": format!("{actor}/followers"),
+        "following": format!("{actor}/following"), "outbox": format!("{actor}/outbox"),
         "endpoints": { "sharedInbox": format!("{}/inbox", s.base) },
         "publicKey": { "id": format!("{actor}#main-key"), "owner": actor, "publicKeyPem": pem },
         "assertionMethod": proofs::assertion_method(&actor, &proof_key_for(&actor)),

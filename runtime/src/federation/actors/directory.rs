@@ -24,6 +24,13 @@ pub struct RemoteAccount {
     pub public_key_pem: Option<String>,
     pub document: Value,
     pub fetched_at: DateTime<Utc>,
+    /// Their counts as their server published them (`tasks::actor_counts`); `None` until read.
+    #[sqlx(default)]
+    pub followers_count: Option<i64>,
+    #[sqlx(default)]
+    pub following_count: Option<i64>,
+    #[sqlx(default)]
+    pub statuses_count: Option<i64>,
 }
 
 impl RemoteAccount {
@@ -56,8 +63,9 @@ impl RemoteAccount {
     }
 }
 
-const REMOTE_COLUMNS: &str =
-    "id, iri, handle, inbox, shared_inbox, key_id, public_key_pem, document, fetched_at";
+/// The columns of a [`RemoteAccount`].
+pub const REMOTE_COLUMNS: &str = "id, iri, handle, inbox, shared_inbox, key_id, public_key_pem,
+     document, fetched_at, followers_count, following_count, statuses_count";
 
 /// An account found by one of its names.
 #[derive(Clone, Debug)]

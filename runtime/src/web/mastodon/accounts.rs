@@ -42,9 +42,19 @@ async fn show(
 ) -> Result<Json<Account>, ApiError> {
     federation(&s)?;
     let found = found(&s, &id).await?;
+    profile_viewed(&s, &found).await?;
     Ok(Json(
         crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?,
     ))
+}
+
+/// A remote profile looked at: its counts are asked of its server when ours are stale
+/// (issue 30 item 8), for this view's next reload and everyone's after.
+async fn profile_viewed(s: &AppState, found: &Found) -> Result<(), ApiError> {
+    if let Found::Remote(r) = found {
+        crate::tasks::actor_counts::request(&mut *s.pool.acquire().await?, &r.iri).await?;
+    }
+    Ok(())
 }
 
 async fn lookup(
@@ -60,6 +70,7 @@ async fn lookup(
     let found = directory::by_acct(&s.pool, fed, acct)
         .await?
         .ok_or_else(ApiError::record_not_found)?;
+    profile_viewed(&s, &found).await?;
     Ok(Json(
         crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?,
     ))
