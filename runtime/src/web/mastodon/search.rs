@@ -231,7 +231,7 @@ async fn by_address(
 }
 
 enum Hit {
-    Account(Found),
+    Account(Box<Found>),
     Status(Box<Status>),
 }
 
@@ -269,7 +269,7 @@ async fn stored(
     url: &str,
 ) -> Result<Option<Hit>, ApiError> {
     if let Some(found) = directory::by_iri(&s.pool, fed, url).await? {
-        return Ok(Some(Hit::Account(found)));
+        return Ok(Some(Hit::Account(Box::new(found))));
     }
     // A status by its IRI or (remote) URL; rendered only if the searcher may read it
     // (R-MAPI-VIS): a status they may not read is the same nothing as an unknown one.
