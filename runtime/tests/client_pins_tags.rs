@@ -210,7 +210,10 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     let create = json!({
         "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
         "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>pin me</p>", "published": "2026-12-01T10:00:00Z" },
+                    "content": "<p>pin me :blobcat:</p>", "published": "2026-12-01T10:00:00Z",
+                    "tag": [{ "type": "Emoji", "name": ":blobcat:",
+                              "icon": { "type": "Image", "mediaType": "image/png",
+                                        "url": "https://emoji.example/blobcat.png" } }] },
     });
     assert_eq!(peer.post(&inbox, &create).await, 202);
     let theirs = format!("{}/collections/featured", peer.actor());
@@ -227,6 +230,12 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     })
     .await;
     assert_eq!(shown[0]["uri"], note.as_str());
+    // Its Emoji tag is the status's custom emoji (issue 30 item 5).
+    assert_eq!(
+        shown[0]["emojis"],
+        json!([{ "shortcode": "blobcat", "url": "https://emoji.example/blobcat.png",
+                 "static_url": "https://emoji.example/blobcat.png", "visible_in_picker": false }])
+    );
     assert_eq!(
         inst.count("SELECT count(*) FROM remote_pins").await,
         1,

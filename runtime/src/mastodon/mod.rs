@@ -52,11 +52,83 @@ impl<'a> Site<'a> {
     }
 }
 
-/// A custom emoji (none are served yet; the field is always present, as clients expect).
-#[derive(Clone, Debug, serde::Serialize)]
+/// A custom emoji: a remote post's or profile's `Emoji` tags (issue 30 item 5); the field is
+/// always present, as clients expect.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CustomEmoji {
     pub shortcode: String,
     pub url: String,
     pub static_url: String,
     pub visible_in_picker: bool,
+}
+
+impl CustomEmoji {
+    /// The `Emoji` tags of an ActivityPub `tag` value (an array, or one object): a shortcode
+    /// Mastodon would make (`[A-Za-z0-9_]{2,}` between colons) and an http(s) image. Each
+    /// shortcode once; anything else is skipped. The image is the remote server's URL.
+    pub fn from_tags(tags: Option<&serde_json::Value>) -> Vec<CustomEmoji> {
+        let items: Vec<&serde_json::Value> = match tags {
+            Some(serde_json::Value::Array(a)) => a.iter().collect(),
+            Some(v @ serde_json::Value::Object(_)) => vec![v],
+            _ => Vec::new(),
+        };
+        let mut out: Vec<CustomEmoji> = Vec::new();
+        for t in items {
+            if t.get("type").and_then(serde_json::Value::as_str) != Some("Emoji") {
+                continue;
+            }
+            let Some(name) = t.get("name").and_then(serde_json::Value::as_str) else {
+                continue;
+            };
+            let code = name.trim_matches(':');
+            let valid = code.len() >= 2
+                && code.len() <= 64
+                && code.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let icon = t.get("icon");
+            let url = icon
+                .and_then(|i| i.get("url"))
+                .or(icon)
+                .and_then(crate::federation::actors::actor::id_of)
+                .and_then(crate::html::http_url);
+            if let (true, Some(url)) = (valid, url)
+                && !out.iter().any(|e| e.shortcode == code)
+            {
+                out.push(CustomEmoji {
+                    shortcode: code.to_string(),
+                    url: url.to_string(),
+                    static_url: url.to_string(),
+                    visible_in_picker: false,
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod emoji_tests {
+    use super::CustomEmoji;
+    use serde_json::json;
+
+    #[test]
+    fn emoji_tags_are_read_as_mastodon_writes_them() {
+        let tags = json!([
+            {"type": "Emoji", "name": ":blobcat:", "icon": {"type": "Image", "url": "https://r.example/e/blobcat.png"}},
+            {"type": "Emoji", "name": ":blobcat:", "icon": {"type": "Image", "url": "https://r.example/e/other.png"}},
+            {"type": "Emoji", "name": ":bad code:", "icon": {"url": "https://r.example/e/x.png"}},
+            {"type": "Emoji", "name": ":js:", "icon": {"url": "javascript:alert(1)"}},
+            {"type": "Hashtag", "name": "#tag"},
+            {"type": "Emoji", "name": ":ok_2:", "icon": "https://r.example/e/ok.png"}
+        ]);
+        let got = CustomEmoji::from_tags(Some(&tags));
+        let codes: Vec<&str> = got.iter().map(|e| e.shortcode.as_str()).collect();
+        assert_eq!(codes, ["blobcat", "ok_2"]);
+        assert_eq!(got[0].url, "https://r.example/e/blobcat.png");
+        assert!(CustomEmoji::from_tags(None).is_empty());
+        assert_eq!(
+            CustomEmoji::from_tags(Some(&tags[0])).len(),
+            1,
+            "one object"
+        );
+    }
 }

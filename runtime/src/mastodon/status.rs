@@ -166,6 +166,8 @@ struct RemoteRow {
     mentions: Value,
     tags: Vec<String>,
     attachments: Value,
+    /// The note's `tag` as received (its `Emoji` tags are the status's emojis).
+    tag_json: Option<Value>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -285,7 +287,8 @@ async fn render_posts(
     .await?;
     let remote: Vec<RemoteRow> = sqlx::query_as(
         "SELECT id, iri, actor, content, summary, url, coalesce(published, created_at) AS created_at,
-                edited_at, visibility, sensitive, language, in_reply_to, mentions, tags, attachments
+                edited_at, visibility, sensitive, language, in_reply_to, mentions, tags, attachments,
+                body->'tag' AS tag_json
            FROM remote_posts WHERE id = ANY($1) AND deleted_at IS NULL",
     )
     .bind(ids)
@@ -391,6 +394,7 @@ async fn render_posts(
         s.language = r.language;
         s.tags = tags(site.urls, &r.tags);
         s.media_attachments = MediaAttachment::remote_all(&r.attachments);
+        s.emojis = CustomEmoji::from_tags(r.tag_json.as_ref());
         finish(
             &mut s,
             r.in_reply_to.as_deref(),
