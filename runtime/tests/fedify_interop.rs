@@ -410,6 +410,49 @@ async fn a_fedify_peer_and_we_read_each_other() {
         "the harmless markup is kept: {stored}"
     );
 
+    // (6) Issue 30 items 3 and 6: alice pins the #Interop status and features the tag. Fedify
+    // (a follower) parses the Add to her `featured` collection, and reads both collections
+    // through its own vocabulary: the pinned Note and the featured Hashtag.
+    let status_id = status["id"].as_str().expect("status id");
+    let pinned = api
+        .post(format!("{}/api/v1/statuses/{status_id}/pin", inst.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("pin");
+    assert_eq!(pinned.status(), 200);
+    let featured = api
+        .post(format!("{}/api/v1/featured_tags", inst.base))
+        .bearer_auth(&token)
+        .json(&json!({ "name": "Interop" }))
+        .send()
+        .await
+        .expect("feature");
+    assert_eq!(featured.status(), 200);
+    let featured_iri = format!("{alice_iri}/collections/featured");
+    let add = peer
+        .find("the peer parses our Add", |r| r["type"] == "Add")
+        .await;
+    assert_eq!(
+        (add["object"].as_str(), add["target"].as_str()),
+        (status["uri"].as_str(), Some(featured_iri.as_str())),
+        "{add}"
+    );
+    let read = peer
+        .control("featured", json!({ "actor": alice_iri }))
+        .await;
+    assert_eq!(read["featuredId"], featured_iri.as_str(), "{read}");
+    assert_eq!(
+        read["featured"],
+        json!([{ "type": "Note", "id": status["uri"] }]),
+        "{read}"
+    );
+    assert_eq!(
+        read["tags"],
+        json!([{ "type": "Hashtag", "name": "#interop" }]),
+        "{read}"
+    );
+
     // Every activity either side sent was taken: Fedify's inbox answered each of our signed
     // POSTs with 2xx, and ours applied each of Fedify's without ignoring it.
     let requests: Value = peer
@@ -423,7 +466,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
         .expect("json");
     let requests = requests.as_array().cloned().unwrap_or_default();
     assert!(
-        requests.len() >= 6
+        requests.len() >= 7
             && requests.iter().all(|r| {
                 r["status"]
                     .as_u64()

@@ -350,7 +350,10 @@ async fn web_node_serves_health_version_and_a_protected_admin_status() {
     assert_eq!(http_get(port, "/healthz", None).map(|r| r.0), Some(200));
     let (_, version) = http_get(port, "/api/version", None).expect("version");
     let v: serde_json::Value = serde_json::from_str(&version).expect("json");
-    assert_eq!(v["taskDefinitionVersion"], 2);
+    assert_eq!(
+        v["taskDefinitionVersion"],
+        hollo_runtime::tasks::TASK_DEFINITION_VERSION
+    );
     assert_eq!(
         http_get(port, "/api/admin/status", None).map(|r| r.0),
         Some(401)

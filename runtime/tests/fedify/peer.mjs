@@ -11,6 +11,9 @@
 //   POST /control/vote {question, choice}      sends Create(Note{name: choice, inReplyTo})
 //                                               to the question's author, as Mastodon votes
 //   POST /control/note {to, content}           sends Create(Note) mentioning and addressed to `to`
+//   POST /control/featured {actor}             reads the actor's `featured` and `featuredTags`
+//                                               collections with Fedify: {featured: [ids],
+//                                               tags: [names]}
 //   GET  /control/received                     what the inbox listeners parsed, in order
 //   GET  /control/inbox-requests               each POST to an inbox: its signature scheme
 //                                               (rfc9421 / draft-cavage / none), our answer,
@@ -19,6 +22,7 @@ import { randomUUID } from "node:crypto";
 import {
   Accept,
   Activity,
+  Add,
   Collection,
   Create,
   Endpoints,
@@ -29,6 +33,7 @@ import {
   Note,
   Person,
   Question,
+  Remove,
   Undo,
   Update,
   createFederation,
@@ -170,6 +175,12 @@ federation
     const object = await update.getObject();
     received.push({ type: "Update", id: iri(update.id), actor: iri(update.actorId), object: await describe(object) });
   })
+  .on(Add, async (_ctx, add) => {
+    received.push({ type: "Add", id: iri(add.id), actor: iri(add.actorId), object: iri(add.objectId), target: iri(add.targetId) });
+  })
+  .on(Remove, async (_ctx, remove) => {
+    received.push({ type: "Remove", id: iri(remove.id), actor: iri(remove.actorId), object: iri(remove.objectId), target: iri(remove.targetId) });
+  })
   .on(Undo, async (_ctx, undo) => {
     received.push({ type: "Undo", id: iri(undo.id), actor: iri(undo.actorId), object: iri(undo.objectId) });
   })
@@ -239,6 +250,20 @@ async function control(request) {
       }),
     );
     return json({ id: note.href });
+  }
+  if (path === "/control/featured") {
+    const actor = await lookup(ctx, body.actor);
+    const featured = [];
+    const pinned = await actor.getFeatured();
+    if (pinned != null) {
+      for await (const item of pinned.getOrderedItems()) featured.push({ type: item?.constructor?.name ?? null, id: iri(item?.id) });
+    }
+    const tags = [];
+    const collection = await actor.getFeaturedTags();
+    if (collection != null) {
+      for await (const item of collection.getItems()) tags.push({ type: item?.constructor?.name ?? null, name: item?.name?.toString() ?? null });
+    }
+    return json({ featuredId: iri(actor.featuredId), featured, tags });
   }
   if (path === "/control/note") {
     const to = await lookup(ctx, body.to);
