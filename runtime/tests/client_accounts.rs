@@ -412,7 +412,8 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
         )
         .await;
     assert_error(&a, 422, "a malformed form key");
-    // Multipart: a file (an avatar) is refused, a broken body is a 400.
+    // Multipart: an avatar that is not an image is refused (with the note beside it: a refused
+    // form changes nothing), a broken body is a 400. Real avatars: tests/profile_images.rs.
     let with_file = "--x\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nnew\r\n--x\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n--x--\r\n";
     let a = api
         .raw(
@@ -422,7 +423,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
             with_file,
         )
         .await;
-    assert_error(&a, 422, "an avatar upload");
+    assert_error(&a, 422, "an avatar that is not an image");
     let a = api
         .raw(
             Method::PATCH,
