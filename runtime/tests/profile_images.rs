@@ -3,24 +3,30 @@
 //! `write:accounts`, no token) with nothing stored, removal of what is not there; then upload
 //! through `update_credentials` — processed to Mastodon's sizes, served from the drive, shown in
 //! every Account entity, carried by the actor document as `icon`/`image` and sent to a follower
-//! in a signed `Update` — replacement and removal.
+//! in a signed `Update` — replacement and removal; the media cleanup keeps them and removes a
+//! file left behind by a request that never committed; the S3 drive (moto) stores and deletes
+//! them.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod support;
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use image::{DynamicImage, ImageFormat};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Answer, Client, assert_error, received, token_with_scopes};
+use support::eventually;
+use support::moto::Moto;
 use support::multipart::{Part, form};
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
 
 const MAX_BYTES: usize = 200_000;
+const ADMIN: &str = "profile-images-admin-token";
 
 fn storage_dir() -> PathBuf {
     std::env::temp_dir().join(format!("hollo-profile-images-{}", Uuid::new_v4().simple()))
@@ -346,4 +352,132 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
     .await;
     inst.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Runs a media cleanup through the admin API and waits for its end.
+async fn run_media_cleanup(inst: &Instance) -> Value {
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{}/api/v1/admin/cleanups", inst.base))
+        .bearer_auth(ADMIN)
+        .json(&json!({"kind": "media"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202);
+    let job: Value = resp.json().await.unwrap();
+    let path = format!(
+        "{}/api/v1/admin/cleanups/{}",
+        inst.base,
+        job["id"].as_str().unwrap()
+    );
+    eventually(Duration::from_secs(60), "the cleanup finishes", || async {
+        let v: Value = http
+            .get(&path)
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        matches!(v["status"].as_str()?, "completed" | "failed" | "cancelled").then_some(v)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed() {
+    let dir = storage_dir();
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    let img = encode(40, 40, ImageFormat::Png, 255);
+    let a = patch_form(
+        &api,
+        &[
+            ("avatar", Some(("a.png", "image/png")), &img),
+            ("header", Some(("h.png", "image/png")), &img),
+        ],
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    // A file a request wrote before its transaction failed (or its process died): on the
+    // drive, named by no row.
+    let stray = format!("media/{}/avatar.jpg", Uuid::now_v7());
+    std::fs::create_dir_all(dir.join(&stray).parent().unwrap()).unwrap();
+    std::fs::write(dir.join(&stray), b"left behind").unwrap();
+    // Everything looks two days old, past the cleanup's grace period.
+    let old = std::time::SystemTime::now() - Duration::from_secs(2 * 86_400);
+    for f in files_under(&dir) {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(f))
+            .and_then(|f| f.set_modified(old))
+            .expect("age");
+    }
+    let job = run_media_cleanup(&inst).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let left = files_under(&dir);
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(!left.contains(&stray), "{left:?}");
+    for url in [&a.body["avatar"], &a.body["header"]] {
+        assert_eq!(served(url.as_str().unwrap()).await.0, "image/jpeg");
+    }
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_s3_drive_stores_and_deletes_profile_images_through_moto() {
+    let moto = Moto::start().await;
+    moto.public_bucket("hollo-profiles").await;
+    let base = format!("{}/hollo-profiles", moto.endpoint);
+    let inst = Instance::start(
+        "all",
+        &[
+            ("DRIVE_DISK", "s3"),
+            ("S3_BUCKET", "hollo-profiles"),
+            ("S3_REGION", "us-east-1"),
+            ("S3_ENDPOINT_URL", moto.endpoint.as_str()),
+            ("S3_FORCE_PATH_STYLE", "true"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
+            ("STORAGE_URL_BASE", base.as_str()),
+        ],
+    )
+    .await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    let a = patch_form(
+        &api,
+        &[(
+            "header",
+            Some(("h.png", "image/png")),
+            &encode(3000, 1000, ImageFormat::Png, 50),
+        )],
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let header = a.body["header"].as_str().unwrap().to_string();
+    assert!(header.starts_with(&format!("{base}/media/")), "{header}");
+    // The bucket serves it with the type it was stored with, at the header's size.
+    assert_eq!(served(&header).await, ("image/png".to_string(), 1500, 500));
+    assert_eq!(actor(&inst, "alice").await["image"]["url"], json!(header));
+    let a = remove(&api, "header").await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["header"], json!(placeholder(&inst, "header")));
+    assert_eq!(
+        reqwest::get(&header).await.unwrap().status().as_u16(),
+        404,
+        "deleted from the bucket"
+    );
+    inst.shutdown().await;
 }

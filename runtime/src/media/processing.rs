@@ -508,6 +508,12 @@ mod tests {
             fill(&bytes, p, 1 << 24, 40, 40).expect("fill").format,
             Format::Png
         );
+        // An animated GIF gives one still image (its first frame), not a GIF.
+        let gif = gif_with_frame(20, 10, 20, 10);
+        let p = probe(&gif, 1 << 24, 1 << 24).expect("probe");
+        let out = fill(&gif, p, 1 << 24, 40, 40).expect("fill");
+        assert_eq!((out.width, out.height, out.format), (40, 40, Format::Jpeg));
+        assert_eq!(Format::sniff(&out.bytes), Some(Format::Jpeg));
     }
 
     #[test]

@@ -125,7 +125,7 @@ async fn update_credentials(
         .unwrap_or_default()
         .to_ascii_lowercase();
     let mut files = Vec::new();
-    let update = if content_type.starts_with("multipart/form-data") {
+    let mut update = if content_type.starts_with("multipart/form-data") {
         // Streamed, each file bounded as it arrives (the JSON limit is far too small for them).
         let req = Request::from_parts(parts, body);
         let deadline = s.http.body_timeout;
@@ -151,27 +151,7 @@ async fn update_credentials(
     }
     .and_then(CredentialsUpdate::validate)
     .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    let mut update = update;
-    // Every file is checked before any is processed or stored: a refusal leaves nothing.
-    let checked = files
-        .into_iter()
-        .map(|(slot, bytes)| {
-            profile_images::check(&s.media, &bytes)
-                .map(|probe| (slot, bytes, probe))
-                .map_err(|e| named(slot, e.into()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut images = ImagesUpdate::default();
-    for (slot, bytes, probe) in checked {
-        match profile_images::store(&s.drive, &s.media, slot, bytes, probe).await {
-            Ok(img) => images.set(slot, Some(img)),
-            Err(e) => {
-                profile_images::discard(&s.drive, &images.new_keys()).await;
-                return Err(named(slot, e.into()));
-            }
-        }
-    }
-    update.profile.images = images;
+    update.profile.images = store_images(&s, files).await?;
     let written = update.profile.images.new_keys();
     let saved = async {
         let mut tx = s.pool.begin().await?;
@@ -200,6 +180,30 @@ async fn update_credentials(
     Ok(Json(
         crate::mastodon::account::credential(&s.pool, s.site().urls, &account).await?,
     ))
+}
+
+/// Checks every file before any is processed or stored (a refusal leaves nothing), then
+/// processes and stores each; a failure removes what this request stored.
+async fn store_images(s: &AppState, files: Vec<(Slot, Vec<u8>)>) -> Result<ImagesUpdate, ApiError> {
+    let checked = files
+        .into_iter()
+        .map(|(slot, bytes)| {
+            profile_images::check(&s.media, &bytes)
+                .map(|probe| (slot, bytes, probe))
+                .map_err(|e| named(slot, e.into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut images = ImagesUpdate::default();
+    for (slot, bytes, probe) in checked {
+        match profile_images::store(&s.drive, &s.media, slot, bytes, probe).await {
+            Ok(img) => images.set(slot, Some(img)),
+            Err(e) => {
+                profile_images::discard(&s.drive, &images.new_keys()).await;
+                return Err(named(slot, e.into()));
+            }
+        }
+    }
+    Ok(images)
 }
 
 async fn remove_avatar(
