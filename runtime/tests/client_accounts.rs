@@ -424,6 +424,27 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
         )
         .await;
     assert_error(&a, 422, "an avatar that is not an image");
+    // A real image, but this instance has no drive (no DRIVE_DISK/FS_STORAGE_PATH): 503.
+    let png = {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(image::RgbImage::new(4, 4))
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap();
+        out.into_inner()
+    };
+    let (ctype, body) = support::multipart::form(&[
+        ("note", None, b"new"),
+        ("avatar", Some(("a.png", "image/png")), &png),
+    ]);
+    let a = api
+        .send(
+            api.http
+                .patch(format!("{}/api/v1/accounts/update_credentials", api.base))
+                .header("content-type", ctype)
+                .body(body),
+        )
+        .await;
+    assert_error(&a, 503, "an avatar without a media drive");
     let a = api
         .raw(
             Method::PATCH,
