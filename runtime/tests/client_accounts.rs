@@ -412,7 +412,8 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
         )
         .await;
     assert_error(&a, 422, "a malformed form key");
-    // Multipart: a file (an avatar) is refused, a broken body is a 400.
+    // Multipart: an avatar that is not an image is refused (with the note beside it: a refused
+    // form changes nothing), a broken body is a 400. Real avatars: tests/profile_images.rs.
     let with_file = "--x\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nnew\r\n--x\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n--x--\r\n";
     let a = api
         .raw(
@@ -422,7 +423,28 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
             with_file,
         )
         .await;
-    assert_error(&a, 422, "an avatar upload");
+    assert_error(&a, 422, "an avatar that is not an image");
+    // A real image, but this instance has no drive (no DRIVE_DISK/FS_STORAGE_PATH): 503.
+    let png = {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(image::RgbImage::new(4, 4))
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap();
+        out.into_inner()
+    };
+    let (ctype, body) = support::multipart::form(&[
+        ("note", None, b"new"),
+        ("avatar", Some(("a.png", "image/png")), &png),
+    ]);
+    let a = api
+        .send(
+            api.http
+                .patch(format!("{}/api/v1/accounts/update_credentials", api.base))
+                .header("content-type", ctype)
+                .body(body),
+        )
+        .await;
+    assert_error(&a, 503, "an avatar without a media drive");
     let a = api
         .raw(
             Method::PATCH,

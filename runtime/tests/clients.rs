@@ -155,13 +155,17 @@ async fn sign_in_and_consent_pages_in_chromium() {
 }
 
 /// The whole flow of issue 18 "Tests" in Mastodon.py: register, authorize in the browser,
-/// log in, read the instance, verify and update the profile, then follow an account of a
-/// remote test peer (resolved by search) and see the relationship turn to `following` once
-/// the peer accepts (R-MAPI-1, R-MAPI-2). An `all` node, so the Follow is delivered and the
-/// Accept processed.
+/// log in, read the instance, verify and update the profile, upload and remove an avatar (on
+/// the fs drive, issue 30 item 2), then follow an account of a remote test peer (resolved by
+/// search) and see the relationship turn to `following` once the peer accepts (R-MAPI-1,
+/// R-MAPI-2). An `all` node, so the Follow is delivered and the Accept processed.
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_registers_authorizes_and_verifies() {
-    let inst = Instance::start("all", &[]).await;
+    let media = std::env::temp_dir().join(format!(
+        "hollo-clientflow-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
     // With its key pair: following a remote account signs the fetches and the Follow.
     inst.account("mona").await;
     hollo_runtime::passwords::set(&inst.pool, "mona", PASSWORD)
@@ -172,6 +176,7 @@ async fn mastodon_py_registers_authorizes_and_verifies() {
     run_script("mastodon_flow.py", &inst.base, "mona", &[&peer.handle()]).await;
     acceptor.abort();
     inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(media);
 }
 
 /// The peer's person at the keyboard: every verified `Follow` it receives is accepted, once.

@@ -493,3 +493,92 @@ async fn a_fedify_peer_and_we_read_each_other() {
     drop(peer);
     inst.shutdown().await;
 }
+
+/// Issue 30 item 2: a Fedify follower reads our avatar and header from the `Update` of the
+/// actor that an upload sends (Fedify's own `Person.getIcon()`/`getImage()`), and reads them
+/// gone after a removal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fedify_follower_reads_our_new_avatar_and_header() {
+    let peer = FedifyPeer::start().await;
+    let dir = std::env::temp_dir().join(format!(
+        "hollo-fedify-images-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let (_, token) = inst.account("alice").await;
+    let alice_iri = inst.fed.actor_iri("alice");
+    let api = reqwest::Client::new();
+    peer.control("follow", json!({ "actor": alice_iri })).await;
+    peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
+        .await;
+
+    let png = |w: u32, h: u32| {
+        let img = image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 200])
+        }));
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png)
+            .expect("png");
+        out.into_inner()
+    };
+    let (ctype, body) = support::multipart::form(&[
+        ("avatar", Some(("a.png", "image/png")), &png(120, 90)),
+        ("header", Some(("h.png", "image/png")), &png(600, 200)),
+    ]);
+    let me: Value = api
+        .patch(format!("{}/api/v1/accounts/update_credentials", inst.base))
+        .bearer_auth(&token)
+        .header("content-type", ctype)
+        .body(body)
+        .send()
+        .await
+        .expect("update_credentials")
+        .json()
+        .await
+        .expect("json");
+    let avatar = me["avatar"].as_str().expect("avatar").to_string();
+    let header = me["header"].as_str().expect("header").to_string();
+    let update = peer
+        .find("the peer parses our Update(Person) with the avatar", |r| {
+            r["type"] == "Update" && r["object"]["icon"]["url"] == avatar.as_str()
+        })
+        .await;
+    assert_eq!(update["actor"], alice_iri.as_str(), "{update}");
+    assert_eq!(update["object"]["type"], "Person", "{update}");
+    assert_eq!(update["object"]["id"], alice_iri.as_str(), "{update}");
+    assert_eq!(
+        update["object"]["icon"],
+        json!({"type": "Image", "mediaType": "image/jpeg", "url": avatar}),
+        "{update}"
+    );
+    assert_eq!(
+        update["object"]["image"]["url"],
+        header.as_str(),
+        "{update}"
+    );
+
+    let removed = api
+        .delete(format!("{}/api/v1/profile/avatar", inst.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("remove the avatar");
+    assert_eq!(removed.status(), 200);
+    let update = peer
+        .find(
+            "the peer parses our Update(Person) without the avatar",
+            |r| {
+                r["type"] == "Update"
+                    && r["object"]["type"] == "Person"
+                    && r["object"]["icon"].is_null()
+            },
+        )
+        .await;
+    assert_eq!(
+        update["object"]["image"]["url"],
+        header.as_str(),
+        "{update}"
+    );
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

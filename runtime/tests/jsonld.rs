@@ -224,7 +224,9 @@ fn kind(doc: &Value) -> String {
 /// overwrite import — then expands what was served and everything stored to be sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
-    let inst = Instance::start("all", &[]).await;
+    let media =
+        std::env::temp_dir().join(format!("hollo-jsonld-{}", uuid::Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     let fed = inst.fed.clone();
@@ -258,6 +260,28 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
                "fields_attributes": [{"name": "Site", "value": "https://a.example"}]}),
     )
     .await;
+    // An avatar and a header: the actor's `icon` and `image` (issue 30 item 2), and another
+    // `Update`.
+    let png = {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(image::RgbImage::new(8, 8))
+            .write_to(&mut out, image::ImageFormat::Png)
+            .expect("png");
+        out.into_inner()
+    };
+    let (ctype, body) = support::multipart::form(&[
+        ("avatar", Some(("a.png", "image/png")), &png),
+        ("header", Some(("h.png", "image/png")), &png),
+    ]);
+    let resp = reqwest::Client::new()
+        .patch(format!("{}/api/v1/accounts/update_credentials", inst.base))
+        .bearer_auth(&token)
+        .header("content-type", ctype)
+        .body(body)
+        .send()
+        .await
+        .expect("update_credentials");
+    assert_eq!(resp.status(), 200, "avatar and header");
 
     // A note, a poll with one choice, a poll with several that ends in two seconds.
     let note = api(
@@ -341,6 +365,11 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         let doc = get(&url).await;
         docs.push((format!("GET {url} ({})", kind(&doc)), doc));
     }
+    assert!(
+        docs[0].1["icon"]["url"].is_string() && docs[0].1["image"]["url"].is_string(),
+        "the actor carries its avatar and header: {}",
+        docs[0].1
+    );
     for status in [&note, &one, &many] {
         let url = status["uri"].as_str().expect("uri");
         let doc = get(url).await;
@@ -414,4 +443,5 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         failed.join("\n")
     );
     inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(media);
 }

@@ -115,6 +115,9 @@ struct LocalRow {
     following: i64,
     statuses: i64,
     last_status_at: Option<DateTime<Utc>>,
+    /// Processed images on the drive (`media::profile_images`), `None` for the placeholder.
+    avatar_url: Option<String>,
+    header_url: Option<String>,
 }
 
 /// Account entities of our accounts among `ids`, one query for all of them.
@@ -130,6 +133,7 @@ pub async fn locals(
         // Counters are kept by triggers (`account_stats`): counting per render read the whole
         // table for an account with most of the posts. The last post is one index probe.
         "SELECT a.id, a.username, a.display_name, a.note, a.locked, a.bot, a.fields, a.created_at,
+                a.avatar_url, a.header_url,
                 coalesce(s.followers, 0) AS followers,
                 coalesce(s.following, 0) AS following,
                 coalesce(s.statuses, 0) AS statuses,
@@ -182,7 +186,8 @@ fn local_entity(urls: Urls<'_>, r: LocalRow) -> Account {
             .collect(),
         username: r.username,
     };
-    a.set_images(urls, None, None);
+    // One still image per slot: the static URL is the same file (`processing::fill`).
+    a.set_images(urls, r.avatar_url.as_deref(), r.header_url.as_deref());
     a
 }
 

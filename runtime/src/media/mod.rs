@@ -5,6 +5,7 @@
 //! - `entity`: Mastodon's `MediaAttachment` and the ActivityPub `Document`.
 //! - `upload`: creating, reading, editing and deleting an account's uploads.
 //! - `deferred`: processing an upload stored raw, on a worker (`tasks::media`).
+//! - `profile_images`: local accounts' avatars and headers (issue 30 item 2).
 //! - `attach`: what statuses call — [`attach`], [`documents_for`] (the client API's entities are `mastodon::media`).
 //!
 //! Routes are in `web::mastodon::media`; files of the fs drive are served by
@@ -15,6 +16,7 @@ pub mod attach;
 pub mod deferred;
 pub mod entity;
 pub mod processing;
+pub mod profile_images;
 pub mod storage;
 pub mod upload;
 

@@ -253,6 +253,46 @@ pub fn process(
     })
 }
 
+/// An image re-encoded at a fixed size (`fill`).
+#[derive(Clone, Debug)]
+pub struct Filled {
+    pub bytes: Vec<u8>,
+    pub format: Format,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Decodes the image (within the pixel limit) and scales and crops it to exactly
+/// `width`×`height`, centred — Mastodon's `400x400#` avatar and `1500x500#` header (ImageMagick's
+/// crop-to-fill, which also enlarges a smaller image). An animated GIF gives its first frame:
+/// the result is one still image, so the entity's `*_static` URL is the same file. JPEG when
+/// opaque, PNG when transparency must survive (as thumbnails).
+pub fn fill(
+    bytes: &[u8],
+    probe: Probe,
+    max_pixels: u64,
+    width: u32,
+    height: u32,
+) -> Result<Filled, ProcessError> {
+    let image = decode(bytes, probe, max_pixels)?;
+    let filled = image.resize_to_fill(width, height, image::imageops::FilterType::CatmullRom);
+    let (format, filled) = if has_transparency(&filled) {
+        (Format::Png, filled)
+    } else {
+        (Format::Jpeg, DynamicImage::ImageRgb8(filled.to_rgb8()))
+    };
+    let mut out = Cursor::new(Vec::new());
+    filled
+        .write_to(&mut out, format.image_format())
+        .map_err(|e| ProcessError::Undecodable(format!("encoding the image: {e}")))?;
+    Ok(Filled {
+        bytes: out.into_inner(),
+        format,
+        width: filled.width(),
+        height: filled.height(),
+    })
+}
+
 /// Whether any pixel is not fully opaque (an RGBA image of opaque pixels is a JPEG thumbnail).
 fn has_transparency(image: &DynamicImage) -> bool {
     image.color().has_alpha() && image.to_rgba8().pixels().any(|p| p.0[3] < 255)
@@ -442,6 +482,38 @@ mod tests {
         let mut out = Cursor::new(Vec::new());
         img.write_to(&mut out, ImageFormat::Png).expect("png");
         out.into_inner()
+    }
+
+    #[test]
+    fn fill_crops_to_the_exact_size_and_enlarges_small_images() {
+        let wide = png(1280, 320);
+        let p = probe(&wide, 1 << 24, 1 << 24).expect("probe");
+        let out = fill(&wide, p, 1 << 24, 400, 400).expect("fill");
+        assert_eq!(
+            (out.width, out.height, out.format),
+            (400, 400, Format::Jpeg)
+        );
+        let back = image::load_from_memory(&out.bytes).expect("decodes");
+        assert_eq!((back.width(), back.height()), (400, 400));
+        let small = png(30, 20);
+        let p = probe(&small, 1 << 24, 1 << 24).expect("probe");
+        let out = fill(&small, p, 1 << 24, 1500, 500).expect("fill");
+        assert_eq!((out.width, out.height), (1500, 500));
+        let clear = DynamicImage::ImageRgba8(image::RgbaImage::new(10, 10));
+        let mut bytes = Cursor::new(Vec::new());
+        clear.write_to(&mut bytes, ImageFormat::Png).expect("png");
+        let bytes = bytes.into_inner();
+        let p = probe(&bytes, 1 << 24, 1 << 24).expect("probe");
+        assert_eq!(
+            fill(&bytes, p, 1 << 24, 40, 40).expect("fill").format,
+            Format::Png
+        );
+        // An animated GIF gives one still image (its first frame), not a GIF.
+        let gif = gif_with_frame(20, 10, 20, 10);
+        let p = probe(&gif, 1 << 24, 1 << 24).expect("probe");
+        let out = fill(&gif, p, 1 << 24, 40, 40).expect("fill");
+        assert_eq!((out.width, out.height, out.format), (40, 40, Format::Jpeg));
+        assert_eq!(Format::sniff(&out.bytes), Some(Format::Jpeg));
     }
 
     #[test]

@@ -232,7 +232,7 @@ pub async fn create(
 }
 
 /// Best-effort removal of files whose rows did not commit (the cleanup catches the rest).
-async fn forget(drive: &Drive, keys: &[String]) {
+pub(crate) async fn forget(drive: &Drive, keys: &[String]) {
     for k in keys {
         if let Err(e) = drive.delete(k).await {
             tracing::warn!(key = %k, error = %e, "could not remove an unregistered media file");

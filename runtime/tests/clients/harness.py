@@ -3,8 +3,10 @@ Chromium driven by Selenium through chromium-driver, with JavaScript off, since 
 consent pages must work without it; and the person at the keyboard signing in and approving."""
 
 import os
+import struct
 import sys
 import time
+import zlib
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -21,6 +23,34 @@ def fail(message):
 def check(condition, message):
     if not condition:
         fail(message)
+
+
+def png(width, height):
+    """A small valid RGB PNG, made here so the test needs no imaging library."""
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+    rows = b"".join(
+        b"\x00" + b"".join(bytes((x * 37 % 256, y * 53 % 256, 90)) for x in range(width))
+        for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def jpeg_size(data):
+    """(width, height) of a baseline or progressive JPEG, read from its SOF marker."""
+    check(data[:2] == b"\xff\xd8", "a JPEG")
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            fail(f"not a JPEG marker at {i}")
+        marker, length = data[i + 1], struct.unpack(">H", data[i + 2:i + 4])[0]
+        if marker in (0xC0, 0xC1, 0xC2):
+            height, width = struct.unpack(">HH", data[i + 5:i + 9])
+            return width, height
+        i += 2 + length
+    fail("no SOF marker in the JPEG")
 
 
 def until(what, probe, deadline_s=90):

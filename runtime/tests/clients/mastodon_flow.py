@@ -1,6 +1,7 @@
 """The whole client flow driven by Mastodon.py, a Mastodon client library someone else wrote
 (issue 18 "Tests"): register an app, authorize in the browser (out-of-band code), log in,
-read the instance, verify the account and the app, update the profile, resolve an account of
+read the instance, verify the account and the app, update the profile, upload and remove an
+avatar (issue 30 item 2), resolve an account of
 a remote test peer by search, follow it and see the relationship turn to `following` once the
 peer accepts, then revoke. Each step is a function taking the shared `Flow`, run in STEPS
 order.
@@ -9,11 +10,12 @@ usage: mastodon_flow.py BASE_URL USERNAME PASSWORD PEER_HANDLE"""
 
 import sys
 import time
+import urllib.request
 
 from mastodon import Mastodon, MastodonUnauthorizedError
 from selenium.webdriver.common.by import By
 
-from harness import approve, browser, check, fail, sign_in
+from harness import approve, browser, check, fail, jpeg_size, png, sign_in
 
 OOB = "urn:ietf:wg:oauth:2.0:oob"
 SCOPES = ["read", "write", "follow", "profile"]
@@ -82,6 +84,20 @@ def update_profile(flow):
     check(again["source"]["note"] == "Testing <b>clients</b>", f"source keeps the text: {again}")
 
 
+def upload_and_remove_an_avatar(flow):
+    missing = f"{flow.base}/avatars/original/missing.png"
+    me = flow.api.account_update_credentials(avatar=png(40, 30), avatar_mime_type="image/png")
+    avatar = me["avatar"]
+    check(avatar != missing and avatar == me["avatar_static"], f"the avatar is set: {me}")
+    with urllib.request.urlopen(avatar) as resp:
+        check(resp.headers["Content-Type"] == "image/jpeg", f"served as JPEG: {resp.headers}")
+        size = jpeg_size(resp.read())
+    check(size == (400, 400), f"the avatar is 400x400, as Mastodon makes it: {size}")
+    check(flow.api.account_verify_credentials()["avatar"] == avatar, "verify_credentials shows it")
+    me = flow.api.account_delete_avatar()
+    check(me["avatar"] == missing, f"removed: the placeholder again: {me}")
+
+
 def follow_remote_peer(flow):
     found = flow.api.search_v2(f"@{flow.peer}", resolve=True, result_type="accounts")
     check(len(found["accounts"]) == 1, f"search resolves @{flow.peer}: {found}")
@@ -119,7 +135,8 @@ def revoke(flow):
 
 # Steps run in order; add new ones before `revoke`.
 STEPS = [register_app, authorize_in_browser, log_in, instance, verify_credentials,
-         update_profile, follow_remote_peer, see_the_relationship, revoke]
+         update_profile, upload_and_remove_an_avatar, follow_remote_peer, see_the_relationship,
+         revoke]
 
 
 def main(base, username, password, peer):

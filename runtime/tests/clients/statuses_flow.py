@@ -8,28 +8,13 @@ the `Delete`). Each step is a function taking the shared `Flow`, run in STEPS or
 usage: statuses_flow.py BASE_URL USERNAME PASSWORD TOKEN PEER_HANDLE (the password is unused: the
 token was made for the account, as `hollo account create` makes one)"""
 
-import struct
 import sys
-import zlib
 
 from mastodon import Mastodon, MastodonNotFoundError
 
-from harness import check, fail, until
+from harness import check, fail, png, until
 
 TAG = "fullpath"
-
-
-def png(width, height):
-    """A small valid RGB PNG, made here so the test needs no imaging library."""
-    def chunk(kind, data):
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-    rows = b"".join(
-        b"\x00" + b"".join(bytes((x * 37 % 256, y * 53 % 256, 90)) for x in range(width))
-        for y in range(height))
-    return (b"\x89PNG\r\n\x1a\n"
-            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 class Flow:

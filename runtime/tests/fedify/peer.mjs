@@ -107,7 +107,14 @@ async function optionsOf(question, which) {
   return out;
 }
 
-/** The parsed view of a Note or Question. */
+/** An actor's `icon`/`image` as Fedify parsed it: its media type and URL, or null. */
+async function imageOf(image) {
+  if (image == null) return null;
+  const url = image.url instanceof URL ? image.url : image.url?.href;
+  return { type: image.constructor?.name ?? null, mediaType: image.mediaType ?? null, url: iri(url) };
+}
+
+/** The parsed view of a Note, a Question or an actor. */
 async function describe(object) {
   if (object instanceof Question) {
     return {
@@ -135,6 +142,16 @@ async function describe(object) {
       tags: await tagsOf(object),
       to: object.toIds.map(iri),
       cc: object.ccIds.map(iri),
+    };
+  }
+  if (object instanceof Person) {
+    // An actor's Update (issue 30 item 2): the avatar and header as Fedify reads them.
+    return {
+      type: "Person",
+      id: iri(object.id),
+      name: object.name?.toString() ?? null,
+      icon: await imageOf(await object.getIcon()),
+      image: await imageOf(await object.getImage()),
     };
   }
   return { type: object?.constructor?.name ?? null, id: iri(object?.id) };

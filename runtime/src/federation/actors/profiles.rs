@@ -1,6 +1,8 @@
 //! Local accounts' profiles: what `update_credentials` changes, the client API shows and the
-//! actor document serves (display name, note, locked, bot, profile fields). Text is stored as
-//! the user typed it and published as escaped HTML (`html::text_to_html`), like statuses.
+//! actor document serves (display name, note, locked, bot, profile fields, and the avatar and
+//! header as `icon`/`image` — stored by `media::profile_images`, issue 30 item 2). Text is
+//! stored as the user typed it and published as escaped HTML (`html::text_to_html`), like
+//! statuses.
 //!
 //! A change is announced to the followers as an `Update` of the actor, queued in the
 //! transaction that stores it, so a follower's server never misses a committed change.
@@ -17,6 +19,7 @@ use crate::federation::context;
 use crate::federation::outbound::delivery::{Recipient, queue_activity};
 use crate::federation::vocab::PUBLIC;
 use crate::html;
+use crate::media::profile_images::{self, ImagesUpdate};
 
 /// Mastodon's limits for profile text (what its own server enforces).
 pub const MAX_DISPLAY_NAME_CHARS: usize = 30;
@@ -42,16 +45,23 @@ pub struct Profile {
     pub fields: Vec<Field>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub avatar_url: Option<String>,
+    pub avatar_media_type: Option<String>,
+    pub header_url: Option<String>,
+    pub header_media_type: Option<String>,
 }
+
+/// The columns of a [`Profile`].
+const PROFILE_COLUMNS: &str = "display_name, note, locked, bot, fields, created_at, updated_at,
+    avatar_url, avatar_media_type, header_url, header_media_type";
 
 pub async fn load<'e>(
     exec: impl PgExecutor<'e>,
     account: Uuid,
 ) -> Result<Option<Profile>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT display_name, note, locked, bot, fields, created_at, updated_at
-           FROM accounts WHERE id = $1",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {PROFILE_COLUMNS} FROM accounts WHERE id = $1"
+    )))
     .bind(account)
     .fetch_optional(exec)
     .await
@@ -65,6 +75,8 @@ pub struct ProfileUpdate {
     pub locked: Option<bool>,
     pub bot: Option<bool>,
     pub fields: Option<Vec<Field>>,
+    /// New or removed avatar and header, already on the drive.
+    pub images: ImagesUpdate,
 }
 
 impl ProfileUpdate {
@@ -109,22 +121,30 @@ impl ProfileUpdate {
     }
 }
 
+/// What [`update_in`] did: the new profile, and the drive keys of the images it replaced,
+/// which the caller deletes once the transaction has committed.
+pub struct Updated {
+    pub profile: Profile,
+    pub replaced_images: Vec<String>,
+}
+
 /// Applies a validated update inside `tx` and queues the `Update` of the actor to the
-/// followers in the same transaction. Returns the new profile.
+/// followers in the same transaction.
 pub async fn update_in(
     tx: &mut PgConnection,
     fed: &Federation,
     account: &Account,
     update: &ProfileUpdate,
-) -> Result<Profile, sqlx::Error> {
+) -> Result<Updated, sqlx::Error> {
+    let replaced_images = profile_images::apply(&mut *tx, account.id, &update.images).await?;
     let fields = update.fields.as_ref().map(|f| json!(f));
-    let profile: Profile = sqlx::query_as(
+    let profile: Profile = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "UPDATE accounts SET display_name = COALESCE($2, display_name), note = COALESCE($3, note),
                 locked = COALESCE($4, locked), bot = COALESCE($5, bot),
                 fields = COALESCE($6, fields), updated_at = now()
           WHERE id = $1
-         RETURNING display_name, note, locked, bot, fields, created_at, updated_at",
-    )
+         RETURNING {PROFILE_COLUMNS}"
+    )))
     .bind(account.id)
     .bind(&update.display_name)
     .bind(&update.note)
@@ -151,7 +171,16 @@ pub async fn update_in(
         });
         queue_activity(&mut *tx, fed, account.id, &update, &to).await?;
     }
-    Ok(profile)
+    Ok(Updated {
+        profile,
+        replaced_images,
+    })
+}
+
+/// An actor's `icon`/`image`: an `Image` with its type and URL.
+fn image(url: Option<&str>, media_type: Option<&str>) -> Option<Value> {
+    let url = url?;
+    Some(json!({ "type": "Image", "mediaType": media_type, "url": url }))
 }
 
 /// The note as HTML, rendered like a status (escaped text, paragraphs, links, hashtags).
@@ -206,7 +235,7 @@ pub fn local_actor_document(
                     "value": html::escape(&f.value) })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "@context": context::ld(),
         "id": actor,
         "type": if profile.bot { "Service" } else { "Person" },
@@ -231,7 +260,29 @@ pub fn local_actor_document(
             "publicKeyPem": account.public_key_pem,
         },
         "assertionMethod": crate::federation::crypto::proofs::assertion_method(&actor, proof_key),
-    })
+    });
+    // Absent, not null, when there is none: Mastodon then shows its own placeholder.
+    for (key, img) in [
+        (
+            "icon",
+            image(
+                profile.avatar_url.as_deref(),
+                profile.avatar_media_type.as_deref(),
+            ),
+        ),
+        (
+            "image",
+            image(
+                profile.header_url.as_deref(),
+                profile.header_media_type.as_deref(),
+            ),
+        ),
+    ] {
+        if let (Some(img), Some(o)) = (img, doc.as_object_mut()) {
+            o.insert(key.to_string(), img);
+        }
+    }
+    doc
 }
 
 #[cfg(test)]

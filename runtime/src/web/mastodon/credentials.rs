@@ -1,29 +1,42 @@
 //! The token holder's own account: `GET /api/v1/accounts/verify_credentials` (the
 //! CredentialAccount, with `source`) and `PATCH /api/v1/accounts/update_credentials`
 //! (display name, note, locked, bot, profile fields, and the posting defaults in `source[…]`),
-//! as JSON, an urlencoded form or a multipart form's text fields — Mastodon apps send any of
-//! them. The change and the `Update` of the actor to the followers are one transaction; a
-//! refused body changes nothing. Posting defaults are not federated: changing only them sends
-//! no `Update`. `GET /api/v1/preferences` reads them (issue 30 item 1).
+//! as JSON, an urlencoded form or a multipart form — Mastodon apps send any of them. The change
+//! and the `Update` of the actor to the followers are one transaction; a refused body changes
+//! nothing. Posting defaults are not federated: changing only them sends no `Update`.
+//! `GET /api/v1/preferences` reads them (issue 30 item 1).
+//!
+//! Avatar and header (issue 30 item 2): the multipart form's `avatar` and `header` files, each
+//! checked like a media upload (422 for a type that is not JPEG, PNG, GIF or WebP by its bytes,
+//! or over `MEDIA_MAX_BYTES` / `MEDIA_MAX_PIXELS`), then processed and stored by
+//! `media::profile_images`; `DELETE /api/v1/profile/avatar` and `/header` remove them (200 with
+//! the CredentialAccount, also when there was none). Both need `write:accounts`.
 
 use std::collections::BTreeMap;
 
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{StatusCode, header};
-use axum::routing::{get, patch};
+use axum::routing::{delete, get, patch};
 use axum::{Json, Router};
 use serde_json::Value;
 
 use crate::federation::actors::profiles::{self, Field, ProfileUpdate};
 use crate::mastodon::CredentialAccount;
 use crate::mastodon::Preferences;
+use crate::media::processing::ProcessError;
+use crate::media::profile_images::{self, ImagesUpdate, Slot};
 use crate::statuses::preferences::{self, PostingUpdate};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::body::{BodyError, JSON_MAX_BYTES, parse_json, read_limited};
 use crate::web::{ApiError, AppState};
 
-pub fn routes() -> Router<AppState> {
+/// Room for the multipart framing and the text fields around the two images.
+const FRAMING: usize = 64 * 1024;
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    // An avatar and a header, each up to MEDIA_MAX_BYTES, in one multipart form.
+    let limit = DefaultBodyLimit::max(state.media.max_bytes.saturating_mul(2) + FRAMING);
     Router::new()
         .route(
             "/api/v1/accounts/verify_credentials",
@@ -31,8 +44,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route(
             "/api/v1/accounts/update_credentials",
-            patch(update_credentials),
+            patch(update_credentials).layer(limit),
         )
+        .route("/api/v1/profile/avatar", delete(remove_avatar))
+        .route("/api/v1/profile/header", delete(remove_header))
         .route("/api/v1/preferences", get(preferences_handler))
 }
 
@@ -109,62 +124,202 @@ async fn update_credentials(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_ascii_lowercase();
-    let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
-    let update = if content_type.starts_with("application/json") {
-        from_json(&parse_json::<Value>(
-            &bytes,
-            StatusCode::UNPROCESSABLE_ENTITY,
-        )?)
-    } else if content_type.starts_with("multipart/form-data") {
-        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
-        from_pairs(multipart_text_fields(req, &s).await?)
+    let mut files = Vec::new();
+    let mut update = if content_type.starts_with("multipart/form-data") {
+        // Streamed, each file bounded as it arrives (the JSON limit is far too small for them).
+        let req = Request::from_parts(parts, body);
+        let deadline = s.http.body_timeout;
+        let form = tokio::time::timeout(deadline, multipart_form(req, &s))
+            .await
+            .map_err(|_| ApiError::from(BodyError::Timeout(deadline)))??;
+        files = form.files;
+        from_pairs(form.text)
     } else {
-        from_pairs(
-            url::form_urlencoded::parse(&bytes)
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect(),
-        )
+        let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
+        if content_type.starts_with("application/json") {
+            from_json(&parse_json::<Value>(
+                &bytes,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )?)
+        } else {
+            from_pairs(
+                url::form_urlencoded::parse(&bytes)
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect(),
+            )
+        }
     }
     .and_then(CredentialsUpdate::validate)
     .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    let mut tx = s.pool.begin().await?;
-    if !update.posting.is_empty() {
-        preferences::update(&mut *tx, account.id, &update.posting).await?;
+    update.profile.images = store_images(&s, files).await?;
+    let written = update.profile.images.new_keys();
+    let saved = async {
+        let mut tx = s.pool.begin().await?;
+        if !update.posting.is_empty() {
+            preferences::update(&mut *tx, account.id, &update.posting).await?;
+        }
+        // The actor changes (and its followers hear of it) unless only posting defaults were
+        // sent.
+        let mut replaced = Vec::new();
+        if update.profile != ProfileUpdate::default() || update.posting.is_empty() {
+            replaced = profiles::update_in(&mut tx, fed, &account, &update.profile)
+                .await?
+                .replaced_images;
+        }
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(replaced)
     }
-    // The actor changes (and its followers hear of it) unless only posting defaults were sent.
-    if update.profile != ProfileUpdate::default() || update.posting.is_empty() {
-        profiles::update_in(&mut tx, fed, &account, &update.profile).await?;
+    .await;
+    match saved {
+        Ok(replaced) => profile_images::discard(&s.drive, &replaced).await,
+        Err(e) => {
+            profile_images::discard(&s.drive, &written).await;
+            return Err(e.into());
+        }
     }
-    tx.commit().await?;
     Ok(Json(
         crate::mastodon::account::credential(&s.pool, s.site().urls, &account).await?,
     ))
 }
 
-/// The text fields of a multipart form (what apps that can also upload an avatar send). Files
-/// are refused: avatar and header uploads do not exist yet.
-async fn multipart_text_fields(
-    req: Request,
-    s: &AppState,
-) -> Result<Vec<(String, String)>, ApiError> {
+/// Checks every file before any is processed or stored (a refusal leaves nothing), then
+/// processes and stores each; a failure removes what this request stored.
+async fn store_images(s: &AppState, files: Vec<(Slot, Vec<u8>)>) -> Result<ImagesUpdate, ApiError> {
+    let checked = files
+        .into_iter()
+        .map(|(slot, bytes)| {
+            profile_images::check(&s.media, &bytes)
+                .map(|probe| (slot, bytes, probe))
+                .map_err(|e| named(slot, e.into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut images = ImagesUpdate::default();
+    for (slot, bytes, probe) in checked {
+        match profile_images::store(&s.drive, &s.media, slot, bytes, probe).await {
+            Ok(img) => images.set(slot, Some(img)),
+            Err(e) => {
+                profile_images::discard(&s.drive, &images.new_keys()).await;
+                return Err(named(slot, e.into()));
+            }
+        }
+    }
+    Ok(images)
+}
+
+async fn remove_avatar(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+) -> Result<Json<CredentialAccount>, ApiError> {
+    remove(s, account, Slot::Avatar).await
+}
+
+async fn remove_header(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+) -> Result<Json<CredentialAccount>, ApiError> {
+    remove(s, account, Slot::Header).await
+}
+
+/// `DELETE /api/v1/profile/{avatar,header}`: the placeholder again, and an `Update` of the
+/// actor (without its `icon`/`image`) to the followers. Removing what is not there changes
+/// nothing and sends nothing, and is still a 200 (Mastodon's answer).
+async fn remove(
+    s: AppState,
+    account: crate::accounts::Account,
+    slot: Slot,
+) -> Result<Json<CredentialAccount>, ApiError> {
+    let fed = federation(&s)?;
+    let mut tx = s.pool.begin().await?;
+    let (avatar, header) = profile_images::current_keys(&mut tx, account.id).await?;
+    let present = match slot {
+        Slot::Avatar => avatar.is_some(),
+        Slot::Header => header.is_some(),
+    };
+    let mut replaced = Vec::new();
+    if present {
+        let mut update = ProfileUpdate::default();
+        update.images.set(slot, None);
+        replaced = profiles::update_in(&mut tx, fed, &account, &update)
+            .await?
+            .replaced_images;
+    }
+    tx.commit().await?;
+    profile_images::discard(&s.drive, &replaced).await;
+    Ok(Json(
+        crate::mastodon::account::credential(&s.pool, s.site().urls, &account).await?,
+    ))
+}
+
+/// An error about one image, naming which (a form may carry both).
+fn named(slot: Slot, e: ApiError) -> ApiError {
+    ApiError(e.0, format!("{}: {}", slot.name(), e.1))
+}
+
+/// A multipart form: its text fields, and the `avatar` and `header` files.
+struct Form {
+    text: Vec<(String, String)>,
+    files: Vec<(Slot, Vec<u8>)>,
+}
+
+/// Longest text field read from a multipart form (the JSON body's limit).
+const MAX_TEXT_FIELD: usize = JSON_MAX_BYTES;
+
+/// Reads a multipart form, each file bounded by `MEDIA_MAX_BYTES` (past it: 422 at once, the
+/// rest unread, as media uploads), each text field by [`MAX_TEXT_FIELD`]. Other files are
+/// refused.
+async fn multipart_form(req: Request, s: &AppState) -> Result<Form, ApiError> {
+    let too_large =
+        || ApiError::unprocessable(ProcessError::TooLarge(s.media.max_bytes).to_string());
     let bad = |e: axum::extract::multipart::MultipartError| {
-        ApiError::bad_request(format!("bad multipart body: {e}"))
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large()
+        } else {
+            ApiError::bad_request(format!("bad multipart body: {e}"))
+        }
     };
     let mut form = axum::extract::Multipart::from_request(req, s)
         .await
         .map_err(|e| ApiError::bad_request(format!("bad multipart body: {e}")))?;
-    let mut pairs = Vec::new();
-    while let Some(field) = form.next_field().await.map_err(bad)? {
+    let mut out = Form {
+        text: Vec::new(),
+        files: Vec::new(),
+    };
+    while let Some(mut field) = form.next_field().await.map_err(bad)? {
         let name = field.name().unwrap_or_default().to_string();
-        if field.file_name().is_some() {
+        let slot = Slot::from_field(&name);
+        if slot.is_none() && field.file_name().is_some() {
             return Err(ApiError::unprocessable(format!(
-                "{name}: file uploads (avatar, header) are not supported yet"
+                "{name}: only avatar and header may be files"
             )));
         }
-        let value = field.text().await.map_err(bad)?;
-        pairs.push((name, value));
+        let limit = if slot.is_some() {
+            s.media.max_bytes
+        } else {
+            MAX_TEXT_FIELD
+        };
+        let mut buf = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(bad)? {
+            if buf.len() + chunk.len() > limit {
+                return Err(match slot {
+                    Some(slot) => named(slot, too_large()),
+                    None => ApiError::unprocessable(format!("{name} is too long")),
+                });
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        match slot {
+            Some(slot) => {
+                out.files.retain(|(s, _)| *s != slot);
+                out.files.push((slot, buf));
+            }
+            None => {
+                let value = String::from_utf8(buf)
+                    .map_err(|_| ApiError::unprocessable(format!("{name} is not UTF-8")))?;
+                out.text.push((name, value));
+            }
+        }
     }
-    Ok(pairs)
+    Ok(out)
 }
 
 /// `true`/`false`, or the strings Rails accepts for them (forms send `"1"`, `"true"`).

@@ -32,7 +32,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .merge(media::routes(state))
         .merge(instance::routes())
-        .merge(credentials::routes())
+        .merge(credentials::routes(state))
         .merge(accounts::routes())
         .merge(relationships::routes())
         .merge(lists::routes())
