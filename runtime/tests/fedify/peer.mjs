@@ -273,7 +273,8 @@ async function control(request) {
     const featured = [];
     const pinned = await actor.getFeatured();
     if (pinned != null) {
-      for await (const item of pinned.getOrderedItems()) featured.push({ type: item?.constructor?.name ?? null, id: iri(item?.id) });
+      // `orderedItems` is `as:items` as a list in JSON-LD: Fedify reads it as the items.
+      for await (const item of pinned.getItems()) featured.push({ type: item?.constructor?.name ?? null, id: iri(item?.id) });
     }
     const tags = [];
     const collection = await actor.getFeaturedTags();
