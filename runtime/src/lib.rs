@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod config;
 pub mod content;
 pub mod db;
+pub mod emojis;
 pub mod exports;
 pub mod federation;
 pub mod filters;

@@ -338,8 +338,19 @@ async fn render_posts(
         .collect();
     let accounts = accounts_of(conn, site.urls, &authors).await?;
 
+    // Our posts' custom emojis, as their text uses them (one query for the page).
+    let texts: Vec<String> = local
+        .iter()
+        .map(|r| format!("{} {}", r.spoiler_text, r.content))
+        .collect();
+    let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut local_emojis = crate::emojis::entities_for(conn, &text_refs)
+        .await?
+        .into_iter();
+
     let mut out = HashMap::new();
     for r in local {
+        let emojis = local_emojis.next().unwrap_or_default();
         let Some(account) = accounts.get(&Author::Local(r.account_id)) else {
             continue;
         };
@@ -362,6 +373,7 @@ async fn render_posts(
             None => None,
         };
         s.application = r.application;
+        s.emojis = emojis;
         s.media_attachments = media.remove(&r.id).unwrap_or_default();
         finish(
             &mut s,

@@ -42,6 +42,8 @@ pub struct LocalStatus {
     pub edited_at: Option<DateTime<Utc>>,
     /// The attached media as ActivityPub `Document`s (empty unless loaded with a drive).
     pub attachments: Vec<Value>,
+    /// The instance's custom emojis its text uses, carried as `Emoji` tags.
+    pub emojis: Vec<crate::emojis::Emoji>,
 }
 
 /// `to` and `cc` for a status of `visibility` by `username` mentioning `mentioned`.
@@ -85,6 +87,15 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
         "summary": summary, "sensitive": s.sensitive || summary.is_some(),
         "inReplyTo": s.in_reply_to_uri, "attachment": s.attachments,
     });
+    if let Some(tags) = o["tag"].as_array_mut() {
+        for e in &s.emojis {
+            tags.push(json!({
+                "id": format!("{}/emojis/{}", fed.urls().origin(), e.id),
+                "type": "Emoji", "name": format!(":{}:", e.shortcode),
+                "icon": { "type": "Image", "mediaType": e.media_type, "url": e.url },
+            }));
+        }
+    }
     if let Some(lang) = &s.language {
         o["contentMap"] = json!({ lang: rendered.html });
     }
@@ -155,7 +166,9 @@ pub async fn load(
         Some(d) => media::documents_for(&mut *conn, d, id).await?,
         None => Vec::new(),
     };
+    let emojis = crate::emojis::used_in(&mut *conn, &[&r.spoiler_text, &r.content]).await?;
     Ok(Some(LocalStatus {
+        emojis,
         id,
         uri: r.uri,
         username: r.username,

@@ -11,7 +11,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
-use crate::mastodon::CustomEmoji;
 use crate::mastodon::account::{self, Account};
 use crate::mastodon::instance::{
     self, AccountLimits, ActiveUsers, ApiVersions, Configuration, Contact, Enabled, InstanceV1,
@@ -34,11 +33,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/instance", get(v1))
         .route("/api/v2/instance", get(v2))
-        // None are served yet (issue 30 item 5).
-        .route(
-            "/api/v1/custom_emojis",
-            get(|| async { Json(Vec::<CustomEmoji>::new()) }),
-        )
         .route("/.well-known/nodeinfo", get(nodeinfo_links))
         .route("/nodeinfo/2.1", get(nodeinfo))
         .route(MISSING_AVATAR, get(missing_image))

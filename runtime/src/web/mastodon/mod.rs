@@ -12,6 +12,7 @@ pub mod accounts;
 pub mod conversations;
 pub mod credentials;
 pub mod domain_blocks;
+pub mod emojis;
 pub mod filters;
 pub mod follow_requests;
 pub mod instance;
@@ -38,6 +39,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(lists::routes())
         .merge(filters::routes())
         .merge(tags::routes())
+        .merge(emojis::routes())
         .merge(domain_blocks::routes())
         .merge(follow_requests::routes())
         .merge(search::routes())
