@@ -91,6 +91,7 @@ mod tests {
             version: version.into(),
             schema_version: schema,
             task_definition_version: json!(1),
+            ..VersionInfo::default()
         }
     }
 
