@@ -237,9 +237,11 @@ fn number(v: &serde_json::Value) -> Option<i64> {
 /// - Otherwise [`Compat::Incompatible`]: stop, migrate, start.
 pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
     let same_tasks = old.task_definition_version == new.task_definition_version;
+    // An image before issue 34 reports no post-deploy version: it has none.
+    let post = |v: &serde_json::Value| number(v).unwrap_or(0);
     if same_tasks
         && old.schema_version == new.schema_version
-        && old.post_schema_version == new.post_schema_version
+        && post(&old.post_schema_version) == post(&new.post_schema_version)
     {
         return Compat::Compatible;
     }
@@ -1246,6 +1248,11 @@ mod tests {
         };
         assert_eq!(upgrade_path(&old, &legacy), Compat::Incompatible);
         assert_eq!(upgrade_path(&legacy, &old), Compat::Incompatible);
+        assert_eq!(
+            upgrade_path(&info(2, 11, 0, 11), &legacy),
+            Compat::Compatible,
+            "no post-deploy version reported: none"
+        );
         let string = VersionInfo {
             schema_version: serde_json::json!("11"),
             ..info(2, 11, 0, 11)
