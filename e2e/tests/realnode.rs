@@ -1371,14 +1371,15 @@ struct ExpandTimeline {
 /// Watches every event of the Hollo's pods through a zero-downtime upgrade (issue 34 item 2):
 /// the pre-deploy migration `schema` must be in `_sqlx_migrations`, installed no later than a
 /// new pod's creation; the post-deploy migration `post` must not be recorded while any pod of
-/// `old` is alive (terminating ones count).
+/// `old` is alive (terminating ones count). With `tasks_differ` (different task-definition
+/// versions) no new pod may appear beside an old worker, and no new worker beside any old pod.
 fn watch_expand_contract_pods(
     ns: &Ns,
     db: &str,
-    old: &str,
-    new: &str,
+    (old, new): (&str, &str),
     schema: i64,
     post: i64,
+    tasks_differ: bool,
 ) -> (
     std::sync::Arc<std::sync::Mutex<ExpandTimeline>>,
     tokio::task::JoinHandle<()>,
@@ -1425,6 +1426,24 @@ fn watch_expand_contract_pods(
                 }
                 if deleted || v != new || t.new_pods.contains(&name) {
                     continue;
+                }
+                if tasks_differ {
+                    let component = label(&p, "app.kubernetes.io/component");
+                    let old_workers: Vec<String> = olds
+                        .iter()
+                        .filter(|n| n.contains("-worker-"))
+                        .cloned()
+                        .collect();
+                    if !old_workers.is_empty() {
+                        t.violations.push(format!(
+                            "{component} pod {name} of {new} beside old workers {old_workers:?}"
+                        ));
+                    }
+                    if component == "worker" && !olds.is_empty() {
+                        t.violations.push(format!(
+                            "worker {name} of {new} beside pods of {old}: {olds:?}"
+                        ));
+                    }
                 }
                 if t.new_pods.is_empty() {
                     t.old_at_first_new = olds;
@@ -1487,14 +1506,16 @@ async fn expand_contract_upgrade_serves_every_request() {
         ns.name
     );
     start_poller(&ns, &url, 150).await;
-    // 8 task slots: 300 probes of 300 ms keep the workers busy through the pre-migration
+    // 8 task slots: 600 probes of 400 ms keep the workers busy for ~30 s, through the
+    // pre-migration and the rollout (old and new workers overlap: same task definitions)
     let out = hollo_in_web_pod(
         &ns,
-        &["probe", "enqueue", "--count", "300", "--sleep-ms", "300"],
+        &["probe", "enqueue", "--count", "600", "--sleep-ms", "400"],
     )
     .await;
     ns.log(&format!("probe enqueue: {}", out.trim()));
-    let (timeline, watch) = watch_expand_contract_pods(&ns, &db, "0.1.0", NEXT, schema, NEXT_POST);
+    let (timeline, watch) =
+        watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT), schema, NEXT_POST, false);
     let phases = record_phases(&ns, Some(NEXT));
     wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
         let n = timeline.lock().unwrap().live.len();
@@ -1514,7 +1535,7 @@ async fn expand_contract_upgrade_serves_every_request() {
         .expect("phase recorder");
     ns.wait_replicas("web", 1, 120).await;
     ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 300, 300).await;
+    let s = all_probes_done(&ns, 600, 300).await;
     ns.log(&format!("probe stats after the upgrade: {s}"));
     watch.abort();
     let t = std::mem::take(&mut *timeline.lock().unwrap());
@@ -1587,6 +1608,129 @@ async fn expand_contract_upgrade_serves_every_request() {
         Some("Running"),
         "the client polled through the whole upgrade (-for 150s)"
     );
+    let end = wait_until("the polling client ends", 200, || async {
+        match poller_phase(&ns).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// The different-task-definitions variant of the zero-downtime upgrade (issue 34 item 2).
+const NEXT_TASKS: &str = "0.1.1-e2e-tasks";
+
+/// Issue 34 item 2 (done when: "the same with different task definitions: web keeps answering
+/// (0 failed requests), no worker of the new version runs beside an old one, every probe
+/// completes once"): 0.1.0 → 0.1.1-e2e-tasks (e2e-next's migrations, task-definition version 3
+/// instead of 2). The old workers stop first while the old web keeps serving and the queue
+/// holds the probes — 50 more are enqueued through the web while no worker of either version
+/// runs; no new pod starts beside an old worker, no new worker beside any old pod; the client
+/// sees no failure and every probe completes once after the upgrade.
+#[tokio::test]
+async fn expand_contract_with_new_task_definitions_keeps_web_up() {
+    let ns = Ns::new("real-expand-tasks").await;
+    let schema = next_schema_version(&ns);
+    let db = quick_start(&ns, |m| {
+        let from = "spec:\n";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    start_poller(&ns, &url, 150).await;
+    let out = hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "300", "--sleep-ms", "300"],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    let (timeline, watch) =
+        watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT_TASKS), schema, NEXT_POST, true);
+    let phases = record_phases(&ns, Some(NEXT_TASKS));
+    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
+        let n = timeline.lock().unwrap().live.len();
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+    patch_version(&ns, NEXT_TASKS);
+    // The window with no worker of either version: web still answers and enqueues, the queue
+    // holds the work for the new workers.
+    wait_until("the workers stopped, web serving", 180, || async {
+        let worker = ns.deployment(&format!("{HOLLO}-worker")).await;
+        let replicas = worker.and_then(|d| d.spec.replicas);
+        let workers = pods(&ns, "worker").await.len();
+        let web = ns.ready_pods("web").await.len();
+        if replicas == Some(0) && workers == 0 && web > 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "worker replicas {replicas:?}, {workers} worker pods, {web} ready web pods"
+            ))
+        }
+    })
+    .await;
+    let out = hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "50"]).await;
+    ns.log(&format!("enqueued with no worker running: {}", out.trim()));
+    let held = probe_stats(&ns).await;
+    assert!(
+        held["pending"].as_i64().is_some_and(|p| p >= 50),
+        "the queue holds them: {held}"
+    );
+    let h = ns.wait_running(NEXT_TASKS, 300).await;
+    ns.log(&status_line(&h));
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let s = all_probes_done(&ns, 350, 300).await;
+    ns.log(&format!("probe stats after the upgrade: {s}"));
+    watch.abort();
+    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "CheckingCompatibility",
+            "PreMigrating",
+            "RollingOut",
+            "PostMigrating",
+            "Running"
+        ],
+        "phases of a zero-downtime upgrade with new task definitions"
+    );
+    assert!(t.violations.is_empty(), "{:#?}", t.violations);
+    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
+    assert!(
+        t.live.values().all(|v| v == NEXT_TASKS),
+        "pods left: {:?}",
+        t.live
+    );
+    assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
+    let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
+    assert!(v.contains("\"taskDefinitionVersion\":3"), "{v}");
     let end = wait_until("the polling client ends", 200, || async {
         match poller_phase(&ns).await? {
             ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),

@@ -23,7 +23,12 @@ use tokio_util::sync::CancellationToken;
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run.
+#[cfg(not(feature = "e2e-next-tasks"))]
 pub const TASK_DEFINITION_VERSION: i32 = 2;
+/// The end-to-end suite's third version (feature `e2e-next-tasks`): the same handlers under a
+/// higher number, so the operator's different-task-definitions path runs for real.
+#[cfg(feature = "e2e-next-tasks")]
+pub const TASK_DEFINITION_VERSION: i32 = 3;
 
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
 pub const REPLY_LANE: &str = "replies";
