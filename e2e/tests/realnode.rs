@@ -1299,3 +1299,448 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
     assert!(unavailable > 0, "no 503 seen during the downtime: {log}");
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
 }
+
+/// The next version's post-deploy migration (e2e/next/migrations/post).
+const NEXT_POST: i64 = 20991231000002;
+
+/// A client pod GETting `url` through the web Service every 100 ms for `secs` seconds
+/// (e2e/images' httpget; it exits non-zero and logs each failure if any request fails).
+async fn start_poller(ns: &Ns, url: &str, secs: u64) {
+    let client = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "poller"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-poll", "100ms", "-for", format!("{secs}s"), url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .expect("client pod JSON");
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
+        .expect("create the polling client pod");
+    wait_until("the polling client runs", 60, || async {
+        match poller_phase(ns).await? {
+            ph if ph == "Running" => Ok(()),
+            ph => Err(ph),
+        }
+    })
+    .await;
+}
+
+async fn poller_phase(ns: &Ns) -> Result<String, String> {
+    ns.api::<Pod>()
+        .get("poller")
+        .await
+        .map_err(|e| e.to_string())
+        .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+}
+
+/// Whether the post-deploy migration `version` is recorded (its table may not exist yet).
+fn post_migrated(db: &str, version: i64) -> bool {
+    let table = psql(
+        db,
+        "SELECT count(*) FROM pg_tables WHERE tablename = '_hollo_post_migrations'",
+    );
+    table == "1"
+        && psql(
+            db,
+            &format!(
+                "SELECT count(*) FROM _hollo_post_migrations WHERE version = {version} AND success"
+            ),
+        ) == "1"
+}
+
+/// What the pod watch of a zero-downtime upgrade saw.
+#[derive(Default, Debug)]
+struct ExpandTimeline {
+    /// app pods (web/worker/all) that exist, terminating ones included → their version
+    live: std::collections::BTreeMap<String, String>,
+    /// pods of the new version, in the order they appeared
+    new_pods: Vec<String>,
+    /// the pods of the old version alive when the first new pod appeared
+    old_at_first_new: Vec<String>,
+    violations: Vec<String>,
+}
+
+/// Watches every event of the Hollo's pods through a zero-downtime upgrade (issue 34 item 2):
+/// the pre-deploy migration `schema` must be in `_sqlx_migrations`, installed no later than a
+/// new pod's creation; the post-deploy migration `post` must not be recorded while any pod of
+/// `old` is alive (terminating ones count). With `tasks_differ` (different task-definition
+/// versions) no new pod may appear beside an old worker, and no new worker beside any old pod.
+fn watch_expand_contract_pods(
+    ns: &Ns,
+    db: &str,
+    (old, new): (&str, &str),
+    schema: i64,
+    post: i64,
+    tasks_differ: bool,
+) -> (
+    std::sync::Arc<std::sync::Mutex<ExpandTimeline>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let t: std::sync::Arc<std::sync::Mutex<ExpandTimeline>> = Default::default();
+    let api: Api<Pod> = ns.api();
+    let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
+    let task = tokio::spawn({
+        let t = t.clone();
+        async move {
+            let cfg =
+                watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}"));
+            let mut events = watcher(api, cfg).boxed();
+            while let Some(ev) = events.next().await {
+                let (deleted, p) = match ev {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
+                    Ok(watcher::Event::Delete(p)) => (true, p),
+                    _ => continue,
+                };
+                if !matches!(
+                    label(&p, "app.kubernetes.io/component").as_str(),
+                    "web" | "worker" | "all"
+                ) {
+                    continue;
+                }
+                let name = p.name_any();
+                let v = label(&p, "app.kubernetes.io/version");
+                let mut t = t.lock().unwrap();
+                if deleted {
+                    t.live.remove(&name);
+                } else {
+                    t.live.insert(name.clone(), v.clone());
+                }
+                let olds: Vec<String> = t
+                    .live
+                    .iter()
+                    .filter(|(_, pv)| **pv == old)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                if !olds.is_empty() && post_migrated(&db, post) {
+                    t.violations.push(format!(
+                        "post-deploy migration {post} recorded while pods of {old} live: {olds:?}"
+                    ));
+                }
+                if deleted || v != new || t.new_pods.contains(&name) {
+                    continue;
+                }
+                if tasks_differ {
+                    let component = label(&p, "app.kubernetes.io/component");
+                    let old_workers: Vec<String> = olds
+                        .iter()
+                        .filter(|n| n.contains("-worker-"))
+                        .cloned()
+                        .collect();
+                    if !old_workers.is_empty() {
+                        t.violations.push(format!(
+                            "{component} pod {name} of {new} beside old workers {old_workers:?}"
+                        ));
+                    }
+                    if component == "worker" && !olds.is_empty() {
+                        t.violations.push(format!(
+                            "worker {name} of {new} beside pods of {old}: {olds:?}"
+                        ));
+                    }
+                }
+                if t.new_pods.is_empty() {
+                    t.old_at_first_new = olds;
+                }
+                t.new_pods.push(name.clone());
+                // installed_on and creationTimestamp on the same clock; the latter is whole
+                // seconds, so compare whole seconds (floor keeps the order)
+                let installed = psql(
+                    &db,
+                    &format!(
+                        "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
+                         FROM _sqlx_migrations WHERE version = {schema} AND success \
+                         UNION ALL SELECT -1 LIMIT 1"
+                    ),
+                );
+                let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
+                match installed.parse::<i64>() {
+                    Ok(i) if i >= 0 && i <= created => {}
+                    _ => t.violations.push(format!(
+                        "pod {name} of {new} created at {created} but pre-deploy migration {schema} installed at {installed:?}"
+                    )),
+                }
+            }
+        }
+    });
+    (t, task)
+}
+
+/// Issue 34 item 2 (done when: "an upgrade to a version with one additive migration and the
+/// same task definitions, under a client polling every 100 ms and probes in flight: 0 failed
+/// requests, every probe completed once, the migration recorded before the first new pod, the
+/// old pods serving while it ran"): `upgradeStrategy: RollingWhenCompatible`, 0.1.0 →
+/// 0.1.1-e2e (one pre-deploy migration, one post-deploy one, the same task definitions). The
+/// probes of both images choose the zero-downtime path: CheckingCompatibility → PreMigrating →
+/// RollingOut → PostMigrating → Running. A client pod GETs `/api/v1/instance` (a database read)
+/// through the web Service every 100 ms: no request fails. The pre-deploy migration is recorded
+/// before the first new pod, every old pod is still alive at that moment (so the old version
+/// served on the pre-migrated schema: Mastodon's two-step check, for real), the post-deploy
+/// migration only once no old pod is left; all probes complete once.
+#[tokio::test]
+async fn expand_contract_upgrade_serves_every_request() {
+    let ns = Ns::new("real-expand").await;
+    let schema = next_schema_version(&ns);
+    let db = quick_start(&ns, |m| {
+        let from = "spec:\n";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let olds_before: Vec<String> = [pods(&ns, "web").await, pods(&ns, "worker").await]
+        .concat()
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    start_poller(&ns, &url, 150).await;
+    // 8 task slots: 600 probes of 400 ms keep the workers busy for ~30 s, through the
+    // pre-migration and the rollout (old and new workers overlap: same task definitions)
+    let out = hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "600", "--sleep-ms", "400"],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    let (timeline, watch) =
+        watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT), schema, NEXT_POST, false);
+    let phases = record_phases(&ns, Some(NEXT));
+    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
+        let n = timeline.lock().unwrap().live.len();
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+    patch_version(&ns, NEXT);
+    let h = ns.wait_running(NEXT, 300).await;
+    ns.log(&status_line(&h));
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let s = all_probes_done(&ns, 600, 300).await;
+    ns.log(&format!("probe stats after the upgrade: {s}"));
+    watch.abort();
+    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    ns.log(&format!(
+        "phases: {phases:?}; new pods: {:?}; old pods at the first new one: {:?}",
+        t.new_pods, t.old_at_first_new
+    ));
+
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "CheckingCompatibility",
+            "PreMigrating",
+            "RollingOut",
+            "PostMigrating",
+            "Running"
+        ],
+        "phases of a zero-downtime upgrade"
+    );
+    assert!(t.violations.is_empty(), "{:#?}", t.violations);
+    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
+    let mut at_first = t.old_at_first_new.clone();
+    at_first.sort();
+    let mut before = olds_before.clone();
+    before.sort();
+    assert_eq!(
+        at_first, before,
+        "every old pod still alive when the first new pod appeared: nothing stopped for the \
+         pre-deploy migration"
+    );
+    assert!(
+        t.live.values().all(|v| v == NEXT),
+        "pods left: {:?}",
+        t.live
+    );
+    for p in ["PreMigrating", "PostMigrating"] {
+        let evs = ns.events(p).await;
+        assert!(
+            evs.iter().any(|e| e.type_.as_deref() == Some("Normal")
+                && e.note.as_deref().is_some_and(|n| n.contains(NEXT))),
+            "a Normal event {p} for target {NEXT}: {:?}",
+            evs.iter().map(|e| e.note.clone()).collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        ns.events("ScalingDown").await.is_empty(),
+        "nothing was scaled down"
+    );
+    assert_eq!(
+        psql(
+            &db,
+            "SELECT max(version) FROM _sqlx_migrations WHERE success"
+        ),
+        schema.to_string()
+    );
+    assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
+    assert_eq!(
+        h.data["status"]["expandContract"],
+        Value::Null,
+        "nothing pending"
+    );
+    // The client polled through the whole upgrade and saw no failure.
+    assert_eq!(
+        poller_phase(&ns).await.ok().as_deref(),
+        Some("Running"),
+        "the client polled through the whole upgrade (-for 150s)"
+    );
+    let end = wait_until("the polling client ends", 200, || async {
+        match poller_phase(&ns).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// The different-task-definitions variant of the zero-downtime upgrade (issue 34 item 2).
+const NEXT_TASKS: &str = "0.1.1-e2e-tasks";
+
+/// Issue 34 item 2 (done when: "the same with different task definitions: web keeps answering
+/// (0 failed requests), no worker of the new version runs beside an old one, every probe
+/// completes once"): 0.1.0 → 0.1.1-e2e-tasks (e2e-next's migrations, task-definition version 4
+/// instead of 3). The old workers stop first while the old web keeps serving and the queue
+/// holds the probes — 50 more are enqueued through the web while no worker of either version
+/// runs; no new pod starts beside an old worker, no new worker beside any old pod; the client
+/// sees no failure and every probe completes once after the upgrade.
+#[tokio::test]
+async fn expand_contract_with_new_task_definitions_keeps_web_up() {
+    let ns = Ns::new("real-expand-tasks").await;
+    let schema = next_schema_version(&ns);
+    let db = quick_start(&ns, |m| {
+        let from = "spec:\n";
+        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+    })
+    .await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    start_poller(&ns, &url, 150).await;
+    let out = hollo_in_web_pod(
+        &ns,
+        &["probe", "enqueue", "--count", "300", "--sleep-ms", "300"],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+    let (timeline, watch) =
+        watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT_TASKS), schema, NEXT_POST, true);
+    let phases = record_phases(&ns, Some(NEXT_TASKS));
+    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
+        let n = timeline.lock().unwrap().live.len();
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+    patch_version(&ns, NEXT_TASKS);
+    // The window with no worker of either version: web still answers and enqueues, the queue
+    // holds the work for the new workers.
+    wait_until("the workers stopped, web serving", 180, || async {
+        let worker = ns.deployment(&format!("{HOLLO}-worker")).await;
+        let replicas = worker.and_then(|d| d.spec.replicas);
+        let workers = pods(&ns, "worker").await.len();
+        let web = ns.ready_pods("web").await.len();
+        if replicas == Some(0) && workers == 0 && web > 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "worker replicas {replicas:?}, {workers} worker pods, {web} ready web pods"
+            ))
+        }
+    })
+    .await;
+    let out = hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "50"]).await;
+    ns.log(&format!("enqueued with no worker running: {}", out.trim()));
+    let held = probe_stats(&ns).await;
+    assert!(
+        held["pending"].as_i64().is_some_and(|p| p >= 50),
+        "the queue holds them: {held}"
+    );
+    let h = ns.wait_running(NEXT_TASKS, 300).await;
+    ns.log(&status_line(&h));
+    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running at the new version")
+        .expect("phase recorder");
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let s = all_probes_done(&ns, 350, 300).await;
+    ns.log(&format!("probe stats after the upgrade: {s}"));
+    watch.abort();
+    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
+    let after: Vec<&str> = phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "CheckingCompatibility",
+            "PreMigrating",
+            "RollingOut",
+            "PostMigrating",
+            "Running"
+        ],
+        "phases of a zero-downtime upgrade with new task definitions"
+    );
+    assert!(t.violations.is_empty(), "{:#?}", t.violations);
+    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
+    assert!(
+        t.live.values().all(|v| v == NEXT_TASKS),
+        "pods left: {:?}",
+        t.live
+    );
+    assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
+    let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
+    assert!(v.contains("\"taskDefinitionVersion\":4"), "{v}");
+    let end = wait_until("the polling client ends", 200, || async {
+        match poller_phase(&ns).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}

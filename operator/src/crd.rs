@@ -998,6 +998,12 @@ pub enum Phase {
     ScalingDown,
     /// The migration Job of the target version runs.
     Migrating,
+    /// Zero-downtime upgrade (issue 34 item 2): the target's pre-deploy (additive) migrations
+    /// run (`hollo migrate --pre`, the new image) while every old pod keeps serving.
+    PreMigrating,
+    /// Zero-downtime upgrade: no old pod is left; the target's post-deploy (contract)
+    /// migrations run (`hollo migrate --post`) while the new version serves.
+    PostMigrating,
     /// The migration failed; retrying with back-off, nothing of the new version runs.
     MigrationFailed,
     /// Deployments of the target version are rolling out.
@@ -1019,6 +1025,8 @@ impl Phase {
             Phase::CheckingCompatibility => "CheckingCompatibility",
             Phase::ScalingDown => "ScalingDown",
             Phase::Migrating => "Migrating",
+            Phase::PreMigrating => "PreMigrating",
+            Phase::PostMigrating => "PostMigrating",
             Phase::MigrationFailed => "MigrationFailed",
             Phase::RollingOut => "RollingOut",
             Phase::Running => "Running",
@@ -1068,6 +1076,23 @@ pub struct HolloStatus {
     /// `lastSuccessfulTime` (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cleanup: Option<LastCleanup>,
+    /// A zero-downtime upgrade past its pre-deploy migrations whose post-deploy migrations
+    /// have not run yet (issue 34 item 2); cleared once they have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expand_contract: Option<ExpandContract>,
+}
+
+/// A zero-downtime (expand/contract) upgrade in progress (issue 34 item 2): `version`'s
+/// pre-deploy migrations are applied, its post-deploy ones wait for the last pod of `from`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpandContract {
+    pub version: String,
+    pub from: String,
+    /// Both versions read the same queued messages: old and new workers may overlap. When
+    /// false the old workers stop before any new pod starts and the new ones start once no
+    /// old pod is left.
+    pub same_task_definitions: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]

@@ -64,6 +64,24 @@ pub fn schema_of(info: &VersionInfo) -> Option<i64> {
 
 /// Compares the probes of the running (`database`) and the target image.
 pub fn judge(target: &str, database: &VersionInfo, new: &VersionInfo) -> SchemaCheck {
+    // Issue 34 item 1: a binary refuses a database with a post-deploy migration it does not
+    // carry, whatever its pre-deploy schema (an image before issue 34 reports none: 0).
+    let post = |i: &VersionInfo| match &i.post_schema_version {
+        serde_json::Value::Null => Some(0),
+        v => schema_of(&VersionInfo {
+            schema_version: v.clone(),
+            ..VersionInfo::default()
+        }),
+    };
+    if let (Some(db), Some(t)) = (post(database), post(new))
+        && t < db
+    {
+        return SchemaCheck::Refused(format!(
+            "version {target} carries post-deploy schema {t}, older than the database's {db} \
+             (contracted by {}): it would refuse to start; nothing was stopped",
+            database.version
+        ));
+    }
     match (schema_of(database), schema_of(new)) {
         (Some(db), Some(t)) if t >= db => SchemaCheck::Safe,
         (Some(db), Some(t)) => SchemaCheck::Refused(format!(
@@ -91,6 +109,7 @@ mod tests {
             version: version.into(),
             schema_version: schema,
             task_definition_version: json!(1),
+            ..VersionInfo::default()
         }
     }
 
@@ -131,5 +150,24 @@ mod tests {
             judge("0.1.0", &db, &info("0.1.0", json!("abc"))),
             SchemaCheck::Refused(_)
         ));
+        // Issue 34 item 1: the same pre-deploy schema, but the database was contracted by a
+        // post-deploy migration the target does not carry.
+        let contracted = VersionInfo {
+            post_schema_version: json!(20991231000002_i64),
+            ..info("0.2.0", json!(20991231000001_i64))
+        };
+        match judge(
+            "0.1.0",
+            &contracted,
+            &info("0.1.0", json!(20991231000001_i64)),
+        ) {
+            SchemaCheck::Refused(why) => assert!(why.contains("post-deploy"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let carried = VersionInfo {
+            post_schema_version: json!(20991231000002_i64),
+            ..info("0.1.0", json!(20991231000001_i64))
+        };
+        assert_eq!(judge("0.1.0", &contracted, &carried), SchemaCheck::Safe);
     }
 }

@@ -18,6 +18,21 @@
 //! schema versions match, the (no-op) migration runs with the old version up and the new one then
 //! rolls in; otherwise the default path is taken.
 //!
+//! Issue 34 item 2, the zero-downtime path: when the probes show that the old binary runs on
+//! the target's pre-migrated schema and the target runs before its post-deploy migrations
+//! ([`upgrade_path`] → [`Compat::ExpandContract`]), no pod stops:
+//!
+//! ```text
+//! CheckingCompatibility → PreMigrating (hollo migrate --pre, old pods serve)
+//!   → RollingOut (no old pod left) → PostMigrating (hollo migrate --post) → Running
+//! ```
+//!
+//! With different task-definition versions the old workers stop first (web keeps serving,
+//! the durable queue holds the work), the web rolls, and the new workers start only once no
+//! old pod is left: never two task-definition versions consuming at once ([`contract`]).
+//! With `mode: all` every pod consumes, so different task definitions take the
+//! stop-migrate-start path.
+//!
 //! Issue 34: `spec.stopped` wins over everything (`Stopped`, every role at 0); a target older
 //! than the running version is probed first and refused (`Running` at the old version, no
 //! migration) when its schema is below the database's; `upgrade.backup` holds the old version
@@ -27,8 +42,21 @@
 
 use std::time::Duration;
 
-use crate::crd::{HolloSpec, Phase, UpgradeStrategy};
+use crate::crd::{ExpandContract, HolloSpec, Mode, Phase, UpgradeStrategy};
 use crate::downgrade::SchemaCheck;
+use crate::resources::migration::VersionInfo;
+
+/// Which migrations a Job applies (issue 34 item 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationKind {
+    /// `hollo migrate`: pre- then post-deploy, every pod stopped (or none changed).
+    #[default]
+    Full,
+    /// `hollo migrate --pre`: additive ones, the old version serving.
+    Pre,
+    /// `hollo migrate --post`: contract ones, no old pod left.
+    Post,
+}
 
 /// State of a Job the machine waits on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +76,10 @@ pub enum Compat {
     Probing,
     /// Same task-definition version and same schema version.
     Compatible,
+    /// Issue 34 item 2: the old binary runs on the target's pre-migrated schema and the
+    /// target runs before its post-deploy migrations, so the upgrade needs no downtime;
+    /// `same_tasks`: the same task-definition version (old and new workers may overlap).
+    ExpandContract { same_tasks: bool },
     /// Different, or the probe failed (the safe answer).
     Incompatible,
 }
@@ -84,6 +116,15 @@ pub struct Observed {
     pub http_ready: bool,
     /// The CloudNativePG Backup before migrating (issue 34 item 4, `upgrade.backup`).
     pub backup: Backup,
+    /// Issue 34 item 2: the pre-deploy migration Job of the target (attempt
+    /// `migration_attempts`).
+    pub pre_job: JobState,
+    /// The post-deploy migration Job of the target (attempt `migration_attempts`).
+    pub post_job: JobState,
+    /// Of `old_pods`, those of the worker role.
+    pub old_workers: i32,
+    /// `status.expandContract`: a zero-downtime upgrade past its pre-deploy migrations.
+    pub expand: Option<ExpandContract>,
 }
 
 /// The pre-migration Backup of the target version.
@@ -121,6 +162,10 @@ pub enum Workloads {
     Stopped,
     /// Apply the Deployments (and autoscalers) at this version.
     Run(String),
+    /// Issue 34 item 2: the HTTP role (web) at this version, the workers at 0 and their
+    /// autoscaler removed: web keeps serving while no worker of either task-definition
+    /// version consumes. Only in `mode: split`.
+    WebOnly(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +174,10 @@ pub struct Plan {
     pub workloads: Workloads,
     /// Ensure the migration Job of this attempt exists.
     pub migration_job: Option<i32>,
+    /// Which migrations that Job (and a recorded failure) is about.
+    pub migration_kind: MigrationKind,
+    /// `status.expandContract` after this step.
+    pub expand: Option<ExpandContract>,
     /// Ensure the version probe Jobs (old and new image) exist.
     pub probe_versions: bool,
     /// A migration failure to record (attempts + 1, timestamp now), with the Job's reason.
@@ -164,6 +213,147 @@ pub fn backoff(failures: i32) -> Duration {
     BACKOFF_BASE.saturating_mul(1u32 << exp).min(BACKOFF_MAX)
 }
 
+/// A probe's version field as a number (the runtime prints integers; a numeric string is
+/// read too); `None` when absent (an image before issue 34) or not a number.
+fn number(v: &serde_json::Value) -> Option<i64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_i64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Issue 34 item 2: what the two images' `hollo version --json` allow, from the running
+/// (`old`) to the target (`new`) version.
+///
+/// - Same task definitions and the same schema (pre and post): [`Compat::Compatible`], the
+///   old rolling path (nothing to migrate).
+/// - [`Compat::ExpandContract`] when every version is reported (the image knows pre and post
+///   migrations), it is not a downgrade, the old binary runs on the target's pre-migrated
+///   schema (its minimum is at most the target's pre-deploy version — pre-deploy migrations
+///   only add, and `hollo migrate --pre` applies no post-deploy one, which the old binary
+///   would refuse), and the target's own minimum is met by that schema (it runs before its
+///   post-deploy migrations).
+/// - Otherwise [`Compat::Incompatible`]: stop, migrate, start.
+pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
+    let same_tasks = old.task_definition_version == new.task_definition_version;
+    // An image before issue 34 reports no post-deploy version: it has none.
+    let post = |v: &serde_json::Value| number(v).unwrap_or(0);
+    if same_tasks
+        && old.schema_version == new.schema_version
+        && post(&old.post_schema_version) == post(&new.post_schema_version)
+    {
+        return Compat::Compatible;
+    }
+    let versions = (
+        number(&old.schema_version),
+        number(&old.post_schema_version),
+        number(&old.min_schema_version),
+        number(&new.schema_version),
+        number(&new.post_schema_version),
+        number(&new.min_schema_version),
+    );
+    let (
+        Some(old_pre),
+        Some(old_post),
+        Some(old_min),
+        Some(new_pre),
+        Some(new_post),
+        Some(new_min),
+    ) = versions
+    else {
+        return Compat::Incompatible;
+    };
+    let upgrade = new_pre >= old_pre && new_post >= old_post;
+    let old_runs_on_new_pre = old_min <= new_pre;
+    let new_runs_before_post = new_min <= new_pre;
+    if upgrade && old_runs_on_new_pre && new_runs_before_post {
+        Compat::ExpandContract { same_tasks }
+    } else {
+        Compat::Incompatible
+    }
+}
+
+/// Issue 34 item 2: the zero-downtime upgrade once its pre-deploy migrations are applied
+/// (`currentVersion` is the target): roll out, keeping the task-definition rule, then run the
+/// post-deploy migrations once no old pod is left. `None` once they have run: the usual
+/// rollout logic takes over.
+fn contract(spec: &HolloSpec, obs: &Observed, ec: &ExpandContract) -> Option<Plan> {
+    let target = spec.version.clone();
+    let rolling = Plan {
+        phase: Phase::RollingOut,
+        workloads: Workloads::Run(target.clone()),
+        migration_job: None,
+        migration_kind: MigrationKind::Post,
+        expand: Some(ec.clone()),
+        probe_versions: false,
+        record_failure: None,
+        current_version: Some(target.clone()),
+        migrated: true,
+        refused: None,
+        maintenance_page: false,
+        backup: false,
+        requeue: POLL,
+    };
+    // Never two task-definition versions consuming at once: the old workers stop first (the
+    // old web keeps serving and enqueueing: the durable queue holds its work), then the web
+    // rolls — no new pod enqueues while an old worker could claim it — and the new workers
+    // start once no old pod is left. `mode: all` never gets here (every pod consumes).
+    if !ec.same_task_definitions && spec.mode == Mode::Split {
+        if obs.old_workers > 0 {
+            return Some(Plan {
+                workloads: Workloads::WebOnly(ec.from.clone()),
+                ..rolling
+            });
+        }
+        if obs.old_pods > 0 {
+            return Some(Plan {
+                workloads: Workloads::WebOnly(target),
+                ..rolling
+            });
+        }
+    }
+    if obs.old_pods > 0 || !obs.rolled_out {
+        return Some(rolling);
+    }
+    let attempts = obs.migration_attempts;
+    let post = Plan {
+        phase: Phase::PostMigrating,
+        ..rolling
+    };
+    match &obs.post_job {
+        JobState::Succeeded => None,
+        JobState::Running => Some(Plan {
+            migration_job: Some(attempts),
+            ..post
+        }),
+        // The new version keeps serving (it does not need its post-deploy migrations);
+        // retried with the usual back-off.
+        JobState::Failed { reason } => Some(Plan {
+            phase: Phase::MigrationFailed,
+            record_failure: Some(reason.clone()),
+            requeue: backoff(attempts + 1),
+            ..post
+        }),
+        JobState::Absent => {
+            let wait = backoff(attempts);
+            let waited = obs.since_last_failure.unwrap_or(Duration::MAX);
+            Some(if attempts > 0 && waited < wait {
+                Plan {
+                    phase: Phase::MigrationFailed,
+                    requeue: wait - waited,
+                    ..post
+                }
+            } else {
+                Plan {
+                    migration_job: Some(attempts),
+                    ..post
+                }
+            })
+        }
+    }
+}
+
 pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     let target = spec.version.clone();
     let current = obs.current_version.clone();
@@ -175,6 +365,9 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             phase: Phase::Stopped,
             workloads: Workloads::Stopped,
             migration_job: None,
+            migration_kind: MigrationKind::Full,
+            // A zero-downtime upgrade's pending post-deploy migrations wait for the start.
+            expand: obs.expand.clone(),
             probe_versions: false,
             record_failure: None,
             migrated: current.as_deref() == Some(target.as_str()),
@@ -190,6 +383,11 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     // Migrated already: run the target version. A rollout ends when the updated pods are ready
     // the first time; a later loss of readiness is reported as Degraded, not a new rollout.
     if current.as_deref() == Some(target.as_str()) {
+        if let Some(ec) = obs.expand.as_ref().filter(|e| e.version == target)
+            && let Some(plan) = contract(spec, obs, ec)
+        {
+            return plan;
+        }
         let done = obs.rolled_out && (obs.pods_ready || obs.previous_phase == Phase::Running);
         return Plan {
             phase: if done {
@@ -199,6 +397,8 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             },
             workloads: Workloads::Run(target.clone()),
             migration_job: None,
+            migration_kind: MigrationKind::Full,
+            expand: None,
             probe_versions: false,
             record_failure: None,
             current_version: Some(target),
@@ -221,6 +421,8 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         phase: Phase::Migrating,
         workloads: Workloads::Stopped,
         migration_job: None,
+        migration_kind: MigrationKind::Full,
+        expand: None,
         probe_versions: false,
         record_failure: None,
         current_version: current.clone(),
@@ -266,14 +468,41 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             };
         }
         (Some(old), true, Compat::Compatible) => Some(old.clone()),
+        // Issue 34 item 2. With `mode: all` every pod consumes: different task definitions
+        // cannot keep anything up, so they stop, migrate, start.
+        (Some(old), true, Compat::ExpandContract { same_tasks })
+            if same_tasks || spec.mode == Mode::Split =>
+        {
+            Some(old.clone())
+        }
         _ => None,
+    };
+    // The zero-downtime path: the pre-deploy Job, with the old version serving.
+    let expand = match (&current, &keep_old, obs.compat) {
+        (Some(old), Some(_), Compat::ExpandContract { same_tasks }) => Some(ExpandContract {
+            version: target.clone(),
+            from: old.clone(),
+            same_task_definitions: same_tasks,
+        }),
+        _ => None,
+    };
+    let (base, job) = match &expand {
+        Some(_) => (
+            Plan {
+                phase: Phase::PreMigrating,
+                migration_kind: MigrationKind::Pre,
+                ..base
+            },
+            &obs.pre_job,
+        ),
+        None => (base, &obs.job),
     };
 
     // Issue 34 item 4: the pre-migration Backup, with the old version serving, before any
     // migration attempt of the target (a retry after a failed migration does not re-back up).
     if let Some(old) = &current
         && obs.migration_attempts == 0
-        && obs.job == JobState::Absent
+        && *job == JobState::Absent
     {
         let hold = |phase| Plan {
             phase,
@@ -324,25 +553,35 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         return waiting;
     }
 
-    match &obs.job {
-        JobState::Succeeded => Plan {
+    match (job, expand) {
+        // Pre-migrated: the target is the current version from now on; `contract` rolls it
+        // out (old pods are still there, so it always has a plan).
+        (JobState::Succeeded, Some(ec)) => contract(spec, obs, &ec).unwrap_or(Plan {
+            phase: Phase::RollingOut,
+            workloads: Workloads::Run(target.clone()),
+            current_version: Some(target),
+            migrated: true,
+            expand: Some(ec),
+            ..waiting
+        }),
+        (JobState::Succeeded, None) => Plan {
             phase: Phase::RollingOut,
             workloads: Workloads::Run(target.clone()),
             current_version: Some(target),
             migrated: true,
             ..waiting
         },
-        JobState::Running => Plan {
+        (JobState::Running, _) => Plan {
             migration_job: Some(obs.migration_attempts),
             ..waiting
         },
-        JobState::Failed { reason } => Plan {
+        (JobState::Failed { reason }, _) => Plan {
             phase: Phase::MigrationFailed,
             record_failure: Some(reason.clone()),
             requeue: backoff(obs.migration_attempts + 1),
             ..waiting
         },
-        JobState::Absent => {
+        (JobState::Absent, _) => {
             let wait = backoff(obs.migration_attempts);
             let waited = obs.since_last_failure.unwrap_or(Duration::MAX);
             if obs.migration_attempts > 0 && waited < wait {
@@ -382,6 +621,10 @@ mod tests {
             page: Page::default(),
             http_ready: false,
             backup: Backup::NotWanted,
+            pre_job: JobState::Absent,
+            post_job: JobState::Absent,
+            old_workers: 0,
+            expand: None,
         }
     }
 
@@ -939,5 +1182,355 @@ mod tests {
             },
         );
         assert_eq!(p.phase, Phase::Migrating);
+    }
+
+    fn info(td: i64, pre: i64, post: i64, min: i64) -> VersionInfo {
+        VersionInfo {
+            version: "x".into(),
+            schema_version: serde_json::json!(pre),
+            task_definition_version: serde_json::json!(td),
+            post_schema_version: serde_json::json!(post),
+            min_schema_version: serde_json::json!(min),
+        }
+    }
+
+    /// Issue 34 item 2: what the probes allow.
+    #[test]
+    fn the_upgrade_path_comes_from_both_images() {
+        let old = info(2, 10, 0, 10);
+        assert_eq!(upgrade_path(&old, &old.clone()), Compat::Compatible);
+        assert_eq!(
+            upgrade_path(&old, &info(2, 11, 0, 11)),
+            Compat::ExpandContract { same_tasks: true },
+            "one more pre-deploy migration"
+        );
+        assert_eq!(
+            upgrade_path(&old, &info(2, 11, 12, 11)),
+            Compat::ExpandContract { same_tasks: true },
+            "and a post-deploy one"
+        );
+        assert_eq!(
+            upgrade_path(&old, &info(2, 10, 12, 10)),
+            Compat::ExpandContract { same_tasks: true },
+            "only a post-deploy one"
+        );
+        assert_eq!(
+            upgrade_path(&old, &info(3, 11, 0, 11)),
+            Compat::ExpandContract { same_tasks: false },
+            "different task definitions"
+        );
+        assert_eq!(
+            upgrade_path(&old, &info(3, 10, 0, 10)),
+            Compat::ExpandContract { same_tasks: false },
+            "task definitions alone"
+        );
+        // The old binary would refuse the target's pre-migrated schema.
+        assert_eq!(
+            upgrade_path(&info(2, 10, 0, 12), &info(2, 11, 0, 11)),
+            Compat::Incompatible
+        );
+        // The target cannot run before its post-deploy migrations.
+        assert_eq!(
+            upgrade_path(&old, &info(2, 11, 12, 12)),
+            Compat::Incompatible
+        );
+        // Downgrades never take it.
+        assert_eq!(upgrade_path(&old, &info(2, 9, 0, 9)), Compat::Incompatible);
+        assert_eq!(
+            upgrade_path(&info(2, 10, 5, 10), &info(2, 11, 4, 11)),
+            Compat::Incompatible
+        );
+        // An image before issue 34 reports no post/min: the safe answer.
+        let legacy = VersionInfo {
+            post_schema_version: serde_json::Value::Null,
+            min_schema_version: serde_json::Value::Null,
+            ..info(2, 11, 0, 11)
+        };
+        assert_eq!(upgrade_path(&old, &legacy), Compat::Incompatible);
+        assert_eq!(upgrade_path(&legacy, &old), Compat::Incompatible);
+        assert_eq!(
+            upgrade_path(&info(2, 11, 0, 11), &legacy),
+            Compat::Compatible,
+            "no post-deploy version reported: none"
+        );
+        let string = VersionInfo {
+            schema_version: serde_json::json!("11"),
+            ..info(2, 11, 0, 11)
+        };
+        assert_eq!(
+            upgrade_path(&old, &string),
+            Compat::ExpandContract { same_tasks: true }
+        );
+    }
+
+    fn expand(same_tasks: bool) -> ExpandContract {
+        ExpandContract {
+            version: "0.1.0".into(),
+            from: "0.0.9".into(),
+            same_task_definitions: same_tasks,
+        }
+    }
+
+    /// Issue 34 item 2, same task definitions: PreMigrating with every old pod serving →
+    /// RollingOut → PostMigrating once no old pod is left → Running.
+    #[test]
+    fn expand_contract_runs_pre_then_rolls_then_post() {
+        let spec = rolling_spec();
+        let o = Observed {
+            old_pods: 3,
+            old_workers: 2,
+            compat: Compat::ExpandContract { same_tasks: true },
+            pods_ready: true,
+            previous_phase: Phase::CheckingCompatibility,
+            ..upgrading()
+        };
+        let p = decide(&spec, &o);
+        assert_eq!(p.phase, Phase::PreMigrating);
+        assert_eq!(
+            p.workloads,
+            Workloads::Run("0.0.9".into()),
+            "old pods serve"
+        );
+        assert_eq!(p.migration_job, Some(0));
+        assert_eq!(p.migration_kind, MigrationKind::Pre);
+        assert!(!p.maintenance_page, "nothing stops");
+        assert!(!p.migrated);
+        assert_eq!(p.expand, None);
+        // The full migration's Job does not count for this path.
+        let p = decide(
+            &spec,
+            &Observed {
+                job: JobState::Succeeded,
+                ..o.clone()
+            },
+        );
+        assert_eq!(p.phase, Phase::PreMigrating);
+
+        let p = decide(
+            &spec,
+            &Observed {
+                pre_job: JobState::Running,
+                ..o.clone()
+            },
+        );
+        assert_eq!((p.phase, p.migration_job), (Phase::PreMigrating, Some(0)));
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+
+        let p = decide(
+            &spec,
+            &Observed {
+                pre_job: JobState::Succeeded,
+                ..o.clone()
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
+        assert!(p.migrated);
+        assert_eq!(p.expand, Some(expand(true)));
+        assert_eq!(p.migration_job, None);
+
+        // Pre-migrated: the next reconciles see the target as current.
+        let rolling = Observed {
+            current_version: Some("0.1.0".into()),
+            expand: Some(expand(true)),
+            compat: Compat::Unknown,
+            previous_phase: Phase::RollingOut,
+            ..o
+        };
+        let p = decide(&spec, &rolling);
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        assert_eq!(p.migration_job, None, "old pods left: no post-deploy yet");
+        let rolled = Observed {
+            rolled_out: true,
+            old_pods: 1,
+            old_workers: 0,
+            ..rolling.clone()
+        };
+        assert_eq!(
+            decide(&spec, &rolled).migration_job,
+            None,
+            "a terminating old pod still counts"
+        );
+        let gone = Observed {
+            old_pods: 0,
+            ..rolled
+        };
+        let p = decide(&spec, &gone);
+        assert_eq!(p.phase, Phase::PostMigrating);
+        assert_eq!(p.migration_kind, MigrationKind::Post);
+        assert_eq!(p.migration_job, Some(0));
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        let p = decide(
+            &spec,
+            &Observed {
+                post_job: JobState::Failed { reason: "x".into() },
+                ..gone.clone()
+            },
+        );
+        assert_eq!(p.phase, Phase::MigrationFailed);
+        assert_eq!(p.record_failure.as_deref(), Some("x"));
+        assert_eq!(p.migration_kind, MigrationKind::Post);
+        assert_eq!(
+            p.workloads,
+            Workloads::Run("0.1.0".into()),
+            "the new version keeps serving"
+        );
+        assert_eq!(p.expand, Some(expand(true)), "still pending");
+        let p = decide(
+            &spec,
+            &Observed {
+                post_job: JobState::Succeeded,
+                ..gone
+            },
+        );
+        assert_eq!(p.phase, Phase::Running);
+        assert_eq!(p.expand, None, "post-deploy done");
+        assert_eq!(p.migration_job, None);
+    }
+
+    /// Issue 34 item 2, different task definitions: the old workers stop first (web serves),
+    /// then the web rolls, and the new workers start only once no old pod is left.
+    #[test]
+    fn different_task_definitions_stop_only_the_workers() {
+        let spec = rolling_spec();
+        let o = Observed {
+            old_pods: 3,
+            old_workers: 2,
+            compat: Compat::ExpandContract { same_tasks: false },
+            ..upgrading()
+        };
+        let p = decide(&spec, &o);
+        assert_eq!(p.phase, Phase::PreMigrating);
+        assert_eq!(
+            p.workloads,
+            Workloads::Run("0.0.9".into()),
+            "one task-definition version: the old workers consume meanwhile"
+        );
+        let p = decide(
+            &spec,
+            &Observed {
+                pre_job: JobState::Succeeded,
+                ..o.clone()
+            },
+        );
+        assert_eq!(p.phase, Phase::RollingOut);
+        assert_eq!(p.workloads, Workloads::WebOnly("0.0.9".into()));
+        assert_eq!(p.expand, Some(expand(false)));
+
+        let rolling = Observed {
+            current_version: Some("0.1.0".into()),
+            expand: Some(expand(false)),
+            ..o
+        };
+        let p = decide(&spec, &rolling);
+        assert_eq!(
+            p.workloads,
+            Workloads::WebOnly("0.0.9".into()),
+            "old workers still there: no new pod"
+        );
+        let p = decide(
+            &spec,
+            &Observed {
+                old_pods: 1,
+                old_workers: 0,
+                ..rolling.clone()
+            },
+        );
+        assert_eq!(
+            p.workloads,
+            Workloads::WebOnly("0.1.0".into()),
+            "the web rolls, no worker"
+        );
+        let p = decide(
+            &spec,
+            &Observed {
+                old_pods: 0,
+                old_workers: 0,
+                ..rolling.clone()
+            },
+        );
+        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+        assert_eq!(p.phase, Phase::RollingOut);
+        let p = decide(
+            &spec,
+            &Observed {
+                old_pods: 0,
+                old_workers: 0,
+                rolled_out: true,
+                ..rolling
+            },
+        );
+        assert_eq!((p.phase, p.migration_job), (Phase::PostMigrating, Some(0)));
+    }
+
+    /// `mode: all`: every pod consumes, so different task definitions stop, migrate, start;
+    /// the same ones take the zero-downtime path.
+    #[test]
+    fn all_mode_with_different_task_definitions_stops_first() {
+        let mut spec = rolling_spec();
+        spec.mode = Mode::All;
+        let o = Observed {
+            old_pods: 2,
+            compat: Compat::ExpandContract { same_tasks: false },
+            page: READY_PAGE,
+            ..upgrading()
+        };
+        let p = decide(&spec, &o);
+        assert_eq!(p.phase, Phase::ScalingDown);
+        assert_eq!(p.workloads, Workloads::Stopped);
+        let p = decide(
+            &spec,
+            &Observed {
+                compat: Compat::ExpandContract { same_tasks: true },
+                ..o
+            },
+        );
+        assert_eq!(p.phase, Phase::PreMigrating);
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+    }
+
+    /// A pre-deploy failure keeps the old version serving and retries with back-off; a
+    /// stop keeps the pending post-deploy migrations.
+    #[test]
+    fn a_failed_pre_migration_keeps_the_old_version_serving() {
+        let spec = rolling_spec();
+        let o = Observed {
+            old_pods: 3,
+            compat: Compat::ExpandContract { same_tasks: true },
+            pre_job: JobState::Failed {
+                reason: "BackoffLimitExceeded".into(),
+            },
+            ..upgrading()
+        };
+        let p = decide(&spec, &o);
+        assert_eq!(p.phase, Phase::MigrationFailed);
+        assert_eq!(p.migration_kind, MigrationKind::Pre);
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
+        let p = decide(
+            &spec,
+            &Observed {
+                pre_job: JobState::Absent,
+                migration_attempts: 1,
+                since_last_failure: Some(Duration::from_secs(31)),
+                ..o
+            },
+        );
+        assert_eq!((p.phase, p.migration_job), (Phase::PreMigrating, Some(1)));
+
+        let mut stopped = rolling_spec();
+        stopped.stopped = true;
+        let p = decide(
+            &stopped,
+            &Observed {
+                current_version: Some("0.1.0".into()),
+                expand: Some(expand(true)),
+                ..obs()
+            },
+        );
+        assert_eq!(p.phase, Phase::Stopped);
+        assert_eq!(p.expand, Some(expand(true)));
     }
 }

@@ -5,7 +5,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::budget::Budget;
 use crate::crd::{HolloSpec, HolloStatus, Mode, Phase, RoleStatus};
-use crate::phase::Plan;
+use crate::phase::{MigrationKind, Plan, Workloads};
 
 pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
@@ -144,8 +144,13 @@ pub fn compute(
 ) -> HolloStatus {
     let phase = plan.phase;
     let failed_reason = || {
+        let meanwhile = match plan.migration_kind {
+            MigrationKind::Full => "nothing of the new version runs",
+            MigrationKind::Pre => "the old version keeps serving",
+            MigrationKind::Post => "the new version serves, its post-deploy migrations pending",
+        };
         format!(
-            "migration of {} failed {} time(s); retrying with back-off, nothing of the new version runs",
+            "migration of {} failed {} time(s); retrying with back-off, {meanwhile}",
             spec.version, migration_attempts
         )
     };
@@ -155,6 +160,8 @@ pub fn compute(
             | Phase::BackingUp
             | Phase::ScalingDown
             | Phase::Migrating
+            | Phase::PreMigrating
+            | Phase::PostMigrating
             | Phase::RollingOut
     );
     let workers_ready = inputs.worker.ready_replicas;
@@ -222,7 +229,25 @@ pub fn compute(
                     "stopping every pod of the old version before migrating".into()
                 }
                 Phase::Migrating => format!("migration Job of {} running", spec.version),
-                Phase::RollingOut => format!("rolling out {}", spec.version),
+                Phase::PreMigrating => format!(
+                    "pre-deploy migration Job of {} running; the old version serves",
+                    spec.version
+                ),
+                Phase::PostMigrating => format!(
+                    "no old pod left; post-deploy migration Job of {} running",
+                    spec.version
+                ),
+                Phase::RollingOut => match &plan.workloads {
+                    Workloads::WebOnly(v) if *v == spec.version => format!(
+                        "rolling out {} web pods; workers wait for the last old pod (different task definitions)",
+                        spec.version
+                    ),
+                    Workloads::WebOnly(_) => format!(
+                        "stopping the old workers before {} starts (different task definitions); web serves",
+                        spec.version
+                    ),
+                    _ => format!("rolling out {}", spec.version),
+                },
                 Phase::BackingUp => {
                     "CloudNativePG Backup before migrating; the old version serves".into()
                 }
@@ -243,7 +268,12 @@ pub fn compute(
             } else {
                 "MigrationPending"
             },
-            if plan.migrated {
+            if plan.migrated && plan.expand.is_some() {
+                format!(
+                    "pre-deploy migrations applied for {}; post-deploy ones run once no old pod is left",
+                    spec.version
+                )
+            } else if plan.migrated {
                 format!("schema migrated for {}", spec.version)
             } else {
                 format!("schema not yet migrated for {}", spec.version)
@@ -350,6 +380,7 @@ pub fn compute(
         conditions,
         // Set by the reconciler from the cleanup CronJobs (issue 35 item 5).
         last_cleanup: None,
+        expand_contract: plan.expand.clone(),
     }
 }
 
@@ -364,6 +395,8 @@ mod tests {
             phase,
             workloads: Workloads::Run("0.1.0".into()),
             migration_job: None,
+            migration_kind: crate::phase::MigrationKind::Full,
+            expand: None,
             probe_versions: false,
             record_failure: None,
             current_version: migrated.then(|| "0.1.0".to_string()),

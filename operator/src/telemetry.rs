@@ -54,11 +54,13 @@ pub struct Metrics {
 }
 
 /// Every phase, so a phase gauge reads 0 for the phases a `Hollo` is not in.
-const PHASES: [Phase; 10] = [
+const PHASES: [Phase; 12] = [
     Phase::Pending,
     Phase::CheckingCompatibility,
     Phase::ScalingDown,
     Phase::Migrating,
+    Phase::PreMigrating,
+    Phase::PostMigrating,
     Phase::MigrationFailed,
     Phase::RollingOut,
     Phase::Running,

@@ -34,14 +34,24 @@ pub mod web;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The end-to-end suite's "next version" build (feature `e2e-next`): another version string,
 /// one more migration (db::MIGRATOR).
-#[cfg(feature = "e2e-next")]
+#[cfg(all(feature = "e2e-next", not(feature = "e2e-next-tasks")))]
 pub const VERSION: &str = "0.1.1-e2e";
+/// The e2e "next version" with another task-definition version (feature `e2e-next-tasks`).
+#[cfg(feature = "e2e-next-tasks")]
+pub const VERSION: &str = "0.1.1-e2e-tasks";
 
-/// `hollo version --json` and `GET /api/version` (R-ROLE-6).
+/// `hollo version --json` and `GET /api/version` (R-ROLE-6). What the operator's version
+/// probes read to choose an upgrade path (issue 34 item 1): `schemaVersion` (the newest
+/// pre-deploy migration, also `preSchemaVersion`), `postSchemaVersion`, `minSchemaVersion`
+/// (the oldest pre-deploy schema this binary runs on; newer ones by pre-deploy migrations
+/// only are fine) and `taskDefinitionVersion`.
 pub fn version_json(database_schema: Option<i64>) -> serde_json::Value {
     let mut v = serde_json::json!({
         "version": VERSION,
         "schemaVersion": db::expected_schema_version(),
+        "preSchemaVersion": db::expected_schema_version(),
+        "postSchemaVersion": db::expected_post_schema_version(),
+        "minSchemaVersion": db::min_schema_version(),
         "taskDefinitionVersion": tasks::TASK_DEFINITION_VERSION,
     });
     if let Some(s) = database_schema {

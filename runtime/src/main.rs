@@ -27,8 +27,18 @@ struct Cli {
 enum Command {
     /// Run a node; the role comes from NODE_TYPE (all | web | worker).
     Serve,
-    /// Apply the SQL migrations and exit.
-    Migrate,
+    /// Apply the SQL migrations and exit: pre-deploy then post-deploy, or only one kind
+    /// (issue 34 item 1; the operator's zero-downtime upgrade runs `--pre` with the old
+    /// version serving, `--post` once none of it is left).
+    Migrate {
+        /// Only the pre-deploy (additive) migrations of `migrations/`.
+        #[arg(long, conflicts_with = "post")]
+        pre: bool,
+        /// Only the post-deploy (contract) migrations of `migrations/post/` (pending
+        /// pre-deploy ones first).
+        #[arg(long)]
+        post: bool,
+    },
     /// Print the build, schema and task-definition versions.
     Version {
         #[arg(long)]
@@ -255,10 +265,18 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             page::serve(addr, retry_after, stopped).await?;
             Ok(())
         }
-        Command::Migrate => {
+        Command::Migrate { pre, post } => {
             let pool = connect(env).await?;
-            let v = db::migrate(&pool).await?;
-            println!("schema is at version {v}");
+            match (pre, post) {
+                (true, _) => db::migrate_pre(&pool).await?,
+                (_, true) => db::migrate_post(&pool).await?,
+                _ => db::migrate(&pool).await?,
+            };
+            let (v, p) = (
+                db::schema_version(&pool).await?,
+                db::post_schema_version(&pool).await?,
+            );
+            println!("schema is at version {v} (post-deploy {p})");
             Ok(())
         }
         Command::Version {
@@ -274,9 +292,11 @@ async fn run(command: Command, env: &Env) -> Result<()> {
                 }
             } else {
                 println!(
-                    "hollo {} (schema {}, task definitions {})",
+                    "hollo {} (schema {}, post-deploy {}, runs on schema {} and newer, task definitions {})",
                     hollo_runtime::VERSION,
                     v["schemaVersion"],
+                    v["postSchemaVersion"],
+                    v["minSchemaVersion"],
                     tasks::TASK_DEFINITION_VERSION
                 );
             }

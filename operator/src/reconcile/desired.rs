@@ -13,7 +13,7 @@ use kube::api::DynamicObject;
 
 use super::observe::{World, roles};
 use crate::crd::Hollo;
-use crate::phase::{JobState, Plan, Workloads};
+use crate::phase::{JobState, MigrationKind, Plan, Workloads};
 use crate::resources::labels::Component;
 use crate::resources::{
     self, autoscaling, httproute, ingress, maintenance, maintenance_page, migration, networkpolicy,
@@ -110,6 +110,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         // Cleanups run in the image that runs; suspended while an upgrade stops the workers.
         cron_jobs: match &plan.workloads {
             Workloads::Run(version) => maintenance::cron_jobs(hollo, version, false),
+            Workloads::WebOnly(version) => maintenance::cron_jobs(hollo, version, true),
             Workloads::Stopped => maintenance::cron_jobs(hollo, &spec.version, true),
         },
         pdbs: [pdb::web(hollo), pdb::worker(hollo)]
@@ -118,10 +119,17 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
             .collect(),
         ..Desired::default()
     };
+    let o = &world.observed;
+    let job_state = match plan.migration_kind {
+        MigrationKind::Full => &o.job,
+        MigrationKind::Pre => &o.pre_job,
+        MigrationKind::Post => &o.post_job,
+    };
     if let Some(attempt) = plan.migration_job
-        && world.observed.job != JobState::Succeeded
+        && *job_state != JobState::Succeeded
     {
-        d.jobs.push(migration::job(hollo, attempt));
+        d.jobs
+            .push(migration::kind_job(hollo, plan.migration_kind, attempt));
     }
     if plan.backup {
         d.backups.extend(resources::backup::backup(hollo));
@@ -145,6 +153,29 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
                     replicas: Replicas::Exactly(0),
                 })
                 .collect();
+        }
+        // Issue 34 item 2: the HTTP role at `version`, existing worker Deployments at 0
+        // (template kept), no worker autoscaler (it would scale them back up).
+        Workloads::WebOnly(version) => {
+            let http = if spec.web_autoscaled() {
+                Replicas::AtLeast(spec.web.autoscaling.min_replicas)
+            } else {
+                Replicas::Exactly(spec.web.replicas)
+            };
+            let web = resources::web::deployment(hollo, version, None);
+            d.workloads.push(Workload {
+                name: web.name_any(),
+                template: Some(web),
+                replicas: http,
+            });
+            if let Some(worker) = world.deployments.get(Component::Worker.as_str()) {
+                d.workloads.push(Workload {
+                    name: worker.name_any(),
+                    template: None,
+                    replicas: Replicas::Exactly(0),
+                });
+            }
+            d.hpas.extend(autoscaling::web_hpa(hollo));
         }
         Workloads::Run(version) => {
             for &component in roles(spec.mode) {

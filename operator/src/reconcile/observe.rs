@@ -173,8 +173,8 @@ pub fn pods_ready(d: &Deployment) -> bool {
 }
 
 /// Pods of the web/worker/all roles not labelled with the target version (terminating ones
-/// included: they may still hold work).
-async fn old_pods(pods: &Api<Pod>, hollo: &Hollo) -> Result<i32, Error> {
+/// included: they may still hold work), and how many of them are workers.
+async fn old_pods(pods: &Api<Pod>, hollo: &Hollo) -> Result<(i32, i32), Error> {
     let list = pods
         .list(&ListParams::default().labels(&format!(
             "{}={},{}={},{} in (web,worker,all)",
@@ -186,12 +186,20 @@ async fn old_pods(pods: &Api<Pod>, hollo: &Hollo) -> Result<i32, Error> {
         )))
         .await?;
     let target = labels::label_value(&hollo.spec.version);
-    let old = list
+    let old: Vec<&Pod> = list
         .items
         .iter()
         .filter(|p| p.labels().get(labels::VERSION) != Some(&target))
+        .collect();
+    let workers = old
+        .iter()
+        .filter(|p| {
+            p.labels().get(labels::COMPONENT).map(String::as_str)
+                == Some(Component::Worker.as_str())
+        })
         .count();
-    Ok(i32::try_from(old).unwrap_or(i32::MAX))
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    Ok((count(old.len()), count(workers)))
 }
 
 /// Reads the JSON a finished version probe reported — its termination message, else its log
@@ -236,7 +244,7 @@ async fn compat(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) ->
         }
     }
     match infos.as_slice() {
-        [o, n] if migration::compatible(o, n) => Compat::Compatible,
+        [o, n] => crate::phase::upgrade_path(o, n),
         _ => Compat::Incompatible,
     }
 }
@@ -356,12 +364,30 @@ pub async fn observe(
     });
 
     let current = status.current_version.clone();
-    // Old pods and compatibility only matter while the target is not the running version.
+    // Issue 34 item 2: a zero-downtime upgrade of the target past its pre-deploy migrations.
+    let expand = status
+        .expand_contract
+        .clone()
+        .filter(|e| e.version == target);
+    let kind_job = |kind| {
+        let name = migration::kind_job_name(&name, kind, target, history.attempts);
+        job_state(
+            jobs.iter()
+                .find(|j| j.name_any() == name)
+                .map(AsRef::as_ref),
+        )
+    };
+    let (pre_job, post_job) = (
+        kind_job(migration::MigrationKind::Pre),
+        kind_job(migration::MigrationKind::Post),
+    );
+    // Old pods and compatibility only matter while the target is not the running version
+    // (or its post-deploy migrations wait for the last old pod).
     let upgrading = current.as_deref() != Some(target);
-    let old_pods = if upgrading {
+    let (old_pods, old_workers) = if upgrading || expand.is_some() {
         old_pods(&pods, hollo).await?
     } else {
-        0
+        (0, 0)
     };
     let compat = match (&current, hollo.spec.upgrade_strategy_in_effect()) {
         (Some(old), UpgradeStrategy::RollingWhenCompatible) if upgrading => {
@@ -410,6 +436,10 @@ pub async fn observe(
         page,
         http_ready,
         backup,
+        pre_job,
+        post_job,
+        old_workers,
+        expand,
     };
     Ok(World {
         deployments,

@@ -287,9 +287,16 @@ pub async fn events(
     }
     if let Some(reason) = &plan.record_failure {
         let attempts = new.migration_attempts;
-        let job = migration::job_name(&name, &spec.version, attempts - 1);
+        let job = migration::kind_job_name(&name, plan.migration_kind, &spec.version, attempts - 1);
+        let meanwhile = match plan.migration_kind {
+            migration::MigrationKind::Full => "the new version does not start",
+            migration::MigrationKind::Pre => "the old version keeps serving",
+            migration::MigrationKind::Post => {
+                "the new version keeps serving, its post-deploy migrations pending"
+            }
+        };
         let note = format!(
-            "migration Job {job} failed ({reason}); retry {} in {}s; the new version does not start",
+            "migration Job {job} failed ({reason}); retry {} in {}s; {meanwhile}",
             attempts,
             phase::backoff(attempts).as_secs()
         );

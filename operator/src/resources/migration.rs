@@ -6,6 +6,7 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use super::labels::Component;
 use super::pod;
 use crate::crd::Hollo;
+pub use crate::phase::MigrationKind;
 
 /// Longest Kubernetes object name that is also a valid label value (Jobs label their pods with
 /// their own name).
@@ -26,6 +27,17 @@ fn short_hash(s: &str) -> String {
 /// share a Job.
 pub fn job_name(instance: &str, version: &str, attempt: i32) -> String {
     named(instance, "migrate", version, attempt)
+}
+
+/// `<name>-migrate-pre-<version>[-r<attempt>]` / `<name>-migrate-post-…`: the Jobs of a
+/// zero-downtime upgrade (issue 34 item 2), named apart from the full migration's so a Job
+/// never stands for another command.
+pub fn kind_job_name(instance: &str, kind: MigrationKind, version: &str, attempt: i32) -> String {
+    match kind {
+        MigrationKind::Full => job_name(instance, version, attempt),
+        MigrationKind::Pre => named(instance, "migrate-pre", version, attempt),
+        MigrationKind::Post => named(instance, "migrate-post", version, attempt),
+    }
 }
 
 /// `<name>-version-<version>`: the Job printing `hollo version --json` of an image.
@@ -74,13 +86,31 @@ pub fn resources(
 }
 
 pub fn job(hollo: &Hollo, attempt: i32) -> Job {
+    kind_job(hollo, MigrationKind::Full, attempt)
+}
+
+/// The migration command of a kind: the profile's (or `migrations.command`), with `--pre` or
+/// `--post` appended for the zero-downtime path (a custom command must accept them).
+pub fn kind_command(spec: &crate::crd::HolloSpec, kind: MigrationKind) -> Vec<String> {
+    let mut command = super::profile::migration_command(spec);
+    match kind {
+        MigrationKind::Full => {}
+        MigrationKind::Pre => command.push("--pre".into()),
+        MigrationKind::Post => command.push("--post".into()),
+    }
+    command
+}
+
+/// The migration Job of `kind` for the target version, attempt `attempt`; it always runs
+/// the target's image (its migrations are the ones to apply).
+pub fn kind_job(hollo: &Hollo, kind: MigrationKind, attempt: i32) -> Job {
     let spec = &hollo.spec;
     let version = &spec.version;
-    let name = job_name(&kube::ResourceExt::name_any(hollo), version, attempt);
+    let name = kind_job_name(&kube::ResourceExt::name_any(hollo), kind, version, attempt);
     // Migrations are the one thing DATABASE_DIRECT_URL exists for; common_env passes it along.
     let env = pod::common_env(spec, false);
     let mut c = pod::base_container(spec, spec.image_ref(), env, resources(spec));
-    c.command = Some(super::profile::migration_command(spec));
+    c.command = Some(kind_command(spec, kind));
     Job {
         metadata: super::child_meta(hollo, name, Component::Migration, version),
         spec: Some(JobSpec {
@@ -135,13 +165,22 @@ pub fn probe_job(hollo: &Hollo, version: &str) -> Job {
     }
 }
 
-/// What `hollo version --json` prints.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+/// What `hollo version --json` prints. The expand/contract fields (issue 34 item 1) are
+/// `null` for an image that predates them: such an image never takes the zero-downtime path.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionInfo {
     pub version: String,
+    /// The newest pre-deploy migration the image carries.
     pub schema_version: serde_json::Value,
     pub task_definition_version: serde_json::Value,
+    /// The newest post-deploy migration the image carries.
+    #[serde(default)]
+    pub post_schema_version: serde_json::Value,
+    /// The oldest pre-deploy schema the image runs on (newer ones by pre-deploy migrations
+    /// only are fine for it).
+    #[serde(default)]
+    pub min_schema_version: serde_json::Value,
 }
 
 /// The last line of a probe's log that parses as version JSON (images may log before it).
@@ -165,12 +204,6 @@ pub fn version_from_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Option<Version
             let message = c.state.as_ref()?.terminated.as_ref()?.message.as_deref()?;
             parse_version_output(message)
         })
-}
-
-/// Rolling is allowed only when both the queued-message contract and the schema are the same.
-pub fn compatible(old: &VersionInfo, new: &VersionInfo) -> bool {
-    old.task_definition_version == new.task_definition_version
-        && old.schema_version == new.schema_version
 }
 
 #[cfg(test)]
@@ -241,6 +274,40 @@ mod tests {
         assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.1.0"));
         assert!(c.env.iter().flatten().any(|e| e.name == "DATABASE_URL"));
         assert!(!c.env.iter().flatten().any(|e| e.name == "NODE_TYPE"));
+    }
+
+    /// Issue 34 item 2: the zero-downtime Jobs run the target's image with `--pre` /
+    /// `--post`, under names of their own.
+    #[test]
+    fn pre_and_post_jobs_have_their_own_names_and_flags() {
+        let h = testutil::hollo(testutil::spec());
+        for (kind, name, flag) in [
+            (
+                MigrationKind::Pre,
+                "social-migrate-pre-0-1-0-r1",
+                Some("--pre"),
+            ),
+            (
+                MigrationKind::Post,
+                "social-migrate-post-0-1-0-r1",
+                Some("--post"),
+            ),
+            (MigrationKind::Full, "social-migrate-0-1-0-r1", None),
+        ] {
+            let j = kind_job(&h, kind, 1);
+            assert_eq!(j.metadata.name.as_deref(), Some(name));
+            let labels = j.metadata.labels.clone().expect("labels");
+            assert_eq!(labels["app.kubernetes.io/component"], "migration");
+            let c = &j
+                .spec
+                .and_then(|s| s.template.spec)
+                .expect("pod")
+                .containers[0];
+            let mut want = vec!["hollo".to_string(), "migrate".to_string()];
+            want.extend(flag.map(String::from));
+            assert_eq!(c.command.as_deref(), Some(&want[..]));
+            assert_eq!(c.image.as_deref(), Some("ghcr.io/hollo-social/hollo:0.1.0"));
+        }
     }
 
     #[test]
@@ -322,14 +389,19 @@ mod tests {
             "starting\n{\"version\":\"0.1.0\",\"schemaVersion\":7,\"taskDefinitionVersion\":2}\n";
         let new = parse_version_output(log).expect("parses");
         assert_eq!(new.version, "0.1.0");
+        use crate::phase::{Compat, upgrade_path};
         let mut old = new.clone();
         old.version = "0.0.9".into();
-        assert!(compatible(&old, &new));
+        assert_eq!(upgrade_path(&old, &new), Compat::Compatible);
         old.task_definition_version = serde_json::json!(1);
-        assert!(!compatible(&old, &new));
+        assert_eq!(
+            upgrade_path(&old, &new),
+            Compat::Incompatible,
+            "an image without post/min schema versions never takes the expand path"
+        );
         let mut old2 = new.clone();
         old2.schema_version = serde_json::json!(6);
-        assert!(!compatible(&old2, &new));
+        assert_eq!(upgrade_path(&old2, &new), Compat::Incompatible);
         assert_eq!(parse_version_output("no json here"), None);
     }
 

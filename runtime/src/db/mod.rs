@@ -14,6 +14,11 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{DbConfig, redact_url};
 use crate::queue::Backoff;
 
+/// Pre-deploy migrations (issue 34 item 1): every file of `migrations/`. Additive only — the
+/// previous version keeps working on the schema they leave (new tables, new nullable or
+/// defaulted columns, indexes built concurrently) — so they run while the old pods serve.
+/// Their table is sqlx's default `_sqlx_migrations`, so every database migrated before the
+/// split reads as pre-migrated and no file's checksum changes.
 #[cfg(not(feature = "e2e-next"))]
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 
@@ -27,9 +32,46 @@ pub static MIGRATOR: std::sync::LazyLock<Migrator> = std::sync::LazyLock::new(||
     Migrator::with_migrations(all)
 });
 
-/// The schema version this binary expects: the newest migration it carries.
+/// The table of the post-deploy migrator: a second sqlx migrator with a table of its own,
+/// so the two kinds are applied, listed and checksummed independently (sqlx skips the
+/// `post/` directory when it reads `migrations/`).
+pub const POST_TABLE: &str = "_hollo_post_migrations";
+
+/// Post-deploy migrations (issue 34 item 1): every file of `migrations/post/`. Contract
+/// changes (drop, rename's second half, NOT NULL after a backfill) the previous version may
+/// not survive: they run only once no pod of an older version is left.
+pub static POST_MIGRATOR: std::sync::LazyLock<Migrator> = std::sync::LazyLock::new(|| {
+    #[allow(unused_mut)]
+    let mut all: Vec<_> = sqlx::migrate!("../migrations/post")
+        .iter()
+        .cloned()
+        .collect();
+    #[cfg(feature = "e2e-next")]
+    all.extend(
+        sqlx::migrate!("../e2e/next/migrations/post")
+            .iter()
+            .cloned(),
+    );
+    let mut m = Migrator::with_migrations(all);
+    m.dangerous_set_table_name(POST_TABLE);
+    m
+});
+
+/// The schema version this binary expects: the newest pre-deploy migration it carries.
 pub fn expected_schema_version() -> i64 {
     MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// The newest post-deploy migration this binary carries (0: none).
+pub fn expected_post_schema_version() -> i64 {
+    POST_MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// The oldest (pre-deploy) schema this binary runs on: its code reads what every pre-deploy
+/// migration it carries creates, so all of them must be applied. Newer pre-deploy schemas are
+/// fine (they only add); see [`check_schema`] for the post-deploy side.
+pub fn min_schema_version() -> i64 {
+    expected_schema_version()
 }
 
 /// Resolved URLs: `url` for pools, `direct` for LISTEN/NOTIFY and migrations.
@@ -146,47 +188,101 @@ pub async fn connect_pool(
     }
 }
 
-/// Applies every pending migration (`hollo migrate`). Serialised across processes by the
-/// migrator's own advisory lock.
+/// Applies every pending migration, pre- then post-deploy (`hollo migrate`: the
+/// stop-migrate-start path, where no old pod is left to protect). Serialised across
+/// processes by the migrator's own advisory lock. Returns the pre-deploy schema version.
 pub async fn migrate(pool: &PgPool) -> Result<i64> {
-    MIGRATOR.run(pool).await.context("applying migrations")?;
+    let v = migrate_pre(pool).await?;
+    migrate_post(pool).await?;
+    Ok(v)
+}
+
+/// Applies the pending pre-deploy migrations (`hollo migrate --pre`), with old pods serving.
+pub async fn migrate_pre(pool: &PgPool) -> Result<i64> {
+    MIGRATOR
+        .run(pool)
+        .await
+        .context("applying pre-deploy migrations")?;
     schema_version(pool).await
 }
 
-pub async fn schema_version(pool: &PgPool) -> Result<i64> {
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+/// Applies the pending post-deploy migrations (`hollo migrate --post`), once no old pod is
+/// left. Pre-deploy ones first if any is pending: a post-deploy migration may contract what a
+/// pre-deploy one of the same release replaced, never the other way round.
+pub async fn migrate_post(pool: &PgPool) -> Result<i64> {
+    if schema_version(pool).await? < expected_schema_version() {
+        migrate_pre(pool).await?;
+    }
+    POST_MIGRATOR
+        .run(pool)
+        .await
+        .context("applying post-deploy migrations")?;
+    post_schema_version(pool).await
+}
+
+/// The newest applied migration recorded in `table` (0: none, or no table yet).
+async fn applied_version(pool: &PgPool, table: &str) -> Result<i64> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(table)
         .fetch_one(pool)
         .await?;
     if !exists {
         return Ok(0);
     }
-    let v: Option<i64> =
-        sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
-            .fetch_one(pool)
-            .await?;
+    // `table` is one of two constants of this module, never input.
+    let v: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT max(version) FROM {table} WHERE success"
+    )))
+    .fetch_one(pool)
+    .await?;
     Ok(v.unwrap_or(0))
 }
 
-/// `hollo serve` refuses an outdated schema (R-ROLE-5), and a newer one too: that means a newer
-/// version migrated the database and this binary's messages may no longer be understood.
+/// The database's pre-deploy schema version.
+pub async fn schema_version(pool: &PgPool) -> Result<i64> {
+    applied_version(pool, "_sqlx_migrations").await
+}
+
+/// The database's post-deploy schema version.
+pub async fn post_schema_version(pool: &PgPool) -> Result<i64> {
+    applied_version(pool, POST_TABLE).await
+}
+
+/// `hollo serve` refuses an outdated schema (R-ROLE-5): one below [`min_schema_version`].
+/// A schema newer by pre-deploy migrations only is accepted (issue 34 item 1: they are
+/// additive, which is what lets the old pods serve while a newer version pre-migrates); one
+/// with a post-deploy migration this binary does not carry is refused: a newer version has
+/// contracted the schema (dropped or tightened something this binary may read).
 pub async fn check_schema(pool: &PgPool) -> Result<()> {
     let have = schema_version(pool).await?;
-    let want = expected_schema_version();
-    if have < want {
+    let post = post_schema_version(pool).await?;
+    schema_verdict(have, post)?;
+    if have > expected_schema_version() {
+        tracing::info!(
+            database = have,
+            binary = expected_schema_version(),
+            "the database schema is newer than this binary by pre-deploy migrations only (additive): running on it"
+        );
+    }
+    Ok(())
+}
+
+/// The pure part of [`check_schema`]: the database's pre- and post-deploy versions.
+pub fn schema_verdict(pre: i64, post: i64) -> Result<()> {
+    let min = min_schema_version();
+    if pre < min {
         bail!(
-            "the database schema is at version {have} but this binary needs {want}: run `hollo migrate` \
+            "the database schema is at version {pre} but this binary needs {min}: run `hollo migrate` \
              (or let the operator's migration Job finish) before starting nodes"
         );
     }
-    if have > want {
-        let known = MIGRATOR.iter().any(|m| m.version == have);
-        if !known {
-            tracing::warn!(
-                database = have,
-                binary = want,
-                "the database schema is newer than this binary; continuing, but stop old nodes before upgrading"
-            );
-        }
+    let known_post = expected_post_schema_version();
+    if post > known_post {
+        bail!(
+            "the database has post-deploy migration {post}, newer than this binary's {known_post}: \
+             a newer version contracted the schema this binary may rely on; run that version \
+             (a downgrade past a post-deploy migration is not possible)"
+        );
     }
     Ok(())
 }

@@ -26,7 +26,12 @@ use tokio_util::sync::CancellationToken;
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
 /// and `hollo.actor-counts.v1`.
+#[cfg(not(feature = "e2e-next-tasks"))]
 pub const TASK_DEFINITION_VERSION: i32 = 3;
+/// The end-to-end suite's third version (feature `e2e-next-tasks`): the same handlers under a
+/// higher number, so the operator's different-task-definitions path runs for real.
+#[cfg(feature = "e2e-next-tasks")]
+pub const TASK_DEFINITION_VERSION: i32 = 4;
 
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
 pub const REPLY_LANE: &str = "replies";
