@@ -179,8 +179,18 @@ fn instant(v: &Value) -> DateTime<Utc> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_fedify_peer_and_we_read_each_other() {
     let peer = FedifyPeer::start().await;
-    // An `all` node: it serves and consumes the inbox, delivery and poll queues.
-    let inst = Instance::start("all", &[]).await;
+    // An `all` node: it serves and consumes the inbox, delivery and poll queues; with a drive
+    // and an admin token, for a custom emoji.
+    let drive =
+        std::env::temp_dir().join(format!("hollo-fedify-{}", uuid::Uuid::new_v4().simple()));
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", drive.to_str().expect("path")),
+            ("ADMIN_TOKEN", "fedify-admin"),
+        ],
+    )
+    .await;
     let (alice, token) = inst.account("alice").await;
     let alice_iri = inst.fed.actor_iri("alice");
     let api = reqwest::Client::new();
@@ -243,9 +253,26 @@ async fn a_fedify_peer_and_we_read_each_other() {
     )
     .await;
 
-    // (3) A status with HTML-significant text, a link and a tag: Fedify reads the same HTML
-    // our API shows, and the Hashtag.
-    let text = "Fish & chips <b>not bold</b> at https://example.com/menu?a=1&b=2 #Interop";
+    // (3) A status with HTML-significant text, a link, a tag and a custom emoji of ours
+    // (issue 30 item 5): Fedify reads the same HTML our API shows, the Hashtag and the Emoji.
+    let (ctype, form) = support::multipart::form(&[
+        ("shortcode", None, b"hollo_fish"),
+        ("image", Some(("fish.png", "image/png")), FISH_PNG),
+    ]);
+    let emoji: Value = api
+        .post(format!("{}/api/v1/admin/custom_emojis", inst.base))
+        .bearer_auth("fedify-admin")
+        .header("content-type", ctype)
+        .body(form)
+        .send()
+        .await
+        .expect("add emoji")
+        .json()
+        .await
+        .expect("json");
+    let emoji_url = emoji["url"].as_str().expect("emoji url").to_string();
+    let text =
+        "Fish & chips <b>not bold</b> at https://example.com/menu?a=1&b=2 #Interop :hollo_fish:";
     let status: Value = api
         .post(format!("{}/api/v1/statuses", inst.base))
         .bearer_auth(&token)
@@ -282,6 +309,12 @@ async fn a_fedify_peer_and_we_read_each_other() {
                 .is_some_and(|n| n.eq_ignore_ascii_case("#interop"))
             && t["href"].is_string()),
         "the #Interop Hashtag: {tags:?}"
+    );
+    assert!(
+        tags.iter().any(|t| t["type"] == "Emoji"
+            && t["name"] == ":hollo_fish:"
+            && t["icon"] == emoji_url.as_str()),
+        "the :hollo_fish: Emoji: {tags:?}"
     );
 
     // (4) A poll: Fedify reads the Question; its vote counts here; the closing Update carries
@@ -492,7 +525,17 @@ async fn a_fedify_peer_and_we_read_each_other() {
     eprintln!("Fedify's inbox requests: {requests:?}\nour outcomes: {taken:?}");
     drop(peer);
     inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(drive);
 }
+
+/// A 1×1 PNG, the custom emoji's image.
+const FISH_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
 
 /// Issue 30 item 2: a Fedify follower reads our avatar and header from the `Update` of the
 /// actor that an upload sends (Fedify's own `Person.getIcon()`/`getImage()`), and reads them

@@ -25,6 +25,7 @@ import {
   Add,
   Collection,
   Create,
+  Emoji,
   Endpoints,
   Follow,
   Hashtag,
@@ -88,6 +89,11 @@ async function tagsOf(object) {
   for await (const tag of object.getTags()) {
     if (tag instanceof Hashtag) tags.push({ type: "Hashtag", name: tag.name?.toString() ?? null, href: iri(tag.href) });
     else if (tag instanceof Mention) tags.push({ type: "Mention", name: tag.name?.toString() ?? null, href: iri(tag.href) });
+    else if (tag instanceof Emoji) {
+      const icon = await tag.getIcon();
+      const url = icon?.url instanceof URL ? icon.url : icon?.url?.href;
+      tags.push({ type: "Emoji", name: tag.name?.toString() ?? null, icon: iri(url) });
+    }
     else tags.push({ type: tag?.constructor?.name ?? "unknown" });
   }
   return tags;
