@@ -433,6 +433,11 @@ fn app_state(
         writes: config.writes,
         instance_stats: web::mastodon::instance::UsageCache::new(config.instance_stats_ttl),
         hashing: crate::passwords::Hashing::new(config.password_hash_concurrency),
+        media_proxy: config
+            .federation
+            .secret_key
+            .as_ref()
+            .map(|k| Arc::new(crate::media::proxy::MediaProxy::new(k.expose()))),
         ..AppState::new(pool.clone(), fed)
     })
 }

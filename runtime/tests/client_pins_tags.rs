@@ -206,6 +206,24 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
 
     // A remote actor's pins come from its Add/Remove to its own featured collection.
     let inbox = inst.fed.inbox("alice");
+    // The note's custom emoji: an image on the peer.
+    let png: &[u8] = &[
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f,
+        0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8,
+        0xcf, 0xc0, 0xf0, 0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00,
+        0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+    let uploads = |name: &str, ty: &str, body: &[u8]| {
+        peer.state
+            .uploads
+            .lock()
+            .unwrap()
+            .insert(name.into(), (ty.into(), body.to_vec()));
+    };
+    uploads("blobcat.png", "image/png", png);
+    uploads("page.html", "text/html", b"<script>alert(1)</script>");
+    let emoji_image = peer.iri("/uploads/blobcat.png");
     let note = peer.new_id("notes");
     let create = json!({
         "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
@@ -213,7 +231,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
                     "content": "<p>pin me :blobcat:</p>", "published": "2026-12-01T10:00:00Z",
                     "tag": [{ "type": "Emoji", "name": ":blobcat:",
                               "icon": { "type": "Image", "mediaType": "image/png",
-                                        "url": "https://emoji.example/blobcat.png" } }] },
+                                        "url": emoji_image } }] },
     });
     assert_eq!(peer.post(&inbox, &create).await, 202);
     let theirs = format!("{}/collections/featured", peer.actor());
@@ -230,12 +248,41 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     })
     .await;
     assert_eq!(shown[0]["uri"], note.as_str());
-    // Its Emoji tag is the status's custom emoji (issue 30 item 5).
+    // Its Emoji tag is the status's custom emoji (issue 30 item 5), shown through our media
+    // proxy: the app asks us, we fetch the peer's image.
+    let emoji = &shown[0]["emojis"][0];
     assert_eq!(
-        shown[0]["emojis"],
-        json!([{ "shortcode": "blobcat", "url": "https://emoji.example/blobcat.png",
-                 "static_url": "https://emoji.example/blobcat.png", "visible_in_picker": false }])
+        (
+            emoji["shortcode"].as_str(),
+            emoji["visible_in_picker"].as_bool()
+        ),
+        (Some("blobcat"), Some(false))
     );
+    let proxied = emoji["url"].as_str().unwrap().to_string();
+    assert!(
+        proxied.starts_with(&format!("{}/media/proxy/", inst.base)),
+        "{proxied}"
+    );
+    let got = reqwest::get(&proxied).await.unwrap();
+    assert_eq!(got.status().as_u16(), 200);
+    assert_eq!(got.headers()["content-type"], "image/png");
+    assert_eq!(got.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(got.bytes().await.unwrap().as_ref(), png);
+    // Not an open relay: another URL under the same MAC, or a wrong MAC, is a 404; a URL we
+    // minted that answers with something other than an image is not relayed (502).
+    let elsewhere = proxied.replace("blobcat.png", "page.html");
+    assert_eq!(
+        reqwest::get(&elsewhere).await.unwrap().status().as_u16(),
+        404
+    );
+    let proxy = hollo_runtime::media::proxy::MediaProxy::new(support::node::SECRET);
+    let html = proxy.url(&inst.base, &peer.iri("/uploads/page.html"));
+    assert_eq!(reqwest::get(&html).await.unwrap().status().as_u16(), 502);
+    let forged = format!(
+        "{}/media/proxy/00ff?url=https%3A%2F%2Fexample.com%2Fa.png",
+        inst.base
+    );
+    assert_eq!(reqwest::get(&forged).await.unwrap().status().as_u16(), 404);
     assert_eq!(
         inst.count("SELECT count(*) FROM remote_pins").await,
         1,

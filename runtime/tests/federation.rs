@@ -1402,17 +1402,16 @@ async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypu
     let (_, create) = forged_create(&peer);
 
     // An upload on the victim's own origin, served as text/plain (CVE-2024-23832's class).
-    peer.state
-        .uploads
-        .lock()
-        .expect("uploads")
-        .insert("key.json".into(), ("text/plain".into(), upload.clone()));
+    peer.state.uploads.lock().expect("uploads").insert(
+        "key.json".into(),
+        ("text/plain".into(), upload.clone().into_bytes()),
+    );
     assert_forgery_refused(&inst, &peer, &key_id, &create).await;
 
     // Served as ActivityPub, but the owner's actor does not list that key.
     peer.state.uploads.lock().expect("uploads").insert(
         "key.json".into(),
-        ("application/activity+json".into(), upload),
+        ("application/activity+json".into(), upload.into_bytes()),
     );
     assert_forgery_refused(&inst, &peer, &key_id, &create).await;
     inst.shutdown().await;

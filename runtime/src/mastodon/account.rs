@@ -272,7 +272,7 @@ pub fn remote(urls: Urls<'_>, r: &RemoteAccount) -> Account {
         following_count: r.following_count.unwrap_or(0),
         statuses_count: r.statuses_count.unwrap_or(0),
         last_status_at: None,
-        emojis: CustomEmoji::from_tags(doc.get("tag")),
+        emojis: CustomEmoji::from_tags(urls, doc.get("tag")),
         fields,
     };
     a.set_images(

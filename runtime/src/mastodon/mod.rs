@@ -44,9 +44,13 @@ pub struct Site<'a> {
 }
 
 impl<'a> Site<'a> {
-    pub fn new(origin: &'a str, drive: &'a Drive) -> Self {
+    pub fn new(
+        origin: &'a str,
+        drive: &'a Drive,
+        proxy: Option<&'a crate::media::proxy::MediaProxy>,
+    ) -> Self {
         Site {
-            urls: Urls::new(origin),
+            urls: Urls::with_proxy(origin, proxy),
             drive,
         }
     }
@@ -65,8 +69,9 @@ pub struct CustomEmoji {
 impl CustomEmoji {
     /// The `Emoji` tags of an ActivityPub `tag` value (an array, or one object): a shortcode
     /// Mastodon would make (`[A-Za-z0-9_]{2,}` between colons) and an http(s) image. Each
-    /// shortcode once; anything else is skipped. The image is the remote server's URL.
-    pub fn from_tags(tags: Option<&serde_json::Value>) -> Vec<CustomEmoji> {
+    /// shortcode once; anything else is skipped. The image is shown through the media proxy
+    /// when the node has one (`Urls::remote_image`).
+    pub fn from_tags(urls: Urls<'_>, tags: Option<&serde_json::Value>) -> Vec<CustomEmoji> {
         let items: Vec<&serde_json::Value> = match tags {
             Some(serde_json::Value::Array(a)) => a.iter().collect(),
             Some(v @ serde_json::Value::Object(_)) => vec![v],
@@ -93,10 +98,11 @@ impl CustomEmoji {
             if let (true, Some(url)) = (valid, url)
                 && !out.iter().any(|e| e.shortcode == code)
             {
+                let shown = urls.remote_image(url);
                 out.push(CustomEmoji {
                     shortcode: code.to_string(),
-                    url: url.to_string(),
-                    static_url: url.to_string(),
+                    url: shown.clone(),
+                    static_url: shown,
                     visible_in_picker: false,
                 });
             }
@@ -120,13 +126,13 @@ mod emoji_tests {
             {"type": "Hashtag", "name": "#tag"},
             {"type": "Emoji", "name": ":ok_2:", "icon": "https://r.example/e/ok.png"}
         ]);
-        let got = CustomEmoji::from_tags(Some(&tags));
+        let got = CustomEmoji::from_tags(super::Urls::new("https://h.example"), Some(&tags));
         let codes: Vec<&str> = got.iter().map(|e| e.shortcode.as_str()).collect();
         assert_eq!(codes, ["blobcat", "ok_2"]);
         assert_eq!(got[0].url, "https://r.example/e/blobcat.png");
-        assert!(CustomEmoji::from_tags(None).is_empty());
+        assert!(CustomEmoji::from_tags(super::Urls::new("https://h.example"), None).is_empty());
         assert_eq!(
-            CustomEmoji::from_tags(Some(&tags[0])).len(),
+            CustomEmoji::from_tags(super::Urls::new("https://h.example"), Some(&tags[0])).len(),
             1,
             "one object"
         );

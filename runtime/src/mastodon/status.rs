@@ -406,7 +406,7 @@ async fn render_posts(
         s.language = r.language;
         s.tags = tags(site.urls, &r.tags);
         s.media_attachments = MediaAttachment::remote_all(&r.attachments);
-        s.emojis = CustomEmoji::from_tags(r.tag_json.as_ref());
+        s.emojis = CustomEmoji::from_tags(site.urls, r.tag_json.as_ref());
         finish(
             &mut s,
             r.in_reply_to.as_deref(),

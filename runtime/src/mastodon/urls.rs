@@ -1,5 +1,6 @@
-//! The URLs a Mastodon entity shows for local things, minted from `PUBLIC_URL` alone (no keys,
-//! no federation state): actors, statuses, tags and the default images.
+//! The URLs a Mastodon entity shows for local things, minted from `PUBLIC_URL` (no federation
+//! state): actors, statuses, tags and the default images — and, on a node with `SECRET_KEY`,
+//! remote images through this server's media proxy (`media::proxy`).
 
 use uuid::Uuid;
 
@@ -11,6 +12,7 @@ pub const MISSING_HEADER: &str = "/headers/original/missing.png";
 #[derive(Clone, Copy, Debug)]
 pub struct Urls<'a> {
     origin: &'a str,
+    proxy: Option<&'a crate::media::proxy::MediaProxy>,
 }
 
 impl<'a> Urls<'a> {
@@ -18,6 +20,22 @@ impl<'a> Urls<'a> {
     pub fn new(origin: &'a str) -> Self {
         Urls {
             origin: origin.trim_end_matches('/'),
+            proxy: None,
+        }
+    }
+    /// The same, with remote images shown through `proxy`.
+    pub fn with_proxy(origin: &'a str, proxy: Option<&'a crate::media::proxy::MediaProxy>) -> Self {
+        Urls {
+            proxy,
+            ..Urls::new(origin)
+        }
+    }
+    /// A remote image as clients are given it: through the media proxy when this node has
+    /// one, else its own URL.
+    pub fn remote_image(&self, url: &str) -> String {
+        match self.proxy {
+            Some(p) => p.url(self.origin, url),
+            None => url.to_string(),
         }
     }
     pub fn origin(&self) -> &'a str {

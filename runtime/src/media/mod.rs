@@ -17,6 +17,7 @@ pub mod deferred;
 pub mod entity;
 pub mod processing;
 pub mod profile_images;
+pub mod proxy;
 pub mod storage;
 pub mod upload;
 

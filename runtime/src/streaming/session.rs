@@ -72,6 +72,8 @@ pub struct Session {
     /// `PUBLIC_URL` and the media drive, which the payloads' entities are rendered with.
     pub origin: String,
     pub drive: Arc<crate::media::Drive>,
+    /// Remote images shown through the node's media proxy (as the API shows them).
+    pub media_proxy: Option<Arc<crate::media::proxy::MediaProxy>>,
     pub hub: Arc<Hub>,
     /// How often the server pings: less than the node's idle timeout, so a quiet stream whose
     /// client answers pings stays open, and one whose client is gone is noticed.
@@ -109,7 +111,7 @@ enum End {
 
 impl Session {
     fn site(&self) -> crate::mastodon::Site<'_> {
-        crate::mastodon::Site::new(&self.origin, &self.drive)
+        crate::mastodon::Site::new(&self.origin, &self.drive, self.media_proxy.as_deref())
     }
 
     /// Runs the stream until the client leaves, lags, or the node stops.

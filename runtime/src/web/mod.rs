@@ -24,6 +24,7 @@ pub mod exports;
 pub mod jobs;
 pub mod mastodon;
 pub mod media_files;
+pub mod media_proxy;
 pub mod oauth;
 pub mod polls;
 pub mod replies;
@@ -74,6 +75,8 @@ pub struct AppState {
     pub instance_stats: Arc<mastodon::instance::UsageCache>,
     /// The bound on password checks (`PASSWORD_HASH_CONCURRENCY`, issue 28 item 4).
     pub hashing: Arc<crate::passwords::Hashing>,
+    /// Remote images shown through this server (`media::proxy`); `None` without `SECRET_KEY`.
+    pub media_proxy: Option<Arc<crate::media::proxy::MediaProxy>>,
 }
 
 impl AppState {
@@ -98,6 +101,7 @@ impl AppState {
             public_origin: "http://localhost:3000".into(),
             behind_proxy: false,
             drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
+            media_proxy: None,
             media: Default::default(),
             writes: Default::default(),
             instance_stats: mastodon::instance::UsageCache::new(Duration::from_secs(300)),
@@ -111,7 +115,11 @@ impl AppState {
 impl AppState {
     /// What entities are rendered with: `PUBLIC_URL`'s URLs and the media drive.
     pub fn site(&self) -> crate::mastodon::Site<'_> {
-        crate::mastodon::Site::new(&self.public_origin, &self.drive)
+        crate::mastodon::Site::new(
+            &self.public_origin,
+            &self.drive,
+            self.media_proxy.as_deref(),
+        )
     }
 }
 
@@ -219,7 +227,8 @@ pub fn router(state: AppState) -> Router {
         .merge(replies::routes())
         .merge(oauth::routes())
         .merge(mastodon::routes(&state))
-        .merge(media_files::routes());
+        .merge(media_files::routes())
+        .merge(media_proxy::routes());
     finish(routes, state)
 }
 

@@ -132,7 +132,7 @@ pub struct PeerState {
     /// PEM that signed GETs of documents must verify against.
     expected_key: Arc<Mutex<Option<String>>>,
     /// Files under `/uploads/`: (content type, body).
-    pub uploads: Arc<Mutex<HashMap<String, (String, String)>>>,
+    pub uploads: Arc<Mutex<HashMap<String, (String, Vec<u8>)>>>,
     webfinger_delay_ms: Arc<AtomicU64>,
     webfinger_hits: Arc<Mutex<HashMap<String, u32>>>,
     lookups_now: Arc<AtomicUsize>,

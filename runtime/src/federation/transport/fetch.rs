@@ -403,6 +403,68 @@ impl FetchClient {
         Ok(second.doc)
     }
 
+    /// GETs a remote image for the media proxy (`media::proxy`): unsigned (an image is public),
+    /// redirects followed to any origin but each hop through the guard, the answer must call
+    /// itself `image/*`, and at most `max` bytes. Returns the bytes and their type.
+    pub async fn get_image(&self, url: &str, max: usize) -> Result<(Vec<u8>, String), FetchError> {
+        let mut current =
+            Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))?;
+        for _ in 0..=MAX_REDIRECTS {
+            self.check_url(&current).await?;
+            let resp = self
+                .client
+                .get(current.clone())
+                .header(reqwest::header::ACCEPT, "image/*")
+                .send()
+                .await
+                .map_err(network_error)?;
+            let status = resp.status();
+            if status.is_redirection() {
+                let location = resp
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| FetchError::Invalid("redirect without Location".into()))?;
+                current = current
+                    .join(location)
+                    .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))?;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(FetchError::Status(status.as_u16()));
+            }
+            let media_type = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(';').next())
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            if !media_type.starts_with("image/") || media_type.contains("svg") {
+                // SVG is a document that can carry scripts: never relayed as an image.
+                return Err(FetchError::Invalid(format!(
+                    "{current} answered with content type {media_type:?}, not a raster image"
+                )));
+            }
+            if resp.content_length().is_some_and(|n| n > max as u64) {
+                return Err(FetchError::TooLarge);
+            }
+            let mut resp = resp;
+            let mut body = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
+                if body.len() + chunk.len() > max {
+                    return Err(FetchError::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            return Ok((body, media_type));
+        }
+        Err(FetchError::Refused(format!(
+            "more than {MAX_REDIRECTS} redirects"
+        )))
+    }
+
     /// GETs a WebFinger JRD. Redirects may leave the origin (a domain delegating WebFinger to
     /// the host that runs the server is normal): the JRD only names an actor IRI, which is then
     /// fetched and checked on its own origin.

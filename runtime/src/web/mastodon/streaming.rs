@@ -154,6 +154,7 @@ async fn stream(
         pool: s.pool.clone(),
         origin: s.public_origin.clone(),
         drive: s.drive.clone(),
+        media_proxy: s.media_proxy.clone(),
         hub: s.streams.clone(),
         ping_every: ping_interval(s.http.idle_timeout),
         token_hash,
