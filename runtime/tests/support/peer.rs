@@ -114,6 +114,9 @@ pub struct Hit {
     pub signed: Result<(), String>,
 }
 
+/// A file under `/uploads/`: its content type and bytes.
+pub type Upload = (String, Vec<u8>);
+
 #[derive(Clone, Default)]
 pub struct PeerState {
     pub base: String,
@@ -132,7 +135,7 @@ pub struct PeerState {
     /// PEM that signed GETs of documents must verify against.
     expected_key: Arc<Mutex<Option<String>>>,
     /// Files under `/uploads/`: (content type, body).
-    pub uploads: Arc<Mutex<HashMap<String, (String, Vec<u8>)>>>,
+    pub uploads: Arc<Mutex<HashMap<String, Upload>>>,
     webfinger_delay_ms: Arc<AtomicU64>,
     webfinger_hits: Arc<Mutex<HashMap<String, u32>>>,
     lookups_now: Arc<AtomicUsize>,
