@@ -32,7 +32,7 @@ async fn render(
     ids: &[Uuid],
 ) -> Vec<serde_json::Value> {
     let drive = Drive::disabled(&fed.origin);
-    let page = status::render(conn, Site::new(&fed.origin, &drive), viewer, ids)
+    let page = status::render(conn, Site::new(&fed.origin, &drive, None), viewer, ids)
         .await
         .unwrap();
     page.iter()
