@@ -240,3 +240,95 @@ async fn custom_emojis_are_added_listed_used_federated_and_removed() {
     inst.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The admin copies a custom emoji from a remote post (issue 30 item 5): its image is fetched
+/// through the fetch guard and stored as ours; a shortcode the post does not have, or no such
+/// post, is a 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_posts_emoji_is_copied() {
+    let dir = std::env::temp_dir().join(format!(
+        "hollo-emoji-test-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
+    let peer = Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    follow_each_other(&inst, &api, &peer, "alice").await;
+    let image = png(32, 32);
+    peer.state
+        .uploads
+        .lock()
+        .unwrap()
+        .insert("party.png".into(), ("image/png".into(), image.clone()));
+    let note = peer.new_id("notes");
+    let public = "https://www.w3.org/ns/activitystreams#Public";
+    let create = json!({
+        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [public],
+        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [public],
+                    "content": "<p>:party:</p>", "published": "2026-12-01T10:00:00Z",
+                    "tag": [{ "type": "Emoji", "name": ":party:",
+                              "icon": { "type": "Image", "url": peer.iri("/uploads/party.png") } }] },
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
+    let status_id = support::eventually(support::api::WAIT, "the note is stored", || async {
+        let home = api.get("/api/v1/timelines/home").await.body;
+        home.as_array()
+            .and_then(|a| a.iter().find(|s| s["uri"] == note.as_str()))
+            .map(|s| s["id"].as_str().unwrap().to_string())
+    })
+    .await;
+    for (code, from, what) in [
+        (
+            "nope",
+            status_id.as_str(),
+            "a shortcode the post does not have",
+        ),
+        ("party", "not-an-id", "no such status"),
+    ] {
+        let (status, body) = add(
+            &inst,
+            Some(ADMIN),
+            &[
+                ("shortcode", None, code.as_bytes()),
+                ("copy_from", None, from.as_bytes()),
+            ],
+        )
+        .await;
+        assert_eq!(status, 422, "{what}: {body}");
+    }
+    let (status, made) = add(
+        &inst,
+        Some(ADMIN),
+        &[
+            ("shortcode", None, b"party"),
+            ("copy_from", None, status_id.as_bytes()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{made}");
+    let url = made["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{}/media/", inst.base)),
+        "ours now: {url}"
+    );
+    assert_eq!(
+        reqwest::get(url)
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+            .as_ref(),
+        image.as_slice()
+    );
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

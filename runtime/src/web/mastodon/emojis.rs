@@ -1,6 +1,8 @@
 //! Custom emojis in the client API (issue 30 item 5): `GET /api/v1/custom_emojis` (anyone),
 //! and their administration behind `ADMIN_TOKEN`, as GoToSocial's admin API shapes it:
-//! `GET`, `POST /api/v1/admin/custom_emojis` (multipart `shortcode`, `image`, `category`) and
+//! `GET`, `POST /api/v1/admin/custom_emojis` (multipart `shortcode` with `image`, or with
+//! `copy_from` — the id of a remote status one of whose `Emoji` tags has that shortcode, whose
+//! image is fetched through the fetch guard —, and `category`) and
 //! `DELETE /api/v1/admin/custom_emojis/{id}`. The rules are `emojis`'.
 
 use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
@@ -101,34 +103,72 @@ async fn add(
     let bad = |e: axum::extract::multipart::MultipartError| {
         ApiError(e.status(), format!("bad multipart body: {}", e.body_text()))
     };
-    let (mut shortcode, mut category, mut image) = (None, None, None);
+    let (mut shortcode, mut category, mut image, mut copy_from) = (None, None, None, None);
     while let Some(field) = form.next_field().await.map_err(bad)? {
         match field.name().unwrap_or_default() {
             "shortcode" => shortcode = Some(field.text().await.map_err(bad)?),
             "category" => category = Some(field.text().await.map_err(bad)?),
-            "image" => image = Some(field.bytes().await.map_err(bad)?),
+            "image" => image = Some(field.bytes().await.map_err(bad)?.to_vec()),
+            "copy_from" => copy_from = Some(field.text().await.map_err(bad)?),
             other => {
                 return Err(ApiError::unprocessable(format!(
-                    "unknown field {other:?} (shortcode, image, category)"
+                    "unknown field {other:?} (shortcode, image, copy_from, category)"
                 )));
             }
         }
     }
     let shortcode = shortcode.unwrap_or_default();
-    let image = image.ok_or_else(|| ApiError::unprocessable("image is required"))?;
+    let image = match (image, copy_from) {
+        (Some(bytes), None) => bytes,
+        (None, Some(status)) => copied(&s, status.trim(), shortcode.trim()).await?,
+        _ => return Err(ApiError::unprocessable("give either image or copy_from")),
+    };
     let mut tx = s.pool.begin().await?;
     let e = emojis::add(
         &mut tx,
         &s.drive,
         &s.media,
         shortcode.trim(),
-        image.to_vec(),
+        image,
         category.as_deref(),
     )
     .await
     .map_err(refused)?;
     tx.commit().await?;
     Ok(Json(AdminEmoji::from(&e)))
+}
+
+/// The image of the emoji `shortcode` of the remote status `status` (our id of it), fetched
+/// through the fetch guard as the media proxy fetches it.
+async fn copied(s: &AppState, status: &str, shortcode: &str) -> Result<Vec<u8>, ApiError> {
+    let unknown =
+        || ApiError::unprocessable(format!("no remote status {status:?} with :{shortcode}:"));
+    let id = uuid::Uuid::parse_str(status).map_err(|_| unknown())?;
+    let tags: Option<Option<serde_json::Value>> = sqlx::query_scalar(
+        "SELECT body->'tag' FROM remote_posts WHERE id = $1 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .fetch_optional(&s.pool)
+    .await?;
+    // The remote URL itself, not the proxied one: rendered without a proxy.
+    let urls = crate::mastodon::Urls::new(&s.public_origin);
+    let emoji = CustomEmoji::from_tags(urls, tags.flatten().as_ref())
+        .into_iter()
+        .find(|e| e.shortcode == shortcode)
+        .ok_or_else(unknown)?;
+    let fed = s.fed.as_deref().ok_or_else(|| {
+        ApiError::unavailable("federation is disabled on this node: set SECRET_KEY")
+    })?;
+    let (bytes, _) = fed
+        .fetch
+        .get_image(&emoji.url, emojis::MAX_BYTES)
+        .await
+        .map_err(|e| {
+            ApiError::unprocessable(format!(
+                "the image of :{shortcode}: could not be fetched: {e}"
+            ))
+        })?;
+    Ok(bytes)
 }
 
 async fn remove(
