@@ -216,6 +216,10 @@ async fn with_rules(
     conn: &mut PgConnection,
     rows: Vec<FilterRow>,
 ) -> Result<Vec<Filter>, sqlx::Error> {
+    // Most readers have no filter: every signed-in page loads them, so no rule queries then.
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let keywords: Vec<Keyword> = sqlx::query_as(
         "SELECT id, filter_id, keyword, whole_word FROM filter_keywords
