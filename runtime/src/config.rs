@@ -68,7 +68,7 @@ pub enum ConfigError {
     Inconsistent(String),
 }
 
-/// `EXTRA_CA_CERTS_FILE` (issue 35 item 3): a PEM bundle of CA certificates trusted for
+/// `EXTRA_CA_CERTS_FILE` (R-OP-OPS): a PEM bundle of CA certificates trusted for
 /// outgoing federation requests besides the compiled-in public roots (webpki), for a server
 /// behind a private CA or a TLS-inspecting proxy. The operator mounts it from
 /// `spec.pod.caBundle`. Unset: the public roots only.
@@ -110,7 +110,7 @@ pub struct QueueConfig {
     /// `DELIVERY_CONCURRENCY` (default 64): outgoing deliveries in flight per worker process, in
     /// slots of their own beside the activity slots. A delivery mostly waits on a remote
     /// server, so a fan-out needs many in flight; a slot of its own also keeps a fan-out of
-    /// thousands from holding every activity slot while inbox work waits (issue 20).
+    /// thousands from holding every activity slot while inbox work waits (R-AP-2).
     pub delivery_concurrency: usize,
     pub task_concurrency: usize,
     pub reply_concurrency: usize,
@@ -154,21 +154,21 @@ pub struct Config {
     pub http: HttpLimits,
     /// Media uploads: limits and where files are stored (R-MAPI-3).
     pub media: MediaConfig,
-    /// Per-account write rate limits (issue 28 item 11).
+    /// Per-account write rate limits (R-API).
     pub writes: WriteLimits,
-    /// Streaming connections per token and per node (issue 28 item 6).
+    /// Streaming connections per token and per node (R-API).
     pub streams: StreamLimits,
     /// `METRICS_SAMPLE_SECONDS` (default 15): how often a node samples the queue depths that
     /// `/metrics` reports. A scrape only renders what was sampled, so scrapers cost no count
-    /// of the queue tables however many there are (issue 28 item 7).
+    /// of the queue tables however many there are (R-API).
     pub metrics_sample: Duration,
     /// `INSTANCE_STATS_SECONDS` (default 300): how long a web node reuses the user and status
-    /// counts of `/api/v{1,2}/instance` and `/nodeinfo/2.1` (issue 28 item 8); upstream Hollo
+    /// counts of `/api/v{1,2}/instance` and `/nodeinfo/2.1` (R-API); upstream Hollo
     /// caches NodeInfo as long.
     pub instance_stats_ttl: Duration,
     /// `PASSWORD_HASH_CONCURRENCY` (default: the CPUs this process may use): password checks
     /// (argon2id, 19 MiB each) running at once on a node; 4 times as many more may wait, and
-    /// sign-ins past that are answered 503 (issue 28 item 4).
+    /// sign-ins past that are answered 503 (R-API).
     pub password_hash_concurrency: usize,
 }
 
@@ -211,7 +211,7 @@ pub struct MediaConfig {
     /// `MEDIA_DECODE_CONCURRENCY` (default 2, 1–64): images decoded at once per process (web
     /// uploads and the worker's processing together); more wait. Decoding is CPU work and
     /// each decode may hold up to `MEDIA_MAX_PIXELS` × 4 bytes plus the decoder's buffers, so
-    /// this bounds a node's decoding memory (issue 28 item 9).
+    /// this bounds a node's decoding memory (R-API).
     pub decode_concurrency: usize,
     pub drive: DriveConfig,
     /// `STORAGE_URL_BASE`: the public URL files are reachable under (`<base>/<key>`). Default
@@ -418,7 +418,7 @@ impl HttpLimits {
     }
 }
 
-/// How many streaming connections (`/api/v1/streaming`) a node holds (issue 28 item 6). Each
+/// How many streaming connections (`/api/v1/streaming`) a node holds (R-API). Each
 /// also holds one of the node's `HTTP_MAX_CONNECTIONS` slots while it is open; past either
 /// limit the upgrade is refused with 429 before it happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -478,7 +478,7 @@ impl ImportLimits {
     }
 }
 
-/// Per-account write rate limits (issue 28 item 11, `web::write_limits`): statuses an account
+/// Per-account write rate limits (R-API, `web::write_limits`): statuses an account
 /// may create per period, as a token bucket (Mastodon's default: 300 per 3 hours).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteLimits {

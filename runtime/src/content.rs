@@ -150,7 +150,7 @@ fn hashtag_href(origin: &str, tag: &str) -> Option<String> {
 
 /// `<origin>/tags/<name>` with the name percent-encoded as one path segment, so no name —
 /// a stored one from before names were checked included — can add path segments, a query or a
-/// fragment to the link (issue 28 item 11).
+/// fragment to the link (R-API).
 pub fn tag_url(origin: &str, name: &str) -> Option<String> {
     let mut url = url::Url::parse(origin).ok()?;
     url.path_segments_mut()
@@ -168,7 +168,7 @@ pub const MAX_TAG_CHARS: usize = 100;
 /// letters, digits, `_` and the separators `·` (U+00B7), `・` (U+30FB) and the zero-width
 /// non-joiner, not all digits, at most [`MAX_TAG_CHARS`]. Remote `Hashtag` names are checked
 /// with it when a note is stored, so `x/../../oauth/authorize` or `<script>` never become tags
-/// (issue 28 item 11).
+/// (R-API).
 pub fn valid_tag_name(name: &str) -> bool {
     let separator = |c: char| matches!(c, '_' | '\u{b7}' | '\u{30fb}' | '\u{200c}');
     !name.is_empty()

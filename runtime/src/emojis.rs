@@ -1,4 +1,4 @@
-//! The instance's custom emojis (issue 30 item 5): the admin adds one from an image (checked as
+//! The instance's custom emojis (R-MAPI-6): the admin adds one from an image (checked as
 //! every upload is, by its bytes, at most [`MAX_BYTES`], stored on the media drive as is so an
 //! animated GIF stays animated), apps list them (`/api/v1/custom_emojis`), and a post of ours
 //! whose text uses `:shortcode:` carries it — in `emojis` of its Status entity and as an

@@ -1,4 +1,4 @@
-//! CSV exports of an account's relationships in Mastodon's formats (issue 31 item 5), so what
+//! CSV exports of an account's relationships in Mastodon's formats (R-MAPI-6), so what
 //! the import (`tasks::imports`) takes in can leave again: following (with Mastodon's header
 //! and each follow's options), followers, lists, mutes (with their header), blocks, bookmarks
 //! and blocked domains. Accounts are written as `name@host` addresses: ours at this server's

@@ -69,7 +69,7 @@ fn sanitizer() -> &'static ammonia::Builder<'static> {
 /// hundred). html5ever's tree building never recurses, but it is quadratic in nesting depth (a
 /// 1 MiB body of nested `<div>`s would hold a worker or a web node for many minutes), and with
 /// a bounded number of tags the depth is bounded too. Past it the text is kept, every tag
-/// dropped, without parsing (issue 28 item 3).
+/// dropped, without parsing (R-API).
 pub const MAX_TAGS: usize = 1024;
 
 /// Whether `html` may hold more than [`MAX_TAGS`] start tags: a start tag is always `<`
@@ -207,7 +207,7 @@ mod tests {
         assert!(out.contains("<br>line</p>"), "{out}");
     }
 
-    /// Issue 28 item 3: html5ever neither recurses nor overflows on deep nesting, but its tree
+    /// R-API: html5ever neither recurses nor overflows on deep nesting, but its tree
     /// building is quadratic in it (40 000 nested `<div>`s took 153 s, `<blockquote>`s 221 s
     /// in a debug build; a 1 MiB inbox body holds 200 000). Past MAX_TAGS start tags the
     /// text is kept without parsing, so each of these takes linear time, on a small stack.

@@ -41,7 +41,7 @@ pub const VERSION: &str = "0.1.1-e2e";
 pub const VERSION: &str = "0.1.1-e2e-tasks";
 
 /// `hollo version --json` and `GET /api/version` (R-ROLE-6). What the operator's version
-/// probes read to choose an upgrade path (issue 34 item 1): `schemaVersion` (the newest
+/// probes read to choose an upgrade path (R-OP-ZD): `schemaVersion` (the newest
 /// pre-deploy migration, also `preSchemaVersion`), `postSchemaVersion`, `minSchemaVersion`
 /// (the oldest pre-deploy schema this binary runs on; newer ones by pre-deploy migrations
 /// only are fine) and `taskDefinitionVersion`.

@@ -1,4 +1,4 @@
-//! Lists (issue 31 item 1): an account's named sets of followed accounts, each with a timeline
+//! Lists (R-MAPI-6): an account's named sets of followed accounts, each with a timeline
 //! of its own. Members are named by actor IRI (as the CSV import stores them) and must be
 //! followed, as on Mastodon; their posts and boosts reach the list when they reach the owner's
 //! home (`statuses::feed::push` writes `list_feed`), and a member added now brings along what

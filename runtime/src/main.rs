@@ -28,7 +28,7 @@ enum Command {
     /// Run a node; the role comes from NODE_TYPE (all | web | worker).
     Serve,
     /// Apply the SQL migrations and exit: pre-deploy then post-deploy, or only one kind
-    /// (issue 34 item 1; the operator's zero-downtime upgrade runs `--pre` with the old
+    /// (R-OP-ZD; the operator's zero-downtime upgrade runs `--pre` with the old
     /// version serving, `--post` once none of it is left).
     Migrate {
         /// Only the pre-deploy (additive) migrations of `migrations/`.
@@ -69,7 +69,7 @@ enum Command {
         #[command(subcommand)]
         command: CleanupCommand,
     },
-    /// Answer every request with 503 + Retry-After on PORT (issue 34 item 3): what the
+    /// Answer every request with 503 + Retry-After on PORT (R-OP-ZD): what the
     /// operator runs in the web Service's place while an upgrade stops the web nodes.
     MaintenancePage,
     /// The local PostgreSQL used when DATABASE_URL is unset (and by the test suite).
@@ -152,7 +152,7 @@ enum LocalDbCommand {
 /// until one is freed: then it raises its mmap threshold to that size (up to 32 MiB), and
 /// later large blocks (argon2's 19 MiB, big bodies and documents) come from per-thread arenas,
 /// which keep freed memory. A threshold set once turns that adjustment off, so large blocks
-/// always go back to the system (issue 28 item 4; measured with bench/signin, see README). An
+/// always go back to the system (R-API; measured with bench/signin, see README). An
 /// operator who tunes malloc (`GLIBC_TUNABLES`, `MALLOC_MMAP_THRESHOLD_`) is left alone.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn fix_malloc_mmap_threshold() {

@@ -1,4 +1,4 @@
-//! `hollo maintenance-page` (issue 34 item 3): while an upgrade stops every web node to migrate
+//! `hollo maintenance-page` (R-OP-ZD): while an upgrade stops every web node to migrate
 //! the schema, the operator runs this in the web Service's place so clients get a clean
 //! `503 Service Unavailable` with `Retry-After` instead of refused connections. Remote servers
 //! back off and retry deliveries (R-FED delivery retries honour `Retry-After`), apps show an

@@ -54,13 +54,13 @@ pub struct Metrics {
     pub stream_events: Counter,
     pub stream_dropped: Counter,
     /// Streams refused (429) by `STREAMS_PER_TOKEN` / `STREAMS_MAX`, and streams closed because
-    /// their token was revoked (issue 28 item 6).
+    /// their token was revoked (R-API).
     pub stream_refused: Counter,
     pub stream_revoked: Counter,
     /// Status payloads rendered for public streams: once per event and node, whatever the
-    /// number of streams (issue 28 item 6).
+    /// number of streams (R-API).
     pub stream_shared_renders: Counter,
-    /// Depth samples taken (`METRICS_SAMPLE_SECONDS`); scrapes take none (issue 28 item 7).
+    /// Depth samples taken (`METRICS_SAMPLE_SECONDS`); scrapes take none (R-API).
     pub depth_samples: Counter,
 }
 

@@ -1,4 +1,4 @@
-//! Mutes (issue 31 item 2): an account stops seeing another's posts and boosts (and, unless
+//! Mutes (R-MAPI-6): an account stops seeing another's posts and boosts (and, unless
 //! it says otherwise, their notifications) without them knowing: nothing is federated, the
 //! follow stays. A mute may end by itself (`duration`): readers stop honouring it at
 //! `expires_at` (`statuses::hidden`), and a queued task (`tasks::mute_expiry`) removes the row

@@ -159,7 +159,7 @@ impl NodeBuilder {
         let accepting = Arc::new(AtomicBool::new(true));
         let state = app_state(&config, &pool, fed.clone(), &streams, &metrics, &accepting)?;
         // Every node has the health server on HEALTH_PORT (probes, `/metrics`); a web node has
-        // its API on PORT besides, and `/metrics` only on the health port (issue 28 item 7).
+        // its API on PORT besides, and `/metrics` only on the health port (R-API).
         let health_app = web::health_router(state.clone());
         let app = config
             .role

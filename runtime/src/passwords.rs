@@ -2,7 +2,7 @@
 //! inside), checked in constant time by the `argon2` crate. Hashing costs ~20 MiB and tens of
 //! milliseconds on purpose, so it runs on the blocking pool, never on an async worker.
 //!
-//! Sign-in checks go through one [`Hashing`] per node (issue 28 item 4): at most
+//! Sign-in checks go through one [`Hashing`] per node (R-API): at most
 //! `PASSWORD_HASH_CONCURRENCY` run at once, each in a 19 MiB buffer that is kept and reused
 //! (one per running check, so the node's hashing memory is at most that many buffers), and
 //! at most [`QUEUE_PER_PERMIT`] times as many more may wait; any further attempt is refused at
@@ -201,7 +201,7 @@ pub async fn verify(password: &str, stored: &str) -> bool {
 const DECOY: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0sE3s0p9Bf4mYwM1Zz8kYmJmYcYx3M6G0Zlq2m5Z8xI";
 
 /// Sets (or replaces) the password of the account named `username`, and — in the same
-/// transaction — ends what the old password opened (issue 28 item 10, as Mastodon does on a
+/// transaction — ends what the old password opened (R-API, as Mastodon does on a
 /// password change): every sign-in session, every token issued to an app through OAuth and
 /// every unused authorization code. Tokens made by `hollo account create` (no app) stay: they
 /// are the operator's, not something a password ever granted.

@@ -1,4 +1,4 @@
-//! A local account's counts (`account_stats`, issue 38): kept by triggers as statuses,
+//! A local account's counts (`account_stats`, R-MAPI-4): kept by triggers as statuses,
 //! followers and follows change — one row at a time, a statement of many, concurrent writers,
 //! state changes of a follow, a deleted account — and filled in by the migration for the rows
 //! that were there before it. After every step each count equals a `count(*)` of its table.

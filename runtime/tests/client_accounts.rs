@@ -1,5 +1,5 @@
 //! The Mastodon client API's accounts, relationships, follow requests, search and instance
-//! endpoints (SPEC §11, R-MAPI-2, issue 18 items 4–6), over HTTP against a real node on a real
+//! endpoints (SPEC §11, R-MAPI-2, R-MAPI-1), over HTTP against a real node on a real
 //! PostgreSQL, with the shared fediverse `Peer` as the remote server: what we send it must
 //! arrive signed and verified, what it sends us must change what the API shows.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
@@ -136,7 +136,7 @@ async fn relationship(api: &Client, id: &str) -> Value {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Issue 28 item 8: the anonymous documents that show the instance's counts do not count the
+/// R-API: the anonymous documents that show the instance's counts do not count the
 /// tables per request. After the first answer a new status (and account) is not in the counts
 /// of any of the three documents until `INSTANCE_STATS_SECONDS` has passed; then it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -222,7 +222,7 @@ async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() 
     let v2 = anon.get("/api/v2/instance").await;
     assert_eq!(v2.status, 200, "{}", v2.body);
     assert_eq!(v2.body["domain"], json!(domain));
-    // The API level whose features are served (issue 30): 4.2 (exclusive lists), not 4.3,
+    // The API level whose features are served (R-MAPI-6): 4.2 (exclusive lists), not 4.3,
     // whose notification requests and multi-status fetch apps would then call.
     assert!(
         v2.body["version"]
@@ -1081,7 +1081,7 @@ async fn search_resolution_obeys_the_ssrf_guard() {
     inst.shutdown().await;
 }
 
-/// Issue 30 item 7: `GET /api/v1/blocks` lists the holder's blocks, newest first, in pages
+/// R-MAPI-6: `GET /api/v1/blocks` lists the holder's blocks, newest first, in pages
 /// with a `Link` header; nobody else's, and only with `read:blocks` (or `follow`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
@@ -1156,7 +1156,7 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
     inst.shutdown().await;
 }
 
-/// Issue 30 item 4: `GET /api/v1/accounts/search`, what apps call for @-mention
+/// R-MAPI-6: `GET /api/v1/accounts/search`, what apps call for @-mention
 /// autocomplete — by name prefix, by address (resolved through WebFinger only with
 /// `resolve`), only followed accounts with `following`; bad input 422, scopes 401/403.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,4 +1,4 @@
-//! Filters and conversation mutes in the Mastodon client API (issue 31 items 2 and 3), over
+//! Filters and conversation mutes in the Mastodon client API (R-MAPI-6), over
 //! HTTP and real WebSockets against a real node on a real PostgreSQL: v2 filters with their
 //! keywords and statuses, the v1 view old clients read, bad input refused first; a `warn`
 //! filter putting `filtered` on the status in every context it names (home, list, public, tag,

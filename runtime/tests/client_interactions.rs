@@ -1,4 +1,4 @@
-//! Favourites, boosts and bookmarks in the Mastodon client API (SPEC §11, R-MAPI-3, issue 19
+//! Favourites, boosts and bookmarks in the Mastodon client API (SPEC §11, R-MAPI-3
 //! item 1): each action's entity, counts and flags, idempotency, the lists they make with
 //! Mastodon's pagination, the local author's notifications taken back with the action, who
 //! may boost what, and the `Like`/`Announce`/`Undo` a remote server receives — over HTTP

@@ -1,4 +1,4 @@
-//! Lists, mutes and domain blocks in the Mastodon client API (issue 31 items 1, 2 and 4), over
+//! Lists, mutes and domain blocks in the Mastodon client API (R-MAPI-6), over
 //! HTTP and real
 //! WebSockets against a real node on a real PostgreSQL: list CRUD and members with
 //! Mastodon's errors and another account's attempts, list timelines written as posts arrive

@@ -1,4 +1,4 @@
-//! Pins and hashtags in the Mastodon client API (issue 30 items 3 and 6), over HTTP on a real
+//! Pins and hashtags in the Mastodon client API (R-MAPI-6), over HTTP on a real
 //! node and PostgreSQL, with the test peer as the other server: pin/unpin with Mastodon's
 //! refusals (another's status, a direct one, past 5), `pinned` on the profile, the actor's
 //! `featured` collection and the signed `Add`/`Remove` the followers get, a remote actor's
@@ -248,7 +248,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     })
     .await;
     assert_eq!(shown[0]["uri"], note.as_str());
-    // Its Emoji tag is the status's custom emoji (issue 30 item 5), shown through our media
+    // Its Emoji tag is the status's custom emoji (R-MAPI-6), shown through our media
     // proxy: the app asks us, we fetch the peer's image.
     let emoji = &shown[0]["emojis"][0];
     assert_eq!(
@@ -496,7 +496,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     inst.shutdown().await;
 }
 
-/// Issue 30 item 8: a remote account's counts are its server's `totalItems`, asked for when
+/// R-MAPI-6: a remote account's counts are its server's `totalItems`, asked for when
 /// its profile is viewed and ours are missing or a day old; an unreadable collection is 0.
 #[tokio::test]
 async fn remote_profiles_show_their_servers_counts() {

@@ -1,4 +1,4 @@
-//! Statuses in the Mastodon client API (SPEC §11, R-MAPI-3, issue 19 item 1): posting with
+//! Statuses in the Mastodon client API (SPEC §11, R-MAPI-3): posting with
 //! every parameter, single reads honouring visibility, edits with history, deletion with its
 //! `Delete`, threads, idempotency, and what reaches a remote follower — over HTTP against a
 //! real node on a real PostgreSQL, with the shared `Peer` as the remote server.

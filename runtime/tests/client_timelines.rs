@@ -949,7 +949,7 @@ async fn direct_posts_make_conversations_for_each_participant() {
     inst.shutdown().await;
 }
 
-/// Issue 30 item 3: an account's statuses honour `pinned`, `exclude_replies` (a thread's own
+/// R-MAPI-6: an account's statuses honour `pinned`, `exclude_replies` (a thread's own
 /// replies stay, as Mastodon's `AccountStatusesFilter`), `only_media` and `tagged`, for a local
 /// account and for a remote one whose posts reached us. `pinned` used to be ignored, so apps
 /// showed the newest posts as "Pinned".

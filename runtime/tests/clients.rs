@@ -1,4 +1,4 @@
-//! Real clients against a real node (issue 18, R-MAPI-1): the sign-in and consent pages in a
+//! Real clients against a real node (R-MAPI-1): the sign-in and consent pages in a
 //! headless Debian Chromium driven by Selenium (`clients/oauth_browser.py`), and the whole
 //! flow driven by Mastodon.py (`clients/mastodon_flow.py`). Python packages are pinned in
 //! `clients/requirements.txt` and installed into a venv under target/ on first use. A missing
@@ -154,9 +154,9 @@ async fn sign_in_and_consent_pages_in_chromium() {
     inst.shutdown().await;
 }
 
-/// The whole flow of issue 18 "Tests" in Mastodon.py: register, authorize in the browser,
+/// The whole flow of R-MAPI-1 "Tests" in Mastodon.py: register, authorize in the browser,
 /// log in, read the instance, verify and update the profile, upload and remove an avatar (on
-/// the fs drive, issue 30 item 2), then follow an account of a remote test peer (resolved by
+/// the fs drive, R-MAPI-6), then follow an account of a remote test peer (resolved by
 /// search) and see the relationship turn to `following` once the peer accepts (R-MAPI-1,
 /// R-MAPI-2). An `all` node, so the Follow is delivered and the Accept processed.
 #[tokio::test(flavor = "multi_thread")]
@@ -198,7 +198,7 @@ async fn accept_follows(peer: std::sync::Arc<Peer>) {
     }
 }
 
-/// Issue 19's full path in Mastodon.py (`clients/statuses_flow.py`): a post with an image and
+/// R-MAPI-3's full path in Mastodon.py (`clients/statuses_flow.py`): a post with an image and
 /// one with a poll are delivered to the remote test peer (which follows the account); the
 /// peer's person favourites, boosts and replies; the script sees the notifications, counts,
 /// context and timelines, then deletes the post, and the peer receives the `Delete` with a
@@ -328,7 +328,7 @@ async fn react_to_pictures(peer: std::sync::Arc<Peer>, author: String) {
     }
 }
 
-/// Issue 31's lists and mutes in Mastodon.py (`clients/lists_mutes_flow.py`): a list made,
+/// R-MAPI-6's lists and mutes in Mastodon.py (`clients/lists_mutes_flow.py`): a list made,
 /// changed, filled and emptied; a friend's post in its timeline; a mute that hides it and an
 /// unmute that brings it back; a two-second mute ended by the queue's expiry task. An `all`
 /// node: the expiry runs in it.
@@ -348,7 +348,7 @@ async fn mastodon_py_drives_lists_and_mutes() {
     inst.shutdown().await;
 }
 
-/// Issue 31's filters and conversation mutes in Mastodon.py (`clients/filters_flow.py`): a v2
+/// R-MAPI-6's filters and conversation mutes in Mastodon.py (`clients/filters_flow.py`): a v2
 /// filter that warns then hides, its v1 view checked against the library's own `filters_apply`,
 /// keywords and a status rule, a two-second filter ended on the queue, a muted conversation.
 #[tokio::test(flavor = "multi_thread")]
@@ -367,7 +367,7 @@ async fn mastodon_py_drives_filters_and_conversation_mutes() {
     inst.shutdown().await;
 }
 
-/// Issue 30's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
+/// R-MAPI-6's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
 /// that a post without one takes, pins on the profile, an @-mention found by prefix, a followed
 /// hashtag bringing a stranger's post home, a featured tag.
 #[tokio::test(flavor = "multi_thread")]

@@ -1,4 +1,4 @@
-//! A status's `content` is the same HTML everywhere (issue 17/2): what our client API shows,
+//! A status's `content` is the same HTML everywhere (R-AP-1): what our client API shows,
 //! what its URI serves and what the `Create` carries; URLs, mentions and hashtags become links
 //! with `tag` entries, and a mentioned actor is addressed and delivered to.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
@@ -125,7 +125,7 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
     inst.shutdown().await;
 }
 
-/// Issue 30 item 8, found federating with GoToSocial: a remote account we learned from its
+/// R-MAPI-6, found federating with GoToSocial: a remote account we learned from its
 /// follow (stored without a WebFinger handle) is mentioned by `@name@host` — it resolves from
 /// the stored actor by preferred username and host, as lookup and search do, with no WebFinger
 /// round trip, and the `Create` it gets carries the `Mention` (so its server notifies it).

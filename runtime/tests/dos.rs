@@ -1,4 +1,4 @@
-//! Denial of service against a real `hollo` process (issue 28 items 3 and 4): one request must
+//! Denial of service against a real `hollo` process (R-API): one request must
 //! not abort the node, and a burst of sign-ins must not take its memory. Process-level on
 //! purpose: a stack overflow aborts the whole process and memory is the process's, so only a
 //! separate process shows either.
@@ -47,7 +47,7 @@ async fn web_node(extra: &[(&str, &str)]) -> (Hollo, sqlx::PgPool, String) {
     (node, db.pool, base)
 }
 
-/// Issue 28 item 3: a 45 KB urlencoded body with a key nested 15 000 deep overflowed a worker's
+/// R-API: a 45 KB urlencoded body with a key nested 15 000 deep overflowed a worker's
 /// stack and aborted the process. Both routes that read bracket keys refuse it (4xx, JSON
 /// error), as is a JSON body nested 60 000 deep, and the same node then still serves: its
 /// health check and an authenticated API call.
@@ -128,7 +128,7 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
 /// several GB (8.3 GB in the audit).
 const SIGN_IN_BURST_PEAK_MIB: u64 = 256;
 
-/// Issue 28 item 4: 400 parallel sign-ins (distinct names and addresses, so the failure
+/// R-API: 400 parallel sign-ins (distinct names and addresses, so the failure
 /// limits do not stop them) each ran argon2id in its own 19 MiB. Now at most
 /// `PASSWORD_HASH_CONCURRENCY` run, a few wait, the rest are refused 503 with Retry-After at
 /// once, and the node's peak RSS stays under the stated bound; afterwards a real sign-in works.

@@ -1,4 +1,4 @@
-//! The instance's custom emojis (issue 30 item 5) over HTTP on a real node and PostgreSQL:
+//! The instance's custom emojis (R-MAPI-6) over HTTP on a real node and PostgreSQL:
 //! the admin adds one from an image (bad input refused first, `ADMIN_TOKEN` required), apps
 //! list it, a post of ours using `:shortcode:` shows it in `emojis` and carries it to a follower
 //! as an `Emoji` tag of its `Note`, and deleting it removes its file.
@@ -241,7 +241,7 @@ async fn custom_emojis_are_added_listed_used_federated_and_removed() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The admin copies a custom emoji from a remote post (issue 30 item 5): its image is fetched
+/// The admin copies a custom emoji from a remote post (R-MAPI-6): its image is fetched
 /// through the fetch guard and stored as ours; a shortcode the post does not have, or no such
 /// post, is a 422.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Mastodon entities as clients receive them, pinned by snapshots (issue 29: "Mastodon JSON
+//! Mastodon entities as clients receive them, pinned by snapshots (R-MAPI-3: "Mastodon JSON
 //! byte-compatible where clients depend on it — a snapshot test of each entity"). One scene
 //! builds every shape — a local status with media, mention, tag, spoiler and language; a
 //! reply; a poll; a direct message; a boost; a remote note with an attachment, a mention and

@@ -1,4 +1,4 @@
-//! Expand/contract migrations (issue 34 item 1, R-OP-MIG, R-OP-UPG): `hollo migrate --pre` /
+//! Expand/contract migrations (R-OP-ZD, R-OP-MIG, R-OP-UPG): `hollo migrate --pre` /
 //! `--post`, what `hollo version --json` reports of them, and the startup schema check that
 //! lets a binary run on a schema newer by pre-deploy migrations only — the premise of the
 //! operator's zero-downtime upgrade, where the old pods keep serving on the schema the new

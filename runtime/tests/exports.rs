@@ -1,4 +1,4 @@
-//! CSV exports in Mastodon's formats (issue 31 item 5), round-tripped: what one account made
+//! CSV exports in Mastodon's formats (R-MAPI-6), round-tripped: what one account made
 //! through the client API (a follow with its options, a mute, a block, a list whose title
 //! needs quoting, a bookmark, a blocked domain, a follower) is exported, the exports are
 //! imported by a fresh account through `POST /api/v1/imports`, and the fresh account's own

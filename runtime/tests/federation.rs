@@ -1,4 +1,4 @@
-//! Federation against a test fediverse peer (issue 3): an axum server on 127.0.0.1 with its own
+//! Federation against a test fediverse peer (R-AP-1): an axum server on 127.0.0.1 with its own
 //! key pair, WebFinger, an actor, and inboxes that verify *our* signatures (fetching our key
 //! from our actor document over HTTP) and record what they got. Each test has its own
 //! database and its own instance (web router + activity consumer in-process); the crash test
@@ -875,7 +875,7 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
     let redirect = format!("{}/redirect-to-metadata", peer.state.base);
     let err = dev.get_jrd(&redirect).await.unwrap_err();
     assert!(matches!(err, FetchError::Refused(_)), "{err}");
-    // An ActivityPub document may not leave its origin at all (issue 14/2).
+    // An ActivityPub document may not leave its origin at all (R-AP-1).
     let err = dev.get_object(&redirect, None).await.unwrap_err();
     assert!(
         err.to_string().contains("redirected to another origin"),
@@ -1258,7 +1258,7 @@ async fn a_peer_that_refuses_our_signed_key_fetch_gets_a_clear_401_and_nothing_i
 }
 
 // ---------------------------------------------------------------------------------------------
-// Impersonation (issue 14/1–3, R-AP-1): a hostile server tries to post in the peer's name.
+// Impersonation (R-AP-1): a hostile server tries to post in the peer's name.
 
 /// The attacker is another `Peer` (its own address or port), serving the documents it is
 /// given: `serve` places one and returns its URL.
@@ -1418,7 +1418,7 @@ async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypu
 }
 
 // ---------------------------------------------------------------------------------------------
-// Content (issue 14/7): remote HTML is sanitized before it is stored or served; our users'
+// Content (R-AP-1): remote HTML is sanitized before it is stored or served; our users'
 // text is published escaped.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1507,7 +1507,7 @@ async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
     inst.shutdown().await;
 }
 
-/// Issue 14/8: the inbox is no oracle for what names resolve to on our side. A key id on a
+/// R-AP-1: the inbox is no oracle for what names resolve to on our side. A key id on a
 /// host our guard refuses (here `localhost`, which resolves to loopback) gets the same bare
 /// "key fetch refused" as one that does not resolve at all; the detail is only in our log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1554,7 +1554,7 @@ async fn a_refused_key_fetch_reveals_nothing_about_our_network() {
     inst.shutdown().await;
 }
 
-/// Issue 28 item 11: `POST /api/v1/follows` is no oracle for what names resolve to on our
+/// R-API: `POST /api/v1/follows` is no oracle for what names resolve to on our
 /// side either. Handles on a loopback name, a loopback address and a name that does not
 /// resolve get the same 422 (less the handle the client sent), naming no address and no
 /// guard rule; the detail is only in our log.

@@ -1,4 +1,4 @@
-//! Interop with an ActivityPub implementation we did not write (issue 17, item 6): a peer built
+//! Interop with an ActivityPub implementation we did not write (R-AP-1): a peer built
 //! on Fedify (`tests/fedify/peer.mjs`, Fedify and Node 22 pinned by `tests/fedify/package.json`)
 //! exchanges follows both ways, a note, a poll with a remote vote and its closing update, and a
 //! note back, and each side checks what the other parsed — the peer reports what Fedify's own
@@ -254,7 +254,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
     .await;
 
     // (3) A status with HTML-significant text, a link, a tag and a custom emoji of ours
-    // (issue 30 item 5): Fedify reads the same HTML our API shows, the Hashtag and the Emoji.
+    // (R-MAPI-6): Fedify reads the same HTML our API shows, the Hashtag and the Emoji.
     let (ctype, form) = support::multipart::form(&[
         ("shortcode", None, b"hollo_fish"),
         ("image", Some(("fish.png", "image/png")), FISH_PNG),
@@ -443,7 +443,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
         "the harmless markup is kept: {stored}"
     );
 
-    // (6) Issue 30 items 3 and 6: alice pins the #Interop status and features the tag. Fedify
+    // (6) R-MAPI-6: alice pins the #Interop status and features the tag. Fedify
     // (a follower) parses the Add to her `featured` collection, and reads both collections
     // through its own vocabulary: the pinned Note and the featured Hashtag.
     let status_id = status["id"].as_str().expect("status id");
@@ -537,7 +537,7 @@ const FISH_PNG: &[u8] = &[
     0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
-/// Issue 30 item 2: a Fedify follower reads our avatar and header from the `Update` of the
+/// R-MAPI-6: a Fedify follower reads our avatar and header from the `Update` of the
 /// actor that an upload sends (Fedify's own `Person.getIcon()`/`getImage()`), and reads them
 /// gone after a removal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Liberal in what we accept (issue 17/3): a `Create(Note)` in the shape each server family
+//! Liberal in what we accept (R-AP-1): a `Create(Note)` in the shape each server family
 //! sends — Mastodon, Misskey, Akkoma (Pleroma), GoToSocial, Fedify — and one in other valid
 //! compactions (`@id`/`@type`, type arrays, `Public`, embedded actor and reply target, an
 //! `attributedTo` array, a `url` array of Links, a single `tag`), each posted signed to our

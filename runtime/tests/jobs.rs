@@ -1,4 +1,4 @@
-//! Import and cleanup jobs (issue 4, SPEC.md §5) on a real PostgreSQL, each test with its own
+//! Import and cleanup jobs (R-JOB, SPEC.md §5) on a real PostgreSQL, each test with its own
 //! database. Follows go to a test fediverse peer on 127.0.0.1 that serves any number of
 //! accounts (WebFinger + actor documents) and records every activity its inboxes receive. The
 //! 1,000-follow test runs three real worker processes and kills one mid-run.
@@ -1088,7 +1088,7 @@ async fn remote_post_cleanup_deletes_old_unbookmarked_posts_in_batches() {
     inst.shutdown().await;
 }
 
-/// Issue 35 item 5: `hollo cleanup remote-posts` (what the operator's CronJob runs) starts the
+/// R-OP-OPS: `hollo cleanup remote-posts` (what the operator's CronJob runs) starts the
 /// same job through `cleanups::start`, which the workers carry out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cleanup_started_like_the_cli_does_is_carried_out_by_the_workers() {

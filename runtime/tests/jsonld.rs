@@ -1,4 +1,4 @@
-//! Every kind of document we serve or send is read right by a JSON-LD processor (issue 17):
+//! Every kind of document we serve or send is read right by a JSON-LD processor (R-AP-1):
 //! each is expanded with jsonld.js (`tests/jsonld/check.mjs`, pinned in
 //! `tests/jsonld/package.json`), offline — its document loader serves the ActivityStreams and
 //! security v1 contexts from `tests/jsonld/contexts/` and refuses every other URL — and a term
@@ -260,7 +260,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
                "fields_attributes": [{"name": "Site", "value": "https://a.example"}]}),
     )
     .await;
-    // An avatar and a header: the actor's `icon` and `image` (issue 30 item 2), and another
+    // An avatar and a header: the actor's `icon` and `image` (R-MAPI-6), and another
     // `Update`.
     let png = {
         let mut out = std::io::Cursor::new(Vec::new());
@@ -315,7 +315,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     .await;
 
     // A pin and its unpin (Add, Remove to `featured`), then a pin that stays, and a featured
-    // tag, so the two collections have items (issue 30 items 3 and 6).
+    // tag, so the two collections have items (R-MAPI-6).
     let note_id = note["id"].as_str().expect("id");
     for action in ["pin", "unpin", "pin"] {
         api(

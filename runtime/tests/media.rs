@@ -1,4 +1,4 @@
-//! Mastodon media uploads (issue 19 item 4, R-MAPI-3) over HTTP against real nodes on a real
+//! Mastodon media uploads (R-MAPI-3) over HTTP against real nodes on a real
 //! PostgreSQL: refusals first (a lying type, oversize, too many pixels, bad focus, ids that are
 //! not the caller's) with nothing stored, then synchronous and worker-processed uploads, the fs
 //! drive's file serving, attaching to statuses, the cleanup of abandoned uploads, and the S3
@@ -953,7 +953,7 @@ fn png_bomb(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
-/// Issue 28 item 9: a GIF whose 1×1 screen holds a frame over `MEDIA_MAX_PIXELS` (which the
+/// R-API: a GIF whose 1×1 screen holds a frame over `MEDIA_MAX_PIXELS` (which the
 /// decoder allocated in full) is refused 422 from its frame descriptors, nothing stored; a GIF
 /// whose frames are within the limit is fine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -997,7 +997,7 @@ async fn a_gif_frame_over_the_pixel_limit_is_refused() {
     inst.shutdown().await;
 }
 
-/// Issue 28 item 9: a PNG within the pixel limit whose 16 bits per channel make it decode to
+/// R-API: a PNG within the pixel limit whose 16 bits per channel make it decode to
 /// twice the budget (`MEDIA_MAX_PIXELS` × 4 bytes) — a few KB that decode to 8 MB here, as a
 /// 260 KB one decodes to 265 MB at the default limit — is refused 422 from its header, with
 /// one decoding slot and nothing stored; the same size in 8 bits is fine. (This asserts the
@@ -1029,7 +1029,7 @@ async fn a_png_bomb_is_refused_from_its_header() {
     inst.shutdown().await;
 }
 
-/// Issue 28 item 9: files are streamed from disk with Range support (RFC 9110 §14): the first
+/// R-API: files are streamed from disk with Range support (RFC 9110 §14): the first
 /// bytes, a suffix, an open end, and an unsatisfiable range (416 with `bytes */size`), keeping
 /// the type, `nosniff` and caching headers on every answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

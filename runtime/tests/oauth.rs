@@ -1,4 +1,4 @@
-//! OAuth 2 as Mastodon speaks it (SPEC §11 R-MAPI-1, issue 18 items 1–3), over HTTP against a
+//! OAuth 2 as Mastodon speaks it (SPEC §11 R-MAPI-1), over HTTP against a
 //! real node and PostgreSQL: app registration, the sign-in and consent pages (driven here by a
 //! cookie-keeping HTTP client; tests/clients.rs drives them in Chromium), codes with PKCE,
 //! client credentials, revocation, scopes on the client routes, sign-in limits, metadata and
@@ -820,7 +820,7 @@ async fn failed_sign_ins_are_limited_per_account_and_per_address() {
     inst.shutdown().await;
 }
 
-/// Issue 28 item 5: 40 parallel wrong guesses were all checked against a limit of 5, and the
+/// R-API: 40 parallel wrong guesses were all checked against a limit of 5, and the
 /// right password worked afterwards. Each attempt is now reserved before its password is
 /// checked, so exactly the limit is checked, the rest are 429, and the account stays locked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1077,7 +1077,7 @@ async fn behind_an_https_proxy_the_cookies_are_secure_and_the_forwarded_address_
     inst.shutdown().await;
 }
 
-// Issue 28 item 10, one test per attack, each tried first.
+// R-API, one test per attack, each tried first.
 
 /// Script and local-file redirect URIs are refused at registration, nothing stored; native
 /// apps' custom schemes and the out-of-band URN still register.

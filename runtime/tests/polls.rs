@@ -1,4 +1,4 @@
-//! Poll-expiry notifications on a real PostgreSQL (SPEC.md §7, issue 6): never early, never
+//! Poll-expiry notifications on a real PostgreSQL (SPEC.md §7, R-POLL): never early, never
 //! twice, at most 100 stored poll messages, everything recovered; plus the HTTP endpoints.
 //! Time only appears as lower bounds ("not before the expiry") and polled deadlines.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message

@@ -1,4 +1,4 @@
-//! Posting preferences (issue 30 item 1): `source[privacy|sensitive|language]` kept from
+//! Posting preferences (R-MAPI-6): `source[privacy|sensitive|language]` kept from
 //! `update_credentials`, shown in `verify_credentials` and `GET /api/v1/preferences`, and
 //! applied to what is posted or boosted without them — a followers-only default must never
 //! let a post or a boost go out public by omission (the privacy bug the issue names). Over

@@ -233,7 +233,7 @@ fn bad_numbers_are_startup_errors() {
     }
 }
 
-/// Issue 14/12: one-shot commands wait a bounded time (`DATABASE_WAIT_SECONDS`) for an
+/// R-ROLE, bad env values: one-shot commands wait a bounded time (`DATABASE_WAIT_SECONDS`) for an
 /// unreachable database, then fail with a clear error and a non-zero exit.
 #[test]
 fn one_shot_commands_give_up_on_an_unreachable_database() {
@@ -263,7 +263,7 @@ fn one_shot_commands_give_up_on_an_unreachable_database() {
     }
 }
 
-/// Issue 14/12: a log filter that does not parse is an error, not a silent `info`.
+/// R-ROLE, bad env values: a log filter that does not parse is an error, not a silent `info`.
 #[test]
 fn an_invalid_log_filter_is_a_startup_error() {
     for (var, value) in [("RUST_LOG", "info,[[[bad"), ("LOG_LEVEL", "hollo=loud")] {
@@ -754,7 +754,7 @@ async fn listeners_reconnect_after_a_database_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 28 item 7: a web node serves `/metrics` on its health port only (the public port
+/// R-API: a web node serves `/metrics` on its health port only (the public port
 /// answers 404), and a scrape counts nothing: with a sample interval of an hour, the one
 /// sample the node took at start is all there is after thirty scrapes.
 #[tokio::test]

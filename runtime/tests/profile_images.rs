@@ -1,4 +1,4 @@
-//! Avatars and headers (issue 30 item 2) over HTTP against a real node on a real PostgreSQL with
+//! Avatars and headers (R-MAPI-6) over HTTP against a real node on a real PostgreSQL with
 //! the fs drive: refusals first (not an image, over `MEDIA_MAX_BYTES`, a token without
 //! `write:accounts`, no token) with nothing stored, removal of what is not there; then upload
 //! through `update_credentials` — processed to Mastodon's sizes, served from the drive, shown in

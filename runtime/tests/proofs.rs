@@ -1,4 +1,4 @@
-//! Object Integrity Proofs (FEP-8b32, `eddsa-jcs-2022`; issue 17/5) between our node and the
+//! Object Integrity Proofs (FEP-8b32, `eddsa-jcs-2022`; R-AP-1) between our node and the
 //! test peer: what we send carries a proof our actor document verifies, and an activity
 //! relayed by someone else counts only with a valid proof by its own actor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message

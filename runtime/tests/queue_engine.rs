@@ -516,7 +516,7 @@ async fn per_process_limits_hold_under_load() {
     a.shutdown().await;
 }
 
-/// A slot pool (deliveries, issue 20) has slots of its own: its kinds never take the queue's
+/// A slot pool (deliveries, R-AP-2) has slots of its own: its kinds never take the queue's
 /// slots, so a fan-out held up by slow hosts cannot stall the queue's other work, and its own
 /// limit is both respected and filled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

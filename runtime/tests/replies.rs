@@ -1,4 +1,4 @@
-//! Remote reply collection (issue 5) against a test remote server on 127.0.0.1 that serves
+//! Remote reply collection (R-RPL) against a test remote server on 127.0.0.1 that serves
 //! scripted collections, records every request's arrival time and checks our signature. Each
 //! test has its own database; workers run in-process (task consumers with the collector) except
 //! in the SIGKILL test, which runs the real binary.
@@ -538,7 +538,7 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
     inst.shutdown().await;
 }
 
-/// Issue 14/6: a remote's `Retry-After` is input. An absurd one used to overflow the interval
+/// R-AP-1: a remote's `Retry-After` is input. An absurd one used to overflow the interval
 /// arithmetic, leaving the job `processing` for its whole lease with no error recorded; now it
 /// is clamped (12 h, as deliveries) and the job waits with the 429 recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

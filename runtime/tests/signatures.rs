@@ -1,4 +1,4 @@
-//! RFC 9421 HTTP Message Signatures beside draft-cavage (issue 17/4), against a test peer that
+//! RFC 9421 HTTP Message Signatures beside draft-cavage (R-AP-1), against a test peer that
 //! accepts only one of them: our inbox verifies RFC 9421 and refuses a signature covering too
 //! few components; a host that signed to us with RFC 9421 gets our deliveries signed that way;
 //! a host known for RFC 9421 that answers 401 gets the same delivery again with draft-cavage at

@@ -1,4 +1,4 @@
-//! The status model every client-API route builds on (issue 19, R-MAPI-3/4): the one id space
+//! The status model every client-API route builds on (R-MAPI-3/4): the one id space
 //! over our posts, remote posts and boosts, the visibility rule, and Mastodon's Status entity
 //! rendered for a viewer — against a real PostgreSQL with rows as the writers store them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -305,7 +305,7 @@ async fn feed_and_notifications_are_written_once_per_cause() {
     }
 }
 
-/// What an `Undo` or a deletion takes back (issue 19 items 1 and 6): `withdraw` removes the
+/// What an `Undo` or a deletion takes back (R-MAPI-3): `withdraw` removes the
 /// notifications one cause made and no other, `remove_entry` one boost's entries and not the
 /// post's, `notify::remove_post` every notification about a deleted post.
 #[tokio::test]

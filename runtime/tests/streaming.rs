@@ -1,4 +1,4 @@
-//! The Mastodon streaming API (SPEC §11, R-MAPI-5, issue 19 item 5) over real WebSockets
+//! The Mastodon streaming API (SPEC §11, R-MAPI-5) over real WebSockets
 //! against real nodes on a real PostgreSQL: who may connect and how the token travels, what
 //! each stream receives (and never receives), fan-out from any web node or worker to a client
 //! on another web node when each is its own `hollo` process, and a client that stops reading
@@ -444,7 +444,7 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
         let (e, _) = until(ws, "the deletion", |e| e.event == "delete").await;
         assert_eq!(e.payload, json!(hello), "{e:?}");
     }
-    // A direct message's deletion goes to its readers only (R-MAPI-VIS, issue 28 item 11):
+    // A direct message's deletion goes to its readers only (R-MAPI-VIS, R-API):
     // bob hears of it; carol, on every stream she has, hears of the public barrier's deletion
     // and of nothing before it.
     for gone in [&direct, &barrier] {
@@ -834,7 +834,7 @@ async fn inbox_notes_reach_the_public_streams() {
     inst.shutdown().await;
 }
 
-/// Issue 28 item 6: past `STREAMS_PER_TOKEN` streams of one token, or `STREAMS_MAX` of the
+/// R-API: past `STREAMS_PER_TOKEN` streams of one token, or `STREAMS_MAX` of the
 /// node, a new stream is refused 429 before the upgrade; a closed stream gives its place back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn streams_are_capped_per_token_and_per_node() {
@@ -896,7 +896,7 @@ async fn fresh_get(addr: std::net::SocketAddr) -> u16 {
         .unwrap_or(0)
 }
 
-/// Issue 28 item 6: an upgraded stream keeps its connection's place under
+/// R-API: an upgraded stream keeps its connection's place under
 /// `HTTP_MAX_CONNECTIONS` (385 streams used to exhaust a node's descriptors with `/healthz`
 /// unanswered): with every place held by a stream a new connection gets the cap's 503, and
 /// a closed stream gives its place back.
@@ -946,7 +946,7 @@ async fn closed(ws: &mut Socket, what: &str) -> Option<u16> {
     }
 }
 
-/// Issue 28 item 6: a token revoked through one web node closes its streams on another (each
+/// R-API: a token revoked through one web node closes its streams on another (each
 /// its own `hollo` process, as in production): a policy close (1008) soon after the
 /// revocation, on every stream of the token, while another token's stream on the same node
 /// goes on receiving.

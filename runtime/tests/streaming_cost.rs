@@ -1,4 +1,4 @@
-//! What a public post costs the database per open stream (issue 28 item 6: 300 streams used to
+//! What a public post costs the database per open stream (R-API: 300 streams used to
 //! cost 2 733 statements for one post, ~9 per stream, each stream rendering the status for
 //! itself). The public streams' payload is now rendered once per node and event, so a stream
 //! more costs no statement.

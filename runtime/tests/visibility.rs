@@ -1,4 +1,4 @@
-//! One visibility rule for every path that returns a status (R-MAPI-VIS, issue 28 items 1 and
+//! One visibility rule for every path that returns a status (R-MAPI-VIS, R-API and
 //! 2): a direct message and a followers-only post between two other accounts — local ones, with
 //! a poll and a hashtag, and remote ones addressed to someone else — never reach a third
 //! account or an anonymous client, through any route the server has.
@@ -152,7 +152,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         "/api/v1/accounts/search",
         "/api/v1/blocks",
         "/api/v1/preferences",
-        // Issue 31's: a list's timeline, its members, the mutes and the exports.
+        // R-MAPI-6's: a list's timeline, its members, the mutes and the exports.
         "/api/v1/timelines/list/{id}",
         "/api/v1/lists/{id}/accounts",
         "/api/v1/mutes",

@@ -1,4 +1,4 @@
-//! Issue 28 item 11 (all but the streaming part), each attack tried first, over HTTP against
+//! R-API (all but the streaming part), each attack tried first, over HTTP against
 //! a real node and PostgreSQL: a read-only token starting a reply collection, an oversize
 //! `Idempotency-Key`, a burst of statuses past the per-account write limit, and a status whose
 //! mentions would make us fetch from many hosts it names, again and again.

@@ -1,4 +1,4 @@
-//! `hollo-inbox-load`: the sending side of `bench/inbox` (issue 20). It is one remote actor,
+//! `hollo-inbox-load`: the sending side of `bench/inbox` (R-AP-2). It is one remote actor,
 //! `sender`, on a loopback address: it serves its actor document (with its public key) so the
 //! server under test can verify signatures, pre-signs `--count` distinct `Create(Note)`
 //! activities to `--target` (draft-cavage, body digest, as Mastodon signs), then — on `go` from

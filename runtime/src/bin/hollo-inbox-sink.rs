@@ -1,4 +1,4 @@
-//! `hollo-inbox-sink`: the remote side of `bench/fanout` (issue 20). It plays `--hosts` remote
+//! `hollo-inbox-sink`: the remote side of `bench/fanout` (R-AP-2). It plays `--hosts` remote
 //! servers, each on its own loopback address (`127.1.x.y`, one port for all), and answers every
 //! `POST` to an inbox with 202 after `--latency-ms`, as a busy remote server would. Loopback
 //! only: nothing listens on another interface.

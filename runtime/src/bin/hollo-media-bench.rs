@@ -1,5 +1,5 @@
 //! `hollo-media-bench`: the peak memory (VmHWM) of processing uploads at once, the number
-//! issue 28 item 9 is about (six uploads of a 258 KB PNG bomb took a node to 3.1 GB). Memory
+//! R-API is about (six uploads of a 258 KB PNG bomb took a node to 3.1 GB). Memory
 //! is measured here, in a process of its own, not in a timed test.
 //!
 //! `hollo-media-bench write-bomb FILE [--width W --height H --bits 16|8]` writes a W×H RGBA PNG

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{DbConfig, redact_url};
 use crate::queue::Backoff;
 
-/// Pre-deploy migrations (issue 34 item 1): every file of `migrations/`. Additive only — the
+/// Pre-deploy migrations (R-OP-ZD): every file of `migrations/`. Additive only — the
 /// previous version keeps working on the schema they leave (new tables, new nullable or
 /// defaulted columns, indexes built concurrently) — so they run while the old pods serve.
 /// Their table is sqlx's default `_sqlx_migrations`, so every database migrated before the
@@ -37,7 +37,7 @@ pub static MIGRATOR: std::sync::LazyLock<Migrator> = std::sync::LazyLock::new(||
 /// `post/` directory when it reads `migrations/`).
 pub const POST_TABLE: &str = "_hollo_post_migrations";
 
-/// Post-deploy migrations (issue 34 item 1): every file of `migrations/post/`. Contract
+/// Post-deploy migrations (R-OP-ZD): every file of `migrations/post/`. Contract
 /// changes (drop, rename's second half, NOT NULL after a backfill) the previous version may
 /// not survive: they run only once no pod of an older version is left.
 pub static POST_MIGRATOR: std::sync::LazyLock<Migrator> = std::sync::LazyLock::new(|| {
@@ -249,7 +249,7 @@ pub async fn post_schema_version(pool: &PgPool) -> Result<i64> {
 }
 
 /// `hollo serve` refuses an outdated schema (R-ROLE-5): one below [`min_schema_version`].
-/// A schema newer by pre-deploy migrations only is accepted (issue 34 item 1: they are
+/// A schema newer by pre-deploy migrations only is accepted (R-OP-ZD: they are
 /// additive, which is what lets the old pods serve while a newer version pre-migrates); one
 /// with a post-deploy migration this binary does not carry is refused: a newer version has
 /// contracted the schema (dropped or tightened something this binary may read).

@@ -1,4 +1,4 @@
-//! Liberal in what we accept (issue 17/3): an incoming document may use any valid compaction
+//! Liberal in what we accept (R-AP-1): an incoming document may use any valid compaction
 //! of the same data, and every server picks its own. Before an activity is stored (inbox) or
 //! a note is kept (inbox, reply collection), it is brought to the one shape the rest of the
 //! code reads:
@@ -86,7 +86,7 @@ fn is_public(iri: &str) -> bool {
 
 /// How deep the walk goes: below this many levels a value is kept as it came. The walk
 /// recurses once per level; documents are parsed by serde_json, whose recursion limit (128)
-/// already bounds them, but the walk does not rely on where its input came from (issue 28
+/// already bounds them, but the walk does not rely on where its input came from (R-API
 /// item 3). No activity we read nests terms anywhere near this deep.
 pub const MAX_DEPTH: usize = 32;
 

@@ -1,4 +1,4 @@
-//! A reader's filters in force, applied to what they are shown (issue 31 item 3): a status
+//! A reader's filters in force, applied to what they are shown (R-MAPI-6): a status
 //! matching a filter of the context it is shown in carries a `FilterResult` in `filtered`
 //! (`warn`), or is left out (`hide`). Loaded once per request or stream, matched on the
 //! rendered entities — the text Mastodon matches (content warning, content, poll options,

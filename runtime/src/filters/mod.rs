@@ -1,4 +1,4 @@
-//! Filters (issue 31 item 3), Mastodon's v2 model: an account's titled filters, each with the
+//! Filters (R-MAPI-6), Mastodon's v2 model: an account's titled filters, each with the
 //! contexts it applies in, its action and an optional end, and its rules — keywords and
 //! statuses. This module keeps them (every change in the caller's transaction, telling the
 //! account's streams and scheduling the end); [`active`] applies them to what a reader is

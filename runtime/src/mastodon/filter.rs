@@ -1,4 +1,4 @@
-//! Mastodon's filter entities (issue 31 item 3): `Filter`, `FilterKeyword`, `FilterStatus`,
+//! Mastodon's filter entities (R-MAPI-6): `Filter`, `FilterKeyword`, `FilterStatus`,
 //! the `FilterResult` a matching status carries in `filtered`, and the v1 `Filter` old
 //! clients read (one per keyword).
 

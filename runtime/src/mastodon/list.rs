@@ -1,4 +1,4 @@
-//! Mastodon's List entity (issue 31 item 1).
+//! Mastodon's List entity (R-MAPI-6).
 
 use serde::Serialize;
 

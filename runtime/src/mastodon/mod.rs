@@ -56,7 +56,7 @@ impl<'a> Site<'a> {
     }
 }
 
-/// A custom emoji: a remote post's or profile's `Emoji` tags (issue 30 item 5); the field is
+/// A custom emoji: a remote post's or profile's `Emoji` tags (R-MAPI-6); the field is
 /// always present, as clients expect.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CustomEmoji {

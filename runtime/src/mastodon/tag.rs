@@ -1,5 +1,5 @@
 //! Mastodon's `Tag` (<https://docs.joinmastodon.org/entities/Tag/>) as the tags API, search
-//! and followed tags answer it, and `FeaturedTag` (issue 30 item 6).
+//! and followed tags answer it, and `FeaturedTag` (R-MAPI-6).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -1,11 +1,11 @@
-//! Media attachments of the Mastodon client API (R-MAPI-3, issue 19 item 4).
+//! Media attachments of the Mastodon client API (R-MAPI-3).
 //!
 //! - `processing`: sniffing, limits, thumbnail and BlurHash (JPEG, PNG, GIF, WebP only).
 //! - `storage`: the [`Drive`] (`DRIVE_DISK=fs|s3` through object_store) and public URLs.
 //! - `entity`: Mastodon's `MediaAttachment` and the ActivityPub `Document`.
 //! - `upload`: creating, reading, editing and deleting an account's uploads.
 //! - `deferred`: processing an upload stored raw, on a worker (`tasks::media`).
-//! - `profile_images`: local accounts' avatars and headers (issue 30 item 2).
+//! - `profile_images`: local accounts' avatars and headers (R-MAPI-6).
 //! - `attach`: what statuses call — [`attach`], [`documents_for`] (the client API's entities are `mastodon::media`).
 //!
 //! Routes are in `web::mastodon::media`; files of the fs drive are served by

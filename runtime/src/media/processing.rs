@@ -169,7 +169,7 @@ fn check_gif_frames(bytes: &[u8], max_pixels: u64) -> Result<(), ProcessError> {
 /// The decoding slots of a process (`MEDIA_DECODE_CONCURRENCY`): every decode — an upload
 /// processed at once on a web node, or a deferred one on a worker — runs in one, on a blocking
 /// thread, so at most that many images are in memory decoded at a time however many uploads
-/// arrive together (six PNG bombs at once took 3.1 GB before, issue 28 item 9). More wait for
+/// arrive together (six PNG bombs at once took 3.1 GB before, R-API). More wait for
 /// a slot.
 #[derive(Clone, Debug)]
 pub struct DecodeSlots(std::sync::Arc<tokio::sync::Semaphore>);
@@ -407,7 +407,7 @@ mod tests {
     }
 
     /// A 7680×4320 16-bit RGBA PNG of zeros: within the pixel limit, about 260 KB, and 265 MB
-    /// decoded — refused from its header (issue 28 item 9).
+    /// decoded — refused from its header (R-API).
     #[test]
     fn a_png_bomb_is_refused_from_its_header() {
         let bomb = png_bomb(7680, 4320);

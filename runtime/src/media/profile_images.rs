@@ -1,4 +1,4 @@
-//! Avatars and headers of local accounts (issue 30 item 2): an image sent to
+//! Avatars and headers of local accounts (R-MAPI-6): an image sent to
 //! `update_credentials` goes through the upload checks (`processing::probe`: the type sniffed
 //! from the bytes, `MEDIA_MAX_BYTES`, `MEDIA_MAX_PIXELS`), is decoded in a decoding slot and
 //! scaled and cropped as Mastodon does (avatar 400×400, header 1500×500, `processing::fill`),

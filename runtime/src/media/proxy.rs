@@ -1,4 +1,4 @@
-//! Remote images shown through this server (issue 30 item 5): a remote custom emoji's image is
+//! Remote images shown through this server (R-MAPI-6): a remote custom emoji's image is
 //! served from `/media/proxy/<mac>?url=<remote URL>`, so an app showing it asks only its own
 //! server — the remote server never sees who reads a post, nor their IP address. The URL is
 //! authenticated (HMAC-SHA256 under a key derived from `SECRET_KEY`), so the proxy serves only

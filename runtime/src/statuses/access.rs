@@ -31,7 +31,7 @@ pub fn visible_sql(alias: &str, viewer_param: u32) -> String {
 /// `AND p.visibility = 'public'`) hold, until the page is full. Several halves (ours and
 /// theirs) are each paged so, then merged by `merge` (`ORDER BY c.id … LIMIT …`).
 ///
-/// Why the shape (issue 38): the remote half of `posts` is a join, which PostgreSQL plans on
+/// Why the shape (R-MAPI-4): the remote half of `posts` is a join, which PostgreSQL plans on
 /// its own, without the outer `ORDER BY … LIMIT`, so filtering the view and then ordering it
 /// read every remote post; and PostgreSQL 15 does not merge a `UNION ALL` of two index scans
 /// under a `LIMIT` either (it sorts them). Here each half walks its own index and stops, and
@@ -82,7 +82,7 @@ pub async fn can_see(
 pub fn entry_visible_sql(id_expr: &str, viewer_param: u32) -> String {
     let rule = visible_sql("vp", viewer_param);
     // The boosted post is probed by id in a LATERAL subquery: a join with `posts` would be
-    // planned against the whole view (issue 38). The boost is a scalar subquery, not an
+    // planned against the whole view (R-MAPI-4). The boost is a scalar subquery, not an
     // EXISTS: PostgreSQL may plan an EXISTS as a hashed alternative that reads all of
     // `reblogs` once, which a scalar subquery never is (it stays one probe of its key).
     format!(
@@ -109,7 +109,7 @@ pub async fn visible(
     }
     let rule = visible_sql("p", 2);
     // A boost's post is probed by id (LATERAL), not joined with the view: a join made the
-    // generic plan hash every remote post and actor (issue 38).
+    // generic plan hash every remote post and actor (R-MAPI-4).
     let sql = format!(
         "SELECT p.id FROM posts p WHERE p.id = ANY($1) AND {rule}
          UNION ALL

@@ -1,4 +1,4 @@
-//! Muted conversations (issue 31 item 2, `POST /api/v1/statuses/:id/mute`): a thread the
+//! Muted conversations (R-MAPI-6, `POST /api/v1/statuses/:id/mute`): a thread the
 //! account takes part in stops notifying it — replies, mentions, favourites, boosts, poll
 //! ends and edits about any of its statuses — as Mastodon's `NotifyService` does. Its statuses
 //! render `muted: true` for that account. Nothing is federated.

@@ -1,4 +1,4 @@
-//! Direct conversations (R-MAPI-4, issue 19 item 6): every direct post, ours or one arriving
+//! Direct conversations (R-MAPI-4): every direct post, ours or one arriving
 //! through the inbox, joins its thread's conversation for each local participant (its
 //! author, if local, and the local accounts it addresses), keyed by the thread's root so a
 //! reply continues the conversation it answers. The author's copy is read, the others'

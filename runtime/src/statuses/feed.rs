@@ -1,4 +1,4 @@
-//! Home and list timelines written when a post or boost arrives (R-MAPI-4, issue 31 item 1):
+//! Home and list timelines written when a post or boost arrives (R-MAPI-4, R-MAPI-6):
 //! `push` is the one way an entry gets into `home_feed` and `list_feed`, so reading a page
 //! stays one index range scan and every new entry reaches the account's `user` and `list`
 //! streams from one place.

@@ -1,4 +1,4 @@
-//! What a reader chose not to see (issue 31 items 2 and 4): the accounts they mute or block
+//! What a reader chose not to see (R-MAPI-6): the accounts they mute or block
 //! and the servers they block. Their posts, and boosts by them or of their posts, stay out of
 //! the reader's home, list, public and tag timelines and streams; their notifications too when
 //! the mute says so (a block, of an account or a domain, always). Opening such a status directly still works, as on Mastodon: this is a preference,
@@ -120,7 +120,7 @@ impl Hidden {
     /// `$domains_param`: the entry is not by a hidden account or server (a post or a boost of
     /// theirs) nor a boost of their post. The post is probed by id in a scalar subquery, one
     /// index lookup per candidate (an `EXISTS` may be planned as a hash of the whole `posts`
-    /// view, issue 38).
+    /// view, R-MAPI-4).
     pub fn entry_sql(
         &self,
         alias: &str,

@@ -1,4 +1,4 @@
-//! A local account's favourites, boosts and bookmarks (R-MAPI-3, issue 19 item 1): the rows,
+//! A local account's favourites, boosts and bookmarks (R-MAPI-3): the rows,
 //! and their local side effects in the caller's transaction — the local author's
 //! notification (`notify`), the boost's home timeline entries (`feed`) — and the activity it
 //! sends (`federation::outbound::interactions`), queued in the same transaction, so the handler

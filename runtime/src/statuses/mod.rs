@@ -1,4 +1,4 @@
-//! Statuses as Mastodon apps see them (SPEC §11, R-MAPI-3/4, issue 19): one id space for our
+//! Statuses as Mastodon apps see them (SPEC §11, R-MAPI-3/4): one id space for our
 //! posts (`statuses`), theirs (`remote_posts`) and boosts (`reblogs`), joined by the `posts`
 //! view; who may read what (`access`, which `mastodon::status` renders through); and the one way each of home timelines (`feed::push`) and notifications
 //! (`notify::notify`) is written, so streaming hears of both from one place.

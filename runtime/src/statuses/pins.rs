@@ -1,4 +1,4 @@
-//! Pinned statuses (issue 30 item 3): an account pins up to [`MAX_PINNED`] of its own
+//! Pinned statuses (R-MAPI-6): an account pins up to [`MAX_PINNED`] of its own
 //! statuses (not direct ones) to its profile, as Mastodon does. Each pin or unpin is stored
 //! with the `Add` / `Remove` it sends to the account's followers (target: the actor's
 //! `featured` collection) in the caller's transaction. Remote actors' pins arrive as their

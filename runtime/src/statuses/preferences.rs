@@ -1,4 +1,4 @@
-//! A local account's posting defaults (issue 30 item 1): what a status or a boost sent
+//! A local account's posting defaults (R-MAPI-6): what a status or a boost sent
 //! without a visibility, a sensitivity or a language gets. Kept on `accounts`, changed through
 //! `update_credentials`' `source[…]`, read by `GET /api/v1/preferences` and the
 //! CredentialAccount's `source`.

@@ -1,4 +1,4 @@
-//! Writing local statuses (R-MAPI-3, issue 19 item 1): create, edit and delete, each in one
+//! Writing local statuses (R-MAPI-3): create, edit and delete, each in one
 //! transaction with everything that follows from it — media attached, mentions stored, who
 //! may read it (`audience`), the home timelines it lands in, `mention` notifications and the
 //! ActivityPub activity queued for delivery — so no status exists without its side effects
@@ -209,7 +209,7 @@ pub async fn create(
         };
         feed::push(&mut tx, &theirs, &local.home).await?;
     }
-    // Accounts following one of its tags get a public post too (issue 30 item 6).
+    // Accounts following one of its tags get a public post too (R-MAPI-6).
     crate::tags::fan_out(&mut tx, status).await?;
     notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
     if let (Some(a), true) = (&actor, notifies_followers(&mut tx, author.id, n).await?) {

@@ -1,4 +1,4 @@
-//! The Mastodon streaming API's events (R-MAPI-5, issue 19 item 5), across every web node.
+//! The Mastodon streaming API's events (R-MAPI-5), across every web node.
 //!
 //! Producers write a `stream_events` row and `pg_notify('hollo_stream', id)` in one statement
 //! of their own transaction ([`emit`]): an event exists, and is heard, only if its cause
@@ -10,7 +10,7 @@
 //! stream that sends it; a home timeline's or a notification's is rendered per connection with
 //! the viewer's account at send time ([`render`]).
 //!
-//! Limits (issue 28 item 6): a stream holds one of the node's `HTTP_MAX_CONNECTIONS` slots
+//! Limits (R-API): a stream holds one of the node's `HTTP_MAX_CONNECTIONS` slots
 //! while it is open, a node holds at most `STREAMS_MAX` streams and a token
 //! `STREAMS_PER_TOKEN` on one node ([`hub::Admission`]), and a revoked token's streams close
 //! on every node (a `revoke` event, written by a trigger whenever tokens are deleted).

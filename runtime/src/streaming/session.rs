@@ -396,7 +396,7 @@ impl Session {
     /// The event's `payload`: a JSON string of the entity, or the deleted id. A public
     /// stream's status is rendered once per node and event, by whichever stream sends it
     /// first (the others wait for that render and reuse it): 300 streams cost one render of
-    /// a public post, not 300 (issue 28 item 6).
+    /// a public post, not 300 (R-API).
     async fn payload(&self, e: &Event) -> Result<Option<Arc<str>>, sqlx::Error> {
         match (
             e.kind.as_str(),

@@ -1,4 +1,4 @@
-//! Featured hashtags (issue 30 item 6): up to [`MAX_FEATURED`] tags an account shows on its
+//! Featured hashtags (R-MAPI-6): up to [`MAX_FEATURED`] tags an account shows on its
 //! profile, each with how often the account used it publicly; served to apps
 //! (`/api/v1/featured_tags`) and to peers (the actor's `featuredTags` collection).
 

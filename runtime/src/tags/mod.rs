@@ -1,4 +1,4 @@
-//! Hashtags as people follow and feature them (issue 30 item 6): a tag's recent use
+//! Hashtags as people follow and feature them (R-MAPI-6): a tag's recent use
 //! (`history`), followed tags — whose public posts reach the follower's home, written by
 //! [`fan_out`] beside the followers' entries as each post arrives — and featured tags
 //! ([`featured`]). Names are kept as `statuses.tags` and `post_tags` keep them: lowercase,

@@ -1,4 +1,4 @@
-//! `hollo.actor-counts.v1 {iri}` (issue 30 item 8): a remote account's follower, following
+//! `hollo.actor-counts.v1 {iri}` (R-MAPI-6): a remote account's follower, following
 //! and post counts, as its server publishes them — the `totalItems` of the `followers`,
 //! `following` and `outbox` collections its actor document names — so profiles show real
 //! numbers, not 0.

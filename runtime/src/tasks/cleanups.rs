@@ -74,7 +74,7 @@ pub fn valid_media_key(key: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
-/// What `hollo cleanup` starts (issue 35 item 5: the operator's `spec.maintenance` CronJobs):
+/// What `hollo cleanup` starts (R-OP-OPS: the operator's `spec.maintenance` CronJobs):
 /// the same job `POST /api/v1/admin/cleanups` creates, in one transaction with its first
 /// dispatch, for the workers to run. `older_than_days` is required for `remote_posts` (1–36,500).
 pub async fn start(

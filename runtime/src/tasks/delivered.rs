@@ -1,4 +1,4 @@
-//! Group commit of successful deliveries (issue 20). A fan-out finishes hundreds of deliveries
+//! Group commit of successful deliveries (R-AP-2). A fan-out finishes hundreds of deliveries
 //! a second per worker; recording each in its own statement cost a commit (a WAL flush) apiece,
 //! more server time than everything else a delivery does. Handlers hand their success to one
 //! writer task and wait for it: the writer takes whatever has piled up while its previous

@@ -58,7 +58,7 @@ async fn handle(
     p: DeliverPayload,
 ) -> Result<(), TaskError> {
     // The body as PostgreSQL's text: sent as is, never parsed and re-serialized per delivery
-    // (a fan-out sends one stored activity to thousands of inboxes; issue 20).
+    // (a fan-out sends one stored activity to thousands of inboxes; R-AP-2).
     let row: Option<(String, Uuid, String, Option<String>, i32)> = sqlx::query_as(
         "SELECT d.state, o.account_id, o.body::text, d.actor_iri, d.attempts
            FROM deliveries d JOIN outbox_activities o ON o.id = d.activity_id

@@ -1,4 +1,4 @@
-//! `hollo.filter-expiry.v1 {filterId}` (issue 31 item 3): announces a filter's end to its
+//! `hollo.filter-expiry.v1 {filterId}` (R-MAPI-6): announces a filter's end to its
 //! owner's open streams (they reload their filters; `user` streams send `filters_changed`, so
 //! apps drop the warnings it put on what they show).
 //!

@@ -1,4 +1,4 @@
-//! `hollo.mute-expiry.v1 {accountId, targetIri}` (issue 31 item 2): removes a mute once its
+//! `hollo.mute-expiry.v1 {accountId, targetIri}` (R-MAPI-6): removes a mute once its
 //! `expires_at` has passed.
 //!
 //! The same standard as poll expiry (R-POLL-2): one transaction with the mute row locked (a

@@ -213,7 +213,7 @@ async fn outbox_handler(
     Ok(collection(fed.outbox(&account.username), 0))
 }
 
-/// The account's pinned statuses (issue 30 item 3), embedded as Mastodon serves them so a
+/// The account's pinned statuses (R-MAPI-6), embedded as Mastodon serves them so a
 /// peer needs no second fetch; only public and unlisted ones, as the statuses themselves.
 async fn featured_handler(
     State(s): State<AppState>,
@@ -243,7 +243,7 @@ async fn featured_handler(
     })))
 }
 
-/// The account's featured hashtags (issue 30 item 6) as `Hashtag` objects.
+/// The account's featured hashtags (R-MAPI-6) as `Hashtag` objects.
 async fn featured_tags_handler(
     State(s): State<AppState>,
     Path(name): Path<String>,

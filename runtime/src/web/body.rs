@@ -108,7 +108,7 @@ pub trait RequestBody: DeserializeOwned {
 /// Parses JSON into `T`, refusing NUL characters (PostgreSQL cannot store them). Nesting is
 /// bounded by serde_json's recursion limit (128 levels, a syntax error past it: 400), so a
 /// deep body can neither overflow the stack here nor in the walks and drops after it; nothing
-/// in the tree enables its `unbounded_depth` feature (issue 28 item 3).
+/// in the tree enables its `unbounded_depth` feature (R-API).
 pub fn parse_json<T: DeserializeOwned>(
     bytes: &[u8],
     shape_status: StatusCode,

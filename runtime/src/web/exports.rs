@@ -1,4 +1,4 @@
-//! `GET /api/v1/exports/<file>.csv` (issue 31 item 5): the account's relationships in
+//! `GET /api/v1/exports/<file>.csv` (R-MAPI-6): the account's relationships in
 //! Mastodon's export formats (`exports`), for the token holder only, each behind the read
 //! scope of what it holds. What `POST /api/v1/imports` takes in comes out here in the same
 //! shape, so a move between accounts or servers is an export and an import.

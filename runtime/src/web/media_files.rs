@@ -22,7 +22,7 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/media/{id}/{file}", get(serve))
 }
 
-/// Streams the file from disk (issue 28 item 9): tower-http's `ServeFile` reads it in chunks
+/// Streams the file from disk (R-API): tower-http's `ServeFile` reads it in chunks
 /// as the client takes them, so a slow reader costs a buffer, not the file, and answers
 /// `Range` requests (one range: 206 with `Content-Range`; unsatisfiable or several: 416),
 /// `If-Modified-Since` and `HEAD`. We then put back our type and policy headers, and make its

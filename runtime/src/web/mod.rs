@@ -1,7 +1,7 @@
 //! HTTP: the API, health, version and admin status on web nodes (`PORT`), and the small health
 //! server every node has (`HEALTH_PORT`: `/healthz`, `/readyz`, `/metrics`). `/metrics` is
 //! served on the health port only: it is for the cluster's scrapers, not for anyone who can
-//! reach the public port (issue 28 item 7). Errors are `{"error": "…"}` with a real status code.
+//! reach the public port (R-API). Errors are `{"error": "…"}` with a real status code.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,14 +66,14 @@ pub struct AppState {
     pub drive: Arc<crate::media::Drive>,
     /// `MEDIA_*` limits (and the drive's settings).
     pub media: crate::config::MediaConfig,
-    /// `STATUS_RATE_*`: per-account write rate limits (issue 28 item 11).
+    /// `STATUS_RATE_*`: per-account write rate limits (R-API).
     pub writes: crate::config::WriteLimits,
     /// This node's open streaming connections and the events its listener hears (R-MAPI-5).
     pub streams: Arc<crate::streaming::Hub>,
     /// The instance's user and status counts, recounted at most every
-    /// `INSTANCE_STATS_SECONDS` (issue 28 item 8).
+    /// `INSTANCE_STATS_SECONDS` (R-API).
     pub instance_stats: Arc<mastodon::instance::UsageCache>,
-    /// The bound on password checks (`PASSWORD_HASH_CONCURRENCY`, issue 28 item 4).
+    /// The bound on password checks (`PASSWORD_HASH_CONCURRENCY`, R-API).
     pub hashing: Arc<crate::passwords::Hashing>,
     /// Remote images shown through this server (`media::proxy`); `None` without `SECRET_KEY`.
     pub media_proxy: Option<Arc<crate::media::proxy::MediaProxy>>,
@@ -258,7 +258,7 @@ async fn readyz(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
 
 /// Renders what the node has counted and sampled, and nothing else: no database access, so a
 /// scrape costs the same with 200 000 queued messages as with none, and any number of
-/// scrapers cannot slow the database (issue 28 item 7). Depths come from [`sample_depth_loop`].
+/// scrapers cannot slow the database (R-API). Depths come from [`sample_depth_loop`].
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     (
         [(
@@ -390,7 +390,7 @@ mod tests {
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// Issue 28 item 7, structurally: `/metrics` answers from memory. The node's pool points at
+    /// R-API, structurally: `/metrics` answers from memory. The node's pool points at
     /// a port where no database listens, so any query would wait out the pool's acquire
     /// timeout (5 s) and fail; fifty scrapes answer at once with the sampled depth, and only
     /// the health router has the route.

@@ -56,7 +56,7 @@ async fn job_json(s: &AppState, id: Uuid) -> Result<Value, ApiError> {
 }
 
 /// Starting a collection makes this node fetch from a remote server and store what it
-/// gets: a write, so it takes `write:statuses` (`write`), not a read scope (issue 28 item 11).
+/// gets: a write, so it takes `write:statuses` (`write`), not a read scope (R-API).
 async fn create(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,

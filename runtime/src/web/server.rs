@@ -37,7 +37,7 @@ content-length: 45\r\nretry-after: 1\r\nconnection: close\r\n\r\n\
 /// A connection's place under `HTTP_MAX_CONNECTIONS`, on every request of the connection (an
 /// extension). The place is given back when the last holder drops it: the connection when it
 /// ends, or a streaming WebSocket that took it at the upgrade, so an upgraded socket counts
-/// against the cap for as long as it is open (issue 28 item 6: streams that escaped the cap
+/// against the cap for as long as it is open (R-API: streams that escaped the cap
 /// exhausted a node's descriptors).
 #[derive(Clone)]
 pub struct ConnectionSlot {

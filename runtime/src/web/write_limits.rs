@@ -1,4 +1,4 @@
-//! Per-account write rate limits (issue 28 item 11): a token bucket per account and action in
+//! Per-account write rate limits (R-API): a token bucket per account and action in
 //! PostgreSQL, so every web node counts the same writes. A bucket holds up to `limit` tokens
 //! and refills at `limit` per `period` (Mastodon's default for statuses: 300 per 3 hours); each
 //! write takes one. Taking is one atomic statement: concurrent writes of one account cannot

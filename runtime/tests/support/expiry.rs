@@ -1,7 +1,7 @@
 //! The poll-expiry standard (R-POLL-2) for any timed task: a worker process SIGKILLed while it
 //! runs the task loses nothing and does nothing twice. The task is held on a row lock the test
 //! takes, so the kill lands inside the handler; once the lease lapses another worker runs it,
-//! once. Mute expiry and filter expiry (issue 31) are checked with it.
+//! once. Mute expiry and filter expiry (R-MAPI-6) are checked with it.
 
 use super::api::WAIT;
 use super::eventually;

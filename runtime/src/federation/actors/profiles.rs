@@ -1,6 +1,6 @@
 //! Local accounts' profiles: what `update_credentials` changes, the client API shows and the
 //! actor document serves (display name, note, locked, bot, profile fields, and the avatar and
-//! header as `icon`/`image` — stored by `media::profile_images`, issue 30 item 2). Text is
+//! header as `icon`/`image` — stored by `media::profile_images`, R-MAPI-6). Text is
 //! stored as the user typed it and published as escaped HTML (`html::text_to_html`), like
 //! statuses.
 //!

@@ -124,7 +124,7 @@ fn ed25519_aad(account: Uuid) -> Vec<u8> {
 
 /// One key per unit-test binary: generation is the slow part of these tests.
 /// Remote public keys this process has verified a signature with, parsed, with their owner,
-/// for a minute (issue 20): a busy inbox takes many requests signed by one key, and reading
+/// for a minute (R-AP-2): a busy inbox takes many requests signed by one key, and reading
 /// the key's row and parsing its PEM each time was most of what accepting one cost. Only a key
 /// that verifies is used from here; anything else goes the full way (read, refetch). A key the
 /// owner replaces stays accepted here for at most the minute.

@@ -1,4 +1,4 @@
-//! Remote `Like`s and `Announce`s, and their `Undo` (issue 19 item 6, R-MAPI-4): a like of our
+//! Remote `Like`s and `Announce`s, and their `Undo` (R-MAPI-4): a like of our
 //! post counts once per actor and notifies its author (`favourite`); a boost of a post we know
 //! is a `reblogs` row of the remote actor, notifies our author (`reblog`) and reaches the home
 //! feeds of local accounts following the booster (unless they turned its boosts off). An `Undo` takes each back.

@@ -1,4 +1,4 @@
-//! Remote notes arriving in the inbox (issue 19 item 6, R-MAPI-4): a `Create` or `Update`
+//! Remote notes arriving in the inbox (R-MAPI-4): a `Create` or `Update`
 //! stores the post with what reads must honour (visibility, audience), fills the home feeds of
 //! local followers who may see it and notifies the mentioned; an `Update` also tells local
 //! accounts that boosted it; a `Delete` takes it out of every feed and notification.
@@ -74,7 +74,7 @@ impl NoteFields {
             .filter_map(|t| t.get("name").and_then(Value::as_str))
             .map(|n| n.trim_start_matches('#').to_lowercase())
             // Only names a local post could have made: the name goes into tag URLs and
-            // timelines (issue 28 item 11).
+            // timelines (R-API).
             .filter(|n| crate::content::valid_tag_name(n))
             .collect();
         let attachments: Vec<Value> = many(object.get("attachment"))
@@ -360,7 +360,7 @@ pub async fn upsert(
     };
     feed::push(tx, &entry, &readers).await?;
     if create && stored.fresh {
-        // Accounts following one of its tags get a public post too (issue 30 item 6).
+        // Accounts following one of its tags get a public post too (R-MAPI-6).
         crate::tags::fan_out(tx, stored.id).await?;
     }
 
@@ -474,7 +474,7 @@ pub async fn delete(
 mod tests {
     use super::*;
 
-    /// Issue 28 item 11: a remote note's `Hashtag` names become tags (and tag URLs) only when
+    /// R-API: a remote note's `Hashtag` names become tags (and tag URLs) only when
     /// they are names a local post could have made.
     #[test]
     fn remote_hashtag_names_are_checked() {

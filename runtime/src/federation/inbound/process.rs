@@ -107,7 +107,7 @@ async fn boosted_post(
     Ok(())
 }
 
-/// A remote actor's pin or unpin (issue 30 item 3): an `Add`/`Remove` whose target is its
+/// A remote actor's pin or unpin (R-MAPI-6): an `Add`/`Remove` whose target is its
 /// own `featured` collection — the one its actor document names, or, not named, one under
 /// its IRI as Mastodon's are — of a post (not another actor's, when we know the post).
 async fn pinned(

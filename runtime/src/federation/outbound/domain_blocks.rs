@@ -1,4 +1,4 @@
-//! User-level domain blocks (issue 31 item 4, Mastodon's `/api/v1/domain_blocks`): an account
+//! User-level domain blocks (R-MAPI-6, Mastodon's `/api/v1/domain_blocks`): an account
 //! hides a whole server. What Mastodon does after one (its `AfterBlockDomainFromAccountService`)
 //! happens here in the block's transaction: the account stops following that server's
 //! accounts (`Undo(Follow)` to each), and its followers and waiting follow requests from there

@@ -1,4 +1,4 @@
-//! What pinning sends (issue 30 item 3): an `Add` (pin) or `Remove` (unpin) of the status to
+//! What pinning sends (R-MAPI-6): an `Add` (pin) or `Remove` (unpin) of the status to
 //! the actor's `featured` collection, to its followers, as Mastodon sends them; queued in the
 //! transaction that stores the change (`statuses::pins`).
 

@@ -36,7 +36,7 @@ fn retryable_fetch(e: &FetchError) -> bool {
 /// What a client may learn of a failed fetch: the remote's HTTP status, or that it could not
 /// be reached — never why our guard refused an address, what a name resolved to or that it
 /// did not resolve, which would make the API an oracle for our internal DNS and network
-/// (issue 28 item 11; the inbox's key fetches answer the same way, issue 14). A refusal and an
+/// (R-API; the inbox's key fetches answer the same way, R-AP-1). A refusal and an
 /// unreachable host read the same. The detail goes to the log.
 pub fn public_reason(e: &FetchError) -> String {
     match e {

@@ -1,4 +1,4 @@
-//! What a local account's favourites and boosts send (R-MAPI-3, R-AP-2, issue 19 item 1),
+//! What a local account's favourites and boosts send (R-MAPI-3, R-AP-2),
 //! outbound only: a `Like` (and its `Undo`) to a remote post's author; an `Announce` (and its
 //! `Undo`) to the booster's followers and the remote author, addressed as Mastodon addresses
 //! a boost of that visibility. Each is queued in the caller's transaction, the one that

@@ -1,10 +1,10 @@
-//! Resolving the mentions of a status being written (issue 17/2), before its transaction: a
+//! Resolving the mentions of a status being written (R-AP-1), before its transaction: a
 //! local account by name, a remote one from our store of actors (by handle, or by preferred
 //! username and host, as `directory::by_acct`) or else through WebFinger and a signed actor
 //! fetch. What does not resolve (unknown, unreachable, refused)
 //! is logged and stays text; it never fails the post.
 //!
-//! What a post can make us fetch is bounded (issue 28 item 11): at most [`MAX_REMOTE_LOOKUPS`]
+//! What a post can make us fetch is bounded (R-API): at most [`MAX_REMOTE_LOOKUPS`]
 //! handles per status go to WebFinger (cached and local ones are free), and a handle that
 //! failed — or any handle on a host that could not be reached — is not tried again for
 //! [`FAILURE_TTL`] on this process.
@@ -94,7 +94,7 @@ async fn resolve_one(
     let handle = t.key.as_str();
     // A stored actor, found as lookup and search find it: by its WebFinger handle, or — for
     // one learned from a follow, a post, a like or a thread, which has none — by preferred
-    // username on its IRI's host (issue 30 item 8: such mentions were left as text).
+    // username on its IRI's host (R-MAPI-6: such mentions were left as text).
     let cached = match directory::by_acct(pool, fed, handle).await.ok()? {
         Some(Found::Remote(r)) if !gone(pool, &r.iri).await => Some(r.iri),
         _ => None,

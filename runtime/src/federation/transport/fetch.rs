@@ -284,7 +284,7 @@ impl FetchClient {
         Self::with_roots(allow_private, extra)
     }
 
-    /// With the public roots plus `extra` (issue 35 item 3).
+    /// With the public roots plus `extra` (R-OP-OPS).
     pub fn with_roots(
         allow_private: bool,
         extra: Vec<reqwest::Certificate>,
@@ -756,7 +756,7 @@ mod tests {
         );
     }
 
-    /// Issue 35 item 3: a PEM bundle adds roots; a file with none, or none at all, is an error.
+    /// R-OP-OPS: a PEM bundle adds roots; a file with none, or none at all, is an error.
     #[test]
     fn ca_bundles_are_read_or_refused() {
         let dir = std::env::temp_dir().join(format!("hollo-ca-{}", std::process::id()));
@@ -794,7 +794,7 @@ mod tests {
     }
 
     /// The first delivery to a host asks it to close the connection; the next within the
-    /// window keeps it (issue 20: no idle socket per host of a fan-out).
+    /// window keeps it (R-AP-2: no idle socket per host of a fan-out).
     #[tokio::test]
     async fn only_a_repeat_host_gets_a_kept_alive_delivery() {
         use axum::http::HeaderMap as Headers;

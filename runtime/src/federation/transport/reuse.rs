@@ -1,4 +1,4 @@
-//! Which deliveries keep their connection open for the next one (issue 20).
+//! Which deliveries keep their connection open for the next one (R-AP-2).
 //!
 //! An idle keep-alive connection costs about 22 KB of worker memory (measured: a fan-out to
 //! 10 000 hosts peaked at 246 MiB with keep-alive, 26 MiB without) and a descriptor on both

@@ -1,4 +1,4 @@
-//! RFC 9421 HTTP Message Signatures beside draft-cavage (issue 17/4), as Fedify and other
+//! RFC 9421 HTTP Message Signatures beside draft-cavage (R-AP-1), as Fedify and other
 //! current servers sign: `Signature-Input` / `Signature` with `rsa-v1_5-sha256` over
 //! `@method`, `@target-uri`, `@authority`, `date` and, with a body, `content-digest`
 //! (RFC 9530, `sha-256=:…:`). The structured fields are parsed and serialized with `sfv`.

@@ -1,5 +1,5 @@
 //! Which signature scheme we sign deliveries with, per remote host, and the double knock
-//! (issue 17/4): a host known to accept RFC 9421 (it signed to us with it, or took our RFC 9421
+//! (R-AP-1): a host known to accept RFC 9421 (it signed to us with it, or took our RFC 9421
 //! delivery) gets RFC 9421 first; if it answers 400 or 401 the same delivery is sent again at
 //! once with draft-cavage, and the host is remembered as draft-cavage. A host we know nothing
 //! of gets draft-cavage, which every server reads today. The knowledge lives in PostgreSQL
@@ -28,7 +28,7 @@ const CACHE_TTL: Duration = Duration::from_secs(60);
 const CACHE_MAX: usize = 20_000;
 
 /// What this process knows of hosts' schemes, for a minute: a fan-out to a thousand hosts
-/// reads each host's row once a minute instead of once per delivery (issue 20). `remember`
+/// reads each host's row once a minute instead of once per delivery (R-AP-2). `remember`
 /// writes through, so this process sees its own lessons at once and other nodes' within the
 /// minute; until then a delivery knocks as before, and the double knock still gets it through.
 pub struct SchemeCache(TtlMap<Option<Scheme>>);

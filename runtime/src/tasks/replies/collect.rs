@@ -572,7 +572,7 @@ impl Collector {
         n: &mut Counters,
     ) -> Result<bool, sqlx::Error> {
         n.items += 1;
-        // Any compaction the remote chose, read in one shape (issue 17/3).
+        // Any compaction the remote chose, read in one shape (R-AP-1).
         let obj = &normalize(obj.clone());
         let iri = obj.get("id").and_then(Value::as_str).unwrap_or_default();
         let author = obj

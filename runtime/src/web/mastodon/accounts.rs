@@ -49,7 +49,7 @@ async fn show(
 }
 
 /// A remote profile looked at: its counts are asked of its server when ours are stale
-/// (issue 30 item 8), for this view's next reload and everyone's after.
+/// (R-MAPI-6), for this view's next reload and everyone's after.
 async fn profile_viewed(s: &AppState, found: &Found) -> Result<(), ApiError> {
     if let Found::Remote(r) = found {
         crate::tasks::actor_counts::request(&mut *s.pool.acquire().await?, &r.iri).await?;
@@ -172,7 +172,7 @@ async fn statuses(
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
-/// The filters of an account's statuses (issue 30 item 3), as Mastodon's
+/// The filters of an account's statuses (R-MAPI-6), as Mastodon's
 /// `AccountStatusesFilter`: `exclude_replies` keeps replies to the account's own posts (its
 /// threads), `only_media` posts with attachments, `tagged` posts with that hashtag, `pinned`
 /// the pinned ones. `exclude_reblogs` needs nothing: boosts are not listed here. Each flag
@@ -246,7 +246,7 @@ enum List {
 }
 
 /// `GET /api/v1/blocks`: the accounts the token holder blocks, newest block first, paged by
-/// the block (issue 30 item 7). Only the holder's own list: there is no account parameter.
+/// the block (R-MAPI-6). Only the holder's own list: there is no account parameter.
 async fn blocks(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadBlocks>,
@@ -262,7 +262,7 @@ async fn blocks(
 }
 
 /// `GET /api/v1/mutes`: the accounts the token holder mutes (an expired mute no longer),
-/// newest mute first, paged by the mute, each with its `mute_expires_at` (issue 31 item 2).
+/// newest mute first, paged by the mute, each with its `mute_expires_at` (R-MAPI-6).
 async fn mutes(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadMutes>,

@@ -1,4 +1,4 @@
-//! Direct conversations (R-MAPI-4, issue 19 item 6): `GET /api/v1/conversations` (newest
+//! Direct conversations (R-MAPI-4): `GET /api/v1/conversations` (newest
 //! last status first, paginated by it as Mastodon does), `POST /:id/read`, `DELETE /:id`.
 //! `statuses::conversations` keeps them as direct posts are written or arrive.
 
@@ -49,7 +49,7 @@ async fn list(
     let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let mut items = entities_of(&s, account.id, &rows).await?;
     // A conversation whose latest status is by an account the reader mutes or blocks stays
-    // out of the list (issue 31 item 2), as its status stays out of every timeline.
+    // out of the list (R-MAPI-6), as its status stays out of every timeline.
     items.retain(|c| {
         !c.last_status.as_ref().is_some_and(|st| {
             uuid::Uuid::parse_str(&st.account.id).is_ok_and(|a| hidden.hides(a, None))

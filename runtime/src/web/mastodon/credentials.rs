@@ -4,9 +4,9 @@
 //! as JSON, an urlencoded form or a multipart form — Mastodon apps send any of them. The change
 //! and the `Update` of the actor to the followers are one transaction; a refused body changes
 //! nothing. Posting defaults are not federated: changing only them sends no `Update`.
-//! `GET /api/v1/preferences` reads them (issue 30 item 1).
+//! `GET /api/v1/preferences` reads them (R-MAPI-6).
 //!
-//! Avatar and header (issue 30 item 2): the multipart form's `avatar` and `header` files, each
+//! Avatar and header (R-MAPI-6): the multipart form's `avatar` and `header` files, each
 //! checked like a media upload (422 for a type that is not JPEG, PNG, GIF or WebP by its bytes,
 //! or over `MEDIA_MAX_BYTES` / `MEDIA_MAX_PIXELS`), then processed and stored by
 //! `media::profile_images`; `DELETE /api/v1/profile/avatar` and `/header` remove them (200 with

@@ -1,4 +1,4 @@
-//! `GET`, `POST`, `DELETE /api/v1/domain_blocks` (issue 31 item 4): the servers an account
+//! `GET`, `POST`, `DELETE /api/v1/domain_blocks` (R-MAPI-6): the servers an account
 //! hides, as Mastodon answers them — the list is of domain strings, newest block first, paged
 //! by the block with a `Link` header; `domain` in the body (JSON or form) or the query. What a
 //! block does is `federation::outbound::domain_blocks`'.

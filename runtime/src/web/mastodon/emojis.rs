@@ -1,4 +1,4 @@
-//! Custom emojis in the client API (issue 30 item 5): `GET /api/v1/custom_emojis` (anyone),
+//! Custom emojis in the client API (R-MAPI-6): `GET /api/v1/custom_emojis` (anyone),
 //! and their administration behind `ADMIN_TOKEN`, as GoToSocial's admin API shapes it:
 //! `GET`, `POST /api/v1/admin/custom_emojis` (multipart `shortcode` with `image`, or with
 //! `copy_from` — the id of a remote status one of whose `Emoji` tags has that shortcode, whose

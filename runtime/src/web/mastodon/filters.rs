@@ -1,4 +1,4 @@
-//! Filters in the client API (issue 31 item 3): Mastodon's v2 (`/api/v2/filters`, their
+//! Filters in the client API (R-MAPI-6): Mastodon's v2 (`/api/v2/filters`, their
 //! keywords and statuses) and, for old clients, v1 (`/api/v1/filters`: one v1 filter per
 //! keyword, as Mastodon answers since v2 came). Another account's filter, keyword or status
 //! rule is the same 404 as none. The rules (blank titles, unknown contexts, limits) are

@@ -39,7 +39,7 @@ pub fn routes() -> Router<AppState> {
         .route(MISSING_HEADER, get(missing_image))
 }
 
-/// The Mastodon API level served: clients enable features by the version they read (issue 30).
+/// The Mastodon API level served: clients enable features by the version they read (R-MAPI-6).
 /// 4.2 brings exclusive lists, which are served; 4.3 would make apps call what is not (Phanpy:
 /// notification requests and policies, `GET /api/v1/statuses?id[]=`, trending link posts).
 pub const MASTODON_API_VERSION: &str = "4.2.0";
@@ -107,7 +107,7 @@ pub struct Usage {
     domains: i64,
 }
 
-/// The instance's counts as this process last read them (issue 28 item 8). Counting every
+/// The instance's counts as this process last read them (R-API). Counting every
 /// account and status costs about half a second of database time at 300 000 statuses, and the
 /// three documents that show the counts are anonymous: each process counts at most once per
 /// `INSTANCE_STATS_SECONDS`, and callers arriving while it counts wait for that one count

@@ -1,4 +1,4 @@
-//! Lists in the client API (issue 31 item 1): `GET/POST /api/v1/lists`, `GET/PUT/DELETE
+//! Lists in the client API (R-MAPI-6): `GET/POST /api/v1/lists`, `GET/PUT/DELETE
 //! /api/v1/lists/:id`, the members (`GET/POST/DELETE /api/v1/lists/:id/accounts`) and
 //! `GET /api/v1/accounts/:id/lists`. The list's timeline is `timelines`' and its stream
 //! `streaming`'s. Another account's list is the same 404 as none (no existence leak); the

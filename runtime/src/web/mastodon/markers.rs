@@ -1,4 +1,4 @@
-//! `GET`/`POST /api/v1/markers` (R-MAPI-4, issue 19 item 2): where the account stopped
+//! `GET`/`POST /api/v1/markers` (R-MAPI-4): where the account stopped
 //! reading its `home` timeline and its `notifications`, shared by all its apps. Each save
 //! bumps the marker's `version`, as Mastodon's does, so apps can tell a newer position.
 

@@ -1,4 +1,4 @@
-//! Notifications (R-MAPI-4, issue 19 item 3): `GET /api/v1/notifications` (`types[]`,
+//! Notifications (R-MAPI-4): `GET /api/v1/notifications` (`types[]`,
 //! `exclude_types[]`, `account_id`, Mastodon's pagination by notification id), `GET /:id`,
 //! `POST /:id/dismiss`, `POST /clear` and `GET /unread_count` (past the `notifications`
 //! marker). Every producer writes through `statuses::notify`, so this module only reads and

@@ -136,7 +136,7 @@ impl<K> Page<K> {
     }
 
     /// Like `clause` (the same parameters, bound the same way), for the lists whose page must
-    /// be one index range scan whatever plan PostgreSQL caches (issue 38): only the cursors
+    /// be one index range scan whatever plan PostgreSQL caches (R-MAPI-4): only the cursors
     /// the request gives are written (`$first` etc. stay bound, unused), and the limit is a
     /// literal. A prepared statement's generic plan knows neither the values nor which are
     /// NULL: `($1 IS NULL OR id < $1)` cannot bound an index scan, a two-sided range of

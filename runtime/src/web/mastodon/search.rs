@@ -6,7 +6,7 @@
 //! empty result, as on Mastodon.
 //!
 //! `GET /api/v1/accounts/search?q=…&resolve=…&following=…&limit=…` is the accounts half, what
-//! apps call for @-mention autocomplete (issue 30 item 4).
+//! apps call for @-mention autocomplete (R-MAPI-6).
 
 use axum::extract::State;
 use axum::http::Uri;
@@ -177,7 +177,7 @@ async fn search(
             accounts.push(crate::mastodon::account::of_found(&s.pool, s.site().urls, f).await?);
         }
     }
-    // Hashtags in use by prefix (issue 30 item 6), each with its week and whether the
+    // Hashtags in use by prefix (R-MAPI-6), each with its week and whether the
     // searcher follows it.
     let mut hashtags = Vec::new();
     if !is_url && (kind == Kind::All || kind == Kind::Hashtags) && !q.starts_with('@') {

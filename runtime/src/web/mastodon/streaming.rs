@@ -1,4 +1,4 @@
-//! The streaming API's HTTP side (R-MAPI-5, issue 19 item 5): `GET /api/v1/streaming` upgrades
+//! The streaming API's HTTP side (R-MAPI-5): `GET /api/v1/streaming` upgrades
 //! to a WebSocket speaking Mastodon's protocol (`streaming::session`), and
 //! `GET /api/v1/streaming/health` answers `OK` as Mastodon's streaming server does.
 //!
@@ -7,7 +7,7 @@
 //! echoed back as the chosen protocol, as clients expect. As on Mastodon every stream needs a
 //! token: without a valid one the answer is 401 before any upgrade. Past `STREAMS_PER_TOKEN`
 //! streams of the token or `STREAMS_MAX` of the node the answer is 429, also before the
-//! upgrade (issue 28 item 6).
+//! upgrade (R-API).
 
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/streaming/health", get(health))
 }
 
-/// `Retry-After` (seconds) of a stream refused for the per-token or per-node cap (issue 28
+/// `Retry-After` (seconds) of a stream refused for the per-token or per-node cap (R-API
 /// item 6).
 const REFUSED_RETRY_AFTER: &str = "10";
 

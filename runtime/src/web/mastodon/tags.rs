@@ -1,4 +1,4 @@
-//! Hashtags in the client API (issue 30 item 6): `GET /api/v1/tags/:name`, follow and
+//! Hashtags in the client API (R-MAPI-6): `GET /api/v1/tags/:name`, follow and
 //! unfollow, `GET /api/v1/followed_tags`, featured tags (`/api/v1/featured_tags`, their
 //! suggestions, and `GET /api/v1/accounts/:id/featured_tags`). What following does to home is
 //! `tags::fan_out`'s; the rules are `tags`'.

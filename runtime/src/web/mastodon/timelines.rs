@@ -1,8 +1,8 @@
-//! Timelines (R-MAPI-4, issue 19 item 2): `GET /api/v1/timelines/home` (the account's own
+//! Timelines (R-MAPI-4): `GET /api/v1/timelines/home` (the account's own
 //! posts, followed accounts' posts and boosts, as written into `home_feed` when they were
 //! made or arrived — so a page is one range scan of the account's entries), `/public`
 //! (`local`, `remote`, `only_media`) and `/tag/:hashtag` (the `post_tags` rows the triggers
-//! keep), `/list/:id` (the `list_feed` rows written beside home, issue 31 item 1), newest
+//! keep), `/list/:id` (the `list_feed` rows written beside home, R-MAPI-6), newest
 //! first with Mastodon's `max_id`/`since_id`/`min_id`/`limit` and `Link` headers. Status ids
 //! are time-ordered UUIDs, so they are the cursors. Each leaves out what its reader mutes or
 //! blocks (`statuses::hidden`), as a filter on its own index scan.

@@ -96,7 +96,7 @@ pub async fn authenticate(
 /// Schemes a browser runs or reads locally rather than hands to an app: a redirect to one is
 /// script on our origin or a local file, never a way back to a client (Mastodon forbids
 /// `data`, `vbscript` and `javascript` through Doorkeeper's `forbid_redirect_uri`; `file` and
-/// the browser-internal ones go too), issue 28 item 10.
+/// the browser-internal ones go too), R-API.
 const FORBIDDEN_SCHEMES: [&str; 7] = [
     "javascript",
     "data",

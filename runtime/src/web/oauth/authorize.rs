@@ -2,7 +2,7 @@
 //! client or redirect URI is wrong gets an error page and never a redirect (§4.1.2.1); any
 //! other bad parameter is sent back to the app's redirect URI as `error=…` — only for a
 //! signed-in person: anyone can register an app with any redirect URI, so an anonymous request
-//! that fails would make this page an open redirect (issue 28 item 10); it gets the error page.
+//! that fails would make this page an open redirect (R-API); it gets the error page.
 //! A person who is not signed in gets the sign-in page (`POST /oauth/sign_in`), then the consent page naming
 //! the app and the scopes; approving (`POST /oauth/authorize`) redirects with `code` and
 //! `state`, or shows the code for the out-of-band URI.
@@ -392,7 +392,7 @@ pub async fn sign_in(
         .map(|ConnectInfo(a)| a.ip());
     let address = throttle::client_address(s.behind_proxy, &headers, peer);
     // A place among the node's password checks first: when they are all taken, the attempt
-    // is refused at once, before it is counted or its account read (issue 28 item 4; the app
+    // is refused at once, before it is counted or its account read (R-API; the app
     // check above is one indexed read).
     let Ok(ticket) = s.hashing.admit() else {
         let mut resp = sign_in_page(
@@ -411,7 +411,7 @@ pub async fn sign_in(
         return resp;
     };
     // The attempt is counted before the password is checked, so parallel guesses cannot
-    // all pass the limit (issue 28 item 5).
+    // all pass the limit (R-API).
     let reservation = match throttle::reserve(&s.pool, &username, address).await {
         Err(e) => return db_error(&s, e),
         Ok(Ok(r)) => r,

@@ -123,7 +123,7 @@ pub async fn exchange(
             ));
         }
         // A verifier for a code issued without a challenge: a PKCE downgrade (RFC 9700
-        // §2.1.1: the server must refuse it), issue 28 item 10.
+        // §2.1.1: the server must refuse it), R-API.
         (None, Some(_)) => {
             return Err(OAuthError::invalid_grant(
                 "code_verifier sent, but the authorization request had no code_challenge",

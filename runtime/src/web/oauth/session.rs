@@ -7,7 +7,7 @@
 //! a cookie planted by someone else (a sibling subdomain, a plain-http hop) proves nothing; a
 //! browser not yet signed in uses a double-submit token (a random `hollo_csrf` cookie repeated
 //! in a hidden field). Every form POST also checks `Origin`, when the browser sends it, against
-//! `PUBLIC_URL` (issue 28 item 10).
+//! `PUBLIC_URL` (R-API).
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use sqlx::PgPool;

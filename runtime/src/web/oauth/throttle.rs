@@ -6,7 +6,7 @@
 //! Each attempt is counted *before* its password is checked: [`reserve`] takes the attempt
 //! under a per-subject advisory lock (check the count, insert the row, in one transaction),
 //! so parallel guesses cannot all pass the check before any is recorded — 40 parallel wrong
-//! guesses were all checked against a limit of 5 (issue 28 item 5). A reservation stays as a
+//! guesses were all checked against a limit of 5 (R-API). A reservation stays as a
 //! failure unless the password was right ([`Reservation::release`]); an attempt the node is
 //! too busy to check is refused before it reserves anything.
 

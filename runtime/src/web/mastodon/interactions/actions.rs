@@ -1,6 +1,6 @@
 //! `POST /api/v1/statuses/{id}/favourite`, `/unfavourite`, `/reblog`, `/unreblog`,
-//! `/bookmark`, `/unbookmark`, `/mute`, `/unmute` (the conversation, issue 31 item 2), `/pin`,
-//! `/unpin` (issue 30 item 3). Each answers the Status entity after the change (`/reblog` the
+//! `/bookmark`, `/unbookmark`, `/mute`, `/unmute` (the conversation, R-MAPI-6), `/pin`,
+//! `/unpin` (R-MAPI-6). Each answers the Status entity after the change (`/reblog` the
 //! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
 //! is idempotent. Each is begin → act (`statuses::interact`: the row, its local side effects and
 //! the activity it sends) → commit → render.
@@ -149,7 +149,7 @@ async fn unmute(
     status(&s, account.id, post.id).await
 }
 
-/// Pins one of the caller's own statuses to its profile (issue 30 item 3).
+/// Pins one of the caller's own statuses to its profile (R-MAPI-6).
 async fn pin(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteAccounts>,

@@ -1,5 +1,5 @@
-//! Favourites, boosts and bookmarks in Mastodon's paths and shapes (R-MAPI-3, issue 19 item
-//! 1): the actions on a status (`actions`) and the lists they make (`lists`). Storage and
+//! Favourites, boosts and bookmarks in Mastodon's paths and shapes (R-MAPI-3): the
+//! actions on a status (`actions`) and the lists they make (`lists`). Storage and
 //! local side effects are `statuses::interact`; what is sent, `federation::interactions`.
 
 use axum::Json;

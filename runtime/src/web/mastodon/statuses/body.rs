@@ -59,7 +59,7 @@ async fn multipart_fields(req: Request, s: &AppState) -> Result<Vec<(String, Str
 /// Deepest bracket key a form may send (`a[b][c]` is 3 levels). Mastodon's deepest is
 /// `poll[options][]` (3); the bound is checked before anything is built, because building and
 /// dropping the JSON value recurse once per level: 15 000 levels in a 45 KB body overflowed a
-/// worker's stack and aborted the whole process (issue 28 item 3).
+/// worker's stack and aborted the whole process (R-API).
 pub const MAX_FORM_DEPTH: usize = 32;
 
 /// Form pairs as JSON: `a[]` appends to an array, `a[b]` sets a key of an object. A key nested
@@ -211,7 +211,7 @@ mod tests {
             from_pairs(vec![(key(MAX_FORM_DEPTH + 1), "1".into())]).expect_err("past the bound");
         assert_eq!(err.0, StatusCode::UNPROCESSABLE_ENTITY);
         assert!(err.1.contains("nested deeper than 32 levels"), "{}", err.1);
-        // The attack of issue 28: 15 000 levels in 45 KB, which overflowed the stack. Run on
+        // The deep-nesting attack (R-API): 15 000 levels in 45 KB, which overflowed the stack. Run on
         // a thread with a small stack, so a recursion proportional to the depth fails here.
         let deep = std::thread::Builder::new()
             .stack_size(256 * 1024)

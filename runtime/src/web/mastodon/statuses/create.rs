@@ -40,7 +40,7 @@ pub struct CreateRequest {
 
 impl CreateRequest {
     /// The status to write; what the request leaves out comes from the author's posting
-    /// defaults (issue 30 item 1: never public by omission when the default is narrower).
+    /// defaults (R-MAPI-6: never public by omission when the default is narrower).
     fn into_new(
         self,
         defaults: &Posting,
@@ -78,7 +78,7 @@ impl CreateRequest {
 
 /// The longest `Idempotency-Key` kept (bytes). Clients send UUIDs or hashes; a longer key is
 /// refused 422 before the database sees it — an 8 KB one was past what PostgreSQL can index
-/// and answered 503 (issue 28 item 11).
+/// and answered 503 (R-API).
 pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
 
 /// The request's `Idempotency-Key`, if any, within [`MAX_IDEMPOTENCY_KEY_BYTES`].

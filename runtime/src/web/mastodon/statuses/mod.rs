@@ -1,4 +1,4 @@
-//! Statuses in the Mastodon client API (R-MAPI-3, issue 19 item 1): writing (`create`,
+//! Statuses in the Mastodon client API (R-MAPI-3): writing (`create`,
 //! `edit`, `delete`), single reads (`read`: the status, its history and source) and threads
 //! (`context`). Storage and its rules live in `statuses::write`; these handlers parse
 //! (`body`: JSON, urlencoded and multipart forms alike) and render.
