@@ -1730,7 +1730,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     );
     assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
     let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
-    assert!(v.contains("\"taskDefinitionVersion\":4"), "{v}");
+    assert!(v.contains("\"taskDefinitionVersion\":5"), "{v}");
     let end = wait_until("the polling client ends", 200, || async {
         match poller_phase(&ns).await? {
             ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),

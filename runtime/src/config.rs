@@ -486,6 +486,9 @@ pub struct WriteLimits {
     pub statuses: u32,
     /// `STATUS_RATE_PERIOD_SECONDS` (default 10,800, 1–604,800): how long a full refill takes.
     pub period: Duration,
+    /// `SCHEDULED_STATUS_MIN_SECONDS` (default 300, 0–86,400): how far ahead `scheduled_at`
+    /// must be (Mastodon's five minutes); a time in the past publishes at once, as Mastodon's.
+    pub scheduled_min_offset: Duration,
 }
 
 impl Default for WriteLimits {
@@ -493,6 +496,7 @@ impl Default for WriteLimits {
         WriteLimits {
             statuses: 300,
             period: Duration::from_secs(3 * 3600),
+            scheduled_min_offset: Duration::from_secs(300),
         }
     }
 }
@@ -507,6 +511,12 @@ impl WriteLimits {
                 d.period.as_secs(),
                 1,
                 7 * 86_400,
+            )?,
+            scheduled_min_offset: env.seconds(
+                "SCHEDULED_STATUS_MIN_SECONDS",
+                d.scheduled_min_offset.as_secs(),
+                0,
+                86_400,
             )?,
         })
     }
@@ -1206,11 +1216,14 @@ mod tests {
         ]))
         .expect("valid");
         assert_eq!((c.writes.statuses, c.writes.period.as_secs()), (5, 60));
+        assert_eq!(c.writes.scheduled_min_offset, Duration::from_secs(300));
         for (var, value) in [
             ("STATUS_RATE_LIMIT", "0"),
             ("STATUS_RATE_LIMIT", "lots"),
             ("STATUS_RATE_PERIOD_SECONDS", "0"),
             ("STATUS_RATE_PERIOD_SECONDS", "999999999"),
+            ("SCHEDULED_STATUS_MIN_SECONDS", "-5"),
+            ("SCHEDULED_STATUS_MIN_SECONDS", "86401"),
         ] {
             let err = Config::from_env(&Env::from_pairs([(var, value)])).unwrap_err();
             assert!(err.to_string().contains(var), "{var}={value}: {err}");

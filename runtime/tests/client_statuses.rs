@@ -6,14 +6,12 @@
 
 mod support;
 
-use std::io::Cursor;
-
 use hollo_runtime::polls::MAX_STATUS_CHARS;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, assert_error, has, id, received, scalar};
 use support::eventually;
-use support::multipart::form;
+use support::multipart::{form, png};
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
@@ -349,16 +347,6 @@ async fn edits_history_source_and_deletion() {
     inst.shutdown().await;
 }
 
-fn png() -> Vec<u8> {
-    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(32, 16, |x, y| {
-        image::Rgba([(x * 7) as u8, (y * 5) as u8, 90, 255])
-    }));
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png)
-        .expect("encode");
-    out.into_inner()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility() {
     let dir = std::env::temp_dir().join(format!("hollo-statuses-{}", Uuid::new_v4().simple()));
@@ -377,7 +365,7 @@ async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility()
     received(&peer, "Accept", |_| true).await;
 
     // A public status with media: to Public, cc followers, the Documents attached.
-    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
+    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png(32, 16))]);
     let upload = reqwest::Client::new()
         .post(format!("{}/api/v1/media", inst.base))
         .bearer_auth(&token)

@@ -7,13 +7,11 @@
 
 mod support;
 
-use std::io::Cursor;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, assert_error, follow_each_other, id, received};
 use support::eventually;
-use support::multipart::form;
+use support::multipart::upload_png;
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
@@ -68,31 +66,6 @@ async fn follow(api: &Client, whom: &str) {
         )
         .await;
     assert_eq!(f.status, 200, "{}", f.body);
-}
-
-fn png() -> Vec<u8> {
-    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(8, 8, |x, y| {
-        image::Rgba([(x * 30) as u8, (y * 30) as u8, 90, 255])
-    }));
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png)
-        .expect("encode");
-    out.into_inner()
-}
-
-/// Uploads a small PNG as `token`'s holder; the MediaAttachment entity.
-async fn upload_png(inst: &Instance, token: &str) -> Value {
-    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png())]);
-    let upload = reqwest::Client::new()
-        .post(format!("{}/api/v2/media", inst.base))
-        .bearer_auth(token)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert!(upload.status().is_success(), "{}", upload.status());
-    upload.json().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -180,7 +153,7 @@ async fn home_public_and_tag_timelines_page_and_honour_visibility() {
     assert!(remote.ids.is_empty());
 
     // only_media: a post with an image.
-    let media = upload_png(&inst, &alice_token).await;
+    let media = upload_png(&inst.base, &alice_token).await;
     let pictured = id(&alice_api
         .posted(&json!({ "status": "look", "media_ids": [media["id"]] }))
         .await);
@@ -972,7 +945,7 @@ async fn account_statuses_honour_pinned_replies_media_and_tags() {
     let reply = id(&alice_api
         .posted(&json!({ "status": "@bob hi", "in_reply_to_id": bobs }))
         .await);
-    let media = upload_png(&inst, &alice_token).await;
+    let media = upload_png(&inst.base, &alice_token).await;
     let pictured = id(&alice_api
         .posted(&json!({ "status": "look", "media_ids": [media["id"]] }))
         .await);

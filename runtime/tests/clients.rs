@@ -367,6 +367,27 @@ async fn mastodon_py_drives_filters_and_conversation_mutes() {
     inst.shutdown().await;
 }
 
+/// R-MAPI-6's scheduled statuses in Mastodon.py (`clients/scheduled_flow.py`): one scheduled
+/// with an image, listed, moved a few seconds ahead, another cancelled; the worker of this `all`
+/// node publishes the first at its time, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_drives_scheduled_statuses() {
+    let dir =
+        std::env::temp_dir().join(format!("hollo-sched-py-{}", uuid::Uuid::new_v4().simple()));
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
+            ("SCHEDULED_STATUS_MIN_SECONDS", "1"),
+        ],
+    )
+    .await;
+    let (_, token) = inst.account("sally").await;
+    let out = run_script("scheduled_flow.py", &inst.base, "sally", &[&token]).await;
+    assert!(out.contains("scheduled_flow: all steps passed"), "{out}");
+    inst.shutdown().await;
+}
+
 /// R-MAPI-6's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
 /// that a post without one takes, pins on the profile, an @-mention found by prefix, a followed
 /// hashtag bringing a stranger's post home, a featured tag.

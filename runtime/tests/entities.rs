@@ -12,14 +12,13 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::Cursor;
 use std::path::PathBuf;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, id, received};
 use support::eventually;
-use support::multipart::form;
+use support::multipart::{form, png};
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
@@ -101,15 +100,6 @@ fn check(names: &Names, name: &str, answer: &Value) -> Option<String> {
     })
 }
 
-fn png() -> Vec<u8> {
-    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(8, 6, |x, y| {
-        image::Rgba([(x * 30) as u8, (y * 40) as u8, 90, 255])
-    }));
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
-}
-
 async fn ok(api: &Client, method: Method, path: &str, body: &Value) -> Value {
     let a = api.call(method, path, body).await;
     assert_eq!(a.status, 200, "{path}: {}", a.body);
@@ -153,7 +143,7 @@ async fn every_entity_keeps_its_shape() {
 
     // A local status with media, a mention, a tag, a content warning and a language.
     let (content_type, body) = form(&[
-        ("file", Some(("a.png", "image/png")), &png()),
+        ("file", Some(("a.png", "image/png")), &png(8, 6)),
         ("description", None, b"a gradient"),
     ]);
     let media: Value = reqwest::Client::new()

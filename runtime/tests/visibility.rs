@@ -161,6 +161,8 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         // Filters (a status rule names a status) and conversation mutes answer statuses.
         "/api/v2/filters/{id}/statuses",
         "/api/v1/statuses/{id}/mute",
+        // Scheduled statuses are their author's alone until published.
+        "/api/v1/scheduled_statuses/{id}",
     ] {
         assert!(
             routes.iter().any(|r| r.path == known),
@@ -200,6 +202,15 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
     let private = alice_api
         .posted(&json!({ "status": "SECRET-LOCAL-PRIVATE #secrettag", "visibility": "private" }))
         .await;
+    // A public post of alice's scheduled for tomorrow: no one but alice sees it before then.
+    let tomorrow = (chrono::Utc::now() + chrono::TimeDelta::days(1)).to_rfc3339();
+    let scheduled = alice_api
+        .posted(&json!({ "status": "SECRET-LOCAL-SCHEDULED #secrettag", "scheduled_at": tomorrow }))
+        .await;
+    assert!(
+        scheduled["params"]["text"] == "SECRET-LOCAL-SCHEDULED #secrettag",
+        "{scheduled}"
+    );
     let follow = mallory_api
         .call(
             Method::POST,
@@ -289,7 +300,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         bobs_view.body
     );
 
-    let mut secret_ids: Vec<String> = vec![id(&dm), id(&private), poll.clone()];
+    let mut secret_ids: Vec<String> = vec![id(&dm), id(&private), poll.clone(), id(&scheduled)];
     secret_ids.extend(remote_ids.iter().cloned());
     let mut secret_iris: Vec<String> = vec![
         dm["uri"].as_str().unwrap().to_string(),
@@ -302,6 +313,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         "SECRET-REMOTE-DM",
         "SECRET-REMOTE-PRIVATE",
         "SECRET-OPTION",
+        "SECRET-LOCAL-SCHEDULED",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -389,6 +389,7 @@ pub async fn delete(
     let mut tx = pool.begin().await?;
     let row: Option<MediaRow> = sqlx::query_as(AssertSqlSafe(format!(
         "DELETE FROM media_attachments WHERE id = $1 AND account_id = $2 AND status_id IS NULL
+            AND scheduled_status_id IS NULL
          RETURNING {COLUMNS}"
     )))
     .bind(id)

@@ -15,6 +15,7 @@ pub mod notify;
 pub mod pins;
 pub mod post;
 pub mod preferences;
+pub mod scheduled;
 pub mod write;
 
 use serde_json::Value;

@@ -135,6 +135,35 @@ async fn replayed(pool: &PgPool, account: Uuid, key: &str) -> Result<Option<Writ
     }))
 }
 
+/// What a new status settles before its transaction: its parent (checked readable by the
+/// author) and its mentions, which may need remote fetches that no transaction should wait on.
+pub struct Prepared {
+    parent_uri: Option<String>,
+    mentioned: Vec<Mention>,
+}
+
+/// Checks `n`'s rules and settles what [`insert`] needs from outside the transaction.
+pub async fn prepare(
+    pool: &PgPool,
+    fed: Option<&Federation>,
+    author: &Account,
+    n: &NewStatus,
+) -> Result<Prepared, WriteError> {
+    check_new(n)?;
+    let parent_uri = match n.in_reply_to {
+        Some(p) => Some(parent(pool, author.id, p).await?),
+        None => None,
+    };
+    let mentioned = match fed {
+        Some(f) => mentions::resolve(pool, f, author, &n.text).await,
+        None => Vec::new(),
+    };
+    Ok(Prepared {
+        parent_uri,
+        mentioned,
+    })
+}
+
 /// Writes a new status of `author` with all its side effects, or, for a repeated
 /// `Idempotency-Key`, answers the first one and stores nothing.
 pub async fn create(
@@ -150,90 +179,9 @@ pub async fn create(
     {
         return Ok(w);
     }
-    let parent_uri = match n.in_reply_to {
-        Some(p) => Some(parent(pool, author.id, p).await?),
-        None => None,
-    };
-    // Mentions resolve before the transaction (they may need remote fetches).
-    let mentioned = match fed {
-        Some(f) => mentions::resolve(pool, f, author, &n.text).await,
-        None => Vec::new(),
-    };
-    let actor = fed.map(|f| f.actor_iri(&author.username));
+    let prepared = prepare(pool, fed, author, n).await?;
     let mut tx = pool.begin().await?;
-    let (status, poll) = polls::insert_status(
-        &mut tx,
-        author.id,
-        actor.as_deref(),
-        &n.text,
-        n.poll.as_ref(),
-    )
-    .await?;
-    let uri: String = sqlx::query_scalar(
-        "UPDATE statuses SET visibility = $2, spoiler_text = $3, sensitive = $4, language = $5,
-                in_reply_to_uri = $6, tags = $7
-          WHERE id = $1 RETURNING uri",
-    )
-    .bind(status)
-    .bind(n.visibility.as_str())
-    .bind(&n.spoiler_text)
-    .bind(n.sensitive || !n.spoiler_text.is_empty())
-    .bind(&n.language)
-    .bind(&parent_uri)
-    .bind(content::hashtags(&n.text))
-    .fetch_one(&mut *tx)
-    .await?;
-    media::attach(&mut tx, author.id, status, &n.media_ids).await?;
-    mentions::store(&mut tx, status, &mentioned).await?;
-    let local = local_reach(&mut tx, fed, author, n.visibility, &mentioned).await?;
-    set_audience(&mut tx, status, &local.audience).await?;
-    let own = feed::Entry {
-        entry: status,
-        post: status,
-        source: "self",
-        reply_to: None,
-    };
-    feed::push(&mut tx, &own, &[author.id]).await?;
-    if let (Some(a), Some(f)) = (&actor, fed) {
-        let reply_to = match parent_uri {
-            Some(_) if !local.home.is_empty() => {
-                feed::ReplyTo::of(&mut tx, f.urls(), status).await?
-            }
-            _ => None,
-        };
-        let theirs = feed::Entry {
-            entry: status,
-            post: status,
-            source: a,
-            reply_to,
-        };
-        feed::push(&mut tx, &theirs, &local.home).await?;
-    }
-    // Accounts following one of its tags get a public post too (R-MAPI-6).
-    crate::tags::fan_out(&mut tx, status).await?;
-    notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
-    if let (Some(a), true) = (&actor, notifies_followers(&mut tx, author.id, n).await?) {
-        for account in followers::notified_of_posts(&mut tx, a).await? {
-            let note = Notification {
-                account,
-                kind: Kind::Status,
-                from_account: author.id,
-                post: Some(status),
-                cause: &uri,
-            };
-            notify::notify(&mut tx, &note).await?;
-        }
-    }
-    if let (Visibility::Direct, Some(f), Some(a)) = (n.visibility, fed, &actor) {
-        let mut participants = vec![a.clone()];
-        participants.extend(mentioned.iter().map(|m| m.href.clone()).filter(|h| h != a));
-        participants.dedup();
-        conversations::record(&mut tx, f, status, Some(author.id), &participants).await?;
-    }
-    streaming::emit::created(&mut tx, status).await?;
-    if let Some(f) = fed {
-        ap::publish(&mut tx, f, Some(drive), author.id, status, Announce::Create).await?;
-    }
+    let (status, poll) = insert(&mut tx, fed, drive, author, n, prepared).await?;
     if let Some(key) = &n.idempotency_key {
         // A concurrent retry waits here on the key's row, then finds it taken: the first
         // status stands and this one is rolled back.
@@ -268,6 +216,90 @@ pub async fn create(
         poll,
         replayed: false,
     })
+}
+
+/// Writes the status `n` of `author` and everything that follows from it inside `tx`
+/// (the caller commits): the status and its poll ids. `prepared` is [`prepare`]'s answer for
+/// the same `n`.
+pub async fn insert(
+    tx: &mut PgConnection,
+    fed: Option<&Federation>,
+    drive: &Drive,
+    author: &Account,
+    n: &NewStatus,
+    prepared: Prepared,
+) -> Result<(Uuid, Option<Uuid>), WriteError> {
+    let Prepared {
+        parent_uri,
+        mentioned,
+    } = prepared;
+    let actor = fed.map(|f| f.actor_iri(&author.username));
+    let (status, poll) =
+        polls::insert_status(tx, author.id, actor.as_deref(), &n.text, n.poll.as_ref()).await?;
+    let uri: String = sqlx::query_scalar(
+        "UPDATE statuses SET visibility = $2, spoiler_text = $3, sensitive = $4, language = $5,
+                in_reply_to_uri = $6, tags = $7
+          WHERE id = $1 RETURNING uri",
+    )
+    .bind(status)
+    .bind(n.visibility.as_str())
+    .bind(&n.spoiler_text)
+    .bind(n.sensitive || !n.spoiler_text.is_empty())
+    .bind(&n.language)
+    .bind(&parent_uri)
+    .bind(content::hashtags(&n.text))
+    .fetch_one(&mut *tx)
+    .await?;
+    media::attach(tx, author.id, status, &n.media_ids).await?;
+    mentions::store(tx, status, &mentioned).await?;
+    let local = local_reach(tx, fed, author, n.visibility, &mentioned).await?;
+    set_audience(tx, status, &local.audience).await?;
+    let own = feed::Entry {
+        entry: status,
+        post: status,
+        source: "self",
+        reply_to: None,
+    };
+    feed::push(tx, &own, &[author.id]).await?;
+    if let (Some(a), Some(f)) = (&actor, fed) {
+        let reply_to = match parent_uri {
+            Some(_) if !local.home.is_empty() => feed::ReplyTo::of(tx, f.urls(), status).await?,
+            _ => None,
+        };
+        let theirs = feed::Entry {
+            entry: status,
+            post: status,
+            source: a,
+            reply_to,
+        };
+        feed::push(tx, &theirs, &local.home).await?;
+    }
+    // Accounts following one of its tags get a public post too (R-MAPI-6).
+    crate::tags::fan_out(tx, status).await?;
+    notify_mentioned(tx, author.id, status, &uri, &local.mentioned).await?;
+    if let (Some(a), true) = (&actor, notifies_followers(tx, author.id, n).await?) {
+        for account in followers::notified_of_posts(tx, a).await? {
+            let note = Notification {
+                account,
+                kind: Kind::Status,
+                from_account: author.id,
+                post: Some(status),
+                cause: &uri,
+            };
+            notify::notify(tx, &note).await?;
+        }
+    }
+    if let (Visibility::Direct, Some(f), Some(a)) = (n.visibility, fed, &actor) {
+        let mut participants = vec![a.clone()];
+        participants.extend(mentioned.iter().map(|m| m.href.clone()).filter(|h| h != a));
+        participants.dedup();
+        conversations::record(tx, f, status, Some(author.id), &participants).await?;
+    }
+    streaming::emit::created(tx, status).await?;
+    if let Some(f) = fed {
+        ap::publish(tx, f, Some(drive), author.id, status, Announce::Create).await?;
+    }
+    Ok((status, poll))
 }
 
 /// Whether a new status makes `status` notifications for the author's followers who asked

@@ -217,7 +217,8 @@ impl CleanupWork {
         let keys: Vec<String> = sqlx::query_scalar(
             "WITH gone AS (
                 DELETE FROM media_attachments
-                 WHERE status_id IS NULL AND created_at < now() - $1 * interval '1 second'
+                 WHERE status_id IS NULL AND scheduled_status_id IS NULL
+                   AND created_at < now() - $1 * interval '1 second'
                 RETURNING file_key, thumbnail_key)
              SELECT k FROM gone, LATERAL (VALUES (file_key), (thumbnail_key)) AS v(k)
               WHERE k IS NOT NULL",

@@ -13,6 +13,7 @@ pub mod mute_expiry;
 pub mod poll_notification;
 pub mod probe;
 pub mod replies;
+pub mod scheduled_status;
 
 use std::sync::Arc;
 
@@ -25,13 +26,13 @@ use tokio_util::sync::CancellationToken;
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
-/// and `hollo.actor-counts.v1`.
+/// and `hollo.actor-counts.v1`. 4: `hollo.scheduled-status.v1`.
 #[cfg(not(feature = "e2e-next-tasks"))]
-pub const TASK_DEFINITION_VERSION: i32 = 3;
-/// The end-to-end suite's third version (feature `e2e-next-tasks`): the same handlers under a
+pub const TASK_DEFINITION_VERSION: i32 = 4;
+/// The end-to-end suite's next version (feature `e2e-next-tasks`): the same handlers under a
 /// higher number, so the operator's different-task-definitions path runs for real.
 #[cfg(feature = "e2e-next-tasks")]
-pub const TASK_DEFINITION_VERSION: i32 = 4;
+pub const TASK_DEFINITION_VERSION: i32 = 5;
 
 /// The lane of remote reply collections: at most `REPLY_CONCURRENCY` of the task slots.
 pub const REPLY_LANE: &str = "replies";
@@ -79,14 +80,25 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
     let mut reg = registry(&config.queue, fed.clone());
     // The configuration was validated at start; a drive object_store still refuses leaves
     // uploads waiting for a worker that has one (and says so).
-    let drive = match crate::media::Drive::from_config(&config.media) {
-        Ok(d) if d.is_enabled() => Some(Arc::new(d)),
-        Ok(_) => None,
+    let full = match crate::media::Drive::from_config(&config.media) {
+        Ok(d) => Some(Arc::new(d)),
         Err(e) => {
-            tracing::error!(error = %e, "media drive unusable: media processing is not registered");
+            tracing::error!(error = %e, "media drive unusable: media processing and scheduled statuses are not registered");
             None
         }
     };
+    let drive = full.clone().filter(|d| d.is_enabled());
+    if let Some(d) = full {
+        // A scheduled status is published with the media URLs this node's drive makes.
+        scheduled_status::register(
+            &mut reg,
+            scheduled_status::Deps {
+                fed: fed.clone(),
+                drive: d,
+                poll_chunk: config.queue.poll_wakeup_chunk,
+            },
+        );
+    }
     if let Some(d) = &drive {
         media::register(&mut reg, d.clone(), Arc::new(config.media.clone()));
     }

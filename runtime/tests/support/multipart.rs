@@ -30,3 +30,31 @@ pub fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
+
+/// A `width`×`height` PNG with a gradient (so thumbnails and blurhashes have something to
+/// show).
+pub fn png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(width, height, |x, y| {
+        image::Rgba([(x * 30) as u8, (y * 40) as u8, 90, 255])
+    }));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encode");
+    out.into_inner()
+}
+
+/// Uploads a small PNG through `POST /api/v2/media` as `token`'s holder; the
+/// MediaAttachment entity.
+pub async fn upload_png(base: &str, token: &str) -> serde_json::Value {
+    let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png(8, 8))]);
+    let upload = reqwest::Client::new()
+        .post(format!("{base}/api/v2/media"))
+        .bearer_auth(token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .expect("upload");
+    assert!(upload.status().is_success(), "{}", upload.status());
+    upload.json().await.expect("the MediaAttachment")
+}

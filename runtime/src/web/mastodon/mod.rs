@@ -23,6 +23,7 @@ pub mod media;
 pub mod notifications;
 pub mod pagination;
 pub mod relationships;
+pub mod scheduled_statuses;
 pub mod search;
 pub mod statuses;
 pub mod streaming;
@@ -44,6 +45,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(follow_requests::routes())
         .merge(search::routes())
         .merge(statuses::routes())
+        .merge(scheduled_statuses::routes())
         .merge(interactions::routes())
         .merge(timelines::routes())
         .merge(markers::routes())

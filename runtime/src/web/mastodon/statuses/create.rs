@@ -10,11 +10,14 @@ use serde_json::Value;
 
 use super::body::{StatusBody, flag, media_ids, text};
 use super::visible_one;
+use crate::mastodon::scheduled_status as scheduled_entity;
 use crate::polls::validation::PollRequest;
 use crate::statuses::Visibility;
 use crate::statuses::preferences::{self, Posting};
+use crate::statuses::scheduled;
 use crate::statuses::write::{self, NewStatus};
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::scheduled_statuses::parse_time;
 use crate::web::polls::schedule;
 use crate::web::{ApiError, AppState, write_limits};
 
@@ -36,6 +39,9 @@ pub struct CreateRequest {
     poll: Option<PollRequest>,
     #[serde(default)]
     media_ids: Option<Vec<String>>,
+    /// Publish later (R-MAPI-6): the answer is then a ScheduledStatus, not a Status.
+    #[serde(default)]
+    scheduled_at: Option<String>,
 }
 
 impl CreateRequest {
@@ -107,7 +113,23 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
     let defaults = preferences::load(&s.pool, account.id).await?;
+    let at = text(req.scheduled_at.clone())
+        .map(|t| parse_time(&t))
+        .transpose()?
+        // A time already past is an ordinary post, as Mastodon's.
+        .filter(|at| !scheduled::is_past(*at));
     let new = req.into_new(&defaults, key)?;
+    if let Some(at) = at {
+        let stored =
+            scheduled::schedule(&s.pool, account.id, &new, at, s.writes.scheduled_min_offset)
+                .await?;
+        let mut conn = s.pool.acquire().await?;
+        let entity = scheduled_entity::render(&mut conn, &s.drive, &[stored])
+            .await?
+            .pop()
+            .ok_or_else(ApiError::record_not_found)?;
+        return Ok(Json(entity).into_response());
+    }
     if let Err(limited) =
         write_limits::take(&s.pool, &s.writes, account.id, write_limits::Action::Status).await?
     {
