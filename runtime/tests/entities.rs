@@ -57,11 +57,22 @@ impl Names {
         match v {
             Value::String(_) if key.is_some_and(|k| k.ends_with("_at")) => json!("<time>"),
             // Notification ids are sequence numbers.
-            Value::String(s) if key == Some("id") && s.bytes().all(|b| b.is_ascii_digit()) => {
+            Value::String(s)
+                if matches!(
+                    key,
+                    Some("id" | "most_recent_notification_id" | "page_max_id" | "page_min_id")
+                ) && s.bytes().all(|b| b.is_ascii_digit()) =>
+            {
                 json!("<sequence>")
             }
+            // `ungrouped-<notification id>`, or a stored group: `<type>-<post>-<hour>`.
             Value::String(s) if key == Some("group_key") => {
-                json!(s.trim_end_matches(|c: char| c.is_ascii_digit()).to_string() + "<sequence>")
+                let head = s.trim_end_matches(|c: char| c.is_ascii_digit());
+                if head == "ungrouped-" {
+                    json!("ungrouped-<sequence>")
+                } else {
+                    json!(self.text(head) + "<hour>")
+                }
             }
             Value::String(s) => json!(self.text(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
@@ -301,6 +312,11 @@ async fn every_entity_keeps_its_shape() {
         ("status_boost", boost),
         ("status_remote", remote_status),
         ("notifications", notifications),
+        // The same notifications in Mastodon 4.3's groups (R-MAPI-6).
+        (
+            "grouped_notifications",
+            alice_api.get("/api/v2/notifications").await.body,
+        ),
         (
             "conversations",
             bob_api.get("/api/v1/conversations").await.body,

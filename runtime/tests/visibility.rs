@@ -167,6 +167,9 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         // admin's view shows them to ADMIN_TOKEN alone.
         "/api/v1/reports",
         "/api/v1/admin/reports/{id}",
+        // Grouped notifications name statuses too (through the same check as v1).
+        "/api/v2/notifications",
+        "/api/v2/notifications/{group_key}",
     ] {
         assert!(
             routes.iter().any(|r| r.path == known),

@@ -14,6 +14,7 @@ pub mod instance;
 pub mod list;
 pub mod media;
 pub mod notification;
+pub mod notification_group;
 pub mod poll;
 pub mod relationship;
 pub mod replies;

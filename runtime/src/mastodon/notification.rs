@@ -22,7 +22,8 @@ pub struct Notification {
     #[serde(rename = "type")]
     pub kind: String,
     pub created_at: DateTime<Utc>,
-    /// Notifications are not grouped yet: each is its own group.
+    /// The group it belongs to (`/api/v2/notifications`): favourites or boosts of one post and
+    /// follows within hours of each other share one; any other is `ungrouped-<id>`.
     pub group_key: String,
     pub account: Option<Arc<Account>>,
     pub status: Option<Status>,
@@ -41,7 +42,7 @@ impl Notification {
 }
 
 /// A notification as stored; select it with [`COLUMNS`] from `notifications n`.
-#[derive(sqlx::FromRow)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Row {
     pub id: i64,
     #[sqlx(rename = "type")]
@@ -50,10 +51,27 @@ pub struct Row {
     pub from_account_id: Option<Uuid>,
     /// The post it is about; older poll notifications name it by `status_id` only.
     pub post: Option<Uuid>,
+    pub group_prefix: Option<String>,
+    pub group_bucket: Option<i32>,
 }
 
-pub const COLUMNS: &str =
-    "n.id, n.type, n.created_at, n.from_account_id, coalesce(n.post_id, n.status_id) AS post";
+impl Row {
+    /// Mastodon's `group_key`.
+    pub fn group_key(&self) -> String {
+        group_key(self.id, self.group_prefix.as_deref(), self.group_bucket)
+    }
+}
+
+/// The key of a notification's group: `<prefix>-<hour>` when it has one, else its own.
+pub fn group_key(id: i64, prefix: Option<&str>, bucket: Option<i32>) -> String {
+    match (prefix, bucket) {
+        (Some(p), Some(b)) => format!("{p}-{b}"),
+        _ => format!("ungrouped-{id}"),
+    }
+}
+
+pub const COLUMNS: &str = "n.id, n.type, n.created_at, n.from_account_id,
+     coalesce(n.post_id, n.status_id) AS post, n.group_prefix, n.group_bucket";
 
 /// The condition a notification `n` of the account bound as `$1` must meet to be shown or
 /// counted (R-MAPI-VIS): it is about no status, or about one the account may read now. As on
@@ -75,34 +93,15 @@ pub async fn render(
     rows: Vec<Row>,
 ) -> Result<Vec<Notification>, sqlx::Error> {
     let posts: Vec<Uuid> = rows.iter().filter_map(|r| r.post).collect();
-    // Every account the page names, looked up together (not one query per entry), before this
-    // render holds a connection: holding one while the pool hands out another can wait for
-    // ever once every connection is held by a render doing the same.
-    let mut ids: Vec<Uuid> = rows.iter().filter_map(|r| r.from_account_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let found = directory::by_ids(pool, &ids).await?;
+    let ids: Vec<Uuid> = rows.iter().filter_map(|r| r.from_account_id).collect();
+    let accounts = accounts(pool, site, &ids).await?;
     let mut conn = pool.acquire().await?;
     let statuses: HashMap<Uuid, Status> = status::render(&mut conn, site, Some(viewer), &posts)
         .await?
         .into_iter()
         .filter_map(|s| Some((s.uuid()?, s)))
         .collect();
-    let local: Vec<Uuid> = found
-        .iter()
-        .filter(|(_, f)| matches!(f, Found::Local(_)))
-        .map(|(id, _)| *id)
-        .collect();
-    let mut accounts: HashMap<Uuid, Arc<Account>> = account::locals(&mut conn, site.urls, &local)
-        .await?
-        .into_iter()
-        .map(|(id, a)| (id, Arc::new(a)))
-        .collect();
-    for (id, f) in &found {
-        if let Found::Remote(r) = f {
-            accounts.insert(*id, Arc::new(account::remote(site.urls, r)));
-        }
-    }
+    drop(conn);
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         // Cloned: the same post may be named by several notifications of the page.
@@ -119,12 +118,44 @@ pub async fn render(
             .or_else(|| status.as_ref().map(|s| s.account.clone()));
         out.push(Notification {
             id: r.id.to_string(),
+            group_key: r.group_key(),
             kind: r.kind,
             created_at: r.created_at,
-            group_key: format!("ungrouped-{}", r.id),
             account,
             status,
         });
+    }
+    Ok(out)
+}
+
+/// The Account entities of `ids` (local accounts and remote actors), looked up together — not
+/// one query per entry — and before the caller holds a connection: holding one while the pool
+/// hands out another can wait for ever once every connection is held by a render doing the
+/// same. Unknown ids are left out.
+pub async fn accounts(
+    pool: &PgPool,
+    site: Site<'_>,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, Arc<Account>>, sqlx::Error> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let found = directory::by_ids(pool, &ids).await?;
+    let local: Vec<Uuid> = found
+        .iter()
+        .filter(|(_, f)| matches!(f, Found::Local(_)))
+        .map(|(id, _)| *id)
+        .collect();
+    let mut conn = pool.acquire().await?;
+    let mut out: HashMap<Uuid, Arc<Account>> = account::locals(&mut conn, site.urls, &local)
+        .await?
+        .into_iter()
+        .map(|(id, a)| (id, Arc::new(a)))
+        .collect();
+    for (id, f) in &found {
+        if let Found::Remote(r) = f {
+            out.insert(*id, Arc::new(account::remote(site.urls, r)));
+        }
     }
     Ok(out)
 }

@@ -48,6 +48,22 @@ impl Kind {
     }
 }
 
+/// The types Mastodon groups: many favourites or boosts of one post, many new followers.
+pub const GROUPABLE: [Kind; 3] = [Kind::Favourite, Kind::Reblog, Kind::Follow];
+
+/// How long one group may span (Mastodon's `MAXIMUM_GROUP_SPAN_HOURS`).
+pub const GROUP_SPAN_HOURS: i32 = 12;
+
+/// What the group of a notification of `kind` about `post` is keyed by (its key is this and
+/// the hour the group started); `None` for a type that is not grouped.
+pub fn group_prefix(kind: Kind, post: Option<Uuid>) -> Option<String> {
+    match (kind, post) {
+        (Kind::Favourite | Kind::Reblog, Some(post)) => Some(format!("{}-{post}", kind.as_str())),
+        (Kind::Follow, _) => Some("follow".to_string()),
+        _ => None,
+    }
+}
+
 /// One notification to write.
 pub struct Notification<'a> {
     /// The local account notified.
@@ -79,9 +95,19 @@ pub async fn notify(
     {
         return Ok(None);
     }
+    // The group it joins (Mastodon's `group_key`): the latest group of its prefix while that
+    // started less than GROUP_SPAN_HOURS ago, else a new one from this hour. Two writers
+    // racing compute the same hour, so they join one group either way.
     let id: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO notifications (account_id, type, from_account_id, post_id, activity_id)
-         VALUES ($1, $2, $3, $4, $5)
+        "INSERT INTO notifications (account_id, type, from_account_id, post_id, activity_id,
+                                    group_prefix, group_bucket)
+         SELECT $1, $2, $3, $4, $5, $6::text,
+                CASE WHEN $6::text IS NOT NULL THEN
+                  (SELECT CASE WHEN prev IS NOT NULL AND hour < prev + $7 THEN prev ELSE hour END
+                     FROM (SELECT floor(extract(epoch FROM now()) / 3600)::integer AS hour,
+                                  (SELECT max(group_bucket) FROM notifications
+                                    WHERE account_id = $1 AND group_prefix = $6::text) AS prev) b)
+                END
          ON CONFLICT (account_id, type, activity_id) WHERE activity_id IS NOT NULL DO NOTHING
          RETURNING id",
     )
@@ -90,6 +116,8 @@ pub async fn notify(
     .bind(n.from_account)
     .bind(n.post)
     .bind(n.cause)
+    .bind(group_prefix(n.kind, n.post))
+    .bind(GROUP_SPAN_HOURS)
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(id) = id {
@@ -123,4 +151,33 @@ pub async fn remove_post(tx: &mut PgConnection, post: Uuid) -> Result<u64, sqlx:
         .execute(tx)
         .await?
         .rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn favourites_and_boosts_group_by_post_follows_together_the_rest_alone() {
+        let post = Uuid::from_u128(7);
+        assert_eq!(
+            group_prefix(Kind::Favourite, Some(post)).as_deref(),
+            Some("favourite-00000000-0000-0000-0000-000000000007")
+        );
+        assert_eq!(
+            group_prefix(Kind::Reblog, Some(post)).as_deref(),
+            Some("reblog-00000000-0000-0000-0000-000000000007")
+        );
+        assert_eq!(group_prefix(Kind::Follow, None).as_deref(), Some("follow"));
+        for k in [
+            Kind::Mention,
+            Kind::Status,
+            Kind::FollowRequest,
+            Kind::Poll,
+            Kind::Update,
+        ] {
+            assert_eq!(group_prefix(k, Some(post)), None, "{k:?}");
+        }
+        assert_eq!(group_prefix(Kind::Favourite, None), None);
+    }
 }

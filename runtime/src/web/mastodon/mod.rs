@@ -15,6 +15,7 @@ pub mod domain_blocks;
 pub mod emojis;
 pub mod filters;
 pub mod follow_requests;
+pub mod grouped_notifications;
 pub mod instance;
 pub mod interactions;
 pub mod lists;
@@ -52,6 +53,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(timelines::routes())
         .merge(markers::routes())
         .merge(notifications::routes())
+        .merge(grouped_notifications::routes())
         .merge(conversations::routes())
         .merge(streaming::routes())
 }

@@ -35,7 +35,10 @@ use crate::mastodon::{Empty, UnreadCount};
 
 /// The types a request names under `key` (`types[]=a&types[]=b`, or `types=a`); an unknown
 /// type is a 422 rather than a filter that silently matches nothing.
-fn kinds(params: &[(String, String)], key: &str) -> Result<Option<Vec<&'static str>>, ApiError> {
+pub(super) fn kinds(
+    params: &[(String, String)],
+    key: &str,
+) -> Result<Option<Vec<&'static str>>, ApiError> {
     let bracketed = format!("{key}[]");
     let given: Vec<&str> = params
         .iter()

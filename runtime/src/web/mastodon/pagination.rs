@@ -190,7 +190,16 @@ impl<T> Paged<T> {
     /// `keys` are the page's cursors, newest first, one per item. `origin` and `uri` make the
     /// links: the same path and parameters with `max_id` (next, older) or `min_id` (prev).
     pub fn new(items: Vec<T>, keys: &[String], origin: &str, uri: &Uri) -> Paged<T> {
-        let link = match (keys.first(), keys.last()) {
+        Paged {
+            items,
+            link: Self::link(keys, origin, uri),
+        }
+    }
+
+    /// The `Link` header of a page whose cursors are `keys` (newest first): next with the
+    /// oldest as `max_id`, prev with the newest as `min_id`; none for an empty page.
+    pub fn link(keys: &[String], origin: &str, uri: &Uri) -> Option<HeaderValue> {
+        match (keys.first(), keys.last()) {
             (Some(newest), Some(oldest)) => {
                 let kept: Vec<(String, String)> = params(uri)
                     .into_iter()
@@ -212,8 +221,7 @@ impl<T> Paged<T> {
                 .ok()
             }
             _ => None,
-        };
-        Paged { items, link }
+        }
     }
 }
 
