@@ -213,6 +213,10 @@ pub struct MediaConfig {
     /// each decode may hold up to `MEDIA_MAX_PIXELS` × 4 bytes plus the decoder's buffers, so
     /// this bounds a node's decoding memory (R-API).
     pub decode_concurrency: usize,
+    /// `MEDIA_PROXY_CACHE_MB` (default 64, 0–4096; 0: no cache): remote images the media proxy
+    /// keeps in memory per web node for an hour, so a busy post's images are fetched once, not
+    /// once per reader.
+    pub proxy_cache_bytes: usize,
     pub drive: DriveConfig,
     /// `STORAGE_URL_BASE`: the public URL files are reachable under (`<base>/<key>`). Default
     /// for `fs`: `PUBLIC_URL` (the web node serves `/media/…`); required for `s3`.
@@ -226,6 +230,7 @@ impl Default for MediaConfig {
             max_pixels: 33_177_600,
             sync_max_bytes: 1024 * 1024,
             decode_concurrency: 2,
+            proxy_cache_bytes: 64 * 1024 * 1024,
             drive: DriveConfig::None,
             url_base: "http://localhost:3000".into(),
         }
@@ -249,6 +254,14 @@ impl MediaConfig {
             1,
             64,
         )? as usize;
+        let proxy_cache_bytes = env.count(
+            "MEDIA_PROXY_CACHE_MB",
+            (d.proxy_cache_bytes >> 20) as u32,
+            0,
+            4096,
+        )? as usize
+            * 1024
+            * 1024;
         let fs_path = env
             .get("FS_STORAGE_PATH")
             .map(|p| std::path::PathBuf::from(p.trim()));
@@ -302,6 +315,7 @@ impl MediaConfig {
             max_pixels,
             decode_concurrency,
             sync_max_bytes,
+            proxy_cache_bytes,
             drive,
             url_base,
         })
@@ -1280,6 +1294,7 @@ mod tests {
         assert_eq!(c.media.max_pixels, 33_177_600);
         assert_eq!(c.media.sync_max_bytes, 1024 * 1024);
         assert_eq!(c.media.decode_concurrency, 2);
+        assert_eq!(c.media.proxy_cache_bytes, 64 << 20);
         assert_eq!(c.media.drive, DriveConfig::None);
         assert_eq!(c.media.url_base, "http://localhost:4000");
         let c = Config::from_env(&Env::from_pairs([
@@ -1318,6 +1333,14 @@ mod tests {
             (vec![("MEDIA_MAX_BYTES", "0")], "MEDIA_MAX_BYTES"),
             (vec![("MEDIA_MAX_BYTES", "16MiB")], "MEDIA_MAX_BYTES"),
             (vec![("MEDIA_MAX_PIXELS", "-5")], "MEDIA_MAX_PIXELS"),
+            (
+                vec![("MEDIA_PROXY_CACHE_MB", "4097")],
+                "MEDIA_PROXY_CACHE_MB",
+            ),
+            (
+                vec![("MEDIA_PROXY_CACHE_MB", "lots")],
+                "MEDIA_PROXY_CACHE_MB",
+            ),
             (
                 vec![("MEDIA_DECODE_CONCURRENCY", "0")],
                 "MEDIA_DECODE_CONCURRENCY",

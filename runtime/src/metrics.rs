@@ -34,6 +34,12 @@ pub struct OutcomeLabels {
 pub static POLL_ENQUEUE_ATTEMPTS: LazyLock<Family<OutcomeLabels, Counter>> =
     LazyLock::new(Family::default);
 
+/// Requests of the remote media proxy by outcome: `hit` (served from this node's cache),
+/// `miss` (fetched from the remote), `error` (the remote failed or sent no image). Process-wide
+/// like the poll counter.
+pub static MEDIA_PROXY_REQUESTS: LazyLock<Family<OutcomeLabels, Counter>> =
+    LazyLock::new(Family::default);
+
 fn latency_histogram() -> Histogram {
     // 1 ms … ~65 s
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
@@ -117,6 +123,11 @@ impl Metrics {
             "poll_notification_enqueue_attempts",
             "Poll-notification scheduling attempts by outcome (coalesced and deferred included; not stored messages)",
             POLL_ENQUEUE_ATTEMPTS.clone(),
+        );
+        registry.register(
+            "media_proxy_requests",
+            "Remote media proxy requests by outcome (hit: this node's cache; miss: fetched; error)",
+            MEDIA_PROXY_REQUESTS.clone(),
         );
         let stream_connections = Gauge::<i64, AtomicI64>::default();
         let stream_events = Counter::default();

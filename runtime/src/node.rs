@@ -438,6 +438,9 @@ fn app_state(
             .secret_key
             .as_ref()
             .map(|k| Arc::new(crate::media::proxy::MediaProxy::new(k.expose()))),
+        proxy_cache: Arc::new(crate::media::proxy::ProxyCache::new(
+            config.media.proxy_cache_bytes,
+        )),
         ..AppState::new(pool.clone(), fed)
     })
 }

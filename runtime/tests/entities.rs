@@ -44,6 +44,19 @@ impl Names {
         self.known.insert(value.to_string(), format!("<{name}>"));
     }
     fn text(&self, s: &str) -> String {
+        // A proxied remote image: its MAC varies with the run's URLs, the remote URL is named.
+        if let Some((head, remote)) = s.split_once("/media/proxy/")
+            && let Some((_, q)) = remote.split_once("?url=")
+        {
+            let remote: String = url::form_urlencoded::parse(format!("u={q}").as_bytes())
+                .map(|(_, v)| v.into_owned())
+                .collect();
+            return format!(
+                "{}/media/proxy/<mac>?url={}",
+                self.text(head),
+                self.text(&remote)
+            );
+        }
         // Longest first, so an origin is not replaced inside a longer known value.
         let mut keys: Vec<&String> = self.known.keys().collect();
         keys.sort_by_key(|k| std::cmp::Reverse(k.len()));

@@ -275,11 +275,10 @@ pub fn remote(urls: Urls<'_>, r: &RemoteAccount) -> Account {
         emojis: CustomEmoji::from_tags(urls, doc.get("tag")),
         fields,
     };
-    a.set_images(
-        urls,
-        image_url(doc.get("icon")),
-        image_url(doc.get("image")),
-    );
+    // Through the media proxy: an app showing the profile asks only this server (R-MAPI-6).
+    let avatar = image_url(doc.get("icon")).map(|u| urls.remote_image(u));
+    let header = image_url(doc.get("image")).map(|u| urls.remote_image(u));
+    a.set_images(urls, avatar.as_deref(), header.as_deref());
     a
 }
 

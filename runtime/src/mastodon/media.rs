@@ -1,5 +1,6 @@
 //! Mastodon's `MediaAttachment`: our uploads (URLs from the drive) and a remote post's
-//! `Document`s (pointing at the remote files; we do not proxy them).
+//! `Document`s — images shown through the media proxy (`remote_url` keeps the original, as
+//! Mastodon's cached copies do), video and audio still at their origin.
 
 use std::collections::HashMap;
 
@@ -100,7 +101,7 @@ impl MediaAttachment {
     }
 
     /// A remote post's stored `Document` (sanitized URL, or nothing to show).
-    pub fn remote(doc: &Value) -> Option<Self> {
+    pub fn remote(urls: crate::mastodon::Urls<'_>, doc: &Value) -> Option<Self> {
         let url = doc
             .get("url")
             .and_then(crate::federation::actors::actor::id_of)?;
@@ -115,12 +116,17 @@ impl MediaAttachment {
         };
         let width = doc.get("width").and_then(Value::as_u64);
         let height = doc.get("height").and_then(Value::as_u64);
+        // The proxy relays raster images only; other media is linked where it is.
+        let shown = match kind {
+            "image" | "gifv" => urls.remote_image(&url),
+            _ => url.clone(),
+        };
         Some(MediaAttachment {
             id: Uuid::new_v5(&Uuid::NAMESPACE_URL, url.as_bytes()).to_string(),
             kind: kind.into(),
-            preview_url: Some(url.clone()),
-            remote_url: Some(url.clone()),
-            url: Some(url),
+            preview_url: Some(shown.clone()),
+            remote_url: Some(url),
+            url: Some(shown),
             preview_remote_url: None,
             text_url: None,
             meta: Meta {
@@ -136,10 +142,10 @@ impl MediaAttachment {
     }
 
     /// A remote post's `attachment` list as stored.
-    pub fn remote_all(stored: &Value) -> Vec<Self> {
+    pub fn remote_all(urls: crate::mastodon::Urls<'_>, stored: &Value) -> Vec<Self> {
         stored
             .as_array()
-            .map(|docs| docs.iter().filter_map(Self::remote).collect())
+            .map(|docs| docs.iter().filter_map(|d| Self::remote(urls, d)).collect())
             .unwrap_or_default()
     }
 }
@@ -197,7 +203,8 @@ mod tests {
             { "type": "Document", "mediaType": "image/png", "url": "javascript:alert(1)" },
             { "type": "Document", "mediaType": "video/mp4" },
         ]);
-        let shown = MediaAttachment::remote_all(&docs);
+        let shown =
+            MediaAttachment::remote_all(crate::mastodon::Urls::new("https://h.example"), &docs);
         assert_eq!(shown.len(), 1);
         let v = serde_json::to_value(&shown[0]).unwrap();
         assert_eq!(v["type"], "gifv");
@@ -206,5 +213,24 @@ mod tests {
             json!({ "original": {
             "width": 4, "height": 2, "size": "4x2", "aspect": 2.0 } })
         );
+    }
+
+    #[test]
+    fn remote_images_go_through_the_proxy_and_keep_their_origin_as_remote_url() {
+        let proxy = crate::media::proxy::MediaProxy::new("a-secret-key-of-at-least-32-characters");
+        let urls = crate::mastodon::Urls::with_proxy("https://h.example", Some(&proxy));
+        let docs = json!([
+            { "type": "Document", "mediaType": "image/jpeg", "url": "https://r.example/a.jpg" },
+            { "type": "Document", "mediaType": "video/mp4", "url": "https://r.example/v.mp4" },
+        ]);
+        let shown = MediaAttachment::remote_all(urls, &docs);
+        let image = serde_json::to_value(&shown[0]).unwrap();
+        let proxied = proxy.url("https://h.example", "https://r.example/a.jpg");
+        assert_eq!(image["url"], proxied.as_str());
+        assert_eq!(image["preview_url"], proxied.as_str());
+        assert_eq!(image["remote_url"], "https://r.example/a.jpg");
+        // The proxy relays images only: a video stays where it is.
+        let video = serde_json::to_value(&shown[1]).unwrap();
+        assert_eq!(video["url"], "https://r.example/v.mp4");
     }
 }

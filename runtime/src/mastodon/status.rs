@@ -405,7 +405,7 @@ async fn render_posts(
         s.visibility = r.visibility;
         s.language = r.language;
         s.tags = tags(site.urls, &r.tags);
-        s.media_attachments = MediaAttachment::remote_all(&r.attachments);
+        s.media_attachments = MediaAttachment::remote_all(site.urls, &r.attachments);
         s.emojis = CustomEmoji::from_tags(site.urls, r.tag_json.as_ref());
         finish(
             &mut s,

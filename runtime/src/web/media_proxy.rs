@@ -12,7 +12,7 @@ use axum::routing::get;
 use serde::Deserialize;
 
 use super::{ApiError, AppState};
-use crate::media::proxy::{MAX_BYTES, PATH};
+use crate::media::proxy::{MAX_BYTES, PATH, Source};
 
 pub fn routes() -> Router<AppState> {
     Router::new().route(&format!("{PATH}/{{mac}}"), get(serve))
@@ -36,16 +36,30 @@ async fn serve(
     if !proxy.verify(&mac, &url) {
         return Err(not_found());
     }
-    let (bytes, media_type) = fed.fetch.get_image(&url, MAX_BYTES).await.map_err(|e| {
+    let outcome = |o: &str| {
+        crate::metrics::MEDIA_PROXY_REQUESTS
+            .get_or_create(&crate::metrics::OutcomeLabels { outcome: o.into() })
+            .inc();
+    };
+    let fetched = s
+        .proxy_cache
+        .get_or_fetch(&url, || fed.fetch.get_image(&url, MAX_BYTES))
+        .await;
+    let (image, source) = fetched.map_err(|e| {
+        outcome("error");
         tracing::info!(url, error = %e, "a proxied image could not be fetched");
         ApiError(
             StatusCode::BAD_GATEWAY,
             format!("the remote image could not be fetched: {e}"),
         )
     })?;
-    let mut resp = bytes.into_response();
+    outcome(match source {
+        Source::Cache => "hit",
+        Source::Remote => "miss",
+    });
+    let mut resp = image.bytes.into_response();
     let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&media_type) {
+    if let Ok(v) = HeaderValue::from_str(&image.media_type) {
         h.insert(header::CONTENT_TYPE, v);
     }
     // A day: the remote may change its image; a browser keeps what it has meanwhile.

@@ -77,6 +77,8 @@ pub struct AppState {
     pub hashing: Arc<crate::passwords::Hashing>,
     /// Remote images shown through this server (`media::proxy`); `None` without `SECRET_KEY`.
     pub media_proxy: Option<Arc<crate::media::proxy::MediaProxy>>,
+    /// What the media proxy relayed, kept for readers after the first.
+    pub proxy_cache: Arc<crate::media::proxy::ProxyCache>,
 }
 
 impl AppState {
@@ -102,6 +104,7 @@ impl AppState {
             behind_proxy: false,
             drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
             media_proxy: None,
+            proxy_cache: Arc::new(crate::media::proxy::ProxyCache::new(0)),
             media: Default::default(),
             writes: Default::default(),
             instance_stats: mastodon::instance::UsageCache::new(Duration::from_secs(300)),

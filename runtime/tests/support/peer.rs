@@ -639,6 +639,13 @@ async fn open_redirect(Query(q): Query<RedirectQuery>) -> Response {
 }
 
 async fn upload(State(s): State<PeerState>, Path(name): Path<String>) -> Response {
+    // Counted like document fetches, so a test sees how often a file was fetched.
+    s.hits.lock().expect("hits").push(Hit {
+        path: format!("/uploads/{name}"),
+        at: Instant::now(),
+        wall: chrono::Utc::now(),
+        signed: Err("an upload".into()),
+    });
     match s.uploads.lock().expect("uploads").get(&name).cloned() {
         Some((ty, body)) => ([("content-type", ty)], body).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),

@@ -1,0 +1,146 @@
+//! The remote media proxy (R-MAPI-6, issue 32 item 7): a remote post's images and a remote
+//! account's avatar and header are shown through this server's signed URLs (`remote_url`
+//! keeps the origin), served as images with `nosniff`, fetched from the remote once for many
+//! readers (the node's cache, counted in `/metrics`), and a URL this server did not sign is a
+//! 404.
+
+mod support;
+
+use serde_json::json;
+use support::api::{Client, WAIT, follow_each_other};
+use support::eventually;
+use support::multipart::png;
+use support::node::Instance;
+use support::peer::Peer;
+
+const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn remote_images_reach_readers_only_through_our_signed_urls_and_one_fetch() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
+    let (photo, face) = (png(40, 30), png(8, 8));
+    for (name, bytes) in [("photo.png", &photo), ("face.png", &face)] {
+        peer.state
+            .uploads
+            .lock()
+            .expect("uploads")
+            .insert(name.into(), ("image/png".into(), bytes.clone()));
+    }
+    let photo_url = peer.iri("/uploads/photo.png");
+    let note = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
+        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+                    "content": "<p>look</p>", "published": "2026-12-01T10:00:00Z",
+                    "attachment": [{ "type": "Document", "mediaType": "image/png",
+                                     "url": photo_url, "name": "a photo" }] },
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
+    let status = eventually(WAIT, "the note at home", || async {
+        let home = api.get("/api/v1/timelines/home").await.body;
+        home.as_array()?
+            .iter()
+            .find(|s| s["uri"] == note.as_str())
+            .cloned()
+    })
+    .await;
+    let media = &status["media_attachments"][0];
+    assert_eq!(media["remote_url"], photo_url.as_str());
+    let shown = media["url"].as_str().expect("url").to_string();
+    assert!(
+        shown.starts_with(&format!("{}/media/proxy/", inst.base)),
+        "{media}"
+    );
+    assert_eq!(media["preview_url"], shown.as_str());
+    assert!(
+        !status
+            .to_string()
+            .contains(&format!("\"url\":\"{photo_url}\""))
+    );
+
+    // Eight readers at once: the same bytes, as an image, and the remote asked once.
+    let readers: Vec<_> = (0..8)
+        .map(|_| {
+            let url = shown.clone();
+            tokio::spawn(async move { reqwest::get(url).await.expect("proxy") })
+        })
+        .collect();
+    for r in readers {
+        let resp = r.await.expect("reader");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "image/png");
+        assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(resp.bytes().await.expect("body").as_ref(), photo.as_slice());
+    }
+    let fetched = peer
+        .hits()
+        .iter()
+        .filter(|h| h.path == "/uploads/photo.png")
+        .count();
+    assert_eq!(fetched, 1, "one fetch for eight readers");
+    let metrics = reqwest::get(format!("{}/metrics", inst.health_base()))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains("hollo_media_proxy_requests_total{outcome=\"hit\"} 7"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("media_proxy"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // Another URL under the same signature, or a forged one: the same 404.
+    let (base, _) = shown.split_once("?url=").expect("a proxied URL");
+    let other: String =
+        url::form_urlencoded::byte_serialize(peer.iri("/uploads/face.png").as_bytes()).collect();
+    for forged in [
+        format!("{base}?url={other}"),
+        format!("{}/media/proxy/00ff?url={other}", inst.base),
+    ] {
+        assert_eq!(
+            reqwest::get(&forged).await.expect("proxy").status(),
+            404,
+            "{forged}"
+        );
+    }
+
+    // A remote account's avatar and header, through the proxy too.
+    sqlx::query(
+        "UPDATE remote_actors
+            SET document = document || jsonb_build_object(
+                  'icon', jsonb_build_object('type', 'Image', 'url', $2::text),
+                  'image', jsonb_build_object('type', 'Image', 'url', $2::text))
+          WHERE iri = $1",
+    )
+    .bind(peer.actor())
+    .bind(peer.iri("/uploads/face.png"))
+    .execute(&inst.pool)
+    .await
+    .expect("the actor's icon");
+    let account = api.get(&format!("/api/v1/accounts/{peer_id}")).await.body;
+    for key in ["avatar", "avatar_static", "header", "header_static"] {
+        let url = account[key].as_str().expect(key);
+        assert!(
+            url.starts_with(&format!("{}/media/proxy/", inst.base)),
+            "{key}: {url}"
+        );
+    }
+    let avatar = reqwest::get(account["avatar"].as_str().expect("avatar"))
+        .await
+        .expect("proxy");
+    assert_eq!(avatar.status(), 200);
+    assert_eq!(
+        avatar.bytes().await.expect("body").as_ref(),
+        face.as_slice()
+    );
+    inst.shutdown().await;
+}
