@@ -1375,7 +1375,8 @@ async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schem
                 .ok_or("no web Deployment")?;
             let image = web
                 .spec
-                .and_then(|s| s.template.spec)
+                .template
+                .spec
                 .and_then(|p| p.containers.first().and_then(|c| c.image.clone()))
                 .unwrap_or_default();
             if !image.ends_with(&format!(":{NEXT}")) {
@@ -1603,7 +1604,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
         let n = pods(ns, "web").await.len();
         let h = ns.hollo().await;
-        match (d.spec.and_then(|s| s.replicas), n, phase(&h).as_str()) {
+        match (d.spec.replicas, n, phase(&h).as_str()) {
             (Some(1), 1, "Running") => Ok(()),
             (r, n, p) => Err(format!(
                 "replicas {r:?}, {n} web pods, phase {p}: the paused edit was applied"
