@@ -244,7 +244,9 @@ fn binary_schema_version(ns: &Ns) -> i64 {
 /// the Lease; the example goes Migrating → RollingOut → Running; its migration Job really
 /// migrated the database; the web Service answers /healthz by DNS name from another pod; a
 /// worker logs that it consumes; the pods run hardened (non-root, read-only root filesystem,
-/// seccomp RuntimeDefault, no privilege escalation).
+/// seccomp RuntimeDefault, no privilege escalation). Then issue 35 item 5: the maintenance
+/// cleanup CronJob's Job runs `hollo cleanup` against the database for real
+/// (`real_cleanup_runs_against_the_database`).
 #[tokio::test]
 async fn quick_start_runs_for_real() {
     let r = real();
