@@ -244,7 +244,9 @@ fn binary_schema_version(ns: &Ns) -> i64 {
 /// the Lease; the example goes Migrating → RollingOut → Running; its migration Job really
 /// migrated the database; the web Service answers /healthz by DNS name from another pod; a
 /// worker logs that it consumes; the pods run hardened (non-root, read-only root filesystem,
-/// seccomp RuntimeDefault, no privilege escalation).
+/// seccomp RuntimeDefault, no privilege escalation). Then issue 35 item 5: the maintenance
+/// cleanup CronJob's Job runs `hollo cleanup` against the database for real
+/// (`real_cleanup_runs_against_the_database`).
 #[tokio::test]
 async fn quick_start_runs_for_real() {
     let r = real();
@@ -382,41 +384,7 @@ async fn quick_start_runs_for_real() {
         "http://{HOLLO}-web.{}.svc.cluster.local:{port}/healthz",
         ns.name
     );
-    let job = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "healthz-client"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-wait", "60s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .unwrap();
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&job))
-        .expect("create the client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = wait_until("the /healthz client pod ends", 120, || async {
-        let p = pods_api
-            .get("healthz-client")
-            .await
-            .map_err(|e| e.to_string())?;
-        let ph = p.status.and_then(|s| s.phase).unwrap_or_default();
-        if ph == "Succeeded" || ph == "Failed" {
-            Ok(ph)
-        } else {
-            Err(ph)
-        }
-    })
-    .await;
-    let answer = ns.kubectl(&["logs", "healthz-client"]);
-    assert_eq!(client_phase, "Succeeded", "GET {url}: {answer}");
-    assert!(answer.starts_with("200"), "GET {url}: {answer}");
+    let answer = get_from_a_pod(&ns, "healthz-client", &url).await;
     ns.log(&format!("GET {url} from a pod: {}", answer.trim()));
 
     // A worker pod's log holds the worker start line.
@@ -436,7 +404,200 @@ async fn quick_start_runs_for_real() {
     ns.log(&format!("probe enqueue: {}", out.trim()));
     let s = all_probes_done(&ns, 2000, 300).await;
     ns.log(&format!("probe stats: {s}"));
+
+    // Issue 35 item 5 (R-OP-OPS, "a CronJob cleanup really runs against the database"): the
+    // maintenance CronJob's Job runs the real `hollo cleanup` on the real node and the workers
+    // carry the cleanup out in this database. It lives here, on the quick start's instance,
+    // because all it needs is a running instance with workers (a scenario of its own would pay
+    // for another install, ~40 s); kwok (`issue35_scheduled_cleanups`) covers the rendering and
+    // the CronJob controller's schedule, so this triggers the Job at once instead of waiting up
+    // to a minute for a `* * * * *` schedule.
+    real_cleanup_runs_against_the_database(&ns, &db, &r).await;
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// Issue 35 item 5 on real pods (see `quick_start_runs_for_real`): remote-post fixtures in the
+/// scenario's database (600 received 40 days ago, one of them bookmarked by a local account,
+/// 5 recent), `spec.maintenance.remotePosts` on with `olderThanDays: 30`, then
+/// `kubectl create job --from=cronjob/social-cleanup-remote-posts`: the Job's pod (on the real
+/// node, the instance's image) runs `hollo cleanup remote-posts --older-than-days 30` to
+/// completion and prints the cleanup job it started; the workers complete that job
+/// (`cleanup_jobs.status = 'completed'`, 2 items: batches of 500); the 599 old unbookmarked posts
+/// are gone, the bookmarked one and the recent ones stay; `status.lastCleanup.remotePosts` is
+/// set from the CronJob's `lastSuccessfulTime` and `media` stays unset.
+async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
+    use k8s_openapi::api::batch::v1::{CronJob, Job};
+    psql(
+        db,
+        "INSERT INTO remote_posts (iri, actor, body, created_at) \
+         SELECT 'https://r.example/notes/' || g, 'https://r.example/users/a', '{}', \
+                now() - interval '40 days' FROM generate_series(1, 600) g; \
+         INSERT INTO remote_posts (iri, actor, body) \
+         SELECT 'https://r.example/new/' || g, 'https://r.example/users/a', '{}' \
+           FROM generate_series(1, 5) g; \
+         INSERT INTO accounts (id, username, public_key_pem, private_key_enc) \
+         VALUES ('00000000-0000-4000-8000-00000000e2e5', 'e2e_cleanup_reader', 'unused', '\\x00'); \
+         INSERT INTO bookmarks (account_id, post_iri) \
+         VALUES ('00000000-0000-4000-8000-00000000e2e5', 'https://r.example/notes/7')",
+    );
+    assert_eq!(psql(db, "SELECT count(*) FROM remote_posts"), "605");
+    ns.merge_hollo(json!({"spec": {"maintenance": {"remotePosts": {
+        "enabled": true, "olderThanDays": 30}}}}))
+        .await;
+    let name = format!("{HOLLO}-cleanup-remote-posts");
+    let cjs: Api<CronJob> = ns.api();
+    let cj = wait_until(&format!("CronJob {name}"), 60, || async {
+        cjs.get_opt(&name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
+    assert_eq!(cj.spec.suspend, Some(false), "{name} is not suspended");
+    ns.kubectl(&[
+        "create",
+        "job",
+        "cleanup-now",
+        &format!("--from=cronjob/{name}"),
+    ]);
+    ns.log(&format!(
+        "kubectl create job cleanup-now --from=cronjob/{name}"
+    ));
+    let jobs: Api<Job> = ns.api();
+    let job_done = wait_until("the cleanup Job ends", 180, || async {
+        let j = jobs.get("cleanup-now").await.map_err(|e| e.to_string())?;
+        let conds = j
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        match conds
+            .iter()
+            .find(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+        {
+            Some(c) => Ok(c.type_.clone()),
+            None => Err(format!("{:?}", j.status)),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "job/cleanup-now"]);
+    assert_eq!(job_done, "Complete", "hollo cleanup: {log}");
+    let job_pods = ns
+        .api::<Pod>()
+        .list(&ListParams::default().labels("job-name=cleanup-now"))
+        .await
+        .expect("the cleanup Job's pods")
+        .items;
+    assert!(
+        !job_pods.is_empty() && job_pods.iter().all(|p| on_node(p) == r.node),
+        "the cleanup ran on the real node: {:?}",
+        job_pods
+            .iter()
+            .map(|p| (p.name_any(), on_node(p)))
+            .collect::<Vec<_>>()
+    );
+    let c = &job_pods[0].spec.as_ref().expect("pod spec").containers[0];
+    assert_eq!(
+        (c.command.clone(), c.args.clone()),
+        (
+            Some(vec!["hollo".to_string(), "cleanup".into()]),
+            Some(vec![
+                "remote-posts".to_string(),
+                "--older-than-days".into(),
+                "30".into()
+            ])
+        )
+    );
+    // `hollo cleanup` prints the job it started: {"id":…,"kind":"remote_posts","new":true}
+    let started: Value = log
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l.trim()).ok())
+        .unwrap_or_else(|| panic!("no JSON line in the cleanup's log: {log}"));
+    assert_eq!(started["kind"], "remote_posts", "{log}");
+    let id = started["id"]
+        .as_str()
+        .expect("the cleanup job's id")
+        .to_string();
+    ns.log(&format!("hollo cleanup started {started}"));
+    let done = wait_until("the workers complete the cleanup job", 120, || async {
+        let row = psql(
+            db,
+            &format!("SELECT status || ' ' || total_items FROM cleanup_jobs WHERE id = '{id}'"),
+        );
+        if row.starts_with("completed") {
+            Ok(row)
+        } else {
+            Err(row)
+        }
+    })
+    .await;
+    assert_eq!(done, "completed 2", "600 old posts in batches of 500");
+    assert_eq!(
+        psql(db, "SELECT count(*) FROM remote_posts"),
+        "6",
+        "the 5 recent posts and the bookmarked old one stay"
+    );
+    assert_eq!(
+        psql(
+            db,
+            "SELECT count(*) FROM remote_posts WHERE iri = 'https://r.example/notes/7'"
+        ),
+        "1",
+        "a bookmarked post stays"
+    );
+    let h = wait_until("status.lastCleanup.remotePosts", 120, || async {
+        let h = ns.hollo().await;
+        if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
+            Ok(h)
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
+    assert!(
+        h.data["status"]["lastCleanup"]["media"].is_null(),
+        "media never ran"
+    );
+}
+
+/// GET `url` from a client pod `name` on the real node (e2e-httpget `-wait 60s`: retried until a
+/// 200 or the deadline); asserts the pod succeeded with a 200 and returns what it printed.
+async fn get_from_a_pod(ns: &Ns, name: &str, url: &str) -> String {
+    let pod = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-wait", "60s", url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .expect("client pod JSON");
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&pod))
+        .expect("create the client pod");
+    let pods_api: Api<Pod> = ns.api();
+    let client_phase = wait_until(&format!("the client pod {name} ends"), 120, || async {
+        let p = pods_api.get(name).await.map_err(|e| e.to_string())?;
+        let ph = p.status.and_then(|s| s.phase).unwrap_or_default();
+        if ph == "Succeeded" || ph == "Failed" {
+            Ok(ph)
+        } else {
+            Err(ph)
+        }
+    })
+    .await;
+    let answer = ns.kubectl(&["logs", name]);
+    assert_eq!(client_phase, "Succeeded", "GET {url}: {answer}");
+    assert!(answer.starts_with("200"), "GET {url}: {answer}");
+    answer
 }
 
 /// Worker pods' container exits, as the watch saw them: (pod, exit code, seconds from the
@@ -885,6 +1046,10 @@ fn watch_upgrade_pods(
 /// new migration is in the database before the first new pod is created; the phases and their
 /// events are the README's (ScalingDown → Migrating → RollingOut → Running); probes enqueued
 /// before the upgrade are completed after it, once each.
+///
+/// Then, on the same real pods, issue 34's operations (see the two functions it calls): the
+/// downgrade back to 0.1.0, below the schema 0.1.1-e2e migrated to, refused before anything
+/// stops (item 4); `spec.stopped` and `spec.reconciliationPaused` (item 5).
 #[tokio::test]
 async fn upgrade_to_the_next_version_for_real() {
     let ns = Ns::new("real-upgrade").await;
@@ -986,7 +1151,489 @@ async fn upgrade_to_the_next_version_for_real() {
     );
     let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
     assert!(v.contains(&format!("\"version\":\"{NEXT}\"")), "{v}");
+
+    // Issue 34 items 4 and 5 on real pods. They live here, after the upgrade, because this is
+    // the scenario that leaves real pods running on a database migrated past 0.1.0's schema —
+    // the state a downgrade below the schema needs — and the stop/start and pause checks only
+    // need a running instance: another install and upgrade would add ~2 min to the suite.
+    downgrade_below_the_schema_is_refused_for_real(&ns, &db, schema).await;
+    stopped_and_paused_for_real(&ns, 400).await;
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// The web and worker pods that are not terminating: uid → (name, container restarts, Ready).
+async fn app_pods(ns: &Ns) -> std::collections::BTreeMap<String, (String, i32, bool)> {
+    ns.api::<Pod>()
+        .list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
+        )))
+        .await
+        .expect("list pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let restarts = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+                .unwrap_or(0);
+            let uid = p.metadata.uid.clone().unwrap_or_default();
+            (uid, (p.name_any(), restarts, pod_ready(&p)))
+        })
+        .collect()
+}
+
+/// What a watch saw: changes to pods that should stay untouched, or phases.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Watches the web and worker pods from `before` on: a new pod, a deletion, a terminating pod or
+/// a container restart is recorded.
+fn watch_pods_untouched(
+    ns: &Ns,
+    before: std::collections::BTreeMap<String, (String, i32, bool)>,
+) -> (Seen, tokio::task::JoinHandle<()>) {
+    let seen: Seen = Default::default();
+    let api: Api<Pod> = ns.api();
+    let task = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            let cfg = watcher::Config::default().labels(&format!(
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
+            ));
+            let mut events = watcher(api, cfg).boxed();
+            while let Some(ev) = events.next().await {
+                let (gone, p) = match ev {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
+                    Ok(watcher::Event::Delete(p)) => (true, p),
+                    _ => continue,
+                };
+                let uid = p.metadata.uid.clone().unwrap_or_default();
+                let name = p.name_any();
+                let restarts: i32 = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.as_ref())
+                    .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+                    .unwrap_or(0);
+                let what = match before.get(&uid) {
+                    None => Some(format!("new pod {name}")),
+                    Some(_) if gone => Some(format!("pod {name} deleted")),
+                    Some(_) if p.metadata.deletion_timestamp.is_some() => {
+                        Some(format!("pod {name} terminating"))
+                    }
+                    Some((_, r, _)) if restarts > *r => {
+                        Some(format!("pod {name} restarted ({r} → {restarts})"))
+                    }
+                    Some(_) => None,
+                };
+                if let Some(w) = what {
+                    let mut seen = seen.lock().unwrap();
+                    if !seen.contains(&w) {
+                        seen.push(w);
+                    }
+                }
+            }
+        }
+    });
+    (seen, task)
+}
+
+/// Every distinct consecutive `status.phase` of the Hollo, until aborted.
+fn watch_phases(ns: &Ns) -> (Seen, tokio::task::JoinHandle<()>) {
+    let seen: Seen = Default::default();
+    let api = ns.hollos();
+    let task = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            while let Some(ev) = events.next().await {
+                let Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) = ev else {
+                    continue;
+                };
+                let p = phase(&h);
+                let mut seen = seen.lock().unwrap();
+                if !p.is_empty() && seen.last() != Some(&p) {
+                    seen.push(p);
+                }
+            }
+        }
+    });
+    (seen, task)
+}
+
+/// The `(status, observedGeneration)` of a condition.
+fn condition_generation(
+    h: &kube::api::DynamicObject,
+    type_: &str,
+) -> Option<(String, Option<i64>)> {
+    h.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["observedGeneration"].as_i64(),
+            )
+        })
+}
+
+/// Issue 34 item 4 on real pods (R-OP-ZD: "a version older than the schema is refused before
+/// anything stops"; done when: "a downgrade below the schema: refused, pods untouched, still
+/// Running"). Running at 0.1.1-e2e on a database at its schema, `kubectl patch` of
+/// `spec.version` back to 0.1.0: both images' version probes really run on the node and the
+/// operator refuses — `VersionAccepted=False` `BelowDatabaseSchema` for that generation naming
+/// both versions, a Warning event `BelowDatabaseSchema` — while a client pod GETs
+/// `/api/v1/instance` through the web Service every 100 ms. A watch of the web and worker pods
+/// from before the patch sees no new pod, no deletion and no restart; for 6 s after the
+/// refusal the phase stays `Running` at 0.1.1-e2e, every pod Ready, the web image `:0.1.1-e2e`,
+/// no migration Job made and no maintenance page; the database keeps its schema. `spec.version`
+/// back to 0.1.1-e2e clears the condition, the same pods still running; the client ends with
+/// `failures=0`.
+async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schema: i64) {
+    use k8s_openapi::api::batch::v1::Job;
+    let before = app_pods(ns).await;
+    assert_eq!(before.len(), 3, "1 web + 2 workers: {before:?}");
+    let jobs: Api<Job> = ns.api();
+    let migration_jobs = || async {
+        jobs.list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component=migration"
+        )))
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .map(|j| j.name_any())
+                .collect::<std::collections::BTreeSet<_>>()
+        })
+        .map_err(|e| e.to_string())
+    };
+    let jobs_before = migration_jobs().await.expect("list migration Jobs");
+    let schema_before = psql(
+        db,
+        "SELECT max(version) FROM _sqlx_migrations WHERE success",
+    );
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    // 40 s: the refusal took 4-5 s here (two probe pods), then the 6 s hold; the client must
+    // still be polling after both (asserted below), and every second more is idle suite time.
+    start_poller(ns, &url, 40).await;
+    let (disturbed, watch) = watch_pods_untouched(ns, before.clone());
+    let (phases, phase_watch) = watch_phases(ns);
+    patch_version(ns, "0.1.0");
+    let gen_ = ns.hollo().await.metadata.generation;
+    let h = wait_until("VersionAccepted=False for the downgrade", 120, || async {
+        let h = ns.hollo().await;
+        match condition_generation(&h, "VersionAccepted") {
+            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
+            _ => Err(status_line(&h)),
+        }
+    })
+    .await;
+    ns.log(&status_line(&h));
+    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
+    ns.log(&format!("VersionAccepted=False {reason}: {message}"));
+    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    assert!(
+        message.contains("0.1.0") && message.contains(NEXT),
+        "the message names both versions: {message}"
+    );
+    assert!(
+        message.contains(&schema.to_string()) || message.contains(&NEXT_POST.to_string()),
+        "the message gives the database's schema: {message}"
+    );
+    assert!(message.contains("nothing was stopped"), "{message}");
+    let ev = ns.wait_event("BelowDatabaseSchema", "Warning", 30).await;
+    ns.log(&format!("event: {:?}", ev.note));
+    phase_watch.abort();
+    let phases = phases.lock().unwrap().clone();
+    ns.log(&format!("phases through the refusal: {phases:?}"));
+    assert!(
+        phases
+            .iter()
+            .all(|p| p == "Running" || p == "CheckingCompatibility"),
+        "only the probes ran, nothing stopped: {phases:?}"
+    );
+    holds_for(
+        "refused: the same Ready pods, Running at 0.1.1-e2e, no migration, no page",
+        6,
+        || async {
+            let h = ns.hollo().await;
+            if phase(&h) != "Running" || h.data["status"]["currentVersion"].as_str() != Some(NEXT) {
+                return Err(status_line(&h));
+            }
+            let now = app_pods(ns).await;
+            if now != before {
+                return Err(format!("pods changed: {before:?} → {now:?}"));
+            }
+            if now.values().any(|(_, _, ready)| !ready) {
+                return Err(format!("a pod is not Ready: {now:?}"));
+            }
+            let web = ns
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web Deployment")?;
+            let image = web
+                .spec
+                .template
+                .spec
+                .and_then(|p| p.containers.first().and_then(|c| c.image.clone()))
+                .unwrap_or_default();
+            if !image.ends_with(&format!(":{NEXT}")) {
+                return Err(format!("web image {image}"));
+            }
+            let jobs_now = migration_jobs().await?;
+            if jobs_now != jobs_before {
+                return Err(format!("migration Jobs {jobs_before:?} → {jobs_now:?}"));
+            }
+            if ns
+                .deployment(&format!("{HOLLO}-maintenance-page"))
+                .await
+                .is_some()
+            {
+                return Err("a maintenance page: something stopped".to_string());
+            }
+            Ok(())
+        },
+    )
+    .await;
+    assert_eq!(
+        psql(
+            db,
+            "SELECT max(version) FROM _sqlx_migrations WHERE success"
+        ),
+        schema_before,
+        "the database keeps its schema"
+    );
+    assert_eq!(
+        poller_phase(ns).await.ok().as_deref(),
+        Some("Running"),
+        "the client polled through the refusal (-for 40s)"
+    );
+
+    // Back to the running version: the condition goes, nothing rolls.
+    patch_version(ns, NEXT);
+    let h = wait_until(
+        "Running at 0.1.1-e2e without VersionAccepted",
+        90,
+        || async {
+            let h = ns.hollo().await;
+            let ok = phase(&h) == "Running"
+                && h.data["status"]["observedGeneration"].as_i64() == h.metadata.generation
+                && h.data["status"]["currentVersion"].as_str() == Some(NEXT)
+                && condition(&h, "VersionAccepted").is_none();
+            if ok { Ok(h) } else { Err(status_line(&h)) }
+        },
+    )
+    .await;
+    ns.log(&status_line(&h));
+    let end = wait_until("the polling client ends", 120, || async {
+        match poller_phase(ns).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    watch.abort();
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    let disturbed = disturbed.lock().unwrap().clone();
+    assert!(
+        disturbed.is_empty(),
+        "the refused downgrade touched the pods: {disturbed:?}"
+    );
+    assert_eq!(app_pods(ns).await, before, "the same pods after all");
+    ns.kubectl(&["delete", "pod", "poller", "--wait=false"]);
+}
+
+/// The containerd ids of the pods' containers (`containerd://<id>` in their status).
+fn container_ids(pods: &[Pod]) -> Vec<String> {
+    pods.iter()
+        .filter_map(|p| p.status.as_ref()?.container_statuses.clone())
+        .flatten()
+        .filter_map(|c| c.container_id)
+        .filter_map(|id| id.strip_prefix("containerd://").map(str::to_string))
+        .collect()
+}
+
+/// Those of `ids` that some process on this machine still runs in: a container's processes
+/// are in a cgroup whose path ends with its id (the kubelet's cgroupfs driver).
+fn containers_with_processes(ids: &[String]) -> std::collections::BTreeSet<String> {
+    let mut alive = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
+        let Ok(cgroup) = std::fs::read_to_string(entry.path().join("cgroup")) else {
+            continue;
+        };
+        for id in ids {
+            if cgroup.contains(id.as_str()) {
+                alive.insert(id.clone());
+            }
+        }
+    }
+    alive
+}
+
+/// Issue 34 item 5 on real pods (R-OP-OPS; done when: "`spec.stopped: true` → 0 pods, then back
+/// to `Running`; paused reconciliation ignores a change until unpaused"). `spec.stopped: true`
+/// → phase and condition `Stopped` for that generation, both Deployments at 0, no web or worker
+/// pod object left (the kubelet confirmed each end) and no process left in any of their
+/// containers (read from /proc: the containers are really gone), the web Service kept, a
+/// `Stopped` event. `false` → `Running`, `Stopped=False`, 1 web + 2 workers Ready in new pods,
+/// `/api/v1/instance` answers 200 through the Service. `spec.reconciliationPaused: true` then
+/// `web.replicas: 2` → `ReconciliationPaused=True` for the edit's generation and its event,
+/// and for 8 s the web Deployment stays at 1 with one web pod, `Running`; `false` → 2 Ready web
+/// pods, `ReconciliationPaused=False`, a `ReconciliationResumed` event, and probes enqueued
+/// then are completed (`enqueued_before` + 40, once each).
+async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
+    let running = [pods(ns, "web").await, pods(ns, "worker").await].concat();
+    let ids = container_ids(&running);
+    assert_eq!(ids.len(), 3, "one container per pod: {ids:?}");
+    let alive = containers_with_processes(&ids);
+    assert_eq!(
+        alive.len(),
+        3,
+        "the /proc scan finds the running containers' processes: {ids:?} → {alive:?}"
+    );
+    let gen_ = ns
+        .merge_hollo(json!({"spec": {"stopped": true}}))
+        .await
+        .metadata
+        .generation;
+    ns.log("spec.stopped: true");
+    wait_until("phase Stopped, Stopped=True", 120, || async {
+        let h = ns.hollo().await;
+        let stopped = condition(&h, "Stopped").map(|c| c.0);
+        if phase(&h) == "Stopped"
+            && stopped.as_deref() == Some("True")
+            && h.data["status"]["observedGeneration"].as_i64() == gen_
+        {
+            Ok(())
+        } else {
+            Err(status_line(&h))
+        }
+    })
+    .await;
+    ns.wait_replicas("web", 0, 60).await;
+    ns.wait_replicas("worker", 0, 60).await;
+    // drainSeconds 30 (+ 5): a pod object goes once the kubelet reports its containers ended
+    wait_until("no web or worker pod left", 90, || async {
+        let left: Vec<String> = [pods(ns, "web").await, pods(ns, "worker").await]
+            .concat()
+            .iter()
+            .map(|p| p.name_any())
+            .collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await;
+    wait_until("no process left in the stopped containers", 30, || async {
+        let alive = containers_with_processes(&ids);
+        if alive.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{alive:?}"))
+        }
+    })
+    .await;
+    ns.api::<Service>()
+        .get(&format!("{HOLLO}-web"))
+        .await
+        .expect("the web Service is kept while stopped");
+    ns.wait_event("Stopped", "Normal", 30).await;
+    ns.log("stopped: no pod, no container process");
+
+    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
+    ns.log("spec.stopped: false");
+    let h = ns.wait_running(NEXT, 180).await;
+    assert_eq!(
+        condition(&h, "Stopped").map(|c| c.0).as_deref(),
+        Some("False"),
+        "{}",
+        status_line(&h)
+    );
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let started = app_pods(ns).await;
+    assert!(
+        started.keys().all(|uid| {
+            running
+                .iter()
+                .all(|p| p.metadata.uid.as_deref() != Some(uid.as_str()))
+        }),
+        "new pods after the stop: {started:?}"
+    );
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    let answer = get_from_a_pod(ns, "after-stop", &url).await;
+    ns.log(&format!(
+        "GET {url} after the stop: {}",
+        answer.lines().next().unwrap_or("")
+    ));
+
+    // Paused: an edit is recorded as paused and left alone until unpaused.
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+        .await;
+    let gen_ = ns
+        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
+        .await
+        .metadata
+        .generation;
+    ns.log("spec.reconciliationPaused: true, then web.replicas: 2");
+    wait_until(
+        "ReconciliationPaused=True for the edit's generation",
+        60,
+        || async {
+            let h = ns.hollo().await;
+            match condition_generation(&h, "ReconciliationPaused") {
+                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        },
+    )
+    .await;
+    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    let web = format!("{HOLLO}-web");
+    holds_for("web stays at 1 replica while paused", 8, || async {
+        let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
+        let n = pods(ns, "web").await.len();
+        let h = ns.hollo().await;
+        match (d.spec.replicas, n, phase(&h).as_str()) {
+            (Some(1), 1, "Running") => Ok(()),
+            (r, n, p) => Err(format!(
+                "replicas {r:?}, {n} web pods, phase {p}: the paused edit was applied"
+            )),
+        }
+    })
+    .await;
+    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
+        .await;
+    ns.log("spec.reconciliationPaused: false");
+    ns.wait_replicas("web", 2, 120).await;
+    let h = ns.wait_running(NEXT, 60).await;
+    assert_eq!(
+        condition(&h, "ReconciliationPaused")
+            .map(|c| c.0)
+            .as_deref(),
+        Some("False"),
+        "{}",
+        status_line(&h)
+    );
+    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+    // and the instance works: probes enqueued now are completed by the workers
+    hollo_in_web_pod(ns, &["probe", "enqueue", "--count", "40"]).await;
+    let s = all_probes_done(ns, enqueued_before + 40, 120).await;
+    ns.log(&format!("probe stats: {s}"));
 }
 
 /// An upgrade whose migration fails for real: the 0.1.1-e2e image's migration raises in this

@@ -259,7 +259,9 @@ async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &s
     }
     if !spec.image.profile.reports_versions() {
         return SchemaCheck::Refused(format!(
-            "version {target} is older than the running {old} and image profile {} cannot              report its schema version; nothing was stopped. Set spec.upgrade.allowDowngrade              to downgrade anyway",
+            "version {target} is older than the running {old} and image profile {} cannot \
+             report its schema version; nothing was stopped. Set spec.upgrade.allowDowngrade \
+             to downgrade anyway",
             spec.image.profile.as_str()
         ));
     }
@@ -270,7 +272,9 @@ async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &s
         let job = jobs.iter().find(|j| j.name_any() == job_name);
         let unreadable = || {
             SchemaCheck::Refused(format!(
-                "version {target} is older than the running {old} and the version probe of                  {version} ({job_name}) reported no schema version; nothing was stopped. Set                  spec.upgrade.allowDowngrade to downgrade anyway"
+                "version {target} is older than the running {old} and the version probe of \
+                 {version} ({job_name}) reported no schema version; nothing was stopped. Set \
+                 spec.upgrade.allowDowngrade to downgrade anyway"
             ))
         };
         match job_state(job.map(AsRef::as_ref)) {
