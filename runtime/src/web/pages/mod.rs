@@ -28,6 +28,7 @@ use super::AppState;
 use crate::mastodon::{Account, Status};
 
 pub mod cache;
+pub mod feed;
 pub mod home;
 pub mod negotiate;
 pub mod post;
@@ -41,8 +42,10 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home::handler))
         .route("/@{name}", get(profile::handler))
+        .route("/@{name}/atom.xml", get(feed::account_handler))
         .route("/@{name}/{id}", get(post::handler))
         .route("/tags/{tag}", get(tag::handler))
+        .route("/tags/{tag}/atom.xml", get(feed::tag_handler))
         .route("/assets/pages.css", get(stylesheet))
 }
 
@@ -54,6 +57,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("tag.html", include_str!("templates/tag.html")),
     ("home.html", include_str!("templates/home.html")),
     ("error.html", include_str!("templates/error.html")),
+    ("feed.xml", include_str!("templates/feed.xml")),
 ];
 
 const CSS: &str = include_str!("templates/pages.css");
