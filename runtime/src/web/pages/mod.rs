@@ -409,20 +409,25 @@ pub async fn load_posts(
         .collect())
 }
 
-/// The text of stored HTML, for descriptions: tags dropped, paragraphs and breaks as spaces,
-/// the few entities our HTML has decoded. Whitespace collapsed.
+/// The text of stored HTML, for descriptions: tags dropped (block ends and line breaks as a
+/// space, inline tags as nothing, so `#<span>tag</span>` stays `#tag`), the few entities our
+/// HTML has decoded, whitespace collapsed.
 pub fn plain_text(html: &str) -> String {
     let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
+    let mut tag: Option<String> = None;
     for c in html.chars() {
-        match c {
-            '<' => {
-                in_tag = true;
-                out.push(' ');
+        match (&mut tag, c) {
+            (None, '<') => tag = Some(String::new()),
+            (None, c) => out.push(c),
+            (Some(name), '>') => {
+                let name = name.trim_start_matches('/').to_ascii_lowercase();
+                let name = name.split([' ', '/']).next().unwrap_or_default();
+                if matches!(name, "p" | "br" | "li" | "div" | "blockquote" | "pre") {
+                    out.push(' ');
+                }
+                tag = None;
             }
-            '>' if in_tag => in_tag = false,
-            _ if !in_tag => out.push(c),
-            _ => {}
+            (Some(name), c) => name.push(c),
         }
     }
     let decoded = out
@@ -471,6 +476,10 @@ mod tests {
         assert_eq!(
             plain_text("<p>a &amp; b &lt;c&gt;</p><p>d<br>e</p>"),
             "a & b <c> d e"
+        );
+        assert_eq!(
+            plain_text("<p>x <a href=\"/tags/t\" class=\"hashtag\">#<span>t</span></a></p>"),
+            "x #t"
         );
         assert_eq!(excerpt("abcdef", 4), "abc…");
         assert_eq!(excerpt("abc", 4), "abc");
