@@ -90,7 +90,11 @@ async fn load(
         .map(|st| post_view(s, st))
         .collect();
     let post = post_view(s, &status);
-    let image = post.media.iter().find(|m| m.inline && m.kind == "image");
+    // A sensitive post's pictures stay behind its warning in link previews too.
+    let image = post
+        .media
+        .iter()
+        .find(|m| m.inline && m.kind == "image" && !post.sensitive);
     let text = if post.spoiler.is_empty() {
         post.text.clone()
     } else {
