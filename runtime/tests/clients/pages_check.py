@@ -67,6 +67,12 @@ def main(base, spec):
     s = json.loads(spec)
     f = feed(base + s["feed"], s["feed_has"], s["absent"], s["name"])
     t = feed(base + s["tag_feed"], s["tag_feed_has"], s["absent"] + s["tag_feed_lacks"], "#")
+    for path in s.get("valid_feeds", []):
+        parsed = feedparser.parse(get(base + path, "application/atom+xml").content)
+        check(not parsed.bozo, f"{path} is not well-formed: {parsed.get('bozo_exception')}")
+        values = [e.content[0].value for e in parsed.entries]
+        check(any("&lt;script&gt;alert(6)" in v and "ctrl" in v for v in values),
+              f"{path}: the typed markup reads back as text: {values}")
 
     profile_url = base + s["profile"]
     doc = mf2py.parse(doc=get(profile_url, "text/html").text, url=profile_url)
