@@ -269,6 +269,17 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
         &id(&private),
         &id(&direct),
     ];
+    // Pinned: the unlisted post heads the profile; the followers-only one, pinned too, does not.
+    for pinned in [&unlisted, &private] {
+        let p = alice
+            .call(
+                Method::POST,
+                &format!("/api/v1/statuses/{}/pin", id(pinned)),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(p.status, 200, "{}", p.body);
+    }
 
     // --- Negotiation, both ways, on every IRI kind.
     let actor = inst.fed.actor_iri("alice");
@@ -352,6 +363,16 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
         }
         assert!(g.body.contains("PUBLIC-POST"), "{what}");
     }
+    assert!(
+        profile.body.contains("aria-label=\"Pinned posts\""),
+        "{}",
+        profile.body
+    );
+    assert_eq!(
+        profile.body.matches("UNLISTED-POST").count(),
+        2,
+        "pinned and in the list"
+    );
     // Mastodon's rule: unlisted posts on the profile (and its feed), not on tag pages.
     assert!(profile.body.contains("UNLISTED-POST") && feed.body.contains("UNLISTED-POST"));
     assert!(!tag.body.contains("UNLISTED-POST") && !tag_feed.body.contains("UNLISTED-POST"));

@@ -1,6 +1,6 @@
 //! `/@handle` (and `/users/{name}` for a browser): a local account's profile — display name,
 //! bio, fields (links as `rel="me"`, so other sites can verify them), avatar and header,
-//! counts — and its public and unlisted posts, newest first, [`PAGE_SIZE`] a page
+//! counts, pinned posts — and its public and unlisted posts, newest first, [`PAGE_SIZE`] a page
 //! (`?max_id=` for older ones). Unknown, remote (`/@name@host`) and malformed handles: 404.
 
 use axum::extract::{Path, State};
@@ -111,6 +111,18 @@ async fn load(
             ids.last().copied()
         })
         .flatten();
+    // Pinned posts (at most 5 of ours) head the first page, through the same visibility
+    // check: a pinned followers-only post is not shown.
+    let pinned: Vec<PostView> = if max.is_none() {
+        let pins = crate::statuses::pins::of_local(&mut conn, account.id).await?;
+        load_posts(s, &mut conn, &pins)
+            .await?
+            .iter()
+            .map(|st| post_view(s, st))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let posts: Vec<PostView> = load_posts(s, &mut conn, &ids)
         .await?
         .iter()
@@ -162,6 +174,7 @@ async fn load(
     };
     let last_modified = posts
         .iter()
+        .chain(&pinned)
         .map(|p| p.updated_at)
         .chain([profile.updated_at])
         .max();
@@ -169,7 +182,8 @@ async fn load(
     let body = match super::render_text(
         "profile.html",
         minijinja::context! {
-            site => site_view(s), meta => meta, profile => view, posts => posts, older => older,
+            site => site_view(s), meta => meta, profile => view, pinned => pinned,
+            posts => posts, older => older,
         },
     ) {
         Ok(b) => b,
