@@ -294,6 +294,8 @@ pub struct PostView {
     pub boosts: i64,
     pub favourites: i64,
     pub local: bool,
+    /// The post's language (`lang` of its article), when known.
+    pub language: Option<String>,
     #[serde(skip)]
     pub updated_at: DateTime<Utc>,
 }
@@ -389,6 +391,11 @@ pub fn post_view(s: &AppState, st: &Status) -> PostView {
         boosts: st.reblogs_count,
         favourites: st.favourites_count,
         local: author.local,
+        language: st.language.clone().filter(|l| {
+            !l.is_empty()
+                && l.len() <= 16
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        }),
         author,
         url,
         updated_at,
