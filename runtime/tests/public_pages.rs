@@ -248,6 +248,12 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     let public = alice
         .posted(&json!({ "status": "PUBLIC-POST with a picture #pagetag", "media_ids": [id(&m)] }))
         .await;
+    let poll = alice
+        .posted(&json!({
+            "status": "POLL-POST",
+            "poll": { "options": ["<b>tea</b>", "cake"], "expires_in": 3600 },
+        }))
+        .await;
     let unlisted = alice
         .posted(&json!({ "status": "UNLISTED-POST #pagetag", "visibility": "unlisted" }))
         .await;
@@ -385,6 +391,10 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     for s in secrets {
         assert!(!g.body.contains(s), "the reply's thread shows {s}");
     }
+    // A poll's options and tally, its typed markup escaped.
+    let g = page(&base, &format!("/@alice/{}", id(&poll))).await;
+    assert!(g.body.contains("<ul class=\"poll\">"), "{}", g.body);
+    assert!(g.body.contains("&lt;b&gt;tea&lt;&#x2f;b&gt;") && g.body.contains("cake"));
     // The thread: the answer below the post.
     let g = page(&base, &format!("/@alice/{}", id(&public))).await;
     assert!(g.body.contains("BOB-ANSWER"), "{}", g.body);

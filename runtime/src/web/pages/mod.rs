@@ -263,6 +263,23 @@ pub struct MediaView {
     pub inline: bool,
 }
 
+/// A poll's options and tally (public for a public post, as on Mastodon's pages).
+#[derive(Serialize)]
+pub struct PollView {
+    pub options: Vec<PollOptionView>,
+    pub voters: i64,
+    pub expired: bool,
+    pub closes: String,
+}
+
+#[derive(Serialize)]
+pub struct PollOptionView {
+    pub title: String,
+    pub votes: i64,
+    /// Of all votes, rounded.
+    pub percent: i64,
+}
+
 #[derive(Serialize)]
 pub struct TagView {
     pub name: String,
@@ -288,6 +305,7 @@ pub struct PostView {
     pub sensitive: bool,
     pub visibility: String,
     pub media: Vec<MediaView>,
+    pub poll: Option<PollView>,
     pub tags: Vec<TagView>,
     pub reply: bool,
     pub replies: i64,
@@ -370,8 +388,25 @@ pub fn post_view(s: &AppState, st: &Status) -> PostView {
             name: t.name.clone(),
         })
         .collect();
+    let poll = st.poll.as_ref().map(|p| PollView {
+        options: p
+            .options
+            .iter()
+            .map(|o| PollOptionView {
+                title: o.title.clone(),
+                votes: o.votes_count,
+                percent: (o.votes_count * 100)
+                    .checked_div(p.votes_count)
+                    .unwrap_or_default(),
+            })
+            .collect(),
+        voters: p.voters_count,
+        expired: p.expired,
+        closes: p.expires_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+    });
     let updated_at = st.edited_at.unwrap_or(st.created_at);
     PostView {
+        poll,
         id: st.id.clone(),
         iri: st.uri.clone(),
         published: st
