@@ -411,6 +411,24 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     let g = page(&base, &format!("/@alice/{}", id(&answer))).await;
     assert_eq!(g.status, 404);
 
+    // A tag of non-ASCII letters has its page, under its percent-encoded name.
+    alice
+        .posted(&json!({ "status": "UNICODE-TAG #日本語" }))
+        .await;
+    let g = page(&base, "/tags/%E6%97%A5%E6%9C%AC%E8%AA%9E").await;
+    assert_html_page(&g, "the unicode tag");
+    assert!(g.body.contains("UNICODE-TAG"), "{}", g.body);
+    // HEAD answers the headers alone.
+    let head = reqwest::Client::new()
+        .head(format!("{base}/@alice"))
+        .header(header::ACCEPT, HTML)
+        .send()
+        .await
+        .expect("HEAD");
+    assert_eq!(head.status().as_u16(), 200);
+    assert!(head.headers().contains_key(header::ETAG));
+    assert!(head.text().await.unwrap().is_empty());
+
     // --- Deleted: 410 on the permalink.
     let gone = alice.posted(&json!({ "status": "GONE-SOON" })).await;
     let d = alice
@@ -439,7 +457,11 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     assert_eq!(again.status, 304);
     assert!(again.body.is_empty());
     assert_eq!(again.header(header::ETAG), etag);
-    let feed_etag = feed.header(header::ETAG).to_string();
+    // The feed fetched above is stale now (posts were added since): a 200, then its own 304.
+    let stale = feed.header(header::ETAG).to_string();
+    let fresh = fetch(&base, "/@alice/atom.xml", None, Some(&stale)).await;
+    assert_eq!(fresh.status, 200);
+    let feed_etag = fresh.header(header::ETAG).to_string();
     assert_eq!(
         fetch(&base, "/@alice/atom.xml", None, Some(&feed_etag))
             .await
