@@ -22,6 +22,7 @@ pub mod passwords;
 pub mod polls;
 pub mod queue;
 pub mod recovery;
+pub mod reports;
 pub mod scopes;
 pub mod shutdown;
 pub mod statuses;

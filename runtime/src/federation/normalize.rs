@@ -25,8 +25,9 @@ use crate::federation::vocab::PUBLIC;
 const AS_NS: &str = "https://www.w3.org/ns/activitystreams#";
 
 /// The types the inbox acts on; a `type` array is read as the first of these it lists.
-const KNOWN_TYPES: [&str; 26] = [
+const KNOWN_TYPES: [&str; 27] = [
     "Create",
+    "Flag",
     "Update",
     "Delete",
     "Follow",
@@ -107,6 +108,11 @@ fn at(doc: Value, depth: usize) -> Value {
 }
 
 fn object(o: Map<String, Value>, depth: usize) -> Map<String, Value> {
+    // A `Flag` names several objects (the account and its statuses): its list is kept.
+    let flag = o
+        .get("type")
+        .or_else(|| o.get("@type"))
+        .is_some_and(|t| type_of(t.clone()) == "Flag");
     let mut out = Map::with_capacity(o.len());
     for (key, value) in o {
         if key == "@context" {
@@ -128,6 +134,7 @@ fn object(o: Map<String, Value>, depth: usize) -> Map<String, Value> {
             k if ARRAYS.contains(&k) => as_array(value).into_iter().map(|v| at(v, depth)).collect(),
             "url" => url(value, depth),
             "attributedTo" => attributed_to(value, depth),
+            "object" if flag => as_array(value).into_iter().map(|v| at(v, depth)).collect(),
             k if SINGLE.contains(&k) => one(value, depth),
             _ => at(value, depth),
         };
@@ -269,6 +276,24 @@ mod tests {
             assert_eq!(n["to"], json!([PUBLIC]));
             assert_eq!(n["cc"], json!(["https://m.example/f"]));
         }
+    }
+
+    #[test]
+    fn a_flag_keeps_every_object_it_names() {
+        let n = normalize(json!({
+            "type": "as:Flag", "actor": "https://m.example/actor",
+            "object": ["https://h.example/users/a", {"id": "https://h.example/users/a/statuses/1"}],
+        }));
+        assert_eq!(n["type"], "Flag");
+        assert_eq!(
+            n["object"],
+            json!(["https://h.example/users/a", {"id": "https://h.example/users/a/statuses/1"}])
+        );
+        // Any other activity still reads one object.
+        let n = normalize(
+            json!({"type": "Like", "object": ["https://h.example/1", "https://h.example/2"]}),
+        );
+        assert_eq!(n["object"], "https://h.example/1");
     }
 
     #[test]

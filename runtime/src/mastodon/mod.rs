@@ -17,6 +17,7 @@ pub mod notification;
 pub mod poll;
 pub mod relationship;
 pub mod replies;
+pub mod report;
 pub mod scheduled_status;
 pub mod status;
 pub mod status_edit;

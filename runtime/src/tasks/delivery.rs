@@ -59,7 +59,9 @@ async fn handle(
 ) -> Result<(), TaskError> {
     // The body as PostgreSQL's text: sent as is, never parsed and re-serialized per delivery
     // (a fan-out sends one stored activity to thousands of inboxes; R-AP-2).
-    let row: Option<(String, Uuid, String, Option<String>, i32)> = sqlx::query_as(
+    // (state, the sending account — none for the instance actor —, body, actor, attempts)
+    type Row = (String, Option<Uuid>, String, Option<String>, i32);
+    let row: Option<Row> = sqlx::query_as(
         "SELECT d.state, o.account_id, o.body::text, d.actor_iri, d.attempts
            FROM deliveries d JOIN outbox_activities o ON o.id = d.activity_id
           WHERE d.activity_id = $1 AND d.inbox = $2",
@@ -87,10 +89,12 @@ async fn handle(
         let delay = Duration::from_millis(rand::thread_rng().gen_range(1000..3000));
         return defer(&ctx, &p, delay, "host busy").await;
     };
-    let key = fed
-        .signing_key_of(&ctx.pool, account_id)
-        .await
-        .map_err(|e| TaskError::Permanent(format!("{e:#}")))?;
+    // No account: the instance actor's activity (a forwarded report's `Flag`).
+    let key = match account_id {
+        Some(account_id) => fed.signing_key_of(&ctx.pool, account_id).await,
+        None => fed.instance_key(&ctx.pool).await.map(|k| k.signing.clone()),
+    }
+    .map_err(|e| TaskError::Permanent(format!("{e:#}")))?;
     let bytes = body.into_bytes();
     // The delivery's own count, not the queue message's: a 429 or busy-host put-back starts a
     // fresh message, and the retry budget must not start over with it.

@@ -93,6 +93,7 @@ pub mod need {
         WriteMedia => ["write:media"];
         WriteMutes => ["write:mutes"];
         WriteNotifications => ["write:notifications"];
+        WriteReports => ["write:reports"];
         WriteStatuses => ["write:statuses"];
     }
 }

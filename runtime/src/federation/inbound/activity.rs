@@ -62,6 +62,7 @@ enum Wire {
     Block(Envelope),
     Add(Envelope),
     Remove(Envelope),
+    Flag(FlagEnvelope),
     #[serde(other)]
     Unsupported,
 }
@@ -72,6 +73,26 @@ struct Envelope {
     object: Object,
     #[serde(default)]
     target: Object,
+}
+
+/// A `Flag`'s objects: the reported actor and statuses, one IRI or a list (embedded objects
+/// by their ids), and the reporter's comment.
+#[derive(Deserialize)]
+struct FlagEnvelope {
+    #[serde(default)]
+    object: Value,
+    #[serde(default)]
+    content: Option<String>,
+}
+
+impl FlagEnvelope {
+    fn objects(&self) -> Vec<String> {
+        let one = |v: &Value| id_of(v).map(str::to_string);
+        match &self.object {
+            Value::Array(items) => items.iter().filter_map(one).collect(),
+            v => one(v).into_iter().collect(),
+        }
+    }
 }
 
 /// What an incoming activity asks of us.
@@ -109,6 +130,11 @@ pub enum Activity {
         added: bool,
         object: Object,
         target: Object,
+    },
+    /// A report from another server about accounts and statuses named in `objects`.
+    Flag {
+        objects: Vec<String>,
+        comment: String,
     },
     /// A type the inbox does not act on.
     Unsupported(String),
@@ -161,6 +187,10 @@ impl Activity {
                 added: false,
                 object: e.object,
                 target: e.target,
+            },
+            Wire::Flag(e) => Activity::Flag {
+                objects: e.objects(),
+                comment: e.content.unwrap_or_default(),
             },
             Wire::Unsupported => Activity::Unsupported(inc.ty.clone()),
         }

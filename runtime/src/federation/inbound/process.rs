@@ -193,6 +193,14 @@ pub async fn apply(
             },
             _,
         ) => pinned(tx, inc, *added, object, target).await,
+        (Activity::Flag { objects, comment }, _) => {
+            match crate::reports::received(tx, fed, &inc.id, &inc.actor, objects, comment).await? {
+                0 => Ok(Outcome::ignored(
+                    "a Flag of nothing of ours, or one stored before",
+                )),
+                n => Ok(Outcome::applied(format!("{n} report(s) stored"))),
+            }
+        }
         (Activity::Unsupported(ty), _) => Ok(Outcome::ignored(format!("unsupported type {ty}"))),
     }
 }

@@ -66,6 +66,27 @@ pub async fn queue_activity(
         .map_err(|e| sqlx::Error::Protocol(format!("the author's proof key: {e:#}")))?;
     let activity = &crate::federation::crypto::proofs::sign(activity, &key, chrono::Utc::now())
         .map_err(|e| sqlx::Error::Protocol(format!("signing the activity: {e}")))?;
+    store_and_deliver(tx, Some(account), activity, recipients).await
+}
+
+/// Stores `activity` (its `id` must be set) as the instance actor's and queues its
+/// deliveries, as [`queue_activity`] does for an account's. Sent with the instance actor's
+/// HTTP signature and no integrity proof (the instance actor has no proof key): what Mastodon
+/// sends this way is a forwarded report's `Flag`, which names no reporter.
+pub async fn queue_instance_activity(
+    tx: &mut PgConnection,
+    activity: &Value,
+    recipients: &[Recipient],
+) -> Result<usize, sqlx::Error> {
+    store_and_deliver(tx, None, activity, recipients).await
+}
+
+async fn store_and_deliver(
+    tx: &mut PgConnection,
+    account: Option<Uuid>,
+    activity: &Value,
+    recipients: &[Recipient],
+) -> Result<usize, sqlx::Error> {
     let id = activity
         .get("id")
         .and_then(Value::as_str)

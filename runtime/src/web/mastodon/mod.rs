@@ -23,6 +23,7 @@ pub mod media;
 pub mod notifications;
 pub mod pagination;
 pub mod relationships;
+pub mod reports;
 pub mod scheduled_statuses;
 pub mod search;
 pub mod statuses;
@@ -46,6 +47,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(search::routes())
         .merge(statuses::routes())
         .merge(scheduled_statuses::routes())
+        .merge(reports::routes())
         .merge(interactions::routes())
         .merge(timelines::routes())
         .merge(markers::routes())
