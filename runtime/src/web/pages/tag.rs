@@ -11,7 +11,7 @@ use super::{
     Meta, PAGE_SIZE, PostView, Rendered, load_posts, max_id, not_found, page_or_error, post_view,
     respond, site_view,
 };
-use crate::statuses::access::visible_sql;
+use crate::statuses::access::readable_page_sql;
 use crate::web::AppState;
 
 pub async fn handler(
@@ -33,27 +33,30 @@ pub fn tag_path(s: &AppState, name: &str) -> String {
 }
 
 /// Ids of our public posts tagged `name`, newest first: the tag's `post_tags_pkey` range
-/// walked backwards, each probed in `statuses` by its primary key.
+/// walked backwards, each candidate probed by id under the one visibility rule
+/// (`readable_page_sql`, the shape of the API's tag timeline, so a rare tag never walks every
+/// public post).
 pub async fn post_ids(
     s: &AppState,
     name: &str,
     max: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
-    let sql = format!(
-        "SELECT t.post_id FROM post_tags t JOIN statuses s ON s.id = t.post_id
-          WHERE t.tag = $1 AND s.visibility = 'public' AND {}{}
-          ORDER BY t.post_id DESC LIMIT {limit}",
-        visible_sql("s", 2),
-        if max.is_some() {
-            " AND t.post_id < $3"
-        } else {
-            ""
-        },
+    let page = format!(
+        "{} ORDER BY c.id DESC LIMIT {limit}",
+        if max.is_some() { "c.id < $3" } else { "true" }
+    );
+    let sql = readable_page_sql(
+        &["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"],
+        "AND p.visibility = 'public' AND p.local",
+        2,
+        &page,
+        "",
     );
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(name)
         .bind(None::<Uuid>)
+        // `$3`, in the text only with a cursor (an unused parameter is allowed).
         .bind(max)
         .fetch_all(&s.pool)
         .await
