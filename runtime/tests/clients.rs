@@ -8,134 +8,19 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use support::node::Instance;
 use support::peer::Peer;
 
 const PASSWORD: &str = "client test password";
-const SCRIPT_DEADLINE: Duration = Duration::from_secs(180);
-
-fn clients_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
-}
-
-/// `name` on PATH, or `None`.
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-/// The browser and its driver: `CHROMIUM` / `CHROMEDRIVER` or Debian's paths.
-fn browser_paths() -> (PathBuf, PathBuf) {
-    let find = |var: &str, names: &[&str]| match std::env::var_os(var) {
-        Some(path) => Some(PathBuf::from(path)).filter(|p| p.is_file()),
-        None => names.iter().find_map(|n| which(n)),
-    };
-    let chromium = find("CHROMIUM", &["chromium", "chromium-browser"]);
-    let driver = find("CHROMEDRIVER", &["chromedriver"]);
-    let mut missing = Vec::new();
-    if chromium.is_none() {
-        missing.push("chromium (Debian package `chromium`)");
-    }
-    if driver.is_none() {
-        missing.push("chromedriver (Debian package `chromium-driver`)");
-    }
-    assert!(
-        missing.is_empty(),
-        "the client tests need {}: install them (.ci/run does) — this test never skips",
-        missing.join(" and ")
-    );
-    (chromium.unwrap(), driver.unwrap())
-}
-
-/// The venv with `clients/requirements.txt` installed, made once per requirements content.
-fn venv_python() -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let python = std::env::var("HOLLO_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    assert!(
-        which(&python).is_some() || Path::new(&python).is_file(),
-        "the client tests need {python} (Debian packages `python3` and `python3-venv`): install them (.ci/run does) — this test never skips"
-    );
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("client-venv");
-    let requirements = clients_dir().join("requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).expect("requirements.txt");
-    let stamp = venv.join("requirements.installed");
-    let bin = venv.join("bin/python");
-    if bin.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-        return bin;
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    let out = Command::new(&python)
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .output()
-        .expect("run python3 -m venv");
-    assert!(
-        out.status.success(),
-        "creating the venv failed (Debian needs `python3-venv`): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new(&bin)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&requirements)
-        .output()
-        .expect("run pip");
-    assert!(
-        out.status.success(),
-        "installing clients/requirements.txt failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&stamp, wanted).expect("stamp");
-    bin
-}
 
 /// Runs `clients/<script> BASE USER PASSWORD [EXTRA…]` to completion within the deadline;
 /// its standard output.
 async fn run_script(script: &str, base: &str, user: &str, extra: &[&str]) -> String {
-    let (chromium, driver) = browser_paths();
-    let python = tokio::task::spawn_blocking(venv_python).await.unwrap();
-    let child = tokio::process::Command::new(python)
-        .arg(clients_dir().join(script))
-        .args([base, user, PASSWORD])
-        .args(extra)
-        .current_dir(clients_dir())
-        .env("CHROMIUM", chromium)
-        .env("CHROMEDRIVER", driver)
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(SCRIPT_DEADLINE, child)
-        .await
-        .unwrap_or_else(|_| panic!("{script} did not finish within {SCRIPT_DEADLINE:?}"))
-        .expect("spawn the script");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success(),
-        "{script} failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    println!("{stdout}");
-    stdout.into_owned()
+    let mut args = vec![base, user, PASSWORD];
+    args.extend_from_slice(extra);
+    support::clients::run(script, &args).await
 }
 
 async fn instance_with_user(name: &str) -> Instance {

@@ -163,6 +163,13 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         "/api/v1/statuses/{id}/mute",
         // Scheduled statuses are their author's alone until published.
         "/api/v1/scheduled_statuses/{id}",
+        // The public pages and feeds (issue 33, R-WEB-1): the anonymous reader's view.
+        "/",
+        "/@{name}",
+        "/@{name}/{id}",
+        "/@{name}/atom.xml",
+        "/tags/{tag}",
+        "/tags/{tag}/atom.xml",
         // A report names statuses its reporter can read (else 404, `tests/reports.rs`); the
         // admin's view shows them to ADMIN_TOKEN alone.
         "/api/v1/reports",

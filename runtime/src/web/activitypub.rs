@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::body::{parse_json, read_limited};
+use super::pages::negotiate;
 use super::{ApiError, AppState};
 use crate::accounts::{self, Account};
 use crate::federation::context;
@@ -114,12 +115,24 @@ async fn webfinger_handler(
         .into_response())
 }
 
+/// `/users/{name}`: the actor document, or for a browser (`Accept` preferring HTML) the
+/// profile page (R-WEB-1); `Vary: Accept` either way.
 async fn actor_handler(
     State(s): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
-    let account = account_named(&s, &name).await?;
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if negotiate::wants_html(&headers, negotiate::Default::Json) {
+        return super::pages::profile::page(&s, &name, uri.query(), &headers).await;
+    }
+    negotiate::vary(actor_document(&s, &name).await.into_response())
+}
+
+/// The actor document of our account `name` (also what `/@name` answers ActivityPub clients).
+pub(crate) async fn actor_document(s: &AppState, name: &str) -> Result<Response, ApiError> {
+    let fed = federation(s)?;
+    let account = account_named(s, name).await?;
     let profile = profiles::load(&s.pool, account.id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no account {name:?}")))?;
@@ -135,16 +148,31 @@ async fn actor_handler(
 }
 
 /// A local status's URI serves its object (`Note`, or `Question` with current counts), so
-/// remote servers can fetch what our `Create` announced, or what someone looks up.
+/// remote servers can fetch what our `Create` announced, or what someone looks up; a browser
+/// gets the post's page (R-WEB-1). `Vary: Accept` either way.
 async fn status_handler(
     State(s): State<AppState>,
     Path((name, id)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if negotiate::wants_html(&headers, negotiate::Default::Json) {
+        return super::pages::post::page(&s, &name, &id, &headers).await;
+    }
+    negotiate::vary(status_document(&s, &name, &id).await.into_response())
+}
+
+/// The object of our status `id` of `name` (also what `/@name/{id}` answers ActivityPub
+/// clients): public and unlisted ones only, a Tombstone (410) for a deleted one.
+pub(crate) async fn status_document(
+    s: &AppState,
+    name: &str,
+    id: &str,
 ) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
+    let fed = federation(s)?;
     let not_found = || ApiError::not_found("no such status");
-    let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
+    let id = Uuid::parse_str(id).map_err(|_| not_found())?;
     let mut conn = s.pool.acquire().await?;
-    let uri = fed.status_iri(&name, id);
+    let uri = fed.status_iri(name, id);
     let Some(status) = statuses::load(&mut conn, Some(&s.drive), id)
         .await?
         .filter(|st| st.username == name && st.uri == uri)

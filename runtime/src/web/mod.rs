@@ -26,6 +26,7 @@ pub mod mastodon;
 pub mod media_files;
 pub mod media_proxy;
 pub mod oauth;
+pub mod pages;
 pub mod polls;
 pub mod replies;
 pub mod server;
@@ -231,7 +232,8 @@ pub fn router(state: AppState) -> Router {
         .merge(oauth::routes())
         .merge(mastodon::routes(&state))
         .merge(media_files::routes())
-        .merge(media_proxy::routes());
+        .merge(media_proxy::routes())
+        .merge(pages::routes());
     finish(routes, state)
 }
 

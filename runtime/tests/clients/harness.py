@@ -65,8 +65,12 @@ def until(what, probe, deadline_s=90):
         time.sleep(0.3)
 
 
-def browser():
+def browser(logs=False):
+    """A headless Chromium; with `logs`, its console and network (performance) logs are kept
+    for `driver.get_log`."""
     options = webdriver.ChromeOptions()
+    if logs:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--no-first-run", "--disable-extensions"):

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod api;
+pub mod clients;
 pub mod expiry;
 pub mod moto;
 pub mod multipart;

@@ -1,0 +1,201 @@
+//! `/@handle` (and `/users/{name}` for a browser): a local account's profile — display name,
+//! bio, fields (links as `rel="me"`, so other sites can verify them), avatar and header,
+//! counts, pinned posts — and its public and unlisted posts, newest first, [`PAGE_SIZE`] a page
+//! (`?max_id=` for older ones). Unknown, remote (`/@name@host`) and malformed handles: 404.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::negotiate::{self, Default};
+use super::{
+    Meta, PAGE_SIZE, PostView, Rendered, author_view, excerpt, load_posts, max_id, not_found,
+    page_or_error, plain_text, post_view, profile_url, respond, site_view,
+};
+use crate::accounts;
+use crate::federation::actors::profiles;
+use crate::statuses::access::visible_sql;
+use crate::web::AppState;
+
+pub async fn handler(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    if !negotiate::wants_html(&headers, Default::Html) {
+        let doc = crate::web::activitypub::actor_document(&s, &name).await;
+        return negotiate::vary(doc.into_response());
+    }
+    page(&s, &name, uri.query(), &headers).await
+}
+
+/// The profile page of `name` (also what `/users/{name}` shows a browser).
+pub async fn page(s: &AppState, name: &str, query: Option<&str>, headers: &HeaderMap) -> Response {
+    page_or_error(s, load(s, name, query, headers).await)
+}
+
+#[derive(Serialize)]
+struct FieldView {
+    name: String,
+    value: String,
+    /// The value, when it is an http(s) URL: shown as a `rel="me"` link.
+    href: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ProfileView {
+    name: String,
+    handle: String,
+    url: String,
+    avatar: Option<String>,
+    header: Option<String>,
+    note_html: String,
+    fields: Vec<FieldView>,
+    statuses: i64,
+    following: i64,
+    followers: i64,
+}
+
+/// The ids of a page of `account`'s public and unlisted posts, newest first, one more than a
+/// page (to know whether there is an older one): a range scan of `statuses_account_id`.
+pub async fn post_ids(
+    s: &AppState,
+    account: Uuid,
+    max: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    let sql = format!(
+        "SELECT s.id FROM statuses s
+          WHERE s.account_id = $1 AND s.visibility IN ('public', 'unlisted') AND {}{}
+          ORDER BY s.id DESC LIMIT {limit}",
+        visible_sql("s", 2),
+        if max.is_some() { " AND s.id < $3" } else { "" },
+    );
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(account)
+        .bind(None::<Uuid>)
+        // `$3`, in the text only with a cursor (an unused parameter is allowed).
+        .bind(max)
+        .fetch_all(&s.pool)
+        .await
+}
+
+async fn load(
+    s: &AppState,
+    name: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Response, sqlx::Error> {
+    let missing = || Ok(not_found(s, StatusCode::NOT_FOUND));
+    if !accounts::valid_username(name) {
+        return missing();
+    }
+    let Some(max) = max_id(query) else {
+        return missing();
+    };
+    let Some(account) = accounts::by_username(&s.pool, name).await? else {
+        return missing();
+    };
+    let Some(profile) = profiles::load(&s.pool, account.id).await? else {
+        return missing();
+    };
+    let mut conn = s.pool.acquire().await?;
+    let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
+    let mut ids = post_ids(s, account.id, max, PAGE_SIZE + 1).await?;
+    let older_cursor = (ids.len() as i64 > PAGE_SIZE)
+        .then(|| {
+            ids.truncate(PAGE_SIZE as usize);
+            ids.last().copied()
+        })
+        .flatten();
+    // Pinned posts (at most 5 of ours) head the first page, through the same visibility
+    // check: a pinned followers-only post is not shown.
+    let pinned: Vec<PostView> = if max.is_none() {
+        let pins = crate::statuses::pins::of_local(&mut conn, account.id).await?;
+        load_posts(s, &mut conn, &pins)
+            .await?
+            .iter()
+            .map(|st| post_view(s, st))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let posts: Vec<PostView> = load_posts(s, &mut conn, &ids)
+        .await?
+        .iter()
+        .map(|st| post_view(s, st))
+        .collect();
+    let author = author_view(s, &entity);
+    let url = profile_url(s, &account.username);
+    let header = Some(entity.header.clone())
+        .filter(|h| profile.header_url.is_some() && super::local_url(s, h));
+    let view = ProfileView {
+        name: author.name.clone(),
+        handle: author.handle.clone(),
+        url: url.clone(),
+        avatar: author.avatar.clone(),
+        header,
+        note_html: entity.note.clone(),
+        fields: profile
+            .fields
+            .iter()
+            .map(|f| FieldView {
+                name: f.name.clone(),
+                value: f.value.clone(),
+                href: crate::html::http_url(f.value.trim()).map(str::to_string),
+            })
+            .collect(),
+        statuses: entity.statuses_count,
+        following: entity.following_count,
+        followers: entity.followers_count,
+    };
+    let note = plain_text(&entity.note);
+    let meta = Meta {
+        title: format!("{} ({})", view.name, view.handle),
+        description: if note.is_empty() {
+            format!("Posts by {}", view.handle)
+        } else {
+            excerpt(&note, 200)
+        },
+        canonical: url.clone(),
+        activity: Some(s.site().urls.actor(&account.username)),
+        atom: Some(format!("{url}/atom.xml")),
+        og_type: "profile",
+        image: view.avatar.clone(),
+        image_alt: view
+            .avatar
+            .as_ref()
+            .map(|_| format!("Avatar of {}", view.name)),
+        author: Some(view.name.clone()),
+        published: None,
+    };
+    let last_modified = posts
+        .iter()
+        .chain(&pinned)
+        .map(|p| p.updated_at)
+        .chain([profile.updated_at])
+        .max();
+    let older = older_cursor.map(|c| format!("{url}?max_id={c}"));
+    let body = match super::render_text(
+        "profile.html",
+        minijinja::context! {
+            site => site_view(s), meta => meta, profile => view, pinned => pinned,
+            posts => posts, older => older,
+        },
+    ) {
+        Ok(b) => b,
+        Err(status) => return Ok(not_found(s, status)),
+    };
+    Ok(respond(
+        s,
+        headers,
+        Rendered {
+            body,
+            content_type: "text/html; charset=utf-8",
+            last_modified,
+        },
+    ))
+}

@@ -1,0 +1,526 @@
+//! The public pages (issue 33, R-WEB-1) against a real node and PostgreSQL: hostile input
+//! first (odd handles, unknown handles, huge cursors, markup in every field a person types),
+//! then content negotiation on every IRI kind (`/users/…`, `/@…`, actor and post), what is
+//! never shown (followers-only and direct posts: the unknown id's 404, on no list, tag page
+//! or feed; unlisted posts off tag pages), deletion (410), caching (ETag, 304), the head of
+//! the pages (OpenGraph, ActivityPub alternate, CSP, landmarks), and — through the Python
+//! harness of `clients/` — feedparser, mf2py and a headless Chromium at 375 and 1280 px.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use reqwest::Method;
+use reqwest::header::{self, HeaderMap};
+use serde_json::{Value, json};
+use support::api::{Client, id};
+use support::multipart::{form, png};
+use support::node::Instance;
+
+const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+const AP: &str = "application/activity+json";
+const LD: &str = "application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\"";
+
+struct Got {
+    status: u16,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Got {
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+async fn fetch(base: &str, path: &str, accept: Option<&str>, etag: Option<&str>) -> Got {
+    let mut req = reqwest::Client::new().get(format!("{base}{path}"));
+    if let Some(a) = accept {
+        req = req.header(header::ACCEPT, a);
+    }
+    if let Some(e) = etag {
+        req = req.header(header::IF_NONE_MATCH, e);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.text().await.expect("body");
+    Got {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn page(base: &str, path: &str) -> Got {
+    fetch(base, path, Some(HTML), None).await
+}
+
+/// The account `name` with a display name, a bio and fields, and its token.
+async fn person(inst: &Instance, name: &str, profile: Value) -> String {
+    let (_, token) = inst.account(name).await;
+    let api = Client::new(inst, Some(&token));
+    let updated = api
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &profile,
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    token
+}
+
+/// Uploads a PNG with `alt` as its description; its MediaAttachment.
+async fn upload(inst: &Instance, token: &str, alt: &str) -> Value {
+    let (ctype, body) = form(&[
+        ("file", Some(("a.png", "image/png")), &png(64, 48)),
+        ("description", None, alt.as_bytes()),
+    ]);
+    let resp = reqwest::Client::new()
+        .post(format!("{}/api/v1/media", inst.base))
+        .bearer_auth(token)
+        .header("content-type", ctype)
+        .body(body)
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(resp.status().as_u16(), 200);
+    resp.json().await.expect("MediaAttachment")
+}
+
+fn assert_html_page(g: &Got, what: &str) {
+    assert_eq!(g.status, 200, "{what}: {}", g.body);
+    assert!(
+        g.header(header::CONTENT_TYPE).starts_with("text/html"),
+        "{what}: {:?}",
+        g.headers
+    );
+    assert!(g.header(header::VARY).contains("Accept"), "{what}: Vary");
+    assert_eq!(g.body.matches("<h1").count(), 1, "{what}: one h1");
+    for landmark in ["<main>", "<header", "<nav"] {
+        assert!(g.body.contains(landmark), "{what}: {landmark}");
+    }
+    assert!(!g.body.contains("<script"), "{what}: no script");
+    let csp = g.header(header::CONTENT_SECURITY_POLICY);
+    assert!(csp.contains("default-src 'none'"), "{what}: {csp}");
+    assert!(csp.contains("style-src 'self'"), "{what}: {csp}");
+    assert!(
+        !csp.contains("unsafe") && !csp.contains("script-src"),
+        "{what}: {csp}"
+    );
+    assert!(
+        g.body.contains("<meta property=\"og:title\"")
+            && g.body.contains("<meta name=\"twitter:card\""),
+        "{what}: OpenGraph and Twitter card"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
+    let media = std::env::temp_dir().join(format!("hollo-pages-{}", uuid::Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let base = inst.base.clone();
+
+    // --- Hostile input first. Markup in every field a person types.
+    let eve_token = person(
+        &inst,
+        "eve",
+        json!({
+            "display_name": "<script>alert(1)</script>",
+            "note": "<b>bold</b> \"><script>alert(2)</script>",
+            "fields_attributes": [
+                {"name": "<i>x</i>", "value": "\"><script>alert(3)</script>"},
+                {"name": "Site", "value": "javascript:alert(4)"},
+            ],
+        }),
+    )
+    .await;
+    let eve = Client::new(&inst, Some(&eve_token));
+    let bad_alt = "<img src=x onerror=alert(5)>\"'";
+    let m = upload(&inst, &eve_token, bad_alt).await;
+    let evil = eve
+        .posted(&json!({
+            // A control character XML 1.0 cannot carry: the feed must still parse.
+            "status": "<script>alert(6)</script> & \u{1}ctrl ]]> #pagetag",
+            "spoiler_text": "<u>cw</u>",
+            "media_ids": [id(&m)],
+        }))
+        .await;
+    for path in [
+        "/@eve".to_string(),
+        format!("/@eve/{}", id(&evil)),
+        "/tags/pagetag".to_string(),
+        "/".to_string(),
+    ] {
+        let g = page(&base, &path).await;
+        assert_html_page(&g, &path);
+        for raw in [
+            "<script>",
+            "<img src=x",
+            "onerror=alert(5)>",
+            "<b>bold",
+            "<u>cw",
+            "<i>x",
+        ] {
+            assert!(
+                !g.body.contains(raw),
+                "{path} shows {raw:?} unescaped:\n{}",
+                g.body
+            );
+        }
+        assert!(
+            !g.body.contains("href=\"javascript:"),
+            "{path}: a javascript: link"
+        );
+        assert!(
+            g.body.contains("&lt;script&gt;alert("),
+            "{path}: escaped text shown"
+        );
+    }
+    let eve_page = page(&base, &format!("/@eve/{}", id(&evil))).await;
+    assert!(
+        eve_page
+            .body
+            .contains("alt=\"&lt;img src=x onerror=alert(5)&gt;&quot;&#x27;\""),
+        "alt text escaped in the attribute:\n{}",
+        eve_page.body
+    );
+    let feed = fetch(&base, "/@eve/atom.xml", None, None).await;
+    assert_eq!(feed.status, 200);
+    assert!(!feed.body.contains("<script>"), "{}", feed.body);
+
+    // Odd handles, unknown ones, remote ones, ids and cursors that name nothing: 404 pages.
+    let unknown_body = page(&base, "/@nobody").await;
+    assert_eq!(unknown_body.status, 404);
+    assert!(
+        unknown_body
+            .header(header::CONTENT_TYPE)
+            .starts_with("text/html")
+    );
+    let long = "a".repeat(3000);
+    for path in [
+        "/@nobody".to_string(),
+        "/@%3Cscript%3E".to_string(),
+        "/@eve@remote.example".to_string(),
+        "/@eve%40remote.example".to_string(),
+        "/@..%2F..%2Fetc%2Fpasswd".to_string(),
+        "/@%F0%9F%98%80".to_string(),
+        "/@e've".to_string(),
+        format!("/@{long}"),
+        "/@eve/not-an-id".to_string(),
+        format!("/@eve/{}", uuid::Uuid::now_v7()),
+        "/@eve?max_id=999999999999999999999999999999999999999999".to_string(),
+        "/@eve?max_id=%27%3B%20DROP%20TABLE%20statuses".to_string(),
+        "/tags/not%20a%20tag".to_string(),
+        "/tags/%3Cscript%3E".to_string(),
+        "/@nobody/atom.xml".to_string(),
+        "/users/nobody".to_string(),
+    ] {
+        let g = page(&base, &path).await;
+        assert_eq!(g.status, 404, "{path}: {}", g.body);
+        assert!(!g.body.contains("<script"), "{path}");
+    }
+    // The largest id is a valid cursor: the newest page.
+    let g = page(&base, "/@eve?max_id=ffffffff-ffff-ffff-ffff-ffffffffffff").await;
+    assert_eq!(g.status, 200);
+    assert!(g.body.contains(&id(&evil)));
+
+    // --- The account the rest reads: a profile, posts of every visibility, a thread.
+    let alice_token = person(
+        &inst,
+        "alice",
+        json!({
+            "display_name": "Alice Example",
+            "note": "Tea & cake",
+            "fields_attributes": [{"name": "Site", "value": "https://alice.example/me"}],
+        }),
+    )
+    .await;
+    let (_, bob_token) = inst.account("bob").await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    let bob = Client::new(&inst, Some(&bob_token));
+    let m = upload(&inst, &alice_token, "A gradient, described").await;
+    let public = alice
+        .posted(&json!({ "status": "PUBLIC-POST with a picture #pagetag", "media_ids": [id(&m)] }))
+        .await;
+    let poll = alice
+        .posted(&json!({
+            "status": "POLL-POST",
+            "poll": { "options": ["<b>tea</b>", "cake"], "expires_in": 3600 },
+        }))
+        .await;
+    let unlisted = alice
+        .posted(&json!({ "status": "UNLISTED-POST #pagetag", "visibility": "unlisted" }))
+        .await;
+    let private = alice
+        .posted(&json!({ "status": "SECRET-PRIVATE #pagetag", "visibility": "private" }))
+        .await;
+    let direct = alice
+        .posted(&json!({ "status": "@bob SECRET-DIRECT #pagetag", "visibility": "direct" }))
+        .await;
+    let reply = alice
+        .posted(&json!({ "status": "PUBLIC-REPLY to the secret", "in_reply_to_id": id(&private) }))
+        .await;
+    let answer = bob
+        .posted(&json!({ "status": "@alice BOB-ANSWER", "in_reply_to_id": id(&public) }))
+        .await;
+    let secrets = [
+        "SECRET-PRIVATE",
+        "SECRET-DIRECT",
+        &id(&private),
+        &id(&direct),
+    ];
+    // Pinned: the unlisted post heads the profile; the followers-only one, pinned too, does not.
+    for pinned in [&unlisted, &private] {
+        let p = alice
+            .call(
+                Method::POST,
+                &format!("/api/v1/statuses/{}/pin", id(pinned)),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(p.status, 200, "{}", p.body);
+    }
+
+    // --- Negotiation, both ways, on every IRI kind.
+    let actor = inst.fed.actor_iri("alice");
+    let note = public["uri"].as_str().unwrap().to_string();
+    let local_path = |u: &str| u.strip_prefix(&base).unwrap().to_string();
+    for (path, iri, default_html) in [
+        (local_path(&actor), actor.clone(), false),
+        ("/@alice".to_string(), actor.clone(), true),
+        (local_path(&note), note.clone(), false),
+        (format!("/@alice/{}", id(&public)), note.clone(), true),
+    ] {
+        let g = page(&base, &path).await;
+        assert_html_page(&g, &path);
+        assert!(
+            g.body.contains(&format!(
+                "<link rel=\"alternate\" type=\"application/activity+json\" href=\"{}\">",
+                iri.replace('/', "&#x2f;")
+            )),
+            "{path}: the ActivityPub alternate:\n{}",
+            g.body
+        );
+        for accept in [Some(AP), Some(LD)]
+            .into_iter()
+            .chain((!default_html).then_some(None))
+        {
+            let g = fetch(&base, &path, accept, None).await;
+            assert_eq!(g.status, 200, "{path} {accept:?}: {}", g.body);
+            assert!(
+                g.header(header::CONTENT_TYPE).contains("json"),
+                "{path} {accept:?}: {:?}",
+                g.headers
+            );
+            assert!(
+                g.header(header::VARY).contains("Accept"),
+                "{path} {accept:?}"
+            );
+            let doc: Value = serde_json::from_str(&g.body).expect("JSON");
+            assert_eq!(doc["id"], json!(iri), "{path} {accept:?}");
+        }
+        if default_html {
+            let g = fetch(&base, &path, None, None).await;
+            assert!(
+                g.header(header::CONTENT_TYPE).starts_with("text/html"),
+                "{path}"
+            );
+        }
+    }
+
+    // --- What is never shown. A followers-only or direct post's page is the unknown id's.
+    let unknown = page(&base, &format!("/@alice/{}", uuid::Uuid::now_v7())).await;
+    assert_eq!(unknown.status, 404);
+    for secret in [&private, &direct] {
+        for path in [
+            format!("/@alice/{}", id(secret)),
+            local_path(secret["uri"].as_str().unwrap()),
+        ] {
+            let g = page(&base, &path).await;
+            assert_eq!(g.status, 404, "{path}");
+            assert_eq!(g.body, unknown.body, "{path}: not the unknown id's page");
+            assert!(!g.body.contains("SECRET"), "{path}");
+        }
+        // Nor under another handle, nor to an ActivityPub client.
+        let g = page(&base, &format!("/@bob/{}", id(secret))).await;
+        assert_eq!(g.status, 404);
+        let g = fetch(&base, &format!("/@alice/{}", id(secret)), Some(AP), None).await;
+        assert_eq!(g.status, 404);
+    }
+    let profile = page(&base, "/@alice").await;
+    let tag = page(&base, "/tags/pagetag").await;
+    let feed = fetch(&base, "/@alice/atom.xml", None, None).await;
+    let tag_feed = fetch(&base, "/tags/PageTag/atom.xml", None, None).await;
+    for (what, g) in [
+        ("profile", &profile),
+        ("tag", &tag),
+        ("feed", &feed),
+        ("tag feed", &tag_feed),
+    ] {
+        assert_eq!(g.status, 200, "{what}: {}", g.body);
+        for s in secrets {
+            assert!(!g.body.contains(s), "{what} shows {s}:\n{}", g.body);
+        }
+        assert!(g.body.contains("PUBLIC-POST"), "{what}");
+    }
+    assert!(
+        profile.body.contains("aria-label=\"Pinned posts\""),
+        "{}",
+        profile.body
+    );
+    assert_eq!(
+        profile.body.matches("UNLISTED-POST").count(),
+        2,
+        "pinned and in the list"
+    );
+    // Mastodon's rule: unlisted posts on the profile (and its feed), not on tag pages.
+    assert!(profile.body.contains("UNLISTED-POST") && feed.body.contains("UNLISTED-POST"));
+    assert!(!tag.body.contains("UNLISTED-POST") && !tag_feed.body.contains("UNLISTED-POST"));
+    let g = page(&base, &format!("/@alice/{}", id(&unlisted))).await;
+    assert_eq!(g.status, 200, "an unlisted post has its permalink");
+    // A public reply to a followers-only post: its thread leaves the parent out.
+    let g = page(&base, &format!("/@alice/{}", id(&reply))).await;
+    assert_eq!(g.status, 200);
+    assert!(g.body.contains("PUBLIC-REPLY"));
+    for s in secrets {
+        assert!(!g.body.contains(s), "the reply's thread shows {s}");
+    }
+    // A poll's options and tally, its typed markup escaped.
+    let g = page(&base, &format!("/@alice/{}", id(&poll))).await;
+    assert!(g.body.contains("<ul class=\"poll\">"), "{}", g.body);
+    assert!(g.body.contains("&lt;b&gt;tea&lt;&#x2f;b&gt;") && g.body.contains("cake"));
+    // The thread: the answer below the post.
+    let g = page(&base, &format!("/@alice/{}", id(&public))).await;
+    assert!(g.body.contains("BOB-ANSWER"), "{}", g.body);
+    assert!(
+        g.body.contains("alt=\"A gradient, described\""),
+        "{}",
+        g.body
+    );
+    assert!(g.body.contains("class=\"h-entry"), "h-entry");
+    assert!(g.body.contains("rel=\"me nofollow noopener noreferrer\" class=\"u-url\">https:&#x2f;&#x2f;alice.example&#x2f;me</a>")
+        || profile.body.contains("href=\"https:&#x2f;&#x2f;alice.example&#x2f;me\" rel=\"me"),
+        "{}", profile.body);
+    // A post of bob's under alice's handle is not there.
+    let g = page(&base, &format!("/@alice/{}", id(&answer))).await;
+    assert_eq!(g.status, 404);
+
+    // A tag of non-ASCII letters has its page, under its percent-encoded name.
+    alice
+        .posted(&json!({ "status": "UNICODE-TAG #日本語" }))
+        .await;
+    let g = page(&base, "/tags/%E6%97%A5%E6%9C%AC%E8%AA%9E").await;
+    assert_html_page(&g, "the unicode tag");
+    assert!(g.body.contains("UNICODE-TAG"), "{}", g.body);
+    // HEAD answers the headers alone.
+    let head = reqwest::Client::new()
+        .head(format!("{base}/@alice"))
+        .header(header::ACCEPT, HTML)
+        .send()
+        .await
+        .expect("HEAD");
+    assert_eq!(head.status().as_u16(), 200);
+    assert!(head.headers().contains_key(header::ETAG));
+    assert!(head.text().await.unwrap().is_empty());
+
+    // --- Deleted: 410 on the permalink.
+    let gone = alice.posted(&json!({ "status": "GONE-SOON" })).await;
+    let d = alice
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&gone)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+    let g = page(&base, &format!("/@alice/{}", id(&gone))).await;
+    assert_eq!(g.status, 410, "{}", g.body);
+    assert!(!g.body.contains("GONE-SOON"));
+
+    // --- Caching: validators, public max-age, 304 with the ETag, a new post changes it.
+    let first = page(&base, "/@alice").await;
+    let etag = first.header(header::ETAG).to_string();
+    assert!(etag.starts_with('"') && etag.len() > 10, "{etag}");
+    assert!(!first.header(header::LAST_MODIFIED).is_empty());
+    assert!(
+        first
+            .header(header::CACHE_CONTROL)
+            .starts_with("public, max-age=")
+    );
+    let again = fetch(&base, "/@alice", Some(HTML), Some(&etag)).await;
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header(header::ETAG), etag);
+    // The feed fetched above is stale now (posts were added since): a 200, then its own 304.
+    let stale = feed.header(header::ETAG).to_string();
+    let fresh = fetch(&base, "/@alice/atom.xml", None, Some(&stale)).await;
+    assert_eq!(fresh.status, 200);
+    let feed_etag = fresh.header(header::ETAG).to_string();
+    assert_eq!(
+        fetch(&base, "/@alice/atom.xml", None, Some(&feed_etag))
+            .await
+            .status,
+        304
+    );
+    alice.posted(&json!({ "status": "NEWER-POST" })).await;
+    let changed = fetch(&base, "/@alice", Some(HTML), Some(&etag)).await;
+    assert_eq!(changed.status, 200);
+    assert!(changed.body.contains("NEWER-POST"));
+    assert_ne!(changed.header(header::ETAG), etag);
+    let css = fetch(&base, "/assets/pages.css", None, None).await;
+    assert_eq!(css.status, 200);
+    assert!(css.header(header::CONTENT_TYPE).starts_with("text/css"));
+    assert!(
+        css.header(header::CACHE_CONTROL)
+            .contains("max-age=31536000")
+    );
+
+    // --- Readers other than browsers: feedparser, mf2py, OpenGraph.
+    let image = m["url"].as_str().unwrap().to_string();
+    let spec = json!({
+        "profile": "/@alice", "post": format!("/@alice/{}", id(&public)),
+        "feed": "/@alice/atom.xml", "tag_feed": "/tags/pagetag/atom.xml",
+        "name": "Alice Example", "rel_me": "https://alice.example/me",
+        "post_text": "PUBLIC-POST with a picture", "image": image,
+        "feed_has": ["PUBLIC-POST", "UNLISTED-POST"],
+        "tag_feed_has": ["PUBLIC-POST"], "tag_feed_lacks": ["UNLISTED-POST"],
+        "absent": secrets,
+        // The hostile account's feed (markup, `&`, `]]>`, a control character) parses too.
+        "valid_feeds": ["/@eve/atom.xml"],
+    });
+    support::clients::run("pages_check.py", &[&base, &spec.to_string()]).await;
+
+    // --- A real browser at phone and desktop widths.
+    let out: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("artifacts/pages");
+    let post_path = format!("/@alice/{}", id(&public));
+    let reply_path = format!("/@alice/{}", id(&reply));
+    let eve_path = format!("/@eve/{}", id(&evil));
+    support::clients::run(
+        "pages_browser.py",
+        &[
+            &base,
+            out.to_str().unwrap(),
+            "/",
+            "/@alice",
+            &post_path,
+            &reply_path,
+            "/tags/pagetag",
+            "/@eve",
+            &eve_path,
+        ],
+    )
+    .await;
+    assert!(out.join("at_alice-375.png").is_file());
+
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(media);
+}
