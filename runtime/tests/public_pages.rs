@@ -335,6 +335,7 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     }
 
     // --- What is never shown. A followers-only or direct post's page is the unknown id's.
+    let stranger = support::peer::Peer::start().await;
     let unknown = page(&base, &format!("/@alice/{}", uuid::Uuid::now_v7())).await;
     assert_eq!(unknown.status, 404);
     for secret in [&private, &direct] {
@@ -352,6 +353,31 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
         assert_eq!(g.status, 404);
         let g = fetch(&base, &format!("/@alice/{}", id(secret)), Some(AP), None).await;
         assert_eq!(g.status, 404);
+        // Nor to another server's actor that does not follow alice, asking with a signed
+        // fetch for the object's IRI (R-MAPI-VIS: only public and unlisted objects are served).
+        let iri = url::Url::parse(secret["uri"].as_str().unwrap()).unwrap();
+        let mut signed = HeaderMap::new();
+        signed.insert(header::ACCEPT, AP.parse().unwrap());
+        hollo_runtime::federation::transport::signature::sign_request(
+            &stranger.key(),
+            &Method::GET,
+            &iri,
+            None,
+            &mut signed,
+        )
+        .expect("sign");
+        let answer = reqwest::Client::new()
+            .get(iri.clone())
+            .headers(signed)
+            .send()
+            .await
+            .expect("signed fetch");
+        assert_eq!(
+            answer.status(),
+            404,
+            "a non-follower's signed fetch of {iri}"
+        );
+        assert!(!answer.text().await.unwrap_or_default().contains("SECRET"));
     }
     let profile = page(&base, "/@alice").await;
     let tag = page(&base, "/tags/pagetag").await;
