@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use uuid::Uuid;
 
-use super::notifications::kinds;
+use super::notifications::{PAST_THE_MARKER, kinds, unread_limit};
 use super::pagination::{Page, Paged, param, params};
 use crate::filters::active::Active;
 use crate::mastodon::notification::{COLUMNS, READABLE, Row};
@@ -412,22 +412,12 @@ async fn unread_count(
 ) -> Result<Json<UnreadCount>, ApiError> {
     let params = params(&uri);
     let sel = Selection::of(&s, account.id, &params).await?;
-    let limit = match param(&params, "limit").filter(|v| !v.is_empty()) {
-        None => UNREAD_DEFAULT,
-        Some(v) => v
-            .parse::<i64>()
-            .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
-    }
-    .clamp(1, UNREAD_CAP);
+    let limit = unread_limit(&params, UNREAD_DEFAULT, UNREAD_CAP)?;
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
              SELECT DISTINCT gkey FROM (
                  SELECT {key} AS gkey FROM notifications n
-                  WHERE {cond}
-                    AND n.id > coalesce((SELECT CASE WHEN last_read_id ~ '^[0-9]{{1,18}}$'
-                                                     THEN last_read_id::bigint END
-                                           FROM markers WHERE account_id = $1
-                                            AND timeline = 'notifications'), 0)
+                  WHERE {cond} AND {PAST_THE_MARKER}
                   ORDER BY n.id DESC LIMIT {WALK_CAP}) w
               LIMIT $2) u",
         key = key_sql(3),

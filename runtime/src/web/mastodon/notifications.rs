@@ -30,6 +30,29 @@ pub fn routes() -> Router<AppState> {
 /// Most notifications `unread_count` counts (Mastodon caps it too; apps show "1000+").
 const UNREAD_CAP: i64 = 1000;
 
+/// The `limit` of an `unread_count` request: `default` when absent, clamped to 1..=`cap`.
+pub(super) fn unread_limit(
+    params: &[(String, String)],
+    default: i64,
+    cap: i64,
+) -> Result<i64, ApiError> {
+    Ok(match param(params, "limit").filter(|v| !v.is_empty()) {
+        None => default,
+        Some(v) => v
+            .parse::<i64>()
+            .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
+    }
+    .clamp(1, cap))
+}
+
+/// The condition "newer than the account `$1`'s `notifications` marker" on `notifications n`
+/// (all of them without a marker, or with one that is not a notification id).
+pub(super) const PAST_THE_MARKER: &str =
+    "n.id > coalesce((SELECT CASE WHEN last_read_id ~ '^[0-9]{1,18}$'
+                                         THEN last_read_id::bigint END
+                               FROM markers WHERE account_id = $1
+                                AND timeline = 'notifications'), 0)";
+
 use crate::mastodon::notification::{self, COLUMNS, Notification, READABLE, Row};
 use crate::mastodon::{Empty, UnreadCount};
 
@@ -173,22 +196,12 @@ async fn unread_count(
     let params = params(&uri);
     let types = kinds(&params, "types")?;
     let exclude = kinds(&params, "exclude_types")?.unwrap_or_default();
-    let limit = match param(&params, "limit").filter(|v| !v.is_empty()) {
-        None => UNREAD_CAP,
-        Some(v) => v
-            .parse::<i64>()
-            .map_err(|_| ApiError::unprocessable("limit must be a number"))?,
-    }
-    .clamp(1, UNREAD_CAP);
+    let limit = unread_limit(&params, UNREAD_CAP, UNREAD_CAP)?;
     let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
              SELECT 1 FROM notifications n
-              WHERE n.account_id = $1 {} AND {}
-                AND n.id > coalesce((SELECT CASE WHEN last_read_id ~ '^[0-9]{{1,18}}$'
-                                                 THEN last_read_id::bigint END
-                                       FROM markers WHERE account_id = $1
-                                        AND timeline = 'notifications'), 0)
+              WHERE n.account_id = $1 {} AND {} AND {PAST_THE_MARKER}
                 AND ($2::text[] IS NULL OR n.type = ANY($2)) AND NOT (n.type = ANY($3))
               LIMIT $4) u",
         hidden.notification_sql("n", 5, 6),
