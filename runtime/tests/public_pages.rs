@@ -20,6 +20,7 @@ use support::node::Instance;
 
 const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 const AP: &str = "application/activity+json";
+const ADMIN: &str = "pages-admin-token-0123456789";
 const LD: &str = "application/ld+json; profile=\"https://www.w3.org/ns/activitystreams\"";
 
 struct Got {
@@ -123,7 +124,14 @@ fn assert_html_page(g: &Got, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     let media = std::env::temp_dir().join(format!("hollo-pages-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", media.to_str().unwrap()),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
     let base = inst.base.clone();
 
     // --- Hostile input first. Markup in every field a person types.
@@ -546,6 +554,31 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     )
     .await;
     assert!(out.join("at_alice-375.png").is_file());
+
+    // A custom emoji in a post shows as its image (from our origin) with its shortcode as alt
+    // text, as on Mastodon's pages; a shortcode of no emoji stays text.
+    let (ctype, body) = form(&[
+        ("shortcode", None, b"blob"),
+        ("image", Some(("b.png", "image/png")), &png(16, 16)),
+    ]);
+    let added = reqwest::Client::new()
+        .post(format!("{base}/api/v1/admin/custom_emojis"))
+        .bearer_auth(ADMIN)
+        .header("content-type", ctype)
+        .body(body)
+        .send()
+        .await
+        .expect("add an emoji");
+    assert_eq!(added.status(), 200);
+    let emoji_post = alice
+        .posted(&json!({ "status": "EMOJI-POST :blob: and :nothing:" }))
+        .await;
+    let g = page(&base, &format!("/@alice/{}", id(&emoji_post))).await;
+    assert_eq!(g.status, 200);
+    let img = format!("<img class=\"emoji\" src=\"{base}/media/");
+    assert!(g.body.contains(&img), "{}", g.body);
+    assert!(g.body.contains("alt=\":blob:\""), "{}", g.body);
+    assert!(g.body.contains(":nothing:"));
 
     inst.shutdown().await;
     let _ = std::fs::remove_dir_all(media);

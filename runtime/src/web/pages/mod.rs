@@ -136,6 +136,58 @@ pub fn local_url(s: &AppState, url: &str) -> bool {
     origin == s.public_origin || drive_origin(s).is_some_and(|d| d == origin)
 }
 
+/// `html` (sanitized) with each `:shortcode:` of `emojis` in its text shown as the emoji's
+/// image, as Mastodon's web pages show them. Only text is touched — never a tag or an attribute
+/// value — and only emojis served from our origin (ours, or remote ones through the media
+/// proxy), so the page still loads nothing from elsewhere.
+pub fn emojify(s: &AppState, html: &str, emojis: &[crate::mastodon::CustomEmoji]) -> String {
+    let shown: Vec<(&str, &str)> = emojis
+        .iter()
+        .filter(|e| local_url(s, &e.url))
+        .map(|e| (e.shortcode.as_str(), e.url.as_str()))
+        .collect();
+    emoji_images(html, &shown)
+}
+
+/// [`emojify`]'s rewrite, for `(shortcode, url)` pairs already allowed.
+fn emoji_images(html: &str, emojis: &[(&str, &str)]) -> String {
+    if emojis.is_empty() || !html.contains(':') {
+        return html.to_string();
+    }
+    let mut out = String::with_capacity(html.len());
+    // Inside a tag (and inside a quoted attribute value of one) nothing is replaced.
+    let (mut in_tag, mut in_quote) = (false, false);
+    let mut rest = html;
+    while let Some(c) = rest.chars().next() {
+        if !in_tag && c == ':' {
+            let code: String = rest[1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if rest[1 + code.len()..].starts_with(':')
+                && let Some((_, url)) = emojis.iter().find(|(sc, _)| *sc == code)
+            {
+                let alt = format!(":{code}:");
+                out.push_str(&format!(
+                    "<img class=\"emoji\" src=\"{}\" alt=\"{alt}\" title=\"{alt}\">",
+                    crate::html::escape(url)
+                ));
+                rest = &rest[code.len() + 2..];
+                continue;
+            }
+        }
+        match c {
+            '<' if !in_tag => in_tag = true,
+            '"' if in_tag => in_quote = !in_quote,
+            '>' if in_tag && !in_quote => in_tag = false,
+            _ => {}
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 /// The headers every page has.
 fn page_headers(s: &AppState, resp: &mut Response, content_type: &'static str) {
     let h = resp.headers_mut();
@@ -415,7 +467,7 @@ pub fn post_view(s: &AppState, st: &Status) -> PostView {
         published_human: st.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         updated: updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         text: plain_text(&st.content),
-        content_html: st.content.clone(),
+        content_html: emojify(s, &st.content, &st.emojis),
         spoiler: st.spoiler_text.clone(),
         sensitive: st.sensitive,
         visibility: st.visibility.clone(),
@@ -541,5 +593,29 @@ mod tests {
         for (name, _) in TEMPLATES {
             assert!(env().get_template(name).is_ok(), "{name}");
         }
+    }
+}
+
+#[cfg(test)]
+mod emoji_tests {
+    use super::emoji_images;
+
+    #[test]
+    fn shortcodes_in_text_become_images_and_nothing_else_changes() {
+        let e = [("party", "https://h.example/media/e/party.png?a=1&b=2")];
+        assert_eq!(
+            emoji_images("<p>hi :party: and :nope: and :party::party:</p>", &e),
+            "<p>hi <img class=\"emoji\" src=\"https://h.example/media/e/party.png?a=1&amp;b=2\" \
+             alt=\":party:\" title=\":party:\"> and :nope: and <img class=\"emoji\" \
+             src=\"https://h.example/media/e/party.png?a=1&amp;b=2\" alt=\":party:\" \
+             title=\":party:\"><img class=\"emoji\" src=\"https://h.example/media/e/party.png?a=1&amp;b=2\" \
+             alt=\":party:\" title=\":party:\"></p>"
+        );
+        // Tags and attribute values (even with a '>' inside) are left alone.
+        let html = r#"<a href="https://x.example/:party:" title="a>:party:">x</a>"#;
+        assert_eq!(emoji_images(html, &e), html);
+        assert_eq!(emoji_images("<p>:party:</p>", &[]), "<p>:party:</p>");
+        assert_eq!(emoji_images("<p>::</p>:", &e), "<p>::</p>:");
+        assert_eq!(emoji_images("<p>é:party</p>", &e), "<p>é:party</p>");
     }
 }

@@ -138,7 +138,7 @@ async fn load(
         url: url.clone(),
         avatar: author.avatar.clone(),
         header,
-        note_html: entity.note.clone(),
+        note_html: super::emojify(s, &entity.note, &entity.emojis),
         fields: profile
             .fields
             .iter()
