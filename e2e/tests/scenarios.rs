@@ -1383,7 +1383,14 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
     assert_eq!(wspread[0].max_skew, 2);
 
     let hpas: Api<HorizontalPodAutoscaler> = ns.api();
-    let hpa = hpas.get(&format!("{HOLLO}-web")).await.expect("web HPA");
+    // Applied after the Deployments: wait for it rather than assume it is there already.
+    let hpa = wait_until("HPA social-web", 60, || async {
+        hpas.get_opt(&format!("{HOLLO}-web"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
     assert_eq!(hpa.spec.scale_target_ref.name, format!("{HOLLO}-web"));
     assert_eq!((hpa.spec.min_replicas, hpa.spec.max_replicas), (Some(1), 3));
     let down = hpa
@@ -1520,10 +1527,14 @@ async fn issue35_http_route_and_network_policy() {
             .ok_or_else(|| "absent".to_string())
     })
     .await;
-    let worker_np = nps
-        .get(&format!("{HOLLO}-worker"))
-        .await
-        .expect("worker policy");
+    // Applied one after the other: the worker's may come a moment after the web's.
+    let worker_np = wait_until("NetworkPolicy social-worker", 60, || async {
+        nps.get_opt(&format!("{HOLLO}-worker"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
     let web = serde_json::to_value(web_np.spec.expect("spec")).expect("json");
     let worker = serde_json::to_value(worker_np.spec.expect("spec")).expect("json");
     ns.log(&format!("web policy: {web}"));
@@ -1760,10 +1771,13 @@ async fn issue35_scheduled_cleanups() {
             .ok_or_else(|| "absent".to_string())
     })
     .await;
-    let media = cjs
-        .get(&format!("{HOLLO}-cleanup-media"))
-        .await
-        .expect("media CronJob");
+    let media = wait_until("CronJob social-cleanup-media", 60, || async {
+        cjs.get_opt(&format!("{HOLLO}-cleanup-media"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
     assert_eq!(remote.spec.schedule, "* * * * *");
     assert_eq!(remote.spec.time_zone.as_deref(), Some("Etc/UTC"));
     assert_eq!(remote.spec.suspend, Some(false));
