@@ -616,6 +616,12 @@ pub struct FederationConfig {
     pub allow_private_address: bool,
     /// `DELIVERY_HOST_CONCURRENCY`: deliveries to one remote host running at once per process.
     pub host_concurrency: usize,
+    /// `PREVIEW_CARDS` (default true): fetch link previews for posts (`cards`). Off, no page
+    /// is fetched and posts show no card.
+    pub preview_cards: bool,
+    /// `PREVIEW_CARD_TIMEOUT_SECONDS` (default 10, 1–60): the whole fetch of one card (page,
+    /// oEmbed, image) gives up after this; a slow page gets no card.
+    pub preview_card_timeout: Duration,
 }
 
 /// Minimum length of `SECRET_KEY`: it is the root of the account key encryption.
@@ -646,6 +652,8 @@ impl FederationConfig {
             secret_key,
             allow_private_address: env.bool("ALLOW_PRIVATE_ADDRESS", false)?,
             host_concurrency: env.count("DELIVERY_HOST_CONCURRENCY", 4, 1, 1_000)? as usize,
+            preview_cards: env.bool("PREVIEW_CARDS", true)?,
+            preview_card_timeout: env.seconds("PREVIEW_CARD_TIMEOUT_SECONDS", 10, 1, 60)?,
         })
     }
 }

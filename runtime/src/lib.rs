@@ -2,6 +2,7 @@
 //! activity queue and task queue, and the HTTP endpoints that feed them.
 
 pub mod accounts;
+pub mod cards;
 pub mod config;
 pub mod content;
 pub mod db;

@@ -40,6 +40,10 @@ pub static POLL_ENQUEUE_ATTEMPTS: LazyLock<Family<OutcomeLabels, Counter>> =
 pub static MEDIA_PROXY_REQUESTS: LazyLock<Family<OutcomeLabels, Counter>> =
     LazyLock::new(Family::default);
 
+/// Link preview fetches by outcome: `stored` (a card was made) or `failed` (the page gave
+/// none: refused, too large, too slow, not HTML, nothing to show).
+pub static PREVIEW_CARDS: LazyLock<Family<OutcomeLabels, Counter>> = LazyLock::new(Family::default);
+
 fn latency_histogram() -> Histogram {
     // 1 ms … ~65 s
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
@@ -128,6 +132,11 @@ impl Metrics {
             "media_proxy_requests",
             "Remote media proxy requests by outcome (hit: this node's cache; miss: fetched; error)",
             MEDIA_PROXY_REQUESTS.clone(),
+        );
+        registry.register(
+            "preview_card_fetches",
+            "Link preview fetches by outcome (stored: a card was made; failed: the page gave none)",
+            PREVIEW_CARDS.clone(),
         );
         let stream_connections = Gauge::<i64, AtomicI64>::default();
         let stream_events = Counter::default();

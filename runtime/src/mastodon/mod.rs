@@ -16,6 +16,7 @@ pub mod media;
 pub mod notification;
 pub mod notification_group;
 pub mod poll;
+pub mod preview_card;
 pub mod relationship;
 pub mod replies;
 pub mod report;

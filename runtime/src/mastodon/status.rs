@@ -55,8 +55,8 @@ pub struct Status {
     pub mentions: Vec<Mention>,
     pub tags: Vec<Tag>,
     pub emojis: Vec<CustomEmoji>,
-    /// Link previews are not fetched.
-    pub card: Option<Value>,
+    /// The first link's preview, once a worker fetched it (`cards`).
+    pub card: Option<super::preview_card::PreviewCard>,
     pub poll: Option<Poll>,
     /// The client that posted it (`{name, website}`), as stored at posting time.
     pub application: Option<Value>,
@@ -330,6 +330,7 @@ async fn render_posts(
     };
     let mention_ids = mention_ids(conn, site.urls, &local, &remote).await?;
     let mut media = media::of_statuses(conn, site.drive, &local_ids).await?;
+    let mut cards = super::preview_card::of_posts(conn, site.drive, &found).await?;
 
     let authors: Vec<Author> = local
         .iter()
@@ -375,6 +376,7 @@ async fn render_posts(
         s.application = r.application;
         s.emojis = emojis;
         s.media_attachments = media.remove(&r.id).unwrap_or_default();
+        s.card = cards.remove(&r.id);
         finish(
             &mut s,
             r.in_reply_to_uri.as_deref(),
@@ -407,6 +409,7 @@ async fn render_posts(
         s.tags = tags(site.urls, &r.tags);
         s.media_attachments = MediaAttachment::remote_all(site.urls, &r.attachments);
         s.emojis = CustomEmoji::from_tags(site.urls, r.tag_json.as_ref());
+        s.card = cards.remove(&r.id);
         finish(
             &mut s,
             r.in_reply_to.as_deref(),

@@ -296,6 +296,8 @@ pub async fn insert(
         conversations::record(tx, f, status, Some(author.id), &participants).await?;
     }
     streaming::emit::created(tx, status).await?;
+    // Its link preview is fetched by a worker, after the post is out (`cards`).
+    crate::cards::enqueue_for(tx, status, &content::render(&n.text, &uri, &[]).html, false).await?;
     if let Some(f) = fed {
         ap::publish(tx, f, Some(drive), author.id, status, Announce::Create).await?;
     }
@@ -564,6 +566,11 @@ pub async fn edit(
         notify::notify(&mut tx, &n).await?;
     }
     streaming::emit::edited(&mut tx, status).await?;
+    if let Some(t) = text {
+        // The link may have changed or gone: the card follows the new text.
+        crate::cards::enqueue_for(&mut tx, status, &content::render(t, &uri, &[]).html, true)
+            .await?;
+    }
     if let Some(f) = fed {
         let update = Announce::Update { tag: &tag };
         ap::publish(&mut tx, f, Some(drive), author.id, status, update).await?;

@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod media;
 pub mod mute_expiry;
 pub mod poll_notification;
+pub mod preview_card;
 pub mod probe;
 pub mod replies;
 pub mod scheduled_status;
@@ -26,7 +27,8 @@ use tokio_util::sync::CancellationToken;
 /// Bumped whenever a queued message's format or a handler's contract changes (R-ROLE-6): the
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
-/// and `hollo.actor-counts.v1`. 4: `hollo.scheduled-status.v1`.
+/// and `hollo.actor-counts.v1`. 4: `hollo.scheduled-status.v1` (and, not yet released,
+/// `hollo.preview-card.v1`).
 #[cfg(not(feature = "e2e-next-tasks"))]
 pub const TASK_DEFINITION_VERSION: i32 = 4;
 /// The end-to-end suite's next version (feature `e2e-next-tasks`): the same handlers under a
@@ -88,19 +90,32 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
         }
     };
     let drive = full.clone().filter(|d| d.is_enabled());
-    if let Some(d) = full {
+    if let Some(d) = &full {
         // A scheduled status is published with the media URLs this node's drive makes.
         scheduled_status::register(
             &mut reg,
             scheduled_status::Deps {
                 fed: fed.clone(),
-                drive: d,
+                drive: d.clone(),
                 poll_chunk: config.queue.poll_wakeup_chunk,
             },
         );
     }
     if let Some(d) = &drive {
         media::register(&mut reg, d.clone(), Arc::new(config.media.clone()));
+    }
+    if let (Some(f), Some(d)) = (&fed, &full) {
+        // Card images go to the drive; with it off, cards come without an image.
+        preview_card::register(
+            &mut reg,
+            preview_card::Deps {
+                fed: f.clone(),
+                drive: d.clone(),
+                media: Arc::new(config.media.clone()),
+                enabled: config.federation.preview_cards,
+                timeout: config.federation.preview_card_timeout,
+            },
+        );
     }
     let jobs = jobs::JobsConfig {
         environment: config.environment.clone(),

@@ -322,6 +322,11 @@ pub async fn upsert(
     } else if !create {
         crate::streaming::emit::remote_edited(tx, iri).await?;
     }
+    if stored.fresh || !create {
+        // Its link preview, fetched by a worker (`cards`); an edit may change or drop the link.
+        let content = fields.content.as_deref().unwrap_or_default();
+        crate::cards::enqueue_for(tx, stored.id, content, !create).await?;
+    }
     let from = actor_id(tx, &inc.actor).await?;
 
     if visibility == Visibility::Direct {

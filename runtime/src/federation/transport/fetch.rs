@@ -407,6 +407,52 @@ impl FetchClient {
     /// redirects followed to any origin but each hop through the guard, the answer must call
     /// itself `image/*`, and at most `max` bytes. Returns the bytes and their type.
     pub async fn get_image(&self, url: &str, max: usize) -> Result<(Vec<u8>, String), FetchError> {
+        let (_, media_type, body) = self
+            .get_public(url, "image/*", max, |media_type| {
+                // SVG is a document that can carry scripts: never relayed as an image.
+                media_type.starts_with("image/") && !media_type.contains("svg")
+            })
+            .await?;
+        Ok((body, media_type))
+    }
+
+    /// GETs a web page for a link preview (`cards`): as [`Self::get_image`], for `text/html`
+    /// (or XHTML) of at most `max` bytes. Returns the URL that finally answered and the text
+    /// (UTF-8; bytes that are not become U+FFFD).
+    pub async fn get_page(&self, url: &str, max: usize) -> Result<(Url, String), FetchError> {
+        let (at, _, body) = self
+            .get_public(
+                url,
+                "text/html, application/xhtml+xml;q=0.9",
+                max,
+                |media_type| matches!(media_type, "text/html" | "application/xhtml+xml"),
+            )
+            .await?;
+        Ok((at, String::from_utf8_lossy(&body).into_owned()))
+    }
+
+    /// GETs an oEmbed document (`application/json`) of at most `max` bytes, as
+    /// [`Self::get_page`].
+    pub async fn get_json(&self, url: &str, max: usize) -> Result<serde_json::Value, FetchError> {
+        let (_, _, body) = self
+            .get_public(url, "application/json", max, |media_type| {
+                matches!(media_type, "application/json" | "application/json+oembed")
+            })
+            .await?;
+        serde_json::from_slice(&body).map_err(|e| FetchError::Invalid(format!("not JSON: {e}")))
+    }
+
+    /// An unsigned GET of public content: redirects followed to any origin (the content is
+    /// not attributed to the origin asked, unlike a document), each hop through the guard;
+    /// the answer's content type must satisfy `takes` before its body is read, and the body is
+    /// at most `max` bytes. Returns the final URL, the content type and the body.
+    async fn get_public(
+        &self,
+        url: &str,
+        accept: &'static str,
+        max: usize,
+        takes: impl Fn(&str) -> bool,
+    ) -> Result<(Url, String, Vec<u8>), FetchError> {
         let mut current =
             Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))?;
         for _ in 0..=MAX_REDIRECTS {
@@ -414,7 +460,7 @@ impl FetchClient {
             let resp = self
                 .client
                 .get(current.clone())
-                .header(reqwest::header::ACCEPT, "image/*")
+                .header(reqwest::header::ACCEPT, accept)
                 .send()
                 .await
                 .map_err(network_error)?;
@@ -441,10 +487,9 @@ impl FetchClient {
                 .unwrap_or_default()
                 .trim()
                 .to_ascii_lowercase();
-            if !media_type.starts_with("image/") || media_type.contains("svg") {
-                // SVG is a document that can carry scripts: never relayed as an image.
+            if !takes(&media_type) {
                 return Err(FetchError::Invalid(format!(
-                    "{current} answered with content type {media_type:?}, not a raster image"
+                    "{current} answered with content type {media_type:?}, not {accept}"
                 )));
             }
             if resp.content_length().is_some_and(|n| n > max as u64) {
@@ -458,7 +503,7 @@ impl FetchClient {
                 }
                 body.extend_from_slice(&chunk);
             }
-            return Ok((body, media_type));
+            return Ok((current, media_type, body));
         }
         Err(FetchError::Refused(format!(
             "more than {MAX_REDIRECTS} redirects"
