@@ -22,6 +22,7 @@ pub mod node;
 pub mod passwords;
 pub mod polls;
 pub mod queue;
+pub mod reactions;
 pub mod recovery;
 pub mod reports;
 pub mod scopes;

@@ -336,6 +336,43 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     )
     .await;
 
+    // An emoji reaction to the peer's post, with a custom emoji (its `Emoji` tag), and its
+    // `Undo` (R-MAPI-6).
+    let theirs = peer.new_id("notes");
+    let create = json!({
+        "id": format!("{theirs}/activity"), "type": "Create", "actor": peer.actor(),
+        "to": ["https://www.w3.org/ns/activitystreams#Public"],
+        "object": { "id": theirs, "type": "Note", "attributedTo": peer.actor(),
+                    "to": ["https://www.w3.org/ns/activitystreams#Public"], "content": "<p>hi</p>" },
+    });
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
+    let theirs_id: uuid::Uuid = eventually(WAIT, "the peer's note stored", || async {
+        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+            .bind(&theirs)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("query")
+    })
+    .await;
+    sqlx::query(
+        "INSERT INTO custom_emojis (id, shortcode, file_key, url, media_type)
+         VALUES ($1, 'tea', 'media/x/tea.png', 'http://img.example/tea.png', 'image/png')",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .execute(&inst.pool)
+    .await
+    .expect("emoji");
+    for action in ["react", "unreact"] {
+        api(
+            &inst,
+            reqwest::Method::POST,
+            &format!("/api/v1/statuses/{theirs_id}/{action}/tea"),
+            &token,
+            json!({}),
+        )
+        .await;
+    }
+
     // A block, then an overwrite import that undoes it (and blocks another).
     import_blocks(&inst, &token, "merge", &[peer.handle_of("b1")]).await;
     import_blocks(&inst, &token, "overwrite", &[peer.handle_of("b2")]).await;
@@ -426,6 +463,8 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         "Update(Question)",
         "Block",
         "Undo(Block)",
+        "EmojiReact",
+        "Undo(EmojiReact)",
         "Add",
         "Remove",
         "Collection",

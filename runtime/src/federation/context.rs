@@ -32,6 +32,9 @@ pub fn ld() -> Value {
             "featured": { "@id": "toot:featured", "@type": "@id" },
             "featuredTags": { "@id": "toot:featuredTags", "@type": "@id" },
             "Emoji": "toot:Emoji",
+            // Emoji reactions, in LitePub's namespace as Pleroma, Misskey and Fedify send them.
+            "litepub": "http://litepub.social/ns#",
+            "EmojiReact": "litepub:EmojiReact",
             // Media `Document`s of a note's `attachment` (Mastodon's terms).
             "blurhash": "toot:blurhash",
             "focalPoint": { "@container": "@list", "@id": "toot:focalPoint" },

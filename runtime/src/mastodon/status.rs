@@ -55,6 +55,8 @@ pub struct Status {
     pub mentions: Vec<Mention>,
     pub tags: Vec<Tag>,
     pub emojis: Vec<CustomEmoji>,
+    /// Emoji reactions by emoji (Hollo's and Fedibird's `emoji_reactions`).
+    pub emoji_reactions: Vec<super::reaction::EmojiReaction>,
     /// The first link's preview, once a worker fetched it (`cards`).
     pub card: Option<super::preview_card::PreviewCard>,
     pub poll: Option<Poll>,
@@ -119,6 +121,7 @@ impl Status {
             mentions: Vec::new(),
             tags: Vec::new(),
             emojis: Vec::new(),
+            emoji_reactions: Vec::new(),
             card: None,
             poll: None,
             application: None,
@@ -331,6 +334,7 @@ async fn render_posts(
     let mention_ids = mention_ids(conn, site.urls, &local, &remote).await?;
     let mut media = media::of_statuses(conn, site.drive, &local_ids).await?;
     let mut cards = super::preview_card::of_posts(conn, site.drive, &found).await?;
+    let mut reactions = super::reaction::of_posts(conn, site.urls, viewer, &found).await?;
 
     let authors: Vec<Author> = local
         .iter()
@@ -377,6 +381,7 @@ async fn render_posts(
         s.emojis = emojis;
         s.media_attachments = media.remove(&r.id).unwrap_or_default();
         s.card = cards.remove(&r.id);
+        s.emoji_reactions = reactions.remove(&r.id).unwrap_or_default();
         finish(
             &mut s,
             r.in_reply_to_uri.as_deref(),
@@ -410,6 +415,7 @@ async fn render_posts(
         s.media_attachments = MediaAttachment::remote_all(site.urls, &r.attachments);
         s.emojis = CustomEmoji::from_tags(site.urls, r.tag_json.as_ref());
         s.card = cards.remove(&r.id);
+        s.emoji_reactions = reactions.remove(&r.id).unwrap_or_default();
         finish(
             &mut s,
             r.in_reply_to.as_deref(),

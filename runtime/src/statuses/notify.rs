@@ -16,10 +16,12 @@ pub enum Kind {
     Favourite,
     Poll,
     Update,
+    /// An emoji reaction to one's post (Hollo's and Fedibird's type).
+    EmojiReaction,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Mention,
         Kind::Status,
         Kind::Reblog,
@@ -28,6 +30,7 @@ impl Kind {
         Kind::Favourite,
         Kind::Poll,
         Kind::Update,
+        Kind::EmojiReaction,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +43,7 @@ impl Kind {
             Kind::Favourite => "favourite",
             Kind::Poll => "poll",
             Kind::Update => "update",
+            Kind::EmojiReaction => "emoji_reaction",
         }
     }
 

@@ -58,6 +58,8 @@ enum Wire {
     Update(Envelope),
     Delete(Envelope),
     Like(Envelope),
+    #[serde(alias = "litepub:EmojiReact")]
+    EmojiReact(Envelope),
     Announce(Envelope),
     Block(Envelope),
     Add(Envelope),
@@ -73,6 +75,27 @@ struct Envelope {
     object: Object,
     #[serde(default)]
     target: Object,
+    /// A reaction's emoji (`EmojiReact`, and Misskey's `Like`).
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default, rename = "_misskey_reaction")]
+    misskey_reaction: Option<Value>,
+    /// A custom emoji's `Emoji` tag.
+    #[serde(default)]
+    tag: Value,
+}
+
+impl Envelope {
+    /// The reaction it carries: `content`, or Misskey's own term; none when empty.
+    fn reaction(&self) -> Option<String> {
+        [&self.misskey_reaction, &self.content]
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::trim)
+            .find(|c| !c.is_empty())
+            .map(str::to_string)
+    }
 }
 
 /// A `Flag`'s objects: the reported actor and statuses, one IRI or a list (embedded objects
@@ -122,6 +145,13 @@ pub enum Activity {
     /// The actor itself, or one of its posts, deleted.
     Delete(Object),
     Like(Object),
+    /// An emoji reaction (`EmojiReact`, or a `Like` with `content` as Misskey sends one):
+    /// the emoji as sent, and the activity's tags (a custom emoji's image).
+    React {
+        object: Object,
+        emoji: String,
+        tags: Value,
+    },
     Announce(Object),
     Block(Object),
     /// A post added to (`added`) or removed from a collection of the actor's: a pin or an
@@ -175,7 +205,14 @@ impl Activity {
                 note: e.object,
             },
             Wire::Delete(e) => Activity::Delete(e.object),
+            Wire::Like(e) | Wire::EmojiReact(e) if e.reaction().is_some() => Activity::React {
+                emoji: e.reaction().unwrap_or_default(),
+                object: e.object,
+                tags: e.tag,
+            },
             Wire::Like(e) => Activity::Like(e.object),
+            // An `EmojiReact` without an emoji reacts with nothing.
+            Wire::EmojiReact(_) => Activity::Unsupported(inc.ty.clone()),
             Wire::Announce(e) => Activity::Announce(e.object),
             Wire::Block(e) => Activity::Block(e.object),
             Wire::Add(e) => Activity::Feature {
@@ -202,7 +239,7 @@ impl Activity {
         match self {
             // An `Update` of a bare reference changes nothing we would show.
             Activity::Note { create, note } => *create || note.kind().is_some(),
-            Activity::Like(_) | Activity::Announce(_) => true,
+            Activity::Like(_) | Activity::Announce(_) | Activity::React { .. } => true,
             _ => false,
         }
     }

@@ -63,6 +63,125 @@ pub async fn like(
     Ok(Outcome::applied("like stored"))
 }
 
+/// An emoji reaction to a post we store: a Unicode emoji, or a custom one named `:code:`
+/// whose `Emoji` tag gives its image. Counted once per actor, post and emoji; our author is
+/// notified (`emoji_reaction`). A post the actor may not read (followers-only, not followed;
+/// direct, not addressed) takes no reaction, as its existence is not theirs to learn.
+pub async fn react(
+    tx: &mut PgConnection,
+    inc: &Incoming,
+    object_id: &str,
+    emoji: &str,
+    tags: &Value,
+) -> Result<Outcome, sqlx::Error> {
+    let post: Option<(Uuid, Option<Uuid>, String, Vec<Uuid>)> =
+        sqlx::query_as("SELECT id, account_id, visibility, audience FROM posts WHERE uri = $1")
+            .bind(object_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((post, author, visibility, _)) = post else {
+        return Ok(Outcome::ignored("reaction to an unknown post"));
+    };
+    if !may_react(tx, &inc.actor, post, author, &visibility).await? {
+        return Ok(Outcome::ignored(
+            "reaction to a post the actor may not read",
+        ));
+    }
+    let Some((name, url)) = reaction_of(emoji, tags) else {
+        return Ok(Outcome::ignored("reaction that is not an emoji"));
+    };
+    let fresh = sqlx::query(
+        "INSERT INTO emoji_reactions (id, post_id, actor_iri, emoji, emoji_url, activity_id)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+    )
+    .bind(Uuid::now_v7())
+    .bind(post)
+    .bind(&inc.actor)
+    .bind(&name)
+    .bind(url)
+    .bind(&inc.id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !fresh {
+        return Ok(Outcome::applied("reaction already stored"));
+    }
+    if let (Some(author), Some(from)) = (author, actor_id(tx, &inc.actor).await?) {
+        let n = Notification {
+            account: author,
+            kind: Kind::EmojiReaction,
+            from_account: from,
+            post: Some(post),
+            cause: &inc.id,
+        };
+        notify::notify(tx, &n).await?;
+    }
+    Ok(Outcome::applied("reaction stored"))
+}
+
+/// Whether `actor` may read the post (and so react to it): a public or unlisted one, one of
+/// our followers-only posts whose author it follows, a post whose audience it is in.
+async fn may_react(
+    tx: &mut PgConnection,
+    actor: &str,
+    post: Uuid,
+    author: Option<Uuid>,
+    visibility: &str,
+) -> Result<bool, sqlx::Error> {
+    if matches!(visibility, "public" | "unlisted") {
+        return Ok(true);
+    }
+    let Some(author) = author else {
+        // A remote non-public post: its own server decides who reads it; ours stores it
+        // only for the local accounts it was addressed to.
+        return Ok(false);
+    };
+    sqlx::query_scalar(
+        "SELECT ($3 = 'private' AND EXISTS (SELECT 1 FROM followers WHERE account_id = $1 AND actor_iri = $2))
+             OR EXISTS (SELECT 1 FROM statuses s, jsonb_array_elements(s.mentions) m
+                         WHERE s.id = $4 AND m->>'href' = $2)",
+    )
+    .bind(author)
+    .bind(actor)
+    .bind(visibility)
+    .bind(post)
+    .fetch_one(tx)
+    .await
+}
+
+/// The stored name and image of a reaction: a Unicode emoji as it is, a `:code:` with the
+/// http(s) image its `Emoji` tag names. Anything else is no reaction.
+fn reaction_of(emoji: &str, tags: &Value) -> Option<(String, Option<String>)> {
+    if crate::reactions::is_unicode_emoji(emoji) {
+        return Some((emoji.to_string(), None));
+    }
+    let code = emoji.strip_prefix(':')?.strip_suffix(':')?;
+    if !crate::emojis::valid_shortcode(code) {
+        return None;
+    }
+    let items: Vec<&Value> = match tags {
+        Value::Array(a) => a.iter().collect(),
+        v @ Value::Object(_) => vec![v],
+        _ => vec![],
+    };
+    let url = items.into_iter().find_map(|t| {
+        let named = t.get("type").and_then(Value::as_str) == Some("Emoji")
+            && t.get("name")
+                .and_then(Value::as_str)
+                .map(|n| n.trim_matches(':'))
+                == Some(code);
+        let icon = t.get("icon")?;
+        let url = icon
+            .get("url")
+            .or(Some(icon))
+            .and_then(crate::federation::actors::actor::id_of)
+            .and_then(crate::html::http_url)?;
+        named.then(|| url.to_string())
+    })?;
+    Some((format!(":{code}:"), Some(url)))
+}
+
 /// `Announce` of a post we know (ours, or a stored remote one that is public or unlisted).
 pub async fn announce(
     tx: &mut PgConnection,
@@ -161,6 +280,17 @@ pub async fn undo(
     .bind(&inc.actor)
     .fetch_optional(&mut *tx)
     .await?;
+    let reaction: Option<Uuid> = sqlx::query_scalar(
+        "DELETE FROM emoji_reactions WHERE activity_id = $1 AND actor_iri = $2 RETURNING id",
+    )
+    .bind(object_id)
+    .bind(&inc.actor)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if reaction.is_some() {
+        notify::withdraw(tx, Kind::EmojiReaction, object_id).await?;
+        return Ok(Some(Outcome::applied("reaction undone")));
+    }
     let boost: Option<Uuid> = sqlx::query_scalar(
         "DELETE FROM reblogs WHERE activity_id = $1 AND actor_iri = $2 RETURNING id",
     )

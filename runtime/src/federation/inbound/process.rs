@@ -184,6 +184,17 @@ pub async fn apply(
             Ok(Outcome::ignored("no object"))
         }
         (Activity::Like(post), _) => interactions::like(tx, inc, &post.id).await,
+        (Activity::React { object, .. }, _) if !object.has_id() => {
+            Ok(Outcome::ignored("no object"))
+        }
+        (
+            Activity::React {
+                object,
+                emoji,
+                tags,
+            },
+            _,
+        ) => interactions::react(tx, inc, &object.id, emoji, tags).await,
         (Activity::Announce(post), _) => interactions::announce(tx, inc, &post.id).await,
         (
             Activity::Feature {

@@ -15,6 +15,7 @@ use crate::federation::context;
 use crate::federation::outbound::delivery::{Recipient, queue_activity};
 use crate::federation::outbound::statuses::inboxes;
 use crate::federation::vocab::PUBLIC;
+use crate::reactions::Reaction;
 use crate::statuses::Visibility;
 use crate::statuses::post::{Boost, Post};
 
@@ -88,6 +89,70 @@ pub async fn undo_announce(
     });
     let to = announce_recipients(&mut *tx, account, post).await?;
     queue_activity(&mut *tx, fed, account.id, &undo, &to).await
+}
+
+/// Queues the `EmojiReact` `activity` of `post` to its remote author: the emoji as `content`
+/// and, for a custom one, its `Emoji` tag (the image our instance serves), as Pleroma,
+/// Misskey and Fedify read it.
+pub async fn emoji_react(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    post: &Post,
+    activity: &str,
+    reaction: &Reaction,
+) -> Result<usize, sqlx::Error> {
+    let Some(author) = &post.actor_iri else {
+        return Ok(0);
+    };
+    let mut react = with_context(react_object(fed, account, post, activity, reaction));
+    react["to"] = json!([author]);
+    let to = author_recipient(&mut *tx, author).await?;
+    queue_activity(&mut *tx, fed, account.id, &react, &to).await
+}
+
+/// Queues the `Undo` of the `EmojiReact` `activity` to the post's remote author.
+pub async fn undo_emoji_react(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    post: &Post,
+    activity: &str,
+    reaction: &Reaction,
+) -> Result<usize, sqlx::Error> {
+    let Some(author) = &post.actor_iri else {
+        return Ok(0);
+    };
+    let undo = json!({
+        "@context": context::ld(), "id": fed.new_activity_id(), "type": "Undo",
+        "actor": fed.actor_iri(&account.username),
+        "object": react_object(fed, account, post, activity, reaction),
+        "to": [author],
+    });
+    let to = author_recipient(&mut *tx, author).await?;
+    queue_activity(&mut *tx, fed, account.id, &undo, &to).await
+}
+
+fn react_object(
+    fed: &Federation,
+    account: &Account,
+    post: &Post,
+    activity: &str,
+    reaction: &Reaction,
+) -> Value {
+    let mut o = json!({
+        "id": activity, "type": "EmojiReact",
+        "actor": fed.actor_iri(&account.username), "object": post.uri,
+        "content": reaction.name(),
+    });
+    if let Reaction::Custom(e) = reaction {
+        o["tag"] = json!([{
+            "id": format!("{}/emojis/{}", fed.urls().origin(), e.id),
+            "type": "Emoji", "name": reaction.name(),
+            "icon": { "type": "Image", "mediaType": e.media_type, "url": e.url },
+        }]);
+    }
+    o
 }
 
 fn like_object(fed: &Federation, account: &Account, post: &Post, activity: &str) -> Value {

@@ -13,11 +13,13 @@ use crate::web::{ApiError, AppState, parse_id};
 
 mod actions;
 mod lists;
+mod reactions;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .merge(actions::routes())
         .merge(lists::routes())
+        .merge(reactions::routes())
 }
 
 /// The post a path id names for `viewer` (a boost's id names the boosted post); unknown,
