@@ -625,3 +625,120 @@ async fn a_fedify_follower_reads_our_new_avatar_and_header() {
     inst.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Emoji reactions both ways with Fedify's `EmojiReact` (issue 32 item 3): Fedify reacts to
+/// our post and takes it back; we react to its note (a Unicode emoji and one of our custom
+/// emojis) and Fedify's vocabulary reads the emoji, the custom emoji's `Emoji` tag and our
+/// `Undo` of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emoji_reactions_cross_both_ways_with_fedify() {
+    let peer = FedifyPeer::start().await;
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("alice").await;
+    let alice_iri = inst.fed.actor_iri("alice");
+    let api = support::api::Client::new(&inst, Some(&token));
+    peer.control("follow", json!({ "actor": alice_iri })).await;
+    peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
+        .await;
+
+    // Fedify reacts to our public post: it shows on the status, then goes with the Undo.
+    let post = api.posted(&json!({"status": "react, Fedify"})).await;
+    let (sid, uri) = (
+        post["id"].as_str().expect("id").to_string(),
+        post["uri"].as_str().expect("uri").to_string(),
+    );
+    let react = peer
+        .control("react", json!({ "object": uri, "emoji": "🦊" }))
+        .await;
+    let shown = eventually(WAIT, "Fedify's reaction on our post", || async {
+        let s = api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        let r = s["emoji_reactions"].as_array()?.first()?.clone();
+        (r["name"] == "🦊").then_some(r)
+    })
+    .await;
+    assert_eq!(shown["count"], 1, "{shown}");
+    peer.control("unreact", json!({ "object": uri, "id": react["id"] }))
+        .await;
+    eventually(WAIT, "Fedify's reaction undone", || async {
+        let s = api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        s["emoji_reactions"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+            .then_some(())
+    })
+    .await;
+
+    // We react to Fedify's note with a Unicode emoji and a custom one.
+    let note = peer
+        .control(
+            "note",
+            json!({ "to": alice_iri, "content": "<p>react to this</p>", "mention": "@alice" }),
+        )
+        .await;
+    let note_iri = note["id"].as_str().expect("id").to_string();
+    let theirs: uuid::Uuid = eventually(WAIT, "Fedify's note stored", || async {
+        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+            .bind(&note_iri)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("query")
+    })
+    .await;
+    sqlx::query(
+        "INSERT INTO custom_emojis (id, shortcode, file_key, url, media_type)
+         VALUES ($1, 'hollo', 'media/x/hollo.png', 'http://img.example/hollo.png', 'image/png')",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .execute(&inst.pool)
+    .await
+    .expect("emoji");
+    for emoji in ["%F0%9F%8E%89", "hollo"] {
+        let a = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/statuses/{theirs}/react/{emoji}"),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    let party = peer
+        .find("Fedify parses our EmojiReact 🎉", |r| {
+            r["type"] == "EmojiReact" && r["content"] == "🎉"
+        })
+        .await;
+    assert_eq!(party["actor"], alice_iri.as_str(), "{party}");
+    assert_eq!(party["object"], note_iri.as_str(), "{party}");
+    let custom = peer
+        .find("Fedify parses our EmojiReact :hollo:", |r| {
+            r["type"] == "EmojiReact" && r["content"] == ":hollo:"
+        })
+        .await;
+    assert_eq!(
+        custom["tags"],
+        json!([{"type": "Emoji", "name": ":hollo:", "icon": "http://img.example/hollo.png"}]),
+        "{custom}"
+    );
+    let a = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/statuses/{theirs}/unreact/hollo"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let undo = peer
+        .find("Fedify parses our Undo of the EmojiReact", |r| {
+            r["type"] == "Undo" && r["object"] == custom["id"]
+        })
+        .await;
+    assert_eq!(undo["objectType"], "EmojiReact", "{undo}");
+    let outcomes = outcomes(&inst, &peer.actor()).await;
+    assert!(
+        outcomes
+            .iter()
+            .any(|(_, o)| o.as_deref() == Some("reaction undone")),
+        "{outcomes:?}"
+    );
+    inst.shutdown().await;
+}

@@ -11,6 +11,9 @@
 //   POST /control/vote {question, choice}      sends Create(Note{name: choice, inReplyTo})
 //                                               to the question's author, as Mastodon votes
 //   POST /control/note {to, content}           sends Create(Note) mentioning and addressed to `to`
+//   POST /control/react {object, emoji}        sends EmojiReact(object, content: emoji) to the
+//                                               object's author (issue 32 item 3)
+//   POST /control/unreact {object, id}         sends the Undo of that EmojiReact
 //   POST /control/featured {actor}             reads the actor's `featured` and `featuredTags`
 //                                               collections with Fedify: {featured: [ids],
 //                                               tags: [names]}
@@ -26,6 +29,7 @@ import {
   Collection,
   Create,
   Emoji,
+  EmojiReact,
   Endpoints,
   Follow,
   Hashtag,
@@ -204,8 +208,25 @@ federation
   .on(Remove, async (_ctx, remove) => {
     received.push({ type: "Remove", id: iri(remove.id), actor: iri(remove.actorId), object: iri(remove.objectId), target: iri(remove.targetId) });
   })
+  .on(EmojiReact, async (_ctx, react) => {
+    received.push({
+      type: "EmojiReact",
+      id: iri(react.id),
+      actor: iri(react.actorId),
+      object: iri(react.objectId),
+      content: react.content?.toString() ?? null,
+      tags: await tagsOf(react),
+    });
+  })
   .on(Undo, async (_ctx, undo) => {
-    received.push({ type: "Undo", id: iri(undo.id), actor: iri(undo.actorId), object: iri(undo.objectId) });
+    const object = await undo.getObject();
+    received.push({
+      type: "Undo",
+      id: iri(undo.id),
+      actor: iri(undo.actorId),
+      object: iri(undo.objectId),
+      objectType: object?.constructor?.name ?? null,
+    });
   })
   .onError((_ctx, error) => {
     received.push({ type: "error", error: String(error?.stack ?? error) });
@@ -273,6 +294,23 @@ async function control(request) {
       }),
     );
     return json({ id: note.href });
+  }
+  if (path === "/control/react" || path === "/control/unreact") {
+    const object = await lookup(ctx, body.object);
+    const author = await object.getAttribution();
+    const react = (id) =>
+      new EmojiReact({ id, actor: me, object: object.id, content: body.emoji, to: author.id });
+    if (path === "/control/react") {
+      const id = new URL(`${origin}/reacts/${randomUUID()}`);
+      await ctx.sendActivity({ identifier: ME }, author, react(id));
+      return json({ id: id.href });
+    }
+    await ctx.sendActivity(
+      { identifier: ME },
+      author,
+      new Undo({ id: new URL(`${origin}/undos/${randomUUID()}`), actor: me, object: react(new URL(body.id)), to: author.id }),
+    );
+    return json({ id: body.id });
   }
   if (path === "/control/featured") {
     const actor = await lookup(ctx, body.actor);
