@@ -273,6 +273,21 @@ async fn mastodon_py_drives_scheduled_statuses() {
     inst.shutdown().await;
 }
 
+/// R-MAPI-6's link previews read by Mastodon.py (`clients/cards_flow.py`): a post linking this
+/// server's own profile page gets its card from the worker of this `all` node; an edit without
+/// the link drops it.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_reads_link_previews() {
+    let dir =
+        std::env::temp_dir().join(format!("hollo-cards-py-{}", uuid::Uuid::new_v4().simple()));
+    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let (_, token) = inst.account("carla").await;
+    let out = run_script("cards_flow.py", &inst.base, "carla", &[&token]).await;
+    assert!(out.contains("cards_flow: all steps passed"), "{out}");
+    inst.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// R-MAPI-6's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
 /// that a post without one takes, pins on the profile, an @-mention found by prefix, a followed
 /// hashtag bringing a stranger's post home, a featured tag.
