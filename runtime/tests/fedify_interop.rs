@@ -684,14 +684,8 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
             .expect("query")
     })
     .await;
-    sqlx::query(
-        "INSERT INTO custom_emojis (id, shortcode, file_key, url, media_type)
-         VALUES ($1, 'hollo', 'media/x/hollo.png', 'http://img.example/hollo.png', 'image/png')",
-    )
-    .bind(uuid::Uuid::now_v7())
-    .execute(&inst.pool)
-    .await
-    .expect("emoji");
+    inst.custom_emoji("hollo", "http://img.example/hollo.png")
+        .await;
     for emoji in ["%F0%9F%8E%89", "hollo"] {
         let a = api
             .call(

@@ -354,14 +354,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
             .expect("query")
     })
     .await;
-    sqlx::query(
-        "INSERT INTO custom_emojis (id, shortcode, file_key, url, media_type)
-         VALUES ($1, 'tea', 'media/x/tea.png', 'http://img.example/tea.png', 'image/png')",
-    )
-    .bind(uuid::Uuid::now_v7())
-    .execute(&inst.pool)
-    .await
-    .expect("emoji");
+    inst.custom_emoji("tea", "http://img.example/tea.png").await;
     for action in ["react", "unreact"] {
         api(
             &inst,

@@ -42,14 +42,8 @@ async fn local_reactions_are_checked_counted_notified_and_taken_back() {
     let alice_api = Client::new(&inst, Some(&alice_token));
     let bob_api = Client::new(&inst, Some(&bob_token));
     let carol_api = Client::new(&inst, Some(&carol_token));
-    sqlx::query(
-        "INSERT INTO custom_emojis (id, shortcode, file_key, url, media_type)
-         VALUES ($1, 'blobcat', 'media/x/blobcat.png', 'http://img.example/blobcat.png', 'image/png')",
-    )
-    .bind(uuid::Uuid::now_v7())
-    .execute(&inst.pool)
-    .await
-    .expect("emoji");
+    inst.custom_emoji("blobcat", "http://img.example/blobcat.png")
+        .await;
     let post = alice_api.posted(&json!({"status": "react to me"})).await;
     let sid = id(&post);
 

@@ -139,6 +139,22 @@ impl Instance {
             .expect("count")
     }
 
+    /// A custom emoji `:shortcode:` of this instance whose image is at `url` (its row only: no
+    /// file is stored, which reactions and federation tests do not need).
+    pub async fn custom_emoji(&self, shortcode: &str, url: &str) {
+        sqlx::query(
+            "INSERT INTO custom_emojis (id, shortcode, file_key, url, media_type)
+             VALUES ($1, $2, $3, $4, 'image/png')",
+        )
+        .bind(uuid::Uuid::now_v7())
+        .bind(shortcode)
+        .bind(format!("media/{}/emoji.png", uuid::Uuid::now_v7()))
+        .bind(url)
+        .execute(&self.pool)
+        .await
+        .expect("custom emoji");
+    }
+
     /// Drains every node (workers first) and waits until they have stopped.
     pub async fn shutdown(mut self) {
         for w in std::mem::take(&mut self.workers) {

@@ -27,14 +27,8 @@ pub async fn like(
     post: &Post,
     activity: &str,
 ) -> Result<usize, sqlx::Error> {
-    let Some(author) = &post.actor_iri else {
-        return Ok(0);
-    };
     let like = like_object(fed, account, post, activity);
-    let mut like = with_context(like);
-    like["to"] = json!([author]);
-    let to = author_recipient(&mut *tx, author).await?;
-    queue_activity(&mut *tx, fed, account.id, &like, &to).await
+    to_author(tx, fed, account, post, like).await
 }
 
 /// Queues the `Undo` of the `Like` `activity` to the post's remote author.
@@ -45,17 +39,35 @@ pub async fn undo_like(
     post: &Post,
     activity: &str,
 ) -> Result<usize, sqlx::Error> {
+    let undo = undo_of(fed, account, like_object(fed, account, post, activity));
+    to_author(tx, fed, account, post, undo).await
+}
+
+/// Queues `activity` (a like, a reaction, or the undo of one) to `post`'s remote author
+/// alone, addressed to them; a local author gets nothing sent (their notification is written
+/// directly). Returns the inboxes queued.
+async fn to_author(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    post: &Post,
+    activity: Value,
+) -> Result<usize, sqlx::Error> {
     let Some(author) = &post.actor_iri else {
         return Ok(0);
     };
-    let undo = json!({
-        "@context": context::ld(), "id": fed.new_activity_id(), "type": "Undo",
-        "actor": fed.actor_iri(&account.username),
-        "object": like_object(fed, account, post, activity),
-        "to": [author],
-    });
+    let mut activity = with_context(activity);
+    activity["to"] = json!([author]);
     let to = author_recipient(&mut *tx, author).await?;
-    queue_activity(&mut *tx, fed, account.id, &undo, &to).await
+    queue_activity(&mut *tx, fed, account.id, &activity, &to).await
+}
+
+/// The `Undo` of `object`, by `account`, under a new id.
+fn undo_of(fed: &Federation, account: &Account, object: Value) -> Value {
+    json!({
+        "id": fed.new_activity_id(), "type": "Undo",
+        "actor": fed.actor_iri(&account.username), "object": object,
+    })
 }
 
 /// Queues the `Announce` of `boost` to the booster's followers and the post's remote author.
@@ -102,13 +114,8 @@ pub async fn emoji_react(
     activity: &str,
     reaction: &Reaction,
 ) -> Result<usize, sqlx::Error> {
-    let Some(author) = &post.actor_iri else {
-        return Ok(0);
-    };
-    let mut react = with_context(react_object(fed, account, post, activity, reaction));
-    react["to"] = json!([author]);
-    let to = author_recipient(&mut *tx, author).await?;
-    queue_activity(&mut *tx, fed, account.id, &react, &to).await
+    let react = react_object(fed, account, post, activity, reaction);
+    to_author(tx, fed, account, post, react).await
 }
 
 /// Queues the `Undo` of the `EmojiReact` `activity` to the post's remote author.
@@ -120,17 +127,9 @@ pub async fn undo_emoji_react(
     activity: &str,
     reaction: &Reaction,
 ) -> Result<usize, sqlx::Error> {
-    let Some(author) = &post.actor_iri else {
-        return Ok(0);
-    };
-    let undo = json!({
-        "@context": context::ld(), "id": fed.new_activity_id(), "type": "Undo",
-        "actor": fed.actor_iri(&account.username),
-        "object": react_object(fed, account, post, activity, reaction),
-        "to": [author],
-    });
-    let to = author_recipient(&mut *tx, author).await?;
-    queue_activity(&mut *tx, fed, account.id, &undo, &to).await
+    let react = react_object(fed, account, post, activity, reaction);
+    let undo = undo_of(fed, account, react);
+    to_author(tx, fed, account, post, undo).await
 }
 
 fn react_object(
