@@ -517,7 +517,12 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
 
     // --- Readers other than browsers: feedparser, mf2py, OpenGraph.
     let image = m["url"].as_str().unwrap().to_string();
+    // The tag page's picture is the first image it shows (alice's, the newest tagged post);
+    // the home page's, its first account's avatar (alice, first by name).
+    let me = alice.get("/api/v1/accounts/verify_credentials").await;
+    let alice_avatar = me.body["avatar"].as_str().unwrap().to_string();
     let spec = json!({
+        "og_images": { "/tags/pagetag": image, "/": alice_avatar },
         "profile": "/@alice", "post": format!("/@alice/{}", id(&public)),
         "feed": "/@alice/atom.xml", "tag_feed": "/tags/pagetag/atom.xml",
         "name": "Alice Example", "rel_me": "https://alice.example/me",

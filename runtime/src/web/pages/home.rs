@@ -47,6 +47,16 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
         })
         .collect();
     let site = site_view(s);
+    // The instance's picture: its first account's avatar (the accounts are its face here).
+    let (image, image_alt) = accounts
+        .iter()
+        .find_map(|a| {
+            let a = &a.author;
+            a.avatar
+                .clone()
+                .map(|url| (url, format!("Avatar of {}", a.name)))
+        })
+        .unzip();
     let meta = Meta {
         title: site.host.clone(),
         description: format!(
@@ -57,6 +67,8 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
         canonical: format!("{}/", s.public_origin),
         activity: Some(format!("{}/actor", s.public_origin)),
         og_type: "website",
+        image,
+        image_alt,
         ..Meta::default()
     };
     let body = match super::render_text(

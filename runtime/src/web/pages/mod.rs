@@ -370,6 +370,24 @@ pub struct PostView {
     pub updated_at: DateTime<Utc>,
 }
 
+/// The first image a list of posts shows inline (its URL and alt text), for `og:image`; else
+/// the first local author's avatar.
+pub fn first_image(posts: &[PostView]) -> Option<(String, String)> {
+    posts
+        .iter()
+        .flat_map(|p| &p.media)
+        .find(|m| m.inline && m.kind == "image")
+        .map(|m| (m.url.clone(), m.alt.clone()))
+        .or_else(|| {
+            posts.iter().find_map(|p| {
+                let a = &p.author;
+                a.avatar
+                    .clone()
+                    .map(|url| (url, format!("Avatar of {}", a.name)))
+            })
+        })
+}
+
 /// `/@name` of a local account, absolute.
 pub fn profile_url(s: &AppState, username: &str) -> String {
     format!("{}/@{username}", s.public_origin)

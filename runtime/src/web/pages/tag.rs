@@ -96,6 +96,7 @@ async fn load(
         .map(|st| post_view(s, st))
         .collect();
     let url = tag_path(s, &name);
+    let (image, image_alt) = super::first_image(&posts).unzip();
     let meta = Meta {
         title: format!("#{name} · {}", site_view(s).host),
         description: format!("Public posts tagged #{name} on {}", site_view(s).host),
@@ -105,6 +106,8 @@ async fn load(
         activity: Some(format!("{}/actor", s.public_origin)),
         atom: Some(format!("{url}/atom.xml")),
         og_type: "website",
+        image,
+        image_alt,
         ..Meta::default()
     };
     let last_modified = posts.iter().map(|p| p.updated_at).max();
