@@ -588,3 +588,88 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     inst.shutdown().await;
     let _ = std::fs::remove_dir_all(media);
 }
+
+/// Boosts `post` as `c`; the boost's Status.
+async fn boost(c: &Client, post: &Value, body: Value) -> Value {
+    let path = format!("/api/v1/statuses/{}/reblog", id(post));
+    let b = c.call(Method::POST, &path, &body).await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    b.body
+}
+
+/// The account's own boosts on its profile page, as Mastodon's profile lists them: public and
+/// unlisted boosts of posts an anonymous reader may read, newest first among its posts, each
+/// marked with its booster; a followers-only boost, a boost of a followers-only post and a
+/// boost of a deleted post are not there. The Atom feed keeps the account's own posts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn profile_lists_the_accounts_public_boosts() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let (_, alice_token) = inst.account("alice").await;
+    let (_, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    let bob = Client::new(&inst, Some(&bob_token));
+    let carol = Client::new(&inst, Some(&carol_token));
+    alice.posted(&json!({ "status": "ALICE-OLDER" })).await;
+    let bobs = bob.posted(&json!({ "status": "BOB-BOOSTED" })).await;
+    let carols = carol.posted(&json!({ "status": "CAROL-QUIETLY-BOOSTED" })).await;
+    let secret = alice
+        .posted(&json!({ "status": "ALICE-SECRET-SELF", "visibility": "private" }))
+        .await;
+    let gone = bob.posted(&json!({ "status": "BOB-GONE" })).await;
+    let shown = boost(&alice, &bobs, json!({})).await;
+    boost(&alice, &carols, json!({ "visibility": "private" })).await;
+    boost(&alice, &secret, json!({})).await;
+    boost(&alice, &gone, json!({})).await;
+    let d = bob
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&gone)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+    alice.posted(&json!({ "status": "ALICE-NEWEST" })).await;
+
+    let g = page(&base, "/@alice").await;
+    assert_html_page(&g, "/@alice");
+    let at = |s: &str| g.body.find(s).unwrap_or_else(|| panic!("{s} missing:\n{}", g.body));
+    // Newest first: alice's newest post, bob's boosted post, then alice's older one.
+    assert!(at("ALICE-NEWEST") < at("BOB-BOOSTED") && at("BOB-BOOSTED") < at("ALICE-OLDER"));
+    assert!(
+        g.body.contains("<p class=\"boost-label\">")
+            && g.body.contains(">alice</a> boosted</p>"),
+        "the boost is marked:\n{}",
+        g.body
+    );
+    assert_eq!(g.body.matches("class=\"boost-label\"").count(), 1);
+    // The boosted item is bob's post: its author and permalink.
+    assert!(g.body.contains(&format!("{base}/@bob/{}", id(&bobs)).replace('/', "&#x2f;")));
+    for absent in ["CAROL-QUIETLY-BOOSTED", "ALICE-SECRET-SELF", "BOB-GONE"] {
+        assert!(!g.body.contains(absent), "/@alice shows {absent}");
+    }
+    // The boost's id is a cursor like a post's: the next page starts below it.
+    let below = page(&base, &format!("/@alice?max_id={}", id(&shown))).await;
+    assert_eq!(below.status, 200);
+    assert!(below.body.contains("ALICE-OLDER") && !below.body.contains("BOB-BOOSTED"));
+    assert!(!below.body.contains("ALICE-NEWEST"));
+    // Bob's own page shows his post as his, not as a boost; alice's feed has no boosts.
+    let b = page(&base, "/@bob").await;
+    assert!(b.body.contains("BOB-BOOSTED") && !b.body.contains("boost-label"));
+    let feed = fetch(&base, "/@alice/atom.xml", None, None).await;
+    assert_eq!(feed.status, 200);
+    assert!(feed.body.contains("ALICE-NEWEST") && !feed.body.contains("BOB-BOOSTED"));
+    // Undone, the boost leaves the page.
+    let u = alice
+        .call(
+            Method::POST,
+            &format!("/api/v1/statuses/{}/unreblog", id(&bobs)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    let g = page(&base, "/@alice").await;
+    assert!(!g.body.contains("BOB-BOOSTED"), "{}", g.body);
+    inst.shutdown().await;
+}

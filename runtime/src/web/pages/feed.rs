@@ -115,7 +115,8 @@ async fn account_feed(
     else {
         return Ok(not_found(s, StatusCode::NOT_FOUND));
     };
-    let ids = super::profile::post_ids(s, account.id, None, PAGE_SIZE).await?;
+    // The feed carries the account's own posts (as Mastodon's), not its boosts.
+    let ids = super::profile::post_ids(s, account.id, None, PAGE_SIZE, false).await?;
     let mut conn = s.pool.acquire().await?;
     let posts = entries(s, &load_posts(s, &mut conn, &ids).await?);
     let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;

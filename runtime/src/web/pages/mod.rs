@@ -366,6 +366,8 @@ pub struct PostView {
     pub local: bool,
     /// The post's language (`lang` of its article), when known.
     pub language: Option<String>,
+    /// On a profile, when this item is the account's boost of the post: the booster.
+    pub boosted_by: Option<AuthorView>,
     #[serde(skip)]
     pub updated_at: DateTime<Utc>,
 }
@@ -503,7 +505,22 @@ pub fn post_view(s: &AppState, st: &Status) -> PostView {
         }),
         author,
         url,
+        boosted_by: None,
         updated_at,
+    }
+}
+
+/// One item of a profile's list: a post, or the account's boost of one (the boosted post,
+/// marked with its booster; newer of the two times).
+pub fn entry_view(s: &AppState, st: &Status) -> PostView {
+    match &st.reblog {
+        Some(inner) => {
+            let mut v = post_view(s, inner);
+            v.boosted_by = Some(author_view(s, &st.account));
+            v.updated_at = v.updated_at.max(st.created_at);
+            v
+        }
+        None => post_view(s, st),
     }
 }
 
@@ -518,6 +535,23 @@ pub async fn load_posts(
     Ok(all
         .into_iter()
         .filter(|st| st.reblog.is_none() && matches!(st.visibility.as_str(), "public" | "unlisted"))
+        .collect())
+}
+
+/// Like [`load_posts`], boosts included: a boost is kept only when `statuses::access` (in
+/// `render`) let it through and both it and its post are public or unlisted.
+pub async fn load_entries(
+    s: &AppState,
+    conn: &mut PgConnection,
+    ids: &[Uuid],
+) -> Result<Vec<Status>, sqlx::Error> {
+    let all = crate::mastodon::status::render(conn, s.site(), None, ids).await?;
+    let shown = |v: &str| matches!(v, "public" | "unlisted");
+    Ok(all
+        .into_iter()
+        .filter(|st| {
+            shown(&st.visibility) && st.reblog.as_ref().is_none_or(|r| shown(&r.visibility))
+        })
         .collect())
 }
 

@@ -59,21 +59,39 @@ struct ProfileView {
     followers: i64,
 }
 
-/// The ids of a page of `account`'s public and unlisted posts, newest first, one more than a
-/// page (to know whether there is an older one): a range scan of `statuses_account_id`.
+/// The ids of a page of `account`'s public and unlisted posts, newest first (the caller asks
+/// one more than a page, to know whether there is an older one): a range scan of
+/// `statuses_account_id`. With `boosts`, the account's public and unlisted boosts of posts an
+/// anonymous reader may read are merged in by id (a boost's id is v7 of when it was made): a
+/// range scan of `reblogs_account`, each boosted post probed by id under the one rule
+/// ([`visible_sql`]; `render` checks it again through `statuses::access`).
 pub async fn post_ids(
     s: &AppState,
     account: Uuid,
     max: Option<Uuid>,
     limit: i64,
+    boosts: bool,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
-    let sql = format!(
+    let posts = format!(
         "SELECT s.id FROM statuses s
           WHERE s.account_id = $1 AND s.visibility IN ('public', 'unlisted') AND {}{}
           ORDER BY s.id DESC LIMIT {limit}",
         visible_sql("s", 2),
         if max.is_some() { " AND s.id < $3" } else { "" },
     );
+    let sql = if boosts {
+        let boosted = format!(
+            "SELECT r.id FROM reblogs r
+              CROSS JOIN LATERAL (SELECT 1 FROM posts p WHERE p.id = r.post_id AND {} LIMIT 1) ok
+              WHERE r.account_id = $1 AND r.visibility IN ('public', 'unlisted'){}
+              ORDER BY r.id DESC LIMIT {limit}",
+            visible_sql("p", 2),
+            if max.is_some() { " AND r.id < $3" } else { "" },
+        );
+        format!("SELECT id FROM (({posts}) UNION ALL ({boosted})) c ORDER BY id DESC LIMIT {limit}")
+    } else {
+        posts
+    };
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(account)
         .bind(None::<Uuid>)
@@ -104,7 +122,7 @@ async fn load(
     };
     let mut conn = s.pool.acquire().await?;
     let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
-    let mut ids = post_ids(s, account.id, max, PAGE_SIZE + 1).await?;
+    let mut ids = post_ids(s, account.id, max, PAGE_SIZE + 1, true).await?;
     let older_cursor = (ids.len() as i64 > PAGE_SIZE)
         .then(|| {
             ids.truncate(PAGE_SIZE as usize);
@@ -123,10 +141,10 @@ async fn load(
     } else {
         Vec::new()
     };
-    let posts: Vec<PostView> = load_posts(s, &mut conn, &ids)
+    let posts: Vec<PostView> = super::load_entries(s, &mut conn, &ids)
         .await?
         .iter()
-        .map(|st| post_view(s, st))
+        .map(|st| super::entry_view(s, st))
         .collect();
     let author = author_view(s, &entity);
     let url = profile_url(s, &account.username);
