@@ -673,3 +673,151 @@ async fn profile_lists_the_accounts_public_boosts() {
     assert!(!g.body.contains("BOB-BOOSTED"), "{}", g.body);
     inst.shutdown().await;
 }
+
+/// The page's ETag as served now, and that asking with it is a 304 carrying the same tag.
+async fn current_tag(base: &str, path: &str) -> String {
+    let g = fetch(base, path, Some(HTML), None).await;
+    assert_eq!(g.status, 200, "{path}: {}", g.body);
+    let tag = g.header(header::ETAG).to_string();
+    assert!(tag.starts_with('"') && tag.len() > 10, "{path}: {tag}");
+    let again = fetch(base, path, Some(HTML), Some(&tag)).await;
+    assert_eq!(again.status, 304, "{path}: a current copy");
+    assert!(again.body.is_empty());
+    assert_eq!(again.header(header::ETAG), tag, "{path}: the 304's tag");
+    assert!(again.header(header::VARY).contains("Accept"), "{path}: Vary on the 304");
+    assert!(
+        again
+            .header(header::CACHE_CONTROL)
+            .starts_with("public, max-age=")
+    );
+    tag
+}
+
+/// After `what`, each of `paths` answers its old tag with a 200 and a new tag.
+async fn changed(base: &str, tags: &mut [(&str, String)], what: &str) {
+    for (path, old) in tags.iter_mut() {
+        let g = fetch(base, path, Some(HTML), Some(old)).await;
+        assert_eq!(g.status, 200, "{path} after {what}: still a 304");
+        assert_ne!(g.header(header::ETAG), old.as_str(), "{path} after {what}");
+        *old = current_tag(base, path).await;
+    }
+}
+
+/// The cheap validator (computed from database facts before rendering) changes with every
+/// visible change — a new post, a deletion, a profile edit, a favourite, a poll vote, a
+/// boost — and stays the same otherwise, on the profile, the tag page, their feeds and home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn revalidation_sees_every_visible_change() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let alice_token = person(&inst, "alice", json!({ "display_name": "Alice" })).await;
+    let (_, bob_token) = inst.account("bob").await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    let bob = Client::new(&inst, Some(&bob_token));
+    let first = alice.posted(&json!({ "status": "FIRST #cachetag" })).await;
+    let poll = alice
+        .posted(&json!({
+            "status": "POLL #cachetag",
+            "poll": { "options": ["tea", "cake"], "expires_in": 3600 },
+        }))
+        .await;
+    let paths = ["/@alice", "/tags/cachetag", "/"];
+    let mut tags = Vec::new();
+    for p in paths {
+        tags.push((p, current_tag(&base, p).await));
+    }
+    // Nothing changed: the same tags (the validator is a function of the facts).
+    for (p, t) in &tags {
+        assert_eq!(&current_tag(&base, p).await, t, "{p} without a change");
+    }
+    let feed = fetch(&base, "/@alice/atom.xml", None, None).await;
+    let feed_tag = feed.header(header::ETAG).to_string();
+    assert_eq!(
+        fetch(&base, "/@alice/atom.xml", None, Some(&feed_tag))
+            .await
+            .status,
+        304
+    );
+
+    // A new post (profile, tag page), then its deletion.
+    let second = alice
+        .posted(&json!({ "status": "SECOND #cachetag" }))
+        .await;
+    changed(&base, &mut tags, "a new post (and the post count)").await;
+    let d = alice
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&second)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+    changed(&base, &mut tags, "a deletion (and the post count)").await;
+    let g = page(&base, "/@alice").await;
+    assert!(!g.body.contains("SECOND"));
+
+    // A profile edit: the profile, the home page's entry, the tag page's author.
+    let u = alice
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "display_name": "Alice Renamed" }),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    changed(&base, &mut tags, "a profile edit").await;
+    assert!(page(&base, "/").await.body.contains("Alice Renamed"));
+
+    // Someone else's favourite and vote: counts under a post, a poll's tally.
+    let f = bob
+        .call(
+            Method::POST,
+            &format!("/api/v1/statuses/{}/favourite", id(&first)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(f.status, 200, "{}", f.body);
+    changed(&base, &mut tags[..2], "a favourite").await;
+    let poll_id = poll["poll"]["id"].as_str().unwrap();
+    let v = bob
+        .call(
+            Method::POST,
+            &format!("/api/v1/polls/{poll_id}/votes"),
+            &json!({ "choices": [1] }),
+        )
+        .await;
+    assert_eq!(v.status, 200, "{}", v.body);
+    changed(&base, &mut tags[..2], "a vote").await;
+    // An edit of a post's text.
+    let e = alice
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{}", id(&first)),
+            &json!({ "status": "FIRST EDITED #cachetag" }),
+        )
+        .await;
+    assert_eq!(e.status, 200, "{}", e.body);
+    changed(&base, &mut tags[..2], "an edit").await;
+    // A follow: the follower count on the profile and home.
+    let alice_id = alice.get("/api/v1/accounts/verify_credentials").await.body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fo = bob
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{alice_id}/follow"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(fo.status, 200, "{}", fo.body);
+    changed(&base, &mut [tags[0].clone(), tags[2].clone()], "a follow").await;
+    // The feed saw the deletion and the edit too.
+    assert_eq!(
+        fetch(&base, "/@alice/atom.xml", None, Some(&feed_tag))
+            .await
+            .status,
+        200
+    );
+    inst.shutdown().await;
+}

@@ -35,6 +35,12 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
             .fetch_all(&s.pool)
             .await?;
     let mut conn = s.pool.acquire().await?;
+    // The accounts, in the order shown, are the page's key; their facts are its validator.
+    let key = format!("home {ids:?}");
+    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &ids, &[]).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, "text/html; charset=utf-8") {
+        return Ok(resp);
+    }
     let mut found = crate::mastodon::account::locals(&mut conn, s.site().urls, &ids).await?;
     let accounts: Vec<AccountView> = ids
         .iter()
@@ -85,6 +91,7 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
             body,
             content_type: "text/html; charset=utf-8",
             last_modified: None,
+            etag: Some(tag),
         },
     ))
 }

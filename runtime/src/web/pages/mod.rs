@@ -34,6 +34,7 @@ pub mod negotiate;
 pub mod post;
 pub mod profile;
 pub mod tag;
+pub mod validator;
 
 /// Posts per page and per feed.
 pub const PAGE_SIZE: i64 = 20;
@@ -214,13 +215,28 @@ pub struct Rendered {
     pub content_type: &'static str,
     /// The newest time of what the page shows.
     pub last_modified: Option<DateTime<Utc>>,
+    /// The validator computed before rendering (`validator::etag`); `None`: the body's hash.
+    pub etag: Option<String>,
 }
 
 /// A page's answer: 200 with the body, or 304 when the reader's copy is current.
 pub fn respond(s: &AppState, req: &HeaderMap, page: Rendered) -> Response {
-    let mut resp = cache::conditional(req, page.body, page.last_modified);
+    let mut resp = cache::conditional(req, page.body, page.last_modified, page.etag);
     page_headers(s, &mut resp, page.content_type);
     resp
+}
+
+/// The 304 of a page whose validator `tag` (computed before rendering) the reader already
+/// has, with the page's headers; `None`: render it.
+pub fn not_modified(
+    s: &AppState,
+    req: &HeaderMap,
+    tag: &str,
+    content_type: &'static str,
+) -> Option<Response> {
+    let mut resp = cache::not_modified(req, tag)?;
+    page_headers(s, &mut resp, content_type);
+    Some(resp)
 }
 
 /// A page that does not exist: one answer for unknown, remote, followers-only and direct

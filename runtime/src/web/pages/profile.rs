@@ -19,6 +19,8 @@ use crate::federation::actors::profiles;
 use crate::statuses::access::visible_sql;
 use crate::web::AppState;
 
+const HTML: &str = "text/html; charset=utf-8";
+
 pub async fn handler(
     State(s): State<AppState>,
     Path(name): Path<String>,
@@ -117,11 +119,7 @@ async fn load(
     let Some(account) = accounts::by_username(&s.pool, name).await? else {
         return missing();
     };
-    let Some(profile) = profiles::load(&s.pool, account.id).await? else {
-        return missing();
-    };
     let mut conn = s.pool.acquire().await?;
-    let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
     let mut ids = post_ids(s, account.id, max, PAGE_SIZE + 1, true).await?;
     let older_cursor = (ids.len() as i64 > PAGE_SIZE)
         .then(|| {
@@ -131,16 +129,27 @@ async fn load(
         .flatten();
     // Pinned posts (at most 5 of ours) head the first page, through the same visibility
     // check: a pinned followers-only post is not shown.
-    let pinned: Vec<PostView> = if max.is_none() {
-        let pins = crate::statuses::pins::of_local(&mut conn, account.id).await?;
-        load_posts(s, &mut conn, &pins)
-            .await?
-            .iter()
-            .map(|st| post_view(s, st))
-            .collect()
-    } else {
-        Vec::new()
+    let pins = match max {
+        None => crate::statuses::pins::of_local(&mut conn, account.id).await?,
+        Some(_) => Vec::new(),
     };
+    // The validator, before any rendering: a current copy is a 304 now.
+    let shown: Vec<Uuid> = pins.iter().chain(&ids).copied().collect();
+    let key = format!("profile {} {max:?} {older_cursor:?}", account.id);
+    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &shown)
+        .await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, HTML) {
+        return Ok(resp);
+    }
+    let Some(profile) = profiles::load(&mut *conn, account.id).await? else {
+        return missing();
+    };
+    let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
+    let pinned: Vec<PostView> = load_posts(s, &mut conn, &pins)
+        .await?
+        .iter()
+        .map(|st| post_view(s, st))
+        .collect();
     let posts: Vec<PostView> = super::load_entries(s, &mut conn, &ids)
         .await?
         .iter()
@@ -212,8 +221,9 @@ async fn load(
         headers,
         Rendered {
             body,
-            content_type: "text/html; charset=utf-8",
+            content_type: HTML,
             last_modified,
+            etag: Some(tag),
         },
     ))
 }

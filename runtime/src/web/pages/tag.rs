@@ -91,6 +91,11 @@ async fn load(
         })
         .flatten();
     let mut conn = s.pool.acquire().await?;
+    let key = format!("tag {name} {max:?} {older_cursor:?}");
+    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &[], &ids).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, "text/html; charset=utf-8") {
+        return Ok(resp);
+    }
     let posts: Vec<PostView> = public_only(load_posts(s, &mut conn, &ids).await?)
         .iter()
         .map(|st| post_view(s, st))
@@ -128,6 +133,7 @@ async fn load(
             body,
             content_type: "text/html; charset=utf-8",
             last_modified,
+            etag: Some(tag),
         },
     ))
 }
