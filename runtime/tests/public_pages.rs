@@ -10,6 +10,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::header::{self, HeaderMap};
@@ -613,7 +614,9 @@ async fn profile_lists_the_accounts_public_boosts() {
     let carol = Client::new(&inst, Some(&carol_token));
     alice.posted(&json!({ "status": "ALICE-OLDER" })).await;
     let bobs = bob.posted(&json!({ "status": "BOB-BOOSTED" })).await;
-    let carols = carol.posted(&json!({ "status": "CAROL-QUIETLY-BOOSTED" })).await;
+    let carols = carol
+        .posted(&json!({ "status": "CAROL-QUIETLY-BOOSTED" }))
+        .await;
     let secret = alice
         .posted(&json!({ "status": "ALICE-SECRET-SELF", "visibility": "private" }))
         .await;
@@ -634,18 +637,24 @@ async fn profile_lists_the_accounts_public_boosts() {
 
     let g = page(&base, "/@alice").await;
     assert_html_page(&g, "/@alice");
-    let at = |s: &str| g.body.find(s).unwrap_or_else(|| panic!("{s} missing:\n{}", g.body));
+    let at = |s: &str| {
+        g.body
+            .find(s)
+            .unwrap_or_else(|| panic!("{s} missing:\n{}", g.body))
+    };
     // Newest first: alice's newest post, bob's boosted post, then alice's older one.
     assert!(at("ALICE-NEWEST") < at("BOB-BOOSTED") && at("BOB-BOOSTED") < at("ALICE-OLDER"));
     assert!(
-        g.body.contains("<p class=\"boost-label\">")
-            && g.body.contains(">alice</a> boosted</p>"),
+        g.body.contains("<p class=\"boost-label\">") && g.body.contains(">alice</a> boosted</p>"),
         "the boost is marked:\n{}",
         g.body
     );
     assert_eq!(g.body.matches("class=\"boost-label\"").count(), 1);
     // The boosted item is bob's post: its author and permalink.
-    assert!(g.body.contains(&format!("{base}/@bob/{}", id(&bobs)).replace('/', "&#x2f;")));
+    assert!(
+        g.body
+            .contains(&format!("{base}/@bob/{}", id(&bobs)).replace('/', "&#x2f;"))
+    );
     for absent in ["CAROL-QUIETLY-BOOSTED", "ALICE-SECRET-SELF", "BOB-GONE"] {
         assert!(!g.body.contains(absent), "/@alice shows {absent}");
     }
@@ -684,7 +693,10 @@ async fn current_tag(base: &str, path: &str) -> String {
     assert_eq!(again.status, 304, "{path}: a current copy");
     assert!(again.body.is_empty());
     assert_eq!(again.header(header::ETAG), tag, "{path}: the 304's tag");
-    assert!(again.header(header::VARY).contains("Accept"), "{path}: Vary on the 304");
+    assert!(
+        again.header(header::VARY).contains("Accept"),
+        "{path}: Vary on the 304"
+    );
     assert!(
         again
             .header(header::CACHE_CONTROL)
@@ -740,9 +752,7 @@ async fn revalidation_sees_every_visible_change() {
     );
 
     // A new post (profile, tag page), then its deletion.
-    let second = alice
-        .posted(&json!({ "status": "SECOND #cachetag" }))
-        .await;
+    let second = alice.posted(&json!({ "status": "SECOND #cachetag" })).await;
     changed(&base, &mut tags, "a new post (and the post count)").await;
     let d = alice
         .call(
@@ -818,6 +828,191 @@ async fn revalidation_sees_every_visible_change() {
             .await
             .status,
         200
+    );
+    inst.shutdown().await;
+}
+
+/// A site of web pages for the profile links: `/good` links back to alice's profile page,
+/// `/moved` redirects to `/actor`, which links back to her actor IRI; `/other` links to bob,
+/// `/plain` to nobody, and `/huge` (2 MiB, over the fetcher's 1 MiB) has the link at its end.
+async fn link_site(profile: &str, actor: &str, bob: &str) -> String {
+    use axum::http::header as h;
+    use axum::response::IntoResponse;
+    let html = |body: String| ([(h::CONTENT_TYPE, "text/html; charset=utf-8")], body);
+    let good = html(format!(
+        "<!doctype html><title>me</title><link rel=\"me\" href=\"{profile}\"><p>hello</p>"
+    ));
+    let actor_page = html(format!(
+        "<!doctype html><p><a href=\"{actor}\" rel=\"nofollow me\">fediverse</a></p>"
+    ));
+    let other = html(format!("<a rel=\"me\" href=\"{bob}\">bob</a>"));
+    let plain = html(format!("<a href=\"{profile}\">no rel</a>"));
+    let huge = html(format!(
+        "<!doctype html><p>{}</p><a rel=\"me\" href=\"{profile}\">late</a>",
+        "x".repeat(2 * 1024 * 1024)
+    ));
+    let app = axum::Router::new()
+        .route("/good", axum::routing::get(move || async move { good }))
+        .route(
+            "/actor",
+            axum::routing::get(move || async move { actor_page }),
+        )
+        .route(
+            "/moved",
+            axum::routing::get(|| async {
+                (reqwest::StatusCode::FOUND, [(h::LOCATION, "/actor")]).into_response()
+            }),
+        )
+        .route("/other", axum::routing::get(move || async move { other }))
+        .route("/plain", axum::routing::get(move || async move { plain }))
+        .route("/huge", axum::routing::get(move || async move { huge }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    base
+}
+
+/// `fields[].verified_at` of the token holder's CredentialAccount, by field name (and the
+/// same in `source.fields`).
+async fn verified(c: &Client) -> std::collections::BTreeMap<String, bool> {
+    let me = c.get("/api/v1/accounts/verify_credentials").await;
+    assert_eq!(me.status, 200, "{}", me.body);
+    let of = |fields: &Value| -> std::collections::BTreeMap<String, bool> {
+        fields
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap().to_string(),
+                    f["verified_at"].is_string(),
+                )
+            })
+            .collect()
+    };
+    let shown = of(&me.body["fields"]);
+    assert_eq!(shown, of(&me.body["source"]["fields"]), "{}", me.body);
+    shown
+}
+
+/// Waits until no verification of links is queued or running.
+async fn links_checked(inst: &Instance) {
+    support::eventually(Duration::from_secs(60), "the link verification task", || async {
+        (inst
+            .count("SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.verify-links.v1'")
+            .await
+            == 0)
+            .then_some(())
+    })
+    .await;
+}
+
+/// Verified `rel="me"` links, as Mastodon's: a field whose page links back to the account (its
+/// profile page or its actor IRI, through a redirect too) gets `verified_at` in the API and a
+/// mark on the profile page; a page that does not link back, links to someone else or is too
+/// large to read stays unverified; a changed value loses its verification at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn profile_links_are_verified_by_rel_me() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let profile = format!("{base}/@alice");
+    let site = link_site(
+        &profile,
+        &inst.fed.actor_iri("alice"),
+        &format!("{base}/@bob"),
+    )
+    .await;
+    inst.account("bob").await;
+    let alice_token = person(
+        &inst,
+        "alice",
+        json!({ "fields_attributes": [
+            {"name": "Site", "value": format!("{site}/good")},
+            {"name": "Other", "value": format!("{site}/other")},
+            {"name": "Huge", "value": format!("{site}/huge")},
+            {"name": "Plain", "value": format!("{site}/plain")},
+        ]}),
+    )
+    .await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    links_checked(&inst).await;
+    let v = verified(&alice).await;
+    assert_eq!(
+        v,
+        [
+            ("Site", true),
+            ("Other", false),
+            ("Huge", false),
+            ("Plain", false)
+        ]
+        .into_iter()
+        .map(|(k, b)| (k.to_string(), b))
+        .collect(),
+    );
+    let g = page(&base, "/@alice").await;
+    assert_eq!(
+        g.body.matches("class=\"verified-mark\"").count(),
+        1,
+        "{}",
+        g.body
+    );
+    let good = format!("{site}/good").replace('/', "&#x2f;");
+    let at = g.body.find(&good).expect("the verified link");
+    let around = &g.body[at.saturating_sub(200)..(at + 600).min(g.body.len())];
+    assert!(
+        around.contains("class=\"verified\"")
+            && around.contains("rel=\"me nofollow noopener noreferrer\"")
+            && around.contains("Verified link"),
+        "{around}"
+    );
+
+    // Site unchanged keeps its verification; the new value starts unverified and is checked
+    // (a redirect to a page linking the actor IRI).
+    let u = alice
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "fields_attributes": [
+                {"name": "Site", "value": format!("{site}/good")},
+                {"name": "Blog", "value": format!("{site}/moved")},
+            ]}),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    assert!(u.body["fields"][0]["verified_at"].is_string(), "{}", u.body);
+    assert!(u.body["fields"][1]["verified_at"].is_null(), "{}", u.body);
+    links_checked(&inst).await;
+    let v = verified(&alice).await;
+    assert_eq!(v.get("Blog"), Some(&true), "{v:?}");
+    assert_eq!(v.get("Site"), Some(&true), "{v:?}");
+
+    // A changed value loses its verification in the same request, even if its new page links
+    // back too (it is checked again).
+    let u = alice
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "fields_attributes": [
+                {"name": "Site", "value": format!("{site}/good?again")},
+                {"name": "Blog", "value": format!("{site}/plain")},
+            ]}),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    assert!(u.body["fields"][0]["verified_at"].is_null(), "{}", u.body);
+    assert!(u.body["fields"][1]["verified_at"].is_null(), "{}", u.body);
+    links_checked(&inst).await;
+    let v = verified(&alice).await;
+    assert_eq!(v.get("Site"), Some(&true), "{v:?}");
+    assert_eq!(v.get("Blog"), Some(&false), "{v:?}");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM account_field_verifications")
+            .await,
+        1
     );
     inst.shutdown().await;
 }

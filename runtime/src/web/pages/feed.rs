@@ -126,8 +126,8 @@ async fn account_feed(
     let ids = super::profile::post_ids(s, account.id, None, PAGE_SIZE, false).await?;
     let mut conn = s.pool.acquire().await?;
     let key = format!("account feed {}", account.id);
-    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &ids)
-        .await?;
+    let tag =
+        super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &ids).await?;
     if let Some(resp) = super::not_modified(s, headers, &tag, ATOM) {
         return Ok(resp);
     }

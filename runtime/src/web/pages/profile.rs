@@ -45,6 +45,8 @@ struct FieldView {
     value: String,
     /// The value, when it is an http(s) URL: shown as a `rel="me"` link.
     href: Option<String>,
+    /// When the linked page was found linking back (`rel="me"`), as a date; shown marked.
+    verified: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -136,8 +138,8 @@ async fn load(
     // The validator, before any rendering: a current copy is a 304 now.
     let shown: Vec<Uuid> = pins.iter().chain(&ids).copied().collect();
     let key = format!("profile {} {max:?} {older_cursor:?}", account.id);
-    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &shown)
-        .await?;
+    let tag =
+        super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &shown).await?;
     if let Some(resp) = super::not_modified(s, headers, &tag, HTML) {
         return Ok(resp);
     }
@@ -169,10 +171,18 @@ async fn load(
         fields: profile
             .fields
             .iter()
-            .map(|f| FieldView {
-                name: f.name.clone(),
-                value: f.value.clone(),
-                href: crate::html::http_url(f.value.trim()).map(str::to_string),
+            .zip(&entity.fields)
+            .map(|(f, e)| {
+                let href = crate::html::http_url(f.value.trim()).map(str::to_string);
+                FieldView {
+                    name: f.name.clone(),
+                    value: f.value.clone(),
+                    verified: e
+                        .verified_at
+                        .filter(|_| href.is_some())
+                        .map(|at| at.format("%Y-%m-%d").to_string()),
+                    href,
+                }
             })
             .collect(),
         statuses: entity.statuses_count,
