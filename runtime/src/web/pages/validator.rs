@@ -16,8 +16,9 @@
 //!   them is `profiles::update_in`, which sets `accounts.updated_at`; field verifications are
 //!   their own rows (value and time); counts come from `account_stats`, listed as they are.
 //! - **a post's text, warning, sensitivity, media and poll options**: only an edit changes
-//!   them, and an edit sets `edited_at` (ours and theirs); a remote post's deletion sets
-//!   `deleted_at`. Our attachments are listed as whole rows (`md5` of each), so a description
+//!   them, and an edit sets `edited_at` (ours and theirs); a remote post's every change
+//!   (edit, deletion, audience) sets its `updated_at`. Our post's stored mentions (the links of
+//!   its text) and tags are listed themselves, as they are written apart from the text. Our attachments are listed as whole rows (`md5` of each), so a description
 //!   or a finished processing changes the tag too.
 //! - **counts under a post** (replies, boosts, favourites) and **poll tallies**: counted, as
 //!   `render` counts them, per item; a poll's closing (a time, no write) is `expires_at <=
@@ -29,8 +30,7 @@
 //!   small and an emoji added, removed or replaced changes how any text renders.
 //!
 //! What the tag does not need: the viewer (pages are the anonymous view), `Last-Modified`
-//! (derived from the same facts, sent with the 200), the mentions and links of a post (stored
-//! with it, changed only by an edit). A fact read before a change and a body rendered after it
+//! (derived from the same facts, sent with the 200). A fact read before a change and a body rendered after it
 //! can only make a reader fetch once more (its tag is then older than the page); a body older
 //! than its tag cannot happen, as the facts are read first.
 
@@ -59,8 +59,10 @@ WITH acc AS (
       LEFT JOIN reblogs r ON r.id = t.id
 ), shown AS (
     SELECT i.n, concat_ws(',', i.id, i.boost, i.boost_visibility, i.booster, i.pid,
-           s.id IS NOT NULL, s.visibility, s.edited_at, s.in_reply_to_uri, la.updated_at,
-           rp.id IS NOT NULL, rp.deleted_at, rp.edited_at, rp.visibility, ra.fetched_at, ra.gone_at,
+           s.id IS NOT NULL, s.visibility, s.edited_at, s.in_reply_to_uri, md5(s.mentions::text),
+           array_to_string(s.tags, ' '), la.updated_at,
+           rp.id IS NOT NULL, rp.deleted_at, rp.edited_at, rp.updated_at, rp.visibility,
+           ra.fetched_at, ra.gone_at,
            (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = coalesce(s.uri, rp.iri)),
            (SELECT count(*) FROM reblogs b WHERE b.post_id = i.pid),
            (SELECT count(*) FROM favourites f WHERE f.post_id = i.pid),
