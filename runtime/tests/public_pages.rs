@@ -10,6 +10,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::header::{self, HeaderMap};
@@ -517,7 +518,12 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
 
     // --- Readers other than browsers: feedparser, mf2py, OpenGraph.
     let image = m["url"].as_str().unwrap().to_string();
+    // The tag page's picture is the first image it shows (alice's, the newest tagged post);
+    // the home page's, its first account's avatar (alice, first by name).
+    let me = alice.get("/api/v1/accounts/verify_credentials").await;
+    let alice_avatar = me.body["avatar"].as_str().unwrap().to_string();
     let spec = json!({
+        "og_images": { "/tags/pagetag": image, "/": alice_avatar },
         "profile": "/@alice", "post": format!("/@alice/{}", id(&public)),
         "feed": "/@alice/atom.xml", "tag_feed": "/tags/pagetag/atom.xml",
         "name": "Alice Example", "rel_me": "https://alice.example/me",
@@ -582,4 +588,431 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
 
     inst.shutdown().await;
     let _ = std::fs::remove_dir_all(media);
+}
+
+/// Boosts `post` as `c`; the boost's Status.
+async fn boost(c: &Client, post: &Value, body: Value) -> Value {
+    let path = format!("/api/v1/statuses/{}/reblog", id(post));
+    let b = c.call(Method::POST, &path, &body).await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    b.body
+}
+
+/// The account's own boosts on its profile page, as Mastodon's profile lists them: public and
+/// unlisted boosts of posts an anonymous reader may read, newest first among its posts, each
+/// marked with its booster; a followers-only boost, a boost of a followers-only post and a
+/// boost of a deleted post are not there. The Atom feed keeps the account's own posts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn profile_lists_the_accounts_public_boosts() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let (_, alice_token) = inst.account("alice").await;
+    let (_, bob_token) = inst.account("bob").await;
+    let (_, carol_token) = inst.account("carol").await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    let bob = Client::new(&inst, Some(&bob_token));
+    let carol = Client::new(&inst, Some(&carol_token));
+    alice.posted(&json!({ "status": "ALICE-OLDER" })).await;
+    let bobs = bob.posted(&json!({ "status": "BOB-BOOSTED" })).await;
+    let carols = carol
+        .posted(&json!({ "status": "CAROL-QUIETLY-BOOSTED" }))
+        .await;
+    let secret = alice
+        .posted(&json!({ "status": "ALICE-SECRET-SELF", "visibility": "private" }))
+        .await;
+    let gone = bob.posted(&json!({ "status": "BOB-GONE" })).await;
+    let shown = boost(&alice, &bobs, json!({})).await;
+    boost(&alice, &carols, json!({ "visibility": "private" })).await;
+    boost(&alice, &secret, json!({})).await;
+    boost(&alice, &gone, json!({})).await;
+    let d = bob
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&gone)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+    alice.posted(&json!({ "status": "ALICE-NEWEST" })).await;
+
+    let g = page(&base, "/@alice").await;
+    assert_html_page(&g, "/@alice");
+    let at = |s: &str| {
+        g.body
+            .find(s)
+            .unwrap_or_else(|| panic!("{s} missing:\n{}", g.body))
+    };
+    // Newest first: alice's newest post, bob's boosted post, then alice's older one.
+    assert!(at("ALICE-NEWEST") < at("BOB-BOOSTED") && at("BOB-BOOSTED") < at("ALICE-OLDER"));
+    assert!(
+        g.body.contains("<p class=\"boost-label\">") && g.body.contains(">alice</a> boosted</p>"),
+        "the boost is marked:\n{}",
+        g.body
+    );
+    assert_eq!(g.body.matches("class=\"boost-label\"").count(), 1);
+    // The boosted item is bob's post: its author and permalink.
+    assert!(
+        g.body
+            .contains(&format!("{base}/@bob/{}", id(&bobs)).replace('/', "&#x2f;"))
+    );
+    for absent in ["CAROL-QUIETLY-BOOSTED", "ALICE-SECRET-SELF", "BOB-GONE"] {
+        assert!(!g.body.contains(absent), "/@alice shows {absent}");
+    }
+    // The boost's id is a cursor like a post's: the next page starts below it.
+    let below = page(&base, &format!("/@alice?max_id={}", id(&shown))).await;
+    assert_eq!(below.status, 200);
+    assert!(below.body.contains("ALICE-OLDER") && !below.body.contains("BOB-BOOSTED"));
+    assert!(!below.body.contains("ALICE-NEWEST"));
+    // Bob's own page shows his post as his, not as a boost; alice's feed has no boosts.
+    let b = page(&base, "/@bob").await;
+    assert!(b.body.contains("BOB-BOOSTED") && !b.body.contains("boost-label"));
+    let feed = fetch(&base, "/@alice/atom.xml", None, None).await;
+    assert_eq!(feed.status, 200);
+    assert!(feed.body.contains("ALICE-NEWEST") && !feed.body.contains("BOB-BOOSTED"));
+    // Undone, the boost leaves the page.
+    let u = alice
+        .call(
+            Method::POST,
+            &format!("/api/v1/statuses/{}/unreblog", id(&bobs)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    let g = page(&base, "/@alice").await;
+    assert!(!g.body.contains("BOB-BOOSTED"), "{}", g.body);
+    inst.shutdown().await;
+}
+
+/// The page's ETag as served now, and that asking with it is a 304 carrying the same tag.
+async fn current_tag(base: &str, path: &str) -> String {
+    let g = fetch(base, path, Some(HTML), None).await;
+    assert_eq!(g.status, 200, "{path}: {}", g.body);
+    let tag = g.header(header::ETAG).to_string();
+    assert!(tag.starts_with('"') && tag.len() > 10, "{path}: {tag}");
+    let again = fetch(base, path, Some(HTML), Some(&tag)).await;
+    assert_eq!(again.status, 304, "{path}: a current copy");
+    assert!(again.body.is_empty());
+    assert_eq!(again.header(header::ETAG), tag, "{path}: the 304's tag");
+    assert!(
+        again.header(header::VARY).contains("Accept"),
+        "{path}: Vary on the 304"
+    );
+    assert!(
+        again
+            .header(header::CACHE_CONTROL)
+            .starts_with("public, max-age=")
+    );
+    tag
+}
+
+/// After `what`, each of `paths` answers its old tag with a 200 and a new tag.
+async fn changed(base: &str, tags: &mut [(&str, String)], what: &str) {
+    for (path, old) in tags.iter_mut() {
+        let g = fetch(base, path, Some(HTML), Some(old)).await;
+        assert_eq!(g.status, 200, "{path} after {what}: still a 304");
+        assert_ne!(g.header(header::ETAG), old.as_str(), "{path} after {what}");
+        *old = current_tag(base, path).await;
+    }
+}
+
+/// The cheap validator (computed from database facts before rendering) changes with every
+/// visible change — a new post, a deletion, a profile edit, a favourite, a poll vote, a
+/// boost — and stays the same otherwise, on the profile, the tag page, their feeds and home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn revalidation_sees_every_visible_change() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let alice_token = person(&inst, "alice", json!({ "display_name": "Alice" })).await;
+    let (_, bob_token) = inst.account("bob").await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    let bob = Client::new(&inst, Some(&bob_token));
+    let first = alice.posted(&json!({ "status": "FIRST #cachetag" })).await;
+    let poll = alice
+        .posted(&json!({
+            "status": "POLL #cachetag",
+            "poll": { "options": ["tea", "cake"], "expires_in": 3600 },
+        }))
+        .await;
+    let paths = ["/@alice", "/tags/cachetag", "/"];
+    let mut tags = Vec::new();
+    for p in paths {
+        tags.push((p, current_tag(&base, p).await));
+    }
+    // Nothing changed: the same tags (the validator is a function of the facts).
+    for (p, t) in &tags {
+        assert_eq!(&current_tag(&base, p).await, t, "{p} without a change");
+    }
+    let feed = fetch(&base, "/@alice/atom.xml", None, None).await;
+    let feed_tag = feed.header(header::ETAG).to_string();
+    assert_eq!(
+        fetch(&base, "/@alice/atom.xml", None, Some(&feed_tag))
+            .await
+            .status,
+        304
+    );
+
+    // A new post (profile, tag page), then its deletion.
+    let second = alice.posted(&json!({ "status": "SECOND #cachetag" })).await;
+    changed(&base, &mut tags, "a new post (and the post count)").await;
+    let d = alice
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&second)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+    changed(&base, &mut tags, "a deletion (and the post count)").await;
+    let g = page(&base, "/@alice").await;
+    assert!(!g.body.contains("SECOND"));
+
+    // A profile edit: the profile, the home page's entry, the tag page's author.
+    let u = alice
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "display_name": "Alice Renamed" }),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    changed(&base, &mut tags, "a profile edit").await;
+    assert!(page(&base, "/").await.body.contains("Alice Renamed"));
+
+    // Someone else's favourite and vote: counts under a post, a poll's tally.
+    let f = bob
+        .call(
+            Method::POST,
+            &format!("/api/v1/statuses/{}/favourite", id(&first)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(f.status, 200, "{}", f.body);
+    changed(&base, &mut tags[..2], "a favourite").await;
+    let poll_id = poll["poll"]["id"].as_str().unwrap();
+    let v = bob
+        .call(
+            Method::POST,
+            &format!("/api/v1/polls/{poll_id}/votes"),
+            &json!({ "choices": [1] }),
+        )
+        .await;
+    assert_eq!(v.status, 200, "{}", v.body);
+    changed(&base, &mut tags[..2], "a vote").await;
+    // An edit of a post's text.
+    let e = alice
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{}", id(&first)),
+            &json!({ "status": "FIRST EDITED #cachetag" }),
+        )
+        .await;
+    assert_eq!(e.status, 200, "{}", e.body);
+    changed(&base, &mut tags[..2], "an edit").await;
+    // A follow: the follower count on the profile and home.
+    let alice_id = alice.get("/api/v1/accounts/verify_credentials").await.body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fo = bob
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{alice_id}/follow"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(fo.status, 200, "{}", fo.body);
+    changed(&base, &mut [tags[0].clone(), tags[2].clone()], "a follow").await;
+    // The feed saw the deletion and the edit too.
+    assert_eq!(
+        fetch(&base, "/@alice/atom.xml", None, Some(&feed_tag))
+            .await
+            .status,
+        200
+    );
+    inst.shutdown().await;
+}
+
+/// A site of web pages for the profile links: `/good` links back to alice's profile page,
+/// `/moved` redirects to `/actor`, which links back to her actor IRI; `/other` links to bob,
+/// `/plain` to nobody, and `/huge` (2 MiB, over the fetcher's 1 MiB) has the link at its end.
+async fn link_site(profile: &str, actor: &str, bob: &str) -> String {
+    use axum::http::header as h;
+    use axum::response::IntoResponse;
+    let html = |body: String| ([(h::CONTENT_TYPE, "text/html; charset=utf-8")], body);
+    let good = html(format!(
+        "<!doctype html><title>me</title><link rel=\"me\" href=\"{profile}\"><p>hello</p>"
+    ));
+    let actor_page = html(format!(
+        "<!doctype html><p><a href=\"{actor}\" rel=\"nofollow me\">fediverse</a></p>"
+    ));
+    let other = html(format!("<a rel=\"me\" href=\"{bob}\">bob</a>"));
+    let plain = html(format!("<a href=\"{profile}\">no rel</a>"));
+    let huge = html(format!(
+        "<!doctype html><p>{}</p><a rel=\"me\" href=\"{profile}\">late</a>",
+        "x".repeat(2 * 1024 * 1024)
+    ));
+    let app = axum::Router::new()
+        .route("/good", axum::routing::get(move || async move { good }))
+        .route(
+            "/actor",
+            axum::routing::get(move || async move { actor_page }),
+        )
+        .route(
+            "/moved",
+            axum::routing::get(|| async {
+                (reqwest::StatusCode::FOUND, [(h::LOCATION, "/actor")]).into_response()
+            }),
+        )
+        .route("/other", axum::routing::get(move || async move { other }))
+        .route("/plain", axum::routing::get(move || async move { plain }))
+        .route("/huge", axum::routing::get(move || async move { huge }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    base
+}
+
+/// `fields[].verified_at` of the token holder's CredentialAccount, by field name (and the
+/// same in `source.fields`).
+async fn verified(c: &Client) -> std::collections::BTreeMap<String, bool> {
+    let me = c.get("/api/v1/accounts/verify_credentials").await;
+    assert_eq!(me.status, 200, "{}", me.body);
+    let of = |fields: &Value| -> std::collections::BTreeMap<String, bool> {
+        fields
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap().to_string(),
+                    f["verified_at"].is_string(),
+                )
+            })
+            .collect()
+    };
+    let shown = of(&me.body["fields"]);
+    assert_eq!(shown, of(&me.body["source"]["fields"]), "{}", me.body);
+    shown
+}
+
+/// Waits until no verification of links is queued or running.
+async fn links_checked(inst: &Instance) {
+    support::eventually(Duration::from_secs(60), "the link verification task", || async {
+        (inst
+            .count("SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.verify-links.v1'")
+            .await
+            == 0)
+            .then_some(())
+    })
+    .await;
+}
+
+/// Verified `rel="me"` links, as Mastodon's: a field whose page links back to the account (its
+/// profile page or its actor IRI, through a redirect too) gets `verified_at` in the API and a
+/// mark on the profile page; a page that does not link back, links to someone else or is too
+/// large to read stays unverified; a changed value loses its verification at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn profile_links_are_verified_by_rel_me() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let profile = format!("{base}/@alice");
+    let site = link_site(
+        &profile,
+        &inst.fed.actor_iri("alice"),
+        &format!("{base}/@bob"),
+    )
+    .await;
+    inst.account("bob").await;
+    let alice_token = person(
+        &inst,
+        "alice",
+        json!({ "fields_attributes": [
+            {"name": "Site", "value": format!("{site}/good")},
+            {"name": "Other", "value": format!("{site}/other")},
+            {"name": "Huge", "value": format!("{site}/huge")},
+            {"name": "Plain", "value": format!("{site}/plain")},
+        ]}),
+    )
+    .await;
+    let alice = Client::new(&inst, Some(&alice_token));
+    links_checked(&inst).await;
+    let v = verified(&alice).await;
+    assert_eq!(
+        v,
+        [
+            ("Site", true),
+            ("Other", false),
+            ("Huge", false),
+            ("Plain", false)
+        ]
+        .into_iter()
+        .map(|(k, b)| (k.to_string(), b))
+        .collect(),
+    );
+    let g = page(&base, "/@alice").await;
+    assert_eq!(
+        g.body.matches("class=\"verified-mark\"").count(),
+        1,
+        "{}",
+        g.body
+    );
+    let good = format!("{site}/good").replace('/', "&#x2f;");
+    let at = g.body.find(&good).expect("the verified link");
+    let around = &g.body[at.saturating_sub(200)..(at + 600).min(g.body.len())];
+    assert!(
+        around.contains("class=\"verified\"")
+            && around.contains("rel=\"me nofollow noopener noreferrer\"")
+            && around.contains("Verified link"),
+        "{around}"
+    );
+
+    // Site unchanged keeps its verification; the new value starts unverified and is checked
+    // (a redirect to a page linking the actor IRI).
+    let u = alice
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "fields_attributes": [
+                {"name": "Site", "value": format!("{site}/good")},
+                {"name": "Blog", "value": format!("{site}/moved")},
+            ]}),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    assert!(u.body["fields"][0]["verified_at"].is_string(), "{}", u.body);
+    assert!(u.body["fields"][1]["verified_at"].is_null(), "{}", u.body);
+    links_checked(&inst).await;
+    let v = verified(&alice).await;
+    assert_eq!(v.get("Blog"), Some(&true), "{v:?}");
+    assert_eq!(v.get("Site"), Some(&true), "{v:?}");
+
+    // A changed value loses its verification in the same request, even if its new page links
+    // back too (it is checked again).
+    let u = alice
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "fields_attributes": [
+                {"name": "Site", "value": format!("{site}/good?again")},
+                {"name": "Blog", "value": format!("{site}/plain")},
+            ]}),
+        )
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    assert!(u.body["fields"][0]["verified_at"].is_null(), "{}", u.body);
+    assert!(u.body["fields"][1]["verified_at"].is_null(), "{}", u.body);
+    links_checked(&inst).await;
+    let v = verified(&alice).await;
+    assert_eq!(v.get("Site"), Some(&true), "{v:?}");
+    assert_eq!(v.get("Blog"), Some(&false), "{v:?}");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM account_field_verifications")
+            .await,
+        1
+    );
+    inst.shutdown().await;
 }

@@ -110,6 +110,9 @@ struct LocalRow {
     bot: bool,
     #[sqlx(json)]
     fields: Vec<ProfileField>,
+    /// Verified field values and when (`federation::actors::links`).
+    #[sqlx(json)]
+    verified: HashMap<String, DateTime<Utc>>,
     created_at: DateTime<Utc>,
     followers: i64,
     following: i64,
@@ -137,7 +140,9 @@ pub async fn locals(
                 coalesce(s.followers, 0) AS followers,
                 coalesce(s.following, 0) AS following,
                 coalesce(s.statuses, 0) AS statuses,
-                (SELECT max(created_at) FROM statuses WHERE account_id = a.id) AS last_status_at
+                (SELECT max(created_at) FROM statuses WHERE account_id = a.id) AS last_status_at,
+                (SELECT coalesce(jsonb_object_agg(v.value, v.verified_at), '{}')
+                   FROM account_field_verifications v WHERE v.account_id = a.id) AS verified
            FROM accounts a LEFT JOIN account_stats s ON s.account_id = a.id
           WHERE a.id = ANY($1)",
     )
@@ -181,7 +186,7 @@ fn local_entity(urls: Urls<'_>, r: LocalRow) -> Account {
             .map(|f| Field {
                 name: f.name.clone(),
                 value: html::escape(&f.value),
-                verified_at: None,
+                verified_at: r.verified.get(&f.value).copied(),
             })
             .collect(),
         username: r.username,
@@ -311,6 +316,7 @@ pub async fn credential(
             .fetch_one(pool)
             .await?;
     let posting = crate::statuses::preferences::load(pool, account.id).await?;
+    let verified = crate::federation::actors::links::verified(pool, account.id).await?;
     let role = if account.admin {
         Role {
             id: "3".into(),
@@ -339,9 +345,9 @@ pub async fn credential(
                 .fields
                 .into_iter()
                 .map(|f| Field {
+                    verified_at: verified.get(&f.value).copied(),
                     name: f.name,
                     value: f.value,
-                    verified_at: None,
                 })
                 .collect(),
             follow_requests_count: requests,

@@ -15,6 +15,7 @@ pub mod preview_card;
 pub mod probe;
 pub mod replies;
 pub mod scheduled_status;
+pub mod verify_links;
 
 use std::sync::Arc;
 
@@ -28,7 +29,8 @@ use tokio_util::sync::CancellationToken;
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
 /// and `hollo.actor-counts.v1`. 4: `hollo.scheduled-status.v1` (and, not yet released,
-/// `hollo.preview-card.v1`).
+/// `hollo.preview-card.v1` and `hollo.verify-links.v1`: no image has reported 4 yet, so
+/// they join it rather than bump it).
 #[cfg(not(feature = "e2e-next-tasks"))]
 pub const TASK_DEFINITION_VERSION: i32 = 4;
 /// The end-to-end suite's next version (feature `e2e-next-tasks`): the same handlers under a
@@ -55,6 +57,7 @@ pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
     if let Some(fed) = fed {
         inbox::register(&mut reg, fed.clone());
         actor_counts::register(&mut reg, fed.clone());
+        verify_links::register(&mut reg, fed.clone());
         delivery::register(&mut reg, fed);
     }
     reg

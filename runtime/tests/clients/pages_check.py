@@ -5,7 +5,8 @@ name, rel=me links, h-entry content) and the OpenGraph tags of a permalink.
 
 usage: pages_check.py BASE_URL SPEC_JSON
 SPEC_JSON: {"profile", "post", "feed", "tag_feed", "name", "rel_me", "post_text", "image",
-            "feed_has": [...], "tag_feed_has": [...], "tag_feed_lacks": [...], "absent": [...]}"""
+            "feed_has": [...], "tag_feed_has": [...], "tag_feed_lacks": [...], "absent": [...],
+            "og_images": {path: the og:image URL its page must name (tag and home pages)}}"""
 
 import json
 import sys
@@ -100,6 +101,12 @@ def main(base, spec):
     check(s["post_text"] in og.get("og:description", ""), f"og:description {og.get('og:description')!r}")
     check(og.get("og:image") == s["image"], f"og:image {og.get('og:image')!r}, want {s['image']!r}")
     check(og.get("twitter:card") == "summary_large_image", f"twitter:card {og.get('twitter:card')!r}")
+    for path, want in s.get("og_images", {}).items():
+        tags = MetaTags()
+        tags.feed(get(base + path, "text/html").text)
+        check(tags.tags.get("og:image") == want, f"{path} og:image {tags.tags.get('og:image')!r}, want {want!r}")
+        check(tags.tags.get("og:image:alt"), f"{path} og:image:alt")
+        check(tags.tags.get("twitter:image") == want, f"{path} twitter:image {tags.tags.get('twitter:image')!r}")
     print(f"pages_check: ok ({len(f.entries)} account entries, {len(t.entries)} tag entries, "
           f"og:title={og['og:title']!r})")
 

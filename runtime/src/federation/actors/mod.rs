@@ -5,5 +5,6 @@
 pub mod actor;
 pub mod directory;
 pub mod instance;
+pub mod links;
 pub mod profiles;
 pub mod webfinger;

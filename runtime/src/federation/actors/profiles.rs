@@ -153,6 +153,11 @@ pub async fn update_in(
     .bind(fields)
     .fetch_one(&mut *tx)
     .await?;
+    if let Some(fields) = &update.fields {
+        // A changed value loses its verification now; URLs are checked again by a task.
+        let values: Vec<String> = fields.iter().map(|f| f.value.clone()).collect();
+        super::links::fields_changed(&mut *tx, account.id, &values).await?;
+    }
     let to = followers(&mut *tx, account.id).await?;
     if !to.is_empty() {
         let key = fed

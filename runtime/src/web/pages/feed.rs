@@ -73,7 +73,13 @@ fn entries(s: &AppState, posts: &[crate::mastodon::Status]) -> Vec<EntryView> {
         .collect()
 }
 
-fn render(s: &AppState, headers: &HeaderMap, feed: FeedView, posts: Vec<EntryView>) -> Response {
+fn render(
+    s: &AppState,
+    headers: &HeaderMap,
+    feed: FeedView,
+    posts: Vec<EntryView>,
+    tag: String,
+) -> Response {
     let last_modified = posts.iter().map(|e| e.post.updated_at).max();
     match super::render_text(
         "feed.xml",
@@ -86,6 +92,7 @@ fn render(s: &AppState, headers: &HeaderMap, feed: FeedView, posts: Vec<EntryVie
                 body,
                 content_type: ATOM,
                 last_modified,
+                etag: Some(tag),
             },
         ),
         Err(status) => not_found(s, status),
@@ -115,8 +122,15 @@ async fn account_feed(
     else {
         return Ok(not_found(s, StatusCode::NOT_FOUND));
     };
-    let ids = super::profile::post_ids(s, account.id, None, PAGE_SIZE).await?;
+    // The feed carries the account's own posts (as Mastodon's), not its boosts.
+    let ids = super::profile::post_ids(s, account.id, None, PAGE_SIZE, false).await?;
     let mut conn = s.pool.acquire().await?;
+    let key = format!("account feed {}", account.id);
+    let tag =
+        super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &ids).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, ATOM) {
+        return Ok(resp);
+    }
     let posts = entries(s, &load_posts(s, &mut conn, &ids).await?);
     let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
     let author = super::author_view(s, &entity);
@@ -135,7 +149,7 @@ async fn account_feed(
         html,
         icon: author.avatar,
     };
-    Ok(render(s, headers, feed, posts))
+    Ok(render(s, headers, feed, posts, tag))
 }
 
 pub async fn tag_handler(
@@ -152,6 +166,11 @@ async fn tag_feed(s: &AppState, raw: &str, headers: &HeaderMap) -> Result<Respon
     };
     let ids = super::tag::post_ids(s, &name, None, PAGE_SIZE).await?;
     let mut conn = s.pool.acquire().await?;
+    let key = format!("tag feed {name}");
+    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &[], &ids).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, ATOM) {
+        return Ok(resp);
+    }
     let posts = entries(
         s,
         &super::tag::public_only(load_posts(s, &mut conn, &ids).await?),
@@ -170,5 +189,5 @@ async fn tag_feed(s: &AppState, raw: &str, headers: &HeaderMap) -> Result<Respon
         html,
         icon: None,
     };
-    Ok(render(s, headers, feed, posts))
+    Ok(render(s, headers, feed, posts, tag))
 }

@@ -35,6 +35,12 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
             .fetch_all(&s.pool)
             .await?;
     let mut conn = s.pool.acquire().await?;
+    // The accounts, in the order shown, are the page's key; their facts are its validator.
+    let key = format!("home {ids:?}");
+    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &ids, &[]).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, "text/html; charset=utf-8") {
+        return Ok(resp);
+    }
     let mut found = crate::mastodon::account::locals(&mut conn, s.site().urls, &ids).await?;
     let accounts: Vec<AccountView> = ids
         .iter()
@@ -47,6 +53,16 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
         })
         .collect();
     let site = site_view(s);
+    // The instance's picture: its first account's avatar (the accounts are its face here).
+    let (image, image_alt) = accounts
+        .iter()
+        .find_map(|a| {
+            let a = &a.author;
+            a.avatar
+                .clone()
+                .map(|url| (url, format!("Avatar of {}", a.name)))
+        })
+        .unzip();
     let meta = Meta {
         title: site.host.clone(),
         description: format!(
@@ -57,6 +73,8 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
         canonical: format!("{}/", s.public_origin),
         activity: Some(format!("{}/actor", s.public_origin)),
         og_type: "website",
+        image,
+        image_alt,
         ..Meta::default()
     };
     let body = match super::render_text(
@@ -73,6 +91,7 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
             body,
             content_type: "text/html; charset=utf-8",
             last_modified: None,
+            etag: Some(tag),
         },
     ))
 }

@@ -34,6 +34,7 @@ pub mod negotiate;
 pub mod post;
 pub mod profile;
 pub mod tag;
+pub mod validator;
 
 /// Posts per page and per feed.
 pub const PAGE_SIZE: i64 = 20;
@@ -214,13 +215,28 @@ pub struct Rendered {
     pub content_type: &'static str,
     /// The newest time of what the page shows.
     pub last_modified: Option<DateTime<Utc>>,
+    /// The validator computed before rendering (`validator::etag`); `None`: the body's hash.
+    pub etag: Option<String>,
 }
 
 /// A page's answer: 200 with the body, or 304 when the reader's copy is current.
 pub fn respond(s: &AppState, req: &HeaderMap, page: Rendered) -> Response {
-    let mut resp = cache::conditional(req, page.body, page.last_modified);
+    let mut resp = cache::conditional(req, page.body, page.last_modified, page.etag);
     page_headers(s, &mut resp, page.content_type);
     resp
+}
+
+/// The 304 of a page whose validator `tag` (computed before rendering) the reader already
+/// has, with the page's headers; `None`: render it.
+pub fn not_modified(
+    s: &AppState,
+    req: &HeaderMap,
+    tag: &str,
+    content_type: &'static str,
+) -> Option<Response> {
+    let mut resp = cache::not_modified(req, tag)?;
+    page_headers(s, &mut resp, content_type);
+    Some(resp)
 }
 
 /// A page that does not exist: one answer for unknown, remote, followers-only and direct
@@ -366,8 +382,28 @@ pub struct PostView {
     pub local: bool,
     /// The post's language (`lang` of its article), when known.
     pub language: Option<String>,
+    /// On a profile, when this item is the account's boost of the post: the booster.
+    pub boosted_by: Option<AuthorView>,
     #[serde(skip)]
     pub updated_at: DateTime<Utc>,
+}
+
+/// The first image a list of posts shows inline (its URL and alt text), for `og:image`; else
+/// the first local author's avatar.
+pub fn first_image(posts: &[PostView]) -> Option<(String, String)> {
+    posts
+        .iter()
+        .flat_map(|p| &p.media)
+        .find(|m| m.inline && m.kind == "image")
+        .map(|m| (m.url.clone(), m.alt.clone()))
+        .or_else(|| {
+            posts.iter().find_map(|p| {
+                let a = &p.author;
+                a.avatar
+                    .clone()
+                    .map(|url| (url, format!("Avatar of {}", a.name)))
+            })
+        })
 }
 
 /// `/@name` of a local account, absolute.
@@ -485,7 +521,22 @@ pub fn post_view(s: &AppState, st: &Status) -> PostView {
         }),
         author,
         url,
+        boosted_by: None,
         updated_at,
+    }
+}
+
+/// One item of a profile's list: a post, or the account's boost of one (the boosted post,
+/// marked with its booster; newer of the two times).
+pub fn entry_view(s: &AppState, st: &Status) -> PostView {
+    match &st.reblog {
+        Some(inner) => {
+            let mut v = post_view(s, inner);
+            v.boosted_by = Some(author_view(s, &st.account));
+            v.updated_at = v.updated_at.max(st.created_at);
+            v
+        }
+        None => post_view(s, st),
     }
 }
 
@@ -500,6 +551,23 @@ pub async fn load_posts(
     Ok(all
         .into_iter()
         .filter(|st| st.reblog.is_none() && matches!(st.visibility.as_str(), "public" | "unlisted"))
+        .collect())
+}
+
+/// Like [`load_posts`], boosts included: a boost is kept only when `statuses::access` (in
+/// `render`) let it through and both it and its post are public or unlisted.
+pub async fn load_entries(
+    s: &AppState,
+    conn: &mut PgConnection,
+    ids: &[Uuid],
+) -> Result<Vec<Status>, sqlx::Error> {
+    let all = crate::mastodon::status::render(conn, s.site(), None, ids).await?;
+    let shown = |v: &str| matches!(v, "public" | "unlisted");
+    Ok(all
+        .into_iter()
+        .filter(|st| {
+            shown(&st.visibility) && st.reblog.as_ref().is_none_or(|r| shown(&r.visibility))
+        })
         .collect())
 }
 

@@ -144,6 +144,8 @@ async fn load(
             body,
             content_type: "text/html; charset=utf-8",
             last_modified,
+            // A thread is most of the work of its page: its body's hash is its tag.
+            etag: None,
         },
     ))
 }

@@ -19,6 +19,8 @@ use crate::federation::actors::profiles;
 use crate::statuses::access::visible_sql;
 use crate::web::AppState;
 
+const HTML: &str = "text/html; charset=utf-8";
+
 pub async fn handler(
     State(s): State<AppState>,
     Path(name): Path<String>,
@@ -43,6 +45,8 @@ struct FieldView {
     value: String,
     /// The value, when it is an http(s) URL: shown as a `rel="me"` link.
     href: Option<String>,
+    /// When the linked page was found linking back (`rel="me"`), as a date; shown marked.
+    verified: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -59,21 +63,39 @@ struct ProfileView {
     followers: i64,
 }
 
-/// The ids of a page of `account`'s public and unlisted posts, newest first, one more than a
-/// page (to know whether there is an older one): a range scan of `statuses_account_id`.
+/// The ids of a page of `account`'s public and unlisted posts, newest first (the caller asks
+/// one more than a page, to know whether there is an older one): a range scan of
+/// `statuses_account_id`. With `boosts`, the account's public and unlisted boosts of posts an
+/// anonymous reader may read are merged in by id (a boost's id is v7 of when it was made): a
+/// range scan of `reblogs_account`, each boosted post probed by id under the one rule
+/// ([`visible_sql`]; `render` checks it again through `statuses::access`).
 pub async fn post_ids(
     s: &AppState,
     account: Uuid,
     max: Option<Uuid>,
     limit: i64,
+    boosts: bool,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
-    let sql = format!(
+    let posts = format!(
         "SELECT s.id FROM statuses s
           WHERE s.account_id = $1 AND s.visibility IN ('public', 'unlisted') AND {}{}
           ORDER BY s.id DESC LIMIT {limit}",
         visible_sql("s", 2),
         if max.is_some() { " AND s.id < $3" } else { "" },
     );
+    let sql = if boosts {
+        let boosted = format!(
+            "SELECT r.id FROM reblogs r
+              CROSS JOIN LATERAL (SELECT 1 FROM posts p WHERE p.id = r.post_id AND {} LIMIT 1) ok
+              WHERE r.account_id = $1 AND r.visibility IN ('public', 'unlisted'){}
+              ORDER BY r.id DESC LIMIT {limit}",
+            visible_sql("p", 2),
+            if max.is_some() { " AND r.id < $3" } else { "" },
+        );
+        format!("SELECT id FROM (({posts}) UNION ALL ({boosted})) c ORDER BY id DESC LIMIT {limit}")
+    } else {
+        posts
+    };
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(account)
         .bind(None::<Uuid>)
@@ -99,12 +121,8 @@ async fn load(
     let Some(account) = accounts::by_username(&s.pool, name).await? else {
         return missing();
     };
-    let Some(profile) = profiles::load(&s.pool, account.id).await? else {
-        return missing();
-    };
     let mut conn = s.pool.acquire().await?;
-    let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
-    let mut ids = post_ids(s, account.id, max, PAGE_SIZE + 1).await?;
+    let mut ids = post_ids(s, account.id, max, PAGE_SIZE + 1, true).await?;
     let older_cursor = (ids.len() as i64 > PAGE_SIZE)
         .then(|| {
             ids.truncate(PAGE_SIZE as usize);
@@ -113,20 +131,31 @@ async fn load(
         .flatten();
     // Pinned posts (at most 5 of ours) head the first page, through the same visibility
     // check: a pinned followers-only post is not shown.
-    let pinned: Vec<PostView> = if max.is_none() {
-        let pins = crate::statuses::pins::of_local(&mut conn, account.id).await?;
-        load_posts(s, &mut conn, &pins)
-            .await?
-            .iter()
-            .map(|st| post_view(s, st))
-            .collect()
-    } else {
-        Vec::new()
+    let pins = match max {
+        None => crate::statuses::pins::of_local(&mut conn, account.id).await?,
+        Some(_) => Vec::new(),
     };
-    let posts: Vec<PostView> = load_posts(s, &mut conn, &ids)
+    // The validator, before any rendering: a current copy is a 304 now.
+    let shown: Vec<Uuid> = pins.iter().chain(&ids).copied().collect();
+    let key = format!("profile {} {max:?} {older_cursor:?}", account.id);
+    let tag =
+        super::validator::etag(&mut conn, &s.public_origin, &key, &[account.id], &shown).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, HTML) {
+        return Ok(resp);
+    }
+    let Some(profile) = profiles::load(&mut *conn, account.id).await? else {
+        return missing();
+    };
+    let entity = crate::mastodon::account::local(&mut conn, s.site().urls, account.id).await?;
+    let pinned: Vec<PostView> = load_posts(s, &mut conn, &pins)
         .await?
         .iter()
         .map(|st| post_view(s, st))
+        .collect();
+    let posts: Vec<PostView> = super::load_entries(s, &mut conn, &ids)
+        .await?
+        .iter()
+        .map(|st| super::entry_view(s, st))
         .collect();
     let author = author_view(s, &entity);
     let url = profile_url(s, &account.username);
@@ -142,10 +171,18 @@ async fn load(
         fields: profile
             .fields
             .iter()
-            .map(|f| FieldView {
-                name: f.name.clone(),
-                value: f.value.clone(),
-                href: crate::html::http_url(f.value.trim()).map(str::to_string),
+            .zip(&entity.fields)
+            .map(|(f, e)| {
+                let href = crate::html::http_url(f.value.trim()).map(str::to_string);
+                FieldView {
+                    name: f.name.clone(),
+                    value: f.value.clone(),
+                    verified: e
+                        .verified_at
+                        .filter(|_| href.is_some())
+                        .map(|at| at.format("%Y-%m-%d").to_string()),
+                    href,
+                }
             })
             .collect(),
         statuses: entity.statuses_count,
@@ -194,8 +231,9 @@ async fn load(
         headers,
         Rendered {
             body,
-            content_type: "text/html; charset=utf-8",
+            content_type: HTML,
             last_modified,
+            etag: Some(tag),
         },
     ))
 }

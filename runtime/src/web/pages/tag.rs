@@ -91,11 +91,17 @@ async fn load(
         })
         .flatten();
     let mut conn = s.pool.acquire().await?;
+    let key = format!("tag {name} {max:?} {older_cursor:?}");
+    let tag = super::validator::etag(&mut conn, &s.public_origin, &key, &[], &ids).await?;
+    if let Some(resp) = super::not_modified(s, headers, &tag, "text/html; charset=utf-8") {
+        return Ok(resp);
+    }
     let posts: Vec<PostView> = public_only(load_posts(s, &mut conn, &ids).await?)
         .iter()
         .map(|st| post_view(s, st))
         .collect();
     let url = tag_path(s, &name);
+    let (image, image_alt) = super::first_image(&posts).unzip();
     let meta = Meta {
         title: format!("#{name} · {}", site_view(s).host),
         description: format!("Public posts tagged #{name} on {}", site_view(s).host),
@@ -105,6 +111,8 @@ async fn load(
         activity: Some(format!("{}/actor", s.public_origin)),
         atom: Some(format!("{url}/atom.xml")),
         og_type: "website",
+        image,
+        image_alt,
         ..Meta::default()
     };
     let last_modified = posts.iter().map(|p| p.updated_at).max();
@@ -125,6 +133,7 @@ async fn load(
             body,
             content_type: "text/html; charset=utf-8",
             last_modified,
+            etag: Some(tag),
         },
     ))
 }
