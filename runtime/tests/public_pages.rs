@@ -1016,3 +1016,61 @@ async fn profile_links_are_verified_by_rel_me() {
     );
     inst.shutdown().await;
 }
+
+/// Hollo's per-account theme colour (issue 33 item 1): chosen with `theme_color` on
+/// `update_credentials` (an unknown name is a 422 and changes nothing), drawn on the account's
+/// profile and post pages as a class the stylesheet defines (no inline style under the CSP),
+/// moving the profile's validator; empty is the default again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_account_draws_its_pages_in_its_theme_colour() {
+    let inst = Instance::start("all", &[]).await;
+    let base = inst.base.clone();
+    let (_, token) = inst.account("tess").await;
+    let tess = Client::new(&inst, Some(&token));
+    let post = tess.posted(&json!({ "status": "in colour" })).await;
+    let post_path = format!("/@tess/{}", post["id"].as_str().expect("id"));
+    let before = page(&base, "/@tess").await;
+    assert!(!before.body.contains("theme-"), "no colour chosen yet");
+    let etag = before.header(header::ETAG).to_string();
+
+    for bad in ["Jade", "url(x)", "jade;color:red"] {
+        let a = tess
+            .call(
+                Method::PATCH,
+                "/api/v1/accounts/update_credentials",
+                &json!({ "theme_color": bad }),
+            )
+            .await;
+        assert_eq!(a.status, 422, "{bad}: {}", a.body);
+    }
+    assert_eq!(page(&base, "/@tess").await.header(header::ETAG), etag);
+
+    let a = tess
+        .form(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            "theme_color=jade",
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    for path in ["/@tess", post_path.as_str()] {
+        let got = page(&base, path).await;
+        assert!(got.body.contains("<body class=\"theme-jade\">"), "{path}");
+    }
+    assert_ne!(page(&base, "/@tess").await.header(header::ETAG), etag);
+    let css = fetch(&base, "/assets/pages.css", None, None).await;
+    assert!(
+        css.body.contains("body.theme-jade {"),
+        "the stylesheet defines it"
+    );
+
+    let a = tess
+        .call(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &json!({ "theme_color": "" }),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(!page(&base, "/@tess").await.body.contains("theme-"));
+}

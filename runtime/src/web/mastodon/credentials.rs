@@ -56,13 +56,29 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 struct CredentialsUpdate {
     profile: ProfileUpdate,
     posting: PostingUpdate,
+    /// Hollo's `theme_color` of the public pages (`pages::theme`): a colour name, or empty
+    /// for the default.
+    theme: Option<String>,
 }
 
 impl CredentialsUpdate {
     fn validate(self) -> Result<CredentialsUpdate, String> {
+        if let Some(t) = self.theme.as_deref().filter(|t| !t.is_empty())
+            && !crate::web::pages::theme::valid(t)
+        {
+            let names: Vec<&str> = crate::web::pages::theme::COLORS
+                .iter()
+                .map(|(n, _, _)| *n)
+                .collect();
+            return Err(format!(
+                "theme_color {t:?} is not one of {} (or empty for the default)",
+                names.join(", ")
+            ));
+        }
         Ok(CredentialsUpdate {
             profile: self.profile.validate()?,
             posting: self.posting,
+            theme: self.theme,
         })
     }
 }
@@ -158,10 +174,16 @@ async fn update_credentials(
         if !update.posting.is_empty() {
             preferences::update(&mut *tx, account.id, &update.posting).await?;
         }
-        // The actor changes (and its followers hear of it) unless only posting defaults were
-        // sent.
+        if let Some(t) = &update.theme {
+            let color = Some(t.as_str()).filter(|t| !t.is_empty());
+            crate::web::pages::theme::set(&mut tx, account.id, color).await?;
+        }
+        // The actor changes (and its followers hear of it) unless only posting defaults or
+        // the page colour were sent.
         let mut replaced = Vec::new();
-        if update.profile != ProfileUpdate::default() || update.posting.is_empty() {
+        if update.profile != ProfileUpdate::default()
+            || (update.posting.is_empty() && update.theme.is_none())
+        {
             replaced = profiles::update_in(&mut tx, fed, &account, &update.profile)
                 .await?
                 .replaced_images;
@@ -369,6 +391,7 @@ fn from_json(body: &Value) -> Result<CredentialsUpdate, String> {
             "note" => u.note = Some(string(key, v)?),
             "locked" => u.locked = Some(boolean(key, v)?),
             "bot" => u.bot = Some(boolean(key, v)?),
+            "theme_color" => all.theme = Some(string(key, v)?),
             "fields_attributes" => {
                 u.fields = Some(match v {
                     Value::Array(a) => a.iter().map(field).collect::<Result<_, _>>()?,
@@ -422,6 +445,7 @@ fn from_pairs(pairs: Vec<(String, String)>) -> Result<CredentialsUpdate, String>
             "note" => u.note = Some(value),
             "locked" => u.locked = Some(boolean(&key, &v)?),
             "bot" => u.bot = Some(boolean(&key, &v)?),
+            "theme_color" => all.theme = Some(value),
             k if k.starts_with("fields_attributes[") => {
                 let rest = &k["fields_attributes[".len()..];
                 let (index, part) = rest

@@ -34,6 +34,7 @@ pub mod negotiate;
 pub mod post;
 pub mod profile;
 pub mod tag;
+pub mod theme;
 pub mod validator;
 
 /// Posts per page and per feed.
@@ -63,6 +64,12 @@ const TEMPLATES: &[(&str, &str)] = &[
 
 const CSS: &str = include_str!("templates/pages.css");
 
+/// The stylesheet served: `pages.css` and the accounts' theme colours (`theme`).
+fn stylesheet_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| format!("{CSS}{}", theme::css()))
+}
+
 fn env() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
@@ -82,7 +89,7 @@ pub fn css_version() -> &'static str {
     static V: OnceLock<String> = OnceLock::new();
     V.get_or_init(|| {
         use sha2::Digest;
-        let d = sha2::Sha256::digest(CSS.as_bytes());
+        let d = sha2::Sha256::digest(stylesheet_text().as_bytes());
         d.iter().take(8).map(|b| format!("{b:02x}")).collect()
     })
 }
@@ -93,7 +100,7 @@ async fn stylesheet() -> Response {
             (header::CONTENT_TYPE, "text/css; charset=utf-8"),
             (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
         ],
-        CSS,
+        stylesheet_text(),
     )
         .into_response()
 }
@@ -307,6 +314,8 @@ pub struct Meta {
     pub image_alt: Option<String>,
     pub author: Option<String>,
     pub published: Option<String>,
+    /// The colour of the account the page is about (`theme`), a class on `<body>`.
+    pub theme: Option<String>,
 }
 
 /// A profile's or a post author's face on a page.

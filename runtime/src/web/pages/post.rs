@@ -120,6 +120,7 @@ async fn load(
         image_alt: image.map(|m| m.alt.clone()).filter(|a| !a.is_empty()),
         author: Some(post.author.name.clone()),
         published: Some(post.published.clone()),
+        theme: super::theme::shown(&s.pool, account.id).await,
     };
     let last_modified = ancestors
         .iter()

@@ -208,6 +208,7 @@ async fn load(
             .map(|_| format!("Avatar of {}", view.name)),
         author: Some(view.name.clone()),
         published: None,
+        theme: super::theme::shown(&s.pool, account.id).await,
     };
     let last_modified = posts
         .iter()
