@@ -1,6 +1,10 @@
 //! The Hollo workload runtime: one binary, three roles (`NODE_TYPE`), a PostgreSQL-backed
 //! activity queue and task queue, and the HTTP endpoints that feed them.
 
+// The JSON-LD `@context` (`federation::context`) is one `json!` literal deeper than the
+// default macro recursion limit.
+#![recursion_limit = "256"]
+
 pub mod accounts;
 pub mod cards;
 pub mod config;
@@ -21,6 +25,7 @@ pub mod mutes;
 pub mod node;
 pub mod passwords;
 pub mod polls;
+pub mod quotes;
 pub mod queue;
 pub mod reactions;
 pub mod recovery;

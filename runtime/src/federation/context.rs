@@ -35,6 +35,21 @@ pub fn ld() -> Value {
             // Emoji reactions, in LitePub's namespace as Pleroma, Misskey and Fedify send them.
             "litepub": "http://litepub.social/ns#",
             "EmojiReact": "litepub:EmojiReact",
+            // Quote posts (FEP-044f), with the terms Misskey and Fedibird read, and the
+            // interaction policy (GoToSocial's namespace, as Mastodon 4.5 sends it).
+            "QuoteRequest": "https://w3id.org/fep/044f#QuoteRequest",
+            "QuoteAuthorization": "https://w3id.org/fep/044f#QuoteAuthorization",
+            "quote": { "@id": "https://w3id.org/fep/044f#quote", "@type": "@id" },
+            "quoteAuthorization": { "@id": "https://w3id.org/fep/044f#quoteAuthorization", "@type": "@id" },
+            "quoteUri": "http://fedibird.com/ns#quoteUri",
+            "_misskey_quote": "https://misskey-hub.net/ns#_misskey_quote",
+            "gts": "https://gotosocial.org/ns#",
+            "interactionPolicy": { "@id": "gts:interactionPolicy", "@type": "@id" },
+            "canQuote": { "@id": "gts:canQuote", "@type": "@id" },
+            "automaticApproval": { "@id": "gts:automaticApproval", "@type": "@id" },
+            "manualApproval": { "@id": "gts:manualApproval", "@type": "@id" },
+            "interactingObject": { "@id": "gts:interactingObject", "@type": "@id" },
+            "interactionTarget": { "@id": "gts:interactionTarget", "@type": "@id" },
             // Media `Document`s of a note's `attachment` (Mastodon's terms).
             "blurhash": "toot:blurhash",
             "focalPoint": { "@container": "@list", "@id": "toot:focalPoint" },

@@ -17,6 +17,7 @@ pub mod notification;
 pub mod notification_group;
 pub mod poll;
 pub mod preview_card;
+pub mod quote;
 pub mod reaction;
 pub mod relationship;
 pub mod replies;

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::account::{self, Account};
 use super::media::{self, MediaAttachment};
 use super::poll::{self, Poll};
+use super::quote::{QuoteApproval, Quotes};
 use super::{CustomEmoji, Site, Urls};
 use crate::content;
 use crate::federation::actors::directory::RemoteAccount;
@@ -60,6 +61,10 @@ pub struct Status {
     /// The first link's preview, once a worker fetched it (`cards`).
     pub card: Option<super::preview_card::PreviewCard>,
     pub poll: Option<Poll>,
+    /// The post it quotes and whether the quoted author agreed (Mastodon 4.5).
+    pub quote: Option<super::quote::Quote>,
+    /// Who may quote it, and whether the viewer may.
+    pub quote_approval: QuoteApproval,
     /// The client that posted it (`{name, website}`), as stored at posting time.
     pub application: Option<Value>,
     /// The viewer's filters this status matches where it is shown (`filters::active`); a
@@ -124,6 +129,12 @@ impl Status {
             emoji_reactions: Vec::new(),
             card: None,
             poll: None,
+            quote: None,
+            quote_approval: QuoteApproval {
+                automatic: Vec::new(),
+                manual: Vec::new(),
+                current_user: "unknown",
+            },
             application: None,
             filtered: Vec::new(),
             text: None,
@@ -149,6 +160,7 @@ struct LocalRow {
     mentions: Value,
     tags: Vec<String>,
     poll_id: Option<Uuid>,
+    quote_policy: String,
 }
 
 /// A remote post as stored (sanitized when it arrived).
@@ -171,6 +183,8 @@ struct RemoteRow {
     attachments: Value,
     /// The note's `tag` as received (its `Emoji` tags are the status's emojis).
     tag_json: Option<Value>,
+    /// The note's `interactionPolicy` as received (its quote policy).
+    interaction_policy: Option<Value>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -227,6 +241,12 @@ pub async fn render(
     let mut post_ids: Vec<Uuid> = ids.to_vec();
     post_ids.extend(reblogs.iter().map(|r| r.post_id));
     let mut posts = render_posts(conn, site, viewer, &post_ids).await?;
+    let found: Vec<Uuid> = posts.keys().copied().collect();
+    let quotes = Quotes::of(conn, &found).await?;
+    let quoted = render_quoted(conn, site, viewer, &quotes.quoted_ids()).await?;
+    for (id, s) in posts.iter_mut() {
+        s.quote = quotes.full(*id, &quoted);
+    }
 
     let boosters: Vec<Author> = reblogs.iter().filter_map(ReblogRow::booster).collect();
     let accounts = accounts_of(conn, site.urls, &boosters).await?;
@@ -243,6 +263,27 @@ pub async fn render(
         .iter()
         .filter_map(|id| wrapped.remove(id).or_else(|| posts.remove(id)))
         .collect())
+}
+
+/// The quoted posts among `ids` the viewer may read, each with its own quote shallow.
+async fn render_quoted(
+    conn: &mut PgConnection,
+    site: Site<'_>,
+    viewer: Option<Uuid>,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, Status>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let readable = access::visible(conn, viewer, ids).await?;
+    let ids: Vec<Uuid> = readable.into_iter().collect();
+    let mut posts = render_posts(conn, site, viewer, &ids).await?;
+    let quotes = Quotes::of(conn, &ids).await?;
+    let inner = access::visible(conn, viewer, &quotes.quoted_ids()).await?;
+    for (id, s) in posts.iter_mut() {
+        s.quote = quotes.shallow(*id, &inner);
+    }
+    Ok(posts)
 }
 
 /// One status entity, if `id` names one the viewer may read.
@@ -281,7 +322,7 @@ async fn render_posts(
     let local: Vec<LocalRow> = sqlx::query_as(
         "SELECT s.id, s.uri, s.account_id, s.content, s.created_at, s.edited_at, s.visibility,
                 s.spoiler_text, s.sensitive, s.language, s.in_reply_to_uri, s.application,
-                s.mentions, s.tags, p.id AS poll_id
+                s.mentions, s.tags, p.id AS poll_id, s.quote_policy
            FROM statuses s LEFT JOIN polls p ON p.status_id = s.id
           WHERE s.id = ANY($1)",
     )
@@ -291,7 +332,7 @@ async fn render_posts(
     let remote: Vec<RemoteRow> = sqlx::query_as(
         "SELECT id, iri, actor, content, summary, url, coalesce(published, created_at) AS created_at,
                 edited_at, visibility, sensitive, language, in_reply_to, mentions, tags, attachments,
-                body->'tag' AS tag_json
+                body->'tag' AS tag_json, body->'interactionPolicy' AS interaction_policy
            FROM remote_posts WHERE id = ANY($1) AND deleted_at IS NULL",
     )
     .bind(ids)
@@ -342,6 +383,10 @@ async fn render_posts(
         .chain(remote.iter().map(|r| Author::Remote(r.actor.clone())))
         .collect();
     let accounts = accounts_of(conn, site.urls, &authors).await?;
+    let followed = match viewer {
+        Some(v) => followed_among(conn, site.urls, v, &accounts).await?,
+        None => Default::default(),
+    };
 
     // Our posts' custom emojis, as their text uses them (one query for the page).
     let texts: Vec<String> = local
@@ -392,6 +437,12 @@ async fn render_posts(
         );
         s.muted = muted.contains(&r.id);
         s.pinned = pinned.contains(&r.id);
+        s.quote_approval = local_approval(
+            &r.quote_policy,
+            &s.visibility,
+            viewer.map(|v| v == r.account_id),
+            followed.contains(&Author::Local(r.account_id)),
+        );
         out.insert(r.id, s);
     }
     for r in remote {
@@ -425,9 +476,87 @@ async fn render_posts(
             r.id,
         );
         s.muted = muted.contains(&r.id);
+        s.quote_approval = remote_approval(r.interaction_policy.as_ref(), viewer.is_some());
         out.insert(r.id, s);
     }
     Ok(out)
+}
+
+/// Our status's `quote_approval`: its policy, as far as its visibility lets it (only public
+/// and unlisted statuses are quotable by others); `own` is whether the viewer is its author
+/// (`None`: no viewer), `follows` whether the viewer follows the author.
+fn local_approval(policy: &str, visibility: &str, own: Option<bool>, follows: bool) -> QuoteApproval {
+    let open = matches!(visibility, "public" | "unlisted");
+    let policy = crate::quotes::Policy::parse(policy).unwrap_or(crate::quotes::Policy::Nobody);
+    let automatic = match (open, policy) {
+        (true, crate::quotes::Policy::Public) => vec!["public".to_string()],
+        (true, crate::quotes::Policy::Followers) => vec!["followers".to_string()],
+        _ => Vec::new(),
+    };
+    let current_user = match own {
+        None => "unknown",
+        Some(true) => "automatic",
+        Some(false) => match (open, policy) {
+            (true, crate::quotes::Policy::Public) => "automatic",
+            (true, crate::quotes::Policy::Followers) if follows => "automatic",
+            _ => "denied",
+        },
+    };
+    QuoteApproval {
+        automatic,
+        manual: Vec::new(),
+        current_user,
+    }
+}
+
+/// A remote status's `quote_approval`, from its `interactionPolicy.canQuote`; one without a
+/// policy (software before FEP-044f) is quotable, as `quotes` treats it.
+fn remote_approval(policy: Option<&Value>, viewer: bool) -> QuoteApproval {
+    let doc = policy.map(|p| serde_json::json!({ "interactionPolicy": p }));
+    let Some(p) = doc.as_ref().and_then(crate::quotes::remote_policy) else {
+        return QuoteApproval {
+            automatic: vec!["public".to_string()],
+            manual: Vec::new(),
+            current_user: if viewer { "automatic" } else { "unknown" },
+        };
+    };
+    let automatic = crate::quotes::RemotePolicy::names(&p.automatic, None);
+    let manual = crate::quotes::RemotePolicy::names(&p.manual, None);
+    let current_user = match (viewer, automatic.is_empty(), manual.is_empty()) {
+        (false, _, _) => "unknown",
+        (true, false, _) => "automatic",
+        (true, true, false) => "manual",
+        (true, true, true) => "denied",
+    };
+    QuoteApproval {
+        automatic,
+        manual,
+        current_user,
+    }
+}
+
+/// The local authors on the page whose follow by `viewer` was accepted.
+async fn followed_among(
+    conn: &mut PgConnection,
+    urls: Urls<'_>,
+    viewer: Uuid,
+    accounts: &HashMap<Author, Arc<Account>>,
+) -> Result<std::collections::HashSet<Author>, sqlx::Error> {
+    let iris: HashMap<String, Author> = accounts
+        .iter()
+        .filter(|(a, _)| matches!(a, Author::Local(_)))
+        .map(|(a, acc)| (urls.actor(&acc.username), a.clone()))
+        .collect();
+    let keys: Vec<&String> = iris.keys().collect();
+    let rows: Vec<String> = sqlx::query_scalar(
+        "SELECT target_iri FROM follows WHERE account_id = $1 AND state = 'accepted'
+            AND target_iri = ANY($2)",
+    )
+    .bind(viewer)
+    .bind(keys)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.iter().filter_map(|i| iris.get(i).cloned()).collect())
 }
 
 /// Parent ids, counts and the viewer's flags.

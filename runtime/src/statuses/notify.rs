@@ -18,10 +18,14 @@ pub enum Kind {
     Update,
     /// An emoji reaction to one's post (Hollo's and Fedibird's type).
     EmojiReaction,
+    /// Someone quoted one's post (Mastodon 4.5).
+    Quote,
+    /// A post one quoted was edited (Mastodon 4.5).
+    QuotedUpdate,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Mention,
         Kind::Status,
         Kind::Reblog,
@@ -31,6 +35,8 @@ impl Kind {
         Kind::Poll,
         Kind::Update,
         Kind::EmojiReaction,
+        Kind::Quote,
+        Kind::QuotedUpdate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -44,6 +50,8 @@ impl Kind {
             Kind::Poll => "poll",
             Kind::Update => "update",
             Kind::EmojiReaction => "emoji_reaction",
+            Kind::Quote => "quote",
+            Kind::QuotedUpdate => "quoted_update",
         }
     }
 

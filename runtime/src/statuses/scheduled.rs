@@ -73,6 +73,12 @@ pub struct Params {
     pub in_reply_to_id: Option<Uuid>,
     pub poll: Option<PollParams>,
     pub media_ids: Option<Vec<Uuid>>,
+    /// The status it will quote (Mastodon 4.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quoted_status_id: Option<Uuid>,
+    /// Who may quote it (`quotes::Policy`); absent: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_approval_policy: Option<String>,
 }
 
 impl Params {
@@ -91,6 +97,8 @@ impl Params {
                 hide_totals: false,
             }),
             media_ids: Some(n.media_ids.clone()).filter(|m| !m.is_empty()),
+            quoted_status_id: n.quoted,
+            quote_approval_policy: n.quote_policy.map(|p| p.as_str().to_string()),
         }
     }
 
@@ -110,6 +118,11 @@ impl Params {
             }),
             media_ids: self.media_ids.clone().unwrap_or_default(),
             idempotency_key: None,
+            quoted: self.quoted_status_id,
+            quote_policy: self
+                .quote_approval_policy
+                .as_deref()
+                .and_then(crate::quotes::Policy::parse),
         }
     }
 }
@@ -344,6 +357,8 @@ mod tests {
             }),
             media_ids: Vec::new(),
             idempotency_key: Some("k".into()),
+            quoted: None,
+            quote_policy: None,
         }
     }
 

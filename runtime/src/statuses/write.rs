@@ -33,6 +33,10 @@ pub struct NewStatus {
     pub poll: Option<NewPoll>,
     pub media_ids: Vec<Uuid>,
     pub idempotency_key: Option<String>,
+    /// The post it quotes (`quotes::local` checks the quoted author lets it).
+    pub quoted: Option<Uuid>,
+    /// Who may quote it; `None`: anyone (Mastodon's default).
+    pub quote_policy: Option<crate::quotes::Policy>,
 }
 
 /// What an edit changes; `None` keeps the stored value.
@@ -140,6 +144,7 @@ async fn replayed(pool: &PgPool, account: Uuid, key: &str) -> Result<Option<Writ
 pub struct Prepared {
     parent_uri: Option<String>,
     mentioned: Vec<Mention>,
+    quote: Option<crate::quotes::local::Target>,
 }
 
 /// Checks `n`'s rules and settles what [`insert`] needs from outside the transaction.
@@ -158,9 +163,14 @@ pub async fn prepare(
         Some(f) => mentions::resolve(pool, f, author, &n.text).await,
         None => Vec::new(),
     };
+    let quote = match n.quoted {
+        Some(q) => Some(crate::quotes::local::target(pool, fed, author, q).await?),
+        None => None,
+    };
     Ok(Prepared {
         parent_uri,
         mentioned,
+        quote,
     })
 }
 
@@ -232,13 +242,14 @@ pub async fn insert(
     let Prepared {
         parent_uri,
         mentioned,
+        quote,
     } = prepared;
     let actor = fed.map(|f| f.actor_iri(&author.username));
     let (status, poll) =
         polls::insert_status(tx, author.id, actor.as_deref(), &n.text, n.poll.as_ref()).await?;
     let uri: String = sqlx::query_scalar(
         "UPDATE statuses SET visibility = $2, spoiler_text = $3, sensitive = $4, language = $5,
-                in_reply_to_uri = $6, tags = $7
+                in_reply_to_uri = $6, tags = $7, quote_policy = $8
           WHERE id = $1 RETURNING uri",
     )
     .bind(status)
@@ -248,9 +259,15 @@ pub async fn insert(
     .bind(&n.language)
     .bind(&parent_uri)
     .bind(content::hashtags(&n.text))
+    .bind(n.quote_policy.unwrap_or(crate::quotes::Policy::Public).as_str())
     .fetch_one(&mut *tx)
     .await?;
     media::attach(tx, author.id, status, &n.media_ids).await?;
+    // Its quote, before the `Create` is built (the note names it).
+    let quote_request = match (quote, fed) {
+        (Some(q), Some(f)) => crate::quotes::local::attach(tx, f, author, status, &uri, q).await?,
+        _ => None,
+    };
     mentions::store(tx, status, &mentioned).await?;
     let local = local_reach(tx, fed, author, n.visibility, &mentioned).await?;
     set_audience(tx, status, &local.audience).await?;
@@ -300,6 +317,9 @@ pub async fn insert(
     crate::cards::enqueue_for(tx, status, &content::render(&n.text, &uri, &[]).html, false).await?;
     if let Some(f) = fed {
         ap::publish(tx, f, Some(drive), author.id, status, Announce::Create).await?;
+        if let Some(r) = quote_request {
+            crate::quotes::local::send_request(tx, f, author, status, r).await?;
+        }
     }
     Ok((status, poll))
 }
@@ -565,6 +585,8 @@ pub async fn edit(
         };
         notify::notify(&mut tx, &n).await?;
     }
+    // And the local accounts whose statuses quote it (`quoted_update`).
+    crate::quotes::inbound::quoted_edited(&mut tx, &uri, author.id, &cause).await?;
     streaming::emit::edited(&mut tx, status).await?;
     if let Some(t) = text {
         // The link may have changed or gone: the card follows the new text.

@@ -12,6 +12,7 @@ pub mod media;
 pub mod mute_expiry;
 pub mod poll_notification;
 pub mod preview_card;
+pub mod quote_update;
 pub mod probe;
 pub mod replies;
 pub mod scheduled_status;
@@ -29,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
 /// and `hollo.actor-counts.v1`. 4: `hollo.scheduled-status.v1` (and, not yet released,
-/// `hollo.preview-card.v1` and `hollo.verify-links.v1`: no image has reported 4 yet, so
+/// `hollo.preview-card.v1`, `hollo.verify-links.v1` and `hollo.quote-update.v1`: no image has reported 4 yet, so
 /// they join it rather than bump it).
 #[cfg(not(feature = "e2e-next-tasks"))]
 pub const TASK_DEFINITION_VERSION: i32 = 4;
@@ -108,6 +109,8 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
         media::register(&mut reg, d.clone(), Arc::new(config.media.clone()));
     }
     if let (Some(f), Some(d)) = (&fed, &full) {
+        // An approved quote's note goes out again with its media's URLs.
+        quote_update::register(&mut reg, f.clone(), d.clone());
         // Card images go to the drive; with it off, cards come without an image.
         preview_card::register(
             &mut reg,

@@ -41,6 +41,10 @@ pub fn routes() -> Router<AppState> {
         .route("/users/{name}", get(actor_handler))
         .route("/users/{name}/outbox", get(outbox_handler))
         .route("/users/{name}/statuses/{id}", get(status_handler))
+        .route(
+            "/users/{name}/quote_authorizations/{id}",
+            get(quote_authorization_handler),
+        )
         .route("/users/{name}/followers", get(followers_handler))
         .route("/users/{name}/following", get(following_handler))
         .route("/users/{name}/collections/featured", get(featured_handler))
@@ -150,6 +154,21 @@ pub(crate) async fn actor_document(s: &AppState, name: &str) -> Result<Response,
 /// A local status's URI serves its object (`Note`, or `Question` with current counts), so
 /// remote servers can fetch what our `Create` announced, or what someone looks up; a browser
 /// gets the post's page (R-WEB-1). `Vary: Accept` either way.
+/// A `QuoteAuthorization` we granted (FEP-044f), while it is not revoked: how any server
+/// checks a quote of our status.
+async fn quote_authorization_handler(
+    State(s): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let fed = federation(&s)?;
+    let missing = || ApiError::not_found("no such quote authorization");
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| missing())?;
+    let doc = crate::quotes::authorization::document(&s.pool, fed, &name, id)
+        .await?
+        .ok_or_else(missing)?;
+    Ok(activity_json(doc))
+}
+
 async fn status_handler(
     State(s): State<AppState>,
     Path((name, id)): Path<(String, String)>,

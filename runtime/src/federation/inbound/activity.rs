@@ -65,6 +65,7 @@ enum Wire {
     Add(Envelope),
     Remove(Envelope),
     Flag(FlagEnvelope),
+    QuoteRequest(Envelope),
     #[serde(other)]
     Unsupported,
 }
@@ -83,6 +84,12 @@ struct Envelope {
     /// A custom emoji's `Emoji` tag.
     #[serde(default)]
     tag: Value,
+    /// What an `Accept` made (a `QuoteAuthorization`'s IRI).
+    #[serde(default)]
+    result: Object,
+    /// A `QuoteRequest`'s quoting note.
+    #[serde(default)]
+    instrument: Object,
 }
 
 impl Envelope {
@@ -123,10 +130,17 @@ impl FlagEnvelope {
 pub enum Activity {
     /// Follow `object` (one of our accounts, or nobody we have).
     Follow(Object),
-    /// The followed actor's answer to one of our `Follow`s, named by its id.
+    /// An answer to one of our `Follow`s or `QuoteRequest`s, named by its id; an accepted
+    /// quote's `result` is the authorization.
     Answer {
         accepted: bool,
         follow: Object,
+        result: Object,
+    },
+    /// A request to quote our post `object` in the note `instrument` (FEP-044f).
+    QuoteRequest {
+        object: Object,
+        instrument: Object,
     },
     /// Take back an earlier activity (a follow, a like, a boost, …).
     Undo(Object),
@@ -181,10 +195,16 @@ impl Activity {
             Wire::Accept(e) => Activity::Answer {
                 accepted: true,
                 follow: e.object,
+                result: e.result,
             },
             Wire::Reject(e) => Activity::Answer {
                 accepted: false,
                 follow: e.object,
+                result: e.result,
+            },
+            Wire::QuoteRequest(e) => Activity::QuoteRequest {
+                object: e.object,
+                instrument: e.instrument,
             },
             Wire::Undo(e) => Activity::Undo(e.object),
             Wire::Create(e) => match ballot(&e.object) {

@@ -268,6 +268,7 @@ pub async fn upsert(
     inc: &Incoming,
     create: bool,
     note: &Object,
+    claim_holds: Option<bool>,
 ) -> Result<Outcome, sqlx::Error> {
     let Some(ty) = note.kind().filter(|t| vocab::is_note(t)) else {
         return Ok(Outcome::ignored(format!(
@@ -327,6 +328,8 @@ pub async fn upsert(
         let content = fields.content.as_deref().unwrap_or_default();
         crate::cards::enqueue_for(tx, stored.id, content, !create).await?;
     }
+    // What it quotes, and whether the quoted author agreed (`quotes`).
+    crate::quotes::inbound::note(tx, fed, stored.id, iri, &inc.actor, object, claim_holds).await?;
     let from = actor_id(tx, &inc.actor).await?;
 
     if visibility == Visibility::Direct {
@@ -433,6 +436,8 @@ pub async fn upsert(
                 };
                 notify::notify(tx, &n).await?;
             }
+            // And the local accounts that quoted it.
+            crate::quotes::inbound::quoted_edited(tx, iri, from, &inc.id).await?;
         }
     }
     Ok(Outcome::applied(match (create, stored.fresh) {

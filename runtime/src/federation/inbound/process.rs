@@ -13,10 +13,13 @@ use crate::accounts::Account;
 use crate::federation::actors::actor::{self, RemoteActor};
 use crate::federation::transport::signature::SigningKey;
 use crate::federation::{Federation, iri};
+use crate::quotes;
 
 /// Network work done before the transaction.
 pub enum Prepared {
     Nothing,
+    /// A note quoting a remote post with a claimed authorization: whether the claim held.
+    Quote { claim_holds: bool },
     /// A `Follow` of a local account: the follower (for its inbox) and the followed account.
     Follow {
         follower: Box<RemoteActor>,
@@ -60,6 +63,9 @@ pub async fn prepare(
             .map_err(|e| transient(format_args!("fetching actor {}: {e}", inc.actor)))?;
         if let Activity::Announce(post) = activity {
             boosted_post(pool, fed, &signer.signing, inc, post).await?;
+        }
+        if let Activity::Note { note, .. } = activity {
+            return quoted_post(pool, fed, &signer.signing, inc, note).await;
         }
         return Ok(Prepared::Nothing);
     }
@@ -105,6 +111,44 @@ async fn boosted_post(
             "the boosted post could not be fetched; the boost is ignored");
     }
     Ok(())
+}
+
+/// The post a note quotes, fetched when we do not have it (as a boosted post is), and the
+/// authorization it claims, checked against that post's author.
+async fn quoted_post(
+    pool: &PgPool,
+    fed: &Federation,
+    signer: &SigningKey,
+    inc: &Incoming,
+    note: &Object,
+) -> Result<Prepared, ProcessError> {
+    let Some(quoted) = crate::quotes::quoted_iri(&note.doc) else {
+        return Ok(Prepared::Nothing);
+    };
+    if iri::same_origin(quoted, &fed.origin) {
+        return Ok(Prepared::Nothing);
+    }
+    let quoted = Object {
+        id: quoted.to_string(),
+        doc: serde_json::Value::Null,
+    };
+    boosted_post(pool, fed, signer, inc, &quoted).await?;
+    let Some((quoted, claimed)) = crate::quotes::inbound::claim_to_check(fed, &note.doc) else {
+        return Ok(Prepared::Nothing);
+    };
+    let author: Option<String> =
+        sqlx::query_scalar("SELECT actor FROM remote_posts WHERE iri = $1")
+            .bind(quoted)
+            .fetch_optional(pool)
+            .await?;
+    let claim_holds = match author {
+        Some(a) => {
+            crate::quotes::authorization::verify_remote(pool, fed, claimed, &note.id, quoted, &a)
+                .await
+        }
+        None => false,
+    };
+    Ok(Prepared::Quote { claim_holds })
 }
 
 /// A remote actor's pin or unpin (R-MAPI-6): an `Add`/`Remove` whose target is its
@@ -161,11 +205,25 @@ pub async fn apply(
         (Activity::Follow(_), Prepared::Follow { follower, account }) => {
             follows::follow(tx, fed, inc, &follower, &account).await
         }
-        (Activity::Follow(_), Prepared::Nothing) => {
+        (Activity::Follow(_), _) => {
             Ok(Outcome::ignored("Follow of no local account"))
         }
-        (Activity::Answer { accepted, follow }, _) => {
-            follows::answer(tx, inc, *accepted, follow).await
+        (
+            Activity::Answer {
+                accepted,
+                follow,
+                result,
+            },
+            _,
+        ) => {
+            let result = result.has_id().then_some(result.id.as_str());
+            match quotes::inbound::answered(tx, inc, *accepted, follow, result).await? {
+                Some(outcome) => Ok(outcome),
+                None => follows::answer(tx, inc, *accepted, follow).await,
+            }
+        }
+        (Activity::QuoteRequest { object, instrument }, _) => {
+            quotes::inbound::request(tx, fed, inc, object, instrument).await
         }
         (Activity::Undo(undone), _) => follows::undo(tx, fed, inc, undone).await,
         (Activity::Block(target), _) => follows::block(tx, fed, inc, target).await,
@@ -174,12 +232,23 @@ pub async fn apply(
             match crate::polls::remote::apply_vote(tx, &inc.id, &inc.actor, ballot).await? {
                 Some(vote) => Ok(vote.into()),
                 // Not one of our polls: a note like any other.
-                None => notes::upsert(tx, fed, inc, true, note).await,
+                None => notes::upsert(tx, fed, inc, true, note, None).await,
             }
         }
-        (Activity::Note { create, note }, _) => notes::upsert(tx, fed, inc, *create, note).await,
+        (Activity::Note { create, note }, prepared) => {
+            let claim = match prepared {
+                Prepared::Quote { claim_holds } => Some(claim_holds),
+                _ => None,
+            };
+            notes::upsert(tx, fed, inc, *create, note, claim).await
+        }
         (Activity::Delete(object), _) if object.id == inc.actor => actors::delete(tx, inc).await,
-        (Activity::Delete(object), _) => notes::delete(tx, inc, &object.id).await,
+        (Activity::Delete(object), _) => {
+            match quotes::inbound::revoked(tx, inc, &object.id).await? {
+                Some(outcome) => Ok(outcome),
+                None => notes::delete(tx, inc, &object.id).await,
+            }
+        }
         (Activity::Like(o) | Activity::Announce(o), _) if !o.has_id() => {
             Ok(Outcome::ignored("no object"))
         }

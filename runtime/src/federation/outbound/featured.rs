@@ -29,6 +29,6 @@ pub async fn send(
         "target": fed.featured(&account.username),
         "to": [fed.followers(&account.username)],
     });
-    let to = inboxes(&mut *tx, account.id, true, None, &[], None).await?;
+    let to = inboxes(&mut *tx, account.id, true, None, &[], &[]).await?;
     queue_activity(&mut *tx, fed, account.id, &activity, &to).await
 }

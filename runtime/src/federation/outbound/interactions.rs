@@ -218,11 +218,11 @@ async fn announce_recipients(
     post: &Post,
 ) -> Result<Vec<Recipient>, sqlx::Error> {
     let author: Vec<String> = post.actor_iri.iter().cloned().collect();
-    inboxes(conn, account.id, true, None, &author, None).await
+    inboxes(conn, account.id, true, None, &author, &[]).await
 }
 
 /// The remote author, if we know where its inbox is.
-async fn author_recipient(
+pub(crate) async fn author_recipient(
     conn: &mut PgConnection,
     author: &str,
 ) -> Result<Vec<Recipient>, sqlx::Error> {

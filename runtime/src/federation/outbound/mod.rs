@@ -8,5 +8,6 @@ pub mod featured;
 pub mod follows;
 pub mod interactions;
 pub mod mentions;
+pub mod quotes;
 pub mod relationships;
 pub mod statuses;

@@ -22,6 +22,7 @@ use crate::federation::outbound::mentions;
 use crate::federation::vocab::PUBLIC;
 use crate::media::{self, Drive};
 use crate::polls::{self, PollTally};
+use crate::quotes::Policy;
 use crate::statuses::Visibility;
 
 /// A local status as stored, with its poll (and the poll's current counts) if it has one.
@@ -44,6 +45,16 @@ pub struct LocalStatus {
     pub attachments: Vec<Value>,
     /// The instance's custom emojis its text uses, carried as `Emoji` tags.
     pub emojis: Vec<crate::emojis::Emoji>,
+    /// The post it quotes, and the quoted author's authorization once granted (`quotes`).
+    pub quote: Option<QuoteRef>,
+    /// Who may quote it (`quotes::Policy`), advertised as `interactionPolicy.canQuote`.
+    pub quote_policy: Policy,
+}
+
+/// What a quoting note says of its quote.
+pub struct QuoteRef {
+    pub uri: String,
+    pub authorization: Option<String>,
 }
 
 /// `to` and `cc` for a status of `visibility` by `username` mentioning `mentioned`.
@@ -99,6 +110,24 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     if let Some(lang) = &s.language {
         o["contentMap"] = json!({ lang: rendered.html });
     }
+    if let Some(q) = &s.quote {
+        // FEP-044f's term, and the ones Misskey and Fedibird read.
+        o["quote"] = json!(q.uri);
+        o["_misskey_quote"] = json!(q.uri);
+        o["quoteUri"] = json!(q.uri);
+        if let Some(a) = &q.authorization {
+            o["quoteAuthorization"] = json!(a);
+        }
+    }
+    // Who may quote it without asking (FEP-044f): only its author, unless it is public or
+    // unlisted and its policy opens it.
+    let quotable = matches!(s.visibility, Visibility::Public | Visibility::Unlisted);
+    let automatic = match (quotable, s.quote_policy) {
+        (true, Policy::Public) => json!([PUBLIC]),
+        (true, Policy::Followers) => json!([fed.followers(&s.username)]),
+        _ => json!([actor]),
+    };
+    o["interactionPolicy"] = json!({ "canQuote": { "automaticApproval": automatic } });
     if let Some(at) = s.edited_at {
         o["updated"] = json!(at);
     }
@@ -134,6 +163,10 @@ struct Row {
     language: Option<String>,
     in_reply_to_uri: Option<String>,
     edited_at: Option<DateTime<Utc>>,
+    quote_policy: String,
+    quoted_uri: Option<String>,
+    quote_state: Option<String>,
+    quote_authorization: Option<String>,
 }
 
 /// Loads a local status (and its poll with current counts) by id, in the caller's connection;
@@ -147,9 +180,11 @@ pub async fn load(
     let row: Option<Row> = sqlx::query_as(
         "SELECT s.uri, a.username, s.content, s.created_at, p.id AS poll_id, s.mentions,
                 s.visibility, s.spoiler_text, s.sensitive, s.language, s.in_reply_to_uri,
-                s.edited_at
+                s.edited_at, s.quote_policy, q.quoted_uri, q.state AS quote_state,
+                q.authorization_iri AS quote_authorization
            FROM statuses s JOIN accounts a ON a.id = s.account_id
            LEFT JOIN polls p ON p.status_id = s.id
+           LEFT JOIN quotes q ON q.post_id = s.id
           WHERE s.id = $1",
     )
     .bind(id)
@@ -183,6 +218,13 @@ pub async fn load(
         in_reply_to_uri: r.in_reply_to_uri,
         edited_at: r.edited_at,
         attachments,
+        quote: r.quoted_uri.map(|uri| QuoteRef {
+            uri,
+            authorization: r
+                .quote_authorization
+                .filter(|_| r.quote_state.as_deref() == Some("accepted")),
+        }),
+        quote_policy: Policy::parse(&r.quote_policy).unwrap_or(Policy::Public),
     }))
 }
 
@@ -197,19 +239,25 @@ async fn recipients(
     mentioned: &[String],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
     let wide = s.visibility != Visibility::Direct;
-    let reply_to = s.in_reply_to_uri.as_deref().filter(|_| wide);
-    inboxes(conn, account, wide, poll, mentioned, reply_to).await
+    let mut posts: Vec<&str> = Vec::new();
+    if wide {
+        posts.extend(s.in_reply_to_uri.as_deref());
+        // The quoted author hears of the quote (and of its edits).
+        posts.extend(s.quote.as_ref().map(|q| q.uri.as_str()));
+    }
+    inboxes(conn, account, wide, poll, mentioned, &posts).await
 }
 
 /// The remote actors (known inbox, not gone) among: `account`'s followers (when `followers`),
-/// the voters of `poll`, `actors`, and the author of the post `reply_to` names; each once.
+/// the voters of `poll`, `actors`, and the authors of the `posts` named (the one replied to,
+/// the one quoted); each once.
 pub(crate) async fn inboxes(
     conn: &mut PgConnection,
     account: Uuid,
     followers: bool,
     poll: Option<Uuid>,
     actors: &[String],
-    reply_to: Option<&str>,
+    posts: &[&str],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT a.iri, a.inbox, a.shared_inbox FROM remote_actors a
@@ -217,13 +265,13 @@ pub(crate) async fn inboxes(
             AND (($4 AND a.iri IN (SELECT actor_iri FROM followers WHERE account_id = $1))
                  OR a.iri IN (SELECT actor_iri FROM poll_votes WHERE poll_id = $2)
                  OR a.iri = ANY($3)
-                 OR a.iri IN (SELECT actor FROM remote_posts WHERE iri = $5))",
+                 OR a.iri IN (SELECT actor FROM remote_posts WHERE iri = ANY($5)))",
     )
     .bind(account)
     .bind(poll)
     .bind(actors)
     .bind(followers)
-    .bind(reply_to)
+    .bind(posts)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows

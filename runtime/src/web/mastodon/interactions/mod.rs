@@ -13,6 +13,7 @@ use crate::web::{ApiError, AppState, parse_id};
 
 mod actions;
 mod lists;
+mod quotes;
 mod reactions;
 
 pub fn routes() -> Router<AppState> {
@@ -20,6 +21,7 @@ pub fn routes() -> Router<AppState> {
         .merge(actions::routes())
         .merge(lists::routes())
         .merge(reactions::routes())
+        .merge(quotes::routes())
 }
 
 /// The post a path id names for `viewer` (a boost's id names the boosted post); unknown,

@@ -42,6 +42,12 @@ pub struct CreateRequest {
     /// Publish later (R-MAPI-6): the answer is then a ScheduledStatus, not a Status.
     #[serde(default)]
     scheduled_at: Option<String>,
+    /// The status to quote (Mastodon 4.5; `quote_id` is Hollo's and Fedibird's name).
+    #[serde(default, alias = "quote_id")]
+    quoted_status_id: Option<String>,
+    /// Who may quote this one: `public`, `followers` or `nobody`.
+    #[serde(default)]
+    quote_approval_policy: Option<String>,
 }
 
 impl CreateRequest {
@@ -62,6 +68,18 @@ impl CreateRequest {
             // A reply to something that cannot exist is a reply to nothing we know: 404.
             Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| ApiError::record_not_found())?),
         };
+        let quoted = match text(self.quoted_status_id) {
+            None => None,
+            Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| ApiError::record_not_found())?),
+        };
+        let quote_policy = match text(self.quote_approval_policy) {
+            None => None,
+            Some(p) => Some(crate::quotes::Policy::parse(&p).ok_or_else(|| {
+                ApiError::unprocessable(format!(
+                    "Validation failed: quote_approval_policy {p:?} is not one of public, followers, nobody"
+                ))
+            })?),
+        };
         let poll = self
             .poll
             .as_ref()
@@ -78,6 +96,8 @@ impl CreateRequest {
             poll,
             media_ids: media_ids(self.media_ids)?.unwrap_or_default(),
             idempotency_key,
+            quoted,
+            quote_policy,
         })
     }
 }

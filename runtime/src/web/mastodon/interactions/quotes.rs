@@ -1,0 +1,82 @@
+//! Quotes of one's statuses (Mastodon 4.5): `GET /api/v1/statuses/{id}/quotes`, the statuses
+//! quoting it (its author only, as Mastodon's), and
+//! `POST /api/v1/statuses/{id}/quotes/{quoting_status_id}/revoke`, withdrawing one
+//! (`quotes::local::revoke`: the state, our authorization, the `Delete` sent), which answers
+//! the quoting status as it now shows. Both render through the one visibility rule.
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use uuid::Uuid;
+
+use super::status;
+use crate::mastodon::Status;
+use crate::quotes::local::{self, RevokeError};
+use crate::web::activitypub::federation;
+use crate::web::auth::{Needs, need};
+use crate::web::{ApiError, AppState, parse_id};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/statuses/{id}/quotes", get(list))
+        .route(
+            "/api/v1/statuses/{id}/quotes/{quoting}/revoke",
+            post(revoke),
+        )
+}
+
+impl From<RevokeError> for ApiError {
+    fn from(e: RevokeError) -> Self {
+        match e {
+            RevokeError::NotFound => ApiError::record_not_found(),
+            RevokeError::Db(e) => e.into(),
+        }
+    }
+}
+
+fn id(raw: &str) -> Result<Uuid, ApiError> {
+    parse_id(raw, "status").map_err(|_| ApiError::record_not_found())
+}
+
+/// The most quotes one page shows.
+const LIMIT: i64 = 40;
+
+async fn list(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadStatuses>,
+    Path(raw): Path<String>,
+) -> Result<Json<Vec<Status>>, ApiError> {
+    let status_id = id(&raw)?;
+    let mut conn = s.pool.acquire().await?;
+    let uri: Option<String> =
+        sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1 AND account_id = $2")
+            .bind(status_id)
+            .bind(account.id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let uri = uri.ok_or_else(ApiError::record_not_found)?;
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT post_id FROM quotes WHERE quoted_uri = $1 AND state = 'accepted'
+          ORDER BY post_id DESC LIMIT $2",
+    )
+    .bind(&uri)
+    .bind(LIMIT)
+    .fetch_all(&mut *conn)
+    .await?;
+    let statuses =
+        crate::mastodon::status::render(&mut conn, s.site(), Some(account.id), &ids).await?;
+    Ok(Json(statuses))
+}
+
+async fn revoke(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteStatuses>,
+    Path((raw, quoting)): Path<(String, String)>,
+) -> Result<Json<Status>, ApiError> {
+    let fed = federation(&s)?;
+    let (status_id, quoting) = (id(&raw)?, id(&quoting)?);
+    let mut tx = s.pool.begin().await?;
+    local::revoke(&mut tx, fed, &account, status_id, quoting).await?;
+    tx.commit().await?;
+    status(&s, account.id, quoting).await
+}
