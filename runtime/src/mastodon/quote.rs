@@ -71,7 +71,11 @@ impl Quotes {
 
     /// The state shown and the quoted post shown, for `post`: `readable` holds the quoted
     /// posts the viewer may read.
-    fn shown(&self, post: Uuid, readable: &dyn Fn(Uuid) -> bool) -> Option<(&'static str, Option<Uuid>)> {
+    fn shown(
+        &self,
+        post: Uuid,
+        readable: &dyn Fn(Uuid) -> bool,
+    ) -> Option<(&'static str, Option<Uuid>)> {
         let (quoted, state) = self.rows.get(&post)?;
         Some(match (state.as_str(), quoted) {
             ("accepted", Some(q)) if readable(*q) => ("accepted", Some(*q)),

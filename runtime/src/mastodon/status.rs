@@ -485,7 +485,12 @@ async fn render_posts(
 /// Our status's `quote_approval`: its policy, as far as its visibility lets it (only public
 /// and unlisted statuses are quotable by others); `own` is whether the viewer is its author
 /// (`None`: no viewer), `follows` whether the viewer follows the author.
-fn local_approval(policy: &str, visibility: &str, own: Option<bool>, follows: bool) -> QuoteApproval {
+fn local_approval(
+    policy: &str,
+    visibility: &str,
+    own: Option<bool>,
+    follows: bool,
+) -> QuoteApproval {
     let open = matches!(visibility, "public" | "unlisted");
     let policy = crate::quotes::Policy::parse(policy).unwrap_or(crate::quotes::Policy::Nobody);
     let automatic = match (open, policy) {

@@ -155,7 +155,11 @@ pub async fn verify_remote(
             return false;
         }
     };
-    match fed.fetch.get_canonical(claimed, Some(&signer.signing)).await {
+    match fed
+        .fetch
+        .get_canonical(claimed, Some(&signer.signing))
+        .await
+    {
         Ok(doc) => authorizes(&doc, claimed, note, quoted, author),
         Err(e) => {
             tracing::info!(authorization = claimed, error = %e, "a claimed quote authorization could not be fetched");

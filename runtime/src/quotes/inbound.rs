@@ -69,11 +69,12 @@ pub async fn note(
         }
         return Ok(());
     }
-    let known: Option<(String, Value)> =
-        sqlx::query_as("SELECT actor, body FROM remote_posts WHERE iri = $1 AND deleted_at IS NULL")
-            .bind(quoted)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let known: Option<(String, Value)> = sqlx::query_as(
+        "SELECT actor, body FROM remote_posts WHERE iri = $1 AND deleted_at IS NULL",
+    )
+    .bind(quoted)
+    .fetch_optional(&mut *tx)
+    .await?;
     let state = match (&known, claimed, claim_holds) {
         (Some((author, _)), _, _) if author == actor => State::Accepted,
         (_, Some(_), Some(true)) => State::Accepted,
@@ -137,12 +138,11 @@ pub async fn request(
         return Ok(Outcome::ignored("QuoteRequest for a note not by its actor"));
     }
     let actor_iri = fed.actor_iri(&ours.username);
-    let granted = match super::allowed(&mut *tx, &actor_iri, &ours, Quoter::Remote(&inc.actor))
-        .await?
-    {
-        true => authorization::grant(&mut *tx, fed, &ours, note).await?,
-        false => None,
-    };
+    let granted =
+        match super::allowed(&mut *tx, &actor_iri, &ours, Quoter::Remote(&inc.actor)).await? {
+            true => authorization::grant(&mut *tx, fed, &ours, note).await?,
+            false => None,
+        };
     let request = json!({
         "id": inc.id, "type": "QuoteRequest", "actor": inc.actor,
         "object": ours.uri, "instrument": note,

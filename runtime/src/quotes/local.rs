@@ -69,13 +69,12 @@ pub async fn target(
     let policy = body.as_ref().and_then(super::remote_policy);
     if let Some(p) = &policy {
         // Asking is pointless when nobody but the author may quote it.
-        let followers: Option<String> = sqlx::query_scalar(
-            "SELECT document->>'followers' FROM remote_actors WHERE iri = $1",
-        )
-        .bind(&post.actor_iri)
-        .fetch_optional(&mut *conn)
-        .await?
-        .flatten();
+        let followers: Option<String> =
+            sqlx::query_scalar("SELECT document->>'followers' FROM remote_actors WHERE iri = $1")
+                .bind(&post.actor_iri)
+                .fetch_optional(&mut *conn)
+                .await?
+                .flatten();
         let me = fed.actor_iri(&author.username);
         let open = p.automatic.iter().chain(&p.manual).any(|a| {
             super::vocab_public(a) || *a == me || followers.as_deref() == Some(a.as_str())
@@ -136,7 +135,10 @@ pub async fn attach(
     }
     let id = fed.new_activity_id();
     super::record(&mut *tx, status, &quoted, State::Pending, None, Some(&id)).await?;
-    Ok(target.post.actor_iri.map(|author| Request { id, quoted, author }))
+    Ok(target
+        .post
+        .actor_iri
+        .map(|author| Request { id, quoted, author }))
 }
 
 /// Sends the `QuoteRequest` of our status `status` (after its `Create` was queued).

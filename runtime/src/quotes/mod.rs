@@ -210,15 +210,13 @@ pub async fn allowed(
                 .fetch_one(conn)
                 .await
             }
-            Quoter::Remote(iri) => {
-                sqlx::query_scalar(
-                    "SELECT EXISTS (SELECT 1 FROM followers WHERE account_id = $1 AND actor_iri = $2)",
-                )
-                .bind(status.account_id)
-                .bind(iri)
-                .fetch_one(conn)
-                .await
-            }
+            Quoter::Remote(iri) => sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM followers WHERE account_id = $1 AND actor_iri = $2)",
+            )
+            .bind(status.account_id)
+            .bind(iri)
+            .fetch_one(conn)
+            .await,
         },
     }
 }
@@ -286,11 +284,18 @@ mod tests {
     fn every_form_of_quote_is_read_and_only_http_iris_are_taken() {
         for key in QUOTE_TERMS {
             let note = json!({ key: "https://q.example/notes/1" });
-            assert_eq!(quoted_iri(&note), Some("https://q.example/notes/1"), "{key}");
+            assert_eq!(
+                quoted_iri(&note),
+                Some("https://q.example/notes/1"),
+                "{key}"
+            );
         }
         let embedded = json!({ "quote": { "id": "https://q.example/notes/2", "type": "Note" } });
         assert_eq!(quoted_iri(&embedded), Some("https://q.example/notes/2"));
-        assert_eq!(quoted_iri(&json!({ "quoteUrl": "javascript:alert(1)" })), None);
+        assert_eq!(
+            quoted_iri(&json!({ "quoteUrl": "javascript:alert(1)" })),
+            None
+        );
         assert_eq!(quoted_iri(&json!({ "content": "no quote" })), None);
         // FEP-044f's term wins over the older ones.
         let both = json!({ "quoteUrl": "https://old.example/1", "quote": "https://new.example/1" });

@@ -259,7 +259,11 @@ pub async fn insert(
     .bind(&n.language)
     .bind(&parent_uri)
     .bind(content::hashtags(&n.text))
-    .bind(n.quote_policy.unwrap_or(crate::quotes::Policy::Public).as_str())
+    .bind(
+        n.quote_policy
+            .unwrap_or(crate::quotes::Policy::Public)
+            .as_str(),
+    )
     .fetch_one(&mut *tx)
     .await?;
     media::attach(tx, author.id, status, &n.media_ids).await?;

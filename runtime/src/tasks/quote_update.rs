@@ -73,8 +73,15 @@ async fn handle(
     if let Some((account, Some(authorization))) = row {
         // One id per authorization: the same approval is announced once.
         let tag = format!("quote-{:x}", stable_hash(&authorization));
-        ap::publish(&mut tx, fed, Some(drive), account, status, Announce::Update { tag: &tag })
-            .await?;
+        ap::publish(
+            &mut tx,
+            fed,
+            Some(drive),
+            account,
+            status,
+            Announce::Update { tag: &tag },
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(())

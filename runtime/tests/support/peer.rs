@@ -386,6 +386,16 @@ impl Peer {
         (status, body)
     }
 
+    /// `post`, signed as `/users/{name}` (every actor of the peer has the peer's key).
+    pub async fn post_as(&self, name: &str, url: &str, activity: &Value) -> u16 {
+        let body = serde_json::to_vec(activity).expect("json");
+        let key = SigningKey::new(format!("{}#main-key", self.actor_of(name)), peer_key())
+            .expect("peer key");
+        self.post_with(url, &body, &key, SystemTime::now(), |_| {})
+            .await
+            .0
+    }
+
     pub async fn post(&self, url: &str, activity: &Value) -> u16 {
         let body = serde_json::to_vec(activity).expect("json");
         self.post_with(url, &body, &self.key(), SystemTime::now(), |_| {})

@@ -19,7 +19,9 @@ use crate::quotes;
 pub enum Prepared {
     Nothing,
     /// A note quoting a remote post with a claimed authorization: whether the claim held.
-    Quote { claim_holds: bool },
+    Quote {
+        claim_holds: bool,
+    },
     /// A `Follow` of a local account: the follower (for its inbox) and the followed account.
     Follow {
         follower: Box<RemoteActor>,
@@ -205,9 +207,7 @@ pub async fn apply(
         (Activity::Follow(_), Prepared::Follow { follower, account }) => {
             follows::follow(tx, fed, inc, &follower, &account).await
         }
-        (Activity::Follow(_), _) => {
-            Ok(Outcome::ignored("Follow of no local account"))
-        }
+        (Activity::Follow(_), _) => Ok(Outcome::ignored("Follow of no local account")),
         (
             Activity::Answer {
                 accepted,

@@ -82,8 +82,6 @@ pub(super) fn kinds(
                     | "severed_relationships"
                     | "moderation_warning"
                     | "annual_report"
-                    | "quote"
-                    | "quoted_update"
             )
         })
         .map(|t| {
