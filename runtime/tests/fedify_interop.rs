@@ -736,3 +736,57 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
     );
     inst.shutdown().await;
 }
+
+/// Quotes both ways with Fedify (issue 32 item 2): Fedify 1.8's `quoteUrl` (sent as
+/// `quoteUrl`, `_misskey_quote` and `quoteUri`) shows as an accepted quote of our post with
+/// the quoted status, and our quote of its note reaches Fedify as a `Note` whose `quoteUrl`
+/// Fedify reads back (from our `_misskey_quote`/`quoteUri`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotes_cross_both_ways_with_fedify() {
+    let peer = FedifyPeer::start().await;
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("alice").await;
+    let alice_iri = inst.fed.actor_iri("alice");
+    let api = support::api::Client::new(&inst, Some(&token));
+    peer.control("follow", json!({ "actor": alice_iri })).await;
+    peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
+        .await;
+
+    // Fedify quotes our post.
+    let post = api.posted(&json!({"status": "quote me, Fedify"})).await;
+    let uri = post["uri"].as_str().expect("uri").to_string();
+    let note = peer
+        .control(
+            "note",
+            json!({ "to": alice_iri, "content": "<p>quoting you</p>", "mention": "@alice",
+                    "quote": uri, "public": true }),
+        )
+        .await;
+    let note_iri = note["id"].as_str().expect("id").to_string();
+    let theirs: uuid::Uuid = eventually(WAIT, "Fedify's quoting note stored", || async {
+        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+            .bind(&note_iri)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("query")
+    })
+    .await;
+    let shown = api.get(&format!("/api/v1/statuses/{theirs}")).await.body;
+    assert_eq!(shown["quote"]["state"], "accepted", "{shown}");
+    assert_eq!(shown["quote"]["quoted_status"]["id"], post["id"], "{shown}");
+    let n = api.get("/api/v1/notifications?types[]=quote").await.body;
+    assert_eq!(n[0]["status"]["id"], theirs.to_string(), "{n}");
+
+    // We quote Fedify's note: Fedify reads the quote from our Create.
+    let mine = api
+        .posted(&json!({"status": "and back", "quoted_status_id": theirs.to_string()}))
+        .await;
+    assert_eq!(mine["quote"]["state"], "accepted", "{mine}");
+    let create = peer
+        .find("Fedify parses our quoting Note", |r| {
+            r["type"] == "Create" && r["object"]["id"] == mine["uri"]
+        })
+        .await;
+    assert_eq!(create["object"]["quoteUrl"], note_iri.as_str(), "{create}");
+    inst.shutdown().await;
+}

@@ -10,7 +10,11 @@
 //   POST /control/follow {actor}               sends Follow(actor) from fedi
 //   POST /control/vote {question, choice}      sends Create(Note{name: choice, inReplyTo})
 //                                               to the question's author, as Mastodon votes
-//   POST /control/note {to, content}           sends Create(Note) mentioning and addressed to `to`
+//   POST /control/note {to, content, quote?, public?}
+//                                               sends Create(Note) mentioning and addressed to `to`;
+//                                               `quote` sets Fedify's quoteUrl (which it sends as
+//                                               quoteUrl, _misskey_quote and quoteUri), `public`
+//                                               addresses it to the public too (issue 32 item 2)
 //   POST /control/react {object, emoji}        sends EmojiReact(object, content: emoji) to the
 //                                               object's author (issue 32 item 3)
 //   POST /control/unreact {object, id}         sends the Undo of that EmojiReact
@@ -36,6 +40,7 @@ import {
   Mention,
   MemoryKvStore,
   Note,
+  PUBLIC_COLLECTION,
   Person,
   Question,
   Remove,
@@ -149,6 +154,7 @@ async function describe(object) {
       content: object.content?.toString() ?? null,
       url: iri(object.url instanceof URL ? object.url : object.url?.href),
       inReplyTo: iri(object.replyTargetId),
+      quoteUrl: iri(object.quoteUrl),
       tags: await tagsOf(object),
       to: object.toIds.map(iri),
       cc: object.ccIds.map(iri),
@@ -340,9 +346,10 @@ async function control(request) {
         object: new Note({
           id: note,
           attribution: me,
-          to: to.id,
+          tos: body.public ? [PUBLIC_COLLECTION, to.id] : [to.id],
           content: body.content,
           tags: [new Mention({ href: to.id, name: body.mention ?? null })],
+          quoteUrl: body.quote ? new URL(body.quote) : null,
         }),
       }),
     );
