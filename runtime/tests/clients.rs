@@ -288,6 +288,25 @@ async fn mastodon_py_reads_link_previews() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// R-MAPI-6's quote posts in Mastodon.py's 4.5 API (`clients/quotes_flow.py`): quoting under
+/// the author's policy, listing the quotes, closing the policy (then a quote is refused) and
+/// revoking one.
+#[tokio::test(flavor = "multi_thread")]
+async fn mastodon_py_drives_quotes() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("quinn").await;
+    let (_, quoter_token) = inst.account("quoter").await;
+    let out = run_script(
+        "quotes_flow.py",
+        &inst.base,
+        "quinn",
+        &[&token, &quoter_token],
+    )
+    .await;
+    assert!(out.contains("quotes_flow: all steps passed"), "{out}");
+    inst.shutdown().await;
+}
+
 /// R-MAPI-6's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
 /// that a post without one takes, pins on the profile, an @-mention found by prefix, a followed
 /// hashtag bringing a stranger's post home, a featured tag.

@@ -219,3 +219,28 @@ pub async fn revoke(
     crate::streaming::emit::edited(&mut *tx, quoting).await?;
     Ok(())
 }
+
+/// `owner` changes who may quote their status `status` (Mastodon's `interaction_policy`):
+/// only a public or unlisted status takes anything but `nobody`. Quotes already made stand
+/// (revoking is separate, as on Mastodon). `false`: not a status of theirs.
+pub async fn set_policy(
+    tx: &mut PgConnection,
+    owner: Uuid,
+    status: Uuid,
+    policy: super::Policy,
+) -> Result<bool, sqlx::Error> {
+    let changed: Option<Uuid> = sqlx::query_scalar(
+        "UPDATE statuses SET quote_policy = CASE WHEN visibility IN ('public', 'unlisted')
+                THEN $3 ELSE 'nobody' END
+          WHERE id = $1 AND account_id = $2 RETURNING id",
+    )
+    .bind(status)
+    .bind(owner)
+    .bind(policy.as_str())
+    .fetch_optional(&mut *tx)
+    .await?;
+    if changed.is_some() {
+        crate::streaming::emit::edited(&mut *tx, status).await?;
+    }
+    Ok(changed.is_some())
+}

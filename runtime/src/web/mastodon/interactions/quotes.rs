@@ -2,18 +2,24 @@
 //! quoting it (its author only, as Mastodon's), and
 //! `POST /api/v1/statuses/{id}/quotes/{quoting_status_id}/revoke`, withdrawing one
 //! (`quotes::local::revoke`: the state, our authorization, the `Delete` sent), which answers
-//! the quoting status as it now shows. Both render through the one visibility rule.
+//! the quoting status as it now shows; and `PUT /api/v1/statuses/{id}/interaction_policy`
+//! (`quote_approval_policy`), the author changing who may quote, federated as an `Update`.
+//! All render through the one visibility rule.
 
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use super::status;
+use crate::federation::outbound::statuses::{self as ap, Announce};
 use crate::mastodon::Status;
+use crate::quotes::Policy;
 use crate::quotes::local::{self, RevokeError};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::statuses::body::StatusBody;
 use crate::web::{ApiError, AppState, parse_id};
 
 pub fn routes() -> Router<AppState> {
@@ -23,6 +29,7 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/statuses/{id}/quotes/{quoting}/revoke",
             post(revoke),
         )
+        .route("/api/v1/statuses/{id}/interaction_policy", put(set_policy))
 }
 
 impl From<RevokeError> for ApiError {
@@ -79,4 +86,44 @@ async fn revoke(
     local::revoke(&mut tx, fed, &account, status_id, quoting).await?;
     tx.commit().await?;
     status(&s, account.id, quoting).await
+}
+
+#[derive(Debug, Deserialize)]
+struct PolicyBody {
+    #[serde(default)]
+    quote_approval_policy: Option<String>,
+}
+
+async fn set_policy(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteStatuses>,
+    Path(raw): Path<String>,
+    StatusBody(body): StatusBody<PolicyBody>,
+) -> Result<Json<Status>, ApiError> {
+    let status_id = id(&raw)?;
+    let asked = body.quote_approval_policy.unwrap_or_default();
+    let policy = Policy::parse(asked.trim()).ok_or_else(|| {
+        ApiError::unprocessable(format!(
+            "Validation failed: quote_approval_policy {asked:?} is not one of public, followers, nobody"
+        ))
+    })?;
+    let mut tx = s.pool.begin().await?;
+    if !local::set_policy(&mut tx, account.id, status_id, policy).await? {
+        return Err(ApiError::record_not_found());
+    }
+    if let Some(f) = s.fed.as_deref() {
+        // Every server holding the note learns its new `interactionPolicy`.
+        let tag = format!("policy-{}", Uuid::now_v7());
+        ap::publish(
+            &mut tx,
+            f,
+            Some(&s.drive),
+            account.id,
+            status_id,
+            Announce::Update { tag: &tag },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    status(&s, account.id, status_id).await
 }
