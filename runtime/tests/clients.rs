@@ -307,6 +307,50 @@ async fn mastodon_py_drives_quotes() {
     inst.shutdown().await;
 }
 
+/// R-MAPI-6's emoji reactions and quotes in megalodon's Pleroma client
+/// (`clients/js/reactions_flow.mjs`, installed by `clients/js/install` under
+/// `target/js-clients`, run there on its pinned Node 22).
+#[tokio::test(flavor = "multi_thread")]
+async fn megalodon_drives_reactions_and_quotes() {
+    let dir = std::env::var_os("HOLLO_JS_CLIENTS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/js-clients")
+        });
+    let node = dir.join("node_modules/.bin/node");
+    assert!(
+        node.is_file() && dir.join("node_modules/megalodon/package.json").is_file(),
+        "megalodon is not installed in {}: run runtime/tests/clients/js/install (scripts/test does)",
+        dir.display()
+    );
+    // Beside its node_modules, where its import resolves.
+    let script = dir.join("reactions_flow.mjs");
+    std::fs::copy(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/clients/js/reactions_flow.mjs"),
+        &script,
+    )
+    .expect("copy reactions_flow.mjs");
+    let inst = Instance::start("all", &[]).await;
+    let (_, author) = inst.account("rena").await;
+    let (_, reactor) = inst.account("rory").await;
+    let out = tokio::process::Command::new(&node)
+        .arg(&script)
+        .args([inst.base.as_str(), author.as_str(), reactor.as_str()])
+        .current_dir(&dir)
+        .output()
+        .await
+        .expect("run node");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("reactions_flow: all steps passed"), "{text}");
+    inst.shutdown().await;
+}
+
 /// R-MAPI-6's profile flows in Mastodon.py (`clients/profile_flow.py`): a default visibility
 /// that a post without one takes, pins on the profile, an @-mention found by prefix, a followed
 /// hashtag bringing a stranger's post home, a featured tag.

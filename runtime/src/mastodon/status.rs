@@ -65,6 +65,9 @@ pub struct Status {
     pub quote: Option<super::quote::Quote>,
     /// Who may quote it, and whether the viewer may.
     pub quote_approval: QuoteApproval,
+    /// Pleroma's and Akkoma's extension object, where their clients (megalodon's Pleroma
+    /// client among them) read reactions and quotes.
+    pub pleroma: Pleroma,
     /// The client that posted it (`{name, website}`), as stored at posting time.
     pub application: Option<Value>,
     /// The viewer's filters this status matches where it is shown (`filters::active`); a
@@ -73,6 +76,14 @@ pub struct Status {
     /// The source text, only in the answer to a deletion ("delete and redraft").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+}
+
+/// The part of Pleroma's `pleroma` object this server has: the reactions (as in
+/// `emoji_reactions`) and the id of the quoted status the viewer is shown.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Pleroma {
+    pub emoji_reactions: Vec<super::reaction::EmojiReaction>,
+    pub quote_id: Option<String>,
 }
 
 /// A mentioned account we know (an unknown one has no account id to give).
@@ -92,6 +103,20 @@ pub struct Tag {
 }
 
 impl Status {
+    /// Fills `pleroma` from what the status shows (once its quote is attached).
+    fn mirror_for_pleroma(&mut self) {
+        self.pleroma.emoji_reactions = self.emoji_reactions.clone();
+        self.pleroma.quote_id = match &self.quote {
+            Some(super::quote::Quote::Full { quoted_status, .. }) => {
+                quoted_status.as_ref().map(|q| q.id.clone())
+            }
+            Some(super::quote::Quote::Shallow {
+                quoted_status_id, ..
+            }) => quoted_status_id.clone(),
+            None => None,
+        };
+    }
+
     /// The status's id as a UUID (every status this module renders has one).
     pub fn uuid(&self) -> Option<Uuid> {
         Uuid::parse_str(&self.id).ok()
@@ -135,6 +160,7 @@ impl Status {
                 manual: Vec::new(),
                 current_user: "unknown",
             },
+            pleroma: Pleroma::default(),
             application: None,
             filtered: Vec::new(),
             text: None,
@@ -246,6 +272,7 @@ pub async fn render(
     let quoted = render_quoted(conn, site, viewer, &quotes.quoted_ids()).await?;
     for (id, s) in posts.iter_mut() {
         s.quote = quotes.full(*id, &quoted);
+        s.mirror_for_pleroma();
     }
 
     let boosters: Vec<Author> = reblogs.iter().filter_map(ReblogRow::booster).collect();
@@ -282,6 +309,7 @@ async fn render_quoted(
     let inner = access::visible(conn, viewer, &quotes.quoted_ids()).await?;
     for (id, s) in posts.iter_mut() {
         s.quote = quotes.shallow(*id, &inner);
+        s.mirror_for_pleroma();
     }
     Ok(posts)
 }
