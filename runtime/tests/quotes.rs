@@ -194,6 +194,19 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
     let now = status(&bob, &id(&quoting)).await;
     assert_eq!(now["quote"]["state"], "revoked");
     assert!(now["quote"]["quoted_status"].is_null());
+
+    // The quoted post deleted: its quotes say so, without it.
+    let gone = alice
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/statuses/{}", id(&open)),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(gone.status, 200, "{}", gone.body);
+    let carols = status(&carol, &id(&second)).await;
+    assert_eq!(carols["quote"]["state"], "deleted", "{carols}");
+    assert!(carols["quote"]["quoted_status"].is_null());
 }
 
 /// The status at `uri` on the home timeline, once it is there.

@@ -631,6 +631,8 @@ pub async fn delete(
     for sql in [
         "DELETE FROM reblogs WHERE post_id = $1",
         "DELETE FROM favourites WHERE post_id = $1",
+        // What it quoted goes with it; quotes *of* it then show as `deleted`.
+        "DELETE FROM quotes WHERE post_id = $1",
         "DELETE FROM statuses WHERE id = $1",
     ] {
         sqlx::query(sql).bind(status).execute(&mut *tx).await?;

@@ -477,6 +477,7 @@ pub async fn delete(
         .bind(id)
         .execute(&mut *tx)
         .await?;
+    crate::quotes::forget(tx, id).await?;
     Ok(Outcome::applied("post deleted"))
 }
 
