@@ -366,6 +366,53 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         .await;
     }
 
+    // Quotes (R-MAPI-6): our quote of a remote post that asks for consent (a `QuoteRequest`,
+    // a `Create(Note)` with `quote`), and our `Accept` of the peer's `QuoteRequest`, whose
+    // `result` is the `QuoteAuthorization` we serve.
+    let guarded = peer.iri("/notes/jsonld-guarded");
+    let guarded_note = json!({
+        "id": guarded, "type": "Note", "attributedTo": peer.actor(), "content": "<p>ask first</p>",
+        "to": ["https://www.w3.org/ns/activitystreams#Public"],
+        "interactionPolicy": { "canQuote": {
+            "automaticApproval": ["https://www.w3.org/ns/activitystreams#Public"] } },
+    });
+    let create = json!({
+        "id": format!("{guarded}/activity"), "type": "Create", "actor": peer.actor(),
+        "to": ["https://www.w3.org/ns/activitystreams#Public"], "object": guarded_note,
+    });
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
+    let guarded_id: uuid::Uuid = eventually(WAIT, "the guarded note stored", || async {
+        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+            .bind(&guarded)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("query")
+    })
+    .await;
+    api(
+        &inst,
+        reqwest::Method::POST,
+        "/api/v1/statuses",
+        &token,
+        json!({"status": "quoting", "quoted_status_id": guarded_id}),
+    )
+    .await;
+    let request = json!({
+        "id": peer.new_id("requests"), "type": "QuoteRequest", "actor": peer.actor(),
+        "object": note["uri"], "instrument": peer.new_id("notes"),
+    });
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &request).await, 202);
+    let authorization: String = eventually(WAIT, "our Accept of the QuoteRequest", || async {
+        sqlx::query_scalar(
+            "SELECT body->>'result' FROM outbox_activities
+              WHERE body->>'type' = 'Accept' AND body->'object'->>'type' = 'QuoteRequest'",
+        )
+        .fetch_optional(&inst.pool)
+        .await
+        .expect("query")
+    })
+    .await;
+
     // A block, then an overwrite import that undoes it (and blocks another).
     import_blocks(&inst, &token, "merge", &[peer.handle_of("b1")]).await;
     import_blocks(&inst, &token, "overwrite", &[peer.handle_of("b2")]).await;
@@ -391,6 +438,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         fed.featured(&alice.username),
         fed.featured_tags(&alice.username),
         fed.instance_outbox(),
+        authorization.clone(),
     ] {
         let doc = get(&url).await;
         docs.push((format!("GET {url} ({})", kind(&doc)), doc));
@@ -458,6 +506,9 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         "Undo(Block)",
         "EmojiReact",
         "Undo(EmojiReact)",
+        "QuoteRequest",
+        "Accept(QuoteRequest)",
+        "QuoteAuthorization",
         "Add",
         "Remove",
         "Collection",

@@ -396,7 +396,26 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
     assert_eq!(now["quote"]["state"], "accepted", "{now}");
     assert_eq!(now["quote"]["quoted_status"]["uri"], guarded.as_str());
 
-    // Their `Delete` of the authorization revokes the quote.
+    // Their `Delete` of the authorization revokes the quote — only from the quoted author:
+    // another actor of the same server revokes nothing.
+    let by_other = json!({
+        "id": peer.new_id("deletes"), "type": "Delete", "actor": peer.actor(),
+        "object": granted,
+    });
+    assert_eq!(peer.post(&inbox, &by_other).await, 202);
+    let outcome: String = eventually(WAIT, "the other actor's Delete processed", || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT outcome FROM inbox_activities WHERE id = $1",
+        )
+        .bind(by_other["id"].as_str())
+        .fetch_optional(&inst.pool)
+        .await
+        .expect("outcome")
+        .flatten()
+    })
+    .await;
+    assert!(!outcome.contains("revoked"), "{outcome}");
+    assert_eq!(status(&api, &id(&mine)).await["quote"]["state"], "accepted");
     let delete = json!({
         "id": peer.new_id("deletes"), "type": "Delete", "actor": peer.actor_of("bob"),
         "object": granted,

@@ -240,11 +240,15 @@ pub async fn revoked(
     if !same_origin(object, &inc.actor) {
         return Ok(None);
     }
+    // Only the quoted post's author takes back what they granted.
     let posts: Vec<Uuid> = sqlx::query_scalar(
         "UPDATE quotes SET state = 'revoked', updated_at = now()
-          WHERE authorization_iri = $1 AND state = 'accepted' RETURNING post_id",
+          WHERE authorization_iri = $1 AND state = 'accepted'
+            AND quoted_uri IN (SELECT iri FROM remote_posts WHERE actor = $2)
+          RETURNING post_id",
     )
     .bind(object)
+    .bind(&inc.actor)
     .fetch_all(&mut *tx)
     .await?;
     if posts.is_empty() {

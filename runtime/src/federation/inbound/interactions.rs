@@ -74,12 +74,12 @@ pub async fn react(
     emoji: &str,
     tags: &Value,
 ) -> Result<Outcome, sqlx::Error> {
-    let post: Option<(Uuid, Option<Uuid>, String, Vec<Uuid>)> =
-        sqlx::query_as("SELECT id, account_id, visibility, audience FROM posts WHERE uri = $1")
+    let post: Option<(Uuid, Option<Uuid>, String)> =
+        sqlx::query_as("SELECT id, account_id, visibility FROM posts WHERE uri = $1")
             .bind(object_id)
             .fetch_optional(&mut *tx)
             .await?;
-    let Some((post, author, visibility, _)) = post else {
+    let Some((post, author, visibility)) = post else {
         return Ok(Outcome::ignored("reaction to an unknown post"));
     };
     if !may_react(tx, &inc.actor, post, author, &visibility).await? {
