@@ -397,9 +397,17 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         json!({"status": "quoting", "quoted_status_id": guarded_id}),
     )
     .await;
+    let asking = peer.iri("/notes/jsonld-asking");
+    peer.doc(
+        "/notes/jsonld-asking",
+        json!({
+            "id": asking, "type": "Note", "attributedTo": peer.actor(), "content": "<p>may I?</p>",
+            "to": ["https://www.w3.org/ns/activitystreams#Public"], "quote": note["uri"],
+        }),
+    );
     let request = json!({
         "id": peer.new_id("requests"), "type": "QuoteRequest", "actor": peer.actor(),
-        "object": note["uri"], "instrument": peer.new_id("notes"),
+        "object": note["uri"], "instrument": asking,
     });
     assert_eq!(peer.post(&fed.inbox(&alice.username), &request).await, 202);
     let authorization: String = eventually(WAIT, "our Accept of the QuoteRequest", || async {

@@ -325,7 +325,41 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
     let closed = api
         .posted(&json!({"status": "closed", "quote_approval_policy": "nobody"}))
         .await;
-    let asking = peer.new_id("notes");
+    let asking = peer.iri("/notes/asking");
+    peer.doc(
+        "/notes/asking",
+        json!({
+            "id": asking, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+            "content": "<p>may I?</p>", "quote": our_uri,
+        }),
+    );
+    // Hostile first: a request naming a note of someone else on the requester's server
+    // (whatever its embedded copy claims) is not answered.
+    let bobs = peer.iri("/notes/bobs");
+    peer.doc(
+        "/notes/bobs",
+        json!({
+            "id": bobs, "type": "Note", "attributedTo": peer.actor_of("bob"), "to": [PUBLIC],
+            "content": "<p>not the requester's</p>", "quote": our_uri,
+        }),
+    );
+    let not_theirs = json!({
+        "id": peer.new_id("requests"), "type": "QuoteRequest", "actor": peer.actor(),
+        "object": our_uri, "instrument": { "id": bobs, "type": "Note", "attributedTo": peer.actor() },
+    });
+    assert_eq!(peer.post(&inbox, &not_theirs).await, 202);
+    let outcome: String = eventually(WAIT, "the request for bob's note processed", || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT outcome FROM inbox_activities WHERE id = $1",
+        )
+        .bind(not_theirs["id"].as_str())
+        .fetch_optional(&inst.pool)
+        .await
+        .expect("outcome")
+        .flatten()
+    })
+    .await;
+    assert!(outcome.contains("not by its actor"), "{outcome}");
     for (target, req) in [
         (&our_uri, peer.new_id("requests")),
         (

@@ -22,6 +22,11 @@ pub enum Prepared {
     Quote {
         claim_holds: bool,
     },
+    /// A `QuoteRequest` for one of our posts: whether its note, fetched from its own id, is
+    /// attributed to the requester (only then is it answered).
+    QuoteRequest {
+        note_by_actor: bool,
+    },
     /// A `Follow` of a local account: the follower (for its inbox) and the followed account.
     Follow {
         follower: Box<RemoteActor>,
@@ -52,6 +57,9 @@ pub async fn prepare(
     inc: &Incoming,
     activity: &Activity,
 ) -> Result<Prepared, ProcessError> {
+    if let Activity::QuoteRequest { object, instrument } = activity {
+        return quote_request_note(pool, fed, inc, object, instrument).await;
+    }
     if activity.shows_actor() {
         // Posts, boosts and likes are shown and notified as by the actor's Account entity:
         // the actor must be stored (the signature check only cached its key). Fetched as the
@@ -113,6 +121,50 @@ async fn boosted_post(
             "the boosted post could not be fetched; the boost is ignored");
     }
     Ok(())
+}
+
+/// Whether the note a `QuoteRequest` for our post names is the requester's: fetched from its
+/// own id (as the instance actor), since whoever asks could name a note of someone else on
+/// their server and get it approved. An unreachable server is retried; a note that cannot be
+/// had (gone, refused, malformed) is not theirs.
+async fn quote_request_note(
+    pool: &PgPool,
+    fed: &Federation,
+    inc: &Incoming,
+    object: &Object,
+    note: &Object,
+) -> Result<Prepared, ProcessError> {
+    if !iri::same_origin(&object.id, &fed.origin) {
+        return Ok(Prepared::Nothing);
+    }
+    if !note.has_id() || !iri::same_origin(&note.id, &inc.actor) {
+        return Ok(Prepared::QuoteRequest {
+            note_by_actor: false,
+        });
+    }
+    let signer = fed
+        .instance_key(pool)
+        .await
+        .map_err(|e| transient(format_args!("{e:#}")))?;
+    use crate::federation::transport::fetch::FetchError;
+    let note_by_actor = match fed
+        .fetch
+        .get_canonical(&note.id, Some(&signer.signing))
+        .await
+    {
+        Ok(doc) => doc
+            .get("attributedTo")
+            .and_then(actor::id_of)
+            .is_some_and(|a| a == inc.actor),
+        Err(e @ (FetchError::Network(_) | FetchError::TooManyRequests(_))) => {
+            return Err(transient(format_args!("fetching {}: {e}", note.id)));
+        }
+        Err(FetchError::Status(code)) if code >= 500 => {
+            return Err(transient(format_args!("fetching {}: HTTP {code}", note.id)));
+        }
+        Err(_) => false,
+    };
+    Ok(Prepared::QuoteRequest { note_by_actor })
 }
 
 /// The post a note quotes, fetched when we do not have it (as a boosted post is), and the
@@ -222,7 +274,18 @@ pub async fn apply(
                 None => follows::answer(tx, inc, *accepted, follow).await,
             }
         }
-        (Activity::QuoteRequest { object, instrument }, _) => {
+        (Activity::QuoteRequest { object, instrument }, prepared) => {
+            let by_actor = matches!(
+                prepared,
+                Prepared::QuoteRequest {
+                    note_by_actor: true
+                }
+            );
+            if !by_actor {
+                return Ok(Outcome::ignored(
+                    "QuoteRequest for a note not by its actor, or for a post not ours",
+                ));
+            }
             quotes::inbound::request(tx, fed, inc, object, instrument).await
         }
         (Activity::Undo(undone), _) => follows::undo(tx, fed, inc, undone).await,
