@@ -412,6 +412,13 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
     let create = received(&peer, "Create", |b| b["object"]["id"] == mine["uri"]).await;
     assert_eq!(create["object"]["quote"], guarded.as_str());
     assert_eq!(create["object"]["_misskey_quote"], guarded.as_str());
+    let content = create["object"]["content"].as_str().expect("content");
+    assert!(
+        content.ends_with(&format!(
+            "<p class=\"quote-inline\">RE: <a href=\"{guarded}\">{guarded}</a></p>"
+        )),
+        "the fallback link: {content}"
+    );
     let granted = peer.iri("/authorizations/for-alice");
     let accept = json!({
         "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor_of("bob"),

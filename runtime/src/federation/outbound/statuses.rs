@@ -87,7 +87,15 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
     let actor = fed.actor_iri(&s.username);
     // The same HTML our API shows: the user's text escaped (`<b>` typed is shown, never
     // markup), with links, mentions and hashtags.
-    let rendered = content::render(&s.content, &s.uri, &s.mentions);
+    let mut rendered = content::render(&s.content, &s.uri, &s.mentions);
+    if let Some(q) = &s.quote {
+        // For servers that know no quote term, the quoted post as a link (Mastodon 4.5's
+        // fallback; its clients hide `quote-inline`).
+        let link = crate::html::escape(&q.uri);
+        rendered.html.push_str(&format!(
+            "<p class=\"quote-inline\">RE: <a href=\"{link}\">{link}</a></p>"
+        ));
+    }
     let (to, cc) = addressing(fed, &s.username, s.visibility, rendered.mentioned);
     let summary = (!s.spoiler_text.is_empty()).then_some(&s.spoiler_text);
     let mut o = json!({
