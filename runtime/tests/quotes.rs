@@ -287,7 +287,8 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
     let (good_note, good) = quoting(
         "quote",
         &guarded,
-        json!({ "quoteAuthorization": good_auth }),
+        json!({ "quoteAuthorization": good_auth,
+                "content": format!("<p>quote</p><p class=\"quote-inline\">RE: <a href=\"{guarded}\">{guarded}</a></p>") }),
     );
     peer.doc(
         "/authorizations/good",
@@ -314,6 +315,9 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
             None => assert!(s["quote"]["quoted_status"].is_null(), "{s}"),
         }
     }
+    // The quoting note's fallback line is not shown beside its quote.
+    let good_shown = by_uri(&api, &good_note).await;
+    assert_eq!(good_shown["content"], "<p>quote</p>", "{good_shown}");
     // Our post quoted by them: alice is told, and we granted an authorization we serve.
     eventually(WAIT, "alice's quote notification", || async {
         (notifications_of(&api, "quote").await.len() == 1).then_some(())

@@ -100,6 +100,24 @@ pub fn quoted_iri(note: &Value) -> Option<&str> {
         .find_map(html::http_url)
 }
 
+/// `html` without its quote fallback paragraphs (`<p class="quote-inline">RE: …</p>`, as
+/// Mastodon 4.5 and we send them): a note whose quote is shown needs no link to it, and the
+/// sanitizer would keep the paragraph but drop the class clients hide it by.
+pub fn without_fallback(html: &str) -> String {
+    const OPEN: &str = "<p class=\"quote-inline\">";
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(start) = rest.find(OPEN) {
+        let Some(len) = rest[start..].find("</p>") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + len + "</p>".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The authorization a quoting note claims (`quoteAuthorization`), if any.
 pub fn claimed_authorization(note: &Value) -> Option<&str> {
     note.get("quoteAuthorization")
@@ -300,6 +318,16 @@ mod tests {
         // FEP-044f's term wins over the older ones.
         let both = json!({ "quoteUrl": "https://old.example/1", "quote": "https://new.example/1" });
         assert_eq!(quoted_iri(&both), Some("https://new.example/1"));
+    }
+
+    #[test]
+    fn the_fallback_paragraph_goes_and_nothing_else() {
+        let html = r#"<p class="quote-inline">RE: <a href="https://q.example/1">x</a></p><p>mine</p><p class="quote-inline">RE: y</p>"#;
+        assert_eq!(without_fallback(html), "<p>mine</p>");
+        assert_eq!(without_fallback("<p>plain</p>"), "<p>plain</p>");
+        // Unclosed: left as it is (the sanitizer closes it).
+        let open = r#"<p>a</p><p class="quote-inline">RE: z"#;
+        assert_eq!(without_fallback(open), open);
     }
 
     #[test]

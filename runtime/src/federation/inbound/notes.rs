@@ -99,7 +99,11 @@ impl NoteFields {
             })
             .cloned();
         NoteFields {
-            content: text("content").map(html::sanitize_remote),
+            // A quoting note's fallback link goes: the quote is shown (`quotes`).
+            content: text("content").map(|c| match crate::quotes::quoted_iri(object) {
+                Some(_) => html::sanitize_remote(&crate::quotes::without_fallback(c)),
+                None => html::sanitize_remote(c),
+            }),
             summary: text("summary").map(html::sanitize_remote),
             in_reply_to: iri("inReplyTo"),
             replies: iri("replies"),
