@@ -411,9 +411,18 @@ async fn render_posts(
         .chain(remote.iter().map(|r| Author::Remote(r.actor.clone())))
         .collect();
     let accounts = accounts_of(conn, site.urls, &authors).await?;
+    // Whether the viewer follows them matters only for "followers may quote" posts of others:
+    // most pages have none, and ask nothing.
+    let asked: Vec<Uuid> = local
+        .iter()
+        .filter(|r| r.quote_policy == "followers" && Some(r.account_id) != viewer)
+        .map(|r| r.account_id)
+        .collect();
     let followed = match viewer {
-        Some(v) => followed_among(conn, site.urls, v, &accounts).await?,
-        None => Default::default(),
+        Some(v) if !asked.is_empty() => {
+            followed_among(conn, site.urls, v, &asked, &accounts).await?
+        }
+        _ => Default::default(),
     };
 
     // Our posts' custom emojis, as their text uses them (one query for the page).
@@ -568,17 +577,18 @@ fn remote_approval(policy: Option<&Value>, viewer: bool) -> QuoteApproval {
     }
 }
 
-/// The local authors on the page whose follow by `viewer` was accepted.
+/// The local authors among `asked` whose follow by `viewer` was accepted.
 async fn followed_among(
     conn: &mut PgConnection,
     urls: Urls<'_>,
     viewer: Uuid,
+    asked: &[Uuid],
     accounts: &HashMap<Author, Arc<Account>>,
 ) -> Result<std::collections::HashSet<Author>, sqlx::Error> {
-    let iris: HashMap<String, Author> = accounts
+    let iris: HashMap<String, Author> = asked
         .iter()
-        .filter(|(a, _)| matches!(a, Author::Local(_)))
-        .map(|(a, acc)| (urls.actor(&acc.username), a.clone()))
+        .map(|id| Author::Local(*id))
+        .filter_map(|a| Some((urls.actor(&accounts.get(&a)?.username), a)))
         .collect();
     let keys: Vec<&String> = iris.keys().collect();
     let rows: Vec<String> = sqlx::query_scalar(

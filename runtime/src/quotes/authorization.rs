@@ -14,9 +14,14 @@ use crate::federation::actors::actor::id_of;
 use crate::federation::context;
 use crate::federation::iri::same_origin;
 
+/// Where the authorizations for `username`'s statuses live.
+fn prefix(fed: &Federation, username: &str) -> String {
+    format!("{}/quote_authorizations/", fed.actor_iri(username))
+}
+
 /// The IRI of our authorization `id` for a status of `username`.
 pub fn iri(fed: &Federation, username: &str, id: Uuid) -> String {
-    format!("{}/quote_authorizations/{id}", fed.actor_iri(username))
+    format!("{}{id}", prefix(fed, username))
 }
 
 /// Grants `quoting_uri` the right to quote `status`: the authorization's IRI, the same one
@@ -55,10 +60,8 @@ pub async fn is_ours_for(
     note: &str,
     status: &QuotedStatus,
 ) -> Result<bool, sqlx::Error> {
-    let prefix = iri(fed, &status.username, Uuid::nil());
-    let prefix = prefix.trim_end_matches(&Uuid::nil().to_string());
     let Some(id) = claimed
-        .strip_prefix(prefix)
+        .strip_prefix(prefix(fed, &status.username).as_str())
         .and_then(|i| Uuid::parse_str(i).ok())
     else {
         return Ok(false);
@@ -137,14 +140,13 @@ pub fn authorizes(doc: &Value, claimed: &str, note: &str, quoted: &str, author: 
 
 /// Fetches `claimed` (as the instance actor, from its own id) and checks it with
 /// [`authorizes`]. A fetch that fails is a claim not shown to hold.
+/// `check` is (the claimed IRI, the quoting note, the quoted post, the quoted post's author).
 pub async fn verify_remote(
     pool: &PgPool,
     fed: &Federation,
-    claimed: &str,
-    note: &str,
-    quoted: &str,
-    author: &str,
+    check: (&str, &str, &str, &str),
 ) -> bool {
+    let (claimed, note, quoted, author) = check;
     if !same_origin(claimed, author) {
         return false;
     }

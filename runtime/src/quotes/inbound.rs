@@ -17,7 +17,6 @@ use uuid::Uuid;
 
 use super::{Quoter, State, authorization};
 use crate::federation::Federation;
-use crate::federation::actors::actor::id_of;
 use crate::federation::inbound::activity::Object;
 use crate::federation::inbound::incoming::Incoming;
 use crate::federation::inbound::outcome::Outcome;
@@ -110,15 +109,8 @@ async fn notify_quoted(
     Ok(())
 }
 
-/// What [`note`]'s caller checks before the transaction: the quoted post and author a
-/// remote authorization claim must name, when the note quotes a remote post and claims one.
-pub fn claim_to_check<'a>(fed: &Federation, doc: &'a Value) -> Option<(&'a str, &'a str)> {
-    let quoted = super::quoted_iri(doc)?;
-    let claimed = super::claimed_authorization(doc)?;
-    (!same_origin(quoted, &fed.origin)).then_some((quoted, claimed))
-}
-
-/// A remote actor's `QuoteRequest` to quote our status `object` with the note `instrument`.
+/// A remote actor's `QuoteRequest` to quote our status `object` with the note `instrument`
+/// (checked to be theirs before the transaction).
 pub async fn request(
     tx: &mut PgConnection,
     fed: &Federation,
@@ -129,14 +121,8 @@ pub async fn request(
     let Some(ours) = super::our_status(&mut *tx, &object.id).await? else {
         return Ok(Outcome::ignored("QuoteRequest for a post that is not ours"));
     };
+    // `process::prepare` fetched the note from its own id: it is the requester's.
     let note = instrument.id.as_str();
-    let author = instrument.doc.get("attributedTo").and_then(id_of);
-    if html::http_url(note).is_none()
-        || !same_origin(note, &inc.actor)
-        || author.is_some_and(|a| a != inc.actor)
-    {
-        return Ok(Outcome::ignored("QuoteRequest for a note not by its actor"));
-    }
     let actor_iri = fed.actor_iri(&ours.username);
     let granted =
         match super::allowed(&mut *tx, &actor_iri, &ours, Quoter::Remote(&inc.actor)).await? {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -72,7 +73,9 @@ async fn handle(
     }
     if let Some((account, Some(authorization))) = row {
         // One id per authorization: the same approval is announced once.
-        let tag = format!("quote-{:x}", stable_hash(&authorization));
+        let digest = sha2::Sha256::digest(authorization.as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let tag = format!("quote-{hex}");
         ap::publish(
             &mut tx,
             fed,
@@ -85,11 +88,4 @@ async fn handle(
     }
     tx.commit().await?;
     Ok(())
-}
-
-/// A stable short tag for an IRI (FNV-1a; only needs to be the same for the same IRI).
-fn stable_hash(s: &str) -> u64 {
-    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-    })
 }

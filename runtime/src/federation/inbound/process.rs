@@ -187,18 +187,18 @@ async fn quoted_post(
         doc: serde_json::Value::Null,
     };
     boosted_post(pool, fed, signer, inc, &quoted).await?;
-    let Some((quoted, claimed)) = crate::quotes::inbound::claim_to_check(fed, &note.doc) else {
+    let Some(claimed) = crate::quotes::claimed_authorization(&note.doc) else {
         return Ok(Prepared::Nothing);
     };
     let author: Option<String> =
         sqlx::query_scalar("SELECT actor FROM remote_posts WHERE iri = $1")
-            .bind(quoted)
+            .bind(&quoted.id)
             .fetch_optional(pool)
             .await?;
     let claim_holds = match author {
         Some(a) => {
-            crate::quotes::authorization::verify_remote(pool, fed, claimed, &note.id, quoted, &a)
-                .await
+            let check = (claimed, note.id.as_str(), quoted.id.as_str(), a.as_str());
+            crate::quotes::authorization::verify_remote(pool, fed, check).await
         }
         None => false,
     };

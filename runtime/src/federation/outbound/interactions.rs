@@ -56,10 +56,22 @@ async fn to_author(
     let Some(author) = &post.actor_iri else {
         return Ok(0);
     };
+    to_actor(tx, fed, account.id, author, activity).await
+}
+
+/// Queues `activity` by our account `account` to the remote `actor` alone, addressed to
+/// them (with our `@context`). Returns the inboxes queued.
+pub(crate) async fn to_actor(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: uuid::Uuid,
+    actor: &str,
+    activity: Value,
+) -> Result<usize, sqlx::Error> {
     let mut activity = with_context(activity);
-    activity["to"] = json!([author]);
-    let to = author_recipient(&mut *tx, author).await?;
-    queue_activity(&mut *tx, fed, account.id, &activity, &to).await
+    activity["to"] = json!([actor]);
+    let to = author_recipient(&mut *tx, actor).await?;
+    queue_activity(&mut *tx, fed, account, &activity, &to).await
 }
 
 /// The `Undo` of `object`, by `account`, under a new id.
@@ -222,7 +234,7 @@ async fn announce_recipients(
 }
 
 /// The remote author, if we know where its inbox is.
-pub(crate) async fn author_recipient(
+async fn author_recipient(
     conn: &mut PgConnection,
     author: &str,
 ) -> Result<Vec<Recipient>, sqlx::Error> {

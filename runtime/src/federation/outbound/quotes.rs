@@ -8,9 +8,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::federation::Federation;
-use crate::federation::context;
-use crate::federation::outbound::delivery::queue_activity;
-use crate::federation::outbound::interactions::author_recipient;
+use crate::federation::outbound::interactions::to_actor;
 
 /// Queues `account`'s `QuoteRequest` `id` for `quoted` (by `author`), carrying `note`.
 #[allow(clippy::too_many_arguments)]
@@ -25,16 +23,15 @@ pub async fn request(
     note: Value,
 ) -> Result<usize, sqlx::Error> {
     let mut note = note;
+    // Embedded: the activity's own `@context` covers it.
     if let Some(o) = note.as_object_mut() {
         o.remove("@context");
     }
     let activity = json!({
-        "@context": context::ld(), "id": id, "type": "QuoteRequest",
-        "actor": fed.actor_iri(username), "to": [author],
+        "id": id, "type": "QuoteRequest", "actor": fed.actor_iri(username),
         "object": quoted, "instrument": note,
     });
-    let to = author_recipient(&mut *tx, author).await?;
-    queue_activity(&mut *tx, fed, account, &activity, &to).await
+    to_actor(tx, fed, account, author, activity).await
 }
 
 /// Queues the answer of `username` to `actor`'s `QuoteRequest` `request`: an `Accept` whose
@@ -49,15 +46,14 @@ pub async fn answer(
     authorization: Option<&str>,
 ) -> Result<usize, sqlx::Error> {
     let mut activity = json!({
-        "@context": context::ld(), "id": fed.new_activity_id(),
+        "id": fed.new_activity_id(),
         "type": if authorization.is_some() { "Accept" } else { "Reject" },
-        "actor": fed.actor_iri(username), "to": [actor], "object": request,
+        "actor": fed.actor_iri(username), "object": request,
     });
     if let Some(a) = authorization {
         activity["result"] = json!(a);
     }
-    let to = author_recipient(&mut *tx, actor).await?;
-    queue_activity(&mut *tx, fed, account, &activity, &to).await
+    to_actor(tx, fed, account, actor, activity).await
 }
 
 /// Queues the `Delete` of our revoked `authorization` to the quoting post's remote author.
@@ -70,9 +66,8 @@ pub async fn revoke(
     quoting_author: &str,
 ) -> Result<usize, sqlx::Error> {
     let activity = json!({
-        "@context": context::ld(), "id": fed.new_activity_id(), "type": "Delete",
-        "actor": fed.actor_iri(username), "to": [quoting_author], "object": authorization,
+        "id": fed.new_activity_id(), "type": "Delete",
+        "actor": fed.actor_iri(username), "object": authorization,
     });
-    let to = author_recipient(&mut *tx, quoting_author).await?;
-    queue_activity(&mut *tx, fed, account, &activity, &to).await
+    to_actor(tx, fed, account, quoting_author, activity).await
 }
