@@ -630,8 +630,9 @@ async fn a_fedify_follower_reads_our_new_avatar_and_header() {
 /// our post and takes it back; we react to its note (a Unicode emoji and one of our custom
 /// emojis) and Fedify's vocabulary reads the emoji, the custom emoji's `Emoji` tag and our
 /// `Undo` of it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn emoji_reactions_cross_both_ways_with_fedify() {
+/// An `all` node whose `alice` the Fedify peer follows (our Accept parsed): the peer, the
+/// node, alice's actor IRI and her API client.
+async fn alice_followed_by_fedify() -> (FedifyPeer, Instance, String, support::api::Client) {
     let peer = FedifyPeer::start().await;
     let inst = Instance::start("all", &[]).await;
     let (_, token) = inst.account("alice").await;
@@ -640,6 +641,12 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
     peer.control("follow", json!({ "actor": alice_iri })).await;
     peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
         .await;
+    (peer, inst, alice_iri, api)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emoji_reactions_cross_both_ways_with_fedify() {
+    let (peer, inst, alice_iri, api) = alice_followed_by_fedify().await;
 
     // Fedify reacts to our public post: it shows on the status, then goes with the Undo.
     let post = api.posted(&json!({"status": "react, Fedify"})).await;
@@ -743,14 +750,7 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
 /// Fedify reads back (from our `_misskey_quote`/`quoteUri`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quotes_cross_both_ways_with_fedify() {
-    let peer = FedifyPeer::start().await;
-    let inst = Instance::start("all", &[]).await;
-    let (_, token) = inst.account("alice").await;
-    let alice_iri = inst.fed.actor_iri("alice");
-    let api = support::api::Client::new(&inst, Some(&token));
-    peer.control("follow", json!({ "actor": alice_iri })).await;
-    peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
-        .await;
+    let (peer, inst, alice_iri, api) = alice_followed_by_fedify().await;
 
     // Fedify quotes our post.
     let post = api.posted(&json!({"status": "quote me, Fedify"})).await;

@@ -11,19 +11,26 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, follow_each_other, id, received};
+use support::api::{Client, WAIT, follow_each_other, id, notifications_of, received};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
-async fn notifications_of(api: &Client, kind: &str) -> Vec<Value> {
-    let n = api
-        .get(&format!("/api/v1/notifications?types[]={kind}"))
+/// The outcome of the inbox activity `id`, once it was processed.
+async fn outcome_of(inst: &Instance, id: &Value) -> String {
+    eventually(WAIT, &format!("{id} processed"), || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT outcome FROM inbox_activities WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&inst.pool)
         .await
-        .body;
-    n.as_array().cloned().unwrap_or_default()
+        .expect("outcome")
+        .flatten()
+    })
+    .await
 }
 
 async fn status(api: &Client, id: &str) -> Value {
@@ -33,7 +40,7 @@ async fn status(api: &Client, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
+    let (alice_account, alice_token) = inst.account("alice").await;
     let (_, bob_token) = inst.account("bob").await;
     let (_, carol_token) = inst.account("carol").await;
     let alice = Client::new(&inst, Some(&alice_token));
@@ -78,6 +85,23 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
         status(&bob, &id(&fans)).await["quote_approval"]["current_user"],
         "denied"
     );
+    // A follower may quote a "followers" post.
+    let follow = carol
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{}/follow", alice_account.id),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(follow.status, 200, "{}", follow.body);
+    assert_eq!(
+        status(&carol, &id(&fans)).await["quote_approval"]["current_user"],
+        "automatic"
+    );
+    let by_follower = carol
+        .posted(&json!({"status": "a fan's quote", "quoted_status_id": id(&fans)}))
+        .await;
+    assert_eq!(by_follower["quote"]["state"], "accepted", "{by_follower}");
 
     // Allowed: the quote shows the quoted status; Hollo's `quote_id` works too.
     let quoting = bob
@@ -93,9 +117,10 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
         .posted(&json!({"status": "me too", "quote_id": id(&open)}))
         .await;
     assert_eq!(second["quote"]["quoted_status"]["id"], open["id"]);
+    // Carol's quote of the followers-only-quotable post, bob's and carol's of the open one.
     let n = eventually(WAIT, "alice's quote notifications", || async {
         let n = notifications_of(&alice, "quote").await;
-        (n.len() == 2).then_some(n)
+        (n.len() == 3).then_some(n)
     })
     .await;
     assert!(
@@ -352,17 +377,7 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
         "object": our_uri, "instrument": { "id": bobs, "type": "Note", "attributedTo": peer.actor() },
     });
     assert_eq!(peer.post(&inbox, &not_theirs).await, 202);
-    let outcome: String = eventually(WAIT, "the request for bob's note processed", || async {
-        sqlx::query_scalar::<_, Option<String>>(
-            "SELECT outcome FROM inbox_activities WHERE id = $1",
-        )
-        .bind(not_theirs["id"].as_str())
-        .fetch_optional(&inst.pool)
-        .await
-        .expect("outcome")
-        .flatten()
-    })
-    .await;
+    let outcome = outcome_of(&inst, &not_theirs["id"]).await;
     assert!(outcome.contains("not by its actor"), "{outcome}");
     for (target, req) in [
         (&our_uri, peer.new_id("requests")),
@@ -448,17 +463,7 @@ async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold
         "object": granted,
     });
     assert_eq!(peer.post(&inbox, &by_other).await, 202);
-    let outcome: String = eventually(WAIT, "the other actor's Delete processed", || async {
-        sqlx::query_scalar::<_, Option<String>>(
-            "SELECT outcome FROM inbox_activities WHERE id = $1",
-        )
-        .bind(by_other["id"].as_str())
-        .fetch_optional(&inst.pool)
-        .await
-        .expect("outcome")
-        .flatten()
-    })
-    .await;
+    let outcome = outcome_of(&inst, &by_other["id"]).await;
     assert!(!outcome.contains("revoked"), "{outcome}");
     assert_eq!(status(&api, &id(&mine)).await["quote"]["state"], "accepted");
     let delete = json!({

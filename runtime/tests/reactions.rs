@@ -10,7 +10,7 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, follow_each_other, id, received};
+use support::api::{Client, WAIT, follow_each_other, id, notifications_of, received};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -23,14 +23,6 @@ fn enc(s: &str) -> String {
 
 async fn reactions_of(api: &Client, status: &str) -> Value {
     api.get(&format!("/api/v1/statuses/{status}")).await.body["emoji_reactions"].clone()
-}
-
-async fn notifications_of(api: &Client, kind: &str) -> Vec<Value> {
-    let n = api
-        .get(&format!("/api/v1/notifications?types[]={kind}"))
-        .await
-        .body;
-    n.as_array().cloned().unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -216,6 +216,15 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
     let private = alice_api
         .posted(&json!({ "status": "SECRET-LOCAL-PRIVATE #secrettag", "visibility": "private" }))
         .await;
+    // A public quote of it by its author (R-MAPI-6): public timelines, the profile and the
+    // tag show the quote to everyone, never the followers-only post inside it.
+    let quoting = alice_api
+        .posted(&json!({ "status": "a public quote", "quoted_status_id": id(&private) }))
+        .await;
+    assert_eq!(
+        quoting["quote"]["quoted_status"]["id"], private["id"],
+        "{quoting}"
+    );
     // A public post of alice's scheduled for tomorrow: no one but alice sees it before then.
     let tomorrow = (chrono::Utc::now() + chrono::TimeDelta::days(1)).to_rfc3339();
     let scheduled = alice_api

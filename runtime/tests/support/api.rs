@@ -98,6 +98,15 @@ pub async fn scalar(inst: &Instance, sql: &str, bind: &str) -> i64 {
         .expect(sql)
 }
 
+/// The caller's notifications of type `kind` (v1, newest first).
+pub async fn notifications_of(api: &Client, kind: &str) -> Vec<Value> {
+    let n = api
+        .get(&format!("/api/v1/notifications?types[]={kind}"))
+        .await
+        .body;
+    n.as_array().cloned().unwrap_or_default()
+}
+
 /// Waits until the peer received a verified activity of `ty` matching `pred`.
 pub async fn received(peer: &Peer, ty: &str, pred: impl Fn(&Value) -> bool) -> Value {
     let got = eventually(WAIT, &format!("the peer receives a {ty}"), || async {
