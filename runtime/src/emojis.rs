@@ -200,6 +200,23 @@ pub async fn delete(tx: &mut PgConnection, id: Uuid) -> Result<Option<String>, s
     Ok(key)
 }
 
+/// A reaction's emoji as checked: Unicode, or one of this server's custom emojis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reaction {
+    Unicode(String),
+    Custom(Emoji),
+}
+
+impl Reaction {
+    /// The name stored and shown: the emoji itself, or `:shortcode:`.
+    pub fn name(&self) -> String {
+        match self {
+            Reaction::Unicode(e) => e.clone(),
+            Reaction::Custom(e) => format!(":{}:", e.shortcode),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,7 +77,7 @@ pub async fn mute(
             &mut *tx,
             QueueName::Task,
             &NewMessage::new(EXPIRY_KIND, data)
-                .delay(d.min(crate::tasks::mute_expiry::CHUNK))
+                .delay(d.min(crate::queue::LONGEST_WAIT))
                 .coalesce(expiry_key(account, target_iri)),
         )
         .await?;

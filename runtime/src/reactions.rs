@@ -13,7 +13,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::accounts::Account;
-use crate::emojis::{self, Emoji};
+use crate::emojis;
+pub use crate::emojis::Reaction;
 use crate::federation::Federation;
 use crate::federation::outbound::interactions;
 use crate::statuses::notify::{self, Kind, Notification};
@@ -21,23 +22,6 @@ use crate::statuses::post::Post;
 
 /// The most reactions of one account on one post (Pleroma has no limit; Misskey allows one).
 pub const MAX_PER_POST: i64 = 16;
-
-/// A reaction's emoji as checked: Unicode, or one of this server's custom emojis.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reaction {
-    Unicode(String),
-    Custom(Emoji),
-}
-
-impl Reaction {
-    /// The name stored and shown: the emoji itself, or `:shortcode:`.
-    pub fn name(&self) -> String {
-        match self {
-            Reaction::Unicode(e) => e.clone(),
-            Reaction::Custom(e) => format!(":{}:", e.shortcode),
-        }
-    }
-}
 
 /// Why a reaction is refused.
 #[derive(Debug, thiserror::Error)]

@@ -430,7 +430,7 @@ async fn set_end(
             &mut *tx,
             QueueName::Task,
             &NewMessage::new(EXPIRY_KIND, data)
-                .delay(d.min(crate::tasks::filter_expiry::CHUNK))
+                .delay(d.min(crate::queue::LONGEST_WAIT))
                 .coalesce(expiry_key(id)),
         )
         .await?;

@@ -12,14 +12,14 @@ use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::status::Status;
-
+/// `S` is the quoted status's entity (`status::Status`): generic so that this module, which
+/// `status` uses, does not use `status` back.
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
-pub enum Quote {
+pub enum Quote<S> {
     Full {
         state: &'static str,
-        quoted_status: Option<Box<Status>>,
+        quoted_status: Option<Box<S>>,
     },
     Shallow {
         state: &'static str,
@@ -88,7 +88,7 @@ impl Quotes {
     }
 
     /// The full quote of `post`, its quoted status taken from `rendered`.
-    pub fn full(&self, post: Uuid, rendered: &HashMap<Uuid, Status>) -> Option<Quote> {
+    pub fn full<S: Clone>(&self, post: Uuid, rendered: &HashMap<Uuid, S>) -> Option<Quote<S>> {
         let (state, quoted) = self.shown(post, &|q| rendered.contains_key(&q))?;
         Some(Quote::Full {
             state,
@@ -97,7 +97,7 @@ impl Quotes {
     }
 
     /// The shallow quote of `post` (inside a quoted status): `readable` as for [`Self::full`].
-    pub fn shallow(&self, post: Uuid, readable: &HashSet<Uuid>) -> Option<Quote> {
+    pub fn shallow<S>(&self, post: Uuid, readable: &HashSet<Uuid>) -> Option<Quote<S>> {
         let (state, quoted) = self.shown(post, &|q| readable.contains(&q))?;
         Some(Quote::Shallow {
             state,

@@ -62,7 +62,7 @@ pub struct Status {
     pub card: Option<super::preview_card::PreviewCard>,
     pub poll: Option<Poll>,
     /// The post it quotes and whether the quoted author agreed (Mastodon 4.5).
-    pub quote: Option<super::quote::Quote>,
+    pub quote: Option<super::quote::Quote<Status>>,
     /// Who may quote it, and whether the viewer may.
     pub quote_approval: QuoteApproval,
     /// Pleroma's and Akkoma's extension object, where their clients (megalodon's Pleroma

@@ -10,6 +10,11 @@ use uuid::Uuid;
 
 use super::message::{QueueName, envelope};
 
+/// Longest single wait a far due time is scheduled in (scheduled statuses, mute and filter
+/// expiry): a task that wakes that far ahead re-queues itself for the rest, so a changed or
+/// lost row is noticed within a week rather than at a date months away.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+
 #[derive(Clone, Debug)]
 pub struct NewMessage {
     pub kind: String,

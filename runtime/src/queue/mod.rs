@@ -15,7 +15,7 @@ pub mod retry;
 mod slots;
 pub mod stats;
 
-pub use enqueue::{Enqueued, NewMessage, enqueue, enqueue_many};
+pub use enqueue::{Enqueued, LONGEST_WAIT, NewMessage, enqueue, enqueue_many};
 pub use message::{Claimed, QueueName};
 pub use registry::{JobContext, KindSpec, Registry, TaskError};
 pub use retry::{Backoff, RetryPolicy};

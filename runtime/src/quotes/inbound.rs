@@ -95,7 +95,7 @@ async fn notify_quoted(
     post: Uuid,
     iri: &str,
 ) -> Result<(), sqlx::Error> {
-    let Some(from) = crate::federation::inbound::notes::actor_id(&mut *tx, actor).await? else {
+    let Some(from) = crate::federation::actors::directory::remote_id(&mut *tx, actor).await? else {
         return Ok(());
     };
     let n = Notification {

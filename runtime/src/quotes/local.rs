@@ -16,7 +16,6 @@ use crate::federation::Federation;
 use crate::federation::outbound::{quotes as ap, statuses as ap_status};
 use crate::statuses::notify::{self, Kind, Notification};
 use crate::statuses::post::{self, Post};
-use crate::statuses::write::WriteError;
 
 /// A post a new status may quote, as checked before the status's transaction.
 pub struct Target {
@@ -27,8 +26,17 @@ pub struct Target {
     asks: bool,
 }
 
-fn not_quotable() -> WriteError {
-    WriteError::Invalid("Validation failed: Quoted status is not quotable by you".into())
+/// Why a status may not quote a post (`statuses::write` answers 404 and 422 from it).
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// Unknown, or not the author's to read (404, as for a reply).
+    #[error("Record not found")]
+    NotFound,
+    /// Its policy refuses them, or it is not public (422).
+    #[error("Validation failed: Quoted status is not quotable by you")]
+    NotQuotable,
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
 }
 
 /// Checks that `author` may quote `quoted`: it must read it (404 otherwise, as for a reply),
@@ -38,19 +46,19 @@ pub async fn target(
     fed: Option<&Federation>,
     author: &Account,
     quoted: Uuid,
-) -> Result<Target, WriteError> {
+) -> Result<Target, TargetError> {
     let mut conn = pool.acquire().await?;
     let post = post::find(&mut conn, Some(author.id), quoted)
         .await?
-        .ok_or(WriteError::NotFound)?;
-    let fed = fed.ok_or_else(not_quotable)?;
+        .ok_or(TargetError::NotFound)?;
+    let fed = fed.ok_or(TargetError::NotQuotable)?;
     if post.account_id.is_some() {
         let ours = super::our_status(&mut conn, &post.uri)
             .await?
-            .ok_or(WriteError::NotFound)?;
+            .ok_or(TargetError::NotFound)?;
         let actor = fed.actor_iri(&ours.username);
         if !super::allowed(&mut conn, &actor, &ours, Quoter::Local(author.id)).await? {
-            return Err(not_quotable());
+            return Err(TargetError::NotQuotable);
         }
         return Ok(Target {
             post,
@@ -59,7 +67,7 @@ pub async fn target(
         });
     }
     if !matches!(post.visibility.as_str(), "public" | "unlisted") {
-        return Err(not_quotable());
+        return Err(TargetError::NotQuotable);
     }
     let body: Option<serde_json::Value> =
         sqlx::query_scalar("SELECT body FROM remote_posts WHERE id = $1")
@@ -80,7 +88,7 @@ pub async fn target(
             super::vocab_public(a) || *a == me || followers.as_deref() == Some(a.as_str())
         });
         if !open {
-            return Err(not_quotable());
+            return Err(TargetError::NotQuotable);
         }
     }
     Ok(Target {

@@ -26,7 +26,7 @@ use super::Visibility;
 use super::write::{NewStatus, WriteError, check_new};
 use crate::media;
 use crate::polls::NewPoll;
-use crate::queue::{NewMessage, QueueName, enqueue};
+use crate::queue::{LONGEST_WAIT, NewMessage, QueueName, enqueue};
 
 /// The task that publishes one.
 pub const KIND: &str = "hollo.scheduled-status.v1";
@@ -36,9 +36,6 @@ pub const TOTAL_LIMIT: i64 = 300;
 
 /// Scheduled statuses one account may have on one day (Mastodon's `DAILY_LIMIT`).
 pub const DAILY_LIMIT: i64 = 25;
-
-/// Longest single wait of the wakeup: a far date is reached in steps, as poll expiry does.
-pub const CHUNK: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// `hollo.scheduled-status.v1`'s payload.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -252,9 +249,12 @@ async fn check_limits(
     Ok(())
 }
 
-/// Queues (or moves) the wakeup of `id` for `at`, at most [`CHUNK`] ahead.
+/// Queues (or moves) the wakeup of `id` for `at`, at most [`LONGEST_WAIT`] ahead.
 pub async fn wake(tx: &mut PgConnection, id: Uuid, at: DateTime<Utc>) -> Result<(), sqlx::Error> {
-    let left = (at - Utc::now()).to_std().unwrap_or_default().min(CHUNK);
+    let left = (at - Utc::now())
+        .to_std()
+        .unwrap_or_default()
+        .min(LONGEST_WAIT);
     let payload = Payload {
         scheduled_status_id: id,
     };

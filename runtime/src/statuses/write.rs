@@ -74,6 +74,17 @@ impl From<AttachError> for WriteError {
     }
 }
 
+impl From<crate::quotes::local::TargetError> for WriteError {
+    fn from(e: crate::quotes::local::TargetError) -> Self {
+        use crate::quotes::local::TargetError;
+        match e {
+            TargetError::NotFound => WriteError::NotFound,
+            e @ TargetError::NotQuotable => WriteError::Invalid(e.to_string()),
+            TargetError::Db(e) => WriteError::Db(e),
+        }
+    }
+}
+
 impl From<PollError> for WriteError {
     fn from(e: PollError) -> Self {
         match e {

@@ -36,7 +36,6 @@ use crate::filters::Context;
 use crate::filters::active::Active;
 use crate::mastodon::Status;
 use crate::statuses::hidden::Hidden;
-use crate::web::server::ConnectionSlot;
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
 pub const BUFFER: usize = 128;
@@ -83,7 +82,9 @@ pub struct Session {
     /// Held until the stream ends: its place under the stream limits and under the node's
     /// connection cap (`None` only when served outside `web::server`, as in unit tests).
     pub admission: Admission,
-    pub slot: Option<ConnectionSlot>,
+    /// The connection's place under the node's cap (`web::server::ConnectionSlot`), only
+    /// held, never looked at: type-erased so the domain needs nothing of the HTTP server.
+    pub slot: Option<Box<dyn std::any::Any + Send + Sync>>,
     /// The accounts the viewer mutes or blocks, whose statuses (and notifications, as the
     /// mute says) this stream leaves out; reloaded when a `relationship` event names the
     /// viewer.

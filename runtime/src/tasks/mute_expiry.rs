@@ -13,11 +13,9 @@ use std::time::Duration;
 
 use crate::mutes::{EXPIRY_KIND, ExpiryPayload, expiry_key};
 use crate::queue::{
-    JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError, enqueue,
+    JobContext, KindSpec, LONGEST_WAIT, NewMessage, QueueName, Registry, RetryPolicy, TaskError,
+    enqueue,
 };
-
-/// Longest single wait: a far end is reached in steps, as poll expiry does.
-pub const CHUNK: Duration = Duration::from_secs(7 * 24 * 3600);
 
 pub fn spec() -> KindSpec {
     KindSpec::new(EXPIRY_KIND, QueueName::Task)
@@ -59,7 +57,7 @@ async fn handle(ctx: JobContext, p: ExpiryPayload) -> Result<(), TaskError> {
             tracing::debug!(account = %p.account_id, target = %p.target_iri, "mute expired");
         }
         Some((Some(left), _)) => {
-            let delay = Duration::from_secs_f64(left.min(CHUNK.as_secs_f64()));
+            let delay = Duration::from_secs_f64(left.min(LONGEST_WAIT.as_secs_f64()));
             let data = serde_json::to_value(&p).unwrap_or_default();
             enqueue(
                 &mut *tx,

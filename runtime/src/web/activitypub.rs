@@ -22,7 +22,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::body::{parse_json, read_limited};
-use super::pages::negotiate;
 use super::{ApiError, AppState};
 use crate::accounts::{self, Account};
 use crate::federation::context;
@@ -38,9 +37,7 @@ pub const MAX_INBOX_BYTES: usize = 1024 * 1024;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/.well-known/webfinger", get(webfinger_handler))
-        .route("/users/{name}", get(actor_handler))
         .route("/users/{name}/outbox", get(outbox_handler))
-        .route("/users/{name}/statuses/{id}", get(status_handler))
         .route(
             "/users/{name}/quote_authorizations/{id}",
             get(quote_authorization_handler),
@@ -119,21 +116,7 @@ async fn webfinger_handler(
         .into_response())
 }
 
-/// `/users/{name}`: the actor document, or for a browser (`Accept` preferring HTML) the
-/// profile page (R-WEB-1); `Vary: Accept` either way.
-async fn actor_handler(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    uri: axum::http::Uri,
-    headers: axum::http::HeaderMap,
-) -> Response {
-    if negotiate::wants_html(&headers, negotiate::Default::Json) {
-        return super::pages::profile::page(&s, &name, uri.query(), &headers).await;
-    }
-    negotiate::vary(actor_document(&s, &name).await.into_response())
-}
-
-/// The actor document of our account `name` (also what `/@name` answers ActivityPub clients).
+/// The actor document of our account `name` (`/users/{name}` and `/@name`, see `permalinks`).
 pub(crate) async fn actor_document(s: &AppState, name: &str) -> Result<Response, ApiError> {
     let fed = federation(s)?;
     let account = account_named(s, name).await?;
@@ -151,9 +134,6 @@ pub(crate) async fn actor_document(s: &AppState, name: &str) -> Result<Response,
     )))
 }
 
-/// A local status's URI serves its object (`Note`, or `Question` with current counts), so
-/// remote servers can fetch what our `Create` announced, or what someone looks up; a browser
-/// gets the post's page (R-WEB-1). `Vary: Accept` either way.
 /// A `QuoteAuthorization` we granted (FEP-044f), while it is not revoked: how any server
 /// checks a quote of our status.
 async fn quote_authorization_handler(
@@ -169,19 +149,10 @@ async fn quote_authorization_handler(
     Ok(activity_json(doc))
 }
 
-async fn status_handler(
-    State(s): State<AppState>,
-    Path((name, id)): Path<(String, String)>,
-    headers: axum::http::HeaderMap,
-) -> Response {
-    if negotiate::wants_html(&headers, negotiate::Default::Json) {
-        return super::pages::post::page(&s, &name, &id, &headers).await;
-    }
-    negotiate::vary(status_document(&s, &name, &id).await.into_response())
-}
-
-/// The object of our status `id` of `name` (also what `/@name/{id}` answers ActivityPub
-/// clients): public and unlisted ones only, a Tombstone (410) for a deleted one.
+/// The object of our status `id` of `name` (`Note`, or `Question` with current counts), so
+/// remote servers can fetch what our `Create` announced (`/users/{name}/statuses/{id}` and
+/// `/@name/{id}`, see `permalinks`): public and unlisted ones only, a Tombstone (410) for a
+/// deleted one.
 pub(crate) async fn status_document(
     s: &AppState,
     name: &str,

@@ -27,6 +27,7 @@ pub mod media_files;
 pub mod media_proxy;
 pub mod oauth;
 pub mod pages;
+pub mod permalinks;
 pub mod polls;
 pub mod replies;
 pub mod server;
@@ -224,6 +225,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/version", get(version))
         .route("/api/admin/status", get(admin_status))
         .merge(activitypub::routes())
+        .merge(permalinks::routes())
         .merge(api::routes())
         .merge(jobs::routes(&state))
         .merge(exports::routes())

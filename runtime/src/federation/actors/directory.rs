@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::accounts::{self, Account};
@@ -125,6 +125,14 @@ pub async fn by_ids(
         out.entry(r.id).or_insert(Found::Remote(r));
     }
     Ok(out)
+}
+
+/// The Account entity id of a stored remote actor, inside the caller's transaction.
+pub async fn remote_id(conn: &mut PgConnection, iri: &str) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM remote_actors WHERE iri = $1")
+        .bind(iri)
+        .fetch_optional(conn)
+        .await
 }
 
 pub async fn remote_by_iri(pool: &PgPool, iri: &str) -> Result<Option<RemoteAccount>, sqlx::Error> {

@@ -126,7 +126,7 @@ async fn notify_follow(
     follower: &str,
     cause: &str,
 ) -> Result<(), sqlx::Error> {
-    if let Some(from) = super::notes::actor_id(tx, follower).await? {
+    if let Some(from) = crate::federation::actors::directory::remote_id(tx, follower).await? {
         let n = Notification {
             account,
             kind,

@@ -11,8 +11,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::incoming::Incoming;
-use super::notes::actor_id;
 use super::outcome::Outcome;
+use crate::federation::actors::directory::remote_id;
 use crate::statuses::notify::{self, Kind, Notification};
 use crate::statuses::{Visibility, feed, followers};
 
@@ -49,7 +49,7 @@ pub async fn like(
     }
     if let (Some((post, author)), Some(from)) = (
         local_status(tx, object_id).await?,
-        actor_id(tx, &inc.actor).await?,
+        remote_id(tx, &inc.actor).await?,
     ) {
         let n = Notification {
             account: author,
@@ -107,7 +107,7 @@ pub async fn react(
     if !fresh {
         return Ok(Outcome::applied("reaction already stored"));
     }
-    if let (Some(author), Some(from)) = (author, actor_id(tx, &inc.actor).await?) {
+    if let (Some(author), Some(from)) = (author, remote_id(tx, &inc.actor).await?) {
         let n = Notification {
             account: author,
             kind: Kind::EmojiReaction,
@@ -239,7 +239,7 @@ pub async fn announce(
     let Some(id) = id else {
         return Ok(Outcome::applied("boost already stored"));
     };
-    let from = actor_id(tx, &inc.actor).await?;
+    let from = remote_id(tx, &inc.actor).await?;
     if let (Some(author), Some(from)) = (author, from) {
         let n = Notification {
             account: author,

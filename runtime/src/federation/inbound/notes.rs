@@ -17,6 +17,7 @@ use super::incoming::Incoming;
 use super::outcome::Outcome;
 use crate::federation::Federation;
 use crate::federation::actors::actor::id_of;
+use crate::federation::actors::directory;
 use crate::federation::iri::same_origin;
 use crate::federation::vocab;
 use crate::html;
@@ -257,14 +258,6 @@ async fn local_ids(
         .await
 }
 
-/// The Account entity id of a stored remote actor.
-pub async fn actor_id(tx: &mut PgConnection, actor: &str) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar("SELECT id FROM remote_actors WHERE iri = $1")
-        .bind(actor)
-        .fetch_optional(tx)
-        .await
-}
-
 /// `Create` (`create`) or `Update` of a note by the signer.
 pub async fn upsert(
     tx: &mut PgConnection,
@@ -334,7 +327,7 @@ pub async fn upsert(
     }
     // What it quotes, and whether the quoted author agreed (`quotes`).
     crate::quotes::inbound::note(tx, fed, stored.id, iri, &inc.actor, object, claim_holds).await?;
-    let from = actor_id(tx, &inc.actor).await?;
+    let from = directory::remote_id(tx, &inc.actor).await?;
 
     if visibility == Visibility::Direct {
         // A direct note joins (or starts) the conversation of each local account it

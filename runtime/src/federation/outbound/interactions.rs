@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use sqlx::PgConnection;
 
 use crate::accounts::Account;
+use crate::emojis::Reaction;
 use crate::federation::Federation;
 use crate::federation::context;
 use crate::federation::outbound::delivery::{Recipient, queue_activity};
 use crate::federation::outbound::statuses::inboxes;
 use crate::federation::vocab::PUBLIC;
-use crate::reactions::Reaction;
 use crate::statuses::Visibility;
 use crate::statuses::post::{Boost, Post};
 

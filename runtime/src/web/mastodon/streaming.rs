@@ -159,7 +159,7 @@ async fn stream(
         ping_every: ping_interval(s.http.idle_timeout),
         token_hash,
         admission,
-        slot: slot.map(|Extension(slot)| slot),
+        slot: slot.map(|Extension(slot)| Box::new(slot) as Box<dyn std::any::Any + Send + Sync>),
         hidden,
         filters,
         author_domains: Default::default(),

@@ -30,7 +30,6 @@ use crate::mastodon::{Account, Status};
 pub mod cache;
 pub mod feed;
 pub mod home;
-pub mod negotiate;
 pub mod post;
 pub mod profile;
 pub mod tag;
@@ -43,9 +42,7 @@ pub const PAGE_SIZE: i64 = 20;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home::handler))
-        .route("/@{name}", get(profile::handler))
         .route("/@{name}/atom.xml", get(feed::account_handler))
-        .route("/@{name}/{id}", get(post::handler))
         .route("/tags/{tag}", get(tag::handler))
         .route("/tags/{tag}/atom.xml", get(feed::tag_handler))
         .route("/assets/pages.css", get(stylesheet))
@@ -212,7 +209,7 @@ fn page_headers(s: &AppState, resp: &mut Response, content_type: &'static str) {
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
     );
-    // The IRIs and `/@` paths answer JSON or HTML by `Accept` (`negotiate`).
+    // The IRIs and `/@` paths answer JSON or HTML by `Accept` (`permalinks`).
     h.insert(header::VARY, HeaderValue::from_static("Accept"));
 }
 

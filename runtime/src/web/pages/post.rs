@@ -3,12 +3,10 @@
 //! reader may see. A followers-only, direct, remote, unknown or malformed id, or a post of
 //! another account than the handle's: 404. A deleted post (its tombstone is kept): 410.
 
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use uuid::Uuid;
 
-use super::negotiate::{self, Default};
 use super::{
     Meta, PostView, Rendered, excerpt, load_posts, not_found, page_or_error, post_view, respond,
     site_view,
@@ -19,18 +17,6 @@ use crate::web::AppState;
 
 /// At most this many replies are shown under a post.
 const MAX_REPLIES: usize = 200;
-
-pub async fn handler(
-    State(s): State<AppState>,
-    Path((name, id)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    if !negotiate::wants_html(&headers, Default::Html) {
-        let doc = crate::web::activitypub::status_document(&s, &name, &id).await;
-        return negotiate::vary(doc.into_response());
-    }
-    page(&s, &name, &id, &headers).await
-}
 
 /// The permalink page of the post `id` of `name`.
 pub async fn page(s: &AppState, name: &str, id: &str, headers: &HeaderMap) -> Response {

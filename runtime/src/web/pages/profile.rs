@@ -3,13 +3,11 @@
 //! counts, pinned posts — and its public and unlisted posts, newest first, [`PAGE_SIZE`] a page
 //! (`?max_id=` for older ones). Unknown, remote (`/@name@host`) and malformed handles: 404.
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::negotiate::{self, Default};
 use super::{
     Meta, PAGE_SIZE, PostView, Rendered, author_view, excerpt, load_posts, max_id, not_found,
     page_or_error, plain_text, post_view, profile_url, respond, site_view,
@@ -20,19 +18,6 @@ use crate::statuses::access::visible_sql;
 use crate::web::AppState;
 
 const HTML: &str = "text/html; charset=utf-8";
-
-pub async fn handler(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    if !negotiate::wants_html(&headers, Default::Html) {
-        let doc = crate::web::activitypub::actor_document(&s, &name).await;
-        return negotiate::vary(doc.into_response());
-    }
-    page(&s, &name, uri.query(), &headers).await
-}
 
 /// The profile page of `name` (also what `/users/{name}` shows a browser).
 pub async fn page(s: &AppState, name: &str, query: Option<&str>, headers: &HeaderMap) -> Response {
