@@ -913,13 +913,11 @@ impl Config {
     }
 
     /// Connections this process may open at most (R-DB-2), logged at start.
-    /// The LISTEN connections (the queues' on consumers, the streaming API's on HTTP nodes)
-    /// come out of the general pool unless `DATABASE_DIRECT_URL` sends them around the
-    /// pooler, where each is one more.
+    /// The node's one LISTEN connection (the queues' wake-ups and the streaming API's events,
+    /// `db::listen`) comes out of the general pool unless `DATABASE_DIRECT_URL` sends it around
+    /// the pooler, where it is one more.
     pub fn connection_budget(&self) -> u32 {
-        let direct = self.db.direct_url.is_some();
-        let direct_listeners = u32::from(direct && self.role.consumes())
-            + u32::from(direct && self.role.serves_http());
+        let direct_listeners = u32::from(self.db.direct_url.is_some());
         match self.role {
             Role::Web => self.db.web_pool_max + direct_listeners,
             Role::Worker | Role::All => {

@@ -1,6 +1,5 @@
 //! A running node: role gate, pools, heartbeat row, consumers, HTTP, and the drain on SIGTERM.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -12,10 +11,11 @@ use uuid::Uuid;
 
 use crate::config::{Config, Role};
 use crate::db;
+use crate::db::listen::{self, Subscriptions};
 use crate::federation::Federation;
 use crate::metrics::Metrics;
 use crate::queue::consumer::{Consumer, InFlight};
-use crate::queue::{QueueName, Registry, listener};
+use crate::queue::{QueueName, Registry};
 use crate::shutdown::Shutdown;
 use crate::tasks::{self, TASK_DEFINITION_VERSION};
 use crate::web::{self, AppState};
@@ -133,6 +133,8 @@ impl NodeBuilder {
             background.clone(),
         ));
 
+        // The node's one LISTEN connection: the consumers and the streaming API subscribe.
+        let mut subs = Subscriptions::default();
         let consuming = if config.role.consumes() {
             let base = Base {
                 pool: &pool,
@@ -140,21 +142,23 @@ impl NodeBuilder {
                 metrics: &metrics,
                 shutdown: &shutdown,
                 in_flight: &in_flight,
-                background: &background,
             };
-            Some(start_consuming(&config, &urls, fed.clone(), &base).await?)
+            Some(start_consuming(&config, &urls, fed.clone(), &base, &mut subs).await?)
         } else {
             None
         };
 
-        // The streaming API (R-MAPI-5): nodes that serve it hear every node's and worker's
-        // events on their own LISTEN connection and delete old events now and then.
         let streams = crate::streaming::Hub::with_limits(metrics.clone(), config.streams);
         let streaming_tasks = if config.role.serves_http() {
-            start_streaming(&config, &urls, &pool, &streams, &background)
+            start_streaming(&pool, &streams, &background, &mut subs)
         } else {
             Vec::new()
         };
+        let source = match &config.db.direct_url {
+            Some(_) => listen::Source::Direct(urls.direct.clone()),
+            None => listen::Source::Pool(pool.clone()),
+        };
+        let listening = tokio::spawn(listen::run(source, subs, background.clone()));
 
         let accepting = Arc::new(AtomicBool::new(true));
         let state = app_state(&config, &pool, fed.clone(), &streams, &metrics, &accepting)?;
@@ -211,14 +215,11 @@ impl NodeBuilder {
                 closing.cancel();
                 let _ = health.await;
             }
-            let listener_task = match consuming {
-                Some(c) => Some(c.drained().await),
-                None => None,
-            };
-            background.cancel();
-            if let Some(l) = listener_task {
-                let _ = l.await;
+            if let Some(c) = consuming {
+                c.drained().await;
             }
+            background.cancel();
+            let _ = listening.await;
             for t in streaming_tasks {
                 let _ = t.await;
             }
@@ -297,11 +298,10 @@ fn federation(config: &Config) -> Result<Option<Arc<Federation>>> {
     Ok(fed)
 }
 
-/// What a consuming node runs: one consumer per queue, the LISTEN connection that wakes them,
+/// What a consuming node runs: one consumer per queue (woken by the node's LISTEN connection)
 /// and the recovery loop.
 struct Consuming {
     consumers: Vec<tokio::task::JoinHandle<()>>,
-    listener: tokio::task::JoinHandle<()>,
     recovery: tokio::task::JoinHandle<()>,
 }
 
@@ -309,12 +309,11 @@ impl Consuming {
     /// Waits for the consumers to drain and the recovery loop to finish its pass (it stops at
     /// SIGTERM after the pass it is in: its transaction commits); the LISTEN connection is
     /// left for the caller to stop after them.
-    async fn drained(self) -> tokio::task::JoinHandle<()> {
+    async fn drained(self) {
         for c in self.consumers {
             let _ = c.await;
         }
         let _ = self.recovery.await;
-        self.listener
     }
 }
 
@@ -325,7 +324,6 @@ struct Base<'a> {
     metrics: &'a Arc<Metrics>,
     shutdown: &'a Shutdown,
     in_flight: &'a InFlight,
-    background: &'a tokio_util::sync::CancellationToken,
 }
 
 async fn start_consuming(
@@ -333,6 +331,7 @@ async fn start_consuming(
     urls: &db::Urls,
     fed: Option<Arc<Federation>>,
     base: &Base<'_>,
+    subs: &mut Subscriptions,
 ) -> Result<Consuming> {
     let registry = tasks::registry_for_node(config, fed, &base.shutdown.stop);
     let item_locks = db::connect_pool(
@@ -350,9 +349,9 @@ async fn start_consuming(
         registry: &registry,
         shutdown: base.shutdown,
         in_flight: base.in_flight,
-        listener_stop: base.background,
+        subs,
     };
-    let (consumers, listener) = start_consumers(config, urls, wiring)?;
+    let consumers = start_consumers(config, wiring)?;
     assert_may_consume(config.role, "recovery scans")?;
     let recovery = tokio::spawn(crate::recovery::run_loop(
         base.pool.clone(),
@@ -363,27 +362,21 @@ async fn start_consuming(
     tracing::info!(node_id = %base.node_id, role = %config.role, "{WORKER_STARTED}");
     Ok(Consuming {
         consumers,
-        listener,
         recovery,
     })
 }
 
 /// The streaming API (R-MAPI-5): nodes that serve it hear every node's and worker's events on
-/// their own LISTEN connection and delete old events now and then.
+/// the node's LISTEN connection and delete old events now and then.
 fn start_streaming(
-    config: &Config,
-    urls: &db::Urls,
     pool: &PgPool,
     streams: &Arc<crate::streaming::Hub>,
     background: &tokio_util::sync::CancellationToken,
+    subs: &mut Subscriptions,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let source = match &config.db.direct_url {
-        Some(_) => listener::Source::Direct(urls.direct.clone()),
-        None => listener::Source::Pool(pool.clone()),
-    };
     vec![
         tokio::spawn(crate::streaming::listen::run(
-            source,
+            subs.feed(crate::streaming::CHANNEL),
             pool.clone(),
             streams.clone(),
             background.clone(),
@@ -577,19 +570,12 @@ struct Wiring<'a> {
     registry: &'a Registry,
     shutdown: &'a Shutdown,
     in_flight: &'a InFlight,
-    listener_stop: &'a tokio_util::sync::CancellationToken,
+    /// The node's LISTEN subscriptions, which the consumers' wake-ups join.
+    subs: &'a mut Subscriptions,
 }
 
-fn start_consumers(
-    config: &Config,
-    urls: &db::Urls,
-    w: Wiring<'_>,
-) -> Result<(
-    Vec<tokio::task::JoinHandle<()>>,
-    tokio::task::JoinHandle<()>,
-)> {
+fn start_consumers(config: &Config, w: Wiring<'_>) -> Result<Vec<tokio::task::JoinHandle<()>>> {
     assert_may_consume(config.role, "the activity and task queue consumers")?;
-    let mut wakes: HashMap<QueueName, Vec<Arc<Notify>>> = HashMap::new();
     let mut handles = Vec::new();
     for queue in QueueName::ALL {
         let own = match queue {
@@ -605,7 +591,7 @@ fn start_consumers(
         );
         for (slot_pool, limit) in pools {
             let wake = Arc::new(Notify::new());
-            wakes.entry(queue).or_default().push(wake.clone());
+            w.subs.wake(queue.channel(), wake.clone());
             let consumer = Consumer {
                 queue,
                 slot_pool,
@@ -626,12 +612,7 @@ fn start_consumers(
             )));
         }
     }
-    let source = match &config.db.direct_url {
-        Some(_) => listener::Source::Direct(urls.direct.clone()),
-        None => listener::Source::Pool(w.pool.clone()),
-    };
-    let listen = tokio::spawn(listener::run(source, wakes, w.listener_stop.clone()));
-    Ok((handles, listen))
+    Ok(handles)
 }
 
 async fn register_node(pool: &PgPool, node_id: Uuid, config: &Config) -> Result<()> {

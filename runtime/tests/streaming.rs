@@ -757,6 +757,23 @@ async fn nothing_committed_is_lost_when_the_listen_connection_drops() {
         (n == 1).then_some(())
     })
     .await;
+    // One LISTEN connection serves the streams and the queues alike (`db::listen`): the
+    // `all` node holds no second one, and the queues' wake-ups came back with it.
+    let listening: Vec<String> = sqlx::query_scalar(
+        "SELECT query FROM pg_stat_activity
+          WHERE datname = current_database() AND query ILIKE 'LISTEN%'",
+    )
+    .fetch_all(&inst.pool)
+    .await
+    .expect("listeners");
+    assert_eq!(listening.len(), 1, "{listening:?}");
+    for channel in [
+        "hollo_stream",
+        "hollo_activity_channel_v1",
+        "hollo_task_channel_v1",
+    ] {
+        assert!(listening[0].contains(channel), "{channel} in {listening:?}");
+    }
     inst.shutdown().await;
 }
 

@@ -23,7 +23,7 @@ use hollo_runtime::db;
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::{
-    JobContext, KindSpec, NewMessage, QueueName, Registry, TaskError, enqueue_many, listener,
+    JobContext, KindSpec, NewMessage, QueueName, Registry, TaskError, enqueue_many,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
@@ -219,10 +219,11 @@ async fn child(args: Args, url: &str) -> Result<()> {
     let stop = CancellationToken::new();
     let abort = CancellationToken::new();
     let wake = Arc::new(Notify::new());
-    let wakes = std::collections::HashMap::from([(QUEUE, vec![wake.clone()])]);
-    let listen = tokio::spawn(listener::run(
-        listener::Source::Pool(pool.clone()),
-        wakes,
+    let mut subs = db::listen::Subscriptions::default();
+    subs.wake(QUEUE.channel(), wake.clone());
+    let listen = tokio::spawn(db::listen::run(
+        db::listen::Source::Pool(pool.clone()),
+        subs,
         stop.clone(),
     ));
     let consumer = Consumer {

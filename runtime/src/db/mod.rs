@@ -1,5 +1,6 @@
 //! Connection pools, migrations and the schema gate (R-DB, R-ROLE-5).
 
+pub mod listen;
 pub mod local;
 
 use std::str::FromStr;

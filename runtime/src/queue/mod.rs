@@ -1,6 +1,7 @@
 //! The PostgreSQL queue engine: no domain knowledge, two queues of one shape.
 //!
-//! Data walk: `enqueue` (row + NOTIFY at commit) → `listener` wakes the `consumer` (or its 5 s
+//! Data walk: `enqueue` (row + NOTIFY at commit) → the node's LISTEN connection (`db::listen`) wakes
+//! the `consumer` (or its 5 s
 //! poll does) → `claim` (one statement, SKIP LOCKED, lease) → `registry` handler → `complete`
 //! (batched delete) or `retry`/fail; a dead worker's lease ends and the row is claimable again.
 
@@ -8,7 +9,6 @@ pub mod claim;
 pub mod complete;
 pub mod consumer;
 pub mod enqueue;
-pub mod listener;
 pub mod message;
 pub mod registry;
 pub mod retry;

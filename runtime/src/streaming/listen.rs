@@ -1,19 +1,22 @@
-//! The node's one `LISTEN hollo_stream` connection. Notifications carry event ids; the rows are
-//! read by id (a burst is read in one query) and published to the node's [`Hub`]. Notifications
-//! sent while the connection was down are lost, so after a reconnect the node reads every row
-//! newer than the ids it has seen ([`Seen`]), skipping those it already published. Also the
-//! periodic deletion of old rows ([`cleanup_loop`]).
+//! The streaming events a node hears on its one LISTEN connection (`db::listen`, channel
+//! [`CHANNEL`]). Notifications carry event ids; the rows are read by id (a burst is read in one
+//! query) and published to the node's [`Hub`]. Notifications sent while the connection was
+//! down are lost, so after a reconnect the node reads every row newer than the ids it has seen
+//! ([`Seen`]), skipping those it already published. Also the periodic deletion of old rows
+//! ([`cleanup_loop`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgListener;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{CHANNEL, COLUMNS, Event, Hub};
-use crate::queue::listener::Source;
+#[cfg(doc)]
+use super::CHANNEL;
+use super::{COLUMNS, Event, Hub};
+use crate::db::listen::Heard;
 use crate::queue::retry::Backoff;
 
 /// Ids remembered to skip in a catch-up. Ids are assigned before their transactions commit, so
@@ -56,96 +59,75 @@ impl Seen {
     }
 }
 
-/// Listens until `stop`, reconnecting with back-off. The first connection starts from the
-/// newest stored event (a stream shows what happens from now on).
-pub async fn run(source: Source, pool: PgPool, hub: Arc<Hub>, stop: CancellationToken) {
+/// Publishes what the node's LISTEN connection hears on [`CHANNEL`] (`db::listen`) until
+/// `stop`. The first `Connected` starts from the newest stored event (a stream shows what
+/// happens from now on); each later one, after a lost connection, catches up from the table.
+/// A read that fails is retried with back-off as a catch-up: the rows stay until it succeeds.
+pub async fn run(
+    mut heard: mpsc::Receiver<Heard>,
+    pool: PgPool,
+    hub: Arc<Hub>,
+    stop: CancellationToken,
+) {
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
     let mut seen: Option<Seen> = None;
+    // When a failed read is retried (as a catch-up).
+    let mut retry_at: Option<tokio::time::Instant> = None;
     loop {
-        let connected = match &source {
-            Source::Pool(pool) => PgListener::connect_with(pool).await,
-            Source::Direct(url) => PgListener::connect(url).await,
-        };
-        let listened = match connected {
-            Ok(mut l) => l.listen(CHANNEL).await.map(|()| l),
-            Err(e) => Err(e),
-        };
-        let mut listener = match listened {
-            Ok(l) => l,
-            Err(e) => {
-                let delay = backoff.next_wait();
-                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
-                    "streaming LISTEN connection failed; retrying");
-                tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(delay) => {} }
-                continue;
+        let retry = async {
+            match retry_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
             }
         };
-        // Listening before reading: whatever commits from here on is either notified or in
-        // the catch-up (or both; `Seen` publishes it once).
-        match &mut seen {
-            None => match newest(&pool).await {
-                Ok(floor) => {
+        let heard = tokio::select! {
+            _ = stop.cancelled() => return,
+            h = heard.recv() => match h {
+                Some(h) => h,
+                None => return,
+            },
+            () = retry => Heard::Connected,
+        };
+        let catching_up = heard == Heard::Connected;
+        let read = match heard {
+            Heard::Connected => match &mut seen {
+                None => newest(&pool).await.map(|floor| {
                     seen = Some(Seen {
                         floor,
                         ids: BTreeSet::new(),
                     })
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the newest streaming event failed; retrying");
-                    tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(backoff.next_wait()) => {} }
-                    continue;
-                }
+                }),
+                Some(seen) => catch_up(&pool, &hub, seen).await,
             },
-            Some(seen) => {
-                if let Err(e) = catch_up(&pool, &hub, seen).await {
-                    tracing::warn!(error = %e, "streaming catch-up failed; reconnecting");
-                    tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(backoff.next_wait()) => {} }
+            Heard::Payloads(payloads) => {
+                // Not started yet (the newest event could not be read): a stream shows what
+                // happens from its start, so these are before it.
+                let Some(seen) = seen.as_mut() else { continue };
+                let mut ids: Vec<i64> = payloads.iter().filter_map(|p| p.parse().ok()).collect();
+                ids.retain(|id| !seen.ids.contains(id));
+                if ids.is_empty() {
                     continue;
                 }
+                by_ids(&pool, &ids)
+                    .await
+                    .map(|events| publish(&hub, seen, events))
             }
+        };
+        match read {
+            // Only a catch-up that worked covers every read that failed before it.
+            Ok(()) if catching_up => {
+                retry_at = None;
+                backoff.reset();
+            }
+            Ok(()) => {}
+            Err(e) if catching_up || retry_at.is_none() => {
+                let delay = backoff.next_wait();
+                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                    "reading streaming events failed; catching up after a wait");
+                retry_at = Some(tokio::time::Instant::now() + delay);
+            }
+            Err(e) => tracing::warn!(error = %e, "reading streaming events failed"),
         }
-        backoff.reset();
-        let Some(seen) = seen.as_mut() else { continue };
-        loop {
-            let n = tokio::select! {
-                _ = stop.cancelled() => return,
-                n = listener.try_recv() => n,
-            };
-            let first = match n {
-                Ok(Some(n)) => n,
-                // Lost: reconnect here (not inside sqlx) so the catch-up runs.
-                Ok(None) => {
-                    tracing::warn!("streaming LISTEN connection lost; reconnecting");
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "streaming LISTEN connection lost; reconnecting");
-                    break;
-                }
-            };
-            // A burst (one commit with many events) is read in one query.
-            let mut ids: Vec<i64> = first.payload().parse().into_iter().collect();
-            while ids.len() < BATCH as usize {
-                match listener.next_buffered() {
-                    Some(n) => ids.extend(n.payload().parse::<i64>()),
-                    None => break,
-                }
-            }
-            ids.retain(|id| !seen.ids.contains(id));
-            if ids.is_empty() {
-                continue;
-            }
-            match by_ids(&pool, &ids).await {
-                Ok(events) => publish(&hub, seen, events),
-                Err(e) => {
-                    // The rows stay; the catch-up after reconnecting reads them.
-                    tracing::warn!(error = %e, "reading streaming events failed; reconnecting");
-                    break;
-                }
-            }
-        }
-        drop(listener);
-        tokio::select! { _ = stop.cancelled() => return, _ = tokio::time::sleep(backoff.next_wait()) => {} }
     }
 }
 
