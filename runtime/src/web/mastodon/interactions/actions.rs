@@ -5,14 +5,18 @@
 //! is idempotent. Each is begin → act (`statuses::interact`: the row, its local side effects and
 //! the activity it sends) → commit → render.
 
-use crate::mastodon::Status;
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::routing::post;
 use axum::{Json, Router};
 
+use sqlx::PgConnection;
+use uuid::Uuid;
+
 use super::{status, target};
-use crate::statuses::interact::{self, BoostError};
+use crate::accounts::Account;
+use crate::mastodon::Status;
+use crate::statuses::interact::{self, BoostError, Post};
 use crate::statuses::preferences;
 use crate::statuses::{Visibility, conversation_mutes, pins};
 use crate::web::activitypub::federation;
@@ -44,17 +48,32 @@ impl From<BoostError> for ApiError {
     }
 }
 
+/// begin → the status the caller can see (`target`) → `act` → commit → render the status
+/// `act` names (the post itself, or the boost `reblog` made).
+async fn on_status(
+    s: &AppState,
+    account: &Account,
+    raw: &str,
+    act: impl AsyncFnOnce(&mut PgConnection, &Post) -> Result<Uuid, ApiError>,
+) -> Result<Json<Status>, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), raw).await?;
+    let shown = act(&mut tx, &post).await?;
+    tx.commit().await?;
+    status(s, account.id, shown).await
+}
+
 async fn favourite(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFavourites>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    interact::favourite(&mut tx, fed, &account, &post).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        interact::favourite(tx, fed, &account, post).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn unfavourite(
@@ -63,11 +82,11 @@ async fn unfavourite(
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    interact::unfavourite(&mut tx, fed, &account, &post).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        interact::unfavourite(tx, fed, &account, post).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn reblog(
@@ -78,13 +97,14 @@ async fn reblog(
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
     let asked = asked_visibility(&s, req).await?;
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    let default = preferences::load(&mut *tx, account.id).await?.visibility;
-    let visibility = interact::boost_visibility(&account, &post, asked, default)?;
-    let boost = interact::reblog(&mut tx, fed, &account, &post, visibility).await?;
-    tx.commit().await?;
-    status(&s, account.id, boost.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        let default = preferences::load(&mut *tx, account.id).await?.visibility;
+        let visibility = interact::boost_visibility(&account, post, asked, default)?;
+        Ok(interact::reblog(tx, fed, &account, post, visibility)
+            .await?
+            .id)
+    })
+    .await
 }
 
 async fn unreblog(
@@ -93,11 +113,11 @@ async fn unreblog(
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    interact::unreblog(&mut tx, fed, &account, &post).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        interact::unreblog(tx, fed, &account, post).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn bookmark(
@@ -105,11 +125,11 @@ async fn bookmark(
     Needs(account, _): Needs<need::WriteBookmarks>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    interact::bookmark(&mut tx, &account, &post).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        interact::bookmark(tx, &account, post).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn unbookmark(
@@ -117,11 +137,11 @@ async fn unbookmark(
     Needs(account, _): Needs<need::WriteBookmarks>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    interact::unbookmark(&mut tx, &account, &post).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        interact::unbookmark(tx, &account, post).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 /// Mutes the status's conversation: it notifies the caller of nothing more.
@@ -130,11 +150,11 @@ async fn mute(
     Needs(account, _): Needs<need::WriteMutes>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    conversation_mutes::mute(&mut tx, account.id, post.id).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        conversation_mutes::mute(tx, account.id, post.id).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn unmute(
@@ -142,11 +162,11 @@ async fn unmute(
     Needs(account, _): Needs<need::WriteMutes>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    conversation_mutes::unmute(&mut tx, account.id, post.id).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        conversation_mutes::unmute(tx, account.id, post.id).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 /// Pins one of the caller's own statuses to its profile (R-MAPI-6).
@@ -155,16 +175,16 @@ async fn pin(
     Needs(account, _): Needs<need::WriteAccounts>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    pins::pin(&mut tx, s.fed.as_deref(), &account, &post)
-        .await
-        .map_err(|e| match e {
-            pins::PinError::Refused(m) => ApiError::unprocessable(m),
-            pins::PinError::Db(e) => e.into(),
-        })?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        pins::pin(tx, s.fed.as_deref(), &account, post)
+            .await
+            .map_err(|e| match e {
+                pins::PinError::Refused(m) => ApiError::unprocessable(m),
+                pins::PinError::Db(e) => ApiError::from(e),
+            })?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn unpin(
@@ -172,11 +192,11 @@ async fn unpin(
     Needs(account, _): Needs<need::WriteAccounts>,
     Path(raw): Path<String>,
 ) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    pins::unpin(&mut tx, s.fed.as_deref(), &account, &post).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        pins::unpin(tx, s.fed.as_deref(), &account, post).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 /// The boost's `visibility` parameter, from the query, a JSON body or a form (apps send any of
