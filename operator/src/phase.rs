@@ -44,19 +44,7 @@ use std::time::Duration;
 
 use crate::crd::{ExpandContract, HolloSpec, Mode, Phase, UpgradeStrategy};
 use crate::downgrade::SchemaCheck;
-use crate::resources::migration::VersionInfo;
-
-/// Which migrations a Job applies (issue 34 item 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MigrationKind {
-    /// `hollo migrate`: pre- then post-deploy, every pod stopped (or none changed).
-    #[default]
-    Full,
-    /// `hollo migrate --pre`: additive ones, the old version serving.
-    Pre,
-    /// `hollo migrate --post`: contract ones, no old pod left.
-    Post,
-}
+use crate::resources::migration::{MigrationKind, VersionInfo};
 
 /// State of a Job the machine waits on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1198,48 +1186,26 @@ mod tests {
     #[test]
     fn the_upgrade_path_comes_from_both_images() {
         let old = info(2, 10, 0, 10);
-        assert_eq!(upgrade_path(&old, &old.clone()), Compat::Compatible);
-        assert_eq!(
-            upgrade_path(&old, &info(2, 11, 0, 11)),
-            Compat::ExpandContract { same_tasks: true },
-            "one more pre-deploy migration"
-        );
-        assert_eq!(
-            upgrade_path(&old, &info(2, 11, 12, 11)),
-            Compat::ExpandContract { same_tasks: true },
-            "and a post-deploy one"
-        );
-        assert_eq!(
-            upgrade_path(&old, &info(2, 10, 12, 10)),
-            Compat::ExpandContract { same_tasks: true },
-            "only a post-deploy one"
-        );
-        assert_eq!(
-            upgrade_path(&old, &info(3, 11, 0, 11)),
-            Compat::ExpandContract { same_tasks: false },
-            "different task definitions"
-        );
-        assert_eq!(
-            upgrade_path(&old, &info(3, 10, 0, 10)),
-            Compat::ExpandContract { same_tasks: false },
-            "task definitions alone"
-        );
-        // The old binary would refuse the target's pre-migrated schema.
-        assert_eq!(
-            upgrade_path(&info(2, 10, 0, 12), &info(2, 11, 0, 11)),
-            Compat::Incompatible
-        );
-        // The target cannot run before its post-deploy migrations.
-        assert_eq!(
-            upgrade_path(&old, &info(2, 11, 12, 12)),
-            Compat::Incompatible
-        );
-        // Downgrades never take it.
-        assert_eq!(upgrade_path(&old, &info(2, 9, 0, 9)), Compat::Incompatible);
-        assert_eq!(
-            upgrade_path(&info(2, 10, 5, 10), &info(2, 11, 4, 11)),
-            Compat::Incompatible
-        );
+        let ec = |same_tasks| Compat::ExpandContract { same_tasks };
+        // (from, to, the path, why)
+        #[rustfmt::skip]
+        let cases = [
+            (old.clone(), old.clone(), Compat::Compatible, "the same schema"),
+            (old.clone(), info(2, 11, 0, 11), ec(true), "one more pre-deploy migration"),
+            (old.clone(), info(2, 11, 12, 11), ec(true), "and a post-deploy one"),
+            (old.clone(), info(2, 10, 12, 10), ec(true), "only a post-deploy one"),
+            (old.clone(), info(3, 11, 0, 11), ec(false), "different task definitions"),
+            (old.clone(), info(3, 10, 0, 10), ec(false), "task definitions alone"),
+            // The old binary would refuse the target's pre-migrated schema.
+            (info(2, 10, 0, 12), info(2, 11, 0, 11), Compat::Incompatible, "pre-migrated"),
+            // The target cannot run before its post-deploy migrations.
+            (old.clone(), info(2, 11, 12, 12), Compat::Incompatible, "post-deploy first"),
+            (old.clone(), info(2, 9, 0, 9), Compat::Incompatible, "a downgrade"),
+            (info(2, 10, 5, 10), info(2, 11, 4, 11), Compat::Incompatible, "a post-deploy downgrade"),
+        ];
+        for (from, to, want, why) in cases {
+            assert_eq!(upgrade_path(&from, &to), want, "{why}");
+        }
         // An image before issue 34 reports no post/min: the safe answer.
         let legacy = VersionInfo {
             post_schema_version: serde_json::Value::Null,

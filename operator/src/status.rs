@@ -5,7 +5,8 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::budget::Budget;
 use crate::crd::{HolloSpec, HolloStatus, Mode, Phase, RoleStatus};
-use crate::phase::{MigrationKind, Plan, Workloads};
+use crate::phase::{Plan, Workloads};
+use crate::resources::migration::MigrationKind;
 
 pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
@@ -395,7 +396,7 @@ mod tests {
             phase,
             workloads: Workloads::Run("0.1.0".into()),
             migration_job: None,
-            migration_kind: crate::phase::MigrationKind::Full,
+            migration_kind: crate::resources::migration::MigrationKind::Full,
             expand: None,
             probe_versions: false,
             record_failure: None,
@@ -423,6 +424,26 @@ mod tests {
         Timestamp::from_second(1_800_000_000).expect("valid")
     }
 
+    /// Inputs at generation 1, nothing before, every pod ready, no check: `(replicas, ready)`
+    /// of the HTTP role and of the workers.
+    fn inputs(budget: &Budget, web: (i32, i32), worker: (i32, i32)) -> Inputs<'_> {
+        let role = |(replicas, ready_replicas)| RoleStatus {
+            replicas,
+            ready_replicas,
+        };
+        Inputs {
+            generation: Some(1),
+            previous: None,
+            web: role(web),
+            worker: role(worker),
+            budget,
+            now: now(),
+            pods_ready: true,
+            autoscaler_missing: None,
+            checks: vec![],
+        }
+    }
+
     #[test]
     fn checks_become_conditions_and_only_real_problems_degrade() {
         let spec = testutil::spec();
@@ -435,20 +456,8 @@ mod tests {
         };
         let mut inputs = Inputs {
             generation: Some(3),
-            previous: None,
-            web: RoleStatus {
-                replicas: 2,
-                ready_replicas: 2,
-            },
-            worker: RoleStatus {
-                replicas: 2,
-                ready_replicas: 2,
-            },
-            budget: &budget,
-            now: now(),
-            pods_ready: true,
-            autoscaler_missing: None,
             checks: vec![check(UPGRADE_STRATEGY, false, "RecreateUsed")],
+            ..inputs(&budget, (2, 2), (2, 2))
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let c = cond(&s, UPGRADE_STRATEGY);
@@ -513,20 +522,7 @@ mod tests {
         let budget = Budget::for_spec(&spec);
         let inputs = Inputs {
             generation: Some(3),
-            previous: None,
-            web: RoleStatus {
-                replicas: 2,
-                ready_replicas: 2,
-            },
-            worker: RoleStatus {
-                replicas: 2,
-                ready_replicas: 2,
-            },
-            budget: &budget,
-            now: now(),
-            pods_ready: true,
-            autoscaler_missing: None,
-            checks: vec![],
+            ..inputs(&budget, (2, 2), (2, 2))
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         assert_eq!(s.phase, Phase::Running);
@@ -570,20 +566,10 @@ mod tests {
     fn a_missing_autoscaler_api_is_a_degraded_condition_with_its_reason() {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
-        let ready = RoleStatus {
-            replicas: 2,
-            ready_replicas: 2,
-        };
         let inputs = Inputs {
             generation: Some(4),
-            previous: None,
-            web: ready.clone(),
-            worker: ready,
-            budget: &budget,
-            now: now(),
-            pods_ready: true,
             autoscaler_missing: Some("KEDA's ScaledObject API is not installed".into()),
-            checks: vec![],
+            ..inputs(&budget, (2, 2), (2, 2))
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let d = cond(&s, DEGRADED);
@@ -602,23 +588,7 @@ mod tests {
         let mut spec = testutil::spec();
         spec.database.max_connections = 50;
         let budget = Budget::for_spec(&spec);
-        let inputs = Inputs {
-            generation: Some(1),
-            previous: None,
-            web: RoleStatus {
-                replicas: 2,
-                ready_replicas: 2,
-            },
-            worker: RoleStatus {
-                replicas: 2,
-                ready_replicas: 0,
-            },
-            budget: &budget,
-            now: now(),
-            pods_ready: true,
-            autoscaler_missing: None,
-            checks: vec![],
-        };
+        let inputs = inputs(&budget, (2, 2), (2, 0));
         let s = compute(&spec, &plan(Phase::RollingOut, true), &inputs, 0, None);
         let b = cond(&s, CONNECTION_BUDGET);
         assert_eq!(
@@ -644,21 +614,8 @@ mod tests {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
         let inputs = Inputs {
-            generation: Some(1),
-            previous: None,
-            web: RoleStatus {
-                replicas: 2,
-                ready_replicas: 1,
-            },
-            worker: RoleStatus {
-                replicas: 2,
-                ready_replicas: 2,
-            },
-            budget: &budget,
-            now: now(),
             pods_ready: false,
-            autoscaler_missing: None,
-            checks: vec![],
+            ..inputs(&budget, (2, 1), (2, 2))
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let r = cond(&s, READY);
@@ -678,17 +635,7 @@ mod tests {
     fn failed_migration_degrades() {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
-        let inputs = Inputs {
-            generation: Some(1),
-            previous: None,
-            web: RoleStatus::default(),
-            worker: RoleStatus::default(),
-            budget: &budget,
-            now: now(),
-            pods_ready: true,
-            autoscaler_missing: None,
-            checks: vec![],
-        };
+        let inputs = inputs(&budget, (0, 0), (0, 0));
         let mut p = plan(Phase::MigrationFailed, false);
         p.current_version = Some("0.0.9".into());
         let s = compute(&spec, &p, &inputs, 2, Some("2027-01-15T08:00:00Z".into()));
@@ -721,20 +668,7 @@ mod tests {
     fn transition_time_is_kept_while_unchanged() {
         let spec = testutil::spec();
         let budget = Budget::for_spec(&spec);
-        let first = Inputs {
-            generation: Some(1),
-            previous: None,
-            web: RoleStatus::default(),
-            worker: RoleStatus {
-                replicas: 1,
-                ready_replicas: 1,
-            },
-            budget: &budget,
-            now: now(),
-            pods_ready: true,
-            autoscaler_missing: None,
-            checks: vec![],
-        };
+        let first = inputs(&budget, (0, 0), (1, 1));
         let s1 = compute(&spec, &plan(Phase::Running, true), &first, 0, None);
         let later = Timestamp::from_second(1_800_000_600).expect("valid");
         let second = Inputs {

@@ -13,8 +13,9 @@ use kube::api::DynamicObject;
 
 use super::observe::{World, roles};
 use crate::crd::Hollo;
-use crate::phase::{JobState, MigrationKind, Plan, Workloads};
+use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
+use crate::resources::migration::MigrationKind;
 use crate::resources::{
     self, autoscaling, httproute, ingress, maintenance, maintenance_page, migration, networkpolicy,
     pdb, service,

@@ -6,7 +6,18 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use super::labels::Component;
 use super::pod;
 use crate::crd::Hollo;
-pub use crate::phase::MigrationKind;
+
+/// Which migrations a Job applies (R-OP-MIG, expand/contract).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationKind {
+    /// `hollo migrate`: pre- then post-deploy, every pod stopped (or none changed).
+    #[default]
+    Full,
+    /// `hollo migrate --pre`: additive ones, the old version serving.
+    Pre,
+    /// `hollo migrate --post`: contract ones, no old pod left.
+    Post,
+}
 
 /// Longest Kubernetes object name that is also a valid label value (Jobs label their pods with
 /// their own name).
