@@ -7,7 +7,7 @@
 
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
-use axum::routing::post;
+use axum::routing::{MethodRouter, post};
 use axum::{Json, Router};
 
 use sqlx::PgConnection;
@@ -20,23 +20,55 @@ use crate::statuses::interact::{self, BoostError, Post};
 use crate::statuses::preferences;
 use crate::statuses::{Visibility, conversation_mutes, pins};
 use crate::web::activitypub::federation;
-use crate::web::auth::{Needs, need};
+use crate::web::auth::{Need, Needs, need};
 use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
 use crate::web::mastodon::pagination::{param, params};
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/statuses/{id}/favourite", post(favourite))
-        .route("/api/v1/statuses/{id}/unfavourite", post(unfavourite))
+        .route(
+            "/api/v1/statuses/{id}/favourite",
+            on::<need::WriteFavourites>(Act::Favourite),
+        )
+        .route(
+            "/api/v1/statuses/{id}/unfavourite",
+            on::<need::WriteFavourites>(Act::Unfavourite),
+        )
         .route("/api/v1/statuses/{id}/reblog", post(reblog))
-        .route("/api/v1/statuses/{id}/unreblog", post(unreblog))
-        .route("/api/v1/statuses/{id}/bookmark", post(bookmark))
-        .route("/api/v1/statuses/{id}/unbookmark", post(unbookmark))
-        .route("/api/v1/statuses/{id}/mute", post(mute))
-        .route("/api/v1/statuses/{id}/unmute", post(unmute))
-        .route("/api/v1/statuses/{id}/pin", post(pin))
-        .route("/api/v1/statuses/{id}/unpin", post(unpin))
+        .route(
+            "/api/v1/statuses/{id}/unreblog",
+            on::<need::WriteStatuses>(Act::Unreblog),
+        )
+        .route(
+            "/api/v1/statuses/{id}/bookmark",
+            on::<need::WriteBookmarks>(Act::Bookmark),
+        )
+        .route(
+            "/api/v1/statuses/{id}/unbookmark",
+            on::<need::WriteBookmarks>(Act::Unbookmark),
+        )
+        .route(
+            "/api/v1/statuses/{id}/mute",
+            on::<need::WriteMutes>(Act::Mute),
+        )
+        .route(
+            "/api/v1/statuses/{id}/unmute",
+            on::<need::WriteMutes>(Act::Unmute),
+        )
+        .route(
+            "/api/v1/statuses/{id}/pin",
+            on::<need::WriteAccounts>(Act::Pin),
+        )
+        .route(
+            "/api/v1/statuses/{id}/unpin",
+            on::<need::WriteAccounts>(Act::Unpin),
+        )
+}
+
+/// `POST` of `what`, for a token with the scope `N`.
+fn on<N: Need + Send + Sync + 'static>(what: Act) -> MethodRouter<AppState> {
+    post(async move |s, Needs::<N>(account, _), p| act(s, account, p, what).await)
 }
 
 impl From<BoostError> for ApiError {
@@ -63,27 +95,69 @@ async fn on_status(
     status(s, account.id, shown).await
 }
 
-async fn favourite(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteFavourites>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    let fed = federation(&s)?;
-    on_status(&s, &account, &raw, async |tx, post| {
-        interact::favourite(tx, fed, &account, post).await?;
-        Ok(post.id)
-    })
-    .await
+/// The actions with nothing to read but the status.
+#[derive(Clone, Copy, Debug)]
+enum Act {
+    Favourite,
+    Unfavourite,
+    Unreblog,
+    Bookmark,
+    Unbookmark,
+    /// The status's conversation: it notifies the caller of nothing more.
+    Mute,
+    Unmute,
+    /// One of the caller's own statuses, on its profile (R-MAPI-6).
+    Pin,
+    Unpin,
 }
 
-async fn unfavourite(
+async fn act(
     State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteFavourites>,
+    account: Account,
     Path(raw): Path<String>,
+    what: Act,
 ) -> Result<Json<Status>, ApiError> {
-    let fed = federation(&s)?;
+    // Those that send an activity need federation, asked before the status is looked up.
+    let fed = match what {
+        Act::Favourite | Act::Unfavourite | Act::Unreblog => Some(federation(&s)?.as_ref()),
+        _ => s.fed.as_deref(),
+    };
     on_status(&s, &account, &raw, async |tx, post| {
-        interact::unfavourite(tx, fed, &account, post).await?;
+        let sends = || fed.ok_or_else(|| ApiError::unavailable("federation is not configured"));
+        match what {
+            Act::Favourite => {
+                interact::favourite(tx, sends()?, &account, post).await?;
+            }
+            Act::Unfavourite => {
+                interact::unfavourite(tx, sends()?, &account, post).await?;
+            }
+            Act::Unreblog => {
+                interact::unreblog(tx, sends()?, &account, post).await?;
+            }
+            Act::Bookmark => {
+                interact::bookmark(tx, &account, post).await?;
+            }
+            Act::Unbookmark => {
+                interact::unbookmark(tx, &account, post).await?;
+            }
+            Act::Mute => {
+                conversation_mutes::mute(tx, account.id, post.id).await?;
+            }
+            Act::Unmute => {
+                conversation_mutes::unmute(tx, account.id, post.id).await?;
+            }
+            Act::Pin => {
+                pins::pin(tx, fed, &account, post)
+                    .await
+                    .map_err(|e| match e {
+                        pins::PinError::Refused(m) => ApiError::unprocessable(m),
+                        pins::PinError::Db(e) => ApiError::from(e),
+                    })?;
+            }
+            Act::Unpin => {
+                pins::unpin(tx, fed, &account, post).await?;
+            }
+        }
         Ok(post.id)
     })
     .await
@@ -103,98 +177,6 @@ async fn reblog(
         Ok(interact::reblog(tx, fed, &account, post, visibility)
             .await?
             .id)
-    })
-    .await
-}
-
-async fn unreblog(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    let fed = federation(&s)?;
-    on_status(&s, &account, &raw, async |tx, post| {
-        interact::unreblog(tx, fed, &account, post).await?;
-        Ok(post.id)
-    })
-    .await
-}
-
-async fn bookmark(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteBookmarks>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    on_status(&s, &account, &raw, async |tx, post| {
-        interact::bookmark(tx, &account, post).await?;
-        Ok(post.id)
-    })
-    .await
-}
-
-async fn unbookmark(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteBookmarks>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    on_status(&s, &account, &raw, async |tx, post| {
-        interact::unbookmark(tx, &account, post).await?;
-        Ok(post.id)
-    })
-    .await
-}
-
-/// Mutes the status's conversation: it notifies the caller of nothing more.
-async fn mute(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteMutes>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    on_status(&s, &account, &raw, async |tx, post| {
-        conversation_mutes::mute(tx, account.id, post.id).await?;
-        Ok(post.id)
-    })
-    .await
-}
-
-async fn unmute(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteMutes>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    on_status(&s, &account, &raw, async |tx, post| {
-        conversation_mutes::unmute(tx, account.id, post.id).await?;
-        Ok(post.id)
-    })
-    .await
-}
-
-/// Pins one of the caller's own statuses to its profile (R-MAPI-6).
-async fn pin(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteAccounts>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    on_status(&s, &account, &raw, async |tx, post| {
-        pins::pin(tx, s.fed.as_deref(), &account, post)
-            .await
-            .map_err(|e| match e {
-                pins::PinError::Refused(m) => ApiError::unprocessable(m),
-                pins::PinError::Db(e) => ApiError::from(e),
-            })?;
-        Ok(post.id)
-    })
-    .await
-}
-
-async fn unpin(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteAccounts>,
-    Path(raw): Path<String>,
-) -> Result<Json<Status>, ApiError> {
-    on_status(&s, &account, &raw, async |tx, post| {
-        pins::unpin(tx, s.fed.as_deref(), &account, post).await?;
-        Ok(post.id)
     })
     .await
 }
