@@ -26,11 +26,33 @@ SLOTS = 10
 # the activity slots (its default 64 unless the environment says otherwise).
 DELIVERY_SLOTS = int(os.environ.get("DELIVERY_CONCURRENCY", "64"))
 CLK = os.sysconf("SC_CLK_TCK")
-# Which sides a run measures: both by default (the ratios need both); SIDES=hollo measures only
-# Hollo, for quick iterations on its own figures.
-SIDES = [s for s in os.environ.get("SIDES", "hollo,fedify").split(",") if s]
-if not SIDES or any(s not in ("hollo", "fedify") for s in SIDES):
-    raise SystemExit(f"SIDES must list hollo and/or fedify, not {os.environ.get('SIDES')!r}")
+# BEFORE=path/to/another/hollo adds the side `before`: the same Hollo rounds with that build's
+# binary (an A/B of two commits, e.g. the one before a refactor), reported as after/before.
+BEFORE = os.environ.get("BEFORE")
+if BEFORE and not Path(BEFORE).is_file():
+    raise SystemExit(f"BEFORE={BEFORE!r} is not a file (a `hollo` binary of another build)")
+# Which sides a run measures: Hollo and Fedify by default (the ratios need both), Hollo and the
+# other build with BEFORE; SIDES=hollo measures only Hollo, for quick iterations on its figures.
+SIDES = [s for s in os.environ.get("SIDES", "hollo,before" if BEFORE else "hollo,fedify")
+         .split(",") if s]
+if not SIDES or any(s not in ("hollo", "fedify", "before") for s in SIDES) or \
+        ("before" in SIDES and not BEFORE):
+    raise SystemExit(f"SIDES must list hollo, fedify and (with BEFORE) before, not "
+                     f"{os.environ.get('SIDES')!r}")
+
+
+def hollo_binary(side):
+    """The `hollo` a Hollo side runs: this build's, or BEFORE's for the side `before`."""
+    return Path(BEFORE) if side == "before" else HOLLO
+
+
+def ab_line(name, med, keys):
+    """`NAME_ab k=after/before …` for the keys (higher is better unless the key ends in _ms),
+    when the run measured both builds; None otherwise."""
+    if not {"hollo", "before"} <= med.keys():
+        return None
+    a, b = med["hollo"], med["before"]
+    return f"{name}_ab " + " ".join(f"{k}={a[k] / b[k]:.3f}" for k in keys if b[k])
 
 
 class Report:
@@ -244,26 +266,27 @@ class Nodes:
         stop(self.procs)
 
 
-def hollo_nodes(pg, db, workers, extra_env=None):
-    """Migrates `db`, creates the account `bench` and starts Hollo's web node and workers."""
+def hollo_nodes(pg, db, workers, extra_env=None, binary=HOLLO):
+    """Migrates `db`, creates the account `bench` and starts Hollo's web node and workers (of
+    `binary`: this build's, or another's for an A/B)."""
     nodes = Nodes()
     url = pg.fresh_db(db)
     env = {"PATH": os.environ["PATH"], "DATABASE_URL": url, "SECRET_KEY": SECRET,
            "PUBLIC_URL": f"http://127.0.0.1:{nodes.port}", "ALLOW_PRIVATE_ADDRESS": "true",
            "LOG_LEVEL": "warn", "ACTIVITY_CONCURRENCY": str(SLOTS),
            "DELIVERY_CONCURRENCY": str(DELIVERY_SLOTS), **(extra_env or {})}
-    subprocess.run([HOLLO, "migrate"], env=env, check=True, capture_output=True)
-    out = subprocess.run([HOLLO, "account", "create", "bench"], env=env, check=True,
+    subprocess.run([binary, "migrate"], env=env, check=True, capture_output=True)
+    out = subprocess.run([binary, "account", "create", "bench"], env=env, check=True,
                          capture_output=True, text=True)
     nodes.token = out.stdout.strip().splitlines()[-1]
     try:
         nodes.procs.append(subprocess.Popen(
-            [HOLLO, "serve"], stdout=subprocess.DEVNULL,
+            [binary, "serve"], stdout=subprocess.DEVNULL,
             env={**env, "NODE_TYPE": "web", "PORT": str(nodes.port), "HEALTH_PORT": "0"}))
         for _ in range(workers):
             health = free_port()
             nodes.procs.append(subprocess.Popen(
-                [HOLLO, "serve"], stdout=subprocess.DEVNULL,
+                [binary, "serve"], stdout=subprocess.DEVNULL,
                 env={**env, "NODE_TYPE": "worker", "HEALTH_PORT": str(health)}))
             wait_http(f"http://127.0.0.1:{health}/readyz")
         wait_http(f"http://127.0.0.1:{nodes.port}/readyz")
