@@ -176,7 +176,13 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
     assert_eq!(list.body.as_array().unwrap().len(), 1, "{}", list.body);
 
     // Mastodon's daily limit (25 on one day): the 26th of that day is refused.
-    let day = Utc::now() + TimeDelta::days(3);
+    // Noon of that day: every time below (up to 500 s later) is on the same UTC day whatever
+    // the hour the test runs at (from now + 3 days it crossed midnight just before 00:00 UTC).
+    let day = (Utc::now() + TimeDelta::days(3))
+        .date_naive()
+        .and_hms_opt(12, 0, 0)
+        .expect("noon")
+        .and_utc();
     for i in 0..24 {
         let t = (day + TimeDelta::seconds(i)).to_rfc3339();
         let a = alice
