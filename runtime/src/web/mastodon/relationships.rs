@@ -9,11 +9,13 @@ use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
+use sqlx::PgConnection;
 
 use super::found;
 use super::pagination::params;
 use super::statuses::body::{StatusBody, flag};
 use crate::accounts::Account;
+use crate::federation::Federation;
 use crate::federation::actors::directory::{self, Found};
 use crate::federation::outbound::relationships::{self, RelationshipError};
 use crate::mastodon::Relationship;
@@ -89,14 +91,27 @@ struct FollowOptions {
     languages: Option<Vec<String>>,
 }
 
+/// federation → the account `id` names → begin → `act` → commit → the Relationship after it.
+async fn on_account(
+    s: &AppState,
+    account: &Account,
+    id: &str,
+    act: impl AsyncFnOnce(&mut PgConnection, &Federation, &Found) -> Result<(), ApiError>,
+) -> Result<Json<Relationship>, ApiError> {
+    let fed = federation(s)?;
+    let found = found(s, id).await?;
+    let mut tx = s.pool.begin().await?;
+    act(&mut tx, fed, &found).await?;
+    tx.commit().await?;
+    Ok(Json(relationship_of(s, account, &found).await?))
+}
+
 async fn follow(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFollows>,
     Path(id): Path<String>,
     StatusBody(options): StatusBody<FollowOptions>,
 ) -> Result<Json<Relationship>, ApiError> {
-    let fed = federation(&s)?;
-    let found = found(&s, &id).await?;
     let options = relationships::FollowOptions {
         reblogs: flag("reblogs", options.reblogs.as_ref())?,
         notify: flag("notify", options.notify.as_ref())?,
@@ -104,14 +119,15 @@ async fn follow(
             .languages
             .map(|l| l.into_iter().filter(|l| !l.is_empty()).collect()),
     };
-    let target = found.target();
-    let mut tx = s.pool.begin().await?;
-    relationships::follow(&mut tx, fed, &account, &target)
-        .await
-        .map_err(refused)?;
-    relationships::set_follow_options(&mut tx, &account, &target.iri(fed), &options).await?;
-    tx.commit().await?;
-    Ok(Json(relationship_of(&s, &account, &found).await?))
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        let target = found.target();
+        relationships::follow(tx, fed, &account, &target)
+            .await
+            .map_err(refused)?;
+        relationships::set_follow_options(tx, &account, &target.iri(fed), &options).await?;
+        Ok(())
+    })
+    .await
 }
 
 async fn unfollow(
@@ -119,12 +135,10 @@ async fn unfollow(
     Needs(account, _): Needs<need::WriteFollows>,
     Path(id): Path<String>,
 ) -> Result<Json<Relationship>, ApiError> {
-    let fed = federation(&s)?;
-    let found = found(&s, &id).await?;
-    let mut tx = s.pool.begin().await?;
-    relationships::unfollow(&mut tx, fed, &account, &found.target()).await?;
-    tx.commit().await?;
-    Ok(Json(relationship_of(&s, &account, &found).await?))
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        Ok(relationships::unfollow(tx, fed, &account, &found.target()).await?)
+    })
+    .await
 }
 
 async fn block(
@@ -132,14 +146,12 @@ async fn block(
     Needs(account, _): Needs<need::WriteBlocks>,
     Path(id): Path<String>,
 ) -> Result<Json<Relationship>, ApiError> {
-    let fed = federation(&s)?;
-    let found = found(&s, &id).await?;
-    let mut tx = s.pool.begin().await?;
-    relationships::block(&mut tx, fed, &account, &found.target())
-        .await
-        .map_err(refused)?;
-    tx.commit().await?;
-    Ok(Json(relationship_of(&s, &account, &found).await?))
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        relationships::block(tx, fed, &account, &found.target())
+            .await
+            .map_err(refused)
+    })
+    .await
 }
 
 async fn unblock(
@@ -147,12 +159,10 @@ async fn unblock(
     Needs(account, _): Needs<need::WriteBlocks>,
     Path(id): Path<String>,
 ) -> Result<Json<Relationship>, ApiError> {
-    let fed = federation(&s)?;
-    let found = found(&s, &id).await?;
-    let mut tx = s.pool.begin().await?;
-    relationships::unblock(&mut tx, fed, &account, &found.target()).await?;
-    tx.commit().await?;
-    Ok(Json(relationship_of(&s, &account, &found).await?))
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        Ok(relationships::unblock(tx, fed, &account, &found.target()).await?)
+    })
+    .await
 }
 
 /// `notifications` (hide their notifications too; default true) and `duration` (seconds, 0 or
@@ -188,26 +198,25 @@ async fn mute(
     Path(id): Path<String>,
     StatusBody(options): StatusBody<MuteOptions>,
 ) -> Result<Json<Relationship>, ApiError> {
-    let fed = federation(&s)?;
     let notifications = flag("notifications", options.notifications.as_ref())?.unwrap_or(true);
     let duration = duration(options.duration.as_ref())?;
-    let found = found(&s, &id).await?;
-    let mut tx = s.pool.begin().await?;
-    crate::mutes::mute(
-        &mut tx,
-        account.id,
-        &fed.actor_iri(&account.username),
-        &found.iri(fed),
-        notifications,
-        duration,
-    )
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        let muter = fed.actor_iri(&account.username);
+        crate::mutes::mute(
+            tx,
+            account.id,
+            &muter,
+            &found.iri(fed),
+            notifications,
+            duration,
+        )
+        .await
+        .map_err(|e| match e {
+            crate::mutes::MuteError::Refused(m) => ApiError::unprocessable(m),
+            crate::mutes::MuteError::Db(e) => e.into(),
+        })
+    })
     .await
-    .map_err(|e| match e {
-        crate::mutes::MuteError::Refused(m) => ApiError::unprocessable(m),
-        crate::mutes::MuteError::Db(e) => e.into(),
-    })?;
-    tx.commit().await?;
-    Ok(Json(relationship_of(&s, &account, &found).await?))
 }
 
 async fn unmute(
@@ -215,12 +224,11 @@ async fn unmute(
     Needs(account, _): Needs<need::WriteMutes>,
     Path(id): Path<String>,
 ) -> Result<Json<Relationship>, ApiError> {
-    let fed = federation(&s)?;
-    let found = found(&s, &id).await?;
-    let mut tx = s.pool.begin().await?;
-    crate::mutes::unmute(&mut tx, account.id, &found.iri(fed)).await?;
-    tx.commit().await?;
-    Ok(Json(relationship_of(&s, &account, &found).await?))
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        crate::mutes::unmute(tx, account.id, &found.iri(fed)).await?;
+        Ok(())
+    })
+    .await
 }
 
 #[cfg(test)]
