@@ -2391,3 +2391,192 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     assert!(log.contains("failures=0"), "{log}");
     let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
 }
+
+/// Issue 35 item 2 on the real node ("a web autoscaler scales on load within the connection
+/// budget"): web autoscaling on (min 1, max 3, 50 % of a 50m CPU request, a 15 s scale-down
+/// window) with a web pool small enough that three web pods fit the database's 100 connections.
+/// The resource metrics come from the node's metrics-server (e2e/node); a client pod GETs
+/// `/api/v1/instance` through the web Service back to back, the HPA `social-web` raises the web
+/// Deployment past its minimum (never past 3), and once the load stops it goes back to 1.
+#[tokio::test]
+async fn web_autoscaler_scales_on_load_within_the_budget() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    const MAX: i32 = 3;
+    let ns = Ns::new("real-web-hpa").await;
+    quick_start(&ns, |m| {
+        let (web, worker) = ("  web:\n    replicas: 1\n", "  worker:\n    replicas: 2\n");
+        assert!(m.contains(web) && m.contains(worker), "examples/hollo-minimal.yaml");
+        // the scale-up policy adds one pod per 15 s, so the cap is reached through 2
+        m.replace(
+            web,
+            "  web:
+    poolMax: 10
+    preStopSeconds: 1
+    drainSeconds: 2
+    resources: {requests: {cpu: 50m}}
+    autoscaling:
+      enabled: true
+      minReplicas: 1
+      maxReplicas: 3
+      targetCPUUtilization: 50
+      behavior:
+        scaleUp: {stabilizationWindowSeconds: 0, policies: [{type: Pods, value: 1, periodSeconds: 15}]}
+        scaleDown: {stabilizationWindowSeconds: 15, policies: [{type: Percent, value: 100, periodSeconds: 15}]}
+",
+        )
+        .replace(worker, "  worker:\n    replicas: 1\n")
+    })
+    .await;
+    let h = ns.wait_running("0.1.0", 300).await;
+    // the budget counts the HPA's maximum: 3 web pods × 10 + 1 worker × (20 + 4) + 1 + 5
+    let (status, _, message) = condition(&h, "ConnectionBudget").expect("ConnectionBudget");
+    ns.log(&format!("ConnectionBudget={status}: {message}"));
+    assert_eq!(status, "True", "{message}");
+    assert!(
+        message.starts_with("web 3×10=30 + workers 1×24=24")
+            && message.contains("≤ maxConnections 100"),
+        "{message}"
+    );
+    ns.wait_replicas("web", 1, 120).await;
+    let hpas: Api<HorizontalPodAutoscaler> = ns.api();
+    let deployments: Api<Deployment> = ns.api();
+    let hpa = hpas.get("social-web").await.expect("the HPA social-web");
+    let spec = hpa.spec;
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(1), MAX));
+    assert_eq!(spec.scale_target_ref.name, "social-web");
+
+    // the metrics pipeline (kubelet → metrics-server → aggregator) before any load: the HPA
+    // reads a CPU utilization of the idle pod
+    let idle = wait_until("the HPA reads the web pod's CPU", 180, || async {
+        let h = hpas.get("social-web").await.map_err(|e| e.to_string())?;
+        let st = h.status.unwrap_or_default();
+        st.current_metrics
+            .unwrap_or_default()
+            .iter()
+            .find_map(|m| m.resource.as_ref()?.current.average_utilization)
+            .ok_or_else(|| format!("conditions: {:?}", st.conditions))
+    })
+    .await;
+    let top = ns.kubectl(&["top", "pods", "-l", "app.kubernetes.io/component=web"]);
+    ns.log(&format!(
+        "idle: {idle}% of the request; kubectl top:\n{top}"
+    ));
+
+    let url = format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
+        ns.name
+    );
+    let load = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "load"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": ["-poll", "1ms", "-for", "600s", url],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .expect("load pod JSON");
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&load))
+        .expect("create the load pod");
+    let t0 = std::time::Instant::now();
+
+    // (desired by the HPA, the Deployment's replicas, Ready web pods), logged when it changes;
+    // at no point past the maximum
+    let last = std::sync::Mutex::new((0, 0, 0));
+    let observe = || async {
+        let h = hpas.get("social-web").await.map_err(|e| e.to_string())?;
+        let st = h.status.unwrap_or_default();
+        let d = deployments
+            .get("social-web")
+            .await
+            .map_err(|e| e.to_string())?;
+        let now = (
+            st.desired_replicas,
+            d.spec.replicas.unwrap_or(0),
+            ns.ready_pods("web").await.len() as i32,
+        );
+        assert!(
+            now.0 <= MAX && now.1 <= MAX && now.2 <= MAX,
+            "past maxReplicas {MAX}: desired, replicas, ready = {now:?}"
+        );
+        if *last.lock().unwrap() != now {
+            *last.lock().unwrap() = now;
+            let cpu = st
+                .current_metrics
+                .unwrap_or_default()
+                .iter()
+                .find_map(|m| m.resource.as_ref()?.current.average_utilization);
+            ns.log(&format!(
+                "+{}s: desired {}, replicas {}, ready {}; average CPU {cpu:?}% of the request",
+                t0.elapsed().as_secs(),
+                now.0,
+                now.1,
+                now.2
+            ));
+        }
+        Ok::<_, String>(now)
+    };
+    wait_until(
+        "more than minReplicas Ready web pods under load",
+        240,
+        || async {
+            match observe().await? {
+                (_, _, ready) if ready > 1 => Ok(()),
+                now => Err(format!("desired, replicas, ready = {now:?}")),
+            }
+        },
+    )
+    .await;
+    let top = ns.kubectl(&["top", "pods", "-l", "app.kubernetes.io/component=web"]);
+    ns.log(&format!("under load, kubectl top:\n{top}"));
+    // the load stays on: one client keeps one pod far above the target (its keep-alive
+    // connection stays there), so the average wants more pods than the cap allows — the HPA
+    // reaches maxReplicas and says it is limited there (ScalingLimited TooManyReplicas)
+    let limited = wait_until("the HPA held at maxReplicas under load", 120, || async {
+        let now = observe().await?;
+        let h = hpas.get("social-web").await.map_err(|e| e.to_string())?;
+        let conditions = h.status.and_then(|s| s.conditions).unwrap_or_default();
+        let limited = conditions.iter().find(|c| {
+            c.type_ == "ScalingLimited"
+                && c.status == "True"
+                && c.reason.as_deref() == Some("TooManyReplicas")
+        });
+        match (now, limited) {
+            ((MAX, MAX, MAX), Some(c)) => Ok(c.message.clone().unwrap_or_default()),
+            _ => Err(format!(
+                "desired, replicas, ready = {now:?}; conditions: {conditions:?}"
+            )),
+        }
+    })
+    .await;
+    ns.log(&format!("ScalingLimited=True TooManyReplicas: {limited}"));
+    holds_for("at most maxReplicas under load", 15, || async {
+        observe().await.map(|_| ())
+    })
+    .await;
+    let top = ns.kubectl(&["top", "pods", "-l", "app.kubernetes.io/component=web"]);
+    ns.log(&format!("at maxReplicas, kubectl top:\n{top}"));
+
+    // load off: back to minReplicas within the 15 s window plus the metrics' delay
+    ns.kubectl(&["delete", "pod", "load", "--grace-period=1", "--wait=false"]);
+    let t1 = std::time::Instant::now();
+    wait_until("back to one web pod without load", 180, || async {
+        match observe().await? {
+            (1, 1, 1) => Ok(()),
+            now => Err(format!("desired, replicas, ready = {now:?}")),
+        }
+    })
+    .await;
+    ns.log(&format!(
+        "back to 1 web pod {}s after the load stopped",
+        t1.elapsed().as_secs()
+    ));
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
