@@ -28,7 +28,7 @@ pub enum Source {
 }
 
 /// What a feed subscriber is told, in the order it happened on the connection.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Heard {
     /// Listening (again): anything notified before this may have been missed.
     Connected,
@@ -54,7 +54,14 @@ const FEED_BACKLOG: usize = 256;
 /// The channels a node listens on and who hears each.
 #[derive(Default)]
 pub struct Subscriptions {
-    by_channel: HashMap<String, Vec<Subscriber>>,
+    by_channel: HashMap<String, Channel>,
+}
+
+#[derive(Default)]
+struct Channel {
+    subscribers: Vec<Subscriber>,
+    /// Whether a feed hears it: only then are its payloads kept (a wake-up needs none).
+    fed: bool,
 }
 
 impl Subscriptions {
@@ -71,25 +78,13 @@ impl Subscriptions {
     }
 
     fn add(&mut self, channel: &str, s: Subscriber) {
-        self.by_channel
-            .entry(channel.to_string())
-            .or_default()
-            .push(s);
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_channel.is_empty()
-    }
-
-    /// Whether a feed hears `channel` (a wake-up needs no payload kept).
-    fn fed(&self, channel: &str) -> bool {
-        self.by_channel
-            .get(channel)
-            .is_some_and(|subs| subs.iter().any(|s| matches!(s, Subscriber::Feed(_))))
+        let c = self.by_channel.entry(channel.to_string()).or_default();
+        c.fed |= matches!(s, Subscriber::Feed(_));
+        c.subscribers.push(s);
     }
 
     async fn tell_all_connected(&self) {
-        for s in self.by_channel.values().flatten() {
+        for s in self.by_channel.values().flat_map(|c| &c.subscribers) {
             match s {
                 Subscriber::Wake(w) => w.notify_one(),
                 // A feed that has stopped (its node is stopping) needs nothing.
@@ -98,11 +93,8 @@ impl Subscriptions {
         }
     }
 
-    async fn hand_on(&self, channel: &str, payloads: Vec<String>) {
-        let Some(subs) = self.by_channel.get(channel) else {
-            return;
-        };
-        for s in subs {
+    async fn hand_on(channel: &Channel, payloads: Vec<String>) {
+        for s in &channel.subscribers {
             match s {
                 Subscriber::Wake(w) => w.notify_one(),
                 Subscriber::Feed(f) => drop(f.send(Heard::Payloads(payloads.clone())).await),
@@ -155,14 +147,17 @@ pub async fn run(source: Source, subs: Subscriptions, stop: CancellationToken) {
                     break;
                 }
             };
-            // A burst (one commit notifying many times) is handed on per channel at once.
-            let mut burst: HashMap<String, Vec<String>> = HashMap::new();
+            // A burst (one commit notifying many times) is handed on per channel at once,
+            // keyed by the subscription's own name so that reading allocates only payloads.
+            let mut burst: HashMap<&str, (&Channel, Vec<String>)> = HashMap::new();
             let mut n = Some(first);
             let mut read = 0;
             while let Some(note) = n {
-                let payloads = burst.entry(note.channel().to_string()).or_default();
-                if subs.fed(note.channel()) {
-                    payloads.push(note.payload().to_string());
+                if let Some((name, channel)) = subs.by_channel.get_key_value(note.channel()) {
+                    let (_, payloads) = burst.entry(name).or_insert((channel, Vec::new()));
+                    if channel.fed {
+                        payloads.push(note.payload().to_string());
+                    }
                 }
                 read += 1;
                 n = if read < BURST {
@@ -171,8 +166,8 @@ pub async fn run(source: Source, subs: Subscriptions, stop: CancellationToken) {
                     None
                 };
             }
-            for (channel, payloads) in burst {
-                subs.hand_on(&channel, payloads).await;
+            for (channel, payloads) in burst.into_values() {
+                Subscriptions::hand_on(channel, payloads).await;
             }
         }
         drop(listener);

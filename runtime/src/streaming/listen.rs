@@ -88,7 +88,7 @@ pub async fn run(
             },
             () = retry => Heard::Connected,
         };
-        let catching_up = heard == Heard::Connected;
+        let catching_up = matches!(heard, Heard::Connected);
         let read = match heard {
             Heard::Connected => match &mut seen {
                 None => newest(&pool).await.map(|floor| {

@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Map, Value};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::statuses::body::{StatusBody, flag};
@@ -48,11 +49,25 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-fn refused(e: FilterError) -> ApiError {
-    match e {
-        FilterError::Invalid(m) => ApiError::unprocessable(m),
-        FilterError::Db(e) => e.into(),
+impl From<FilterError> for ApiError {
+    fn from(e: FilterError) -> Self {
+        match e {
+            FilterError::Invalid(m) => ApiError::unprocessable(m),
+            FilterError::Db(e) => e.into(),
+        }
     }
+}
+
+/// One read or change of the account's filters in its own transaction: `None` (nothing of
+/// the account's by that id) is the same 404 as an unknown id, a refused change a 422.
+async fn one<T>(
+    s: &AppState,
+    run: impl AsyncFnOnce(&mut PgConnection) -> Result<Option<T>, FilterError>,
+) -> Result<T, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let done = run(&mut tx).await?.ok_or_else(ApiError::record_not_found)?;
+    tx.commit().await?;
+    Ok(done)
 }
 
 fn id_of(raw: &str, what: &str) -> Result<Uuid, ApiError> {
@@ -182,10 +197,7 @@ async fn index(
 
 async fn own(s: &AppState, account: Uuid, raw: &str) -> Result<filters::Filter, ApiError> {
     let id = id_of(raw, "filter")?;
-    let mut conn = s.pool.acquire().await?;
-    filters::get(&mut conn, account, id)
-        .await?
-        .ok_or_else(ApiError::record_not_found)
+    one(s, async |c| Ok(filters::get(c, account, id).await?)).await
 }
 
 async fn show(
@@ -202,11 +214,10 @@ async fn create(
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<Filter>, ApiError> {
     let changes = changes(&body)?;
-    let mut tx = s.pool.begin().await?;
-    let f = filters::create(&mut tx, account.id, &changes)
-        .await
-        .map_err(refused)?;
-    tx.commit().await?;
+    let f = one(&s, async |tx| {
+        filters::create(tx, account.id, &changes).await.map(Some)
+    })
+    .await?;
     Ok(Json(Filter::full(&f)))
 }
 
@@ -218,12 +229,10 @@ async fn update(
 ) -> Result<Json<Filter>, ApiError> {
     let id = id_of(&id, "filter")?;
     let changes = changes(&body)?;
-    let mut tx = s.pool.begin().await?;
-    let f = filters::update(&mut tx, account.id, id, &changes)
-        .await
-        .map_err(refused)?
-        .ok_or_else(ApiError::record_not_found)?;
-    tx.commit().await?;
+    let f = one(&s, async |tx| {
+        filters::update(tx, account.id, id, &changes).await
+    })
+    .await?;
     Ok(Json(Filter::full(&f)))
 }
 
@@ -233,12 +242,12 @@ async fn remove(
     Path(id): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
     let id = id_of(&id, "filter")?;
-    let mut tx = s.pool.begin().await?;
-    if !filters::delete(&mut tx, account.id, id).await? {
-        return Err(ApiError::record_not_found());
-    }
-    tx.commit().await?;
-    Ok(Json(Empty {}))
+    one(&s, async |tx| {
+        Ok(filters::delete(tx, account.id, id)
+            .await?
+            .then_some(Json(Empty {})))
+    })
+    .await
 }
 
 async fn keywords(
@@ -259,12 +268,10 @@ async fn add_keyword(
     let id = id_of(&id, "filter")?;
     let keyword = string(&body, "keyword")?.unwrap_or_default();
     let whole_word = flag("whole_word", body.get("whole_word"))?.unwrap_or(true);
-    let mut tx = s.pool.begin().await?;
-    let k = filters::add_keyword(&mut tx, account.id, id, &keyword, whole_word)
-        .await
-        .map_err(refused)?
-        .ok_or_else(ApiError::record_not_found)?;
-    tx.commit().await?;
+    let k = one(&s, async |tx| {
+        filters::add_keyword(tx, account.id, id, &keyword, whole_word).await
+    })
+    .await?;
     Ok(Json(FilterKeyword::from(&k)))
 }
 
@@ -274,10 +281,7 @@ async fn show_keyword(
     Path(id): Path<String>,
 ) -> Result<Json<FilterKeyword>, ApiError> {
     let id = id_of(&id, "keyword")?;
-    let mut conn = s.pool.acquire().await?;
-    let k = filters::keyword(&mut conn, account.id, id)
-        .await?
-        .ok_or_else(ApiError::record_not_found)?;
+    let k = one(&s, async |c| Ok(filters::keyword(c, account.id, id).await?)).await?;
     Ok(Json(FilterKeyword::from(&k)))
 }
 
@@ -290,12 +294,10 @@ async fn update_keyword(
     let id = id_of(&id, "keyword")?;
     let keyword = string(&body, "keyword")?;
     let whole_word = flag("whole_word", body.get("whole_word"))?;
-    let mut tx = s.pool.begin().await?;
-    let k = filters::update_keyword(&mut tx, account.id, id, keyword.as_deref(), whole_word)
-        .await
-        .map_err(refused)?
-        .ok_or_else(ApiError::record_not_found)?;
-    tx.commit().await?;
+    let k = one(&s, async |tx| {
+        filters::update_keyword(tx, account.id, id, keyword.as_deref(), whole_word).await
+    })
+    .await?;
     Ok(Json(FilterKeyword::from(&k)))
 }
 
@@ -304,13 +306,7 @@ async fn remove_keyword(
     Needs(account, _): Needs<need::WriteFilters>,
     Path(id): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = id_of(&id, "keyword")?;
-    let mut tx = s.pool.begin().await?;
-    if !filters::delete_rule(&mut tx, account.id, Rule::Keyword, id).await? {
-        return Err(ApiError::record_not_found());
-    }
-    tx.commit().await?;
-    Ok(Json(Empty {}))
+    remove_rule(&s, account.id, Rule::Keyword, id_of(&id, "keyword")?).await
 }
 
 async fn statuses(
@@ -333,15 +329,13 @@ async fn add_status(
     let status = string(&body, "status_id")?
         .and_then(|raw| Uuid::parse_str(&raw).ok())
         .ok_or_else(ApiError::record_not_found)?;
-    let mut tx = s.pool.begin().await?;
-    if !access::can_see(&mut tx, Some(account.id), status).await? {
-        return Err(ApiError::record_not_found());
-    }
-    let r = filters::add_status(&mut tx, account.id, id, status)
-        .await
-        .map_err(refused)?
-        .ok_or_else(ApiError::record_not_found)?;
-    tx.commit().await?;
+    let r = one(&s, async |tx| {
+        if !access::can_see(&mut *tx, Some(account.id), status).await? {
+            return Ok(None);
+        }
+        filters::add_status(tx, account.id, id, status).await
+    })
+    .await?;
     Ok(Json(FilterStatus::from(&r)))
 }
 
@@ -351,10 +345,10 @@ async fn show_status(
     Path(id): Path<String>,
 ) -> Result<Json<FilterStatus>, ApiError> {
     let id = id_of(&id, "status filter")?;
-    let mut conn = s.pool.acquire().await?;
-    let r = filters::status_rule(&mut conn, account.id, id)
-        .await?
-        .ok_or_else(ApiError::record_not_found)?;
+    let r = one(&s, async |c| {
+        Ok(filters::status_rule(c, account.id, id).await?)
+    })
+    .await?;
     Ok(Json(FilterStatus::from(&r)))
 }
 
@@ -363,13 +357,21 @@ async fn remove_status(
     Needs(account, _): Needs<need::WriteFilters>,
     Path(id): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = id_of(&id, "status filter")?;
-    let mut tx = s.pool.begin().await?;
-    if !filters::delete_rule(&mut tx, account.id, Rule::Status, id).await? {
-        return Err(ApiError::record_not_found());
-    }
-    tx.commit().await?;
-    Ok(Json(Empty {}))
+    remove_rule(&s, account.id, Rule::Status, id_of(&id, "status filter")?).await
+}
+
+async fn remove_rule(
+    s: &AppState,
+    account: Uuid,
+    rule: Rule,
+    id: Uuid,
+) -> Result<Json<Empty>, ApiError> {
+    one(s, async |tx| {
+        Ok(filters::delete_rule(tx, account, rule, id)
+            .await?
+            .then_some(Json(Empty {})))
+    })
+    .await
 }
 
 // v1: each keyword of a filter is a v1 filter (its id the keyword's); `irreversible` is the
@@ -396,14 +398,13 @@ async fn v1_own(
     raw: &str,
 ) -> Result<(filters::Filter, filters::Keyword), ApiError> {
     let id = id_of(raw, "filter")?;
-    let mut conn = s.pool.acquire().await?;
-    let k = filters::keyword(&mut conn, account, id)
-        .await?
-        .ok_or_else(ApiError::record_not_found)?;
-    let f = filters::get(&mut conn, account, k.filter_id)
-        .await?
-        .ok_or_else(ApiError::record_not_found)?;
-    Ok((f, k))
+    one(s, async |c| {
+        let Some(k) = filters::keyword(&mut *c, account, id).await? else {
+            return Ok(None);
+        };
+        Ok(filters::get(c, account, k.filter_id).await?.map(|f| (f, k)))
+    })
+    .await
 }
 
 async fn v1_show(
@@ -441,11 +442,10 @@ async fn v1_create(
         whole_word: Some(flag("whole_word", body.get("whole_word"))?.unwrap_or(true)),
         ..KeywordChange::default()
     }];
-    let mut tx = s.pool.begin().await?;
-    let f = filters::create(&mut tx, account.id, &changes)
-        .await
-        .map_err(refused)?;
-    tx.commit().await?;
+    let f = one(&s, async |tx| {
+        filters::create(tx, account.id, &changes).await.map(Some)
+    })
+    .await?;
     let k = f
         .keywords
         .first()
@@ -474,12 +474,10 @@ async fn v1_update(
         whole_word: flag("whole_word", body.get("whole_word"))?,
         destroy: false,
     }];
-    let mut tx = s.pool.begin().await?;
-    let f = filters::update(&mut tx, account.id, f.id, &changes)
-        .await
-        .map_err(refused)?
-        .ok_or_else(ApiError::record_not_found)?;
-    tx.commit().await?;
+    let f = one(&s, async |tx| {
+        filters::update(tx, account.id, f.id, &changes).await
+    })
+    .await?;
     let k = f
         .keywords
         .iter()
@@ -496,12 +494,13 @@ async fn v1_remove(
     Path(id): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
     let (f, k) = v1_own(&s, account.id, &id).await?;
-    let mut tx = s.pool.begin().await?;
-    if f.keywords.len() == 1 && f.statuses.is_empty() {
-        filters::delete(&mut tx, account.id, f.id).await?;
-    } else {
-        filters::delete_rule(&mut tx, account.id, Rule::Keyword, k.id).await?;
-    }
-    tx.commit().await?;
-    Ok(Json(Empty {}))
+    one(&s, async |tx| {
+        if f.keywords.len() == 1 && f.statuses.is_empty() {
+            filters::delete(tx, account.id, f.id).await?;
+        } else {
+            filters::delete_rule(tx, account.id, Rule::Keyword, k.id).await?;
+        }
+        Ok(Some(Json(Empty {})))
+    })
+    .await
 }
