@@ -13,7 +13,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -69,6 +70,26 @@ async fn account_named(s: &AppState, name: &str) -> Result<Account, ApiError> {
     accounts::by_username(&s.pool, name)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no account {name:?}")))
+}
+
+/// The local account a `/users/{name}/…` path names, on a node that federates: 503 without
+/// federation (asked first), 404 for no such account.
+struct Named {
+    fed: Arc<Federation>,
+    account: Account,
+}
+
+impl FromRequestParts<AppState> for Named {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let fed = federation(s)?.clone();
+        let Path(name) = Path::<String>::from_request_parts(parts, s)
+            .await
+            .map_err(|e| ApiError::not_found(e.body_text()))?;
+        let account = account_named(s, &name).await?;
+        Ok(Named { fed, account })
+    }
 }
 
 #[derive(Deserialize)]
@@ -221,12 +242,7 @@ fn collection(id: String, total: i64) -> Response {
     }))
 }
 
-async fn outbox_handler(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
-    let account = account_named(&s, &name).await?;
+async fn outbox_handler(Named { fed, account }: Named) -> Result<Response, ApiError> {
     // Only public posts would be listed here; this runtime does not author posts yet.
     Ok(collection(fed.outbox(&account.username), 0))
 }
@@ -235,10 +251,8 @@ async fn outbox_handler(
 /// peer needs no second fetch; only public and unlisted ones, as the statuses themselves.
 async fn featured_handler(
     State(s): State<AppState>,
-    Path(name): Path<String>,
+    Named { fed, account }: Named,
 ) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
-    let account = account_named(&s, &name).await?;
     let mut conn = s.pool.acquire().await?;
     let mut items = Vec::new();
     for id in crate::statuses::pins::of_local(&mut conn, account.id).await? {
@@ -248,7 +262,7 @@ async fn featured_handler(
                 crate::statuses::Visibility::Public | crate::statuses::Visibility::Unlisted
             )
         {
-            let mut note = statuses::object(fed, &st);
+            let mut note = statuses::object(&fed, &st);
             if let Some(o) = note.as_object_mut() {
                 o.remove("@context");
             }
@@ -264,10 +278,8 @@ async fn featured_handler(
 /// The account's featured hashtags (R-MAPI-6) as `Hashtag` objects.
 async fn featured_tags_handler(
     State(s): State<AppState>,
-    Path(name): Path<String>,
+    Named { fed, account }: Named,
 ) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
-    let account = account_named(&s, &name).await?;
     let mut conn = s.pool.acquire().await?;
     let items: Vec<Value> = crate::tags::featured::of(&mut conn, account.id)
         .await?
@@ -284,20 +296,16 @@ async fn featured_tags_handler(
 
 async fn followers_handler(
     State(s): State<AppState>,
-    Path(name): Path<String>,
+    Named { fed, account }: Named,
 ) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
-    let account = account_named(&s, &name).await?;
     let (n, _) = follow_counts(&s, account.id).await?;
     Ok(collection(fed.followers(&account.username), n))
 }
 
 async fn following_handler(
     State(s): State<AppState>,
-    Path(name): Path<String>,
+    Named { fed, account }: Named,
 ) -> Result<Response, ApiError> {
-    let fed = federation(&s)?;
-    let account = account_named(&s, &name).await?;
     let (_, n) = follow_counts(&s, account.id).await?;
     Ok(collection(fed.following(&account.username), n))
 }
@@ -315,11 +323,9 @@ async fn follow_counts(s: &AppState, account: uuid::Uuid) -> Result<(i64, i64), 
 
 async fn user_inbox(
     State(s): State<AppState>,
-    Path(name): Path<String>,
+    Named { account, .. }: Named,
     req: Request,
 ) -> Result<Response, ApiError> {
-    federation(&s)?;
-    let account = account_named(&s, &name).await?;
     receive(&s, Some(account), req).await
 }
 

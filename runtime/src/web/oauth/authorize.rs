@@ -9,10 +9,11 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{ConnectInfo, FromRequest, Query, Request, State};
 use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use minijinja::context;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::apps::{self, App};
@@ -23,24 +24,17 @@ use crate::scopes::Scopes;
 use crate::web::AppState;
 
 /// The authorization request's parameters, as the query of `GET /oauth/authorize` and the
-/// hidden fields of the consent form carry them.
+/// hidden fields of the consent form carry them. Serialized only as a query
+/// (`serde_urlencoded`), which leaves out what is `None`.
 #[derive(Deserialize, Serialize, Default, Clone)]
 pub struct AuthorizeParams {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub response_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_uri: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub code_challenge: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub code_challenge_method: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub force_login: Option<String>,
 }
 
@@ -238,24 +232,12 @@ fn db_error(s: &AppState, e: sqlx::Error) -> Response {
 }
 
 /// Adds the CSRF cookie to a page when the browser has none yet.
-fn with_csrf(
-    mut resp: Response,
-    s: &AppState,
-    headers: &HeaderMap,
-    csrf: &str,
-    new: bool,
-) -> Response {
-    if new
-        && let Some(v) = session::set_cookie(
-            session::CSRF_COOKIE,
-            csrf,
-            session::SESSION_DAYS * 86_400,
-            session::over_https(s, headers),
-        )
-    {
-        resp.headers_mut().append(header::SET_COOKIE, v);
+fn with_csrf(resp: Response, s: &AppState, headers: &HeaderMap, csrf: &str, new: bool) -> Response {
+    if !new {
+        return resp;
     }
-    resp
+    let age = session::SESSION_DAYS * 86_400;
+    with_cookie(resp, s, headers, (session::CSRF_COOKIE, csrf, age))
 }
 
 /// The query that brings the browser back to the authorization request after signing in.
@@ -327,6 +309,49 @@ pub async fn show(
 
 /// The checks every form POST passes first: `Origin` (when sent) is ours, and the CSRF field
 /// is this browser's token.
+/// A form of these pages, taken only from this server's own origin with the browser's CSRF
+/// token; otherwise the handler never runs and the browser gets the refusal page.
+pub struct Guarded<T>(T);
+
+/// A form that carries the CSRF token of the page it was sent from.
+pub trait CsrfForm {
+    fn csrf(&self) -> Option<&str>;
+}
+
+impl<T: DeserializeOwned + CsrfForm> FromRequest<AppState> for Guarded<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, s: &AppState) -> Result<Self, Response> {
+        let headers = req.headers().clone();
+        let FormOrJson(f) = FormOrJson::<T>::from_request(req, s)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        match form_refused(s, &headers, f.csrf()) {
+            Some(refused) => Err(refused),
+            None => Ok(Guarded(f)),
+        }
+    }
+}
+
+/// `resp` setting the cookie `name` (every cookie of ours has the same attributes, `Secure`
+/// when the browser came over HTTPS).
+fn with_cookie(
+    mut resp: Response,
+    s: &AppState,
+    headers: &HeaderMap,
+    (name, value, max_age_seconds): (&str, &str, i64),
+) -> Response {
+    if let Some(v) = session::set_cookie(
+        name,
+        value,
+        max_age_seconds,
+        session::over_https(s, headers),
+    ) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    resp
+}
+
 fn form_refused(s: &AppState, headers: &HeaderMap, csrf: Option<&str>) -> Option<Response> {
     if !session::origin_ok(&s.public_origin, headers) {
         return Some(pages::error(
@@ -348,6 +373,12 @@ fn form_expired(s: &AppState) -> Response {
     )
 }
 
+impl CsrfForm for SignInForm {
+    fn csrf(&self) -> Option<&str> {
+        self.csrf.as_deref()
+    }
+}
+
 #[derive(Deserialize)]
 pub struct SignInForm {
     csrf: Option<String>,
@@ -361,11 +392,8 @@ pub async fn sign_in(
     State(s): State<AppState>,
     headers: HeaderMap,
     ext: Extensions,
-    FormOrJson(f): FormOrJson<SignInForm>,
+    Guarded(f): Guarded<SignInForm>,
 ) -> Response {
-    if let Some(refused) = form_refused(&s, &headers, f.csrf.as_deref()) {
-        return refused;
-    }
     let next = f.next.unwrap_or_default();
     let Ok(p) = serde_urlencoded::from_str::<AuthorizeParams>(&next) else {
         return pages::error(
@@ -464,16 +492,22 @@ pub async fn sign_in(
         Ok(t) => t,
         Err(e) => return db_error(&s, e),
     };
-    let mut resp = see_other(&format!("/oauth/authorize?{}", next_query(&p)));
-    if let Some(v) = session::set_cookie(
-        session::SESSION_COOKIE,
-        &token,
-        session::SESSION_DAYS * 86_400,
-        session::over_https(&s, &headers),
-    ) {
-        resp.headers_mut().append(header::SET_COOKIE, v);
+    with_cookie(
+        see_other(&format!("/oauth/authorize?{}", next_query(&p))),
+        &s,
+        &headers,
+        (
+            session::SESSION_COOKIE,
+            &token,
+            session::SESSION_DAYS * 86_400,
+        ),
+    )
+}
+
+impl CsrfForm for DecisionForm {
+    fn csrf(&self) -> Option<&str> {
+        self.csrf.as_deref()
     }
-    resp
 }
 
 #[derive(Deserialize)]
@@ -492,11 +526,8 @@ pub struct DecisionForm {
 pub async fn decide(
     State(s): State<AppState>,
     headers: HeaderMap,
-    FormOrJson(f): FormOrJson<DecisionForm>,
+    Guarded(f): Guarded<DecisionForm>,
 ) -> Response {
-    if let Some(refused) = form_refused(&s, &headers, f.csrf.as_deref()) {
-        return refused;
-    }
     let p = AuthorizeParams {
         response_type: Some("code".into()),
         client_id: f.client_id,
@@ -555,6 +586,12 @@ pub async fn decide(
     redirect_with(&c.redirect_uri, &pairs)
 }
 
+impl CsrfForm for SignOutForm {
+    fn csrf(&self) -> Option<&str> {
+        self.csrf.as_deref()
+    }
+}
+
 #[derive(Deserialize)]
 pub struct SignOutForm {
     csrf: Option<String>,
@@ -566,26 +603,32 @@ pub struct SignOutForm {
 pub async fn sign_out(
     State(s): State<AppState>,
     headers: HeaderMap,
-    FormOrJson(f): FormOrJson<SignOutForm>,
+    Guarded(_): Guarded<SignOutForm>,
 ) -> Response {
-    if let Some(refused) = form_refused(&s, &headers, f.csrf.as_deref()) {
-        return refused;
-    }
     if let Err(e) = session::end(&s.pool, &headers).await {
         return db_error(&s, e);
     }
-    let mut resp = pages::render(
+    let page = pages::render(
         StatusCode::OK,
         "signed_out.html",
         context! { host => host(&s) },
     );
-    if let Some(v) = session::set_cookie(
-        session::SESSION_COOKIE,
-        "",
-        0,
-        session::over_https(&s, &headers),
-    ) {
-        resp.headers_mut().append(header::SET_COOKIE, v);
+    with_cookie(page, &s, &headers, (session::SESSION_COOKIE, "", 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_query_carries_what_was_asked_and_nothing_else() {
+        let p = AuthorizeParams {
+            client_id: Some("app 1".into()),
+            state: Some("s&t".into()),
+            force_login: Some("true".into()),
+            ..AuthorizeParams::default()
+        };
+        assert_eq!(next_query(&p), "client_id=app+1&state=s%26t");
+        assert_eq!(next_query(&AuthorizeParams::default()), "");
     }
-    resp
 }
