@@ -19,8 +19,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use uuid::Uuid;
 
-use super::notifications::{PAST_THE_MARKER, kinds, unread_limit};
-use super::pagination::{Page, Paged, param, params};
+use super::notifications::{BindSelection, PAST_THE_MARKER, Selection, kinds, unread_limit};
+use super::pagination::{BindPage, Page, Paged, params};
 use crate::filters::active::Active;
 use crate::mastodon::notification::{COLUMNS, READABLE, Row};
 use crate::mastodon::notification_group::{
@@ -48,47 +48,11 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v2/notifications/{group_key}/dismiss", post(dismiss))
 }
 
-/// What a request selects: the v1 list's filters and which types it groups.
-struct Selection {
-    types: Option<Vec<&'static str>>,
-    exclude: Vec<&'static str>,
-    from: Option<Uuid>,
-    grouped: Vec<&'static str>,
-    hidden: Hidden,
-}
-
-impl Selection {
-    async fn of(s: &AppState, viewer: Uuid, params: &[(String, String)]) -> Result<Self, ApiError> {
-        let from = match param(params, "account_id").filter(|v| !v.is_empty()) {
-            None => None,
-            Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
-        };
-        // Mastodon groups favourites, boosts and follows unless told which.
-        let grouped = kinds(params, "grouped_types")?
-            .unwrap_or_else(|| GROUPABLE.iter().map(|k| k.as_str()).collect());
-        Ok(Selection {
-            types: kinds(params, "types")?,
-            exclude: kinds(params, "exclude_types")?.unwrap_or_default(),
-            from,
-            grouped,
-            hidden: Hidden::of(&s.pool, s.site().urls, Some(viewer)).await?,
-        })
-    }
-
-    /// The conditions on `notifications n` of the account `$1`, with the types at `$first`,
-    /// the excluded at `$first+1`, the sender at `$first+2`, mutes and domains after.
-    fn sql(&self, first: u32) -> String {
-        format!(
-            "n.account_id = $1 AND (${a}::text[] IS NULL OR n.type = ANY(${a}))
-             AND NOT (n.type = ANY(${b})) AND (${c}::uuid IS NULL OR n.from_account_id = ${c})
-             {} AND {}",
-            self.hidden.notification_sql("n", first + 3, first + 4),
-            *READABLE,
-            a = first,
-            b = first + 1,
-            c = first + 2,
-        )
-    }
+/// The kinds grouped (`grouped_types[]`): Mastodon groups favourites, boosts and follows
+/// unless told which.
+fn grouped_kinds(params: &[(String, String)]) -> Result<Vec<&'static str>, ApiError> {
+    Ok(kinds(params, "grouped_types")?
+        .unwrap_or_else(|| GROUPABLE.iter().map(|k| k.as_str()).collect()))
 }
 
 /// The `group_key` of `notifications n`, the grouped types bound at `$param`.
@@ -133,6 +97,7 @@ async fn list(
     let params = params(&uri);
     let page: Page<i64> = Page::from_params(&params)?;
     let sel = Selection::of(&s, account.id, &params).await?;
+    let grouped = grouped_kinds(&params)?;
     // Walking down from `max_id` (or the top) finds each group's newest notification first;
     // up from `min_id`, its oldest. The window ends at the `limit`-th group's first one.
     let up = page.min.is_some();
@@ -175,15 +140,9 @@ async fn list(
     );
     let windows: Vec<Window> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
-        .bind(page.max)
-        .bind(page.since)
-        .bind(page.min)
-        .bind(&sel.grouped)
-        .bind(&sel.types)
-        .bind(&sel.exclude)
-        .bind(sel.from)
-        .bind(&sel.hidden.quiet)
-        .bind(&sel.hidden.domains)
+        .bind_cursors(&page)
+        .bind(&grouped)
+        .bind_selection(&sel)
         .fetch_all(&s.pool)
         .await?;
     let (newest, oldest) = match (windows.first(), windows.iter().map(|w| w.page_min_id).min()) {
@@ -256,11 +215,7 @@ async fn found(
     )))
     .bind(viewer)
     .bind(top)
-    .bind(&sel.types)
-    .bind(&sel.exclude)
-    .bind(sel.from)
-    .bind(&sel.hidden.quiet)
-    .bind(&sel.hidden.domains)
+    .bind_selection(&sel)
     .bind(&keys)
     .bind(&prefixes)
     .bind(&buckets)
@@ -412,6 +367,7 @@ async fn unread_count(
 ) -> Result<Json<UnreadCount>, ApiError> {
     let params = params(&uri);
     let sel = Selection::of(&s, account.id, &params).await?;
+    let grouped = grouped_kinds(&params)?;
     let limit = unread_limit(&params, UNREAD_DEFAULT, UNREAD_CAP)?;
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
@@ -425,12 +381,8 @@ async fn unread_count(
     )))
     .bind(account.id)
     .bind(limit)
-    .bind(&sel.grouped)
-    .bind(&sel.types)
-    .bind(&sel.exclude)
-    .bind(sel.from)
-    .bind(&sel.hidden.quiet)
-    .bind(&sel.hidden.domains)
+    .bind(&grouped)
+    .bind_selection(&sel)
     .fetch_one(&s.pool)
     .await?;
     Ok(Json(UnreadCount { count }))

@@ -8,6 +8,9 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use sqlx::Postgres;
+use sqlx::postgres::PgArguments;
+use sqlx::query::{QueryAs, QueryScalar};
 use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
@@ -93,6 +96,72 @@ pub(super) fn kinds(
         .map(Some)
 }
 
+/// What a list or count of the account `$1`'s notifications selects (`types[]`,
+/// `exclude_types[]`, `account_id`), less what the reader mutes, blocks or cannot read any
+/// more: one condition for v1 and v2, lists and counts.
+pub(super) struct Selection {
+    types: Option<Vec<&'static str>>,
+    exclude: Vec<&'static str>,
+    from: Option<Uuid>,
+    hidden: Hidden,
+}
+
+impl Selection {
+    pub(super) async fn of(
+        s: &AppState,
+        viewer: Uuid,
+        params: &[(String, String)],
+    ) -> Result<Self, ApiError> {
+        let from = match param(params, "account_id").filter(|v| !v.is_empty()) {
+            None => None,
+            Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
+        };
+        Ok(Selection {
+            types: kinds(params, "types")?,
+            exclude: kinds(params, "exclude_types")?.unwrap_or_default(),
+            from,
+            hidden: Hidden::of(&s.pool, s.site().urls, Some(viewer)).await?,
+        })
+    }
+
+    /// The conditions on `notifications n` of the account `$1`, its five parameters from
+    /// `$first` on (bind them with [`BindSelection::bind_selection`]).
+    pub(super) fn sql(&self, first: u32) -> String {
+        format!(
+            "n.account_id = $1 AND (${a}::text[] IS NULL OR n.type = ANY(${a}))
+             AND NOT (n.type = ANY(${b})) AND (${c}::uuid IS NULL OR n.from_account_id = ${c})
+             {} AND {}",
+            self.hidden.notification_sql("n", first + 3, first + 4),
+            *READABLE,
+            a = first,
+            b = first + 1,
+            c = first + 2,
+        )
+    }
+}
+
+/// Binding a [`Selection`]'s parameters in the order its `sql` numbers them.
+pub(super) trait BindSelection<'q>: Sized {
+    fn bind_selection(self, sel: &'q Selection) -> Self;
+}
+
+macro_rules! bind_selection_for {
+    ($query:ty) => {
+        impl<'q, O> BindSelection<'q> for $query {
+            fn bind_selection(self, sel: &'q Selection) -> Self {
+                self.bind(&sel.types)
+                    .bind(&sel.exclude)
+                    .bind(sel.from)
+                    .bind(&sel.hidden.quiet)
+                    .bind(&sel.hidden.domains)
+            }
+        }
+    };
+}
+
+bind_selection_for!(QueryAs<'q, Postgres, O, PgArguments>);
+bind_selection_for!(QueryScalar<'q, Postgres, O, PgArguments>);
+
 async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadNotifications>,
@@ -100,30 +169,16 @@ async fn list(
 ) -> Result<Paged<Notification>, ApiError> {
     let params = params(&uri);
     let page: Page<i64> = Page::from_params(&params)?;
-    let types = kinds(&params, "types")?;
-    let exclude = kinds(&params, "exclude_types")?.unwrap_or_default();
-    let from = match param(&params, "account_id").filter(|v| !v.is_empty()) {
-        None => None,
-        Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
-    };
-    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
+    let sel = Selection::of(&s, account.id, &params).await?;
     let sql = format!(
-        "SELECT {COLUMNS} FROM notifications n
-          WHERE n.account_id = $1 AND ($5::text[] IS NULL OR n.type = ANY($5))
-            AND NOT (n.type = ANY($6)) AND ($7::uuid IS NULL OR n.from_account_id = $7)
-            {} AND {} AND {}",
-        hidden.notification_sql("n", 8, 9),
-        *READABLE,
+        "SELECT {COLUMNS} FROM notifications n WHERE {} AND {}",
+        sel.sql(5),
         page.keyset("n.id", 2)
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(account.id)
         .bind_cursors(&page)
-        .bind(types)
-        .bind(exclude)
-        .bind(from)
-        .bind(&hidden.quiet)
-        .bind(&hidden.domains)
+        .bind_selection(&sel)
         .fetch_all(&s.pool)
         .await?;
     let rows = page.finish(rows);
@@ -192,25 +247,16 @@ async fn unread_count(
     uri: Uri,
 ) -> Result<Json<UnreadCount>, ApiError> {
     let params = params(&uri);
-    let types = kinds(&params, "types")?;
-    let exclude = kinds(&params, "exclude_types")?.unwrap_or_default();
+    let sel = Selection::of(&s, account.id, &params).await?;
     let limit = unread_limit(&params, UNREAD_CAP, UNREAD_CAP)?;
-    let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM (
-             SELECT 1 FROM notifications n
-              WHERE n.account_id = $1 {} AND {} AND {PAST_THE_MARKER}
-                AND ($2::text[] IS NULL OR n.type = ANY($2)) AND NOT (n.type = ANY($3))
-              LIMIT $4) u",
-        hidden.notification_sql("n", 5, 6),
-        *READABLE
+             SELECT 1 FROM notifications n WHERE {} AND {PAST_THE_MARKER} LIMIT $2) u",
+        sel.sql(3),
     )))
     .bind(account.id)
-    .bind(types)
-    .bind(exclude)
     .bind(limit)
-    .bind(&hidden.quiet)
-    .bind(&hidden.domains)
+    .bind_selection(&sel)
     .fetch_one(&s.pool)
     .await?;
     Ok(Json(UnreadCount { count }))
