@@ -215,7 +215,7 @@ async fn found(
     )))
     .bind(viewer)
     .bind(top)
-    .bind_selection(&sel)
+    .bind_selection(sel)
     .bind(&keys)
     .bind(&prefixes)
     .bind(&buckets)
