@@ -41,15 +41,13 @@ type Calls = Arc<Mutex<Vec<Call>>>;
 /// What the apiserver would answer: the object as sent (an apply or create stores what it is
 /// given), an empty pod list, KEDA's API missing, an event accepted.
 fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
-    let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "reason": "NotFound", "code": 404, "message": "not found"});
     let (method, path) = call.line.split_once(' ').unwrap_or_default();
     match method {
         "GET" if path.ends_with("/pods") => (
             200,
             json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}),
         ),
-        "GET" if path.contains("/scaledobjects") => (404, not_found),
+        "GET" if path.contains("/scaledobjects") => not_found(),
         // Every referenced Secret exists with every key a test spec reads (base64 of "x").
         "GET" if path.contains("/secrets/") => (
             200,
@@ -75,6 +73,15 @@ fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
         ),
         _ => (200, call.body.clone()),
     }
+}
+
+/// The apiserver's answer for an object that does not exist.
+fn not_found() -> (u16, Value) {
+    (
+        404,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+               "reason": "NotFound", "code": 404, "message": "not found"}),
+    )
 }
 
 /// The Secret the mocked apiserver has under any name: every key a test spec reads.
@@ -123,12 +130,15 @@ struct Writers {
     ingresses: Writer<Ingress>,
 }
 
-fn ready<K>(w: &mut Writer<K>)
+/// A watch cache that has had its (empty) first list, and its writer.
+fn ready_store<K>() -> (reflector::Store<K>, Writer<K>)
 where
     K: Resource<DynamicType = ()> + Clone,
 {
+    let (store, mut w) = reflector::store();
     w.apply_watcher_event(&watcher::Event::Init);
     w.apply_watcher_event(&watcher::Event::InitDone);
+    (store, w)
 }
 
 impl Fixture {
@@ -160,22 +170,14 @@ impl Fixture {
                 send.send_response(response);
             }
         });
-        let (deployments, mut dw) = reflector::store();
-        let (services, mut sw) = reflector::store();
-        let (jobs, mut jw) = reflector::store();
-        let (pdbs, mut pw) = reflector::store();
-        let (hpas, mut hw) = reflector::store();
-        let (ingresses, mut iw) = reflector::store();
-        let (network_policies, mut nw) = reflector::store();
-        let (cron_jobs, mut cw) = reflector::store();
-        ready(&mut dw);
-        ready(&mut sw);
-        ready(&mut jw);
-        ready(&mut pw);
-        ready(&mut hw);
-        ready(&mut iw);
-        ready(&mut nw);
-        ready(&mut cw);
+        let (deployments, dw) = ready_store();
+        let (services, sw) = ready_store();
+        let (jobs, jw) = ready_store();
+        let (pdbs, pw) = ready_store();
+        let (hpas, hw) = ready_store();
+        let (ingresses, iw) = ready_store();
+        let (network_policies, _) = ready_store();
+        let (cron_jobs, _) = ready_store();
         let ctx = Arc::new(Context {
             recorder: Recorder::new(
                 client.clone(),
@@ -239,6 +241,15 @@ impl Fixture {
         (result, calls)
     }
 
+    /// Puts `deps` into the Deployment cache as the watch shows them.
+    fn cache_deployments(&mut self, deps: &[Deployment]) {
+        for d in deps {
+            self.writers
+                .deployments
+                .apply_watcher_event(&watcher::Event::Apply(d.clone()));
+        }
+    }
+
     /// Puts what the reconcile applied into the watch caches, as the watches would.
     fn cache_applied(&mut self, calls: &[Call]) {
         for c in calls.iter().filter(|c| c.line.starts_with("PATCH ")) {
@@ -282,6 +293,19 @@ fn lines(calls: &[Call]) -> Vec<&str> {
 }
 
 const NS: &str = "/namespaces/fedi";
+
+/// The first requests of a reconcile that migrates to `version` (attempt 0): the pod list, the
+/// Service and PDBs applied, the migration Job applied.
+fn migration_start(version: &str) -> Vec<String> {
+    let job = resources::migration::job_name("social", version, 0);
+    vec![
+        format!("GET /api/v1{NS}/pods"),
+        format!("PATCH /api/v1{NS}/services/social-web"),
+        format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
+        format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
+        format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
+    ]
+}
 
 /// A Deployment as the watch shows it once rolled out: `replicas` set, every pod ready.
 fn rolled_out(mut d: Deployment, replicas: i32) -> Deployment {
@@ -328,19 +352,17 @@ async fn a_new_hollo_first_migrates_and_starts_nothing() {
     let f = Fixture::plain(&h);
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
-    let job = resources::migration::job_name("social", "0.1.0", 0);
     assert_eq!(
         lines(&calls),
         [
-            format!("GET /api/v1{NS}/pods"),
-            format!("PATCH /api/v1{NS}/services/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
-            format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
-            format!("GET /apis/keda.sh/v1alpha1{NS}/scaledobjects"),
-            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
-            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            migration_start("0.1.0"),
+            vec![
+                format!("GET /apis/keda.sh/v1alpha1{NS}/scaledobjects"),
+                format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+                format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            ]
         ]
+        .concat()
     );
     for apply in calls.iter().filter(|c| c.line.starts_with("PATCH")) {
         assert!(
@@ -354,19 +376,27 @@ async fn a_new_hollo_first_migrates_and_starts_nothing() {
     assert_eq!(calls[7].body["reason"], "Migrating");
 }
 
-#[tokio::test]
-async fn a_steady_reconcile_writes_nothing() {
-    let (h, deps) = running(testutil::spec());
+/// The first reconcile of a fresh process of a running `Hollo` (with its Deployments cached),
+/// with what it applied then in the caches: the fixture, the `Hollo` with the status it wrote,
+/// that reconcile's requests.
+async fn first_reconcile(spec: crate::crd::HolloSpec) -> (Fixture, Hollo, Vec<Call>) {
+    let (h, deps) = running(spec);
     let mut f = Fixture::plain(&h);
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    // The first reconcile of a fresh process applies everything once (it remembers nothing);
-    // the apiserver stores what it is given.
+    f.cache_deployments(&deps);
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
+    f.cache_applied(&calls);
+    // The watch shows the Deployments with their status again (an apply's answer has it).
+    f.cache_deployments(&deps);
+    let h = with_status(h, &calls);
+    (f, h, calls)
+}
+
+#[tokio::test]
+async fn a_steady_reconcile_writes_nothing() {
+    // The first reconcile of a fresh process applies everything once (it remembers nothing);
+    // the apiserver stores what it is given.
+    let (f, h, calls) = first_reconcile(testutil::spec()).await;
     assert_eq!(
         lines(&calls),
         [
@@ -379,14 +409,6 @@ async fn a_steady_reconcile_writes_nothing() {
             format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
         ]
     );
-    f.cache_applied(&calls);
-    // The watch shows the Deployments with their status again (an apply's answer has it).
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    let h = with_status(h, &calls);
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(
@@ -405,22 +427,7 @@ async fn a_steady_reconcile_writes_nothing() {
 
 /// Prepares a fixture in steady state: everything applied once and cached.
 async fn steady(spec: crate::crd::HolloSpec) -> (Fixture, Hollo) {
-    let (h, deps) = running(spec);
-    let mut f = Fixture::plain(&h);
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    let (result, calls) = f.reconcile(&h).await;
-    assert!(result.is_ok(), "{result:?}");
-    f.cache_applied(&calls);
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    let h = with_status(h, &calls);
+    let (f, h, _) = first_reconcile(spec).await;
     let (_, calls) = f.reconcile(&h).await;
     assert!(calls.is_empty(), "steady: {:?}", lines(&calls));
     (f, h)
@@ -543,25 +550,23 @@ async fn an_upgrade_removes_the_autoscaler_before_stopping_the_old_pods() {
     spec.worker.autoscaling.max_replicas = 4;
     spec.database.max_connections = 500;
     let calls = after_edit(spec, |h| h.spec.version = "0.2.0".into()).await;
-    let job = resources::migration::job_name("social", "0.2.0", 0);
     assert_eq!(
         lines(&calls),
         [
             // No old pod is left (the mocked pod list is empty): migrate, nothing runs.
-            format!("GET /api/v1{NS}/pods"),
-            format!("PATCH /api/v1{NS}/services/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
-            format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
-            // The autoscaler goes first, or it would scale the old version back up.
-            format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
-            format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
-            format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
-            // Issue 34 item 3: the maintenance page of the old version starts.
-            format!("POST /apis/apps/v1{NS}/deployments"),
-            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
-            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            migration_start("0.2.0"),
+            vec![
+                // The autoscaler goes first, or it would scale the old version back up.
+                format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
+                format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
+                format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
+                // Issue 34 item 3: the maintenance page of the old version starts.
+                format!("POST /apis/apps/v1{NS}/deployments"),
+                format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+                format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            ]
         ]
+        .concat()
     );
     assert_eq!(calls[6].body, json!({"spec": {"replicas": 0}}));
     assert_eq!(calls[8].body["metadata"]["name"], "social-maintenance-page");
@@ -587,6 +592,15 @@ async fn a_hollo_being_deleted_is_left_to_the_garbage_collector() {
     assert!(calls.is_empty(), "{:?}", lines(&calls));
 }
 
+/// The condition `type_` of the status a status apply wrote.
+fn condition(status_apply: &Call, type_: &str) -> Value {
+    status_apply.body["status"]["conditions"]
+        .as_array()
+        .and_then(|conds| conds.iter().find(|c| c["type"] == type_))
+        .cloned()
+        .unwrap_or_else(|| panic!("condition {type_}"))
+}
+
 fn cnpg_hollo() -> Hollo {
     let mut spec = testutil::spec();
     spec.database.url_secret_ref = None;
@@ -603,15 +617,7 @@ async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
     // Neither the Secret nor the Cluster exists.
     let f = Fixture::new(
         &h,
-        Box::new(|call| {
-            call.line.starts_with("GET ").then(|| {
-                (
-                    404,
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "reason": "NotFound", "code": 404, "message": "not found"}),
-                )
-            })
-        }),
+        Box::new(|call| call.line.starts_with("GET ").then(not_found)),
     );
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
@@ -624,14 +630,7 @@ async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
         ],
         "read-only GETs, the status and one event: nothing applied"
     );
-    let conds = calls[1].body["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let db = conds
-        .iter()
-        .find(|c| c["type"] == "Database")
-        .expect("Database");
+    let db = condition(&calls[1], "Database");
     assert_eq!(
         (db["status"].as_str(), db["reason"].as_str()),
         (Some("False"), Some("SecretMissing"))
@@ -680,14 +679,7 @@ async fn with_the_cnpg_secret_the_cluster_budget_and_hash_are_used() {
         .iter()
         .find(|c| c.line.ends_with("/status"))
         .expect("status");
-    let conds = status.body["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let budget = conds
-        .iter()
-        .find(|c| c["type"] == "ConnectionBudget")
-        .expect("budget");
+    let budget = condition(status, "ConnectionBudget");
     assert_eq!(budget["status"], "False", "74 > the Cluster's 60: {budget}");
     assert!(
         budget["message"]
@@ -722,12 +714,7 @@ async fn every_reconcile_reads_the_referenced_secrets_and_a_rotation_rolls() {
             })
         }),
     );
-    for d in &deps {
-        put(
-            &mut f.writers.deployments,
-            &serde_json::to_value(d).expect("json"),
-        );
-    }
+    f.cache_deployments(&deps);
     let (result, calls) = f.reconcile_with_reads(&h).await;
     assert!(result.is_ok(), "{result:?}");
     let reads: Vec<&str> = lines(&calls)
