@@ -178,25 +178,25 @@ pub struct Changes {
 }
 
 fn check_title(t: &str) -> Result<String, FilterError> {
-    let t = t.trim();
-    if t.is_empty() {
-        return Err(invalid("title can't be blank"));
-    }
-    if t.chars().count() > 256 {
-        return Err(invalid("title is too long (at most 256 characters)"));
-    }
-    Ok(t.to_string())
+    trimmed("title", t, 256)
 }
 
 fn check_keyword(k: &str) -> Result<String, FilterError> {
-    let k = k.trim();
-    if k.is_empty() {
-        return Err(invalid("keyword can't be blank"));
+    trimmed("keyword", k, 512)
+}
+
+/// `value` trimmed, neither blank nor over `max` characters (Mastodon's messages).
+fn trimmed(what: &str, value: &str, max: usize) -> Result<String, FilterError> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(invalid(format!("{what} can't be blank")));
     }
-    if k.chars().count() > 512 {
-        return Err(invalid("keyword is too long (at most 512 characters)"));
+    if v.chars().count() > max {
+        return Err(invalid(format!(
+            "{what} is too long (at most {max} characters)"
+        )));
     }
-    Ok(k.to_string())
+    Ok(v.to_string())
 }
 
 fn context_strings(c: &[Context]) -> Vec<String> {
@@ -466,19 +466,28 @@ async fn insert_keyword(
     .await?)
 }
 
-/// Removes `account`'s filter `id` with its rules; `false` when it is none of theirs.
-pub async fn delete(tx: &mut PgConnection, account: Uuid, id: Uuid) -> Result<bool, sqlx::Error> {
-    let gone = sqlx::query("DELETE FROM filters WHERE account_id = $1 AND id = $2")
-        .bind(account)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-        > 0;
+/// Whether a delete of `account`'s removed anything; if it did, the account's streams hear
+/// that its filters changed.
+async fn removed(
+    tx: &mut PgConnection,
+    account: Uuid,
+    done: sqlx::postgres::PgQueryResult,
+) -> Result<bool, sqlx::Error> {
+    let gone = done.rows_affected() > 0;
     if gone {
         crate::streaming::emit::filters(tx, account).await?;
     }
     Ok(gone)
+}
+
+/// Removes `account`'s filter `id` with its rules; `false` when it is none of theirs.
+pub async fn delete(tx: &mut PgConnection, account: Uuid, id: Uuid) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM filters WHERE account_id = $1 AND id = $2")
+        .bind(account)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    removed(tx, account, done).await
 }
 
 /// Adds a keyword to `account`'s filter `filter`; `None` when the filter is none of theirs.
@@ -643,7 +652,7 @@ pub async fn delete_rule(
     rule: Rule,
     id: Uuid,
 ) -> Result<bool, sqlx::Error> {
-    let gone = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
         "DELETE FROM {} r USING filters f
           WHERE f.id = r.filter_id AND f.account_id = $1 AND r.id = $2",
         rule.table()
@@ -651,11 +660,6 @@ pub async fn delete_rule(
     .bind(account)
     .bind(id)
     .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        > 0;
-    if gone {
-        crate::streaming::emit::filters(tx, account).await?;
-    }
-    Ok(gone)
+    .await?;
+    removed(tx, account, done).await
 }

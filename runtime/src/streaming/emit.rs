@@ -76,23 +76,24 @@ pub async fn list(tx: &mut PgConnection, entry: Uuid, lists: &[Uuid]) -> Result<
 /// `account`'s mutes or blocks changed: its open streams reload what they hide. No client
 /// sees this event.
 pub async fn relationship(tx: &mut PgConnection, account: Uuid) -> Result<(), sqlx::Error> {
-    let sql = format!(
-        "INSERT INTO stream_events (kind, event, accounts)
-         VALUES ('relationship', 'relationship', ARRAY[$1::uuid]) {NOTIFY}"
-    );
-    sqlx::query(AssertSqlSafe(sql))
-        .bind(account)
-        .execute(tx)
-        .await?;
-    Ok(())
+    to_account(tx, account, "'relationship', 'relationship'").await
 }
 
 /// `account`'s filters changed, or one ran out: its open streams reload them, and its `user`
 /// streams send Mastodon's `filters_changed` (no payload) so apps fetch them again.
 pub async fn filters(tx: &mut PgConnection, account: Uuid) -> Result<(), sqlx::Error> {
+    to_account(tx, account, "'filters', 'filters_changed'").await
+}
+
+/// An event of `kind_and_event` (two SQL literals) for `account`'s streams alone.
+async fn to_account(
+    tx: &mut PgConnection,
+    account: Uuid,
+    kind_and_event: &'static str,
+) -> Result<(), sqlx::Error> {
     let sql = format!(
         "INSERT INTO stream_events (kind, event, accounts)
-         VALUES ('filters', 'filters_changed', ARRAY[$1::uuid]) {NOTIFY}"
+         VALUES ({kind_and_event}, ARRAY[$1::uuid]) {NOTIFY}"
     );
     sqlx::query(AssertSqlSafe(sql))
         .bind(account)

@@ -7,8 +7,8 @@
 
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
-use axum::routing::{MethodRouter, post};
-use axum::{Json, Router};
+use axum::routing::post;
+use axum::{Extension, Json, Router};
 
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -29,46 +29,41 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route(
             "/api/v1/statuses/{id}/favourite",
-            on::<need::WriteFavourites>(Act::Favourite),
+            post(act::<need::WriteFavourites>).layer(Extension(Act::Favourite)),
         )
         .route(
             "/api/v1/statuses/{id}/unfavourite",
-            on::<need::WriteFavourites>(Act::Unfavourite),
+            post(act::<need::WriteFavourites>).layer(Extension(Act::Unfavourite)),
         )
         .route("/api/v1/statuses/{id}/reblog", post(reblog))
         .route(
             "/api/v1/statuses/{id}/unreblog",
-            on::<need::WriteStatuses>(Act::Unreblog),
+            post(act::<need::WriteStatuses>).layer(Extension(Act::Unreblog)),
         )
         .route(
             "/api/v1/statuses/{id}/bookmark",
-            on::<need::WriteBookmarks>(Act::Bookmark),
+            post(act::<need::WriteBookmarks>).layer(Extension(Act::Bookmark)),
         )
         .route(
             "/api/v1/statuses/{id}/unbookmark",
-            on::<need::WriteBookmarks>(Act::Unbookmark),
+            post(act::<need::WriteBookmarks>).layer(Extension(Act::Unbookmark)),
         )
         .route(
             "/api/v1/statuses/{id}/mute",
-            on::<need::WriteMutes>(Act::Mute),
+            post(act::<need::WriteMutes>).layer(Extension(Act::Mute)),
         )
         .route(
             "/api/v1/statuses/{id}/unmute",
-            on::<need::WriteMutes>(Act::Unmute),
+            post(act::<need::WriteMutes>).layer(Extension(Act::Unmute)),
         )
         .route(
             "/api/v1/statuses/{id}/pin",
-            on::<need::WriteAccounts>(Act::Pin),
+            post(act::<need::WriteAccounts>).layer(Extension(Act::Pin)),
         )
         .route(
             "/api/v1/statuses/{id}/unpin",
-            on::<need::WriteAccounts>(Act::Unpin),
+            post(act::<need::WriteAccounts>).layer(Extension(Act::Unpin)),
         )
-}
-
-/// `POST` of `what`, for a token with the scope `N`.
-fn on<N: Need + Send + Sync + 'static>(what: Act) -> MethodRouter<AppState> {
-    post(async move |s, Needs::<N>(account, _), p| act(s, account, p, what).await)
 }
 
 impl From<BoostError> for ApiError {
@@ -111,11 +106,12 @@ enum Act {
     Unpin,
 }
 
-async fn act(
+/// The route's `Act` (its `Extension`), for a token with the scope `N`.
+async fn act<N: Need>(
     State(s): State<AppState>,
-    account: Account,
+    Needs(account, _): Needs<N>,
+    Extension(what): Extension<Act>,
     Path(raw): Path<String>,
-    what: Act,
 ) -> Result<Json<Status>, ApiError> {
     // Those that send an activity need federation, asked before the status is looked up.
     let fed = match what {
