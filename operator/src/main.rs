@@ -88,6 +88,15 @@ struct RunArgs {
     /// This replica's identity in the Lease and in events (default: POD_NAME, else hostname).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// Watch Secrets (metadata only; needs `list` and `watch` on Secrets) instead of reading
+    /// every referenced Secret by GET at least once a minute: no requests in steady state, and a
+    /// rotation is seen at once.
+    #[arg(long, env = "WATCH_SECRETS", default_value_t = false)]
+    watch_secrets: bool,
+    /// Reconciles in flight at once (0: unbounded). Bounds the operator's memory and the
+    /// apiserver's load when many `Hollo`s need work at the same time (issue 36 item 4).
+    #[arg(long, env = "RECONCILE_CONCURRENCY", default_value_t = 16)]
+    reconcile_concurrency: u16,
 }
 
 #[tokio::main]
@@ -152,7 +161,12 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
-    let client = Client::try_default().await?;
+    // Every request is counted by verb (`hollo_operator_api_requests_total`): in steady state
+    // only watches should be opened (issue 36 item 4).
+    let config = kube::Config::infer().await?;
+    let client = kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&telemetry::count_requests(health.metrics.requests.clone()))
+        .build();
     health.ready.store(true, Ordering::Relaxed);
     let identity = args
         .identity
@@ -201,9 +215,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             instance: Some(identity),
         },
     );
-    let controller = Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default());
+    let controller = Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default())
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(args.reconcile_concurrency),
+        );
     let (controller, stores) =
         reconcile::stores::watch_children(controller, &client, ns.as_deref());
+    let (controller, secrets) = if args.watch_secrets {
+        reconcile::stores::watch_secrets(controller, &client, ns.as_deref())
+    } else {
+        (controller, Default::default())
+    };
     // A scrape drops the per-Hollo series of Hollos no longer in the cache (issue 35 item 1).
     let _ = health.hollos.set(controller.store());
     let ctx = Arc::new(reconcile::Context {
@@ -212,6 +234,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         health: health.clone(),
         stores,
         applier: reconcile::apply::Applier::new(health.metrics.writes.clone()),
+        secrets,
     });
     tracing::info!(
         namespace = ns.as_deref().unwrap_or("<all>"),

@@ -147,7 +147,10 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
     // A route whose methods the scanner cannot read would never be attacked: its `.route`
     // call must name them (`get(…)`, `post(…)`, …).
     let unread: Vec<&Route> = routes.iter().filter(|r| r.methods.is_empty()).collect();
-    assert!(unread.is_empty(), "routes with no method the scanner can read: {unread:?}");
+    assert!(
+        unread.is_empty(),
+        "routes with no method the scanner can read: {unread:?}"
+    );
     for known in [
         "/api/v1/accounts/{id}/statuses",
         "/api/v2/search",

@@ -80,11 +80,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- /* Read-only, one GET each per reconcile: the Secrets a Hollo puts into its pods'
      environment (hashed into the pod template so a rotation rolls the pods; the CloudNativePG
      application Secret and the upstream SECRET_KEY also checked; never copied), and the
-     CloudNativePG Cluster's max_connections. No list or watch: the operator cannot enumerate
-     Secrets. */}}
+     CloudNativePG Cluster's max_connections. No list or watch unless watchSecrets (a
+     metadata-only watch; a GET only when a Secret changed): by default the operator cannot
+     enumerate Secrets. */}}
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get"]
+  verbs: ["get"{{- include "hollo-operator.secretWatchVerbs" . }}]
 - apiGroups: ["postgresql.cnpg.io"]
   resources: ["clusters"]
   verbs: ["get"]
@@ -92,4 +93,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["postgresql.cnpg.io"]
   resources: ["backups"]
   verbs: ["get", "create", "patch"]
+{{- end -}}
+
+{{/* watchSecrets (issue 36 item 4): Secrets watched, metadata only. */}}
+{{- define "hollo-operator.secretWatchVerbs" -}}
+{{- if .Values.watchSecrets }}, "list", "watch"{{ end -}}
 {{- end -}}

@@ -3,14 +3,22 @@
 //! Secret, `secretKeyRef`s in `spec.env`, the CloudNativePG application Secret) and the
 //! CloudNativePG `Cluster`. Read with one GET each (read-only RBAC: `secrets` get,
 //! `clusters.postgresql.cnpg.io` get; no list or watch, so the operator cannot enumerate
-//! Secrets — a rotation is seen at the next reconcile, at most a minute later).
+//! Secrets — a rotation is seen at the next reconcile, at most a minute later). With
+//! `WATCH_SECRETS=true` (RBAC adds `list` and `watch` on Secrets; issue 36 item 4) a metadata-only
+//! watch tells which Secret changed: a Secret is then read by GET only when its
+//! `resourceVersion` differs from the one last read ([`SecretReader`]), a change triggers the
+//! `Hollo`s that reference it, and a steady `Hollo` costs the apiserver no request at all.
 //!
 //! [`read`] asks the apiserver; everything else here is pure: the conditions ([`checks`]),
 //! whether the reconcile must hold ([`External::hold`]) and the spec the builders then see
 //! ([`effective`]: the Cluster's `max_connections`, the Secret's content hash on the pods).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use sha2::{Digest, Sha256};
 
@@ -187,7 +195,104 @@ pub fn cluster_max_connections(cluster: &DynamicObject) -> Option<i32> {
     }
 }
 
-pub async fn read(client: &Client, hollo: &Hollo) -> Result<External, Error> {
+/// How referenced Secrets are read: one GET each per reconcile (the default, RBAC `get` only),
+/// or, with a metadata-only watch of Secrets, from a cache of what was last read, refreshed by
+/// one GET when the watch shows a new `resourceVersion` (a Secret the watch does not have is
+/// absent, without asking).
+#[derive(Clone, Default)]
+pub struct SecretReader {
+    watched: Option<Watched>,
+}
+
+/// `(namespace, name)` → the `resourceVersion` last read and the Secret as read.
+type SecretCache = HashMap<(String, String), (String, Secret)>;
+
+#[derive(Clone)]
+struct Watched {
+    meta: Store<PartialObjectMeta<Secret>>,
+    content: Arc<Mutex<SecretCache>>,
+}
+
+impl SecretReader {
+    /// Reads through `meta`, the store of a metadata-only watch of Secrets.
+    pub fn watched(meta: Store<PartialObjectMeta<Secret>>) -> Self {
+        Self {
+            watched: Some(Watched {
+                meta,
+                content: Arc::default(),
+            }),
+        }
+    }
+
+    pub fn is_watched(&self) -> bool {
+        self.watched.is_some()
+    }
+
+    /// The metadata watch's first complete list (at once when Secrets are not watched).
+    pub async fn ready(&self) -> Result<(), kube::runtime::reflector::store::WriterDropped> {
+        match &self.watched {
+            Some(w) => w.meta.wait_until_ready().await,
+            None => Ok(()),
+        }
+    }
+
+    /// The Secret `name` in `api`'s namespace `ns` (`None`: it does not exist).
+    async fn get(&self, api: &Api<Secret>, ns: &str, name: &str) -> Result<Option<Secret>, Error> {
+        let Some(w) = &self.watched else {
+            return Ok(api.get_opt(name).await?);
+        };
+        let key = (ns.to_string(), name.to_string());
+        let Some(meta) = w.meta.get(&ObjectRef::new(name).within(ns)) else {
+            if let Ok(mut c) = w.content.lock() {
+                c.remove(&key);
+            }
+            return Ok(None);
+        };
+        let rv = meta.resource_version().unwrap_or_default();
+        if let Ok(c) = w.content.lock()
+            && let Some((read_rv, secret)) = c.get(&key)
+            && *read_rv == rv
+        {
+            return Ok(Some(secret.clone()));
+        }
+        let secret = api.get_opt(name).await?;
+        if let Ok(mut c) = w.content.lock() {
+            match &secret {
+                Some(s) => {
+                    let mut s = s.clone();
+                    s.managed_fields_mut().clear();
+                    let read_rv = s.resource_version().unwrap_or(rv);
+                    c.insert(key, (read_rv, s));
+                }
+                None => {
+                    c.remove(&key);
+                }
+            }
+        }
+        Ok(secret)
+    }
+}
+
+/// The `Hollo`s in `hollos` whose pods read the Secret `name` in namespace `ns`: what a change of
+/// that Secret must reconcile.
+pub fn hollos_reading(
+    hollos: &[Arc<Hollo>],
+    ns: Option<&str>,
+    name: &str,
+) -> Vec<ObjectRef<Hollo>> {
+    hollos
+        .iter()
+        .filter(|h| h.namespace().as_deref() == ns)
+        .filter(|h| referenced_secrets(&h.spec).contains_key(name))
+        .map(|h| ObjectRef::from_obj(h.as_ref()))
+        .collect()
+}
+
+pub async fn read(
+    client: &Client,
+    reader: &SecretReader,
+    hollo: &Hollo,
+) -> Result<External, Error> {
     let spec = &hollo.spec;
     let mut out = External::default();
     let refs = referenced_secrets(spec);
@@ -198,7 +303,7 @@ pub async fn read(client: &Client, hollo: &Hollo) -> Result<External, Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let mut found = std::collections::BTreeMap::new();
     for name in refs.keys() {
-        found.insert(name.clone(), secrets.get_opt(name).await?);
+        found.insert(name.clone(), reader.get(&secrets, &ns, name).await?);
     }
     out.secrets_hash = Some(secrets_hash(&refs, &found));
     let get = |name: &str| found.get(name).cloned().flatten();

@@ -56,7 +56,7 @@ pub enum Error {
     #[error(
         "the watch caches of the child kinds are not filled after {0:?}: can the operator list \
          and watch Deployments, Services, Jobs, PodDisruptionBudgets, HPAs, Ingresses and \
-         NetworkPolicies here?"
+         NetworkPolicies here (and Secrets, with WATCH_SECRETS)?"
     )]
     CachesNotReady(Duration),
 }
@@ -90,6 +90,8 @@ pub struct Context {
     pub health: Arc<Health>,
     pub stores: stores::Stores,
     pub applier: apply::Applier,
+    /// How referenced Secrets are read (GET each time, or watched: `WATCH_SECRETS`).
+    pub secrets: external::SecretReader,
 }
 
 /// How soon to look again while KEDA (or the Gateway API) is asked for but its API is missing
@@ -97,7 +99,8 @@ pub struct Context {
 const KEDA_RECHECK: Duration = Duration::from_secs(30);
 /// How soon to look again while a Secret the pods need is missing.
 const HOLD_RECHECK: Duration = Duration::from_secs(15);
-/// How often a `Hollo` with Secrets read by GET (not watched) is looked at in steady state.
+/// How often a `Hollo` with Secrets read by GET (not watched), or a CloudNativePG Cluster (never
+/// watched), is looked at in steady state.
 const EXTERNAL_RECHECK: Duration = Duration::from_secs(60);
 /// How long a reconcile waits for the watch caches' first complete list.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
@@ -161,12 +164,16 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     // Before the first complete list, "absent" would only mean "not listed yet". A watch that
     // never fills (say, a missing RBAC rule) is an error to see, not a silent wait.
-    match tokio::time::timeout(CACHE_WAIT, ctx.stores.ready()).await {
+    let caches = async {
+        ctx.stores.ready().await?;
+        ctx.secrets.ready().await
+    };
+    match tokio::time::timeout(CACHE_WAIT, caches).await {
         Ok(Ok(())) => {}
         _ => return Err(Error::CachesNotReady(CACHE_WAIT)),
     }
     let now = Timestamp::now();
-    let ext = external::read(&ctx.client, hollo).await?;
+    let ext = external::read(&ctx.client, &ctx.secrets, hollo).await?;
     let mut checks = external::checks(&hollo.spec, &ext);
     if let Some(hold) = ext.hold(&hollo.spec) {
         let mut status = report::held(hollo, &hold, now);
@@ -234,13 +241,17 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         (None, None) => plan.requeue,
         _ => plan.requeue.min(KEDA_RECHECK),
     };
-    // Nothing notifies us when a Secret rotates (the operator may not list or watch Secrets):
-    // look again within a minute.
-    Ok(Action::requeue(if ext == external::External::default() {
-        requeue
-    } else {
-        requeue.min(EXTERNAL_RECHECK)
-    }))
+    // Nothing notifies us when a Secret rotates unless Secrets are watched (by default the
+    // operator may not list or watch them), nor when a CloudNativePG Cluster changes: look again
+    // within a minute.
+    let unwatched = ext.cnpg.is_some() || !ctx.secrets.is_watched();
+    Ok(Action::requeue(
+        if ext == external::External::default() || !unwatched {
+            requeue
+        } else {
+            requeue.min(EXTERNAL_RECHECK)
+        },
+    ))
 }
 
 pub fn error_policy(hollo: Arc<Hollo>, error: &Error, _ctx: Arc<Context>) -> Action {

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::reflector::{self, Store};
@@ -125,5 +125,43 @@ pub fn watch_children(
             network_policies,
             cron_jobs,
         },
+    )
+}
+
+/// `WATCH_SECRETS` (issue 36 item 4): a metadata-only watch of Secrets (names and
+/// `resourceVersion`s, never their data), so a steady `Hollo` needs no GET of its Secrets and a
+/// rotated Secret reconciles the `Hollo`s that read it at once. Needs `list` and `watch` on
+/// Secrets.
+pub fn watch_secrets(
+    controller: Controller<Hollo>,
+    client: &Client,
+    ns: Option<&str>,
+) -> (Controller<Hollo>, crate::reconcile::external::SecretReader) {
+    // `Api<PartialObjectMeta<_>>`: metadata-only list and watch requests.
+    let api: Api<kube::api::PartialObjectMeta<Secret>> = match ns {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(|o| {
+            o.managed_fields_mut().clear();
+            // What is left of a Secret: its name, namespace and resourceVersion matter.
+            o.annotations_mut().clear();
+        })
+        .reflect(writer)
+        .touched_objects();
+    let hollos = controller.store();
+    let controller = controller.watches_stream(stream.boxed(), move |s| {
+        crate::reconcile::external::hollos_reading(
+            &hollos.state(),
+            s.namespace().as_deref(),
+            &s.name_any(),
+        )
+    });
+    (
+        controller,
+        crate::reconcile::external::SecretReader::watched(reader),
     )
 }

@@ -199,6 +199,7 @@ impl Fixture {
                 cron_jobs,
             },
             applier: Applier::new(Default::default()),
+            secrets: Default::default(),
         });
         Self {
             ctx,
@@ -804,4 +805,94 @@ async fn web_autoscaling_applies_an_hpa_and_only_lifts_the_web_count() {
         "{:?}",
         lines(&calls)
     );
+}
+
+/// A Secret as a metadata-only watch shows it.
+fn secret_meta(
+    name: &str,
+    rv: &str,
+) -> kube::api::PartialObjectMeta<k8s_openapi::api::core::v1::Secret> {
+    serde_json::from_value(json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {"name": name, "namespace": "fedi", "resourceVersion": rv},
+    }))
+    .expect("partial object metadata")
+}
+
+/// Issue 36 item 4: with Secrets watched (`WATCH_SECRETS`, metadata only), a referenced Secret
+/// is read by GET only when the watch shows a `resourceVersion` other than the one read last; a
+/// Secret the watch does not have is absent without asking; and a steady `Hollo` is not looked
+/// at again every minute for its Secrets.
+#[tokio::test]
+async fn watched_secrets_are_read_again_only_when_their_resource_version_changes() {
+    let (h, deps) = running(testutil::spec());
+    let mut f = Fixture::plain(&h);
+    let (meta, mut mw) = ready_store();
+    mw.apply_watcher_event(&watcher::Event::Apply(secret_meta("hollo-db", "1")));
+    mw.apply_watcher_event(&watcher::Event::Apply(secret_meta("hollo-secret", "1")));
+    Arc::get_mut(&mut f.ctx).expect("one context").secrets =
+        super::external::SecretReader::watched(meta);
+    for d in &deps {
+        put(
+            &mut f.writers.deployments,
+            &serde_json::to_value(d).expect("json"),
+        );
+    }
+    let reads = |calls: &[Call]| -> Vec<String> {
+        calls
+            .iter()
+            .filter(|c| c.line.contains("/secrets"))
+            .map(|c| c.line.clone())
+            .collect()
+    };
+    let (result, calls) = f.reconcile_with_reads(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        reads(&calls),
+        [
+            format!("GET /api/v1{NS}/secrets/hollo-db"),
+            format!("GET /api/v1{NS}/secrets/hollo-secret"),
+        ],
+        "first look: one GET each"
+    );
+    f.cache_applied(&calls);
+    let (result, calls) = f.reconcile_with_reads(&h).await;
+    assert_eq!(reads(&calls), Vec::<String>::new(), "unchanged: no GET");
+    let result = result.expect("reconciled");
+    assert_ne!(
+        result,
+        kube::runtime::controller::Action::requeue(super::EXTERNAL_RECHECK),
+        "watched Secrets need no periodic recheck"
+    );
+    mw.apply_watcher_event(&watcher::Event::Apply(secret_meta("hollo-db", "2")));
+    let (_, calls) = f.reconcile_with_reads(&h).await;
+    assert_eq!(
+        reads(&calls),
+        [format!("GET /api/v1{NS}/secrets/hollo-db")],
+        "a new resourceVersion: that Secret is read again, only it"
+    );
+    f.server.abort();
+}
+
+/// The Hollos a change of a Secret wakes: those in its namespace whose pods read it.
+#[test]
+fn a_secret_change_maps_to_the_hollos_that_read_it() {
+    let a = testutil::hollo(testutil::spec());
+    let mut b = a.clone();
+    b.metadata.name = Some("other".into());
+    b.spec.secret_key_ref.name = "other-secret".into();
+    let mut elsewhere = a.clone();
+    elsewhere.metadata.namespace = Some("elsewhere".into());
+    let hollos: Vec<Arc<Hollo>> = [a, b, elsewhere].into_iter().map(Arc::new).collect();
+    let names = |ns: &str, secret: &str| -> Vec<String> {
+        super::external::hollos_reading(&hollos, Some(ns), secret)
+            .into_iter()
+            .map(|r| r.name)
+            .collect()
+    };
+    assert_eq!(names("fedi", "hollo-db"), ["social", "other"]);
+    assert_eq!(names("fedi", "hollo-secret"), ["social"]);
+    assert_eq!(names("fedi", "other-secret"), ["other"]);
+    assert_eq!(names("elsewhere", "hollo-db"), ["social"]);
+    assert_eq!(names("fedi", "unrelated"), Vec::<String>::new());
 }
