@@ -22,8 +22,11 @@ pub mod render;
 pub mod session;
 pub mod streams;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 
+use axum::extract::ws::Utf8Bytes;
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 pub use hub::Hub;
@@ -61,7 +64,55 @@ pub struct Event {
     /// reused by every other (the event is shared behind an `Arc`): one render per node
     /// instead of one per stream. `None` inside: gone, or not public any more.
     #[sqlx(skip)]
-    pub shared: tokio::sync::OnceCell<Option<Arc<SharedStatus>>>,
+    pub shared: Cell,
+    /// A home or list event's status per viewer, while that viewer's streams on this node
+    /// send it: rendered by the first of them and reused by the others (one render per event
+    /// and viewer, not per connection). An entry lives only while a stream holds it
+    /// ([`Event::viewer_render`], [`Event::viewer_done`]), so an event kept in the hub's ring
+    /// keeps no renders.
+    #[sqlx(skip)]
+    pub per_viewer: PerViewer,
+}
+
+/// A status rendered once (`None`: gone, or not the viewer's to see) for every stream that
+/// sends it.
+pub type Cell = OnceCell<Option<Arc<SharedStatus>>>;
+
+/// One viewer's render of an event, held by the streams sending it.
+pub type Render = Arc<Cell>;
+
+/// [`Event::per_viewer`]: weak, so the renders go when their last stream has sent them.
+#[derive(Debug, Default)]
+pub struct PerViewer(Mutex<HashMap<Uuid, Weak<Cell>>>);
+
+impl Clone for PerViewer {
+    /// A copy of an event starts with no renders of its own.
+    fn clone(&self) -> Self {
+        PerViewer::default()
+    }
+}
+
+impl Event {
+    /// The render of this event for `viewer` that another of its streams is making or
+    /// sending, or a new one to make.
+    pub fn viewer_render(&self, viewer: Uuid) -> Render {
+        let mut m = self.per_viewer.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = m.get(&viewer).and_then(Weak::upgrade) {
+            return r;
+        }
+        let r = Render::default();
+        m.insert(viewer, Arc::downgrade(&r));
+        r
+    }
+
+    /// A stream of `viewer` is done with its render (dropped before): the last one takes the
+    /// entry out.
+    pub fn viewer_done(&self, viewer: Uuid) {
+        let mut m = self.per_viewer.0.lock().unwrap_or_else(|p| p.into_inner());
+        if m.get(&viewer).is_some_and(|w| w.strong_count() == 0) {
+            m.remove(&viewer);
+        }
+    }
 }
 
 /// A public event's status as anyone sees it: the entity (a reader with filters gets a copy
@@ -70,6 +121,37 @@ pub struct Event {
 pub struct SharedStatus {
     pub status: crate::mastodon::Status,
     pub json: Arc<str>,
+    /// The messages carrying `json` as they were sent, by stream names: serialized once per
+    /// audience and shared by every socket that sends the same bytes.
+    frames: Mutex<Vec<(Vec<String>, Utf8Bytes)>>,
+}
+
+impl SharedStatus {
+    pub fn new(status: crate::mastodon::Status) -> SharedStatus {
+        let json = render::json(&status).into();
+        SharedStatus {
+            status,
+            json,
+            frames: Mutex::default(),
+        }
+    }
+
+    /// The message of `event` on the stream named `names` with this payload, built by the
+    /// first socket that sends it.
+    pub fn frame(&self, names: Vec<String>, event: &str) -> Utf8Bytes {
+        let mut frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, f)) = frames.iter().find(|(n, _)| *n == names) {
+            return f.clone();
+        }
+        let f: Utf8Bytes = message(&names, event, &self.json).into();
+        frames.push((names, f.clone()));
+        f
+    }
+}
+
+/// A stream message: `{"stream":[…],"event":…,"payload":"<JSON string>"}`.
+pub fn message(names: &[String], event: &str, payload: &str) -> String {
+    serde_json::json!({ "stream": names, "event": event, "payload": payload }).to_string()
 }
 
 /// The columns of [`Event`], for every query that reads events.

@@ -5,10 +5,12 @@
 //! ([`Stream::wants`]), rendered for the viewer ([`render`]) and queued for the socket's writer
 //! task in a channel of [`BUFFER`] messages. Queuing never waits: a client that does not read
 //! fills its socket, then the writer stalls, then the channel fills, and the stream is closed
-//! at once (`hollo_streaming_dropped_clients`). So a slow client costs at most [`BUFFER`]
-//! rendered messages plus the socket buffers, and never slows anyone else: the hub's channel is
-//! a ring every stream reads at its own pace, and a stream that falls a whole ring behind
-//! (its renders slower than the event rate) is closed the same way.
+//! at once (`hollo_streaming_dropped_clients`): what is queued is dropped and a close 1013
+//! ("try again later", reason `too slow`) follows what the socket already holds, if the socket
+//! takes it within [`SLOW_CLOSE`]; then the connection ends either way. So a slow client costs
+//! at most [`BUFFER`] rendered messages plus the socket buffers, and never slows anyone else:
+//! the hub's channel is a ring every stream reads at its own pace, and a stream that falls a
+//! whole ring behind (its renders slower than the event rate) is closed the same way.
 //!
 //! A stream holds its [`Admission`] (its place under `STREAMS_PER_TOKEN` / `STREAMS_MAX`) and
 //! its connection's place under `HTTP_MAX_CONNECTIONS` until it ends, and ends with a policy
@@ -31,14 +33,16 @@ use uuid::Uuid;
 use super::SharedStatus;
 use super::hub::Admission;
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
-use super::{Event, Hub, render};
+use super::{Event, Hub, message, render};
 use crate::filters::Context;
 use crate::filters::active::Active;
-use crate::mastodon::Status;
 use crate::statuses::hidden::Hidden;
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
 pub const BUFFER: usize = 128;
+
+/// How long a stream dropped for being too slow may take to send its close (1013).
+pub const SLOW_CLOSE: Duration = Duration::from_secs(1);
 
 /// Authors whose domain a stream remembers before it starts over.
 const AUTHOR_CACHE: usize = 10_000;
@@ -126,7 +130,8 @@ impl Session {
         let mut events = self.hub.subscribe();
         let (sink, mut incoming) = socket.split();
         let (out, queue) = mpsc::channel::<Message>(BUFFER);
-        let mut writer = tokio::spawn(write(sink, queue, self.ping_every));
+        let too_slow = tokio_util::sync::CancellationToken::new();
+        let mut writer = tokio::spawn(write(sink, queue, self.ping_every, too_slow.clone()));
         let closing = self.hub.closing().clone();
         // Revoked between the handshake's check and the subscription: no `revoke` event is
         // coming for it any more. A database error here is no reason to refuse the stream
@@ -191,8 +196,12 @@ impl Session {
         };
         match end {
             End::Slow => {
-                // Nothing more is written to a socket that is not read: it is closed now.
+                // Nothing queued is written to a socket that is not read: the writer sends the
+                // close (1013) if the socket takes it soon, and the connection ends.
                 self.hub.dropped();
+                too_slow.cancel();
+                drop(out);
+                let _ = tokio::time::timeout(SLOW_CLOSE * 2, &mut writer).await;
                 writer.abort();
                 tracing::info!(account = %self.viewer, "streaming client too slow; disconnected");
             }
@@ -297,17 +306,17 @@ impl Session {
         Some(Message::Text(m.to_string().into()))
     }
 
-    /// `s` as this viewer is shown it in `context`: `None` when a `hide` filter takes it
-    /// out, `plain` (its JSON as rendered) when no filter matches.
-    fn filtered(&self, context: Context, s: &Status, plain: &Arc<str>) -> Option<Arc<str>> {
+    /// `sh` as this viewer is shown it in `context`: `None` when a `hide` filter takes it
+    /// out, `sh` itself (its JSON and messages as rendered) when no filter matches.
+    fn filtered(&self, context: Context, sh: &Arc<SharedStatus>) -> Option<Payload> {
         if self.filters.is_empty() {
-            return Some(plain.clone());
+            return Some(Payload::Shared(sh.clone()));
         }
-        let s = self.filters.apply_one(context, s.clone())?;
+        let s = self.filters.apply_one(context, sh.status.clone())?;
         if s.filtered.is_empty() {
-            Some(plain.clone())
+            Some(Payload::Shared(sh.clone()))
         } else {
-            Some(render::json(&s).into())
+            Some(Payload::Own(render::json(&s).into()))
         }
     }
 
@@ -388,8 +397,11 @@ impl Session {
             }
         };
         for s in targets {
-            let m = json!({ "stream": s.names(), "event": e.event, "payload": &*payload });
-            offer(out, Message::Text(m.to_string().into()))?;
+            let text = match &payload {
+                Payload::Shared(sh) => sh.frame(s.names(), &e.event),
+                Payload::Own(p) => message(&s.names(), &e.event, p).into(),
+            };
+            offer(out, Message::Text(text))?;
         }
         Ok(())
     }
@@ -397,45 +409,60 @@ impl Session {
     /// The event's `payload`: a JSON string of the entity, or the deleted id. A public
     /// stream's status is rendered once per node and event, by whichever stream sends it
     /// first (the others wait for that render and reuse it): 300 streams cost one render of
-    /// a public post, not 300 (R-API).
-    async fn payload(&self, e: &Event) -> Result<Option<Arc<str>>, sqlx::Error> {
+    /// a public post, not 300 (R-API). A home or list status is rendered once per node,
+    /// event and viewer the same way (the viewer's streams that send it at once share it).
+    async fn payload(&self, e: &Event) -> Result<Option<Payload>, sqlx::Error> {
         match (
             e.kind.as_str(),
             e.event.as_str(),
             e.post_id,
             e.notification_id,
         ) {
-            (_, "delete", Some(id), _) => Ok(Some(id.to_string().into())),
+            (_, "delete", Some(id), _) => Ok(Some(Payload::Own(id.to_string().into()))),
             ("public", "update" | "status.update", Some(id), _) => {
                 let shared = e
                     .shared
                     .get_or_try_init(|| async {
                         self.hub.rendered_shared();
                         let s = render::public_status(&self.pool, self.site(), id).await?;
-                        Ok::<_, sqlx::Error>(s.map(|status| {
-                            let json = render::json(&status).into();
-                            Arc::new(SharedStatus { status, json })
-                        }))
+                        Ok::<_, sqlx::Error>(s.map(|status| Arc::new(SharedStatus::new(status))))
                     })
                     .await?;
                 Ok(shared
                     .as_ref()
-                    .and_then(|sh| self.filtered(Context::Public, &sh.status, &sh.json)))
+                    .and_then(|sh| self.filtered(Context::Public, sh)))
             }
             // Home and list events: the home context, as Mastodon applies it to both.
             (_, "update" | "status.update", Some(id), _) => {
-                let s = render::status(&self.pool, self.site(), self.viewer, id).await?;
-                Ok(s.and_then(|s| self.filters.apply_one(Context::Home, s))
-                    .map(|s| render::json(&s).into()))
+                let mine = e.viewer_render(self.viewer);
+                let shared = mine
+                    .get_or_try_init(|| async {
+                        let s = render::status(&self.pool, self.site(), self.viewer, id).await?;
+                        Ok::<_, sqlx::Error>(s.map(|status| Arc::new(SharedStatus::new(status))))
+                    })
+                    .await
+                    .cloned();
+                drop(mine);
+                e.viewer_done(self.viewer);
+                Ok(shared?
+                    .as_ref()
+                    .and_then(|sh| self.filtered(Context::Home, sh)))
             }
             (_, "notification", _, Some(id)) => {
                 let n = render::notification(&self.pool, self.site(), self.viewer, id).await?;
                 Ok(n.and_then(|n| n.filtered(&self.filters))
-                    .map(|n| render::json(&n).into()))
+                    .map(|n| Payload::Own(render::json(&n).into())))
             }
             _ => Ok(None),
         }
     }
+}
+
+/// What a stream sends for an event: a status it shares with other sockets (its messages
+/// too), or a payload of its own.
+enum Payload {
+    Shared(Arc<SharedStatus>),
+    Own(Arc<str>),
 }
 
 /// The close of a stream whose token was revoked: policy violation, as the token no longer
@@ -472,25 +499,41 @@ fn offer(out: &mpsc::Sender<Message>, m: Message) -> Result<(), End> {
 }
 
 /// The socket's writer: queued messages, and a ping every `ping_every`; ends after a close
-/// frame, when the queue is dropped, or when the socket fails.
+/// frame, when the queue is dropped, or when the socket fails. When the stream is dropped
+/// for being too slow (`too_slow`), it stops waiting for the socket, leaves the queue and
+/// sends a close 1013 for at most [`SLOW_CLOSE`].
 async fn write(
     mut sink: SplitSink<WebSocket, Message>,
     mut queue: mpsc::Receiver<Message>,
     ping_every: Duration,
+    too_slow: tokio_util::sync::CancellationToken,
 ) {
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     loop {
         let m = tokio::select! {
+            biased;
+            _ = too_slow.cancelled() => break,
             m = queue.recv() => match m {
                 Some(m) => m,
-                None => break,
+                None => {
+                    let _ = sink.close().await;
+                    return;
+                }
             },
             _ = ping.tick() => Message::Ping(Default::default()),
         };
         let last = matches!(m, Message::Close(_));
-        if sink.send(m).await.is_err() || last {
+        let sent = tokio::select! {
+            r = sink.send(m) => r.is_ok(),
+            _ = too_slow.cancelled() => break,
+        };
+        if !sent || last {
             return;
         }
     }
-    let _ = sink.close().await;
+    let bye = Message::Close(Some(CloseFrame {
+        code: close_code::AGAIN,
+        reason: "too slow".into(),
+    }));
+    let _ = tokio::time::timeout(SLOW_CLOSE, sink.send(bye)).await;
 }

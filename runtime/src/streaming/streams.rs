@@ -126,6 +126,7 @@ mod tests {
             lists: vec![],
             authors: vec![],
             shared: Default::default(),
+            per_viewer: Default::default(),
         }
     }
 

@@ -164,8 +164,11 @@ async fn stream(
         filters,
         author_domains: Default::default(),
     };
-    // Rendered payloads and the client's commands are small; Mastodon's are too.
+    // Rendered payloads and the client's commands are small; Mastodon's are too. A client
+    // sends only commands and pongs: a read buffer of 4 KiB (it grows for a bigger message, up
+    // to the limit) instead of tungstenite's 128 KiB, allocated up front for every socket.
     Ok(upgrade
+        .read_buffer_size(4 * 1024)
         .max_message_size(64 * 1024)
         .on_upgrade(move |socket| session.run(socket)))
 }
