@@ -121,9 +121,10 @@ impl Event {
 pub struct SharedStatus {
     pub status: crate::mastodon::Status,
     pub json: Arc<str>,
-    /// The messages carrying `json` as they were sent, by stream names: serialized once per
-    /// audience and shared by every socket that sends the same bytes.
-    frames: Mutex<Vec<(Vec<String>, Utf8Bytes)>>,
+    /// The messages carrying `json` as they were sent, by stream: serialized once per
+    /// audience and shared by every socket that sends the same bytes. A few entries per event
+    /// (public, public:local, a tag or two), so a list; the lock is this event's alone.
+    frames: Mutex<Vec<(streams::Stream, Utf8Bytes)>>,
 }
 
 impl SharedStatus {
@@ -136,15 +137,15 @@ impl SharedStatus {
         }
     }
 
-    /// The message of `event` on the stream named `names` with this payload, built by the
-    /// first socket that sends it.
-    pub fn frame(&self, names: Vec<String>, event: &str) -> Utf8Bytes {
+    /// The message of `event` on `stream` with this payload, built by the first socket that
+    /// sends it (the others only look it up: no allocation per socket).
+    pub fn frame(&self, stream: &streams::Stream, event: &str) -> Utf8Bytes {
         let mut frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, f)) = frames.iter().find(|(n, _)| *n == names) {
+        if let Some((_, f)) = frames.iter().find(|(s, _)| s == stream) {
             return f.clone();
         }
-        let f: Utf8Bytes = message(&names, event, &self.json).into();
-        frames.push((names, f.clone()));
+        let f: Utf8Bytes = message(&stream.names(), event, &self.json).into();
+        frames.push((stream.clone(), f.clone()));
         f
     }
 }

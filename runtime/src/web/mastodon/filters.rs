@@ -58,8 +58,8 @@ impl From<FilterError> for ApiError {
     }
 }
 
-/// One read or change of the account's filters in its own transaction: `None` (nothing of
-/// the account's by that id) is the same 404 as an unknown id, a refused change a 422.
+/// One change of the account's filters in its own transaction: `None` (nothing of the
+/// account's by that id) is the same 404 as an unknown id, a refused change a 422.
 async fn one<T>(
     s: &AppState,
     run: impl AsyncFnOnce(&mut PgConnection) -> Result<Option<T>, FilterError>,
@@ -68,6 +68,18 @@ async fn one<T>(
     let done = run(&mut tx).await?.ok_or_else(ApiError::record_not_found)?;
     tx.commit().await?;
     Ok(done)
+}
+
+/// One read of the account's filters on a pooled connection (no transaction: a read has
+/// nothing to commit); `None` is the same 404 as in [`one`].
+async fn read<T>(
+    s: &AppState,
+    run: impl AsyncFnOnce(&mut PgConnection) -> Result<Option<T>, FilterError>,
+) -> Result<T, ApiError> {
+    let mut conn = s.pool.acquire().await?;
+    Ok(run(&mut conn)
+        .await?
+        .ok_or_else(ApiError::record_not_found)?)
 }
 
 fn id_of(raw: &str, what: &str) -> Result<Uuid, ApiError> {
@@ -197,7 +209,7 @@ async fn index(
 
 async fn own(s: &AppState, account: Uuid, raw: &str) -> Result<filters::Filter, ApiError> {
     let id = id_of(raw, "filter")?;
-    one(s, async |c| Ok(filters::get(c, account, id).await?)).await
+    read(s, async |c| Ok(filters::get(c, account, id).await?)).await
 }
 
 async fn show(
@@ -281,7 +293,7 @@ async fn show_keyword(
     Path(id): Path<String>,
 ) -> Result<Json<FilterKeyword>, ApiError> {
     let id = id_of(&id, "keyword")?;
-    let k = one(&s, async |c| Ok(filters::keyword(c, account.id, id).await?)).await?;
+    let k = read(&s, async |c| Ok(filters::keyword(c, account.id, id).await?)).await?;
     Ok(Json(FilterKeyword::from(&k)))
 }
 
@@ -345,7 +357,7 @@ async fn show_status(
     Path(id): Path<String>,
 ) -> Result<Json<FilterStatus>, ApiError> {
     let id = id_of(&id, "status filter")?;
-    let r = one(&s, async |c| {
+    let r = read(&s, async |c| {
         Ok(filters::status_rule(c, account.id, id).await?)
     })
     .await?;
@@ -398,7 +410,7 @@ async fn v1_own(
     raw: &str,
 ) -> Result<(filters::Filter, filters::Keyword), ApiError> {
     let id = id_of(raw, "filter")?;
-    one(s, async |c| {
+    read(s, async |c| {
         let Some(k) = filters::keyword(&mut *c, account, id).await? else {
             return Ok(None);
         };
