@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 
 /// Events a stream may lag behind the listener before it is dropped. Only `Arc`s are held, so
 /// this bounds the node's memory whatever its clients do; the per-connection bound on rendered
-/// messages is `session::BUFFER`.
+/// messages is `outbox::BUFFER`.
 pub const FANOUT_CAPACITY: usize = 4096;
 
 pub struct Hub {

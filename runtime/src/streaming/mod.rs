@@ -18,6 +18,7 @@
 pub mod emit;
 pub mod hub;
 pub mod listen;
+pub mod outbox;
 pub mod render;
 pub mod session;
 pub mod streams;

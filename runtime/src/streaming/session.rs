@@ -2,9 +2,9 @@
 //! may owe its client.
 //!
 //! Events come from the node's [`Hub`]; each is checked against the subscriptions
-//! ([`Stream::wants`]), rendered for the viewer ([`render`]) and queued for the socket's writer
-//! task in a channel of [`BUFFER`] messages. Queuing never waits: a client that does not read
-//! fills its socket, then the writer stalls, then the channel fills, and the stream is closed
+//! ([`Stream::wants`]), rendered for the viewer ([`render`]) and queued in its [`Outbox`] of
+//! [`BUFFER`] messages, which the same task writes to the socket. Queuing never waits: a
+//! client that does not read fills its socket, then the outbox fills, and the stream is closed
 //! at once (`hollo_streaming_dropped_clients`): what is queued is dropped and a close 1013
 //! ("try again later", reason `too slow`) follows what the socket already holds, if the socket
 //! takes it within [`SLOW_CLOSE`]; then the connection ends either way. So a slow client costs
@@ -22,27 +22,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
-use futures::stream::SplitSink;
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::SharedStatus;
 use super::hub::Admission;
+pub use super::outbox::BUFFER;
+use super::outbox::{Full, Outbox};
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, message, render};
 use crate::filters::Context;
 use crate::filters::active::Active;
 use crate::statuses::hidden::Hidden;
 
-/// Rendered messages one connection may have queued for its socket before it is dropped.
-pub const BUFFER: usize = 128;
-
 /// How long a stream dropped for being too slow may take to send its close (1013).
 pub const SLOW_CLOSE: Duration = Duration::from_secs(1);
+
+/// How long a stream ending otherwise (node stopping, token revoked) may take to send what is
+/// queued and its close.
+const GOODBYE: Duration = Duration::from_secs(2);
 
 /// Authors whose domain a stream remembers before it starts over.
 const AUTHOR_CACHE: usize = 10_000;
@@ -129,16 +130,16 @@ impl Session {
         // Subscribed before anything else: events from now on are this stream's.
         let mut events = self.hub.subscribe();
         let (sink, mut incoming) = socket.split();
-        let (out, queue) = mpsc::channel::<Message>(BUFFER);
-        let too_slow = tokio_util::sync::CancellationToken::new();
-        let mut writer = tokio::spawn(write(sink, queue, self.ping_every, too_slow.clone()));
+        let mut out = Outbox::new(sink);
+        let every = self.ping_every;
+        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let closing = self.hub.closing().clone();
         // Revoked between the handshake's check and the subscription: no `revoke` event is
         // coming for it any more. A database error here is no reason to refuse the stream
         // (the event would still come if it were revoked now).
         if let Ok(false) = Box::pin(self.token_exists()).await {
             self.hub.revoked();
-            goodbye(out, writer, revoked_close()).await;
+            out.finish(revoked_close(), GOODBYE).await;
             return;
         }
         // The rare or heavy steps (commands, reloads, a delivery's render and its queries)
@@ -151,18 +152,25 @@ impl Session {
             tokio::select! {
                 biased;
                 _ = closing.cancelled() => break End::Closing,
-                _ = &mut writer => break End::Gone,
+                // What is queued goes out before the next command or event is read, all of
+                // it in one flush.
+                r = out.write(), if out.pending() => if r.is_err() {
+                    break End::Gone;
+                },
                 m = incoming.next() => match m {
                     Some(Ok(Message::Text(t))) => {
                         if let Some(reply) = Box::pin(self.command(t.as_str())).await
-                            && let Err(end) = offer(&out, reply)
+                            && out.offer(reply).is_err()
                         {
-                            break end;
+                            break End::Slow;
                         }
                     }
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break End::Gone,
                     // Pongs answer our pings; tungstenite answers the client's.
                     Some(Ok(_)) => {}
+                },
+                _ = ping.tick() => if out.offer(Message::Ping(Default::default())).is_err() {
+                    break End::Slow;
                 },
                 e = events.recv() => match e {
                     Ok(e) => {
@@ -182,15 +190,15 @@ impl Session {
                             if e.accounts.contains(&self.viewer) {
                                 Box::pin(self.reload_filters()).await;
                                 if let Some(m) = self.filters_changed()
-                                    && let Err(end) = offer(&out, m)
+                                    && out.offer(m).is_err()
                                 {
-                                    break end;
+                                    break End::Slow;
                                 }
                             }
                             continue;
                         }
-                        if let Err(end) = Box::pin(self.deliver(&e, &out)).await {
-                            break end;
+                        if Box::pin(self.deliver(&e, &mut out)).await.is_err() {
+                            break End::Slow;
                         }
                     }
                     Err(RecvError::Lagged(_)) => break End::Slow,
@@ -200,13 +208,15 @@ impl Session {
         };
         match end {
             End::Slow => {
-                // Nothing queued is written to a socket that is not read: the writer sends the
-                // close (1013) if the socket takes it within SLOW_CLOSE (its own bound: every
-                // wait of the writer also ends on `too_slow`), and the connection ends.
+                // Nothing queued is written to a socket that is not read: the close (1013)
+                // follows what the socket holds if it takes it within SLOW_CLOSE, and the
+                // connection ends.
                 self.hub.dropped();
-                too_slow.cancel();
-                drop(out);
-                let _ = writer.await;
+                let bye = Message::Close(Some(CloseFrame {
+                    code: close_code::AGAIN,
+                    reason: "too slow".into(),
+                }));
+                out.abandon(bye, SLOW_CLOSE).await;
                 tracing::info!(account = %self.viewer, "streaming client too slow; disconnected");
             }
             End::Closing => {
@@ -215,19 +225,16 @@ impl Session {
                     code: close_code::AWAY,
                     reason: "server shutting down".into(),
                 }));
-                goodbye(out, writer, bye).await;
+                out.finish(bye, GOODBYE).await;
             }
             End::Revoked => {
                 self.hub.revoked();
                 tracing::info!(account = %self.viewer, "stream closed: its access token was revoked");
                 // What is queued was rendered before the revocation committed (events come in
                 // commit order); the close follows it and nothing else does.
-                goodbye(out, writer, revoked_close()).await;
+                out.finish(revoked_close(), GOODBYE).await;
             }
-            End::Gone => {
-                drop(out);
-                writer.abort();
-            }
+            End::Gone => {}
         }
     }
 
@@ -369,7 +376,7 @@ impl Session {
     }
 
     /// Sends `e` on every subscribed stream that wants it, rendered once for the viewer.
-    async fn deliver(&self, e: &Event, out: &mpsc::Sender<Message>) -> Result<(), End> {
+    async fn deliver(&self, e: &Event, out: &mut Outbox) -> Result<(), Full> {
         if e.kind == "notification" && !self.grants.notifications {
             return Ok(());
         }
@@ -405,7 +412,7 @@ impl Session {
                 Payload::Shared(sh) => sh.frame(s, &e.event),
                 Payload::Own(p) => message(&s.names(), &e.event, p).into(),
             };
-            offer(out, Message::Text(text))?;
+            out.offer(Message::Text(text))?;
         }
         Ok(())
     }
@@ -476,68 +483,4 @@ fn revoked_close() -> Message {
         code: close_code::POLICY,
         reason: "access token revoked".into(),
     }))
-}
-
-/// Queues `bye` after what is queued, lets the writer send it for at most 2 s, and ends the
-/// writer.
-async fn goodbye(
-    out: mpsc::Sender<Message>,
-    mut writer: tokio::task::JoinHandle<()>,
-    bye: Message,
-) {
-    if out.try_send(bye).is_err() {
-        writer.abort();
-    }
-    drop(out);
-    let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
-    writer.abort();
-}
-
-/// Queues a message for the socket without waiting: a full queue is a client that does not
-/// read, a closed one a socket that failed.
-fn offer(out: &mpsc::Sender<Message>, m: Message) -> Result<(), End> {
-    out.try_send(m).map_err(|e| match e {
-        mpsc::error::TrySendError::Full(_) => End::Slow,
-        mpsc::error::TrySendError::Closed(_) => End::Gone,
-    })
-}
-
-/// The socket's writer: queued messages, and a ping every `ping_every`; ends after a close
-/// frame, when the queue is dropped, or when the socket fails. When the stream is dropped
-/// for being too slow (`too_slow`), it stops waiting for the socket, leaves the queue and
-/// sends a close 1013 for at most [`SLOW_CLOSE`].
-async fn write(
-    mut sink: SplitSink<WebSocket, Message>,
-    mut queue: mpsc::Receiver<Message>,
-    ping_every: Duration,
-    too_slow: tokio_util::sync::CancellationToken,
-) {
-    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
-    loop {
-        let m = tokio::select! {
-            biased;
-            _ = too_slow.cancelled() => break,
-            m = queue.recv() => match m {
-                Some(m) => m,
-                None => {
-                    let _ = sink.close().await;
-                    return;
-                }
-            },
-            _ = ping.tick() => Message::Ping(Default::default()),
-        };
-        let last = matches!(m, Message::Close(_));
-        let sent = tokio::select! {
-            r = sink.send(m) => r.is_ok(),
-            _ = too_slow.cancelled() => break,
-        };
-        if !sent || last {
-            return;
-        }
-    }
-    let bye = Message::Close(Some(CloseFrame {
-        code: close_code::AGAIN,
-        reason: "too slow".into(),
-    }));
-    let _ = tokio::time::timeout(SLOW_CLOSE, sink.send(bye)).await;
 }
