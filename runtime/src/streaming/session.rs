@@ -121,12 +121,15 @@ impl Session {
     }
 
     /// Runs the stream until the client leaves, lags, or the node stops.
-    pub async fn run(self, socket: WebSocket) {
+    ///
+    /// The session is boxed: every level of the stream's future (axum's upgrade task, `run`,
+    /// `serve`) keeps its own copy of its arguments, a pointer instead of ~400 bytes each.
+    pub async fn run(self: Box<Self>, socket: WebSocket) {
         let hub = self.hub.clone();
         hub.track(self.serve(socket)).await;
     }
 
-    async fn serve(mut self, socket: WebSocket) {
+    async fn serve(mut self: Box<Self>, socket: WebSocket) {
         // Subscribed before anything else: events from now on are this stream's.
         let mut events = self.hub.subscribe();
         let (sink, mut incoming) = socket.split();
@@ -139,7 +142,7 @@ impl Session {
         // (the event would still come if it were revoked now).
         if let Ok(false) = Box::pin(self.token_exists()).await {
             self.hub.revoked();
-            out.finish(revoked_close(), GOODBYE).await;
+            Box::pin(out.finish(revoked_close(), GOODBYE)).await;
             return;
         }
         // The rare or heavy steps (commands, reloads, a delivery's render and its queries)
@@ -216,7 +219,7 @@ impl Session {
                     code: close_code::AGAIN,
                     reason: "too slow".into(),
                 }));
-                out.abandon(bye, SLOW_CLOSE).await;
+                Box::pin(out.abandon(bye, SLOW_CLOSE)).await;
                 tracing::info!(account = %self.viewer, "streaming client too slow; disconnected");
             }
             End::Closing => {
@@ -225,14 +228,14 @@ impl Session {
                     code: close_code::AWAY,
                     reason: "server shutting down".into(),
                 }));
-                out.finish(bye, GOODBYE).await;
+                Box::pin(out.finish(bye, GOODBYE)).await;
             }
             End::Revoked => {
                 self.hub.revoked();
                 tracing::info!(account = %self.viewer, "stream closed: its access token was revoked");
                 // What is queued was rendered before the revocation committed (events come in
                 // commit order); the close follows it and nothing else does.
-                out.finish(revoked_close(), GOODBYE).await;
+                Box::pin(out.finish(revoked_close(), GOODBYE)).await;
             }
             End::Gone => {}
         }
@@ -422,6 +425,8 @@ impl Session {
     /// first (the others wait for that render and reuse it): 300 streams cost one render of
     /// a public post, not 300 (R-API). A home or list status is rendered once per node,
     /// event and viewer the same way (the viewer's streams that send it at once share it).
+    /// The renders are boxed: a `OnceCell` init future is part of every waiter's future, and
+    /// while a post goes out every stream of the node waits on one (7 KB each inline).
     async fn payload(&self, e: &Event) -> Result<Option<Payload>, sqlx::Error> {
         match (
             e.kind.as_str(),
@@ -433,10 +438,14 @@ impl Session {
             ("public", "update" | "status.update", Some(id), _) => {
                 let shared = e
                     .shared
-                    .get_or_try_init(|| async {
-                        self.hub.rendered_shared();
-                        let s = render::public_status(&self.pool, self.site(), id).await?;
-                        Ok::<_, sqlx::Error>(s.map(|status| Arc::new(SharedStatus::new(status))))
+                    .get_or_try_init(|| {
+                        Box::pin(async {
+                            self.hub.rendered_shared();
+                            let s = render::public_status(&self.pool, self.site(), id).await?;
+                            Ok::<_, sqlx::Error>(
+                                s.map(|status| Arc::new(SharedStatus::new(status))),
+                            )
+                        })
                     })
                     .await?;
                 Ok(shared
@@ -447,9 +456,14 @@ impl Session {
             (_, "update" | "status.update", Some(id), _) => {
                 let mine = e.viewer_render(self.viewer);
                 let shared = mine
-                    .get_or_try_init(|| async {
-                        let s = render::status(&self.pool, self.site(), self.viewer, id).await?;
-                        Ok::<_, sqlx::Error>(s.map(|status| Arc::new(SharedStatus::new(status))))
+                    .get_or_try_init(|| {
+                        Box::pin(async {
+                            let s =
+                                render::status(&self.pool, self.site(), self.viewer, id).await?;
+                            Ok::<_, sqlx::Error>(
+                                s.map(|status| Arc::new(SharedStatus::new(status))),
+                            )
+                        })
                     })
                     .await
                     .cloned();
@@ -460,7 +474,13 @@ impl Session {
                     .and_then(|sh| self.filtered(Context::Home, sh)))
             }
             (_, "notification", _, Some(id)) => {
-                let n = render::notification(&self.pool, self.site(), self.viewer, id).await?;
+                let n = Box::pin(render::notification(
+                    &self.pool,
+                    self.site(),
+                    self.viewer,
+                    id,
+                ))
+                .await?;
                 Ok(n.and_then(|n| n.filtered(&self.filters))
                     .map(|n| Payload::Own(render::json(&n).into())))
             }
