@@ -22,7 +22,6 @@ use clap::{Parser, Subcommand};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::{Controller, watcher};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
@@ -215,10 +214,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             instance: Some(identity),
         },
     );
-    let controller = Controller::new(api::<Hollo>(&client, &ns), watcher::Config::default())
-        .with_config(
-            kube::runtime::controller::Config::default().concurrency(args.reconcile_concurrency),
-        );
+    let controller = reconcile::stores::hollo_controller(api::<Hollo>(&client, &ns)).with_config(
+        kube::runtime::controller::Config::default().concurrency(args.reconcile_concurrency),
+    );
     let (controller, stores) =
         reconcile::stores::watch_children(controller, &client, ns.as_deref());
     let (controller, secrets) = if args.watch_secrets {
@@ -228,6 +226,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     // A scrape drops the per-Hollo series of Hollos no longer in the cache (issue 35 item 1).
     let _ = health.hollos.set(controller.store());
+    // Which cache holds the memory: `RUST_LOG=hollo_operator::reconcile::stores=debug`.
+    reconcile::stores::log_sizes(controller.store(), stores.clone(), Duration::from_secs(30));
     let ctx = Arc::new(reconcile::Context {
         client: client.clone(),
         recorder,

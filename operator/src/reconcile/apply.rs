@@ -28,17 +28,28 @@ use serde_json::{Value, json};
 
 use super::desired::{self, Desired};
 use super::observe::World;
-use super::stores::{self, Stores};
+use super::stores::{self, Slim, Stores};
 use super::{Error, MANAGER};
 use crate::crd::Hollo;
 use crate::resources::{autoscaling, httproute, labels};
 
 /// What was applied last to one object: a hash of the desired object, and a hash of the
-/// fields it sets as the apiserver stored them (defaulted and normalised).
+/// fields it sets as the apiserver stored them (defaulted and normalised), as the watch cache
+/// keeps them (`stores::Slim`: with a digest in place of a Deployment's pod spec).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Memo {
     desired: u64,
     stored: u64,
+    /// The stored object's `Slim::fingerprint`, hashed (0 without one).
+    fingerprint: u64,
+}
+
+fn fingerprint<K: Slim>(o: &K) -> u64 {
+    o.fingerprint().map_or(0, |f| {
+        let mut h = DefaultHasher::new();
+        f.hash(&mut h);
+        h.finish()
+    })
 }
 
 /// Whether KEDA's ScaledObject API exists, as far as this process knows (it is not watched:
@@ -124,7 +135,7 @@ impl Applier {
 
     /// Whether applying `want` would change nothing: it is what was applied last, and the
     /// fields it sets are still as the apiserver stored them then.
-    fn unchanged<K: Resource + Serialize>(&self, want: &K, observed: Option<&K>) -> bool {
+    fn unchanged<K: Resource + Serialize + Slim>(&self, want: &K, observed: Option<&K>) -> bool {
         let (Some(memo), Some(observed)) = (self.memo_of(want), observed) else {
             return false;
         };
@@ -134,16 +145,22 @@ impl Applier {
         memo == (Memo {
             desired: hash(&w),
             stored: hash(&project(&o, &w)),
+            fingerprint: fingerprint(observed),
         })
     }
 
-    fn remember<K: Resource + Serialize>(&self, want: &K, stored: &K) {
-        let (Ok(w), Ok(s)) = (serde_json::to_value(want), serde_json::to_value(stored)) else {
+    /// `stored` slimmed as the watch cache slims it (`stores::Slim`), so that the next
+    /// [`Self::unchanged`] compares like with like.
+    fn remember<K: Resource + Serialize + Slim + Clone>(&self, want: &K, stored: &K) {
+        let mut stored = stored.clone();
+        stored.slim();
+        let (Ok(w), Ok(s)) = (serde_json::to_value(want), serde_json::to_value(&stored)) else {
             return;
         };
         let memo = Memo {
             desired: hash(&w),
             stored: hash(&project(&s, &w)),
+            fingerprint: fingerprint(&stored),
         };
         if let Ok(mut m) = self.memo.lock() {
             m.insert(Self::key(want), memo);
@@ -153,7 +170,7 @@ impl Applier {
     /// Server-side applies `want` unless that would change nothing.
     pub async fn apply<K>(&self, api: &Api<K>, want: &K, observed: Option<&K>) -> Result<(), Error>
     where
-        K: Resource + Serialize + DeserializeOwned + Clone + Debug,
+        K: Resource + Serialize + DeserializeOwned + Clone + Debug + Slim,
     {
         if self.unchanged(want, observed) {
             return Ok(());
@@ -269,7 +286,8 @@ impl Applier {
     /// Applies every object of one kind, comparing with the watch cache.
     async fn apply_all<K>(&self, api: &Api<K>, store: &Store<K>, want: &[K]) -> Result<(), Error>
     where
-        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug + 'static,
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug + Slim,
+        K: 'static,
     {
         for w in want {
             self.apply(api, w, cached(store, w).as_deref()).await?;

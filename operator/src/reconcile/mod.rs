@@ -73,6 +73,14 @@ impl Error {
         }
     }
 
+    /// A write refused because the `Hollo`'s namespace is being deleted (403, "… because it is
+    /// being terminated"): the namespace controller removes the `Hollo` soon; until then it is
+    /// treated like a `Hollo` being deleted — no retry, no warning per `Hollo`.
+    pub fn namespace_terminating(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(s))
+            if s.code == 403 && s.message.contains("because it is being terminated"))
+    }
+
     /// An error that retrying cannot fix: the spec makes children the apiserver rejects as
     /// invalid (400, 422), or the object itself is unusable. It waits for a change instead.
     pub fn is_permanent(&self) -> bool {
@@ -255,7 +263,10 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
 }
 
 pub fn error_policy(hollo: Arc<Hollo>, error: &Error, _ctx: Arc<Context>) -> Action {
-    if error.is_permanent() {
+    if error.namespace_terminating() {
+        tracing::debug!(hollo = %hollo.name_any(), %error, "namespace being deleted; waiting");
+        Action::await_change()
+    } else if error.is_permanent() {
         tracing::warn!(hollo = %hollo.name_any(), %error, "reconcile failed; waiting for a change");
         Action::await_change()
     } else {

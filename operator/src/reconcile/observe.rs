@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, LogParams};
+use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 
 use super::Error;
@@ -202,6 +203,28 @@ async fn old_pods(pods: &Api<Pod>, hollo: &Hollo) -> Result<(i32, i32), Error> {
     Ok((count(old.len()), count(workers)))
 }
 
+/// Whether this `Hollo` can have web, worker or all pods at all (issue 36 item 4): a first
+/// install (no version recorded as running, no zero-downtime upgrade under way) with no
+/// Deployment of its name in the cache — made by the operator, whatever `Hollo` owned it —
+/// has none, so its reconciles, one per step of the first migration, need no pod list (a
+/// label-selected list of a namespace that may hold thousands of pods). Any other time the
+/// pods are listed, as R-OP-UPG's old-pods check always did.
+fn pods_possible(
+    deployments: &Store<Deployment>,
+    hollo: &Hollo,
+    current: Option<&str>,
+    expand: bool,
+) -> bool {
+    if current.is_some() || expand {
+        return true;
+    }
+    let ns = hollo.namespace();
+    let name = hollo.name_any();
+    deployments
+        .find(|d| d.namespace() == ns && d.labels().get(labels::INSTANCE) == Some(&name))
+        .is_some()
+}
+
 /// Reads the JSON a finished version probe reported — its termination message, else its log
 /// (a custom `versionCommand` may only print it); `None` when neither has it.
 async fn probe_output(pods: &Api<Pod>, job_name: &str) -> Option<migration::VersionInfo> {
@@ -388,7 +411,13 @@ pub async fn observe(
     // Old pods and compatibility only matter while the target is not the running version
     // (or its post-deploy migrations wait for the last old pod).
     let upgrading = current.as_deref() != Some(target);
-    let (old_pods, old_workers) = if upgrading || expand.is_some() {
+    let (old_pods, old_workers) = if (upgrading || expand.is_some())
+        && pods_possible(
+            &stores.deployments,
+            hollo,
+            current.as_deref(),
+            expand.is_some(),
+        ) {
         old_pods(&pods, hollo).await?
     } else {
         (0, 0)
@@ -526,6 +555,40 @@ mod tests {
             s.updated_replicas = Some(1);
         }
         assert!(!rolled_out(&d, "0.1.0"), "an old pod remains");
+    }
+
+    #[test]
+    fn only_a_first_install_without_deployments_skips_the_pod_list() {
+        use kube::runtime::{reflector, watcher};
+        let h = crate::testutil::hollo(crate::testutil::spec());
+        let (deployments, mut writer) = reflector::store::<Deployment>();
+        assert!(
+            !pods_possible(&deployments, &h, None, false),
+            "first install"
+        );
+        assert!(
+            pods_possible(&deployments, &h, Some("0.0.9"), false),
+            "an upgrade"
+        );
+        assert!(
+            pods_possible(&deployments, &h, None, true),
+            "expand/contract"
+        );
+        let mut other = crate::testutil::hollo(crate::testutil::spec());
+        other.metadata.name = Some("other".into());
+        writer.apply_watcher_event(&watcher::Event::Apply(resources::web::deployment(
+            &other, "0.1.0", None,
+        )));
+        assert!(
+            !pods_possible(&deployments, &h, None, false),
+            "another Hollo's"
+        );
+        // No version recorded but a Deployment of its name (a status lost, a Hollo made again):
+        // its pods may run; they are listed.
+        writer.apply_watcher_event(&watcher::Event::Apply(resources::worker::deployment(
+            &h, "0.0.9", None,
+        )));
+        assert!(pods_possible(&deployments, &h, None, false));
     }
 
     #[test]

@@ -74,20 +74,191 @@ fn managed() -> watcher::Config {
     watcher::Config::default().labels(&format!("{}={}", labels::MANAGED_BY, labels::MANAGER))
 }
 
-/// Watches `api`, caches what it sees (without `managedFields`, which nothing here reads and
-/// which is a good part of every object's size) and lets the controller trigger owners on it.
+/// The client-side apply annotation: never read here, and a copy of the whole object when set.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What no cached object needs (issue 36 item 4): `managedFields` (a good part of every
+/// object's size) and `kubectl apply`'s copy of the object. Nothing here reads either.
+pub fn strip_meta<K: Resource>(o: &mut K) {
+    o.managed_fields_mut().clear();
+    let annotations = o.annotations_mut();
+    annotations.remove(LAST_APPLIED);
+}
+
+/// What each cached kind keeps: its metadata without [`strip_meta`]'s fields and, beyond that,
+/// everything an apply compares (`apply::Applier::unchanged` projects the cached object on the
+/// desired one) and everything `observe`/`report` read. Status parts nobody reads go.
+pub trait Slim: Resource + Sized {
+    fn slim(&mut self) {
+        strip_meta(self);
+    }
+
+    /// What stands in for a part [`Slim::slim`] dropped but an apply must still compare (a
+    /// digest): `apply::Applier` remembers it beside the projection of the stored object.
+    fn fingerprint(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Where a cached Deployment keeps the digest of the pod spec it no longer holds.
+pub const POD_SPEC_DIGEST: &str = "hollo-operator.internal/pod-spec-digest";
+
+impl Slim for Deployment {
+    /// `observe` reads replicas, updated/ready replicas and `observedGeneration`; never the
+    /// conditions (two messages per Deployment). The pod template's labels (its version) and
+    /// annotations stay; its pod spec (containers, env, probes, volumes: most of a
+    /// Deployment's size) is read by nobody but the apply's comparison, so a digest of it
+    /// stays instead: any change of the stored pod spec (a manual edit) is still a change.
+    fn slim(&mut self) {
+        strip_meta(self);
+        if let Some(s) = self.status.as_mut() {
+            s.conditions = None;
+        }
+        if let Some(pod) = self.spec.template.spec.take() {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            serde_json::to_string(&pod).unwrap_or_default().hash(&mut h);
+            self.spec
+                .template
+                .metadata
+                .get_or_insert_with(Default::default)
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(POD_SPEC_DIGEST.into(), format!("{:016x}", h.finish()));
+        }
+    }
+
+    fn fingerprint(&self) -> Option<&str> {
+        self.spec
+            .template
+            .metadata
+            .as_ref()?
+            .annotations
+            .as_ref()?
+            .get(POD_SPEC_DIGEST)
+            .map(String::as_str)
+    }
+}
+impl Slim for Service {
+    fn slim(&mut self) {
+        strip_meta(self);
+        self.status = None;
+    }
+}
+impl Slim for PodDisruptionBudget {
+    /// Nothing reads a PDB's status (its conditions and per-pod disruption times).
+    fn slim(&mut self) {
+        strip_meta(self);
+        self.status = None;
+    }
+}
+impl Slim for HorizontalPodAutoscaler {
+    fn slim(&mut self) {
+        strip_meta(self);
+        self.status = None;
+    }
+}
+impl Slim for Ingress {
+    fn slim(&mut self) {
+        strip_meta(self);
+        self.status = None;
+    }
+}
+/// Job conditions, start and completion times are read (`observe::job_state`,
+/// `report::migration_seconds`): a Job keeps its status. Its pod template is immutable and
+/// never read, so it goes; `apply::Applier` hashes what it stored slimmed the same way, so an
+/// unchanged Job is still seen as unchanged.
+impl Slim for Job {
+    fn slim(&mut self) {
+        strip_meta(self);
+        if let Some(s) = self.spec.as_mut() {
+            s.template = Default::default();
+        }
+    }
+}
+/// KEDA's ScaledObjects and HTTPRoutes (listed, not watched).
+impl Slim for kube::api::DynamicObject {}
+impl Slim for NetworkPolicy {}
+/// `lastSuccessfulTime` is read (`report::last_cleanup`).
+impl Slim for CronJob {}
+
+/// Watches `api`, caches what it sees without what [`Slim`] drops, and lets the controller
+/// trigger owners on it.
 fn cached<K>(controller: Controller<Hollo>, api: Api<K>) -> (Controller<Hollo>, Store<K>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
-    K: 'static,
+    K: Slim + 'static,
 {
     let (reader, writer) = reflector::store();
     let stream = watcher(api, managed())
         .default_backoff()
-        .modify(|o| o.managed_fields_mut().clear())
+        .modify(Slim::slim)
         .reflect(writer)
         .touched_objects();
     (controller.owns_stream(stream.boxed()), reader)
+}
+
+/// The `Hollo` controller, its cache without [`strip_meta`]'s fields (issue 36 item 4: at
+/// 1 000 `Hollo`s the `managedFields` of their status writes are much of the cache). Triggers
+/// as `Controller::new` does: every applied object.
+pub fn hollo_controller(api: Api<Hollo>) -> Controller<Hollo> {
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).modify(strip_meta),
+    )
+    .applied_objects();
+    Controller::for_stream(stream, reader)
+}
+
+/// The size of each cache as JSON (`kind`, objects, bytes): logged at debug level
+/// (`hollo_operator::reconcile::stores=debug`) to see which cache dominates the RSS.
+pub fn sizes(hollos: &Store<Hollo>, stores: &Stores) -> Vec<(&'static str, usize, usize)> {
+    fn size<K: Resource + Clone + serde::Serialize>(
+        kind: &'static str,
+        store: &Store<K>,
+    ) -> (&'static str, usize, usize)
+    where
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        let all = store.state();
+        let bytes = all
+            .iter()
+            .map(|o| serde_json::to_vec(o.as_ref()).map_or(0, |v| v.len()))
+            .sum();
+        (kind, all.len(), bytes)
+    }
+    vec![
+        size("Hollo", hollos),
+        size("Deployment", &stores.deployments),
+        size("Service", &stores.services),
+        size("Job", &stores.jobs),
+        size("PodDisruptionBudget", &stores.pdbs),
+        size("HorizontalPodAutoscaler", &stores.hpas),
+        size("Ingress", &stores.ingresses),
+        size("NetworkPolicy", &stores.network_policies),
+        size("CronJob", &stores.cron_jobs),
+    ]
+}
+
+/// Logs [`sizes`] every `every` while debug logging is on for this module.
+pub fn log_sizes(hollos: Store<Hollo>, stores: Stores, every: std::time::Duration) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if !tracing::enabled!(tracing::Level::DEBUG) {
+                continue;
+            }
+            let sizes = sizes(&hollos, &stores);
+            let total: usize = sizes.iter().map(|(_, _, b)| b).sum();
+            let each = sizes
+                .iter()
+                .map(|(k, n, b)| format!("{k}:{n}:{}KiB", b / 1024))
+                .collect::<Vec<_>>()
+                .join(" ");
+            tracing::debug!(total_kib = total / 1024, caches = %each, "cache sizes (JSON)");
+        }
+    });
 }
 
 /// Adds a cached watch of every child kind to `controller`.
@@ -146,7 +317,7 @@ pub fn watch_secrets(
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
         .modify(|o| {
-            o.managed_fields_mut().clear();
+            strip_meta(o);
             // What is left of a Secret: its name, namespace and resourceVersion matter.
             o.annotations_mut().clear();
         })
