@@ -12,7 +12,6 @@
 use sqlx::{AssertSqlSafe, PgConnection};
 use uuid::Uuid;
 
-
 /// The `authors` of the entry (a post or a boost) whose id is `id_expr`: the post's author,
 /// or the booster and the boosted post's author. Each probe is one index lookup by id.
 fn entry_authors(id_expr: &str) -> String {
