@@ -155,7 +155,17 @@ impl Consumer {
             let coalesce_until = claim_at.filter(|_| coalescing);
             tokio::select! {
                 _ = stop.cancelled() => break,
-                _ = wake.notified() => { more = true; claim_at = None; }
+                _ = wake.notified() => {
+                    // A refill already pending (due at most CLAIM_COALESCE from now) claims
+                    // what the wake-up announces. Claiming at once as well cost one claim per
+                    // NOTIFY — one per enqueued message — whenever the queue was backed up,
+                    // with a slot or two free each time, for a start earlier by under
+                    // CLAIM_COALESCE.
+                    if coalesce_until.is_none() {
+                        claim_at = None;
+                    }
+                    more = true;
+                }
                 _ = tokio::time::sleep(self.poll) => { more = true; claim_at = None; }
                 _ = tokio::time::sleep_until(coalesce_until.unwrap_or_else(tokio::time::Instant::now)), if coalesce_until.is_some() => {
                     claim_at = None;

@@ -103,6 +103,41 @@ impl JobContext {
         Ok(done)
     }
 
+    /// [`complete_in`](Self::complete_in) as a CTE for a statement of the handler's own, so
+    /// the completion costs no round trip of its own: `done AS (DELETE … RETURNING 1)`, fenced
+    /// on this claim with parameters `$first`, `$first + 1` and `$first + 2` (bind
+    /// [`completion_args`](Self::completion_args) there) and on `also`, an SQL condition of
+    /// the caller (it may name its own CTEs, e.g. to lock its rows before this one). The caller
+    /// reports whether `done` deleted the row with [`completed`](Self::completed).
+    pub fn completion_cte(&self, first: usize, also: &str) -> String {
+        format!(
+            "done AS (DELETE FROM {} m WHERE {} AND {also} RETURNING 1)",
+            self.msg.queue.table(),
+            fence(
+                "m",
+                &format!("${first}"),
+                &format!("${}", first + 1),
+                &format!("${}", first + 2)
+            )
+        )
+    }
+
+    /// The id, claim count and owner that [`completion_cte`](Self::completion_cte)'s
+    /// parameters take, in that order.
+    pub fn completion_args(&self) -> (Uuid, i32, Uuid) {
+        (self.msg.id, self.msg.claims, self.node_id)
+    }
+
+    /// Records what the handler's [`completion_cte`](Self::completion_cte) did: `true` when
+    /// it deleted the message (the consumer then writes no completion of its own), `false`
+    /// when the lease was lost and the caller must roll back. Returns `done`.
+    pub fn completed(&self, done: bool) -> bool {
+        if done {
+            self.completed.store(true, Ordering::SeqCst);
+        }
+        done
+    }
+
     pub(crate) fn completed_in_tx(&self) -> bool {
         self.completed.load(Ordering::SeqCst)
     }

@@ -6,14 +6,11 @@
 //!
 //! Call sites: `statuses::feed::push` ([`home`]), `statuses::notify::notify` and
 //! `tasks::poll_notification` ([`notified`]), `statuses::write` ([`created`], [`edited`],
-//! [`deleted`]) and the inbox (`federation::activity`: [`remote_created`], [`remote_edited`],
+//! [`deleted`]) and the inbox (`federation::activity`: [`remote_created_stored`], [`remote_edited`],
 //! [`remote_deleted`]).
 
-use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgConnection};
 use uuid::Uuid;
-
-use crate::statuses::Visibility;
 
 /// The `authors` of the entry (a post or a boost) whose id is `id_expr`: the post's author,
 /// or the booster and the boosted post's author. Each probe is one index lookup by id.
@@ -230,31 +227,32 @@ async fn deleted_where(
     Ok(())
 }
 
-/// A remote post just stored from an inbox `Create`: an `update` on the public streams when
-/// both its addressing and its stored visibility say public (its addressing alone decides
-/// nothing wider than what was stored, and a stored default decides nothing wider than what
-/// its author addressed).
-///
-/// `post` is the stored row's id. The row is read straight from `remote_posts` by its key: this
-/// runs for every incoming public note, and going through the `posts` view by IRI cost more
-/// than storing the note itself (bench/inbox with pg_stat_statements, 0.44 ms a call).
-pub async fn remote_created(
+/// A public remote post the inbox just inserted (R-MAPI-5): what the `public` event needs is
+/// what the inbox already holds — the id, the stored hashtags and the author's account id — so
+/// the event is written from those, without reading the post and its author back.
+pub struct RemoteCreated<'a> {
+    pub post: Uuid,
+    /// The hashtags as stored on the post (lowercased, without `#`).
+    pub tags: &'a [String],
+    /// The author's `remote_actors` id, when the author is stored.
+    pub author: Option<Uuid>,
+}
+
+/// `update` on the public streams: the public remote post in `created` is new. The caller
+/// has checked it is public and was just inserted (so not deleted).
+pub async fn remote_created_stored(
     tx: &mut PgConnection,
-    post: Uuid,
-    object: &Value,
+    created: &RemoteCreated<'_>,
 ) -> Result<(), sqlx::Error> {
-    if Visibility::of_addressing(object, None) != Visibility::Public {
-        return Ok(());
-    }
     let sql = format!(
         "INSERT INTO stream_events (kind, event, accounts, post_id, local, tags, authors)
-         SELECT 'public', 'update', '{{}}'::uuid[], r.id, false, r.tags,
-                array_remove(ARRAY[(SELECT ra.id FROM remote_actors ra WHERE ra.iri = r.actor)], NULL)
-           FROM remote_posts r
-          WHERE r.id = $1 AND r.visibility = 'public' AND r.deleted_at IS NULL {NOTIFY}"
+         VALUES ('public', 'update', '{{}}'::uuid[], $1, false, $2,
+                 array_remove(ARRAY[$3::uuid], NULL)) {NOTIFY}"
     );
     sqlx::query(AssertSqlSafe(sql))
-        .bind(post)
+        .bind(created.post)
+        .bind(created.tags)
+        .bind(created.author)
         .execute(tx)
         .await?;
     Ok(())

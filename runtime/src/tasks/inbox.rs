@@ -26,7 +26,8 @@ pub fn register(reg: &mut Registry, fed: Arc<Federation>) {
 }
 
 async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<(), TaskError> {
-    let Some(inc) = incoming::load(&ctx.pool, &p.activity_id).await? else {
+    let Some((inc, actor_known)) = incoming::load_with_actor(&ctx.pool, &p.activity_id).await?
+    else {
         return Err(TaskError::Permanent(format!(
             "no stored activity {}",
             p.activity_id
@@ -36,20 +37,34 @@ async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<()
         return Ok(());
     }
     let activity = Activity::of(&inc);
-    let prepared = process::prepare(&ctx.pool, fed, &inc, &activity)
+    let prepared = process::prepare(&ctx.pool, fed, &inc, &activity, actor_known)
         .await
         .map_err(|ProcessError::Transient(e)| TaskError::Transient(e))?;
     let mut tx = ctx.pool.begin().await?;
-    let processed: Option<Option<chrono::DateTime<chrono::Utc>>> =
-        sqlx::query_scalar("SELECT processed_at FROM inbox_activities WHERE id = $1 FOR UPDATE")
+    // The activity row locked and the message completed in one statement (one round trip per
+    // activity, R-AP-1). The completion's condition reads `act`, so the activity is locked
+    // before the message row is touched: two workers holding the same activity through two
+    // messages always take the locks in the same order.
+    let sql = format!(
+        "WITH act AS (SELECT processed_at FROM inbox_activities WHERE id = $1 FOR UPDATE), {}
+         SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM act),
+                (SELECT processed_at FROM act)",
+        ctx.completion_cte(2, "(SELECT count(*) FROM act) >= 0")
+    );
+    let (msg, claims, node) = ctx.completion_args();
+    let (done, stored, processed_at): (bool, bool, Option<chrono::DateTime<chrono::Utc>>) =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(&inc.id)
-            .fetch_optional(&mut *tx)
+            .bind(msg)
+            .bind(claims)
+            .bind(node)
+            .fetch_one(&mut *tx)
             .await?;
-    if !ctx.complete_in(&mut tx).await? {
+    if !ctx.completed(done) {
         // Our lease was lost: another worker runs this message now.
         return Ok(());
     }
-    if matches!(processed, Some(None)) {
+    if stored && processed_at.is_none() {
         let outcome = process::apply(&mut tx, fed, &inc, &activity, prepared)
             .await?
             .to_string();

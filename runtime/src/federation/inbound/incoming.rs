@@ -89,6 +89,29 @@ pub async fn load(pool: &PgPool, id: &str) -> Result<Option<Incoming>, sqlx::Err
     .await
 }
 
+/// `load`, and whether its actor is stored, in one round trip: the worker needs the actor
+/// stored before it applies a note, a boost or a like, and fetches it only when it is not.
+pub async fn load_with_actor(
+    pool: &PgPool,
+    id: &str,
+) -> Result<Option<(Incoming, bool)>, sqlx::Error> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        inc: Incoming,
+        actor_known: bool,
+    }
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT i.id, i.type, i.actor, i.account_id, i.body, i.processed_at,
+                EXISTS (SELECT 1 FROM remote_actors a WHERE a.iri = i.actor) AS actor_known
+           FROM inbox_activities i WHERE i.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| (r.inc, r.actor_known)))
+}
+
 /// Marks the activity processed (inside the processing transaction), with its outcome.
 pub async fn mark_processed(
     tx: &mut PgConnection,

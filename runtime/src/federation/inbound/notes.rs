@@ -17,12 +17,12 @@ use super::incoming::Incoming;
 use super::outcome::Outcome;
 use crate::federation::Federation;
 use crate::federation::actors::actor::id_of;
-use crate::federation::actors::directory;
 use crate::federation::iri::same_origin;
 use crate::federation::vocab;
 use crate::html;
 use crate::statuses::notify::{self, Kind, Notification};
-use crate::statuses::{Visibility, conversations, feed, followers};
+use crate::statuses::{Visibility, conversations, feed};
+use crate::streaming::emit;
 
 /// What `remote_posts` keeps of a remote note, made safe to serve: `content` and `summary`
 /// through the allow-list sanitizer, urls only when http(s). Every way a note arrives — the
@@ -164,6 +164,44 @@ pub async fn store(
             .await?
             .flatten();
     let visibility = Visibility::of_addressing(object, followers.as_deref());
+    let note = NoteFields::of(object);
+    let post = Post {
+        iri,
+        actor,
+        object,
+        create,
+        audience,
+        visibility,
+    };
+    store_fields(conn, &post, &note).await
+}
+
+/// What `store_fields` writes: the note, who sent it and how it is addressed.
+struct Post<'a> {
+    iri: &'a str,
+    actor: &'a str,
+    object: &'a Value,
+    create: bool,
+    audience: &'a [Uuid],
+    /// From the addressing and the author's followers collection, as `store` reads it.
+    visibility: Visibility,
+}
+
+/// `store` with the visibility and the fields already worked out (the inbox has read the
+/// author's followers collection and sanitized the note before it stores it).
+async fn store_fields(
+    conn: &mut PgConnection,
+    post: &Post<'_>,
+    note: &NoteFields,
+) -> Result<Option<Stored>, sqlx::Error> {
+    let Post {
+        iri,
+        actor,
+        object,
+        create,
+        audience,
+        visibility,
+    } = *post;
     let on_conflict = if create {
         "DO NOTHING"
     } else {
@@ -185,23 +223,22 @@ pub async fn store(
          ON CONFLICT (iri) {on_conflict}
          RETURNING id, (xmax = 0) AS fresh"
     );
-    let note = NoteFields::of(object);
     let row: Option<(Uuid, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(iri)
         .bind(actor)
-        .bind(note.content)
-        .bind(note.summary)
-        .bind(note.in_reply_to)
-        .bind(note.replies)
-        .bind(note.url)
+        .bind(&note.content)
+        .bind(&note.summary)
+        .bind(&note.in_reply_to)
+        .bind(&note.replies)
+        .bind(&note.url)
         .bind(note.published)
         .bind(object)
         .bind(visibility.as_str())
         .bind(note.sensitive)
-        .bind(note.language)
-        .bind(note.mentions)
-        .bind(note.tags)
-        .bind(note.attachments)
+        .bind(&note.language)
+        .bind(&note.mentions)
+        .bind(&note.tags)
+        .bind(&note.attachments)
         .bind(audience)
         .fetch_optional(&mut *conn)
         .await?;
@@ -297,13 +334,24 @@ pub async fn upsert(
         .collect();
     let addressed_iris: Vec<String> = addressed.iter().map(|a| a.to_string()).collect();
     let addressed = local_ids(tx, fed, &addressed).await?;
-    let followers = followers::of(tx, &inc.actor).await?;
-    let actor_doc_followers: Option<String> =
-        sqlx::query_scalar("SELECT document->>'followers' FROM remote_actors WHERE iri = $1")
-            .bind(&inc.actor)
-            .fetch_optional(&mut *tx)
-            .await?
-            .flatten();
+    // In one round trip: the local followers (home feeds), those of them who asked to hear of
+    // every post (`status` notifications), and the author's account id (whom notifications
+    // are from) and followers collection (what makes a post followers-only).
+    let (followers, notified_of_posts, from, actor_doc_followers): (
+        Vec<Uuid>,
+        Vec<Uuid>,
+        Option<Uuid>,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT ARRAY(SELECT account_id FROM follows WHERE target_iri = $1 AND state = 'accepted'),
+                ARRAY(SELECT account_id FROM follows
+                       WHERE target_iri = $1 AND state = 'accepted' AND notify),
+                (SELECT id FROM remote_actors WHERE iri = $1),
+                (SELECT document->>'followers' FROM remote_actors WHERE iri = $1)",
+    )
+    .bind(&inc.actor)
+    .fetch_one(&mut *tx)
+    .await?;
     let visibility = Visibility::of_addressing(object, actor_doc_followers.as_deref());
     let mut audience: BTreeSet<Uuid> = mentioned.iter().chain(&addressed).copied().collect();
     if visibility == Visibility::Private {
@@ -311,23 +359,41 @@ pub async fn upsert(
     }
     let audience: Vec<Uuid> = audience.into_iter().collect();
 
-    let Some(stored) = store(tx, iri, &inc.actor, object, create, &audience).await? else {
+    let post = Post {
+        iri,
+        actor: &inc.actor,
+        object,
+        create,
+        audience: &audience,
+        visibility,
+    };
+    let Some(stored) = store_fields(tx, &post, &fields).await? else {
         return Ok(Outcome::ignored(format!("{ty} not updatable")));
     };
     // Public streams hear of a new public note, and of every edit (their readers may hold it).
     if create && stored.fresh {
-        crate::streaming::emit::remote_created(tx, stored.id, object).await?;
+        if visibility == Visibility::Public {
+            let created = emit::RemoteCreated {
+                post: stored.id,
+                tags: &fields.tags,
+                author: from,
+            };
+            emit::remote_created_stored(tx, &created).await?;
+        }
     } else if !create {
-        crate::streaming::emit::remote_edited(tx, iri).await?;
+        emit::remote_edited(tx, iri).await?;
     }
     if stored.fresh || !create {
         // Its link preview, fetched by a worker (`cards`); an edit may change or drop the link.
         let content = fields.content.as_deref().unwrap_or_default();
         crate::cards::enqueue_for(tx, stored.id, content, !create).await?;
     }
-    // What it quotes, and whether the quoted author agreed (`quotes`).
-    crate::quotes::inbound::note(tx, fed, stored.id, iri, &inc.actor, object, claim_holds).await?;
-    let from = directory::remote_id(tx, &inc.actor).await?;
+    // What it quotes, and whether the quoted author agreed (`quotes`). A post this call just
+    // inserted that quotes nothing has no quote to forget.
+    if !stored.fresh || crate::quotes::quoted_iri(object).is_some() {
+        crate::quotes::inbound::note(tx, fed, stored.id, iri, &inc.actor, object, claim_holds)
+            .await?;
+    }
 
     if visibility == Visibility::Direct {
         // A direct note joins (or starts) the conversation of each local account it
@@ -364,8 +430,9 @@ pub async fn upsert(
         reply_to,
     };
     feed::push(tx, &entry, &readers).await?;
-    if create && stored.fresh {
-        // Accounts following one of its tags get a public post too (R-MAPI-6).
+    if create && stored.fresh && !fields.tags.is_empty() {
+        // Accounts following one of its tags get a public post too (R-MAPI-6). A post without
+        // tags has no `post_tags` rows to fan out from.
         crate::tags::fan_out(tx, stored.id).await?;
     }
 
@@ -403,7 +470,7 @@ pub async fn upsert(
                     .await?,
                 };
             if !reply_to_other {
-                for account in followers::notified_of_posts(tx, &inc.actor).await? {
+                for &account in &notified_of_posts {
                     let n = Notification {
                         account,
                         kind: Kind::Status,

@@ -51,11 +51,14 @@ fn transient(e: impl std::fmt::Display) -> ProcessError {
     ProcessError::Transient(e.to_string())
 }
 
+/// `actor_known`: the actor is stored already (read with the activity), so an activity shown
+/// as by its actor needs no lookup of it here.
 pub async fn prepare(
     pool: &PgPool,
     fed: &Federation,
     inc: &Incoming,
     activity: &Activity,
+    actor_known: bool,
 ) -> Result<Prepared, ProcessError> {
     if let Activity::QuoteRequest { object, instrument } = activity {
         return quote_request_note(pool, fed, inc, object, instrument).await;
@@ -68,9 +71,11 @@ pub async fn prepare(
             .instance_key(pool)
             .await
             .map_err(|e| transient(format_args!("{e:#}")))?;
-        actor::known_actor(pool, fed, &inc.actor, Some(&signer.signing))
-            .await
-            .map_err(|e| transient(format_args!("fetching actor {}: {e}", inc.actor)))?;
+        if !actor_known {
+            actor::known_actor(pool, fed, &inc.actor, Some(&signer.signing))
+                .await
+                .map_err(|e| transient(format_args!("fetching actor {}: {e}", inc.actor)))?;
+        }
         if let Activity::Announce(post) = activity {
             boosted_post(pool, fed, &signer.signing, inc, post).await?;
         }
