@@ -77,9 +77,7 @@ async fn read<T>(
     run: impl AsyncFnOnce(&mut PgConnection) -> Result<Option<T>, FilterError>,
 ) -> Result<T, ApiError> {
     let mut conn = s.pool.acquire().await?;
-    run(&mut conn)
-        .await?
-        .ok_or_else(ApiError::record_not_found)
+    run(&mut conn).await?.ok_or_else(ApiError::record_not_found)
 }
 
 fn id_of(raw: &str, what: &str) -> Result<Uuid, ApiError> {
