@@ -139,31 +139,24 @@ impl Slim for Deployment {
             .map(String::as_str)
     }
 }
-impl Slim for Service {
-    fn slim(&mut self) {
-        strip_meta(self);
-        self.status = None;
-    }
+/// Kinds whose status nothing reads (a PDB's conditions and per-pod disruption times, a
+/// Service's or Ingress's load balancer, an HPA's metrics): metadata stripped, status dropped.
+macro_rules! slim_without_status {
+    ($($kind:ty),+) => {$(
+        impl Slim for $kind {
+            fn slim(&mut self) {
+                strip_meta(self);
+                self.status = None;
+            }
+        }
+    )+};
 }
-impl Slim for PodDisruptionBudget {
-    /// Nothing reads a PDB's status (its conditions and per-pod disruption times).
-    fn slim(&mut self) {
-        strip_meta(self);
-        self.status = None;
-    }
-}
-impl Slim for HorizontalPodAutoscaler {
-    fn slim(&mut self) {
-        strip_meta(self);
-        self.status = None;
-    }
-}
-impl Slim for Ingress {
-    fn slim(&mut self) {
-        strip_meta(self);
-        self.status = None;
-    }
-}
+slim_without_status!(
+    Service,
+    PodDisruptionBudget,
+    HorizontalPodAutoscaler,
+    Ingress
+);
 /// Job conditions, start and completion times are read (`observe::job_state`,
 /// `report::migration_seconds`): a Job keeps its status. Its pod template is immutable and
 /// never read, so it goes; `apply::Applier` hashes what it stored slimmed the same way, so an
