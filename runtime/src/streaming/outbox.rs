@@ -12,8 +12,8 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
+use futures::SinkExt;
 use futures::stream::SplitSink;
-use futures::{Sink, SinkExt};
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
 pub const BUFFER: usize = 128;
@@ -61,20 +61,14 @@ impl Outbox {
 
     fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), axum::Error>> {
         while !self.queue.is_empty() {
-            ready!(Sink::<Message>::poll_ready(
-                std::pin::Pin::new(&mut self.sink),
-                cx
-            ))?;
+            ready!(self.sink.poll_ready_unpin(cx))?;
             if let Some(m) = self.queue.pop_front() {
-                std::pin::Pin::new(&mut self.sink).start_send(m)?;
+                self.sink.start_send_unpin(m)?;
                 self.unflushed = true;
             }
         }
         if self.unflushed {
-            ready!(Sink::<Message>::poll_flush(
-                std::pin::Pin::new(&mut self.sink),
-                cx
-            ))?;
+            ready!(self.sink.poll_flush_unpin(cx))?;
             self.unflushed = false;
         }
         Poll::Ready(Ok(()))

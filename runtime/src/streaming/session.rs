@@ -3,12 +3,12 @@
 //!
 //! Events come from the node's [`Hub`]; each is checked against the subscriptions
 //! ([`Stream::wants`]), rendered for the viewer ([`render`]) and queued in its [`Outbox`] of
-//! [`BUFFER`] messages, which the same task writes to the socket. Queuing never waits: a
+//! `BUFFER` messages, which the same task writes to the socket. Queuing never waits: a
 //! client that does not read fills its socket, then the outbox fills, and the stream is closed
 //! at once (`hollo_streaming_dropped_clients`): what is queued is dropped and a close 1013
 //! ("try again later", reason `too slow`) follows what the socket already holds, if the socket
 //! takes it within [`SLOW_CLOSE`]; then the connection ends either way. So a slow client costs
-//! at most [`BUFFER`] rendered messages plus the socket buffers, and never slows anyone else:
+//! at most `BUFFER` rendered messages plus the socket buffers, and never slows anyone else:
 //! the hub's channel is a ring every stream reads at its own pace, and a stream that falls a
 //! whole ring behind (its renders slower than the event rate) is closed the same way.
 //!
@@ -30,7 +30,6 @@ use uuid::Uuid;
 
 use super::SharedStatus;
 use super::hub::Admission;
-pub use super::outbox::BUFFER;
 use super::outbox::{Full, Outbox};
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, message, render};
