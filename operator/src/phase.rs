@@ -184,6 +184,29 @@ pub struct Plan {
     pub requeue: Duration,
 }
 
+impl Plan {
+    /// `phase` with `workloads` and `current_version`, and nothing else to do: no Job, probe,
+    /// page, backup or refusal, not migrated (the full migration's kind), polled again after
+    /// [`POLL`].
+    pub fn new(phase: Phase, workloads: Workloads, current_version: Option<String>) -> Self {
+        Plan {
+            phase,
+            workloads,
+            migration_job: None,
+            migration_kind: MigrationKind::Full,
+            expand: None,
+            probe_versions: false,
+            record_failure: None,
+            current_version,
+            migrated: false,
+            refused: None,
+            maintenance_page: false,
+            backup: false,
+            requeue: POLL,
+        }
+    }
+}
+
 /// Steady state: re-check drift every few minutes even without events.
 pub const STEADY_REQUEUE: Duration = Duration::from_secs(300);
 /// While something is in motion.
@@ -269,19 +292,14 @@ pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
 fn contract(spec: &HolloSpec, obs: &Observed, ec: &ExpandContract) -> Option<Plan> {
     let target = spec.version.clone();
     let rolling = Plan {
-        phase: Phase::RollingOut,
-        workloads: Workloads::Run(target.clone()),
-        migration_job: None,
         migration_kind: MigrationKind::Post,
         expand: Some(ec.clone()),
-        probe_versions: false,
-        record_failure: None,
-        current_version: Some(target.clone()),
         migrated: true,
-        refused: None,
-        maintenance_page: false,
-        backup: false,
-        requeue: POLL,
+        ..Plan::new(
+            Phase::RollingOut,
+            Workloads::Run(target.clone()),
+            Some(target.clone()),
+        )
     };
     // Never two task-definition versions consuming at once: the old workers stop first (the
     // old web keeps serving and enqueueing: the durable queue holds its work), then the web
@@ -304,24 +322,32 @@ fn contract(spec: &HolloSpec, obs: &Observed, ec: &ExpandContract) -> Option<Pla
     if obs.old_pods > 0 || !obs.rolled_out {
         return Some(rolling);
     }
-    let attempts = obs.migration_attempts;
     let post = Plan {
         phase: Phase::PostMigrating,
         ..rolling
     };
-    match &obs.post_job {
+    // A failure: the new version keeps serving (it does not need its post-deploy migrations);
+    // retried with the usual back-off.
+    attempt(&obs.post_job, obs, &post)
+}
+
+/// The migration Job `job` of attempt `obs.migration_attempts` from `waiting`: ensure it while
+/// it runs, record its failure, or, with no Job, start the next attempt once the back-off since
+/// the last failure has passed. `None` once it succeeded.
+fn attempt(job: &JobState, obs: &Observed, waiting: &Plan) -> Option<Plan> {
+    let attempts = obs.migration_attempts;
+    let ensure = || Plan {
+        migration_job: Some(attempts),
+        ..waiting.clone()
+    };
+    match job {
         JobState::Succeeded => None,
-        JobState::Running => Some(Plan {
-            migration_job: Some(attempts),
-            ..post
-        }),
-        // The new version keeps serving (it does not need its post-deploy migrations);
-        // retried with the usual back-off.
+        JobState::Running => Some(ensure()),
         JobState::Failed { reason } => Some(Plan {
             phase: Phase::MigrationFailed,
             record_failure: Some(reason.clone()),
             requeue: backoff(attempts + 1),
-            ..post
+            ..waiting.clone()
         }),
         JobState::Absent => {
             let wait = backoff(attempts);
@@ -330,13 +356,10 @@ fn contract(spec: &HolloSpec, obs: &Observed, ec: &ExpandContract) -> Option<Pla
                 Plan {
                     phase: Phase::MigrationFailed,
                     requeue: wait - waited,
-                    ..post
+                    ..waiting.clone()
                 }
             } else {
-                Plan {
-                    migration_job: Some(attempts),
-                    ..post
-                }
+                ensure()
             })
         }
     }
@@ -349,22 +372,14 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     // `spec.stopped` (issue 34 item 5) wins over everything: every role at 0, no autoscaler,
     // no new Job. An upgrade in progress resumes where it was once the instance starts again.
     if spec.stopped {
+        let migrated = current.as_deref() == Some(target.as_str());
         return Plan {
-            phase: Phase::Stopped,
-            workloads: Workloads::Stopped,
-            migration_job: None,
-            migration_kind: MigrationKind::Full,
             // A zero-downtime upgrade's pending post-deploy migrations wait for the start.
             expand: obs.expand.clone(),
-            probe_versions: false,
-            record_failure: None,
-            migrated: current.as_deref() == Some(target.as_str()),
-            current_version: current,
-            refused: None,
-            maintenance_page: false,
-            backup: false,
+            migrated,
             // The pods' end is watched (Deployment status); nothing else moves while stopped.
             requeue: STEADY_REQUEUE,
+            ..Plan::new(Phase::Stopped, Workloads::Stopped, current)
         };
     }
 
@@ -377,49 +392,27 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             return plan;
         }
         let done = obs.rolled_out && (obs.pods_ready || obs.previous_phase == Phase::Running);
+        let phase = if done {
+            Phase::Running
+        } else {
+            Phase::RollingOut
+        };
         return Plan {
-            phase: if done {
-                Phase::Running
-            } else {
-                Phase::RollingOut
-            },
-            workloads: Workloads::Run(target.clone()),
-            migration_job: None,
-            migration_kind: MigrationKind::Full,
-            expand: None,
-            probe_versions: false,
-            record_failure: None,
-            current_version: Some(target),
             migrated: true,
-            refused: None,
             // Started by an upgrade's downtime, kept until a new web pod can answer.
             maintenance_page: spec.maintenance_page_enabled() && obs.page.exists && !obs.http_ready,
-            backup: false,
             requeue: if done && obs.pods_ready {
                 STEADY_REQUEUE
             } else {
                 POLL
             },
+            ..Plan::new(phase, Workloads::Run(target.clone()), Some(target))
         };
     }
 
     // The target is not migrated. May the old version keep running meanwhile?
     let wants_rolling = spec.upgrade_strategy_in_effect() == UpgradeStrategy::RollingWhenCompatible;
-    let base = Plan {
-        phase: Phase::Migrating,
-        workloads: Workloads::Stopped,
-        migration_job: None,
-        migration_kind: MigrationKind::Full,
-        expand: None,
-        probe_versions: false,
-        record_failure: None,
-        current_version: current.clone(),
-        migrated: false,
-        refused: None,
-        maintenance_page: false,
-        backup: false,
-        requeue: POLL,
-    };
+    let base = Plan::new(Phase::Migrating, Workloads::Stopped, current.clone());
     // No outage by mistake (issue 34 item 4): an older target is checked against the
     // database's schema before anything stops; the old version keeps serving meanwhile.
     if let Some(old) = &current {
@@ -541,50 +534,25 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         return waiting;
     }
 
-    match (job, expand) {
+    if let Some(plan) = attempt(job, obs, &waiting) {
+        return plan;
+    }
+    // The Job succeeded: roll out the target.
+    let rolling = Plan {
+        phase: Phase::RollingOut,
+        workloads: Workloads::Run(target.clone()),
+        current_version: Some(target),
+        migrated: true,
+        ..waiting
+    };
+    match expand {
         // Pre-migrated: the target is the current version from now on; `contract` rolls it
         // out (old pods are still there, so it always has a plan).
-        (JobState::Succeeded, Some(ec)) => contract(spec, obs, &ec).unwrap_or(Plan {
-            phase: Phase::RollingOut,
-            workloads: Workloads::Run(target.clone()),
-            current_version: Some(target),
-            migrated: true,
+        Some(ec) => contract(spec, obs, &ec).unwrap_or(Plan {
             expand: Some(ec),
-            ..waiting
+            ..rolling
         }),
-        (JobState::Succeeded, None) => Plan {
-            phase: Phase::RollingOut,
-            workloads: Workloads::Run(target.clone()),
-            current_version: Some(target),
-            migrated: true,
-            ..waiting
-        },
-        (JobState::Running, _) => Plan {
-            migration_job: Some(obs.migration_attempts),
-            ..waiting
-        },
-        (JobState::Failed { reason }, _) => Plan {
-            phase: Phase::MigrationFailed,
-            record_failure: Some(reason.clone()),
-            requeue: backoff(obs.migration_attempts + 1),
-            ..waiting
-        },
-        (JobState::Absent, _) => {
-            let wait = backoff(obs.migration_attempts);
-            let waited = obs.since_last_failure.unwrap_or(Duration::MAX);
-            if obs.migration_attempts > 0 && waited < wait {
-                Plan {
-                    phase: Phase::MigrationFailed,
-                    requeue: wait - waited,
-                    ..waiting
-                }
-            } else {
-                Plan {
-                    migration_job: Some(obs.migration_attempts),
-                    ..waiting
-                }
-            }
-        }
+        None => rolling,
     }
 }
 

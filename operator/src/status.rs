@@ -393,23 +393,17 @@ mod tests {
 
     fn plan(phase: Phase, migrated: bool) -> Plan {
         Plan {
-            phase,
-            workloads: Workloads::Run("0.1.0".into()),
-            migration_job: None,
-            migration_kind: crate::resources::migration::MigrationKind::Full,
-            expand: None,
-            probe_versions: false,
-            record_failure: None,
-            current_version: migrated.then(|| "0.1.0".to_string()),
             migrated,
-            refused: None,
-            maintenance_page: false,
-            backup: false,
             requeue: if phase == Phase::Running {
                 STEADY_REQUEUE
             } else {
                 POLL
             },
+            ..Plan::new(
+                phase,
+                Workloads::Run("0.1.0".into()),
+                migrated.then(|| "0.1.0".to_string()),
+            )
         }
     }
 
