@@ -1,5 +1,7 @@
 //! Shared fixtures for unit tests.
 
+use k8s_openapi::api::core::v1::{Container, EnvVar};
+
 use crate::crd::{Hollo, HolloSpec};
 
 /// The minimal valid spec (every other field defaulted), version 0.1.0.
@@ -19,4 +21,16 @@ pub fn hollo(spec: HolloSpec) -> Hollo {
     h.metadata.uid = Some("0b3c-uid".into());
     h.metadata.generation = Some(3);
     h
+}
+
+/// The plain value of the variable `name` in `env`.
+pub fn env_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
+    env.iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value.as_deref())
+}
+
+/// The plain value of the variable `name` of container `c`.
+pub fn env<'a>(c: &'a Container, name: &str) -> Option<&'a str> {
+    env_value(c.env.as_deref().unwrap_or_default(), name)
 }

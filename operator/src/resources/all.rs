@@ -4,8 +4,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Container;
 
 use super::labels::Component;
-use super::{pod, profile, web, worker};
-use crate::crd::{Hollo, ImageProfile};
+use super::{web, worker};
+use crate::crd::Hollo;
 
 /// Drain for the longer of the two windows: an all node finishes requests and jobs alike.
 pub fn drain_seconds(hollo: &Hollo) -> i32 {
@@ -22,47 +22,20 @@ pub fn grace_seconds(hollo: &Hollo) -> i64 {
         + web::EXIT_MARGIN_SECONDS
 }
 
+/// A web container that also runs the worker side (`worker_env`) and drains for both.
 pub fn container(hollo: &Hollo, version: &str) -> Container {
-    let spec = &hollo.spec;
-    let mut env = pod::common_env(spec, true);
-    env.push(pod::plain("NODE_TYPE", "all"));
-    env.push(pod::plain("PORT", spec.web.port.to_string()));
-    if spec.image.profile == ImageProfile::HolloRs {
-        env.push(pod::plain(
-            "DATABASE_POOL_MAX",
-            spec.web.pool_max.to_string(),
-        ));
-        env.extend(worker::worker_env(hollo));
-        // The web side's health port (a worker's `worker.healthPort` is for worker pods).
-        env.push(web::health_port_env(hollo));
-        env.push(pod::plain(
-            "SHUTDOWN_DRAIN_SECONDS",
-            drain_seconds(hollo).to_string(),
-        ));
-        env.push(web::pre_stop_env(spec.web.pre_stop_seconds));
-    }
-    let mut c = pod::base_container(
-        spec,
-        pod::image_for(spec, version),
-        env,
-        &spec.web.resources,
-    );
-    if spec.image.profile != ImageProfile::HolloRs {
-        c.lifecycle = web::pre_stop(spec.web.pre_stop_seconds);
-    }
-    pod::with_process(c, profile::http(spec))
+    web::http_container(
+        hollo,
+        version,
+        "all",
+        worker::worker_env(hollo),
+        drain_seconds(hollo),
+    )
 }
 
 /// Replicas follow `spec.web.replicas` (an all node is first of all a web server).
 pub fn deployment(hollo: &Hollo, version: &str, replicas: Option<i32>) -> Deployment {
-    super::deployment(
-        hollo,
-        Component::All,
-        version,
-        replicas,
-        container(hollo, version),
-        grace_seconds(hollo),
-    )
+    super::role_deployment(hollo, Component::All, version, replicas)
 }
 
 #[cfg(test)]
@@ -86,19 +59,13 @@ mod tests {
             "preStop 5 + drain 60 + 5"
         );
         let c = &pod.containers[0];
-        let env = |n: &str| {
-            c.env
-                .iter()
-                .flatten()
-                .find(|e| e.name == n)
-                .and_then(|e| e.value.clone())
-        };
-        assert_eq!(env("NODE_TYPE").as_deref(), Some("all"));
-        assert_eq!(env("SHUTDOWN_DRAIN_SECONDS").as_deref(), Some("60"));
-        assert_eq!(env("SHUTDOWN_PRESTOP_SECONDS").as_deref(), Some("5"));
+        let env = |n: &str| crate::testutil::env(c, n);
+        assert_eq!(env("NODE_TYPE"), Some("all"));
+        assert_eq!(env("SHUTDOWN_DRAIN_SECONDS"), Some("60"));
+        assert_eq!(env("SHUTDOWN_PRESTOP_SECONDS"), Some("5"));
         assert!(c.lifecycle.is_none());
-        assert_eq!(env("WORKER_POOL_MAX").as_deref(), Some("20"));
-        assert_eq!(env("PORT").as_deref(), Some("3000"));
-        assert_eq!(env("HEALTH_PORT").as_deref(), Some("9090"), "/metrics");
+        assert_eq!(env("WORKER_POOL_MAX"), Some("20"));
+        assert_eq!(env("PORT"), Some("3000"));
+        assert_eq!(env("HEALTH_PORT"), Some("9090"), "/metrics");
     }
 }

@@ -131,6 +131,31 @@ pub fn deployment(
     }
 }
 
+/// The Deployment of a web, worker or `all` role: its module's container and grace period.
+fn role_deployment(
+    hollo: &Hollo,
+    component: Component,
+    version: &str,
+    replicas: Option<i32>,
+) -> Deployment {
+    let (container, grace_seconds) = match component {
+        Component::Web => (web::container(hollo, version), web::grace_seconds(hollo)),
+        Component::Worker => (
+            worker::container(hollo, version),
+            worker::grace_seconds(hollo),
+        ),
+        _ => (all::container(hollo, version), all::grace_seconds(hollo)),
+    };
+    deployment(
+        hollo,
+        component,
+        version,
+        replicas,
+        container,
+        grace_seconds,
+    )
+}
+
 /// Every child a `Hollo` wants in steady state at `spec.version` (Deployments with their initial
 /// replica count, the first migration Job), in apply order. Used by `hollo-operator render`
 /// and the snapshot test; the reconciler itself builds the same objects one by one.

@@ -452,7 +452,7 @@ pub fn image_for(spec: &HolloSpec, version: &str) -> String {
 mod tests {
     use super::*;
     use crate::crd::{FsStorage, S3Storage};
-    use crate::testutil;
+    use crate::testutil::{self, env_value as value_of};
 
     fn names(env: &[EnvVar]) -> Vec<&str> {
         env.iter().map(|e| e.name.as_str()).collect()
@@ -584,11 +584,10 @@ mod tests {
                 "BEHIND_PROXY"
             ]
         );
-        let public = env
-            .iter()
-            .find(|e| e.name == "PUBLIC_URL")
-            .and_then(|e| e.value.as_deref());
-        assert_eq!(public, Some("https://hollo.example.com"));
+        assert_eq!(
+            value_of(&env, "PUBLIC_URL"),
+            Some("https://hollo.example.com")
+        );
         // Workers never sit behind the Ingress.
         assert!(!names(&common_env(&spec, false)).contains(&"BEHIND_PROXY"));
     }
@@ -602,12 +601,6 @@ mod tests {
             .secret_key_ref
             .as_ref()?;
         Some((s.name.clone(), s.key.clone()))
-    }
-
-    fn value_of<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
-        env.iter()
-            .find(|e| e.name == name)
-            .and_then(|e| e.value.as_deref())
     }
 
     fn cnpg(pooler: Option<&str>) -> HolloSpec {

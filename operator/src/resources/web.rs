@@ -48,9 +48,21 @@ pub fn pre_stop(seconds: i32) -> Option<Lifecycle> {
 }
 
 pub fn container(hollo: &Hollo, version: &str) -> Container {
+    http_container(hollo, version, "web", vec![], hollo.spec.web.drain_seconds)
+}
+
+/// The container of a pod serving HTTP (web, or `all`): `NODE_TYPE=node_type`, and with
+/// hollo-rs `worker_env` (an `all` node's worker side) and `SHUTDOWN_DRAIN_SECONDS=drain_seconds`.
+pub fn http_container(
+    hollo: &Hollo,
+    version: &str,
+    node_type: &str,
+    worker_env: Vec<EnvVar>,
+    drain_seconds: i32,
+) -> Container {
     let spec = &hollo.spec;
     let mut env = pod::common_env(spec, true);
-    env.push(pod::plain("NODE_TYPE", "web"));
+    env.push(pod::plain("NODE_TYPE", node_type));
     env.push(pod::plain("PORT", spec.web.port.to_string()));
     // Pool size and drain window are hollo-rs settings; upstream's are fixed in its code.
     if spec.image.profile == ImageProfile::HolloRs {
@@ -58,10 +70,12 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
             "DATABASE_POOL_MAX",
             spec.web.pool_max.to_string(),
         ));
+        env.extend(worker_env);
+        // The web side's health port (a worker's `worker.healthPort` is for worker pods).
         env.push(health_port_env(hollo));
         env.push(pod::plain(
             "SHUTDOWN_DRAIN_SECONDS",
-            spec.web.drain_seconds.to_string(),
+            drain_seconds.to_string(),
         ));
         env.push(pre_stop_env(spec.web.pre_stop_seconds));
     }
@@ -78,28 +92,13 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
 }
 
 pub fn deployment(hollo: &Hollo, version: &str, replicas: Option<i32>) -> Deployment {
-    super::deployment(
-        hollo,
-        Component::Web,
-        version,
-        replicas,
-        container(hollo, version),
-        grace_seconds(hollo),
-    )
+    super::role_deployment(hollo, Component::Web, version, replicas)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil;
-
-    fn env<'a>(c: &'a Container, name: &str) -> Option<&'a str> {
-        c.env
-            .iter()
-            .flatten()
-            .find(|e| e.name == name)
-            .and_then(|e| e.value.as_deref())
-    }
+    use crate::testutil::{self, env};
 
     #[test]
     fn web_deployment_has_the_contract_fields() {

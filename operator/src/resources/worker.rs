@@ -45,28 +45,13 @@ pub fn container(hollo: &Hollo, version: &str) -> Container {
 
 /// `replicas` is `None` while an autoscaler owns it.
 pub fn deployment(hollo: &Hollo, version: &str, replicas: Option<i32>) -> Deployment {
-    super::deployment(
-        hollo,
-        Component::Worker,
-        version,
-        replicas,
-        container(hollo, version),
-        grace_seconds(hollo),
-    )
+    super::role_deployment(hollo, Component::Worker, version, replicas)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil;
-
-    fn env<'a>(c: &'a Container, name: &str) -> Option<&'a str> {
-        c.env
-            .iter()
-            .flatten()
-            .find(|e| e.name == name)
-            .and_then(|e| e.value.as_deref())
-    }
+    use crate::testutil::{self, env};
 
     #[test]
     fn worker_deployment_has_the_contract_fields() {
