@@ -41,15 +41,13 @@ type Calls = Arc<Mutex<Vec<Call>>>;
 /// What the apiserver would answer: the object as sent (an apply or create stores what it is
 /// given), an empty pod list, KEDA's API missing, an event accepted.
 fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
-    let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "reason": "NotFound", "code": 404, "message": "not found"});
     let (method, path) = call.line.split_once(' ').unwrap_or_default();
     match method {
         "GET" if path.ends_with("/pods") => (
             200,
             json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}),
         ),
-        "GET" if path.contains("/scaledobjects") => (404, not_found),
+        "GET" if path.contains("/scaledobjects") => not_found(),
         // Every referenced Secret exists with every key a test spec reads (base64 of "x").
         "GET" if path.contains("/secrets/") => (
             200,
@@ -75,6 +73,15 @@ fn answer(call: &Call, hollo: &Hollo) -> (u16, Value) {
         ),
         _ => (200, call.body.clone()),
     }
+}
+
+/// The apiserver's answer for an object that does not exist.
+fn not_found() -> (u16, Value) {
+    (
+        404,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+               "reason": "NotFound", "code": 404, "message": "not found"}),
+    )
 }
 
 /// The Secret the mocked apiserver has under any name: every key a test spec reads.
@@ -239,6 +246,15 @@ impl Fixture {
         (result, calls)
     }
 
+    /// Puts `deps` into the Deployment cache as the watch shows them.
+    fn cache_deployments(&mut self, deps: &[Deployment]) {
+        for d in deps {
+            self.writers
+                .deployments
+                .apply_watcher_event(&watcher::Event::Apply(d.clone()));
+        }
+    }
+
     /// Puts what the reconcile applied into the watch caches, as the watches would.
     fn cache_applied(&mut self, calls: &[Call]) {
         for c in calls.iter().filter(|c| c.line.starts_with("PATCH ")) {
@@ -354,19 +370,27 @@ async fn a_new_hollo_first_migrates_and_starts_nothing() {
     assert_eq!(calls[7].body["reason"], "Migrating");
 }
 
-#[tokio::test]
-async fn a_steady_reconcile_writes_nothing() {
-    let (h, deps) = running(testutil::spec());
+/// The first reconcile of a fresh process of a running `Hollo` (with its Deployments cached),
+/// with what it applied then in the caches: the fixture, the `Hollo` with the status it wrote,
+/// that reconcile's requests.
+async fn first_reconcile(spec: crate::crd::HolloSpec) -> (Fixture, Hollo, Vec<Call>) {
+    let (h, deps) = running(spec);
     let mut f = Fixture::plain(&h);
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    // The first reconcile of a fresh process applies everything once (it remembers nothing);
-    // the apiserver stores what it is given.
+    f.cache_deployments(&deps);
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
+    f.cache_applied(&calls);
+    // The watch shows the Deployments with their status again (an apply's answer has it).
+    f.cache_deployments(&deps);
+    let h = with_status(h, &calls);
+    (f, h, calls)
+}
+
+#[tokio::test]
+async fn a_steady_reconcile_writes_nothing() {
+    // The first reconcile of a fresh process applies everything once (it remembers nothing);
+    // the apiserver stores what it is given.
+    let (f, h, calls) = first_reconcile(testutil::spec()).await;
     assert_eq!(
         lines(&calls),
         [
@@ -379,14 +403,6 @@ async fn a_steady_reconcile_writes_nothing() {
             format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
         ]
     );
-    f.cache_applied(&calls);
-    // The watch shows the Deployments with their status again (an apply's answer has it).
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    let h = with_status(h, &calls);
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(
@@ -405,22 +421,7 @@ async fn a_steady_reconcile_writes_nothing() {
 
 /// Prepares a fixture in steady state: everything applied once and cached.
 async fn steady(spec: crate::crd::HolloSpec) -> (Fixture, Hollo) {
-    let (h, deps) = running(spec);
-    let mut f = Fixture::plain(&h);
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    let (result, calls) = f.reconcile(&h).await;
-    assert!(result.is_ok(), "{result:?}");
-    f.cache_applied(&calls);
-    for d in &deps {
-        f.writers
-            .deployments
-            .apply_watcher_event(&watcher::Event::Apply(d.clone()));
-    }
-    let h = with_status(h, &calls);
+    let (f, h, _) = first_reconcile(spec).await;
     let (_, calls) = f.reconcile(&h).await;
     assert!(calls.is_empty(), "steady: {:?}", lines(&calls));
     (f, h)
@@ -587,6 +588,15 @@ async fn a_hollo_being_deleted_is_left_to_the_garbage_collector() {
     assert!(calls.is_empty(), "{:?}", lines(&calls));
 }
 
+/// The condition `type_` of the status a status apply wrote.
+fn condition(status_apply: &Call, type_: &str) -> Value {
+    status_apply.body["status"]["conditions"]
+        .as_array()
+        .and_then(|conds| conds.iter().find(|c| c["type"] == type_))
+        .cloned()
+        .unwrap_or_else(|| panic!("condition {type_}"))
+}
+
 fn cnpg_hollo() -> Hollo {
     let mut spec = testutil::spec();
     spec.database.url_secret_ref = None;
@@ -603,15 +613,7 @@ async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
     // Neither the Secret nor the Cluster exists.
     let f = Fixture::new(
         &h,
-        Box::new(|call| {
-            call.line.starts_with("GET ").then(|| {
-                (
-                    404,
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "reason": "NotFound", "code": 404, "message": "not found"}),
-                )
-            })
-        }),
+        Box::new(|call| call.line.starts_with("GET ").then(not_found)),
     );
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
@@ -624,14 +626,7 @@ async fn a_missing_cnpg_secret_holds_everything_and_says_why() {
         ],
         "read-only GETs, the status and one event: nothing applied"
     );
-    let conds = calls[1].body["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let db = conds
-        .iter()
-        .find(|c| c["type"] == "Database")
-        .expect("Database");
+    let db = condition(&calls[1], "Database");
     assert_eq!(
         (db["status"].as_str(), db["reason"].as_str()),
         (Some("False"), Some("SecretMissing"))
@@ -680,14 +675,7 @@ async fn with_the_cnpg_secret_the_cluster_budget_and_hash_are_used() {
         .iter()
         .find(|c| c.line.ends_with("/status"))
         .expect("status");
-    let conds = status.body["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let budget = conds
-        .iter()
-        .find(|c| c["type"] == "ConnectionBudget")
-        .expect("budget");
+    let budget = condition(status, "ConnectionBudget");
     assert_eq!(budget["status"], "False", "74 > the Cluster's 60: {budget}");
     assert!(
         budget["message"]
@@ -722,12 +710,7 @@ async fn every_reconcile_reads_the_referenced_secrets_and_a_rotation_rolls() {
             })
         }),
     );
-    for d in &deps {
-        put(
-            &mut f.writers.deployments,
-            &serde_json::to_value(d).expect("json"),
-        );
-    }
+    f.cache_deployments(&deps);
     let (result, calls) = f.reconcile_with_reads(&h).await;
     assert!(result.is_ok(), "{result:?}");
     let reads: Vec<&str> = lines(&calls)
