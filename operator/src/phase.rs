@@ -597,6 +597,13 @@ mod tests {
         overdue: false,
     };
 
+    /// `decide` on `base` as changed by `edit`.
+    fn decide_after(spec: &HolloSpec, base: &Observed, edit: impl FnOnce(&mut Observed)) -> Plan {
+        let mut o = base.clone();
+        edit(&mut o);
+        decide(spec, &o)
+    }
+
     fn rolling_spec() -> HolloSpec {
         let mut s = testutil::spec();
         s.upgrade_strategy = UpgradeStrategy::RollingWhenCompatible;
@@ -615,13 +622,7 @@ mod tests {
 
     #[test]
     fn migration_running_keeps_waiting_and_ensures_the_job() {
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                job: JobState::Running,
-                ..obs()
-            },
-        );
+        let p = decide_after(&testutil::spec(), &obs(), |o| o.job = JobState::Running);
         assert_eq!(p.phase, Phase::Migrating);
         assert_eq!(p.migration_job, Some(0));
         assert_eq!(p.workloads, Workloads::Stopped);
@@ -630,13 +631,7 @@ mod tests {
 
     #[test]
     fn migration_success_rolls_out_the_target() {
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                job: JobState::Succeeded,
-                ..obs()
-            },
-        );
+        let p = decide_after(&testutil::spec(), &obs(), |o| o.job = JobState::Succeeded);
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
         assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
@@ -658,13 +653,7 @@ mod tests {
         };
         let p = decide(&testutil::spec(), &updated);
         assert_eq!(p.phase, Phase::RollingOut, "updated but not ready yet");
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                pods_ready: true,
-                ..updated.clone()
-            },
-        );
+        let p = decide_after(&testutil::spec(), &updated, |o| o.pods_ready = true);
         assert_eq!(p.phase, Phase::Running);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
         assert_eq!(p.migration_job, None);
@@ -684,28 +673,18 @@ mod tests {
         assert_eq!(p.phase, Phase::Running);
         assert_eq!(p.requeue, POLL, "watch closely until ready again");
         // A spec change that rolls the pods again is a rollout.
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                rolled_out: false,
-                ..o
-            },
-        );
+        let p = decide_after(&testutil::spec(), &o, |o| o.rolled_out = false);
         assert_eq!(p.phase, Phase::RollingOut);
     }
 
     #[test]
     fn version_change_scales_down_first() {
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                old_pods: 3,
-                rolled_out: true,
-                // Its maintenance page answers already (issue 34 item 3).
-                page: READY_PAGE,
-                ..upgrading()
-            },
-        );
+        let p = decide_after(&testutil::spec(), &upgrading(), |o| {
+            o.old_pods = 3;
+            o.rolled_out = true;
+            // Its maintenance page answers already (issue 34 item 3).
+            o.page = READY_PAGE;
+        });
         assert_eq!(p.phase, Phase::ScalingDown);
         assert_eq!(p.workloads, Workloads::Stopped);
         assert_eq!(p.migration_job, None, "no migration while old pods remain");
@@ -756,13 +735,9 @@ mod tests {
             Duration::from_secs(40),
             "60 s back-off, 20 s elapsed"
         );
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                since_last_failure: Some(Duration::from_secs(61)),
-                ..o
-            },
-        );
+        let p = decide_after(&testutil::spec(), &o, |o| {
+            o.since_last_failure = Some(Duration::from_secs(61))
+        });
         assert_eq!(p.phase, Phase::Migrating);
         assert_eq!(p.migration_job, Some(2), "third attempt gets its own Job");
     }
@@ -779,13 +754,9 @@ mod tests {
 
     #[test]
     fn another_migration_still_running_blocks_a_new_one() {
-        let p = decide(
-            &testutil::spec(),
-            &Observed {
-                other_migration_active: true,
-                ..upgrading()
-            },
-        );
+        let p = decide_after(&testutil::spec(), &upgrading(), |o| {
+            o.other_migration_active = true
+        });
         assert_eq!(p.phase, Phase::Migrating);
         assert_eq!(p.migration_job, None);
     }
@@ -797,13 +768,7 @@ mod tests {
             ..upgrading()
         };
         for compat in [Compat::Unknown, Compat::Probing] {
-            let p = decide(
-                &rolling_spec(),
-                &Observed {
-                    compat,
-                    ..o.clone()
-                },
-            );
+            let p = decide_after(&rolling_spec(), &o, |o| o.compat = compat);
             assert_eq!(p.phase, Phase::CheckingCompatibility);
             assert!(p.probe_versions);
             assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
@@ -844,22 +809,12 @@ mod tests {
         assert_eq!(p.phase, Phase::Migrating);
         assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
         assert_eq!(p.migration_job, Some(0));
-        let p = decide(
-            &rolling_spec(),
-            &Observed {
-                job: JobState::Succeeded,
-                ..o.clone()
-            },
-        );
+        let p = decide_after(&rolling_spec(), &o, |o| o.job = JobState::Succeeded);
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        let p = decide(
-            &rolling_spec(),
-            &Observed {
-                job: JobState::Failed { reason: "x".into() },
-                ..o
-            },
-        );
+        let p = decide_after(&rolling_spec(), &o, |o| {
+            o.job = JobState::Failed { reason: "x".into() }
+        });
         assert_eq!(p.phase, Phase::MigrationFailed);
         assert_eq!(
             p.workloads,
@@ -919,15 +874,11 @@ mod tests {
 
         // Back to false: the Deployments (at 0, so not rolled out) come back at the version.
         spec.stopped = false;
-        let p = decide(
-            &spec,
-            &Observed {
-                rolled_out: false,
-                pods_ready: false,
-                previous_phase: Phase::Stopped,
-                ..running
-            },
-        );
+        let p = decide_after(&spec, &running, |o| {
+            o.rolled_out = false;
+            o.pods_ready = false;
+            o.previous_phase = Phase::Stopped;
+        });
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
     }
@@ -1003,13 +954,7 @@ mod tests {
             ready: true,
             overdue: false,
         };
-        let p = decide(
-            &spec,
-            &Observed {
-                page: ready,
-                ..stopping.clone()
-            },
-        );
+        let p = decide_after(&spec, &stopping, |o| o.page = ready);
         assert_eq!(
             (p.phase, p.workloads.clone()),
             (Phase::ScalingDown, Workloads::Stopped)
@@ -1021,13 +966,7 @@ mod tests {
             ready: false,
             overdue: true,
         };
-        let p = decide(
-            &spec,
-            &Observed {
-                page: overdue,
-                ..stopping
-            },
-        );
+        let p = decide_after(&spec, &stopping, |o| o.page = overdue);
         assert_eq!(
             p.workloads,
             Workloads::Stopped,
@@ -1040,14 +979,10 @@ mod tests {
             JobState::Failed { reason: "x".into() },
             JobState::Succeeded,
         ] {
-            let p = decide(
-                &spec,
-                &Observed {
-                    job: job.clone(),
-                    page: ready,
-                    ..upgrading()
-                },
-            );
+            let p = decide_after(&spec, &upgrading(), |o| {
+                o.job = job.clone();
+                o.page = ready;
+            });
             assert!(p.maintenance_page, "{job:?}: {:?}", p.phase);
         }
 
@@ -1079,13 +1014,9 @@ mod tests {
         let mut stopped = testutil::spec();
         stopped.stopped = true;
         assert!(!decide(&stopped, &upgrading()).maintenance_page);
-        let p = decide(
-            &rolling_spec(),
-            &Observed {
-                compat: Compat::Compatible,
-                ..upgrading()
-            },
-        );
+        let p = decide_after(&rolling_spec(), &upgrading(), |o| {
+            o.compat = Compat::Compatible
+        });
         assert!(!p.maintenance_page, "the old version keeps serving");
     }
 
@@ -1095,48 +1026,30 @@ mod tests {
     fn a_backup_comes_before_any_migration_and_a_failed_one_stops_it() {
         let spec = testutil::spec();
         for b in [Backup::Absent, Backup::Running] {
-            let p = decide(
-                &spec,
-                &Observed {
-                    old_pods: 3,
-                    backup: b.clone(),
-                    ..upgrading()
-                },
-            );
+            let p = decide_after(&spec, &upgrading(), |o| {
+                o.old_pods = 3;
+                o.backup = b.clone();
+            });
             assert_eq!(p.phase, Phase::BackingUp, "{b:?}");
             assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
             assert!(p.backup);
             assert_eq!(p.migration_job, None);
             assert!(!p.maintenance_page);
         }
-        let p = decide(
-            &spec,
-            &Observed {
-                old_pods: 3,
-                backup: Backup::Failed("timed out".into()),
-                ..upgrading()
-            },
-        );
+        let p = decide_after(&spec, &upgrading(), |o| {
+            o.old_pods = 3;
+            o.backup = Backup::Failed("timed out".into());
+        });
         assert_eq!(p.phase, Phase::BackupFailed);
         assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
         assert_eq!(p.migration_job, None);
-        let p = decide(
-            &spec,
-            &Observed {
-                backup: Backup::Completed,
-                ..upgrading()
-            },
-        );
+        let p = decide_after(&spec, &upgrading(), |o| o.backup = Backup::Completed);
         assert_eq!((p.phase, p.migration_job), (Phase::Migrating, Some(0)));
         // Once the migration started, the Backup is not waited on again.
-        let p = decide(
-            &spec,
-            &Observed {
-                job: JobState::Running,
-                backup: Backup::Absent,
-                ..upgrading()
-            },
-        );
+        let p = decide_after(&spec, &upgrading(), |o| {
+            o.job = JobState::Running;
+            o.backup = Backup::Absent;
+        });
         assert_eq!(p.phase, Phase::Migrating);
     }
 
@@ -1231,32 +1144,14 @@ mod tests {
         assert!(!p.migrated);
         assert_eq!(p.expand, None);
         // The full migration's Job does not count for this path.
-        let p = decide(
-            &spec,
-            &Observed {
-                job: JobState::Succeeded,
-                ..o.clone()
-            },
-        );
+        let p = decide_after(&spec, &o, |o| o.job = JobState::Succeeded);
         assert_eq!(p.phase, Phase::PreMigrating);
 
-        let p = decide(
-            &spec,
-            &Observed {
-                pre_job: JobState::Running,
-                ..o.clone()
-            },
-        );
+        let p = decide_after(&spec, &o, |o| o.pre_job = JobState::Running);
         assert_eq!((p.phase, p.migration_job), (Phase::PreMigrating, Some(0)));
         assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
 
-        let p = decide(
-            &spec,
-            &Observed {
-                pre_job: JobState::Succeeded,
-                ..o.clone()
-            },
-        );
+        let p = decide_after(&spec, &o, |o| o.pre_job = JobState::Succeeded);
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
         assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
@@ -1296,13 +1191,9 @@ mod tests {
         assert_eq!(p.migration_kind, MigrationKind::Post);
         assert_eq!(p.migration_job, Some(0));
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        let p = decide(
-            &spec,
-            &Observed {
-                post_job: JobState::Failed { reason: "x".into() },
-                ..gone.clone()
-            },
-        );
+        let p = decide_after(&spec, &gone, |o| {
+            o.post_job = JobState::Failed { reason: "x".into() }
+        });
         assert_eq!(p.phase, Phase::MigrationFailed);
         assert_eq!(p.record_failure.as_deref(), Some("x"));
         assert_eq!(p.migration_kind, MigrationKind::Post);
@@ -1312,13 +1203,7 @@ mod tests {
             "the new version keeps serving"
         );
         assert_eq!(p.expand, Some(expand(true)), "still pending");
-        let p = decide(
-            &spec,
-            &Observed {
-                post_job: JobState::Succeeded,
-                ..gone
-            },
-        );
+        let p = decide_after(&spec, &gone, |o| o.post_job = JobState::Succeeded);
         assert_eq!(p.phase, Phase::Running);
         assert_eq!(p.expand, None, "post-deploy done");
         assert_eq!(p.migration_job, None);
@@ -1342,13 +1227,7 @@ mod tests {
             Workloads::Run("0.0.9".into()),
             "one task-definition version: the old workers consume meanwhile"
         );
-        let p = decide(
-            &spec,
-            &Observed {
-                pre_job: JobState::Succeeded,
-                ..o.clone()
-            },
-        );
+        let p = decide_after(&spec, &o, |o| o.pre_job = JobState::Succeeded);
         assert_eq!(p.phase, Phase::RollingOut);
         assert_eq!(p.workloads, Workloads::WebOnly("0.0.9".into()));
         assert_eq!(p.expand, Some(expand(false)));
@@ -1364,38 +1243,26 @@ mod tests {
             Workloads::WebOnly("0.0.9".into()),
             "old workers still there: no new pod"
         );
-        let p = decide(
-            &spec,
-            &Observed {
-                old_pods: 1,
-                old_workers: 0,
-                ..rolling.clone()
-            },
-        );
+        let p = decide_after(&spec, &rolling, |o| {
+            o.old_pods = 1;
+            o.old_workers = 0;
+        });
         assert_eq!(
             p.workloads,
             Workloads::WebOnly("0.1.0".into()),
             "the web rolls, no worker"
         );
-        let p = decide(
-            &spec,
-            &Observed {
-                old_pods: 0,
-                old_workers: 0,
-                ..rolling.clone()
-            },
-        );
+        let p = decide_after(&spec, &rolling, |o| {
+            o.old_pods = 0;
+            o.old_workers = 0;
+        });
         assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
         assert_eq!(p.phase, Phase::RollingOut);
-        let p = decide(
-            &spec,
-            &Observed {
-                old_pods: 0,
-                old_workers: 0,
-                rolled_out: true,
-                ..rolling
-            },
-        );
+        let p = decide_after(&spec, &rolling, |o| {
+            o.old_pods = 0;
+            o.old_workers = 0;
+            o.rolled_out = true;
+        });
         assert_eq!((p.phase, p.migration_job), (Phase::PostMigrating, Some(0)));
     }
 
@@ -1414,13 +1281,9 @@ mod tests {
         let p = decide(&spec, &o);
         assert_eq!(p.phase, Phase::ScalingDown);
         assert_eq!(p.workloads, Workloads::Stopped);
-        let p = decide(
-            &spec,
-            &Observed {
-                compat: Compat::ExpandContract { same_tasks: true },
-                ..o
-            },
-        );
+        let p = decide_after(&spec, &o, |o| {
+            o.compat = Compat::ExpandContract { same_tasks: true }
+        });
         assert_eq!(p.phase, Phase::PreMigrating);
         assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
     }
@@ -1443,27 +1306,19 @@ mod tests {
         assert_eq!(p.migration_kind, MigrationKind::Pre);
         assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
         assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
-        let p = decide(
-            &spec,
-            &Observed {
-                pre_job: JobState::Absent,
-                migration_attempts: 1,
-                since_last_failure: Some(Duration::from_secs(31)),
-                ..o
-            },
-        );
+        let p = decide_after(&spec, &o, |o| {
+            o.pre_job = JobState::Absent;
+            o.migration_attempts = 1;
+            o.since_last_failure = Some(Duration::from_secs(31));
+        });
         assert_eq!((p.phase, p.migration_job), (Phase::PreMigrating, Some(1)));
 
         let mut stopped = rolling_spec();
         stopped.stopped = true;
-        let p = decide(
-            &stopped,
-            &Observed {
-                current_version: Some("0.1.0".into()),
-                expand: Some(expand(true)),
-                ..obs()
-            },
-        );
+        let p = decide_after(&stopped, &obs(), |o| {
+            o.current_version = Some("0.1.0".into());
+            o.expand = Some(expand(true));
+        });
         assert_eq!(p.phase, Phase::Stopped);
         assert_eq!(p.expand, Some(expand(true)));
     }
