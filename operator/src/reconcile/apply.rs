@@ -297,6 +297,62 @@ impl Applier {
         Ok(())
     }
 
+    /// [`Self::prune`] of every child of the kind that is not in `want`.
+    async fn prune_all<K>(
+        &self,
+        api: &Api<K>,
+        store: &Store<K>,
+        hollo: &Hollo,
+        want: &[K],
+    ) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + 'static,
+    {
+        self.prune(api, store, hollo, &Desired::names(want)).await
+    }
+
+    /// Deletes the objects of an optional API (`owned`, from [`Self::owned_optional`]) that
+    /// `want` does not name.
+    async fn prune_optional(
+        &self,
+        api: &Api<DynamicObject>,
+        owned: &[DynamicObject],
+        want: &[DynamicObject],
+    ) -> Result<(), Error> {
+        let keep = Desired::names(want);
+        for o in owned.iter().filter(|o| !keep.contains(&o.name_any())) {
+            self.delete(api, &o.name_any(), &DeleteParams::default())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Applies `want` of an optional API, comparing with `owned` (from
+    /// [`Self::owned_optional`]). An absent API is remembered in `known` and answered with
+    /// `missing`'s message, not an error: everything else is applied all the same.
+    async fn apply_optional(
+        &self,
+        api: &Api<DynamicObject>,
+        owned: &[DynamicObject],
+        want: &[DynamicObject],
+        known: &AtomicU8,
+        missing: Error,
+    ) -> Result<Option<String>, Error> {
+        let mut absent = None;
+        for o in want {
+            let observed = owned.iter().find(|s| s.name_any() == o.name_any());
+            match self.apply(api, o, observed).await {
+                Ok(()) => known.store(API_PRESENT, Ordering::Relaxed),
+                Err(Error::Kube(e)) if is_not_found(&e) => {
+                    known.store(API_ABSENT, Ordering::Relaxed);
+                    absent = Some(missing.to_string());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(absent)
+    }
+
     /// The objects of an optional API (KEDA's ScaledObjects, Gateway API HTTPRoutes) `hollo`
     /// owns, listed: such an API is not watched. Empty while the API is known to be missing
     /// (`known` remembers what the last request said).
@@ -381,12 +437,7 @@ pub async fn converge(
         .apply_all(&apis.cron_jobs, &stores.cron_jobs, &want.cron_jobs)
         .await?;
     applier
-        .prune(
-            &apis.cron_jobs,
-            &stores.cron_jobs,
-            hollo,
-            &Desired::names(&want.cron_jobs),
-        )
+        .prune_all(&apis.cron_jobs, &stores.cron_jobs, hollo, &want.cron_jobs)
         .await?;
     if world.observed.backup == crate::phase::Backup::Absent {
         let api: Api<DynamicObject> =
@@ -405,21 +456,14 @@ pub async fn converge(
     }
 
     applier
-        .prune(&apis.hpas, &stores.hpas, hollo, &Desired::names(&want.hpas))
+        .prune_all(&apis.hpas, &stores.hpas, hollo, &want.hpas)
         .await?;
     let scaled = applier
         .owned_optional(&apis.scaled_objects, hollo, &applier.keda)
         .await?;
-    let keep = Desired::names(&want.scaled_objects);
-    for o in scaled.iter().filter(|o| !keep.contains(&o.name_any())) {
-        applier
-            .delete(
-                &apis.scaled_objects,
-                &o.name_any(),
-                &DeleteParams::default(),
-            )
-            .await?;
-    }
+    applier
+        .prune_optional(&apis.scaled_objects, &scaled, &want.scaled_objects)
+        .await?;
 
     for w in &want.workloads {
         let existing = world.deployments.values().find(|d| d.name_any() == w.name);
@@ -449,48 +493,35 @@ pub async fn converge(
         )
         .await?;
     applier
-        .prune(
-            &apis.services,
-            &stores.services,
-            hollo,
-            &Desired::names(&want.services),
-        )
+        .prune_all(&apis.services, &stores.services, hollo, &want.services)
         .await?;
     applier
-        .prune(
-            &apis.ingresses,
-            &stores.ingresses,
-            hollo,
-            &Desired::names(&want.ingresses),
-        )
+        .prune_all(&apis.ingresses, &stores.ingresses, hollo, &want.ingresses)
         .await?;
     applier
-        .prune(&apis.pdbs, &stores.pdbs, hollo, &Desired::names(&want.pdbs))
+        .prune_all(&apis.pdbs, &stores.pdbs, hollo, &want.pdbs)
         .await?;
     applier
-        .prune(
+        .prune_all(
             &apis.network_policies,
             &stores.network_policies,
             hollo,
-            &Desired::names(&want.network_policies),
+            &want.network_policies,
         )
         .await?;
 
     applier
         .apply_all(&apis.hpas, &stores.hpas, &want.hpas)
         .await?;
-    let mut outcome = Outcome::default();
-    for o in &want.scaled_objects {
-        let observed = scaled.iter().find(|s| s.name_any() == o.name_any());
-        match applier.apply(&apis.scaled_objects, o, observed).await {
-            Ok(()) => applier.keda.store(API_PRESENT, Ordering::Relaxed),
-            Err(Error::Kube(e)) if is_not_found(&e) => {
-                applier.keda.store(API_ABSENT, Ordering::Relaxed);
-                outcome.autoscaler_missing = Some(Error::KedaMissing.to_string());
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    let autoscaler_missing = applier
+        .apply_optional(
+            &apis.scaled_objects,
+            &scaled,
+            &want.scaled_objects,
+            &applier.keda,
+            Error::KedaMissing,
+        )
+        .await?;
 
     // Gateway API routes: pruned when no longer wanted, applied when wanted; an absent API is
     // reported, not an error. Listed only while a route is wanted or the status says one was
@@ -507,23 +538,18 @@ pub async fn converge(
             .owned_optional(&apis.http_routes, hollo, &applier.gateway)
             .await?
     };
-    let keep = Desired::names(&want.http_routes);
-    for o in routes.iter().filter(|o| !keep.contains(&o.name_any())) {
-        applier
-            .delete(&apis.http_routes, &o.name_any(), &DeleteParams::default())
-            .await?;
-    }
-    for o in &want.http_routes {
-        let observed = routes.iter().find(|s| s.name_any() == o.name_any());
-        match applier.apply(&apis.http_routes, o, observed).await {
-            Ok(()) => applier.gateway.store(API_PRESENT, Ordering::Relaxed),
-            Err(Error::Kube(e)) if is_not_found(&e) => {
-                applier.gateway.store(API_ABSENT, Ordering::Relaxed);
-                outcome.route_missing = Some(Error::GatewayApiMissing.to_string());
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    applier
+        .prune_optional(&apis.http_routes, &routes, &want.http_routes)
+        .await?;
+    let route_missing = applier
+        .apply_optional(
+            &apis.http_routes,
+            &routes,
+            &want.http_routes,
+            &applier.gateway,
+            Error::GatewayApiMissing,
+        )
+        .await?;
 
     if running {
         for j in desired::finished_jobs(hollo, &world.jobs) {
@@ -534,7 +560,10 @@ pub async fn converge(
             }
         }
     }
-    Ok(outcome)
+    Ok(Outcome {
+        autoscaler_missing,
+        route_missing,
+    })
 }
 
 #[cfg(test)]
