@@ -407,6 +407,12 @@ mod tests {
         }
     }
 
+    /// `(status, reason)` of the condition `t`.
+    fn status_reason<'a>(s: &'a HolloStatus, t: &str) -> (&'a str, &'a str) {
+        let c = cond(s, t);
+        (c.status.as_str(), c.reason.as_str())
+    }
+
     fn cond<'a>(s: &'a HolloStatus, t: &str) -> &'a Condition {
         s.conditions
             .iter()
@@ -454,9 +460,8 @@ mod tests {
             ..inputs(&budget, (2, 2), (2, 2))
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
-        let c = cond(&s, UPGRADE_STRATEGY);
         assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
+            status_reason(&s, UPGRADE_STRATEGY),
             ("False", "RecreateUsed")
         );
         assert_eq!(cond(&s, DEGRADED).status, "False", "a fallback is a note");
@@ -465,10 +470,7 @@ mod tests {
             .push(check(SECRET_KEY, false, "SecretKeyTooShort"));
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let d = cond(&s, DEGRADED);
-        assert_eq!(
-            (d.status.as_str(), d.reason.as_str()),
-            ("True", "SecretKeyTooShort")
-        );
+        assert_eq!(status_reason(&s, DEGRADED), ("True", "SecretKeyTooShort"));
         assert_eq!(d.message, "SecretKeyTooShort said");
     }
 
@@ -567,10 +569,7 @@ mod tests {
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let d = cond(&s, DEGRADED);
-        assert_eq!(
-            (d.status.as_str(), d.reason.as_str()),
-            ("True", "KedaNotInstalled")
-        );
+        assert_eq!(status_reason(&s, DEGRADED), ("True", "KedaNotInstalled"));
         assert!(d.message.contains("KEDA"), "{}", d.message);
         // The instance itself runs: Ready tells about pods, Degraded about what is missing.
         assert_eq!(cond(&s, READY).status, "True");
@@ -586,7 +585,7 @@ mod tests {
         let s = compute(&spec, &plan(Phase::RollingOut, true), &inputs, 0, None);
         let b = cond(&s, CONNECTION_BUDGET);
         assert_eq!(
-            (b.status.as_str(), b.reason.as_str()),
+            status_reason(&s, CONNECTION_BUDGET),
             ("False", "OverBudget")
         );
         assert!(
@@ -594,9 +593,8 @@ mod tests {
             "{}",
             b.message
         );
-        let w = cond(&s, WORKERS_AVAILABLE);
         assert_eq!(
-            (w.status.as_str(), w.reason.as_str()),
+            status_reason(&s, WORKERS_AVAILABLE),
             ("False", "NoReadyWorkers")
         );
         assert_eq!(cond(&s, PROGRESSING).reason, "RollingOut");
@@ -613,16 +611,9 @@ mod tests {
         };
         let s = compute(&spec, &plan(Phase::Running, true), &inputs, 0, None);
         let r = cond(&s, READY);
-        assert_eq!(
-            (r.status.as_str(), r.reason.as_str()),
-            ("False", "PodsNotReady")
-        );
+        assert_eq!(status_reason(&s, READY), ("False", "PodsNotReady"));
         assert!(r.message.contains("web 1/2 ready"), "{}", r.message);
-        let d = cond(&s, DEGRADED);
-        assert_eq!(
-            (d.status.as_str(), d.reason.as_str()),
-            ("True", "PodsNotReady")
-        );
+        assert_eq!(status_reason(&s, DEGRADED), ("True", "PodsNotReady"));
     }
 
     #[test]
@@ -636,21 +627,14 @@ mod tests {
         assert_eq!(s.migration_attempts, 2);
         assert_eq!(s.current_version.as_deref(), Some("0.0.9"));
         let d = cond(&s, DEGRADED);
-        assert_eq!(
-            (d.status.as_str(), d.reason.as_str()),
-            ("True", "MigrationFailed")
-        );
+        assert_eq!(status_reason(&s, DEGRADED), ("True", "MigrationFailed"));
         assert!(d.message.contains("failed 2 time(s)"));
         assert_eq!(cond(&s, MIGRATED).reason, "MigrationFailed");
         // The retry runs: still degraded until it succeeds.
         let mut retry = plan(Phase::Migrating, false);
         retry.current_version = Some("0.0.9".into());
         let s = compute(&spec, &retry, &inputs, 2, None);
-        let d = cond(&s, DEGRADED);
-        assert_eq!(
-            (d.status.as_str(), d.reason.as_str()),
-            ("True", "MigrationRetrying")
-        );
+        assert_eq!(status_reason(&s, DEGRADED), ("True", "MigrationRetrying"));
         let w = cond(&s, WORKERS_AVAILABLE);
         assert_eq!(
             (w.status.as_str(), w.message.as_str()),
