@@ -299,6 +299,19 @@ fn lines(calls: &[Call]) -> Vec<&str> {
 
 const NS: &str = "/namespaces/fedi";
 
+/// The first requests of a reconcile that migrates to `version` (attempt 0): the pod list, the
+/// Service and PDBs applied, the migration Job applied.
+fn migration_start(version: &str) -> Vec<String> {
+    let job = resources::migration::job_name("social", version, 0);
+    vec![
+        format!("GET /api/v1{NS}/pods"),
+        format!("PATCH /api/v1{NS}/services/social-web"),
+        format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
+        format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
+        format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
+    ]
+}
+
 /// A Deployment as the watch shows it once rolled out: `replicas` set, every pod ready.
 fn rolled_out(mut d: Deployment, replicas: i32) -> Deployment {
     d.spec.replicas = Some(replicas);
@@ -344,19 +357,17 @@ async fn a_new_hollo_first_migrates_and_starts_nothing() {
     let f = Fixture::plain(&h);
     let (result, calls) = f.reconcile(&h).await;
     assert!(result.is_ok(), "{result:?}");
-    let job = resources::migration::job_name("social", "0.1.0", 0);
     assert_eq!(
         lines(&calls),
         [
-            format!("GET /api/v1{NS}/pods"),
-            format!("PATCH /api/v1{NS}/services/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
-            format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
-            format!("GET /apis/keda.sh/v1alpha1{NS}/scaledobjects"),
-            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
-            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            migration_start("0.1.0"),
+            vec![
+                format!("GET /apis/keda.sh/v1alpha1{NS}/scaledobjects"),
+                format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+                format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            ]
         ]
+        .concat()
     );
     for apply in calls.iter().filter(|c| c.line.starts_with("PATCH")) {
         assert!(
@@ -544,25 +555,23 @@ async fn an_upgrade_removes_the_autoscaler_before_stopping_the_old_pods() {
     spec.worker.autoscaling.max_replicas = 4;
     spec.database.max_connections = 500;
     let calls = after_edit(spec, |h| h.spec.version = "0.2.0".into()).await;
-    let job = resources::migration::job_name("social", "0.2.0", 0);
     assert_eq!(
         lines(&calls),
         [
             // No old pod is left (the mocked pod list is empty): migrate, nothing runs.
-            format!("GET /api/v1{NS}/pods"),
-            format!("PATCH /api/v1{NS}/services/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-web"),
-            format!("PATCH /apis/policy/v1{NS}/poddisruptionbudgets/social-worker"),
-            format!("PATCH /apis/batch/v1{NS}/jobs/{job}"),
-            // The autoscaler goes first, or it would scale the old version back up.
-            format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
-            format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
-            format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
-            // Issue 34 item 3: the maintenance page of the old version starts.
-            format!("POST /apis/apps/v1{NS}/deployments"),
-            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
-            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            migration_start("0.2.0"),
+            vec![
+                // The autoscaler goes first, or it would scale the old version back up.
+                format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
+                format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
+                format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
+                // Issue 34 item 3: the maintenance page of the old version starts.
+                format!("POST /apis/apps/v1{NS}/deployments"),
+                format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+                format!("POST /apis/events.k8s.io/v1{NS}/events"),
+            ]
         ]
+        .concat()
     );
     assert_eq!(calls[6].body, json!({"spec": {"replicas": 0}}));
     assert_eq!(calls[8].body["metadata"]["name"], "social-maintenance-page");
