@@ -950,6 +950,58 @@ fn patch_version(ns: &Ns, version: &str) {
     ns.log(&format!("patched spec.version → {version}"));
 }
 
+/// Every watch event of the Hollo's pods of `components` (say `web,worker`): `(deleted, pod)`.
+fn pod_events(ns: &Ns, components: &str) -> futures::stream::BoxStream<'static, (bool, Pod)> {
+    let cfg = watcher::Config::default().labels(&format!(
+        "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in ({components})"
+    ));
+    watcher(ns.api::<Pod>(), cfg)
+        .filter_map(|ev| async move {
+            match ev {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => Some((false, p)),
+                Ok(watcher::Event::Delete(p)) => Some((true, p)),
+                _ => None,
+            }
+        })
+        .boxed()
+}
+
+/// The app pods' (web, worker, all; not Jobs nor the maintenance page) [`pod_events`].
+fn app_pod_events(ns: &Ns) -> futures::stream::BoxStream<'static, (bool, Pod)> {
+    pod_events(ns, "web,worker,all")
+}
+
+/// Container restarts of a pod, summed.
+fn restarts(p: &Pod) -> i32 {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+        .unwrap_or(0)
+}
+
+/// Whether the `what` (a migration) `schema` is in `_sqlx_migrations`, installed no later than
+/// pod `p` was created; `Err` says when it was installed instead.
+fn installed_before(db: &str, schema: i64, p: &Pod, what: &str) -> Result<(), String> {
+    // installed_on and creationTimestamp on the same clock; the latter is whole
+    // seconds, so compare whole seconds (floor keeps the order)
+    let installed = psql(
+        db,
+        &format!(
+            "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
+             FROM _sqlx_migrations WHERE version = {schema} AND success \
+             UNION ALL SELECT -1 LIMIT 1"
+        ),
+    );
+    let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
+    match installed.parse::<i64>() {
+        Ok(i) if i >= 0 && i <= created => Ok(()),
+        _ => Err(format!(
+            "created at {created} but {what} {schema} installed at {installed:?}"
+        )),
+    }
+}
+
 /// What the pod watch of an upgrade saw.
 #[derive(Default, Debug)]
 struct PodTimeline {
@@ -975,26 +1027,12 @@ fn watch_upgrade_pods(
     tokio::task::JoinHandle<()>,
 ) {
     let t: std::sync::Arc<std::sync::Mutex<PodTimeline>> = Default::default();
-    let api: Api<Pod> = ns.api();
+    let mut events = app_pod_events(ns);
     let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
     let task = tokio::spawn({
         let t = t.clone();
         async move {
-            let cfg =
-                watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}"));
-            let mut events = watcher(api, cfg).boxed();
-            while let Some(ev) = events.next().await {
-                let (deleted, p) = match ev {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
-                    Ok(watcher::Event::Delete(p)) => (true, p),
-                    _ => continue,
-                };
-                if !matches!(
-                    label(&p, "app.kubernetes.io/component").as_str(),
-                    "web" | "worker" | "all"
-                ) {
-                    continue;
-                }
+            while let Some((deleted, p)) = events.next().await {
                 let name = p.name_any();
                 let v = label(&p, "app.kubernetes.io/version");
                 let mut t = t.lock().unwrap();
@@ -1018,22 +1056,8 @@ fn watch_upgrade_pods(
                         "pod {name} of {new} beside pods of {old}: {olds:?}"
                     ));
                 }
-                // installed_on and creationTimestamp on the same clock; the latter is whole
-                // seconds, so compare whole seconds (floor keeps the order)
-                let installed = psql(
-                    &db,
-                    &format!(
-                        "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
-                         FROM _sqlx_migrations WHERE version = {schema} AND success \
-                         UNION ALL SELECT -1 LIMIT 1"
-                    ),
-                );
-                let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
-                match installed.parse::<i64>() {
-                    Ok(i) if i >= 0 && i <= created => {}
-                    _ => t.violations.push(format!(
-                        "pod {name} of {new} created at {created} but migration {schema} installed at {installed:?}"
-                    )),
+                if let Err(why) = installed_before(&db, schema, &p, "migration") {
+                    t.violations.push(format!("pod {name} of {new} {why}"));
                 }
             }
         }
@@ -1173,14 +1197,8 @@ async fn app_pods(ns: &Ns) -> std::collections::BTreeMap<String, (String, i32, b
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .map(|p| {
-            let restarts = p
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .map(|cs| cs.iter().map(|c| c.restart_count).sum())
-                .unwrap_or(0);
             let uid = p.metadata.uid.clone().unwrap_or_default();
-            (uid, (p.name_any(), restarts, pod_ready(&p)))
+            (uid, (p.name_any(), restarts(&p), pod_ready(&p)))
         })
         .collect()
 }
@@ -1195,28 +1213,14 @@ fn watch_pods_untouched(
     before: std::collections::BTreeMap<String, (String, i32, bool)>,
 ) -> (Seen, tokio::task::JoinHandle<()>) {
     let seen: Seen = Default::default();
-    let api: Api<Pod> = ns.api();
+    let mut events = pod_events(ns, "web,worker");
     let task = tokio::spawn({
         let seen = seen.clone();
         async move {
-            let cfg = watcher::Config::default().labels(&format!(
-                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-            ));
-            let mut events = watcher(api, cfg).boxed();
-            while let Some(ev) = events.next().await {
-                let (gone, p) = match ev {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
-                    Ok(watcher::Event::Delete(p)) => (true, p),
-                    _ => continue,
-                };
+            while let Some((gone, p)) = events.next().await {
                 let uid = p.metadata.uid.clone().unwrap_or_default();
                 let name = p.name_any();
-                let restarts: i32 = p
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.container_statuses.as_ref())
-                    .map(|cs| cs.iter().map(|c| c.restart_count).sum())
-                    .unwrap_or(0);
+                let restarts = restarts(&p);
                 let what = match before.get(&uid) {
                     None => Some(format!("new pod {name}")),
                     Some(_) if gone => Some(format!("pod {name} deleted")),
@@ -2032,26 +2036,12 @@ fn watch_expand_contract_pods(
     tokio::task::JoinHandle<()>,
 ) {
     let t: std::sync::Arc<std::sync::Mutex<ExpandTimeline>> = Default::default();
-    let api: Api<Pod> = ns.api();
+    let mut events = app_pod_events(ns);
     let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
     let task = tokio::spawn({
         let t = t.clone();
         async move {
-            let cfg =
-                watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}"));
-            let mut events = watcher(api, cfg).boxed();
-            while let Some(ev) = events.next().await {
-                let (deleted, p) = match ev {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
-                    Ok(watcher::Event::Delete(p)) => (true, p),
-                    _ => continue,
-                };
-                if !matches!(
-                    label(&p, "app.kubernetes.io/component").as_str(),
-                    "web" | "worker" | "all"
-                ) {
-                    continue;
-                }
+            while let Some((deleted, p)) = events.next().await {
                 let name = p.name_any();
                 let v = label(&p, "app.kubernetes.io/version");
                 let mut t = t.lock().unwrap();
@@ -2096,22 +2086,8 @@ fn watch_expand_contract_pods(
                     t.old_at_first_new = olds;
                 }
                 t.new_pods.push(name.clone());
-                // installed_on and creationTimestamp on the same clock; the latter is whole
-                // seconds, so compare whole seconds (floor keeps the order)
-                let installed = psql(
-                    &db,
-                    &format!(
-                        "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
-                         FROM _sqlx_migrations WHERE version = {schema} AND success \
-                         UNION ALL SELECT -1 LIMIT 1"
-                    ),
-                );
-                let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
-                match installed.parse::<i64>() {
-                    Ok(i) if i >= 0 && i <= created => {}
-                    _ => t.violations.push(format!(
-                        "pod {name} of {new} created at {created} but pre-deploy migration {schema} installed at {installed:?}"
-                    )),
+                if let Err(why) = installed_before(&db, schema, &p, "pre-deploy migration") {
+                    t.violations.push(format!("pod {name} of {new} {why}"));
                 }
             }
         }
