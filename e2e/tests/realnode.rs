@@ -126,6 +126,66 @@ async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
     db
 }
 
+/// The README's quick start ([`quick_start`]) running 0.1.0 with its one web pod and two
+/// workers. Returns the database name.
+async fn quick_start_running(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
+    let db = quick_start(ns, edit).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    db
+}
+
+/// The example with `upgradeStrategy: RollingWhenCompatible`.
+fn rolling_when_compatible(m: &str) -> String {
+    let from = "spec:\n";
+    assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+    m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+}
+
+/// The scenario's media directory (`quick_start` made it) removed.
+fn remove_media(ns: &Ns) {
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// `path` on the web Service, by its DNS name.
+fn web_url(ns: &Ns, path: &str) -> String {
+    format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000{path}",
+        ns.name
+    )
+}
+
+/// What [`record_phases`] recorded, once it saw Running (at its version).
+async fn recorded(phases: tokio::task::JoinHandle<Vec<String>>) -> Vec<String> {
+    tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running")
+        .expect("phase recorder")
+}
+
+/// The phases after the first `Running` ones (those of the version running before).
+fn after_running(phases: &[String]) -> Vec<&str> {
+    phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect()
+}
+
+/// Waits until a pod watch lists (`live`) the three 0.1.0 pods.
+async fn wait_listed(live: impl Fn() -> usize) {
+    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
+        let n = live();
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+}
+
 /// Records every distinct consecutive `status.phase` of the Hollo until it is `Running` at the
 /// generation it observes and, when `version` is given, at that `currentVersion`.
 fn record_phases(ns: &Ns, version: Option<&str>) -> tokio::task::JoinHandle<Vec<String>> {
@@ -306,10 +366,7 @@ async fn quick_start_runs_for_real() {
     let phases = record_phases(&ns, None);
     let db = quick_start(&ns, |m| m.to_string()).await;
     let h = ns.wait_running("0.1.0", 300).await;
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.log(&format!("phases: {phases:?}"));
     let from = phases
         .iter()
@@ -413,7 +470,7 @@ async fn quick_start_runs_for_real() {
     // the CronJob controller's schedule, so this triggers the Job at once instead of waiting up
     // to a minute for a `* * * * *` schedule.
     real_cleanup_runs_against_the_database(&ns, &db, &r).await;
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// Issue 35 item 5 on real pods (see `quick_start_runs_for_real`): remote-post fixtures in the
@@ -710,7 +767,7 @@ async fn scaling_workers_loses_and_repeats_nothing() {
             "worker {pod} took {took}s to drain (drainSeconds 30)"
         );
     }
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// A worker pod force-deleted (grace 0) under load: its leased probes are finished by the
@@ -749,7 +806,7 @@ async fn a_killed_worker_loses_nothing() {
     ns.log(&format!("force-deleted {victim}"));
     let s = all_probes_done(&ns, 80, 300).await;
     ns.log(&format!("probe stats: {s}"));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// The Eviction API against the worker pods honours the worker PodDisruptionBudget: the first
@@ -794,7 +851,7 @@ async fn evictions_honour_the_disruption_budget() {
     );
     let s = all_probes_done(&ns, 40, 300).await;
     ns.log(&format!("probe stats: {s}"));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// Waits until the role's PodDisruptionBudget allows exactly one disruption.
@@ -876,7 +933,7 @@ async fn web_evictions_honour_the_disruption_budget() {
         pod_ready(&still) && still.metadata.deletion_timestamp.is_none(),
         "{second} still serves"
     );
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// POST of an Eviction, as `kubectl drain` does it. Through kubectl, not kube's client: that
@@ -1078,10 +1135,7 @@ fn watch_upgrade_pods(
 async fn upgrade_to_the_next_version_for_real() {
     let ns = Ns::new("real-upgrade").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    let db = quick_start_running(&ns, |m| m.to_string()).await;
     assert_eq!(
         psql(
             &db,
@@ -1100,24 +1154,13 @@ async fn upgrade_to_the_next_version_for_real() {
     ns.log(&format!("probe enqueue: {}", out.trim()));
     let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
     let phases = record_phases(&ns, Some(NEXT));
-    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
-        let n = timeline.lock().unwrap().live.len();
-        if n >= 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    })
-    .await;
+    wait_listed(|| timeline.lock().unwrap().live.len()).await;
     let before = probe_stats(&ns).await;
     ns.log(&format!("before the upgrade: {before}"));
     patch_version(&ns, NEXT);
     let h = ns.wait_running(NEXT, 300).await;
     ns.log(&status_line(&h));
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.wait_replicas("web", 1, 120).await;
     ns.wait_replicas("worker", 2, 120).await;
     let s = all_probes_done(&ns, 400, 300).await;
@@ -1127,11 +1170,7 @@ async fn upgrade_to_the_next_version_for_real() {
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
 
     // the first recorded phase is the Running of 0.1.0
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         ["ScalingDown", "Migrating", "RollingOut", "Running"],
@@ -1182,7 +1221,7 @@ async fn upgrade_to_the_next_version_for_real() {
     // need a running instance: another install and upgrade would add ~2 min to the suite.
     downgrade_below_the_schema_is_refused_for_real(&ns, &db, schema).await;
     stopped_and_paused_for_real(&ns, 400).await;
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// The web and worker pods that are not terminating: uid → (name, container restarts, Ready).
@@ -1319,13 +1358,10 @@ async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schem
         db,
         "SELECT max(version) FROM _sqlx_migrations WHERE success",
     );
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
+    let url = web_url(ns, "/api/v1/instance");
     // 40 s: the refusal took 4-5 s here (two probe pods), then the 6 s hold; the client must
     // still be polling after both (asserted below), and every second more is idle suite time.
-    start_poller(ns, &url, 40).await;
+    start_poller(ns, &url, 40, &[]).await;
     let (disturbed, watch) = watch_pods_untouched(ns, before.clone());
     let (phases, phase_watch) = watch_phases(ns);
     patch_version(ns, "0.1.0");
@@ -1435,18 +1471,8 @@ async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schem
     )
     .await;
     ns.log(&status_line(&h));
-    let end = wait_until("the polling client ends", 120, || async {
-        match poller_phase(ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    poller_succeeded(ns, &url, 120).await;
     watch.abort();
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
     let disturbed = disturbed.lock().unwrap().clone();
     assert!(
         disturbed.is_empty(),
@@ -1575,10 +1601,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         }),
         "new pods after the stop: {started:?}"
     );
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
+    let url = web_url(ns, "/api/v1/instance");
     let answer = get_from_a_pod(ns, "after-stop", &url).await;
     ns.log(&format!(
         "GET {url} after the stop: {}",
@@ -1724,7 +1747,7 @@ async fn upgrade_with_a_failing_migration_then_back() {
     hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "50"]).await;
     let s = all_probes_done(&ns, 50, 120).await;
     ns.log(&format!("probe stats: {s}"));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// RollingWhenCompatible's second version: the 0.1.0 image under another tag (e2e/images tags
@@ -1739,52 +1762,9 @@ const ROLLING: &str = "0.1.0-rolling";
 #[tokio::test]
 async fn rolling_upgrade_serves_every_request() {
     let ns = Ns::new("real-rolling").await;
-    quick_start(&ns, |m| {
-        let from = "spec:\n";
-        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
-        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/healthz",
-        ns.name
-    );
-    let client = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "poller"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "100ms", "-for", "90s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .unwrap();
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
-        .expect("create the polling client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = || async {
-        pods_api
-            .get("poller")
-            .await
-            .map_err(|e| e.to_string())
-            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
-    };
-    wait_until("the polling client runs", 60, || async {
-        match client_phase().await? {
-            ph if ph == "Running" => Ok(()),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    quick_start_running(&ns, rolling_when_compatible).await;
+    let url = web_url(&ns, "/healthz");
+    start_poller(&ns, &url, 90, &[]).await;
     let phases = record_phases(&ns, Some(ROLLING));
     // a few seconds of polling before the upgrade
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -1792,10 +1772,7 @@ async fn rolling_upgrade_serves_every_request() {
     let h = ns.wait_running(ROLLING, 120).await;
     ns.log(&status_line(&h));
     ns.wait_replicas("web", 1, 60).await;
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.log(&format!("phases: {phases:?}"));
     // the old web pod must be gone (drained) while the client still polls
     wait_until("no web pod of 0.1.0 left", 60, || async {
@@ -1813,15 +1790,11 @@ async fn rolling_upgrade_serves_every_request() {
     })
     .await;
     assert_eq!(
-        client_phase().await.ok().as_deref(),
+        poller_phase(&ns).await.ok().as_deref(),
         Some("Running"),
         "the client polled through the whole upgrade (-for 90s)"
     );
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         [
@@ -1832,18 +1805,8 @@ async fn rolling_upgrade_serves_every_request() {
         ],
         "phases of a compatible rolling upgrade"
     );
-    let end = wait_until("the polling client ends", 120, || async {
-        match client_phase().await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    poller_succeeded(&ns, &url, 120).await;
+    remove_media(&ns);
 }
 
 /// Issue 34 item 3 (done when: "a forced stop-migrate-start: requests during the downtime get
@@ -1855,47 +1818,9 @@ async fn rolling_upgrade_serves_every_request() {
 #[tokio::test]
 async fn maintenance_page_answers_through_a_stop_migrate_start() {
     let ns = Ns::new("real-page").await;
-    quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
-    let client = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "poller"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "100ms", "-for", "90s", "-unavailable-ok", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("client pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
-        .expect("create the polling client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = || async {
-        pods_api
-            .get("poller")
-            .await
-            .map_err(|e| e.to_string())
-            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
-    };
-    wait_until("the polling client runs", 60, || async {
-        match client_phase().await? {
-            ph if ph == "Running" => Ok(()),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    quick_start_running(&ns, |m| m.to_string()).await;
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 90, &["-unavailable-ok"]).await;
     let phases = record_phases(&ns, Some(NEXT));
     // a few seconds of 200s before the upgrade
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -1903,16 +1828,9 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
     let h = ns.wait_running(NEXT, 180).await;
     ns.log(&status_line(&h));
     ns.wait_replicas("web", 1, 60).await;
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.log(&format!("phases: {phases:?}"));
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         ["ScalingDown", "Migrating", "RollingOut", "Running"],
@@ -1926,21 +1844,12 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
     })
     .await;
     assert_eq!(
-        client_phase().await.ok().as_deref(),
+        poller_phase(&ns).await.ok().as_deref(),
         Some("Running"),
         "the client polled through the whole upgrade (-for 90s)"
     );
-    let end = wait_until("the polling client ends", 120, || async {
-        match client_phase().await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
+    let log = poller_succeeded(&ns, &url, 120).await;
     let summary = log.lines().last().unwrap_or("").to_string();
-    ns.log(&format!("client: {summary}"));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
     assert!(summary.contains("failures=0"), "{log}");
     let unavailable: u64 = summary
         .rsplit("unavailable=")
@@ -1948,15 +1857,34 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0);
     assert!(unavailable > 0, "no 503 seen during the downtime: {log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// The next version's post-deploy migration (e2e/next/migrations/post).
 const NEXT_POST: i64 = 20991231000002;
 
+/// Waits for the polling client to end; asserts it succeeded with no failed request (of
+/// `url`). Its log.
+async fn poller_succeeded(ns: &Ns, url: &str, secs: u64) -> String {
+    let end = wait_until("the polling client ends", secs, || async {
+        match poller_phase(ns).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    log
+}
+
 /// A client pod GETting `url` through the web Service every 100 ms for `secs` seconds
 /// (e2e/images' httpget; it exits non-zero and logs each failure if any request fails).
-async fn start_poller(ns: &Ns, url: &str, secs: u64) {
+async fn start_poller(ns: &Ns, url: &str, secs: u64, extra_args: &[&str]) {
+    let for_ = format!("{secs}s");
+    let args = [&["-poll", "100ms", "-for", &for_], extra_args, &[url]].concat();
     let client = serde_json::to_string(&json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "poller"},
@@ -1964,7 +1892,7 @@ async fn start_poller(ns: &Ns, url: &str, secs: u64) {
             "restartPolicy": "Never",
             "containers": [{
                 "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "100ms", "-for", format!("{secs}s"), url],
+                "args": args,
                 "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
                                     "readOnlyRootFilesystem": true,
                                     "capabilities": {"drop": ["ALL"]},
@@ -2110,25 +2038,14 @@ fn watch_expand_contract_pods(
 async fn expand_contract_upgrade_serves_every_request() {
     let ns = Ns::new("real-expand").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| {
-        let from = "spec:\n";
-        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
-        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    let db = quick_start_running(&ns, rolling_when_compatible).await;
     let olds_before: Vec<String> = [pods(&ns, "web").await, pods(&ns, "worker").await]
         .concat()
         .iter()
         .map(|p| p.name_any())
         .collect();
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
-    start_poller(&ns, &url, 150).await;
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 150, &[]).await;
     // 8 task slots: 600 probes of 400 ms keep the workers busy for ~30 s, through the
     // pre-migration and the rollout (old and new workers overlap: same task definitions)
     let out = hollo_in_web_pod(
@@ -2140,22 +2057,11 @@ async fn expand_contract_upgrade_serves_every_request() {
     let (timeline, watch) =
         watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT), schema, NEXT_POST, false);
     let phases = record_phases(&ns, Some(NEXT));
-    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
-        let n = timeline.lock().unwrap().live.len();
-        if n >= 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    })
-    .await;
+    wait_listed(|| timeline.lock().unwrap().live.len()).await;
     patch_version(&ns, NEXT);
     let h = ns.wait_running(NEXT, 300).await;
     ns.log(&status_line(&h));
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.wait_replicas("web", 1, 120).await;
     ns.wait_replicas("worker", 2, 120).await;
     let s = all_probes_done(&ns, 600, 300).await;
@@ -2167,11 +2073,7 @@ async fn expand_contract_upgrade_serves_every_request() {
         t.new_pods, t.old_at_first_new
     ));
 
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         [
@@ -2231,18 +2133,8 @@ async fn expand_contract_upgrade_serves_every_request() {
         Some("Running"),
         "the client polled through the whole upgrade (-for 150s)"
     );
-    let end = wait_until("the polling client ends", 200, || async {
-        match poller_phase(&ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    poller_succeeded(&ns, &url, 200).await;
+    remove_media(&ns);
 }
 
 /// The different-task-definitions variant of the zero-downtime upgrade (issue 34 item 2).
@@ -2259,20 +2151,9 @@ const NEXT_TASKS: &str = "0.1.1-e2e-tasks";
 async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     let ns = Ns::new("real-expand-tasks").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| {
-        let from = "spec:\n";
-        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
-        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
-    start_poller(&ns, &url, 150).await;
+    let db = quick_start_running(&ns, rolling_when_compatible).await;
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 150, &[]).await;
     let out = hollo_in_web_pod(
         &ns,
         &["probe", "enqueue", "--count", "300", "--sleep-ms", "300"],
@@ -2282,15 +2163,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     let (timeline, watch) =
         watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT_TASKS), schema, NEXT_POST, true);
     let phases = record_phases(&ns, Some(NEXT_TASKS));
-    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
-        let n = timeline.lock().unwrap().live.len();
-        if n >= 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    })
-    .await;
+    wait_listed(|| timeline.lock().unwrap().live.len()).await;
     patch_version(&ns, NEXT_TASKS);
     // The window with no worker of either version: web still answers and enqueues, the queue
     // holds the work for the new workers.
@@ -2317,10 +2190,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     );
     let h = ns.wait_running(NEXT_TASKS, 300).await;
     ns.log(&status_line(&h));
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.wait_replicas("web", 1, 120).await;
     ns.wait_replicas("worker", 2, 120).await;
     let s = all_probes_done(&ns, 350, 300).await;
@@ -2328,11 +2198,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     watch.abort();
     let t = std::mem::take(&mut *timeline.lock().unwrap());
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         [
@@ -2354,18 +2220,8 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
     let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
     assert!(v.contains("\"taskDefinitionVersion\":5"), "{v}");
-    let end = wait_until("the polling client ends", 200, || async {
-        match poller_phase(&ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    poller_succeeded(&ns, &url, 200).await;
+    remove_media(&ns);
 }
 
 /// Issue 35 item 2 on the real node ("a web autoscaler scales on load within the connection
@@ -2439,10 +2295,7 @@ async fn web_autoscaler_scales_on_load_within_the_budget() {
         "idle: {idle}% of the request; kubectl top:\n{top}"
     ));
 
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
+    let url = web_url(&ns, "/api/v1/instance");
     let load = serde_json::to_string(&json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "load"},
@@ -2554,5 +2407,5 @@ async fn web_autoscaler_scales_on_load_within_the_budget() {
         "back to 1 web pod {}s after the load stopped",
         t1.elapsed().as_secs()
     ));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
