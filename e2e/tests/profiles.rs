@@ -225,13 +225,7 @@ async fn upstream_profile_renders_upstreams_conventions() {
             "scaledobjects",
         ),
     );
-    let so = wait_until("ScaledObject social-worker", 60, || async {
-        sos.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "none yet".to_string())
-    })
-    .await;
+    let so = wait_exists("ScaledObject", &sos, &format!("{HOLLO}-worker"), 60).await;
     let t = &so.data["spec"]["triggers"][0];
     ns.log(&format!("KEDA trigger: {t}"));
     assert_eq!(

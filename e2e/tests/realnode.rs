@@ -503,13 +503,7 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
         .await;
     let name = format!("{HOLLO}-cleanup-remote-posts");
     let cjs: Api<CronJob> = ns.api();
-    let cj = wait_until(&format!("CronJob {name}"), 60, || async {
-        cjs.get_opt(&name)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let cj = wait_exists("CronJob", &cjs, &name, 60).await;
     assert_eq!(cj.spec.suspend, Some(false), "{name} is not suspended");
     ns.kubectl(&[
         "create",
@@ -995,15 +989,7 @@ fn next_schema_version(ns: &Ns) -> i64 {
 
 /// `kubectl patch` of `spec.version`, the README's command.
 fn patch_version(ns: &Ns, version: &str) {
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        HOLLO,
-        "--type",
-        "merge",
-        "-p",
-        &json!({"spec": {"version": version}}).to_string(),
-    ]);
+    ns.kubectl_patch_hollo(&json!({"spec": {"version": version}}).to_string());
     ns.log(&format!("patched spec.version → {version}"));
 }
 

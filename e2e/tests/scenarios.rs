@@ -202,28 +202,12 @@ async fn install_first_run_and_scale() {
     );
 
     // 3. Scale with the README's command, then down to one.
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        "social",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"replicas":5}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"replicas":5}}}"#);
     ns.wait_replicas("worker", 5, 60).await;
     pdbs.get(&format!("{HOLLO}-worker"))
         .await
         .expect("worker PDB with 5 replicas");
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        "social",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"replicas":1}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"replicas":1}}}"#);
     ns.wait_replicas("worker", 1, 60).await;
     wait_until("worker PDB removed at one replica", 30, || async {
         match pdbs.get_opt(&format!("{HOLLO}-worker")).await {
@@ -252,23 +236,9 @@ async fn autoscaling_hpa_hand_off() {
     ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
     ns.wait_running(V1, 90).await;
     // The README's command.
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        "social",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"autoscaling":{"enabled":true,"minReplicas":2,"maxReplicas":10,"targetCPUUtilization":70}}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"autoscaling":{"enabled":true,"minReplicas":2,"maxReplicas":10,"targetCPUUtilization":70}}}}"#);
     let hpas: Api<HorizontalPodAutoscaler> = ns.api();
-    let hpa = wait_until("HPA social-worker", 30, || async {
-        hpas.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no HPA".to_string())
-    })
-    .await;
+    let hpa = wait_exists("HPA", &hpas, &format!("{HOLLO}-worker"), 30).await;
     let spec = hpa.spec;
     assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 10));
     assert_eq!(spec.scale_target_ref.name, format!("{HOLLO}-worker"));
@@ -408,13 +378,7 @@ async fn keda_scaled_object() {
     .await;
     let sos: Api<DynamicObject> =
         Api::namespaced_with(ns.client.clone(), &ns.name, &scaled_object_resource());
-    let so = wait_until("ScaledObject social-worker", 60, || async {
-        sos.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no ScaledObject".to_string())
-    })
-    .await;
+    let so = wait_exists("ScaledObject", &sos, &format!("{HOLLO}-worker"), 60).await;
     let spec = &so.data["spec"];
     ns.log(&format!("ScaledObject spec: {spec}"));
     assert_eq!(spec["scaleTargetRef"]["name"], format!("{HOLLO}-worker"));
@@ -872,15 +836,7 @@ async fn upgrade_phases_in_order() {
             changed = true;
             ns.log(&format!("patch spec.version {V1} → {V2}"));
             // The README's command.
-            ns.kubectl(&[
-                "patch",
-                "hollo",
-                "social",
-                "--type",
-                "merge",
-                "-p",
-                r#"{"spec":{"version":"0.2.0"}}"#,
-            ]);
+            ns.kubectl_patch_hollo(r#"{"spec":{"version":"0.2.0"}}"#);
         }
     }
     ns.log(&format!("phases observed: {:?}", t.phases));
@@ -1225,53 +1181,14 @@ async fn drift_restored_and_children_collected() {
     assert!(children.len() >= 2);
     ns.kubectl(&["delete", "hollo", "social"]);
     wait_until("every child garbage-collected", 120, || async {
-        let mut left = vec![];
-        let lp = ListParams::default();
-        let d: Api<Deployment> = ns.api();
-        left.extend(
-            d.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Deployment/{}", o.name_any())),
-        );
-        let s: Api<Service> = ns.api();
-        left.extend(
-            s.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Service/{}", o.name_any())),
-        );
-        let p: Api<PodDisruptionBudget> = ns.api();
-        left.extend(
-            p.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("PDB/{}", o.name_any())),
-        );
-        let j: Api<Job> = ns.api();
-        left.extend(
-            j.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Job/{}", o.name_any())),
-        );
-        let po: Api<Pod> = ns.api();
-        left.extend(
-            po.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Pod/{}", o.name_any())),
-        );
+        let mut left = [
+            names_of("Deployment", &ns.api::<Deployment>()).await?,
+            names_of("Service", &ns.api::<Service>()).await?,
+            names_of("PDB", &ns.api::<PodDisruptionBudget>()).await?,
+            names_of("Job", &ns.api::<Job>()).await?,
+            names_of("Pod", &ns.api::<Pod>()).await?,
+        ]
+        .concat();
         let h = ns
             .hollos()
             .get_opt(HOLLO)
@@ -1384,13 +1301,7 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
 
     let hpas: Api<HorizontalPodAutoscaler> = ns.api();
     // Applied after the Deployments: wait for it rather than assume it is there already.
-    let hpa = wait_until("HPA social-web", 60, || async {
-        hpas.get_opt(&format!("{HOLLO}-web"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let hpa = wait_exists("HPA", &hpas, &format!("{HOLLO}-web"), 60).await;
     assert_eq!(hpa.spec.scale_target_ref.name, format!("{HOLLO}-web"));
     assert_eq!((hpa.spec.min_replicas, hpa.spec.max_replicas), (Some(1), 3));
     let down = hpa
@@ -1520,21 +1431,9 @@ async fn issue35_http_route_and_network_policy() {
 
     // The NetworkPolicies, as the apiserver stores them.
     let nps: Api<NetworkPolicy> = ns.api();
-    let web_np = wait_until("NetworkPolicy social-web", 60, || async {
-        nps.get_opt(&format!("{HOLLO}-web"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let web_np = wait_exists("NetworkPolicy", &nps, &format!("{HOLLO}-web"), 60).await;
     // Applied one after the other: the worker's may come a moment after the web's.
-    let worker_np = wait_until("NetworkPolicy social-worker", 60, || async {
-        nps.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let worker_np = wait_exists("NetworkPolicy", &nps, &format!("{HOLLO}-worker"), 60).await;
     let web = serde_json::to_value(web_np.spec.expect("spec")).expect("json");
     let worker = serde_json::to_value(worker_np.spec.expect("spec")).expect("json");
     ns.log(&format!("web policy: {web}"));
@@ -1599,14 +1498,7 @@ async fn issue35_http_route_and_network_policy() {
             "the HTTPRoute CRD exists before this scenario installed it"
         );
     }
-    let r = wait_until("HTTPRoute social-web", 90, || async {
-        routes
-            .get_opt(&format!("{HOLLO}-web"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no HTTPRoute".to_string())
-    })
-    .await;
+    let r = wait_exists("HTTPRoute", &routes, &format!("{HOLLO}-web"), 90).await;
     let spec = &r.data["spec"];
     ns.log(&format!("HTTPRoute spec: {spec}"));
     assert_eq!(spec["hostnames"], json!(["hollo.example.com"]));
@@ -1764,20 +1656,14 @@ async fn issue35_scheduled_cleanups() {
         Some("/etc/hollo/ca/ca.crt")
     );
     let cjs: Api<CronJob> = ns.api();
-    let remote = wait_until("CronJob social-cleanup-remote-posts", 60, || async {
-        cjs.get_opt(&format!("{HOLLO}-cleanup-remote-posts"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
+    let remote = wait_exists(
+        "CronJob",
+        &cjs,
+        &format!("{HOLLO}-cleanup-remote-posts"),
+        60,
+    )
     .await;
-    let media = wait_until("CronJob social-cleanup-media", 60, || async {
-        cjs.get_opt(&format!("{HOLLO}-cleanup-media"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let media = wait_exists("CronJob", &cjs, &format!("{HOLLO}-cleanup-media"), 60).await;
     assert_eq!(remote.spec.schedule, "* * * * *");
     assert_eq!(remote.spec.time_zone.as_deref(), Some("Etc/UTC"));
     assert_eq!(remote.spec.suspend, Some(false));

@@ -321,6 +321,11 @@ impl Ns {
             .await
     }
 
+    /// `kubectl patch hollo social --type merge -p <patch>`, the README's command, with kubectl.
+    pub fn kubectl_patch_hollo(&self, patch: &str) -> String {
+        self.kubectl(&["patch", "hollo", HOLLO, "--type", "merge", "-p", patch])
+    }
+
     /// `kubectl patch hollo <name> --type merge -p <patch>`, through the API.
     pub async fn merge_hollo(&self, patch: Value) -> DynamicObject {
         self.hollos()
@@ -485,6 +490,36 @@ where
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Waits until `api` has the object `name` (one the operator applies); `what` names its kind
+/// in the wait's message.
+pub async fn wait_exists<K>(what: &str, api: &Api<K>, name: &str, secs: u64) -> K
+where
+    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_until(&format!("{what} {name}"), secs, || async {
+        api.get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await
+}
+
+/// `<kind>/<name>` of every object `api` lists.
+pub async fn names_of<K>(kind: &str, api: &Api<K>) -> Result<Vec<String>, String>
+where
+    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug + kube::Resource,
+{
+    Ok(api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?
+        .items
+        .iter()
+        .map(|o| format!("{kind}/{}", o.name_any()))
+        .collect())
 }
 
 /// Checks that `f` keeps returning `Ok` for `secs` (a steady state, e.g. the operator does not
