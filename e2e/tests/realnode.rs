@@ -1052,60 +1052,80 @@ struct PodTimeline {
     live: std::collections::BTreeMap<String, String>,
     /// pods of the new version, in the order they appeared
     new_pods: Vec<String>,
+    /// the pods of the old version alive when the first new pod appeared
+    old_at_first_new: Vec<String>,
     violations: Vec<String>,
 }
 
-/// Watches every event of the Hollo's pods: a pod of `new` must never exist beside a pod of
-/// `old` (a terminating pod still runs its process, so it counts until it is gone), and the
-/// migration `schema` must be in the database (`_sqlx_migrations`, installed before the pod
-/// was created) when a pod of `new` first shows.
-fn watch_upgrade_pods(
+type Timeline = std::sync::Arc<std::sync::Mutex<PodTimeline>>;
+
+/// Watches every event of the Hollo's app pods, keeping `live` of the timeline; then
+/// `on_event` sees the timeline, the pod, whether it was deleted, and the pods of `old` alive
+/// now (a terminating pod still runs its process, so it counts until it is gone).
+fn watch_app_pods(
     ns: &Ns,
-    db: &str,
     old: &str,
-    new: &str,
-    schema: i64,
-) -> (
-    std::sync::Arc<std::sync::Mutex<PodTimeline>>,
-    tokio::task::JoinHandle<()>,
-) {
-    let t: std::sync::Arc<std::sync::Mutex<PodTimeline>> = Default::default();
+    mut on_event: impl FnMut(&mut PodTimeline, &Pod, bool, Vec<String>) + Send + 'static,
+) -> (Timeline, tokio::task::JoinHandle<()>) {
+    let t: Timeline = Default::default();
     let mut events = app_pod_events(ns);
-    let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
+    let old = old.to_string();
     let task = tokio::spawn({
         let t = t.clone();
         async move {
             while let Some((deleted, p)) = events.next().await {
                 let name = p.name_any();
-                let v = label(&p, "app.kubernetes.io/version");
                 let mut t = t.lock().unwrap();
                 if deleted {
                     t.live.remove(&name);
-                    continue;
+                } else {
+                    t.live.insert(name, label(&p, "app.kubernetes.io/version"));
                 }
-                t.live.insert(name.clone(), v.clone());
-                if v != new || t.new_pods.contains(&name) {
-                    continue;
-                }
-                t.new_pods.push(name.clone());
                 let olds: Vec<String> = t
                     .live
                     .iter()
                     .filter(|(_, pv)| **pv == old)
                     .map(|(n, _)| n.clone())
                     .collect();
-                if !olds.is_empty() {
-                    t.violations.push(format!(
-                        "pod {name} of {new} beside pods of {old}: {olds:?}"
-                    ));
-                }
-                if let Err(why) = installed_before(&db, schema, &p, "migration") {
-                    t.violations.push(format!("pod {name} of {new} {why}"));
-                }
+                on_event(&mut t, &p, deleted, olds);
             }
         }
     });
     (t, task)
+}
+
+/// The name of pod `p` when it is one of version `new` the timeline has not seen yet.
+fn first_seen(t: &PodTimeline, p: &Pod, deleted: bool, new: &str) -> Option<String> {
+    let name = p.name_any();
+    (!deleted && label(p, "app.kubernetes.io/version") == new && !t.new_pods.contains(&name))
+        .then_some(name)
+}
+
+/// Watches every event of the Hollo's pods: a pod of `new` must never exist beside a pod of
+/// `old`, and the migration `schema` must be in the database (`_sqlx_migrations`, installed
+/// before the pod was created) when a pod of `new` first shows.
+fn watch_upgrade_pods(
+    ns: &Ns,
+    db: &str,
+    old: &str,
+    new: &str,
+    schema: i64,
+) -> (Timeline, tokio::task::JoinHandle<()>) {
+    let (db, old_, new) = (db.to_string(), old.to_string(), new.to_string());
+    watch_app_pods(ns, old, move |t, p, deleted, olds| {
+        let Some(name) = first_seen(t, p, deleted, &new) else {
+            return;
+        };
+        t.new_pods.push(name.clone());
+        if !olds.is_empty() {
+            t.violations.push(format!(
+                "pod {name} of {new} beside pods of {old_}: {olds:?}"
+            ));
+        }
+        if let Err(why) = installed_before(&db, schema, p, "migration") {
+            t.violations.push(format!("pod {name} of {new} {why}"));
+        }
+    })
 }
 
 /// Upgrade for real: `kubectl patch` of `spec.version` from 0.1.0 to 0.1.1-e2e (one more
@@ -1921,18 +1941,6 @@ fn post_migrated(db: &str, version: i64) -> bool {
         ) == "1"
 }
 
-/// What the pod watch of a zero-downtime upgrade saw.
-#[derive(Default, Debug)]
-struct ExpandTimeline {
-    /// app pods (web/worker/all) that exist, terminating ones included → their version
-    live: std::collections::BTreeMap<String, String>,
-    /// pods of the new version, in the order they appeared
-    new_pods: Vec<String>,
-    /// the pods of the old version alive when the first new pod appeared
-    old_at_first_new: Vec<String>,
-    violations: Vec<String>,
-}
-
 /// Watches every event of the Hollo's pods through a zero-downtime upgrade (issue 34 item 2):
 /// the pre-deploy migration `schema` must be in `_sqlx_migrations`, installed no later than a
 /// new pod's creation; the post-deploy migration `post` must not be recorded while any pod of
@@ -1945,68 +1953,43 @@ fn watch_expand_contract_pods(
     schema: i64,
     post: i64,
     tasks_differ: bool,
-) -> (
-    std::sync::Arc<std::sync::Mutex<ExpandTimeline>>,
-    tokio::task::JoinHandle<()>,
-) {
-    let t: std::sync::Arc<std::sync::Mutex<ExpandTimeline>> = Default::default();
-    let mut events = app_pod_events(ns);
-    let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
-    let task = tokio::spawn({
-        let t = t.clone();
-        async move {
-            while let Some((deleted, p)) = events.next().await {
-                let name = p.name_any();
-                let v = label(&p, "app.kubernetes.io/version");
-                let mut t = t.lock().unwrap();
-                if deleted {
-                    t.live.remove(&name);
-                } else {
-                    t.live.insert(name.clone(), v.clone());
-                }
-                let olds: Vec<String> = t
-                    .live
-                    .iter()
-                    .filter(|(_, pv)| **pv == old)
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                if !olds.is_empty() && post_migrated(&db, post) {
-                    t.violations.push(format!(
-                        "post-deploy migration {post} recorded while pods of {old} live: {olds:?}"
-                    ));
-                }
-                if deleted || v != new || t.new_pods.contains(&name) {
-                    continue;
-                }
-                if tasks_differ {
-                    let component = label(&p, "app.kubernetes.io/component");
-                    let old_workers: Vec<String> = olds
-                        .iter()
-                        .filter(|n| n.contains("-worker-"))
-                        .cloned()
-                        .collect();
-                    if !old_workers.is_empty() {
-                        t.violations.push(format!(
-                            "{component} pod {name} of {new} beside old workers {old_workers:?}"
-                        ));
-                    }
-                    if component == "worker" && !olds.is_empty() {
-                        t.violations.push(format!(
-                            "worker {name} of {new} beside pods of {old}: {olds:?}"
-                        ));
-                    }
-                }
-                if t.new_pods.is_empty() {
-                    t.old_at_first_new = olds;
-                }
-                t.new_pods.push(name.clone());
-                if let Err(why) = installed_before(&db, schema, &p, "pre-deploy migration") {
-                    t.violations.push(format!("pod {name} of {new} {why}"));
-                }
+) -> (Timeline, tokio::task::JoinHandle<()>) {
+    let (db, old_, new) = (db.to_string(), old.to_string(), new.to_string());
+    watch_app_pods(ns, old, move |t, p, deleted, olds| {
+        if !olds.is_empty() && post_migrated(&db, post) {
+            t.violations.push(format!(
+                "post-deploy migration {post} recorded while pods of {old_} live: {olds:?}"
+            ));
+        }
+        let Some(name) = first_seen(t, p, deleted, &new) else {
+            return;
+        };
+        if tasks_differ {
+            let component = label(p, "app.kubernetes.io/component");
+            let old_workers: Vec<String> = olds
+                .iter()
+                .filter(|n| n.contains("-worker-"))
+                .cloned()
+                .collect();
+            if !old_workers.is_empty() {
+                t.violations.push(format!(
+                    "{component} pod {name} of {new} beside old workers {old_workers:?}"
+                ));
+            }
+            if component == "worker" && !olds.is_empty() {
+                t.violations.push(format!(
+                    "worker {name} of {new} beside pods of {old_}: {olds:?}"
+                ));
             }
         }
-    });
-    (t, task)
+        if t.new_pods.is_empty() {
+            t.old_at_first_new = olds;
+        }
+        t.new_pods.push(name.clone());
+        if let Err(why) = installed_before(&db, schema, p, "pre-deploy migration") {
+            t.violations.push(format!("pod {name} of {new} {why}"));
+        }
+    })
 }
 
 /// Issue 34 item 2 (done when: "an upgrade to a version with one additive migration and the
