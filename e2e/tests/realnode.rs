@@ -717,12 +717,7 @@ async fn scaling_workers_loses_and_repeats_nothing() {
     let (exits, watch) = record_worker_exits(&ns);
 
     // 4 task slots per worker: 120 probes of 1.5 s keep one worker busy for ~45 s
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "120", "--sleep-ms", "1500"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 120, 1500).await;
     ns.merge_hollo(json!({"spec": {"worker": {"replicas": 3}}}))
         .await;
     ns.wait_replicas("worker", 3, 120).await;
@@ -779,12 +774,7 @@ async fn a_killed_worker_loses_nothing() {
     .await;
     ns.wait_running("0.1.0", 300).await;
     ns.wait_replicas("worker", 2, 120).await;
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "80", "--sleep-ms", "2000"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 80, 2000).await;
     wait_until("probes under way", 60, || async {
         let s = probe_stats(&ns).await;
         let done = s["completed"].as_i64().unwrap_or(0);
@@ -1128,6 +1118,46 @@ fn watch_upgrade_pods(
     })
 }
 
+/// `count` probes of `sleep_ms` each enqueued through a web pod.
+async fn enqueue_probes(ns: &Ns, count: u32, sleep_ms: u32) {
+    let (count, sleep_ms) = (count.to_string(), sleep_ms.to_string());
+    let out = hollo_in_web_pod(
+        ns,
+        &[
+            "probe",
+            "enqueue",
+            "--count",
+            &count,
+            "--sleep-ms",
+            &sleep_ms,
+        ],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+}
+
+/// The end of an upgrade to `version`: Running there with its one web pod and two workers, the
+/// `probes` enqueued before all done; the Hollo, the recorded `phases`, what the pod `watch`
+/// saw (then stopped).
+async fn upgraded(
+    ns: &Ns,
+    version: &str,
+    phases: tokio::task::JoinHandle<Vec<String>>,
+    (timeline, watch): (Timeline, tokio::task::JoinHandle<()>),
+    probes: i64,
+) -> (kube::api::DynamicObject, Vec<String>, PodTimeline) {
+    let h = ns.wait_running(version, 300).await;
+    ns.log(&status_line(&h));
+    let phases = recorded(phases).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let s = all_probes_done(ns, probes, 300).await;
+    ns.log(&format!("probe stats after the upgrade: {s}"));
+    watch.abort();
+    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    (h, phases, t)
+}
+
 /// Upgrade for real: `kubectl patch` of `spec.version` from 0.1.0 to 0.1.1-e2e (one more
 /// migration). Every pod event is watched: no 0.1.0 pod runs while a 0.1.1-e2e pod does, and the
 /// new migration is in the database before the first new pod is created; the phases and their
@@ -1152,27 +1182,14 @@ async fn upgrade_to_the_next_version_for_real() {
     );
 
     // 8 task slots: 400 probes of 400 ms keep the workers busy for ~20 s, through the upgrade
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "400", "--sleep-ms", "400"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 400, 400).await;
     let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
     let phases = record_phases(&ns, Some(NEXT));
     wait_listed(|| timeline.lock().unwrap().live.len()).await;
     let before = probe_stats(&ns).await;
     ns.log(&format!("before the upgrade: {before}"));
     patch_version(&ns, NEXT);
-    let h = ns.wait_running(NEXT, 300).await;
-    ns.log(&status_line(&h));
-    let phases = recorded(phases).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 400, 300).await;
-    ns.log(&format!("probe stats after the upgrade: {s}"));
-    watch.abort();
-    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    let (_, phases, t) = upgraded(&ns, NEXT, phases, (timeline, watch), 400).await;
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
 
     // the first recorded phase is the Running of 0.1.0
@@ -2017,26 +2034,13 @@ async fn expand_contract_upgrade_serves_every_request() {
     start_poller(&ns, &url, 150, &[]).await;
     // 8 task slots: 600 probes of 400 ms keep the workers busy for ~30 s, through the
     // pre-migration and the rollout (old and new workers overlap: same task definitions)
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "600", "--sleep-ms", "400"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 600, 400).await;
     let (timeline, watch) =
         watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT), schema, NEXT_POST, false);
     let phases = record_phases(&ns, Some(NEXT));
     wait_listed(|| timeline.lock().unwrap().live.len()).await;
     patch_version(&ns, NEXT);
-    let h = ns.wait_running(NEXT, 300).await;
-    ns.log(&status_line(&h));
-    let phases = recorded(phases).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 600, 300).await;
-    ns.log(&format!("probe stats after the upgrade: {s}"));
-    watch.abort();
-    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    let (h, phases, t) = upgraded(&ns, NEXT, phases, (timeline, watch), 600).await;
     ns.log(&format!(
         "phases: {phases:?}; new pods: {:?}; old pods at the first new one: {:?}",
         t.new_pods, t.old_at_first_new
@@ -2123,12 +2127,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     let db = quick_start_running(&ns, rolling_when_compatible).await;
     let url = web_url(&ns, "/api/v1/instance");
     start_poller(&ns, &url, 150, &[]).await;
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "300", "--sleep-ms", "300"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 300, 300).await;
     let (timeline, watch) =
         watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT_TASKS), schema, NEXT_POST, true);
     let phases = record_phases(&ns, Some(NEXT_TASKS));
@@ -2157,15 +2156,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
         held["pending"].as_i64().is_some_and(|p| p >= 50),
         "the queue holds them: {held}"
     );
-    let h = ns.wait_running(NEXT_TASKS, 300).await;
-    ns.log(&status_line(&h));
-    let phases = recorded(phases).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 350, 300).await;
-    ns.log(&format!("probe stats after the upgrade: {s}"));
-    watch.abort();
-    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    let (_, phases, t) = upgraded(&ns, NEXT_TASKS, phases, (timeline, watch), 350).await;
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
     let after = after_running(&phases);
     assert_eq!(
