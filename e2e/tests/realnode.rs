@@ -1329,23 +1329,6 @@ fn watch_phases(ns: &Ns) -> (Seen, tokio::task::JoinHandle<()>) {
     (seen, task)
 }
 
-/// The `(status, observedGeneration)` of a condition.
-fn condition_generation(
-    h: &kube::api::DynamicObject,
-    type_: &str,
-) -> Option<(String, Option<i64>)> {
-    h.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or("").to_string(),
-                c["observedGeneration"].as_i64(),
-            )
-        })
-}
-
 /// Issue 34 item 4 on real pods (R-OP-ZD: "a version older than the schema is refused before
 /// anything stops"; done when: "a downgrade below the schema: refused, pods untouched, still
 /// Running"). Running at 0.1.1-e2e on a database at its schema, `kubectl patch` of
@@ -1632,27 +1615,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
     ));
 
     // Paused: an edit is recorded as paused and left alone until unpaused.
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
-        .await;
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
-        .await
-        .metadata
-        .generation;
-    ns.log("spec.reconciliationPaused: true, then web.replicas: 2");
-    wait_until(
-        "ReconciliationPaused=True for the edit's generation",
-        60,
-        || async {
-            let h = ns.hollo().await;
-            match condition_generation(&h, "ReconciliationPaused") {
-                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        },
-    )
-    .await;
-    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    ns.pause_and_scale_web(60).await;
     let web = format!("{HOLLO}-web");
     holds_for("web stays at 1 replica while paused", 8, || async {
         let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
@@ -1666,20 +1629,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         }
     })
     .await;
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
-        .await;
-    ns.log("spec.reconciliationPaused: false");
-    ns.wait_replicas("web", 2, 120).await;
-    let h = ns.wait_running(NEXT, 60).await;
-    assert_eq!(
-        condition(&h, "ReconciliationPaused")
-            .map(|c| c.0)
-            .as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+    ns.unpause(NEXT, 120).await;
     // and the instance works: probes enqueued now are completed by the workers
     hollo_in_web_pod(ns, &["probe", "enqueue", "--count", "40"]).await;
     let s = all_probes_done(ns, enqueued_before + 40, 120).await;

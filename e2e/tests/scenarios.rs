@@ -1743,20 +1743,6 @@ async fn issue35_scheduled_cleanups() {
     );
 }
 
-/// The `(status, observedGeneration)` of a condition.
-fn condition_generation(h: &DynamicObject, type_: &str) -> Option<(String, Option<i64>)> {
-    h.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or("").to_string(),
-                c["observedGeneration"].as_i64(),
-            )
-        })
-}
-
 /// Issue 34 item 5 (R-OP-1, R-OP-STATUS): the operations verbs. `spec.stopped: true` → every
 /// role at 0 pods, the worker HPA deleted, Service, Deployments and PDB kept, phase and condition
 /// `Stopped`; `false` → `Running` again with the replicas and the HPA back.
@@ -1874,26 +1860,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     .await;
 
     // Pause, then edit: the operator marks the edit's generation paused and leaves it alone.
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
-        .await;
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
-        .await
-        .metadata
-        .generation;
-    wait_until(
-        "ReconciliationPaused=True for the edit's generation",
-        30,
-        || async {
-            let h = ns.hollo().await;
-            match condition_generation(&h, "ReconciliationPaused") {
-                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        },
-    )
-    .await;
-    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    ns.pause_and_scale_web(30).await;
     let web = format!("{HOLLO}-web");
     holds_for("web stays at 1 replica while paused", 6, || async {
         let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
@@ -1908,19 +1875,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     .await;
 
     // Unpause: the edit is carried out.
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
-        .await;
-    ns.wait_replicas("web", 2, 60).await;
-    let h = ns.wait_running(V1, 60).await;
-    assert_eq!(
-        condition(&h, "ReconciliationPaused")
-            .map(|c| c.0)
-            .as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+    ns.unpause(V1, 60).await;
 }
 
 /// UIDs of the web and worker pods that are not terminating.

@@ -366,6 +366,52 @@ impl Ns {
         .await
     }
 
+    /// Pauses reconciliation, then edits `web.replicas` to 2: waits (`secs`) until
+    /// `ReconciliationPaused=True` names the edit's generation, and for its event.
+    pub async fn pause_and_scale_web(&self, secs: u64) {
+        self.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+            .await;
+        let gen_ = self
+            .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
+            .await
+            .metadata
+            .generation;
+        self.log("spec.reconciliationPaused: true, then web.replicas: 2");
+        wait_until(
+            "ReconciliationPaused=True for the edit's generation",
+            secs,
+            || async {
+                let h = self.hollo().await;
+                match condition_generation(&h, "ReconciliationPaused") {
+                    Some((s, g)) if s == "True" && g == gen_ => Ok(()),
+                    other => Err(format!("{other:?}; {}", status_line(&h))),
+                }
+            },
+        )
+        .await;
+        self.wait_event("ReconciliationPaused", "Normal", 30).await;
+    }
+
+    /// Unpauses after [`Self::pause_and_scale_web`]: the paused edit is carried out (2 web pods
+    /// within `secs`), Running at `version` with `ReconciliationPaused=False` and the event
+    /// `ReconciliationResumed`.
+    pub async fn unpause(&self, version: &str, secs: u64) {
+        self.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
+            .await;
+        self.log("spec.reconciliationPaused: false");
+        self.wait_replicas("web", 2, secs).await;
+        let h = self.wait_running(version, 60).await;
+        assert_eq!(
+            condition(&h, "ReconciliationPaused")
+                .map(|c| c.0)
+                .as_deref(),
+            Some("False"),
+            "{}",
+            status_line(&h)
+        );
+        self.wait_event("ReconciliationResumed", "Normal", 30).await;
+    }
+
     pub async fn deployment(&self, name: &str) -> Option<Deployment> {
         self.api::<Deployment>()
             .get_opt(name)
@@ -551,6 +597,20 @@ pub fn condition(h: &DynamicObject, type_: &str) -> Option<(String, String, Stri
         .map(|c| {
             let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
             (s("status"), s("reason"), s("message"))
+        })
+}
+
+/// The `(status, observedGeneration)` of a condition.
+pub fn condition_generation(h: &DynamicObject, type_: &str) -> Option<(String, Option<i64>)> {
+    h.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["observedGeneration"].as_i64(),
+            )
         })
 }
 
