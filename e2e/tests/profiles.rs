@@ -58,17 +58,6 @@ fn upstream_hollo(patch: Value) -> Value {
     h
 }
 
-async fn wait_condition(ns: &Ns, type_: &str, status: &str, reason: &str, secs: u64) -> String {
-    wait_until(&format!("{type_}={status} {reason}"), secs, || async {
-        let h = ns.hollo().await;
-        match condition(&h, type_) {
-            Some((s, r, m)) if s == status && r == reason => Ok(m),
-            other => Err(format!("{other:?}; {}", status_line(&h))),
-        }
-    })
-    .await
-}
-
 /// Replaces a Secret's data the way `kubectl create secret … --dry-run=client -o yaml |
 /// kubectl apply` would.
 async fn put_secret(ns: &Ns, name: &str, data: Value) {
@@ -96,17 +85,7 @@ async fn ensure_crd(ns: &Ns, name: &str, file: &str) {
     if crds.get_opt(name).await.expect("get CRD").is_none() {
         ns.kubectl(&["apply", "--server-side", "-f", file]);
     }
-    wait_until(&format!("CRD {name} Established"), 60, || async {
-        let c = crds.get(name).await.map_err(|e| e.to_string())?;
-        c.status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-            .then_some(())
-            .ok_or_else(|| "not established".to_string())
-    })
-    .await;
+    ns.wait_crd_established(name, 60).await;
 }
 
 /// Upstream profile: pods, probes, env, migration, KEDA query, Recreate, SECRET_KEY length.
@@ -125,7 +104,9 @@ async fn upstream_profile_renders_upstreams_conventions() {
     }})))
     .await
     .expect("apply an upstream Hollo");
-    let m = wait_condition(&ns, "SecretKey", "False", "SecretKeyTooShort", 60).await;
+    let m = ns
+        .wait_condition("SecretKey", "False", "SecretKeyTooShort", 60)
+        .await;
     ns.log(&format!("SecretKey=False: {m}"));
     assert!(m.contains("has 32 characters"), "{m}");
     ns.wait_event("SecretKeyTooShort", "Warning", 30).await;
@@ -136,8 +117,11 @@ async fn upstream_profile_renders_upstreams_conventions() {
     )
     .await;
     poke(&ns, 1).await;
-    wait_condition(&ns, "SecretKey", "True", "LongEnough", 60).await;
-    let m = wait_condition(&ns, "UpgradeStrategy", "False", "RecreateUsed", 30).await;
+    ns.wait_condition("SecretKey", "True", "LongEnough", 60)
+        .await;
+    let m = ns
+        .wait_condition("UpgradeStrategy", "False", "RecreateUsed", 30)
+        .await;
     assert!(m.contains("upgrades use Recreate"), "{m}");
     ns.wait_running(V1, 120).await;
 
@@ -287,7 +271,9 @@ async fn cnpg_database_from_the_clusters_app_secret() {
         .await
         .expect("apply a Hollo on CloudNativePG");
     // No Secret yet: a clear condition and event, and nothing applied (no crash loop).
-    let m = wait_condition(&ns, "Database", "False", "SecretMissing", 60).await;
+    let m = ns
+        .wait_condition("Database", "False", "SecretMissing", 60)
+        .await;
     ns.log(&format!("Database=False: {m}"));
     assert!(m.contains("pg-app not found"), "{m}");
     ns.wait_event("SecretMissing", "Warning", 30).await;
@@ -336,11 +322,15 @@ async fn cnpg_database_from_the_clusters_app_secret() {
     };
     put_secret(&ns, "pg-app", app("first0password")).await;
     poke(&ns, 1).await;
-    let m = wait_condition(&ns, "Database", "True", "CnpgSecretFound", 60).await;
+    let m = ns
+        .wait_condition("Database", "True", "CnpgSecretFound", 60)
+        .await;
     ns.log(&format!("Database=True: {m}"));
     assert!(m.contains("max_connections 60"), "{m}");
     // 1 web × 20 + 2 workers × 24 + 1 + 5 = 74 > the Cluster's 60 (the spec says 100).
-    let budget = wait_condition(&ns, "ConnectionBudget", "False", "OverBudget", 60).await;
+    let budget = ns
+        .wait_condition("ConnectionBudget", "False", "OverBudget", 60)
+        .await;
     assert!(budget.contains("maxConnections 60"), "{budget}");
     ns.wait_running(V1, 120).await;
 
@@ -601,7 +591,9 @@ async fn issue34_cnpg_backup_before_migrating() {
     ns.merge_hollo(json!({"spec": {"version": "0.3.0",
         "upgrade": {"backup": {"timeoutSeconds": 3}}}}))
         .await;
-    let m = wait_condition(&ns, "BackedUp", "False", "BackupFailed", 60).await;
+    let m = ns
+        .wait_condition("BackedUp", "False", "BackupFailed", 60)
+        .await;
     assert!(m.contains("not completed within 3s"), "{m}");
     let h = ns.hollo().await;
     assert_eq!(phase(&h), "BackupFailed", "{}", status_line(&h));

@@ -25,6 +25,18 @@ use serde_json::json;
 const V1: &str = "0.1.0";
 const V2: &str = "0.2.0";
 
+/// A scenario's namespace with the minimal example applied (its Secrets and claim first),
+/// Running at 0.1.0.
+async fn running_minimal(scenario: &str) -> Ns {
+    let ns = Ns::new(scenario).await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+    ns
+}
+
 fn env_of(d: &Deployment, container: usize, var: &str) -> Option<String> {
     d.spec.template.spec.as_ref()?.containers[container]
         .env
@@ -362,20 +374,7 @@ async fn keda_scaled_object() {
             "scaledobjects.keda.sh exists before the KEDA scenario installed it"
         );
     }
-    wait_until("ScaledObject CRD Established", 30, || async {
-        let c = crds
-            .get("scaledobjects.keda.sh")
-            .await
-            .map_err(|e| e.to_string())?;
-        c.status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-            .then_some(())
-            .ok_or_else(|| "not established".to_string())
-    })
-    .await;
+    ns.wait_crd_established("scaledobjects.keda.sh", 30).await;
     let sos: Api<DynamicObject> =
         Api::namespaced_with(ns.client.clone(), &ns.name, &scaled_object_resource());
     let so = wait_exists("ScaledObject", &sos, &format!("{HOLLO}-worker"), 60).await;
@@ -474,12 +473,7 @@ async fn ingress_behind_proxy() {
 /// not sampled, so a moment with none cannot slip between two polls.
 #[tokio::test]
 async fn one_web_replica_rolls_without_a_gap() {
-    let ns = Ns::new("surge").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("surge").await;
     ns.wait_replicas("web", 1, 60).await;
     let before: BTreeSet<String> = ns
         .ready_pods("web")
@@ -924,12 +918,7 @@ enum Obj {
 /// the new version; fixing `migrations.command` recovers.
 #[tokio::test]
 async fn failing_migration_then_fix() {
-    let ns = Ns::new("migfail").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("migfail").await;
 
     ns.merge_hollo(json!({"spec": {"version": V2,
         "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))
@@ -1094,14 +1083,9 @@ async fn admission_rejections_and_connection_budget() {
     ))
     .await
     .expect("an over-budget Hollo is valid");
-    let h = wait_until("ConnectionBudget=False", 60, || async {
-        let h = ns.hollo().await;
-        match condition(&h, "ConnectionBudget") {
-            Some((s, _, _)) if s == "False" => Ok(h),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
+    let h = ns
+        .wait_condition_status("ConnectionBudget", "False", 60)
+        .await;
     let (_, reason, message) = condition(&h, "ConnectionBudget").unwrap();
     ns.log(&format!("ConnectionBudget=False {reason}: {message}"));
     assert!(
@@ -1115,26 +1099,15 @@ async fn admission_rejections_and_connection_budget() {
     // Back under budget: True again.
     ns.merge_hollo(json!({"spec": {"database": {"maxConnections": 500}}}))
         .await;
-    wait_until("ConnectionBudget=True", 60, || async {
-        let h = ns.hollo().await;
-        match condition(&h, "ConnectionBudget") {
-            Some((s, _, _)) if s == "True" => Ok(()),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
+    ns.wait_condition_status("ConnectionBudget", "True", 60)
+        .await;
 }
 
 /// Scenario 8: drift is undone (deleted worker Deployment, edited image); deleting the Hollo
 /// garbage-collects every child.
 #[tokio::test]
 async fn drift_restored_and_children_collected() {
-    let ns = Ns::new("drift").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("drift").await;
     let deps: Api<Deployment> = ns.api();
     let worker = format!("{HOLLO}-worker");
     let before = ns.deployment(&worker).await.unwrap();
@@ -1479,18 +1452,8 @@ async fn issue35_http_route_and_network_policy() {
     if !preinstalled {
         let ev = ns.wait_event("GatewayAPINotInstalled", "Warning", 90).await;
         ns.log(&format!("without the Gateway API: {:?}", ev.note));
-        wait_until("Degraded=True GatewayAPINotInstalled", 60, || async {
-            let h = ns.hollo().await;
-            match condition(&h, "Degraded") {
-                Some((status, reason, _))
-                    if status == "True" && reason == "GatewayAPINotInstalled" =>
-                {
-                    Ok(())
-                }
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        })
-        .await;
+        ns.wait_condition("Degraded", "True", "GatewayAPINotInstalled", 60)
+            .await;
         ns.kubectl(&["apply", "--server-side", "-f", &crd_file]);
     } else {
         assert!(
@@ -1917,14 +1880,8 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
     // otherwise delete a finished probe of the running version as history).
     ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
         .await;
-    wait_until("ReconciliationPaused=True", 30, || async {
-        let h = ns.hollo().await;
-        match condition(&h, "ReconciliationPaused") {
-            Some((s, _, _)) if s == "True" => Ok(()),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
+    ns.wait_condition_status("ReconciliationPaused", "True", 30)
+        .await;
     let newer = r#"{"version":"0.2.0","schemaVersion":20991231000001,"taskDefinitionVersion":1}"#;
     let older = r#"{"version":"0.1.0","schemaVersion":20260101000000,"taskDefinitionVersion":1}"#;
     let labels = json!({
@@ -2056,12 +2013,7 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
 /// Service on the web pods again, the page gone.
 #[tokio::test]
 async fn issue34_maintenance_page_answers_during_the_downtime() {
-    let ns = Ns::new("page").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("page").await;
 
     ns.merge_hollo(json!({"spec": {"version": V2,
         "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))

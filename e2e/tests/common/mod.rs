@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
@@ -410,6 +411,57 @@ impl Ns {
             status_line(&h)
         );
         self.wait_event("ReconciliationResumed", "Normal", 30).await;
+    }
+
+    /// Waits until the Hollo's condition `type_` is `status` with `reason`: its message.
+    pub async fn wait_condition(
+        &self,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        secs: u64,
+    ) -> String {
+        wait_until(&format!("{type_}={status} {reason}"), secs, || async {
+            let h = self.hollo().await;
+            match condition(&h, type_) {
+                Some((s, r, m)) if s == status && r == reason => Ok(m),
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        })
+        .await
+    }
+
+    /// Waits until the Hollo's condition `type_` is `status` (any reason): the Hollo.
+    pub async fn wait_condition_status(
+        &self,
+        type_: &str,
+        status: &str,
+        secs: u64,
+    ) -> DynamicObject {
+        wait_until(&format!("{type_}={status}"), secs, || async {
+            let h = self.hollo().await;
+            match condition(&h, type_) {
+                Some((s, _, _)) if s == status => Ok(h),
+                _ => Err(status_line(&h)),
+            }
+        })
+        .await
+    }
+
+    /// Waits until the CustomResourceDefinition `name` is Established.
+    pub async fn wait_crd_established(&self, name: &str, secs: u64) {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        wait_until(&format!("CRD {name} Established"), secs, || async {
+            let c = crds.get(name).await.map_err(|e| e.to_string())?;
+            c.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+                .ok_or_else(|| "not established".to_string())
+        })
+        .await;
     }
 
     pub async fn deployment(&self, name: &str) -> Option<Deployment> {
