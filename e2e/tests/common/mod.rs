@@ -104,21 +104,7 @@ impl Ns {
         )
         .await
         .expect("create namespace");
-        let kubeconfig = env.workdir.join(format!("{name}.kubeconfig"));
-        std::fs::copy(&env.kubeconfig, &kubeconfig).expect("copy kubeconfig");
-        let ns = Ns {
-            name,
-            client,
-            env,
-            kubeconfig,
-            started: Instant::now(),
-        };
-        ns.kubectl(&[
-            "config",
-            "set-context",
-            "--current",
-            &format!("--namespace={}", ns.name),
-        ]);
+        let ns = Ns::with_context(name, env, client);
         ns.log("namespace created");
         ns
     }
@@ -127,10 +113,15 @@ impl Ns {
     pub async fn existing(name: &str) -> Ns {
         let env = env();
         let client = client_for(&env.kubeconfig).await;
+        Ns::with_context(name.to_string(), env, client)
+    }
+
+    /// The scenario's own copy of the kubeconfig, whose context defaults to namespace `name`.
+    fn with_context(name: String, env: Env, client: Client) -> Ns {
         let kubeconfig = env.workdir.join(format!("{name}.kubeconfig"));
         std::fs::copy(&env.kubeconfig, &kubeconfig).expect("copy kubeconfig");
         let ns = Ns {
-            name: name.to_string(),
+            name,
             client,
             env,
             kubeconfig,
@@ -421,14 +412,9 @@ impl Ns {
         reason: &str,
         secs: u64,
     ) -> String {
-        wait_until(&format!("{type_}={status} {reason}"), secs, || async {
-            let h = self.hollo().await;
-            match condition(&h, type_) {
-                Some((s, r, m)) if s == status && r == reason => Ok(m),
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        })
-        .await
+        self.wait_condition_as(type_, status, Some(reason), secs)
+            .await
+            .1
     }
 
     /// Waits until the Hollo's condition `type_` is `status` (any reason): the Hollo.
@@ -438,11 +424,27 @@ impl Ns {
         status: &str,
         secs: u64,
     ) -> DynamicObject {
-        wait_until(&format!("{type_}={status}"), secs, || async {
+        self.wait_condition_as(type_, status, None, secs).await.0
+    }
+
+    /// Waits until the Hollo's condition `type_` is `status` (with `reason`, when given): the
+    /// Hollo and the condition's message.
+    async fn wait_condition_as(
+        &self,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+        secs: u64,
+    ) -> (DynamicObject, String) {
+        let what = match reason {
+            Some(r) => format!("{type_}={status} {r}"),
+            None => format!("{type_}={status}"),
+        };
+        wait_until(&what, secs, || async {
             let h = self.hollo().await;
             match condition(&h, type_) {
-                Some((s, _, _)) if s == status => Ok(h),
-                _ => Err(status_line(&h)),
+                Some((s, r, m)) if s == status && reason.is_none_or(|want| r == want) => Ok((h, m)),
+                other => Err(format!("{other:?}; {}", status_line(&h))),
             }
         })
         .await
