@@ -517,15 +517,9 @@ async fn issue34_cnpg_backup_before_migrating() {
     let jobs: Api<Job> = ns.api();
     let pod_uids = || async {
         let mut uids: Vec<String> = ns
-            .api::<k8s_openapi::api::core::v1::Pod>()
-            .list(&ListParams::default().labels(&format!(
-                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-            )))
+            .live_pods("web,worker")
             .await
-            .expect("list pods")
-            .items
             .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter_map(|p| p.metadata.uid)
             .collect();
         uids.sort();

@@ -1249,15 +1249,9 @@ async fn upgrade_to_the_next_version_for_real() {
 
 /// The web and worker pods that are not terminating: uid → (name, container restarts, Ready).
 async fn app_pods(ns: &Ns) -> std::collections::BTreeMap<String, (String, i32, bool)> {
-    ns.api::<Pod>()
-        .list(&ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-        )))
+    ns.live_pods("web,worker")
         .await
-        .expect("list pods")
-        .items
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .map(|p| {
             let uid = p.metadata.uid.clone().unwrap_or_default();
             (uid, (p.name_any(), restarts(&p), pod_ready(&p)))

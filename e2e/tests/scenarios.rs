@@ -1843,15 +1843,9 @@ async fn issue34_stopped_and_paused_reconciliation() {
 
 /// UIDs of the web and worker pods that are not terminating.
 async fn role_pod_uids(ns: &Ns) -> BTreeSet<String> {
-    ns.api::<Pod>()
-        .list(&ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-        )))
+    ns.live_pods("web,worker")
         .await
-        .expect("list pods")
-        .items
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| p.metadata.uid)
         .collect()
 }

@@ -475,15 +475,22 @@ impl Ns {
 
     /// Pods of one component that are Ready and not terminating.
     pub async fn ready_pods(&self, component: &str) -> Vec<Pod> {
+        let mut pods = self.live_pods(component).await;
+        pods.retain(pod_ready);
+        pods
+    }
+
+    /// Pods of the `components` (say `web,worker`) that are not terminating.
+    pub async fn live_pods(&self, components: &str) -> Vec<Pod> {
         self.api::<Pod>()
             .list(&ListParams::default().labels(&format!(
-                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component={component}"
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in ({components})"
             )))
             .await
             .expect("list pods")
             .items
             .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
             .collect()
     }
 
