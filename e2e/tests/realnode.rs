@@ -1047,6 +1047,33 @@ struct PodTimeline {
     violations: Vec<String>,
 }
 
+impl PodTimeline {
+    /// The upgrade to `version` broke no rule, at least three new pods were seen, and only pods
+    /// of `version` are left.
+    fn assert_upgraded(&self, version: &str) {
+        assert!(self.violations.is_empty(), "{:#?}", self.violations);
+        assert!(
+            self.new_pods.len() >= 3,
+            "new pods seen: {:?}",
+            self.new_pods
+        );
+        assert!(
+            self.live.values().all(|v| v == version),
+            "pods left: {:?}",
+            self.live
+        );
+    }
+}
+
+/// The phases of a zero-downtime upgrade (issue 34 item 2), after the old version's Running.
+const EXPAND_CONTRACT_PHASES: [&str; 5] = [
+    "CheckingCompatibility",
+    "PreMigrating",
+    "RollingOut",
+    "PostMigrating",
+    "Running",
+];
+
 type Timeline = std::sync::Arc<std::sync::Mutex<PodTimeline>>;
 
 /// Watches every event of the Hollo's app pods, keeping `live` of the timeline; then
@@ -1199,13 +1226,7 @@ async fn upgrade_to_the_next_version_for_real() {
         ["ScalingDown", "Migrating", "RollingOut", "Running"],
         "phases of the upgrade"
     );
-    assert!(t.violations.is_empty(), "{:#?}", t.violations);
-    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
-    assert!(
-        t.live.values().all(|v| v == NEXT),
-        "pods left: {:?}",
-        t.live
-    );
+    t.assert_upgraded(NEXT);
     // One Normal event per phase. kube's event recorder folds a repeat of (type, reason,
     // action, object) into the first event's series, whose note keeps the first occurrence's
     // text ("target 0.1.0" from the install): a phase seen at the install too must show a
@@ -1992,18 +2013,10 @@ async fn expand_contract_upgrade_serves_every_request() {
 
     let after = after_running(&phases);
     assert_eq!(
-        after,
-        [
-            "CheckingCompatibility",
-            "PreMigrating",
-            "RollingOut",
-            "PostMigrating",
-            "Running"
-        ],
+        after, EXPAND_CONTRACT_PHASES,
         "phases of a zero-downtime upgrade"
     );
-    assert!(t.violations.is_empty(), "{:#?}", t.violations);
-    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
+    t.assert_upgraded(NEXT);
     let mut at_first = t.old_at_first_new.clone();
     at_first.sort();
     let mut before = olds_before.clone();
@@ -2012,11 +2025,6 @@ async fn expand_contract_upgrade_serves_every_request() {
         at_first, before,
         "every old pod still alive when the first new pod appeared: nothing stopped for the \
          pre-deploy migration"
-    );
-    assert!(
-        t.live.values().all(|v| v == NEXT),
-        "pods left: {:?}",
-        t.live
     );
     for p in ["PreMigrating", "PostMigrating"] {
         let evs = ns.events(p).await;
@@ -2104,23 +2112,10 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
     let after = after_running(&phases);
     assert_eq!(
-        after,
-        [
-            "CheckingCompatibility",
-            "PreMigrating",
-            "RollingOut",
-            "PostMigrating",
-            "Running"
-        ],
+        after, EXPAND_CONTRACT_PHASES,
         "phases of a zero-downtime upgrade with new task definitions"
     );
-    assert!(t.violations.is_empty(), "{:#?}", t.violations);
-    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
-    assert!(
-        t.live.values().all(|v| v == NEXT_TASKS),
-        "pods left: {:?}",
-        t.live
-    );
+    t.assert_upgraded(NEXT_TASKS);
     assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
     let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
     assert!(v.contains("\"taskDefinitionVersion\":5"), "{v}");
