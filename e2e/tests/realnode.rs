@@ -1551,27 +1551,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         3,
         "the /proc scan finds the running containers' processes: {ids:?} → {alive:?}"
     );
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"stopped": true}}))
-        .await
-        .metadata
-        .generation;
-    ns.log("spec.stopped: true");
-    wait_until("phase Stopped, Stopped=True", 120, || async {
-        let h = ns.hollo().await;
-        let stopped = condition(&h, "Stopped").map(|c| c.0);
-        if phase(&h) == "Stopped"
-            && stopped.as_deref() == Some("True")
-            && h.data["status"]["observedGeneration"].as_i64() == gen_
-        {
-            Ok(())
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.wait_replicas("web", 0, 60).await;
-    ns.wait_replicas("worker", 0, 60).await;
+    ns.stop(120).await;
     // drainSeconds 30 (+ 5): a pod object goes once the kubelet reports its containers ended
     wait_until("no web or worker pod left", 90, || async {
         let left: Vec<String> = [pods(ns, "web").await, pods(ns, "worker").await]
@@ -1602,17 +1582,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
     ns.wait_event("Stopped", "Normal", 30).await;
     ns.log("stopped: no pod, no container process");
 
-    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
-    ns.log("spec.stopped: false");
-    let h = ns.wait_running(NEXT, 180).await;
-    assert_eq!(
-        condition(&h, "Stopped").map(|c| c.0).as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    ns.start(NEXT, 180, 120).await;
     let started = app_pods(ns).await;
     assert!(
         started.keys().all(|uid| {

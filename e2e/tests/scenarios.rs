@@ -1731,26 +1731,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     ns.wait_replicas("worker", 2, 60).await;
 
     // Stop: 0 pods, no autoscaler, everything else kept.
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"stopped": true}}))
-        .await
-        .metadata
-        .generation;
-    wait_until("phase Stopped, Stopped=True", 60, || async {
-        let h = ns.hollo().await;
-        let stopped = condition(&h, "Stopped").map(|c| c.0);
-        if phase(&h) == "Stopped"
-            && stopped.as_deref() == Some("True")
-            && h.data["status"]["observedGeneration"].as_i64() == gen_
-        {
-            Ok(())
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.wait_replicas("web", 0, 60).await;
-    ns.wait_replicas("worker", 0, 60).await;
+    ns.stop(60).await;
     let pods: Api<Pod> = ns.api();
     wait_until("no pod of any role", 60, || async {
         let left = pods
@@ -1804,16 +1785,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     ns.wait_event("Stopped", "Normal", 30).await;
 
     // Start again: Running, replicas and the HPA back.
-    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
-    let h = ns.wait_running(V1, 90).await;
-    assert_eq!(
-        condition(&h, "Stopped").map(|c| c.0).as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_replicas("web", 1, 60).await;
-    ns.wait_replicas("worker", 2, 60).await;
+    ns.start(V1, 90, 60).await;
     wait_until("HPA back after the stop", 30, || async {
         match hpas.get_opt(&worker).await {
             Ok(Some(_)) => Ok(()),

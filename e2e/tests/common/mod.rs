@@ -358,6 +358,48 @@ impl Ns {
         .await
     }
 
+    /// `spec.stopped: true`: waits (`secs`) for phase `Stopped` with `Stopped=True` at that
+    /// generation, then for both roles' Deployments at 0 with no Ready pod.
+    pub async fn stop(&self, secs: u64) {
+        let gen_ = self
+            .merge_hollo(json!({"spec": {"stopped": true}}))
+            .await
+            .metadata
+            .generation;
+        self.log("spec.stopped: true");
+        wait_until("phase Stopped, Stopped=True", secs, || async {
+            let h = self.hollo().await;
+            let stopped = condition(&h, "Stopped").map(|c| c.0);
+            if phase(&h) == "Stopped"
+                && stopped.as_deref() == Some("True")
+                && h.data["status"]["observedGeneration"].as_i64() == gen_
+            {
+                Ok(())
+            } else {
+                Err(status_line(&h))
+            }
+        })
+        .await;
+        self.wait_replicas("web", 0, 60).await;
+        self.wait_replicas("worker", 0, 60).await;
+    }
+
+    /// `spec.stopped: false`: Running at `version` (within `secs`) with `Stopped=False`, one web
+    /// pod and two workers (within `pods_secs`).
+    pub async fn start(&self, version: &str, secs: u64, pods_secs: u64) {
+        self.merge_hollo(json!({"spec": {"stopped": false}})).await;
+        self.log("spec.stopped: false");
+        let h = self.wait_running(version, secs).await;
+        assert_eq!(
+            condition(&h, "Stopped").map(|c| c.0).as_deref(),
+            Some("False"),
+            "{}",
+            status_line(&h)
+        );
+        self.wait_replicas("web", 1, pods_secs).await;
+        self.wait_replicas("worker", 2, pods_secs).await;
+    }
+
     /// Pauses reconciliation, then edits `web.replicas` to 2: waits (`secs`) until
     /// `ReconciliationPaused=True` names the edit's generation, and for its event.
     pub async fn pause_and_scale_web(&self, secs: u64) {
