@@ -372,32 +372,11 @@ async fn cnpg_database_from_the_clusters_app_secret() {
     );
 
     // A rotated password rolls the pods: the template's Secret hash changes.
-    let hash = |d: &Deployment| {
-        d.spec
-            .template
-            .metadata
-            .as_ref()
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
-    };
-    let before = hash(&web_d).expect("hash annotation");
+    let before = secrets_hash(&web_d).expect("hash annotation");
     put_secret(&ns, "pg-app", app("second0password")).await;
     // Not poked: the operator's own periodic look (60 s) must notice.
-    wait_until(
-        "web template carries the rotated Secret's hash",
-        100,
-        || async {
-            let d = ns
-                .deployment(&format!("{HOLLO}-web"))
-                .await
-                .ok_or("no web")?;
-            match hash(&d) {
-                Some(h) if h != before => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        },
-    )
-    .await;
+    ns.wait_web_hash_changes(&before, "web template carries the rotated Secret's hash")
+        .await;
 }
 
 /// Bad input is rejected at admission with the CEL message, and nothing is stored.

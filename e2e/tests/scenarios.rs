@@ -1305,16 +1305,8 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
     assert_eq!(requests.get("cpu").map(|q| q.0.as_str()), Some("50m"));
 
     // Item 7: rotate the admin token; the operator's periodic GET (≤ 60 s) rolls the pods.
-    let hash = |d: &Deployment| {
-        d.spec
-            .template
-            .metadata
-            .as_ref()
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
-    };
-    let before = hash(&web).expect("the Secrets hash is on the web template");
-    assert_eq!(hash(&worker), Some(before.clone()), "every role");
+    let before = secrets_hash(&web).expect("the Secrets hash is on the web template");
+    assert_eq!(secrets_hash(&worker), Some(before.clone()), "every role");
     let secrets: Api<Secret> = ns.api();
     secrets
         .patch(
@@ -1324,21 +1316,8 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
         )
         .await
         .expect("rotate the token");
-    wait_until(
-        "web template carries the rotated token's hash",
-        100,
-        || async {
-            let d = ns
-                .deployment(&format!("{HOLLO}-web"))
-                .await
-                .ok_or("no web")?;
-            match hash(&d) {
-                Some(h) if h != before => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        },
-    )
-    .await;
+    ns.wait_web_hash_changes(&before, "web template carries the rotated token's hash")
+        .await;
 }
 
 /// Issue 35 items 1, 4 and 6 on the real apiserver: the CEL rules refuse a route without a

@@ -508,6 +508,22 @@ impl Ns {
         .await;
     }
 
+    /// Waits (100 s: the operator's own periodic look at Secrets is 60 s) until the web
+    /// Deployment's template carries a Secrets hash other than `before`; `what` says why.
+    pub async fn wait_web_hash_changes(&self, before: &str, what: &str) {
+        wait_until(what, 100, || async {
+            let d = self
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web")?;
+            match secrets_hash(&d) {
+                Some(h) if h != before => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    }
+
     pub async fn deployment(&self, name: &str) -> Option<Deployment> {
         self.api::<Deployment>()
             .get_opt(name)
@@ -737,6 +753,16 @@ pub fn status_line(h: &DynamicObject) -> String {
         h.data["status"]["worker"],
         conds.join(" ")
     )
+}
+
+/// The `hollo.social/secrets-hash` annotation of a Deployment's pod template.
+pub fn secrets_hash(d: &Deployment) -> Option<String> {
+    d.spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
 }
 
 pub fn pod_ready(p: &Pod) -> bool {
