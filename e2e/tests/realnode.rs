@@ -616,35 +616,8 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
 /// GET `url` from a client pod `name` on the real node (e2e-httpget `-wait 60s`: retried until a
 /// 200 or the deadline); asserts the pod succeeded with a 200 and returns what it printed.
 async fn get_from_a_pod(ns: &Ns, name: &str, url: &str) -> String {
-    let pod = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-wait", "60s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("client pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&pod))
-        .expect("create the client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = wait_until(&format!("the client pod {name} ends"), 120, || async {
-        let p = pods_api.get(name).await.map_err(|e| e.to_string())?;
-        let ph = p.status.and_then(|s| s.phase).unwrap_or_default();
-        if ph == "Succeeded" || ph == "Failed" {
-            Ok(ph)
-        } else {
-            Err(ph)
-        }
-    })
-    .await;
+    create_client_pod(ns, name, &["-wait", "60s", url], "create the client pod");
+    let client_phase = pod_ended(ns, name, &format!("the client pod {name} ends"), 120).await;
     let answer = ns.kubectl(&["logs", name]);
     assert_eq!(client_phase, "Succeeded", "GET {url}: {answer}");
     assert!(answer.starts_with("200"), "GET {url}: {answer}");
@@ -1824,13 +1797,7 @@ const NEXT_POST: i64 = 20991231000002;
 /// Waits for the polling client to end; asserts it succeeded with no failed request (of
 /// `url`). Its log.
 async fn poller_succeeded(ns: &Ns, url: &str, secs: u64) -> String {
-    let end = wait_until("the polling client ends", secs, || async {
-        match poller_phase(ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    let end = pod_ended(ns, "poller", "the polling client ends", secs).await;
     let log = ns.kubectl(&["logs", "poller"]);
     ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
     assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
@@ -1843,9 +1810,46 @@ async fn poller_succeeded(ns: &Ns, url: &str, secs: u64) -> String {
 async fn start_poller(ns: &Ns, url: &str, secs: u64, extra_args: &[&str]) {
     let for_ = format!("{secs}s");
     let args = [&["-poll", "100ms", "-for", &for_], extra_args, &[url]].concat();
-    let client = serde_json::to_string(&json!({
+    create_client_pod(ns, "poller", &args, "create the polling client pod");
+    wait_until("the polling client runs", 60, || async {
+        match poller_phase(ns).await? {
+            ph if ph == "Running" => Ok(()),
+            ph => Err(ph),
+        }
+    })
+    .await;
+}
+
+async fn poller_phase(ns: &Ns) -> Result<String, String> {
+    pod_phase(ns, "poller").await
+}
+
+/// `status.phase` of pod `name`.
+async fn pod_phase(ns: &Ns, name: &str) -> Result<String, String> {
+    ns.api::<Pod>()
+        .get(name)
+        .await
+        .map_err(|e| e.to_string())
+        .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+}
+
+/// Waits (`what`, `secs`) until pod `name` ends: `Succeeded` or `Failed`.
+async fn pod_ended(ns: &Ns, name: &str, what: &str, secs: u64) -> String {
+    wait_until(what, secs, || async {
+        match pod_phase(ns, name).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await
+}
+
+/// Creates the client pod `name`: e2e/images' httpget with `args`, as hardened as the app's
+/// pods (`what` is the failure's message).
+fn create_client_pod(ns: &Ns, name: &str, args: &[&str], what: &str) {
+    let pod = serde_json::to_string(&json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "poller"},
+        "metadata": {"name": name},
         "spec": {
             "restartPolicy": "Never",
             "containers": [{
@@ -1859,23 +1863,8 @@ async fn start_poller(ns: &Ns, url: &str, secs: u64, extra_args: &[&str]) {
         }
     }))
     .expect("client pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
-        .expect("create the polling client pod");
-    wait_until("the polling client runs", 60, || async {
-        match poller_phase(ns).await? {
-            ph if ph == "Running" => Ok(()),
-            ph => Err(ph),
-        }
-    })
-    .await;
-}
-
-async fn poller_phase(ns: &Ns) -> Result<String, String> {
-    ns.api::<Pod>()
-        .get("poller")
-        .await
-        .map_err(|e| e.to_string())
-        .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&pod))
+        .expect(what);
 }
 
 /// Whether the post-deploy migration `version` is recorded (its table may not exist yet).
@@ -2165,24 +2154,12 @@ async fn web_autoscaler_scales_on_load_within_the_budget() {
     ));
 
     let url = web_url(&ns, "/api/v1/instance");
-    let load = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "load"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "1ms", "-for", "600s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("load pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&load))
-        .expect("create the load pod");
+    create_client_pod(
+        &ns,
+        "load",
+        &["-poll", "1ms", "-for", "600s", &url],
+        "create the load pod",
+    );
     let t0 = std::time::Instant::now();
 
     // (desired by the HPA, the Deployment's replicas, Ready web pods), logged when it changes;
