@@ -570,16 +570,7 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
     ns.wait_running(V1, 90).await;
     ns.wait_replicas("web", 1, 60).await;
 
-    let hw = watcher(ns.hollos(), watcher::Config::default())
-        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
-        .boxed();
-    let pw = watcher(
-        ns.api::<Pod>(),
-        watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
-    )
-    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
-    .boxed();
-    let mut all = futures::stream::select_all([hw, pw]);
+    let mut all = futures::stream::select_all(hollo_and_pod_events(&ns));
     // web pod → (serving, version)
     let mut web: BTreeMap<String, (bool, String)> = BTreeMap::new();
     let mut phases: Vec<String> = Vec::new();
@@ -593,20 +584,7 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
             continue;
         };
         match obj {
-            Obj::Hollo(h) => {
-                let p = phase(&h);
-                if patched && phases.last() != Some(&p) {
-                    ns.log(&format!("phase {p}"));
-                    phases.push(p.clone());
-                }
-                if patched
-                    && p == "Running"
-                    && h.data["status"]["currentVersion"] == V2
-                    && phases.len() > 1
-                {
-                    break;
-                }
-            }
+            Obj::Hollo(h) if patched && upgraded_to_v2(&ns, &h, &mut phases) => break,
             Obj::Pod(p) if label(&*p, "app.kubernetes.io/component") == "web" => {
                 if deleted {
                     web.remove(&p.name_any());
@@ -693,25 +671,18 @@ async fn upgrade_phases_in_order() {
     ns.wait_running(V1, 90).await;
     ns.wait_replicas("worker", 2, 60).await;
 
-    let hollos = ns.hollos();
     let pods: Api<Pod> = ns.api();
     let jobs: Api<Job> = ns.api();
     // `<name>-migrate-<version with dots as dashes>`, the operator's naming
     let job_name = format!("{HOLLO}-migrate-{}", V2.replace('.', "-"));
-    let wcfg = || watcher::Config::default();
-    let hw = watcher(hollos, wcfg())
-        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
-        .boxed();
-    let pw = watcher(
-        pods.clone(),
-        wcfg().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
-    )
-    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
-    .boxed();
-    let jw = watcher(jobs.clone(), wcfg())
-        .map(|e| e.map(|e| ("job", obj_event(e, |o| Obj::Job(Box::new(o))))))
-        .boxed();
-    let mut all = futures::stream::select_all([hw, pw, jw]);
+    let mut streams = hollo_and_pod_events(&ns);
+    streams.push(tagged(
+        jobs.clone(),
+        watcher::Config::default(),
+        "job",
+        |o| Obj::Job(Box::new(o)),
+    ));
+    let mut all = futures::stream::select_all(streams);
     // What a user watching with the README's command sees (it prints the current row, then
     // every change from that resourceVersion on).
     let mut user_watch = ns.spawn_kubectl(&["get", "hollo", "social", "-w"]);
@@ -750,20 +721,8 @@ async fn upgrade_phases_in_order() {
             continue;
         };
         match obj {
-            Obj::Hollo(h) => {
-                let p = phase(&h);
-                if changed && t.phases.last() != Some(&p) {
-                    ns.log(&format!("phase {p}"));
-                    t.phases.push(p.clone());
-                }
-                if changed
-                    && p == "Running"
-                    && h.data["status"]["currentVersion"] == V2
-                    && t.phases.len() > 1
-                {
-                    break;
-                }
-            }
+            Obj::Hollo(h) if changed && upgraded_to_v2(&ns, &h, &mut t.phases) => break,
+            Obj::Hollo(_) => {}
             Obj::Pod(p) if is_app_pod(&p) => {
                 let name = p.name_any();
                 let v = label(&*p, "app.kubernetes.io/version");
@@ -912,6 +871,52 @@ enum Obj {
     Hollo(Box<DynamicObject>),
     Pod(Box<Pod>),
     Job(Box<Job>),
+}
+
+/// A watch's events as `(tag, (deleted, object))`.
+type Tagged = futures::stream::BoxStream<
+    'static,
+    Result<(&'static str, Option<(bool, Obj)>), watcher::Error>,
+>;
+
+fn tagged<K>(api: Api<K>, cfg: watcher::Config, tag: &'static str, wrap: fn(K) -> Obj) -> Tagged
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    watcher(api, cfg)
+        .map(move |e| e.map(|e| (tag, obj_event(e, wrap))))
+        .boxed()
+}
+
+/// The watches of the Hollo (`"hollo"`) and of its pods (`"pod"`).
+fn hollo_and_pod_events(ns: &Ns) -> Vec<Tagged> {
+    vec![
+        tagged(ns.hollos(), watcher::Config::default(), "hollo", |o| {
+            Obj::Hollo(Box::new(o))
+        }),
+        tagged(
+            ns.api::<Pod>(),
+            watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
+            "pod",
+            |o| Obj::Pod(Box::new(o)),
+        ),
+    ]
+}
+
+/// After the upgrade's edit: records the Hollo's phase in `phases` when it changed (logging
+/// it); whether the upgrade is over (Running at 0.2.0, after another phase).
+fn upgraded_to_v2(ns: &Ns, h: &DynamicObject, phases: &mut Vec<String>) -> bool {
+    let p = phase(h);
+    if phases.last() != Some(&p) {
+        ns.log(&format!("phase {p}"));
+        phases.push(p.clone());
+    }
+    p == "Running" && h.data["status"]["currentVersion"] == V2 && phases.len() > 1
 }
 
 /// Scenario 6: a migration that exits 1 → MigrationFailed, Degraded, a Warning event, nothing of
