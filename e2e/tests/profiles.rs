@@ -414,19 +414,7 @@ async fn profile_and_cnpg_admission_rules() {
         ),
     ];
     for (patch, message) in cases {
-        match ns.apply_hollo(&minimal_with(patch.clone())).await {
-            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
-            Err(kube::Error::Api(e)) => {
-                ns.log(&format!("rejected ({}): {}", e.code, e.message));
-                assert_eq!(e.code, 422, "{e:?}");
-                assert!(
-                    e.message.contains(message),
-                    "expected {message:?} in {:?}",
-                    e.message
-                );
-            }
-            Err(e) => panic!("unexpected error {e}"),
-        }
+        ns.assert_rejected(patch, message).await;
     }
     assert!(
         ns.hollos().get_opt(HOLLO).await.expect("get").is_none(),

@@ -1053,20 +1053,7 @@ async fn admission_rejections_and_connection_budget() {
         ),
     ];
     for (patch, message) in cases {
-        let manifest = minimal_with(patch.clone());
-        match ns.apply_hollo(&manifest).await {
-            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
-            Err(kube::Error::Api(e)) => {
-                ns.log(&format!("rejected ({}): {}", e.code, e.message));
-                assert_eq!(e.code, 422, "{e:?}");
-                assert!(
-                    e.message.contains(message),
-                    "expected {message:?} in {:?}",
-                    e.message
-                );
-            }
-            Err(e) => panic!("unexpected error {e}"),
-        }
+        ns.assert_rejected(patch, message).await;
     }
     // The same message reaches a kubectl user.
     let bad = serde_json::to_string(&minimal_with(
@@ -1364,13 +1351,7 @@ async fn issue35_http_route_and_network_policy() {
             "networkPolicy.enabled needs to know where the database is",
         ),
     ] {
-        match ns.apply_hollo(&minimal_with(patch)).await {
-            Err(kube::Error::Api(s)) => {
-                assert_eq!(s.code, 422, "{s:?}");
-                assert!(s.message.contains(message), "{}", s.message);
-            }
-            other => panic!("expected a 422 ({message}), got {other:?}"),
-        }
+        ns.assert_rejected(patch, message).await;
     }
     assert!(ns.hollos().get_opt(HOLLO).await.unwrap().is_none());
 
@@ -1561,21 +1542,12 @@ async fn issue35_scheduled_cleanups() {
     use k8s_openapi::api::batch::v1::CronJob;
     let ns = Ns::new("i35clean").await;
     ns.prepare_instance().await;
-    match ns
-        .apply_hollo(&minimal_with(json!({"spec": {"maintenance": {
-            "remotePosts": {"enabled": true, "olderThanDays": 0}}}})))
-        .await
-    {
-        Err(kube::Error::Api(s)) => {
-            assert_eq!(s.code, 422, "{s:?}");
-            assert!(
-                s.message.contains("olderThanDays must be 1-36500"),
-                "{}",
-                s.message
-            );
-        }
-        other => panic!("expected a 422, got {other:?}"),
-    }
+    ns.assert_rejected(
+        json!({"spec": {"maintenance": {
+            "remotePosts": {"enabled": true, "olderThanDays": 0}}}}),
+        "olderThanDays must be 1-36500",
+    )
+    .await;
     // Issue 35 item 3 rides along: a CA bundle from a ConfigMap.
     ns.kubectl(&[
         "create",

@@ -318,6 +318,23 @@ impl Ns {
         self.kubectl(&["patch", "hollo", HOLLO, "--type", "merge", "-p", patch])
     }
 
+    /// Applies the minimal example with `patch`: admission must refuse it (422) with `message`.
+    pub async fn assert_rejected(&self, patch: Value, message: &str) {
+        match self.apply_hollo(&minimal_with(patch.clone())).await {
+            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
+            Err(kube::Error::Api(e)) => {
+                self.log(&format!("rejected ({}): {}", e.code, e.message));
+                assert_eq!(e.code, 422, "{e:?}");
+                assert!(
+                    e.message.contains(message),
+                    "expected {message:?} in {:?}",
+                    e.message
+                );
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+
     /// `kubectl patch hollo <name> --type merge -p <patch>`, through the API.
     pub async fn merge_hollo(&self, patch: Value) -> DynamicObject {
         self.hollos()
