@@ -129,11 +129,32 @@ async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
 /// The README's quick start ([`quick_start`]) running 0.1.0 with its one web pod and two
 /// workers. Returns the database name.
 async fn quick_start_running(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
+    let db = quick_start_workers(ns, edit, 2).await;
+    ns.wait_replicas("web", 1, 120).await;
+    db
+}
+
+/// The README's quick start ([`quick_start`]) running 0.1.0 with `workers` Ready workers.
+/// Returns the database name.
+async fn quick_start_workers(ns: &Ns, edit: impl Fn(&str) -> String, workers: i32) -> String {
     let db = quick_start(ns, edit).await;
     ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    ns.wait_replicas("worker", workers, 120).await;
     db
+}
+
+/// Waits (`what`) until the completed probes are within `done`: some under way, not all.
+async fn wait_probes_under_way(ns: &Ns, what: &str, done: std::ops::Range<i64>) {
+    wait_until(what, 60, || async {
+        let s = probe_stats(ns).await;
+        let n = s["completed"].as_i64().unwrap_or(0);
+        if done.contains(&n) {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
 }
 
 /// The example with `upgradeStrategy: RollingWhenCompatible`.
@@ -684,9 +705,7 @@ fn with_workers(n: u32) -> impl Fn(&str) -> String {
 #[tokio::test]
 async fn scaling_workers_loses_and_repeats_nothing() {
     let ns = Ns::new("real-scale").await;
-    quick_start(&ns, with_workers(1)).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 1, 120).await;
+    quick_start_workers(&ns, with_workers(1), 1).await;
     let (exits, watch) = record_worker_exits(&ns);
 
     // 4 task slots per worker: 120 probes of 1.5 s keep one worker busy for ~45 s
@@ -694,16 +713,7 @@ async fn scaling_workers_loses_and_repeats_nothing() {
     ns.merge_hollo(json!({"spec": {"worker": {"replicas": 3}}}))
         .await;
     ns.wait_replicas("worker", 3, 120).await;
-    wait_until("probes in flight on the new workers", 60, || async {
-        let s = probe_stats(&ns).await;
-        let done = s["completed"].as_i64().unwrap_or(0);
-        if (20..100).contains(&done) {
-            Ok(())
-        } else {
-            Err(s.to_string())
-        }
-    })
-    .await;
+    wait_probes_under_way(&ns, "probes in flight on the new workers", 20..100).await;
     ns.merge_hollo(json!({"spec": {"worker": {"replicas": 1}}}))
         .await;
     ns.wait_replicas("worker", 1, 120).await;
@@ -737,27 +747,20 @@ async fn scaling_workers_loses_and_repeats_nothing() {
 #[tokio::test]
 async fn a_killed_worker_loses_nothing() {
     let ns = Ns::new("real-chaos").await;
-    quick_start(&ns, |m| {
-        let m = with_workers(2)(m);
-        m.replace(
-            "  worker:\n",
-            "  env:\n  - {name: QUEUE_LEASE_SECONDS, value: \"10\"}\n  worker:\n",
-        )
-    })
+    quick_start_workers(
+        &ns,
+        |m| {
+            let m = with_workers(2)(m);
+            m.replace(
+                "  worker:\n",
+                "  env:\n  - {name: QUEUE_LEASE_SECONDS, value: \"10\"}\n  worker:\n",
+            )
+        },
+        2,
+    )
     .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 2, 120).await;
     enqueue_probes(&ns, 80, 2000).await;
-    wait_until("probes under way", 60, || async {
-        let s = probe_stats(&ns).await;
-        let done = s["completed"].as_i64().unwrap_or(0);
-        if (4..60).contains(&done) {
-            Ok(())
-        } else {
-            Err(s.to_string())
-        }
-    })
-    .await;
+    wait_probes_under_way(&ns, "probes under way", 4..60).await;
     let victim = pods(&ns, "worker").await[0].name_any();
     ns.kubectl(&["delete", "pod", &victim, "--grace-period=0", "--force"]);
     ns.log(&format!("force-deleted {victim}"));
@@ -772,9 +775,7 @@ async fn a_killed_worker_loses_nothing() {
 #[tokio::test]
 async fn evictions_honour_the_disruption_budget() {
     let ns = Ns::new("real-evict").await;
-    quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    quick_start_workers(&ns, |m| m.to_string(), 2).await;
     wait_pdb_allows_one(&ns, "worker").await;
     // slow probes keep the evicted worker draining for a while
     hollo_in_web_pod(
@@ -1603,9 +1604,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
 async fn upgrade_with_a_failing_migration_then_back() {
     let ns = Ns::new("real-migfail").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    let db = quick_start_workers(&ns, |m| m.to_string(), 2).await;
     psql(
         "postgres",
         &format!("ALTER DATABASE {db} SET hollo_e2e.fail_migration = 'on'"),

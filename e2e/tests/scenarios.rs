@@ -1625,20 +1625,7 @@ async fn issue35_scheduled_cleanups() {
         Some(vec!["media".to_string()])
     );
     // The CronJob controller starts the Job at the next minute; kwok completes its pod.
-    let h = wait_until("status.lastCleanup.remotePosts", 150, || async {
-        let h = ns.hollo().await;
-        if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
-    assert!(
-        h.data["status"]["lastCleanup"]["media"].is_null(),
-        "media never ran"
-    );
+    ns.wait_remote_posts_cleaned(150).await;
 
     ns.merge_hollo(json!({"spec": {"maintenance": {"remotePosts": {"enabled": false}}}}))
         .await;

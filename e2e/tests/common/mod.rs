@@ -335,6 +335,24 @@ impl Ns {
         }
     }
 
+    /// Waits until `status.lastCleanup` records a remote-posts cleanup; no media one ran.
+    pub async fn wait_remote_posts_cleaned(&self, secs: u64) {
+        let h = wait_until("status.lastCleanup.remotePosts", secs, || async {
+            let h = self.hollo().await;
+            if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
+                Ok(h)
+            } else {
+                Err(status_line(&h))
+            }
+        })
+        .await;
+        self.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
+        assert!(
+            h.data["status"]["lastCleanup"]["media"].is_null(),
+            "media never ran"
+        );
+    }
+
     /// `kubectl patch hollo <name> --type merge -p <patch>`, through the API.
     pub async fn merge_hollo(&self, patch: Value) -> DynamicObject {
         self.hollos()
