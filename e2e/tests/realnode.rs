@@ -618,20 +618,7 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
         "1",
         "a bookmarked post stays"
     );
-    let h = wait_until("status.lastCleanup.remotePosts", 120, || async {
-        let h = ns.hollo().await;
-        if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
-    assert!(
-        h.data["status"]["lastCleanup"]["media"].is_null(),
-        "media never ran"
-    );
+    ns.wait_remote_posts_cleaned(120).await;
 }
 
 /// GET `url` from a client pod `name` on the real node (e2e-httpget `-wait 60s`: retried until a
