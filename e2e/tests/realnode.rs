@@ -237,16 +237,6 @@ fn record_phases(ns: &Ns, version: Option<&str>) -> tokio::task::JoinHandle<Vec<
     })
 }
 
-async fn pods(ns: &Ns, component: &str) -> Vec<Pod> {
-    ns.api::<Pod>()
-        .list(&ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component={component}"
-        )))
-        .await
-        .expect("list pods")
-        .items
-}
-
 fn on_node(p: &Pod) -> String {
     p.spec
         .as_ref()
@@ -414,10 +404,11 @@ async fn quick_start_runs_for_real() {
     // Every pod really runs on the real node, hardened.
     ns.wait_replicas("web", 1, 120).await;
     ns.wait_replicas("worker", 2, 120).await;
-    for p in pods(&ns, "web")
+    for p in ns
+        .pods("web")
         .await
         .into_iter()
-        .chain(pods(&ns, "worker").await)
+        .chain(ns.pods("worker").await)
     {
         assert_eq!(on_node(&p), r.node, "pod {} on the real node", p.name_any());
         let spec = p.spec.as_ref().unwrap();
@@ -466,7 +457,7 @@ async fn quick_start_runs_for_real() {
     ns.log(&format!("GET {url} from a pod: {}", answer.trim()));
 
     // A worker pod's log holds the worker start line.
-    let worker = pods(&ns, "worker").await[0].name_any();
+    let worker = ns.pods("worker").await[0].name_any();
     wait_until("the worker start line in a worker's log", 60, || async {
         let log = ns.kubectl(&["logs", &worker]);
         if log.contains(WORKER_STARTED) {
@@ -748,7 +739,7 @@ async fn a_killed_worker_loses_nothing() {
     .await;
     enqueue_probes(&ns, 80, 2000).await;
     wait_probes_under_way(&ns, "probes under way", 4..60).await;
-    let victim = pods(&ns, "worker").await[0].name_any();
+    let victim = ns.pods("worker").await[0].name_any();
     ns.kubectl(&["delete", "pod", &victim, "--grace-period=0", "--force"]);
     ns.log(&format!("force-deleted {victim}"));
     let s = all_probes_done(&ns, 80, 300).await;
@@ -770,7 +761,7 @@ async fn evictions_honour_the_disruption_budget() {
         &["probe", "enqueue", "--count", "40", "--sleep-ms", "4000"],
     )
     .await;
-    let workers = pods(&ns, "worker").await;
+    let workers = ns.pods("worker").await;
     let api: Api<Pod> = ns.api();
     let first = workers[0].name_any();
     let second = workers[1].name_any();
@@ -854,7 +845,7 @@ async fn web_evictions_honour_the_disruption_budget() {
         "drain window from the API: {}",
         h.data["spec"]["web"]
     );
-    let web = pods(&ns, "web").await;
+    let web = ns.pods("web").await;
     let api: Api<Pod> = ns.api();
     let (first, second) = (web[0].name_any(), web[1].name_any());
     // keep the replacement Pending so the budget stays spent while the first pod drains
@@ -1503,7 +1494,7 @@ fn containers_with_processes(ids: &[String]) -> std::collections::BTreeSet<Strin
 /// pods, `ReconciliationPaused=False`, a `ReconciliationResumed` event, and probes enqueued
 /// then are completed (`enqueued_before` + 40, once each).
 async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
-    let running = [pods(ns, "web").await, pods(ns, "worker").await].concat();
+    let running = [ns.pods("web").await, ns.pods("worker").await].concat();
     let ids = container_ids(&running);
     assert_eq!(ids.len(), 3, "one container per pod: {ids:?}");
     let alive = containers_with_processes(&ids);
@@ -1515,7 +1506,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
     ns.stop(120).await;
     // drainSeconds 30 (+ 5): a pod object goes once the kubelet reports its containers ended
     wait_until("no web or worker pod left", 90, || async {
-        let left: Vec<String> = [pods(ns, "web").await, pods(ns, "worker").await]
+        let left: Vec<String> = [ns.pods("web").await, ns.pods("worker").await]
             .concat()
             .iter()
             .map(|p| p.name_any())
@@ -1565,7 +1556,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
     let web = format!("{HOLLO}-web");
     holds_for("web stays at 1 replica while paused", 8, || async {
         let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
-        let n = pods(ns, "web").await.len();
+        let n = ns.pods("web").await.len();
         let h = ns.hollo().await;
         match (d.spec.replicas, n, phase(&h).as_str()) {
             (Some(1), 1, "Running") => Ok(()),
@@ -1693,7 +1684,8 @@ async fn rolling_upgrade_serves_every_request() {
     ns.log(&format!("phases: {phases:?}"));
     // the old web pod must be gone (drained) while the client still polls
     wait_until("no web pod of 0.1.0 left", 60, || async {
-        let old: Vec<String> = pods(&ns, "web")
+        let old: Vec<String> = ns
+            .pods("web")
             .await
             .iter()
             .filter(|p| label(*p, "app.kubernetes.io/version") != ROLLING)
@@ -1935,7 +1927,7 @@ async fn expand_contract_upgrade_serves_every_request() {
     let ns = Ns::new("real-expand").await;
     let schema = next_schema_version(&ns);
     let db = quick_start_running(&ns, rolling_when_compatible).await;
-    let olds_before: Vec<String> = [pods(&ns, "web").await, pods(&ns, "worker").await]
+    let olds_before: Vec<String> = [ns.pods("web").await, ns.pods("worker").await]
         .concat()
         .iter()
         .map(|p| p.name_any())
@@ -2035,7 +2027,7 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     wait_until("the workers stopped, web serving", 180, || async {
         let worker = ns.deployment(&format!("{HOLLO}-worker")).await;
         let replicas = worker.and_then(|d| d.spec.replicas);
-        let workers = pods(&ns, "worker").await.len();
+        let workers = ns.pods("worker").await.len();
         let web = ns.ready_pods("web").await.len();
         if replicas == Some(0) && workers == 0 && web > 0 {
             Ok(())

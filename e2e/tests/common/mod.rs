@@ -575,6 +575,13 @@ impl Ns {
 
     /// Pods of the `components` (say `web,worker`) that are not terminating.
     pub async fn live_pods(&self, components: &str) -> Vec<Pod> {
+        let mut pods = self.pods(components).await;
+        pods.retain(|p| p.metadata.deletion_timestamp.is_none());
+        pods
+    }
+
+    /// Every pod of the `components` (say `web,worker`), terminating ones included.
+    pub async fn pods(&self, components: &str) -> Vec<Pod> {
         self.api::<Pod>()
             .list(&ListParams::default().labels(&format!(
                 "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in ({components})"
@@ -582,9 +589,6 @@ impl Ns {
             .await
             .expect("list pods")
             .items
-            .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .collect()
     }
 
     /// Waits until the component's Deployment wants `n` replicas and exactly `n` pods are Ready.
