@@ -1511,20 +1511,12 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
             .iter()
             .map(|p| p.name_any())
             .collect();
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{left:?}"))
-        }
+        none_left(&left)
     })
     .await;
     wait_until("no process left in the stopped containers", 30, || async {
         let alive = containers_with_processes(&ids);
-        if alive.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{alive:?}"))
-        }
+        none_left(&alive)
     })
     .await;
     ns.api::<Service>()
@@ -1691,11 +1683,7 @@ async fn rolling_upgrade_serves_every_request() {
             .filter(|p| label(*p, "app.kubernetes.io/version") != ROLLING)
             .map(|p| p.name_any())
             .collect();
-        if old.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{old:?}"))
-        }
+        none_left(&old)
     })
     .await;
     assert_eq!(

@@ -634,11 +634,7 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
             .filter(|p| is_app_pod(p) && label(*p, "app.kubernetes.io/version") != V2)
             .map(|p| p.name_any())
             .collect();
-        if old.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{old:?}"))
-        }
+        none_left(&old)
     })
     .await;
 }

@@ -804,6 +804,15 @@ pub fn secrets_hash(d: &Deployment) -> Option<String> {
         .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
 }
 
+/// For a wait: `Ok` when nothing is `left`, else what is.
+pub fn none_left<L: std::fmt::Debug + IntoIterator + Copy>(left: L) -> Result<(), String> {
+    if left.into_iter().next().is_none() {
+        Ok(())
+    } else {
+        Err(format!("{left:?}"))
+    }
+}
+
 pub fn pod_ready(p: &Pod) -> bool {
     p.status
         .as_ref()
