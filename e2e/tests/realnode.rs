@@ -560,17 +560,7 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
             .collect::<Vec<_>>()
     );
     let c = &job_pods[0].spec.as_ref().expect("pod spec").containers[0];
-    assert_eq!(
-        (c.command.clone(), c.args.clone()),
-        (
-            Some(vec!["hollo".to_string(), "cleanup".into()]),
-            Some(vec![
-                "remote-posts".to_string(),
-                "--older-than-days".into(),
-                "30".into()
-            ])
-        )
-    );
+    assert_cleans_remote_posts(c, 30);
     // `hollo cleanup` prints the job it started: {"id":…,"kind":"remote_posts","new":true}
     let started: Value = log
         .lines()

@@ -1594,17 +1594,7 @@ async fn issue35_scheduled_cleanups() {
         .as_ref()
         .expect("pod")
         .containers[0];
-    assert_eq!(
-        (c.command.clone(), c.args.clone()),
-        (
-            Some(vec!["hollo".to_string(), "cleanup".into()]),
-            Some(vec![
-                "remote-posts".to_string(),
-                "--older-than-days".into(),
-                "14".into()
-            ])
-        )
-    );
+    assert_cleans_remote_posts(c, 14);
     assert_eq!(
         media
             .spec

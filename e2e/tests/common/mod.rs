@@ -813,6 +813,21 @@ pub fn none_left<L: std::fmt::Debug + IntoIterator + Copy>(left: L) -> Result<()
     }
 }
 
+/// The container runs `hollo cleanup remote-posts --older-than-days <days>`.
+pub fn assert_cleans_remote_posts(c: &k8s_openapi::api::core::v1::Container, days: u32) {
+    assert_eq!(
+        (c.command.clone(), c.args.clone()),
+        (
+            Some(vec!["hollo".to_string(), "cleanup".into()]),
+            Some(vec![
+                "remote-posts".to_string(),
+                "--older-than-days".into(),
+                days.to_string()
+            ])
+        )
+    );
+}
+
 pub fn pod_ready(p: &Pod) -> bool {
     p.status
         .as_ref()
