@@ -1329,18 +1329,7 @@ async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schem
     let (phases, phase_watch) = watch_phases(ns);
     patch_version(ns, "0.1.0");
     let gen_ = ns.hollo().await.metadata.generation;
-    let h = wait_until("VersionAccepted=False for the downgrade", 120, || async {
-        let h = ns.hollo().await;
-        match condition_generation(&h, "VersionAccepted") {
-            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
-    ns.log(&status_line(&h));
-    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
-    ns.log(&format!("VersionAccepted=False {reason}: {message}"));
-    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    let (_, message) = ns.wait_downgrade_refused(gen_, 120).await;
     assert!(
         message.contains("0.1.0") && message.contains(NEXT),
         "the message names both versions: {message}"

@@ -1835,16 +1835,7 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
         .await
         .metadata
         .generation;
-    let h = wait_until("VersionAccepted=False for the downgrade", 90, || async {
-        let h = ns.hollo().await;
-        match condition_generation(&h, "VersionAccepted") {
-            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
-    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
-    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    let (h, message) = ns.wait_downgrade_refused(gen_, 90).await;
     assert!(
         message.contains("20260101000000") && message.contains("20991231000001"),
         "{message}"

@@ -353,6 +353,28 @@ impl Ns {
         );
     }
 
+    /// Waits until `VersionAccepted=False` names generation `gen_` (a downgrade refused) with
+    /// the reason `BelowDatabaseSchema`: the Hollo and the condition's message.
+    pub async fn wait_downgrade_refused(
+        &self,
+        gen_: Option<i64>,
+        secs: u64,
+    ) -> (DynamicObject, String) {
+        let h = wait_until("VersionAccepted=False for the downgrade", secs, || async {
+            let h = self.hollo().await;
+            match condition_generation(&h, "VersionAccepted") {
+                Some((s, g)) if s == "False" && g == gen_ => Ok(h),
+                _ => Err(status_line(&h)),
+            }
+        })
+        .await;
+        self.log(&status_line(&h));
+        let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
+        self.log(&format!("VersionAccepted=False {reason}: {message}"));
+        assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+        (h, message)
+    }
+
     /// `kubectl patch hollo <name> --type merge -p <patch>`, through the API.
     pub async fn merge_hollo(&self, patch: Value) -> DynamicObject {
         self.hollos()
