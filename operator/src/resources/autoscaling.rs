@@ -2,8 +2,8 @@
 //! trigger on the *ready* message count (KEDA then manages its own HPA, so never both).
 
 use k8s_openapi::api::autoscaling::v2::{
-    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
-    MetricTarget, ResourceMetricSource,
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerBehavior,
+    HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget, ResourceMetricSource,
 };
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
@@ -67,23 +67,38 @@ fn target_name(hollo: &Hollo) -> String {
 
 pub fn hpa(hollo: &Hollo) -> HorizontalPodAutoscaler {
     let a = &hollo.spec.worker.autoscaling;
+    deployment_hpa(
+        hollo,
+        (super::worker_autoscaler_name(hollo), Component::Worker),
+        target_name(hollo),
+        (a.min_replicas, a.max_replicas),
+        a.target_cpu_utilization.map(|cpu| vec![cpu_metric(cpu)]),
+        a.behavior.clone(),
+    )
+}
+
+/// An `autoscaling/v2` HPA `name` (a child of `component`) scaling the Deployment `target`
+/// between `min` and `max` replicas on `metrics`.
+fn deployment_hpa(
+    hollo: &Hollo,
+    (name, component): (String, Component),
+    target: String,
+    (min, max): (i32, i32),
+    metrics: Option<Vec<MetricSpec>>,
+    behavior: Option<HorizontalPodAutoscalerBehavior>,
+) -> HorizontalPodAutoscaler {
     HorizontalPodAutoscaler {
-        metadata: super::child_meta(
-            hollo,
-            super::worker_autoscaler_name(hollo),
-            Component::Worker,
-            &hollo.spec.version,
-        ),
+        metadata: super::child_meta(hollo, name, component, &hollo.spec.version),
         spec: HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".into()),
                 kind: "Deployment".into(),
-                name: target_name(hollo),
+                name: target,
             },
-            min_replicas: Some(a.min_replicas),
-            max_replicas: a.max_replicas,
-            metrics: a.target_cpu_utilization.map(|cpu| vec![cpu_metric(cpu)]),
-            behavior: a.behavior.clone(),
+            min_replicas: Some(min),
+            max_replicas: max,
+            metrics,
+            behavior,
         },
         status: None,
     }
@@ -107,21 +122,14 @@ pub fn web_hpa(hollo: &Hollo) -> Option<HorizontalPodAutoscaler> {
     let a = &spec.web.autoscaling;
     let component = http_component(hollo);
     let name = super::deployment_name(hollo, component);
-    Some(HorizontalPodAutoscaler {
-        metadata: super::child_meta(hollo, name.clone(), component, &spec.version),
-        spec: HorizontalPodAutoscalerSpec {
-            scale_target_ref: CrossVersionObjectReference {
-                api_version: Some("apps/v1".into()),
-                kind: "Deployment".into(),
-                name,
-            },
-            min_replicas: Some(a.min_replicas),
-            max_replicas: a.max_replicas,
-            metrics: Some(vec![cpu_metric(a.target_cpu_utilization)]),
-            behavior: a.behavior.clone(),
-        },
-        status: None,
-    })
+    Some(deployment_hpa(
+        hollo,
+        (name.clone(), component),
+        name,
+        (a.min_replicas, a.max_replicas),
+        Some(vec![cpu_metric(a.target_cpu_utilization)]),
+        a.behavior.clone(),
+    ))
 }
 
 fn cpu_metric(utilization: i32) -> MetricSpec {
