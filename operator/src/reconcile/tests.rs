@@ -130,12 +130,15 @@ struct Writers {
     ingresses: Writer<Ingress>,
 }
 
-fn ready<K>(w: &mut Writer<K>)
+/// A watch cache that has had its (empty) first list, and its writer.
+fn ready_store<K>() -> (reflector::Store<K>, Writer<K>)
 where
     K: Resource<DynamicType = ()> + Clone,
 {
+    let (store, mut w) = reflector::store();
     w.apply_watcher_event(&watcher::Event::Init);
     w.apply_watcher_event(&watcher::Event::InitDone);
+    (store, w)
 }
 
 impl Fixture {
@@ -167,22 +170,14 @@ impl Fixture {
                 send.send_response(response);
             }
         });
-        let (deployments, mut dw) = reflector::store();
-        let (services, mut sw) = reflector::store();
-        let (jobs, mut jw) = reflector::store();
-        let (pdbs, mut pw) = reflector::store();
-        let (hpas, mut hw) = reflector::store();
-        let (ingresses, mut iw) = reflector::store();
-        let (network_policies, mut nw) = reflector::store();
-        let (cron_jobs, mut cw) = reflector::store();
-        ready(&mut dw);
-        ready(&mut sw);
-        ready(&mut jw);
-        ready(&mut pw);
-        ready(&mut hw);
-        ready(&mut iw);
-        ready(&mut nw);
-        ready(&mut cw);
+        let (deployments, dw) = ready_store();
+        let (services, sw) = ready_store();
+        let (jobs, jw) = ready_store();
+        let (pdbs, pw) = ready_store();
+        let (hpas, hw) = ready_store();
+        let (ingresses, iw) = ready_store();
+        let (network_policies, _) = ready_store();
+        let (cron_jobs, _) = ready_store();
         let ctx = Arc::new(Context {
             recorder: Recorder::new(
                 client.clone(),
