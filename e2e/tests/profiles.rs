@@ -239,11 +239,42 @@ async fn upstream_profile_renders_upstreams_conventions() {
     assert!(probes.items.is_empty(), "no version probe Job for upstream");
 }
 
-fn cluster_resource() -> ApiResource {
+/// A CloudNativePG kind (`postgresql.cnpg.io/v1`).
+fn cnpg_resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster"),
-        "clusters",
+        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", kind),
+        plural,
     )
+}
+
+/// CloudNativePG's CRDs of `plurals` (from its config/crd/bases), installed unless present.
+async fn ensure_cnpg_crds(ns: &Ns, plurals: &[&str]) {
+    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
+        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
+    for plural in plurals {
+        ensure_crd(
+            ns,
+            &format!("{plural}.postgresql.cnpg.io"),
+            &format!("{dir}/postgresql.cnpg.io_{plural}.yaml"),
+        )
+        .await;
+    }
+}
+
+/// The CloudNativePG Cluster `pg` (as a user writes it) with `max_connections`.
+async fn create_cluster(ns: &Ns, max_connections: &str) {
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &cnpg_resource("Cluster", "clusters"),
+    );
+    let mut cluster = DynamicObject::new("pg", &cnpg_resource("Cluster", "clusters"));
+    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
+        "postgresql": {"parameters": {"max_connections": max_connections}}}});
+    clusters
+        .create(&Default::default(), &cluster)
+        .await
+        .expect("create Cluster");
 }
 
 /// CloudNativePG: hold without the app Secret, then the URL from it (web through the Pooler),
@@ -251,20 +282,7 @@ fn cluster_resource() -> ApiResource {
 #[tokio::test]
 async fn cnpg_database_from_the_clusters_app_secret() {
     let ns = Ns::new("cnpg").await;
-    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
-        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
-    ensure_crd(
-        &ns,
-        "clusters.postgresql.cnpg.io",
-        &format!("{dir}/postgresql.cnpg.io_clusters.yaml"),
-    )
-    .await;
-    ensure_crd(
-        &ns,
-        "poolers.postgresql.cnpg.io",
-        &format!("{dir}/postgresql.cnpg.io_poolers.yaml"),
-    )
-    .await;
+    ensure_cnpg_crds(&ns, &["clusters", "poolers"]).await;
     ns.prepare_instance().await;
     ns.apply_hollo(&minimal_with(json!({"spec": {"database": {
         "urlSecretRef": null, "cnpg": {"cluster": "pg", "pooler": "pg-pooler"}}}})))
@@ -306,15 +324,7 @@ async fn cnpg_database_from_the_clusters_app_secret() {
     .await;
 
     // The Cluster (as a user writes it) and the Secret CloudNativePG would make for it.
-    let clusters: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &cluster_resource());
-    let mut cluster = DynamicObject::new("pg", &cluster_resource());
-    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
-        "postgresql": {"parameters": {"max_connections": "60"}}}});
-    clusters
-        .create(&Default::default(), &cluster)
-        .await
-        .expect("create Cluster");
+    create_cluster(&ns, "60").await;
     let app = |password: &str| {
         json!({"username": "app", "user": "app", "password": password, "dbname": "app",
                "host": "pg-rw", "port": "5432",
@@ -422,13 +432,6 @@ async fn profile_and_cnpg_admission_rules() {
     );
 }
 
-fn backup_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Backup"),
-        "backups",
-    )
-}
-
 /// Issue 34 item 4 (R-OP-MIG): `upgrade.backup` with `database.cnpg`. CloudNativePG's CRDs
 /// only (no controller): the test plays CloudNativePG by writing the Backup's status. An
 /// upgrade first creates the Backup `social-backup-0-2-0` of cluster `pg` and waits in
@@ -439,30 +442,9 @@ fn backup_resource() -> ApiResource {
 #[tokio::test]
 async fn issue34_cnpg_backup_before_migrating() {
     let ns = Ns::new("backup").await;
-    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
-        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
-    for (name, file) in [
-        (
-            "clusters.postgresql.cnpg.io",
-            "postgresql.cnpg.io_clusters.yaml",
-        ),
-        (
-            "backups.postgresql.cnpg.io",
-            "postgresql.cnpg.io_backups.yaml",
-        ),
-    ] {
-        ensure_crd(&ns, name, &format!("{dir}/{file}")).await;
-    }
+    ensure_cnpg_crds(&ns, &["clusters", "backups"]).await;
     ns.prepare_instance().await;
-    let clusters: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &cluster_resource());
-    let mut cluster = DynamicObject::new("pg", &cluster_resource());
-    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
-        "postgresql": {"parameters": {"max_connections": "200"}}}});
-    clusters
-        .create(&Default::default(), &cluster)
-        .await
-        .expect("create Cluster");
+    create_cluster(&ns, "200").await;
     put_secret(
         &ns,
         "pg-app",
@@ -479,8 +461,11 @@ async fn issue34_cnpg_backup_before_migrating() {
     ns.wait_running(V1, 120).await;
     ns.wait_replicas("worker", 2, 60).await;
 
-    let backups: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &backup_resource());
+    let backups: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &cnpg_resource("Backup", "backups"),
+    );
     let jobs: Api<Job> = ns.api();
     let pod_uids = || async {
         let mut uids: Vec<String> = ns
