@@ -58,6 +58,20 @@ fn upstream_hollo(patch: Value) -> Value {
     h
 }
 
+/// The container of the migration Job of 0.1.0 (its first attempt).
+async fn migration_container(jobs: &Api<Job>) -> Container {
+    let migrate = jobs
+        .get(&format!("{HOLLO}-migrate-0-1-0"))
+        .await
+        .expect("migration Job");
+    migrate
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod")
+        .containers
+        .swap_remove(0)
+}
+
 /// Replaces a Secret's data the way `kubectl create secret … --dry-run=client -o yaml |
 /// kubectl apply` would.
 async fn put_secret(ns: &Ns, name: &str, data: Value) {
@@ -126,15 +140,7 @@ async fn upstream_profile_renders_upstreams_conventions() {
     ns.wait_running(V1, 120).await;
 
     let jobs: Api<Job> = ns.api();
-    let migrate = jobs
-        .get(&format!("{HOLLO}-migrate-0-1-0"))
-        .await
-        .expect("migration Job");
-    let mc = &migrate
-        .spec
-        .and_then(|s| s.template.spec)
-        .expect("pod")
-        .containers[0];
+    let mc = &migration_container(&jobs).await;
     assert_eq!(
         mc.command.as_ref().map(|c| c.join(" ")).as_deref(),
         Some("pnpm run migrate")
@@ -367,15 +373,7 @@ async fn cnpg_database_from_the_clusters_app_secret() {
         env_secret(&worker, "DATABASE_URL"),
         Some(("pg-app".into(), "uri".into()))
     );
-    let migrate = jobs
-        .get(&format!("{HOLLO}-migrate-0-1-0"))
-        .await
-        .expect("migration Job");
-    let mc = &migrate
-        .spec
-        .and_then(|s| s.template.spec)
-        .expect("pod")
-        .containers[0];
+    let mc = &migration_container(&jobs).await;
     assert_eq!(
         env_secret(mc, "DATABASE_URL"),
         Some(("pg-app".into(), "uri".into()))
