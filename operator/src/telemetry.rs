@@ -93,22 +93,22 @@ pub struct HolloLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PhaseLabels {
-    pub hollo_namespace: String,
-    pub hollo: String,
+    #[prometheus(flatten)]
+    pub hollo: HolloLabels,
     pub phase: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RoleLabels {
-    pub hollo_namespace: String,
-    pub hollo: String,
+    #[prometheus(flatten)]
+    pub hollo: HolloLabels,
     pub role: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ConditionLabels {
-    pub hollo_namespace: String,
-    pub hollo: String,
+    #[prometheus(flatten)]
+    pub hollo: HolloLabels,
     pub condition: String,
 }
 
@@ -185,8 +185,7 @@ impl PerHollo {
             };
             for p in PHASES {
                 let labels = PhaseLabels {
-                    hollo_namespace: ns.clone(),
-                    hollo: name.clone(),
+                    hollo: h.clone(),
                     phase: p.as_str().into(),
                 };
                 self.phase
@@ -195,8 +194,7 @@ impl PerHollo {
             }
             for (role, r) in [("web", &st.status.web), ("worker", &st.status.worker)] {
                 let labels = RoleLabels {
-                    hollo_namespace: ns.clone(),
-                    hollo: name.clone(),
+                    hollo: h.clone(),
                     role: role.into(),
                 };
                 self.replicas
@@ -208,8 +206,7 @@ impl PerHollo {
             }
             for c in &st.status.conditions {
                 let labels = ConditionLabels {
-                    hollo_namespace: ns.clone(),
-                    hollo: name.clone(),
+                    hollo: h.clone(),
                     condition: c.type_.clone(),
                 };
                 self.condition
