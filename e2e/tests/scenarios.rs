@@ -37,6 +37,31 @@ async fn running_minimal(scenario: &str) -> Ns {
     ns
 }
 
+/// Whether this is an external cluster (where a previous run may have left an optional CRD),
+/// and whether the CRD `name` is there already.
+async fn crd_preinstalled(ns: &Ns, name: &str) -> (bool, bool) {
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
+    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
+    let preinstalled = crds.get_opt(name).await.unwrap().is_some();
+    (external, preinstalled)
+}
+
+/// The container of a CronJob's Job.
+fn cron_job_container(
+    cj: &k8s_openapi::api::batch::v1::CronJob,
+) -> &k8s_openapi::api::core::v1::Container {
+    &cj.spec
+        .job_template
+        .spec
+        .as_ref()
+        .expect("job")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod")
+        .containers[0]
+}
+
 fn env_of(d: &Deployment, container: usize, var: &str) -> Option<String> {
     d.spec.template.spec.as_ref()?.containers[container]
         .env
@@ -330,14 +355,8 @@ async fn keda_scaled_object() {
     let ns = Ns::new("keda").await;
     let crd_file = std::env::var("HOLLO_E2E_KEDA_CRD")
         .expect("HOLLO_E2E_KEDA_CRD (the ScaledObject CRD from KEDA's module; e2e/run sets it)");
-    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
     // Only this scenario uses KEDA; a previous run on an external cluster may have left it.
-    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
-    let preinstalled = crds
-        .get_opt("scaledobjects.keda.sh")
-        .await
-        .unwrap()
-        .is_some();
+    let (external, preinstalled) = crd_preinstalled(&ns, "scaledobjects.keda.sh").await;
     ns.prepare_instance().await;
     ns.apply_hollo(&minimal_with(json!({"spec": {"worker": {"autoscaling": {
         "enabled": true, "minReplicas": 1, "maxReplicas": 8,
@@ -1322,13 +1341,8 @@ async fn issue35_http_route_and_network_policy() {
     let crd_file = std::env::var("HOLLO_E2E_GATEWAY_CRD").expect(
         "HOLLO_E2E_GATEWAY_CRD (the HTTPRoute CRD from the Gateway API's module; e2e/run sets it)",
     );
-    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
-    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
-    let preinstalled = crds
-        .get_opt("httproutes.gateway.networking.k8s.io")
-        .await
-        .unwrap()
-        .is_some();
+    let (external, preinstalled) =
+        crd_preinstalled(&ns, "httproutes.gateway.networking.k8s.io").await;
     ns.prepare_instance().await;
 
     // Admission (CEL): 422 with the rule's message, nothing stored.
@@ -1583,31 +1597,10 @@ async fn issue35_scheduled_cleanups() {
     assert_eq!(remote.spec.time_zone.as_deref(), Some("Etc/UTC"));
     assert_eq!(remote.spec.suspend, Some(false));
     assert_eq!(remote.spec.concurrency_policy.as_deref(), Some("Forbid"));
-    let c = &remote
-        .spec
-        .job_template
-        .spec
-        .as_ref()
-        .expect("job")
-        .template
-        .spec
-        .as_ref()
-        .expect("pod")
-        .containers[0];
+    let c = cron_job_container(&remote);
     assert_cleans_remote_posts(c, 14);
     assert_eq!(
-        media
-            .spec
-            .job_template
-            .spec
-            .as_ref()
-            .expect("job")
-            .template
-            .spec
-            .as_ref()
-            .expect("pod")
-            .containers[0]
-            .args,
+        cron_job_container(&media).args,
         Some(vec!["media".to_string()])
     );
     // The CronJob controller starts the Job at the next minute; kwok completes its pod.
