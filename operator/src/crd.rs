@@ -53,7 +53,7 @@ use serde::{Deserialize, Serialize};
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
     ),
-    // `kubectl get hollo -o wide` (issue 35 item 1): the target of an upgrade, pod counts,
+    // `kubectl get hollo -o wide` (R-OP-OPS): the target of an upgrade, pod counts,
     // the conditions an operator checks first.
     printcolumn(
         name = "Target",
@@ -1116,7 +1116,7 @@ impl HolloSpec {
         self.upgrade.backup.enabled && self.database.cnpg.is_some()
     }
 
-    /// Whether an upgrade's downtime is answered by the maintenance page (issue 34 item 3).
+    /// Whether an upgrade's downtime is answered by the maintenance page (R-OP-ZD).
     pub fn maintenance_page_enabled(&self) -> bool {
         self.web.maintenance_page.enabled && self.image.profile == ImageProfile::HolloRs
     }

@@ -18,7 +18,7 @@
 //! schema versions match, the (no-op) migration runs with the old version up and the new one then
 //! rolls in; otherwise the default path is taken.
 //!
-//! Issue 34 item 2, the zero-downtime path: when the probes show that the old binary runs on
+//! R-OP-ZD, the zero-downtime path: when the probes show that the old binary runs on
 //! the target's pre-migrated schema and the target runs before its post-deploy migrations
 //! ([`upgrade_path`] → [`Compat::ExpandContract`]), no pod stops:
 //!
@@ -33,12 +33,12 @@
 //! With `mode: all` every pod consumes, so different task definitions take the
 //! stop-migrate-start path.
 //!
-//! Issue 34: `spec.stopped` wins over everything (`Stopped`, every role at 0); a target older
-//! than the running version is probed first and refused (`Running` at the old version, no
-//! migration) when its schema is below the database's; `upgrade.backup` holds the old version
-//! up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops there); a
-//! stop-migrate-start starts the maintenance page before `ScalingDown` stops the old pods and
-//! keeps it until a new web pod is ready.
+//! R-OP-OPS and R-OP-ZD: `spec.stopped` wins over everything (`Stopped`, every role at 0); a
+//! target older than the running version is probed first and refused (`Running` at the old
+//! version, no migration) when its schema is below the database's; `upgrade.backup` holds the
+//! old version up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops
+//! there); a stop-migrate-start starts the maintenance page before `ScalingDown` stops the old
+//! pods and keeps it until a new web pod is ready.
 
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ pub enum Compat {
     Probing,
     /// Same task-definition version and same schema version.
     Compatible,
-    /// Issue 34 item 2: the old binary runs on the target's pre-migrated schema and the
+    /// R-OP-ZD: the old binary runs on the target's pre-migrated schema and the
     /// target runs before its post-deploy migrations, so the upgrade needs no downtime;
     /// `same_tasks`: the same task-definition version (old and new workers may overlap).
     ExpandContract { same_tasks: bool },
@@ -95,16 +95,15 @@ pub struct Observed {
     pub pods_ready: bool,
     /// `status.phase` before this step.
     pub previous_phase: Phase,
-    /// A target older than the running version against the database's schema (issue 34
-    /// item 4).
+    /// A target older than the running version against the database's schema (R-OP-ZD).
     pub schema: SchemaCheck,
-    /// The maintenance page Deployment (issue 34 item 3).
+    /// The maintenance page Deployment (R-OP-ZD).
     pub page: Page,
     /// A pod of the HTTP role (web, or all) is ready at the target version.
     pub http_ready: bool,
-    /// The CloudNativePG Backup before migrating (issue 34 item 4, `upgrade.backup`).
+    /// The CloudNativePG Backup before migrating (R-OP-OPS, `upgrade.backup`).
     pub backup: Backup,
-    /// Issue 34 item 2: the pre-deploy migration Job of the target (attempt
+    /// R-OP-ZD: the pre-deploy migration Job of the target (attempt
     /// `migration_attempts`).
     pub pre_job: JobState,
     /// The post-deploy migration Job of the target (attempt `migration_attempts`).
@@ -128,7 +127,7 @@ pub enum Backup {
     Failed(String),
 }
 
-/// What the reconciler saw of the maintenance page (issue 34 item 3).
+/// What the reconciler saw of the maintenance page (R-OP-ZD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Page {
     pub exists: bool,
@@ -150,7 +149,7 @@ pub enum Workloads {
     Stopped,
     /// Apply the Deployments (and autoscalers) at this version.
     Run(String),
-    /// Issue 34 item 2: the HTTP role (web) at this version, the workers at 0 and their
+    /// R-OP-ZD: the HTTP role (web) at this version, the workers at 0 and their
     /// autoscaler removed: web keeps serving while no worker of either task-definition
     /// version consumes. Only in `mode: split`.
     WebOnly(String),
@@ -175,11 +174,11 @@ pub struct Plan {
     /// The target version's schema is migrated.
     pub migrated: bool,
     /// The target is refused (a downgrade below the database's schema), and why; the running
-    /// version keeps running (issue 34 item 4).
+    /// version keeps running (R-OP-ZD).
     pub refused: Option<String>,
-    /// Run the maintenance page; the web Service selects it once it is ready (issue 34 item 3).
+    /// Run the maintenance page; the web Service selects it once it is ready (R-OP-ZD).
     pub maintenance_page: bool,
-    /// Ensure the pre-migration Backup exists (issue 34 item 4).
+    /// Ensure the pre-migration Backup exists (R-OP-OPS).
     pub backup: bool,
     pub requeue: Duration,
 }
@@ -225,7 +224,7 @@ pub fn backoff(failures: i32) -> Duration {
 }
 
 /// A probe's version field as a number (the runtime prints integers; a numeric string is
-/// read too); `None` when absent (an image before issue 34) or not a number.
+/// read too); `None` when absent (an image without expand/contract migrations) or not a number.
 fn number(v: &serde_json::Value) -> Option<i64> {
     match v {
         serde_json::Value::Number(n) => n.as_i64(),
@@ -234,7 +233,7 @@ fn number(v: &serde_json::Value) -> Option<i64> {
     }
 }
 
-/// Issue 34 item 2: what the two images' `hollo version --json` allow, from the running
+/// R-OP-ZD: what the two images' `hollo version --json` allow, from the running
 /// (`old`) to the target (`new`) version.
 ///
 /// - Same task definitions and the same schema (pre and post): [`Compat::Compatible`], the
@@ -248,7 +247,7 @@ fn number(v: &serde_json::Value) -> Option<i64> {
 /// - Otherwise [`Compat::Incompatible`]: stop, migrate, start.
 pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
     let same_tasks = old.task_definition_version == new.task_definition_version;
-    // An image before issue 34 reports no post-deploy version: it has none.
+    // An image without expand/contract migrations reports no post-deploy version: it has none.
     let post = |v: &serde_json::Value| number(v).unwrap_or(0);
     if same_tasks
         && old.schema_version == new.schema_version
@@ -285,7 +284,7 @@ pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
     }
 }
 
-/// Issue 34 item 2: the zero-downtime upgrade once its pre-deploy migrations are applied
+/// R-OP-ZD: the zero-downtime upgrade once its pre-deploy migrations are applied
 /// (`currentVersion` is the target): roll out, keeping the task-definition rule, then run the
 /// post-deploy migrations once no old pod is left. `None` once they have run: the usual
 /// rollout logic takes over.
@@ -369,7 +368,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     let target = spec.version.clone();
     let current = obs.current_version.clone();
 
-    // `spec.stopped` (issue 34 item 5) wins over everything: every role at 0, no autoscaler,
+    // `spec.stopped` (R-OP-OPS) wins over everything: every role at 0, no autoscaler,
     // no new Job. An upgrade in progress resumes where it was once the instance starts again.
     if spec.stopped {
         let migrated = current.as_deref() == Some(target.as_str());
@@ -413,7 +412,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     // The target is not migrated. May the old version keep running meanwhile?
     let wants_rolling = spec.upgrade_strategy_in_effect() == UpgradeStrategy::RollingWhenCompatible;
     let base = Plan::new(Phase::Migrating, Workloads::Stopped, current.clone());
-    // No outage by mistake (issue 34 item 4): an older target is checked against the
+    // No outage by mistake (R-OP-ZD): an older target is checked against the
     // database's schema before anything stops; the old version keeps serving meanwhile.
     if let Some(old) = &current {
         match &obs.schema {
@@ -449,7 +448,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             };
         }
         (Some(old), true, Compat::Compatible) => Some(old.clone()),
-        // Issue 34 item 2. With `mode: all` every pod consumes: different task definitions
+        // R-OP-ZD. With `mode: all` every pod consumes: different task definitions
         // cannot keep anything up, so they stop, migrate, start.
         (Some(old), true, Compat::ExpandContract { same_tasks })
             if same_tasks || spec.mode == Mode::Split =>
@@ -479,7 +478,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         None => (base, &obs.job),
     };
 
-    // Issue 34 item 4: the pre-migration Backup, with the old version serving, before any
+    // R-OP-OPS: the pre-migration Backup, with the old version serving, before any
     // migration attempt of the target (a retry after a failed migration does not re-back up).
     if let Some(old) = &current
         && obs.migration_attempts == 0
@@ -502,7 +501,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             }
         }
     }
-    // Issue 34 item 3: an upgrade that stops the old version answers 503 meanwhile.
+    // R-OP-ZD: an upgrade that stops the old version answers 503 meanwhile.
     let page = keep_old.is_none() && current.is_some() && spec.maintenance_page_enabled();
     if keep_old.is_none() && obs.old_pods > 0 {
         if let Some(old) = current.as_ref().filter(|_| page)

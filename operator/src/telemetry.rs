@@ -98,7 +98,7 @@ pub struct Metrics {
     pub writes: Counter,
     /// Every request the client sent, by verb (reads, writes, watches, events, the lease).
     pub requests: Family<VerbLabels, Counter>,
-    /// Per-`Hollo` state (issue 35 item 1), re-encoded from `hollos` at every scrape.
+    /// Per-`Hollo` state (R-OP-OPS), re-encoded from `hollos` at every scrape.
     per_hollo: PerHollo,
     hollos: Mutex<BTreeMap<HolloKey, HolloState>>,
 }

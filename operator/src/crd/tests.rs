@@ -89,7 +89,7 @@ fn crd_has_status_subresource_and_printer_columns() {
         cols(false),
         ["Phase", "Version", "Web Ready", "Workers Ready", "Age"]
     );
-    // `-o wide` only (issue 35 item 1).
+    // `-o wide` only (R-OP-OPS).
     assert_eq!(
         cols(true),
         [
@@ -479,7 +479,7 @@ mod cel {
         );
     }
 
-    /// Issue 35 item 6: a NetworkPolicy needs the ingress namespaces and the database.
+    /// R-OP-OPS: a NetworkPolicy needs the ingress namespaces and the database.
     #[test]
     fn a_network_policy_needs_its_ingress_and_database() {
         rejects(
@@ -504,7 +504,7 @@ mod cel {
         assert_eq!(violations(cnpg), Vec::<String>::new());
     }
 
-    /// Issue 35 item 3: a CA bundle comes from exactly one place.
+    /// R-OP-OPS: a CA bundle comes from exactly one place.
     #[test]
     fn a_ca_bundle_has_one_source() {
         rejects(
@@ -525,7 +525,7 @@ mod cel {
         );
     }
 
-    /// Issue 35 item 5: cleanups need sane numbers and the hollo-rs image.
+    /// R-OP-OPS: cleanups need sane numbers and the hollo-rs image.
     #[test]
     fn maintenance_rules() {
         rejects(
@@ -546,7 +546,7 @@ mod cel {
         assert_eq!(violations(ok), Vec::<String>::new());
     }
 
-    /// Issue 35 item 4: a route needs a Gateway to attach to.
+    /// R-OP-OPS: a route needs a Gateway to attach to.
     #[test]
     fn an_http_route_needs_a_parent() {
         rejects(

@@ -122,7 +122,7 @@ fn version_change_scales_down_first() {
     let p = decide_after(&testutil::spec(), &upgrading(), |o| {
         o.old_pods = 3;
         o.rolled_out = true;
-        // Its maintenance page answers already (issue 34 item 3).
+        // Its maintenance page answers already (R-OP-ZD).
         o.page = READY_PAGE;
     });
     assert_eq!(p.phase, Phase::ScalingDown);
@@ -284,7 +284,7 @@ fn rolling_strategy_on_first_install_just_migrates() {
     assert_eq!(p.migration_job, Some(0));
 }
 
-/// Issue 34 item 5: `spec.stopped` scales every role to 0 and starts no Job, whatever the
+/// R-OP-OPS: `spec.stopped` scales every role to 0 and starts no Job, whatever the
 /// upgrade state; `false` again rolls the same version out.
 #[test]
 fn stopped_scales_everything_to_zero_and_resumes() {
@@ -323,7 +323,7 @@ fn stopped_scales_everything_to_zero_and_resumes() {
     assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
 }
 
-/// Issue 34 item 4: an older target is probed with the old version serving, refused
+/// R-OP-ZD: an older target is probed with the old version serving, refused
 /// without stopping anything when its schema is below the database's, else upgraded the
 /// usual way.
 #[test]
@@ -366,7 +366,7 @@ fn a_downgrade_below_the_schema_is_refused_before_anything_stops() {
     assert_eq!(p.refused, None);
 }
 
-/// Issue 34 item 3: a stop-migrate-start starts the maintenance page first (old pods
+/// R-OP-ZD: a stop-migrate-start starts the maintenance page first (old pods
 /// serve until it is ready), keeps it through the migration and a failure, and until a
 /// new web pod is ready; a first install, a compatible rolling upgrade and `stopped` run
 /// none.
@@ -460,7 +460,7 @@ fn the_maintenance_page_covers_the_downtime_only() {
     assert!(!p.maintenance_page, "the old version keeps serving");
 }
 
-/// Issue 34 item 4: with `upgrade.backup` the old version serves while the Backup runs;
+/// R-OP-OPS: with `upgrade.backup` the old version serves while the Backup runs;
 /// a failed (or timed-out) Backup starts no migration; a completed one goes on as usual.
 #[test]
 fn a_backup_comes_before_any_migration_and_a_failed_one_stops_it() {
@@ -503,7 +503,7 @@ fn info(td: i64, pre: i64, post: i64, min: i64) -> VersionInfo {
     }
 }
 
-/// Issue 34 item 2: what the probes allow.
+/// R-OP-ZD: what the probes allow.
 #[test]
 fn the_upgrade_path_comes_from_both_images() {
     let old = info(2, 10, 0, 10);
@@ -527,7 +527,7 @@ fn the_upgrade_path_comes_from_both_images() {
     for (from, to, want, why) in cases {
         assert_eq!(upgrade_path(&from, &to), want, "{why}");
     }
-    // An image before issue 34 reports no post/min: the safe answer.
+    // An image without expand/contract migrations reports no post/min: the safe answer.
     let legacy = VersionInfo {
         post_schema_version: serde_json::Value::Null,
         min_schema_version: serde_json::Value::Null,
@@ -558,7 +558,7 @@ fn expand(same_tasks: bool) -> ExpandContract {
     }
 }
 
-/// Issue 34 item 2, same task definitions: PreMigrating with every old pod serving →
+/// R-OP-ZD, same task definitions: PreMigrating with every old pod serving →
 /// RollingOut → PostMigrating once no old pod is left → Running.
 #[test]
 fn expand_contract_runs_pre_then_rolls_then_post() {
@@ -649,7 +649,7 @@ fn expand_contract_runs_pre_then_rolls_then_post() {
     assert_eq!(p.migration_job, None);
 }
 
-/// Issue 34 item 2, different task definitions: the old workers stop first (web serves),
+/// R-OP-ZD, different task definitions: the old workers stop first (web serves),
 /// then the web rolls, and the new workers start only once no old pod is left.
 #[test]
 fn different_task_definitions_stop_only_the_workers() {
