@@ -48,14 +48,6 @@ async fn a_namespaced_install_runs_its_namespace_and_leaves_the_others_alone() {
     })
     .await;
     // Meanwhile the watched one is still reconciled: a scale-up goes through.
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        HOLLO,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"replicas":3}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"replicas":3}}}"#);
     ns.wait_replicas("worker", 3, 60).await;
 }

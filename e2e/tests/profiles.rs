@@ -58,15 +58,18 @@ fn upstream_hollo(patch: Value) -> Value {
     h
 }
 
-async fn wait_condition(ns: &Ns, type_: &str, status: &str, reason: &str, secs: u64) -> String {
-    wait_until(&format!("{type_}={status} {reason}"), secs, || async {
-        let h = ns.hollo().await;
-        match condition(&h, type_) {
-            Some((s, r, m)) if s == status && r == reason => Ok(m),
-            other => Err(format!("{other:?}; {}", status_line(&h))),
-        }
-    })
-    .await
+/// The container of the migration Job of 0.1.0 (its first attempt).
+async fn migration_container(jobs: &Api<Job>) -> Container {
+    let migrate = jobs
+        .get(&format!("{HOLLO}-migrate-0-1-0"))
+        .await
+        .expect("migration Job");
+    migrate
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod")
+        .containers
+        .swap_remove(0)
 }
 
 /// Replaces a Secret's data the way `kubectl create secret … --dry-run=client -o yaml |
@@ -96,17 +99,7 @@ async fn ensure_crd(ns: &Ns, name: &str, file: &str) {
     if crds.get_opt(name).await.expect("get CRD").is_none() {
         ns.kubectl(&["apply", "--server-side", "-f", file]);
     }
-    wait_until(&format!("CRD {name} Established"), 60, || async {
-        let c = crds.get(name).await.map_err(|e| e.to_string())?;
-        c.status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-            .then_some(())
-            .ok_or_else(|| "not established".to_string())
-    })
-    .await;
+    ns.wait_crd_established(name, 60).await;
 }
 
 /// Upstream profile: pods, probes, env, migration, KEDA query, Recreate, SECRET_KEY length.
@@ -125,7 +118,9 @@ async fn upstream_profile_renders_upstreams_conventions() {
     }})))
     .await
     .expect("apply an upstream Hollo");
-    let m = wait_condition(&ns, "SecretKey", "False", "SecretKeyTooShort", 60).await;
+    let m = ns
+        .wait_condition("SecretKey", "False", "SecretKeyTooShort", 60)
+        .await;
     ns.log(&format!("SecretKey=False: {m}"));
     assert!(m.contains("has 32 characters"), "{m}");
     ns.wait_event("SecretKeyTooShort", "Warning", 30).await;
@@ -136,21 +131,16 @@ async fn upstream_profile_renders_upstreams_conventions() {
     )
     .await;
     poke(&ns, 1).await;
-    wait_condition(&ns, "SecretKey", "True", "LongEnough", 60).await;
-    let m = wait_condition(&ns, "UpgradeStrategy", "False", "RecreateUsed", 30).await;
+    ns.wait_condition("SecretKey", "True", "LongEnough", 60)
+        .await;
+    let m = ns
+        .wait_condition("UpgradeStrategy", "False", "RecreateUsed", 30)
+        .await;
     assert!(m.contains("upgrades use Recreate"), "{m}");
     ns.wait_running(V1, 120).await;
 
     let jobs: Api<Job> = ns.api();
-    let migrate = jobs
-        .get(&format!("{HOLLO}-migrate-0-1-0"))
-        .await
-        .expect("migration Job");
-    let mc = &migrate
-        .spec
-        .and_then(|s| s.template.spec)
-        .expect("pod")
-        .containers[0];
+    let mc = &migration_container(&jobs).await;
     assert_eq!(
         mc.command.as_ref().map(|c| c.join(" ")).as_deref(),
         Some("pnpm run migrate")
@@ -225,13 +215,7 @@ async fn upstream_profile_renders_upstreams_conventions() {
             "scaledobjects",
         ),
     );
-    let so = wait_until("ScaledObject social-worker", 60, || async {
-        sos.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "none yet".to_string())
-    })
-    .await;
+    let so = wait_exists("ScaledObject", &sos, &format!("{HOLLO}-worker"), 60).await;
     let t = &so.data["spec"]["triggers"][0];
     ns.log(&format!("KEDA trigger: {t}"));
     assert_eq!(
@@ -261,11 +245,42 @@ async fn upstream_profile_renders_upstreams_conventions() {
     assert!(probes.items.is_empty(), "no version probe Job for upstream");
 }
 
-fn cluster_resource() -> ApiResource {
+/// A CloudNativePG kind (`postgresql.cnpg.io/v1`).
+fn cnpg_resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster"),
-        "clusters",
+        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", kind),
+        plural,
     )
+}
+
+/// CloudNativePG's CRDs of `plurals` (from its config/crd/bases), installed unless present.
+async fn ensure_cnpg_crds(ns: &Ns, plurals: &[&str]) {
+    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
+        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
+    for plural in plurals {
+        ensure_crd(
+            ns,
+            &format!("{plural}.postgresql.cnpg.io"),
+            &format!("{dir}/postgresql.cnpg.io_{plural}.yaml"),
+        )
+        .await;
+    }
+}
+
+/// The CloudNativePG Cluster `pg` (as a user writes it) with `max_connections`.
+async fn create_cluster(ns: &Ns, max_connections: &str) {
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &cnpg_resource("Cluster", "clusters"),
+    );
+    let mut cluster = DynamicObject::new("pg", &cnpg_resource("Cluster", "clusters"));
+    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
+        "postgresql": {"parameters": {"max_connections": max_connections}}}});
+    clusters
+        .create(&Default::default(), &cluster)
+        .await
+        .expect("create Cluster");
 }
 
 /// CloudNativePG: hold without the app Secret, then the URL from it (web through the Pooler),
@@ -273,27 +288,16 @@ fn cluster_resource() -> ApiResource {
 #[tokio::test]
 async fn cnpg_database_from_the_clusters_app_secret() {
     let ns = Ns::new("cnpg").await;
-    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
-        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
-    ensure_crd(
-        &ns,
-        "clusters.postgresql.cnpg.io",
-        &format!("{dir}/postgresql.cnpg.io_clusters.yaml"),
-    )
-    .await;
-    ensure_crd(
-        &ns,
-        "poolers.postgresql.cnpg.io",
-        &format!("{dir}/postgresql.cnpg.io_poolers.yaml"),
-    )
-    .await;
+    ensure_cnpg_crds(&ns, &["clusters", "poolers"]).await;
     ns.prepare_instance().await;
     ns.apply_hollo(&minimal_with(json!({"spec": {"database": {
         "urlSecretRef": null, "cnpg": {"cluster": "pg", "pooler": "pg-pooler"}}}})))
         .await
         .expect("apply a Hollo on CloudNativePG");
     // No Secret yet: a clear condition and event, and nothing applied (no crash loop).
-    let m = wait_condition(&ns, "Database", "False", "SecretMissing", 60).await;
+    let m = ns
+        .wait_condition("Database", "False", "SecretMissing", 60)
+        .await;
     ns.log(&format!("Database=False: {m}"));
     assert!(m.contains("pg-app not found"), "{m}");
     ns.wait_event("SecretMissing", "Warning", 30).await;
@@ -326,15 +330,7 @@ async fn cnpg_database_from_the_clusters_app_secret() {
     .await;
 
     // The Cluster (as a user writes it) and the Secret CloudNativePG would make for it.
-    let clusters: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &cluster_resource());
-    let mut cluster = DynamicObject::new("pg", &cluster_resource());
-    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
-        "postgresql": {"parameters": {"max_connections": "60"}}}});
-    clusters
-        .create(&Default::default(), &cluster)
-        .await
-        .expect("create Cluster");
+    create_cluster(&ns, "60").await;
     let app = |password: &str| {
         json!({"username": "app", "user": "app", "password": password, "dbname": "app",
                "host": "pg-rw", "port": "5432",
@@ -342,11 +338,15 @@ async fn cnpg_database_from_the_clusters_app_secret() {
     };
     put_secret(&ns, "pg-app", app("first0password")).await;
     poke(&ns, 1).await;
-    let m = wait_condition(&ns, "Database", "True", "CnpgSecretFound", 60).await;
+    let m = ns
+        .wait_condition("Database", "True", "CnpgSecretFound", 60)
+        .await;
     ns.log(&format!("Database=True: {m}"));
     assert!(m.contains("max_connections 60"), "{m}");
     // 1 web × 20 + 2 workers × 24 + 1 + 5 = 74 > the Cluster's 60 (the spec says 100).
-    let budget = wait_condition(&ns, "ConnectionBudget", "False", "OverBudget", 60).await;
+    let budget = ns
+        .wait_condition("ConnectionBudget", "False", "OverBudget", 60)
+        .await;
     assert!(budget.contains("maxConnections 60"), "{budget}");
     ns.wait_running(V1, 120).await;
 
@@ -373,47 +373,18 @@ async fn cnpg_database_from_the_clusters_app_secret() {
         env_secret(&worker, "DATABASE_URL"),
         Some(("pg-app".into(), "uri".into()))
     );
-    let migrate = jobs
-        .get(&format!("{HOLLO}-migrate-0-1-0"))
-        .await
-        .expect("migration Job");
-    let mc = &migrate
-        .spec
-        .and_then(|s| s.template.spec)
-        .expect("pod")
-        .containers[0];
+    let mc = &migration_container(&jobs).await;
     assert_eq!(
         env_secret(mc, "DATABASE_URL"),
         Some(("pg-app".into(), "uri".into()))
     );
 
     // A rotated password rolls the pods: the template's Secret hash changes.
-    let hash = |d: &Deployment| {
-        d.spec
-            .template
-            .metadata
-            .as_ref()
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
-    };
-    let before = hash(&web_d).expect("hash annotation");
+    let before = secrets_hash(&web_d).expect("hash annotation");
     put_secret(&ns, "pg-app", app("second0password")).await;
     // Not poked: the operator's own periodic look (60 s) must notice.
-    wait_until(
-        "web template carries the rotated Secret's hash",
-        100,
-        || async {
-            let d = ns
-                .deployment(&format!("{HOLLO}-web"))
-                .await
-                .ok_or("no web")?;
-            match hash(&d) {
-                Some(h) if h != before => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        },
-    )
-    .await;
+    ns.wait_web_hash_changes(&before, "web template carries the rotated Secret's hash")
+        .await;
 }
 
 /// Bad input is rejected at admission with the CEL message, and nothing is stored.
@@ -451,31 +422,12 @@ async fn profile_and_cnpg_admission_rules() {
         ),
     ];
     for (patch, message) in cases {
-        match ns.apply_hollo(&minimal_with(patch.clone())).await {
-            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
-            Err(kube::Error::Api(e)) => {
-                ns.log(&format!("rejected ({}): {}", e.code, e.message));
-                assert_eq!(e.code, 422, "{e:?}");
-                assert!(
-                    e.message.contains(message),
-                    "expected {message:?} in {:?}",
-                    e.message
-                );
-            }
-            Err(e) => panic!("unexpected error {e}"),
-        }
+        ns.assert_rejected(patch, message).await;
     }
     assert!(
         ns.hollos().get_opt(HOLLO).await.expect("get").is_none(),
         "nothing was stored"
     );
-}
-
-fn backup_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Backup"),
-        "backups",
-    )
 }
 
 /// Issue 34 item 4 (R-OP-MIG): `upgrade.backup` with `database.cnpg`. CloudNativePG's CRDs
@@ -488,30 +440,9 @@ fn backup_resource() -> ApiResource {
 #[tokio::test]
 async fn issue34_cnpg_backup_before_migrating() {
     let ns = Ns::new("backup").await;
-    let dir = std::env::var("HOLLO_E2E_CNPG_CRDS")
-        .expect("HOLLO_E2E_CNPG_CRDS (CloudNativePG's config/crd/bases; e2e/run sets it)");
-    for (name, file) in [
-        (
-            "clusters.postgresql.cnpg.io",
-            "postgresql.cnpg.io_clusters.yaml",
-        ),
-        (
-            "backups.postgresql.cnpg.io",
-            "postgresql.cnpg.io_backups.yaml",
-        ),
-    ] {
-        ensure_crd(&ns, name, &format!("{dir}/{file}")).await;
-    }
+    ensure_cnpg_crds(&ns, &["clusters", "backups"]).await;
     ns.prepare_instance().await;
-    let clusters: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &cluster_resource());
-    let mut cluster = DynamicObject::new("pg", &cluster_resource());
-    cluster.data = json!({"spec": {"instances": 1, "storage": {"size": "1Gi"},
-        "postgresql": {"parameters": {"max_connections": "200"}}}});
-    clusters
-        .create(&Default::default(), &cluster)
-        .await
-        .expect("create Cluster");
+    create_cluster(&ns, "200").await;
     put_secret(
         &ns,
         "pg-app",
@@ -528,20 +459,17 @@ async fn issue34_cnpg_backup_before_migrating() {
     ns.wait_running(V1, 120).await;
     ns.wait_replicas("worker", 2, 60).await;
 
-    let backups: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &backup_resource());
+    let backups: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &cnpg_resource("Backup", "backups"),
+    );
     let jobs: Api<Job> = ns.api();
     let pod_uids = || async {
         let mut uids: Vec<String> = ns
-            .api::<k8s_openapi::api::core::v1::Pod>()
-            .list(&ListParams::default().labels(&format!(
-                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-            )))
+            .live_pods("web,worker")
             .await
-            .expect("list pods")
-            .items
             .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter_map(|p| p.metadata.uid)
             .collect();
         uids.sort();
@@ -607,7 +535,9 @@ async fn issue34_cnpg_backup_before_migrating() {
     ns.merge_hollo(json!({"spec": {"version": "0.3.0",
         "upgrade": {"backup": {"timeoutSeconds": 3}}}}))
         .await;
-    let m = wait_condition(&ns, "BackedUp", "False", "BackupFailed", 60).await;
+    let m = ns
+        .wait_condition("BackedUp", "False", "BackupFailed", 60)
+        .await;
     assert!(m.contains("not completed within 3s"), "{m}");
     let h = ns.hollo().await;
     assert_eq!(phase(&h), "BackupFailed", "{}", status_line(&h));

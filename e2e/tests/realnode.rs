@@ -126,6 +126,87 @@ async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
     db
 }
 
+/// The README's quick start ([`quick_start`]) running 0.1.0 with its one web pod and two
+/// workers. Returns the database name.
+async fn quick_start_running(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
+    let db = quick_start_workers(ns, edit, 2).await;
+    ns.wait_replicas("web", 1, 120).await;
+    db
+}
+
+/// The README's quick start ([`quick_start`]) running 0.1.0 with `workers` Ready workers.
+/// Returns the database name.
+async fn quick_start_workers(ns: &Ns, edit: impl Fn(&str) -> String, workers: i32) -> String {
+    let db = quick_start(ns, edit).await;
+    ns.wait_running("0.1.0", 300).await;
+    ns.wait_replicas("worker", workers, 120).await;
+    db
+}
+
+/// Waits (`what`) until the completed probes are within `done`: some under way, not all.
+async fn wait_probes_under_way(ns: &Ns, what: &str, done: std::ops::Range<i64>) {
+    wait_until(what, 60, || async {
+        let s = probe_stats(ns).await;
+        let n = s["completed"].as_i64().unwrap_or(0);
+        if done.contains(&n) {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+}
+
+/// The example with `upgradeStrategy: RollingWhenCompatible`.
+fn rolling_when_compatible(m: &str) -> String {
+    let from = "spec:\n";
+    assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
+    m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
+}
+
+/// The scenario's media directory (`quick_start` made it) removed.
+fn remove_media(ns: &Ns) {
+    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+}
+
+/// `path` on the web Service, by its DNS name.
+fn web_url(ns: &Ns, path: &str) -> String {
+    format!(
+        "http://{HOLLO}-web.{}.svc.cluster.local:3000{path}",
+        ns.name
+    )
+}
+
+/// What [`record_phases`] recorded, once it saw Running (at its version).
+async fn recorded(phases: tokio::task::JoinHandle<Vec<String>>) -> Vec<String> {
+    tokio::time::timeout(Duration::from_secs(30), phases)
+        .await
+        .expect("phase recorder ends at Running")
+        .expect("phase recorder")
+}
+
+/// The phases after the first `Running` ones (those of the version running before).
+fn after_running(phases: &[String]) -> Vec<&str> {
+    phases
+        .iter()
+        .map(String::as_str)
+        .skip_while(|p| *p == "Running")
+        .collect()
+}
+
+/// Waits until a pod watch lists (`live`) the three 0.1.0 pods.
+async fn wait_listed(live: impl Fn() -> usize) {
+    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
+        let n = live();
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+}
+
 /// Records every distinct consecutive `status.phase` of the Hollo until it is `Running` at the
 /// generation it observes and, when `version` is given, at that `currentVersion`.
 fn record_phases(ns: &Ns, version: Option<&str>) -> tokio::task::JoinHandle<Vec<String>> {
@@ -154,16 +235,6 @@ fn record_phases(ns: &Ns, version: Option<&str>) -> tokio::task::JoinHandle<Vec<
         }
         seen
     })
-}
-
-async fn pods(ns: &Ns, component: &str) -> Vec<Pod> {
-    ns.api::<Pod>()
-        .list(&ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component={component}"
-        )))
-        .await
-        .expect("list pods")
-        .items
 }
 
 fn on_node(p: &Pod) -> String {
@@ -306,10 +377,7 @@ async fn quick_start_runs_for_real() {
     let phases = record_phases(&ns, None);
     let db = quick_start(&ns, |m| m.to_string()).await;
     let h = ns.wait_running("0.1.0", 300).await;
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.log(&format!("phases: {phases:?}"));
     let from = phases
         .iter()
@@ -336,10 +404,11 @@ async fn quick_start_runs_for_real() {
     // Every pod really runs on the real node, hardened.
     ns.wait_replicas("web", 1, 120).await;
     ns.wait_replicas("worker", 2, 120).await;
-    for p in pods(&ns, "web")
+    for p in ns
+        .pods("web")
         .await
         .into_iter()
-        .chain(pods(&ns, "worker").await)
+        .chain(ns.pods("worker").await)
     {
         assert_eq!(on_node(&p), r.node, "pod {} on the real node", p.name_any());
         let spec = p.spec.as_ref().unwrap();
@@ -388,7 +457,7 @@ async fn quick_start_runs_for_real() {
     ns.log(&format!("GET {url} from a pod: {}", answer.trim()));
 
     // A worker pod's log holds the worker start line.
-    let worker = pods(&ns, "worker").await[0].name_any();
+    let worker = ns.pods("worker").await[0].name_any();
     wait_until("the worker start line in a worker's log", 60, || async {
         let log = ns.kubectl(&["logs", &worker]);
         if log.contains(WORKER_STARTED) {
@@ -413,7 +482,7 @@ async fn quick_start_runs_for_real() {
     // the CronJob controller's schedule, so this triggers the Job at once instead of waiting up
     // to a minute for a `* * * * *` schedule.
     real_cleanup_runs_against_the_database(&ns, &db, &r).await;
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// Issue 35 item 5 on real pods (see `quick_start_runs_for_real`): remote-post fixtures in the
@@ -446,13 +515,7 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
         .await;
     let name = format!("{HOLLO}-cleanup-remote-posts");
     let cjs: Api<CronJob> = ns.api();
-    let cj = wait_until(&format!("CronJob {name}"), 60, || async {
-        cjs.get_opt(&name)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let cj = wait_exists("CronJob", &cjs, &name, 60).await;
     assert_eq!(cj.spec.suspend, Some(false), "{name} is not suspended");
     ns.kubectl(&[
         "create",
@@ -497,17 +560,7 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
             .collect::<Vec<_>>()
     );
     let c = &job_pods[0].spec.as_ref().expect("pod spec").containers[0];
-    assert_eq!(
-        (c.command.clone(), c.args.clone()),
-        (
-            Some(vec!["hollo".to_string(), "cleanup".into()]),
-            Some(vec![
-                "remote-posts".to_string(),
-                "--older-than-days".into(),
-                "30".into()
-            ])
-        )
-    );
+    assert_cleans_remote_posts(c, 30);
     // `hollo cleanup` prints the job it started: {"id":…,"kind":"remote_posts","new":true}
     let started: Value = log
         .lines()
@@ -546,54 +599,14 @@ async fn real_cleanup_runs_against_the_database(ns: &Ns, db: &str, r: &Real) {
         "1",
         "a bookmarked post stays"
     );
-    let h = wait_until("status.lastCleanup.remotePosts", 120, || async {
-        let h = ns.hollo().await;
-        if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
-    assert!(
-        h.data["status"]["lastCleanup"]["media"].is_null(),
-        "media never ran"
-    );
+    ns.wait_remote_posts_cleaned(120).await;
 }
 
 /// GET `url` from a client pod `name` on the real node (e2e-httpget `-wait 60s`: retried until a
 /// 200 or the deadline); asserts the pod succeeded with a 200 and returns what it printed.
 async fn get_from_a_pod(ns: &Ns, name: &str, url: &str) -> String {
-    let pod = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-wait", "60s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("client pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&pod))
-        .expect("create the client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = wait_until(&format!("the client pod {name} ends"), 120, || async {
-        let p = pods_api.get(name).await.map_err(|e| e.to_string())?;
-        let ph = p.status.and_then(|s| s.phase).unwrap_or_default();
-        if ph == "Succeeded" || ph == "Failed" {
-            Ok(ph)
-        } else {
-            Err(ph)
-        }
-    })
-    .await;
+    create_client_pod(ns, name, &["-wait", "60s", url], "create the client pod");
+    let client_phase = pod_ended(ns, name, &format!("the client pod {name} ends"), 120).await;
     let answer = ns.kubectl(&["logs", name]);
     assert_eq!(client_phase, "Succeeded", "GET {url}: {answer}");
     assert!(answer.starts_with("200"), "GET {url}: {answer}");
@@ -660,31 +673,15 @@ fn with_workers(n: u32) -> impl Fn(&str) -> String {
 #[tokio::test]
 async fn scaling_workers_loses_and_repeats_nothing() {
     let ns = Ns::new("real-scale").await;
-    quick_start(&ns, with_workers(1)).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 1, 120).await;
+    quick_start_workers(&ns, with_workers(1), 1).await;
     let (exits, watch) = record_worker_exits(&ns);
 
     // 4 task slots per worker: 120 probes of 1.5 s keep one worker busy for ~45 s
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "120", "--sleep-ms", "1500"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 120, 1500).await;
     ns.merge_hollo(json!({"spec": {"worker": {"replicas": 3}}}))
         .await;
     ns.wait_replicas("worker", 3, 120).await;
-    wait_until("probes in flight on the new workers", 60, || async {
-        let s = probe_stats(&ns).await;
-        let done = s["completed"].as_i64().unwrap_or(0);
-        if (20..100).contains(&done) {
-            Ok(())
-        } else {
-            Err(s.to_string())
-        }
-    })
-    .await;
+    wait_probes_under_way(&ns, "probes in flight on the new workers", 20..100).await;
     ns.merge_hollo(json!({"spec": {"worker": {"replicas": 1}}}))
         .await;
     ns.wait_replicas("worker", 1, 120).await;
@@ -710,7 +707,7 @@ async fn scaling_workers_loses_and_repeats_nothing() {
             "worker {pod} took {took}s to drain (drainSeconds 30)"
         );
     }
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// A worker pod force-deleted (grace 0) under load: its leased probes are finished by the
@@ -718,38 +715,26 @@ async fn scaling_workers_loses_and_repeats_nothing() {
 #[tokio::test]
 async fn a_killed_worker_loses_nothing() {
     let ns = Ns::new("real-chaos").await;
-    quick_start(&ns, |m| {
-        let m = with_workers(2)(m);
-        m.replace(
-            "  worker:\n",
-            "  env:\n  - {name: QUEUE_LEASE_SECONDS, value: \"10\"}\n  worker:\n",
-        )
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let out = hollo_in_web_pod(
+    quick_start_workers(
         &ns,
-        &["probe", "enqueue", "--count", "80", "--sleep-ms", "2000"],
+        |m| {
+            let m = with_workers(2)(m);
+            m.replace(
+                "  worker:\n",
+                "  env:\n  - {name: QUEUE_LEASE_SECONDS, value: \"10\"}\n  worker:\n",
+            )
+        },
+        2,
     )
     .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
-    wait_until("probes under way", 60, || async {
-        let s = probe_stats(&ns).await;
-        let done = s["completed"].as_i64().unwrap_or(0);
-        if (4..60).contains(&done) {
-            Ok(())
-        } else {
-            Err(s.to_string())
-        }
-    })
-    .await;
-    let victim = pods(&ns, "worker").await[0].name_any();
+    enqueue_probes(&ns, 80, 2000).await;
+    wait_probes_under_way(&ns, "probes under way", 4..60).await;
+    let victim = ns.pods("worker").await[0].name_any();
     ns.kubectl(&["delete", "pod", &victim, "--grace-period=0", "--force"]);
     ns.log(&format!("force-deleted {victim}"));
     let s = all_probes_done(&ns, 80, 300).await;
     ns.log(&format!("probe stats: {s}"));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// The Eviction API against the worker pods honours the worker PodDisruptionBudget: the first
@@ -758,9 +743,7 @@ async fn a_killed_worker_loses_nothing() {
 #[tokio::test]
 async fn evictions_honour_the_disruption_budget() {
     let ns = Ns::new("real-evict").await;
-    quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    quick_start_workers(&ns, |m| m.to_string(), 2).await;
     wait_pdb_allows_one(&ns, "worker").await;
     // slow probes keep the evicted worker draining for a while
     hollo_in_web_pod(
@@ -768,7 +751,7 @@ async fn evictions_honour_the_disruption_budget() {
         &["probe", "enqueue", "--count", "40", "--sleep-ms", "4000"],
     )
     .await;
-    let workers = pods(&ns, "worker").await;
+    let workers = ns.pods("worker").await;
     let api: Api<Pod> = ns.api();
     let first = workers[0].name_any();
     let second = workers[1].name_any();
@@ -794,7 +777,7 @@ async fn evictions_honour_the_disruption_budget() {
     );
     let s = all_probes_done(&ns, 40, 300).await;
     ns.log(&format!("probe stats: {s}"));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// Waits until the role's PodDisruptionBudget allows exactly one disruption.
@@ -852,7 +835,7 @@ async fn web_evictions_honour_the_disruption_budget() {
         "drain window from the API: {}",
         h.data["spec"]["web"]
     );
-    let web = pods(&ns, "web").await;
+    let web = ns.pods("web").await;
     let api: Api<Pod> = ns.api();
     let (first, second) = (web[0].name_any(), web[1].name_any());
     // keep the replacement Pending so the budget stays spent while the first pod drains
@@ -876,7 +859,7 @@ async fn web_evictions_honour_the_disruption_budget() {
         pod_ready(&still) && still.metadata.deletion_timestamp.is_none(),
         "{second} still serves"
     );
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// POST of an Eviction, as `kubectl drain` does it. Through kubectl, not kube's client: that
@@ -938,16 +921,60 @@ fn next_schema_version(ns: &Ns) -> i64 {
 
 /// `kubectl patch` of `spec.version`, the README's command.
 fn patch_version(ns: &Ns, version: &str) {
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        HOLLO,
-        "--type",
-        "merge",
-        "-p",
-        &json!({"spec": {"version": version}}).to_string(),
-    ]);
+    ns.kubectl_patch_hollo(&json!({"spec": {"version": version}}).to_string());
     ns.log(&format!("patched spec.version → {version}"));
+}
+
+/// Every watch event of the Hollo's pods of `components` (say `web,worker`): `(deleted, pod)`.
+fn pod_events(ns: &Ns, components: &str) -> futures::stream::BoxStream<'static, (bool, Pod)> {
+    let cfg = watcher::Config::default().labels(&format!(
+        "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in ({components})"
+    ));
+    watcher(ns.api::<Pod>(), cfg)
+        .filter_map(|ev| async move {
+            match ev {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => Some((false, p)),
+                Ok(watcher::Event::Delete(p)) => Some((true, p)),
+                _ => None,
+            }
+        })
+        .boxed()
+}
+
+/// The app pods' (web, worker, all; not Jobs nor the maintenance page) [`pod_events`].
+fn app_pod_events(ns: &Ns) -> futures::stream::BoxStream<'static, (bool, Pod)> {
+    pod_events(ns, "web,worker,all")
+}
+
+/// Container restarts of a pod, summed.
+fn restarts(p: &Pod) -> i32 {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+        .unwrap_or(0)
+}
+
+/// Whether the `what` (a migration) `schema` is in `_sqlx_migrations`, installed no later than
+/// pod `p` was created; `Err` says when it was installed instead.
+fn installed_before(db: &str, schema: i64, p: &Pod, what: &str) -> Result<(), String> {
+    // installed_on and creationTimestamp on the same clock; the latter is whole
+    // seconds, so compare whole seconds (floor keeps the order)
+    let installed = psql(
+        db,
+        &format!(
+            "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
+             FROM _sqlx_migrations WHERE version = {schema} AND success \
+             UNION ALL SELECT -1 LIMIT 1"
+        ),
+    );
+    let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
+    match installed.parse::<i64>() {
+        Ok(i) if i >= 0 && i <= created => Ok(()),
+        _ => Err(format!(
+            "created at {created} but {what} {schema} installed at {installed:?}"
+        )),
+    }
 }
 
 /// What the pod watch of an upgrade saw.
@@ -957,88 +984,147 @@ struct PodTimeline {
     live: std::collections::BTreeMap<String, String>,
     /// pods of the new version, in the order they appeared
     new_pods: Vec<String>,
+    /// the pods of the old version alive when the first new pod appeared
+    old_at_first_new: Vec<String>,
     violations: Vec<String>,
 }
 
-/// Watches every event of the Hollo's pods: a pod of `new` must never exist beside a pod of
-/// `old` (a terminating pod still runs its process, so it counts until it is gone), and the
-/// migration `schema` must be in the database (`_sqlx_migrations`, installed before the pod
-/// was created) when a pod of `new` first shows.
-fn watch_upgrade_pods(
+impl PodTimeline {
+    /// The upgrade to `version` broke no rule, at least three new pods were seen, and only pods
+    /// of `version` are left.
+    fn assert_upgraded(&self, version: &str) {
+        assert!(self.violations.is_empty(), "{:#?}", self.violations);
+        assert!(
+            self.new_pods.len() >= 3,
+            "new pods seen: {:?}",
+            self.new_pods
+        );
+        assert!(
+            self.live.values().all(|v| v == version),
+            "pods left: {:?}",
+            self.live
+        );
+    }
+}
+
+/// The phases of a zero-downtime upgrade (issue 34 item 2), after the old version's Running.
+const EXPAND_CONTRACT_PHASES: [&str; 5] = [
+    "CheckingCompatibility",
+    "PreMigrating",
+    "RollingOut",
+    "PostMigrating",
+    "Running",
+];
+
+type Timeline = std::sync::Arc<std::sync::Mutex<PodTimeline>>;
+
+/// Watches every event of the Hollo's app pods, keeping `live` of the timeline; then
+/// `on_event` sees the timeline, the pod, whether it was deleted, and the pods of `old` alive
+/// now (a terminating pod still runs its process, so it counts until it is gone).
+fn watch_app_pods(
     ns: &Ns,
-    db: &str,
     old: &str,
-    new: &str,
-    schema: i64,
-) -> (
-    std::sync::Arc<std::sync::Mutex<PodTimeline>>,
-    tokio::task::JoinHandle<()>,
-) {
-    let t: std::sync::Arc<std::sync::Mutex<PodTimeline>> = Default::default();
-    let api: Api<Pod> = ns.api();
-    let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
+    mut on_event: impl FnMut(&mut PodTimeline, &Pod, bool, Vec<String>) + Send + 'static,
+) -> (Timeline, tokio::task::JoinHandle<()>) {
+    let t: Timeline = Default::default();
+    let mut events = app_pod_events(ns);
+    let old = old.to_string();
     let task = tokio::spawn({
         let t = t.clone();
         async move {
-            let cfg =
-                watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}"));
-            let mut events = watcher(api, cfg).boxed();
-            while let Some(ev) = events.next().await {
-                let (deleted, p) = match ev {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
-                    Ok(watcher::Event::Delete(p)) => (true, p),
-                    _ => continue,
-                };
-                if !matches!(
-                    label(&p, "app.kubernetes.io/component").as_str(),
-                    "web" | "worker" | "all"
-                ) {
-                    continue;
-                }
+            while let Some((deleted, p)) = events.next().await {
                 let name = p.name_any();
-                let v = label(&p, "app.kubernetes.io/version");
                 let mut t = t.lock().unwrap();
                 if deleted {
                     t.live.remove(&name);
-                    continue;
+                } else {
+                    t.live.insert(name, label(&p, "app.kubernetes.io/version"));
                 }
-                t.live.insert(name.clone(), v.clone());
-                if v != new || t.new_pods.contains(&name) {
-                    continue;
-                }
-                t.new_pods.push(name.clone());
                 let olds: Vec<String> = t
                     .live
                     .iter()
                     .filter(|(_, pv)| **pv == old)
                     .map(|(n, _)| n.clone())
                     .collect();
-                if !olds.is_empty() {
-                    t.violations.push(format!(
-                        "pod {name} of {new} beside pods of {old}: {olds:?}"
-                    ));
-                }
-                // installed_on and creationTimestamp on the same clock; the latter is whole
-                // seconds, so compare whole seconds (floor keeps the order)
-                let installed = psql(
-                    &db,
-                    &format!(
-                        "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
-                         FROM _sqlx_migrations WHERE version = {schema} AND success \
-                         UNION ALL SELECT -1 LIMIT 1"
-                    ),
-                );
-                let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
-                match installed.parse::<i64>() {
-                    Ok(i) if i >= 0 && i <= created => {}
-                    _ => t.violations.push(format!(
-                        "pod {name} of {new} created at {created} but migration {schema} installed at {installed:?}"
-                    )),
-                }
+                on_event(&mut t, &p, deleted, olds);
             }
         }
     });
     (t, task)
+}
+
+/// The name of pod `p` when it is one of version `new` the timeline has not seen yet.
+fn first_seen(t: &PodTimeline, p: &Pod, deleted: bool, new: &str) -> Option<String> {
+    let name = p.name_any();
+    (!deleted && label(p, "app.kubernetes.io/version") == new && !t.new_pods.contains(&name))
+        .then_some(name)
+}
+
+/// Watches every event of the Hollo's pods: a pod of `new` must never exist beside a pod of
+/// `old`, and the migration `schema` must be in the database (`_sqlx_migrations`, installed
+/// before the pod was created) when a pod of `new` first shows.
+fn watch_upgrade_pods(
+    ns: &Ns,
+    db: &str,
+    old: &str,
+    new: &str,
+    schema: i64,
+) -> (Timeline, tokio::task::JoinHandle<()>) {
+    let (db, old_, new) = (db.to_string(), old.to_string(), new.to_string());
+    watch_app_pods(ns, old, move |t, p, deleted, olds| {
+        let Some(name) = first_seen(t, p, deleted, &new) else {
+            return;
+        };
+        t.new_pods.push(name.clone());
+        if !olds.is_empty() {
+            t.violations.push(format!(
+                "pod {name} of {new} beside pods of {old_}: {olds:?}"
+            ));
+        }
+        if let Err(why) = installed_before(&db, schema, p, "migration") {
+            t.violations.push(format!("pod {name} of {new} {why}"));
+        }
+    })
+}
+
+/// `count` probes of `sleep_ms` each enqueued through a web pod.
+async fn enqueue_probes(ns: &Ns, count: u32, sleep_ms: u32) {
+    let (count, sleep_ms) = (count.to_string(), sleep_ms.to_string());
+    let out = hollo_in_web_pod(
+        ns,
+        &[
+            "probe",
+            "enqueue",
+            "--count",
+            &count,
+            "--sleep-ms",
+            &sleep_ms,
+        ],
+    )
+    .await;
+    ns.log(&format!("probe enqueue: {}", out.trim()));
+}
+
+/// The end of an upgrade to `version`: Running there with its one web pod and two workers, the
+/// `probes` enqueued before all done; the Hollo, the recorded `phases`, what the pod `watch`
+/// saw (then stopped).
+async fn upgraded(
+    ns: &Ns,
+    version: &str,
+    phases: tokio::task::JoinHandle<Vec<String>>,
+    (timeline, watch): (Timeline, tokio::task::JoinHandle<()>),
+    probes: i64,
+) -> (kube::api::DynamicObject, Vec<String>, PodTimeline) {
+    let h = ns.wait_running(version, 300).await;
+    ns.log(&status_line(&h));
+    let phases = recorded(phases).await;
+    ns.wait_replicas("web", 1, 120).await;
+    ns.wait_replicas("worker", 2, 120).await;
+    let s = all_probes_done(ns, probes, 300).await;
+    ns.log(&format!("probe stats after the upgrade: {s}"));
+    watch.abort();
+    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    (h, phases, t)
 }
 
 /// Upgrade for real: `kubectl patch` of `spec.version` from 0.1.0 to 0.1.1-e2e (one more
@@ -1054,10 +1140,7 @@ fn watch_upgrade_pods(
 async fn upgrade_to_the_next_version_for_real() {
     let ns = Ns::new("real-upgrade").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    let db = quick_start_running(&ns, |m| m.to_string()).await;
     assert_eq!(
         psql(
             &db,
@@ -1068,58 +1151,24 @@ async fn upgrade_to_the_next_version_for_real() {
     );
 
     // 8 task slots: 400 probes of 400 ms keep the workers busy for ~20 s, through the upgrade
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "400", "--sleep-ms", "400"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 400, 400).await;
     let (timeline, watch) = watch_upgrade_pods(&ns, &db, "0.1.0", NEXT, schema);
     let phases = record_phases(&ns, Some(NEXT));
-    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
-        let n = timeline.lock().unwrap().live.len();
-        if n >= 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    })
-    .await;
+    wait_listed(|| timeline.lock().unwrap().live.len()).await;
     let before = probe_stats(&ns).await;
     ns.log(&format!("before the upgrade: {before}"));
     patch_version(&ns, NEXT);
-    let h = ns.wait_running(NEXT, 300).await;
-    ns.log(&status_line(&h));
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 400, 300).await;
-    ns.log(&format!("probe stats after the upgrade: {s}"));
-    watch.abort();
-    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    let (_, phases, t) = upgraded(&ns, NEXT, phases, (timeline, watch), 400).await;
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
 
     // the first recorded phase is the Running of 0.1.0
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         ["ScalingDown", "Migrating", "RollingOut", "Running"],
         "phases of the upgrade"
     );
-    assert!(t.violations.is_empty(), "{:#?}", t.violations);
-    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
-    assert!(
-        t.live.values().all(|v| v == NEXT),
-        "pods left: {:?}",
-        t.live
-    );
+    t.assert_upgraded(NEXT);
     // One Normal event per phase. kube's event recorder folds a repeat of (type, reason,
     // action, object) into the first event's series, whose note keeps the first occurrence's
     // text ("target 0.1.0" from the install): a phase seen at the install too must show a
@@ -1158,29 +1207,17 @@ async fn upgrade_to_the_next_version_for_real() {
     // need a running instance: another install and upgrade would add ~2 min to the suite.
     downgrade_below_the_schema_is_refused_for_real(&ns, &db, schema).await;
     stopped_and_paused_for_real(&ns, 400).await;
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// The web and worker pods that are not terminating: uid → (name, container restarts, Ready).
 async fn app_pods(ns: &Ns) -> std::collections::BTreeMap<String, (String, i32, bool)> {
-    ns.api::<Pod>()
-        .list(&ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-        )))
+    ns.live_pods("web,worker")
         .await
-        .expect("list pods")
-        .items
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .map(|p| {
-            let restarts = p
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .map(|cs| cs.iter().map(|c| c.restart_count).sum())
-                .unwrap_or(0);
             let uid = p.metadata.uid.clone().unwrap_or_default();
-            (uid, (p.name_any(), restarts, pod_ready(&p)))
+            (uid, (p.name_any(), restarts(&p), pod_ready(&p)))
         })
         .collect()
 }
@@ -1195,28 +1232,14 @@ fn watch_pods_untouched(
     before: std::collections::BTreeMap<String, (String, i32, bool)>,
 ) -> (Seen, tokio::task::JoinHandle<()>) {
     let seen: Seen = Default::default();
-    let api: Api<Pod> = ns.api();
+    let mut events = pod_events(ns, "web,worker");
     let task = tokio::spawn({
         let seen = seen.clone();
         async move {
-            let cfg = watcher::Config::default().labels(&format!(
-                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-            ));
-            let mut events = watcher(api, cfg).boxed();
-            while let Some(ev) = events.next().await {
-                let (gone, p) = match ev {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
-                    Ok(watcher::Event::Delete(p)) => (true, p),
-                    _ => continue,
-                };
+            while let Some((gone, p)) = events.next().await {
                 let uid = p.metadata.uid.clone().unwrap_or_default();
                 let name = p.name_any();
-                let restarts: i32 = p
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.container_statuses.as_ref())
-                    .map(|cs| cs.iter().map(|c| c.restart_count).sum())
-                    .unwrap_or(0);
+                let restarts = restarts(&p);
                 let what = match before.get(&uid) {
                     None => Some(format!("new pod {name}")),
                     Some(_) if gone => Some(format!("pod {name} deleted")),
@@ -1263,23 +1286,6 @@ fn watch_phases(ns: &Ns) -> (Seen, tokio::task::JoinHandle<()>) {
     (seen, task)
 }
 
-/// The `(status, observedGeneration)` of a condition.
-fn condition_generation(
-    h: &kube::api::DynamicObject,
-    type_: &str,
-) -> Option<(String, Option<i64>)> {
-    h.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or("").to_string(),
-                c["observedGeneration"].as_i64(),
-            )
-        })
-}
-
 /// Issue 34 item 4 on real pods (R-OP-ZD: "a version older than the schema is refused before
 /// anything stops"; done when: "a downgrade below the schema: refused, pods untouched, still
 /// Running"). Running at 0.1.1-e2e on a database at its schema, `kubectl patch` of
@@ -1315,29 +1321,15 @@ async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schem
         db,
         "SELECT max(version) FROM _sqlx_migrations WHERE success",
     );
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
+    let url = web_url(ns, "/api/v1/instance");
     // 40 s: the refusal took 4-5 s here (two probe pods), then the 6 s hold; the client must
     // still be polling after both (asserted below), and every second more is idle suite time.
-    start_poller(ns, &url, 40).await;
+    start_poller(ns, &url, 40, &[]).await;
     let (disturbed, watch) = watch_pods_untouched(ns, before.clone());
     let (phases, phase_watch) = watch_phases(ns);
     patch_version(ns, "0.1.0");
     let gen_ = ns.hollo().await.metadata.generation;
-    let h = wait_until("VersionAccepted=False for the downgrade", 120, || async {
-        let h = ns.hollo().await;
-        match condition_generation(&h, "VersionAccepted") {
-            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
-    ns.log(&status_line(&h));
-    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
-    ns.log(&format!("VersionAccepted=False {reason}: {message}"));
-    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    let (_, message) = ns.wait_downgrade_refused(gen_, 120).await;
     assert!(
         message.contains("0.1.0") && message.contains(NEXT),
         "the message names both versions: {message}"
@@ -1431,18 +1423,8 @@ async fn downgrade_below_the_schema_is_refused_for_real(ns: &Ns, db: &str, schem
     )
     .await;
     ns.log(&status_line(&h));
-    let end = wait_until("the polling client ends", 120, || async {
-        match poller_phase(ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    poller_succeeded(ns, &url, 120).await;
     watch.abort();
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
     let disturbed = disturbed.lock().unwrap().clone();
     assert!(
         disturbed.is_empty(),
@@ -1491,7 +1473,7 @@ fn containers_with_processes(ids: &[String]) -> std::collections::BTreeSet<Strin
 /// pods, `ReconciliationPaused=False`, a `ReconciliationResumed` event, and probes enqueued
 /// then are completed (`enqueued_before` + 40, once each).
 async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
-    let running = [pods(ns, "web").await, pods(ns, "worker").await].concat();
+    let running = [ns.pods("web").await, ns.pods("worker").await].concat();
     let ids = container_ids(&running);
     assert_eq!(ids.len(), 3, "one container per pod: {ids:?}");
     let alive = containers_with_processes(&ids);
@@ -1500,48 +1482,20 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         3,
         "the /proc scan finds the running containers' processes: {ids:?} → {alive:?}"
     );
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"stopped": true}}))
-        .await
-        .metadata
-        .generation;
-    ns.log("spec.stopped: true");
-    wait_until("phase Stopped, Stopped=True", 120, || async {
-        let h = ns.hollo().await;
-        let stopped = condition(&h, "Stopped").map(|c| c.0);
-        if phase(&h) == "Stopped"
-            && stopped.as_deref() == Some("True")
-            && h.data["status"]["observedGeneration"].as_i64() == gen_
-        {
-            Ok(())
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.wait_replicas("web", 0, 60).await;
-    ns.wait_replicas("worker", 0, 60).await;
+    ns.stop(120).await;
     // drainSeconds 30 (+ 5): a pod object goes once the kubelet reports its containers ended
     wait_until("no web or worker pod left", 90, || async {
-        let left: Vec<String> = [pods(ns, "web").await, pods(ns, "worker").await]
+        let left: Vec<String> = [ns.pods("web").await, ns.pods("worker").await]
             .concat()
             .iter()
             .map(|p| p.name_any())
             .collect();
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{left:?}"))
-        }
+        none_left(&left)
     })
     .await;
     wait_until("no process left in the stopped containers", 30, || async {
         let alive = containers_with_processes(&ids);
-        if alive.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{alive:?}"))
-        }
+        none_left(&alive)
     })
     .await;
     ns.api::<Service>()
@@ -1551,17 +1505,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
     ns.wait_event("Stopped", "Normal", 30).await;
     ns.log("stopped: no pod, no container process");
 
-    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
-    ns.log("spec.stopped: false");
-    let h = ns.wait_running(NEXT, 180).await;
-    assert_eq!(
-        condition(&h, "Stopped").map(|c| c.0).as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    ns.start(NEXT, 180, 120).await;
     let started = app_pods(ns).await;
     assert!(
         started.keys().all(|uid| {
@@ -1571,10 +1515,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         }),
         "new pods after the stop: {started:?}"
     );
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
+    let url = web_url(ns, "/api/v1/instance");
     let answer = get_from_a_pod(ns, "after-stop", &url).await;
     ns.log(&format!(
         "GET {url} after the stop: {}",
@@ -1582,31 +1523,11 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
     ));
 
     // Paused: an edit is recorded as paused and left alone until unpaused.
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
-        .await;
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
-        .await
-        .metadata
-        .generation;
-    ns.log("spec.reconciliationPaused: true, then web.replicas: 2");
-    wait_until(
-        "ReconciliationPaused=True for the edit's generation",
-        60,
-        || async {
-            let h = ns.hollo().await;
-            match condition_generation(&h, "ReconciliationPaused") {
-                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        },
-    )
-    .await;
-    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    ns.pause_and_scale_web(60).await;
     let web = format!("{HOLLO}-web");
     holds_for("web stays at 1 replica while paused", 8, || async {
         let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
-        let n = pods(ns, "web").await.len();
+        let n = ns.pods("web").await.len();
         let h = ns.hollo().await;
         match (d.spec.replicas, n, phase(&h).as_str()) {
             (Some(1), 1, "Running") => Ok(()),
@@ -1616,20 +1537,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
         }
     })
     .await;
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
-        .await;
-    ns.log("spec.reconciliationPaused: false");
-    ns.wait_replicas("web", 2, 120).await;
-    let h = ns.wait_running(NEXT, 60).await;
-    assert_eq!(
-        condition(&h, "ReconciliationPaused")
-            .map(|c| c.0)
-            .as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+    ns.unpause(NEXT, 120).await;
     // and the instance works: probes enqueued now are completed by the workers
     hollo_in_web_pod(ns, &["probe", "enqueue", "--count", "40"]).await;
     let s = all_probes_done(ns, enqueued_before + 40, 120).await;
@@ -1645,9 +1553,7 @@ async fn stopped_and_paused_for_real(ns: &Ns, enqueued_before: i64) {
 async fn upgrade_with_a_failing_migration_then_back() {
     let ns = Ns::new("real-migfail").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("worker", 2, 120).await;
+    let db = quick_start_workers(&ns, |m| m.to_string(), 2).await;
     psql(
         "postgres",
         &format!("ALTER DATABASE {db} SET hollo_e2e.fail_migration = 'on'"),
@@ -1720,7 +1626,7 @@ async fn upgrade_with_a_failing_migration_then_back() {
     hollo_in_web_pod(&ns, &["probe", "enqueue", "--count", "50"]).await;
     let s = all_probes_done(&ns, 50, 120).await;
     ns.log(&format!("probe stats: {s}"));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// RollingWhenCompatible's second version: the 0.1.0 image under another tag (e2e/images tags
@@ -1735,52 +1641,9 @@ const ROLLING: &str = "0.1.0-rolling";
 #[tokio::test]
 async fn rolling_upgrade_serves_every_request() {
     let ns = Ns::new("real-rolling").await;
-    quick_start(&ns, |m| {
-        let from = "spec:\n";
-        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
-        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/healthz",
-        ns.name
-    );
-    let client = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "poller"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "100ms", "-for", "90s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .unwrap();
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
-        .expect("create the polling client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = || async {
-        pods_api
-            .get("poller")
-            .await
-            .map_err(|e| e.to_string())
-            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
-    };
-    wait_until("the polling client runs", 60, || async {
-        match client_phase().await? {
-            ph if ph == "Running" => Ok(()),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    quick_start_running(&ns, rolling_when_compatible).await;
+    let url = web_url(&ns, "/healthz");
+    start_poller(&ns, &url, 90, &[]).await;
     let phases = record_phases(&ns, Some(ROLLING));
     // a few seconds of polling before the upgrade
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -1788,36 +1651,26 @@ async fn rolling_upgrade_serves_every_request() {
     let h = ns.wait_running(ROLLING, 120).await;
     ns.log(&status_line(&h));
     ns.wait_replicas("web", 1, 60).await;
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.log(&format!("phases: {phases:?}"));
     // the old web pod must be gone (drained) while the client still polls
     wait_until("no web pod of 0.1.0 left", 60, || async {
-        let old: Vec<String> = pods(&ns, "web")
+        let old: Vec<String> = ns
+            .pods("web")
             .await
             .iter()
             .filter(|p| label(*p, "app.kubernetes.io/version") != ROLLING)
             .map(|p| p.name_any())
             .collect();
-        if old.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{old:?}"))
-        }
+        none_left(&old)
     })
     .await;
     assert_eq!(
-        client_phase().await.ok().as_deref(),
+        poller_phase(&ns).await.ok().as_deref(),
         Some("Running"),
         "the client polled through the whole upgrade (-for 90s)"
     );
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         [
@@ -1828,18 +1681,8 @@ async fn rolling_upgrade_serves_every_request() {
         ],
         "phases of a compatible rolling upgrade"
     );
-    let end = wait_until("the polling client ends", 120, || async {
-        match client_phase().await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    poller_succeeded(&ns, &url, 120).await;
+    remove_media(&ns);
 }
 
 /// Issue 34 item 3 (done when: "a forced stop-migrate-start: requests during the downtime get
@@ -1851,47 +1694,9 @@ async fn rolling_upgrade_serves_every_request() {
 #[tokio::test]
 async fn maintenance_page_answers_through_a_stop_migrate_start() {
     let ns = Ns::new("real-page").await;
-    quick_start(&ns, |m| m.to_string()).await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
-    let client = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "poller"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "100ms", "-for", "90s", "-unavailable-ok", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("client pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
-        .expect("create the polling client pod");
-    let pods_api: Api<Pod> = ns.api();
-    let client_phase = || async {
-        pods_api
-            .get("poller")
-            .await
-            .map_err(|e| e.to_string())
-            .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
-    };
-    wait_until("the polling client runs", 60, || async {
-        match client_phase().await? {
-            ph if ph == "Running" => Ok(()),
-            ph => Err(ph),
-        }
-    })
-    .await;
+    quick_start_running(&ns, |m| m.to_string()).await;
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 90, &["-unavailable-ok"]).await;
     let phases = record_phases(&ns, Some(NEXT));
     // a few seconds of 200s before the upgrade
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -1899,16 +1704,9 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
     let h = ns.wait_running(NEXT, 180).await;
     ns.log(&status_line(&h));
     ns.wait_replicas("web", 1, 60).await;
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
+    let phases = recorded(phases).await;
     ns.log(&format!("phases: {phases:?}"));
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
         after,
         ["ScalingDown", "Migrating", "RollingOut", "Running"],
@@ -1922,21 +1720,12 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
     })
     .await;
     assert_eq!(
-        client_phase().await.ok().as_deref(),
+        poller_phase(&ns).await.ok().as_deref(),
         Some("Running"),
         "the client polled through the whole upgrade (-for 90s)"
     );
-    let end = wait_until("the polling client ends", 120, || async {
-        match client_phase().await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
+    let log = poller_succeeded(&ns, &url, 120).await;
     let summary = log.lines().last().unwrap_or("").to_string();
-    ns.log(&format!("client: {summary}"));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
     assert!(summary.contains("failures=0"), "{log}");
     let unavailable: u64 = summary
         .rsplit("unavailable=")
@@ -1944,33 +1733,29 @@ async fn maintenance_page_answers_through_a_stop_migrate_start() {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0);
     assert!(unavailable > 0, "no 503 seen during the downtime: {log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }
 
 /// The next version's post-deploy migration (e2e/next/migrations/post).
 const NEXT_POST: i64 = 20991231000002;
 
+/// Waits for the polling client to end; asserts it succeeded with no failed request (of
+/// `url`). Its log.
+async fn poller_succeeded(ns: &Ns, url: &str, secs: u64) -> String {
+    let end = pod_ended(ns, "poller", "the polling client ends", secs).await;
+    let log = ns.kubectl(&["logs", "poller"]);
+    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
+    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
+    assert!(log.contains("failures=0"), "{log}");
+    log
+}
+
 /// A client pod GETting `url` through the web Service every 100 ms for `secs` seconds
 /// (e2e/images' httpget; it exits non-zero and logs each failure if any request fails).
-async fn start_poller(ns: &Ns, url: &str, secs: u64) {
-    let client = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "poller"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "100ms", "-for", format!("{secs}s"), url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("client pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&client))
-        .expect("create the polling client pod");
+async fn start_poller(ns: &Ns, url: &str, secs: u64, extra_args: &[&str]) {
+    let for_ = format!("{secs}s");
+    let args = [&["-poll", "100ms", "-for", &for_], extra_args, &[url]].concat();
+    create_client_pod(ns, "poller", &args, "create the polling client pod");
     wait_until("the polling client runs", 60, || async {
         match poller_phase(ns).await? {
             ph if ph == "Running" => Ok(()),
@@ -1981,11 +1766,50 @@ async fn start_poller(ns: &Ns, url: &str, secs: u64) {
 }
 
 async fn poller_phase(ns: &Ns) -> Result<String, String> {
+    pod_phase(ns, "poller").await
+}
+
+/// `status.phase` of pod `name`.
+async fn pod_phase(ns: &Ns, name: &str) -> Result<String, String> {
     ns.api::<Pod>()
-        .get("poller")
+        .get(name)
         .await
         .map_err(|e| e.to_string())
         .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+}
+
+/// Waits (`what`, `secs`) until pod `name` ends: `Succeeded` or `Failed`.
+async fn pod_ended(ns: &Ns, name: &str, what: &str, secs: u64) -> String {
+    wait_until(what, secs, || async {
+        match pod_phase(ns, name).await? {
+            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
+            ph => Err(ph),
+        }
+    })
+    .await
+}
+
+/// Creates the client pod `name`: e2e/images' httpget with `args`, as hardened as the app's
+/// pods (`what` is the failure's message).
+fn create_client_pod(ns: &Ns, name: &str, args: &[&str], what: &str) {
+    let pod = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
+                "args": args,
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                                    "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+            }]
+        }
+    }))
+    .expect("client pod JSON");
+    ns.try_kubectl(&["apply", "-f", "-"], Some(&pod))
+        .expect(what);
 }
 
 /// Whether the post-deploy migration `version` is recorded (its table may not exist yet).
@@ -2003,18 +1827,6 @@ fn post_migrated(db: &str, version: i64) -> bool {
         ) == "1"
 }
 
-/// What the pod watch of a zero-downtime upgrade saw.
-#[derive(Default, Debug)]
-struct ExpandTimeline {
-    /// app pods (web/worker/all) that exist, terminating ones included → their version
-    live: std::collections::BTreeMap<String, String>,
-    /// pods of the new version, in the order they appeared
-    new_pods: Vec<String>,
-    /// the pods of the old version alive when the first new pod appeared
-    old_at_first_new: Vec<String>,
-    violations: Vec<String>,
-}
-
 /// Watches every event of the Hollo's pods through a zero-downtime upgrade (issue 34 item 2):
 /// the pre-deploy migration `schema` must be in `_sqlx_migrations`, installed no later than a
 /// new pod's creation; the post-deploy migration `post` must not be recorded while any pod of
@@ -2027,96 +1839,43 @@ fn watch_expand_contract_pods(
     schema: i64,
     post: i64,
     tasks_differ: bool,
-) -> (
-    std::sync::Arc<std::sync::Mutex<ExpandTimeline>>,
-    tokio::task::JoinHandle<()>,
-) {
-    let t: std::sync::Arc<std::sync::Mutex<ExpandTimeline>> = Default::default();
-    let api: Api<Pod> = ns.api();
-    let (db, old, new) = (db.to_string(), old.to_string(), new.to_string());
-    let task = tokio::spawn({
-        let t = t.clone();
-        async move {
-            let cfg =
-                watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}"));
-            let mut events = watcher(api, cfg).boxed();
-            while let Some(ev) = events.next().await {
-                let (deleted, p) = match ev {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (false, p),
-                    Ok(watcher::Event::Delete(p)) => (true, p),
-                    _ => continue,
-                };
-                if !matches!(
-                    label(&p, "app.kubernetes.io/component").as_str(),
-                    "web" | "worker" | "all"
-                ) {
-                    continue;
-                }
-                let name = p.name_any();
-                let v = label(&p, "app.kubernetes.io/version");
-                let mut t = t.lock().unwrap();
-                if deleted {
-                    t.live.remove(&name);
-                } else {
-                    t.live.insert(name.clone(), v.clone());
-                }
-                let olds: Vec<String> = t
-                    .live
-                    .iter()
-                    .filter(|(_, pv)| **pv == old)
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                if !olds.is_empty() && post_migrated(&db, post) {
-                    t.violations.push(format!(
-                        "post-deploy migration {post} recorded while pods of {old} live: {olds:?}"
-                    ));
-                }
-                if deleted || v != new || t.new_pods.contains(&name) {
-                    continue;
-                }
-                if tasks_differ {
-                    let component = label(&p, "app.kubernetes.io/component");
-                    let old_workers: Vec<String> = olds
-                        .iter()
-                        .filter(|n| n.contains("-worker-"))
-                        .cloned()
-                        .collect();
-                    if !old_workers.is_empty() {
-                        t.violations.push(format!(
-                            "{component} pod {name} of {new} beside old workers {old_workers:?}"
-                        ));
-                    }
-                    if component == "worker" && !olds.is_empty() {
-                        t.violations.push(format!(
-                            "worker {name} of {new} beside pods of {old}: {olds:?}"
-                        ));
-                    }
-                }
-                if t.new_pods.is_empty() {
-                    t.old_at_first_new = olds;
-                }
-                t.new_pods.push(name.clone());
-                // installed_on and creationTimestamp on the same clock; the latter is whole
-                // seconds, so compare whole seconds (floor keeps the order)
-                let installed = psql(
-                    &db,
-                    &format!(
-                        "SELECT coalesce(floor(extract(epoch FROM installed_on))::bigint, -1) \
-                         FROM _sqlx_migrations WHERE version = {schema} AND success \
-                         UNION ALL SELECT -1 LIMIT 1"
-                    ),
-                );
-                let created = p.creation_timestamp().map(|c| c.0.as_second()).unwrap_or(0);
-                match installed.parse::<i64>() {
-                    Ok(i) if i >= 0 && i <= created => {}
-                    _ => t.violations.push(format!(
-                        "pod {name} of {new} created at {created} but pre-deploy migration {schema} installed at {installed:?}"
-                    )),
-                }
+) -> (Timeline, tokio::task::JoinHandle<()>) {
+    let (db, old_, new) = (db.to_string(), old.to_string(), new.to_string());
+    watch_app_pods(ns, old, move |t, p, deleted, olds| {
+        if !olds.is_empty() && post_migrated(&db, post) {
+            t.violations.push(format!(
+                "post-deploy migration {post} recorded while pods of {old_} live: {olds:?}"
+            ));
+        }
+        let Some(name) = first_seen(t, p, deleted, &new) else {
+            return;
+        };
+        if tasks_differ {
+            let component = label(p, "app.kubernetes.io/component");
+            let old_workers: Vec<String> = olds
+                .iter()
+                .filter(|n| n.contains("-worker-"))
+                .cloned()
+                .collect();
+            if !old_workers.is_empty() {
+                t.violations.push(format!(
+                    "{component} pod {name} of {new} beside old workers {old_workers:?}"
+                ));
+            }
+            if component == "worker" && !olds.is_empty() {
+                t.violations.push(format!(
+                    "worker {name} of {new} beside pods of {old_}: {olds:?}"
+                ));
             }
         }
-    });
-    (t, task)
+        if t.new_pods.is_empty() {
+            t.old_at_first_new = olds;
+        }
+        t.new_pods.push(name.clone());
+        if let Err(why) = installed_before(&db, schema, p, "pre-deploy migration") {
+            t.violations.push(format!("pod {name} of {new} {why}"));
+        }
+    })
 }
 
 /// Issue 34 item 2 (done when: "an upgrade to a version with one additive migration and the
@@ -2134,81 +1893,34 @@ fn watch_expand_contract_pods(
 async fn expand_contract_upgrade_serves_every_request() {
     let ns = Ns::new("real-expand").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| {
-        let from = "spec:\n";
-        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
-        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let olds_before: Vec<String> = [pods(&ns, "web").await, pods(&ns, "worker").await]
+    let db = quick_start_running(&ns, rolling_when_compatible).await;
+    let olds_before: Vec<String> = [ns.pods("web").await, ns.pods("worker").await]
         .concat()
         .iter()
         .map(|p| p.name_any())
         .collect();
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
-    start_poller(&ns, &url, 150).await;
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 150, &[]).await;
     // 8 task slots: 600 probes of 400 ms keep the workers busy for ~30 s, through the
     // pre-migration and the rollout (old and new workers overlap: same task definitions)
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "600", "--sleep-ms", "400"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    enqueue_probes(&ns, 600, 400).await;
     let (timeline, watch) =
         watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT), schema, NEXT_POST, false);
     let phases = record_phases(&ns, Some(NEXT));
-    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
-        let n = timeline.lock().unwrap().live.len();
-        if n >= 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    })
-    .await;
+    wait_listed(|| timeline.lock().unwrap().live.len()).await;
     patch_version(&ns, NEXT);
-    let h = ns.wait_running(NEXT, 300).await;
-    ns.log(&status_line(&h));
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 600, 300).await;
-    ns.log(&format!("probe stats after the upgrade: {s}"));
-    watch.abort();
-    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    let (h, phases, t) = upgraded(&ns, NEXT, phases, (timeline, watch), 600).await;
     ns.log(&format!(
         "phases: {phases:?}; new pods: {:?}; old pods at the first new one: {:?}",
         t.new_pods, t.old_at_first_new
     ));
 
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
-        after,
-        [
-            "CheckingCompatibility",
-            "PreMigrating",
-            "RollingOut",
-            "PostMigrating",
-            "Running"
-        ],
+        after, EXPAND_CONTRACT_PHASES,
         "phases of a zero-downtime upgrade"
     );
-    assert!(t.violations.is_empty(), "{:#?}", t.violations);
-    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
+    t.assert_upgraded(NEXT);
     let mut at_first = t.old_at_first_new.clone();
     at_first.sort();
     let mut before = olds_before.clone();
@@ -2217,11 +1929,6 @@ async fn expand_contract_upgrade_serves_every_request() {
         at_first, before,
         "every old pod still alive when the first new pod appeared: nothing stopped for the \
          pre-deploy migration"
-    );
-    assert!(
-        t.live.values().all(|v| v == NEXT),
-        "pods left: {:?}",
-        t.live
     );
     for p in ["PreMigrating", "PostMigrating"] {
         let evs = ns.events(p).await;
@@ -2255,18 +1962,8 @@ async fn expand_contract_upgrade_serves_every_request() {
         Some("Running"),
         "the client polled through the whole upgrade (-for 150s)"
     );
-    let end = wait_until("the polling client ends", 200, || async {
-        match poller_phase(&ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    poller_succeeded(&ns, &url, 200).await;
+    remove_media(&ns);
 }
 
 /// The different-task-definitions variant of the zero-downtime upgrade (issue 34 item 2).
@@ -2283,45 +1980,21 @@ const NEXT_TASKS: &str = "0.1.1-e2e-tasks";
 async fn expand_contract_with_new_task_definitions_keeps_web_up() {
     let ns = Ns::new("real-expand-tasks").await;
     let schema = next_schema_version(&ns);
-    let db = quick_start(&ns, |m| {
-        let from = "spec:\n";
-        assert!(m.contains(from), "examples/hollo-minimal.yaml: no `{from}`");
-        m.replacen(from, "spec:\n  upgradeStrategy: RollingWhenCompatible\n", 1)
-    })
-    .await;
-    ns.wait_running("0.1.0", 300).await;
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
-    );
-    start_poller(&ns, &url, 150).await;
-    let out = hollo_in_web_pod(
-        &ns,
-        &["probe", "enqueue", "--count", "300", "--sleep-ms", "300"],
-    )
-    .await;
-    ns.log(&format!("probe enqueue: {}", out.trim()));
+    let db = quick_start_running(&ns, rolling_when_compatible).await;
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 150, &[]).await;
+    enqueue_probes(&ns, 300, 300).await;
     let (timeline, watch) =
         watch_expand_contract_pods(&ns, &db, ("0.1.0", NEXT_TASKS), schema, NEXT_POST, true);
     let phases = record_phases(&ns, Some(NEXT_TASKS));
-    wait_until("the pod watch listed the 0.1.0 pods", 30, || async {
-        let n = timeline.lock().unwrap().live.len();
-        if n >= 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    })
-    .await;
+    wait_listed(|| timeline.lock().unwrap().live.len()).await;
     patch_version(&ns, NEXT_TASKS);
     // The window with no worker of either version: web still answers and enqueues, the queue
     // holds the work for the new workers.
     wait_until("the workers stopped, web serving", 180, || async {
         let worker = ns.deployment(&format!("{HOLLO}-worker")).await;
         let replicas = worker.and_then(|d| d.spec.replicas);
-        let workers = pods(&ns, "worker").await.len();
+        let workers = ns.pods("worker").await.len();
         let web = ns.ready_pods("web").await.len();
         if replicas == Some(0) && workers == 0 && web > 0 {
             Ok(())
@@ -2339,57 +2012,19 @@ async fn expand_contract_with_new_task_definitions_keeps_web_up() {
         held["pending"].as_i64().is_some_and(|p| p >= 50),
         "the queue holds them: {held}"
     );
-    let h = ns.wait_running(NEXT_TASKS, 300).await;
-    ns.log(&status_line(&h));
-    let phases = tokio::time::timeout(Duration::from_secs(30), phases)
-        .await
-        .expect("phase recorder ends at Running at the new version")
-        .expect("phase recorder");
-    ns.wait_replicas("web", 1, 120).await;
-    ns.wait_replicas("worker", 2, 120).await;
-    let s = all_probes_done(&ns, 350, 300).await;
-    ns.log(&format!("probe stats after the upgrade: {s}"));
-    watch.abort();
-    let t = std::mem::take(&mut *timeline.lock().unwrap());
+    let (_, phases, t) = upgraded(&ns, NEXT_TASKS, phases, (timeline, watch), 350).await;
     ns.log(&format!("phases: {phases:?}; new pods: {:?}", t.new_pods));
-    let after: Vec<&str> = phases
-        .iter()
-        .map(String::as_str)
-        .skip_while(|p| *p == "Running")
-        .collect();
+    let after = after_running(&phases);
     assert_eq!(
-        after,
-        [
-            "CheckingCompatibility",
-            "PreMigrating",
-            "RollingOut",
-            "PostMigrating",
-            "Running"
-        ],
+        after, EXPAND_CONTRACT_PHASES,
         "phases of a zero-downtime upgrade with new task definitions"
     );
-    assert!(t.violations.is_empty(), "{:#?}", t.violations);
-    assert!(t.new_pods.len() >= 3, "new pods seen: {:?}", t.new_pods);
-    assert!(
-        t.live.values().all(|v| v == NEXT_TASKS),
-        "pods left: {:?}",
-        t.live
-    );
+    t.assert_upgraded(NEXT_TASKS);
     assert!(post_migrated(&db, NEXT_POST), "post-deploy migration ran");
     let v = hollo_in_web_pod(&ns, &["version", "--json"]).await;
     assert!(v.contains("\"taskDefinitionVersion\":5"), "{v}");
-    let end = wait_until("the polling client ends", 200, || async {
-        match poller_phase(&ns).await? {
-            ph if ph == "Succeeded" || ph == "Failed" => Ok(ph),
-            ph => Err(ph),
-        }
-    })
-    .await;
-    let log = ns.kubectl(&["logs", "poller"]);
-    ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
-    assert_eq!(end, "Succeeded", "GET {url} every 100 ms: {log}");
-    assert!(log.contains("failures=0"), "{log}");
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    poller_succeeded(&ns, &url, 200).await;
+    remove_media(&ns);
 }
 
 /// Issue 35 item 2 on the real node ("a web autoscaler scales on load within the connection
@@ -2463,28 +2098,13 @@ async fn web_autoscaler_scales_on_load_within_the_budget() {
         "idle: {idle}% of the request; kubectl top:\n{top}"
     ));
 
-    let url = format!(
-        "http://{HOLLO}-web.{}.svc.cluster.local:3000/api/v1/instance",
-        ns.name
+    let url = web_url(&ns, "/api/v1/instance");
+    create_client_pod(
+        &ns,
+        "load",
+        &["-poll", "1ms", "-for", "600s", &url],
+        "create the load pod",
     );
-    let load = serde_json::to_string(&json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "load"},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
-                "args": ["-poll", "1ms", "-for", "600s", url],
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
-                                    "readOnlyRootFilesystem": true,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-            }]
-        }
-    }))
-    .expect("load pod JSON");
-    ns.try_kubectl(&["apply", "-f", "-"], Some(&load))
-        .expect("create the load pod");
     let t0 = std::time::Instant::now();
 
     // (desired by the HPA, the Deployment's replicas, Ready web pods), logged when it changes;
@@ -2578,5 +2198,5 @@ async fn web_autoscaler_scales_on_load_within_the_budget() {
         "back to 1 web pod {}s after the load stopped",
         t1.elapsed().as_secs()
     ));
-    let _ = std::fs::remove_dir_all(format!("/tmp/hollo-e2e-media/{}", ns.name));
+    remove_media(&ns);
 }

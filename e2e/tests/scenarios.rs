@@ -25,6 +25,43 @@ use serde_json::json;
 const V1: &str = "0.1.0";
 const V2: &str = "0.2.0";
 
+/// A scenario's namespace with the minimal example applied (its Secrets and claim first),
+/// Running at 0.1.0.
+async fn running_minimal(scenario: &str) -> Ns {
+    let ns = Ns::new(scenario).await;
+    ns.prepare_instance().await;
+    ns.apply_hollo(&minimal_example())
+        .await
+        .expect("apply Hollo");
+    ns.wait_running(V1, 90).await;
+    ns
+}
+
+/// Whether this is an external cluster (where a previous run may have left an optional CRD),
+/// and whether the CRD `name` is there already.
+async fn crd_preinstalled(ns: &Ns, name: &str) -> (bool, bool) {
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
+    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
+    let preinstalled = crds.get_opt(name).await.unwrap().is_some();
+    (external, preinstalled)
+}
+
+/// The container of a CronJob's Job.
+fn cron_job_container(
+    cj: &k8s_openapi::api::batch::v1::CronJob,
+) -> &k8s_openapi::api::core::v1::Container {
+    &cj.spec
+        .job_template
+        .spec
+        .as_ref()
+        .expect("job")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod")
+        .containers[0]
+}
+
 fn env_of(d: &Deployment, container: usize, var: &str) -> Option<String> {
     d.spec.template.spec.as_ref()?.containers[container]
         .env
@@ -202,28 +239,12 @@ async fn install_first_run_and_scale() {
     );
 
     // 3. Scale with the README's command, then down to one.
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        "social",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"replicas":5}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"replicas":5}}}"#);
     ns.wait_replicas("worker", 5, 60).await;
     pdbs.get(&format!("{HOLLO}-worker"))
         .await
         .expect("worker PDB with 5 replicas");
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        "social",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"replicas":1}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"replicas":1}}}"#);
     ns.wait_replicas("worker", 1, 60).await;
     wait_until("worker PDB removed at one replica", 30, || async {
         match pdbs.get_opt(&format!("{HOLLO}-worker")).await {
@@ -252,23 +273,9 @@ async fn autoscaling_hpa_hand_off() {
     ns.kubectl(&["apply", "-f", "examples/hollo-minimal.yaml"]);
     ns.wait_running(V1, 90).await;
     // The README's command.
-    ns.kubectl(&[
-        "patch",
-        "hollo",
-        "social",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"worker":{"autoscaling":{"enabled":true,"minReplicas":2,"maxReplicas":10,"targetCPUUtilization":70}}}}"#,
-    ]);
+    ns.kubectl_patch_hollo(r#"{"spec":{"worker":{"autoscaling":{"enabled":true,"minReplicas":2,"maxReplicas":10,"targetCPUUtilization":70}}}}"#);
     let hpas: Api<HorizontalPodAutoscaler> = ns.api();
-    let hpa = wait_until("HPA social-worker", 30, || async {
-        hpas.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no HPA".to_string())
-    })
-    .await;
+    let hpa = wait_exists("HPA", &hpas, &format!("{HOLLO}-worker"), 30).await;
     let spec = hpa.spec;
     assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 10));
     assert_eq!(spec.scale_target_ref.name, format!("{HOLLO}-worker"));
@@ -348,14 +355,8 @@ async fn keda_scaled_object() {
     let ns = Ns::new("keda").await;
     let crd_file = std::env::var("HOLLO_E2E_KEDA_CRD")
         .expect("HOLLO_E2E_KEDA_CRD (the ScaledObject CRD from KEDA's module; e2e/run sets it)");
-    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
     // Only this scenario uses KEDA; a previous run on an external cluster may have left it.
-    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
-    let preinstalled = crds
-        .get_opt("scaledobjects.keda.sh")
-        .await
-        .unwrap()
-        .is_some();
+    let (external, preinstalled) = crd_preinstalled(&ns, "scaledobjects.keda.sh").await;
     ns.prepare_instance().await;
     ns.apply_hollo(&minimal_with(json!({"spec": {"worker": {"autoscaling": {
         "enabled": true, "minReplicas": 1, "maxReplicas": 8,
@@ -392,29 +393,10 @@ async fn keda_scaled_object() {
             "scaledobjects.keda.sh exists before the KEDA scenario installed it"
         );
     }
-    wait_until("ScaledObject CRD Established", 30, || async {
-        let c = crds
-            .get("scaledobjects.keda.sh")
-            .await
-            .map_err(|e| e.to_string())?;
-        c.status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-            .then_some(())
-            .ok_or_else(|| "not established".to_string())
-    })
-    .await;
+    ns.wait_crd_established("scaledobjects.keda.sh", 30).await;
     let sos: Api<DynamicObject> =
         Api::namespaced_with(ns.client.clone(), &ns.name, &scaled_object_resource());
-    let so = wait_until("ScaledObject social-worker", 60, || async {
-        sos.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no ScaledObject".to_string())
-    })
-    .await;
+    let so = wait_exists("ScaledObject", &sos, &format!("{HOLLO}-worker"), 60).await;
     let spec = &so.data["spec"];
     ns.log(&format!("ScaledObject spec: {spec}"));
     assert_eq!(spec["scaleTargetRef"]["name"], format!("{HOLLO}-worker"));
@@ -510,12 +492,7 @@ async fn ingress_behind_proxy() {
 /// not sampled, so a moment with none cannot slip between two polls.
 #[tokio::test]
 async fn one_web_replica_rolls_without_a_gap() {
-    let ns = Ns::new("surge").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("surge").await;
     ns.wait_replicas("web", 1, 60).await;
     let before: BTreeSet<String> = ns
         .ready_pods("web")
@@ -612,16 +589,7 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
     ns.wait_running(V1, 90).await;
     ns.wait_replicas("web", 1, 60).await;
 
-    let hw = watcher(ns.hollos(), watcher::Config::default())
-        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
-        .boxed();
-    let pw = watcher(
-        ns.api::<Pod>(),
-        watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
-    )
-    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
-    .boxed();
-    let mut all = futures::stream::select_all([hw, pw]);
+    let mut all = futures::stream::select_all(hollo_and_pod_events(&ns));
     // web pod → (serving, version)
     let mut web: BTreeMap<String, (bool, String)> = BTreeMap::new();
     let mut phases: Vec<String> = Vec::new();
@@ -635,20 +603,7 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
             continue;
         };
         match obj {
-            Obj::Hollo(h) => {
-                let p = phase(&h);
-                if patched && phases.last() != Some(&p) {
-                    ns.log(&format!("phase {p}"));
-                    phases.push(p.clone());
-                }
-                if patched
-                    && p == "Running"
-                    && h.data["status"]["currentVersion"] == V2
-                    && phases.len() > 1
-                {
-                    break;
-                }
-            }
+            Obj::Hollo(h) if patched && upgraded_to_v2(&ns, &h, &mut phases) => break,
             Obj::Pod(p) if label(&*p, "app.kubernetes.io/component") == "web" => {
                 if deleted {
                     web.remove(&p.name_any());
@@ -698,11 +653,7 @@ async fn compatible_upgrade_rolls_without_stopping_the_old_version() {
             .filter(|p| is_app_pod(p) && label(*p, "app.kubernetes.io/version") != V2)
             .map(|p| p.name_any())
             .collect();
-        if old.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{old:?}"))
-        }
+        none_left(&old)
     })
     .await;
 }
@@ -735,25 +686,18 @@ async fn upgrade_phases_in_order() {
     ns.wait_running(V1, 90).await;
     ns.wait_replicas("worker", 2, 60).await;
 
-    let hollos = ns.hollos();
     let pods: Api<Pod> = ns.api();
     let jobs: Api<Job> = ns.api();
     // `<name>-migrate-<version with dots as dashes>`, the operator's naming
     let job_name = format!("{HOLLO}-migrate-{}", V2.replace('.', "-"));
-    let wcfg = || watcher::Config::default();
-    let hw = watcher(hollos, wcfg())
-        .map(|e| e.map(|e| ("hollo", obj_event(e, |o| Obj::Hollo(Box::new(o))))))
-        .boxed();
-    let pw = watcher(
-        pods.clone(),
-        wcfg().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
-    )
-    .map(|e| e.map(|e| ("pod", obj_event(e, |o| Obj::Pod(Box::new(o))))))
-    .boxed();
-    let jw = watcher(jobs.clone(), wcfg())
-        .map(|e| e.map(|e| ("job", obj_event(e, |o| Obj::Job(Box::new(o))))))
-        .boxed();
-    let mut all = futures::stream::select_all([hw, pw, jw]);
+    let mut streams = hollo_and_pod_events(&ns);
+    streams.push(tagged(
+        jobs.clone(),
+        watcher::Config::default(),
+        "job",
+        |o| Obj::Job(Box::new(o)),
+    ));
+    let mut all = futures::stream::select_all(streams);
     // What a user watching with the README's command sees (it prints the current row, then
     // every change from that resourceVersion on).
     let mut user_watch = ns.spawn_kubectl(&["get", "hollo", "social", "-w"]);
@@ -792,20 +736,8 @@ async fn upgrade_phases_in_order() {
             continue;
         };
         match obj {
-            Obj::Hollo(h) => {
-                let p = phase(&h);
-                if changed && t.phases.last() != Some(&p) {
-                    ns.log(&format!("phase {p}"));
-                    t.phases.push(p.clone());
-                }
-                if changed
-                    && p == "Running"
-                    && h.data["status"]["currentVersion"] == V2
-                    && t.phases.len() > 1
-                {
-                    break;
-                }
-            }
+            Obj::Hollo(h) if changed && upgraded_to_v2(&ns, &h, &mut t.phases) => break,
+            Obj::Hollo(_) => {}
             Obj::Pod(p) if is_app_pod(&p) => {
                 let name = p.name_any();
                 let v = label(&*p, "app.kubernetes.io/version");
@@ -872,15 +804,7 @@ async fn upgrade_phases_in_order() {
             changed = true;
             ns.log(&format!("patch spec.version {V1} → {V2}"));
             // The README's command.
-            ns.kubectl(&[
-                "patch",
-                "hollo",
-                "social",
-                "--type",
-                "merge",
-                "-p",
-                r#"{"spec":{"version":"0.2.0"}}"#,
-            ]);
+            ns.kubectl_patch_hollo(r#"{"spec":{"version":"0.2.0"}}"#);
         }
     }
     ns.log(&format!("phases observed: {:?}", t.phases));
@@ -964,16 +888,57 @@ enum Obj {
     Job(Box<Job>),
 }
 
+/// A watch's events as `(tag, (deleted, object))`.
+type Tagged = futures::stream::BoxStream<
+    'static,
+    Result<(&'static str, Option<(bool, Obj)>), watcher::Error>,
+>;
+
+fn tagged<K>(api: Api<K>, cfg: watcher::Config, tag: &'static str, wrap: fn(K) -> Obj) -> Tagged
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    watcher(api, cfg)
+        .map(move |e| e.map(|e| (tag, obj_event(e, wrap))))
+        .boxed()
+}
+
+/// The watches of the Hollo (`"hollo"`) and of its pods (`"pod"`).
+fn hollo_and_pod_events(ns: &Ns) -> Vec<Tagged> {
+    vec![
+        tagged(ns.hollos(), watcher::Config::default(), "hollo", |o| {
+            Obj::Hollo(Box::new(o))
+        }),
+        tagged(
+            ns.api::<Pod>(),
+            watcher::Config::default().labels(&format!("app.kubernetes.io/instance={HOLLO}")),
+            "pod",
+            |o| Obj::Pod(Box::new(o)),
+        ),
+    ]
+}
+
+/// After the upgrade's edit: records the Hollo's phase in `phases` when it changed (logging
+/// it); whether the upgrade is over (Running at 0.2.0, after another phase).
+fn upgraded_to_v2(ns: &Ns, h: &DynamicObject, phases: &mut Vec<String>) -> bool {
+    let p = phase(h);
+    if phases.last() != Some(&p) {
+        ns.log(&format!("phase {p}"));
+        phases.push(p.clone());
+    }
+    p == "Running" && h.data["status"]["currentVersion"] == V2 && phases.len() > 1
+}
+
 /// Scenario 6: a migration that exits 1 → MigrationFailed, Degraded, a Warning event, nothing of
 /// the new version; fixing `migrations.command` recovers.
 #[tokio::test]
 async fn failing_migration_then_fix() {
-    let ns = Ns::new("migfail").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("migfail").await;
 
     ns.merge_hollo(json!({"spec": {"version": V2,
         "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))
@@ -1103,20 +1068,7 @@ async fn admission_rejections_and_connection_budget() {
         ),
     ];
     for (patch, message) in cases {
-        let manifest = minimal_with(patch.clone());
-        match ns.apply_hollo(&manifest).await {
-            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
-            Err(kube::Error::Api(e)) => {
-                ns.log(&format!("rejected ({}): {}", e.code, e.message));
-                assert_eq!(e.code, 422, "{e:?}");
-                assert!(
-                    e.message.contains(message),
-                    "expected {message:?} in {:?}",
-                    e.message
-                );
-            }
-            Err(e) => panic!("unexpected error {e}"),
-        }
+        ns.assert_rejected(patch, message).await;
     }
     // The same message reaches a kubectl user.
     let bad = serde_json::to_string(&minimal_with(
@@ -1138,14 +1090,9 @@ async fn admission_rejections_and_connection_budget() {
     ))
     .await
     .expect("an over-budget Hollo is valid");
-    let h = wait_until("ConnectionBudget=False", 60, || async {
-        let h = ns.hollo().await;
-        match condition(&h, "ConnectionBudget") {
-            Some((s, _, _)) if s == "False" => Ok(h),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
+    let h = ns
+        .wait_condition_status("ConnectionBudget", "False", 60)
+        .await;
     let (_, reason, message) = condition(&h, "ConnectionBudget").unwrap();
     ns.log(&format!("ConnectionBudget=False {reason}: {message}"));
     assert!(
@@ -1159,26 +1106,15 @@ async fn admission_rejections_and_connection_budget() {
     // Back under budget: True again.
     ns.merge_hollo(json!({"spec": {"database": {"maxConnections": 500}}}))
         .await;
-    wait_until("ConnectionBudget=True", 60, || async {
-        let h = ns.hollo().await;
-        match condition(&h, "ConnectionBudget") {
-            Some((s, _, _)) if s == "True" => Ok(()),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
+    ns.wait_condition_status("ConnectionBudget", "True", 60)
+        .await;
 }
 
 /// Scenario 8: drift is undone (deleted worker Deployment, edited image); deleting the Hollo
 /// garbage-collects every child.
 #[tokio::test]
 async fn drift_restored_and_children_collected() {
-    let ns = Ns::new("drift").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("drift").await;
     let deps: Api<Deployment> = ns.api();
     let worker = format!("{HOLLO}-worker");
     let before = ns.deployment(&worker).await.unwrap();
@@ -1225,53 +1161,14 @@ async fn drift_restored_and_children_collected() {
     assert!(children.len() >= 2);
     ns.kubectl(&["delete", "hollo", "social"]);
     wait_until("every child garbage-collected", 120, || async {
-        let mut left = vec![];
-        let lp = ListParams::default();
-        let d: Api<Deployment> = ns.api();
-        left.extend(
-            d.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Deployment/{}", o.name_any())),
-        );
-        let s: Api<Service> = ns.api();
-        left.extend(
-            s.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Service/{}", o.name_any())),
-        );
-        let p: Api<PodDisruptionBudget> = ns.api();
-        left.extend(
-            p.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("PDB/{}", o.name_any())),
-        );
-        let j: Api<Job> = ns.api();
-        left.extend(
-            j.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Job/{}", o.name_any())),
-        );
-        let po: Api<Pod> = ns.api();
-        left.extend(
-            po.list(&lp)
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(|o| format!("Pod/{}", o.name_any())),
-        );
+        let mut left = [
+            names_of("Deployment", &ns.api::<Deployment>()).await?,
+            names_of("Service", &ns.api::<Service>()).await?,
+            names_of("PDB", &ns.api::<PodDisruptionBudget>()).await?,
+            names_of("Job", &ns.api::<Job>()).await?,
+            names_of("Pod", &ns.api::<Pod>()).await?,
+        ]
+        .concat();
         let h = ns
             .hollos()
             .get_opt(HOLLO)
@@ -1384,13 +1281,7 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
 
     let hpas: Api<HorizontalPodAutoscaler> = ns.api();
     // Applied after the Deployments: wait for it rather than assume it is there already.
-    let hpa = wait_until("HPA social-web", 60, || async {
-        hpas.get_opt(&format!("{HOLLO}-web"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let hpa = wait_exists("HPA", &hpas, &format!("{HOLLO}-web"), 60).await;
     assert_eq!(hpa.spec.scale_target_ref.name, format!("{HOLLO}-web"));
     assert_eq!((hpa.spec.min_replicas, hpa.spec.max_replicas), (Some(1), 3));
     let down = hpa
@@ -1421,16 +1312,8 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
     assert_eq!(requests.get("cpu").map(|q| q.0.as_str()), Some("50m"));
 
     // Item 7: rotate the admin token; the operator's periodic GET (≤ 60 s) rolls the pods.
-    let hash = |d: &Deployment| {
-        d.spec
-            .template
-            .metadata
-            .as_ref()
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
-    };
-    let before = hash(&web).expect("the Secrets hash is on the web template");
-    assert_eq!(hash(&worker), Some(before.clone()), "every role");
+    let before = secrets_hash(&web).expect("the Secrets hash is on the web template");
+    assert_eq!(secrets_hash(&worker), Some(before.clone()), "every role");
     let secrets: Api<Secret> = ns.api();
     secrets
         .patch(
@@ -1440,21 +1323,8 @@ async fn issue35_scheduling_web_autoscaling_and_secret_roll() {
         )
         .await
         .expect("rotate the token");
-    wait_until(
-        "web template carries the rotated token's hash",
-        100,
-        || async {
-            let d = ns
-                .deployment(&format!("{HOLLO}-web"))
-                .await
-                .ok_or("no web")?;
-            match hash(&d) {
-                Some(h) if h != before => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        },
-    )
-    .await;
+    ns.wait_web_hash_changes(&before, "web template carries the rotated token's hash")
+        .await;
 }
 
 /// Issue 35 items 1, 4 and 6 on the real apiserver: the CEL rules refuse a route without a
@@ -1471,13 +1341,8 @@ async fn issue35_http_route_and_network_policy() {
     let crd_file = std::env::var("HOLLO_E2E_GATEWAY_CRD").expect(
         "HOLLO_E2E_GATEWAY_CRD (the HTTPRoute CRD from the Gateway API's module; e2e/run sets it)",
     );
-    let crds: Api<CustomResourceDefinition> = Api::all(ns.client.clone());
-    let external = std::env::var("E2E_EXTERNAL").as_deref() == Ok("1");
-    let preinstalled = crds
-        .get_opt("httproutes.gateway.networking.k8s.io")
-        .await
-        .unwrap()
-        .is_some();
+    let (external, preinstalled) =
+        crd_preinstalled(&ns, "httproutes.gateway.networking.k8s.io").await;
     ns.prepare_instance().await;
 
     // Admission (CEL): 422 with the rule's message, nothing stored.
@@ -1496,13 +1361,7 @@ async fn issue35_http_route_and_network_policy() {
             "networkPolicy.enabled needs to know where the database is",
         ),
     ] {
-        match ns.apply_hollo(&minimal_with(patch)).await {
-            Err(kube::Error::Api(s)) => {
-                assert_eq!(s.code, 422, "{s:?}");
-                assert!(s.message.contains(message), "{}", s.message);
-            }
-            other => panic!("expected a 422 ({message}), got {other:?}"),
-        }
+        ns.assert_rejected(patch, message).await;
     }
     assert!(ns.hollos().get_opt(HOLLO).await.unwrap().is_none());
 
@@ -1520,21 +1379,9 @@ async fn issue35_http_route_and_network_policy() {
 
     // The NetworkPolicies, as the apiserver stores them.
     let nps: Api<NetworkPolicy> = ns.api();
-    let web_np = wait_until("NetworkPolicy social-web", 60, || async {
-        nps.get_opt(&format!("{HOLLO}-web"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let web_np = wait_exists("NetworkPolicy", &nps, &format!("{HOLLO}-web"), 60).await;
     // Applied one after the other: the worker's may come a moment after the web's.
-    let worker_np = wait_until("NetworkPolicy social-worker", 60, || async {
-        nps.get_opt(&format!("{HOLLO}-worker"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let worker_np = wait_exists("NetworkPolicy", &nps, &format!("{HOLLO}-worker"), 60).await;
     let web = serde_json::to_value(web_np.spec.expect("spec")).expect("json");
     let worker = serde_json::to_value(worker_np.spec.expect("spec")).expect("json");
     ns.log(&format!("web policy: {web}"));
@@ -1580,18 +1427,8 @@ async fn issue35_http_route_and_network_policy() {
     if !preinstalled {
         let ev = ns.wait_event("GatewayAPINotInstalled", "Warning", 90).await;
         ns.log(&format!("without the Gateway API: {:?}", ev.note));
-        wait_until("Degraded=True GatewayAPINotInstalled", 60, || async {
-            let h = ns.hollo().await;
-            match condition(&h, "Degraded") {
-                Some((status, reason, _))
-                    if status == "True" && reason == "GatewayAPINotInstalled" =>
-                {
-                    Ok(())
-                }
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        })
-        .await;
+        ns.wait_condition("Degraded", "True", "GatewayAPINotInstalled", 60)
+            .await;
         ns.kubectl(&["apply", "--server-side", "-f", &crd_file]);
     } else {
         assert!(
@@ -1599,14 +1436,7 @@ async fn issue35_http_route_and_network_policy() {
             "the HTTPRoute CRD exists before this scenario installed it"
         );
     }
-    let r = wait_until("HTTPRoute social-web", 90, || async {
-        routes
-            .get_opt(&format!("{HOLLO}-web"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no HTTPRoute".to_string())
-    })
-    .await;
+    let r = wait_exists("HTTPRoute", &routes, &format!("{HOLLO}-web"), 90).await;
     let spec = &r.data["spec"];
     ns.log(&format!("HTTPRoute spec: {spec}"));
     assert_eq!(spec["hostnames"], json!(["hollo.example.com"]));
@@ -1722,21 +1552,12 @@ async fn issue35_scheduled_cleanups() {
     use k8s_openapi::api::batch::v1::CronJob;
     let ns = Ns::new("i35clean").await;
     ns.prepare_instance().await;
-    match ns
-        .apply_hollo(&minimal_with(json!({"spec": {"maintenance": {
-            "remotePosts": {"enabled": true, "olderThanDays": 0}}}})))
-        .await
-    {
-        Err(kube::Error::Api(s)) => {
-            assert_eq!(s.code, 422, "{s:?}");
-            assert!(
-                s.message.contains("olderThanDays must be 1-36500"),
-                "{}",
-                s.message
-            );
-        }
-        other => panic!("expected a 422, got {other:?}"),
-    }
+    ns.assert_rejected(
+        json!({"spec": {"maintenance": {
+            "remotePosts": {"enabled": true, "olderThanDays": 0}}}}),
+        "olderThanDays must be 1-36500",
+    )
+    .await;
     // Issue 35 item 3 rides along: a CA bundle from a ConfigMap.
     ns.kubectl(&[
         "create",
@@ -1764,76 +1585,26 @@ async fn issue35_scheduled_cleanups() {
         Some("/etc/hollo/ca/ca.crt")
     );
     let cjs: Api<CronJob> = ns.api();
-    let remote = wait_until("CronJob social-cleanup-remote-posts", 60, || async {
-        cjs.get_opt(&format!("{HOLLO}-cleanup-remote-posts"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
+    let remote = wait_exists(
+        "CronJob",
+        &cjs,
+        &format!("{HOLLO}-cleanup-remote-posts"),
+        60,
+    )
     .await;
-    let media = wait_until("CronJob social-cleanup-media", 60, || async {
-        cjs.get_opt(&format!("{HOLLO}-cleanup-media"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())
-    })
-    .await;
+    let media = wait_exists("CronJob", &cjs, &format!("{HOLLO}-cleanup-media"), 60).await;
     assert_eq!(remote.spec.schedule, "* * * * *");
     assert_eq!(remote.spec.time_zone.as_deref(), Some("Etc/UTC"));
     assert_eq!(remote.spec.suspend, Some(false));
     assert_eq!(remote.spec.concurrency_policy.as_deref(), Some("Forbid"));
-    let c = &remote
-        .spec
-        .job_template
-        .spec
-        .as_ref()
-        .expect("job")
-        .template
-        .spec
-        .as_ref()
-        .expect("pod")
-        .containers[0];
+    let c = cron_job_container(&remote);
+    assert_cleans_remote_posts(c, 14);
     assert_eq!(
-        (c.command.clone(), c.args.clone()),
-        (
-            Some(vec!["hollo".to_string(), "cleanup".into()]),
-            Some(vec![
-                "remote-posts".to_string(),
-                "--older-than-days".into(),
-                "14".into()
-            ])
-        )
-    );
-    assert_eq!(
-        media
-            .spec
-            .job_template
-            .spec
-            .as_ref()
-            .expect("job")
-            .template
-            .spec
-            .as_ref()
-            .expect("pod")
-            .containers[0]
-            .args,
+        cron_job_container(&media).args,
         Some(vec!["media".to_string()])
     );
     // The CronJob controller starts the Job at the next minute; kwok completes its pod.
-    let h = wait_until("status.lastCleanup.remotePosts", 150, || async {
-        let h = ns.hollo().await;
-        if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
-            Ok(h)
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
-    assert!(
-        h.data["status"]["lastCleanup"]["media"].is_null(),
-        "media never ran"
-    );
+    ns.wait_remote_posts_cleaned(150).await;
 
     ns.merge_hollo(json!({"spec": {"maintenance": {"remotePosts": {"enabled": false}}}}))
         .await;
@@ -1855,20 +1626,6 @@ async fn issue35_scheduled_cleanups() {
             .is_some(),
         "the media cleanup stays"
     );
-}
-
-/// The `(status, observedGeneration)` of a condition.
-fn condition_generation(h: &DynamicObject, type_: &str) -> Option<(String, Option<i64>)> {
-    h.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or("").to_string(),
-                c["observedGeneration"].as_i64(),
-            )
-        })
 }
 
 /// Issue 34 item 5 (R-OP-1, R-OP-STATUS): the operations verbs. `spec.stopped: true` → every
@@ -1896,26 +1653,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     ns.wait_replicas("worker", 2, 60).await;
 
     // Stop: 0 pods, no autoscaler, everything else kept.
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"stopped": true}}))
-        .await
-        .metadata
-        .generation;
-    wait_until("phase Stopped, Stopped=True", 60, || async {
-        let h = ns.hollo().await;
-        let stopped = condition(&h, "Stopped").map(|c| c.0);
-        if phase(&h) == "Stopped"
-            && stopped.as_deref() == Some("True")
-            && h.data["status"]["observedGeneration"].as_i64() == gen_
-        {
-            Ok(())
-        } else {
-            Err(status_line(&h))
-        }
-    })
-    .await;
-    ns.wait_replicas("web", 0, 60).await;
-    ns.wait_replicas("worker", 0, 60).await;
+    ns.stop(60).await;
     let pods: Api<Pod> = ns.api();
     wait_until("no pod of any role", 60, || async {
         let left = pods
@@ -1969,16 +1707,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     ns.wait_event("Stopped", "Normal", 30).await;
 
     // Start again: Running, replicas and the HPA back.
-    ns.merge_hollo(json!({"spec": {"stopped": false}})).await;
-    let h = ns.wait_running(V1, 90).await;
-    assert_eq!(
-        condition(&h, "Stopped").map(|c| c.0).as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_replicas("web", 1, 60).await;
-    ns.wait_replicas("worker", 2, 60).await;
+    ns.start(V1, 90, 60).await;
     wait_until("HPA back after the stop", 30, || async {
         match hpas.get_opt(&worker).await {
             Ok(Some(_)) => Ok(()),
@@ -1988,26 +1717,7 @@ async fn issue34_stopped_and_paused_reconciliation() {
     .await;
 
     // Pause, then edit: the operator marks the edit's generation paused and leaves it alone.
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
-        .await;
-    let gen_ = ns
-        .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
-        .await
-        .metadata
-        .generation;
-    wait_until(
-        "ReconciliationPaused=True for the edit's generation",
-        30,
-        || async {
-            let h = ns.hollo().await;
-            match condition_generation(&h, "ReconciliationPaused") {
-                Some((s, g)) if s == "True" && g == gen_ => Ok(()),
-                other => Err(format!("{other:?}; {}", status_line(&h))),
-            }
-        },
-    )
-    .await;
-    ns.wait_event("ReconciliationPaused", "Normal", 30).await;
+    ns.pause_and_scale_web(30).await;
     let web = format!("{HOLLO}-web");
     holds_for("web stays at 1 replica while paused", 6, || async {
         let d = ns.deployment(&web).await.ok_or("no web Deployment")?;
@@ -2022,32 +1732,14 @@ async fn issue34_stopped_and_paused_reconciliation() {
     .await;
 
     // Unpause: the edit is carried out.
-    ns.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
-        .await;
-    ns.wait_replicas("web", 2, 60).await;
-    let h = ns.wait_running(V1, 60).await;
-    assert_eq!(
-        condition(&h, "ReconciliationPaused")
-            .map(|c| c.0)
-            .as_deref(),
-        Some("False"),
-        "{}",
-        status_line(&h)
-    );
-    ns.wait_event("ReconciliationResumed", "Normal", 30).await;
+    ns.unpause(V1, 60).await;
 }
 
 /// UIDs of the web and worker pods that are not terminating.
 async fn role_pod_uids(ns: &Ns) -> BTreeSet<String> {
-    ns.api::<Pod>()
-        .list(&ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in (web,worker)"
-        )))
+    ns.live_pods("web,worker")
         .await
-        .expect("list pods")
-        .items
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| p.metadata.uid)
         .collect()
 }
@@ -2076,14 +1768,8 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
     // otherwise delete a finished probe of the running version as history).
     ns.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
         .await;
-    wait_until("ReconciliationPaused=True", 30, || async {
-        let h = ns.hollo().await;
-        match condition(&h, "ReconciliationPaused") {
-            Some((s, _, _)) if s == "True" => Ok(()),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
+    ns.wait_condition_status("ReconciliationPaused", "True", 30)
+        .await;
     let newer = r#"{"version":"0.2.0","schemaVersion":20991231000001,"taskDefinitionVersion":1}"#;
     let older = r#"{"version":"0.1.0","schemaVersion":20260101000000,"taskDefinitionVersion":1}"#;
     let labels = json!({
@@ -2142,16 +1828,7 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
         .await
         .metadata
         .generation;
-    let h = wait_until("VersionAccepted=False for the downgrade", 90, || async {
-        let h = ns.hollo().await;
-        match condition_generation(&h, "VersionAccepted") {
-            Some((s, g)) if s == "False" && g == gen_ => Ok(h),
-            _ => Err(status_line(&h)),
-        }
-    })
-    .await;
-    let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
-    assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+    let (h, message) = ns.wait_downgrade_refused(gen_, 90).await;
     assert!(
         message.contains("20260101000000") && message.contains("20991231000001"),
         "{message}"
@@ -2215,12 +1892,7 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
 /// Service on the web pods again, the page gone.
 #[tokio::test]
 async fn issue34_maintenance_page_answers_during_the_downtime() {
-    let ns = Ns::new("page").await;
-    ns.prepare_instance().await;
-    ns.apply_hollo(&minimal_example())
-        .await
-        .expect("apply Hollo");
-    ns.wait_running(V1, 90).await;
+    let ns = running_minimal("page").await;
 
     ns.merge_hollo(json!({"spec": {"version": V2,
         "migrations": {"command": ["sh", "-c", "exit 1"], "backoffLimit": 0}}}))

@@ -45,7 +45,7 @@ impl Budget {
         };
         Self {
             http_role,
-            // With web autoscaling, the HPA's maximum (issue 35 item 2).
+            // With web autoscaling, the HPA's maximum (R-OP-OPS).
             http_pods: i64::from(spec.web_max_replicas()),
             per_http_pod,
             worker_pods,

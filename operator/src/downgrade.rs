@@ -1,4 +1,4 @@
-//! No outage by mistake (issue 34 item 4, R-OP-UPG): a `spec.version` whose schema is older
+//! No outage by mistake (R-OP-ZD, R-OP-UPG): a `spec.version` whose schema is older
 //! than the database's is refused before anything stops, unless `spec.upgrade.allowDowngrade`.
 //!
 //! Pure. The database's schema is the one the running version (`status.currentVersion`)
@@ -64,8 +64,9 @@ pub fn schema_of(info: &VersionInfo) -> Option<i64> {
 
 /// Compares the probes of the running (`database`) and the target image.
 pub fn judge(target: &str, database: &VersionInfo, new: &VersionInfo) -> SchemaCheck {
-    // Issue 34 item 1: a binary refuses a database with a post-deploy migration it does not
-    // carry, whatever its pre-deploy schema (an image before issue 34 reports none: 0).
+    // R-OP-ZD: a binary refuses a database with a post-deploy migration it does not
+    // carry, whatever its pre-deploy schema (an image without expand/contract migrations
+    // reports none: 0).
     let post = |i: &VersionInfo| match &i.post_schema_version {
         serde_json::Value::Null => Some(0),
         v => schema_of(&VersionInfo {
@@ -150,7 +151,7 @@ mod tests {
             judge("0.1.0", &db, &info("0.1.0", json!("abc"))),
             SchemaCheck::Refused(_)
         ));
-        // Issue 34 item 1: the same pre-deploy schema, but the database was contracted by a
+        // R-OP-ZD: the same pre-deploy schema, but the database was contracted by a
         // post-deploy migration the target does not carry.
         let contracted = VersionInfo {
             post_schema_version: json!(20991231000002_i64),

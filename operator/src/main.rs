@@ -224,7 +224,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         (controller, Default::default())
     };
-    // A scrape drops the per-Hollo series of Hollos no longer in the cache (issue 35 item 1).
+    // A scrape drops the per-Hollo series of Hollos no longer in the cache (R-OP-OPS).
     let _ = health.hollos.set(controller.store());
     // Which cache holds the memory: `RUST_LOG=hollo_operator::reconcile::stores=debug`.
     reconcile::stores::log_sizes(controller.store(), stores.clone(), Duration::from_secs(30));

@@ -18,7 +18,7 @@
 //! schema versions match, the (no-op) migration runs with the old version up and the new one then
 //! rolls in; otherwise the default path is taken.
 //!
-//! Issue 34 item 2, the zero-downtime path: when the probes show that the old binary runs on
+//! R-OP-ZD, the zero-downtime path: when the probes show that the old binary runs on
 //! the target's pre-migrated schema and the target runs before its post-deploy migrations
 //! ([`upgrade_path`] → [`Compat::ExpandContract`]), no pod stops:
 //!
@@ -33,12 +33,12 @@
 //! With `mode: all` every pod consumes, so different task definitions take the
 //! stop-migrate-start path.
 //!
-//! Issue 34: `spec.stopped` wins over everything (`Stopped`, every role at 0); a target older
-//! than the running version is probed first and refused (`Running` at the old version, no
-//! migration) when its schema is below the database's; `upgrade.backup` holds the old version
-//! up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops there); a
-//! stop-migrate-start starts the maintenance page before `ScalingDown` stops the old pods and
-//! keeps it until a new web pod is ready.
+//! R-OP-OPS and R-OP-ZD: `spec.stopped` wins over everything (`Stopped`, every role at 0); a
+//! target older than the running version is probed first and refused (`Running` at the old
+//! version, no migration) when its schema is below the database's; `upgrade.backup` holds the
+//! old version up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops
+//! there); a stop-migrate-start starts the maintenance page before `ScalingDown` stops the old
+//! pods and keeps it until a new web pod is ready.
 
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ pub enum Compat {
     Probing,
     /// Same task-definition version and same schema version.
     Compatible,
-    /// Issue 34 item 2: the old binary runs on the target's pre-migrated schema and the
+    /// R-OP-ZD: the old binary runs on the target's pre-migrated schema and the
     /// target runs before its post-deploy migrations, so the upgrade needs no downtime;
     /// `same_tasks`: the same task-definition version (old and new workers may overlap).
     ExpandContract { same_tasks: bool },
@@ -95,16 +95,15 @@ pub struct Observed {
     pub pods_ready: bool,
     /// `status.phase` before this step.
     pub previous_phase: Phase,
-    /// A target older than the running version against the database's schema (issue 34
-    /// item 4).
+    /// A target older than the running version against the database's schema (R-OP-ZD).
     pub schema: SchemaCheck,
-    /// The maintenance page Deployment (issue 34 item 3).
+    /// The maintenance page Deployment (R-OP-ZD).
     pub page: Page,
     /// A pod of the HTTP role (web, or all) is ready at the target version.
     pub http_ready: bool,
-    /// The CloudNativePG Backup before migrating (issue 34 item 4, `upgrade.backup`).
+    /// The CloudNativePG Backup before migrating (R-OP-OPS, `upgrade.backup`).
     pub backup: Backup,
-    /// Issue 34 item 2: the pre-deploy migration Job of the target (attempt
+    /// R-OP-ZD: the pre-deploy migration Job of the target (attempt
     /// `migration_attempts`).
     pub pre_job: JobState,
     /// The post-deploy migration Job of the target (attempt `migration_attempts`).
@@ -128,7 +127,7 @@ pub enum Backup {
     Failed(String),
 }
 
-/// What the reconciler saw of the maintenance page (issue 34 item 3).
+/// What the reconciler saw of the maintenance page (R-OP-ZD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Page {
     pub exists: bool,
@@ -150,7 +149,7 @@ pub enum Workloads {
     Stopped,
     /// Apply the Deployments (and autoscalers) at this version.
     Run(String),
-    /// Issue 34 item 2: the HTTP role (web) at this version, the workers at 0 and their
+    /// R-OP-ZD: the HTTP role (web) at this version, the workers at 0 and their
     /// autoscaler removed: web keeps serving while no worker of either task-definition
     /// version consumes. Only in `mode: split`.
     WebOnly(String),
@@ -175,11 +174,11 @@ pub struct Plan {
     /// The target version's schema is migrated.
     pub migrated: bool,
     /// The target is refused (a downgrade below the database's schema), and why; the running
-    /// version keeps running (issue 34 item 4).
+    /// version keeps running (R-OP-ZD).
     pub refused: Option<String>,
-    /// Run the maintenance page; the web Service selects it once it is ready (issue 34 item 3).
+    /// Run the maintenance page; the web Service selects it once it is ready (R-OP-ZD).
     pub maintenance_page: bool,
-    /// Ensure the pre-migration Backup exists (issue 34 item 4).
+    /// Ensure the pre-migration Backup exists (R-OP-OPS).
     pub backup: bool,
     pub requeue: Duration,
 }
@@ -225,7 +224,7 @@ pub fn backoff(failures: i32) -> Duration {
 }
 
 /// A probe's version field as a number (the runtime prints integers; a numeric string is
-/// read too); `None` when absent (an image before issue 34) or not a number.
+/// read too); `None` when absent (an image without expand/contract migrations) or not a number.
 fn number(v: &serde_json::Value) -> Option<i64> {
     match v {
         serde_json::Value::Number(n) => n.as_i64(),
@@ -234,7 +233,7 @@ fn number(v: &serde_json::Value) -> Option<i64> {
     }
 }
 
-/// Issue 34 item 2: what the two images' `hollo version --json` allow, from the running
+/// R-OP-ZD: what the two images' `hollo version --json` allow, from the running
 /// (`old`) to the target (`new`) version.
 ///
 /// - Same task definitions and the same schema (pre and post): [`Compat::Compatible`], the
@@ -248,7 +247,7 @@ fn number(v: &serde_json::Value) -> Option<i64> {
 /// - Otherwise [`Compat::Incompatible`]: stop, migrate, start.
 pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
     let same_tasks = old.task_definition_version == new.task_definition_version;
-    // An image before issue 34 reports no post-deploy version: it has none.
+    // An image without expand/contract migrations reports no post-deploy version: it has none.
     let post = |v: &serde_json::Value| number(v).unwrap_or(0);
     if same_tasks
         && old.schema_version == new.schema_version
@@ -285,7 +284,7 @@ pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
     }
 }
 
-/// Issue 34 item 2: the zero-downtime upgrade once its pre-deploy migrations are applied
+/// R-OP-ZD: the zero-downtime upgrade once its pre-deploy migrations are applied
 /// (`currentVersion` is the target): roll out, keeping the task-definition rule, then run the
 /// post-deploy migrations once no old pod is left. `None` once they have run: the usual
 /// rollout logic takes over.
@@ -369,7 +368,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     let target = spec.version.clone();
     let current = obs.current_version.clone();
 
-    // `spec.stopped` (issue 34 item 5) wins over everything: every role at 0, no autoscaler,
+    // `spec.stopped` (R-OP-OPS) wins over everything: every role at 0, no autoscaler,
     // no new Job. An upgrade in progress resumes where it was once the instance starts again.
     if spec.stopped {
         let migrated = current.as_deref() == Some(target.as_str());
@@ -413,7 +412,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
     // The target is not migrated. May the old version keep running meanwhile?
     let wants_rolling = spec.upgrade_strategy_in_effect() == UpgradeStrategy::RollingWhenCompatible;
     let base = Plan::new(Phase::Migrating, Workloads::Stopped, current.clone());
-    // No outage by mistake (issue 34 item 4): an older target is checked against the
+    // No outage by mistake (R-OP-ZD): an older target is checked against the
     // database's schema before anything stops; the old version keeps serving meanwhile.
     if let Some(old) = &current {
         match &obs.schema {
@@ -449,7 +448,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             };
         }
         (Some(old), true, Compat::Compatible) => Some(old.clone()),
-        // Issue 34 item 2. With `mode: all` every pod consumes: different task definitions
+        // R-OP-ZD. With `mode: all` every pod consumes: different task definitions
         // cannot keep anything up, so they stop, migrate, start.
         (Some(old), true, Compat::ExpandContract { same_tasks })
             if same_tasks || spec.mode == Mode::Split =>
@@ -479,7 +478,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         None => (base, &obs.job),
     };
 
-    // Issue 34 item 4: the pre-migration Backup, with the old version serving, before any
+    // R-OP-OPS: the pre-migration Backup, with the old version serving, before any
     // migration attempt of the target (a retry after a failed migration does not re-back up).
     if let Some(old) = &current
         && obs.migration_attempts == 0
@@ -502,7 +501,7 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             }
         }
     }
-    // Issue 34 item 3: an upgrade that stops the old version answers 503 meanwhile.
+    // R-OP-ZD: an upgrade that stops the old version answers 503 meanwhile.
     let page = keep_old.is_none() && current.is_some() && spec.maintenance_page_enabled();
     if keep_old.is_none() && obs.old_pods > 0 {
         if let Some(old) = current.as_ref().filter(|_| page)
@@ -557,769 +556,4 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testutil;
-
-    fn obs() -> Observed {
-        Observed {
-            current_version: None,
-            migration_attempts: 0,
-            since_last_failure: None,
-            old_pods: 0,
-            job: JobState::Absent,
-            other_migration_active: false,
-            compat: Compat::Unknown,
-            rolled_out: false,
-            pods_ready: false,
-            previous_phase: Phase::Pending,
-            schema: SchemaCheck::NotNeeded,
-            page: Page::default(),
-            http_ready: false,
-            backup: Backup::NotWanted,
-            pre_job: JobState::Absent,
-            post_job: JobState::Absent,
-            old_workers: 0,
-            expand: None,
-        }
-    }
-
-    fn upgrading() -> Observed {
-        Observed {
-            current_version: Some("0.0.9".into()),
-            ..obs()
-        }
-    }
-
-    const READY_PAGE: Page = Page {
-        exists: true,
-        ready: true,
-        overdue: false,
-    };
-
-    /// `decide` on `base` as changed by `edit`.
-    fn decide_after(spec: &HolloSpec, base: &Observed, edit: impl FnOnce(&mut Observed)) -> Plan {
-        let mut o = base.clone();
-        edit(&mut o);
-        decide(spec, &o)
-    }
-
-    fn rolling_spec() -> HolloSpec {
-        let mut s = testutil::spec();
-        s.upgrade_strategy = UpgradeStrategy::RollingWhenCompatible;
-        s
-    }
-
-    #[test]
-    fn first_install_migrates_before_any_deployment() {
-        let p = decide(&testutil::spec(), &obs());
-        assert_eq!(p.phase, Phase::Migrating);
-        assert_eq!(p.workloads, Workloads::Stopped);
-        assert_eq!(p.migration_job, Some(0));
-        assert_eq!(p.current_version, None);
-        assert!(!p.migrated);
-    }
-
-    #[test]
-    fn migration_running_keeps_waiting_and_ensures_the_job() {
-        let p = decide_after(&testutil::spec(), &obs(), |o| o.job = JobState::Running);
-        assert_eq!(p.phase, Phase::Migrating);
-        assert_eq!(p.migration_job, Some(0));
-        assert_eq!(p.workloads, Workloads::Stopped);
-        assert_eq!(p.requeue, POLL);
-    }
-
-    #[test]
-    fn migration_success_rolls_out_the_target() {
-        let p = decide_after(&testutil::spec(), &obs(), |o| o.job = JobState::Succeeded);
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
-        assert!(p.migrated);
-    }
-
-    #[test]
-    fn rolling_out_becomes_running_when_ready() {
-        let o = Observed {
-            current_version: Some("0.1.0".into()),
-            ..obs()
-        };
-        let p = decide(&testutil::spec(), &o);
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.requeue, POLL);
-        let updated = Observed {
-            rolled_out: true,
-            ..o
-        };
-        let p = decide(&testutil::spec(), &updated);
-        assert_eq!(p.phase, Phase::RollingOut, "updated but not ready yet");
-        let p = decide_after(&testutil::spec(), &updated, |o| o.pods_ready = true);
-        assert_eq!(p.phase, Phase::Running);
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        assert_eq!(p.migration_job, None);
-        assert_eq!(p.requeue, STEADY_REQUEUE);
-    }
-
-    #[test]
-    fn losing_readiness_while_running_stays_running() {
-        let o = Observed {
-            current_version: Some("0.1.0".into()),
-            rolled_out: true,
-            pods_ready: false,
-            previous_phase: Phase::Running,
-            ..obs()
-        };
-        let p = decide(&testutil::spec(), &o);
-        assert_eq!(p.phase, Phase::Running);
-        assert_eq!(p.requeue, POLL, "watch closely until ready again");
-        // A spec change that rolls the pods again is a rollout.
-        let p = decide_after(&testutil::spec(), &o, |o| o.rolled_out = false);
-        assert_eq!(p.phase, Phase::RollingOut);
-    }
-
-    #[test]
-    fn version_change_scales_down_first() {
-        let p = decide_after(&testutil::spec(), &upgrading(), |o| {
-            o.old_pods = 3;
-            o.rolled_out = true;
-            // Its maintenance page answers already (issue 34 item 3).
-            o.page = READY_PAGE;
-        });
-        assert_eq!(p.phase, Phase::ScalingDown);
-        assert_eq!(p.workloads, Workloads::Stopped);
-        assert_eq!(p.migration_job, None, "no migration while old pods remain");
-        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
-    }
-
-    #[test]
-    fn no_old_pods_left_then_migrate() {
-        let p = decide(&testutil::spec(), &upgrading());
-        assert_eq!(p.phase, Phase::Migrating);
-        assert_eq!(p.workloads, Workloads::Stopped);
-        assert_eq!(p.migration_job, Some(0));
-    }
-
-    #[test]
-    fn failure_is_recorded_and_nothing_starts() {
-        let o = Observed {
-            job: JobState::Failed {
-                reason: "BackoffLimitExceeded".into(),
-            },
-            ..upgrading()
-        };
-        let p = decide(&testutil::spec(), &o);
-        assert_eq!(p.phase, Phase::MigrationFailed);
-        assert_eq!(p.record_failure.as_deref(), Some("BackoffLimitExceeded"));
-        assert_eq!(
-            p.workloads,
-            Workloads::Stopped,
-            "old stays down, new never starts"
-        );
-        assert_eq!(p.migration_job, None);
-        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
-        assert_eq!(p.requeue, Duration::from_secs(30));
-    }
-
-    #[test]
-    fn retry_waits_for_the_back_off_then_runs_the_next_attempt() {
-        let o = Observed {
-            migration_attempts: 2,
-            since_last_failure: Some(Duration::from_secs(20)),
-            ..upgrading()
-        };
-        let p = decide(&testutil::spec(), &o);
-        assert_eq!(p.phase, Phase::MigrationFailed);
-        assert_eq!(p.migration_job, None);
-        assert_eq!(
-            p.requeue,
-            Duration::from_secs(40),
-            "60 s back-off, 20 s elapsed"
-        );
-        let p = decide_after(&testutil::spec(), &o, |o| {
-            o.since_last_failure = Some(Duration::from_secs(61))
-        });
-        assert_eq!(p.phase, Phase::Migrating);
-        assert_eq!(p.migration_job, Some(2), "third attempt gets its own Job");
-    }
-
-    #[test]
-    fn back_off_doubles_and_caps() {
-        assert_eq!(backoff(0), Duration::ZERO);
-        assert_eq!(backoff(1), Duration::from_secs(30));
-        assert_eq!(backoff(2), Duration::from_secs(60));
-        assert_eq!(backoff(3), Duration::from_secs(120));
-        assert_eq!(backoff(6), Duration::from_secs(600));
-        assert_eq!(backoff(1000), Duration::from_secs(600));
-    }
-
-    #[test]
-    fn another_migration_still_running_blocks_a_new_one() {
-        let p = decide_after(&testutil::spec(), &upgrading(), |o| {
-            o.other_migration_active = true
-        });
-        assert_eq!(p.phase, Phase::Migrating);
-        assert_eq!(p.migration_job, None);
-    }
-
-    #[test]
-    fn rolling_strategy_probes_compatibility_with_old_version_up() {
-        let o = Observed {
-            old_pods: 4,
-            ..upgrading()
-        };
-        for compat in [Compat::Unknown, Compat::Probing] {
-            let p = decide_after(&rolling_spec(), &o, |o| o.compat = compat);
-            assert_eq!(p.phase, Phase::CheckingCompatibility);
-            assert!(p.probe_versions);
-            assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-            assert_eq!(p.migration_job, None);
-        }
-    }
-
-    #[test]
-    fn upstream_images_cannot_roll_and_stop_first() {
-        let mut spec = rolling_spec();
-        spec.image.profile = crate::crd::ImageProfile::Upstream;
-        assert_eq!(spec.upgrade_strategy_in_effect(), UpgradeStrategy::Recreate);
-        assert!(
-            spec.rolling_unavailable()
-                .is_some_and(|m| m.contains("upgrades use Recreate"))
-        );
-        let o = Observed {
-            old_pods: 4,
-            // Even a (stale) compatible answer does not let the old version run on.
-            compat: Compat::Compatible,
-            ..upgrading()
-        };
-        let p = decide(&spec, &o);
-        assert_eq!(p.phase, Phase::ScalingDown);
-        assert_eq!(p.workloads, Workloads::Stopped);
-        assert!(!p.probe_versions);
-        assert_eq!(rolling_spec().rolling_unavailable(), None);
-    }
-
-    #[test]
-    fn compatible_versions_migrate_without_stopping() {
-        let o = Observed {
-            old_pods: 4,
-            compat: Compat::Compatible,
-            ..upgrading()
-        };
-        let p = decide(&rolling_spec(), &o);
-        assert_eq!(p.phase, Phase::Migrating);
-        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-        assert_eq!(p.migration_job, Some(0));
-        let p = decide_after(&rolling_spec(), &o, |o| o.job = JobState::Succeeded);
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        let p = decide_after(&rolling_spec(), &o, |o| {
-            o.job = JobState::Failed { reason: "x".into() }
-        });
-        assert_eq!(p.phase, Phase::MigrationFailed);
-        assert_eq!(
-            p.workloads,
-            Workloads::Run("0.0.9".into()),
-            "compatible old version keeps serving"
-        );
-    }
-
-    #[test]
-    fn incompatible_versions_fall_back_to_recreate() {
-        let o = Observed {
-            old_pods: 4,
-            compat: Compat::Incompatible,
-            page: READY_PAGE,
-            ..upgrading()
-        };
-        let p = decide(&rolling_spec(), &o);
-        assert_eq!(p.phase, Phase::ScalingDown);
-        assert_eq!(p.workloads, Workloads::Stopped);
-    }
-
-    #[test]
-    fn rolling_strategy_on_first_install_just_migrates() {
-        let p = decide(&rolling_spec(), &obs());
-        assert_eq!(p.phase, Phase::Migrating);
-        assert!(!p.probe_versions);
-        assert_eq!(p.migration_job, Some(0));
-    }
-
-    /// Issue 34 item 5: `spec.stopped` scales every role to 0 and starts no Job, whatever the
-    /// upgrade state; `false` again rolls the same version out.
-    #[test]
-    fn stopped_scales_everything_to_zero_and_resumes() {
-        let mut spec = testutil::spec();
-        spec.stopped = true;
-        let running = Observed {
-            current_version: Some("0.1.0".into()),
-            rolled_out: true,
-            pods_ready: true,
-            previous_phase: Phase::Running,
-            ..obs()
-        };
-        let p = decide(&spec, &running);
-        assert_eq!(p.phase, Phase::Stopped);
-        assert_eq!(p.workloads, Workloads::Stopped);
-        assert_eq!(p.migration_job, None);
-        assert!(p.migrated);
-        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
-
-        // Mid-upgrade: no migration Job is started while stopped, the version stays.
-        let p = decide(&spec, &upgrading());
-        assert_eq!(p.phase, Phase::Stopped);
-        assert_eq!(p.migration_job, None);
-        assert!(!p.probe_versions);
-        assert!(!p.migrated);
-        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
-
-        // Back to false: the Deployments (at 0, so not rolled out) come back at the version.
-        spec.stopped = false;
-        let p = decide_after(&spec, &running, |o| {
-            o.rolled_out = false;
-            o.pods_ready = false;
-            o.previous_phase = Phase::Stopped;
-        });
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-    }
-
-    /// Issue 34 item 4: an older target is probed with the old version serving, refused
-    /// without stopping anything when its schema is below the database's, else upgraded the
-    /// usual way.
-    #[test]
-    fn a_downgrade_below_the_schema_is_refused_before_anything_stops() {
-        let spec = testutil::spec();
-        let running_newer = Observed {
-            current_version: Some("0.2.0".into()),
-            old_pods: 3,
-            rolled_out: false,
-            pods_ready: true,
-            previous_phase: Phase::Running,
-            schema: SchemaCheck::Probing,
-            ..obs()
-        };
-        let p = decide(&spec, &running_newer);
-        assert_eq!(p.phase, Phase::CheckingCompatibility);
-        assert_eq!(p.workloads, Workloads::Run("0.2.0".into()));
-        assert!(p.probe_versions);
-        assert_eq!(p.migration_job, None);
-
-        let refused = Observed {
-            schema: SchemaCheck::Refused("schema 1 < 2".into()),
-            ..running_newer.clone()
-        };
-        let p = decide(&spec, &refused);
-        assert_eq!(p.phase, Phase::Running, "the running version stays Running");
-        assert_eq!(p.workloads, Workloads::Run("0.2.0".into()));
-        assert_eq!(p.refused.as_deref(), Some("schema 1 < 2"));
-        assert_eq!(p.migration_job, None);
-        assert_eq!(p.current_version.as_deref(), Some("0.2.0"));
-        assert!(!p.migrated);
-
-        // A safe downgrade takes the usual path.
-        let safe = Observed {
-            schema: SchemaCheck::Safe,
-            ..running_newer
-        };
-        let p = decide(&spec, &safe);
-        assert_eq!(p.phase, Phase::ScalingDown);
-        assert_eq!(p.refused, None);
-    }
-
-    /// Issue 34 item 3: a stop-migrate-start starts the maintenance page first (old pods
-    /// serve until it is ready), keeps it through the migration and a failure, and until a
-    /// new web pod is ready; a first install, a compatible rolling upgrade and `stopped` run
-    /// none.
-    #[test]
-    fn the_maintenance_page_covers_the_downtime_only() {
-        let spec = testutil::spec();
-        let p = decide(&spec, &obs());
-        assert!(!p.maintenance_page, "first install: nothing to answer for");
-
-        let stopping = Observed {
-            old_pods: 3,
-            ..upgrading()
-        };
-        let p = decide(&spec, &stopping);
-        assert_eq!(p.phase, Phase::ScalingDown);
-        assert!(p.maintenance_page);
-        assert_eq!(
-            p.workloads,
-            Workloads::Run("0.0.9".into()),
-            "old pods serve until the page is ready"
-        );
-
-        let ready = Page {
-            exists: true,
-            ready: true,
-            overdue: false,
-        };
-        let p = decide_after(&spec, &stopping, |o| o.page = ready);
-        assert_eq!(
-            (p.phase, p.workloads.clone()),
-            (Phase::ScalingDown, Workloads::Stopped)
-        );
-        assert!(p.maintenance_page);
-
-        let overdue = Page {
-            exists: true,
-            ready: false,
-            overdue: true,
-        };
-        let p = decide_after(&spec, &stopping, |o| o.page = overdue);
-        assert_eq!(
-            p.workloads,
-            Workloads::Stopped,
-            "a page that never starts blocks nothing"
-        );
-
-        for job in [
-            JobState::Absent,
-            JobState::Running,
-            JobState::Failed { reason: "x".into() },
-            JobState::Succeeded,
-        ] {
-            let p = decide_after(&spec, &upgrading(), |o| {
-                o.job = job.clone();
-                o.page = ready;
-            });
-            assert!(p.maintenance_page, "{job:?}: {:?}", p.phase);
-        }
-
-        // Migrated: kept while no new web pod is ready, then gone.
-        let migrated = Observed {
-            current_version: Some("0.1.0".into()),
-            page: ready,
-            previous_phase: Phase::RollingOut,
-            ..obs()
-        };
-        assert!(decide(&spec, &migrated).maintenance_page);
-        let served = Observed {
-            http_ready: true,
-            ..migrated.clone()
-        };
-        assert!(!decide(&spec, &served).maintenance_page);
-        let no_page = Observed {
-            page: Page::default(),
-            ..migrated
-        };
-        assert!(
-            !decide(&spec, &no_page).maintenance_page,
-            "a same-version rollout"
-        );
-
-        let mut off = testutil::spec();
-        off.web.maintenance_page.enabled = false;
-        assert!(!decide(&off, &upgrading()).maintenance_page);
-        let mut stopped = testutil::spec();
-        stopped.stopped = true;
-        assert!(!decide(&stopped, &upgrading()).maintenance_page);
-        let p = decide_after(&rolling_spec(), &upgrading(), |o| {
-            o.compat = Compat::Compatible
-        });
-        assert!(!p.maintenance_page, "the old version keeps serving");
-    }
-
-    /// Issue 34 item 4: with `upgrade.backup` the old version serves while the Backup runs;
-    /// a failed (or timed-out) Backup starts no migration; a completed one goes on as usual.
-    #[test]
-    fn a_backup_comes_before_any_migration_and_a_failed_one_stops_it() {
-        let spec = testutil::spec();
-        for b in [Backup::Absent, Backup::Running] {
-            let p = decide_after(&spec, &upgrading(), |o| {
-                o.old_pods = 3;
-                o.backup = b.clone();
-            });
-            assert_eq!(p.phase, Phase::BackingUp, "{b:?}");
-            assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-            assert!(p.backup);
-            assert_eq!(p.migration_job, None);
-            assert!(!p.maintenance_page);
-        }
-        let p = decide_after(&spec, &upgrading(), |o| {
-            o.old_pods = 3;
-            o.backup = Backup::Failed("timed out".into());
-        });
-        assert_eq!(p.phase, Phase::BackupFailed);
-        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-        assert_eq!(p.migration_job, None);
-        let p = decide_after(&spec, &upgrading(), |o| o.backup = Backup::Completed);
-        assert_eq!((p.phase, p.migration_job), (Phase::Migrating, Some(0)));
-        // Once the migration started, the Backup is not waited on again.
-        let p = decide_after(&spec, &upgrading(), |o| {
-            o.job = JobState::Running;
-            o.backup = Backup::Absent;
-        });
-        assert_eq!(p.phase, Phase::Migrating);
-    }
-
-    fn info(td: i64, pre: i64, post: i64, min: i64) -> VersionInfo {
-        VersionInfo {
-            version: "x".into(),
-            schema_version: serde_json::json!(pre),
-            task_definition_version: serde_json::json!(td),
-            post_schema_version: serde_json::json!(post),
-            min_schema_version: serde_json::json!(min),
-        }
-    }
-
-    /// Issue 34 item 2: what the probes allow.
-    #[test]
-    fn the_upgrade_path_comes_from_both_images() {
-        let old = info(2, 10, 0, 10);
-        let ec = |same_tasks| Compat::ExpandContract { same_tasks };
-        // (from, to, the path, why)
-        #[rustfmt::skip]
-        let cases = [
-            (old.clone(), old.clone(), Compat::Compatible, "the same schema"),
-            (old.clone(), info(2, 11, 0, 11), ec(true), "one more pre-deploy migration"),
-            (old.clone(), info(2, 11, 12, 11), ec(true), "and a post-deploy one"),
-            (old.clone(), info(2, 10, 12, 10), ec(true), "only a post-deploy one"),
-            (old.clone(), info(3, 11, 0, 11), ec(false), "different task definitions"),
-            (old.clone(), info(3, 10, 0, 10), ec(false), "task definitions alone"),
-            // The old binary would refuse the target's pre-migrated schema.
-            (info(2, 10, 0, 12), info(2, 11, 0, 11), Compat::Incompatible, "pre-migrated"),
-            // The target cannot run before its post-deploy migrations.
-            (old.clone(), info(2, 11, 12, 12), Compat::Incompatible, "post-deploy first"),
-            (old.clone(), info(2, 9, 0, 9), Compat::Incompatible, "a downgrade"),
-            (info(2, 10, 5, 10), info(2, 11, 4, 11), Compat::Incompatible, "a post-deploy downgrade"),
-        ];
-        for (from, to, want, why) in cases {
-            assert_eq!(upgrade_path(&from, &to), want, "{why}");
-        }
-        // An image before issue 34 reports no post/min: the safe answer.
-        let legacy = VersionInfo {
-            post_schema_version: serde_json::Value::Null,
-            min_schema_version: serde_json::Value::Null,
-            ..info(2, 11, 0, 11)
-        };
-        assert_eq!(upgrade_path(&old, &legacy), Compat::Incompatible);
-        assert_eq!(upgrade_path(&legacy, &old), Compat::Incompatible);
-        assert_eq!(
-            upgrade_path(&info(2, 11, 0, 11), &legacy),
-            Compat::Compatible,
-            "no post-deploy version reported: none"
-        );
-        let string = VersionInfo {
-            schema_version: serde_json::json!("11"),
-            ..info(2, 11, 0, 11)
-        };
-        assert_eq!(
-            upgrade_path(&old, &string),
-            Compat::ExpandContract { same_tasks: true }
-        );
-    }
-
-    fn expand(same_tasks: bool) -> ExpandContract {
-        ExpandContract {
-            version: "0.1.0".into(),
-            from: "0.0.9".into(),
-            same_task_definitions: same_tasks,
-        }
-    }
-
-    /// Issue 34 item 2, same task definitions: PreMigrating with every old pod serving →
-    /// RollingOut → PostMigrating once no old pod is left → Running.
-    #[test]
-    fn expand_contract_runs_pre_then_rolls_then_post() {
-        let spec = rolling_spec();
-        let o = Observed {
-            old_pods: 3,
-            old_workers: 2,
-            compat: Compat::ExpandContract { same_tasks: true },
-            pods_ready: true,
-            previous_phase: Phase::CheckingCompatibility,
-            ..upgrading()
-        };
-        let p = decide(&spec, &o);
-        assert_eq!(p.phase, Phase::PreMigrating);
-        assert_eq!(
-            p.workloads,
-            Workloads::Run("0.0.9".into()),
-            "old pods serve"
-        );
-        assert_eq!(p.migration_job, Some(0));
-        assert_eq!(p.migration_kind, MigrationKind::Pre);
-        assert!(!p.maintenance_page, "nothing stops");
-        assert!(!p.migrated);
-        assert_eq!(p.expand, None);
-        // The full migration's Job does not count for this path.
-        let p = decide_after(&spec, &o, |o| o.job = JobState::Succeeded);
-        assert_eq!(p.phase, Phase::PreMigrating);
-
-        let p = decide_after(&spec, &o, |o| o.pre_job = JobState::Running);
-        assert_eq!((p.phase, p.migration_job), (Phase::PreMigrating, Some(0)));
-        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-
-        let p = decide_after(&spec, &o, |o| o.pre_job = JobState::Succeeded);
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        assert_eq!(p.current_version.as_deref(), Some("0.1.0"));
-        assert!(p.migrated);
-        assert_eq!(p.expand, Some(expand(true)));
-        assert_eq!(p.migration_job, None);
-
-        // Pre-migrated: the next reconciles see the target as current.
-        let rolling = Observed {
-            current_version: Some("0.1.0".into()),
-            expand: Some(expand(true)),
-            compat: Compat::Unknown,
-            previous_phase: Phase::RollingOut,
-            ..o
-        };
-        let p = decide(&spec, &rolling);
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        assert_eq!(p.migration_job, None, "old pods left: no post-deploy yet");
-        let rolled = Observed {
-            rolled_out: true,
-            old_pods: 1,
-            old_workers: 0,
-            ..rolling.clone()
-        };
-        assert_eq!(
-            decide(&spec, &rolled).migration_job,
-            None,
-            "a terminating old pod still counts"
-        );
-        let gone = Observed {
-            old_pods: 0,
-            ..rolled
-        };
-        let p = decide(&spec, &gone);
-        assert_eq!(p.phase, Phase::PostMigrating);
-        assert_eq!(p.migration_kind, MigrationKind::Post);
-        assert_eq!(p.migration_job, Some(0));
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        let p = decide_after(&spec, &gone, |o| {
-            o.post_job = JobState::Failed { reason: "x".into() }
-        });
-        assert_eq!(p.phase, Phase::MigrationFailed);
-        assert_eq!(p.record_failure.as_deref(), Some("x"));
-        assert_eq!(p.migration_kind, MigrationKind::Post);
-        assert_eq!(
-            p.workloads,
-            Workloads::Run("0.1.0".into()),
-            "the new version keeps serving"
-        );
-        assert_eq!(p.expand, Some(expand(true)), "still pending");
-        let p = decide_after(&spec, &gone, |o| o.post_job = JobState::Succeeded);
-        assert_eq!(p.phase, Phase::Running);
-        assert_eq!(p.expand, None, "post-deploy done");
-        assert_eq!(p.migration_job, None);
-    }
-
-    /// Issue 34 item 2, different task definitions: the old workers stop first (web serves),
-    /// then the web rolls, and the new workers start only once no old pod is left.
-    #[test]
-    fn different_task_definitions_stop_only_the_workers() {
-        let spec = rolling_spec();
-        let o = Observed {
-            old_pods: 3,
-            old_workers: 2,
-            compat: Compat::ExpandContract { same_tasks: false },
-            ..upgrading()
-        };
-        let p = decide(&spec, &o);
-        assert_eq!(p.phase, Phase::PreMigrating);
-        assert_eq!(
-            p.workloads,
-            Workloads::Run("0.0.9".into()),
-            "one task-definition version: the old workers consume meanwhile"
-        );
-        let p = decide_after(&spec, &o, |o| o.pre_job = JobState::Succeeded);
-        assert_eq!(p.phase, Phase::RollingOut);
-        assert_eq!(p.workloads, Workloads::WebOnly("0.0.9".into()));
-        assert_eq!(p.expand, Some(expand(false)));
-
-        let rolling = Observed {
-            current_version: Some("0.1.0".into()),
-            expand: Some(expand(false)),
-            ..o
-        };
-        let p = decide(&spec, &rolling);
-        assert_eq!(
-            p.workloads,
-            Workloads::WebOnly("0.0.9".into()),
-            "old workers still there: no new pod"
-        );
-        let p = decide_after(&spec, &rolling, |o| {
-            o.old_pods = 1;
-            o.old_workers = 0;
-        });
-        assert_eq!(
-            p.workloads,
-            Workloads::WebOnly("0.1.0".into()),
-            "the web rolls, no worker"
-        );
-        let p = decide_after(&spec, &rolling, |o| {
-            o.old_pods = 0;
-            o.old_workers = 0;
-        });
-        assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
-        assert_eq!(p.phase, Phase::RollingOut);
-        let p = decide_after(&spec, &rolling, |o| {
-            o.old_pods = 0;
-            o.old_workers = 0;
-            o.rolled_out = true;
-        });
-        assert_eq!((p.phase, p.migration_job), (Phase::PostMigrating, Some(0)));
-    }
-
-    /// `mode: all`: every pod consumes, so different task definitions stop, migrate, start;
-    /// the same ones take the zero-downtime path.
-    #[test]
-    fn all_mode_with_different_task_definitions_stops_first() {
-        let mut spec = rolling_spec();
-        spec.mode = Mode::All;
-        let o = Observed {
-            old_pods: 2,
-            compat: Compat::ExpandContract { same_tasks: false },
-            page: READY_PAGE,
-            ..upgrading()
-        };
-        let p = decide(&spec, &o);
-        assert_eq!(p.phase, Phase::ScalingDown);
-        assert_eq!(p.workloads, Workloads::Stopped);
-        let p = decide_after(&spec, &o, |o| {
-            o.compat = Compat::ExpandContract { same_tasks: true }
-        });
-        assert_eq!(p.phase, Phase::PreMigrating);
-        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-    }
-
-    /// A pre-deploy failure keeps the old version serving and retries with back-off; a
-    /// stop keeps the pending post-deploy migrations.
-    #[test]
-    fn a_failed_pre_migration_keeps_the_old_version_serving() {
-        let spec = rolling_spec();
-        let o = Observed {
-            old_pods: 3,
-            compat: Compat::ExpandContract { same_tasks: true },
-            pre_job: JobState::Failed {
-                reason: "BackoffLimitExceeded".into(),
-            },
-            ..upgrading()
-        };
-        let p = decide(&spec, &o);
-        assert_eq!(p.phase, Phase::MigrationFailed);
-        assert_eq!(p.migration_kind, MigrationKind::Pre);
-        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
-        assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
-        let p = decide_after(&spec, &o, |o| {
-            o.pre_job = JobState::Absent;
-            o.migration_attempts = 1;
-            o.since_last_failure = Some(Duration::from_secs(31));
-        });
-        assert_eq!((p.phase, p.migration_job), (Phase::PreMigrating, Some(1)));
-
-        let mut stopped = rolling_spec();
-        stopped.stopped = true;
-        let p = decide_after(&stopped, &obs(), |o| {
-            o.current_version = Some("0.1.0".into());
-            o.expand = Some(expand(true));
-        });
-        assert_eq!(p.phase, Phase::Stopped);
-        assert_eq!(p.expand, Some(expand(true)));
-    }
-}
+mod tests;

@@ -14,9 +14,9 @@ pub const MIGRATED: &str = "Migrated";
 pub const DEGRADED: &str = "Degraded";
 pub const CONNECTION_BUDGET: &str = "ConnectionBudget";
 pub const WORKERS_AVAILABLE: &str = "WorkersAvailable";
-/// `spec.stopped` carried out (issue 34 item 5).
+/// `spec.stopped` carried out (R-OP-OPS).
 pub const STOPPED: &str = "Stopped";
-/// `spec.reconciliationPaused` (issue 34 item 5).
+/// `spec.reconciliationPaused` (R-OP-OPS).
 pub const RECONCILIATION_PAUSED: &str = "ReconciliationPaused";
 
 /// Everything the status needs besides the plan.
@@ -52,11 +52,11 @@ pub const DATABASE: &str = "Database";
 pub const SECRET_KEY: &str = "SecretKey";
 pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
 /// A target version older than the running one, refused or accepted against the database's
-/// schema (issue 34 item 4).
+/// schema (R-OP-ZD).
 pub const VERSION_ACCEPTED: &str = "VersionAccepted";
-/// `upgrade.backup`: the pre-migration CloudNativePG Backup (issue 34 item 4).
+/// `upgrade.backup`: the pre-migration CloudNativePG Backup (R-OP-OPS).
 pub const BACKED_UP: &str = "BackedUp";
-/// `web.httpRoute` (issue 35 item 4): applied, or the Gateway API is not installed.
+/// `web.httpRoute` (R-OP-OPS): applied, or the Gateway API is not installed.
 pub const HTTP_ROUTE: &str = "HTTPRoute";
 
 /// The `HTTPRoute` condition when `web.httpRoute` is enabled: `missing` is why it could not be
@@ -379,7 +379,7 @@ pub fn compute(
         // Set by the reconciler, which knows when a failure was recorded.
         migration_failure_generation: None,
         conditions,
-        // Set by the reconciler from the cleanup CronJobs (issue 35 item 5).
+        // Set by the reconciler from the cleanup CronJobs (R-OP-OPS).
         last_cleanup: None,
         expand_contract: plan.expand.clone(),
     }
@@ -548,7 +548,7 @@ mod tests {
         assert_eq!(cond(&s, STOPPED).status, "False");
         assert_eq!(cond(&s, RECONCILIATION_PAUSED).status, "False");
 
-        // Issue 34 item 5: a stopped instance says so, is not Ready and not Progressing.
+        // R-OP-OPS: a stopped instance says so, is not Ready and not Progressing.
         let stopped = compute(&spec, &plan(Phase::Stopped, true), &inputs, 0, None);
         assert_eq!(cond(&stopped, STOPPED).status, "True");
         assert_eq!(cond(&stopped, STOPPED).reason, "StoppedBySpec");

@@ -98,7 +98,7 @@ pub struct Metrics {
     pub writes: Counter,
     /// Every request the client sent, by verb (reads, writes, watches, events, the lease).
     pub requests: Family<VerbLabels, Counter>,
-    /// Per-`Hollo` state (issue 35 item 1), re-encoded from `hollos` at every scrape.
+    /// Per-`Hollo` state (R-OP-OPS), re-encoded from `hollos` at every scrape.
     per_hollo: PerHollo,
     hollos: Mutex<BTreeMap<HolloKey, HolloState>>,
 }
@@ -162,72 +162,52 @@ pub struct ConditionLabels {
     pub condition: String,
 }
 
-#[derive(Default)]
-struct PerHollo {
-    phase: Family<PhaseLabels, Gauge>,
-    replicas: Family<RoleLabels, Gauge>,
-    ready_replicas: Family<RoleLabels, Gauge>,
-    condition: Family<ConditionLabels, Gauge>,
-    connections: Family<HolloLabels, Gauge>,
-    max_connections: Family<HolloLabels, Gauge>,
-    migration_seconds: Family<HolloLabels, Gauge<f64, AtomicU64>>,
-    errors: Family<HolloLabels, Counter>,
+/// Declares the per-`Hollo` families once each (field, type, metric name, help): the struct,
+/// their registration in that order, and `clear`, so that no family is registered without
+/// being re-encoded at every scrape.
+macro_rules! per_hollo_families {
+    ($($field:ident: $ty:ty = $name:literal, $help:literal;)+) => {
+        #[derive(Default)]
+        struct PerHollo {
+            $($field: $ty,)+
+        }
+
+        impl PerHollo {
+            fn register(&self, registry: &mut Registry) {
+                $(registry.register($name, $help, self.$field.clone());)+
+            }
+
+            /// Empties every family.
+            fn clear(&self) {
+                $(self.$field.clear();)+
+            }
+        }
+    };
+}
+
+per_hollo_families! {
+    phase: Family<PhaseLabels, Gauge> = "hollo_phase",
+        "1 for the phase a Hollo is in (status.phase), 0 for the others";
+    replicas: Family<RoleLabels, Gauge> = "hollo_replicas",
+        "Desired pods of a Hollo's role (status.web/worker.replicas)";
+    ready_replicas: Family<RoleLabels, Gauge> = "hollo_ready_replicas",
+        "Ready pods of a Hollo's role (status.web/worker.readyReplicas)";
+    condition: Family<ConditionLabels, Gauge> = "hollo_condition",
+        "1 when a Hollo's condition is True, 0 when False";
+    connections: Family<HolloLabels, Gauge> = "hollo_connections",
+        "Database connections a Hollo may open (the connection budget, autoscalers at their maximum)";
+    max_connections: Family<HolloLabels, Gauge> = "hollo_max_connections",
+        "database.maxConnections (or the CloudNativePG Cluster's max_connections)";
+    migration_seconds: Family<HolloLabels, Gauge<f64, AtomicU64>> = "hollo_migration_duration_seconds",
+        "Start to completion of a Hollo's last succeeded migration Job";
+    errors: Family<HolloLabels, Counter> = "hollo_reconcile_errors",
+        "Failed reconciliations of a Hollo";
 }
 
 impl PerHollo {
-    fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "hollo_phase",
-            "1 for the phase a Hollo is in (status.phase), 0 for the others",
-            self.phase.clone(),
-        );
-        registry.register(
-            "hollo_replicas",
-            "Desired pods of a Hollo's role (status.web/worker.replicas)",
-            self.replicas.clone(),
-        );
-        registry.register(
-            "hollo_ready_replicas",
-            "Ready pods of a Hollo's role (status.web/worker.readyReplicas)",
-            self.ready_replicas.clone(),
-        );
-        registry.register(
-            "hollo_condition",
-            "1 when a Hollo's condition is True, 0 when False",
-            self.condition.clone(),
-        );
-        registry.register(
-            "hollo_connections",
-            "Database connections a Hollo may open (the connection budget, autoscalers at their maximum)",
-            self.connections.clone(),
-        );
-        registry.register(
-            "hollo_max_connections",
-            "database.maxConnections (or the CloudNativePG Cluster's max_connections)",
-            self.max_connections.clone(),
-        );
-        registry.register(
-            "hollo_migration_duration_seconds",
-            "Start to completion of a Hollo's last succeeded migration Job",
-            self.migration_seconds.clone(),
-        );
-        registry.register(
-            "hollo_reconcile_errors",
-            "Failed reconciliations of a Hollo",
-            self.errors.clone(),
-        );
-    }
-
     /// Re-encodes the families from `hollos` (a deleted `Hollo` leaves no series behind).
     fn fill(&self, hollos: &BTreeMap<HolloKey, HolloState>) {
-        self.phase.clear();
-        self.replicas.clear();
-        self.ready_replicas.clear();
-        self.condition.clear();
-        self.connections.clear();
-        self.max_connections.clear();
-        self.migration_seconds.clear();
-        self.errors.clear();
+        self.clear();
         for ((ns, name), st) in hollos {
             let h = HolloLabels {
                 hollo_namespace: ns.clone(),

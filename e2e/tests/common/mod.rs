@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
@@ -103,21 +104,7 @@ impl Ns {
         )
         .await
         .expect("create namespace");
-        let kubeconfig = env.workdir.join(format!("{name}.kubeconfig"));
-        std::fs::copy(&env.kubeconfig, &kubeconfig).expect("copy kubeconfig");
-        let ns = Ns {
-            name,
-            client,
-            env,
-            kubeconfig,
-            started: Instant::now(),
-        };
-        ns.kubectl(&[
-            "config",
-            "set-context",
-            "--current",
-            &format!("--namespace={}", ns.name),
-        ]);
+        let ns = Ns::with_context(name, env, client);
         ns.log("namespace created");
         ns
     }
@@ -126,10 +113,15 @@ impl Ns {
     pub async fn existing(name: &str) -> Ns {
         let env = env();
         let client = client_for(&env.kubeconfig).await;
+        Ns::with_context(name.to_string(), env, client)
+    }
+
+    /// The scenario's own copy of the kubeconfig, whose context defaults to namespace `name`.
+    fn with_context(name: String, env: Env, client: Client) -> Ns {
         let kubeconfig = env.workdir.join(format!("{name}.kubeconfig"));
         std::fs::copy(&env.kubeconfig, &kubeconfig).expect("copy kubeconfig");
         let ns = Ns {
-            name: name.to_string(),
+            name,
             client,
             env,
             kubeconfig,
@@ -321,6 +313,68 @@ impl Ns {
             .await
     }
 
+    /// `kubectl patch hollo social --type merge -p <patch>`, the README's command, with kubectl.
+    pub fn kubectl_patch_hollo(&self, patch: &str) -> String {
+        self.kubectl(&["patch", "hollo", HOLLO, "--type", "merge", "-p", patch])
+    }
+
+    /// Applies the minimal example with `patch`: admission must refuse it (422) with `message`.
+    pub async fn assert_rejected(&self, patch: Value, message: &str) {
+        match self.apply_hollo(&minimal_with(patch.clone())).await {
+            Ok(_) => panic!("accepted an invalid Hollo ({patch}); expected: {message}"),
+            Err(kube::Error::Api(e)) => {
+                self.log(&format!("rejected ({}): {}", e.code, e.message));
+                assert_eq!(e.code, 422, "{e:?}");
+                assert!(
+                    e.message.contains(message),
+                    "expected {message:?} in {:?}",
+                    e.message
+                );
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+
+    /// Waits until `status.lastCleanup` records a remote-posts cleanup; no media one ran.
+    pub async fn wait_remote_posts_cleaned(&self, secs: u64) {
+        let h = wait_until("status.lastCleanup.remotePosts", secs, || async {
+            let h = self.hollo().await;
+            if h.data["status"]["lastCleanup"]["remotePosts"].is_string() {
+                Ok(h)
+            } else {
+                Err(status_line(&h))
+            }
+        })
+        .await;
+        self.log(&format!("lastCleanup: {}", h.data["status"]["lastCleanup"]));
+        assert!(
+            h.data["status"]["lastCleanup"]["media"].is_null(),
+            "media never ran"
+        );
+    }
+
+    /// Waits until `VersionAccepted=False` names generation `gen_` (a downgrade refused) with
+    /// the reason `BelowDatabaseSchema`: the Hollo and the condition's message.
+    pub async fn wait_downgrade_refused(
+        &self,
+        gen_: Option<i64>,
+        secs: u64,
+    ) -> (DynamicObject, String) {
+        let h = wait_until("VersionAccepted=False for the downgrade", secs, || async {
+            let h = self.hollo().await;
+            match condition_generation(&h, "VersionAccepted") {
+                Some((s, g)) if s == "False" && g == gen_ => Ok(h),
+                _ => Err(status_line(&h)),
+            }
+        })
+        .await;
+        self.log(&status_line(&h));
+        let (_, reason, message) = condition(&h, "VersionAccepted").expect("condition");
+        self.log(&format!("VersionAccepted=False {reason}: {message}"));
+        assert_eq!(reason, "BelowDatabaseSchema", "{message}");
+        (h, message)
+    }
+
     /// `kubectl patch hollo <name> --type merge -p <patch>`, through the API.
     pub async fn merge_hollo(&self, patch: Value) -> DynamicObject {
         self.hollos()
@@ -361,6 +415,172 @@ impl Ns {
         .await
     }
 
+    /// `spec.stopped: true`: waits (`secs`) for phase `Stopped` with `Stopped=True` at that
+    /// generation, then for both roles' Deployments at 0 with no Ready pod.
+    pub async fn stop(&self, secs: u64) {
+        let gen_ = self
+            .merge_hollo(json!({"spec": {"stopped": true}}))
+            .await
+            .metadata
+            .generation;
+        self.log("spec.stopped: true");
+        wait_until("phase Stopped, Stopped=True", secs, || async {
+            let h = self.hollo().await;
+            let stopped = condition(&h, "Stopped").map(|c| c.0);
+            if phase(&h) == "Stopped"
+                && stopped.as_deref() == Some("True")
+                && h.data["status"]["observedGeneration"].as_i64() == gen_
+            {
+                Ok(())
+            } else {
+                Err(status_line(&h))
+            }
+        })
+        .await;
+        self.wait_replicas("web", 0, 60).await;
+        self.wait_replicas("worker", 0, 60).await;
+    }
+
+    /// `spec.stopped: false`: Running at `version` (within `secs`) with `Stopped=False`, one web
+    /// pod and two workers (within `pods_secs`).
+    pub async fn start(&self, version: &str, secs: u64, pods_secs: u64) {
+        self.merge_hollo(json!({"spec": {"stopped": false}})).await;
+        self.log("spec.stopped: false");
+        let h = self.wait_running(version, secs).await;
+        assert_eq!(
+            condition(&h, "Stopped").map(|c| c.0).as_deref(),
+            Some("False"),
+            "{}",
+            status_line(&h)
+        );
+        self.wait_replicas("web", 1, pods_secs).await;
+        self.wait_replicas("worker", 2, pods_secs).await;
+    }
+
+    /// Pauses reconciliation, then edits `web.replicas` to 2: waits (`secs`) until
+    /// `ReconciliationPaused=True` names the edit's generation, and for its event.
+    pub async fn pause_and_scale_web(&self, secs: u64) {
+        self.merge_hollo(json!({"spec": {"reconciliationPaused": true}}))
+            .await;
+        let gen_ = self
+            .merge_hollo(json!({"spec": {"web": {"replicas": 2}}}))
+            .await
+            .metadata
+            .generation;
+        self.log("spec.reconciliationPaused: true, then web.replicas: 2");
+        wait_until(
+            "ReconciliationPaused=True for the edit's generation",
+            secs,
+            || async {
+                let h = self.hollo().await;
+                match condition_generation(&h, "ReconciliationPaused") {
+                    Some((s, g)) if s == "True" && g == gen_ => Ok(()),
+                    other => Err(format!("{other:?}; {}", status_line(&h))),
+                }
+            },
+        )
+        .await;
+        self.wait_event("ReconciliationPaused", "Normal", 30).await;
+    }
+
+    /// Unpauses after [`Self::pause_and_scale_web`]: the paused edit is carried out (2 web pods
+    /// within `secs`), Running at `version` with `ReconciliationPaused=False` and the event
+    /// `ReconciliationResumed`.
+    pub async fn unpause(&self, version: &str, secs: u64) {
+        self.merge_hollo(json!({"spec": {"reconciliationPaused": false}}))
+            .await;
+        self.log("spec.reconciliationPaused: false");
+        self.wait_replicas("web", 2, secs).await;
+        let h = self.wait_running(version, 60).await;
+        assert_eq!(
+            condition(&h, "ReconciliationPaused")
+                .map(|c| c.0)
+                .as_deref(),
+            Some("False"),
+            "{}",
+            status_line(&h)
+        );
+        self.wait_event("ReconciliationResumed", "Normal", 30).await;
+    }
+
+    /// Waits until the Hollo's condition `type_` is `status` with `reason`: its message.
+    pub async fn wait_condition(
+        &self,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        secs: u64,
+    ) -> String {
+        self.wait_condition_as(type_, status, Some(reason), secs)
+            .await
+            .1
+    }
+
+    /// Waits until the Hollo's condition `type_` is `status` (any reason): the Hollo.
+    pub async fn wait_condition_status(
+        &self,
+        type_: &str,
+        status: &str,
+        secs: u64,
+    ) -> DynamicObject {
+        self.wait_condition_as(type_, status, None, secs).await.0
+    }
+
+    /// Waits until the Hollo's condition `type_` is `status` (with `reason`, when given): the
+    /// Hollo and the condition's message.
+    async fn wait_condition_as(
+        &self,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+        secs: u64,
+    ) -> (DynamicObject, String) {
+        let what = match reason {
+            Some(r) => format!("{type_}={status} {r}"),
+            None => format!("{type_}={status}"),
+        };
+        wait_until(&what, secs, || async {
+            let h = self.hollo().await;
+            match condition(&h, type_) {
+                Some((s, r, m)) if s == status && reason.is_none_or(|want| r == want) => Ok((h, m)),
+                other => Err(format!("{other:?}; {}", status_line(&h))),
+            }
+        })
+        .await
+    }
+
+    /// Waits until the CustomResourceDefinition `name` is Established.
+    pub async fn wait_crd_established(&self, name: &str, secs: u64) {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        wait_until(&format!("CRD {name} Established"), secs, || async {
+            let c = crds.get(name).await.map_err(|e| e.to_string())?;
+            c.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+                .ok_or_else(|| "not established".to_string())
+        })
+        .await;
+    }
+
+    /// Waits (100 s: the operator's own periodic look at Secrets is 60 s) until the web
+    /// Deployment's template carries a Secrets hash other than `before`; `what` says why.
+    pub async fn wait_web_hash_changes(&self, before: &str, what: &str) {
+        wait_until(what, 100, || async {
+            let d = self
+                .deployment(&format!("{HOLLO}-web"))
+                .await
+                .ok_or("no web")?;
+            match secrets_hash(&d) {
+                Some(h) if h != before => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    }
+
     pub async fn deployment(&self, name: &str) -> Option<Deployment> {
         self.api::<Deployment>()
             .get_opt(name)
@@ -370,16 +590,27 @@ impl Ns {
 
     /// Pods of one component that are Ready and not terminating.
     pub async fn ready_pods(&self, component: &str) -> Vec<Pod> {
+        let mut pods = self.live_pods(component).await;
+        pods.retain(pod_ready);
+        pods
+    }
+
+    /// Pods of the `components` (say `web,worker`) that are not terminating.
+    pub async fn live_pods(&self, components: &str) -> Vec<Pod> {
+        let mut pods = self.pods(components).await;
+        pods.retain(|p| p.metadata.deletion_timestamp.is_none());
+        pods
+    }
+
+    /// Every pod of the `components` (say `web,worker`), terminating ones included.
+    pub async fn pods(&self, components: &str) -> Vec<Pod> {
         self.api::<Pod>()
             .list(&ListParams::default().labels(&format!(
-                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component={component}"
+                "app.kubernetes.io/instance={HOLLO},app.kubernetes.io/component in ({components})"
             )))
             .await
             .expect("list pods")
             .items
-            .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none() && pod_ready(p))
-            .collect()
     }
 
     /// Waits until the component's Deployment wants `n` replicas and exactly `n` pods are Ready.
@@ -487,6 +718,36 @@ where
     }
 }
 
+/// Waits until `api` has the object `name` (one the operator applies); `what` names its kind
+/// in the wait's message.
+pub async fn wait_exists<K>(what: &str, api: &Api<K>, name: &str, secs: u64) -> K
+where
+    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_until(&format!("{what} {name}"), secs, || async {
+        api.get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await
+}
+
+/// `<kind>/<name>` of every object `api` lists.
+pub async fn names_of<K>(kind: &str, api: &Api<K>) -> Result<Vec<String>, String>
+where
+    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug + kube::Resource,
+{
+    Ok(api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?
+        .items
+        .iter()
+        .map(|o| format!("{kind}/{}", o.name_any()))
+        .collect())
+}
+
 /// Checks that `f` keeps returning `Ok` for `secs` (a steady state, e.g. the operator does not
 /// undo something); panics with the observation that broke it.
 pub async fn holds_for<F, Fut>(what: &str, secs: u64, mut f: F)
@@ -519,6 +780,20 @@ pub fn condition(h: &DynamicObject, type_: &str) -> Option<(String, String, Stri
         })
 }
 
+/// The `(status, observedGeneration)` of a condition.
+pub fn condition_generation(h: &DynamicObject, type_: &str) -> Option<(String, Option<i64>)> {
+    h.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["observedGeneration"].as_i64(),
+            )
+        })
+}
+
 pub fn status_line(h: &DynamicObject) -> String {
     let conds: Vec<String> = h.data["status"]["conditions"]
         .as_array()
@@ -539,6 +814,40 @@ pub fn status_line(h: &DynamicObject) -> String {
         h.data["status"]["worker"],
         conds.join(" ")
     )
+}
+
+/// The `hollo.social/secrets-hash` annotation of a Deployment's pod template.
+pub fn secrets_hash(d: &Deployment) -> Option<String> {
+    d.spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .and_then(|a| a.get("hollo.social/secrets-hash").cloned())
+}
+
+/// For a wait: `Ok` when nothing is `left`, else what is.
+pub fn none_left<L: std::fmt::Debug + IntoIterator + Copy>(left: L) -> Result<(), String> {
+    if left.into_iter().next().is_none() {
+        Ok(())
+    } else {
+        Err(format!("{left:?}"))
+    }
+}
+
+/// The container runs `hollo cleanup remote-posts --older-than-days <days>`.
+pub fn assert_cleans_remote_posts(c: &k8s_openapi::api::core::v1::Container, days: u32) {
+    assert_eq!(
+        (c.command.clone(), c.args.clone()),
+        (
+            Some(vec!["hollo".to_string(), "cleanup".into()]),
+            Some(vec![
+                "remote-posts".to_string(),
+                "--older-than-days".into(),
+                days.to_string()
+            ])
+        )
+    );
 }
 
 pub fn pod_ready(p: &Pod) -> bool {

@@ -62,7 +62,7 @@ const API_PRESENT: u8 = 2;
 pub struct Applier {
     memo: Mutex<HashMap<(&'static str, String, String), Memo>>,
     keda: AtomicU8,
-    /// The same for the Gateway API's HTTPRoute (issue 35 item 4).
+    /// The same for the Gateway API's HTTPRoute (R-OP-OPS).
     gateway: AtomicU8,
     /// API writes made (applies, creates, scales, deletes): a steady reconcile adds none.
     pub writes: Counter,
@@ -415,7 +415,7 @@ pub struct Outcome {
     /// last); the status says so and the operator looks again soon.
     pub autoscaler_missing: Option<String>,
     /// `web.httpRoute` asked for but the Gateway API's HTTPRoute is not installed (the same
-    /// tolerance, issue 35 item 4).
+    /// tolerance, R-OP-OPS).
     pub route_missing: Option<String>,
 }
 

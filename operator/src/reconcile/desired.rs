@@ -66,18 +66,17 @@ pub struct Workload {
 pub struct Desired {
     pub services: Vec<Service>,
     pub ingresses: Vec<Ingress>,
-    /// `spec.networkPolicy` (issue 35 item 6).
+    /// `spec.networkPolicy` (R-OP-OPS).
     pub network_policies: Vec<NetworkPolicy>,
-    /// `spec.maintenance` cleanups (issue 35 item 5).
+    /// `spec.maintenance` cleanups (R-OP-OPS).
     pub cron_jobs: Vec<CronJob>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub workloads: Vec<Workload>,
     pub hpas: Vec<HorizontalPodAutoscaler>,
     pub scaled_objects: Vec<DynamicObject>,
-    /// Gateway API `HTTPRoute`s (issue 35 item 4); the API may be absent.
+    /// Gateway API `HTTPRoute`s (R-OP-OPS); the API may be absent.
     pub http_routes: Vec<DynamicObject>,
-    /// The CloudNativePG Backup before migrating, created if absent, never pruned (issue 34
-    /// item 4).
+    /// The CloudNativePG Backup before migrating, created if absent, never pruned (R-OP-OPS).
     pub backups: Vec<DynamicObject>,
     /// Jobs to create if absent. Job specs are immutable and finished Jobs are history (a failed
     /// attempt's logs stay reachable), so Jobs are never pruned by this set; see
@@ -99,7 +98,7 @@ impl Desired {
 pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     let spec = &hollo.spec;
     let mut d = Desired {
-        // Issue 34 item 3: the web Service answers from the maintenance page once it is ready.
+        // R-OP-ZD: the web Service answers from the maintenance page once it is ready.
         services: vec![if plan.maintenance_page && world.observed.page.ready {
             service::service_selecting(hollo, Component::MaintenancePage)
         } else {
@@ -155,7 +154,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
                 })
                 .collect();
         }
-        // Issue 34 item 2: the HTTP role at `version`, existing worker Deployments at 0
+        // R-OP-ZD: the HTTP role at `version`, existing worker Deployments at 0
         // (template kept), no worker autoscaler (it would scale them back up).
         Workloads::WebOnly(version) => {
             let http = if spec.web_autoscaled() {
@@ -181,7 +180,7 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
         Workloads::Run(version) => {
             for &component in roles(spec.mode) {
                 // With web autoscaling the HPA owns the HTTP role's count: only lift it to the
-                // minimum (issue 35 item 2).
+                // minimum (R-OP-OPS).
                 let http = if spec.web_autoscaled() {
                     Replicas::AtLeast(spec.web.autoscaling.min_replicas)
                 } else {

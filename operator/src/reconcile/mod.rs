@@ -145,7 +145,7 @@ fn key(hollo: &Hollo) -> (String, String) {
     (hollo.namespace().unwrap_or_default(), hollo.name_any())
 }
 
-/// The per-Hollo gauges of `/metrics` (issue 35 item 1): what this reconcile wrote.
+/// The per-Hollo gauges of `/metrics` (R-OP-OPS): what this reconcile wrote.
 fn record(ctx: &Context, hollo: &Hollo, status: &crate::crd::HolloStatus, jobs: &[Arc<Job>]) {
     ctx.health.metrics.record_hollo(
         key(hollo),
@@ -160,7 +160,7 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     if hollo.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    // `spec.reconciliationPaused` (issue 34 item 5): say so, change nothing else, wait for the
+    // `spec.reconciliationPaused` (R-OP-OPS): say so, change nothing else, wait for the
     // next edit of the Hollo (a child's change wakes us too, and is ignored the same way).
     if hollo.spec.reconciliation_paused {
         let status = report::paused(hollo, Timestamp::now());
@@ -208,7 +208,7 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
     let outcome = apply::converge(applier, client, stores, hollo, &world, &want, running).await?;
     let missing = outcome.autoscaler_missing;
-    // Issue 34 item 4: the pre-migration Backup's outcome.
+    // R-OP-OPS: the pre-migration Backup's outcome.
     match &world.observed.backup {
         crate::phase::Backup::Failed(why) => checks.push(crate::status::Check {
             type_: crate::status::BACKED_UP,

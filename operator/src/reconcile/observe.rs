@@ -147,7 +147,7 @@ fn ready_count(d: &Deployment) -> i32 {
         .unwrap_or(0)
 }
 
-/// The maintenance page Deployment as the phase machine needs it (issue 34 item 3).
+/// The maintenance page Deployment as the phase machine needs it (R-OP-ZD).
 pub fn page(d: Option<&Arc<Deployment>>, now: Timestamp) -> Page {
     let Some(d) = d else {
         return Page::default();
@@ -272,7 +272,7 @@ async fn compat(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) ->
     }
 }
 
-/// Issue 34 item 4: a target older than the running version is checked against the
+/// R-OP-ZD: a target older than the running version is checked against the
 /// database's schema (the running image's), from both images' version probes.
 async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &str) -> SchemaCheck {
     let spec = &hollo.spec;
@@ -315,7 +315,7 @@ async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &s
     }
 }
 
-/// Issue 34 item 4: the state of the pre-migration Backup (GET by name: CloudNativePG may be
+/// R-OP-OPS: the state of the pre-migration Backup (GET by name: CloudNativePG may be
 /// absent, so it is not watched).
 async fn backup_state(client: &Client, hollo: &Hollo, now: Timestamp) -> Result<Backup, Error> {
     use crate::resources::backup;
@@ -391,7 +391,7 @@ pub async fn observe(
     });
 
     let current = status.current_version.clone();
-    // Issue 34 item 2: a zero-downtime upgrade of the target past its pre-deploy migrations.
+    // R-OP-ZD: a zero-downtime upgrade of the target past its pre-deploy migrations.
     let expand = status
         .expand_contract
         .clone()

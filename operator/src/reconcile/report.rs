@@ -16,7 +16,7 @@ use crate::resources::migration;
 use crate::status;
 
 /// Start to completion of the last succeeded migration Job among `jobs` (the per-Hollo
-/// `hollo_operator_hollo_migration_duration_seconds`; issue 35 item 1).
+/// `hollo_operator_hollo_migration_duration_seconds`; R-OP-OPS).
 pub fn migration_seconds(jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::Job>]) -> Option<f64> {
     jobs.iter()
         .filter(|j| {
@@ -34,7 +34,7 @@ pub fn migration_seconds(jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::Job
         .map(|(_, secs)| secs)
 }
 
-/// `status.lastCleanup` (issue 35 item 5): each cleanup CronJob's `lastSuccessfulTime`.
+/// `status.lastCleanup` (R-OP-OPS): each cleanup CronJob's `lastSuccessfulTime`.
 pub fn last_cleanup(
     hollo: &Hollo,
     cron_jobs: &[std::sync::Arc<k8s_openapi::api::batch::v1::CronJob>],
@@ -147,7 +147,7 @@ pub fn held(hollo: &Hollo, check: &status::Check, now: Timestamp) -> HolloStatus
     s
 }
 
-/// The status while reconciliation is paused (issue 34 item 5): the previous one untouched —
+/// The status while reconciliation is paused (R-OP-OPS): the previous one untouched —
 /// phase, versions and `observedGeneration` still describe what was last carried out — plus
 /// `ReconciliationPaused=True` for the current generation, which tells a client the operator
 /// saw the edit and left it alone.
@@ -418,7 +418,7 @@ mod tests {
         assert_eq!(migration_seconds(&jobs), Some(12.0));
     }
 
-    /// Issue 34 item 5: pausing keeps everything the last reconcile reported and adds
+    /// R-OP-OPS: pausing keeps everything the last reconcile reported and adds
     /// `ReconciliationPaused=True` for the current generation.
     #[test]
     fn paused_keeps_the_status_and_says_so_for_this_generation() {

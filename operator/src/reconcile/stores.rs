@@ -28,9 +28,9 @@ pub struct Stores {
     pub pdbs: Store<PodDisruptionBudget>,
     pub hpas: Store<HorizontalPodAutoscaler>,
     pub ingresses: Store<Ingress>,
-    /// `spec.networkPolicy` (issue 35 item 6).
+    /// `spec.networkPolicy` (R-OP-OPS).
     pub network_policies: Store<NetworkPolicy>,
-    /// `spec.maintenance` (issue 35 item 5).
+    /// `spec.maintenance` (R-OP-OPS).
     pub cron_jobs: Store<CronJob>,
 }
 

@@ -571,7 +571,7 @@ async fn an_upgrade_removes_the_autoscaler_before_stopping_the_old_pods() {
                 format!("DELETE /apis/autoscaling/v2{NS}/horizontalpodautoscalers/social-worker"),
                 format!("PATCH /apis/apps/v1{NS}/deployments/social-web/scale"),
                 format!("PATCH /apis/apps/v1{NS}/deployments/social-worker/scale"),
-                // Issue 34 item 3: the maintenance page of the old version starts.
+                // R-OP-ZD: the maintenance page of the old version starts.
                 format!("POST /apis/apps/v1{NS}/deployments"),
                 format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
                 format!("POST /apis/events.k8s.io/v1{NS}/events"),
@@ -765,7 +765,7 @@ async fn every_reconcile_reads_the_referenced_secrets_and_a_rotation_rolls() {
     assert_ne!(first, second, "a new hash: the pods roll");
 }
 
-/// Issue 35 item 2: turning web autoscaling on hands the web count to an HPA `social-web`:
+/// R-OP-OPS: turning web autoscaling on hands the web count to an HPA `social-web`:
 /// the web Deployment is only lifted to the minimum, never set back to `web.replicas`.
 #[tokio::test]
 async fn web_autoscaling_applies_an_hpa_and_only_lifts_the_web_count() {

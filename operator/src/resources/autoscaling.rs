@@ -112,7 +112,7 @@ pub fn http_component(hollo: &Hollo) -> Component {
     }
 }
 
-/// Web autoscaling (issue 35 item 2): a CPU HPA named like the HTTP Deployment it scales,
+/// Web autoscaling (R-OP-OPS): a CPU HPA named like the HTTP Deployment it scales,
 /// when `web.autoscaling.enabled`.
 pub fn web_hpa(hollo: &Hollo) -> Option<HorizontalPodAutoscaler> {
     let spec = &hollo.spec;

@@ -1,4 +1,4 @@
-//! The CloudNativePG `Backup` taken before an upgrade migrates (issue 34 item 4,
+//! The CloudNativePG `Backup` taken before an upgrade migrates (R-OP-OPS,
 //! `spec.upgrade.backup`). CloudNativePG may be absent, so it is a `DynamicObject`.
 
 use kube::ResourceExt;

@@ -1,4 +1,4 @@
-//! Optional Gateway API `HTTPRoute` for the web Service (issue 35 item 4). A `DynamicObject`:
+//! Optional Gateway API `HTTPRoute` for the web Service (R-OP-OPS). A `DynamicObject`:
 //! the Gateway API's CRDs may be absent, which the reconciler tolerates like KEDA's.
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};

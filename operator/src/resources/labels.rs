@@ -20,7 +20,7 @@ pub enum Component {
     Worker,
     All,
     Migration,
-    /// The 503 page during an upgrade's downtime (issue 34 item 3).
+    /// The 503 page during an upgrade's downtime (R-OP-ZD).
     MaintenancePage,
 }
 

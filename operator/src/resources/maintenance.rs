@@ -1,4 +1,4 @@
-//! Scheduled cleanups (issue 35 item 5): `spec.maintenance` → CronJobs
+//! Scheduled cleanups (R-OP-OPS): `spec.maintenance` → CronJobs
 //! `<name>-cleanup-remote-posts` and `<name>-cleanup-media` running `hollo cleanup …` (the
 //! runtime's cleanup job, R-JOB-11, started as `POST /api/v1/admin/cleanups` would; the workers
 //! carry it out). Same image, the workers' environment (direct database URL), the migrations'

@@ -1,4 +1,4 @@
-//! The maintenance page Deployment `<name>-maintenance-page` (issue 34 item 3): `hollo
+//! The maintenance page Deployment `<name>-maintenance-page` (R-OP-ZD): `hollo
 //! maintenance-page` of the version being stopped, on the web port under the same port name,
 //! so the web Service can select it while an upgrade has no web pod. No database, no Secret,
 //! no media: the container gets `PORT` and `RETRY_AFTER_SECONDS` only.

@@ -41,7 +41,7 @@ pub fn job_name(instance: &str, version: &str, attempt: i32) -> String {
 }
 
 /// `<name>-migrate-pre-<version>[-r<attempt>]` / `<name>-migrate-post-…`: the Jobs of a
-/// zero-downtime upgrade (issue 34 item 2), named apart from the full migration's so a Job
+/// zero-downtime upgrade (R-OP-ZD), named apart from the full migration's so a Job
 /// never stands for another command.
 pub fn kind_job_name(instance: &str, kind: MigrationKind, version: &str, attempt: i32) -> String {
     match kind {
@@ -176,7 +176,7 @@ pub fn probe_job(hollo: &Hollo, version: &str) -> Job {
     }
 }
 
-/// What `hollo version --json` prints. The expand/contract fields (issue 34 item 1) are
+/// What `hollo version --json` prints. The expand/contract fields (R-OP-ZD) are
 /// `null` for an image that predates them: such an image never takes the zero-downtime path.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -287,7 +287,7 @@ mod tests {
         assert!(!c.env.iter().flatten().any(|e| e.name == "NODE_TYPE"));
     }
 
-    /// Issue 34 item 2: the zero-downtime Jobs run the target's image with `--pre` /
+    /// R-OP-ZD: the zero-downtime Jobs run the target's image with `--pre` /
     /// `--post`, under names of their own.
     #[test]
     fn pre_and_post_jobs_have_their_own_names_and_flags() {

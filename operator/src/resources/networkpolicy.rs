@@ -1,4 +1,4 @@
-//! Opt-in NetworkPolicies (issue 35 item 6): `<name>-web` for the HTTP pods (web, or all) and
+//! Opt-in NetworkPolicies (R-OP-OPS): `<name>-web` for the HTTP pods (web, or all) and
 //! `<name>-worker` for the workers and the Jobs (migrations, version probes, cleanups). Defence in depth
 //! behind the runtime's fetch guard: pods reach DNS, the database, named object storage and the
 //! public internet, never private, shared, loopback or link-local addresses (where cloud

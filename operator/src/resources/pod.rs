@@ -189,7 +189,7 @@ pub fn with_extra_env(spec: &HolloSpec, mut env: Vec<EnvVar>) -> Vec<EnvVar> {
     env
 }
 
-/// Where `spec.pod.caBundle` is mounted (issue 35 item 3).
+/// Where `spec.pod.caBundle` is mounted (R-OP-OPS).
 pub const CA_MOUNT: &str = "/etc/hollo/ca";
 const CA_VOLUME: &str = "ca-bundle";
 
@@ -458,7 +458,7 @@ mod tests {
         env.iter().map(|e| e.name.as_str()).collect()
     }
 
-    /// Issue 35 item 3: the CA bundle is mounted read-only and named by the profile's variable.
+    /// R-OP-OPS: the CA bundle is mounted read-only and named by the profile's variable.
     #[test]
     fn a_ca_bundle_is_mounted_and_named() {
         let mut spec = testutil::spec();

@@ -21,7 +21,7 @@ pub fn service(hollo: &Hollo) -> Service {
 }
 
 /// The web Service with its selector on `component`: the HTTP role, or the maintenance page
-/// while an upgrade has stopped it (issue 34 item 3). Same name, port and port name.
+/// while an upgrade has stopped it (R-OP-ZD). Same name, port and port name.
 pub fn service_selecting(hollo: &Hollo, component: Component) -> Service {
     Service {
         metadata: super::child_meta(
