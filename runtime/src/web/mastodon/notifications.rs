@@ -215,17 +215,7 @@ async fn dismiss(
     Needs(account, _): Needs<need::WriteNotifications>,
     Path(raw): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = notification_id(&raw)?;
-    let gone = sqlx::query("DELETE FROM notifications WHERE id = $1 AND account_id = $2")
-        .bind(id)
-        .bind(account.id)
-        .execute(&s.pool)
-        .await?
-        .rows_affected();
-    if gone == 0 {
-        return Err(ApiError::record_not_found());
-    }
-    Ok(Json(Empty {}))
+    super::delete_own(&s, "notifications", notification_id(&raw)?, account.id).await
 }
 
 async fn clear(
