@@ -62,8 +62,7 @@ async fn load(
             },
         ));
     };
-    let up = context::ancestors(&mut conn, None, id).await?;
-    let mut down = context::descendants(&mut conn, None, id).await?;
+    let (up, mut down) = context::thread(&mut conn, None, id).await?;
     down.truncate(MAX_REPLIES);
     let ancestors: Vec<PostView> = load_posts(s, &mut conn, &up)
         .await?
