@@ -69,15 +69,20 @@ fn stylesheet_text() -> &'static str {
 
 fn env() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut env = Environment::new();
-        for (name, source) in TEMPLATES {
-            if let Err(e) = env.add_template(name, source) {
-                tracing::error!(template = name, error = %e, "a page template does not parse");
-            }
+    ENV.get_or_init(|| environment(TEMPLATES))
+}
+
+/// A template environment of `templates` (name, source), compiled into the binary. They are
+/// covered by the tests; one that does not parse is logged and then renders as the error
+/// page, never a panic.
+pub(crate) fn environment(templates: &[(&'static str, &'static str)]) -> Environment<'static> {
+    let mut env = Environment::new();
+    for (name, source) in templates {
+        if let Err(e) = env.add_template(name, source) {
+            tracing::error!(template = name, error = %e, "a page template does not parse");
         }
-        env
-    })
+    }
+    env
 }
 
 /// The stylesheet's version: its SHA-256, so its URL changes with it and may be cached for a
