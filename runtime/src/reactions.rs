@@ -130,7 +130,9 @@ pub async fn react(
         };
         notify::notify(&mut *tx, &n).await?;
     }
-    interactions::emoji_react(tx, fed, account, post, &activity, reaction).await?;
+    interactions::Interaction { fed, account, post }
+        .emoji_react(tx, &activity, reaction)
+        .await?;
     Ok(true)
 }
 
@@ -167,7 +169,9 @@ pub async fn unreact(
             .map_or(Reaction::Unicode(emoji.clone()), Reaction::Custom),
         None => Reaction::Unicode(emoji),
     };
-    interactions::undo_emoji_react(tx, fed, account, post, &activity, &reaction).await?;
+    interactions::Interaction { fed, account, post }
+        .undo_emoji_react(tx, &activity, &reaction)
+        .await?;
     Ok(true)
 }
 
