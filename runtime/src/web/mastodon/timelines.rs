@@ -165,7 +165,15 @@ async fn tag(
     // so a followers-only post can never be listed, whatever `post_tags` holds. The tag's
     // rows are walked backwards in (tag, post_id) order, each checked in `posts`.
     let halves = ["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"];
-    public_page(&s, viewer.map(|a| a.id), &uri, &params, &halves, Some(&name)).await
+    public_page(
+        &s,
+        viewer.map(|a| a.id),
+        &uri,
+        &params,
+        &halves,
+        Some(&name),
+    )
+    .await
 }
 
 /// A page of public posts that `viewer` may read and has not hidden, under the request's
