@@ -229,6 +229,36 @@ pub struct Rendered {
 }
 
 /// A page's answer: 200 with the body, or 304 when the reader's copy is current.
+/// A page's content type.
+pub const HTML: &str = "text/html; charset=utf-8";
+
+/// The page `template` renders from `ctx`, as `content_type`, answered as `respond` answers
+/// (`last_modified` and `etag` as in `Rendered`); a template that does not render is the
+/// error page.
+pub fn render_page(
+    s: &AppState,
+    req: &HeaderMap,
+    template: &str,
+    ctx: minijinja::Value,
+    content_type: &'static str,
+    last_modified: Option<DateTime<Utc>>,
+    etag: Option<String>,
+) -> Response {
+    match render_text(template, ctx) {
+        Ok(body) => respond(
+            s,
+            req,
+            Rendered {
+                body,
+                content_type,
+                last_modified,
+                etag,
+            },
+        ),
+        Err(status) => not_found(s, status),
+    }
+}
+
 pub fn respond(s: &AppState, req: &HeaderMap, page: Rendered) -> Response {
     let mut resp = cache::conditional(req, page.body, page.last_modified, page.etag);
     page_headers(s, &mut resp, page.content_type);
