@@ -1,4 +1,4 @@
-//! Emoji reactions (R-MAPI-6, issue 32 item 3), as Hollo, Pleroma and Misskey have them: one
+//! Emoji reactions (R-MAPI-6), as Hollo, Pleroma and Misskey have them: one
 //! emoji — Unicode, or a custom one by shortcode — from an account to a post, beside (not
 //! instead of) favourites.
 //!

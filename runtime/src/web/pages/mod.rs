@@ -1,4 +1,4 @@
-//! The public pages (R-WEB-1, issue 33): `/` (the instance and its accounts), `/@handle`
+//! The public pages (R-WEB-1): `/` (the instance and its accounts), `/@handle`
 //! (a profile and its public and unlisted posts, newest first), `/@handle/{id}` (a post and
 //! its thread), `/tags/{tag}` (public posts with the tag), and an Atom feed per account and
 //! per tag. Server-rendered with minijinja (HTML auto-escaping; only HTML that was sanitized
