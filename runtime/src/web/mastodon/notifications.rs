@@ -288,10 +288,13 @@ pub(super) async fn count_unread(
     Ok(Json(UnreadCount { count }))
 }
 
+/// What reads the grouped API's `grouped_types[]` from a request's parameters.
+pub(super) type KindsOf = fn(&[(String, String)]) -> Result<Vec<&'static str>, ApiError>;
+
 /// How the grouped API counts unread groups: its `grouped_types[]` (bound at `$3`), the SQL
 /// of a notification's group key, the notifications walked at most, its default limit.
 pub(super) struct Groups {
-    pub kinds: fn(&[(String, String)]) -> Result<Vec<&'static str>, ApiError>,
+    pub kinds: KindsOf,
     pub key_sql: String,
     pub walk_cap: i64,
     pub default: i64,
