@@ -95,21 +95,17 @@ impl NodeBuilder {
     }
 
     /// Connects, registers and starts everything the role runs; returns once the node
-    /// serves (its HTTP or health listener is bound and every consumer started).
+    /// serves (its HTTP or health listener is bound and every consumer started). The phases,
+    /// in order: the drain window and signals, the database, the node's row and heartbeat,
+    /// the work beside HTTP (consumers, streaming, LISTEN), the HTTP servers; what is left
+    /// runs in `run_until_stopped`.
     pub async fn start(self) -> Result<NodeHandle> {
         let NodeBuilder {
             config,
             listener,
             signals,
         } = self;
-        // A web node keeps serving through its pre-stop delay after SIGTERM, then drains: its
-        // window is both (the operator's grace period is delay + drain + a margin).
-        let prestop = if config.role.serves_http() {
-            config.prestop
-        } else {
-            Duration::ZERO
-        };
-        let window = prestop + config.drain;
+        let (prestop, window) = drain_window(&config);
         let shutdown = Shutdown::new();
         if signals {
             shutdown
@@ -117,125 +113,32 @@ impl NodeBuilder {
                 .context("installing signal handlers")?;
         }
         let (urls, local_pg, pool) = connect_database(&config, &shutdown).await?;
-
         let fed = federation(&config)?;
-
-        let node_id = Uuid::new_v4();
-        let metrics = Metrics::new();
-        let in_flight = InFlight::default();
-        register_node(&pool, node_id, &config).await?;
-        let background = tokio_util::sync::CancellationToken::new();
-        let heartbeat = tokio::spawn(heartbeat_loop(
-            pool.clone(),
-            node_id,
-            config.heartbeat_interval,
-            in_flight.clone(),
-            background.clone(),
-        ));
-
-        // The node's one LISTEN connection: the consumers and the streaming API subscribe.
-        let mut subs = Subscriptions::default();
-        let consuming = if config.role.consumes() {
-            let base = Base {
-                pool: &pool,
-                node_id,
-                metrics: &metrics,
-                shutdown: &shutdown,
-                in_flight: &in_flight,
-            };
-            Some(start_consuming(&config, &urls, fed.clone(), &base, &mut subs).await?)
-        } else {
-            None
+        let node = Registered::register(&pool, &config).await?;
+        let base = Base {
+            pool: &pool,
+            node_id: node.node_id,
+            metrics: &node.metrics,
+            shutdown: &shutdown,
+            in_flight: &node.in_flight,
+            background: &node.background,
         };
-
-        let streams = crate::streaming::Hub::with_limits(metrics.clone(), config.streams);
-        let streaming_tasks = if config.role.serves_http() {
-            start_streaming(&pool, &streams, &background, &mut subs)
-        } else {
-            Vec::new()
+        let work = start_work(&config, &urls, fed.clone(), &base).await?;
+        let http = start_http(
+            &config,
+            listener,
+            fed.clone(),
+            &base,
+            &work.streams,
+            prestop,
+        )
+        .await?;
+        let (addr, health_addr, node_id) = (http.addr, http.health_addr, node.node_id);
+        let stopped = Stopped {
+            pool: pool.clone(),
+            local_pg,
         };
-        let source = match &config.db.direct_url {
-            Some(_) => listen::Source::Direct(urls.direct.clone()),
-            None => listen::Source::Pool(pool.clone()),
-        };
-        let listening = tokio::spawn(listen::run(source, subs, background.clone()));
-
-        let accepting = Arc::new(AtomicBool::new(true));
-        let state = app_state(&config, &pool, fed.clone(), &streams, &metrics, &accepting)?;
-        // Every node has the health server on HEALTH_PORT (probes, `/metrics`); a web node has
-        // its API on PORT besides, and `/metrics` only on the health port (R-API).
-        let health_app = web::health_router(state.clone());
-        let app = config
-            .role
-            .serves_http()
-            .then(|| web::router(state.clone()));
-        let (listener, health_listener) = bind_listeners(&config, listener, app.is_some()).await?;
-        let addr = listener.local_addr()?;
-        let health_addr = match &health_listener {
-            Some(h) => h.local_addr()?,
-            None => addr,
-        };
-        // Queue depths for `/metrics`, sampled in the background: a scrape counts nothing.
-        let sampler = tokio::spawn(web::sample_depth_loop(
-            pool.clone(),
-            metrics.clone(),
-            config.metrics_sample,
-            background.clone(),
-        ));
-        let http_stop = http_stop(&shutdown, prestop, accepting, streams.clone());
-        let abort = shutdown.abort.clone();
-        let (main_app, health_server) = match (app, health_listener) {
-            (Some(app), Some(hl)) => {
-                // The health server stops after the API has drained: probes and scrapes answer
-                // (readiness 503) until the node is done.
-                let closing = tokio_util::sync::CancellationToken::new();
-                let done = closing.clone();
-                let health = tokio::spawn(web::server::serve(
-                    hl,
-                    health_app,
-                    config.http,
-                    async move { done.cancelled().await },
-                ));
-                (app, Some((health, closing)))
-            }
-            (Some(app), None) => (app, None),
-            (None, _) => (health_app, None),
-        };
-        let server = web::server::serve(listener, main_app, config.http, http_stop);
-        let run_pool = pool.clone();
-        let run = async move {
-            tokio::select! {
-                r = server => r.context("HTTP server")?,
-                _ = async { abort.cancelled().await; tokio::time::sleep(Duration::from_secs(1)).await } => {
-                    tracing::warn!("drain window over with HTTP requests still open");
-                }
-            }
-            streams.close(STREAM_CLOSE_WITHIN).await;
-            if let Some((health, closing)) = health_server {
-                closing.cancel();
-                let _ = health.await;
-            }
-            if let Some(c) = consuming {
-                c.drained().await;
-            }
-            background.cancel();
-            let _ = listening.await;
-            for t in streaming_tasks {
-                let _ = t.await;
-            }
-            let _ = sampler.await;
-            let _ = heartbeat.await;
-            let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")
-                .bind(node_id)
-                .execute(&run_pool)
-                .await;
-            run_pool.close().await;
-            if let Some(pg) = local_pg {
-                let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
-            }
-            tracing::info!("stopped");
-            Ok(())
-        };
+        let run = run_until_stopped(shutdown.abort.clone(), http, work, node, stopped);
         Ok(NodeHandle {
             addr,
             health_addr,
@@ -247,6 +150,223 @@ impl NodeBuilder {
             run: tokio::spawn(run),
         })
     }
+}
+
+/// The pre-stop delay and the whole window a stopping node has. A web node keeps serving
+/// through its pre-stop delay after SIGTERM, then drains: its window is both (the operator's
+/// grace period is delay + drain + a margin). A worker has no delay: nothing routes to it.
+fn drain_window(config: &Config) -> (Duration, Duration) {
+    let prestop = if config.role.serves_http() {
+        config.prestop
+    } else {
+        Duration::ZERO
+    };
+    (prestop, prestop + config.drain)
+}
+
+/// The node as registered: its `hollo_node` row is written and its heartbeat runs before
+/// anything consumes or serves, so the node is visible (and its in-flight work with it) from
+/// its first message on.
+struct Registered {
+    node_id: Uuid,
+    metrics: Arc<Metrics>,
+    in_flight: InFlight,
+    /// Stops the background loops (heartbeat, LISTEN, streaming, queue sampler), which run
+    /// until the node has drained.
+    background: tokio_util::sync::CancellationToken,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Registered {
+    async fn register(pool: &PgPool, config: &Config) -> Result<Registered> {
+        let node_id = Uuid::new_v4();
+        let metrics = Metrics::new();
+        let in_flight = InFlight::default();
+        register_node(pool, node_id, config).await?;
+        let background = tokio_util::sync::CancellationToken::new();
+        let heartbeat = tokio::spawn(heartbeat_loop(
+            pool.clone(),
+            node_id,
+            config.heartbeat_interval,
+            in_flight.clone(),
+            background.clone(),
+        ));
+        Ok(Registered {
+            node_id,
+            metrics,
+            in_flight,
+            background,
+            heartbeat,
+        })
+    }
+}
+
+/// What runs beside HTTP until the drain: the consumers (a consuming role), the streaming
+/// hub and its tasks (a role that serves HTTP), and the node's one LISTEN connection, which
+/// wakes them all; it connects only once all of them have subscribed.
+struct Work {
+    consuming: Option<Consuming>,
+    streams: Arc<crate::streaming::Hub>,
+    streaming_tasks: Vec<tokio::task::JoinHandle<()>>,
+    listening: tokio::task::JoinHandle<()>,
+}
+
+async fn start_work(
+    config: &Config,
+    urls: &db::Urls,
+    fed: Option<Arc<Federation>>,
+    base: &Base<'_>,
+) -> Result<Work> {
+    let mut subs = Subscriptions::default();
+    let consuming = if config.role.consumes() {
+        Some(start_consuming(config, urls, fed, base, &mut subs).await?)
+    } else {
+        None
+    };
+    let streams = crate::streaming::Hub::with_limits(base.metrics.clone(), config.streams);
+    let streaming_tasks = if config.role.serves_http() {
+        start_streaming(base.pool, &streams, base.background, &mut subs)
+    } else {
+        Vec::new()
+    };
+    let source = match &config.db.direct_url {
+        Some(_) => listen::Source::Direct(urls.direct.clone()),
+        None => listen::Source::Pool(base.pool.clone()),
+    };
+    let listening = tokio::spawn(listen::run(source, subs, base.background.clone()));
+    Ok(Work {
+        consuming,
+        streams,
+        streaming_tasks,
+        listening,
+    })
+}
+
+/// The node's HTTP side, bound: every node has the health server on HEALTH_PORT (probes,
+/// `/metrics`); a web node has its API on PORT besides, and `/metrics` only on the health
+/// port (R-API). `server` is the main server, not yet polled; the health server of a web
+/// node runs on its own until `run_until_stopped` closes it after the API has drained.
+struct Http {
+    addr: std::net::SocketAddr,
+    health_addr: std::net::SocketAddr,
+    server: futures::future::BoxFuture<'static, std::io::Result<()>>,
+    health_server: Option<(
+        tokio::task::JoinHandle<std::io::Result<()>>,
+        tokio_util::sync::CancellationToken,
+    )>,
+    /// Queue depths for `/metrics`, sampled in the background: a scrape counts nothing.
+    sampler: tokio::task::JoinHandle<()>,
+}
+
+async fn start_http(
+    config: &Config,
+    listener: Option<tokio::net::TcpListener>,
+    fed: Option<Arc<Federation>>,
+    base: &Base<'_>,
+    streams: &Arc<crate::streaming::Hub>,
+    prestop: Duration,
+) -> Result<Http> {
+    let accepting = Arc::new(AtomicBool::new(true));
+    let state = app_state(config, base.pool, fed, streams, base.metrics, &accepting)?;
+    let health_app = web::health_router(state.clone());
+    let app = config
+        .role
+        .serves_http()
+        .then(|| web::router(state.clone()));
+    let (listener, health_listener) = bind_listeners(config, listener, app.is_some()).await?;
+    let addr = listener.local_addr()?;
+    let health_addr = match &health_listener {
+        Some(h) => h.local_addr()?,
+        None => addr,
+    };
+    let sampler = tokio::spawn(web::sample_depth_loop(
+        base.pool.clone(),
+        base.metrics.clone(),
+        config.metrics_sample,
+        base.background.clone(),
+    ));
+    let http_stop = http_stop(base.shutdown, prestop, accepting, streams.clone());
+    let (main_app, health_server) = match (app, health_listener) {
+        (Some(app), Some(hl)) => {
+            // The health server stops after the API has drained: probes and scrapes answer
+            // (readiness 503) until the node is done.
+            let closing = tokio_util::sync::CancellationToken::new();
+            let done = closing.clone();
+            let health = tokio::spawn(web::server::serve(
+                hl,
+                health_app,
+                config.http,
+                async move { done.cancelled().await },
+            ));
+            (app, Some((health, closing)))
+        }
+        (Some(app), None) => (app, None),
+        (None, _) => (health_app, None),
+    };
+    let server = Box::pin(web::server::serve(
+        listener,
+        main_app,
+        config.http,
+        http_stop,
+    ));
+    Ok(Http {
+        addr,
+        health_addr,
+        server,
+        health_server,
+        sampler,
+    })
+}
+
+/// What is closed last: the general pool and, when the node started it, the local
+/// PostgreSQL.
+struct Stopped {
+    pool: PgPool,
+    local_pg: Option<db::local::LocalPostgres>,
+}
+
+/// The node's life after `start`: HTTP until it has drained (or the drain window is over),
+/// then the rest in dependency order — streams say goodbye, the health server closes, the
+/// consumers drain, the background loops stop, the node's row is marked stopped and the
+/// database closed. The order is why this is one function.
+async fn run_until_stopped(
+    abort: tokio_util::sync::CancellationToken,
+    http: Http,
+    work: Work,
+    node: Registered,
+    stopped: Stopped,
+) -> Result<()> {
+    tokio::select! {
+        r = http.server => r.context("HTTP server")?,
+        _ = async { abort.cancelled().await; tokio::time::sleep(Duration::from_secs(1)).await } => {
+            tracing::warn!("drain window over with HTTP requests still open");
+        }
+    }
+    work.streams.close(STREAM_CLOSE_WITHIN).await;
+    if let Some((health, closing)) = http.health_server {
+        closing.cancel();
+        let _ = health.await;
+    }
+    if let Some(c) = work.consuming {
+        c.drained().await;
+    }
+    node.background.cancel();
+    let _ = work.listening.await;
+    for t in work.streaming_tasks {
+        let _ = t.await;
+    }
+    let _ = http.sampler.await;
+    let _ = node.heartbeat.await;
+    let _ = sqlx::query("UPDATE hollo_node SET stopped_at = now(), last_seen = now(), in_flight = '{}' WHERE node_id = $1")
+        .bind(node.node_id)
+        .execute(&stopped.pool)
+        .await;
+    stopped.pool.close().await;
+    if let Some(pg) = stopped.local_pg {
+        let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
+    }
+    tracing::info!("stopped");
+    Ok(())
 }
 
 /// The general pool (a local PostgreSQL started first when `DATABASE_URL` is unset, and
@@ -324,6 +444,7 @@ struct Base<'a> {
     metrics: &'a Arc<Metrics>,
     shutdown: &'a Shutdown,
     in_flight: &'a InFlight,
+    background: &'a tokio_util::sync::CancellationToken,
 }
 
 async fn start_consuming(

@@ -1,4 +1,4 @@
-//! Emoji reactions (R-MAPI-6, issue 32 item 3), as Hollo, Pleroma and Misskey have them: one
+//! Emoji reactions (R-MAPI-6), as Hollo, Pleroma and Misskey have them: one
 //! emoji — Unicode, or a custom one by shortcode — from an account to a post, beside (not
 //! instead of) favourites.
 //!
@@ -130,7 +130,9 @@ pub async fn react(
         };
         notify::notify(&mut *tx, &n).await?;
     }
-    interactions::emoji_react(tx, fed, account, post, &activity, reaction).await?;
+    interactions::Interaction { fed, account, post }
+        .emoji_react(tx, &activity, reaction)
+        .await?;
     Ok(true)
 }
 
@@ -167,7 +169,9 @@ pub async fn unreact(
             .map_or(Reaction::Unicode(emoji.clone()), Reaction::Custom),
         None => Reaction::Unicode(emoji),
     };
-    interactions::undo_emoji_react(tx, fed, account, post, &activity, &reaction).await?;
+    interactions::Interaction { fed, account, post }
+        .undo_emoji_react(tx, &activity, &reaction)
+        .await?;
     Ok(true)
 }
 

@@ -1,4 +1,4 @@
-//! Link previews (R-MAPI-6, issue 32 item 1): the first link of a post gets a card — title,
+//! Link previews (R-MAPI-6): the first link of a post gets a card — title,
 //! description, image, an oEmbed player — that clients show under the post.
 //!
 //! Writing a post never waits for the linked page: a post (ours, or a remote one arriving)

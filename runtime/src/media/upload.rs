@@ -137,6 +137,15 @@ pub async fn create(
     let file_key = key(id, "original", probe.format);
     let size = upload.file.len() as i64;
     let now = mode == Mode::Sync || upload.file.len() <= cfg.sync_max_bytes;
+    let new_row = NewRow {
+        id,
+        account,
+        probe,
+        file_key: &file_key,
+        size,
+        description: &description,
+        focus: upload.focus,
+    };
     if now {
         let (file, mut done) =
             run_processing(drive, upload.file, probe, cfg.max_pixels, preview).await?;
@@ -149,33 +158,16 @@ pub async fn create(
                 .put(&small_key, thumbnail, done.thumbnail_format.mime())
                 .await?;
             let mut tx = pool.begin().await?;
-            let row = insert(
-                &mut tx,
-                NewRow {
-                    id,
-                    account,
-                    probe,
-                    file_key: &file_key,
-                    size,
-                    description: &description,
-                    focus: upload.focus,
-                },
-            )
-            .await?;
+            let row = insert(&mut tx, new_row).await?;
             mark_ready(&mut tx, id, &small_key, &done, account).await?;
             tx.commit().await?;
             Ok::<MediaRow, UploadError>(row)
         }
         .await;
-        return match stored {
-            Ok(_) => find(pool, id)
-                .await?
-                .ok_or(UploadError::Db(sqlx::Error::RowNotFound)),
-            Err(e) => {
-                forget(drive, &written).await;
-                Err(e)
-            }
-        };
+        forget_unless_stored(drive, &written, stored).await?;
+        return find(pool, id)
+            .await?
+            .ok_or(UploadError::Db(sqlx::Error::RowNotFound));
     }
     // Deferred: the raw file (and a custom preview) now, the rest on a worker.
     let preview_key = preview.as_ref().map(|(_, p)| key(id, "preview", p.format));
@@ -190,19 +182,7 @@ pub async fn create(
             drive.put(k, bytes, p.format.mime()).await?;
         }
         let mut tx = pool.begin().await?;
-        let row = insert(
-            &mut tx,
-            NewRow {
-                id,
-                account,
-                probe,
-                file_key: &file_key,
-                size,
-                description: &description,
-                focus: upload.focus,
-            },
-        )
-        .await?;
+        let row = insert(&mut tx, new_row).await?;
         if let Some(k) = &preview_key {
             // Held in `thumbnail_key` until processing replaces it with the small version.
             sqlx::query("UPDATE media_attachments SET thumbnail_key = $2 WHERE id = $1")
@@ -222,13 +202,20 @@ pub async fn create(
         Ok::<MediaRow, UploadError>(row)
     }
     .await;
-    match stored {
-        Ok(row) => Ok(row),
-        Err(e) => {
-            forget(drive, &written).await;
-            Err(e)
-        }
+    forget_unless_stored(drive, &written, stored).await
+}
+
+/// `stored` as it is; when it failed, the files `written` for it are removed first (their
+/// rows did not commit).
+async fn forget_unless_stored<T>(
+    drive: &Drive,
+    written: &[String],
+    stored: Result<T, UploadError>,
+) -> Result<T, UploadError> {
+    if stored.is_err() {
+        forget(drive, written).await;
     }
+    stored
 }
 
 /// Best-effort removal of files whose rows did not commit (the cleanup catches the rest).

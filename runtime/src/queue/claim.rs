@@ -151,21 +151,15 @@ pub async fn renew(
     lease: Duration,
     ids: &[Uuid],
 ) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let sql = format!(
-        "UPDATE {} SET due = now() + $3 * interval '1 second', delay = (now() + $3 * interval '1 second') - created
-          WHERE lease_owner = $1 AND id = ANY($2)",
-        queue.table()
-    );
-    Ok(sqlx::query(AssertSqlSafe(sql))
-        .bind(node)
-        .bind(ids)
-        .bind(lease.as_secs_f64())
-        .execute(pool)
-        .await?
-        .rows_affected())
+    update_owned(
+        pool,
+        queue,
+        node,
+        ids,
+        "due = now() + $3 * interval '1 second', delay = (now() + $3 * interval '1 second') - created",
+        Some(lease.as_secs_f64()),
+    )
+    .await
 }
 
 /// Hands messages back at once without recording a failure (drain deadline passed): another
@@ -176,18 +170,38 @@ pub async fn release(
     node: Uuid,
     ids: &[Uuid],
 ) -> Result<u64, sqlx::Error> {
+    update_owned(
+        pool,
+        queue,
+        node,
+        ids,
+        "lease_owner = NULL, due = now(), delay = now() - created, ready_at = now()",
+        None,
+    )
+    .await
+}
+
+/// Sets `set` on the listed messages this node still owns (`seconds`, when given, bound at
+/// `$3`), in one statement. Returns how many it changed.
+async fn update_owned(
+    pool: &PgPool,
+    queue: QueueName,
+    node: Uuid,
+    ids: &[Uuid],
+    set: &str,
+    seconds: Option<f64>,
+) -> Result<u64, sqlx::Error> {
     if ids.is_empty() {
         return Ok(0);
     }
     let sql = format!(
-        "UPDATE {} SET lease_owner = NULL, due = now(), delay = now() - created, ready_at = now()
+        "UPDATE {} SET {set}
           WHERE lease_owner = $1 AND id = ANY($2)",
         queue.table()
     );
-    Ok(sqlx::query(AssertSqlSafe(sql))
-        .bind(node)
-        .bind(ids)
-        .execute(pool)
-        .await?
-        .rows_affected())
+    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(node).bind(ids);
+    if let Some(seconds) = seconds {
+        query = query.bind(seconds);
+    }
+    Ok(query.execute(pool).await?.rows_affected())
 }

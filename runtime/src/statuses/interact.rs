@@ -52,7 +52,9 @@ pub async fn favourite(
         };
         notify::notify(&mut *tx, &n).await?;
     }
-    interactions::like(tx, fed, account, post, &like).await?;
+    interactions::Interaction { fed, account, post }
+        .like(tx, &like)
+        .await?;
     Ok(true)
 }
 
@@ -75,7 +77,9 @@ pub async fn unfavourite(
         return Ok(false);
     };
     notify::withdraw(&mut *tx, Kind::Favourite, &like).await?;
-    interactions::undo_like(tx, fed, account, post, &like).await?;
+    interactions::Interaction { fed, account, post }
+        .undo_like(tx, &like)
+        .await?;
     Ok(true)
 }
 
@@ -172,7 +176,9 @@ pub async fn reblog(
         };
         notify::notify(&mut *tx, &n).await?;
     }
-    interactions::announce(tx, fed, account, post, &boost).await?;
+    interactions::Interaction { fed, account, post }
+        .announce(tx, &boost)
+        .await?;
     Ok(boost)
 }
 
@@ -197,7 +203,9 @@ pub async fn unreblog(
     };
     feed::remove_entry(&mut *tx, boost.id).await?;
     notify::withdraw(&mut *tx, Kind::Reblog, &boost.activity_id).await?;
-    interactions::undo_announce(tx, fed, account, post, &boost).await?;
+    interactions::Interaction { fed, account, post }
+        .undo_announce(tx, &boost)
+        .await?;
     Ok(true)
 }
 

@@ -11,20 +11,13 @@
 //! or duplicate message announces nothing twice, and a worker killed mid-way leaves the
 //! message to be leased again.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 
 use crate::filters::{EXPIRY_KIND, ExpiryPayload, expiry_key};
-use crate::queue::{
-    JobContext, KindSpec, LONGEST_WAIT, NewMessage, QueueName, Registry, RetryPolicy, TaskError,
-    enqueue,
-};
+use crate::queue::{JobContext, KindSpec, Registry, TaskError};
 
 pub fn spec() -> KindSpec {
-    KindSpec::new(EXPIRY_KIND, QueueName::Task)
-        .retry(RetryPolicy::exponential(Duration::from_secs(1), 5))
-        .timeout(Duration::from_secs(60))
+    super::expiry_spec(EXPIRY_KIND)
 }
 
 pub fn register(reg: &mut Registry) {
@@ -84,16 +77,8 @@ async fn handle(ctx: JobContext, p: ExpiryPayload) -> Result<(), TaskError> {
         }
         Some(Current { left, .. }) => {
             let left = left.unwrap_or_default();
-            let delay = Duration::from_secs_f64(left.min(LONGEST_WAIT.as_secs_f64()));
-            let data = serde_json::to_value(&p).unwrap_or_default();
-            enqueue(
-                &mut *tx,
-                QueueName::Task,
-                &NewMessage::new(EXPIRY_KIND, data)
-                    .delay(delay)
-                    .coalesce(expiry_key(p.filter_id)),
-            )
-            .await?;
+            let key = expiry_key(p.filter_id);
+            super::expiry_wake_again(&mut tx, EXPIRY_KIND, &p, left, key).await?;
         }
     }
     tx.commit().await?;

@@ -135,6 +135,41 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
     reg
 }
 
+/// The task kind of an expiry (mute, filter): retried up to 5 times from a second on, a
+/// minute at most a run.
+pub(crate) fn expiry_spec(kind: &'static str) -> crate::queue::KindSpec {
+    crate::queue::KindSpec::new(kind, QueueName::Task)
+        .retry(crate::queue::RetryPolicy::exponential(
+            std::time::Duration::from_secs(1),
+            5,
+        ))
+        .timeout(std::time::Duration::from_secs(60))
+}
+
+/// Queues the next wakeup of an expiry task (`kind` with `payload`, coalesced under `key`)
+/// whose end is `left` seconds ahead: then, or after [`crate::queue::LONGEST_WAIT`] for a far
+/// end, when it looks again.
+pub(crate) async fn expiry_wake_again(
+    conn: &mut sqlx::PgConnection,
+    kind: &'static str,
+    payload: &impl serde::Serialize,
+    left: f64,
+    key: String,
+) -> Result<(), sqlx::Error> {
+    let delay =
+        std::time::Duration::from_secs_f64(left.min(crate::queue::LONGEST_WAIT.as_secs_f64()));
+    let data = serde_json::to_value(payload).unwrap_or_default();
+    crate::queue::enqueue(
+        conn,
+        QueueName::Task,
+        &crate::queue::NewMessage::new(kind, data)
+            .delay(delay)
+            .coalesce(key),
+    )
+    .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::TASK_DEFINITION_VERSION;

@@ -9,18 +9,11 @@
 //! killed mid-way leaves the message to be leased again. Readers stop honouring a mute at its
 //! end whether or not this has run (`statuses::hidden`); this makes it gone for good.
 
-use std::time::Duration;
-
 use crate::mutes::{EXPIRY_KIND, ExpiryPayload, expiry_key};
-use crate::queue::{
-    JobContext, KindSpec, LONGEST_WAIT, NewMessage, QueueName, Registry, RetryPolicy, TaskError,
-    enqueue,
-};
+use crate::queue::{JobContext, KindSpec, Registry, TaskError};
 
 pub fn spec() -> KindSpec {
-    KindSpec::new(EXPIRY_KIND, QueueName::Task)
-        .retry(RetryPolicy::exponential(Duration::from_secs(1), 5))
-        .timeout(Duration::from_secs(60))
+    super::expiry_spec(EXPIRY_KIND)
 }
 
 pub fn register(reg: &mut Registry) {
@@ -57,16 +50,8 @@ async fn handle(ctx: JobContext, p: ExpiryPayload) -> Result<(), TaskError> {
             tracing::debug!(account = %p.account_id, target = %p.target_iri, "mute expired");
         }
         Some((Some(left), _)) => {
-            let delay = Duration::from_secs_f64(left.min(LONGEST_WAIT.as_secs_f64()));
-            let data = serde_json::to_value(&p).unwrap_or_default();
-            enqueue(
-                &mut *tx,
-                QueueName::Task,
-                &NewMessage::new(EXPIRY_KIND, data)
-                    .delay(delay)
-                    .coalesce(expiry_key(p.account_id, &p.target_iri)),
-            )
-            .await?;
+            let key = expiry_key(p.account_id, &p.target_iri);
+            super::expiry_wake_again(&mut tx, EXPIRY_KIND, &p, left, key).await?;
         }
     }
     tx.commit().await?;

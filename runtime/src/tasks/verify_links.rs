@@ -1,4 +1,4 @@
-//! `hollo.verify-links.v1 {accountId}` (issue 33): verifies the `rel="me"` links of a local
+//! `hollo.verify-links.v1 {accountId}` (R-MAPI-6): verifies the `rel="me"` links of a local
 //! account's profile fields (`federation::actors::links` has the rules and why).
 //!
 //! Pages are fetched outside any transaction (each through the guarded fetcher, one at a time,

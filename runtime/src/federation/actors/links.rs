@@ -1,4 +1,4 @@
-//! Verified profile links (issue 33, as Mastodon's `fields[].verified_at`): a field whose value
+//! Verified profile links (R-MAPI-6, as Mastodon's `fields[].verified_at`): a field whose value
 //! is a web page that links back to the account with `rel="me"` is shown as verified.
 //!
 //! When a profile's fields change (`profiles::update_in`), the verifications of values no

@@ -198,22 +198,14 @@ pub async fn followers(
     conn: &mut PgConnection,
     account: Uuid,
 ) -> Result<Vec<Recipient>, sqlx::Error> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-        "SELECT a.iri, a.inbox, a.shared_inbox FROM followers f
+    sqlx::query_as(
+        "SELECT a.iri AS actor_iri, a.inbox, a.shared_inbox FROM followers f
            JOIN remote_actors a ON a.iri = f.actor_iri
           WHERE f.account_id = $1 AND a.gone_at IS NULL",
     )
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(actor_iri, inbox, shared_inbox)| Recipient {
-            actor_iri,
-            inbox,
-            shared_inbox,
-        })
-        .collect())
+    .await
 }
 
 /// The actor document of a local account, with its profile: display name, note and fields as

@@ -57,15 +57,7 @@ pub async fn follow(
     if locked && !following {
         return wait_for_approval(tx, inc, follower, account).await;
     }
-    sqlx::query(
-        "INSERT INTO followers (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
-         ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id",
-    )
-    .bind(account.id)
-    .bind(&follower.iri)
-    .bind(&inc.id)
-    .execute(&mut *tx)
-    .await?;
+    store_follow(tx, "followers", account.id, &follower.iri, &inc.id).await?;
     if !following {
         // A re-sent Follow of an existing follower notifies nobody again.
         notify_follow(tx, Kind::Follow, account.id, &follower.iri, &inc.id).await?;
@@ -106,16 +98,29 @@ async fn wait_for_approval(
     if !waiting {
         notify_follow(tx, Kind::FollowRequest, account.id, &follower.iri, &inc.id).await?;
     }
-    sqlx::query(
-        "INSERT INTO follow_requests (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
-         ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id",
-    )
-    .bind(account.id)
-    .bind(&follower.iri)
-    .bind(&inc.id)
+    store_follow(tx, "follow_requests", account.id, &follower.iri, &inc.id).await?;
+    Ok(Outcome::applied("follow request stored (locked account)"))
+}
+
+/// Stores (or refreshes) the remote `follower`'s Follow `activity` of `account` in `table`:
+/// `followers` once accepted, `follow_requests` while it waits.
+async fn store_follow(
+    tx: &mut PgConnection,
+    table: &'static str,
+    account: Uuid,
+    follower: &str,
+    activity: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {table} (account_id, actor_iri, follow_activity_id) VALUES ($1, $2, $3)
+         ON CONFLICT (account_id, actor_iri) DO UPDATE SET follow_activity_id = EXCLUDED.follow_activity_id"
+    )))
+    .bind(account)
+    .bind(follower)
+    .bind(activity)
     .execute(&mut *tx)
     .await?;
-    Ok(Outcome::applied("follow request stored (locked account)"))
+    Ok(())
 }
 
 /// A `follow` or `follow_request` notification for `account` from the remote follower.

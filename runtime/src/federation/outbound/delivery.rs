@@ -30,8 +30,9 @@ pub struct DeliverPayload {
     pub deferrals: u32,
 }
 
-/// One recipient: its personal inbox, shared inbox if any, and its IRI (for 410 Gone).
-#[derive(Clone, Debug)]
+/// One recipient: its personal inbox, shared inbox if any, and its IRI (for 410 Gone). As a
+/// row: `iri AS actor_iri, inbox, shared_inbox` of `remote_actors`.
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Recipient {
     pub actor_iri: String,
     pub inbox: String,

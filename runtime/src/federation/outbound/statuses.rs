@@ -267,8 +267,8 @@ pub(crate) async fn inboxes(
     actors: &[String],
     posts: &[&str],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-        "SELECT a.iri, a.inbox, a.shared_inbox FROM remote_actors a
+    sqlx::query_as(
+        "SELECT a.iri AS actor_iri, a.inbox, a.shared_inbox FROM remote_actors a
           WHERE a.gone_at IS NULL
             AND (($4 AND a.iri IN (SELECT actor_iri FROM followers WHERE account_id = $1))
                  OR a.iri IN (SELECT actor_iri FROM poll_votes WHERE poll_id = $2)
@@ -281,15 +281,7 @@ pub(crate) async fn inboxes(
     .bind(followers)
     .bind(posts)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(actor_iri, inbox, shared_inbox)| Recipient {
-            actor_iri,
-            inbox,
-            shared_inbox,
-        })
-        .collect())
+    .await
 }
 
 /// What is sent about a status.

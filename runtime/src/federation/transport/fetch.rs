@@ -453,8 +453,7 @@ impl FetchClient {
         max: usize,
         takes: impl Fn(&str) -> bool,
     ) -> Result<(Url, String, Vec<u8>), FetchError> {
-        let mut current =
-            Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))?;
+        let mut current = parse_url(url)?;
         for _ in 0..=MAX_REDIRECTS {
             self.check_url(&current).await?;
             let resp = self
@@ -466,27 +465,13 @@ impl FetchClient {
                 .map_err(network_error)?;
             let status = resp.status();
             if status.is_redirection() {
-                let location = resp
-                    .headers()
-                    .get(reqwest::header::LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| FetchError::Invalid("redirect without Location".into()))?;
-                current = current
-                    .join(location)
-                    .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))?;
+                current = redirect_target(&current, &resp)?;
                 continue;
             }
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
-            let media_type = resp
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(';').next())
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase();
+            let media_type = media_type(&resp);
             if !takes(&media_type) {
                 return Err(FetchError::Invalid(format!(
                     "{current} answered with content type {media_type:?}, not {accept}"
@@ -523,8 +508,7 @@ impl FetchClient {
         want: Want,
         signer: Option<&SigningKey>,
     ) -> Result<Fetched, FetchError> {
-        let requested =
-            Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))?;
+        let requested = parse_url(url)?;
         let mut current = requested.clone();
         for _ in 0..=MAX_REDIRECTS {
             self.check_url(&current).await?;
@@ -546,14 +530,7 @@ impl FetchClient {
                 .map_err(network_error)?;
             let status = resp.status();
             if status.is_redirection() {
-                let location = resp
-                    .headers()
-                    .get(reqwest::header::LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| FetchError::Invalid("redirect without Location".into()))?;
-                let next = current
-                    .join(location)
-                    .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))?;
+                let next = redirect_target(&current, &resp)?;
                 if want == Want::Object && next.origin() != requested.origin() {
                     return Err(FetchError::Invalid(format!(
                         "{requested} redirected to another origin ({})",
@@ -574,18 +551,7 @@ impl FetchClient {
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
-            let media_type = resp
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(|v| {
-                    v.split(';')
-                        .next()
-                        .unwrap_or_default()
-                        .trim()
-                        .to_ascii_lowercase()
-                })
-                .unwrap_or_default();
+            let media_type = media_type(&resp);
             if !want.accepts(&media_type) {
                 return Err(FetchError::Invalid(format!(
                     "{current} answered with content type {:?}, not {}",
@@ -664,6 +630,34 @@ impl FetchClient {
             retry_after,
         })
     }
+}
+
+/// `url` parsed; one that does not parse is refused.
+fn parse_url(url: &str) -> Result<Url, FetchError> {
+    Url::parse(url).map_err(|e| FetchError::Refused(format!("bad URL {url:?}: {e}")))
+}
+
+/// Where a redirect from `current` points: its `Location`, resolved against `current`.
+fn redirect_target(current: &Url, resp: &reqwest::Response) -> Result<Url, FetchError> {
+    let location = resp
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| FetchError::Invalid("redirect without Location".into()))?;
+    current
+        .join(location)
+        .map_err(|e| FetchError::Invalid(format!("bad redirect: {e}")))
+}
+
+/// The answer's media type, lower case, without parameters (empty when it names none).
+fn media_type(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
 }
 
 fn network_error(e: reqwest::Error) -> FetchError {

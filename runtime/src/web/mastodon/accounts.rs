@@ -270,17 +270,9 @@ async fn mutes(
 ) -> Result<Paged<crate::mastodon::MutedAccount>, ApiError> {
     let fed = federation(&s)?;
     let page: Page<i64> = Page::from_params(&params(&uri))?;
-    let rows: Vec<(i64, String, Option<chrono::DateTime<chrono::Utc>>)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{} {}",
-            crate::mutes::LIST_SELECT,
-            page.clause("id", 2)
-        )))
-        .bind(account.id)
-        .bind_page(&page)
-        .fetch_all(&s.pool)
+    let rows: Vec<(i64, String, Option<chrono::DateTime<chrono::Utc>>)> = page
+        .fetch_by_id(&s.pool, crate::mutes::LIST_SELECT, account.id)
         .await?;
-    let rows = page.finish(rows);
     let mut items = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());
     for (id, iri, ends) in rows {
@@ -349,15 +341,7 @@ pub(crate) async fn iri_page(
 ) -> Result<Paged<Account>, ApiError> {
     let fed = federation(s)?;
     let page: Page<i64> = Page::from_params(&params(uri))?;
-    let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{select} {}",
-        page.clause("id", 2)
-    )))
-    .bind(account)
-    .bind_page(&page)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
+    let rows: Vec<(i64, String)> = page.fetch_by_id(&s.pool, select, account).await?;
     let (items, keys) = render_rows(s, fed, &rows).await?;
     Ok(Paged::new(items, &keys, &s.public_origin, uri))
 }

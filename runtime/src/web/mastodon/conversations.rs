@@ -145,15 +145,5 @@ async fn remove(
     Needs(account, _): Needs<need::WriteConversations>,
     Path(raw): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = conversation_id(&raw)?;
-    let gone = sqlx::query("DELETE FROM conversations WHERE id = $1 AND account_id = $2")
-        .bind(id)
-        .bind(account.id)
-        .execute(&s.pool)
-        .await?
-        .rows_affected();
-    if gone == 0 {
-        return Err(ApiError::record_not_found());
-    }
-    Ok(Json(Empty {}))
+    super::delete_own(&s, "conversations", conversation_id(&raw)?, account.id).await
 }

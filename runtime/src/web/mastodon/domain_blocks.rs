@@ -14,7 +14,6 @@ use crate::federation::outbound::domain_blocks::{self, LIST_SELECT, normalize};
 use crate::mastodon::Empty;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
-use crate::web::mastodon::pagination::BindPage;
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -30,15 +29,7 @@ async fn list(
     uri: Uri,
 ) -> Result<Paged<String>, ApiError> {
     let page: Page<i64> = Page::from_params(&params(&uri))?;
-    let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{LIST_SELECT} {}",
-        page.clause("id", 2)
-    )))
-    .bind(account.id)
-    .bind_page(&page)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
+    let rows: Vec<(i64, String)> = page.fetch_by_id(&s.pool, LIST_SELECT, account.id).await?;
     let keys: Vec<String> = rows.iter().map(|(id, _)| id.to_string()).collect();
     let domains = rows.into_iter().map(|(_, d)| d).collect();
     Ok(Paged::new(domains, &keys, &s.public_origin, &uri))

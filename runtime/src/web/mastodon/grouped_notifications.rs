@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use uuid::Uuid;
 
-use super::notifications::{BindSelection, PAST_THE_MARKER, Selection, kinds, unread_limit};
+use super::notifications::{BindSelection, Groups, Selection, count_unread, kinds};
 use super::pagination::{BindPage, Page, Paged, params};
 use crate::filters::active::Active;
 use crate::mastodon::notification::{COLUMNS, READABLE, Row};
@@ -35,9 +35,9 @@ use crate::web::{ApiError, AppState};
 /// Most notifications one page reads to find its groups.
 pub const WALK_CAP: i64 = 2000;
 
-/// Most groups `unread_count` counts (default 100, as Mastodon).
+/// Groups `unread_count` counts by default (as Mastodon; at most the same 1000 as for
+/// notifications).
 const UNREAD_DEFAULT: i64 = 100;
-const UNREAD_CAP: i64 = 1000;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -365,27 +365,13 @@ async fn unread_count(
     Needs(account, _): Needs<need::ReadNotifications>,
     uri: Uri,
 ) -> Result<Json<UnreadCount>, ApiError> {
-    let params = params(&uri);
-    let sel = Selection::of(&s, account.id, &params).await?;
-    let grouped = grouped_kinds(&params)?;
-    let limit = unread_limit(&params, UNREAD_DEFAULT, UNREAD_CAP)?;
-    let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM (
-             SELECT DISTINCT gkey FROM (
-                 SELECT {key} AS gkey FROM notifications n
-                  WHERE {cond} AND {PAST_THE_MARKER}
-                  ORDER BY n.id DESC LIMIT {WALK_CAP}) w
-              LIMIT $2) u",
-        key = key_sql(3),
-        cond = sel.sql(4),
-    )))
-    .bind(account.id)
-    .bind(limit)
-    .bind(&grouped)
-    .bind_selection(&sel)
-    .fetch_one(&s.pool)
-    .await?;
-    Ok(Json(UnreadCount { count }))
+    let groups = Groups {
+        kinds: grouped_kinds,
+        key_sql: key_sql(3),
+        walk_cap: WALK_CAP,
+        default: UNREAD_DEFAULT,
+    };
+    count_unread(&s, account.id, &uri, Some(groups)).await
 }
 
 #[cfg(test)]

@@ -199,14 +199,7 @@ async fn add_members(
     uri: Uri,
     StatusBody(body): StatusBody<MembersBody>,
 ) -> Result<Json<Empty>, ApiError> {
-    let list = own(&s, account.id, &id).await?;
-    let iris = member_iris(&s, body, &uri).await?;
-    let mut tx = s.pool.begin().await?;
-    lists::add_members(&mut tx, account.id, list.id, &iris)
-        .await
-        .map_err(refused)?;
-    tx.commit().await?;
-    Ok(Json(Empty {}))
+    change_members(&s, account.id, &id, body, &uri, true).await
 }
 
 async fn remove_members(
@@ -216,10 +209,28 @@ async fn remove_members(
     uri: Uri,
     StatusBody(body): StatusBody<MembersBody>,
 ) -> Result<Json<Empty>, ApiError> {
-    let list = own(&s, account.id, &id).await?;
-    let iris = member_iris(&s, body, &uri).await?;
+    change_members(&s, account.id, &id, body, &uri, false).await
+}
+
+/// Adds (or removes) the accounts the request names to (from) `account`'s list `id`.
+async fn change_members(
+    s: &AppState,
+    account: uuid::Uuid,
+    id: &str,
+    body: MembersBody,
+    uri: &Uri,
+    add: bool,
+) -> Result<Json<Empty>, ApiError> {
+    let list = own(s, account, id).await?;
+    let iris = member_iris(s, body, uri).await?;
     let mut tx = s.pool.begin().await?;
-    lists::remove_members(&mut tx, list.id, &iris).await?;
+    if add {
+        lists::add_members(&mut tx, account, list.id, &iris)
+            .await
+            .map_err(refused)?;
+    } else {
+        lists::remove_members(&mut tx, list.id, &iris).await?;
+    }
     tx.commit().await?;
     Ok(Json(Empty {}))
 }

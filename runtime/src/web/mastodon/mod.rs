@@ -66,3 +66,25 @@ pub(crate) async fn found(s: &AppState, raw: &str) -> Result<Found, ApiError> {
         .await?
         .ok_or_else(ApiError::record_not_found)
 }
+
+/// Deletes the row `id` of `table` (a conversation, a notification) if it is `account`'s:
+/// `{}` when it went, the 404 of a missing record when there was none of theirs.
+pub(crate) async fn delete_own(
+    s: &AppState,
+    table: &'static str,
+    id: i64,
+    account: uuid::Uuid,
+) -> Result<axum::Json<crate::mastodon::Empty>, ApiError> {
+    let gone = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM {table} WHERE id = $1 AND account_id = $2"
+    )))
+    .bind(id)
+    .bind(account)
+    .execute(&s.pool)
+    .await?
+    .rows_affected();
+    if gone == 0 {
+        return Err(ApiError::record_not_found());
+    }
+    Ok(axum::Json(crate::mastodon::Empty {}))
+}

@@ -30,7 +30,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/notifications/{id}/dismiss", post(dismiss))
 }
 
-/// Most notifications `unread_count` counts (Mastodon caps it too; apps show "1000+").
+/// Most notifications (or groups) `unread_count` counts (Mastodon caps it too; apps show
+/// "1000+").
 const UNREAD_CAP: i64 = 1000;
 
 /// The `limit` of an `unread_count` request: `default` when absent, clamped to 1..=`cap`.
@@ -215,17 +216,7 @@ async fn dismiss(
     Needs(account, _): Needs<need::WriteNotifications>,
     Path(raw): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = notification_id(&raw)?;
-    let gone = sqlx::query("DELETE FROM notifications WHERE id = $1 AND account_id = $2")
-        .bind(id)
-        .bind(account.id)
-        .execute(&s.pool)
-        .await?
-        .rows_affected();
-    if gone == 0 {
-        return Err(ApiError::record_not_found());
-    }
-    Ok(Json(Empty {}))
+    super::delete_own(&s, "notifications", notification_id(&raw)?, account.id).await
 }
 
 async fn clear(
@@ -246,18 +237,65 @@ async fn unread_count(
     Needs(account, _): Needs<need::ReadNotifications>,
     uri: Uri,
 ) -> Result<Json<UnreadCount>, ApiError> {
-    let params = params(&uri);
-    let sel = Selection::of(&s, account.id, &params).await?;
-    let limit = unread_limit(&params, UNREAD_CAP, UNREAD_CAP)?;
-    let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM (
+    count_unread(&s, account.id, &uri, None).await
+}
+
+/// What `unread_count` counts, notifications or (`groups`: the grouped API's kinds and group
+/// key) groups of them, past the `notifications` marker under the request's selection, at
+/// most `limit` (default: the cap for notifications, `default` for groups; cap 1000).
+pub(super) async fn count_unread(
+    s: &AppState,
+    account: Uuid,
+    uri: &Uri,
+    groups: Option<Groups>,
+) -> Result<Json<UnreadCount>, ApiError> {
+    let params = params(uri);
+    let sel = Selection::of(s, account, &params).await?;
+    let (sql, grouped, default) = match groups {
+        None => (
+            format!(
+                "SELECT count(*) FROM (
              SELECT 1 FROM notifications n WHERE {} AND {PAST_THE_MARKER} LIMIT $2) u",
-        sel.sql(3),
-    )))
-    .bind(account.id)
-    .bind(limit)
-    .bind_selection(&sel)
-    .fetch_one(&s.pool)
-    .await?;
+                sel.sql(3),
+            ),
+            None,
+            UNREAD_CAP,
+        ),
+        Some(g) => (
+            format!(
+                "SELECT count(*) FROM (
+             SELECT DISTINCT gkey FROM (
+                 SELECT {key} AS gkey FROM notifications n
+                  WHERE {cond} AND {PAST_THE_MARKER}
+                  ORDER BY n.id DESC LIMIT {walk}) w
+              LIMIT $2) u",
+                key = g.key_sql,
+                cond = sel.sql(4),
+                walk = g.walk_cap,
+            ),
+            Some((g.kinds)(&params)?),
+            g.default,
+        ),
+    };
+    let limit = unread_limit(&params, default, UNREAD_CAP)?;
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(account)
+        .bind(limit);
+    if let Some(grouped) = grouped {
+        query = query.bind(grouped);
+    }
+    let count: i64 = query.bind_selection(&sel).fetch_one(&s.pool).await?;
     Ok(Json(UnreadCount { count }))
+}
+
+/// What reads the grouped API's `grouped_types[]` from a request's parameters.
+pub(super) type KindsOf = fn(&[(String, String)]) -> Result<Vec<&'static str>, ApiError>;
+
+/// How the grouped API counts unread groups: its `grouped_types[]` (bound at `$3`), the SQL
+/// of a notification's group key, the notifications walked at most, its default limit.
+pub(super) struct Groups {
+    pub kinds: KindsOf,
+    pub key_sql: String,
+    pub walk_cap: i64,
+    pub default: i64,
 }

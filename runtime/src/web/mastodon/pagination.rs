@@ -171,6 +171,31 @@ impl<K> Page<K> {
         format!("ORDER BY {column} {order} LIMIT {}", self.limit)
     }
 
+    /// The page of a list keyed by its `id` column: `select` is the list's query up to where
+    /// the page's conditions go (ending in `WHERE` or `AND`), with one parameter, `arg`, at
+    /// `$1`; `clause("id", 2)` completes it. The rows come newest first (`finish`).
+    pub async fn fetch_by_id<A, R>(
+        &self,
+        pool: &sqlx::PgPool,
+        select: &str,
+        arg: A,
+    ) -> Result<Vec<R>, sqlx::Error>
+    where
+        K: Clone + Send + Sync + sqlx::Encode<'static, Postgres> + sqlx::Type<Postgres> + 'static,
+        A: Send + sqlx::Encode<'static, Postgres> + sqlx::Type<Postgres> + 'static,
+        R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{select} {}",
+            self.clause("id", 2)
+        )))
+        .bind(arg)
+        .bind_page(self)
+        .fetch_all(pool)
+        .await?;
+        Ok(self.finish(rows))
+    }
+
     /// Rows as fetched by `clause`, newest first.
     pub fn finish<T>(&self, mut rows: Vec<T>) -> Vec<T> {
         if self.min.is_some() {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::pagination::{BindPage, Page, Paged, param, params};
+use super::pagination::{Page, Paged, param, params};
 use super::statuses::body::{StatusBody, flag, text};
 use crate::federation::actors::directory;
 use crate::mastodon::account;
@@ -134,16 +134,11 @@ async fn admin_index(
             )));
         }
     };
-    let rows: Vec<reports::Report> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {} FROM reports WHERE (action_taken_at IS NOT NULL) = $1 AND {}",
-        reports::COLUMNS,
-        page.clause("id", 2)
-    )))
-    .bind(resolved)
-    .bind_page(&page)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
+    let select = format!(
+        "SELECT {} FROM reports WHERE (action_taken_at IS NOT NULL) = $1 AND",
+        reports::COLUMNS
+    );
+    let rows: Vec<reports::Report> = page.fetch_by_id(&s.pool, &select, resolved).await?;
     let keys: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
     let items = entity::admin(&s.pool, s.site(), &rows).await?;
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))

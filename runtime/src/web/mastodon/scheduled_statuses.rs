@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::pagination::{BindPage, Page, Paged, params};
+use super::pagination::{Page, Paged, params};
 use super::statuses::body::StatusBody;
 use crate::mastodon::Empty;
 use crate::mastodon::scheduled_status::{self as entity, ScheduledStatus};
@@ -60,16 +60,14 @@ async fn index(
     uri: Uri,
 ) -> Result<Paged<ScheduledStatus>, ApiError> {
     let page: Page<Uuid> = Page::from_params(&params(&uri))?;
-    let rows: Vec<Scheduled> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id, account_id, scheduled_at, params FROM scheduled_statuses
-          WHERE account_id = $1 AND {}",
-        page.clause("id", 2)
-    )))
-    .bind(account.id)
-    .bind_page(&page)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
+    let rows: Vec<Scheduled> = page
+        .fetch_by_id(
+            &s.pool,
+            "SELECT id, account_id, scheduled_at, params FROM scheduled_statuses
+              WHERE account_id = $1 AND",
+            account.id,
+        )
+        .await?;
     let keys: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
     let mut conn = s.pool.acquire().await?;
     let items = entity::render(&mut conn, &s.drive, &rows).await?;

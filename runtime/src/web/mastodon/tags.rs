@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use serde_json::{Map, Value};
 
 use super::found;
-use super::pagination::{BindPage, Page, Paged, params};
+use super::pagination::{Page, Paged, params};
 use super::statuses::body::StatusBody;
 use crate::federation::actors::directory::Found;
 use crate::mastodon::Empty;
@@ -65,11 +65,7 @@ async fn follow(
     Needs(account, _): Needs<need::WriteFollows>,
     Path(raw): Path<String>,
 ) -> Result<Json<Tag>, ApiError> {
-    let name = name_of(&raw)?;
-    let mut tx = s.pool.begin().await?;
-    tags::follow(&mut tx, account.id, &name).await?;
-    tx.commit().await?;
-    Ok(Json(entity(&s, &name, Some(account.id)).await?))
+    set_followed(&s, account.id, &raw, true).await
 }
 
 async fn unfollow(
@@ -77,11 +73,25 @@ async fn unfollow(
     Needs(account, _): Needs<need::WriteFollows>,
     Path(raw): Path<String>,
 ) -> Result<Json<Tag>, ApiError> {
-    let name = name_of(&raw)?;
+    set_followed(&s, account.id, &raw, false).await
+}
+
+/// Follows (or unfollows) the tag `raw` names for `account`; the tag entity as it now is.
+async fn set_followed(
+    s: &AppState,
+    account: uuid::Uuid,
+    raw: &str,
+    follow: bool,
+) -> Result<Json<Tag>, ApiError> {
+    let name = name_of(raw)?;
     let mut tx = s.pool.begin().await?;
-    tags::unfollow(&mut tx, account.id, &name).await?;
+    if follow {
+        tags::follow(&mut tx, account, &name).await?;
+    } else {
+        tags::unfollow(&mut tx, account, &name).await?;
+    }
     tx.commit().await?;
-    Ok(Json(entity(&s, &name, Some(account.id)).await?))
+    Ok(Json(entity(s, &name, Some(account)).await?))
 }
 
 /// The followed tags, the latest followed first, paged by when each was followed.
@@ -91,15 +101,13 @@ async fn followed(
     uri: Uri,
 ) -> Result<Paged<Tag>, ApiError> {
     let page: Page<i64> = Page::from_params(&params(&uri))?;
-    let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id, tag FROM tag_follows WHERE account_id = $1 AND {}",
-        page.clause("id", 2)
-    )))
-    .bind(account.id)
-    .bind_page(&page)
-    .fetch_all(&s.pool)
-    .await?;
-    let rows = page.finish(rows);
+    let rows: Vec<(i64, String)> = page
+        .fetch_by_id(
+            &s.pool,
+            "SELECT id, tag FROM tag_follows WHERE account_id = $1 AND",
+            account.id,
+        )
+        .await?;
     let keys: Vec<String> = rows.iter().map(|(id, _)| id.to_string()).collect();
     let mut conn = s.pool.acquire().await?;
     let mut items = Vec::with_capacity(rows.len());

@@ -148,29 +148,8 @@ async fn public(
     uri: Uri,
 ) -> Result<Paged<Status>, ApiError> {
     let params = params(&uri);
-    let page: Page<Uuid> = Page::from_params(&params)?;
-    let filters = Filters::of(&params);
-    let viewer = viewer.map(|a| a.id);
-    let hidden = Hidden::of(&s.pool, s.site().urls, viewer).await?;
-    let sql = readable_page_sql(
-        &filters.public_halves(),
-        &format!(
-            "AND p.visibility = 'public'{}{}",
-            filters.sql(),
-            hidden.post_sql("p", 5, 6)
-        ),
-        4,
-        &page.keyset("c.id", 1),
-        &page.order_limit("c.id"),
-    );
-    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind_cursors(&page)
-        .bind(viewer)
-        .bind(&hidden.ids)
-        .bind(&hidden.domains)
-        .fetch_all(&s.pool)
-        .await?;
-    statuses_page(&s, viewer, Context::Public, page.finish(ids), &uri).await
+    let halves = Filters::of(&params).public_halves();
+    public_page(&s, viewer.map(|a| a.id), &uri, &params, &halves, None).await
 }
 
 /// Public posts with the hashtag (case-insensitive, `#` optional), ours and theirs.
@@ -181,33 +160,59 @@ async fn tag(
     uri: Uri,
 ) -> Result<Paged<Status>, ApiError> {
     let params = params(&uri);
-    let page: Page<Uuid> = Page::from_params(&params)?;
     let name = hashtag.trim_start_matches('#').to_lowercase();
-    let viewer = viewer.map(|a| a.id);
-    let hidden = Hidden::of(&s.pool, s.site().urls, viewer).await?;
     // Public posts only, as Mastodon's tag timeline; the visibility rule stays in the query
     // so a followers-only post can never be listed, whatever `post_tags` holds. The tag's
     // rows are walked backwards in (tag, post_id) order, each checked in `posts`.
+    let halves = ["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"];
+    public_page(
+        &s,
+        viewer.map(|a| a.id),
+        &uri,
+        &params,
+        &halves,
+        Some(&name),
+    )
+    .await
+}
+
+/// A page of public posts that `viewer` may read and has not hidden, under the request's
+/// `params` (cursors, `local`/`remote`/`only_media`): `halves` select the candidate ids, with
+/// `tag`, when given, bound at `$1` before everything else.
+async fn public_page(
+    s: &AppState,
+    viewer: Option<Uuid>,
+    uri: &Uri,
+    params: &[(String, String)],
+    halves: &[&str],
+    tag: Option<&str>,
+) -> Result<Paged<Status>, ApiError> {
+    let page: Page<Uuid> = Page::from_params(params)?;
+    let hidden = Hidden::of(&s.pool, s.site().urls, viewer).await?;
+    let first = 1 + u32::from(tag.is_some());
     let sql = readable_page_sql(
-        &["SELECT t.post_id AS id FROM post_tags t WHERE t.tag = $1"],
+        halves,
         &format!(
             "AND p.visibility = 'public'{}{}",
-            Filters::of(&params).sql(),
-            hidden.post_sql("p", 6, 7)
+            Filters::of(params).sql(),
+            hidden.post_sql("p", first + 4, first + 5)
         ),
-        5,
-        &page.keyset("c.id", 2),
+        first + 3,
+        &page.keyset("c.id", first as usize),
         &page.order_limit("c.id"),
     );
-    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(&name)
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql));
+    if let Some(tag) = tag {
+        query = query.bind(tag.to_string());
+    }
+    let ids: Vec<Uuid> = query
         .bind_cursors(&page)
         .bind(viewer)
         .bind(&hidden.ids)
         .bind(&hidden.domains)
         .fetch_all(&s.pool)
         .await?;
-    statuses_page(&s, viewer, Context::Public, page.finish(ids), &uri).await
+    statuses_page(s, viewer, Context::Public, page.finish(ids), uri).await
 }
 
 /// Status entities for `ids` (newest first) as shown in `context`, with their own ids as the

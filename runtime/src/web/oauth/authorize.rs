@@ -318,6 +318,19 @@ pub trait CsrfForm {
     fn csrf(&self) -> Option<&str>;
 }
 
+/// The forms of these pages: each carries the token in its `csrf` field.
+macro_rules! csrf_forms {
+    ($($form:ty),+) => {
+        $(impl CsrfForm for $form {
+            fn csrf(&self) -> Option<&str> {
+                self.csrf.as_deref()
+            }
+        })+
+    };
+}
+
+csrf_forms!(SignInForm, DecisionForm, SignOutForm);
+
 impl<T: DeserializeOwned + CsrfForm> FromRequest<AppState> for Guarded<T> {
     type Rejection = Response;
 
@@ -371,12 +384,6 @@ fn form_expired(s: &AppState) -> Response {
         "The form expired",
         "The form could not be verified (CSRF). Go back, reload the page and try again.",
     )
-}
-
-impl CsrfForm for SignInForm {
-    fn csrf(&self) -> Option<&str> {
-        self.csrf.as_deref()
-    }
 }
 
 #[derive(Deserialize)]
@@ -504,12 +511,6 @@ pub async fn sign_in(
     )
 }
 
-impl CsrfForm for DecisionForm {
-    fn csrf(&self) -> Option<&str> {
-        self.csrf.as_deref()
-    }
-}
-
 #[derive(Deserialize)]
 pub struct DecisionForm {
     csrf: Option<String>,
@@ -584,12 +585,6 @@ pub async fn decide(
         pairs.push(("state", state));
     }
     redirect_with(&c.redirect_uri, &pairs)
-}
-
-impl CsrfForm for SignOutForm {
-    fn csrf(&self) -> Option<&str> {
-        self.csrf.as_deref()
-    }
 }
 
 #[derive(Deserialize)]

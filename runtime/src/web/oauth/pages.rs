@@ -20,17 +20,7 @@ const TEMPLATES: &[(&str, &str)] = &[
 
 fn env() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut env = Environment::new();
-        for (name, source) in TEMPLATES {
-            // The templates are part of the binary and covered by the tests below; a broken
-            // one shows up as the render error page, never a panic.
-            if let Err(e) = env.add_template(name, source) {
-                tracing::error!(template = name, error = %e, "a page template does not parse");
-            }
-        }
-        env
-    })
+    ENV.get_or_init(|| crate::web::pages::environment(TEMPLATES))
 }
 
 /// Renders `template` with `ctx` as an HTML response of `status`.

@@ -49,13 +49,7 @@ pub async fn token(
             "grant_type must be authorization_code or client_credentials",
         ));
     }
-    let app = apps::authenticate(
-        &s.pool,
-        &headers,
-        req.client_id.as_deref(),
-        req.client_secret.as_deref(),
-    )
-    .await?;
+    let app = client(&s, &headers, &req.client_id, &req.client_secret).await?;
     if grant_type == "client_credentials" {
         let scopes = Scopes::parse(req.scope.as_deref().unwrap_or("")).map_err(|e| {
             OAuthError::new(StatusCode::BAD_REQUEST, "invalid_scope", e.to_string())
@@ -84,6 +78,16 @@ pub async fn token(
     Ok((no_store, token_json(&token, &scopes)))
 }
 
+/// The app the request authenticates as: HTTP Basic, or `client_id` and `client_secret`.
+async fn client(
+    s: &AppState,
+    headers: &HeaderMap,
+    id: &Option<String>,
+    secret: &Option<String>,
+) -> Result<apps::App, OAuthError> {
+    apps::authenticate(&s.pool, headers, id.as_deref(), secret.as_deref()).await
+}
+
 #[derive(Deserialize)]
 pub struct RevokeRequest {
     client_id: Option<String>,
@@ -98,13 +102,7 @@ pub async fn revoke(
     headers: HeaderMap,
     FormOrJson(req): FormOrJson<RevokeRequest>,
 ) -> Result<Json<Value>, OAuthError> {
-    let app = apps::authenticate(
-        &s.pool,
-        &headers,
-        req.client_id.as_deref(),
-        req.client_secret.as_deref(),
-    )
-    .await?;
+    let app = client(&s, &headers, &req.client_id, &req.client_secret).await?;
     let Some(token) = req.token.as_deref().filter(|t| !t.is_empty()) else {
         return Err(OAuthError::invalid_request("token is required"));
     };

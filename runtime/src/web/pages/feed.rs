@@ -11,8 +11,8 @@ use axum::response::Response;
 use serde::Serialize;
 
 use super::{
-    PAGE_SIZE, PostView, Rendered, excerpt, load_posts, not_found, page_or_error, post_view,
-    profile_url, respond, site_view,
+    PAGE_SIZE, PostView, excerpt, load_posts, not_found, page_or_error, post_view, profile_url,
+    site_view,
 };
 use crate::accounts;
 use crate::web::AppState;
@@ -81,22 +81,15 @@ fn render(
     tag: String,
 ) -> Response {
     let last_modified = posts.iter().map(|e| e.post.updated_at).max();
-    match super::render_text(
+    super::render_page(
+        s,
+        headers,
         "feed.xml",
         minijinja::context! { feed => feed, posts => posts },
-    ) {
-        Ok(body) => respond(
-            s,
-            headers,
-            Rendered {
-                body,
-                content_type: ATOM,
-                last_modified,
-                etag: Some(tag),
-            },
-        ),
-        Err(status) => not_found(s, status),
-    }
+        ATOM,
+        last_modified,
+        Some(tag),
+    )
 }
 
 pub async fn account_handler(

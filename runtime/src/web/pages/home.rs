@@ -7,10 +7,7 @@ use axum::response::Response;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{
-    AuthorView, Meta, Rendered, author_view, excerpt, not_found, page_or_error, plain_text,
-    respond, site_view,
-};
+use super::{AuthorView, Meta, author_view, excerpt, page_or_error, plain_text, site_view};
 use crate::web::AppState;
 
 const MAX_ACCOUNTS: i64 = 100;
@@ -77,21 +74,13 @@ async fn load(s: &AppState, headers: &HeaderMap) -> Result<Response, sqlx::Error
         image_alt,
         ..Meta::default()
     };
-    let body = match super::render_text(
-        "home.html",
-        minijinja::context! { site => site, meta => meta, accounts => accounts },
-    ) {
-        Ok(b) => b,
-        Err(status) => return Ok(not_found(s, status)),
-    };
-    Ok(respond(
+    Ok(super::render_page(
         s,
         headers,
-        Rendered {
-            body,
-            content_type: "text/html; charset=utf-8",
-            last_modified: None,
-            etag: Some(tag),
-        },
+        "home.html",
+        minijinja::context! { site => site, meta => meta, accounts => accounts },
+        super::HTML,
+        None,
+        Some(tag),
     ))
 }

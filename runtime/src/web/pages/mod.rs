@@ -1,4 +1,4 @@
-//! The public pages (R-WEB-1, issue 33): `/` (the instance and its accounts), `/@handle`
+//! The public pages (R-WEB-1): `/` (the instance and its accounts), `/@handle`
 //! (a profile and its public and unlisted posts, newest first), `/@handle/{id}` (a post and
 //! its thread), `/tags/{tag}` (public posts with the tag), and an Atom feed per account and
 //! per tag. Server-rendered with minijinja (HTML auto-escaping; only HTML that was sanitized
@@ -69,15 +69,20 @@ fn stylesheet_text() -> &'static str {
 
 fn env() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut env = Environment::new();
-        for (name, source) in TEMPLATES {
-            if let Err(e) = env.add_template(name, source) {
-                tracing::error!(template = name, error = %e, "a page template does not parse");
-            }
+    ENV.get_or_init(|| environment(TEMPLATES))
+}
+
+/// A template environment of `templates` (name, source), compiled into the binary. They are
+/// covered by the tests; one that does not parse is logged and then renders as the error
+/// page, never a panic.
+pub(crate) fn environment(templates: &[(&'static str, &'static str)]) -> Environment<'static> {
+    let mut env = Environment::new();
+    for (name, source) in templates {
+        if let Err(e) = env.add_template(name, source) {
+            tracing::error!(template = name, error = %e, "a page template does not parse");
         }
-        env
-    })
+    }
+    env
 }
 
 /// The stylesheet's version: its SHA-256, so its URL changes with it and may be cached for a
@@ -224,6 +229,36 @@ pub struct Rendered {
 }
 
 /// A page's answer: 200 with the body, or 304 when the reader's copy is current.
+/// A page's content type.
+pub const HTML: &str = "text/html; charset=utf-8";
+
+/// The page `template` renders from `ctx`, as `content_type`, answered as `respond` answers
+/// (`last_modified` and `etag` as in `Rendered`); a template that does not render is the
+/// error page.
+pub fn render_page(
+    s: &AppState,
+    req: &HeaderMap,
+    template: &str,
+    ctx: minijinja::Value,
+    content_type: &'static str,
+    last_modified: Option<DateTime<Utc>>,
+    etag: Option<String>,
+) -> Response {
+    match render_text(template, ctx) {
+        Ok(body) => respond(
+            s,
+            req,
+            Rendered {
+                body,
+                content_type,
+                last_modified,
+                etag,
+            },
+        ),
+        Err(status) => not_found(s, status),
+    }
+}
+
 pub fn respond(s: &AppState, req: &HeaderMap, page: Rendered) -> Response {
     let mut resp = cache::conditional(req, page.body, page.last_modified, page.etag);
     page_headers(s, &mut resp, page.content_type);

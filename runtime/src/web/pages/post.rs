@@ -7,10 +7,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use uuid::Uuid;
 
-use super::{
-    Meta, PostView, Rendered, excerpt, load_posts, not_found, page_or_error, post_view, respond,
-    site_view,
-};
+use super::{Meta, PostView, excerpt, load_posts, not_found, page_or_error, post_view, site_view};
 use crate::accounts;
 use crate::statuses::context;
 use crate::web::AppState;
@@ -62,8 +59,7 @@ async fn load(
             },
         ));
     };
-    let up = context::ancestors(&mut conn, None, id).await?;
-    let mut down = context::descendants(&mut conn, None, id).await?;
+    let (up, mut down) = context::thread(&mut conn, None, id).await?;
     down.truncate(MAX_REPLIES);
     let ancestors: Vec<PostView> = load_posts(s, &mut conn, &up)
         .await?
@@ -114,25 +110,17 @@ async fn load(
         .map(|p| p.updated_at)
         .chain([post.updated_at])
         .max();
-    let body = match super::render_text(
+    // A thread is most of the work of its page: its body's hash is its tag.
+    Ok(super::render_page(
+        s,
+        headers,
         "post.html",
         minijinja::context! {
             site => site_view(s), meta => meta, current => post.id.clone(), post => post,
             ancestors => ancestors, descendants => descendants,
         },
-    ) {
-        Ok(b) => b,
-        Err(status) => return Ok(not_found(s, status)),
-    };
-    Ok(respond(
-        s,
-        headers,
-        Rendered {
-            body,
-            content_type: "text/html; charset=utf-8",
-            last_modified,
-            // A thread is most of the work of its page: its body's hash is its tag.
-            etag: None,
-        },
+        super::HTML,
+        last_modified,
+        None,
     ))
 }

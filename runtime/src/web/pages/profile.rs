@@ -9,15 +9,15 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{
-    Meta, PAGE_SIZE, PostView, Rendered, author_view, excerpt, load_posts, max_id, not_found,
-    page_or_error, plain_text, post_view, profile_url, respond, site_view,
+    Meta, PAGE_SIZE, PostView, author_view, excerpt, load_posts, max_id, not_found, page_or_error,
+    plain_text, post_view, profile_url, site_view,
 };
 use crate::accounts;
 use crate::federation::actors::profiles;
 use crate::statuses::access::visible_sql;
 use crate::web::AppState;
 
-const HTML: &str = "text/html; charset=utf-8";
+use super::HTML;
 
 /// The profile page of `name` (also what `/users/{name}` shows a browser).
 pub async fn page(s: &AppState, name: &str, query: Option<&str>, headers: &HeaderMap) -> Response {
@@ -202,24 +202,16 @@ async fn load(
         .chain([profile.updated_at])
         .max();
     let older = older_cursor.map(|c| format!("{url}?max_id={c}"));
-    let body = match super::render_text(
+    Ok(super::render_page(
+        s,
+        headers,
         "profile.html",
         minijinja::context! {
             site => site_view(s), meta => meta, profile => view, pinned => pinned,
             posts => posts, older => older,
         },
-    ) {
-        Ok(b) => b,
-        Err(status) => return Ok(not_found(s, status)),
-    };
-    Ok(respond(
-        s,
-        headers,
-        Rendered {
-            body,
-            content_type: HTML,
-            last_modified,
-            etag: Some(tag),
-        },
+        super::HTML,
+        last_modified,
+        Some(tag),
     ))
 }

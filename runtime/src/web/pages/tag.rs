@@ -8,8 +8,7 @@ use axum::response::Response;
 use uuid::Uuid;
 
 use super::{
-    Meta, PAGE_SIZE, PostView, Rendered, load_posts, max_id, not_found, page_or_error, post_view,
-    respond, site_view,
+    Meta, PAGE_SIZE, PostView, load_posts, max_id, not_found, page_or_error, post_view, site_view,
 };
 use crate::statuses::access::readable_page_sql;
 use crate::web::AppState;
@@ -117,23 +116,15 @@ async fn load(
     };
     let last_modified = posts.iter().map(|p| p.updated_at).max();
     let older = older_cursor.map(|c| format!("{url}?max_id={c}"));
-    let body = match super::render_text(
+    Ok(super::render_page(
+        s,
+        headers,
         "tag.html",
         minijinja::context! {
             site => site_view(s), meta => meta, tag => name, posts => posts, older => older,
         },
-    ) {
-        Ok(b) => b,
-        Err(status) => return Ok(not_found(s, status)),
-    };
-    Ok(respond(
-        s,
-        headers,
-        Rendered {
-            body,
-            content_type: "text/html; charset=utf-8",
-            last_modified,
-            etag: Some(tag),
-        },
+        super::HTML,
+        last_modified,
+        Some(tag),
     ))
 }

@@ -1,4 +1,4 @@
-//! The colour an account's public pages are drawn in (issue 33, R-WEB-1): one of the names
+//! The colour an account's public pages are drawn in (R-WEB-1): one of the names
 //! upstream Hollo offers (Pico CSS's colours), chosen with `theme_color` on
 //! `PATCH /api/v1/accounts/update_credentials` and kept in `accounts.theme_color`. A page names
 //! it as a class on `<body>` (`theme-<name>`) and `pages.css` holds each colour for light and

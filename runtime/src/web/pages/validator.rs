@@ -1,4 +1,4 @@
-//! The cheap validator (issue 33): a page's `ETag` computed from a few database facts *before*
+//! The cheap validator (R-WEB-1): a page's `ETag` computed from a few database facts *before*
 //! rendering, so the common anonymous revalidation (`If-None-Match` with the current tag) is a
 //! `304` after one small query instead of a full render (≈ a dozen queries, the templates and a
 //! SHA-256 of the body).

@@ -34,12 +34,8 @@ async fn favourites(
     Needs(account, _): Needs<need::ReadFavourites>,
     uri: Uri,
 ) -> Result<Paged<Status>, ApiError> {
-    let sql = format!(
-        "SELECT f.id, p.id FROM favourites f JOIN posts p ON p.id = f.post_id
-          WHERE f.account_id = $1 AND {visible} AND ",
-        visible = visible_sql("p", 1)
-    );
-    statuses_page(&s, account.id, &uri, &sql, "f.id").await
+    let from = "favourites f JOIN posts p ON p.id = f.post_id";
+    statuses_page(&s, account.id, &uri, from, "f").await
 }
 
 async fn bookmarks(
@@ -48,31 +44,33 @@ async fn bookmarks(
     uri: Uri,
 ) -> Result<Paged<Status>, ApiError> {
     // Imported bookmarks name their post by IRI only, so the join is by IRI.
-    let sql = format!(
-        "SELECT b.id, p.id FROM bookmarks b JOIN posts p ON p.uri = b.post_iri
-          WHERE b.account_id = $1 AND {visible} AND ",
-        visible = visible_sql("p", 1)
-    );
-    statuses_page(&s, account.id, &uri, &sql, "b.id").await
+    let from = "bookmarks b JOIN posts p ON p.uri = b.post_iri";
+    statuses_page(&s, account.id, &uri, from, "b").await
 }
 
-/// A page of the caller's statuses selected by `sql` (`(row id, post id)` rows of the
-/// account bound at `$1`, ending in `AND ` for the page's clause on `key`), as Status
-/// entities with the row ids as cursors.
+/// A page of the caller's statuses kept in a table of theirs (favourites, bookmarks): `from`
+/// joins the table, as `row`, to its posts, as `p`; the rows are the account's (bound at
+/// `$1`) whose post the account may see, paged by the row's id, as Status entities with the
+/// row ids as cursors.
 async fn statuses_page(
     s: &AppState,
     account: Uuid,
     uri: &Uri,
-    sql: &str,
-    key: &str,
+    from: &str,
+    row: &str,
 ) -> Result<Paged<Status>, ApiError> {
     let page: Page<i64> = Page::from_params(&params(uri))?;
-    let rows: Vec<(i64, Uuid)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("{sql}{}", page.clause(key, 2))))
-            .bind(account)
-            .bind_page(&page)
-            .fetch_all(&s.pool)
-            .await?;
+    let sql = format!(
+        "SELECT {row}.id, p.id FROM {from}
+          WHERE {row}.account_id = $1 AND {visible} AND {clause}",
+        visible = visible_sql("p", 1),
+        clause = page.clause(&format!("{row}.id"), 2),
+    );
+    let rows: Vec<(i64, Uuid)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(account)
+        .bind_page(&page)
+        .fetch_all(&s.pool)
+        .await?;
     let rows = page.finish(rows);
     let (items, keys) = render_statuses(s, account, &rows).await?;
     Ok(Paged::new(items, &keys, &s.public_origin, uri))

@@ -1,4 +1,4 @@
-//! Emoji reactions (R-MAPI-6, issue 32 item 3) in the paths clients use: Hollo's and
+//! Emoji reactions (R-MAPI-6) in the paths clients use: Hollo's and
 //! Fedibird's `POST /api/v1/statuses/{id}/react/{emoji}` and `/unreact/{emoji}`, Pleroma's
 //! `PUT`/`DELETE /api/v1/pleroma/statuses/{id}/reactions/{emoji}` (each answers the Status
 //! entity after the change), and Pleroma's `GET …/reactions[/{emoji}]`, the reactions with

@@ -36,8 +36,7 @@ pub async fn context(
     if !access::can_see(&mut conn, viewer, id).await? {
         return Err(ApiError::record_not_found());
     }
-    let up = thread::ancestors(&mut conn, viewer, id).await?;
-    let down = thread::descendants(&mut conn, viewer, id).await?;
+    let (up, down) = thread::thread(&mut conn, viewer, id).await?;
     let ancestors = filters.apply(Thread, render(&s, &mut conn, viewer, &up).await?);
     let descendants = filters.apply(Thread, render(&s, &mut conn, viewer, &down).await?);
     drop(conn);
