@@ -19,7 +19,7 @@ use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, follow_each_other, id, received, token_with_scopes,
+    Client, WAIT, assert_error, call_ok, follow_each_other, id, received, token_with_scopes,
 };
 use support::eventually;
 use support::node::Instance;
@@ -38,14 +38,8 @@ async fn ids(api: &Client, path: &str) -> Vec<String> {
     a.body.as_array().expect("a list").iter().map(id).collect()
 }
 
-async fn call(api: &Client, method: Method, path: &str, body: Value) -> Value {
-    let a = api.call(method, path, &body).await;
-    assert_eq!(a.status, 200, "{path} {body}: {}", a.body);
-    a.body
-}
-
 async fn follow(api: &Client, whom: &str) {
-    call(
+    call_ok(
         api,
         Method::POST,
         &format!("/api/v1/accounts/{whom}/follow"),
@@ -55,11 +49,11 @@ async fn follow(api: &Client, whom: &str) {
 }
 
 async fn new_list(api: &Client, body: Value) -> String {
-    id(&call(api, Method::POST, "/api/v1/lists", body).await)
+    id(&call_ok(api, Method::POST, "/api/v1/lists", body).await)
 }
 
 async fn add(api: &Client, list: &str, accounts: &[&str]) {
-    call(
+    call_ok(
         api,
         Method::POST,
         &format!("/api/v1/lists/{list}/accounts"),
@@ -105,7 +99,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     );
 
     // Created with Mastodon's defaults, or what a form says.
-    let made = call(
+    let made = call_ok(
         &api,
         Method::POST,
         "/api/v1/lists",
@@ -139,7 +133,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     );
 
     // Changed: only what is given.
-    let changed = call(
+    let changed = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v1/lists/{friends}"),
@@ -264,7 +258,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     assert_eq!(gone.status, 200, "{}", gone.body);
     assert_eq!(api.get(&path).await.body, json!([]));
     add(&api, &work, &[bob_id.as_str()]).await;
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unfollow"),
@@ -278,7 +272,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         json!([]),
         "an unfollowed account leaves the lists"
     );
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/lists/{friends}"),
@@ -355,7 +349,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let to_followed = id(&bob_api.posted(&reply("to carol", &carol_post)).await);
     let to_stranger = id(&bob_api.posted(&reply("to erin", &erin_post)).await);
     let dave_post = id(&dave_api.posted(&json!({ "status": "dave's" })).await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &bob_api,
         Method::POST,
         &format!("/api/v1/statuses/{carol_post}/reblog"),
@@ -430,7 +424,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     assert_eq!(ids(&api, &timeline(&members)).await, [carol_post.as_str()]);
 
     // A deleted post leaves the list timelines too.
-    call(
+    call_ok(
         &dave_api,
         Method::DELETE,
         &format!("/api/v1/statuses/{dave_post}"),
@@ -446,7 +440,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
             .await
             .contains(&carol_post)
     );
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{carol_id}/unfollow"),
@@ -460,7 +454,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
 }
 
 async fn mute(api: &Client, whom: &str, body: Value) -> Value {
-    call(
+    call_ok(
         api,
         Method::POST,
         &format!("/api/v1/accounts/{whom}/mute"),
@@ -512,7 +506,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
         .posted(&json!({ "status": "bob says #mutetag" }))
         .await);
     let mention = id(&bob_api.posted(&json!({ "status": "@alice hi" })).await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{bobs}/reblog"),
@@ -600,7 +594,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert!(!ids(&api, "/api/v1/timelines/home").await.contains(&bobs));
 
     // Unmuted: everything is back.
-    let rel = call(
+    let rel = call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unmute"),
@@ -614,7 +608,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert_eq!(api.get("/api/v1/mutes").await.body, json!([]));
 
     // A block hides the same (and unfollows, so bob leaves the list too).
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/block"),
@@ -982,7 +976,7 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
     assert!(before.is_empty(), "{before:?}");
     mute(&api, &bob_id, json!({})).await;
     let bobs = id(&bob_api.posted(&json!({ "status": "while muted" })).await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{bobs}/reblog"),
@@ -998,7 +992,7 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
         );
     }
     // The list stream names the list, as Mastodon's.
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unmute"),

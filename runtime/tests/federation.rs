@@ -954,18 +954,16 @@ async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
 async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
     let inst = instance(false, true).await;
     let peer = Peer::start().await;
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("ALLOW_PRIVATE_ADDRESS", "true"),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_LEASE_SECONDS", "3"),
-        ("QUEUE_POLL_MS", "200"),
-        ("HEALTH_PORT", "0"),
-        ("WORKER_POOL_MAX", "4"),
-        ("ITEM_LOCK_POOL_SIZE", "1"),
-    ];
+    let env = inst.process_env(
+        "worker",
+        &[
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+            ("QUEUE_LEASE_SECONDS", "3"),
+            ("QUEUE_POLL_MS", "200"),
+            ("WORKER_POOL_MAX", "4"),
+            ("ITEM_LOCK_POOL_SIZE", "1"),
+        ],
+    );
     // The account comes from the CLI, as an operator would make it.
     let out = process::run(&["account", "create", "gina"], &env);
     assert!(out.status.success());

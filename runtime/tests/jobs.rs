@@ -1211,17 +1211,15 @@ async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per
     let inst = instance("production", None).await;
     let peer = Peer::start().await;
     let (ivan, token) = inst.account("ivan").await;
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("ALLOW_PRIVATE_ADDRESS", "true"),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_LEASE_SECONDS", "3"),
-        ("QUEUE_POLL_MS", "200"),
-        ("HEALTH_PORT", "0"),
-        ("WORKER_POOL_MAX", "8"),
-    ];
+    let env = inst.process_env(
+        "worker",
+        &[
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+            ("QUEUE_LEASE_SECONDS", "3"),
+            ("QUEUE_POLL_MS", "200"),
+            ("WORKER_POOL_MAX", "8"),
+        ],
+    );
     let body = follows_csv(&peer, (0..1000).map(|i| format!("f{i}")));
     let (s, job) = inst.import(&token, "type=following", body).await;
     assert_eq!(s, 202, "{job}");
@@ -1313,14 +1311,7 @@ async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
         .execute(&inst.pool)
         .await
         .expect("due");
-    let _w = Hollo::serve(&[
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_POLL_MS", "200"),
-        ("HEALTH_PORT", "0"),
-    ]);
+    let _w = Hollo::serve(&inst.process_env("worker", &[("QUEUE_POLL_MS", "200")]));
     // The scan at start re-enqueues the dispatch; the worker then runs the items.
     let path = format!("/api/v1/imports/{job}");
     let v = inst.until_final(&path, &token).await;

@@ -24,6 +24,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
+use support::api::Client;
 use support::process::Hollo;
 use support::{eventually, fresh_db};
 use tokio::sync::Notify;
@@ -720,7 +721,6 @@ struct Http {
     base: String,
     /// The health router (`/metrics`) of the same state.
     health: String,
-    client: reqwest::Client,
 }
 
 impl Http {
@@ -737,11 +737,7 @@ impl Http {
         tokio::spawn(async move {
             let _ = axum::serve(health_listener, health_app).await;
         });
-        Http {
-            base,
-            health,
-            client: reqwest::Client::new(),
-        }
+        Http { base, health }
     }
 
     async fn call(
@@ -751,22 +747,12 @@ impl Http {
         token: Option<&str>,
         body: Option<&str>,
     ) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
+        let api = Client::at(&self.base, token);
+        match body {
+            Some(b) => api.raw(method, path, "application/json", b).await,
+            None => api.bare(method, path).await,
         }
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        .parts()
     }
 }
 

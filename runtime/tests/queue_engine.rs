@@ -12,6 +12,7 @@ use std::time::Duration;
 use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::claim::{self, ClaimBranch};
 use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::queue::message::Claimed;
 use hollo_runtime::queue::stats::queue_stats;
 use hollo_runtime::queue::{
     Enqueued, JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError,
@@ -164,40 +165,58 @@ async fn every_message_is_handled_exactly_once_across_workers() {
     }
 }
 
-#[tokio::test]
-async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt() {
-    let db = fresh_db().await;
-    probe::enqueue(&db.pool, QueueName::Task, "lease", 1, 0, 0, Duration::ZERO)
-        .await
-        .unwrap();
-    // A worker claims it and "dies": it never completes nor renews.
-    let dead = Uuid::new_v4();
-    let all = vec![ClaimBranch {
-        kinds: vec![probe::KIND.into()],
-        limit: 1,
-    }];
-    let got = claim::claim(
+/// `n` probe tasks (`key`), all claimed by a new node for `lease`: the node, the claim
+/// branches (probes only, up to `n`) and what it claimed.
+async fn claimed_probes(
+    db: &support::TestDb,
+    key: &str,
+    n: usize,
+    lease: Duration,
+) -> (Uuid, Vec<ClaimBranch>, Vec<Claimed>) {
+    probe::enqueue(
         &db.pool,
         QueueName::Task,
-        dead,
-        Duration::from_secs(1),
-        1,
-        &all,
+        key,
+        n as u64,
+        0,
+        0,
+        Duration::ZERO,
     )
     .await
     .unwrap();
-    assert_eq!(got.len(), 1);
-    // While leased it is not claimable by anyone else.
-    let other = claim::claim(
+    let node = Uuid::new_v4();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: n,
+    }];
+    let got = claim::claim(&db.pool, QueueName::Task, node, lease, n, &all)
+        .await
+        .unwrap();
+    (node, all, got)
+}
+
+/// Up to `n` messages claimed by another new node, for 30 s.
+async fn claim_elsewhere(db: &support::TestDb, n: usize, all: &[ClaimBranch]) -> Vec<Claimed> {
+    claim::claim(
         &db.pool,
         QueueName::Task,
         Uuid::new_v4(),
         Duration::from_secs(30),
-        1,
-        &all,
+        n,
+        all,
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt() {
+    let db = fresh_db().await;
+    // A worker claims it and "dies": it never completes nor renews.
+    let (_dead, all, got) = claimed_probes(&db, "lease", 1, Duration::from_secs(1)).await;
+    assert_eq!(got.len(), 1);
+    // While leased it is not claimable by anyone else.
+    let other = claim_elsewhere(&db, 1, &all).await;
     assert!(
         other.is_empty(),
         "a leased message must not be claimed twice"
@@ -238,24 +257,7 @@ async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt(
 #[tokio::test]
 async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
     let db = fresh_db().await;
-    probe::enqueue(&db.pool, QueueName::Task, "rel", 3, 0, 0, Duration::ZERO)
-        .await
-        .unwrap();
-    let node = Uuid::new_v4();
-    let all = vec![ClaimBranch {
-        kinds: vec![probe::KIND.into()],
-        limit: 3,
-    }];
-    let got = claim::claim(
-        &db.pool,
-        QueueName::Task,
-        node,
-        Duration::from_secs(600),
-        3,
-        &all,
-    )
-    .await
-    .unwrap();
+    let (node, all, got) = claimed_probes(&db, "rel", 3, Duration::from_secs(600)).await;
     let ids: Vec<Uuid> = got.iter().map(|m| m.id).collect();
     assert_eq!(
         claim::release(&db.pool, QueueName::Task, node, &ids)
@@ -263,16 +265,7 @@ async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
             .unwrap(),
         3
     );
-    let again = claim::claim(
-        &db.pool,
-        QueueName::Task,
-        Uuid::new_v4(),
-        Duration::from_secs(30),
-        3,
-        &all,
-    )
-    .await
-    .unwrap();
+    let again = claim_elsewhere(&db, 3, &all).await;
     assert_eq!(again.len(), 3);
     assert!(again.iter().all(|m| m.attempts == 0 && m.claims == 2));
 }
@@ -280,24 +273,7 @@ async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
 #[tokio::test]
 async fn renewal_extends_every_held_lease_in_one_statement() {
     let db = fresh_db().await;
-    probe::enqueue(&db.pool, QueueName::Task, "renew", 5, 0, 0, Duration::ZERO)
-        .await
-        .unwrap();
-    let node = Uuid::new_v4();
-    let all = vec![ClaimBranch {
-        kinds: vec![probe::KIND.into()],
-        limit: 5,
-    }];
-    let got = claim::claim(
-        &db.pool,
-        QueueName::Task,
-        node,
-        Duration::from_secs(2),
-        5,
-        &all,
-    )
-    .await
-    .unwrap();
+    let (node, _, got) = claimed_probes(&db, "renew", 5, Duration::from_secs(2)).await;
     let ids: Vec<Uuid> = got.iter().map(|m| m.id).collect();
     assert_eq!(
         claim::renew(

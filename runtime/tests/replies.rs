@@ -1106,20 +1106,18 @@ async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease()
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 4);
     remote.script_doc("/n/page1", [Reply::Hang]);
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("ALLOW_PRIVATE_ADDRESS", "true"),
-        ("NODE_TYPE", "worker"),
-        ("HEALTH_PORT", "0"),
-        ("WORKER_POOL_MAX", "4"),
-        ("ITEM_LOCK_POOL_SIZE", "1"),
-        ("QUEUE_POLL_MS", "200"),
-        ("REPLY_LEASE_SECONDS", "3"),
-        ("RECOVERY_INTERVAL_SECONDS", "1"),
-        ("REPLY_HOST_INTERVAL_MS", "100"),
-    ];
+    let env = inst.process_env(
+        "worker",
+        &[
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+            ("WORKER_POOL_MAX", "4"),
+            ("ITEM_LOCK_POOL_SIZE", "1"),
+            ("QUEUE_POLL_MS", "200"),
+            ("REPLY_LEASE_SECONDS", "3"),
+            ("RECOVERY_INTERVAL_SECONDS", "1"),
+            ("REPLY_HOST_INTERVAL_MS", "100"),
+        ],
+    );
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let first = Hollo::serve(&env);
     eventually(WAIT, "the first worker to reach page 1", || async {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hollo_runtime::accounts::hash_token;
 use reqwest::Method;
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -23,12 +24,18 @@ pub struct Client {
 pub struct Answer {
     pub status: u16,
     pub body: Value,
+    pub headers: HeaderMap,
 }
 
 impl Client {
     pub fn new(inst: &Instance, token: Option<&str>) -> Client {
+        Client::at(&inst.base, token)
+    }
+
+    /// A client of the node at `base` (one not started as an `Instance`).
+    pub fn at(base: &str, token: Option<&str>) -> Client {
         Client {
-            base: inst.base.clone(),
+            base: base.to_string(),
             token: token.map(str::to_owned),
             http: reqwest::Client::new(),
         }
@@ -41,22 +48,64 @@ impl Client {
         };
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
         let body = resp.json().await.unwrap_or(Value::Null);
-        Answer { status, body }
+        Answer {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    /// A client holding `token`.
+    pub fn bearer(inst: &Instance, token: &str) -> Client {
+        Client::new(inst, Some(token))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// `method` on `path` with no body.
+    pub async fn bare(&self, method: Method, path: &str) -> Answer {
+        self.send(self.http.request(method, self.url(path))).await
+    }
+
+    /// `method` on `path` with `body` sent as `content_type`.
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: impl Into<Vec<u8>>,
+    ) -> Answer {
+        self.send(
+            self.http
+                .request(method, self.url(path))
+                .header("content-type", content_type)
+                .body(body.into()),
+        )
+        .await
+    }
+
+    /// `method` on `path` with a multipart body made by `multipart::form`.
+    pub async fn multipart(
+        &self,
+        method: Method,
+        path: &str,
+        parts: &[super::multipart::Part<'_>],
+    ) -> Answer {
+        let (ct, body) = super::multipart::form(parts);
+        self.raw(method, path, &ct, body).await
     }
 
     pub async fn get(&self, path: &str) -> Answer {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-            .await
+        self.send(self.http.get(self.url(path))).await
     }
 
     pub async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
-        self.send(
-            self.http
-                .request(method, format!("{}{path}", self.base))
-                .json(json),
-        )
-        .await
+        self.send(self.http.request(method, self.url(path)).json(json))
+            .await
     }
 
     pub async fn post(&self, json: &Value) -> Answer {
@@ -78,6 +127,53 @@ impl Client {
                 .body(body.to_string()),
         )
         .await
+    }
+}
+
+/// The body of a JSON call, asserting a 200.
+pub async fn call_ok(api: &Client, method: Method, path: &str, body: Value) -> Value {
+    let a = api.call(method, path, &body).await;
+    assert_eq!(a.status, 200, "{path} {body}: {}", a.body);
+    a.body
+}
+
+/// The body of a JSON call, asserting a 2xx.
+pub async fn call_2xx(api: &Client, method: Method, path: &str, body: Value) -> Value {
+    let a = api.call(method, path, &body).await;
+    assert!(
+        (200..300).contains(&a.status),
+        "{path}: {} {}",
+        a.status,
+        a.body
+    );
+    a.body
+}
+
+/// An ActivityPub document at `url` as a peer fetches it, asserting a 200.
+pub async fn ap_doc(url: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .get(url)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .expect("get");
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, 200, "GET {url}: {v}");
+    v
+}
+
+/// The body of a GET, asserting a 200.
+pub async fn get_ok(api: &Client, path: &str) -> Value {
+    let a = api.get(path).await;
+    assert_eq!(a.status, 200, "{path}: {}", a.body);
+    a.body
+}
+
+impl Answer {
+    /// The status and the body, for a test that names them apart.
+    pub fn parts(self) -> (u16, Value) {
+        (self.status, self.body)
     }
 }
 

@@ -91,6 +91,35 @@ impl Instance {
         config_of(&self.env, node_type, extra)
     }
 
+    /// The settings of a `hollo` process of this instance (`Hollo::serve`, `process::run`):
+    /// its database, secret key and public URL, `NODE_TYPE=node_type` and a free health port;
+    /// `extra` adds or overrides.
+    pub fn process_env<'a>(
+        &'a self,
+        node_type: &'a str,
+        extra: &[(&'a str, &'a str)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let shared = |key: &str| {
+            self.env
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+                .expect("an instance setting")
+        };
+        let mut env = vec![
+            ("DATABASE_URL", self.url.as_str()),
+            ("SECRET_KEY", shared("SECRET_KEY")),
+            ("PUBLIC_URL", self.base.as_str()),
+            ("NODE_TYPE", node_type),
+            ("HEALTH_PORT", "0"),
+        ];
+        for (k, v) in extra {
+            env.retain(|(key, _)| key != k);
+            env.push((k, v));
+        }
+        env
+    }
+
     /// Starts a worker node on the instance's database; `extra` adds or overrides settings.
     pub async fn worker(&mut self, extra: &[(&str, &str)]) -> &NodeHandle {
         let node = Node::builder(self.config("worker", extra))
