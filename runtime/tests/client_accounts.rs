@@ -256,15 +256,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
     assert_eq!(form.body["fields"].as_array().map(Vec::len), Some(2));
 
     // The actor document reflects it; followers get an Update of the actor.
-    let actor: Value = reqwest::Client::new()
-        .get(inst.fed.actor_iri("alice"))
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let actor = support::api::ap_doc(&inst.fed.actor_iri("alice")).await;
     assert_eq!(actor["name"], "Alice <A>");
     assert_eq!(
         actor["summary"],

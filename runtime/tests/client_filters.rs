@@ -15,18 +15,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, assert_error, call_ok, get_ok, id};
 use support::eventually;
 use support::node::Instance;
-use tokio::net::TcpStream;
+use support::stream::{Socket, listening};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The statuses of a page by id, each with the titles of the filters in its `filtered`.
 async fn page(api: &Client, path: &str) -> Vec<(String, Vec<String>)> {
@@ -704,7 +700,7 @@ async fn a_filter_ends_at_its_expiry_and_the_streams_are_told_once() {
     let hit = id(&bob_api
         .posted(&json!({ "status": "a quick spoiler" }))
         .await);
-    let mut ws = stream(&inst, "stream=user", &alice_token).await;
+    let mut ws = listening(&inst.base, "stream=user", &alice_token, WAIT).await;
 
     let started = Instant::now();
     let f = filter(
@@ -790,37 +786,6 @@ async fn a_filter_expiry_survives_a_worker_killed_mid_task() {
     inst.shutdown().await;
 }
 
-/// Opens `/api/v1/streaming?<query>` with the token in the header.
-async fn stream(inst: &Instance, query: &str, token: &str) -> Socket {
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let mut ws = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("WebSocket handshake")
-        .0;
-    // The stream subscribes to events once upgraded, after the handshake answered: a command
-    // answered (an unknown stream's error) shows it is listening before the test acts.
-    ws.send(Message::Text(
-        json!({ "type": "subscribe", "stream": "nonsense" })
-            .to_string()
-            .into(),
-    ))
-    .await
-    .unwrap();
-    let m = tokio::time::timeout(WAIT, ws.next())
-        .await
-        .expect("an answer in time");
-    let Some(Ok(Message::Text(text))) = m else {
-        panic!("stream ended: {m:?}")
-    };
-    assert!(text.as_str().contains("error"), "{text}");
-    ws
-}
-
 /// The next message's event and payload (parsed; `Null` when it has none).
 async fn next_event(ws: &mut Socket) -> (String, Value) {
     let m = tokio::time::timeout(WAIT, ws.next())
@@ -892,11 +857,17 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
         json!({ "account_ids": [bob.id.to_string()] }),
     )
     .await;
-    let mut user = stream(&inst, "stream=user", &alice_token).await;
-    let mut listed = stream(&inst, &format!("stream=list&list={list}"), &alice_token).await;
-    let mut public = stream(&inst, "stream=public", &alice_token).await;
+    let mut user = listening(&inst.base, "stream=user", &alice_token, WAIT).await;
+    let mut listed = listening(
+        &inst.base,
+        &format!("stream=list&list={list}"),
+        &alice_token,
+        WAIT,
+    )
+    .await;
+    let mut public = listening(&inst.base, "stream=public", &alice_token, WAIT).await;
     let (_, eve_token) = inst.account("eve").await;
-    let mut eve_public = stream(&inst, "stream=public", &eve_token).await;
+    let mut eve_public = listening(&inst.base, "stream=public", &eve_token, WAIT).await;
 
     let dogs = id(&bob_api
         .posted(&json!({ "status": "dogs everywhere" }))

@@ -24,12 +24,8 @@ use support::api::{
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
-use tokio::net::TcpStream;
+use support::stream::{Socket, Token, connect, open};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The ids of a timeline page (asserting a 200).
 async fn ids(api: &Client, path: &str) -> Vec<String> {
@@ -825,7 +821,7 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
 
     // Nor does the server's next public note reach alice's public stream, while carol's
     // (posted after it) does.
-    let mut public = stream(&inst, "stream=public", &alice_token).await;
+    let mut public = connect(&inst.base, "stream=public", &alice_token).await;
     let later = peer.new_id("notes");
     let create = json!({
         "id": format!("{later}/activity"), "type": "Create", "actor": peer.actor(),
@@ -872,20 +868,6 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     assert_eq!(api.get("/api/v1/domain_blocks").await.body, json!([]));
     assert!(ids(&api, paths[1]).await.contains(&post_id));
     inst.shutdown().await;
-}
-
-/// Opens `/api/v1/streaming?<query>` with the token in the header.
-async fn stream(inst: &Instance, query: &str, token: &str) -> Socket {
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    tokio_tungstenite::connect_async(req)
-        .await
-        .expect("WebSocket handshake")
-        .0
 }
 
 /// Reads `(stream, event, status id)` messages until one has the id `want`, returning those
@@ -937,21 +919,19 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
 
     // Another account's list cannot be streamed (404 at the handshake, an error when
     // subscribed), nor can a malformed one.
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?stream=list&list={list}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert(
-        "authorization",
-        format!("Bearer {eve_token}").parse().unwrap(),
-    );
-    match tokio_tungstenite::connect_async(req).await {
+    match open(
+        &inst.base,
+        &format!("stream=list&list={list}"),
+        Token::Header(&eve_token),
+    )
+    .await
+    {
         Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
             assert_eq!(resp.status().as_u16(), 404)
         }
         other => panic!("eve streamed alice's list: {:?}", other.map(|_| ())),
     }
-    let mut eve = stream(&inst, "stream=public:local", &eve_token).await;
+    let mut eve = connect(&inst.base, "stream=public:local", &eve_token).await;
     eve.send(Message::Text(
         json!({ "type": "subscribe", "stream": "list", "list": list })
             .to_string()
@@ -967,8 +947,13 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
 
     // alice's list stream and user stream, with bob muted: bob's post and carol's boost of it
     // never arrive, carol's post (sent after them) does, on both.
-    let mut listed = stream(&inst, &format!("stream=list&list={list}"), &alice_token).await;
-    let mut user = stream(&inst, "stream=user", &alice_token).await;
+    let mut listed = connect(
+        &inst.base,
+        &format!("stream=list&list={list}"),
+        &alice_token,
+    )
+    .await;
+    let mut user = connect(&inst.base, "stream=user", &alice_token).await;
     let first = id(&bob_api
         .posted(&json!({ "status": "before the mute" }))
         .await);

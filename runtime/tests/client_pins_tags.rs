@@ -12,7 +12,8 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, call_ok, follow_each_other, get_ok, id, received, token_with_scopes,
+    Client, WAIT, ap_doc, assert_error, call_ok, follow_each_other, get_ok, id, received,
+    token_with_scopes,
 };
 use support::eventually;
 use support::node::Instance;
@@ -22,19 +23,6 @@ const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
 fn ids(v: &Value) -> Vec<String> {
     v.as_array().expect("a list").iter().map(id).collect()
-}
-
-/// An ActivityPub document of ours, as a peer fetches it.
-async fn ap(url: &str) -> Value {
-    reqwest::Client::new()
-        .get(url)
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
@@ -127,7 +115,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
         (Some(me.as_str()), Some(featured.as_str()))
     );
     // The actor names the collection; the collection embeds the public pins (not the private).
-    let actor = ap(&me).await;
+    let actor = ap_doc(&me).await;
     assert_eq!(actor["featured"], featured.as_str());
     assert_eq!(
         actor["featuredTags"],
@@ -141,7 +129,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     )
     .await;
     assert_eq!(pin(&api, &private).await.status, 200);
-    let coll = ap(&featured).await;
+    let coll = ap_doc(&featured).await;
     assert_eq!(coll["type"], "OrderedCollection");
     let items: Vec<&str> = coll["orderedItems"]
         .as_array()
@@ -459,7 +447,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     assert_eq!(shown.as_array().unwrap().len(), 10);
     assert_eq!(shown[0]["name"], "rust");
     // The actor's featuredTags collection, as peers read it.
-    let coll = ap(&format!("{}/collections/tags", inst.fed.actor_iri("alice"))).await;
+    let coll = ap_doc(&format!("{}/collections/tags", inst.fed.actor_iri("alice"))).await;
     assert_eq!(coll["totalItems"], 10);
     assert_eq!(coll["items"][0]["type"], "Hashtag");
     assert_eq!(coll["items"][0]["name"], "#rust");

@@ -683,14 +683,8 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
         )
         .await;
     let note_iri = note["id"].as_str().expect("id").to_string();
-    let theirs: uuid::Uuid = eventually(WAIT, "Fedify's note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&note_iri)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let theirs: uuid::Uuid =
+        support::api::remote_post_id(&inst, &note_iri, "Fedify's note stored").await;
     inst.custom_emoji("hollo", "http://img.example/hollo.png")
         .await;
     for emoji in ["%F0%9F%8E%89", "hollo"] {
@@ -763,14 +757,8 @@ async fn quotes_cross_both_ways_with_fedify() {
         )
         .await;
     let note_iri = note["id"].as_str().expect("id").to_string();
-    let theirs: uuid::Uuid = eventually(WAIT, "Fedify's quoting note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&note_iri)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let theirs: uuid::Uuid =
+        support::api::remote_post_id(&inst, &note_iri, "Fedify's quoting note stored").await;
     let shown = api.get(&format!("/api/v1/statuses/{theirs}")).await.body;
     assert_eq!(shown["quote"]["state"], "accepted", "{shown}");
     assert_eq!(shown["quote"]["quoted_status"]["id"], post["id"], "{shown}");

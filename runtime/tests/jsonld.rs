@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, ap_doc, call_2xx};
+use support::api::{Client, ap_doc, call_2xx, import_csv, remote_post_id};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -152,21 +152,7 @@ fn the_checker_reports_dropped_and_undefined_terms() {
 
 async fn import_blocks(api: &Client, mode: &str, handles: &[String]) {
     let body: String = handles.iter().map(|h| format!("{h}\n")).collect();
-    let job = api
-        .raw(
-            Method::POST,
-            &format!("/api/v1/imports?type=blocks&mode={mode}"),
-            "text/csv",
-            body,
-        )
-        .await;
-    assert_eq!(job.status, 202);
-    let path = format!("/api/v1/imports/{}", job.body["id"].as_str().expect("id"));
-    eventually(WAIT, "the import completed", || async {
-        let v = api.get(&path).await.body;
-        (v["status"] == "completed").then_some(())
-    })
-    .await;
+    import_csv(api, &format!("type=blocks&mode={mode}"), &body).await;
 }
 
 /// The kind of a document: its type, and the type of the object an activity carries.
@@ -296,14 +282,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
                     "to": ["https://www.w3.org/ns/activitystreams#Public"], "content": "<p>hi</p>" },
     });
     assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
-    let theirs_id: uuid::Uuid = eventually(WAIT, "the peer's note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&theirs)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let theirs_id: uuid::Uuid = remote_post_id(&inst, &theirs, "the peer's note stored").await;
     inst.custom_emoji("tea", "http://img.example/tea.png").await;
     for action in ["react", "unreact"] {
         call_2xx(
@@ -330,14 +309,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         "to": ["https://www.w3.org/ns/activitystreams#Public"], "object": guarded_note,
     });
     assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
-    let guarded_id: uuid::Uuid = eventually(WAIT, "the guarded note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&guarded)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let guarded_id: uuid::Uuid = remote_post_id(&inst, &guarded, "the guarded note stored").await;
     call_2xx(
         &api,
         Method::POST,

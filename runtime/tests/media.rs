@@ -15,7 +15,7 @@ use hollo_runtime::media::{self, AttachError, Drive};
 use image::{DynamicImage, ImageFormat};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, token_with_scopes};
+use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes};
 use support::eventually;
 use support::moto::Moto;
 use support::multipart::Part;
@@ -710,37 +710,6 @@ async fn age_uploads(inst: &Instance, dir: Option<&Path>) {
     }
 }
 
-async fn run_media_cleanup(inst: &Instance) -> Value {
-    let http = reqwest::Client::new();
-    let resp = http
-        .post(format!("{}/api/v1/admin/cleanups", inst.base))
-        .bearer_auth(ADMIN)
-        .json(&json!({"kind": "media"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 202);
-    let job: Value = resp.json().await.unwrap();
-    let path = format!(
-        "{}/api/v1/admin/cleanups/{}",
-        inst.base,
-        job["id"].as_str().unwrap()
-    );
-    eventually(WAIT, "the cleanup finishes", || async {
-        let v: Value = http
-            .get(&path)
-            .bearer_auth(ADMIN)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        matches!(v["status"].as_str()?, "completed" | "failed" | "cancelled").then_some(v)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
     let dir = storage_dir();
@@ -790,7 +759,7 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
         .await
         .unwrap();
 
-    let job = run_media_cleanup(&inst).await;
+    let job = run_media_cleanup(&inst, ADMIN).await;
     assert_eq!(job["status"], "completed", "{job}");
     let left = files_under(&dir);
     assert_eq!(left.len(), 4, "{left:?}");
@@ -885,7 +854,7 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
 
     // Abandoned uploads leave the bucket with the cleanup.
     age_uploads(&inst, None).await;
-    let job = run_media_cleanup(&inst).await;
+    let job = run_media_cleanup(&inst, ADMIN).await;
     assert_eq!(job["status"], "completed", "{job}");
     for u in [url.to_string(), v["url"].as_str().unwrap().to_string()] {
         let r = reqwest::get(&u).await.unwrap();

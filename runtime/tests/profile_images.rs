@@ -17,8 +17,7 @@ use std::time::Duration;
 use image::{DynamicImage, ImageFormat};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, received, token_with_scopes};
-use support::eventually;
+use support::api::{Answer, Client, assert_error, received, run_media_cleanup, token_with_scopes};
 use support::moto::Moto;
 use support::multipart::{Part, form};
 use support::node::Instance;
@@ -110,15 +109,7 @@ fn assert_placeholders(inst: &Instance, account: &Value) {
 }
 
 async fn actor(inst: &Instance, name: &str) -> Value {
-    reqwest::Client::new()
-        .get(inst.fed.actor_iri(name))
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    support::api::ap_doc(&inst.fed.actor_iri(name)).await
 }
 
 /// Fetches a served image: its content type and decoded dimensions.
@@ -367,38 +358,6 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Runs a media cleanup through the admin API and waits for its end.
-async fn run_media_cleanup(inst: &Instance) -> Value {
-    let http = reqwest::Client::new();
-    let resp = http
-        .post(format!("{}/api/v1/admin/cleanups", inst.base))
-        .bearer_auth(ADMIN)
-        .json(&json!({"kind": "media"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 202);
-    let job: Value = resp.json().await.unwrap();
-    let path = format!(
-        "{}/api/v1/admin/cleanups/{}",
-        inst.base,
-        job["id"].as_str().unwrap()
-    );
-    eventually(Duration::from_secs(60), "the cleanup finishes", || async {
-        let v: Value = http
-            .get(&path)
-            .bearer_auth(ADMIN)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        matches!(v["status"].as_str()?, "completed" | "failed" | "cancelled").then_some(v)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed() {
     let dir = storage_dir();
@@ -436,7 +395,7 @@ async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed(
             .and_then(|f| f.set_modified(old))
             .expect("age");
     }
-    let job = run_media_cleanup(&inst).await;
+    let job = run_media_cleanup(&inst, ADMIN).await;
     assert_eq!(job["status"], "completed", "{job}");
     let left = files_under(&dir);
     assert_eq!(left.len(), 2, "{left:?}");

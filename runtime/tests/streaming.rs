@@ -20,56 +20,13 @@ use support::api::{Client, call_2xx};
 use support::eventually;
 use support::node::{Instance, SECRET};
 use support::process::{Hollo, run};
+use support::stream::{Socket, Token, connect, open};
 use tokio::net::TcpStream;
+use tokio_tungstenite::MaybeTlsStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// How a test client hands over its token.
-enum Token<'a> {
-    None,
-    Header(&'a str),
-    Query(&'a str),
-    Protocol(&'a str),
-}
-
-/// Opens `/api/v1/streaming?<query>` on `base` (`http://host:port`); the handshake's answer
-/// or its refusal.
-async fn open(
-    base: &str,
-    query: &str,
-    token: Token<'_>,
-) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
-    let ws = base.replacen("http://", "ws://", 1);
-    let mut url = format!("{ws}/api/v1/streaming?{query}");
-    if let Token::Query(t) = token {
-        url.push_str(&format!("&access_token={t}"));
-    }
-    let mut req = url.into_client_request()?;
-    match token {
-        Token::Header(t) => {
-            req.headers_mut()
-                .insert("authorization", format!("Bearer {t}").parse().unwrap());
-        }
-        Token::Protocol(t) => {
-            req.headers_mut()
-                .insert("sec-websocket-protocol", t.parse().unwrap());
-        }
-        Token::None | Token::Query(_) => {}
-    }
-    tokio_tungstenite::connect_async(req).await
-}
-
-async fn connect(base: &str, query: &str, token: &str) -> Socket {
-    open(base, query, Token::Header(token))
-        .await
-        .expect("WebSocket handshake")
-        .0
-}
 
 /// The HTTP status a refused handshake got.
 async fn refused(base: &str, query: &str, token: Token<'_>) -> u16 {

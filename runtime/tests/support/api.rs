@@ -177,6 +177,78 @@ impl Answer {
     }
 }
 
+/// How long a test waits for a background job (an import, a cleanup) to end.
+pub const JOB_WAIT: Duration = Duration::from_secs(60);
+
+/// Polls `GET path` until its body satisfies `done` (within `JOB_WAIT`); returns that body.
+pub async fn until_get(
+    api: &Client,
+    path: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(JOB_WAIT, what, || async {
+        let v = api.get(path).await.body;
+        done(&v).then_some(v)
+    })
+    .await
+}
+
+/// `POST /api/v1/imports?<query>` of `csv` (asserting a 202), then waits until the job is
+/// completed; returns the job.
+pub async fn import_csv(api: &Client, query: &str, csv: &str) -> Value {
+    let job = api
+        .raw(
+            Method::POST,
+            &format!("/api/v1/imports?{query}"),
+            "text/csv",
+            csv,
+        )
+        .await;
+    assert_eq!(job.status, 202, "{query}: {}", job.body);
+    let path = format!("/api/v1/imports/{}", job.body["id"].as_str().expect("id"));
+    until_get(api, &path, &format!("the {query} import"), |v| {
+        v["status"] == "completed"
+    })
+    .await
+}
+
+/// Runs a media cleanup through the admin API (as `admin`) and waits for its end.
+pub async fn run_media_cleanup(inst: &Instance, admin: &str) -> Value {
+    let api = Client::bearer(inst, admin);
+    let job = api
+        .call(
+            Method::POST,
+            "/api/v1/admin/cleanups",
+            &serde_json::json!({"kind": "media"}),
+        )
+        .await;
+    assert_eq!(job.status, 202);
+    let path = format!(
+        "/api/v1/admin/cleanups/{}",
+        job.body["id"].as_str().unwrap()
+    );
+    until_get(&api, &path, "the cleanup finishes", |v| {
+        matches!(
+            v["status"].as_str(),
+            Some("completed" | "failed" | "cancelled")
+        )
+    })
+    .await
+}
+
+/// Waits until the remote post `iri` is stored; returns its id.
+pub async fn remote_post_id(inst: &Instance, iri: &str, what: &str) -> Uuid {
+    eventually(WAIT, what, || async {
+        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+            .bind(iri)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("query")
+    })
+    .await
+}
+
 pub fn id(v: &Value) -> String {
     v["id"].as_str().expect("an id").to_string()
 }

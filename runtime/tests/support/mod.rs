@@ -11,6 +11,7 @@ pub mod multipart;
 pub mod node;
 pub mod peer;
 pub mod process;
+pub mod stream;
 
 use std::time::{Duration, Instant};
 
