@@ -12,8 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::metrics::Metrics;
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::{QueueName, enqueue_many};
 use hollo_runtime::tasks::jobs::{self, JobsConfig, NewJob};
 use hollo_runtime::tasks::{cleanups, imports};
@@ -23,8 +21,6 @@ use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
 use support::process::Hollo;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 const SECRET: &str = "jobs-test-secret-0123456789abcdef0123";
@@ -154,6 +150,29 @@ fn follows_csv(peer: &Peer, names: impl IntoIterator<Item = String>) -> Vec<u8> 
 
 // ---------------------------------------------------------------------------------------------
 // Bad input: 4xx with a clear message, nothing stored.
+
+/// `jobs::recover` of imports in `environment`.
+async fn recover(inst: &Instance, environment: &str) -> Option<usize> {
+    jobs::recover(&inst.pool, imports::FAMILY, environment)
+        .await
+        .expect("recover")
+}
+
+/// Every task message is lost (as after a restore of an older backup).
+async fn lose_task_messages(inst: &Instance) {
+    sqlx::query("DELETE FROM hollo_task_message_v1")
+        .execute(&inst.pool)
+        .await
+        .expect("lose");
+}
+
+/// Every import's next dispatch is overdue.
+async fn make_dispatches_due(inst: &Instance) {
+    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
+        .execute(&inst.pool)
+        .await
+        .expect("due");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_inputs_are_rejected_and_leave_no_rows() {
@@ -753,25 +772,14 @@ async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure(
     let jobs::Created::New(id) = created else {
         panic!("new job expected")
     };
-    let stop = CancellationToken::new();
-    let consumer = Consumer {
-        queue: QueueName::Task,
-        slot_pool: None,
-        limit: 4,
-        registry: reg,
-        pool: inst.pool.clone(),
-        item_locks: None,
-        node: Uuid::new_v4(),
-        lease: Duration::from_secs(30),
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let task = tokio::spawn(consumer.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        stop.clone(),
-        InFlight::default(),
-    ));
+    let consumer = support::consumer::start_consumer(
+        &inst.pool,
+        QueueName::Task,
+        None,
+        4,
+        reg,
+        Duration::from_secs(30),
+    );
     let v = eventually(WAIT, "the slow job completes", || async {
         let v = jobs::show(&inst.pool, fam, id).await.ok()??;
         (v.status == "completed").then_some(v)
@@ -786,8 +794,7 @@ async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure(
             .expect("attempts");
     assert_eq!(attempts, 1, "the aborted run is one recorded failure");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    stop.cancel();
-    let _ = task.await;
+    consumer.shutdown().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -844,21 +851,10 @@ async fn recovery_in_staging_never_touches_production_jobs() {
         .await
         .expect("null env");
     // Lost messages, and dispatches overdue.
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("lose");
-    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
-        .execute(&inst.pool)
-        .await
-        .expect("due");
+    lose_task_messages(&inst).await;
+    make_dispatches_due(&inst).await;
 
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "staging")
-            .await
-            .expect("recover"),
-        Some(1)
-    );
+    assert_eq!(recover(&inst, "staging").await, Some(1));
     assert_eq!(
         dispatches(&inst.pool).await,
         BTreeSet::from([staging.to_string()])
@@ -915,12 +911,7 @@ async fn recovery_in_staging_never_touches_production_jobs() {
         0
     );
 
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        Some(2)
-    );
+    assert_eq!(recover(&inst, "production").await, Some(2));
     assert!(
         dispatches(&inst.pool)
             .await
@@ -934,10 +925,7 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
     let inst = instance("production", None).await;
     let (acct, _) = inst.account("pat").await;
     let running = register_job(&inst.pool, acct.id, "production", 2).await;
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("lose");
+    lose_task_messages(&inst).await;
     // Another worker is running it: its heartbeat pushed the next dispatch out.
     sqlx::query(
         "UPDATE import_jobs SET status = 'processing', dispatched = true, updated_at = now(),
@@ -947,12 +935,7 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
     .execute(&inst.pool)
     .await
     .expect("running");
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        Some(0)
-    );
+    assert_eq!(recover(&inst, "production").await, Some(0));
     let status: String = sqlx::query_scalar("SELECT status FROM import_jobs WHERE id = $1")
         .bind(running)
         .fetch_one(&inst.pool)
@@ -980,22 +963,9 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
     enqueue_many(&inst.pool, QueueName::Task, &probes)
         .await
         .expect("probes");
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        None
-    );
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("drain");
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        Some(1)
-    );
+    assert_eq!(recover(&inst, "production").await, None);
+    lose_task_messages(&inst).await;
+    assert_eq!(recover(&inst, "production").await, Some(1));
     assert_eq!(
         dispatches(&inst.pool).await,
         BTreeSet::from([running.to_string()])
@@ -1303,14 +1273,8 @@ async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
     let job = register_job(&inst.pool, acct.id, "production", 3).await;
     let staging = register_job(&inst.pool, acct.id, "staging", 3).await;
     // The messages are lost (e.g. a restore of an older backup) and the jobs are overdue.
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("lose");
-    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
-        .execute(&inst.pool)
-        .await
-        .expect("due");
+    lose_task_messages(&inst).await;
+    make_dispatches_due(&inst).await;
     let _w = Hollo::serve(&inst.process_env("worker", &[("QUEUE_POLL_MS", "200")]));
     // The scan at start re-enqueues the dispatch; the worker then runs the items.
     let path = format!("/api/v1/imports/{job}");

@@ -11,10 +11,8 @@ use std::time::Duration;
 
 use hollo_runtime::federation::inbound::incoming::{Incoming, Verified};
 use hollo_runtime::federation::inbound::{Activity, Outcome};
-use hollo_runtime::metrics::Metrics;
 use hollo_runtime::polls::admission::{self, Admission, STORED_CAP};
 use hollo_runtime::polls::{self, KIND, NewPoll, StatusEdit, recovery};
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::stats::queue_stats;
 use hollo_runtime::queue::{NewMessage, QueueName, Registry, enqueue};
 use hollo_runtime::tasks::poll_notification;
@@ -25,9 +23,9 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use support::api::Client;
+use support::consumer::{Running, start_consumer};
 use support::process::Hollo;
 use support::{eventually, fresh_db};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -88,34 +86,16 @@ struct Worker {
 }
 
 impl Worker {
-    fn start(pool: &PgPool, chunk: Duration, lease: Duration) -> Worker {
-        let c = Consumer {
-            queue: QueueName::Task,
-            slot_pool: None,
-            limit: 4,
-            registry: registry(chunk),
-            pool: pool.clone(),
-            item_locks: None,
-            node: Uuid::new_v4(),
-            lease,
-            poll: Duration::from_millis(100),
-            metrics: Metrics::new(),
-        };
-        let stop = CancellationToken::new();
-        let handle = tokio::spawn(c.run(
-            Arc::new(Notify::new()),
-            stop.clone(),
-            stop.clone(),
-            InFlight::default(),
-        ));
-        Worker { stop, handle }
-    }
-
     /// Stops at once, handing running messages back (what SIGTERM past the drain does).
     async fn kill(self) {
         self.stop.cancel();
         let _ = self.handle.await;
     }
+}
+
+/// A task consumer running the poll notifications in `chunk`s.
+fn start_worker(pool: &PgPool, chunk: Duration, lease: Duration) -> Running {
+    start_consumer(pool, QueueName::Task, None, 4, registry(chunk), lease)
 }
 
 fn start_recovery(pool: &PgPool, chunk: Duration, every: Duration) -> Worker {
@@ -224,12 +204,12 @@ async fn a_wakeup_before_the_expiry_reschedules_and_notifies_only_after_it() {
     admission::schedule(&db.pool, poll, chunk)
         .await
         .expect("schedule");
-    let w = Worker::start(&db.pool, chunk, Duration::from_secs(30));
+    let w = start_worker(&db.pool, chunk, Duration::from_secs(30));
     eventually(WAIT, "the poll's notifications", || async {
         (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 2).then_some(())
     })
     .await;
-    w.kill().await;
+    w.shutdown().await;
     assert_eq!(assert_never_early_never_twice(&db.pool).await, 2);
     assert_eq!(stored_poll_messages(&db.pool).await, 0);
 }
@@ -347,12 +327,12 @@ async fn a_busy_admission_lock_defers_after_one_second_and_recovery_schedules_la
         scalar(&db.pool, "SELECT count(*) FROM notifications").await,
         0
     );
-    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let w = start_worker(&db.pool, WEEK, Duration::from_secs(30));
     eventually(WAIT, "the recovered notification", || async {
         (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
     })
     .await;
-    w.kill().await;
+    w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
 }
 
@@ -424,8 +404,8 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
             polls_.push(p);
         }
         let mut workers = vec![
-            Worker::start(&db.pool, chunk, Duration::from_secs(3)),
-            Worker::start(&db.pool, chunk, Duration::from_secs(3)),
+            start_worker(&db.pool, chunk, Duration::from_secs(3)),
+            start_worker(&db.pool, chunk, Duration::from_secs(3)),
         ];
         let recov = start_recovery(&db.pool, chunk, Duration::from_millis(500));
         for _ in 0..120 {
@@ -481,8 +461,8 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
                 _ => {
                     // A worker restart: stop one at once, start a fresh one.
                     let i = rng.gen_range(0..workers.len());
-                    workers.remove(i).kill().await;
-                    workers.push(Worker::start(&db.pool, chunk, Duration::from_secs(3)));
+                    workers.remove(i).shutdown().await;
+                    workers.push(start_worker(&db.pool, chunk, Duration::from_secs(3)));
                 }
             }
             tokio::time::sleep(Duration::from_millis(rng.gen_range(0..40))).await;
@@ -504,7 +484,7 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
         })
         .await;
         for w in workers {
-            w.kill().await;
+            w.shutdown().await;
         }
         recov.kill().await;
         let n = assert_never_early_never_twice(&db.pool).await;
@@ -553,8 +533,8 @@ async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once
             samples
         })
     };
-    let workers: Vec<Worker> = (0..4)
-        .map(|_| Worker::start(&pool, WEEK, Duration::from_secs(30)))
+    let workers: Vec<Running> = (0..4)
+        .map(|_| start_worker(&pool, WEEK, Duration::from_secs(30)))
         .collect();
     // Web nodes schedule the burst: 8 concurrent schedulers.
     let mut schedulers = Vec::new();
@@ -591,7 +571,7 @@ async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once
     let samples = sampler.await.expect("sampler");
     recov.kill().await;
     for w in workers {
-        w.kill().await;
+        w.shutdown().await;
     }
     let max = max_seen.load(Ordering::SeqCst);
     assert!(
@@ -923,7 +903,7 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
         .call(Method::GET, "/api/v1/notifications", Some(&alice), None)
         .await;
     assert_eq!((code, n), (200, json!([])));
-    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let w = start_worker(&db.pool, WEEK, Duration::from_secs(30));
     for token in [&alice, &bob] {
         let list = eventually(WAIT, "a poll notification", || async {
             let (_, n) = http
@@ -938,7 +918,7 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
         assert_eq!(list[0]["status"]["poll"]["expired"], true);
         assert_eq!(list[0]["account"]["username"], "alice");
     }
-    w.kill().await;
+    w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
     let (code, _) = http
         .call(
@@ -1031,25 +1011,14 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             .expect("store");
     }
     let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
-    let c = Consumer {
-        queue: QueueName::Activity,
-        slot_pool: None,
-        limit: 10,
-        registry: hollo_runtime::tasks::registry(&q, Some(fed.clone())),
-        pool: db.pool.clone(),
-        item_locks: None,
-        node: Uuid::new_v4(),
-        lease: Duration::from_secs(30),
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let stop = CancellationToken::new();
-    let h = tokio::spawn(c.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        stop.clone(),
-        InFlight::default(),
-    ));
+    let consumer = start_consumer(
+        &db.pool,
+        QueueName::Activity,
+        None,
+        10,
+        hollo_runtime::tasks::registry(&q, Some(fed.clone())),
+        Duration::from_secs(30),
+    );
     eventually(WAIT, "the three votes processed", || async {
         (scalar(
             &db.pool,
@@ -1060,8 +1029,7 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             .then_some(())
     })
     .await;
-    stop.cancel();
-    let _ = h.await;
+    consumer.shutdown().await;
     // The two votes for "right" race (the consumer runs them concurrently): one of them wins.
     let outcomes: Vec<String> =
         sqlx::query_scalar("SELECT outcome FROM inbox_activities ORDER BY outcome DESC")
@@ -1157,7 +1125,7 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
         .execute(&db.pool)
         .await
         .unwrap();
-    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let w = start_worker(&db.pool, WEEK, Duration::from_secs(30));
     let attempts: i32 = eventually(WAIT, "the message to fail for good", || async {
         sqlx::query_scalar("SELECT attempts FROM hollo_failed_message WHERE kind = $1")
             .bind(KIND)
@@ -1178,6 +1146,6 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
     })
     .await;
     recov.kill().await;
-    w.kill().await;
+    w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
 }

@@ -9,9 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::claim::{self, ClaimBranch};
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::message::Claimed;
 use hollo_runtime::queue::stats::queue_stats;
 use hollo_runtime::queue::{
@@ -21,25 +19,9 @@ use hollo_runtime::queue::{
 use hollo_runtime::tasks::probe;
 use serde::Deserialize;
 use sqlx::PgPool;
+use support::consumer::{Running, start_consumer};
 use support::{eventually, fresh_db};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
-
-struct Running {
-    stop: CancellationToken,
-    abort: CancellationToken,
-    handle: tokio::task::JoinHandle<()>,
-    node: Uuid,
-}
-
-impl Running {
-    async fn shutdown(self) {
-        self.stop.cancel();
-        self.abort.cancel();
-        let _ = self.handle.await;
-    }
-}
 
 fn start(
     pool: &PgPool,
@@ -48,44 +30,7 @@ fn start(
     registry: Registry,
     lease: Duration,
 ) -> Running {
-    start_in(pool, queue, None, limit, registry, lease)
-}
-
-/// A consumer of `slot_pool`'s kinds (`None`: the queue's own slots).
-fn start_in(
-    pool: &PgPool,
-    queue: QueueName,
-    slot_pool: Option<&'static str>,
-    limit: usize,
-    registry: Registry,
-    lease: Duration,
-) -> Running {
-    let node = Uuid::new_v4();
-    let consumer = Consumer {
-        queue,
-        slot_pool,
-        limit,
-        registry,
-        pool: pool.clone(),
-        item_locks: None,
-        node,
-        lease,
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
-    let handle = tokio::spawn(consumer.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        abort.clone(),
-        InFlight::default(),
-    ));
-    Running {
-        stop,
-        abort,
-        handle,
-        node,
-    }
+    start_consumer(pool, queue, None, limit, registry, lease)
 }
 
 fn probe_registry() -> Registry {
@@ -559,7 +504,7 @@ async fn a_slot_pool_runs_beside_the_queue_slots_not_inside_them() {
     )
     .await;
     assert_eq!(pooled.max(), 0, "the queue's slots ran a pooled kind");
-    let pool_run = start_in(
+    let pool_run = start_consumer(
         &db.pool,
         QueueName::Activity,
         Some("outbound"),

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod clients;
+pub mod consumer;
 pub mod expiry;
 pub mod moto;
 pub mod multipart;
