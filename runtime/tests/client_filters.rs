@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, call_ok, get_ok, id};
+use support::api::{
+    Client, WAIT, add_to_list, assert_error, call_ok, follow, get_ok, id, new_list, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::stream::{Socket, listening};
@@ -445,16 +447,6 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     inst.shutdown().await;
 }
 
-async fn follow(api: &Client, whom: &str) {
-    call_ok(
-        api,
-        Method::POST,
-        &format!("/api/v1/accounts/{whom}/follow"),
-        json!({}),
-    )
-    .await;
-}
-
 async fn filter(api: &Client, body: Value) -> String {
     id(&call_ok(api, Method::POST, "/api/v2/filters", body).await)
 }
@@ -471,20 +463,8 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
-    let list = id(&call_ok(
-        &api,
-        Method::POST,
-        "/api/v1/lists",
-        json!({ "title": "bob" }),
-    )
-    .await);
-    call_ok(
-        &api,
-        Method::POST,
-        &format!("/api/v1/lists/{list}/accounts"),
-        json!({ "account_ids": [bob_id] }),
-    )
-    .await;
+    let list = new_list(&api, json!({ "title": "bob" })).await;
+    add_to_list(&api, &list, &[&bob_id]).await;
 
     let root = id(&alice_api_post(&api, "what happened in the show?").await);
     // Matches "Spoiler" whole-word (case-insensitive) inside HTML paragraphs; the control
@@ -843,20 +823,8 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
     filter(&api, json!({ "title": "hidden", "context": ["home", "public", "notifications"], "filter_action": "hide",
                          "keywords_attributes": [{ "keyword": "dogs" }] }))
     .await;
-    let list = id(&call_ok(
-        &api,
-        Method::POST,
-        "/api/v1/lists",
-        json!({ "title": "bob" }),
-    )
-    .await);
-    call_ok(
-        &api,
-        Method::POST,
-        &format!("/api/v1/lists/{list}/accounts"),
-        json!({ "account_ids": [bob.id.to_string()] }),
-    )
-    .await;
+    let list = new_list(&api, json!({ "title": "bob" })).await;
+    add_to_list(&api, &list, &[&bob.id.to_string()]).await;
     let mut user = listening(&inst.base, "stream=user", &alice_token, WAIT).await;
     let mut listed = listening(
         &inst.base,
@@ -914,12 +882,7 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
 #[tokio::test]
 async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(_, api), (_, bob_api), (_, carol_api)] = users(&inst, ["alice", "bob", "carol"]).await;
     let root = id(&api.posted(&json!({ "status": "a thread of mine" })).await);
     let reply = id(&bob_api
         .posted(&json!({ "status": "@alice a reply", "in_reply_to_id": root }))

@@ -19,7 +19,8 @@ use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, call_ok, follow_each_other, id, received, token_with_scopes,
+    Client, WAIT, add_to_list, assert_error, call_ok, follow, follow_each_other, id, new_list,
+    received, token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -32,30 +33,6 @@ async fn ids(api: &Client, path: &str) -> Vec<String> {
     let a = api.get(path).await;
     assert_eq!(a.status, 200, "{path}: {}", a.body);
     a.body.as_array().expect("a list").iter().map(id).collect()
-}
-
-async fn follow(api: &Client, whom: &str) {
-    call_ok(
-        api,
-        Method::POST,
-        &format!("/api/v1/accounts/{whom}/follow"),
-        json!({}),
-    )
-    .await;
-}
-
-async fn new_list(api: &Client, body: Value) -> String {
-    id(&call_ok(api, Method::POST, "/api/v1/lists", body).await)
-}
-
-async fn add(api: &Client, list: &str, accounts: &[&str]) {
-    call_ok(
-        api,
-        Method::POST,
-        &format!("/api/v1/lists/{list}/accounts"),
-        json!({ "account_ids": accounts }),
-    )
-    .await;
 }
 
 /// A reply to `parent` (a status id), public.
@@ -179,7 +156,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         "an unknown account",
     );
     follow(&api, &bob_id).await;
-    add(&api, &friends, &[bob_id.as_str()]).await;
+    add_to_list(&api, &friends, &[bob_id.as_str()]).await;
     assert_error(
         &api.call(Method::POST, &path, &json!({ "account_ids": [bob_id] }))
             .await,
@@ -253,7 +230,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         .await;
     assert_eq!(gone.status, 200, "{}", gone.body);
     assert_eq!(api.get(&path).await.body, json!([]));
-    add(&api, &work, &[bob_id.as_str()]).await;
+    add_to_list(&api, &work, &[bob_id.as_str()]).await;
     call_ok(
         &api,
         Method::POST,
@@ -301,16 +278,13 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
 #[tokio::test]
 async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let (dave, dave_token) = inst.account("dave").await;
-    let (_, erin_token) = inst.account("erin").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
-    let dave_api = Client::new(&inst, Some(&dave_token));
-    let erin_api = Client::new(&inst, Some(&erin_token));
+    let [
+        (_, api),
+        (bob, bob_api),
+        (carol, carol_api),
+        (dave, dave_api),
+        (_, erin_api),
+    ] = users(&inst, ["alice", "bob", "carol", "dave", "erin"]).await;
     let (bob_id, carol_id, dave_id) = (
         bob.id.to_string(),
         carol.id.to_string(),
@@ -332,9 +306,9 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let none = new_list(&api, json!({ "title": "none", "replies_policy": "none" })).await;
     let quiet = new_list(&api, json!({ "title": "quiet", "exclusive": true })).await;
     for l in [members.as_str(), followed.as_str(), none.as_str()] {
-        add(&api, l, &[bob_id.as_str()]).await;
+        add_to_list(&api, l, &[bob_id.as_str()]).await;
     }
-    add(&api, &quiet, &[dave_id.as_str()]).await;
+    add_to_list(&api, &quiet, &[dave_id.as_str()]).await;
 
     let alice_post = id(&api.posted(&json!({ "status": "alice's" })).await);
     let carol_post = id(&carol_api.posted(&json!({ "status": "carol's" })).await);
@@ -407,7 +381,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     assert_eq!(next, [to_owner.as_str(), to_self.as_str()]);
 
     // A member added later brings what home holds of theirs; one removed takes theirs along.
-    add(&api, &members, &[carol_id.as_str()]).await;
+    add_to_list(&api, &members, &[carol_id.as_str()]).await;
     assert!(ids(&api, &timeline(&members)).await.contains(&carol_post));
     let gone = api
         .call(
@@ -462,17 +436,13 @@ async fn mute(api: &Client, whom: &str, body: Value) -> Value {
 #[tokio::test]
 async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(alice, api), (bob, bob_api), (carol, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
     let list = new_list(&api, json!({ "title": "both" })).await;
-    add(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
+    add_to_list(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
 
     // Bad input: a duration that is not whole seconds, oneself.
     for d in [json!("soon"), json!(-1), json!(1.5)] {
@@ -637,10 +607,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
 #[tokio::test]
 async fn a_mute_with_a_duration_ends_by_itself_on_the_queue() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(alice, api), (bob, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let bob_id = bob.id.to_string();
     follow(&api, &bob_id).await;
     let bobs = id(&bob_api.posted(&json!({ "status": "soon back" })).await);
@@ -915,7 +882,7 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
     let list = new_list(&api, json!({ "title": "bob and carol" })).await;
-    add(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
+    add_to_list(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
 
     // Another account's list cannot be streamed (404 at the handshake, an error when
     // subscribed), nor can a malformed one.

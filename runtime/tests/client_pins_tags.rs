@@ -12,8 +12,8 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, ap_doc, assert_error, call_ok, follow_each_other, get_ok, id, received,
-    token_with_scopes,
+    Client, WAIT, ap_doc, assert_error, call_ok, follow, follow_each_other, get_ok, id, received,
+    token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -29,10 +29,7 @@ fn ids(v: &Value) -> Vec<String> {
 async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob = Client::new(&inst, Some(&bob_token));
+    let [(alice, api), (_, bob)] = users(&inst, ["alice", "bob"]).await;
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let alice_id = alice.id.to_string();
 
@@ -288,19 +285,8 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
 #[tokio::test]
 async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol = Client::new(&inst, Some(&carol_token));
-    call_ok(
-        &api,
-        Method::POST,
-        &format!("/api/v1/accounts/{}/follow", bob.id),
-        json!({}),
-    )
-    .await;
+    let [(alice, api), (bob, bob_api), (_, carol)] = users(&inst, ["alice", "bob", "carol"]).await;
+    follow(&api, &bob.id.to_string()).await;
 
     // A tag's page: any case, `#` optional; a name that is no hashtag is a 404.
     let tag = get_ok(&api, "/api/v1/tags/Rust").await;

@@ -9,7 +9,7 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, follow_each_other, id, received};
+use support::api::{Client, WAIT, assert_error, follow, follow_each_other, id, received};
 use support::eventually;
 use support::multipart::upload_png;
 use support::node::Instance;
@@ -55,17 +55,6 @@ async fn list(inst: &Instance, token: Option<&str>, path: &str) -> Listed {
         next,
         prev,
     }
-}
-
-async fn follow(api: &Client, whom: &str) {
-    let f = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{whom}/follow"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(f.status, 200, "{}", f.body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -432,48 +432,49 @@ async fn the_code_flow_with_pkce_and_every_refusal() {
             token(&base, &form).await
         }
     };
-    refused(
-        send(base_form(vec![])).await,
-        StatusCode::BAD_REQUEST,
-        "invalid_grant",
-        "no verifier",
-    );
-    refused(
-        send(base_form(vec![("code_verifier", "b".repeat(43))])).await,
-        StatusCode::BAD_REQUEST,
-        "invalid_grant",
-        "wrong verifier",
-    );
-    refused(
-        send(base_form(vec![
-            ("code_verifier", verifier.clone()),
-            ("client_secret", "wrong".into()),
-        ]))
-        .await,
-        StatusCode::UNAUTHORIZED,
-        "invalid_client",
-        "refused",
-    );
-    refused(
-        send(base_form(vec![
-            ("code_verifier", verifier.clone()),
-            ("redirect_uri", "https://evil.example/cb".into()),
-        ]))
-        .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_grant",
-        "refused",
-    );
-    refused(
-        send(base_form(vec![
-            ("code_verifier", verifier.clone()),
-            ("grant_type", "password".into()),
-        ]))
-        .await,
-        StatusCode::BAD_REQUEST,
-        "unsupported_grant_type",
-        "refused",
-    );
+    for (extra, status, error, what) in [
+        (
+            vec![],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "no verifier",
+        ),
+        (
+            vec![("code_verifier", "b".repeat(43))],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "wrong verifier",
+        ),
+        (
+            vec![
+                ("code_verifier", verifier.clone()),
+                ("client_secret", "wrong".into()),
+            ],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            "wrong secret",
+        ),
+        (
+            vec![
+                ("code_verifier", verifier.clone()),
+                ("redirect_uri", "https://evil.example/cb".into()),
+            ],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "another redirect_uri",
+        ),
+        (
+            vec![
+                ("code_verifier", verifier.clone()),
+                ("grant_type", "password".into()),
+            ],
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+            "password grant",
+        ),
+    ] {
+        refused(send(base_form(extra)).await, status, error, what);
+    }
     refused(
         token(&base, &[("client_id", &app.client_id)]).await,
         StatusCode::BAD_REQUEST,

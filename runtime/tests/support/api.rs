@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hollo_runtime::accounts::hash_token;
+use hollo_runtime::accounts::{Account, hash_token};
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -247,6 +247,44 @@ pub async fn remote_post_id(inst: &Instance, iri: &str, what: &str) -> Uuid {
             .expect("query")
     })
     .await
+}
+
+/// `api`'s account follows the account `whom` (an id), asserting a 200.
+pub async fn follow(api: &Client, whom: &str) {
+    call_ok(
+        api,
+        Method::POST,
+        &format!("/api/v1/accounts/{whom}/follow"),
+        serde_json::json!({}),
+    )
+    .await;
+}
+
+/// A new list of `api`'s account; its id.
+pub async fn new_list(api: &Client, body: Value) -> String {
+    id(&call_ok(api, Method::POST, "/api/v1/lists", body).await)
+}
+
+/// Adds `accounts` (ids) to `list`, asserting a 200.
+pub async fn add_to_list(api: &Client, list: &str, accounts: &[&str]) {
+    call_ok(
+        api,
+        Method::POST,
+        &format!("/api/v1/lists/{list}/accounts"),
+        serde_json::json!({ "account_ids": accounts }),
+    )
+    .await;
+}
+
+/// Local accounts of `inst` named `names`, each with a client holding a token of its own.
+pub async fn users<const N: usize>(inst: &Instance, names: [&str; N]) -> [(Account, Client); N] {
+    let mut out = Vec::with_capacity(N);
+    for name in names {
+        let (account, token) = inst.account(name).await;
+        out.push((account, Client::bearer(inst, &token)));
+    }
+    out.try_into()
+        .unwrap_or_else(|_| unreachable!("one per name"))
 }
 
 pub fn id(v: &Value) -> String {
