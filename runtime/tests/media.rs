@@ -791,22 +791,9 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
     let moto = Moto::start().await;
     moto.public_bucket("hollo-media").await;
     let base = format!("{}/hollo-media", moto.endpoint);
-    let inst = Instance::start(
-        "all",
-        &[
-            ("DRIVE_DISK", "s3"),
-            ("S3_BUCKET", "hollo-media"),
-            ("S3_REGION", "us-east-1"),
-            ("S3_ENDPOINT_URL", moto.endpoint.as_str()),
-            ("S3_FORCE_PATH_STYLE", "true"),
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
-            ("STORAGE_URL_BASE", base.as_str()),
-            ("MEDIA_SYNC_MAX_BYTES", "2000"),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let mut env = moto.drive_env("hollo-media", &base);
+    env.extend([("MEDIA_SYNC_MAX_BYTES", "2000"), ("ADMIN_TOKEN", ADMIN)]);
+    let inst = Instance::start("all", &env).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::bearer(&inst, &token);
 

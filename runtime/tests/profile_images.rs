@@ -412,20 +412,7 @@ async fn the_s3_drive_stores_and_deletes_profile_images_through_moto() {
     let moto = Moto::start().await;
     moto.public_bucket("hollo-profiles").await;
     let base = format!("{}/hollo-profiles", moto.endpoint);
-    let inst = Instance::start(
-        "all",
-        &[
-            ("DRIVE_DISK", "s3"),
-            ("S3_BUCKET", "hollo-profiles"),
-            ("S3_REGION", "us-east-1"),
-            ("S3_ENDPOINT_URL", moto.endpoint.as_str()),
-            ("S3_FORCE_PATH_STYLE", "true"),
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
-            ("STORAGE_URL_BASE", base.as_str()),
-        ],
-    )
-    .await;
+    let inst = Instance::start("all", &moto.drive_env("hollo-profiles", &base)).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));
     let a = patch_form(

@@ -33,6 +33,31 @@ fn start(
     start_consumer(pool, queue, None, limit, registry, lease)
 }
 
+/// A task consumer of the probes, `limit` at a time, with a 30 s lease.
+fn start_probes(db: &support::TestDb, limit: usize) -> Running {
+    start(
+        &db.pool,
+        QueueName::Task,
+        limit,
+        probe_registry(),
+        Duration::from_secs(30),
+    )
+}
+
+/// Waits (up to `deadline`) until the probes' stats satisfy `done`.
+async fn until_probes(
+    db: &support::TestDb,
+    deadline: Duration,
+    what: &str,
+    done: impl Fn(&probe::ProbeStats) -> bool,
+) {
+    eventually(deadline, what, || async {
+        let s = probe::stats(&db.pool).await.ok()?;
+        done(&s).then_some(())
+    })
+    .await;
+}
+
 fn probe_registry() -> Registry {
     let mut reg = Registry::new();
     probe::register(&mut reg);
@@ -169,13 +194,7 @@ async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt(
     let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
     assert_eq!((s.queued, s.ready, s.in_flight), (1, 0, 1));
 
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
+    let w = start_probes(&db, 4);
     let stats = eventually(
         Duration::from_secs(20),
         "the probe recorded after lease expiry",
@@ -272,20 +291,12 @@ async fn delayed_messages_never_occupy_a_slot() {
     probe::enqueue(&db.pool, QueueName::Task, "now", 20, 20, 0, Duration::ZERO)
         .await
         .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        2,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
-    eventually(
+    let w = start_probes(&db, 2);
+    until_probes(
+        &db,
         Duration::from_secs(30),
         "the 20 ready probes to finish",
-        || async {
-            let s = probe::stats(&db.pool).await.ok()?;
-            (s.completed == 20).then_some(())
-        },
+        |s| s.completed == 20,
     )
     .await;
     let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
@@ -535,20 +546,12 @@ async fn fixed_retry_records_failures_then_succeeds() {
     probe::enqueue(&db.pool, QueueName::Task, "flaky", 1, 0, 2, Duration::ZERO)
         .await
         .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
-    eventually(
+    let w = start_probes(&db, 4);
+    until_probes(
+        &db,
         Duration::from_secs(20),
         "the flaky probe to succeed",
-        || async {
-            let s = probe::stats(&db.pool).await.ok()?;
-            (s.completed == 1).then_some(())
-        },
+        |s| s.completed == 1,
     )
     .await;
     let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM hollo_probe_result")
@@ -577,20 +580,12 @@ async fn fixed_retry_gives_up_after_its_recorded_failures() {
     )
     .await
     .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
-    eventually(
+    let w = start_probes(&db, 4);
+    until_probes(
+        &db,
         Duration::from_secs(20),
         "the probe to fail for good",
-        || async {
-            let s = probe::stats(&db.pool).await.ok()?;
-            (s.failed == 1 && s.pending == 0).then_some(())
-        },
+        |s| s.failed == 1 && s.pending == 0,
     )
     .await;
     let (attempts, error): (i32, String) =
@@ -680,13 +675,7 @@ async fn a_malformed_payload_fails_permanently_without_retries() {
     )
     .await
     .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
+    let w = start_probes(&db, 4);
     let (attempts, error): (i32, String) = eventually(
         Duration::from_secs(20),
         "the bad payload to be failed",
