@@ -153,19 +153,8 @@ async fn we_follow_the_peer_and_receive_its_accept() {
         peer.post(&inst.fed.inbox(&alice.username), &accept).await,
         202
     );
-    eventually(WAIT, "our follow is accepted", || async {
-        let state: Option<String> = sqlx::query_scalar(
-            "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
-        )
-        .bind(alice.id)
-        .bind(peer.actor())
-        .fetch_optional(&inst.pool)
-        .await
-        .ok()
-        .flatten();
-        (state.as_deref() == Some("accepted")).then_some(())
-    })
-    .await;
+    support::api::until_follow_accepted(&inst, alice.id, &peer.actor(), "our follow is accepted")
+        .await;
     assert_eq!(
         peer.received()
             .iter()

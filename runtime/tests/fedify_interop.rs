@@ -235,21 +235,11 @@ async fn a_fedify_peer_and_we_read_each_other() {
         })
         .await;
     assert_eq!(ours["object"], peer.actor());
-    eventually(
-        WAIT,
+    support::api::until_follow_accepted(
+        &inst,
+        alice.id,
+        &peer.actor(),
         "our follow of the Fedify actor is accepted",
-        || async {
-            let state: Option<String> = sqlx::query_scalar(
-                "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
-            )
-            .bind(alice.id)
-            .bind(peer.actor())
-            .fetch_optional(&inst.pool)
-            .await
-            .ok()
-            .flatten();
-            (state.as_deref() == Some("accepted")).then_some(())
-        },
     )
     .await;
 

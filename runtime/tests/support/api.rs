@@ -287,6 +287,23 @@ pub async fn users<const N: usize>(inst: &Instance, names: [&str; N]) -> [(Accou
         .unwrap_or_else(|_| unreachable!("one per name"))
 }
 
+/// Waits until `account`'s follow of `target` (an actor IRI) is `accepted`.
+pub async fn until_follow_accepted(inst: &Instance, account: Uuid, target: &str, what: &str) {
+    eventually(WAIT, what, || async {
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
+        )
+        .bind(account)
+        .bind(target)
+        .fetch_optional(&inst.pool)
+        .await
+        .ok()
+        .flatten();
+        (state.as_deref() == Some("accepted")).then_some(())
+    })
+    .await;
+}
+
 pub fn id(v: &Value) -> String {
     v["id"].as_str().expect("an id").to_string()
 }
