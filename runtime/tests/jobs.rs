@@ -17,6 +17,7 @@ use hollo_runtime::tasks::jobs::{self, JobsConfig, NewJob};
 use hollo_runtime::tasks::{cleanups, imports};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use support::api::Client;
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -72,16 +73,15 @@ impl Instance {
     }
 
     async fn import(&self, token: &str, query: &str, body: Vec<u8>) -> (u16, Value) {
-        let resp = reqwest::Client::new()
-            .post(format!("{}/api/v1/imports?{query}", self.base))
-            .bearer_auth(token)
-            .header("content-type", "text/csv")
-            .body(body)
-            .send()
+        Client::bearer(self, token)
+            .raw(
+                reqwest::Method::POST,
+                &format!("/api/v1/imports?{query}"),
+                "text/csv",
+                body,
+            )
             .await
-            .expect("post import");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+            .parts()
     }
 
     async fn request(
@@ -91,15 +91,12 @@ impl Instance {
         token: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut req = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(b) = body {
-            req = req.json(&b);
+        let api = Client::bearer(self, token);
+        match body {
+            Some(b) => api.call(method, path, &b).await,
+            None => api.bare(method, path).await,
         }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+        .parts()
     }
 
     /// Polls the job until every item has a final outcome; returns its view.
@@ -129,15 +126,7 @@ impl Instance {
 
 /// A multipart/form-data body with one file field, as browsers send an upload.
 fn multipart(field: &str, content: &[u8]) -> (String, Vec<u8>) {
-    let boundary = format!("----hollo{}", Uuid::new_v4().simple());
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"export.csv\"\r\n\
-         Content-Type: text/csv\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(content);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
+    support::multipart::form(&[(field, Some(("export.csv", "text/csv")), content)])
 }
 
 fn follows_csv(peer: &Peer, names: impl IntoIterator<Item = String>) -> Vec<u8> {
@@ -252,15 +241,15 @@ async fn malformed_inputs_are_rejected_and_leave_no_rows() {
     assert_eq!(status, 401);
     // A multipart form without the file field.
     let (ctype, form) = multipart("other", b"a@b.example\n");
-    let resp = reqwest::Client::new()
-        .post(format!("{}/api/v1/imports?type=blocks", inst.base))
-        .bearer_auth(&token)
-        .header("content-type", ctype)
-        .body(form)
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(resp.status().as_u16(), 400);
+    let resp = Client::bearer(&inst, &token)
+        .raw(
+            reqwest::Method::POST,
+            "/api/v1/imports?type=blocks",
+            &ctype,
+            form,
+        )
+        .await;
+    assert_eq!(resp.status, 400);
 
     // Cleanups: admin token, known kind, sane window.
     let admin = |body: Value| {
