@@ -18,7 +18,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, id, received};
 use support::eventually;
-use support::multipart::{form, png};
+use support::multipart::png;
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
@@ -166,21 +166,17 @@ async fn every_entity_keeps_its_shape() {
     .await;
 
     // A local status with media, a mention, a tag, a content warning and a language.
-    let (content_type, body) = form(&[
-        ("file", Some(("a.png", "image/png")), &png(8, 6)),
-        ("description", None, b"a gradient"),
-    ]);
-    let media: Value = reqwest::Client::new()
-        .post(format!("{}/api/v2/media", inst.base))
-        .bearer_auth(&alice_token)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
+    let media = alice_api
+        .multipart(
+            Method::POST,
+            "/api/v2/media",
+            &[
+                ("file", Some(("a.png", "image/png")), &png(8, 6)),
+                ("description", None, b"a gradient"),
+            ],
+        )
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .body;
     let media_id = id(&media);
     names.name(&media_id, "media");
     let media = eventually(WAIT, "the upload processed", || async {

@@ -17,6 +17,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes};
 use support::eventually;
+use support::files::{files_under, temp_dir};
 use support::moto::Moto;
 use support::multipart::Part;
 use support::node::Instance;
@@ -58,28 +59,7 @@ async fn upload_file(api: &Client, version: u8, bytes: &[u8]) -> Answer {
 }
 
 fn storage_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("hollo-media-test-{}", Uuid::new_v4().simple()))
-}
-
-/// Every file under `dir`, relative.
-fn files_under(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
+    temp_dir("hollo-media-test")
 }
 
 async fn stored_rows(inst: &Instance) -> (i64, i64) {

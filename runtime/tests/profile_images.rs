@@ -18,6 +18,7 @@ use image::{DynamicImage, ImageFormat};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Answer, Client, assert_error, received, run_media_cleanup, token_with_scopes};
+use support::files::{files_under, temp_dir};
 use support::moto::Moto;
 use support::multipart::{Part, form};
 use support::node::Instance;
@@ -28,28 +29,7 @@ const MAX_BYTES: usize = 200_000;
 const ADMIN: &str = "profile-images-admin-token";
 
 fn storage_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("hollo-profile-images-{}", Uuid::new_v4().simple()))
-}
-
-/// Every file under `dir`, relative.
-fn files_under(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
+    temp_dir("hollo-profile-images")
 }
 
 async fn instance(dir: &Path) -> Instance {

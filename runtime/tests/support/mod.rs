@@ -7,6 +7,7 @@ pub mod api;
 pub mod clients;
 pub mod consumer;
 pub mod expiry;
+pub mod files;
 pub mod moto;
 pub mod multipart;
 pub mod node;
