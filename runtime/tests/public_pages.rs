@@ -762,14 +762,7 @@ async fn revalidation_sees_every_visible_change() {
     assert!(!g.body.contains("SECOND"));
 
     // A profile edit: the profile, the home page's entry, the tag page's author.
-    let u = alice
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "display_name": "Alice Renamed" }),
-        )
-        .await;
-    assert_eq!(u.status, 200, "{}", u.body);
+    update_credentials(&alice, json!({ "display_name": "Alice Renamed" })).await;
     changed(&base, &mut tags, "a profile edit").await;
     assert!(page(&base, "/").await.body.contains("Alice Renamed"));
 
@@ -895,20 +888,25 @@ async fn verified(c: &Client) -> std::collections::BTreeMap<String, bool> {
 }
 
 /// Waits until no verification of links is queued or running.
-/// Sets alice's two profile fields, Site and Blog, asserting a 200; the account.
-async fn set_site_and_blog(alice: &Client, site: &str, blog: &str) -> Answer {
-    let u = alice
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "fields_attributes": [
-                {"name": "Site", "value": site},
-                {"name": "Blog", "value": blog},
-            ]}),
-        )
+/// `PATCH /api/v1/accounts/update_credentials` of `body`, asserting a 200.
+async fn update_credentials(api: &Client, body: Value) -> Answer {
+    let u = api
+        .call(Method::PATCH, "/api/v1/accounts/update_credentials", &body)
         .await;
     assert_eq!(u.status, 200, "{}", u.body);
     u
+}
+
+/// Sets alice's two profile fields, Site and Blog, asserting a 200; the account.
+async fn set_site_and_blog(alice: &Client, site: &str, blog: &str) -> Answer {
+    update_credentials(
+        alice,
+        json!({ "fields_attributes": [
+            {"name": "Site", "value": site},
+            {"name": "Blog", "value": blog},
+        ]}),
+    )
+    .await
 }
 
 async fn links_checked(inst: &Instance) {
@@ -1060,13 +1058,6 @@ async fn each_account_draws_its_pages_in_its_theme_colour() {
         "the stylesheet defines it"
     );
 
-    let a = tess
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "theme_color": "" }),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    update_credentials(&tess, json!({ "theme_color": "" })).await;
     assert!(!page(&base, "/@tess").await.body.contains("theme-"));
 }
