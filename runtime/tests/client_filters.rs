@@ -454,12 +454,11 @@ async fn filter(api: &Client, body: Value) -> String {
 #[tokio::test]
 async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [
+        (alice, alice_token, api),
+        (bob, _, bob_api),
+        (carol, carol_token, carol_api),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
@@ -672,10 +671,7 @@ async fn alice_api_post(api: &Client, text: &str) -> Value {
 #[tokio::test]
 async fn a_filter_ends_at_its_expiry_and_the_streams_are_told_once() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(_, alice_token, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     follow(&api, &bob.id.to_string()).await;
     let hit = id(&bob_api
         .posted(&json!({ "status": "a quick spoiler" }))
@@ -809,10 +805,7 @@ async fn until(ws: &mut Socket, event: &str, want: &str) -> (Value, Vec<String>)
 #[tokio::test]
 async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(_, alice_token, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     follow(&api, &bob.id.to_string()).await;
     filter(
         &api,
@@ -882,7 +875,8 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
 #[tokio::test]
 async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     let inst = Instance::start("all", &[]).await;
-    let [(_, api), (_, bob_api), (_, carol_api)] = users(&inst, ["alice", "bob", "carol"]).await;
+    let [(_, _, api), (_, _, bob_api), (_, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let root = id(&api.posted(&json!({ "status": "a thread of mine" })).await);
     let reply = id(&bob_api
         .posted(&json!({ "status": "@alice a reply", "in_reply_to_id": root }))

@@ -279,11 +279,11 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
 async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let inst = Instance::start("all", &[]).await;
     let [
-        (_, api),
-        (bob, bob_api),
-        (carol, carol_api),
-        (dave, dave_api),
-        (_, erin_api),
+        (_, _, api),
+        (bob, _, bob_api),
+        (carol, _, carol_api),
+        (dave, _, dave_api),
+        (_, _, erin_api),
     ] = users(&inst, ["alice", "bob", "carol", "dave", "erin"]).await;
     let (bob_id, carol_id, dave_id) = (
         bob.id.to_string(),
@@ -436,7 +436,7 @@ async fn mute(api: &Client, whom: &str, body: Value) -> Value {
 #[tokio::test]
 async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     let inst = Instance::start("all", &[]).await;
-    let [(alice, api), (bob, bob_api), (carol, carol_api)] =
+    let [(alice, _, api), (bob, _, bob_api), (carol, _, carol_api)] =
         users(&inst, ["alice", "bob", "carol"]).await;
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
@@ -607,7 +607,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
 #[tokio::test]
 async fn a_mute_with_a_duration_ends_by_itself_on_the_queue() {
     let inst = Instance::start("all", &[]).await;
-    let [(alice, api), (bob, bob_api)] = users(&inst, ["alice", "bob"]).await;
+    let [(alice, _, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let bob_id = bob.id.to_string();
     follow(&api, &bob_id).await;
     let bobs = id(&bob_api.posted(&json!({ "status": "soon back" })).await);

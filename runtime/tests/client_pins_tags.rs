@@ -29,7 +29,7 @@ fn ids(v: &Value) -> Vec<String> {
 async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let [(alice, api), (_, bob)] = users(&inst, ["alice", "bob"]).await;
+    let [(alice, _, api), (_, _, bob)] = users(&inst, ["alice", "bob"]).await;
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let alice_id = alice.id.to_string();
 
@@ -285,7 +285,8 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
 #[tokio::test]
 async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     let inst = Instance::start("all", &[]).await;
-    let [(alice, api), (bob, bob_api), (_, carol)] = users(&inst, ["alice", "bob", "carol"]).await;
+    let [(alice, _, api), (bob, _, bob_api), (_, _, carol)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     follow(&api, &bob.id.to_string()).await;
 
     // A tag's page: any case, `#` optional; a name that is no hashtag is a 404.

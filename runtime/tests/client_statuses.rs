@@ -19,7 +19,7 @@ use uuid::Uuid;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn posting_reading_and_visibility() {
     let inst = Instance::start("all", &[]).await;
-    let [(alice, api), (bob, bob_api), (_, carol_api)] =
+    let [(alice, _, api), (bob, _, bob_api), (_, _, carol_api)] =
         users(&inst, ["alice", "bob", "carol"]).await;
     let anon = Client::new(&inst, None);
 
@@ -233,7 +233,7 @@ async fn idempotency_keys_answer_the_first_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn edits_history_source_and_deletion() {
     let inst = Instance::start("all", &[]).await;
-    let [(_, api), (bob, bob_api)] = users(&inst, ["alice", "bob"]).await;
+    let [(_, _, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
 
     let st = api.posted(&json!({"status": "first @bob"})).await;
     let sid = id(&st);

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, id, received};
+use support::api::{Client, WAIT, id, received, users};
 use support::eventually;
 use support::multipart::png;
 use support::node::Instance;
@@ -135,10 +135,7 @@ async fn every_entity_keeps_its_shape() {
     let dir = std::env::temp_dir().join(format!("hollo-entities-{}", Uuid::new_v4().simple()));
     let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(alice, _, alice_api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let mut names = Names::new();
     names.name(&inst.base, "origin");
     names.name(peer.base(), "peer");

@@ -606,7 +606,7 @@ async fn boost(c: &Client, post: &Value, body: Value) -> Value {
 async fn profile_lists_the_accounts_public_boosts() {
     let inst = Instance::start("all", &[]).await;
     let base = inst.base.clone();
-    let [(_, alice), (_, bob), (_, carol)] = users(&inst, ["alice", "bob", "carol"]).await;
+    let [(_, _, alice), (_, _, bob), (_, _, carol)] = users(&inst, ["alice", "bob", "carol"]).await;
     alice.posted(&json!({ "status": "ALICE-OLDER" })).await;
     let bobs = bob.posted(&json!({ "status": "BOB-BOOSTED" })).await;
     let carols = carol

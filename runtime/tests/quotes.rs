@@ -56,7 +56,7 @@ async fn revoke(api: &Client, quoted: &Value, quoting: &Value) -> Answer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
     let inst = Instance::start("all", &[]).await;
-    let [(alice_account, alice), (_, bob), (_, carol)] =
+    let [(alice_account, _, alice), (_, _, bob), (_, _, carol)] =
         users(&inst, ["alice", "bob", "carol"]).await;
 
     let open = alice.posted(&json!({"status": "quote me"})).await;

@@ -28,7 +28,7 @@ async fn reactions_of(api: &Client, status: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_reactions_are_checked_counted_notified_and_taken_back() {
     let inst = Instance::start("all", &[]).await;
-    let [(alice, alice_api), (bob, bob_api), (_, carol_api)] =
+    let [(alice, _, alice_api), (bob, _, bob_api), (_, _, carol_api)] =
         users(&inst, ["alice", "bob", "carol"]).await;
     inst.custom_emoji("blobcat", "http://img.example/blobcat.png")
         .await;

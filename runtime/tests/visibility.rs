@@ -193,8 +193,11 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
 
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let [(alice, alice_api), (bob, bob_api), (_, mallory_api)] =
-        users(&inst, ["alice", "bob", "mallory"]).await;
+    let [
+        (alice, _, alice_api),
+        (bob, _, bob_api),
+        (_, _, mallory_api),
+    ] = users(&inst, ["alice", "bob", "mallory"]).await;
     let anonymous = Client::new(&inst, None);
 
     // Mallory follows alice: followers see followers-only posts written after they follow,
@@ -438,7 +441,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
 #[tokio::test]
 async fn a_notification_goes_with_the_readers_access_to_its_status() {
     let inst = Instance::start("all", &[]).await;
-    let [(_, alice_api), (_, bob_api), (_, carol_api)] =
+    let [(_, _, alice_api), (_, _, bob_api), (_, _, carol_api)] =
         users(&inst, ["alice", "bob", "carol"]).await;
 
     let dm = alice_api

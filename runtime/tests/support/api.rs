@@ -276,12 +276,16 @@ pub async fn add_to_list(api: &Client, list: &str, accounts: &[&str]) {
     .await;
 }
 
-/// Local accounts of `inst` named `names`, each with a client holding a token of its own.
-pub async fn users<const N: usize>(inst: &Instance, names: [&str; N]) -> [(Account, Client); N] {
+/// Local accounts of `inst` named `names`, each with a token of its own and a client holding it.
+pub async fn users<const N: usize>(
+    inst: &Instance,
+    names: [&str; N],
+) -> [(Account, String, Client); N] {
     let mut out = Vec::with_capacity(N);
     for name in names {
         let (account, token) = inst.account(name).await;
-        out.push((account, Client::bearer(inst, &token)));
+        let api = Client::bearer(inst, &token);
+        out.push((account, token, api));
     }
     out.try_into()
         .unwrap_or_else(|_| unreachable!("one per name"))
