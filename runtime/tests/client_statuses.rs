@@ -335,8 +335,8 @@ async fn edits_history_source_and_deletion() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility() {
-    let dir = std::env::temp_dir().join(format!("hollo-statuses-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-statuses");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let peer = Peer::start().await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));

@@ -14,7 +14,6 @@ use support::eventually;
 use support::multipart::upload_png;
 use support::node::Instance;
 use support::peer::Peer;
-use uuid::Uuid;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -59,8 +58,8 @@ async fn list(inst: &Instance, token: Option<&str>, path: &str) -> Listed {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn home_public_and_tag_timelines_page_and_honour_visibility() {
-    let dir = std::env::temp_dir().join(format!("hollo-timelines-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-timelines");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (alice, alice_token) = inst.account("alice").await;
     let (_, bob_token) = inst.account("bob").await;
     let (_, carol_token) = inst.account("carol").await;
@@ -915,8 +914,8 @@ async fn direct_posts_make_conversations_for_each_participant() {
 /// showed the newest posts as "Pinned".
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn account_statuses_honour_pinned_replies_media_and_tags() {
-    let dir = std::env::temp_dir().join(format!("hollo-profile-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-profile");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let peer = Peer::start().await;
     let [(alice, alice_token, alice_api), (_, bob_token, bob_api)] =
         users(&inst, ["alice", "bob"]).await;

@@ -41,18 +41,8 @@ async fn add(
 /// A node storing files under a new directory (returned), with `ADMIN_TOKEN`; a peer; alice's
 /// token and client.
 async fn emoji_instance() -> (std::path::PathBuf, Instance, Peer, String, Client) {
-    let dir = std::env::temp_dir().join(format!(
-        "hollo-emoji-test-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let dir = support::files::temp_dir("hollo-emoji-test");
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
     let peer = Peer::start().await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));

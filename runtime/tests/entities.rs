@@ -21,7 +21,6 @@ use support::eventually;
 use support::multipart::png;
 use support::node::Instance;
 use support::peer::Peer;
-use uuid::Uuid;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -132,8 +131,8 @@ async fn ok(api: &Client, method: Method, path: &str, body: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_entity_keeps_its_shape() {
-    let dir = std::env::temp_dir().join(format!("hollo-entities-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-entities");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let peer = Peer::start().await;
     let [(alice, _, alice_api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let mut names = Names::new();

@@ -183,8 +183,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
     let peer = FedifyPeer::start().await;
     // An `all` node: it serves and consumes the inbox, delivery and poll queues; with a drive
     // and an admin token, for a custom emoji.
-    let drive =
-        std::env::temp_dir().join(format!("hollo-fedify-{}", uuid::Uuid::new_v4().simple()));
+    let drive = support::files::temp_dir("hollo-fedify");
     let inst = Instance::start(
         "all",
         &[
@@ -506,11 +505,8 @@ const FISH_PNG: &[u8] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fedify_follower_reads_our_new_avatar_and_header() {
     let peer = FedifyPeer::start().await;
-    let dir = std::env::temp_dir().join(format!(
-        "hollo-fedify-images-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-fedify-images");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("alice").await;
     let alice_iri = inst.fed.actor_iri("alice");
     let api = Client::bearer(&inst, &token);

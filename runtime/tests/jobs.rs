@@ -1083,7 +1083,7 @@ async fn a_cleanup_started_like_the_cli_does_is_carried_out_by_the_workers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_cleanup_deletes_only_old_orphans_with_strict_keys() {
-    let dir = std::env::temp_dir().join(format!("hollo-media-{}", Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-media");
     let old = std::time::SystemTime::now() - Duration::from_secs(2 * 3600);
     let put = |rel: &str, aged: bool| {
         let p = dir.join(rel);

@@ -169,9 +169,8 @@ fn kind(doc: &Value) -> String {
 /// overwrite import — then expands what was served and everything stored to be sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
-    let media =
-        std::env::temp_dir().join(format!("hollo-jsonld-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let media = support::files::temp_dir("hollo-jsonld");
+    let inst = Instance::on_disk(&media, &[]).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
     let api = Client::bearer(&inst, &token);

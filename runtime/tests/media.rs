@@ -252,7 +252,7 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_are_processed_stored_and_served_with_their_types() {
     let dir = storage_dir();
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::bearer(&inst, &token);
 
@@ -523,7 +523,7 @@ async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_attach_uploads_and_read_them_back_in_order() {
     let dir = storage_dir();
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (alice, token) = inst.account("alice").await;
     let (bob, bob_token) = inst.account("bob").await;
     let api = Client::bearer(&inst, &token);
@@ -693,14 +693,7 @@ async fn age_uploads(inst: &Instance, dir: Option<&Path>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
     let dir = storage_dir();
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
     let (alice, token) = inst.account("alice").await;
     let api = Client::bearer(&inst, &token);
     let (_, kept) = upload_file(&api, 2, &png(30, 30)).await.parts();
@@ -959,7 +952,7 @@ async fn a_png_bomb_is_refused_from_its_header() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_files_answer_range_requests() {
     let dir = storage_dir();
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::bearer(&inst, &token);
     let original = png(300, 200);

@@ -165,7 +165,7 @@ async fn failure_of(inst: &Instance, url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_pages_give_a_clean_failure_and_no_card() {
-    let dir = std::env::temp_dir().join(format!("hollo-cards-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-cards");
     let inst = Instance::start(
         "all",
         &[
@@ -248,7 +248,7 @@ async fn hostile_pages_give_a_clean_failure_and_no_card() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
-    let dir = std::env::temp_dir().join(format!("hollo-cards-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-cards");
     let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().expect("dir"))]).await;
     let site = Site::start().await;
     let (_, token) = inst.account("alice").await;
@@ -386,7 +386,7 @@ async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_remote_post_gets_its_card_too() {
-    let dir = std::env::temp_dir().join(format!("hollo-cards-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-cards");
     let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().expect("dir"))]).await;
     let site = Site::start().await;
     let peer = Peer::start().await;

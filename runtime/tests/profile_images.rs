@@ -341,14 +341,7 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed() {
     let dir = storage_dir();
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));
     let img = encode(40, 40, ImageFormat::Png, 255);

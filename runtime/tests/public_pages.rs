@@ -124,15 +124,8 @@ fn assert_html_page(g: &Got, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
-    let media = std::env::temp_dir().join(format!("hollo-pages-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", media.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let media = support::files::temp_dir("hollo-pages");
+    let inst = Instance::on_disk(&media, &[("ADMIN_TOKEN", ADMIN)]).await;
     let base = inst.base.clone();
 
     // --- Hostile input first. Markup in every field a person types.

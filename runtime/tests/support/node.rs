@@ -86,6 +86,14 @@ impl Instance {
         }
     }
 
+    /// An `all` node whose disk drive (`FS_STORAGE_PATH`) is `dir`; `extra` adds settings.
+    pub async fn on_disk(dir: &std::path::Path, extra: &[(&str, &str)]) -> Instance {
+        let dir = dir.to_str().expect("a UTF-8 path");
+        let mut env = vec![("FS_STORAGE_PATH", dir)];
+        env.extend_from_slice(extra);
+        Instance::start("all", &env).await
+    }
+
     /// The configuration of one node of this instance.
     pub fn config(&self, node_type: &str, extra: &[(&str, &str)]) -> Config {
         config_of(&self.env, node_type, extra)
