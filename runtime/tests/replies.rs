@@ -55,6 +55,14 @@ async fn with_remote() -> (Instance, Peer, Account, String) {
     (inst, remote, alice, token)
 }
 
+/// As `with_remote`, with the remote's post at `path` stored here: the post's IRI and its
+/// `replies` collection's.
+async fn with_stored_post(path: &str) -> (Instance, Peer, Account, String, String) {
+    let (inst, remote, alice, _) = with_remote().await;
+    let (_, post, replies_iri) = store_post(&inst, &remote, path).await;
+    (inst, remote, alice, post, replies_iri)
+}
+
 /// `cfg` as the environment a worker node reads it from.
 fn reply_env(cfg: &ReplyConfig) -> Vec<(&'static str, String)> {
     vec![
@@ -541,8 +549,7 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
 /// is clamped (12 h, as deliveries) and the job waits with the 429 recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
-    let (mut inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     remote.script_doc("/n/replies", [Reply::RetryAfter(429, u64::MAX)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
@@ -575,8 +582,7 @@ async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
 /// re-walking (and re-spending the request cap on) the pages it had already stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_mid_walk_resumes_at_the_refused_page() {
-    let (mut inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/m").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/m").await;
     paged(&remote, &post, "/m", 6); // /m/replies → /m/page1 → /m/page2, two replies each
     remote.script_doc("/m/page2", [Reply::RetryAfter(429, 1)]);
     inst.reply_worker(&fast_config()).await;
@@ -610,8 +616,7 @@ async fn a_429_mid_walk_resumes_at_the_refused_page() {
 /// the top, not the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unreadable_frontier_walks_from_the_top() {
-    let (mut inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/u").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/u").await;
     paged(&remote, &post, "/u", 4);
     let job = request(&inst, &alice, &post, &replies_iri).await;
     sqlx::query(
@@ -718,8 +723,7 @@ async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_fails_the_job_with_its_message() {
-    let (mut inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     remote.script_doc("/n/replies", [Reply::Status(500)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
@@ -775,8 +779,7 @@ async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
-    let (mut inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     paged(&remote, &post, "/n", 2);
     // Same instance and keys, but a worker whose fetch guard refuses loopback.
     inst.reply_worker_with(&fast_config(), &[("ALLOW_PRIVATE_ADDRESS", "false")])
@@ -797,8 +800,7 @@ async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_returns_a_running_collection_to_waiting() {
-    let (mut inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     paged(&remote, &post, "/n", 2);
     remote.script_doc("/n/replies", [Reply::Hang]);
     inst.reply_worker(&fast_config()).await;
@@ -1076,8 +1078,7 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease() {
-    let (inst, remote, alice, _) = with_remote().await;
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     paged(&remote, &post, "/n", 4);
     remote.script_doc("/n/page1", [Reply::Hang]);
     let env = inst.process_env(
