@@ -94,6 +94,14 @@ async fn send_to_peer(inst: &Instance, account: &Account, peer: &Peer) -> String
 
 // ---------------------------------------------------------------------------------------------
 
+/// An `all` node that may reach private addresses, a peer, and alice with her token.
+async fn alice_and_peer() -> (Instance, Peer, Account, String) {
+    let inst = instance(true, true).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    (inst, peer, alice, token)
+}
+
 /// `POST /api/v1/follows` of `handle`, as `token`.
 async fn follow_handle(inst: &Instance, token: &str, handle: &str) -> Answer {
     Client::bearer(inst, token)
@@ -107,9 +115,7 @@ async fn follow_handle(inst: &Instance, token: &str, handle: &str) -> Answer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn we_follow_the_peer_and_receive_its_accept() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
 
     let resp = follow_handle(&inst, &token, &peer.handle()).await;
     assert_eq!(resp.status, 200);
@@ -498,9 +504,7 @@ async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_then_200_retries_one_stored_delivery() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     peer.script([Reply::Status(500)]);
     let id = send_to_peer(&inst, &alice, &peer).await;
     eventually(WAIT, "delivered after a retry", || async {
@@ -520,9 +524,7 @@ async fn a_500_then_200_retries_one_stored_delivery() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_waits_for_retry_after_and_then_delivers() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     peer.script([Reply::RetryAfter(429, 1)]);
     let id = send_to_peer(&inst, &alice, &peer).await;
     eventually(WAIT, "delivered after the 429", || async {
@@ -545,9 +547,7 @@ async fn a_429_waits_for_retry_after_and_then_delivers() {
 /// 500: that 500 is the tenth failure, and the delivery fails for good instead of starting over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_put_back_does_not_restart_the_retry_budget() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     peer.script([Reply::RetryAfter(429, 1), Reply::Status(500)]);
     let id = inst.fed.new_activity_id();
     let activity = json!({
@@ -615,9 +615,7 @@ async fn peer_follows(inst: &Instance, peer: &Peer, account: &Account) {
 /// object to anyone who fetches it; a status without a poll is a `Note`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
     peer_follows(&inst, &peer, &alice).await;
     let client = reqwest::Client::new();
     let created = Client::bearer(&inst, &token)
@@ -717,9 +715,7 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
 /// of the `Question` (final counts, `closed`) to the followers and remote voters, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_ended_poll_sends_its_closing_update_once() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
     peer_follows(&inst, &peer, &alice).await;
     // The `all` node consumes the task queue too: the poll's wakeup runs there.
     let created = Client::bearer(&inst, &token)
@@ -769,9 +765,7 @@ async fn an_ended_poll_sends_its_closing_update_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_410_marks_the_actor_gone_without_retrying() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
         .await
         .expect("actor");
@@ -1370,9 +1364,7 @@ async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
     let inbox = format!("{}/inbox", inst.base);
     let parent = peer.new_id("notes");
     let reply = peer.new_id("notes");
