@@ -58,6 +58,18 @@ async fn until_probes(
     .await;
 }
 
+/// Waits (up to `deadline`) until the count `sql` reads is `n`.
+async fn until_count(db: &support::TestDb, deadline: Duration, what: &str, sql: &str, n: i64) {
+    eventually(deadline, what, || async {
+        let got: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_one(&db.pool)
+            .await
+            .ok()?;
+        (got == n).then_some(())
+    })
+    .await;
+}
+
 fn probe_registry() -> Registry {
     let mut reg = Registry::new();
     probe::register(&mut reg);
@@ -502,16 +514,12 @@ async fn a_slot_pool_runs_beside_the_queue_slots_not_inside_them() {
         reg.clone(),
         Duration::from_secs(30),
     );
-    eventually(
+    until_count(
+        &db,
         Duration::from_secs(30),
         "the plain message handled while nothing of the pool runs",
-        || async {
-            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM exec_log")
-                .fetch_one(&db.pool)
-                .await
-                .ok()?;
-            (n == 1).then_some(())
-        },
+        "SELECT count(*) FROM exec_log",
+        1,
     )
     .await;
     assert_eq!(pooled.max(), 0, "the queue's slots ran a pooled kind");
@@ -637,16 +645,12 @@ async fn exponential_retry_backs_off_and_stops_after_max_attempts() {
         reg,
         Duration::from_secs(30),
     );
-    eventually(
+    until_count(
+        &db,
         Duration::from_secs(20),
         "the message to be given up",
-        || async {
-            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM hollo_failed_message")
-                .fetch_one(&db.pool)
-                .await
-                .ok()?;
-            (n == 1).then_some(())
-        },
+        "SELECT count(*) FROM hollo_failed_message",
+        1,
     )
     .await;
     let gaps: Vec<f64> = sqlx::query_scalar("SELECT EXTRACT(EPOCH FROM at - lag(at) OVER (ORDER BY at))::float8 FROM runs ORDER BY at OFFSET 1")
