@@ -49,6 +49,37 @@ async fn new_poll(pool: &PgPool, author: Uuid, expires_in: i64, multiple: bool) 
     poll.expect("poll id")
 }
 
+/// A status of `author` (whose actor is `actor_iri`) with a two-option poll ending in an hour:
+/// the status, the poll and the status's URI.
+async fn hour_poll(
+    pool: &PgPool,
+    author: Uuid,
+    actor_iri: Option<&str>,
+    text: &str,
+    options: [&str; 2],
+    multiple: bool,
+) -> (Uuid, Uuid, String) {
+    let (status, poll) = polls::create_status(
+        pool,
+        author,
+        actor_iri,
+        text,
+        Some(&NewPoll {
+            options: options.iter().map(|o| o.to_string()).collect(),
+            expires_in: 3600,
+            multiple,
+        }),
+    )
+    .await
+    .unwrap();
+    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
+        .bind(status)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    (status, poll.unwrap(), uri)
+}
+
 /// Sets a poll's expiry to `secs` from now (fractions allowed), as an edit would.
 async fn expire_in(pool: &PgPool, poll: Uuid, secs: f64) {
     sqlx::query("UPDATE polls SET expires_at = now() + $2 * interval '1 second' WHERE id = $1")
@@ -591,25 +622,15 @@ async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once
 async fn remote_votes_count_once_and_never_after_the_end() {
     let db = fresh_db().await;
     let (author, _) = account(&db.pool, "remote_host").await;
-    let (status, poll) = polls::create_status(
+    let (_, poll, uri) = hour_poll(
         &db.pool,
         author,
         Some("https://here.example/users/remote_host"),
         "vote!",
-        Some(&NewPoll {
-            options: vec!["red".into(), "blue".into()],
-            expires_in: 3600,
-            multiple: false,
-        }),
+        ["red", "blue"],
+        false,
     )
-    .await
-    .unwrap();
-    let poll = poll.unwrap();
-    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
-        .bind(status)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    .await;
     let actor = "https://there.example/users/bob";
     let vote = |id: &str, name: &str, by: &str| Incoming {
         id: id.into(),
@@ -974,24 +995,15 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
         .expect("federation"),
     );
     let (author, _) = account(&db.pool, "carol").await;
-    let (status, poll) = polls::create_status(
+    let (_, poll, uri) = hour_poll(
         &db.pool,
         author,
         Some(&fed.actor_iri("carol")),
         "which?",
-        Some(&NewPoll {
-            options: vec!["left".into(), "right".into()],
-            expires_in: 3600,
-            multiple: true,
-        }),
+        ["left", "right"],
+        true,
     )
-    .await
-    .unwrap();
-    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
-        .bind(status)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    .await;
     let actor = "https://there.example/users/dan";
     for (i, name) in ["left", "right", "right"].iter().enumerate() {
         let id = format!("https://there.example/activities/{i}");
@@ -1050,7 +1062,7 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
     );
     let mut conn = db.pool.acquire().await.unwrap();
     let p = serde_json::to_value(
-        hollo_runtime::mastodon::poll::of_poll(&mut conn, poll.unwrap(), None)
+        hollo_runtime::mastodon::poll::of_poll(&mut conn, poll, None)
             .await
             .unwrap()
             .unwrap(),
