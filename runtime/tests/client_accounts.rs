@@ -10,102 +10,15 @@ use std::time::Duration;
 
 use hollo_runtime::polls::{MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS};
 use reqwest::Method;
-use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use support::api::token_with_scopes;
+use support::api::{Answer, Client, WAIT, assert_error, received, token_with_scopes};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
 
-const WAIT: Duration = Duration::from_secs(30);
-
 /// An `all` node: the web API and the queues consumed (deliveries, inbox processing).
 async fn instance() -> Instance {
     Instance::start("all", &[]).await
-}
-
-struct Client {
-    base: String,
-    token: Option<String>,
-    http: reqwest::Client,
-}
-
-struct Answer {
-    status: u16,
-    body: Value,
-    headers: HeaderMap,
-}
-
-impl Client {
-    fn new(inst: &Instance, token: &str) -> Client {
-        Client {
-            base: inst.base.clone(),
-            token: Some(token.to_string()),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn send(&self, req: reqwest::RequestBuilder) -> Answer {
-        let req = match &self.token {
-            Some(t) => req.bearer_auth(t),
-            None => req,
-        };
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let body = resp.json().await.unwrap_or(Value::Null);
-        Answer {
-            status,
-            body,
-            headers,
-        }
-    }
-
-    async fn get(&self, path: &str) -> Answer {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    async fn post(&self, path: &str) -> Answer {
-        self.send(self.http.post(format!("{}{path}", self.base)))
-            .await
-    }
-
-    async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
-        self.send(
-            self.http
-                .request(method, format!("{}{path}", self.base))
-                .json(json),
-        )
-        .await
-    }
-
-    async fn raw(&self, method: Method, path: &str, content_type: &str, body: &str) -> Answer {
-        self.send(
-            self.http
-                .request(method, format!("{}{path}", self.base))
-                .header("content-type", content_type)
-                .body(body.to_string()),
-        )
-        .await
-    }
-}
-
-fn assert_error(a: &Answer, status: u16, what: &str) {
-    assert_eq!(a.status, status, "{what}: {}", a.body);
-    assert!(a.body["error"].is_string(), "{what}: {}", a.body);
-}
-
-/// Waits until the peer received a verified activity of `ty` matching `pred`.
-async fn received(peer: &Peer, ty: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let got = eventually(WAIT, &format!("the peer receives a {ty}"), || async {
-        peer.received()
-            .into_iter()
-            .find(|r| r.ty() == ty && pred(&r.body))
-    })
-    .await;
-    assert_eq!(got.verified, Ok(()), "our {ty} verifies at the peer");
-    got.body
 }
 
 /// Resolves the peer's `name` through search; returns its Account entity.
@@ -145,11 +58,8 @@ async fn instance_counts_are_read_once_per_ttl_not_per_request() {
     const TTL: Duration = Duration::from_secs(8);
     let inst = Instance::start("web", &[("INSTANCE_STATS_SECONDS", "8")]).await;
     let (_, alice) = inst.account("alice").await;
-    let api = Client::new(&inst, &alice);
-    let anon = Client {
-        token: None,
-        ..Client::new(&inst, "")
-    };
+    let api = Client::bearer(&inst, &alice);
+    let anon = Client::new(&inst, None);
     let counted = std::time::Instant::now();
     let v1 = anon.get("/api/v1/instance").await;
     assert_eq!(v1.status, 200, "{}", v1.body);
@@ -204,7 +114,7 @@ async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() 
     let inst = Instance::start("web", &[]).await;
     let (_, alice) = inst.account("alice").await;
     inst.account("bob").await;
-    let api = Client::new(&inst, &alice);
+    let api = Client::bearer(&inst, &alice);
     let posted = api
         .call(
             Method::POST,
@@ -213,10 +123,7 @@ async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() 
         )
         .await;
     assert_eq!(posted.status, 200, "{}", posted.body);
-    let anon = Client {
-        token: None,
-        ..Client::new(&inst, "")
-    };
+    let anon = Client::new(&inst, None);
     let domain = inst.base.trim_start_matches("http://").to_string();
 
     let v2 = anon.get("/api/v2/instance").await;
@@ -291,7 +198,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
     let inst = instance().await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
 
     // The peer follows alice (auto-accepted: she is not locked).
     let follow = json!({
@@ -349,15 +256,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
     assert_eq!(form.body["fields"].as_array().map(Vec::len), Some(2));
 
     // The actor document reflects it; followers get an Update of the actor.
-    let actor: Value = reqwest::Client::new()
-        .get(inst.fed.actor_iri("alice"))
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let actor = support::api::ap_doc(&inst.fed.actor_iri("alice")).await;
     assert_eq!(actor["name"], "Alice <A>");
     assert_eq!(
         actor["summary"],
@@ -474,7 +373,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
     assert_eq!(a.body["fields"].as_array().map(Vec::len), Some(1));
 
     // Scopes: a read-only token cannot write the profile; no token is a 401.
-    let read_only = Client::new(&inst, &token_with_scopes(&inst, alice.id, "read").await);
+    let read_only = Client::bearer(&inst, &token_with_scopes(&inst, alice.id, "read").await);
     let a = read_only
         .call(
             Method::PATCH,
@@ -490,10 +389,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
             .status,
         200
     );
-    let anon = Client {
-        token: None,
-        ..Client::new(&inst, "")
-    };
+    let anon = Client::new(&inst, None);
     assert_error(
         &anon.get("/api/v1/accounts/verify_credentials").await,
         401,
@@ -507,7 +403,7 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
     let inst = instance().await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
 
     // Not stored yet: search without resolve finds nothing, lookup is a 404.
     let none = api
@@ -539,7 +435,9 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
     assert_eq!(shown.body["acct"], json!(peer.handle()));
 
     // Follow → a verified Follow reaches the peer; requested until it accepts.
-    let rel = api.post(&format!("/api/v1/accounts/{id}/follow")).await;
+    let rel = api
+        .bare(Method::POST, &format!("/api/v1/accounts/{id}/follow"))
+        .await;
     assert_eq!(rel.status, 200, "{}", rel.body);
     assert_eq!(rel.body["id"], json!(id));
     assert_eq!(rel.body["requested"], true);
@@ -580,7 +478,9 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
         (relationship(&api, &id).await["followed_by"] == true).then_some(())
     })
     .await;
-    let blocked = api.post(&format!("/api/v1/accounts/{id}/block")).await;
+    let blocked = api
+        .bare(Method::POST, &format!("/api/v1/accounts/{id}/block"))
+        .await;
     assert_eq!(blocked.status, 200, "{}", blocked.body);
     assert_eq!(blocked.body["blocking"], true);
     assert_eq!(blocked.body["following"], false);
@@ -595,19 +495,25 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
     );
     // Blocked: following is refused and nothing is sent.
     assert_error(
-        &api.post(&format!("/api/v1/accounts/{id}/follow")).await,
+        &api.bare(Method::POST, &format!("/api/v1/accounts/{id}/follow"))
+            .await,
         422,
         "following a blocked account",
     );
-    let unblocked = api.post(&format!("/api/v1/accounts/{id}/unblock")).await;
+    let unblocked = api
+        .bare(Method::POST, &format!("/api/v1/accounts/{id}/unblock"))
+        .await;
     assert_eq!(unblocked.body["blocking"], false);
     let undo = received(&peer, "Undo", |b| b["object"]["type"] == "Block").await;
     assert_eq!(undo["object"]["id"], block["id"]);
 
     // Follow again, then unfollow: Undo(Follow) of the new Follow's id.
-    api.post(&format!("/api/v1/accounts/{id}/follow")).await;
+    api.bare(Method::POST, &format!("/api/v1/accounts/{id}/follow"))
+        .await;
     let second = received(&peer, "Follow", |b| b["id"] != follow["id"]).await;
-    let unfollowed = api.post(&format!("/api/v1/accounts/{id}/unfollow")).await;
+    let unfollowed = api
+        .bare(Method::POST, &format!("/api/v1/accounts/{id}/unfollow"))
+        .await;
     assert_eq!(unfollowed.body["requested"], false);
     let undo = received(&peer, "Undo", |b| b["object"]["type"] == "Follow").await;
     assert_eq!(undo["object"]["id"], second["id"]);
@@ -625,7 +531,7 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
     }
     for path in ["follow", "unfollow", "block", "unblock"] {
         let p = format!("/api/v1/accounts/{ghost}/{path}");
-        assert_error(&api.post(&p).await, 404, &p);
+        assert_error(&api.bare(Method::POST, &p).await, 404, &p);
     }
     let rels = api
         .get(&format!(
@@ -641,7 +547,7 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
     let inst = instance().await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let locked = api
         .call(
             Method::PATCH,
@@ -714,14 +620,20 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
     let (peer_id, other_id) = (id_of(peer.handle()), id_of(peer.handle_of("other")));
     assert_eq!(relationship(&api, &peer_id).await["requested_by"], true);
     let ok = api
-        .post(&format!("/api/v1/follow_requests/{peer_id}/authorize"))
+        .bare(
+            Method::POST,
+            &format!("/api/v1/follow_requests/{peer_id}/authorize"),
+        )
         .await;
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.body["followed_by"], true);
     let accept = received(&peer, "Accept", |_| true).await;
     assert_eq!(accept["object"]["id"], json!(follow_ids[0]));
     let no = api
-        .post(&format!("/api/v1/follow_requests/{other_id}/reject"))
+        .bare(
+            Method::POST,
+            &format!("/api/v1/follow_requests/{other_id}/reject"),
+        )
         .await;
     assert_eq!(no.body["followed_by"], false);
     let reject = received(&peer, "Reject", |_| true).await;
@@ -784,7 +696,7 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
         format!("/api/v1/follow_requests/{}/reject", uuid::Uuid::now_v7()),
         "/api/v1/follow_requests/nope/authorize".to_string(),
     ] {
-        assert_error(&api.post(&path).await, 404, &path);
+        assert_error(&api.bare(Method::POST, &path).await, 404, &path);
     }
     inst.shutdown().await;
 }
@@ -794,7 +706,10 @@ async fn local_accounts_follow_each_other_and_lists_paginate() {
     let inst = Instance::start("web", &[]).await;
     let (alice, a_token) = inst.account("alice").await;
     let (bob, b_token) = inst.account("bob").await;
-    let (alice_api, bob_api) = (Client::new(&inst, &a_token), Client::new(&inst, &b_token));
+    let (alice_api, bob_api) = (
+        Client::bearer(&inst, &a_token),
+        Client::bearer(&inst, &b_token),
+    );
     bob_api
         .call(
             Method::PATCH,
@@ -823,13 +738,16 @@ async fn local_accounts_follow_each_other_and_lists_paginate() {
     );
 
     let rel = alice_api
-        .post(&format!("/api/v1/accounts/{}/follow", bob.id))
+        .bare(Method::POST, &format!("/api/v1/accounts/{}/follow", bob.id))
         .await;
     assert_eq!(rel.body["requested"], true, "{}", rel.body);
     let asks = bob_api.get("/api/v1/follow_requests").await;
     assert_eq!(asks.body[0]["id"], json!(alice.id.to_string()));
     bob_api
-        .post(&format!("/api/v1/follow_requests/{}/authorize", alice.id))
+        .bare(
+            Method::POST,
+            &format!("/api/v1/follow_requests/{}/authorize", alice.id),
+        )
         .await;
     let rel = relationship(&alice_api, &bob.id.to_string()).await;
     assert_eq!(
@@ -842,7 +760,10 @@ async fn local_accounts_follow_each_other_and_lists_paginate() {
     assert_eq!(bob_followers.body[0]["acct"], "alice");
     assert_error(
         &alice_api
-            .post(&format!("/api/v1/accounts/{}/follow", alice.id))
+            .bare(
+                Method::POST,
+                &format!("/api/v1/accounts/{}/follow", alice.id),
+            )
             .await,
         422,
         "following oneself",
@@ -921,7 +842,7 @@ async fn local_accounts_follow_each_other_and_lists_paginate() {
     assert_eq!(profile.body["following_count"], 1);
 
     // Scopes: a token without read:follows cannot list requests.
-    let write_only = Client::new(&inst, &token_with_scopes(&inst, bob.id, "write").await);
+    let write_only = Client::bearer(&inst, &token_with_scopes(&inst, bob.id, "write").await);
     assert_error(
         &write_only.get("/api/v1/follow_requests").await,
         403,
@@ -935,7 +856,7 @@ async fn search_resolves_post_urls_and_finds_only_what_is_stored_without_resolve
     let inst = Instance::start("web", &[]).await;
     let peer = Peer::start().await;
     let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let note = json!({
         "@context": "https://www.w3.org/ns/activitystreams",
         "id": peer.iri("/notes/1"), "type": "Note", "attributedTo": peer.actor_of("bob"),
@@ -1056,7 +977,7 @@ async fn search_resolution_obeys_the_ssrf_guard() {
         json!({"id": peer.iri("/notes/1"), "type": "Note", "attributedTo": peer.actor(), "content": "x"}),
     );
     let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let url =
         url::form_urlencoded::byte_serialize(peer.iri("/notes/1").as_bytes()).collect::<String>();
     let a = api
@@ -1089,7 +1010,7 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
     let (alice, token) = inst.account("alice").await;
     let (bob, bob_token) = inst.account("bob").await;
     let (carol, _) = inst.account("carol").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let ids = |a: &Answer| -> Vec<String> {
         a.body
             .as_array()
@@ -1104,7 +1025,7 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
 
     for who in [&bob, &carol] {
         let b = api
-            .post(&format!("/api/v1/accounts/{}/block", who.id))
+            .bare(Method::POST, &format!("/api/v1/accounts/{}/block", who.id))
             .await;
         assert_eq!(b.status, 200, "{}", b.body);
         assert_eq!(b.body["blocking"], true);
@@ -1133,10 +1054,12 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
     );
 
     // Only the holder's own: bob blocks nobody.
-    let bobs = Client::new(&inst, &bob_token).get("/api/v1/blocks").await;
+    let bobs = Client::bearer(&inst, &bob_token)
+        .get("/api/v1/blocks")
+        .await;
     assert_eq!(bobs.body, json!([]), "bob's list");
     // Scopes: read:blocks, or follow (which grants it); not read:accounts alone.
-    let wrong = Client::new(
+    let wrong = Client::bearer(
         &inst,
         &token_with_scopes(&inst, alice.id, "read:accounts").await,
     );
@@ -1145,11 +1068,14 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
         403,
         "read:accounts only",
     );
-    let follow = Client::new(&inst, &token_with_scopes(&inst, alice.id, "follow").await);
+    let follow = Client::bearer(&inst, &token_with_scopes(&inst, alice.id, "follow").await);
     assert_eq!(ids(&follow.get("/api/v1/blocks").await).len(), 2);
 
     let unblocked = api
-        .post(&format!("/api/v1/accounts/{}/unblock", carol.id))
+        .bare(
+            Method::POST,
+            &format!("/api/v1/accounts/{}/unblock", carol.id),
+        )
         .await;
     assert_eq!(unblocked.body["blocking"], false);
     assert_eq!(ids(&api.get("/api/v1/blocks").await), [bob.id.to_string()]);
@@ -1167,7 +1093,7 @@ async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
     let (bob, _) = inst.account("bob").await;
     let (bobby, _) = inst.account("bobby").await;
     inst.account("carol").await;
-    let api = Client::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let accts = |a: &Answer| -> Vec<String> {
         assert_eq!(a.status, 200, "{}", a.body);
         a.body
@@ -1190,16 +1116,12 @@ async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
         422,
         "a limit that is no number",
     );
-    let anonymous = Client {
-        base: inst.base.clone(),
-        token: None,
-        http: reqwest::Client::new(),
-    };
+    let anonymous = Client::new(&inst, None);
     assert_eq!(
         anonymous.get("/api/v1/accounts/search?q=bo").await.status,
         401
     );
-    let wrong = Client::new(
+    let wrong = Client::bearer(
         &inst,
         &token_with_scopes(&inst, alice.id, "read:statuses").await,
     );
@@ -1231,7 +1153,7 @@ async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
 
     // following: alice follows bob only.
     let f = api
-        .post(&format!("/api/v1/accounts/{}/follow", bob.id))
+        .bare(Method::POST, &format!("/api/v1/accounts/{}/follow", bob.id))
         .await;
     assert_eq!(f.status, 200, "{}", f.body);
     assert_eq!(

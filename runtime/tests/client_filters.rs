@@ -15,34 +15,20 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id};
+use support::api::{
+    Client, WAIT, add_to_list, assert_error, call_ok, follow, get_ok, id, new_list, users,
+};
 use support::eventually;
 use support::node::Instance;
-use tokio::net::TcpStream;
+use support::stream::{Socket, listening};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-async fn call(api: &Client, method: Method, path: &str, body: Value) -> Value {
-    let a = api.call(method, path, &body).await;
-    assert_eq!(a.status, 200, "{path} {body}: {}", a.body);
-    a.body
-}
-
-async fn get(api: &Client, path: &str) -> Value {
-    let a = api.get(path).await;
-    assert_eq!(a.status, 200, "{path}: {}", a.body);
-    a.body
-}
 
 /// The statuses of a page by id, each with the titles of the filters in its `filtered`.
 async fn page(api: &Client, path: &str) -> Vec<(String, Vec<String>)> {
-    get(api, path)
+    get_ok(api, path)
         .await
         .as_array()
         .expect("a list")
@@ -171,10 +157,10 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         404,
         "eve deletes alice's filter",
     );
-    assert_eq!(get(&eve, "/api/v2/filters").await, json!([]));
+    assert_eq!(get_ok(&eve, "/api/v2/filters").await, json!([]));
 
     // Update: a new title, `hide`, an end; a keyword changed, one destroyed, one added.
-    let changed = call(
+    let changed = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v2/filters/{fid}"),
@@ -217,7 +203,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         "an end queues its expiry"
     );
     // The end removed again (null), as apps do to make a filter permanent.
-    let endless = call(
+    let endless = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v2/filters/{fid}"),
@@ -237,12 +223,12 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         "a keyword of no filter",
     );
     assert_eq!(
-        get(&api, &format!("/api/v2/filters/{fid}")).await["title"],
+        get_ok(&api, &format!("/api/v2/filters/{fid}")).await["title"],
         "No spoilers"
     );
 
     // The keywords resource.
-    let added = call(
+    let added = call_ok(
         &api,
         Method::POST,
         &format!("/api/v2/filters/{fid}/keywords"),
@@ -254,7 +240,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         (Some("twist"), Some(false))
     );
     let twist = id(&added);
-    let renamed = call(
+    let renamed = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v2/filters/keywords/{twist}"),
@@ -263,18 +249,18 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     .await;
     assert_eq!(renamed["keyword"], "plot twist");
     assert_eq!(
-        get(&api, &format!("/api/v2/filters/keywords/{twist}")).await["whole_word"],
+        get_ok(&api, &format!("/api/v2/filters/keywords/{twist}")).await["whole_word"],
         false
     );
     assert_eq!(
-        get(&api, &format!("/api/v2/filters/{fid}/keywords"))
+        get_ok(&api, &format!("/api/v2/filters/{fid}/keywords"))
             .await
             .as_array()
             .unwrap()
             .len(),
         3
     );
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v2/filters/keywords/{twist}"),
@@ -302,7 +288,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         404,
         "a status alice may not read",
     );
-    let rule = call(
+    let rule = call_ok(
         &api,
         Method::POST,
         &format!("/api/v2/filters/{fid}/statuses"),
@@ -310,7 +296,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     )
     .await;
     assert_eq!(rule["status_id"], public.as_str());
-    let again = call(
+    let again = call_ok(
         &api,
         Method::POST,
         &format!("/api/v2/filters/{fid}/statuses"),
@@ -320,11 +306,11 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     assert_eq!(again["id"], rule["id"], "adding it twice is the same rule");
     let rule_id = id(&rule);
     assert_eq!(
-        get(&api, &format!("/api/v2/filters/statuses/{rule_id}")).await["status_id"],
+        get_ok(&api, &format!("/api/v2/filters/statuses/{rule_id}")).await["status_id"],
         public.as_str()
     );
     assert_eq!(
-        get(&api, &format!("/api/v2/filters/{fid}/statuses"))
+        get_ok(&api, &format!("/api/v2/filters/{fid}/statuses"))
             .await
             .as_array()
             .unwrap()
@@ -337,7 +323,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         404,
         "eve reads the rule",
     );
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v2/filters/statuses/{rule_id}"),
@@ -345,12 +331,12 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     )
     .await;
     assert_eq!(
-        get(&api, &format!("/api/v2/filters/{fid}")).await["statuses"],
+        get_ok(&api, &format!("/api/v2/filters/{fid}")).await["statuses"],
         json!([])
     );
 
     // v1: one filter per keyword, `irreversible` is `hide`.
-    let v1 = get(&api, "/api/v1/filters").await;
+    let v1 = get_ok(&api, "/api/v1/filters").await;
     let v1 = v1.as_array().unwrap();
     assert_eq!(v1.len(), 2, "{v1:?}");
     assert_eq!(v1[0]["phrase"], "spoiler");
@@ -368,7 +354,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         "a v1 change of a filter with several keywords",
     );
     // The keyword itself may change.
-    let phrase = call(
+    let phrase = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v1/filters/{spoiler_kw}"),
@@ -391,7 +377,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     assert_eq!(old.body["phrase"], "election");
     assert_eq!(old.body["irreversible"], false);
     let old_id = id(&old.body);
-    let v2 = get(&api, "/api/v2/filters").await;
+    let v2 = get_ok(&api, "/api/v2/filters").await;
     let made_by_v1 = v2
         .as_array()
         .unwrap()
@@ -401,7 +387,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         .clone();
     assert_eq!(made_by_v1["context"], json!(["notifications"]));
     assert_eq!(made_by_v1["filter_action"], "warn");
-    let moved = call(
+    let moved = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v1/filters/{old_id}"),
@@ -412,7 +398,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         (moved["irreversible"].as_bool(), moved["context"].clone()),
         (Some(true), json!(["home", "thread"]))
     );
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/filters/{old_id}"),
@@ -420,7 +406,11 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     )
     .await;
     assert_eq!(
-        get(&api, "/api/v2/filters").await.as_array().unwrap().len(),
+        get_ok(&api, "/api/v2/filters")
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
         1,
         "its filter went with it"
     );
@@ -441,14 +431,14 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         "no write:filters",
     );
 
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v2/filters/{fid}"),
         json!({}),
     )
     .await;
-    assert_eq!(get(&api, "/api/v2/filters").await, json!([]));
+    assert_eq!(get_ok(&api, "/api/v2/filters").await, json!([]));
     assert_eq!(
         inst.count("SELECT count(*) FROM filter_keywords").await,
         0,
@@ -457,46 +447,23 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     inst.shutdown().await;
 }
 
-async fn follow(api: &Client, whom: &str) {
-    call(
-        api,
-        Method::POST,
-        &format!("/api/v1/accounts/{whom}/follow"),
-        json!({}),
-    )
-    .await;
-}
-
 async fn filter(api: &Client, body: Value) -> String {
-    id(&call(api, Method::POST, "/api/v2/filters", body).await)
+    id(&call_ok(api, Method::POST, "/api/v2/filters", body).await)
 }
 
 #[tokio::test]
 async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [
+        (alice, alice_token, api),
+        (bob, _, bob_api),
+        (carol, carol_token, carol_api),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
-    let list = id(&call(
-        &api,
-        Method::POST,
-        "/api/v1/lists",
-        json!({ "title": "bob" }),
-    )
-    .await);
-    call(
-        &api,
-        Method::POST,
-        &format!("/api/v1/lists/{list}/accounts"),
-        json!({ "account_ids": [bob_id] }),
-    )
-    .await;
+    let list = new_list(&api, json!({ "title": "bob" })).await;
+    add_to_list(&api, &list, &[&bob_id]).await;
 
     let root = id(&alice_api_post(&api, "what happened in the show?").await);
     // Matches "Spoiler" whole-word (case-insensitive) inside HTML paragraphs; the control
@@ -509,7 +476,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     let near = id(&bob_api
         .posted(&json!({ "status": "no spoilers here #tv" }))
         .await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{hit}/reblog"),
@@ -541,7 +508,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
         );
     }
     // A boost carries its boosted status's results, on itself and on `reblog`.
-    let home = get(&api, "/api/v1/timelines/home").await;
+    let home = get_ok(&api, "/api/v1/timelines/home").await;
     let b = home
         .as_array()
         .unwrap()
@@ -559,13 +526,13 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
         "a result's filter has no rules"
     );
     // The thread and the notifications.
-    let ctx = get(&api, &format!("/api/v1/statuses/{root}/context")).await;
+    let ctx = get_ok(&api, &format!("/api/v1/statuses/{root}/context")).await;
     assert_eq!(
         titles(&ctx["descendants"][0]),
         vec!["TV".to_string()],
         "{ctx}"
     );
-    let notes = get(&api, "/api/v1/notifications?types[]=mention").await;
+    let notes = get_ok(&api, "/api/v1/notifications?types[]=mention").await;
     assert_eq!(
         titles(&notes[0]["status"]),
         vec!["TV".to_string()],
@@ -584,7 +551,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     );
 
     // Narrowed to home: the other contexts show it unfiltered.
-    call(
+    call_ok(
         &api,
         Method::PUT,
         &format!("/api/v2/filters/{f}"),
@@ -606,7 +573,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     }
 
     // `hide` in every context: gone everywhere, the boost too; the near miss stays.
-    call(
+    call_ok(
         &api,
         Method::PUT,
         &format!("/api/v2/filters/{f}"),
@@ -626,10 +593,10 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
         None,
         "the boost of it too"
     );
-    let ctx = get(&api, &format!("/api/v1/statuses/{root}/context")).await;
+    let ctx = get_ok(&api, &format!("/api/v1/statuses/{root}/context")).await;
     assert_eq!(ctx["descendants"], json!([]), "hidden from the thread");
     assert_eq!(
-        get(&api, "/api/v1/notifications?types[]=mention").await,
+        get_ok(&api, "/api/v1/notifications?types[]=mention").await,
         json!([])
     );
     // A page emptied by the filter still leads on: its Link names the cursor it read (the
@@ -655,7 +622,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     );
     // Opening the status itself still works (a preference, not visibility).
     assert_eq!(
-        get(&api, &format!("/api/v1/statuses/{hit}")).await["id"],
+        get_ok(&api, &format!("/api/v1/statuses/{hit}")).await["id"],
         hit.as_str()
     );
 
@@ -664,14 +631,14 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
         .posted(&json!({ "status": "carol's ordinary post" }))
         .await);
     let by_id = filter(&api, json!({ "title": "that one", "context": ["home"] })).await;
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v2/filters/{by_id}/statuses"),
         json!({ "status_id": carols }),
     )
     .await;
-    let home = get(&api, "/api/v1/timelines/home").await;
+    let home = get_ok(&api, "/api/v1/timelines/home").await;
     let c = home
         .as_array()
         .unwrap()
@@ -683,7 +650,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     assert_eq!(c["filtered"][0]["keyword_matches"], Value::Null);
 
     // Deleted: everything is back.
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v2/filters/{f}"),
@@ -704,15 +671,12 @@ async fn alice_api_post(api: &Client, text: &str) -> Value {
 #[tokio::test]
 async fn a_filter_ends_at_its_expiry_and_the_streams_are_told_once() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(_, alice_token, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     follow(&api, &bob.id.to_string()).await;
     let hit = id(&bob_api
         .posted(&json!({ "status": "a quick spoiler" }))
         .await);
-    let mut ws = stream(&inst, "stream=user", &alice_token).await;
+    let mut ws = listening(&inst.base, "stream=user", &alice_token, WAIT).await;
 
     let started = Instant::now();
     let f = filter(
@@ -737,7 +701,7 @@ async fn a_filter_ends_at_its_expiry_and_the_streams_are_told_once() {
         shown(&api, "/api/v1/timelines/home", &hit).await,
         Some(vec![])
     );
-    let kept = get(&api, &format!("/api/v2/filters/{f}")).await;
+    let kept = get_ok(&api, &format!("/api/v2/filters/{f}")).await;
     assert!(kept["expires_at"].is_string(), "{kept}");
     let announced = "SELECT count(*) FROM stream_events WHERE kind = 'filters'";
     assert_eq!(inst.count(announced).await, 2, "created, then ended");
@@ -798,37 +762,6 @@ async fn a_filter_expiry_survives_a_worker_killed_mid_task() {
     inst.shutdown().await;
 }
 
-/// Opens `/api/v1/streaming?<query>` with the token in the header.
-async fn stream(inst: &Instance, query: &str, token: &str) -> Socket {
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let mut ws = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("WebSocket handshake")
-        .0;
-    // The stream subscribes to events once upgraded, after the handshake answered: a command
-    // answered (an unknown stream's error) shows it is listening before the test acts.
-    ws.send(Message::Text(
-        json!({ "type": "subscribe", "stream": "nonsense" })
-            .to_string()
-            .into(),
-    ))
-    .await
-    .unwrap();
-    let m = tokio::time::timeout(WAIT, ws.next())
-        .await
-        .expect("an answer in time");
-    let Some(Ok(Message::Text(text))) = m else {
-        panic!("stream ended: {m:?}")
-    };
-    assert!(text.as_str().contains("error"), "{text}");
-    ws
-}
-
 /// The next message's event and payload (parsed; `Null` when it has none).
 async fn next_event(ws: &mut Socket) -> (String, Value) {
     let m = tokio::time::timeout(WAIT, ws.next())
@@ -872,10 +805,7 @@ async fn until(ws: &mut Socket, event: &str, want: &str) -> (Value, Vec<String>)
 #[tokio::test]
 async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(_, alice_token, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     follow(&api, &bob.id.to_string()).await;
     filter(
         &api,
@@ -886,25 +816,19 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
     filter(&api, json!({ "title": "hidden", "context": ["home", "public", "notifications"], "filter_action": "hide",
                          "keywords_attributes": [{ "keyword": "dogs" }] }))
     .await;
-    let list = id(&call(
-        &api,
-        Method::POST,
-        "/api/v1/lists",
-        json!({ "title": "bob" }),
-    )
-    .await);
-    call(
-        &api,
-        Method::POST,
-        &format!("/api/v1/lists/{list}/accounts"),
-        json!({ "account_ids": [bob.id.to_string()] }),
+    let list = new_list(&api, json!({ "title": "bob" })).await;
+    add_to_list(&api, &list, &[&bob.id.to_string()]).await;
+    let mut user = listening(&inst.base, "stream=user", &alice_token, WAIT).await;
+    let mut listed = listening(
+        &inst.base,
+        &format!("stream=list&list={list}"),
+        &alice_token,
+        WAIT,
     )
     .await;
-    let mut user = stream(&inst, "stream=user", &alice_token).await;
-    let mut listed = stream(&inst, &format!("stream=list&list={list}"), &alice_token).await;
-    let mut public = stream(&inst, "stream=public", &alice_token).await;
+    let mut public = listening(&inst.base, "stream=public", &alice_token, WAIT).await;
     let (_, eve_token) = inst.account("eve").await;
-    let mut eve_public = stream(&inst, "stream=public", &eve_token).await;
+    let mut eve_public = listening(&inst.base, "stream=public", &eve_token, WAIT).await;
 
     let dogs = id(&bob_api
         .posted(&json!({ "status": "dogs everywhere" }))
@@ -951,18 +875,14 @@ async fn the_streams_carry_filtered_and_leave_hidden_statuses_out() {
 #[tokio::test]
 async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(_, _, api), (_, _, bob_api), (_, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let root = id(&api.posted(&json!({ "status": "a thread of mine" })).await);
     let reply = id(&bob_api
         .posted(&json!({ "status": "@alice a reply", "in_reply_to_id": root }))
         .await);
     let mentions = || async {
-        get(&api, "/api/v1/notifications")
+        get_ok(&api, "/api/v1/notifications")
             .await
             .as_array()
             .unwrap()
@@ -973,7 +893,7 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     assert!(mentions().await.contains(&reply), "before the mute");
 
     // Muted through a reply deep in it: the whole thread is muted, the root says so.
-    let muted = call(
+    let muted = call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{reply}/mute"),
@@ -982,25 +902,25 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     .await;
     assert_eq!(muted["muted"], true);
     assert_eq!(
-        get(&api, &format!("/api/v1/statuses/{root}")).await["muted"],
+        get_ok(&api, &format!("/api/v1/statuses/{root}")).await["muted"],
         true
     );
     assert_eq!(
-        get(&bob_api, &format!("/api/v1/statuses/{root}")).await["muted"],
+        get_ok(&bob_api, &format!("/api/v1/statuses/{root}")).await["muted"],
         false,
         "bob's view"
     );
     let deeper = id(&bob_api
         .posted(&json!({ "status": "@alice more", "in_reply_to_id": reply }))
         .await);
-    call(
+    call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{root}/favourite"),
         json!({}),
     )
     .await;
-    call(
+    call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{root}/reblog"),
@@ -1020,7 +940,7 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
         !seen.contains(&deeper),
         "the muted thread's reply did not notify: {seen:?}"
     );
-    let kinds: Vec<String> = get(&api, "/api/v1/notifications")
+    let kinds: Vec<String> = get_ok(&api, "/api/v1/notifications")
         .await
         .as_array()
         .unwrap()
@@ -1033,7 +953,7 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     );
 
     // Unmuted: the thread notifies again.
-    let unmuted = call(
+    let unmuted = call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{root}/unmute"),

@@ -9,7 +9,9 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, has, id, received, scalar, token_with_scopes};
+use support::api::{
+    Client, WAIT, assert_error, has, id, received, scalar, token_with_scopes, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -66,12 +68,11 @@ async fn page(inst: &Instance, token: &str, path: &str) -> (Vec<String>, Option<
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn favourites_and_bookmarks_are_idempotent_listed_and_taken_back() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [
+        (alice, _, alice_api),
+        (bob, bob_token, bob_api),
+        (_, carol_token, carol_api),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
     let anon = Client::new(&inst, None);
 
     let posts: Vec<String> = {
@@ -187,12 +188,8 @@ async fn favourites_and_bookmarks_are_idempotent_listed_and_taken_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn boosts_reach_the_boosters_followers_and_only_what_may_be_boosted() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(alice, _, alice_api), (bob, _, bob_api), (_, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let anon = Client::new(&inst, None);
     // carol follows bob, bob follows alice (local follows are accepted at once).
     for (api, whom) in [(&carol_api, bob.id), (&bob_api, alice.id)] {

@@ -19,53 +19,20 @@ use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, follow_each_other, id, received, token_with_scopes,
+    Client, WAIT, add_to_list, assert_error, call_ok, follow, follow_each_other, id, new_list,
+    received, token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
-use tokio::net::TcpStream;
+use support::stream::{Socket, Token, connect, open};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The ids of a timeline page (asserting a 200).
 async fn ids(api: &Client, path: &str) -> Vec<String> {
     let a = api.get(path).await;
     assert_eq!(a.status, 200, "{path}: {}", a.body);
     a.body.as_array().expect("a list").iter().map(id).collect()
-}
-
-async fn call(api: &Client, method: Method, path: &str, body: Value) -> Value {
-    let a = api.call(method, path, &body).await;
-    assert_eq!(a.status, 200, "{path} {body}: {}", a.body);
-    a.body
-}
-
-async fn follow(api: &Client, whom: &str) {
-    call(
-        api,
-        Method::POST,
-        &format!("/api/v1/accounts/{whom}/follow"),
-        json!({}),
-    )
-    .await;
-}
-
-async fn new_list(api: &Client, body: Value) -> String {
-    id(&call(api, Method::POST, "/api/v1/lists", body).await)
-}
-
-async fn add(api: &Client, list: &str, accounts: &[&str]) {
-    call(
-        api,
-        Method::POST,
-        &format!("/api/v1/lists/{list}/accounts"),
-        json!({ "account_ids": accounts }),
-    )
-    .await;
 }
 
 /// A reply to `parent` (a status id), public.
@@ -105,7 +72,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     );
 
     // Created with Mastodon's defaults, or what a form says.
-    let made = call(
+    let made = call_ok(
         &api,
         Method::POST,
         "/api/v1/lists",
@@ -139,7 +106,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     );
 
     // Changed: only what is given.
-    let changed = call(
+    let changed = call_ok(
         &api,
         Method::PUT,
         &format!("/api/v1/lists/{friends}"),
@@ -189,7 +156,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         "an unknown account",
     );
     follow(&api, &bob_id).await;
-    add(&api, &friends, &[bob_id.as_str()]).await;
+    add_to_list(&api, &friends, &[bob_id.as_str()]).await;
     assert_error(
         &api.call(Method::POST, &path, &json!({ "account_ids": [bob_id] }))
             .await,
@@ -256,15 +223,15 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     // Removing a member (as a DELETE with the ids in the query, as some apps send it), then
     // the list; an unfollow takes the account out of every list.
     let gone = api
-        .send(api.http.delete(format!(
-            "{}/api/v1/lists/{friends}/accounts?account_ids[]={bob_id}",
-            inst.base
-        )))
+        .bare(
+            Method::DELETE,
+            &format!("/api/v1/lists/{friends}/accounts?account_ids[]={bob_id}"),
+        )
         .await;
     assert_eq!(gone.status, 200, "{}", gone.body);
     assert_eq!(api.get(&path).await.body, json!([]));
-    add(&api, &work, &[bob_id.as_str()]).await;
-    call(
+    add_to_list(&api, &work, &[bob_id.as_str()]).await;
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unfollow"),
@@ -278,7 +245,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         json!([]),
         "an unfollowed account leaves the lists"
     );
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/lists/{friends}"),
@@ -311,16 +278,13 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
 #[tokio::test]
 async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let (dave, dave_token) = inst.account("dave").await;
-    let (_, erin_token) = inst.account("erin").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
-    let dave_api = Client::new(&inst, Some(&dave_token));
-    let erin_api = Client::new(&inst, Some(&erin_token));
+    let [
+        (_, _, api),
+        (bob, _, bob_api),
+        (carol, _, carol_api),
+        (dave, _, dave_api),
+        (_, _, erin_api),
+    ] = users(&inst, ["alice", "bob", "carol", "dave", "erin"]).await;
     let (bob_id, carol_id, dave_id) = (
         bob.id.to_string(),
         carol.id.to_string(),
@@ -342,9 +306,9 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let none = new_list(&api, json!({ "title": "none", "replies_policy": "none" })).await;
     let quiet = new_list(&api, json!({ "title": "quiet", "exclusive": true })).await;
     for l in [members.as_str(), followed.as_str(), none.as_str()] {
-        add(&api, l, &[bob_id.as_str()]).await;
+        add_to_list(&api, l, &[bob_id.as_str()]).await;
     }
-    add(&api, &quiet, &[dave_id.as_str()]).await;
+    add_to_list(&api, &quiet, &[dave_id.as_str()]).await;
 
     let alice_post = id(&api.posted(&json!({ "status": "alice's" })).await);
     let carol_post = id(&carol_api.posted(&json!({ "status": "carol's" })).await);
@@ -355,7 +319,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let to_followed = id(&bob_api.posted(&reply("to carol", &carol_post)).await);
     let to_stranger = id(&bob_api.posted(&reply("to erin", &erin_post)).await);
     let dave_post = id(&dave_api.posted(&json!({ "status": "dave's" })).await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &bob_api,
         Method::POST,
         &format!("/api/v1/statuses/{carol_post}/reblog"),
@@ -417,7 +381,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     assert_eq!(next, [to_owner.as_str(), to_self.as_str()]);
 
     // A member added later brings what home holds of theirs; one removed takes theirs along.
-    add(&api, &members, &[carol_id.as_str()]).await;
+    add_to_list(&api, &members, &[carol_id.as_str()]).await;
     assert!(ids(&api, &timeline(&members)).await.contains(&carol_post));
     let gone = api
         .call(
@@ -430,7 +394,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     assert_eq!(ids(&api, &timeline(&members)).await, [carol_post.as_str()]);
 
     // A deleted post leaves the list timelines too.
-    call(
+    call_ok(
         &dave_api,
         Method::DELETE,
         &format!("/api/v1/statuses/{dave_post}"),
@@ -446,7 +410,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
             .await
             .contains(&carol_post)
     );
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{carol_id}/unfollow"),
@@ -460,7 +424,7 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
 }
 
 async fn mute(api: &Client, whom: &str, body: Value) -> Value {
-    call(
+    call_ok(
         api,
         Method::POST,
         &format!("/api/v1/accounts/{whom}/mute"),
@@ -472,17 +436,13 @@ async fn mute(api: &Client, whom: &str, body: Value) -> Value {
 #[tokio::test]
 async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(alice, _, api), (bob, _, bob_api), (carol, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
     let list = new_list(&api, json!({ "title": "both" })).await;
-    add(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
+    add_to_list(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
 
     // Bad input: a duration that is not whole seconds, oneself.
     for d in [json!("soon"), json!(-1), json!(1.5)] {
@@ -512,7 +472,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
         .posted(&json!({ "status": "bob says #mutetag" }))
         .await);
     let mention = id(&bob_api.posted(&json!({ "status": "@alice hi" })).await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{bobs}/reblog"),
@@ -600,7 +560,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert!(!ids(&api, "/api/v1/timelines/home").await.contains(&bobs));
 
     // Unmuted: everything is back.
-    let rel = call(
+    let rel = call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unmute"),
@@ -614,7 +574,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert_eq!(api.get("/api/v1/mutes").await.body, json!([]));
 
     // A block hides the same (and unfollows, so bob leaves the list too).
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/block"),
@@ -647,10 +607,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
 #[tokio::test]
 async fn a_mute_with_a_duration_ends_by_itself_on_the_queue() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(alice, _, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let bob_id = bob.id.to_string();
     follow(&api, &bob_id).await;
     let bobs = id(&bob_api.posted(&json!({ "status": "soon back" })).await);
@@ -831,7 +788,7 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
 
     // Nor does the server's next public note reach alice's public stream, while carol's
     // (posted after it) does.
-    let mut public = stream(&inst, "stream=public", &alice_token).await;
+    let mut public = connect(&inst.base, "stream=public", &alice_token).await;
     let later = peer.new_id("notes");
     let create = json!({
         "id": format!("{later}/activity"), "type": "Create", "actor": peer.actor(),
@@ -869,29 +826,12 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
 
     // Unblocked (the domain in the query, as a DELETE may send it): the posts show again.
     let gone = api
-        .send(api.http.delete(format!(
-            "{}/api/v1/domain_blocks?domain=127.0.0.2",
-            inst.base
-        )))
+        .bare(Method::DELETE, "/api/v1/domain_blocks?domain=127.0.0.2")
         .await;
     assert_eq!(gone.status, 200, "{}", gone.body);
     assert_eq!(api.get("/api/v1/domain_blocks").await.body, json!([]));
     assert!(ids(&api, paths[1]).await.contains(&post_id));
     inst.shutdown().await;
-}
-
-/// Opens `/api/v1/streaming?<query>` with the token in the header.
-async fn stream(inst: &Instance, query: &str, token: &str) -> Socket {
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    tokio_tungstenite::connect_async(req)
-        .await
-        .expect("WebSocket handshake")
-        .0
 }
 
 /// Reads `(stream, event, status id)` messages until one has the id `want`, returning those
@@ -939,25 +879,23 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
     let list = new_list(&api, json!({ "title": "bob and carol" })).await;
-    add(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
+    add_to_list(&api, &list, &[bob_id.as_str(), carol_id.as_str()]).await;
 
     // Another account's list cannot be streamed (404 at the handshake, an error when
     // subscribed), nor can a malformed one.
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?stream=list&list={list}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert(
-        "authorization",
-        format!("Bearer {eve_token}").parse().unwrap(),
-    );
-    match tokio_tungstenite::connect_async(req).await {
+    match open(
+        &inst.base,
+        &format!("stream=list&list={list}"),
+        Token::Header(&eve_token),
+    )
+    .await
+    {
         Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
             assert_eq!(resp.status().as_u16(), 404)
         }
         other => panic!("eve streamed alice's list: {:?}", other.map(|_| ())),
     }
-    let mut eve = stream(&inst, "stream=public:local", &eve_token).await;
+    let mut eve = connect(&inst.base, "stream=public:local", &eve_token).await;
     eve.send(Message::Text(
         json!({ "type": "subscribe", "stream": "list", "list": list })
             .to_string()
@@ -973,8 +911,13 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
 
     // alice's list stream and user stream, with bob muted: bob's post and carol's boost of it
     // never arrive, carol's post (sent after them) does, on both.
-    let mut listed = stream(&inst, &format!("stream=list&list={list}"), &alice_token).await;
-    let mut user = stream(&inst, "stream=user", &alice_token).await;
+    let mut listed = connect(
+        &inst.base,
+        &format!("stream=list&list={list}"),
+        &alice_token,
+    )
+    .await;
+    let mut user = connect(&inst.base, "stream=user", &alice_token).await;
     let first = id(&bob_api
         .posted(&json!({ "status": "before the mute" }))
         .await);
@@ -982,7 +925,7 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
     assert!(before.is_empty(), "{before:?}");
     mute(&api, &bob_id, json!({})).await;
     let bobs = id(&bob_api.posted(&json!({ "status": "while muted" })).await);
-    let boost = id(&call(
+    let boost = id(&call_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{bobs}/reblog"),
@@ -998,7 +941,7 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
         );
     }
     // The list stream names the list, as Mastodon's.
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unmute"),

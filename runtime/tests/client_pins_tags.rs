@@ -12,7 +12,8 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, follow_each_other, id, received, token_with_scopes,
+    Client, WAIT, ap_doc, assert_error, call_ok, follow, follow_each_other, get_ok, id, received,
+    token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -20,43 +21,15 @@ use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
-async fn call(api: &Client, method: Method, path: &str, body: Value) -> Value {
-    let a = api.call(method, path, &body).await;
-    assert_eq!(a.status, 200, "{path} {body}: {}", a.body);
-    a.body
-}
-
-async fn get(api: &Client, path: &str) -> Value {
-    let a = api.get(path).await;
-    assert_eq!(a.status, 200, "{path}: {}", a.body);
-    a.body
-}
-
 fn ids(v: &Value) -> Vec<String> {
     v.as_array().expect("a list").iter().map(id).collect()
-}
-
-/// An ActivityPub document of ours, as a peer fetches it.
-async fn ap(url: &str) -> Value {
-    reqwest::Client::new()
-        .get(url)
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
 async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob = Client::new(&inst, Some(&bob_token));
+    let [(alice, _, api), (_, _, bob)] = users(&inst, ["alice", "bob"]).await;
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let alice_id = alice.id.to_string();
 
@@ -111,41 +84,41 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     assert_eq!(pin(&api, &posts[0]).await.status, 200, "again: idempotent");
     // `pinned` is the owner's to see.
     assert_eq!(
-        get(&api, &format!("/api/v1/statuses/{}", posts[0])).await["pinned"],
+        get_ok(&api, &format!("/api/v1/statuses/{}", posts[0])).await["pinned"],
         true
     );
     assert_eq!(
-        get(&bob, &format!("/api/v1/statuses/{}", posts[0])).await["pinned"],
+        get_ok(&bob, &format!("/api/v1/statuses/{}", posts[0])).await["pinned"],
         false
     );
     // The profile's pinned statuses, the latest pin first; the plain list is unchanged.
-    let pinned = get(
+    let pinned = get_ok(
         &bob,
         &format!("/api/v1/accounts/{alice_id}/statuses?pinned=true"),
     )
     .await;
     let want: Vec<String> = posts.iter().take(5).rev().cloned().collect();
     assert_eq!(ids(&pinned), want);
-    let all = get(&bob, &format!("/api/v1/accounts/{alice_id}/statuses")).await;
+    let all = get_ok(&bob, &format!("/api/v1/accounts/{alice_id}/statuses")).await;
     assert!(ids(&all).len() >= 6, "pins do not narrow the plain list");
 
     // The followers heard of each pin: a signed Add to the actor's featured collection.
     let me = inst.fed.actor_iri("alice");
     let featured = format!("{me}/collections/featured");
-    let first_uri = get(&api, &format!("/api/v1/statuses/{}", posts[0])).await["uri"].clone();
+    let first_uri = get_ok(&api, &format!("/api/v1/statuses/{}", posts[0])).await["uri"].clone();
     let add = received(&peer, "Add", |b| b["object"] == first_uri).await;
     assert_eq!(
         (add["actor"].as_str(), add["target"].as_str()),
         (Some(me.as_str()), Some(featured.as_str()))
     );
     // The actor names the collection; the collection embeds the public pins (not the private).
-    let actor = ap(&me).await;
+    let actor = ap_doc(&me).await;
     assert_eq!(actor["featured"], featured.as_str());
     assert_eq!(
         actor["featuredTags"],
         format!("{me}/collections/tags").as_str()
     );
-    call(
+    call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{}/unpin", posts[4]),
@@ -153,7 +126,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     )
     .await;
     assert_eq!(pin(&api, &private).await.status, 200);
-    let coll = ap(&featured).await;
+    let coll = ap_doc(&featured).await;
     assert_eq!(coll["type"], "OrderedCollection");
     let items: Vec<&str> = coll["orderedItems"]
         .as_array()
@@ -169,14 +142,14 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
             .iter()
             .all(|n| n["type"] == "Note")
     );
-    let private_uri = get(&api, &format!("/api/v1/statuses/{private}")).await["uri"].clone();
+    let private_uri = get_ok(&api, &format!("/api/v1/statuses/{private}")).await["uri"].clone();
     assert!(
         !items.contains(&private_uri.as_str().unwrap()),
         "a private pin is not served"
     );
 
     // Unpin: `pinned` false, off the profile, a Remove sent.
-    let unpinned = call(
+    let unpinned = call_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{}/unpin", posts[0]),
@@ -184,7 +157,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     )
     .await;
     assert_eq!(unpinned["pinned"], false);
-    let pinned = ids(&get(
+    let pinned = ids(&get_ok(
         &bob,
         &format!("/api/v1/accounts/{alice_id}/statuses?pinned=true"),
     )
@@ -195,7 +168,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     );
     received(&peer, "Remove", |b| b["object"] == first_uri).await;
     // A deleted status leaves the pins.
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/statuses/{}", posts[1]),
@@ -243,7 +216,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     assert_eq!(peer.post(&inbox, &added).await, 202);
     let path = format!("/api/v1/accounts/{peer_id}/statuses?pinned=true");
     let shown = eventually(WAIT, "the peer's pin", || async {
-        let v = get(&api, &path).await;
+        let v = get_ok(&api, &path).await;
         (v.as_array().is_some_and(|a| a.len() == 1)).then_some(v)
     })
     .await;
@@ -292,12 +265,12 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
                           "object": note, "target": theirs });
     assert_eq!(peer.post(&inbox, &removed).await, 202);
     eventually(WAIT, "the peer's unpin", || async {
-        (get(&api, &path).await == json!([])).then_some(())
+        (get_ok(&api, &path).await == json!([])).then_some(())
     })
     .await;
 
     // The limit is advertised.
-    let instance = get(&api, "/api/v2/instance").await;
+    let instance = get_ok(&api, "/api/v2/instance").await;
     assert_eq!(
         instance["configuration"]["accounts"]["max_pinned_statuses"],
         5
@@ -312,22 +285,12 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
 #[tokio::test]
 async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol = Client::new(&inst, Some(&carol_token));
-    call(
-        &api,
-        Method::POST,
-        &format!("/api/v1/accounts/{}/follow", bob.id),
-        json!({}),
-    )
-    .await;
+    let [(alice, _, api), (bob, _, bob_api), (_, _, carol)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
+    follow(&api, &bob.id.to_string()).await;
 
     // A tag's page: any case, `#` optional; a name that is no hashtag is a 404.
-    let tag = get(&api, "/api/v1/tags/Rust").await;
+    let tag = get_ok(&api, "/api/v1/tags/Rust").await;
     assert_eq!(
         (tag["name"].as_str(), tag["following"].as_bool()),
         (Some("rust"), Some(false))
@@ -336,7 +299,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     for bad in ["123", "a.b", "%23"] {
         assert_error(&api.get(&format!("/api/v1/tags/{bad}")).await, 404, bad);
     }
-    let anonymous = get(&Client::new(&inst, None), "/api/v1/tags/rust").await;
+    let anonymous = get_ok(&Client::new(&inst, None), "/api/v1/tags/rust").await;
     assert!(anonymous.get("following").is_none(), "{anonymous}");
     assert_error(
         &Client::new(&inst, None)
@@ -346,11 +309,11 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         "no token",
     );
 
-    let home = || async { ids(&get(&api, "/api/v1/timelines/home").await) };
+    let home = || async { ids(&get_ok(&api, "/api/v1/timelines/home").await) };
     let before = id(&carol.posted(&json!({ "status": "#rust before" })).await);
-    let followed = call(&api, Method::POST, "/api/v1/tags/%23Rust/follow", json!({})).await;
+    let followed = call_ok(&api, Method::POST, "/api/v1/tags/%23Rust/follow", json!({})).await;
     assert_eq!(followed["following"], true);
-    let listed = get(&api, "/api/v1/followed_tags").await;
+    let listed = get_ok(&api, "/api/v1/followed_tags").await;
     assert_eq!(listed[0]["name"], "rust");
     // From now on carol's public #rust posts reach alice's home (carol is not followed); an
     // unlisted one, one without the tag, and what came before do not.
@@ -366,7 +329,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         assert!(!h.contains(not), "{not} not at home");
     }
     // Hashtag search finds it, and says it is followed.
-    let found = get(&api, "/api/v2/search?q=%23ru&type=hashtags").await;
+    let found = get_ok(&api, "/api/v2/search?q=%23ru&type=hashtags").await;
     assert_eq!(found["hashtags"][0]["name"], "rust", "{found}");
     assert_eq!(found["hashtags"][0]["following"], true);
     assert!(
@@ -378,15 +341,15 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
             >= 3
     );
     assert_eq!(
-        get(&api, "/api/v2/search?q=zzz&type=hashtags").await["hashtags"],
+        get_ok(&api, "/api/v2/search?q=zzz&type=hashtags").await["hashtags"],
         json!([])
     );
     // Unfollowed: what only the tag brought leaves home; bob's (followed) post stays.
-    let unfollowed = call(&api, Method::POST, "/api/v1/tags/rust/unfollow", json!({})).await;
+    let unfollowed = call_ok(&api, Method::POST, "/api/v1/tags/rust/unfollow", json!({})).await;
     assert_eq!(unfollowed["following"], false);
     let h = home().await;
     assert!(!h.contains(&public) && h.contains(&bobs), "{h:?}");
-    assert_eq!(get(&api, "/api/v1/followed_tags").await, json!([]));
+    assert_eq!(get_ok(&api, "/api/v1/followed_tags").await, json!([]));
 
     // Featured tags: bad input first.
     for (body, what) in [
@@ -445,7 +408,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         "carol's delete",
     );
     for n in 0..9 {
-        call(
+        call_ok(
             &api,
             Method::POST,
             "/api/v1/featured_tags",
@@ -463,7 +426,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         422,
         "an eleventh",
     );
-    let shown = get(
+    let shown = get_ok(
         &carol,
         &format!("/api/v1/accounts/{}/featured_tags", alice.id),
     )
@@ -471,11 +434,11 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     assert_eq!(shown.as_array().unwrap().len(), 10);
     assert_eq!(shown[0]["name"], "rust");
     // The actor's featuredTags collection, as peers read it.
-    let coll = ap(&format!("{}/collections/tags", inst.fed.actor_iri("alice"))).await;
+    let coll = ap_doc(&format!("{}/collections/tags", inst.fed.actor_iri("alice"))).await;
     assert_eq!(coll["totalItems"], 10);
     assert_eq!(coll["items"][0]["type"], "Hashtag");
     assert_eq!(coll["items"][0]["name"], "#rust");
-    call(
+    call_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/featured_tags/{fid}"),
@@ -483,7 +446,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     )
     .await;
     assert_eq!(
-        get(&api, "/api/v1/featured_tags")
+        get_ok(&api, "/api/v1/featured_tags")
             .await
             .as_array()
             .unwrap()
@@ -491,7 +454,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         9
     );
     // Suggestions: tags alice used and does not feature.
-    let sugg = get(&api, "/api/v1/featured_tags/suggestions").await;
+    let sugg = get_ok(&api, "/api/v1/featured_tags/suggestions").await;
     assert_eq!(sugg[0]["name"], "rust", "{sugg}");
     inst.shutdown().await;
 }
@@ -512,7 +475,7 @@ async fn remote_profiles_show_their_servers_counts() {
         json!({ "id": format!("{actor}/outbox"), "type": "OrderedCollection", "totalItems": 1234 }),
     );
     // `following` is not served (hidden): unknown, shown as 0.
-    let found = get(
+    let found = get_ok(
         &api,
         &format!(
             "/api/v2/search?q=%40{}&resolve=true&type=accounts",
@@ -524,10 +487,10 @@ async fn remote_profiles_show_their_servers_counts() {
         .as_str()
         .expect("resolved")
         .to_string();
-    let first = get(&api, &format!("/api/v1/accounts/{peer_id}")).await;
+    let first = get_ok(&api, &format!("/api/v1/accounts/{peer_id}")).await;
     assert_eq!(first["followers_count"], 0, "not read yet");
     let counted = eventually(WAIT, "the counts are read", || async {
-        let a = get(&api, &format!("/api/v1/accounts/{peer_id}")).await;
+        let a = get_ok(&api, &format!("/api/v1/accounts/{peer_id}")).await;
         (a["followers_count"] == 42).then_some(a)
     })
     .await;
@@ -539,7 +502,7 @@ async fn remote_profiles_show_their_servers_counts() {
         (Some(1234), Some(0))
     );
     // Fresh: another view asks for nothing.
-    get(&api, &format!("/api/v1/accounts/{peer_id}")).await;
+    get_ok(&api, &format!("/api/v1/accounts/{peer_id}")).await;
     assert_eq!(
         inst.count(
             "SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.actor-counts.v1'"

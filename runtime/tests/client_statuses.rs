@@ -9,7 +9,7 @@ mod support;
 use hollo_runtime::polls::MAX_STATUS_CHARS;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, has, id, received, scalar};
+use support::api::{Client, WAIT, assert_error, follow, has, id, received, scalar, users};
 use support::eventually;
 use support::multipart::{form, png};
 use support::node::Instance;
@@ -19,23 +19,12 @@ use uuid::Uuid;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn posting_reading_and_visibility() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(alice, _, api), (bob, _, bob_api), (_, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let anon = Client::new(&inst, None);
 
     // bob follows alice (local: accepted at once).
-    let f = bob_api
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{}/follow", alice.id),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(f.status, 200, "{}", f.body);
+    follow(&bob_api, &alice.id.to_string()).await;
 
     // Every parameter is stored and shown.
     let st = api
@@ -244,10 +233,7 @@ async fn idempotency_keys_answer_the_first_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn edits_history_source_and_deletion() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(_, _, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
 
     let st = api.posted(&json!({"status": "first @bob"})).await;
     let sid = id(&st);
@@ -349,8 +335,8 @@ async fn edits_history_source_and_deletion() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility() {
-    let dir = std::env::temp_dir().join(format!("hollo-statuses-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-statuses");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let peer = Peer::start().await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));

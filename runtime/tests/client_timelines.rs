@@ -9,12 +9,11 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, follow_each_other, id, received};
+use support::api::{Client, WAIT, assert_error, follow, follow_each_other, id, received, users};
 use support::eventually;
 use support::multipart::upload_png;
 use support::node::Instance;
 use support::peer::Peer;
-use uuid::Uuid;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -57,21 +56,10 @@ async fn list(inst: &Instance, token: Option<&str>, path: &str) -> Listed {
     }
 }
 
-async fn follow(api: &Client, whom: &str) {
-    let f = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{whom}/follow"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(f.status, 200, "{}", f.body);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn home_public_and_tag_timelines_page_and_honour_visibility() {
-    let dir = std::env::temp_dir().join(format!("hollo-timelines-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-timelines");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (alice, alice_token) = inst.account("alice").await;
     let (_, bob_token) = inst.account("bob").await;
     let (_, carol_token) = inst.account("carol").await;
@@ -387,10 +375,7 @@ async fn markers_and_notifications_list_filter_dismiss_and_count() {
 async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_nothing() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let carol = Client::new(&inst, Some(&carol_token));
+    let [(_, alice_token, api), (_, _, carol)] = users(&inst, ["alice", "carol"]).await;
     let inbox = inst.fed.inbox("alice");
     let me = inst.fed.actor_iri("alice");
 
@@ -630,12 +615,11 @@ async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_noth
 async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [
+        (alice, alice_token, alice_api),
+        (_, bob_token, bob_api),
+        (carol, carol_token, carol_api),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
 
     // bob follows alice asking for her posts' notifications and without her boosts (a form,
     // as Mastodon.py sends it); carol follows alice plainly.
@@ -796,12 +780,11 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
 async fn direct_posts_make_conversations_for_each_participant() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [
+        (alice, alice_token, alice_api),
+        (bob, bob_token, bob_api),
+        (_, carol_token, carol_api),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
 
     let first = id(&alice_api
         .posted(&json!({ "status": "@bob just us", "visibility": "direct" }))
@@ -931,13 +914,11 @@ async fn direct_posts_make_conversations_for_each_participant() {
 /// showed the newest posts as "Pinned".
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn account_statuses_honour_pinned_replies_media_and_tags() {
-    let dir = std::env::temp_dir().join(format!("hollo-profile-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-profile");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(alice, alice_token, alice_api), (_, bob_token, bob_api)] =
+        users(&inst, ["alice", "bob"]).await;
 
     let bobs = id(&bob_api.posted(&json!({ "status": "bob's" })).await);
     let plain = id(&alice_api.posted(&json!({ "status": "plain" })).await);

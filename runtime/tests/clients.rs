@@ -46,11 +46,8 @@ async fn sign_in_and_consent_pages_in_chromium() {
 /// R-MAPI-2). An `all` node, so the Follow is delivered and the Accept processed.
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_registers_authorizes_and_verifies() {
-    let media = std::env::temp_dir().join(format!(
-        "hollo-clientflow-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let media = support::files::temp_dir("hollo-clientflow");
+    let inst = Instance::on_disk(&media, &[]).await;
     // With its key pair: following a remote account signs the fetches and the Follow.
     inst.account("mona").await;
     hollo_runtime::passwords::set(&inst.pool, "mona", PASSWORD)
@@ -90,9 +87,8 @@ async fn accept_follows(peer: std::sync::Arc<Peer>) {
 /// `Tombstone` (R-MAPI-3, R-MAPI-4). An `all` node: deliveries and inbox work happen in it.
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_posts_gets_reactions_and_deletes() {
-    let media =
-        std::env::temp_dir().join(format!("hollo-fullpath-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let media = support::files::temp_dir("hollo-fullpath");
+    let inst = Instance::on_disk(&media, &[]).await;
     let (mona, token) = inst.account("mona").await;
     let peer = std::sync::Arc::new(Peer::start().await);
     let mona_iri = format!("{}/users/mona", inst.base);
@@ -257,8 +253,7 @@ async fn mastodon_py_drives_filters_and_conversation_mutes() {
 /// node publishes the first at its time, once.
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_drives_scheduled_statuses() {
-    let dir =
-        std::env::temp_dir().join(format!("hollo-sched-py-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-sched-py");
     let inst = Instance::start(
         "all",
         &[
@@ -278,9 +273,8 @@ async fn mastodon_py_drives_scheduled_statuses() {
 /// the link drops it.
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_reads_link_previews() {
-    let dir =
-        std::env::temp_dir().join(format!("hollo-cards-py-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-cards-py");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("carla").await;
     let out = run_script("cards_flow.py", &inst.base, "carla", &[&token]).await;
     assert!(out.contains("cards_flow: all steps passed"), "{out}");

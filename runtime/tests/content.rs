@@ -7,40 +7,21 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde_json::json;
+use support::api::{Client, ap_doc, call_ok, get_ok};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-async fn call(
-    method: reqwest::Method,
-    url: &str,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> Value {
-    let mut req = reqwest::Client::new()
-        .request(method, url)
-        .header("accept", "application/activity+json");
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let v: Value = resp.json().await.unwrap_or(Value::Null);
-    assert_eq!(status, 200, "{url}: {v}");
-    v
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_and_tags() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
     let (_alice, token) = inst.account("alice").await;
+    let api = Client::bearer(&inst, &token);
     inst.account("carol").await;
     let bob = peer.actor_of("bob");
     let text = format!(
@@ -48,11 +29,11 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
         peer.handle_of("bob"),
         peer.handle_of("missing-dan"),
     );
-    let created = call(
-        reqwest::Method::POST,
-        &format!("{}/api/v1/statuses", inst.base),
-        Some(&token),
-        Some(json!({ "status": text })),
+    let created = call_ok(
+        &api,
+        Method::POST,
+        "/api/v1/statuses",
+        json!({ "status": text }),
     )
     .await;
     let html = created["content"].as_str().expect("content").to_string();
@@ -73,7 +54,7 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
 
     // The status's URI serves the same HTML, with the tags and the mentioned addressed.
     let uri = created["uri"].as_str().expect("uri");
-    let served = call(reqwest::Method::GET, uri, None, None).await;
+    let served = ap_doc(uri).await;
     assert_eq!(served["content"], html.as_str());
     assert_eq!(
         served["tag"],
@@ -102,25 +83,19 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
     assert_eq!(create.body["object"]["content"], html.as_str());
     assert_eq!(create.body["cc"], served["cc"]);
     let id = created["id"].as_str().expect("id");
-    let shown = call(
-        reqwest::Method::GET,
-        &format!("{}/api/v1/statuses/{id}", inst.base),
-        Some(&token),
-        None,
-    )
-    .await;
+    let shown = get_ok(&api, &format!("/api/v1/statuses/{id}")).await;
     assert_eq!(shown["content"], html.as_str());
 
     // An edit resolves the mentions of the new text: the Update names no one any more.
-    let edited = call(
-        reqwest::Method::PUT,
-        &format!("{}/api/v1/statuses/{id}", inst.base),
-        Some(&token),
-        Some(json!({ "status": "plain now" })),
+    let edited = call_ok(
+        &api,
+        Method::PUT,
+        &format!("/api/v1/statuses/{id}"),
+        json!({ "status": "plain now" }),
     )
     .await;
     assert_eq!(edited["content"], "<p>plain now</p>");
-    let served = call(reqwest::Method::GET, uri, None, None).await;
+    let served = ap_doc(uri).await;
     assert_eq!(served["tag"], json!([]));
     inst.shutdown().await;
 }
@@ -134,6 +109,7 @@ async fn a_mention_of_an_actor_learned_from_a_follow_links_without_webfinger() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
+    let api = Client::bearer(&inst, &token);
     let me = inst.fed.actor_iri("alice");
     let follow = json!({
         "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
@@ -156,11 +132,11 @@ async fn a_mention_of_an_actor_learned_from_a_follow_links_without_webfinger() {
         0,
         "learned from the follow: no handle"
     );
-    let status = call(
-        reqwest::Method::POST,
-        &format!("{}/api/v1/statuses", inst.base),
-        Some(&token),
-        Some(json!({ "status": format!("thanks @{}!", peer.handle()) })),
+    let status = call_ok(
+        &api,
+        Method::POST,
+        "/api/v1/statuses",
+        json!({ "status": format!("thanks @{}!", peer.handle()) }),
     )
     .await;
     assert_eq!(status["mentions"][0]["url"], peer.actor(), "{status}");

@@ -9,9 +9,9 @@ mod support;
 use std::io::Cursor;
 
 use image::{DynamicImage, ImageFormat};
+use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, follow_each_other, received};
-use support::multipart::form;
 use support::node::Instance;
 use support::peer::Peer;
 
@@ -32,36 +32,26 @@ async fn add(
     token: Option<&str>,
     parts: &[support::multipart::Part<'_>],
 ) -> (u16, Value) {
-    let (ctype, body) = form(parts);
-    let mut req = reqwest::Client::new()
-        .post(format!("{}/api/v1/admin/custom_emojis", inst.base))
-        .header("content-type", ctype)
-        .body(body);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    Client::new(inst, token)
+        .multipart(Method::POST, "/api/v1/admin/custom_emojis", parts)
+        .await
+        .parts()
+}
+
+/// A node storing files under a new directory (returned), with `ADMIN_TOKEN`; a peer; alice's
+/// token and client.
+async fn emoji_instance() -> (std::path::PathBuf, Instance, Peer, String, Client) {
+    let dir = support::files::temp_dir("hollo-emoji-test");
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
+    let peer = Peer::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    (dir, inst, peer, token, api)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_emojis_are_added_listed_used_federated_and_removed() {
-    let dir = std::env::temp_dir().join(format!(
-        "hollo-emoji-test-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (dir, inst, peer, token, api) = emoji_instance().await;
     let image = png(64, 64);
 
     // Refused first: no admin token, an account's token, a bad shortcode, no image, not an
@@ -246,21 +236,7 @@ async fn custom_emojis_are_added_listed_used_federated_and_removed() {
 /// post, is a 422.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_posts_emoji_is_copied() {
-    let dir = std::env::temp_dir().join(format!(
-        "hollo-emoji-test-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (dir, inst, peer, _token, api) = emoji_instance().await;
     follow_each_other(&inst, &api, &peer, "alice").await;
     let image = png(32, 32);
     peer.state

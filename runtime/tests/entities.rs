@@ -16,12 +16,11 @@ use std::path::PathBuf;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, id, received};
+use support::api::{Client, WAIT, id, received, users};
 use support::eventually;
-use support::multipart::{form, png};
+use support::multipart::png;
 use support::node::Instance;
 use support::peer::Peer;
-use uuid::Uuid;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -132,13 +131,10 @@ async fn ok(api: &Client, method: Method, path: &str, body: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_entity_keeps_its_shape() {
-    let dir = std::env::temp_dir().join(format!("hollo-entities-{}", Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-entities");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(alice, _, alice_api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let mut names = Names::new();
     names.name(&inst.base, "origin");
     names.name(peer.base(), "peer");
@@ -166,21 +162,17 @@ async fn every_entity_keeps_its_shape() {
     .await;
 
     // A local status with media, a mention, a tag, a content warning and a language.
-    let (content_type, body) = form(&[
-        ("file", Some(("a.png", "image/png")), &png(8, 6)),
-        ("description", None, b"a gradient"),
-    ]);
-    let media: Value = reqwest::Client::new()
-        .post(format!("{}/api/v2/media", inst.base))
-        .bearer_auth(&alice_token)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
+    let media = alice_api
+        .multipart(
+            Method::POST,
+            "/api/v2/media",
+            &[
+                ("file", Some(("a.png", "image/png")), &png(8, 6)),
+                ("description", None, b"a gradient"),
+            ],
+        )
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .body;
     let media_id = id(&media);
     names.name(&media_id, "media");
     let media = eventually(WAIT, "the upload processed", || async {

@@ -10,7 +10,7 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id, token_with_scopes};
+use support::api::{Client, WAIT, assert_error, id, import_csv, token_with_scopes};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -37,34 +37,7 @@ async fn export(inst: &Instance, token: &str, file: &str) -> String {
 /// `POST /api/v1/imports?type=<ty>` of `csv`, then waits until the job is completed with no
 /// failure.
 async fn import(inst: &Instance, token: &str, ty: &str, csv: &str) {
-    let resp = reqwest::Client::new()
-        .post(format!("{}/api/v1/imports?type={ty}", inst.base))
-        .bearer_auth(token)
-        .header("content-type", "text/csv")
-        .body(csv.to_string())
-        .send()
-        .await
-        .expect("import");
-    assert_eq!(resp.status().as_u16(), 202, "{ty}");
-    let job: Value = resp.json().await.expect("job");
-    let path = format!(
-        "{}/api/v1/imports/{}",
-        inst.base,
-        job["id"].as_str().expect("id")
-    );
-    let done = eventually(WAIT, &format!("the {ty} import"), || async {
-        let v: Value = reqwest::Client::new()
-            .get(&path)
-            .bearer_auth(token)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        (v["status"] == "completed").then_some(v)
-    })
-    .await;
+    let done = import_csv(&Client::bearer(inst, token), &format!("type={ty}"), csv).await;
     assert_eq!(done["failed"], 0, "{ty}: {done}");
 }
 

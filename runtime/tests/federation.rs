@@ -20,6 +20,7 @@ use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use support::api::{Answer, Client};
 use support::eventually;
 use support::node::Instance;
 use support::peer::{ActorAccess, Peer, Reply};
@@ -93,21 +94,32 @@ async fn send_to_peer(inst: &Instance, account: &Account, peer: &Peer) -> String
 
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn we_follow_the_peer_and_receive_its_accept() {
+/// An `all` node that may reach private addresses, a peer, and alice with her token.
+async fn alice_and_peer() -> (Instance, Peer, Account, String) {
     let inst = instance(true, true).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
+    (inst, peer, alice, token)
+}
 
-    let resp = reqwest::Client::new()
-        .post(format!("{}/api/v1/follows", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "account": peer.handle() }))
-        .send()
+/// `POST /api/v1/follows` of `handle`, as `token`.
+async fn follow_handle(inst: &Instance, token: &str, handle: &str) -> Answer {
+    Client::bearer(inst, token)
+        .call(
+            Method::POST,
+            "/api/v1/follows",
+            &json!({ "account": handle }),
+        )
         .await
-        .expect("follow");
-    assert_eq!(resp.status().as_u16(), 200);
-    let rel: Value = resp.json().await.expect("json");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn we_follow_the_peer_and_receive_its_accept() {
+    let (inst, peer, alice, token) = alice_and_peer().await;
+
+    let resp = follow_handle(&inst, &token, &peer.handle()).await;
+    assert_eq!(resp.status, 200);
+    let rel = resp.body;
     assert_eq!(rel["state"], "pending");
     assert_eq!(rel["actor"], peer.actor());
     let follow_id = rel["id"].as_str().expect("id").to_string();
@@ -126,15 +138,9 @@ async fn we_follow_the_peer_and_receive_its_accept() {
         (peer.handle_of("missing"), "404"),
         ("ghost@127.0.0.1:1".to_string(), "unreachable"),
     ] {
-        let resp = reqwest::Client::new()
-            .post(format!("{}/api/v1/follows", inst.base))
-            .bearer_auth(&token)
-            .json(&json!({ "account": handle }))
-            .send()
-            .await
-            .expect("follow");
-        assert_eq!(resp.status().as_u16(), 422, "{handle}");
-        let err: Value = resp.json().await.expect("json");
+        let resp = follow_handle(&inst, &token, &handle).await;
+        assert_eq!(resp.status, 422, "{handle}");
+        let err = resp.body;
         assert!(
             err["error"].as_str().unwrap_or_default().contains(reason),
             "{handle}: {err}"
@@ -142,16 +148,7 @@ async fn we_follow_the_peer_and_receive_its_accept() {
     }
 
     // Following again while pending sends nothing new.
-    let again: Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/follows", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "account": peer.handle() }))
-        .send()
-        .await
-        .expect("follow again")
-        .json()
-        .await
-        .expect("json");
+    let again = follow_handle(&inst, &token, &peer.handle()).await.body;
     assert_eq!(again["id"], follow_id);
 
     let accept = json!({
@@ -162,19 +159,8 @@ async fn we_follow_the_peer_and_receive_its_accept() {
         peer.post(&inst.fed.inbox(&alice.username), &accept).await,
         202
     );
-    eventually(WAIT, "our follow is accepted", || async {
-        let state: Option<String> = sqlx::query_scalar(
-            "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
-        )
-        .bind(alice.id)
-        .bind(peer.actor())
-        .fetch_optional(&inst.pool)
-        .await
-        .ok()
-        .flatten();
-        (state.as_deref() == Some("accepted")).then_some(())
-    })
-    .await;
+    support::api::until_follow_accepted(&inst, alice.id, &peer.actor(), "our follow is accepted")
+        .await;
     assert_eq!(
         peer.received()
             .iter()
@@ -498,37 +484,27 @@ async fn oversize_malformed_and_unknown_account_requests_get_4xx() {
             .contains("BEGIN PUBLIC KEY")
     );
 
-    let unauth = reqwest::Client::new()
-        .post(format!("{}/api/v1/follows", inst.base))
-        .json(&json!({ "account": peer.handle() }))
-        .send()
-        .await
-        .expect("follow");
-    assert_eq!(unauth.status().as_u16(), 401);
-    let me = reqwest::Client::new()
-        .get(format!("{}/api/v1/accounts/verify_credentials", inst.base))
-        .bearer_auth(&erin_token)
-        .send()
-        .await
-        .expect("verify");
-    assert_eq!(me.status().as_u16(), 200);
-    assert_eq!(me.json::<Value>().await.expect("json")["username"], "erin");
+    let unauth = Client::new(&inst, None)
+        .call(
+            Method::POST,
+            "/api/v1/follows",
+            &json!({ "account": peer.handle() }),
+        )
+        .await;
+    assert_eq!(unauth.status, 401);
+    let erin = Client::bearer(&inst, &erin_token);
+    let me = erin.get("/api/v1/accounts/verify_credentials").await;
+    assert_eq!(me.status, 200);
+    assert_eq!(me.body["username"], "erin");
     // Account tokens are not admin tokens; with ADMIN_TOKEN unset admin endpoints answer 403.
-    let admin = reqwest::Client::new()
-        .get(format!("{}/api/v1/admin/accounts", inst.base))
-        .bearer_auth(&erin_token)
-        .send()
-        .await
-        .expect("admin");
-    assert_eq!(admin.status().as_u16(), 403);
+    let admin = erin.get("/api/v1/admin/accounts").await;
+    assert_eq!(admin.status, 403);
     inst.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_then_200_retries_one_stored_delivery() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     peer.script([Reply::Status(500)]);
     let id = send_to_peer(&inst, &alice, &peer).await;
     eventually(WAIT, "delivered after a retry", || async {
@@ -548,9 +524,7 @@ async fn a_500_then_200_retries_one_stored_delivery() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_waits_for_retry_after_and_then_delivers() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     peer.script([Reply::RetryAfter(429, 1)]);
     let id = send_to_peer(&inst, &alice, &peer).await;
     eventually(WAIT, "delivered after the 429", || async {
@@ -573,9 +547,7 @@ async fn a_429_waits_for_retry_after_and_then_delivers() {
 /// 500: that 500 is the tenth failure, and the delivery fails for good instead of starting over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_put_back_does_not_restart_the_retry_budget() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     peer.script([Reply::RetryAfter(429, 1), Reply::Status(500)]);
     let id = inst.fed.new_activity_id();
     let activity = json!({
@@ -643,22 +615,18 @@ async fn peer_follows(inst: &Instance, peer: &Peer, account: &Account) {
 /// object to anyone who fetches it; a status without a poll is a `Note`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
     peer_follows(&inst, &peer, &alice).await;
     let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("{}/api/v1/statuses", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "status": "Tea or coffee?",
-                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }))
-        .send()
+    let created = Client::bearer(&inst, &token)
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({ "status": "Tea or coffee?",
+                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }),
+        )
         .await
-        .expect("post")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let uri = created["uri"].as_str().expect("uri").to_string();
     let create = eventually(WAIT, "the Create at the follower's inbox", || async {
         peer.received().into_iter().find(|r| r.ty() == "Create")
@@ -681,29 +649,18 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     assert_eq!(create.body["actor"], inst.fed.actor_iri(&alice.username));
 
     // The URI serves the object (as ActivityPub JSON) to a remote fetch.
-    let fetched = client
-        .get(&uri)
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .expect("get");
-    assert_eq!(fetched.status().as_u16(), 200);
-    let served: Value = fetched.json().await.expect("json");
+    let served = support::api::ap_doc(&uri).await;
     assert_eq!(served["type"], "Question");
     assert_eq!(served["oneOf"], q["oneOf"]);
     // Moving the end: followers get an Update with the new endTime.
-    let moved = client
-        .put(format!(
-            "{}/api/v1/statuses/{}",
-            inst.base,
-            created["id"].as_str().expect("id")
-        ))
-        .bearer_auth(&token)
-        .json(&json!({ "poll": { "expires_in": 7200 } }))
-        .send()
-        .await
-        .expect("put");
-    assert_eq!(moved.status().as_u16(), 200);
+    let moved = Client::bearer(&inst, &token)
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{}", created["id"].as_str().expect("id")),
+            &json!({ "poll": { "expires_in": 7200 } }),
+        )
+        .await;
+    assert_eq!(moved.status, 200);
     let update = eventually(WAIT, "the Update after the edit", || async {
         peer.received().into_iter().find(|r| r.ty() == "Update")
     })
@@ -731,16 +688,14 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     );
 
     // A status without a poll is a Note.
-    let plain: Value = client
-        .post(format!("{}/api/v1/statuses", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "status": "hello" }))
-        .send()
+    let plain = Client::bearer(&inst, &token)
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({ "status": "hello" }),
+        )
         .await
-        .expect("post")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let note = eventually(WAIT, "the Create of the note", || async {
         peer.received()
             .into_iter()
@@ -760,22 +715,18 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
 /// of the `Question` (final counts, `closed`) to the followers and remote voters, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_ended_poll_sends_its_closing_update_once() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
     peer_follows(&inst, &peer, &alice).await;
     // The `all` node consumes the task queue too: the poll's wakeup runs there.
-    let created: Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/statuses", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "status": "Quick one",
-                       "poll": { "options": ["yes", "no"], "expires_in": 2 } }))
-        .send()
+    let created = Client::bearer(&inst, &token)
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({ "status": "Quick one",
+                       "poll": { "options": ["yes", "no"], "expires_in": 2 } }),
+        )
         .await
-        .expect("post")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let poll: Uuid = created["poll"]["id"]
         .as_str()
         .and_then(|p| p.parse().ok())
@@ -814,9 +765,7 @@ async fn an_ended_poll_sends_its_closing_update_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_410_marks_the_actor_gone_without_retrying() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
+    let (inst, peer, alice, _) = alice_and_peer().await;
     actor::fetch_actor(&inst.pool, &inst.fed, &peer.actor(), None, None)
         .await
         .expect("actor");
@@ -885,15 +834,9 @@ async fn the_ssrf_guard_refuses_loopback_and_metadata_without_allow_private() {
     // The follow API reports the refusal as 422 with the reason.
     let inst = instance(false, false).await;
     let (_, token) = inst.account("frank").await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/api/v1/follows", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "account": peer.handle() }))
-        .send()
-        .await
-        .expect("follow");
-    assert_eq!(resp.status().as_u16(), 422);
-    let err: Value = resp.json().await.expect("json");
+    let resp = follow_handle(&inst, &token, &peer.handle()).await;
+    assert_eq!(resp.status, 422);
+    let err = resp.body;
     assert!(
         err["error"]
             .as_str()
@@ -954,18 +897,16 @@ async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
 async fn a_worker_killed_mid_delivery_redelivers_the_same_activity_id() {
     let inst = instance(false, true).await;
     let peer = Peer::start().await;
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("ALLOW_PRIVATE_ADDRESS", "true"),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_LEASE_SECONDS", "3"),
-        ("QUEUE_POLL_MS", "200"),
-        ("HEALTH_PORT", "0"),
-        ("WORKER_POOL_MAX", "4"),
-        ("ITEM_LOCK_POOL_SIZE", "1"),
-    ];
+    let env = inst.process_env(
+        "worker",
+        &[
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+            ("QUEUE_LEASE_SECONDS", "3"),
+            ("QUEUE_POLL_MS", "200"),
+            ("WORKER_POOL_MAX", "4"),
+            ("ITEM_LOCK_POOL_SIZE", "1"),
+        ],
+    );
     // The account comes from the CLI, as an operator would make it.
     let out = process::run(&["account", "create", "gina"], &env);
     assert!(out.status.success());
@@ -1423,9 +1364,7 @@ async fn a_key_document_counts_only_when_its_owner_lists_it_and_it_is_activitypu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
-    let inst = instance(true, true).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
+    let (inst, peer, alice, token) = alice_and_peer().await;
     let inbox = format!("{}/inbox", inst.base);
     let parent = peer.new_id("notes");
     let reply = peer.new_id("notes");
@@ -1472,15 +1411,10 @@ async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
         .fetch_one(&inst.pool)
         .await
         .expect("parent id");
-    let ctx: Value = reqwest::Client::new()
-        .get(format!("{}/api/v1/statuses/{parent_id}/context", inst.base))
-        .bearer_auth(&token)
-        .send()
+    let ctx = Client::bearer(&inst, &token)
+        .get(&format!("/api/v1/statuses/{parent_id}/context"))
         .await
-        .expect("context")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let served = ctx["descendants"][0].to_string();
     for bad in ["script", "onerror", "onclick", "javascript:", "<img"] {
         assert!(!served.contains(bad), "{bad} in {served}");
@@ -1488,14 +1422,14 @@ async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
 
     // Our user's text goes out escaped: what they typed is shown, never markup.
     peer_follows(&inst, &peer, &alice).await;
-    let created = reqwest::Client::new()
-        .post(format!("{}/api/v1/statuses", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "status": "<b>bold</b> & <script>alert(1)</script>\nline two" }))
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(created.status().as_u16(), 200, "{:?}", created.text().await);
+    let created = Client::bearer(&inst, &token)
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({ "status": "<b>bold</b> & <script>alert(1)</script>\nline two" }),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
     let create = eventually(WAIT, "the Create at the follower's inbox", || async {
         peer.received().into_iter().find(|r| r.ty() == "Create")
     })
@@ -1570,15 +1504,9 @@ async fn a_refused_follow_reveals_nothing_about_our_network() {
         "no-such-host.invalid",
     ] {
         let handle = format!("x@{host}");
-        let resp = reqwest::Client::new()
-            .post(format!("{}/api/v1/follows", inst.base))
-            .bearer_auth(&token)
-            .json(&json!({ "account": handle }))
-            .send()
-            .await
-            .expect("follow");
-        assert_eq!(resp.status().as_u16(), 422, "{handle}");
-        let err: Value = resp.json().await.expect("json");
+        let resp = follow_handle(&inst, &token, &handle).await;
+        assert_eq!(resp.status, 422, "{handle}");
+        let err = resp.body;
         let msg = err["error"].as_str().unwrap_or_default().to_string();
         let rest = msg.replace(&handle, "");
         for leak in [

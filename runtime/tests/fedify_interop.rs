@@ -15,7 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use reqwest::Method;
 use serde_json::{Value, json};
+use support::api::Client;
 use support::eventually;
 use support::node::Instance;
 
@@ -181,8 +183,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
     let peer = FedifyPeer::start().await;
     // An `all` node: it serves and consumes the inbox, delivery and poll queues; with a drive
     // and an admin token, for a custom emoji.
-    let drive =
-        std::env::temp_dir().join(format!("hollo-fedify-{}", uuid::Uuid::new_v4().simple()));
+    let drive = support::files::temp_dir("hollo-fedify");
     let inst = Instance::start(
         "all",
         &[
@@ -193,7 +194,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
     .await;
     let (alice, token) = inst.account("alice").await;
     let alice_iri = inst.fed.actor_iri("alice");
-    let api = reqwest::Client::new();
+    let api = Client::bearer(&inst, &token);
 
     // (1) The Fedify actor follows alice: we store the follower, the peer parses our Accept.
     let follow = peer.control("follow", json!({ "actor": alice_iri })).await;
@@ -218,16 +219,14 @@ async fn a_fedify_peer_and_we_read_each_other() {
     );
 
     // (2) Alice follows the Fedify actor by handle: the peer accepts, our follow is accepted.
-    let rel: Value = api
-        .post(format!("{}/api/v1/follows", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "account": peer.handle() }))
-        .send()
+    let rel = api
+        .call(
+            Method::POST,
+            "/api/v1/follows",
+            &json!({ "account": peer.handle() }),
+        )
         .await
-        .expect("follow")
-        .json()
-        .await
-        .expect("json");
+        .body;
     assert_eq!(rel["actor"], peer.actor(), "{rel}");
     let ours = peer
         .find("the peer parses our Follow", |r| {
@@ -235,54 +234,34 @@ async fn a_fedify_peer_and_we_read_each_other() {
         })
         .await;
     assert_eq!(ours["object"], peer.actor());
-    eventually(
-        WAIT,
+    support::api::until_follow_accepted(
+        &inst,
+        alice.id,
+        &peer.actor(),
         "our follow of the Fedify actor is accepted",
-        || async {
-            let state: Option<String> = sqlx::query_scalar(
-                "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
-            )
-            .bind(alice.id)
-            .bind(peer.actor())
-            .fetch_optional(&inst.pool)
-            .await
-            .ok()
-            .flatten();
-            (state.as_deref() == Some("accepted")).then_some(())
-        },
     )
     .await;
 
     // (3) A status with HTML-significant text, a link, a tag and a custom emoji of ours
     // (R-MAPI-6): Fedify reads the same HTML our API shows, the Hashtag and the Emoji.
-    let (ctype, form) = support::multipart::form(&[
-        ("shortcode", None, b"hollo_fish"),
-        ("image", Some(("fish.png", "image/png")), FISH_PNG),
-    ]);
-    let emoji: Value = api
-        .post(format!("{}/api/v1/admin/custom_emojis", inst.base))
-        .bearer_auth("fedify-admin")
-        .header("content-type", ctype)
-        .body(form)
-        .send()
+    let emoji = Client::bearer(&inst, "fedify-admin")
+        .multipart(
+            Method::POST,
+            "/api/v1/admin/custom_emojis",
+            &[
+                ("shortcode", None, b"hollo_fish"),
+                ("image", Some(("fish.png", "image/png")), FISH_PNG),
+            ],
+        )
         .await
-        .expect("add emoji")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let emoji_url = emoji["url"].as_str().expect("emoji url").to_string();
     let text =
         "Fish & chips <b>not bold</b> at https://example.com/menu?a=1&b=2 #Interop :hollo_fish:";
-    let status: Value = api
-        .post(format!("{}/api/v1/statuses", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "status": text }))
-        .send()
+    let status = api
+        .call(Method::POST, "/api/v1/statuses", &json!({ "status": text }))
         .await
-        .expect("post status")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let shown = status["content"].as_str().expect("content").to_string();
     assert!(
         shown.contains("&lt;b&gt;") && !shown.contains("<b>"),
@@ -319,17 +298,15 @@ async fn a_fedify_peer_and_we_read_each_other() {
 
     // (4) A poll: Fedify reads the Question; its vote counts here; the closing Update carries
     // the final counts.
-    let created: Value = api
-        .post(format!("{}/api/v1/statuses", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "status": "Tea or coffee?",
-                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }))
-        .send()
+    let created = api
+        .call(
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({ "status": "Tea or coffee?",
+                     "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }),
+        )
         .await
-        .expect("post poll")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let uri = created["uri"].as_str().expect("uri").to_string();
     let poll_id = created["poll"]["id"].as_str().expect("poll id").to_string();
     let question = peer
@@ -356,15 +333,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
     peer.control("vote", json!({ "question": uri, "choice": "coffee" }))
         .await;
     eventually(WAIT, "our poll counts the Fedify vote", || async {
-        let p: Value = api
-            .get(format!("{}/api/v1/polls/{poll_id}", inst.base))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
+        let p = api.get(&format!("/api/v1/polls/{poll_id}")).await.body;
         (p["votes_count"] == 1 && p["options"][1]["votes_count"] == 1).then_some(())
     })
     .await;
@@ -380,17 +349,13 @@ async fn a_fedify_peer_and_we_read_each_other() {
     );
     // End the poll soon (an edit, as a client would), then Fedify reads the closing Update.
     let edited = api
-        .put(format!(
-            "{}/api/v1/statuses/{}",
-            inst.base,
-            created["id"].as_str().expect("id")
-        ))
-        .bearer_auth(&token)
-        .json(&json!({ "poll": { "expires_in": 1 } }))
-        .send()
-        .await
-        .expect("edit");
-    assert_eq!(edited.status().as_u16(), 200);
+        .call(
+            Method::PUT,
+            &format!("/api/v1/statuses/{}", created["id"].as_str().expect("id")),
+            &json!({ "poll": { "expires_in": 1 } }),
+        )
+        .await;
+    assert_eq!(edited.status, 200);
     let closing = peer
         .find("the peer parses the closing Update(Question)", |r| {
             r["type"] == "Update"
@@ -448,20 +413,17 @@ async fn a_fedify_peer_and_we_read_each_other() {
     // through its own vocabulary: the pinned Note and the featured Hashtag.
     let status_id = status["id"].as_str().expect("status id");
     let pinned = api
-        .post(format!("{}/api/v1/statuses/{status_id}/pin", inst.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .expect("pin");
-    assert_eq!(pinned.status(), 200);
+        .bare(Method::POST, &format!("/api/v1/statuses/{status_id}/pin"))
+        .await;
+    assert_eq!(pinned.status, 200);
     let featured = api
-        .post(format!("{}/api/v1/featured_tags", inst.base))
-        .bearer_auth(&token)
-        .json(&json!({ "name": "Interop" }))
-        .send()
-        .await
-        .expect("feature");
-    assert_eq!(featured.status(), 200);
+        .call(
+            Method::POST,
+            "/api/v1/featured_tags",
+            &json!({ "name": "Interop" }),
+        )
+        .await;
+    assert_eq!(featured.status, 200);
     let featured_iri = format!("{alice_iri}/collections/featured");
     let add = peer
         .find("the peer parses our Add", |r| r["type"] == "Add")
@@ -543,14 +505,11 @@ const FISH_PNG: &[u8] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fedify_follower_reads_our_new_avatar_and_header() {
     let peer = FedifyPeer::start().await;
-    let dir = std::env::temp_dir().join(format!(
-        "hollo-fedify-images-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let dir = support::files::temp_dir("hollo-fedify-images");
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("alice").await;
     let alice_iri = inst.fed.actor_iri("alice");
-    let api = reqwest::Client::new();
+    let api = Client::bearer(&inst, &token);
     peer.control("follow", json!({ "actor": alice_iri })).await;
     peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
         .await;
@@ -564,21 +523,17 @@ async fn a_fedify_follower_reads_our_new_avatar_and_header() {
             .expect("png");
         out.into_inner()
     };
-    let (ctype, body) = support::multipart::form(&[
-        ("avatar", Some(("a.png", "image/png")), &png(120, 90)),
-        ("header", Some(("h.png", "image/png")), &png(600, 200)),
-    ]);
-    let me: Value = api
-        .patch(format!("{}/api/v1/accounts/update_credentials", inst.base))
-        .bearer_auth(&token)
-        .header("content-type", ctype)
-        .body(body)
-        .send()
+    let me = api
+        .multipart(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &[
+                ("avatar", Some(("a.png", "image/png")), &png(120, 90)),
+                ("header", Some(("h.png", "image/png")), &png(600, 200)),
+            ],
+        )
         .await
-        .expect("update_credentials")
-        .json()
-        .await
-        .expect("json");
+        .body;
     let avatar = me["avatar"].as_str().expect("avatar").to_string();
     let header = me["header"].as_str().expect("header").to_string();
     let update = peer
@@ -600,13 +555,8 @@ async fn a_fedify_follower_reads_our_new_avatar_and_header() {
         "{update}"
     );
 
-    let removed = api
-        .delete(format!("{}/api/v1/profile/avatar", inst.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .expect("remove the avatar");
-    assert_eq!(removed.status(), 200);
+    let removed = api.bare(Method::DELETE, "/api/v1/profile/avatar").await;
+    assert_eq!(removed.status, 200);
     let update = peer
         .find(
             "the peer parses our Update(Person) without the avatar",
@@ -632,12 +582,12 @@ async fn a_fedify_follower_reads_our_new_avatar_and_header() {
 /// `Undo` of it.
 /// An `all` node whose `alice` the Fedify peer follows (our Accept parsed): the peer, the
 /// node, alice's actor IRI and her API client.
-async fn alice_followed_by_fedify() -> (FedifyPeer, Instance, String, support::api::Client) {
+async fn alice_followed_by_fedify() -> (FedifyPeer, Instance, String, Client) {
     let peer = FedifyPeer::start().await;
     let inst = Instance::start("all", &[]).await;
     let (_, token) = inst.account("alice").await;
     let alice_iri = inst.fed.actor_iri("alice");
-    let api = support::api::Client::new(&inst, Some(&token));
+    let api = Client::new(&inst, Some(&token));
     peer.control("follow", json!({ "actor": alice_iri })).await;
     peer.find("the peer parses our Accept", |r| r["type"] == "Accept")
         .await;
@@ -683,14 +633,8 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
         )
         .await;
     let note_iri = note["id"].as_str().expect("id").to_string();
-    let theirs: uuid::Uuid = eventually(WAIT, "Fedify's note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&note_iri)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let theirs: uuid::Uuid =
+        support::api::remote_post_id(&inst, &note_iri, "Fedify's note stored").await;
     inst.custom_emoji("hollo", "http://img.example/hollo.png")
         .await;
     for emoji in ["%F0%9F%8E%89", "hollo"] {
@@ -763,14 +707,8 @@ async fn quotes_cross_both_ways_with_fedify() {
         )
         .await;
     let note_iri = note["id"].as_str().expect("id").to_string();
-    let theirs: uuid::Uuid = eventually(WAIT, "Fedify's quoting note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&note_iri)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let theirs: uuid::Uuid =
+        support::api::remote_post_id(&inst, &note_iri, "Fedify's quoting note stored").await;
     let shown = api.get(&format!("/api/v1/statuses/{theirs}")).await.body;
     assert_eq!(shown["quote"]["state"], "accepted", "{shown}");
     assert_eq!(shown["quote"]["quoted_status"]["id"], post["id"], "{shown}");

@@ -12,19 +12,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::metrics::Metrics;
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::{QueueName, enqueue_many};
 use hollo_runtime::tasks::jobs::{self, JobsConfig, NewJob};
 use hollo_runtime::tasks::{cleanups, imports};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use support::api::Client;
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
 use support::process::Hollo;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 const SECRET: &str = "jobs-test-secret-0123456789abcdef0123";
@@ -76,16 +73,15 @@ impl Instance {
     }
 
     async fn import(&self, token: &str, query: &str, body: Vec<u8>) -> (u16, Value) {
-        let resp = reqwest::Client::new()
-            .post(format!("{}/api/v1/imports?{query}", self.base))
-            .bearer_auth(token)
-            .header("content-type", "text/csv")
-            .body(body)
-            .send()
+        Client::bearer(self, token)
+            .raw(
+                reqwest::Method::POST,
+                &format!("/api/v1/imports?{query}"),
+                "text/csv",
+                body,
+            )
             .await
-            .expect("post import");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+            .parts()
     }
 
     async fn request(
@@ -95,15 +91,12 @@ impl Instance {
         token: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut req = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(b) = body {
-            req = req.json(&b);
+        let api = Client::bearer(self, token);
+        match body {
+            Some(b) => api.call(method, path, &b).await,
+            None => api.bare(method, path).await,
         }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+        .parts()
     }
 
     /// Polls the job until every item has a final outcome; returns its view.
@@ -133,15 +126,7 @@ impl Instance {
 
 /// A multipart/form-data body with one file field, as browsers send an upload.
 fn multipart(field: &str, content: &[u8]) -> (String, Vec<u8>) {
-    let boundary = format!("----hollo{}", Uuid::new_v4().simple());
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"export.csv\"\r\n\
-         Content-Type: text/csv\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(content);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
+    support::multipart::form(&[(field, Some(("export.csv", "text/csv")), content)])
 }
 
 fn follows_csv(peer: &Peer, names: impl IntoIterator<Item = String>) -> Vec<u8> {
@@ -154,6 +139,29 @@ fn follows_csv(peer: &Peer, names: impl IntoIterator<Item = String>) -> Vec<u8> 
 
 // ---------------------------------------------------------------------------------------------
 // Bad input: 4xx with a clear message, nothing stored.
+
+/// `jobs::recover` of imports in `environment`.
+async fn recover(inst: &Instance, environment: &str) -> Option<usize> {
+    jobs::recover(&inst.pool, imports::FAMILY, environment)
+        .await
+        .expect("recover")
+}
+
+/// Every task message is lost (as after a restore of an older backup).
+async fn lose_task_messages(inst: &Instance) {
+    sqlx::query("DELETE FROM hollo_task_message_v1")
+        .execute(&inst.pool)
+        .await
+        .expect("lose");
+}
+
+/// Every import's next dispatch is overdue.
+async fn make_dispatches_due(inst: &Instance) {
+    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
+        .execute(&inst.pool)
+        .await
+        .expect("due");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_inputs_are_rejected_and_leave_no_rows() {
@@ -233,15 +241,15 @@ async fn malformed_inputs_are_rejected_and_leave_no_rows() {
     assert_eq!(status, 401);
     // A multipart form without the file field.
     let (ctype, form) = multipart("other", b"a@b.example\n");
-    let resp = reqwest::Client::new()
-        .post(format!("{}/api/v1/imports?type=blocks", inst.base))
-        .bearer_auth(&token)
-        .header("content-type", ctype)
-        .body(form)
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(resp.status().as_u16(), 400);
+    let resp = Client::bearer(&inst, &token)
+        .raw(
+            reqwest::Method::POST,
+            "/api/v1/imports?type=blocks",
+            &ctype,
+            form,
+        )
+        .await;
+    assert_eq!(resp.status, 400);
 
     // Cleanups: admin token, known kind, sane window.
     let admin = |body: Value| {
@@ -753,25 +761,14 @@ async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure(
     let jobs::Created::New(id) = created else {
         panic!("new job expected")
     };
-    let stop = CancellationToken::new();
-    let consumer = Consumer {
-        queue: QueueName::Task,
-        slot_pool: None,
-        limit: 4,
-        registry: reg,
-        pool: inst.pool.clone(),
-        item_locks: None,
-        node: Uuid::new_v4(),
-        lease: Duration::from_secs(30),
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let task = tokio::spawn(consumer.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        stop.clone(),
-        InFlight::default(),
-    ));
+    let consumer = support::consumer::start_consumer(
+        &inst.pool,
+        QueueName::Task,
+        None,
+        4,
+        reg,
+        Duration::from_secs(30),
+    );
     let v = eventually(WAIT, "the slow job completes", || async {
         let v = jobs::show(&inst.pool, fam, id).await.ok()??;
         (v.status == "completed").then_some(v)
@@ -786,8 +783,7 @@ async fn an_item_over_its_kinds_time_limit_is_aborted_and_recorded_as_a_failure(
             .expect("attempts");
     assert_eq!(attempts, 1, "the aborted run is one recorded failure");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    stop.cancel();
-    let _ = task.await;
+    consumer.shutdown().await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -844,21 +840,10 @@ async fn recovery_in_staging_never_touches_production_jobs() {
         .await
         .expect("null env");
     // Lost messages, and dispatches overdue.
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("lose");
-    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
-        .execute(&inst.pool)
-        .await
-        .expect("due");
+    lose_task_messages(&inst).await;
+    make_dispatches_due(&inst).await;
 
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "staging")
-            .await
-            .expect("recover"),
-        Some(1)
-    );
+    assert_eq!(recover(&inst, "staging").await, Some(1));
     assert_eq!(
         dispatches(&inst.pool).await,
         BTreeSet::from([staging.to_string()])
@@ -915,12 +900,7 @@ async fn recovery_in_staging_never_touches_production_jobs() {
         0
     );
 
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        Some(2)
-    );
+    assert_eq!(recover(&inst, "production").await, Some(2));
     assert!(
         dispatches(&inst.pool)
             .await
@@ -934,10 +914,7 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
     let inst = instance("production", None).await;
     let (acct, _) = inst.account("pat").await;
     let running = register_job(&inst.pool, acct.id, "production", 2).await;
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("lose");
+    lose_task_messages(&inst).await;
     // Another worker is running it: its heartbeat pushed the next dispatch out.
     sqlx::query(
         "UPDATE import_jobs SET status = 'processing', dispatched = true, updated_at = now(),
@@ -947,12 +924,7 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
     .execute(&inst.pool)
     .await
     .expect("running");
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        Some(0)
-    );
+    assert_eq!(recover(&inst, "production").await, Some(0));
     let status: String = sqlx::query_scalar("SELECT status FROM import_jobs WHERE id = $1")
         .bind(running)
         .fetch_one(&inst.pool)
@@ -980,22 +952,9 @@ async fn recovery_leaves_moving_jobs_alone_and_pauses_on_a_deep_queue() {
     enqueue_many(&inst.pool, QueueName::Task, &probes)
         .await
         .expect("probes");
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        None
-    );
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("drain");
-    assert_eq!(
-        jobs::recover(&inst.pool, imports::FAMILY, "production")
-            .await
-            .expect("recover"),
-        Some(1)
-    );
+    assert_eq!(recover(&inst, "production").await, None);
+    lose_task_messages(&inst).await;
+    assert_eq!(recover(&inst, "production").await, Some(1));
     assert_eq!(
         dispatches(&inst.pool).await,
         BTreeSet::from([running.to_string()])
@@ -1124,7 +1083,7 @@ async fn a_cleanup_started_like_the_cli_does_is_carried_out_by_the_workers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_cleanup_deletes_only_old_orphans_with_strict_keys() {
-    let dir = std::env::temp_dir().join(format!("hollo-media-{}", Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-media");
     let old = std::time::SystemTime::now() - Duration::from_secs(2 * 3600);
     let put = |rel: &str, aged: bool| {
         let p = dir.join(rel);
@@ -1211,17 +1170,15 @@ async fn a_thousand_follows_on_three_workers_survive_a_kill_and_deliver_once_per
     let inst = instance("production", None).await;
     let peer = Peer::start().await;
     let (ivan, token) = inst.account("ivan").await;
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("ALLOW_PRIVATE_ADDRESS", "true"),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_LEASE_SECONDS", "3"),
-        ("QUEUE_POLL_MS", "200"),
-        ("HEALTH_PORT", "0"),
-        ("WORKER_POOL_MAX", "8"),
-    ];
+    let env = inst.process_env(
+        "worker",
+        &[
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+            ("QUEUE_LEASE_SECONDS", "3"),
+            ("QUEUE_POLL_MS", "200"),
+            ("WORKER_POOL_MAX", "8"),
+        ],
+    );
     let body = follows_csv(&peer, (0..1000).map(|i| format!("f{i}")));
     let (s, job) = inst.import(&token, "type=following", body).await;
     assert_eq!(s, 202, "{job}");
@@ -1305,22 +1262,9 @@ async fn a_worker_process_recovers_a_job_whose_dispatch_was_lost_at_start() {
     let job = register_job(&inst.pool, acct.id, "production", 3).await;
     let staging = register_job(&inst.pool, acct.id, "staging", 3).await;
     // The messages are lost (e.g. a restore of an older backup) and the jobs are overdue.
-    sqlx::query("DELETE FROM hollo_task_message_v1")
-        .execute(&inst.pool)
-        .await
-        .expect("lose");
-    sqlx::query("UPDATE import_jobs SET next_dispatch_at = now() - interval '5 minutes'")
-        .execute(&inst.pool)
-        .await
-        .expect("due");
-    let _w = Hollo::serve(&[
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("NODE_TYPE", "worker"),
-        ("QUEUE_POLL_MS", "200"),
-        ("HEALTH_PORT", "0"),
-    ]);
+    lose_task_messages(&inst).await;
+    make_dispatches_due(&inst).await;
+    let _w = Hollo::serve(&inst.process_env("worker", &[("QUEUE_POLL_MS", "200")]));
     // The scan at start re-enqueues the dispatch; the worker then runs the items.
     let path = format!("/api/v1/imports/{job}");
     let v = inst.until_final(&path, &token).await;

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{Value, json};
+use support::api::{Client, ap_doc, call_2xx, import_csv, remote_post_id};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -148,66 +150,9 @@ fn the_checker_reports_dropped_and_undefined_terms() {
     assert_eq!(by_label("complete"), "", "{report:?}");
 }
 
-async fn get(url: &str) -> Value {
-    let resp = reqwest::Client::new()
-        .get(url)
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .expect("get");
-    assert_eq!(resp.status().as_u16(), 200, "GET {url}");
-    resp.json().await.expect("json")
-}
-
-async fn api(
-    inst: &Instance,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Value,
-) -> Value {
-    let resp = reqwest::Client::new()
-        .request(method, format!("{}{path}", inst.base))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .expect("request");
-    let status = resp.status().as_u16();
-    let v: Value = resp.json().await.unwrap_or(Value::Null);
-    assert!((200..300).contains(&status), "{path}: {status} {v}");
-    v
-}
-
-async fn import_blocks(inst: &Instance, token: &str, mode: &str, handles: &[String]) {
+async fn import_blocks(api: &Client, mode: &str, handles: &[String]) {
     let body: String = handles.iter().map(|h| format!("{h}\n")).collect();
-    let resp = reqwest::Client::new()
-        .post(format!(
-            "{}/api/v1/imports?type=blocks&mode={mode}",
-            inst.base
-        ))
-        .bearer_auth(token)
-        .header("content-type", "text/csv")
-        .body(body)
-        .send()
-        .await
-        .expect("import");
-    assert_eq!(resp.status().as_u16(), 202);
-    let job: Value = resp.json().await.expect("json");
-    let path = format!("/api/v1/imports/{}", job["id"].as_str().expect("id"));
-    eventually(WAIT, "the import completed", || async {
-        let v: Value = reqwest::Client::new()
-            .get(format!("{}{path}", inst.base))
-            .bearer_auth(token)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        (v["status"] == "completed").then_some(())
-    })
-    .await;
+    import_csv(api, &format!("type=blocks&mode={mode}"), &body).await;
 }
 
 /// The kind of a document: its type, and the type of the object an activity carries.
@@ -224,11 +169,11 @@ fn kind(doc: &Value) -> String {
 /// overwrite import — then expands what was served and everything stored to be sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
-    let media =
-        std::env::temp_dir().join(format!("hollo-jsonld-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", media.to_str().unwrap())]).await;
+    let media = support::files::temp_dir("hollo-jsonld");
+    let inst = Instance::on_disk(&media, &[]).await;
     let peer = Peer::start().await;
     let (alice, token) = inst.account("alice").await;
+    let api = Client::bearer(&inst, &token);
     let fed = inst.fed.clone();
 
     // The peer follows alice (we answer with an Accept); alice follows the peer.
@@ -242,20 +187,18 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         peer.received().into_iter().find(|r| r.ty() == "Accept")
     })
     .await;
-    api(
-        &inst,
-        reqwest::Method::POST,
+    call_2xx(
+        &api,
+        Method::POST,
         "/api/v1/follows",
-        &token,
         json!({"account": peer.handle()}),
     )
     .await;
     // A profile with fields: the actor serves `PropertyValue`s and its `Update` goes out.
-    api(
-        &inst,
-        reqwest::Method::PATCH,
+    call_2xx(
+        &api,
+        Method::PATCH,
         "/api/v1/accounts/update_credentials",
-        &token,
         json!({"display_name": "Alice", "note": "hi #tea https://a.example", "locked": true,
                "fields_attributes": [{"name": "Site", "value": "https://a.example"}]}),
     )
@@ -269,47 +212,41 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
             .expect("png");
         out.into_inner()
     };
-    let (ctype, body) = support::multipart::form(&[
-        ("avatar", Some(("a.png", "image/png")), &png),
-        ("header", Some(("h.png", "image/png")), &png),
-    ]);
-    let resp = reqwest::Client::new()
-        .patch(format!("{}/api/v1/accounts/update_credentials", inst.base))
-        .bearer_auth(&token)
-        .header("content-type", ctype)
-        .body(body)
-        .send()
-        .await
-        .expect("update_credentials");
-    assert_eq!(resp.status(), 200, "avatar and header");
+    let resp = api
+        .multipart(
+            Method::PATCH,
+            "/api/v1/accounts/update_credentials",
+            &[
+                ("avatar", Some(("a.png", "image/png")), &png),
+                ("header", Some(("h.png", "image/png")), &png),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status, 200, "avatar and header");
 
     // A note, a poll with one choice, a poll with several that ends in two seconds.
-    let note = api(
-        &inst,
-        reqwest::Method::POST,
+    let note = call_2xx(
+        &api,
+        Method::POST,
         "/api/v1/statuses",
-        &token,
         json!({"status": format!("<b>hi</b> @{} #Tea https://x.example/", peer.handle_of("bob"))}),
     )
     .await;
-    let one = api(&inst, reqwest::Method::POST, "/api/v1/statuses", &token,
-        json!({"status": "Tea or coffee?", "poll": {"options": ["tea", "coffee"], "expires_in": 3600}})).await;
-    let many = api(
-        &inst,
-        reqwest::Method::POST,
+    let one = call_2xx(&api, Method::POST, "/api/v1/statuses", json!({"status": "Tea or coffee?", "poll": {"options": ["tea", "coffee"], "expires_in": 3600}})).await;
+    let many = call_2xx(
+        &api,
+        Method::POST,
         "/api/v1/statuses",
-        &token,
         json!({"status": "Which ones?",
                "poll": {"options": ["a", "b", "c"], "expires_in": 2, "multiple": true}}),
     )
     .await;
     // Moving an end sends an Update with the new endTime.
     let id = one["id"].as_str().expect("id");
-    api(
-        &inst,
-        reqwest::Method::PUT,
+    call_2xx(
+        &api,
+        Method::PUT,
         &format!("/api/v1/statuses/{id}"),
-        &token,
         json!({"poll": {"expires_in": 7200}}),
     )
     .await;
@@ -318,20 +255,18 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     // tag, so the two collections have items (R-MAPI-6).
     let note_id = note["id"].as_str().expect("id");
     for action in ["pin", "unpin", "pin"] {
-        api(
-            &inst,
-            reqwest::Method::POST,
+        call_2xx(
+            &api,
+            Method::POST,
             &format!("/api/v1/statuses/{note_id}/{action}"),
-            &token,
             json!({}),
         )
         .await;
     }
-    api(
-        &inst,
-        reqwest::Method::POST,
+    call_2xx(
+        &api,
+        Method::POST,
         "/api/v1/featured_tags",
-        &token,
         json!({"name": "jsonld"}),
     )
     .await;
@@ -346,21 +281,13 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
                     "to": ["https://www.w3.org/ns/activitystreams#Public"], "content": "<p>hi</p>" },
     });
     assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
-    let theirs_id: uuid::Uuid = eventually(WAIT, "the peer's note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&theirs)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
+    let theirs_id: uuid::Uuid = remote_post_id(&inst, &theirs, "the peer's note stored").await;
     inst.custom_emoji("tea", "http://img.example/tea.png").await;
     for action in ["react", "unreact"] {
-        api(
-            &inst,
-            reqwest::Method::POST,
+        call_2xx(
+            &api,
+            Method::POST,
             &format!("/api/v1/statuses/{theirs_id}/{action}/tea"),
-            &token,
             json!({}),
         )
         .await;
@@ -381,19 +308,11 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         "to": ["https://www.w3.org/ns/activitystreams#Public"], "object": guarded_note,
     });
     assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
-    let guarded_id: uuid::Uuid = eventually(WAIT, "the guarded note stored", || async {
-        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
-            .bind(&guarded)
-            .fetch_optional(&inst.pool)
-            .await
-            .expect("query")
-    })
-    .await;
-    api(
-        &inst,
-        reqwest::Method::POST,
+    let guarded_id: uuid::Uuid = remote_post_id(&inst, &guarded, "the guarded note stored").await;
+    call_2xx(
+        &api,
+        Method::POST,
         "/api/v1/statuses",
-        &token,
         json!({"status": "quoting", "quoted_status_id": guarded_id}),
     )
     .await;
@@ -422,8 +341,8 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     .await;
 
     // A block, then an overwrite import that undoes it (and blocks another).
-    import_blocks(&inst, &token, "merge", &[peer.handle_of("b1")]).await;
-    import_blocks(&inst, &token, "overwrite", &[peer.handle_of("b2")]).await;
+    import_blocks(&api, "merge", &[peer.handle_of("b1")]).await;
+    import_blocks(&api, "overwrite", &[peer.handle_of("b2")]).await;
 
     // The closing Update of the ended poll.
     eventually(Duration::from_secs(30), "the closing Update", || async {
@@ -448,7 +367,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         fed.instance_outbox(),
         authorization.clone(),
     ] {
-        let doc = get(&url).await;
+        let doc = ap_doc(&url).await;
         docs.push((format!("GET {url} ({})", kind(&doc)), doc));
     }
     assert!(
@@ -458,7 +377,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     );
     for status in [&note, &one, &many] {
         let url = status["uri"].as_str().expect("uri");
-        let doc = get(url).await;
+        let doc = ap_doc(url).await;
         docs.push((format!("GET {url} ({})", kind(&doc)), doc));
     }
     // Everything stored to be sent (each delivery sends exactly the stored body).
@@ -494,7 +413,7 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         error: None,
     };
     let drive = hollo_runtime::media::Drive::disabled(inst.base.clone());
-    let mut with_media = get(note["uri"].as_str().expect("uri")).await;
+    let mut with_media = ap_doc(note["uri"].as_str().expect("uri")).await;
     with_media["attachment"] = json!([hollo_runtime::media::document(&drive, &media_row)]);
     docs.push(("a Note with a media Document".into(), with_media));
 

@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use hollo_runtime::media::{self, AttachError, Drive};
 use image::{DynamicImage, ImageFormat};
+use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::token_with_scopes;
+use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes};
 use support::eventually;
+use support::files::{files_under, temp_dir};
 use support::moto::Moto;
-use support::multipart::{Part, form};
+use support::multipart::Part;
 use support::node::Instance;
 use uuid::Uuid;
 
@@ -41,77 +43,23 @@ fn png(w: u32, h: u32) -> Vec<u8> {
     encode(w, h, ImageFormat::Png)
 }
 
-struct Api {
-    base: String,
-    token: String,
-    http: reqwest::Client,
+/// Uploads to `/api/v{version}/media`.
+async fn upload(api: &Client, version: u8, parts: &[Part<'_>]) -> Answer {
+    api.multipart(Method::POST, &format!("/api/v{version}/media"), parts)
+        .await
 }
 
-impl Api {
-    fn new(inst: &Instance, token: &str) -> Api {
-        Api {
-            base: inst.base.clone(),
-            token: token.to_string(),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn send(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
-        let resp = req.bearer_auth(&self.token).send().await.expect("request");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn upload(&self, version: u8, parts: &[Part<'_>]) -> (u16, Value) {
-        let (ctype, body) = form(parts);
-        self.send(
-            self.http
-                .post(format!("{}/api/v{version}/media", self.base))
-                .header("content-type", ctype)
-                .body(body),
-        )
-        .await
-    }
-
-    async fn upload_file(&self, version: u8, bytes: &[u8]) -> (u16, Value) {
-        self.upload(version, &[("file", Some(("a.png", "image/png")), bytes)])
-            .await
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    async fn put_json(&self, path: &str, body: Value) -> (u16, Value) {
-        self.send(self.http.put(format!("{}{path}", self.base)).json(&body))
-            .await
-    }
+async fn upload_file(api: &Client, version: u8, bytes: &[u8]) -> Answer {
+    upload(
+        api,
+        version,
+        &[("file", Some(("a.png", "image/png")), bytes)],
+    )
+    .await
 }
 
 fn storage_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("hollo-media-test-{}", Uuid::new_v4().simple()))
-}
-
-/// Every file under `dir`, relative.
-fn files_under(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
+    temp_dir("hollo-media-test")
 }
 
 async fn stored_rows(inst: &Instance) -> (i64, i64) {
@@ -119,11 +67,6 @@ async fn stored_rows(inst: &Instance) -> (i64, i64) {
         inst.count("SELECT count(*) FROM media_attachments").await,
         inst.count("SELECT count(*) FROM media_files").await,
     )
-}
-
-fn assert_error(got: &(u16, Value), status: u16, what: &str) {
-    assert_eq!(got.0, status, "{what}: {}", got.1);
-    assert!(got.1["error"].is_string(), "{what}: {}", got.1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,87 +82,92 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
     )
     .await;
     let (alice, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
 
     // Text that claims to be a PNG, by its Content-Type and its name.
-    let lie = api
-        .upload(
-            2,
-            &[(
-                "file",
-                Some(("cat.png", "image/png")),
-                b"<svg onload=alert(1)>",
-            )],
-        )
-        .await;
+    let lie = upload(
+        &api,
+        2,
+        &[(
+            "file",
+            Some(("cat.png", "image/png")),
+            b"<svg onload=alert(1)>",
+        )],
+    )
+    .await;
     assert_error(&lie, 422, "a lying Content-Type");
     assert!(
-        lie.1["error"].as_str().unwrap().contains("content type"),
+        lie.body["error"].as_str().unwrap().contains("content type"),
         "{}",
-        lie.1
+        lie.body
     );
     // An SVG, honestly labelled, is not accepted either.
-    let svg = api
-        .upload(
-            1,
-            &[(
-                "file",
-                Some(("x.svg", "image/svg+xml")),
-                b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
-            )],
-        )
-        .await;
+    let svg = upload(
+        &api,
+        1,
+        &[(
+            "file",
+            Some(("x.svg", "image/svg+xml")),
+            b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+        )],
+    )
+    .await;
     assert_error(&svg, 422, "SVG");
     // Over MEDIA_MAX_BYTES: noise after a PNG header, 200,001 bytes.
     let mut big = png(10, 10);
     big.resize(200_001, 7);
-    assert_error(&api.upload_file(2, &big).await, 422, "over MEDIA_MAX_BYTES");
     assert_error(
-        &api.upload_file(1, &big).await,
+        &upload_file(&api, 2, &big).await,
+        422,
+        "over MEDIA_MAX_BYTES",
+    );
+    assert_error(
+        &upload_file(&api, 1, &big).await,
         422,
         "over MEDIA_MAX_BYTES (v1)",
     );
     // Far over it (past the route's body limit too): refused before the rest is read.
     big.resize(1_000_000, 7);
     assert_error(
-        &api.upload_file(2, &big).await,
+        &upload_file(&api, 2, &big).await,
         422,
         "far over MEDIA_MAX_BYTES",
     );
     // Over MEDIA_MAX_PIXELS (201×200 > 40,000), small in bytes.
-    let wide = api.upload_file(2, &png(201, 200)).await;
+    let wide = upload_file(&api, 2, &png(201, 200)).await;
     assert_error(&wide, 422, "over MEDIA_MAX_PIXELS");
     assert!(
-        wide.1["error"].as_str().unwrap().contains("201x200"),
+        wide.body["error"].as_str().unwrap().contains("201x200"),
         "{}",
-        wide.1
+        wide.body
     );
     // A header that promises an image and data that is not one, processed at once.
     let mut broken = png(50, 50);
     broken.truncate(60);
-    assert_error(&api.upload_file(1, &broken).await, 422, "undecodable");
+    assert_error(&upload_file(&api, 1, &broken).await, 422, "undecodable");
     // Bad focus, no file.
     let ok = png(20, 20);
     for focus in ["2,0", "0", "a,b", "0,-1.5"] {
-        let r = api
-            .upload(
-                2,
-                &[
-                    ("file", Some(("a.png", "image/png")), &ok),
-                    ("focus", None, focus.as_bytes()),
-                ],
-            )
-            .await;
+        let r = upload(
+            &api,
+            2,
+            &[
+                ("file", Some(("a.png", "image/png")), &ok),
+                ("focus", None, focus.as_bytes()),
+            ],
+        )
+        .await;
         assert_error(&r, 422, &format!("focus {focus}"));
     }
     assert_error(
-        &api.upload(2, &[("description", None, b"no file")]).await,
+        &upload(&api, 2, &[("description", None, b"no file")]).await,
         422,
         "no file",
     );
     let long = "d".repeat(1501);
     assert_error(
-        &api.upload(
+        &upload(
+            &api,
             2,
             &[
                 ("file", Some(("a.png", "image/png")), &ok),
@@ -246,22 +194,26 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
         .await
         .unwrap();
     assert_eq!(anon.status().as_u16(), 401);
-    let read_only = Api::new(
+    let read_only = Client::bearer(
         &inst,
         &token_with_scopes(&inst, alice.id, "read write:statuses").await,
     );
-    assert_error(&read_only.upload_file(2, &ok).await, 403, "no write:media");
-    let media_only = Api::new(
+    assert_error(
+        &upload_file(&read_only, 2, &ok).await,
+        403,
+        "no write:media",
+    );
+    let media_only = Client::bearer(
         &inst,
         &token_with_scopes(&inst, alice.id, "write:media").await,
     );
-    let (s, mine) = media_only.upload_file(2, &ok).await;
+    let (s, mine) = upload_file(&media_only, 2, &ok).await.parts();
     assert_eq!(s, 200, "{mine}");
     let id = mine["id"].as_str().unwrap().to_string();
 
     // Unknown, malformed and another account's ids are all the same 404.
     let (_, bob_token) = inst.account("bob").await;
-    let bob = Api::new(&inst, &bob_token);
+    let bob = Client::bearer(&inst, &bob_token);
     for path in [
         format!("/api/v1/media/{}", Uuid::now_v7()),
         "/api/v1/media/not-an-id".to_string(),
@@ -269,25 +221,27 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
     ] {
         assert_error(&bob.get(&path).await, 404, &path);
         assert_error(
-            &bob.put_json(&path, json!({"description": "mine now"}))
+            &bob.call(Method::PUT, &path, &json!({"description": "mine now"}))
                 .await,
             404,
             &path,
         );
-        let del = bob
-            .send(bob.http.delete(format!("{}{path}", bob.base)))
-            .await;
+        let del = bob.bare(Method::DELETE, &path).await;
         assert_error(&del, 404, &path);
     }
-    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await;
+    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await.parts();
     assert_eq!(
         (s, v["description"].clone()),
         (200, Value::Null),
         "untouched: {v}"
     );
     assert_error(
-        &api.put_json(&format!("/api/v1/media/{id}"), json!({"focus": "1.2,0"}))
-            .await,
+        &api.call(
+            Method::PUT,
+            &format!("/api/v1/media/{id}"),
+            &json!({"focus": "1.2,0"}),
+        )
+        .await,
         422,
         "bad focus on update",
     );
@@ -298,25 +252,26 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_are_processed_stored_and_served_with_their_types() {
     let dir = storage_dir();
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
 
     let original = png(1280, 320);
-    let (s, m) = api
-        .upload(
-            1,
-            &[
-                (
-                    "file",
-                    Some(("banner.bin", "application/octet-stream")),
-                    &original,
-                ),
-                ("description", None, "a wide banner".as_bytes()),
-                ("focus", None, b"0.5,-0.25"),
-            ],
-        )
-        .await;
+    let (s, m) = upload(
+        &api,
+        1,
+        &[
+            (
+                "file",
+                Some(("banner.bin", "application/octet-stream")),
+                &original,
+            ),
+            ("description", None, "a wide banner".as_bytes()),
+            ("focus", None, b"0.5,-0.25"),
+        ],
+    )
+    .await
+    .parts();
     assert_eq!(s, 200, "{m}");
     let id = m["id"].as_str().unwrap().to_string();
     assert_eq!(m["type"], "image");
@@ -391,33 +346,34 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
     );
 
     // Reading and editing while unattached.
-    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await;
+    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await.parts();
     assert_eq!((s, &v["id"]), (200, &json!(id)), "{v}");
     let (s, v) = api
-        .put_json(
+        .call(
+            Method::PUT,
             &format!("/api/v1/media/{id}"),
-            json!({"description": "new words", "focus": "-1,1"}),
+            &json!({"description": "new words", "focus": "-1,1"}),
         )
-        .await;
+        .await
+        .parts();
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["description"], "new words");
     assert_eq!(v["meta"]["focus"], json!({"x": -1.0, "y": 1.0}));
     let form = api
-        .send(
-            api.http
-                .put(format!("{}/api/v1/media/{id}", api.base))
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body("description=form+words"),
+        .form(
+            Method::PUT,
+            &format!("/api/v1/media/{id}"),
+            "description=form+words",
         )
         .await;
     assert_eq!(
-        (form.0, &form.1["description"]),
+        (form.status, &form.body["description"]),
         (200, &json!("form words")),
         "{}",
-        form.1
+        form.body
     );
     assert_eq!(
-        form.1["meta"]["focus"],
+        form.body["meta"]["focus"],
         json!({"x": -1.0, "y": 1.0}),
         "focus kept"
     );
@@ -429,9 +385,9 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
         (ImageFormat::WebP, "image/webp", "webp"),
     ] {
         let bytes = encode(64, 48, format);
-        let (s, m) = api
-            .upload(2, &[("file", Some(("x.png", "image/png")), &bytes)])
-            .await;
+        let (s, m) = upload(&api, 2, &[("file", Some(("x.png", "image/png")), &bytes)])
+            .await
+            .parts();
         assert_eq!(s, 200, "{mime}: {m}");
         let url = m["url"].as_str().unwrap();
         assert!(url.ends_with(&format!("/original.{ext}")), "{url}");
@@ -441,15 +397,16 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
     }
 
     // A custom thumbnail is the preview.
-    let (s, m) = api
-        .upload(
-            2,
-            &[
-                ("file", Some(("a.png", "image/png")), &png(300, 300)),
-                ("thumbnail", Some(("t.png", "image/png")), &png(40, 10)),
-            ],
-        )
-        .await;
+    let (s, m) = upload(
+        &api,
+        2,
+        &[
+            ("file", Some(("a.png", "image/png")), &png(300, 300)),
+            ("thumbnail", Some(("t.png", "image/png")), &png(40, 10)),
+        ],
+    )
+    .await
+    .parts();
     assert_eq!(s, 200, "{m}");
     assert_eq!(m["meta"]["small"]["size"], "40x10", "{m}");
     assert_eq!(m["meta"]["original"]["size"], "300x300", "{m}");
@@ -457,9 +414,9 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
     // Deleting an unattached upload removes its rows and files.
     let before = files_under(&dir).len();
     let del = api
-        .send(api.http.delete(format!("{}/api/v1/media/{id}", api.base)))
+        .bare(Method::DELETE, &format!("/api/v1/media/{id}"))
         .await;
-    assert_eq!(del.0, 200, "{}", del.1);
+    assert_eq!(del.status, 200, "{}", del.body);
     assert_eq!(files_under(&dir).len(), before - 2);
     assert_error(
         &api.get(&format!("/api/v1/media/{id}")).await,
@@ -468,7 +425,7 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
     );
 
     // The instance reports the limits it enforces.
-    let (s, v) = api.get("/api/v2/instance").await;
+    let (s, v) = api.get("/api/v2/instance").await.parts();
     assert_eq!(s, 200);
     let c = &v["configuration"]["media_attachments"];
     assert_eq!(c["image_size_limit"], 16 * 1024 * 1024);
@@ -483,10 +440,10 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
 }
 
 /// Polls `GET /api/v1/media/:id` until it is no longer 206.
-async fn until_processed(api: &Api, id: &str) -> (u16, Value) {
+async fn until_processed(api: &Client, id: &str) -> Answer {
     eventually(WAIT, "the upload is processed", || async {
         let got = api.get(&format!("/api/v1/media/{id}")).await;
-        (got.0 != 206).then_some(got)
+        (got.status != 206).then_some(got)
     })
     .await
 }
@@ -503,29 +460,29 @@ async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
     )
     .await;
     let (_, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let big = png(900, 600);
     assert!(big.len() > 1000);
 
-    let (s, m) = api.upload_file(2, &big).await;
+    let (s, m) = upload_file(&api, 2, &big).await.parts();
     assert_eq!(s, 202, "{m}");
     assert!(m["url"].is_null() && m["preview_url"].is_null(), "{m}");
     let id = m["id"].as_str().unwrap().to_string();
-    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await;
+    let (s, v) = api.get(&format!("/api/v1/media/{id}")).await.parts();
     assert_eq!(s, 206, "still processing with no worker: {v}");
     // v1 is always synchronous.
-    let (s, v) = api.upload_file(1, &big).await;
+    let (s, v) = upload_file(&api, 1, &big).await.parts();
     assert_eq!(s, 200, "{v}");
     assert!(v["url"].is_string());
     // A file whose header is fine and whose data is not: stored, then failed by the worker.
     let mut broken = png(900, 600);
     broken.truncate(broken.len() / 2);
-    let (s, b) = api.upload_file(2, &broken).await;
+    let (s, b) = upload_file(&api, 2, &broken).await.parts();
     assert_eq!(s, 202, "{b}");
     let broken_id = b["id"].as_str().unwrap().to_string();
 
     inst.worker(&[]).await;
-    let (s, v) = until_processed(&api, &id).await;
+    let (s, v) = until_processed(&api, &id).await.parts();
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["meta"]["original"]["size"], "900x600");
     assert_eq!(v["meta"]["small"]["size"], "640x427");
@@ -538,8 +495,9 @@ async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
         .unwrap();
     assert_eq!(thumb.status().as_u16(), 200);
 
-    let (s, v) = until_processed(&api, &broken_id).await;
-    assert_error(&(s, v.clone()), 422, "failed processing");
+    let failed = until_processed(&api, &broken_id).await;
+    assert_error(&failed, 422, "failed processing");
+    let v = failed.body;
     assert!(
         v["error"].as_str().unwrap().contains("Error processing"),
         "{v}"
@@ -565,25 +523,28 @@ async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_attach_uploads_and_read_them_back_in_order() {
     let dir = storage_dir();
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (alice, token) = inst.account("alice").await;
     let (bob, bob_token) = inst.account("bob").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let mut ids = Vec::new();
     for i in 0..5 {
-        let (s, m) = api
-            .upload(
-                2,
-                &[
-                    ("file", Some(("a.png", "image/png")), &png(10 + i, 10)),
-                    ("description", None, format!("n{i}").as_bytes()),
-                ],
-            )
-            .await;
+        let (s, m) = upload(
+            &api,
+            2,
+            &[
+                ("file", Some(("a.png", "image/png")), &png(10 + i, 10)),
+                ("description", None, format!("n{i}").as_bytes()),
+            ],
+        )
+        .await
+        .parts();
         assert_eq!(s, 200, "{m}");
         ids.push(Uuid::parse_str(m["id"].as_str().unwrap()).unwrap());
     }
-    let (_, bm) = Api::new(&inst, &bob_token).upload_file(2, &png(5, 5)).await;
+    let (_, bm) = upload_file(&Client::bearer(&inst, &bob_token), 2, &png(5, 5))
+        .await
+        .parts();
     let bobs = Uuid::parse_str(bm["id"].as_str().unwrap()).unwrap();
     let status = |account: Uuid| {
         let pool = inst.pool.clone();
@@ -684,9 +645,10 @@ async fn statuses_attach_uploads_and_read_them_back_in_order() {
         "attached",
     );
     assert_error(
-        &api.put_json(
+        &api.call(
+            Method::PUT,
             &format!("/api/v1/media/{}", ids[0]),
-            json!({"description": "x"}),
+            &json!({"description": "x"}),
         )
         .await,
         404,
@@ -728,54 +690,16 @@ async fn age_uploads(inst: &Instance, dir: Option<&Path>) {
     }
 }
 
-async fn run_media_cleanup(inst: &Instance) -> Value {
-    let http = reqwest::Client::new();
-    let resp = http
-        .post(format!("{}/api/v1/admin/cleanups", inst.base))
-        .bearer_auth(ADMIN)
-        .json(&json!({"kind": "media"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 202);
-    let job: Value = resp.json().await.unwrap();
-    let path = format!(
-        "{}/api/v1/admin/cleanups/{}",
-        inst.base,
-        job["id"].as_str().unwrap()
-    );
-    eventually(WAIT, "the cleanup finishes", || async {
-        let v: Value = http
-            .get(&path)
-            .bearer_auth(ADMIN)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        matches!(v["status"].as_str()?, "completed" | "failed" | "cancelled").then_some(v)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
     let dir = storage_dir();
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
     let (alice, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
-    let (_, kept) = api.upload_file(2, &png(30, 30)).await;
-    let (_, dropped) = api.upload_file(2, &png(40, 40)).await;
-    let (_, fresh) = api.upload_file(2, &png(50, 50)).await;
-    let (_, gone) = api.upload_file(2, &png(60, 60)).await;
+    let api = Client::bearer(&inst, &token);
+    let (_, kept) = upload_file(&api, 2, &png(30, 30)).await.parts();
+    let (_, dropped) = upload_file(&api, 2, &png(40, 40)).await.parts();
+    let (_, fresh) = upload_file(&api, 2, &png(50, 50)).await.parts();
+    let (_, gone) = upload_file(&api, 2, &png(60, 60)).await.parts();
     let kept = Uuid::parse_str(kept["id"].as_str().unwrap()).unwrap();
     let gone = Uuid::parse_str(gone["id"].as_str().unwrap()).unwrap();
     let dropped_id = dropped["id"].as_str().unwrap().to_string();
@@ -808,7 +732,7 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
         .await
         .unwrap();
 
-    let job = run_media_cleanup(&inst).await;
+    let job = run_media_cleanup(&inst, ADMIN).await;
     assert_eq!(job["status"], "completed", "{job}");
     let left = files_under(&dir);
     assert_eq!(left.len(), 4, "{left:?}");
@@ -840,27 +764,14 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
     let moto = Moto::start().await;
     moto.public_bucket("hollo-media").await;
     let base = format!("{}/hollo-media", moto.endpoint);
-    let inst = Instance::start(
-        "all",
-        &[
-            ("DRIVE_DISK", "s3"),
-            ("S3_BUCKET", "hollo-media"),
-            ("S3_REGION", "us-east-1"),
-            ("S3_ENDPOINT_URL", moto.endpoint.as_str()),
-            ("S3_FORCE_PATH_STYLE", "true"),
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
-            ("STORAGE_URL_BASE", base.as_str()),
-            ("MEDIA_SYNC_MAX_BYTES", "2000"),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let mut env = moto.drive_env("hollo-media", &base);
+    env.extend([("MEDIA_SYNC_MAX_BYTES", "2000"), ("ADMIN_TOKEN", ADMIN)]);
+    let inst = Instance::start("all", &env).await;
     let (_, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
 
     let small = png(20, 20);
-    let (s, m) = api.upload_file(2, &small).await;
+    let (s, m) = upload_file(&api, 2, &small).await.parts();
     assert_eq!(s, 200, "{m}");
     let url = m["url"].as_str().unwrap();
     assert!(url.starts_with(&format!("{base}/media/")), "{url}");
@@ -889,9 +800,11 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
     // Processed by a worker (this `all` node), reading the raw file back from the bucket.
     let big = png(700, 700);
     assert!(big.len() > 2000);
-    let (s, m2) = api.upload_file(2, &big).await;
+    let (s, m2) = upload_file(&api, 2, &big).await.parts();
     assert_eq!(s, 202, "{m2}");
-    let (s, v) = until_processed(&api, m2["id"].as_str().unwrap()).await;
+    let (s, v) = until_processed(&api, m2["id"].as_str().unwrap())
+        .await
+        .parts();
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["meta"]["small"]["size"], "640x640");
     let thumb = reqwest::get(v["preview_url"].as_str().unwrap())
@@ -901,7 +814,7 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
 
     // Abandoned uploads leave the bucket with the cleanup.
     age_uploads(&inst, None).await;
-    let job = run_media_cleanup(&inst).await;
+    let job = run_media_cleanup(&inst, ADMIN).await;
     assert_eq!(job["status"], "completed", "{job}");
     for u in [url.to_string(), v["url"].as_str().unwrap().to_string()] {
         let r = reqwest::get(&u).await.unwrap();
@@ -968,31 +881,35 @@ async fn a_gif_frame_over_the_pixel_limit_is_refused() {
     )
     .await;
     let (_, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let gif = gif_with_frame(1, 1, 1001, 1000);
     for version in [1, 2] {
-        let got = api
-            .upload(version, &[("file", Some(("a.gif", "image/gif")), &gif)])
-            .await;
+        let got = upload(
+            &api,
+            version,
+            &[("file", Some(("a.gif", "image/gif")), &gif)],
+        )
+        .await;
         assert_error(&got, 422, &format!("an oversize GIF frame (v{version})"));
         assert!(
-            got.1["error"].as_str().unwrap().contains("1001x1000"),
+            got.body["error"].as_str().unwrap().contains("1001x1000"),
             "{}",
-            got.1
+            got.body
         );
     }
     assert_eq!(stored_rows(&inst).await, (0, 0), "nothing stored");
     assert_eq!(files_under(&dir), Vec::<String>::new(), "no file written");
-    let (s, v) = api
-        .upload(
-            1,
-            &[(
-                "file",
-                Some(("a.gif", "image/gif")),
-                &gif_with_frame(10, 10, 1000, 1000),
-            )],
-        )
-        .await;
+    let (s, v) = upload(
+        &api,
+        1,
+        &[(
+            "file",
+            Some(("a.gif", "image/gif")),
+            &gif_with_frame(10, 10, 1000, 1000),
+        )],
+    )
+    .await
+    .parts();
     assert_eq!(s, 200, "{v}");
     inst.shutdown().await;
 }
@@ -1015,16 +932,16 @@ async fn a_png_bomb_is_refused_from_its_header() {
     )
     .await;
     let (_, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let bomb = png_bomb(1000, 1000);
     assert!(bomb.len() < 64 * 1024, "a bomb: {} bytes", bomb.len());
     for version in [1, 2] {
-        let got = api.upload_file(version, &bomb).await;
+        let got = upload_file(&api, version, &bomb).await;
         assert_error(&got, 422, &format!("a 16-bit PNG bomb (v{version})"));
     }
     assert_eq!(stored_rows(&inst).await, (0, 0), "nothing stored");
     assert_eq!(files_under(&dir), Vec::<String>::new(), "no file written");
-    let (s, v) = api.upload_file(1, &png(1000, 1000)).await;
+    let (s, v) = upload_file(&api, 1, &png(1000, 1000)).await.parts();
     assert_eq!(s, 200, "{v}");
     inst.shutdown().await;
 }
@@ -1035,11 +952,11 @@ async fn a_png_bomb_is_refused_from_its_header() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_files_answer_range_requests() {
     let dir = storage_dir();
-    let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
+    let inst = Instance::on_disk(&dir, &[]).await;
     let (_, token) = inst.account("alice").await;
-    let api = Api::new(&inst, &token);
+    let api = Client::bearer(&inst, &token);
     let original = png(300, 200);
-    let (s, m) = api.upload_file(1, &original).await;
+    let (s, m) = upload_file(&api, 1, &original).await.parts();
     assert_eq!(s, 200, "{m}");
     let url = m["url"].as_str().unwrap().to_string();
     let size = original.len();

@@ -229,6 +229,16 @@ async fn token(base: &str, form: &[(&str, &str)]) -> (StatusCode, Value) {
     (resp.status(), resp.json().await.unwrap())
 }
 
+/// An OAuth error answer: `status` and the `error` code, with the body in the message.
+fn refused(got: (StatusCode, Value), status: StatusCode, error: &str, what: &str) {
+    let (s, e) = got;
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (status, Some(error)),
+        "{what}: {e}"
+    );
+}
+
 async fn get_json(base: &str, path: &str, token: &str) -> (StatusCode, Value) {
     let resp = reqwest::Client::new()
         .get(format!("{base}{path}"))
@@ -422,53 +432,54 @@ async fn the_code_flow_with_pkce_and_every_refusal() {
             token(&base, &form).await
         }
     };
-    let (s, e) = send(base_form(vec![])).await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
-        "no verifier: {e}"
-    );
-    let (s, e) = send(base_form(vec![("code_verifier", "b".repeat(43))])).await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
-        "wrong verifier: {e}"
-    );
-    let (s, e) = send(base_form(vec![
-        ("code_verifier", verifier.clone()),
-        ("client_secret", "wrong".into()),
-    ]))
-    .await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("invalid_client")),
-        "{e}"
-    );
-    let (s, e) = send(base_form(vec![
-        ("code_verifier", verifier.clone()),
-        ("redirect_uri", "https://evil.example/cb".into()),
-    ]))
-    .await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
-        "{e}"
-    );
-    let (s, e) = send(base_form(vec![
-        ("code_verifier", verifier.clone()),
-        ("grant_type", "password".into()),
-    ]))
-    .await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("unsupported_grant_type")),
-        "{e}"
-    );
-    let (s, e) = token(&base, &[("client_id", &app.client_id)]).await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_request")),
-        "{e}"
+    for (extra, status, error, what) in [
+        (
+            vec![],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "no verifier",
+        ),
+        (
+            vec![("code_verifier", "b".repeat(43))],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "wrong verifier",
+        ),
+        (
+            vec![
+                ("code_verifier", verifier.clone()),
+                ("client_secret", "wrong".into()),
+            ],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            "wrong secret",
+        ),
+        (
+            vec![
+                ("code_verifier", verifier.clone()),
+                ("redirect_uri", "https://evil.example/cb".into()),
+            ],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "another redirect_uri",
+        ),
+        (
+            vec![
+                ("code_verifier", verifier.clone()),
+                ("grant_type", "password".into()),
+            ],
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+            "password grant",
+        ),
+    ] {
+        refused(send(base_form(extra)).await, status, error, what);
+    }
+    refused(
+        token(&base, &[("client_id", &app.client_id)]).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+        "refused",
     );
 
     // The right verifier, as JSON with HTTP Basic client authentication.
@@ -494,11 +505,11 @@ async fn the_code_flow_with_pkce_and_every_refusal() {
     assert_eq!((s, a["name"].as_str()), (StatusCode::OK, Some("Test App")));
 
     // A replayed code fails and revokes the token it bought.
-    let (s, e) = send(base_form(vec![("code_verifier", verifier.clone())])).await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
-        "{e}"
+    refused(
+        send(base_form(vec![("code_verifier", verifier.clone())])).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+        "refused",
     );
     let (s, _) = get_json(&base, "/api/v1/accounts/verify_credentials", &access).await;
     assert_eq!(
@@ -515,11 +526,11 @@ async fn the_code_flow_with_pkce_and_every_refusal() {
     .execute(&inst.pool)
     .await
     .unwrap();
-    let (s, e) = send(base_form(vec![("code", code2)])).await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
-        "expired: {e}"
+    refused(
+        send(base_form(vec![("code", code2)])).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+        "expired",
     );
 
     // A redirect URI the app did not register: an error page, never a redirect.
@@ -662,20 +673,20 @@ async fn out_of_band_codes_client_credentials_revocation_and_scopes() {
     assert_eq!(s, 200);
 
     // Client credentials: an app token, no account.
-    let (s, e) = token(
-        &base,
-        &[
-            ("grant_type", "client_credentials"),
-            ("client_id", &app.client_id),
-            ("client_secret", &app.client_secret),
-            ("scope", "push"),
-        ],
-    )
-    .await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_scope")),
-        "{e}"
+    refused(
+        token(
+            &base,
+            &[
+                ("grant_type", "client_credentials"),
+                ("client_id", &app.client_id),
+                ("client_secret", &app.client_secret),
+                ("scope", "push"),
+            ],
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_scope",
+        "refused",
     );
     let (s, t) = token(
         &base,
@@ -985,7 +996,7 @@ async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no account named"));
     // Without --password-stdin the account has no password and cannot sign in.
-    let out = run_with_stdin(&["account", "create", "frank"], "");
+    let out = run_with_stdin(&["account", "create", "frank"], "refused");
     assert!(out.status.success());
     assert!(
         passwords::sign_in(&inst.pool, &hashing, &hashing.admit().unwrap(), "frank", "")
@@ -1166,11 +1177,11 @@ async fn a_verifier_for_a_code_issued_without_a_challenge_is_refused() {
     };
     let with = form(Some(&"v".repeat(43)));
     let f: Vec<(&str, &str)> = with.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (s, e) = token(&base, &f).await;
-    assert_eq!(
-        (s, e["error"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
-        "a verifier without a challenge: {e}"
+    refused(
+        token(&base, &f).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+        "a verifier without a challenge",
     );
     let without = form(None);
     let f: Vec<(&str, &str)> = without.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -11,10 +11,8 @@ use std::time::Duration;
 
 use hollo_runtime::federation::inbound::incoming::{Incoming, Verified};
 use hollo_runtime::federation::inbound::{Activity, Outcome};
-use hollo_runtime::metrics::Metrics;
 use hollo_runtime::polls::admission::{self, Admission, STORED_CAP};
 use hollo_runtime::polls::{self, KIND, NewPoll, StatusEdit, recovery};
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
 use hollo_runtime::queue::stats::queue_stats;
 use hollo_runtime::queue::{NewMessage, QueueName, Registry, enqueue};
 use hollo_runtime::tasks::poll_notification;
@@ -24,9 +22,10 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
+use support::api::Client;
+use support::consumer::{Running, start_consumer};
 use support::process::Hollo;
 use support::{eventually, fresh_db};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -48,6 +47,37 @@ async fn new_poll(pool: &PgPool, author: Uuid, expires_in: i64, multiple: bool) 
         .await
         .expect("create status");
     poll.expect("poll id")
+}
+
+/// A status of `author` (whose actor is `actor_iri`) with a two-option poll ending in an hour:
+/// the status, the poll and the status's URI.
+async fn hour_poll(
+    pool: &PgPool,
+    author: Uuid,
+    actor_iri: Option<&str>,
+    text: &str,
+    options: [&str; 2],
+    multiple: bool,
+) -> (Uuid, Uuid, String) {
+    let (status, poll) = polls::create_status(
+        pool,
+        author,
+        actor_iri,
+        text,
+        Some(&NewPoll {
+            options: options.iter().map(|o| o.to_string()).collect(),
+            expires_in: 3600,
+            multiple,
+        }),
+    )
+    .await
+    .unwrap();
+    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
+        .bind(status)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    (status, poll.unwrap(), uri)
 }
 
 /// Sets a poll's expiry to `secs` from now (fractions allowed), as an edit would.
@@ -87,34 +117,16 @@ struct Worker {
 }
 
 impl Worker {
-    fn start(pool: &PgPool, chunk: Duration, lease: Duration) -> Worker {
-        let c = Consumer {
-            queue: QueueName::Task,
-            slot_pool: None,
-            limit: 4,
-            registry: registry(chunk),
-            pool: pool.clone(),
-            item_locks: None,
-            node: Uuid::new_v4(),
-            lease,
-            poll: Duration::from_millis(100),
-            metrics: Metrics::new(),
-        };
-        let stop = CancellationToken::new();
-        let handle = tokio::spawn(c.run(
-            Arc::new(Notify::new()),
-            stop.clone(),
-            stop.clone(),
-            InFlight::default(),
-        ));
-        Worker { stop, handle }
-    }
-
     /// Stops at once, handing running messages back (what SIGTERM past the drain does).
     async fn kill(self) {
         self.stop.cancel();
         let _ = self.handle.await;
     }
+}
+
+/// A task consumer running the poll notifications in `chunk`s.
+fn start_worker(pool: &PgPool, chunk: Duration, lease: Duration) -> Running {
+    start_consumer(pool, QueueName::Task, None, 4, registry(chunk), lease)
 }
 
 fn start_recovery(pool: &PgPool, chunk: Duration, every: Duration) -> Worker {
@@ -223,12 +235,12 @@ async fn a_wakeup_before_the_expiry_reschedules_and_notifies_only_after_it() {
     admission::schedule(&db.pool, poll, chunk)
         .await
         .expect("schedule");
-    let w = Worker::start(&db.pool, chunk, Duration::from_secs(30));
+    let w = start_worker(&db.pool, chunk, Duration::from_secs(30));
     eventually(WAIT, "the poll's notifications", || async {
         (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 2).then_some(())
     })
     .await;
-    w.kill().await;
+    w.shutdown().await;
     assert_eq!(assert_never_early_never_twice(&db.pool).await, 2);
     assert_eq!(stored_poll_messages(&db.pool).await, 0);
 }
@@ -346,12 +358,12 @@ async fn a_busy_admission_lock_defers_after_one_second_and_recovery_schedules_la
         scalar(&db.pool, "SELECT count(*) FROM notifications").await,
         0
     );
-    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let w = start_worker(&db.pool, WEEK, Duration::from_secs(30));
     eventually(WAIT, "the recovered notification", || async {
         (scalar(&db.pool, "SELECT count(*) FROM notifications").await == 1).then_some(())
     })
     .await;
-    w.kill().await;
+    w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
 }
 
@@ -423,8 +435,8 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
             polls_.push(p);
         }
         let mut workers = vec![
-            Worker::start(&db.pool, chunk, Duration::from_secs(3)),
-            Worker::start(&db.pool, chunk, Duration::from_secs(3)),
+            start_worker(&db.pool, chunk, Duration::from_secs(3)),
+            start_worker(&db.pool, chunk, Duration::from_secs(3)),
         ];
         let recov = start_recovery(&db.pool, chunk, Duration::from_millis(500));
         for _ in 0..120 {
@@ -480,8 +492,8 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
                 _ => {
                     // A worker restart: stop one at once, start a fresh one.
                     let i = rng.gen_range(0..workers.len());
-                    workers.remove(i).kill().await;
-                    workers.push(Worker::start(&db.pool, chunk, Duration::from_secs(3)));
+                    workers.remove(i).shutdown().await;
+                    workers.push(start_worker(&db.pool, chunk, Duration::from_secs(3)));
                 }
             }
             tokio::time::sleep(Duration::from_millis(rng.gen_range(0..40))).await;
@@ -503,7 +515,7 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
         })
         .await;
         for w in workers {
-            w.kill().await;
+            w.shutdown().await;
         }
         recov.kill().await;
         let n = assert_never_early_never_twice(&db.pool).await;
@@ -552,8 +564,8 @@ async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once
             samples
         })
     };
-    let workers: Vec<Worker> = (0..4)
-        .map(|_| Worker::start(&pool, WEEK, Duration::from_secs(30)))
+    let workers: Vec<Running> = (0..4)
+        .map(|_| start_worker(&pool, WEEK, Duration::from_secs(30)))
         .collect();
     // Web nodes schedule the burst: 8 concurrent schedulers.
     let mut schedulers = Vec::new();
@@ -590,7 +602,7 @@ async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once
     let samples = sampler.await.expect("sampler");
     recov.kill().await;
     for w in workers {
-        w.kill().await;
+        w.shutdown().await;
     }
     let max = max_seen.load(Ordering::SeqCst);
     assert!(
@@ -610,25 +622,15 @@ async fn a_burst_of_1000_polls_never_stores_more_than_100_and_notifies_each_once
 async fn remote_votes_count_once_and_never_after_the_end() {
     let db = fresh_db().await;
     let (author, _) = account(&db.pool, "remote_host").await;
-    let (status, poll) = polls::create_status(
+    let (_, poll, uri) = hour_poll(
         &db.pool,
         author,
         Some("https://here.example/users/remote_host"),
         "vote!",
-        Some(&NewPoll {
-            options: vec!["red".into(), "blue".into()],
-            expires_in: 3600,
-            multiple: false,
-        }),
+        ["red", "blue"],
+        false,
     )
-    .await
-    .unwrap();
-    let poll = poll.unwrap();
-    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
-        .bind(status)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    .await;
     let actor = "https://there.example/users/bob";
     let vote = |id: &str, name: &str, by: &str| Incoming {
         id: id.into(),
@@ -720,7 +722,6 @@ struct Http {
     base: String,
     /// The health router (`/metrics`) of the same state.
     health: String,
-    client: reqwest::Client,
 }
 
 impl Http {
@@ -737,11 +738,7 @@ impl Http {
         tokio::spawn(async move {
             let _ = axum::serve(health_listener, health_app).await;
         });
-        Http {
-            base,
-            health,
-            client: reqwest::Client::new(),
-        }
+        Http { base, health }
     }
 
     async fn call(
@@ -751,22 +748,12 @@ impl Http {
         token: Option<&str>,
         body: Option<&str>,
     ) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
+        let api = Client::at(&self.base, token);
+        match body {
+            Some(b) => api.raw(method, path, "application/json", b).await,
+            None => api.bare(method, path).await,
         }
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        .parts()
     }
 }
 
@@ -937,7 +924,7 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
         .call(Method::GET, "/api/v1/notifications", Some(&alice), None)
         .await;
     assert_eq!((code, n), (200, json!([])));
-    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let w = start_worker(&db.pool, WEEK, Duration::from_secs(30));
     for token in [&alice, &bob] {
         let list = eventually(WAIT, "a poll notification", || async {
             let (_, n) = http
@@ -952,7 +939,7 @@ async fn http_polls_votes_expiry_edits_and_notifications() {
         assert_eq!(list[0]["status"]["poll"]["expired"], true);
         assert_eq!(list[0]["account"]["username"], "alice");
     }
-    w.kill().await;
+    w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
     let (code, _) = http
         .call(
@@ -1008,24 +995,15 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
         .expect("federation"),
     );
     let (author, _) = account(&db.pool, "carol").await;
-    let (status, poll) = polls::create_status(
+    let (_, poll, uri) = hour_poll(
         &db.pool,
         author,
         Some(&fed.actor_iri("carol")),
         "which?",
-        Some(&NewPoll {
-            options: vec!["left".into(), "right".into()],
-            expires_in: 3600,
-            multiple: true,
-        }),
+        ["left", "right"],
+        true,
     )
-    .await
-    .unwrap();
-    let uri: String = sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1")
-        .bind(status)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    .await;
     let actor = "https://there.example/users/dan";
     for (i, name) in ["left", "right", "right"].iter().enumerate() {
         let id = format!("https://there.example/activities/{i}");
@@ -1045,25 +1023,14 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             .expect("store");
     }
     let q = QueueConfig::from_env(&Env::from_pairs([])).expect("queue config");
-    let c = Consumer {
-        queue: QueueName::Activity,
-        slot_pool: None,
-        limit: 10,
-        registry: hollo_runtime::tasks::registry(&q, Some(fed.clone())),
-        pool: db.pool.clone(),
-        item_locks: None,
-        node: Uuid::new_v4(),
-        lease: Duration::from_secs(30),
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let stop = CancellationToken::new();
-    let h = tokio::spawn(c.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        stop.clone(),
-        InFlight::default(),
-    ));
+    let consumer = start_consumer(
+        &db.pool,
+        QueueName::Activity,
+        None,
+        10,
+        hollo_runtime::tasks::registry(&q, Some(fed.clone())),
+        Duration::from_secs(30),
+    );
     eventually(WAIT, "the three votes processed", || async {
         (scalar(
             &db.pool,
@@ -1074,8 +1041,7 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
             .then_some(())
     })
     .await;
-    stop.cancel();
-    let _ = h.await;
+    consumer.shutdown().await;
     // The two votes for "right" race (the consumer runs them concurrently): one of them wins.
     let outcomes: Vec<String> =
         sqlx::query_scalar("SELECT outcome FROM inbox_activities ORDER BY outcome DESC")
@@ -1096,7 +1062,7 @@ async fn a_remote_vote_goes_through_the_inbox_task_and_is_not_stored_as_a_post()
     );
     let mut conn = db.pool.acquire().await.unwrap();
     let p = serde_json::to_value(
-        hollo_runtime::mastodon::poll::of_poll(&mut conn, poll.unwrap(), None)
+        hollo_runtime::mastodon::poll::of_poll(&mut conn, poll, None)
             .await
             .unwrap()
             .unwrap(),
@@ -1171,7 +1137,7 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
         .execute(&db.pool)
         .await
         .unwrap();
-    let w = Worker::start(&db.pool, WEEK, Duration::from_secs(30));
+    let w = start_worker(&db.pool, WEEK, Duration::from_secs(30));
     let attempts: i32 = eventually(WAIT, "the message to fail for good", || async {
         sqlx::query_scalar("SELECT attempts FROM hollo_failed_message WHERE kind = $1")
             .bind(KIND)
@@ -1192,6 +1158,6 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
     })
     .await;
     recov.kill().await;
-    w.kill().await;
+    w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
 }

@@ -28,7 +28,6 @@ use support::multipart::png;
 use support::node::Instance;
 use support::peer::Peer;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -166,7 +165,7 @@ async fn failure_of(inst: &Instance, url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_pages_give_a_clean_failure_and_no_card() {
-    let dir = std::env::temp_dir().join(format!("hollo-cards-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-cards");
     let inst = Instance::start(
         "all",
         &[
@@ -249,7 +248,7 @@ async fn hostile_pages_give_a_clean_failure_and_no_card() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
-    let dir = std::env::temp_dir().join(format!("hollo-cards-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-cards");
     let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().expect("dir"))]).await;
     let site = Site::start().await;
     let (_, token) = inst.account("alice").await;
@@ -257,17 +256,7 @@ async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
     let story = site.url("story");
 
     // The user stream is open before the post: the card arrives as a `status.update`.
-    let ws = inst.base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?stream=user")
-        .into_client_request()
-        .expect("request");
-    req.headers_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("header"),
-    );
-    let (mut socket, _) = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("WebSocket");
+    let mut socket = support::stream::connect(&inst.base, "stream=user", &token).await;
 
     let first = api
         .posted(&json!({"status": format!("read this: {story} #news")}))
@@ -397,7 +386,7 @@ async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_remote_post_gets_its_card_too() {
-    let dir = std::env::temp_dir().join(format!("hollo-cards-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-cards");
     let inst = Instance::start("all", &[("FS_STORAGE_PATH", dir.to_str().expect("dir"))]).await;
     let site = Site::start().await;
     let peer = Peer::start().await;

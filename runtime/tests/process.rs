@@ -642,7 +642,7 @@ async fn cli_version_queue_stats_and_probe_stats_print_json() {
 
 #[tokio::test]
 async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit() {
-    let home = std::env::temp_dir().join(format!("hollo-home-{}", uuid::Uuid::new_v4().simple()));
+    let home = support::files::temp_dir("hollo-home");
     let port = free_port();
     let port_s = port.to_string();
     let home_s = home.to_string_lossy().to_string();
@@ -682,7 +682,7 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
 #[tokio::test]
 async fn listeners_reconnect_after_a_database_restart() {
     // A PostgreSQL of this test's own, so restarting it disturbs no other test.
-    let dir = std::env::temp_dir().join(format!("hollo-pg-{}", uuid::Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-pg");
     let pg = hollo_runtime::db::local::LocalPostgres::new(&dir).expect("pg binaries");
     let admin = pg.ensure_started().expect("start pg");
     hollo_runtime::db::create_database_if_missing(&admin, "hollo")

@@ -17,8 +17,8 @@ use std::time::Duration;
 use image::{DynamicImage, ImageFormat};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, received, token_with_scopes};
-use support::eventually;
+use support::api::{Answer, Client, assert_error, received, run_media_cleanup, token_with_scopes};
+use support::files::{files_under, temp_dir};
 use support::moto::Moto;
 use support::multipart::{Part, form};
 use support::node::Instance;
@@ -29,28 +29,7 @@ const MAX_BYTES: usize = 200_000;
 const ADMIN: &str = "profile-images-admin-token";
 
 fn storage_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("hollo-profile-images-{}", Uuid::new_v4().simple()))
-}
-
-/// Every file under `dir`, relative.
-fn files_under(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
+    temp_dir("hollo-profile-images")
 }
 
 async fn instance(dir: &Path) -> Instance {
@@ -110,15 +89,7 @@ fn assert_placeholders(inst: &Instance, account: &Value) {
 }
 
 async fn actor(inst: &Instance, name: &str) -> Value {
-    reqwest::Client::new()
-        .get(inst.fed.actor_iri(name))
-        .header("accept", "application/activity+json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    support::api::ap_doc(&inst.fed.actor_iri(name)).await
 }
 
 /// Fetches a served image: its content type and decoded dimensions.
@@ -367,49 +338,10 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Runs a media cleanup through the admin API and waits for its end.
-async fn run_media_cleanup(inst: &Instance) -> Value {
-    let http = reqwest::Client::new();
-    let resp = http
-        .post(format!("{}/api/v1/admin/cleanups", inst.base))
-        .bearer_auth(ADMIN)
-        .json(&json!({"kind": "media"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 202);
-    let job: Value = resp.json().await.unwrap();
-    let path = format!(
-        "{}/api/v1/admin/cleanups/{}",
-        inst.base,
-        job["id"].as_str().unwrap()
-    );
-    eventually(Duration::from_secs(60), "the cleanup finishes", || async {
-        let v: Value = http
-            .get(&path)
-            .bearer_auth(ADMIN)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        matches!(v["status"].as_str()?, "completed" | "failed" | "cancelled").then_some(v)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed() {
     let dir = storage_dir();
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", dir.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));
     let img = encode(40, 40, ImageFormat::Png, 255);
@@ -436,7 +368,7 @@ async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed(
             .and_then(|f| f.set_modified(old))
             .expect("age");
     }
-    let job = run_media_cleanup(&inst).await;
+    let job = run_media_cleanup(&inst, ADMIN).await;
     assert_eq!(job["status"], "completed", "{job}");
     let left = files_under(&dir);
     assert_eq!(left.len(), 2, "{left:?}");
@@ -453,20 +385,7 @@ async fn the_s3_drive_stores_and_deletes_profile_images_through_moto() {
     let moto = Moto::start().await;
     moto.public_bucket("hollo-profiles").await;
     let base = format!("{}/hollo-profiles", moto.endpoint);
-    let inst = Instance::start(
-        "all",
-        &[
-            ("DRIVE_DISK", "s3"),
-            ("S3_BUCKET", "hollo-profiles"),
-            ("S3_REGION", "us-east-1"),
-            ("S3_ENDPOINT_URL", moto.endpoint.as_str()),
-            ("S3_FORCE_PATH_STYLE", "true"),
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
-            ("STORAGE_URL_BASE", base.as_str()),
-        ],
-    )
-    .await;
+    let inst = Instance::start("all", &moto.drive_env("hollo-profiles", &base)).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));
     let a = patch_form(

@@ -15,7 +15,7 @@ use std::time::Duration;
 use reqwest::Method;
 use reqwest::header::{self, HeaderMap};
 use serde_json::{Value, json};
-use support::api::{Client, id};
+use support::api::{Answer, Client, id, users};
 use support::multipart::{form, png};
 use support::node::Instance;
 
@@ -124,15 +124,8 @@ fn assert_html_page(g: &Got, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
-    let media = std::env::temp_dir().join(format!("hollo-pages-{}", uuid::Uuid::new_v4().simple()));
-    let inst = Instance::start(
-        "all",
-        &[
-            ("FS_STORAGE_PATH", media.to_str().unwrap()),
-            ("ADMIN_TOKEN", ADMIN),
-        ],
-    )
-    .await;
+    let media = support::files::temp_dir("hollo-pages");
+    let inst = Instance::on_disk(&media, &[("ADMIN_TOKEN", ADMIN)]).await;
     let base = inst.base.clone();
 
     // --- Hostile input first. Markup in every field a person types.
@@ -606,12 +599,7 @@ async fn boost(c: &Client, post: &Value, body: Value) -> Value {
 async fn profile_lists_the_accounts_public_boosts() {
     let inst = Instance::start("all", &[]).await;
     let base = inst.base.clone();
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice = Client::new(&inst, Some(&alice_token));
-    let bob = Client::new(&inst, Some(&bob_token));
-    let carol = Client::new(&inst, Some(&carol_token));
+    let [(_, _, alice), (_, _, bob), (_, _, carol)] = users(&inst, ["alice", "bob", "carol"]).await;
     alice.posted(&json!({ "status": "ALICE-OLDER" })).await;
     let bobs = bob.posted(&json!({ "status": "BOB-BOOSTED" })).await;
     let carols = carol
@@ -767,14 +755,7 @@ async fn revalidation_sees_every_visible_change() {
     assert!(!g.body.contains("SECOND"));
 
     // A profile edit: the profile, the home page's entry, the tag page's author.
-    let u = alice
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "display_name": "Alice Renamed" }),
-        )
-        .await;
-    assert_eq!(u.status, 200, "{}", u.body);
+    update_credentials(&alice, json!({ "display_name": "Alice Renamed" })).await;
     changed(&base, &mut tags, "a profile edit").await;
     assert!(page(&base, "/").await.body.contains("Alice Renamed"));
 
@@ -900,6 +881,27 @@ async fn verified(c: &Client) -> std::collections::BTreeMap<String, bool> {
 }
 
 /// Waits until no verification of links is queued or running.
+/// `PATCH /api/v1/accounts/update_credentials` of `body`, asserting a 200.
+async fn update_credentials(api: &Client, body: Value) -> Answer {
+    let u = api
+        .call(Method::PATCH, "/api/v1/accounts/update_credentials", &body)
+        .await;
+    assert_eq!(u.status, 200, "{}", u.body);
+    u
+}
+
+/// Sets alice's two profile fields, Site and Blog, asserting a 200; the account.
+async fn set_site_and_blog(alice: &Client, site: &str, blog: &str) -> Answer {
+    update_credentials(
+        alice,
+        json!({ "fields_attributes": [
+            {"name": "Site", "value": site},
+            {"name": "Blog", "value": blog},
+        ]}),
+    )
+    .await
+}
+
 async fn links_checked(inst: &Instance) {
     support::eventually(Duration::from_secs(60), "the link verification task", || async {
         (inst
@@ -972,17 +974,7 @@ async fn profile_links_are_verified_by_rel_me() {
 
     // Site unchanged keeps its verification; the new value starts unverified and is checked
     // (a redirect to a page linking the actor IRI).
-    let u = alice
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "fields_attributes": [
-                {"name": "Site", "value": format!("{site}/good")},
-                {"name": "Blog", "value": format!("{site}/moved")},
-            ]}),
-        )
-        .await;
-    assert_eq!(u.status, 200, "{}", u.body);
+    let u = set_site_and_blog(&alice, &format!("{site}/good"), &format!("{site}/moved")).await;
     assert!(u.body["fields"][0]["verified_at"].is_string(), "{}", u.body);
     assert!(u.body["fields"][1]["verified_at"].is_null(), "{}", u.body);
     links_checked(&inst).await;
@@ -992,17 +984,12 @@ async fn profile_links_are_verified_by_rel_me() {
 
     // A changed value loses its verification in the same request, even if its new page links
     // back too (it is checked again).
-    let u = alice
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "fields_attributes": [
-                {"name": "Site", "value": format!("{site}/good?again")},
-                {"name": "Blog", "value": format!("{site}/plain")},
-            ]}),
-        )
-        .await;
-    assert_eq!(u.status, 200, "{}", u.body);
+    let u = set_site_and_blog(
+        &alice,
+        &format!("{site}/good?again"),
+        &format!("{site}/plain"),
+    )
+    .await;
     assert!(u.body["fields"][0]["verified_at"].is_null(), "{}", u.body);
     assert!(u.body["fields"][1]["verified_at"].is_null(), "{}", u.body);
     links_checked(&inst).await;
@@ -1064,13 +1051,6 @@ async fn each_account_draws_its_pages_in_its_theme_colour() {
         "the stylesheet defines it"
     );
 
-    let a = tess
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({ "theme_color": "" }),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    update_credentials(&tess, json!({ "theme_color": "" })).await;
     assert!(!page(&base, "/@tess").await.body.contains("theme-"));
 }

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hollo_runtime::metrics::Metrics;
 use hollo_runtime::queue::claim::{self, ClaimBranch};
-use hollo_runtime::queue::consumer::{Consumer, InFlight};
+use hollo_runtime::queue::message::Claimed;
 use hollo_runtime::queue::stats::queue_stats;
 use hollo_runtime::queue::{
     Enqueued, JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError,
@@ -20,25 +19,9 @@ use hollo_runtime::queue::{
 use hollo_runtime::tasks::probe;
 use serde::Deserialize;
 use sqlx::PgPool;
+use support::consumer::{Running, start_consumer};
 use support::{eventually, fresh_db};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
-
-struct Running {
-    stop: CancellationToken,
-    abort: CancellationToken,
-    handle: tokio::task::JoinHandle<()>,
-    node: Uuid,
-}
-
-impl Running {
-    async fn shutdown(self) {
-        self.stop.cancel();
-        self.abort.cancel();
-        let _ = self.handle.await;
-    }
-}
 
 fn start(
     pool: &PgPool,
@@ -47,44 +30,44 @@ fn start(
     registry: Registry,
     lease: Duration,
 ) -> Running {
-    start_in(pool, queue, None, limit, registry, lease)
+    start_consumer(pool, queue, None, limit, registry, lease)
 }
 
-/// A consumer of `slot_pool`'s kinds (`None`: the queue's own slots).
-fn start_in(
-    pool: &PgPool,
-    queue: QueueName,
-    slot_pool: Option<&'static str>,
-    limit: usize,
-    registry: Registry,
-    lease: Duration,
-) -> Running {
-    let node = Uuid::new_v4();
-    let consumer = Consumer {
-        queue,
-        slot_pool,
+/// A task consumer of the probes, `limit` at a time, with a 30 s lease.
+fn start_probes(db: &support::TestDb, limit: usize) -> Running {
+    start(
+        &db.pool,
+        QueueName::Task,
         limit,
-        registry,
-        pool: pool.clone(),
-        item_locks: None,
-        node,
-        lease,
-        poll: Duration::from_millis(100),
-        metrics: Metrics::new(),
-    };
-    let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
-    let handle = tokio::spawn(consumer.run(
-        Arc::new(Notify::new()),
-        stop.clone(),
-        abort.clone(),
-        InFlight::default(),
-    ));
-    Running {
-        stop,
-        abort,
-        handle,
-        node,
-    }
+        probe_registry(),
+        Duration::from_secs(30),
+    )
+}
+
+/// Waits (up to `deadline`) until the probes' stats satisfy `done`.
+async fn until_probes(
+    db: &support::TestDb,
+    deadline: Duration,
+    what: &str,
+    done: impl Fn(&probe::ProbeStats) -> bool,
+) {
+    eventually(deadline, what, || async {
+        let s = probe::stats(&db.pool).await.ok()?;
+        done(&s).then_some(())
+    })
+    .await;
+}
+
+/// Waits (up to `deadline`) until the count `sql` reads is `n`.
+async fn until_count(db: &support::TestDb, deadline: Duration, what: &str, sql: &str, n: i64) {
+    eventually(deadline, what, || async {
+        let got: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_one(&db.pool)
+            .await
+            .ok()?;
+        (got == n).then_some(())
+    })
+    .await;
 }
 
 fn probe_registry() -> Registry {
@@ -164,40 +147,58 @@ async fn every_message_is_handled_exactly_once_across_workers() {
     }
 }
 
-#[tokio::test]
-async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt() {
-    let db = fresh_db().await;
-    probe::enqueue(&db.pool, QueueName::Task, "lease", 1, 0, 0, Duration::ZERO)
-        .await
-        .unwrap();
-    // A worker claims it and "dies": it never completes nor renews.
-    let dead = Uuid::new_v4();
-    let all = vec![ClaimBranch {
-        kinds: vec![probe::KIND.into()],
-        limit: 1,
-    }];
-    let got = claim::claim(
+/// `n` probe tasks (`key`), all claimed by a new node for `lease`: the node, the claim
+/// branches (probes only, up to `n`) and what it claimed.
+async fn claimed_probes(
+    db: &support::TestDb,
+    key: &str,
+    n: usize,
+    lease: Duration,
+) -> (Uuid, Vec<ClaimBranch>, Vec<Claimed>) {
+    probe::enqueue(
         &db.pool,
         QueueName::Task,
-        dead,
-        Duration::from_secs(1),
-        1,
-        &all,
+        key,
+        n as u64,
+        0,
+        0,
+        Duration::ZERO,
     )
     .await
     .unwrap();
-    assert_eq!(got.len(), 1);
-    // While leased it is not claimable by anyone else.
-    let other = claim::claim(
+    let node = Uuid::new_v4();
+    let all = vec![ClaimBranch {
+        kinds: vec![probe::KIND.into()],
+        limit: n,
+    }];
+    let got = claim::claim(&db.pool, QueueName::Task, node, lease, n, &all)
+        .await
+        .unwrap();
+    (node, all, got)
+}
+
+/// Up to `n` messages claimed by another new node, for 30 s.
+async fn claim_elsewhere(db: &support::TestDb, n: usize, all: &[ClaimBranch]) -> Vec<Claimed> {
+    claim::claim(
         &db.pool,
         QueueName::Task,
         Uuid::new_v4(),
         Duration::from_secs(30),
-        1,
-        &all,
+        n,
+        all,
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt() {
+    let db = fresh_db().await;
+    // A worker claims it and "dies": it never completes nor renews.
+    let (_dead, all, got) = claimed_probes(&db, "lease", 1, Duration::from_secs(1)).await;
+    assert_eq!(got.len(), 1);
+    // While leased it is not claimable by anyone else.
+    let other = claim_elsewhere(&db, 1, &all).await;
     assert!(
         other.is_empty(),
         "a leased message must not be claimed twice"
@@ -205,13 +206,7 @@ async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt(
     let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
     assert_eq!((s.queued, s.ready, s.in_flight), (1, 0, 1));
 
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
+    let w = start_probes(&db, 4);
     let stats = eventually(
         Duration::from_secs(20),
         "the probe recorded after lease expiry",
@@ -238,24 +233,7 @@ async fn a_lease_that_ends_makes_the_message_claimable_without_using_an_attempt(
 #[tokio::test]
 async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
     let db = fresh_db().await;
-    probe::enqueue(&db.pool, QueueName::Task, "rel", 3, 0, 0, Duration::ZERO)
-        .await
-        .unwrap();
-    let node = Uuid::new_v4();
-    let all = vec![ClaimBranch {
-        kinds: vec![probe::KIND.into()],
-        limit: 3,
-    }];
-    let got = claim::claim(
-        &db.pool,
-        QueueName::Task,
-        node,
-        Duration::from_secs(600),
-        3,
-        &all,
-    )
-    .await
-    .unwrap();
+    let (node, all, got) = claimed_probes(&db, "rel", 3, Duration::from_secs(600)).await;
     let ids: Vec<Uuid> = got.iter().map(|m| m.id).collect();
     assert_eq!(
         claim::release(&db.pool, QueueName::Task, node, &ids)
@@ -263,16 +241,7 @@ async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
             .unwrap(),
         3
     );
-    let again = claim::claim(
-        &db.pool,
-        QueueName::Task,
-        Uuid::new_v4(),
-        Duration::from_secs(30),
-        3,
-        &all,
-    )
-    .await
-    .unwrap();
+    let again = claim_elsewhere(&db, 3, &all).await;
     assert_eq!(again.len(), 3);
     assert!(again.iter().all(|m| m.attempts == 0 && m.claims == 2));
 }
@@ -280,24 +249,7 @@ async fn released_messages_are_claimable_at_once_with_no_attempt_recorded() {
 #[tokio::test]
 async fn renewal_extends_every_held_lease_in_one_statement() {
     let db = fresh_db().await;
-    probe::enqueue(&db.pool, QueueName::Task, "renew", 5, 0, 0, Duration::ZERO)
-        .await
-        .unwrap();
-    let node = Uuid::new_v4();
-    let all = vec![ClaimBranch {
-        kinds: vec![probe::KIND.into()],
-        limit: 5,
-    }];
-    let got = claim::claim(
-        &db.pool,
-        QueueName::Task,
-        node,
-        Duration::from_secs(2),
-        5,
-        &all,
-    )
-    .await
-    .unwrap();
+    let (node, _, got) = claimed_probes(&db, "renew", 5, Duration::from_secs(2)).await;
     let ids: Vec<Uuid> = got.iter().map(|m| m.id).collect();
     assert_eq!(
         claim::renew(
@@ -351,20 +303,12 @@ async fn delayed_messages_never_occupy_a_slot() {
     probe::enqueue(&db.pool, QueueName::Task, "now", 20, 20, 0, Duration::ZERO)
         .await
         .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        2,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
-    eventually(
+    let w = start_probes(&db, 2);
+    until_probes(
+        &db,
         Duration::from_secs(30),
         "the 20 ready probes to finish",
-        || async {
-            let s = probe::stats(&db.pool).await.ok()?;
-            (s.completed == 20).then_some(())
-        },
+        |s| s.completed == 20,
     )
     .await;
     let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
@@ -570,20 +514,16 @@ async fn a_slot_pool_runs_beside_the_queue_slots_not_inside_them() {
         reg.clone(),
         Duration::from_secs(30),
     );
-    eventually(
+    until_count(
+        &db,
         Duration::from_secs(30),
         "the plain message handled while nothing of the pool runs",
-        || async {
-            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM exec_log")
-                .fetch_one(&db.pool)
-                .await
-                .ok()?;
-            (n == 1).then_some(())
-        },
+        "SELECT count(*) FROM exec_log",
+        1,
     )
     .await;
     assert_eq!(pooled.max(), 0, "the queue's slots ran a pooled kind");
-    let pool_run = start_in(
+    let pool_run = start_consumer(
         &db.pool,
         QueueName::Activity,
         Some("outbound"),
@@ -614,20 +554,12 @@ async fn fixed_retry_records_failures_then_succeeds() {
     probe::enqueue(&db.pool, QueueName::Task, "flaky", 1, 0, 2, Duration::ZERO)
         .await
         .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
-    eventually(
+    let w = start_probes(&db, 4);
+    until_probes(
+        &db,
         Duration::from_secs(20),
         "the flaky probe to succeed",
-        || async {
-            let s = probe::stats(&db.pool).await.ok()?;
-            (s.completed == 1).then_some(())
-        },
+        |s| s.completed == 1,
     )
     .await;
     let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM hollo_probe_result")
@@ -656,20 +588,12 @@ async fn fixed_retry_gives_up_after_its_recorded_failures() {
     )
     .await
     .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
-    eventually(
+    let w = start_probes(&db, 4);
+    until_probes(
+        &db,
         Duration::from_secs(20),
         "the probe to fail for good",
-        || async {
-            let s = probe::stats(&db.pool).await.ok()?;
-            (s.failed == 1 && s.pending == 0).then_some(())
-        },
+        |s| s.failed == 1 && s.pending == 0,
     )
     .await;
     let (attempts, error): (i32, String) =
@@ -721,16 +645,12 @@ async fn exponential_retry_backs_off_and_stops_after_max_attempts() {
         reg,
         Duration::from_secs(30),
     );
-    eventually(
+    until_count(
+        &db,
         Duration::from_secs(20),
         "the message to be given up",
-        || async {
-            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM hollo_failed_message")
-                .fetch_one(&db.pool)
-                .await
-                .ok()?;
-            (n == 1).then_some(())
-        },
+        "SELECT count(*) FROM hollo_failed_message",
+        1,
     )
     .await;
     let gaps: Vec<f64> = sqlx::query_scalar("SELECT EXTRACT(EPOCH FROM at - lag(at) OVER (ORDER BY at))::float8 FROM runs ORDER BY at OFFSET 1")
@@ -759,13 +679,7 @@ async fn a_malformed_payload_fails_permanently_without_retries() {
     )
     .await
     .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        probe_registry(),
-        Duration::from_secs(30),
-    );
+    let w = start_probes(&db, 4);
     let (attempts, error): (i32, String) = eventually(
         Duration::from_secs(20),
         "the bad payload to be failed",

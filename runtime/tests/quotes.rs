@@ -11,7 +11,9 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, follow_each_other, id, notifications_of, received};
+use support::api::{
+    Answer, Client, WAIT, follow, follow_each_other, id, notifications_of, received, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -37,15 +39,25 @@ async fn status(api: &Client, id: &str) -> Value {
     api.get(&format!("/api/v1/statuses/{id}")).await.body
 }
 
+/// `api` revokes the quote `quoting` of its status `quoted`.
+async fn revoke(api: &Client, quoted: &Value, quoting: &Value) -> Answer {
+    api.call(
+        Method::POST,
+        &format!(
+            "/api/v1/statuses/{}/quotes/{}/revoke",
+            id(quoted),
+            id(quoting)
+        ),
+        &json!({}),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
     let inst = Instance::start("all", &[]).await;
-    let (alice_account, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice = Client::new(&inst, Some(&alice_token));
-    let bob = Client::new(&inst, Some(&bob_token));
-    let carol = Client::new(&inst, Some(&carol_token));
+    let [(alice_account, _, alice), (_, _, bob), (_, _, carol)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
 
     let open = alice.posted(&json!({"status": "quote me"})).await;
     let closed = alice
@@ -86,14 +98,7 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
         "denied"
     );
     // A follower may quote a "followers" post.
-    let follow = carol
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{}/follow", alice_account.id),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(follow.status, 200, "{}", follow.body);
+    follow(&carol, &alice_account.id.to_string()).await;
     assert_eq!(
         status(&carol, &id(&fans)).await["quote_approval"]["current_user"],
         "automatic"
@@ -187,33 +192,13 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
     .await;
 
     // Revoking: only the quoted author, and then the quote shows no post.
-    let not_his = carol
-        .call(
-            Method::POST,
-            &format!(
-                "/api/v1/statuses/{}/quotes/{}/revoke",
-                id(&open),
-                id(&quoting)
-            ),
-            &json!({}),
-        )
-        .await;
+    let not_his = revoke(&carol, &open, &quoting).await;
     assert_eq!(not_his.status, 404, "{}", not_his.body);
     assert_eq!(
         status(&bob, &id(&quoting)).await["quote"]["state"],
         "accepted"
     );
-    let revoked = alice
-        .call(
-            Method::POST,
-            &format!(
-                "/api/v1/statuses/{}/quotes/{}/revoke",
-                id(&open),
-                id(&quoting)
-            ),
-            &json!({}),
-        )
-        .await;
+    let revoked = revoke(&alice, &open, &quoting).await;
     assert_eq!(revoked.status, 200, "{}", revoked.body);
     assert_eq!(revoked.body["quote"]["state"], "revoked");
     let now = status(&bob, &id(&quoting)).await;

@@ -10,7 +10,7 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, follow_each_other, id, notifications_of, received};
+use support::api::{Client, WAIT, follow_each_other, id, notifications_of, received, users};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -28,12 +28,8 @@ async fn reactions_of(api: &Client, status: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_reactions_are_checked_counted_notified_and_taken_back() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(alice, _, alice_api), (bob, _, bob_api), (_, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     inst.custom_emoji("blobcat", "http://img.example/blobcat.png")
         .await;
     let post = alice_api.posted(&json!({"status": "react to me"})).await;

@@ -45,6 +45,24 @@ async fn instance() -> Instance {
     Instance::start("web", &[("SECRET_KEY", SECRET)]).await
 }
 
+/// An instance, a remote server and alice, whose key the remote expects on signed fetches;
+/// alice's token.
+async fn with_remote() -> (Instance, Peer, Account, String) {
+    let inst = instance().await;
+    let remote = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    remote.expect_key(&alice.public_key_pem);
+    (inst, remote, alice, token)
+}
+
+/// As `with_remote`, with the remote's post at `path` stored here: the post's IRI and its
+/// `replies` collection's.
+async fn with_stored_post(path: &str) -> (Instance, Peer, Account, String, String) {
+    let (inst, remote, alice, _) = with_remote().await;
+    let (_, post, replies_iri) = store_post(&inst, &remote, path).await;
+    (inst, remote, alice, post, replies_iri)
+}
+
 /// `cfg` as the environment a worker node reads it from.
 fn reply_env(cfg: &ReplyConfig) -> Vec<(&'static str, String)> {
     vec![
@@ -172,10 +190,7 @@ async fn request(inst: &Instance, account: &Account, post: &str, replies_iri: &s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn collections_are_walked_inline_and_by_iri_to_depth_2_storing_each_reply_once() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
+    let (mut inst, remote, _alice, token) = with_remote().await;
     let (post_id, post, _) = store_post(&inst, &remote, "/notes/1").await;
     // From here the remote serves actors only to signed GETs (as under authorized fetch).
     remote.set_access(support::peer::ActorAccess::SignedOnly);
@@ -401,10 +416,7 @@ fn paged(remote: &Peer, post: &str, prefix: &str, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn item_and_request_caps_end_the_job_as_partial() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
+    let (mut inst, remote, alice, _) = with_remote().await;
     let (_, post_a, _) = store_post(&inst, &remote, "/a").await;
     let (_, post_b, _) = store_post(&inst, &remote, "/b").await;
     paged(&remote, &post_a, "/a", 10);
@@ -447,10 +459,7 @@ async fn item_and_request_caps_end_the_job_as_partial() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_workers_never_hit_one_host_faster_than_the_interval() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
+    let (mut inst, remote, alice, _) = with_remote().await;
     let interval = Duration::from_millis(400);
     let cfg = ReplyConfig {
         host_interval: interval,
@@ -498,10 +507,7 @@ async fn two_workers_never_hit_one_host_faster_than_the_interval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
+    let (mut inst, remote, alice, token) = with_remote().await;
     let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
     paged(&remote, &post, "/n", 2);
     remote.script_doc("/n/replies", [Reply::RetryAfter(429, 3)]);
@@ -543,11 +549,7 @@ async fn a_429_with_retry_after_is_retried_no_earlier_than_it_says() {
 /// is clamped (12 h, as deliveries) and the job waits with the 429 recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     remote.script_doc("/n/replies", [Reply::RetryAfter(429, u64::MAX)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
@@ -580,11 +582,7 @@ async fn an_absurd_retry_after_is_clamped_and_the_429_recorded() {
 /// re-walking (and re-spending the request cap on) the pages it had already stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_429_mid_walk_resumes_at_the_refused_page() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/m").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/m").await;
     paged(&remote, &post, "/m", 6); // /m/replies → /m/page1 → /m/page2, two replies each
     remote.script_doc("/m/page2", [Reply::RetryAfter(429, 1)]);
     inst.reply_worker(&fast_config()).await;
@@ -618,11 +616,7 @@ async fn a_429_mid_walk_resumes_at_the_refused_page() {
 /// the top, not the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unreadable_frontier_walks_from_the_top() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/u").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/u").await;
     paged(&remote, &post, "/u", 4);
     let job = request(&inst, &alice, &post, &replies_iri).await;
     sqlx::query(
@@ -729,11 +723,7 @@ async fn a_reply_on_another_server_is_collected_by_a_job_of_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_500_fails_the_job_with_its_message() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     remote.script_doc("/n/replies", [Reply::Status(500)]);
     inst.reply_worker(&fast_config()).await;
     let job = request(&inst, &alice, &post, &replies_iri).await;
@@ -789,11 +779,7 @@ async fn a_job_no_account_asked_for_is_fetched_signed_as_the_instance_actor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     paged(&remote, &post, "/n", 2);
     // Same instance and keys, but a worker whose fetch guard refuses loopback.
     inst.reply_worker_with(&fast_config(), &[("ALLOW_PRIVATE_ADDRESS", "false")])
@@ -814,11 +800,7 @@ async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_returns_a_running_collection_to_waiting() {
-    let mut inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (mut inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     paged(&remote, &post, "/n", 2);
     remote.script_doc("/n/replies", [Reply::Hang]);
     inst.reply_worker(&fast_config()).await;
@@ -950,10 +932,7 @@ async fn recovery_reclaims_100_expired_jobs_and_100_orphaned_hosts_and_pauses_wh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
-    let inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
+    let (inst, remote, _alice, token) = with_remote().await;
     remote.doc(
         "/nothread",
         json!({ "id": remote.iri("/nothread"), "type": "Note" }),
@@ -1099,27 +1078,21 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_collection_is_finished_by_another_after_the_lease() {
-    let inst = instance().await;
-    let remote = Peer::start().await;
-    let (alice, _) = inst.account("alice").await;
-    remote.expect_key(&alice.public_key_pem);
-    let (_, post, replies_iri) = store_post(&inst, &remote, "/n").await;
+    let (inst, remote, alice, post, replies_iri) = with_stored_post("/n").await;
     paged(&remote, &post, "/n", 4);
     remote.script_doc("/n/page1", [Reply::Hang]);
-    let env = [
-        ("DATABASE_URL", inst.url.as_str()),
-        ("SECRET_KEY", SECRET),
-        ("PUBLIC_URL", inst.base.as_str()),
-        ("ALLOW_PRIVATE_ADDRESS", "true"),
-        ("NODE_TYPE", "worker"),
-        ("HEALTH_PORT", "0"),
-        ("WORKER_POOL_MAX", "4"),
-        ("ITEM_LOCK_POOL_SIZE", "1"),
-        ("QUEUE_POLL_MS", "200"),
-        ("REPLY_LEASE_SECONDS", "3"),
-        ("RECOVERY_INTERVAL_SECONDS", "1"),
-        ("REPLY_HOST_INTERVAL_MS", "100"),
-    ];
+    let env = inst.process_env(
+        "worker",
+        &[
+            ("ALLOW_PRIVATE_ADDRESS", "true"),
+            ("WORKER_POOL_MAX", "4"),
+            ("ITEM_LOCK_POOL_SIZE", "1"),
+            ("QUEUE_POLL_MS", "200"),
+            ("REPLY_LEASE_SECONDS", "3"),
+            ("RECOVERY_INTERVAL_SECONDS", "1"),
+            ("REPLY_HOST_INTERVAL_MS", "100"),
+        ],
+    );
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let first = Hollo::serve(&env);
     eventually(WAIT, "the first worker to reach page 1", || async {

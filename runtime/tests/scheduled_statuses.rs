@@ -8,7 +8,7 @@ mod support;
 use chrono::{DateTime, TimeDelta, Utc};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id};
+use support::api::{Client, WAIT, assert_error, id, users};
 use support::eventually;
 use support::multipart::upload_png;
 use support::node::Instance;
@@ -30,12 +30,9 @@ fn time(v: &Value) -> DateTime<Utc> {
 /// sees none of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_schedules_are_refused_and_nothing_is_stored() {
-    let dir = std::env::temp_dir().join(format!("hollo-scheduled-{}", Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-scheduled");
     let inst = Instance::start("web", &[("FS_STORAGE_PATH", dir.to_str().unwrap())]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let alice = Client::new(&inst, Some(&alice_token));
-    let bob = Client::new(&inst, Some(&bob_token));
+    let [(_, alice_token, alice), (_, _, bob)] = users(&inst, ["alice", "bob"]).await;
 
     for (body, what) in [
         (
@@ -236,7 +233,7 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
 /// before, once; its poll counts from publication and its upload is the status's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_publishes_at_the_time_once() {
-    let dir = std::env::temp_dir().join(format!("hollo-scheduled-{}", Uuid::new_v4().simple()));
+    let dir = support::files::temp_dir("hollo-scheduled");
     let env = [
         ("FS_STORAGE_PATH", dir.to_str().unwrap()),
         ("SCHEDULED_STATUS_MIN_SECONDS", "1"),

@@ -16,59 +16,17 @@ use std::time::{Duration, Instant};
 use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::api::{Client, call_2xx};
 use support::eventually;
 use support::node::{Instance, SECRET};
 use support::process::{Hollo, run};
+use support::stream::{Socket, Token, connect, open};
 use tokio::net::TcpStream;
+use tokio_tungstenite::MaybeTlsStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// How a test client hands over its token.
-enum Token<'a> {
-    None,
-    Header(&'a str),
-    Query(&'a str),
-    Protocol(&'a str),
-}
-
-/// Opens `/api/v1/streaming?<query>` on `base` (`http://host:port`); the handshake's answer
-/// or its refusal.
-async fn open(
-    base: &str,
-    query: &str,
-    token: Token<'_>,
-) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
-    let ws = base.replacen("http://", "ws://", 1);
-    let mut url = format!("{ws}/api/v1/streaming?{query}");
-    if let Token::Query(t) = token {
-        url.push_str(&format!("&access_token={t}"));
-    }
-    let mut req = url.into_client_request()?;
-    match token {
-        Token::Header(t) => {
-            req.headers_mut()
-                .insert("authorization", format!("Bearer {t}").parse().unwrap());
-        }
-        Token::Protocol(t) => {
-            req.headers_mut()
-                .insert("sec-websocket-protocol", t.parse().unwrap());
-        }
-        Token::None | Token::Query(_) => {}
-    }
-    tokio_tungstenite::connect_async(req).await
-}
-
-async fn connect(base: &str, query: &str, token: &str) -> Socket {
-    open(base, query, Token::Header(token))
-        .await
-        .expect("WebSocket handshake")
-        .0
-}
 
 /// The HTTP status a refused handshake got.
 async fn refused(base: &str, query: &str, token: Token<'_>) -> u16 {
@@ -159,67 +117,37 @@ async fn send(ws: &mut Socket, v: Value) {
         .expect("send");
 }
 
-/// A Mastodon API client of one node.
-struct Api {
-    base: String,
-    token: String,
-    http: reqwest::Client,
+/// Posts `status` with `visibility`; returns its id.
+async fn post(api: &Client, status: &str, visibility: &str) -> String {
+    let v = call_2xx(
+        api,
+        Method::POST,
+        "/api/v1/statuses",
+        json!({"status": status, "visibility": visibility}),
+    )
+    .await;
+    v["id"].as_str().expect("status id").to_string()
 }
 
-impl Api {
-    fn new(base: &str, token: &str) -> Api {
-        Api {
-            base: base.to_string(),
-            token: token.to_string(),
-            http: reqwest::Client::new(),
-        }
-    }
+async fn follow(api: &Client, account: &str) {
+    call_2xx(
+        api,
+        Method::POST,
+        &format!("/api/v1/accounts/{account}/follow"),
+        json!({}),
+    )
+    .await;
+}
 
-    async fn call(&self, method: Method, path: &str, body: &Value) -> Value {
-        let resp = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await
-            .expect("request");
-        let status = resp.status();
-        let v: Value = resp.json().await.unwrap_or(Value::Null);
-        assert!(status.is_success(), "{path}: {status} {v}");
-        v
-    }
-
-    async fn post(&self, status: &str, visibility: &str) -> String {
-        let v = self
-            .call(
-                Method::POST,
-                "/api/v1/statuses",
-                &json!({"status": status, "visibility": visibility}),
-            )
-            .await;
-        v["id"].as_str().expect("status id").to_string()
-    }
-
-    async fn follow(&self, account: &str) {
-        self.call(
-            Method::POST,
-            &format!("/api/v1/accounts/{account}/follow"),
-            &json!({}),
-        )
-        .await;
-    }
-
-    async fn me(&self) -> String {
-        let v = self
-            .call(
-                Method::GET,
-                "/api/v1/accounts/verify_credentials",
-                &json!({}),
-            )
-            .await;
-        v["id"].as_str().expect("account id").to_string()
-    }
+async fn me(api: &Client) -> String {
+    let v = call_2xx(
+        api,
+        Method::GET,
+        "/api/v1/accounts/verify_credentials",
+        json!({}),
+    )
+    .await;
+    v["id"].as_str().expect("account id").to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -277,8 +205,8 @@ async fn tokens_health_and_refusals() {
     let (mut by_query, _) = open(base, "stream=public:local", Token::Query(&token))
         .await
         .expect("handshake with the token in the query");
-    let api = Api::new(base, &token);
-    let id = api.post("through every door", "public").await;
+    let api = Client::at(base, Some(&token));
+    let id = post(&api, "through every door", "public").await;
     for ws in [&mut by_protocol, &mut by_query] {
         let (e, _) = until(ws, "the post", |e| e.id() == id).await;
         assert!(e.is(&["public:local"], "update"), "{e:?}");
@@ -310,10 +238,10 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     let (bob, bob_token) = inst.account("bob").await;
     let (_, carol_token) = inst.account("carol").await;
     let base = inst.base.as_str();
-    let alice_api = Api::new(base, &alice_token);
-    let bob_api = Api::new(base, &bob_token);
-    let carol_api = Api::new(base, &carol_token);
-    bob_api.follow(&alice.id.to_string()).await;
+    let alice_api = Client::at(base, Some(&alice_token));
+    let bob_api = Client::at(base, Some(&bob_token));
+    let carol_api = Client::at(base, Some(&carol_token));
+    follow(&bob_api, &alice.id.to_string()).await;
 
     let mut bob_user = connect(base, "stream=user", &bob_token).await;
     let mut bob_notes = connect(base, "stream=user:notification", &bob_token).await;
@@ -337,8 +265,8 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     // stream (subscribed at connect) surely gets, until the first arrived on the hashtag.
     for attempt in 0.. {
         assert!(attempt < 20, "the hashtag subscription never took");
-        let tagged = carol_api.post("primer #secret", "public").await;
-        let untagged = carol_api.post("primer", "public").await;
+        let tagged = post(&carol_api, "primer #secret", "public").await;
+        let untagged = post(&carol_api, "primer", "public").await;
         let (_, before) = until(&mut carol, "carol's own primer", |e| {
             e.id() == untagged && e.is(&["user"], "update")
         })
@@ -352,7 +280,7 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     }
 
     // bob's home: alice's post, as the Status entity he would read.
-    let hello = alice_api.post("hello #Rust", "public").await;
+    let hello = post(&alice_api, "hello #Rust", "public").await;
     let (e, _) = until(&mut bob_user, "alice's post on bob's user stream", |e| {
         e.id() == hello
     })
@@ -361,10 +289,10 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     assert_eq!(e.payload["account"]["username"], "alice");
 
     // The visibilities on public:local: only public arrives.
-    let unlisted = alice_api.post("unlisted", "unlisted").await;
-    let private = alice_api.post("private #secret #rust", "private").await;
-    let direct = alice_api.post("direct @bob", "direct").await;
-    let barrier = alice_api.post("public #secret #rust", "public").await;
+    let unlisted = post(&alice_api, "unlisted", "unlisted").await;
+    let private = post(&alice_api, "private #secret #rust", "private").await;
+    let direct = post(&alice_api, "direct @bob", "direct").await;
+    let barrier = post(&alice_api, "public #secret #rust", "public").await;
     let (_, before) = until(&mut local, "the public barrier", |e| e.id() == barrier).await;
     let seen: Vec<&str> = before.iter().map(Event::id).collect();
     assert!(seen.contains(&hello.as_str()), "{seen:?}");
@@ -407,7 +335,7 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     assert!(mention_on_user, "the user stream carries notifications too");
 
     // A mention by someone bob does not follow: a notification, not a home entry.
-    let from_carol = carol_api.post("hi @bob", "public").await;
+    let from_carol = post(&carol_api, "hi @bob", "public").await;
     let (n, _) = until(&mut bob_notes, "carol's mention", |e| {
         e.event == "notification" && e.payload["status"]["id"] == json!(from_carol)
     })
@@ -415,13 +343,13 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     assert_eq!(n.payload["account"]["username"], "carol");
 
     // An edit and a deletion reach the streams that showed the status.
-    alice_api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{hello}"),
-            &json!({"status": "hello again #Rust"}),
-        )
-        .await;
+    call_2xx(
+        &alice_api,
+        Method::PUT,
+        &format!("/api/v1/statuses/{hello}"),
+        json!({"status": "hello again #Rust"}),
+    )
+    .await;
     let (e, _) = until(&mut bob_user, "the edit", |e| e.event == "status.update").await;
     assert_eq!(e.id(), hello);
     assert_eq!(
@@ -433,13 +361,13 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     })
     .await;
     assert_eq!(e.id(), hello);
-    alice_api
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{hello}"),
-            &json!({}),
-        )
-        .await;
+    call_2xx(
+        &alice_api,
+        Method::DELETE,
+        &format!("/api/v1/statuses/{hello}"),
+        json!({}),
+    )
+    .await;
     for ws in [&mut bob_user, &mut local, &mut rust] {
         let (e, _) = until(ws, "the deletion", |e| e.event == "delete").await;
         assert_eq!(e.payload, json!(hello), "{e:?}");
@@ -448,13 +376,13 @@ async fn each_stream_gets_what_it_should_and_nothing_private() {
     // bob hears of it; carol, on every stream she has, hears of the public barrier's deletion
     // and of nothing before it.
     for gone in [&direct, &barrier] {
-        alice_api
-            .call(
-                Method::DELETE,
-                &format!("/api/v1/statuses/{gone}"),
-                &json!({}),
-            )
-            .await;
+        call_2xx(
+            &alice_api,
+            Method::DELETE,
+            &format!("/api/v1/statuses/{gone}"),
+            json!({}),
+        )
+        .await;
     }
     let (_, before) = until(&mut bob_user, "the barrier's deletion on bob's home", |e| {
         e.event == "delete" && e.id() == barrier
@@ -511,7 +439,7 @@ async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
     let (_, alice_token) = inst.account("alice").await;
     let (_, bob_token) = inst.account("bob").await;
     let base = inst.base.clone();
-    let alice_api = Api::new(&base, &alice_token);
+    let alice_api = Client::at(&base, Some(&alice_token));
 
     // The slow client: a small receive buffer, many subscriptions, and it never reads.
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
@@ -569,14 +497,16 @@ async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
     ) < 1.0
     {
         assert!(posted < 3000, "the slow client was never dropped");
-        let batch: Vec<_> = (0..8).map(|_| alice_api.post(&filler, "public")).collect();
+        let batch: Vec<_> = (0..8)
+            .map(|_| post(&alice_api, &filler, "public"))
+            .collect();
         futures::future::join_all(batch).await;
         posted += 8;
     }
 
     // The reader still gets what follows; the slow client's socket is closed (it reads what
     // was buffered, then the end).
-    alice_api.post("after the drop", "public").await;
+    post(&alice_api, "after the drop", "public").await;
     let (updates, _fast) = tokio::time::timeout(WAIT, reader)
         .await
         .expect("the reading client got the post after the drop")
@@ -676,14 +606,14 @@ async fn events_reach_clients_on_other_processes() {
     };
     let (alice_token, bob_token) = (token_of("alice"), token_of("bob"));
     // Requests go to node B; the streams listen on node A.
-    let alice_b = Api::new(&b, &alice_token);
-    let bob_b = Api::new(&b, &bob_token);
-    bob_b.follow(&alice_b.me().await).await;
+    let alice_b = Client::at(&b, Some(&alice_token));
+    let bob_b = Client::at(&b, Some(&bob_token));
+    follow(&bob_b, &me(&alice_b).await).await;
     let mut bob_on_a = connect(&a, "stream=user", &bob_token).await;
     let mut alice_on_a = connect(&a, "stream=user:notification", &alice_token).await;
     let mut local_on_a = connect(&a, "stream=public:local", &bob_token).await;
 
-    let id = alice_b.post("from node B", "public").await;
+    let id = post(&alice_b, "from node B", "public").await;
     let (e, _) = until(&mut bob_on_a, "node B's post on node A", |e| e.id() == id).await;
     assert!(e.is(&["user"], "update"), "{e:?}");
     until(
@@ -695,13 +625,13 @@ async fn events_reach_clients_on_other_processes() {
 
     // The worker's event: a poll ends there (web nodes only schedule it), and its author is
     // notified on node A.
-    let poll = alice_b
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({"status": "Tea?", "poll": {"options": ["yes", "no"], "expires_in": 1}}),
-        )
-        .await;
+    let poll = call_2xx(
+        &alice_b,
+        Method::POST,
+        "/api/v1/statuses",
+        json!({"status": "Tea?", "poll": {"options": ["yes", "no"], "expires_in": 1}}),
+    )
+    .await;
     let (n, _) = until(&mut alice_on_a, "the worker's poll notification", |e| {
         e.event == "notification"
     })
@@ -721,9 +651,9 @@ async fn nothing_committed_is_lost_when_the_listen_connection_drops() {
     let inst = Instance::start("all", &[]).await;
     let (_, token) = inst.account("alice").await;
     let base = inst.base.as_str();
-    let api = Api::new(base, &token);
+    let api = Client::at(base, Some(&token));
     let mut local = connect(base, "stream=public:local", &token).await;
-    let first = api.post("before", "public").await;
+    let first = post(&api, "before", "public").await;
     until(&mut local, "the first post", |e| e.id() == first).await;
 
     // The node's streaming LISTEN connection is killed; posts keep coming meanwhile, some
@@ -739,7 +669,7 @@ async fn nothing_committed_is_lost_when_the_listen_connection_drops() {
     assert_eq!(killed, 1, "one streaming LISTEN connection");
     let mut ids = Vec::new();
     for i in 0..20 {
-        ids.push(api.post(&format!("during {i}"), "public").await);
+        ids.push(post(&api, &format!("during {i}"), "public").await);
     }
     let last = ids.last().cloned().expect("posts");
     let (_, before) = until(&mut local, "the last post", |e| e.id() == last).await;
@@ -1039,8 +969,8 @@ async fn a_revoked_tokens_streams_close_on_every_node() {
     let mut revoked_public = connect(&a, "stream=public", &app_token).await;
     let mut revoked_user = connect(&a, "stream=user", &app_token).await;
     let mut other = connect(&a, "stream=public", &cli_token).await;
-    let alice_b = Api::new(&b, &cli_token);
-    let first = alice_b.post("before the revocation", "public").await;
+    let alice_b = Client::at(&b, Some(&cli_token));
+    let first = post(&alice_b, "before the revocation", "public").await;
     for ws in [&mut revoked_public, &mut other] {
         until(ws, "the first post", |e| e.id() == first).await;
     }
@@ -1069,7 +999,7 @@ async fn a_revoked_tokens_streams_close_on_every_node() {
         "closed {:?} after the revocation",
         revoked_at.elapsed()
     );
-    let after = alice_b.post("after the revocation", "public").await;
+    let after = post(&alice_b, "after the revocation", "public").await;
     until(
         &mut other,
         "the post after, on the other token's stream",

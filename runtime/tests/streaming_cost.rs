@@ -17,10 +17,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use support::node::Instance;
-use tokio::net::TcpStream;
+use support::stream::{Socket, connect};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -28,8 +26,6 @@ use tracing_subscriber::util::SubscriberInitExt;
 const WAIT: Duration = Duration::from_secs(30);
 /// Streams open for the second measurement.
 const STREAMS: usize = 20;
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 static STATEMENTS: AtomicU64 = AtomicU64::new(0);
 
@@ -39,19 +35,6 @@ impl<S: tracing::Subscriber> Layer<S> for CountStatements {
     fn on_event(&self, _: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         STATEMENTS.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-async fn connect(base: &str, token: &str) -> Socket {
-    let ws = base.replacen("http://", "ws://", 1);
-    let mut req = format!("{ws}/api/v1/streaming?stream=public")
-        .into_client_request()
-        .expect("request");
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    tokio_tungstenite::connect_async(req)
-        .await
-        .expect("handshake")
-        .0
 }
 
 /// Reads `ws` until the `update` of `id` arrives.
@@ -124,7 +107,7 @@ async fn a_public_post_costs_no_statement_per_stream() {
     let (_, carol) = inst.account("carol").await;
     let base = inst.base.clone();
 
-    let mut streams = vec![connect(&base, &carol).await];
+    let mut streams = vec![connect(&base, "stream=public", &carol).await];
     // Warm-up (connections, prepared statements), then the cheaper of two posts: a heartbeat
     // may fall into one window.
     cost_of_a_post(&base, &alice, &mut streams).await;
@@ -134,7 +117,7 @@ async fn a_public_post_costs_no_statement_per_stream() {
     assert!(one > 0, "statements are counted");
 
     for _ in 1..STREAMS {
-        streams.push(connect(&base, &carol).await);
+        streams.push(connect(&base, "stream=public", &carol).await);
     }
     cost_of_a_post(&base, &alice, &mut streams).await;
     let many = cost_of_a_post(&base, &alice, &mut streams)

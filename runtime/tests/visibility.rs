@@ -18,7 +18,7 @@ use std::path::Path;
 
 use reqwest::Method;
 use serde_json::json;
-use support::api::{Client, WAIT, id};
+use support::api::{Client, WAIT, follow, id, users};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -193,26 +193,18 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
 
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, mallory_token) = inst.account("mallory").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let mallory_api = Client::new(&inst, Some(&mallory_token));
+    let [
+        (alice, _, alice_api),
+        (bob, _, bob_api),
+        (_, _, mallory_api),
+    ] = users(&inst, ["alice", "bob", "mallory"]).await;
     let anonymous = Client::new(&inst, None);
 
     // Mallory follows alice: followers see followers-only posts written after they follow,
     // so the followers-only post below is addressed to bob alone (mallory followed later).
     // Local secrets: a direct message to bob with a poll and a hashtag, and a followers-only
     // post of alice's (her only follower then: bob).
-    let follow = bob_api
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{}/follow", alice.id),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(follow.status, 200, "{}", follow.body);
+    follow(&bob_api, &alice.id.to_string()).await;
     let dm = alice_api
         .posted(&json!({
             "status": "@bob SECRET-LOCAL-DM #secrettag",
@@ -241,14 +233,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         scheduled["params"]["text"] == "SECRET-LOCAL-SCHEDULED #secrettag",
         "{scheduled}"
     );
-    let follow = mallory_api
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{}/follow", alice.id),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(follow.status, 200, "{}", follow.body);
+    follow(&mallory_api, &alice.id.to_string()).await;
     // Bob acts on them, so they are in his favourites, bookmarks, conversations and alice's
     // notifications.
     let poll = dm["poll"]["id"]
@@ -456,12 +441,8 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
 #[tokio::test]
 async fn a_notification_goes_with_the_readers_access_to_its_status() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [(_, _, alice_api), (_, _, bob_api), (_, _, carol_api)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
 
     let dm = alice_api
         .posted(&json!({

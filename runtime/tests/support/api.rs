@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use hollo_runtime::accounts::hash_token;
+use hollo_runtime::accounts::{Account, hash_token};
 use reqwest::Method;
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -23,12 +24,18 @@ pub struct Client {
 pub struct Answer {
     pub status: u16,
     pub body: Value,
+    pub headers: HeaderMap,
 }
 
 impl Client {
     pub fn new(inst: &Instance, token: Option<&str>) -> Client {
+        Client::at(&inst.base, token)
+    }
+
+    /// A client of the node at `base` (one not started as an `Instance`).
+    pub fn at(base: &str, token: Option<&str>) -> Client {
         Client {
-            base: inst.base.clone(),
+            base: base.to_string(),
             token: token.map(str::to_owned),
             http: reqwest::Client::new(),
         }
@@ -41,22 +48,64 @@ impl Client {
         };
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
         let body = resp.json().await.unwrap_or(Value::Null);
-        Answer { status, body }
+        Answer {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    /// A client holding `token`.
+    pub fn bearer(inst: &Instance, token: &str) -> Client {
+        Client::new(inst, Some(token))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// `method` on `path` with no body.
+    pub async fn bare(&self, method: Method, path: &str) -> Answer {
+        self.send(self.http.request(method, self.url(path))).await
+    }
+
+    /// `method` on `path` with `body` sent as `content_type`.
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: impl Into<Vec<u8>>,
+    ) -> Answer {
+        self.send(
+            self.http
+                .request(method, self.url(path))
+                .header("content-type", content_type)
+                .body(body.into()),
+        )
+        .await
+    }
+
+    /// `method` on `path` with a multipart body made by `multipart::form`.
+    pub async fn multipart(
+        &self,
+        method: Method,
+        path: &str,
+        parts: &[super::multipart::Part<'_>],
+    ) -> Answer {
+        let (ct, body) = super::multipart::form(parts);
+        self.raw(method, path, &ct, body).await
     }
 
     pub async fn get(&self, path: &str) -> Answer {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-            .await
+        self.send(self.http.get(self.url(path))).await
     }
 
     pub async fn call(&self, method: Method, path: &str, json: &Value) -> Answer {
-        self.send(
-            self.http
-                .request(method, format!("{}{path}", self.base))
-                .json(json),
-        )
-        .await
+        self.send(self.http.request(method, self.url(path)).json(json))
+            .await
     }
 
     pub async fn post(&self, json: &Value) -> Answer {
@@ -79,6 +128,184 @@ impl Client {
         )
         .await
     }
+}
+
+/// The body of a JSON call, asserting a 200.
+pub async fn call_ok(api: &Client, method: Method, path: &str, body: Value) -> Value {
+    let a = api.call(method, path, &body).await;
+    assert_eq!(a.status, 200, "{path} {body}: {}", a.body);
+    a.body
+}
+
+/// The body of a JSON call, asserting a 2xx.
+pub async fn call_2xx(api: &Client, method: Method, path: &str, body: Value) -> Value {
+    let a = api.call(method, path, &body).await;
+    assert!(
+        (200..300).contains(&a.status),
+        "{path}: {} {}",
+        a.status,
+        a.body
+    );
+    a.body
+}
+
+/// An ActivityPub document at `url` as a peer fetches it, asserting a 200.
+pub async fn ap_doc(url: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .get(url)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .expect("get");
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, 200, "GET {url}: {v}");
+    v
+}
+
+/// The body of a GET, asserting a 200.
+pub async fn get_ok(api: &Client, path: &str) -> Value {
+    let a = api.get(path).await;
+    assert_eq!(a.status, 200, "{path}: {}", a.body);
+    a.body
+}
+
+impl Answer {
+    /// The status and the body, for a test that names them apart.
+    pub fn parts(self) -> (u16, Value) {
+        (self.status, self.body)
+    }
+}
+
+/// How long a test waits for a background job (an import, a cleanup) to end.
+pub const JOB_WAIT: Duration = Duration::from_secs(60);
+
+/// Polls `GET path` until its body satisfies `done` (within `JOB_WAIT`); returns that body.
+pub async fn until_get(
+    api: &Client,
+    path: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(JOB_WAIT, what, || async {
+        let v = api.get(path).await.body;
+        done(&v).then_some(v)
+    })
+    .await
+}
+
+/// `POST /api/v1/imports?<query>` of `csv` (asserting a 202), then waits until the job is
+/// completed; returns the job.
+pub async fn import_csv(api: &Client, query: &str, csv: &str) -> Value {
+    let job = api
+        .raw(
+            Method::POST,
+            &format!("/api/v1/imports?{query}"),
+            "text/csv",
+            csv,
+        )
+        .await;
+    assert_eq!(job.status, 202, "{query}: {}", job.body);
+    let path = format!("/api/v1/imports/{}", job.body["id"].as_str().expect("id"));
+    until_get(api, &path, &format!("the {query} import"), |v| {
+        v["status"] == "completed"
+    })
+    .await
+}
+
+/// Runs a media cleanup through the admin API (as `admin`) and waits for its end.
+pub async fn run_media_cleanup(inst: &Instance, admin: &str) -> Value {
+    let api = Client::bearer(inst, admin);
+    let job = api
+        .call(
+            Method::POST,
+            "/api/v1/admin/cleanups",
+            &serde_json::json!({"kind": "media"}),
+        )
+        .await;
+    assert_eq!(job.status, 202);
+    let path = format!(
+        "/api/v1/admin/cleanups/{}",
+        job.body["id"].as_str().unwrap()
+    );
+    until_get(&api, &path, "the cleanup finishes", |v| {
+        matches!(
+            v["status"].as_str(),
+            Some("completed" | "failed" | "cancelled")
+        )
+    })
+    .await
+}
+
+/// Waits until the remote post `iri` is stored; returns its id.
+pub async fn remote_post_id(inst: &Instance, iri: &str, what: &str) -> Uuid {
+    eventually(WAIT, what, || async {
+        sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+            .bind(iri)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("query")
+    })
+    .await
+}
+
+/// `api`'s account follows the account `whom` (an id), asserting a 200.
+pub async fn follow(api: &Client, whom: &str) {
+    call_ok(
+        api,
+        Method::POST,
+        &format!("/api/v1/accounts/{whom}/follow"),
+        serde_json::json!({}),
+    )
+    .await;
+}
+
+/// A new list of `api`'s account; its id.
+pub async fn new_list(api: &Client, body: Value) -> String {
+    id(&call_ok(api, Method::POST, "/api/v1/lists", body).await)
+}
+
+/// Adds `accounts` (ids) to `list`, asserting a 200.
+pub async fn add_to_list(api: &Client, list: &str, accounts: &[&str]) {
+    call_ok(
+        api,
+        Method::POST,
+        &format!("/api/v1/lists/{list}/accounts"),
+        serde_json::json!({ "account_ids": accounts }),
+    )
+    .await;
+}
+
+/// Local accounts of `inst` named `names`, each with a token of its own and a client holding it.
+pub async fn users<const N: usize>(
+    inst: &Instance,
+    names: [&str; N],
+) -> [(Account, String, Client); N] {
+    let mut out = Vec::with_capacity(N);
+    for name in names {
+        let (account, token) = inst.account(name).await;
+        let api = Client::bearer(inst, &token);
+        out.push((account, token, api));
+    }
+    out.try_into()
+        .unwrap_or_else(|_| unreachable!("one per name"))
+}
+
+/// Waits until `account`'s follow of `target` (an actor IRI) is `accepted`.
+pub async fn until_follow_accepted(inst: &Instance, account: Uuid, target: &str, what: &str) {
+    eventually(WAIT, what, || async {
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2",
+        )
+        .bind(account)
+        .bind(target)
+        .fetch_optional(&inst.pool)
+        .await
+        .ok()
+        .flatten();
+        (state.as_deref() == Some("accepted")).then_some(())
+    })
+    .await;
 }
 
 pub fn id(v: &Value) -> String {

@@ -5,12 +5,15 @@
 
 pub mod api;
 pub mod clients;
+pub mod consumer;
 pub mod expiry;
+pub mod files;
 pub mod moto;
 pub mod multipart;
 pub mod node;
 pub mod peer;
 pub mod process;
+pub mod stream;
 
 use std::time::{Duration, Instant};
 

@@ -105,6 +105,21 @@ impl Moto {
 
     /// Creates `bucket` whose objects anyone may read (a bucket policy, as a deployment that
     /// serves files from the bucket has). moto accepts unsigned requests.
+    /// The settings of a node whose drive is `bucket` on this server, its files served from
+    /// `url_base`.
+    pub fn drive_env<'a>(&'a self, bucket: &'a str, url_base: &'a str) -> Vec<(&'a str, &'a str)> {
+        vec![
+            ("DRIVE_DISK", "s3"),
+            ("S3_BUCKET", bucket),
+            ("S3_REGION", "us-east-1"),
+            ("S3_ENDPOINT_URL", self.endpoint.as_str()),
+            ("S3_FORCE_PATH_STYLE", "true"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing-secret"),
+            ("STORAGE_URL_BASE", url_base),
+        ]
+    }
+
     pub async fn public_bucket(&self, bucket: &str) {
         let http = reqwest::Client::new();
         let resp = http

@@ -86,9 +86,46 @@ impl Instance {
         }
     }
 
+    /// An `all` node whose disk drive (`FS_STORAGE_PATH`) is `dir`; `extra` adds settings.
+    pub async fn on_disk(dir: &std::path::Path, extra: &[(&str, &str)]) -> Instance {
+        let dir = dir.to_str().expect("a UTF-8 path");
+        let mut env = vec![("FS_STORAGE_PATH", dir)];
+        env.extend_from_slice(extra);
+        Instance::start("all", &env).await
+    }
+
     /// The configuration of one node of this instance.
     pub fn config(&self, node_type: &str, extra: &[(&str, &str)]) -> Config {
         config_of(&self.env, node_type, extra)
+    }
+
+    /// The settings of a `hollo` process of this instance (`Hollo::serve`, `process::run`):
+    /// its database, secret key and public URL, `NODE_TYPE=node_type` and a free health port;
+    /// `extra` adds or overrides.
+    pub fn process_env<'a>(
+        &'a self,
+        node_type: &'a str,
+        extra: &[(&'a str, &'a str)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let shared = |key: &str| {
+            self.env
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+                .expect("an instance setting")
+        };
+        let mut env = vec![
+            ("DATABASE_URL", self.url.as_str()),
+            ("SECRET_KEY", shared("SECRET_KEY")),
+            ("PUBLIC_URL", self.base.as_str()),
+            ("NODE_TYPE", node_type),
+            ("HEALTH_PORT", "0"),
+        ];
+        for (k, v) in extra {
+            env.retain(|(key, _)| key != k);
+            env.push((k, v));
+        }
+        env
     }
 
     /// Starts a worker node on the instance's database; `extra` adds or overrides settings.
