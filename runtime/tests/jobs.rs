@@ -900,6 +900,9 @@ async fn recovery_in_staging_never_touches_production_jobs() {
         0
     );
 
+    // The queue is shared: a staging worker still running could take production's fresh
+    // dispatches before they are read here. It stops first.
+    inst.stop_worker().await;
     assert_eq!(recover(&inst, "production").await, Some(2));
     assert!(
         dispatches(&inst.pool)
