@@ -146,29 +146,29 @@ pub struct HolloSpec {
     pub env: Vec<EnvVar>,
     #[serde(default)]
     pub pod: PodOverrides,
-    /// Opt-in NetworkPolicies for the instance's pods (issue 35 item 6).
+    /// Opt-in NetworkPolicies for the instance's pods.
     #[serde(default)]
     pub network_policy: NetworkPolicySpec,
-    /// Scheduled cleanups (issue 35 item 5).
+    /// Scheduled cleanups.
     #[serde(default)]
     pub maintenance: MaintenanceSpec,
-    /// Stop the instance (issue 34 item 5): every role scaled to 0 and its autoscalers
+    /// Stop the instance: every role scaled to 0 and its autoscalers
     /// removed; the Deployments (at 0), Service, PDBs, Ingress, CronJobs (suspended), Secrets and
     /// the database stay. Phase and condition `Stopped`; back to `false` starts the same version
     /// again (`RollingOut` → `Running`).
     #[serde(default)]
     pub stopped: bool,
-    /// Pause reconciliation (issue 34 item 5): while `true` the operator changes nothing (no
+    /// Pause reconciliation: while `true` the operator changes nothing (no
     /// apply, scale, delete or Job) and only sets the condition `ReconciliationPaused`; edits
     /// made meanwhile take effect when it goes back to `false`.
     #[serde(default)]
     pub reconciliation_paused: bool,
-    /// What an upgrade may do (issue 34 item 4).
+    /// What an upgrade may do.
     #[serde(default)]
     pub upgrade: UpgradeSpec,
 }
 
-/// `spec.upgrade` (issue 34 item 4).
+/// `spec.upgrade`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpgradeSpec {
@@ -183,7 +183,7 @@ pub struct UpgradeSpec {
     pub backup: UpgradeBackupSpec,
 }
 
-/// `spec.upgrade.backup` (issue 34 item 4): before an upgrade migrates, the operator creates a
+/// `spec.upgrade.backup`: before an upgrade migrates, the operator creates a
 /// CloudNativePG `Backup` `<name>-backup-<version>` of `database.cnpg.cluster` (the cluster's
 /// configured method) and waits, with the old version serving (`BackingUp`), until it is
 /// `completed`. `failed`, or not completed within `timeoutSeconds`: `BackupFailed`, no
@@ -205,7 +205,7 @@ impl Default for UpgradeBackupSpec {
     }
 }
 
-/// `spec.maintenance` (issue 35 item 5): owned CronJobs `<name>-cleanup-remote-posts` and
+/// `spec.maintenance`: owned CronJobs `<name>-cleanup-remote-posts` and
 /// `<name>-cleanup-media` running `hollo cleanup …` in the instance's image with the workers'
 /// environment; each starts the runtime's cleanup job (R-JOB-11), which the workers carry out.
 /// Suspended while an upgrade stops the workers. `status.lastCleanup` tells when each last
@@ -262,7 +262,7 @@ impl Default for MediaCleanup {
     }
 }
 
-/// `spec.networkPolicy` (issue 35 item 6): NetworkPolicies `<name>-web` (web or all pods) and
+/// `spec.networkPolicy`: NetworkPolicies `<name>-web` (web or all pods) and
 /// `<name>-worker` (workers, migration and version-probe Jobs). Ingress: the web port only from
 /// `ingressNamespaces`, the health port (`/metrics`) only from `metricsNamespaces`, nothing else.
 /// Egress: DNS, the database, `objectStorage` peers, and the public internet (any port) except
@@ -564,7 +564,7 @@ pub struct IngressSpec {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// `web.httpRoute` (issue 35 item 4): a `gateway.networking.k8s.io/v1` `HTTPRoute` sending every
+/// `web.httpRoute`: a `gateway.networking.k8s.io/v1` `HTTPRoute` sending every
 /// path of `hostnames` to the web Service, attached to `parentRefs` (your Gateway). Without the
 /// Gateway API's CRDs in the cluster everything else is applied and `Degraded` says so. Body
 /// size limits are the Gateway implementation's (see the README: an upload needs more than 1 MiB).
@@ -617,7 +617,7 @@ pub struct WebSpec {
     pub replicas: i32,
     pub port: i32,
     /// `HEALTH_PORT` of web (and `all`) pods with `hollo-rs`: `/healthz`, `/readyz` and
-    /// `/metrics`, which the public `port` does not serve (issue 28 item 7). Declared as the
+    /// `/metrics`, which the public `port` does not serve. Declared as the
     /// container port `health`, for a PodMonitor or scrape config to name.
     pub health_port: i32,
     /// `DATABASE_POOL_MAX` of each web pod.
@@ -631,7 +631,7 @@ pub struct WebSpec {
     pub disruption_budget: DisruptionBudgetSpec,
     pub ingress: IngressSpec,
     /// A Gateway API `HTTPRoute` `<name>-web` to the web Service, beside (or instead of) the
-    /// Ingress (issue 35 item 4).
+    /// Ingress.
     #[serde(rename = "httpRoute")]
     pub http_route: HttpRouteSpec,
     /// Replaces the profile's serve command (the container's `command`); `all` nodes use it too.
@@ -645,12 +645,11 @@ pub struct WebSpec {
     pub scheduling: SchedulingSpec,
     /// A CPU HPA on the web (or `all`) Deployment; `replicas` is then the autoscaler's.
     pub autoscaling: WebAutoscalingSpec,
-    /// The 503 page served in the web pods' place while an upgrade stops them (issue 34
-    /// item 3).
+    /// The 503 page served in the web pods' place while an upgrade stops them.
     pub maintenance_page: MaintenancePageSpec,
 }
 
-/// `web.maintenancePage` (issue 34 item 3): while an upgrade stops every web pod to migrate
+/// `web.maintenancePage`: while an upgrade stops every web pod to migrate
 /// (`ScalingDown`, `Migrating`, `MigrationFailed`, and `RollingOut` until a new web pod is
 /// ready) the web Service selects a Deployment `<name>-maintenance-page` running `hollo
 /// maintenance-page` of the version being stopped: `503` with `Retry-After` (JSON for the API,
@@ -674,7 +673,7 @@ impl Default for MaintenancePageSpec {
     }
 }
 
-/// Web autoscaling (issue 35 item 2): an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
+/// Web autoscaling: an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
 /// mode) on CPU. The connection budget counts `maxReplicas` web pods.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "WebAutoscalingSpec::default")]
@@ -728,7 +727,7 @@ impl Default for WebSpec {
     }
 }
 
-/// Where one role's pods run (issue 35 item 3). A field set here replaces the same field of
+/// Where one role's pods run. A field set here replaces the same field of
 /// `spec.pod` for this role; an unset one falls back to it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -935,7 +934,7 @@ impl Default for MigrationSpec {
 #[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage' && v.name != 'ca-bundle')").message("pod.volumes: the names tmp, storage and ca-bundle are the operator's"))]
 pub struct PodOverrides {
     /// Extra CA certificates (PEM) trusted for outgoing federation requests besides the public
-    /// roots (issue 35 item 3): mounted read-only at `/etc/hollo/ca/` in every pod and named by
+    /// roots: mounted read-only at `/etc/hollo/ca/` in every pod and named by
     /// `EXTRA_CA_CERTS_FILE` (hollo-rs) or `NODE_EXTRA_CA_CERTS` (upstream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<CaBundleSpec>,
@@ -998,7 +997,7 @@ pub enum Phase {
     ScalingDown,
     /// The migration Job of the target version runs.
     Migrating,
-    /// Zero-downtime upgrade (issue 34 item 2): the target's pre-deploy (additive) migrations
+    /// Zero-downtime upgrade: the target's pre-deploy (additive) migrations
     /// run (`hollo migrate --pre`, the new image) while every old pod keeps serving.
     PreMigrating,
     /// Zero-downtime upgrade: no old pod is left; the target's post-deploy (contract)
@@ -1009,10 +1008,9 @@ pub enum Phase {
     /// Deployments of the target version are rolling out.
     RollingOut,
     Running,
-    /// `spec.stopped`: every role at 0, no autoscaler (issue 34 item 5).
+    /// `spec.stopped`: every role at 0, no autoscaler.
     Stopped,
-    /// `upgrade.backup`: the CloudNativePG Backup runs, the old version serves (issue 34
-    /// item 4).
+    /// `upgrade.backup`: the CloudNativePG Backup runs, the old version serves.
     BackingUp,
     /// The Backup failed or timed out: no migration, the old version keeps running.
     BackupFailed,
@@ -1077,12 +1075,12 @@ pub struct HolloStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cleanup: Option<LastCleanup>,
     /// A zero-downtime upgrade past its pre-deploy migrations whose post-deploy migrations
-    /// have not run yet (issue 34 item 2); cleared once they have.
+    /// have not run yet; cleared once they have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expand_contract: Option<ExpandContract>,
 }
 
-/// A zero-downtime (expand/contract) upgrade in progress (issue 34 item 2): `version`'s
+/// A zero-downtime (expand/contract) upgrade in progress: `version`'s
 /// pre-deploy migrations are applied, its post-deploy ones wait for the last pod of `from`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
