@@ -115,7 +115,25 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// How soon to retry after a transient error.
 const RETRY: Duration = Duration::from_secs(15);
 
-pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// One reconcile. Runs inside the controller's `reconciling object` span (its `object.reason`:
+/// why this reconcile ran, e.g. `related object updated: Secret…`), which kube-runtime enters
+/// only while the future is made: `RUST_LOG=kube_runtime::controller=info,
+/// hollo_operator::reconcile=debug` logs one `reconcile started` line per reconcile with it
+/// (issue 36 item 4: which events wake how many `Hollo`s).
+pub fn reconcile(
+    hollo: Arc<Hollo>,
+    ctx: Arc<Context>,
+) -> impl std::future::Future<Output = Result<Action, Error>> + Send + 'static {
+    use tracing::Instrument;
+    let span = tracing::Span::current();
+    async move {
+        tracing::debug!("reconcile started");
+        reconcile_traced(hollo, ctx).await
+    }
+    .instrument(span)
+}
+
+async fn reconcile_traced(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = run(&hollo, &ctx).await;
     let error = result.as_ref().err();
