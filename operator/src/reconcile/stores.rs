@@ -180,15 +180,61 @@ impl Slim for CronJob {}
 fn cached<K>(controller: Controller<Hollo>, api: Api<K>) -> (Controller<Hollo>, Store<K>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
-    K: Slim + 'static,
+    K: Slim + serde::Serialize + 'static,
 {
     let (reader, writer) = reflector::store();
     let stream = watcher(api, managed())
         .default_backoff()
         .modify(Slim::slim)
-        .reflect(writer)
-        .touched_objects();
-    (controller.owns_stream(stream.boxed()), reader)
+        .reflect(writer);
+    (
+        controller.owns_stream(changes(stream, digest).boxed()),
+        reader,
+    )
+}
+
+/// A digest of what the cache keeps of an object, its `resourceVersion` aside.
+fn digest<K: Resource + Clone + serde::Serialize>(o: &K) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut o = o.clone();
+    o.meta_mut().resource_version = None;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(&o).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+/// The objects of a (slimmed) watch whose `digest` changed, and every deleted one (issue 36
+/// item 4). With [`digest`]: the cache keeps all the operator reads of a child, so an event that
+/// leaves it unchanged (a Deployment condition's `lastUpdateTime`, a re-list after a watch
+/// timeout) cannot change a decision, and no longer wakes its `Hollo`.
+pub fn changes<K, S>(
+    events: S,
+    digest: fn(&K) -> u64,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>>
+where
+    K: Resource + Clone + serde::Serialize + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut seen: std::collections::HashMap<reflector::ObjectRef<K>, u64> = Default::default();
+    events.filter_map(move |event| {
+        let out = match event {
+            Err(e) => Some(Err(e)),
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                let d = digest(&o);
+                let changed = seen.insert(reflector::ObjectRef::from_obj(&o), d) != Some(d);
+                // How many events wake a `Hollo` and how many do not, by kind.
+                tracing::trace!(kind = %K::kind(&Default::default()), changed, "watch event");
+                changed.then_some(Ok(o))
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                seen.remove(&reflector::ObjectRef::from_obj(&o));
+                Some(Ok(o))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+        };
+        std::future::ready(out)
+    })
 }
 
 /// The `Hollo` controller, its cache without [`strip_meta`]'s fields (issue 36 item 4: at
@@ -314,8 +360,16 @@ pub fn watch_secrets(
             // What is left of a Secret: its name, namespace and resourceVersion matter.
             o.annotations_mut().clear();
         })
-        .reflect(writer)
-        .touched_objects();
+        .reflect(writer);
+    // Only a new `resourceVersion` (a write of the Secret) wakes the `Hollo`s that read it: a
+    // re-list of the same Secrets wakes none.
+    fn version(s: &kube::api::PartialObjectMeta<Secret>) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        s.resource_version().hash(&mut h);
+        h.finish()
+    }
+    let stream = changes(stream, version);
     let hollos = controller.store();
     let controller = controller.watches_stream(stream.boxed(), move |s| {
         crate::reconcile::external::hollos_reading(
@@ -328,4 +382,57 @@ pub fn watch_secrets(
         controller,
         crate::reconcile::external::SecretReader::watched(reader),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::DeploymentStatus;
+
+    fn deployment(rv: &str, ready: i32) -> Deployment {
+        let mut d = Deployment::default();
+        d.metadata.name = Some("web".into());
+        d.metadata.namespace = Some("ns".into());
+        d.metadata.resource_version = Some(rv.into());
+        d.status = Some(DeploymentStatus {
+            ready_replicas: Some(ready),
+            ..Default::default()
+        });
+        d
+    }
+
+    fn ready(events: Vec<watcher::Event<Deployment>>) -> Vec<(String, i32)> {
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        futures::executor::block_on(changes(stream, digest).collect::<Vec<_>>())
+            .into_iter()
+            .map(|d| {
+                let d = d.unwrap();
+                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(-1);
+                (d.metadata.resource_version.unwrap(), ready)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_changes_of_the_cached_form_and_deletions_wake() {
+        use watcher::Event::*;
+        let got = ready(vec![
+            Init,
+            InitApply(deployment("1", 0)),
+            InitDone,
+            // a condition's heartbeat, dropped by `slim`: same cached form, new version
+            Apply(deployment("2", 0)),
+            Apply(deployment("3", 1)),
+            // a re-list of the same object
+            Init,
+            InitApply(deployment("3", 1)),
+            InitDone,
+            Delete(deployment("4", 1)),
+            // made again, as it was
+            Apply(deployment("5", 1)),
+        ]);
+        let want = [("1", 0), ("3", 1), ("4", 1), ("5", 1)];
+        let want: Vec<(String, i32)> = want.iter().map(|(v, r)| (v.to_string(), *r)).collect();
+        assert_eq!(got, want);
+    }
 }
