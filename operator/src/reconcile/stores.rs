@@ -157,8 +157,10 @@ slim_without_status!(
     HorizontalPodAutoscaler,
     Ingress
 );
-/// Job conditions, start and completion times are read (`observe::job_state`,
-/// `report::migration_seconds`): a Job keeps its status. Its pod template is immutable and
+/// Job conditions (type, status, reason, message), start and completion times are read
+/// (`observe::job_state`, `report::migration_seconds`): a Job keeps them. Its pod counts and the
+/// conditions' probe and transition times are read by nobody, and each of their changes was an
+/// event that woke the `Hollo` (issue 36 item 4), so they go. Its pod template is immutable and
 /// never read, so it goes; `apply::Applier` hashes what it stored slimmed the same way, so an
 /// unchanged Job is still seen as unchanged.
 impl Slim for Job {
@@ -166,6 +168,22 @@ impl Slim for Job {
         strip_meta(self);
         if let Some(s) = self.spec.as_mut() {
             s.template = Default::default();
+        }
+        if let Some(s) = self.status.as_mut() {
+            *s = k8s_openapi::api::batch::v1::JobStatus {
+                conditions: s.conditions.take().map(|cs| {
+                    cs.into_iter()
+                        .map(|c| k8s_openapi::api::batch::v1::JobCondition {
+                            last_probe_time: None,
+                            last_transition_time: None,
+                            ..c
+                        })
+                        .collect()
+                }),
+                start_time: s.start_time.take(),
+                completion_time: s.completion_time.take(),
+                ..Default::default()
+            };
         }
     }
 }
