@@ -356,6 +356,15 @@ pub fn watch_children(
     )
 }
 
+/// What wakes the `Hollo`s that read a Secret: a new `resourceVersion` (a write of the Secret,
+/// a rotation), not a re-list of the same Secrets.
+fn secret_version(s: &kube::api::PartialObjectMeta<Secret>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.resource_version().hash(&mut h);
+    h.finish()
+}
+
 /// `WATCH_SECRETS` (issue 36 item 4): a metadata-only watch of Secrets (names and
 /// `resourceVersion`s, never their data), so a steady `Hollo` needs no GET of its Secrets and a
 /// rotated Secret reconciles the `Hollo`s that read it at once. Needs `list` and `watch` on
@@ -379,15 +388,7 @@ pub fn watch_secrets(
             o.annotations_mut().clear();
         })
         .reflect(writer);
-    // Only a new `resourceVersion` (a write of the Secret) wakes the `Hollo`s that read it: a
-    // re-list of the same Secrets wakes none.
-    fn version(s: &kube::api::PartialObjectMeta<Secret>) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        s.resource_version().hash(&mut h);
-        h.finish()
-    }
-    let stream = changes(stream, version);
+    let stream = changes(stream, secret_version);
     let hollos = controller.store();
     let controller = controller.watches_stream(stream.boxed(), move |s| {
         crate::reconcile::external::hollos_reading(
@@ -452,5 +453,39 @@ mod tests {
         let want = [("1", 0), ("3", 1), ("4", 1), ("5", 1)];
         let want: Vec<(String, i32)> = want.iter().map(|(v, r)| (v.to_string(), *r)).collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_secret_wakes_on_a_new_resource_version_only() {
+        use kube::api::{ObjectMeta, PartialObjectMeta, PartialObjectMetaExt};
+        use watcher::Event::*;
+        let secret = |rv: &str| -> PartialObjectMeta<Secret> {
+            ObjectMeta {
+                name: Some("hollo-db".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            }
+            .into_request_partial()
+        };
+        let events = vec![
+            Init,
+            InitApply(secret("1")),
+            InitDone,
+            // a re-list: the same Secret
+            Init,
+            InitApply(secret("1")),
+            InitDone,
+            // rotated
+            Apply(secret("2")),
+            Delete(secret("2")),
+        ];
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        let got: Vec<String> =
+            futures::executor::block_on(changes(stream, secret_version).collect::<Vec<_>>())
+                .into_iter()
+                .map(|s| s.unwrap().resource_version().unwrap())
+                .collect();
+        assert_eq!(got, ["1", "2", "2"]);
     }
 }
