@@ -190,9 +190,22 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     // Before the first complete list, "absent" would only mean "not listed yet". A watch that
     // never fills (say, a missing RBAC rule) is an error to see, not a silent wait.
+    // Looked at every 100 ms, not awaited: kube-runtime's ready signal is a oneshot channel
+    // that keeps one waker, so of several reconciles waiting at once (Hollos that exist when
+    // the operator starts) only the last was woken; the others waited for CACHE_WAIT, failed
+    // and were retried 15 s later.
     let caches = async {
-        ctx.stores.ready().await?;
-        ctx.secrets.ready().await
+        loop {
+            use futures::FutureExt;
+            let ready = async {
+                ctx.stores.ready().await?;
+                ctx.secrets.ready().await
+            };
+            match ready.now_or_never() {
+                Some(r) => return r,
+                None => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
     };
     match tokio::time::timeout(CACHE_WAIT, caches).await {
         Ok(Ok(())) => {}
