@@ -115,7 +115,25 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// How soon to retry after a transient error.
 const RETRY: Duration = Duration::from_secs(15);
 
-pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// One reconcile. Runs inside the controller's `reconciling object` span (its `object.reason`:
+/// why this reconcile ran, e.g. `related object updated: Secret…`), which kube-runtime enters
+/// only while the future is made: `RUST_LOG=kube_runtime::controller=info,
+/// hollo_operator::reconcile=debug` logs one `reconcile started` line per reconcile with it
+/// (issue 36 item 4: which events wake how many `Hollo`s).
+pub fn reconcile(
+    hollo: Arc<Hollo>,
+    ctx: Arc<Context>,
+) -> impl std::future::Future<Output = Result<Action, Error>> + Send + 'static {
+    use tracing::Instrument;
+    let span = tracing::Span::current();
+    async move {
+        tracing::debug!("reconcile started");
+        reconcile_traced(hollo, ctx).await
+    }
+    .instrument(span)
+}
+
+async fn reconcile_traced(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = run(&hollo, &ctx).await;
     let error = result.as_ref().err();
@@ -172,9 +190,22 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     // Before the first complete list, "absent" would only mean "not listed yet". A watch that
     // never fills (say, a missing RBAC rule) is an error to see, not a silent wait.
+    // Looked at every 100 ms, not awaited: kube-runtime's ready signal is a oneshot channel
+    // that keeps one waker, so of several reconciles waiting at once (Hollos that exist when
+    // the operator starts) only the last was woken; the others waited for CACHE_WAIT, failed
+    // and were retried 15 s later.
     let caches = async {
-        ctx.stores.ready().await?;
-        ctx.secrets.ready().await
+        loop {
+            use futures::FutureExt;
+            let ready = async {
+                ctx.stores.ready().await?;
+                ctx.secrets.ready().await
+            };
+            match ready.now_or_never() {
+                Some(r) => return r,
+                None => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
     };
     match tokio::time::timeout(CACHE_WAIT, caches).await {
         Ok(Ok(())) => {}

@@ -157,8 +157,10 @@ slim_without_status!(
     HorizontalPodAutoscaler,
     Ingress
 );
-/// Job conditions, start and completion times are read (`observe::job_state`,
-/// `report::migration_seconds`): a Job keeps its status. Its pod template is immutable and
+/// Job conditions (type, status, reason, message), start and completion times are read
+/// (`observe::job_state`, `report::migration_seconds`): a Job keeps them. Its pod counts and the
+/// conditions' probe and transition times are read by nobody, and each of their changes was an
+/// event that woke the `Hollo` (issue 36 item 4), so they go. Its pod template is immutable and
 /// never read, so it goes; `apply::Applier` hashes what it stored slimmed the same way, so an
 /// unchanged Job is still seen as unchanged.
 impl Slim for Job {
@@ -166,6 +168,22 @@ impl Slim for Job {
         strip_meta(self);
         if let Some(s) = self.spec.as_mut() {
             s.template = Default::default();
+        }
+        if let Some(s) = self.status.as_mut() {
+            *s = k8s_openapi::api::batch::v1::JobStatus {
+                conditions: s.conditions.take().map(|cs| {
+                    cs.into_iter()
+                        .map(|c| k8s_openapi::api::batch::v1::JobCondition {
+                            last_probe_time: None,
+                            last_transition_time: None,
+                            ..c
+                        })
+                        .collect()
+                }),
+                start_time: s.start_time.take(),
+                completion_time: s.completion_time.take(),
+                ..Default::default()
+            };
         }
     }
 }
@@ -180,15 +198,61 @@ impl Slim for CronJob {}
 fn cached<K>(controller: Controller<Hollo>, api: Api<K>) -> (Controller<Hollo>, Store<K>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
-    K: Slim + 'static,
+    K: Slim + serde::Serialize + 'static,
 {
     let (reader, writer) = reflector::store();
     let stream = watcher(api, managed())
         .default_backoff()
         .modify(Slim::slim)
-        .reflect(writer)
-        .touched_objects();
-    (controller.owns_stream(stream.boxed()), reader)
+        .reflect(writer);
+    (
+        controller.owns_stream(changes(stream, digest).boxed()),
+        reader,
+    )
+}
+
+/// A digest of what the cache keeps of an object, its `resourceVersion` aside.
+fn digest<K: Resource + Clone + serde::Serialize>(o: &K) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut o = o.clone();
+    o.meta_mut().resource_version = None;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(&o).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+/// The objects of a (slimmed) watch whose `digest` changed, and every deleted one (issue 36
+/// item 4). With [`digest`]: the cache keeps all the operator reads of a child, so an event that
+/// leaves it unchanged (a Deployment condition's `lastUpdateTime`, a re-list after a watch
+/// timeout) cannot change a decision, and no longer wakes its `Hollo`.
+pub fn changes<K, S>(
+    events: S,
+    digest: fn(&K) -> u64,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>>
+where
+    K: Resource + Clone + serde::Serialize + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut seen: std::collections::HashMap<reflector::ObjectRef<K>, u64> = Default::default();
+    events.filter_map(move |event| {
+        let out = match event {
+            Err(e) => Some(Err(e)),
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                let d = digest(&o);
+                let changed = seen.insert(reflector::ObjectRef::from_obj(&o), d) != Some(d);
+                // How many events wake a `Hollo` and how many do not, by kind.
+                tracing::trace!(kind = %K::kind(&Default::default()), changed, "watch event");
+                changed.then_some(Ok(o))
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                seen.remove(&reflector::ObjectRef::from_obj(&o));
+                Some(Ok(o))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+        };
+        std::future::ready(out)
+    })
 }
 
 /// The `Hollo` controller, its cache without [`strip_meta`]'s fields (issue 36 item 4: at
@@ -292,6 +356,15 @@ pub fn watch_children(
     )
 }
 
+/// What wakes the `Hollo`s that read a Secret: a new `resourceVersion` (a write of the Secret,
+/// a rotation), not a re-list of the same Secrets.
+fn secret_version(s: &kube::api::PartialObjectMeta<Secret>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.resource_version().hash(&mut h);
+    h.finish()
+}
+
 /// `WATCH_SECRETS` (issue 36 item 4): a metadata-only watch of Secrets (names and
 /// `resourceVersion`s, never their data), so a steady `Hollo` needs no GET of its Secrets and a
 /// rotated Secret reconciles the `Hollo`s that read it at once. Needs `list` and `watch` on
@@ -314,8 +387,8 @@ pub fn watch_secrets(
             // What is left of a Secret: its name, namespace and resourceVersion matter.
             o.annotations_mut().clear();
         })
-        .reflect(writer)
-        .touched_objects();
+        .reflect(writer);
+    let stream = changes(stream, secret_version);
     let hollos = controller.store();
     let controller = controller.watches_stream(stream.boxed(), move |s| {
         crate::reconcile::external::hollos_reading(
@@ -328,4 +401,91 @@ pub fn watch_secrets(
         controller,
         crate::reconcile::external::SecretReader::watched(reader),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::DeploymentStatus;
+
+    fn deployment(rv: &str, ready: i32) -> Deployment {
+        let mut d = Deployment::default();
+        d.metadata.name = Some("web".into());
+        d.metadata.namespace = Some("ns".into());
+        d.metadata.resource_version = Some(rv.into());
+        d.status = Some(DeploymentStatus {
+            ready_replicas: Some(ready),
+            ..Default::default()
+        });
+        d
+    }
+
+    fn ready(events: Vec<watcher::Event<Deployment>>) -> Vec<(String, i32)> {
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        futures::executor::block_on(changes(stream, digest).collect::<Vec<_>>())
+            .into_iter()
+            .map(|d| {
+                let d = d.unwrap();
+                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(-1);
+                (d.metadata.resource_version.unwrap(), ready)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_changes_of_the_cached_form_and_deletions_wake() {
+        use watcher::Event::*;
+        let got = ready(vec![
+            Init,
+            InitApply(deployment("1", 0)),
+            InitDone,
+            // a condition's heartbeat, dropped by `slim`: same cached form, new version
+            Apply(deployment("2", 0)),
+            Apply(deployment("3", 1)),
+            // a re-list of the same object
+            Init,
+            InitApply(deployment("3", 1)),
+            InitDone,
+            Delete(deployment("4", 1)),
+            // made again, as it was
+            Apply(deployment("5", 1)),
+        ]);
+        let want = [("1", 0), ("3", 1), ("4", 1), ("5", 1)];
+        let want: Vec<(String, i32)> = want.iter().map(|(v, r)| (v.to_string(), *r)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_secret_wakes_on_a_new_resource_version_only() {
+        use kube::api::{ObjectMeta, PartialObjectMeta, PartialObjectMetaExt};
+        use watcher::Event::*;
+        let secret = |rv: &str| -> PartialObjectMeta<Secret> {
+            ObjectMeta {
+                name: Some("hollo-db".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            }
+            .into_request_partial()
+        };
+        let events = vec![
+            Init,
+            InitApply(secret("1")),
+            InitDone,
+            // a re-list: the same Secret
+            Init,
+            InitApply(secret("1")),
+            InitDone,
+            // rotated
+            Apply(secret("2")),
+            Delete(secret("2")),
+        ];
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        let got: Vec<String> =
+            futures::executor::block_on(changes(stream, secret_version).collect::<Vec<_>>())
+                .into_iter()
+                .map(|s| s.unwrap().resource_version().unwrap())
+                .collect();
+        assert_eq!(got, ["1", "2", "2"]);
+    }
 }
