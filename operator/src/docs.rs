@@ -1,4 +1,4 @@
-//! Documentation generated from the code, so it cannot drift from it (issue 35 item 8):
+//! Documentation generated from the code, so it cannot drift from it:
 //! `hollo-operator crd-reference` prints `operator/CRD-REFERENCE.md` from the CRD's own
 //! OpenAPI schema (every field, its type, default, description and admission rules), and the
 //! tests below fail when the committed file, the operator README's RBAC table or its uid differ

@@ -93,7 +93,7 @@ struct RunArgs {
     #[arg(long, env = "WATCH_SECRETS", default_value_t = false)]
     watch_secrets: bool,
     /// Reconciles in flight at once (0: unbounded). Bounds the operator's memory and the
-    /// apiserver's load when many `Hollo`s need work at the same time (issue 36 item 4).
+    /// apiserver's load when many `Hollo`s need work at the same time.
     #[arg(long, env = "RECONCILE_CONCURRENCY", default_value_t = 16)]
     reconcile_concurrency: u16,
 }
@@ -161,7 +161,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
 
     // Every request is counted by verb (`hollo_operator_api_requests_total`): in steady state
-    // only watches should be opened (issue 36 item 4).
+    // only watches should be opened (many `Hollo`s per operator).
     let config = kube::Config::infer().await?;
     let client = kube::client::ClientBuilder::try_from(config)?
         .with_layer(&telemetry::count_requests(health.metrics.requests.clone()))

@@ -390,7 +390,12 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         {
             return plan;
         }
-        let done = obs.rolled_out && (obs.pods_ready || obs.previous_phase == Phase::Running);
+        // Coming back from `spec.stopped`, the observed Deployments are still the stop's: at 0
+        // replicas they look rolled out and ready. This reconcile scales them up; the rollout
+        // is judged on what the next one sees, never reported Running before a pod is up.
+        let done = obs.previous_phase != Phase::Stopped
+            && obs.rolled_out
+            && (obs.pods_ready || obs.previous_phase == Phase::Running);
         let phase = if done {
             Phase::Running
         } else {

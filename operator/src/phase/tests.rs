@@ -321,6 +321,15 @@ fn stopped_scales_everything_to_zero_and_resumes() {
     });
     assert_eq!(p.phase, Phase::RollingOut);
     assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+
+    // The stop's Deployments, still at 0 replicas when the start is first reconciled, look
+    // rolled out and ready (0 of 0): still RollingOut, not Running before a pod is up.
+    let p = decide_after(&spec, &running, |o| o.previous_phase = Phase::Stopped);
+    assert_eq!(p.phase, Phase::RollingOut);
+    assert_eq!(p.workloads, Workloads::Run("0.1.0".into()));
+    // The next reconcile sees them scaled up and ready: Running.
+    let p = decide_after(&spec, &running, |o| o.previous_phase = Phase::RollingOut);
+    assert_eq!(p.phase, Phase::Running);
 }
 
 /// R-OP-ZD: an older target is probed with the old version serving, refused

@@ -4,7 +4,7 @@
 //! CloudNativePG `Cluster`. Read with one GET each (read-only RBAC: `secrets` get,
 //! `clusters.postgresql.cnpg.io` get; no list or watch, so the operator cannot enumerate
 //! Secrets — a rotation is seen at the next reconcile, at most a minute later). With
-//! `WATCH_SECRETS=true` (RBAC adds `list` and `watch` on Secrets; issue 36 item 4) a metadata-only
+//! `WATCH_SECRETS=true` (RBAC adds `list` and `watch` on Secrets) a metadata-only
 //! watch tells which Secret changed: a Secret is then read by GET only when its
 //! `resourceVersion` differs from the one last read ([`SecretReader`]), a change triggers the
 //! `Hollo`s that reference it, and a steady `Hollo` costs the apiserver no request at all.
@@ -27,8 +27,8 @@ use crate::crd::{Hollo, HolloSpec, ImageProfile};
 use crate::resources::pod::cnpg_app_secret;
 use crate::status::{self, Check};
 
-/// Pod annotation carrying a hash of every referenced Secret's referenced values (issue 35
-/// item 7): a rotated password, key or token changes the pod template, so the pods roll onto
+/// Pod annotation carrying a hash of every referenced Secret's referenced values: a rotated
+/// password, key or token changes the pod template, so the pods roll onto
 /// it (environment variables are read once, at container start).
 pub const SECRETS_HASH: &str = "hollo.social/secrets-hash";
 /// Upstream's minimum (`src/env.ts`: `SECRET_KEY_MINIMUM_LENGTH = 44`).

@@ -119,7 +119,7 @@ const RETRY: Duration = Duration::from_secs(15);
 /// why this reconcile ran, e.g. `related object updated: Secret…`), which kube-runtime enters
 /// only while the future is made: `RUST_LOG=kube_runtime::controller=info,
 /// hollo_operator::reconcile=debug` logs one `reconcile started` line per reconcile with it
-/// (issue 36 item 4: which events wake how many `Hollo`s).
+/// (which events wake how many `Hollo`s).
 pub fn reconcile(
     hollo: Arc<Hollo>,
     ctx: Arc<Context>,

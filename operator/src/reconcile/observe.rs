@@ -203,7 +203,7 @@ async fn old_pods(pods: &Api<Pod>, hollo: &Hollo) -> Result<(i32, i32), Error> {
     Ok((count(old.len()), count(workers)))
 }
 
-/// Whether this `Hollo` can have web, worker or all pods at all (issue 36 item 4): a first
+/// Whether this `Hollo` can have web, worker or all pods at all: a first
 /// install (no version recorded as running, no zero-downtime upgrade under way) with no
 /// Deployment of its name in the cache — made by the operator, whatever `Hollo` owned it —
 /// has none, so its reconciles, one per step of the first migration, need no pod list (a

@@ -77,7 +77,7 @@ fn managed() -> watcher::Config {
 /// The client-side apply annotation: never read here, and a copy of the whole object when set.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// What no cached object needs (issue 36 item 4): `managedFields` (a good part of every
+/// What no cached object needs: `managedFields` (a good part of every
 /// object's size) and `kubectl apply`'s copy of the object. Nothing here reads either.
 pub fn strip_meta<K: Resource>(o: &mut K) {
     o.managed_fields_mut().clear();
@@ -160,7 +160,7 @@ slim_without_status!(
 /// Job conditions (type, status, reason, message), start and completion times are read
 /// (`observe::job_state`, `report::migration_seconds`): a Job keeps them. Its pod counts and the
 /// conditions' probe and transition times are read by nobody, and each of their changes was an
-/// event that woke the `Hollo` (issue 36 item 4), so they go. Its pod template is immutable and
+/// event that woke the `Hollo`, so they go. Its pod template is immutable and
 /// never read, so it goes; `apply::Applier` hashes what it stored slimmed the same way, so an
 /// unchanged Job is still seen as unchanged.
 impl Slim for Job {
@@ -221,9 +221,9 @@ fn digest<K: Resource + Clone + serde::Serialize>(o: &K) -> u64 {
     h.finish()
 }
 
-/// The objects of a (slimmed) watch whose `digest` changed, and every deleted one (issue 36
-/// item 4). With [`digest`]: the cache keeps all the operator reads of a child, so an event that
-/// leaves it unchanged (a Deployment condition's `lastUpdateTime`, a re-list after a watch
+/// The objects of a (slimmed) watch whose `digest` changed, and every deleted one. With
+/// [`digest`]: the cache keeps all the operator reads of a child, so an event that leaves it
+/// unchanged (a Deployment condition's `lastUpdateTime`, a re-list after a watch
 /// timeout) cannot change a decision, and no longer wakes its `Hollo`.
 pub fn changes<K, S>(
     events: S,
@@ -255,7 +255,7 @@ where
     })
 }
 
-/// The `Hollo` controller, its cache without [`strip_meta`]'s fields (issue 36 item 4: at
+/// The `Hollo` controller, its cache without [`strip_meta`]'s fields (at
 /// 1 000 `Hollo`s the `managedFields` of their status writes are much of the cache). Triggers
 /// as `Controller::new` does: every applied object.
 pub fn hollo_controller(api: Api<Hollo>) -> Controller<Hollo> {
@@ -365,7 +365,7 @@ fn secret_version(s: &kube::api::PartialObjectMeta<Secret>) -> u64 {
     h.finish()
 }
 
-/// `WATCH_SECRETS` (issue 36 item 4): a metadata-only watch of Secrets (names and
+/// `WATCH_SECRETS`: a metadata-only watch of Secrets (names and
 /// `resourceVersion`s, never their data), so a steady `Hollo` needs no GET of its Secrets and a
 /// rotated Secret reconciles the `Hollo`s that read it at once. Needs `list` and `watch` on
 /// Secrets.

@@ -302,7 +302,7 @@ fn lines(calls: &[Call]) -> Vec<&str> {
 const NS: &str = "/namespaces/fedi";
 
 /// The first requests of a reconcile that migrates to `version` (attempt 0): the pod list (an
-/// upgrade's; a first install with no Deployment has no pods to list, issue 36 item 4), the
+/// upgrade's; a first install with no Deployment has no pods to list), the
 /// Service and PDBs applied, the migration Job applied.
 fn migration_start(version: &str, upgrade: bool) -> Vec<String> {
     let job = resources::migration::job_name("social", version, 0);
@@ -381,7 +381,7 @@ async fn a_new_hollo_first_migrates_and_starts_nothing() {
             "one field manager, forced (R-OP-1): {apply:?}"
         );
     }
-    // (no pod list before them: a first install has no pods, issue 36 item 4)
+    // (no pod list before them: a first install has no pods)
     let status = &calls[5].body["status"];
     assert_eq!(status["phase"], "Migrating");
     assert_eq!(calls[6].body["reason"], "Migrating");

@@ -118,7 +118,7 @@ pub fn http(spec: &HolloSpec) -> Process {
         ),
     };
     let ports = match spec.image.profile {
-        // Scrapers reach `/metrics` on `health` only (issue 28 item 7).
+        // Scrapers reach `/metrics` on `health` only (R-OP-HA).
         ImageProfile::HolloRs => vec![
             port(HTTP_PORT_NAME, w.port),
             port(HEALTH_PORT_NAME, w.health_port),
