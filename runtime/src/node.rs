@@ -624,7 +624,7 @@ fn http_stop(
         );
         // Upgraded sockets are no HTTP requests the server waits for: streams are told
         // to go away now, and their clients reconnect to a node that stays.
-        streams.closing().cancel();
+        streams.go_away();
     }
 }
 

@@ -1,30 +1,169 @@
-//! One node's fan-out: events heard by its listener go to every open stream of the node. The
-//! channel holds shared pointers and is bounded ([`FANOUT_CAPACITY`]); a stream that falls that
-//! far behind is closed rather than allowed to hold memory (`session`).
+//! One node's fan-out: events heard by its listener go to the open streams of the node that
+//! they may concern. Each connection is filed under its viewer and under the audiences of its
+//! public, hashtag and list streams ([`Audience`]); an event is handed only to the connections
+//! filed under one of its audiences ([`super::streams::reach`]), each into its own bounded
+//! mailbox ([`Mailbox`]). A connection that falls that far behind is closed rather than allowed
+//! to hold memory (`session`).
+//!
+//! Why not one broadcast channel that every connection reads: then every event wakes every
+//! connection of the node. A public post is two events (the public one and the followers' home
+//! one), so 10 000 open streams were 20 000 task wake-ups per post, half of them only to find
+//! the event was not theirs: the wake-ups, not the writes, were most of the node's CPU per
+//! delivered message (issue 36 item 1, R-API).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
-use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use uuid::Uuid;
 
 use super::Event;
+use super::mailbox::{Mailbox, Received};
+use super::streams::{Audience, Reach, Stream, reach};
 use crate::config::StreamLimits;
 use crate::metrics::Metrics;
 
-/// Events a stream may lag behind the listener before it is dropped. Only `Arc`s are held, so
-/// this bounds the node's memory whatever its clients do; the per-connection bound on rendered
-/// messages is `outbox::BUFFER`.
-pub const FANOUT_CAPACITY: usize = 4096;
-
 pub struct Hub {
-    tx: broadcast::Sender<Arc<Event>>,
-    closing: CancellationToken,
+    registry: Mutex<Registry>,
     streams: TaskTracker,
     metrics: Arc<Metrics>,
     limits: StreamLimits,
     open: Mutex<Open>,
+}
+
+/// The connections of the node, filed by viewer and by audience.
+#[derive(Default)]
+struct Registry {
+    /// Set when the node stops serving streams: no one is filed any more.
+    closed: bool,
+    next_id: u64,
+    /// Counts publications, so a connection filed under several of an event's audiences gets
+    /// it once ([`Member::mark`]).
+    generation: u64,
+    members: HashMap<u64, Member>,
+    by_viewer: HashMap<Uuid, HashSet<u64>>,
+    by_audience: HashMap<Audience, HashSet<u64>>,
+}
+
+struct Member {
+    mailbox: Arc<Mailbox>,
+    viewer: Uuid,
+    audiences: Vec<Audience>,
+    /// The last publication handed to this connection.
+    mark: u64,
+}
+
+impl Registry {
+    fn file(&mut self, id: u64, audiences: &[Audience]) {
+        for a in audiences {
+            self.by_audience.entry(a.clone()).or_default().insert(id);
+        }
+    }
+
+    fn unfile(&mut self, id: u64, audiences: &[Audience]) {
+        for a in audiences {
+            if let Some(set) = self.by_audience.get_mut(a) {
+                set.remove(&id);
+                if set.is_empty() {
+                    self.by_audience.remove(a);
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        let Some(m) = self.members.remove(&id) else {
+            return;
+        };
+        self.unfile(id, &m.audiences);
+        if let Some(set) = self.by_viewer.get_mut(&m.viewer) {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_viewer.remove(&m.viewer);
+            }
+        }
+    }
+
+    /// Hands `e` to every connection in `reach`, once each. A full mailbox marks its
+    /// connection lagged (it closes itself).
+    fn hand_out(&mut self, e: &Arc<Event>, reach: Reach<'_>) {
+        self.generation += 1;
+        let generation = self.generation;
+        let Registry {
+            members,
+            by_viewer,
+            by_audience,
+            ..
+        } = self;
+        let mut give = |id: &u64| {
+            if let Some(m) = members.get_mut(id) {
+                m.give(e, generation);
+            }
+        };
+        match reach {
+            Reach::All => members.values_mut().for_each(|m| m.give(e, generation)),
+            Reach::Viewers(viewers) => viewers
+                .iter()
+                .filter_map(|v| by_viewer.get(v))
+                .for_each(|set| set.iter().for_each(&mut give)),
+            Reach::Audiences(audiences) => audiences
+                .iter()
+                .filter_map(|a| by_audience.get(a))
+                .for_each(|set| set.iter().for_each(&mut give)),
+        }
+    }
+}
+
+impl Member {
+    fn give(&mut self, e: &Arc<Event>, generation: u64) {
+        if self.mark == generation {
+            return;
+        }
+        self.mark = generation;
+        self.mailbox.put(e);
+    }
+}
+
+/// A connection's place in the hub: its mailbox, and its filing, which it keeps up to date
+/// with its subscriptions ([`Subscription::follow`]). Dropping it takes the connection out.
+pub struct Subscription {
+    hub: Arc<Hub>,
+    id: u64,
+    mailbox: Arc<Mailbox>,
+}
+
+impl Subscription {
+    /// The next event for this connection.
+    pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Received> {
+        self.mailbox.poll_recv(cx)
+    }
+
+    /// Files the connection under the audiences of `streams` (its subscriptions changed).
+    pub fn follow(&self, streams: &[Stream]) {
+        let audiences = audiences(streams);
+        let mut reg = self.hub.registry();
+        let old = match reg.members.get_mut(&self.id) {
+            Some(m) => std::mem::replace(&mut m.audiences, audiences.clone()),
+            None => return,
+        };
+        reg.unfile(self.id, &old);
+        reg.file(self.id, &audiences);
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.hub.registry().remove(self.id);
+    }
+}
+
+/// The audiences `streams` are filed under, each once.
+fn audiences(streams: &[Stream]) -> Vec<Audience> {
+    let mut v: Vec<Audience> = streams.iter().filter_map(Stream::audience).collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// The streams admitted on this node: in all and per token (by the token's hash).
@@ -71,10 +210,8 @@ impl Hub {
     }
 
     pub fn with_limits(metrics: Arc<Metrics>, limits: StreamLimits) -> Arc<Hub> {
-        let (tx, _) = broadcast::channel(FANOUT_CAPACITY);
         Arc::new(Hub {
-            tx,
-            closing: CancellationToken::new(),
+            registry: Mutex::default(),
             streams: TaskTracker::new(),
             metrics,
             limits,
@@ -106,24 +243,66 @@ impl Hub {
         })
     }
 
-    /// Hands a heard event to every open stream of this node.
-    pub fn publish(&self, event: Event) {
-        self.metrics.stream_events.inc();
-        // No receiver (no open stream) is not an error: nobody is listening.
-        let _ = self.tx.send(Arc::new(event));
+    /// A poisoned lock only means a connection panicked while filing itself; the registry is
+    /// still whole (every change to it is one insert or remove at a time).
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.tx.subscribe()
+    /// Hands a heard event to every open stream of this node it may concern.
+    pub fn publish(&self, event: Event) {
+        self.metrics.stream_events.inc();
+        let e = Arc::new(event);
+        self.registry().hand_out(&e, reach(&e));
+    }
+
+    /// Files a new connection of `viewer` with `streams`: events published from now on that
+    /// may concern it reach its [`Subscription`]. After the node stopped serving streams the
+    /// subscription is closed at once.
+    pub fn subscribe(self: &Arc<Self>, viewer: Uuid, streams: &[Stream]) -> Subscription {
+        let mailbox = Arc::new(Mailbox::default());
+        let mut reg = self.registry();
+        reg.next_id += 1;
+        let id = reg.next_id;
+        if !reg.closed {
+            let audiences = audiences(streams);
+            reg.file(id, &audiences);
+            reg.by_viewer.entry(viewer).or_default().insert(id);
+            reg.members.insert(
+                id,
+                Member {
+                    mailbox: mailbox.clone(),
+                    viewer,
+                    audiences,
+                    mark: 0,
+                },
+            );
+        }
+        if reg.closed {
+            mailbox.close();
+        }
+        Subscription {
+            hub: self.clone(),
+            id,
+            mailbox,
+        }
+    }
+
+    /// Stops serving streams: every connection is told (its mailbox closes after what it
+    /// holds) and none is filed any more.
+    pub fn go_away(&self) {
+        let mut reg = self.registry();
+        reg.closed = true;
+        for m in reg.members.values() {
+            m.mailbox.close();
+        }
+        reg.members.clear();
+        reg.by_viewer.clear();
+        reg.by_audience.clear();
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
-    }
-
-    /// Fires when the node stops serving streams (shutdown): each sends its close and ends.
-    pub fn closing(&self) -> &CancellationToken {
-        &self.closing
     }
 
     /// Runs an open stream, counted as a connection while it runs and waited for by
@@ -152,7 +331,7 @@ impl Hub {
 
     /// Tells every stream to close and waits (at most `within`) until they have.
     pub async fn close(&self, within: std::time::Duration) {
-        self.closing.cancel();
+        self.go_away();
         self.streams.close();
         if tokio::time::timeout(within, self.streams.wait())
             .await
@@ -169,6 +348,92 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(kind: &str, accounts: Vec<Uuid>, tags: &[&str]) -> Event {
+        Event {
+            id: 1,
+            kind: kind.into(),
+            event: "update".into(),
+            accounts,
+            post_id: None,
+            notification_id: None,
+            local: true,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            restricted: false,
+            tokens: vec![],
+            lists: vec![],
+            authors: vec![],
+            shared: Default::default(),
+            per_viewer: Default::default(),
+        }
+    }
+
+    /// What `sub` holds: the kinds of its waiting events, or `closed`.
+    fn drain(sub: &Subscription) -> Vec<String> {
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        let mut got = vec![];
+        while let Poll::Ready(r) = sub.poll_recv(&mut cx) {
+            match r {
+                Received::Event(e) => got.push(e.kind.clone()),
+                Received::Lagged => got.push("lagged".into()),
+                Received::Closed => {
+                    got.push("closed".into());
+                    break;
+                }
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn events_reach_only_the_connections_filed_for_them() {
+        let hub = Hub::new(Metrics::new());
+        let (me, other) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let home_only = hub.subscribe(me, &[Stream::User]);
+        let public = hub.subscribe(other, &[Stream::Public, Stream::Hashtag("rust".into())]);
+        let theirs = hub.subscribe(other, &[Stream::User]);
+        hub.publish(event("public", vec![], &["rust"]));
+        hub.publish(event("home", vec![me], &[]));
+        hub.publish(event("revoke", vec![], &[]));
+        assert_eq!(drain(&home_only), ["home", "revoke"]);
+        assert_eq!(
+            drain(&public),
+            ["public", "revoke"],
+            "filed twice for the public post, handed it once"
+        );
+        assert_eq!(drain(&theirs), ["revoke"]);
+
+        // A subscription changed over the socket changes the filing.
+        home_only.follow(&[Stream::User, Stream::HashtagLocal("rust".into())]);
+        public.follow(&[Stream::User]);
+        hub.publish(event("public", vec![], &["rust"]));
+        assert_eq!(drain(&home_only), ["public"]);
+        assert_eq!(drain(&public), Vec::<String>::new());
+
+        // A connection that ended is out of the registry.
+        drop(theirs);
+        assert_eq!(
+            hub.registry().by_viewer.get(&other).map(HashSet::len),
+            Some(1)
+        );
+
+        hub.publish(event("home", vec![me], &[]));
+        hub.go_away();
+        assert_eq!(
+            drain(&home_only),
+            ["home", "closed"],
+            "what was queued, then the close"
+        );
+        let late = hub.subscribe(me, &[Stream::Public]);
+        assert_eq!(
+            drain(&late),
+            ["closed"],
+            "nothing is filed once the node stops"
+        );
+        drop((home_only, public, late));
+        let reg = hub.registry();
+        assert!(reg.members.is_empty() && reg.by_audience.is_empty() && reg.by_viewer.is_empty());
+    }
 
     #[test]
     fn admissions_count_per_token_and_per_node_and_are_given_back() {

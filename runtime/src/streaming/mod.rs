@@ -18,6 +18,7 @@
 pub mod emit;
 pub mod hub;
 pub mod listen;
+pub mod mailbox;
 pub mod outbox;
 pub mod render;
 pub mod session;
@@ -69,8 +70,8 @@ pub struct Event {
     /// A home or list event's status per viewer, while that viewer's streams on this node
     /// send it: rendered by the first of them and reused by the others (one render per event
     /// and viewer, not per connection). An entry lives only while a stream holds it
-    /// ([`Event::viewer_render`], [`Event::viewer_done`]), so an event kept in the hub's ring
-    /// keeps no renders.
+    /// ([`Event::viewer_render`], [`Event::viewer_done`]), so an event kept in a mailbox keeps
+    /// no renders.
     #[sqlx(skip)]
     pub per_viewer: PerViewer,
 }

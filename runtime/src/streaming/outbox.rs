@@ -1,10 +1,12 @@
 //! A stream's messages on their way to its socket: a queue of at most [`BUFFER`] and the
-//! socket's sending half, written by the stream's own task.
+//! socket, written (and read) by the stream's own task.
 //!
 //! One task per stream, not a session task plus a writer task joined by a channel: at 10 000
 //! streams a second task, its channel and its wake per message were a third of a stream's
 //! memory and of its CPU per delivered message (R-API). What is queued while the socket is busy
-//! goes out in one flush, so a burst of events is one write, not one per message.
+//! goes out in one flush, so a burst of events is one write, not one per message. The socket
+//! is not split into halves: one task uses both, and the halves' shared lock was taken on
+//! every poll of either.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -12,8 +14,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
-use futures::SinkExt;
-use futures::stream::SplitSink;
+use futures::{SinkExt, StreamExt};
 
 /// Rendered messages one connection may have queued for its socket before it is dropped.
 pub const BUFFER: usize = 128;
@@ -23,16 +24,16 @@ pub const BUFFER: usize = 128;
 pub struct Full;
 
 pub struct Outbox {
-    sink: SplitSink<WebSocket, Message>,
+    socket: WebSocket,
     queue: VecDeque<Message>,
     /// Messages handed to the socket since its last flush.
     unflushed: bool,
 }
 
 impl Outbox {
-    pub fn new(sink: SplitSink<WebSocket, Message>) -> Outbox {
+    pub fn new(socket: WebSocket) -> Outbox {
         Outbox {
-            sink,
+            socket,
             queue: VecDeque::new(),
             unflushed: false,
         }
@@ -59,26 +60,34 @@ impl Outbox {
         poll_fn(|cx| self.poll_write(cx)).await
     }
 
-    fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), axum::Error>> {
+    pub fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), axum::Error>> {
         while !self.queue.is_empty() {
-            ready!(self.sink.poll_ready_unpin(cx))?;
+            ready!(self.socket.poll_ready_unpin(cx))?;
             if let Some(m) = self.queue.pop_front() {
-                self.sink.start_send_unpin(m)?;
+                self.socket.start_send_unpin(m)?;
                 self.unflushed = true;
             }
         }
         if self.unflushed {
-            ready!(self.sink.poll_flush_unpin(cx))?;
+            ready!(self.socket.poll_flush_unpin(cx))?;
             self.unflushed = false;
         }
         Poll::Ready(Ok(()))
+    }
+
+    /// The client's next message (`None`: the socket ended).
+    pub fn poll_incoming(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Message, axum::Error>>> {
+        self.socket.poll_next_unpin(cx)
     }
 
     /// For a client that does not read: what is queued is dropped, and `bye` follows what the
     /// socket already holds if the socket takes it `within`.
     pub async fn abandon(mut self, bye: Message, within: Duration) {
         self.queue.clear();
-        let _ = tokio::time::timeout(within, self.sink.send(bye)).await;
+        let _ = tokio::time::timeout(within, self.socket.send(bye)).await;
     }
 
     /// Sends what is queued, then `bye`, then closes the socket, for at most `within` in all.
@@ -86,7 +95,7 @@ impl Outbox {
         self.queue.push_back(bye);
         let _ = tokio::time::timeout(within, async {
             self.write().await?;
-            self.sink.close().await
+            self.socket.close().await
         })
         .await;
     }

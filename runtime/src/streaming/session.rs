@@ -9,8 +9,8 @@
 //! ("try again later", reason `too slow`) follows what the socket already holds, if the socket
 //! takes it within [`SLOW_CLOSE`]; then the connection ends either way. So a slow client costs
 //! at most `BUFFER` rendered messages plus the socket buffers, and never slows anyone else:
-//! the hub's channel is a ring every stream reads at its own pace, and a stream that falls a
-//! whole ring behind (its renders slower than the event rate) is closed the same way.
+//! the hub puts events into each stream's own mailbox without waiting, and a stream whose
+//! mailbox fills (its renders slower than the event rate) is closed the same way.
 //!
 //! A stream holds its [`Admission`] (its place under `STREAMS_PER_TOKEN` / `STREAMS_MAX`) and
 //! its connection's place under `HTTP_MAX_CONNECTIONS` until it ends, and ends with a policy
@@ -22,14 +22,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
-use futures::StreamExt;
+use std::future::poll_fn;
+use std::task::Poll;
+
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use super::SharedStatus;
-use super::hub::Admission;
+use super::hub::{Admission, Subscription};
+use super::mailbox::Received;
 use super::outbox::{Full, Outbox};
 use super::streams::{MAX_SUBSCRIPTIONS, Stream, StreamError};
 use super::{Event, Hub, message, render};
@@ -130,12 +132,10 @@ impl Session {
 
     async fn serve(mut self: Box<Self>, socket: WebSocket) {
         // Subscribed before anything else: events from now on are this stream's.
-        let mut events = self.hub.subscribe();
-        let (sink, mut incoming) = socket.split();
-        let mut out = Outbox::new(sink);
+        let events = self.hub.subscribe(self.viewer, &self.streams);
+        let mut out = Outbox::new(socket);
         let every = self.ping_every;
         let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        let closing = self.hub.closing().clone();
         // Revoked between the handshake's check and the subscription: no `revoke` event is
         // coming for it any more. A database error here is no reason to refuse the stream
         // (the event would still come if it were revoked now).
@@ -144,24 +144,26 @@ impl Session {
             Box::pin(out.finish(revoked_close(), GOODBYE)).await;
             return;
         }
+        let mut streak = 0;
         // The rare or heavy steps (commands, reloads, a delivery's render and its queries)
         // are boxed: an async fn's future is as large as its largest await, and this one
         // lives as long as the connection. Inline they made it 6.2 KB per open stream; boxed
         // it is 1.5 KB, and the render's state exists only while it runs.
         let end = loop {
-            // Biased: the client's commands apply before events already waiting, so one that
-            // subscribes and then causes an event gets it.
-            tokio::select! {
-                biased;
-                _ = closing.cancelled() => break End::Closing,
-                // What is queued goes out before the next command or event is read, all of
-                // it in one flush.
-                r = out.write(), if out.pending() => if r.is_err() {
-                    break End::Gone;
-                },
-                m = incoming.next() => match m {
+            match poll_fn(|cx| next_wake(cx, &mut out, &events, &mut ping, &mut streak)).await {
+                Wake::Written(r) => {
+                    if r.is_err() {
+                        break End::Gone;
+                    }
+                }
+                Wake::Incoming(m) => match m {
                     Some(Ok(Message::Text(t))) => {
-                        if let Some(reply) = Box::pin(self.command(t.as_str())).await
+                        let before = self.streams.clone();
+                        let reply = Box::pin(self.command(t.as_str())).await;
+                        if self.streams != before {
+                            events.follow(&self.streams);
+                        }
+                        if let Some(reply) = reply
                             && out.offer(reply).is_err()
                         {
                             break End::Slow;
@@ -171,41 +173,51 @@ impl Session {
                     // Pongs answer our pings; tungstenite answers the client's.
                     Some(Ok(_)) => {}
                 },
-                _ = ping.tick() => if out.offer(Message::Ping(Default::default())).is_err() {
-                    break End::Slow;
-                },
-                e = events.recv() => match e {
-                    Ok(e) => {
-                        if e.kind == "revoke" {
-                            if e.tokens.contains(&self.token_hash) {
-                                break End::Revoked;
-                            }
-                            continue;
-                        }
-                        if e.kind == "relationship" {
-                            if e.accounts.contains(&self.viewer) {
-                                Box::pin(self.reload_hidden()).await;
-                            }
-                            continue;
-                        }
-                        if e.kind == "filters" {
-                            if e.accounts.contains(&self.viewer) {
-                                Box::pin(self.reload_filters()).await;
-                                if let Some(m) = self.filters_changed()
-                                    && out.offer(m).is_err()
-                                {
-                                    break End::Slow;
-                                }
-                            }
-                            continue;
-                        }
-                        if Box::pin(self.deliver(&e, &mut out)).await.is_err() {
-                            break End::Slow;
-                        }
+                Wake::Ping => {
+                    if out.offer(Message::Ping(Default::default())).is_err() {
+                        break End::Slow;
                     }
-                    Err(RecvError::Lagged(_)) => break End::Slow,
-                    Err(RecvError::Closed) => break End::Closing,
-                },
+                }
+                Wake::Event(Received::Event(e)) => {
+                    if e.kind == "revoke" {
+                        if e.tokens.contains(&self.token_hash) {
+                            break End::Revoked;
+                        }
+                        continue;
+                    }
+                    if e.kind == "relationship" {
+                        if e.accounts.contains(&self.viewer) {
+                            Box::pin(self.reload_hidden()).await;
+                        }
+                        continue;
+                    }
+                    if e.kind == "filters" {
+                        if e.accounts.contains(&self.viewer) {
+                            Box::pin(self.reload_filters()).await;
+                            if let Some(m) = self.filters_changed()
+                                && out.offer(m).is_err()
+                            {
+                                break End::Slow;
+                            }
+                        }
+                        continue;
+                    }
+                    if Box::pin(self.deliver(&e, &mut out)).await.is_err() {
+                        break End::Slow;
+                    }
+                    // Written at once when the socket takes it (it nearly always does): one
+                    // pass of this loop per delivered event instead of two. If the socket is
+                    // busy, the next pass finishes the write when it can.
+                    if out.pending()
+                        && let Poll::Ready(Err(_)) = out.poll_write(
+                            &mut std::task::Context::from_waker(futures::task::noop_waker_ref()),
+                        )
+                    {
+                        break End::Gone;
+                    }
+                }
+                Wake::Event(Received::Lagged) => break End::Slow,
+                Wake::Event(Received::Closed) => break End::Closing,
             }
         };
         match end {
@@ -486,6 +498,63 @@ impl Session {
             _ => Ok(None),
         }
     }
+}
+
+/// What woke a stream, in the order [`next_wake`] looks.
+enum Wake {
+    /// What was queued went to the socket (or the socket failed).
+    Written(Result<(), axum::Error>),
+    /// An event from the hub.
+    Event(Received),
+    /// A message from the client, or the end of its socket.
+    Incoming(Option<Result<Message, axum::Error>>),
+    Ping,
+}
+
+/// Events in a row looked at before the client's messages when both are waiting.
+const EVENTS_FIRST: u32 = 16;
+
+/// One poll of everything a stream waits on, by hand rather than `select!`: every event wakes
+/// a stream, and a `select!` builds and polls each branch's future in order on every wake
+/// (the socket's read side, the ping timer) before it reaches the mailbox. Here the mailbox
+/// comes first while it has events — the read side and the timer are only polled once it is
+/// empty, to wait — except that after [`EVENTS_FIRST`] events in a row the client's messages
+/// come first, so a stream of events never starves a client's commands or close.
+///
+/// A subscription takes effect when the stream reads it: events published before that are
+/// not sent, as with Mastodon, whose streaming server subscribes on reading the command too.
+fn next_wake(
+    cx: &mut std::task::Context<'_>,
+    out: &mut Outbox,
+    events: &Subscription,
+    ping: &mut tokio::time::Interval,
+    streak: &mut u32,
+) -> Poll<Wake> {
+    // What is queued goes out before anything else is read, all of it in one flush.
+    if out.pending()
+        && let Poll::Ready(r) = out.poll_write(cx)
+    {
+        return Poll::Ready(Wake::Written(r));
+    }
+    if *streak < EVENTS_FIRST
+        && let Poll::Ready(r) = events.poll_recv(cx)
+    {
+        *streak += 1;
+        return Poll::Ready(Wake::Event(r));
+    }
+    if let Poll::Ready(m) = out.poll_incoming(cx) {
+        *streak = 0;
+        return Poll::Ready(Wake::Incoming(m));
+    }
+    if let Poll::Ready(r) = events.poll_recv(cx) {
+        *streak = 0;
+        return Poll::Ready(Wake::Event(r));
+    }
+    *streak = 0;
+    if ping.poll_tick(cx).is_ready() {
+        return Poll::Ready(Wake::Ping);
+    }
+    Poll::Pending
 }
 
 /// What a stream sends for an event: a status it shares with other sockets (its messages

@@ -27,6 +27,60 @@ pub enum Stream {
     List(Uuid),
 }
 
+/// Where the hub files a connection for its public, hashtag and list streams (every connection
+/// is also filed under its viewer, for its home timeline, notifications and what it hides).
+/// A filing only narrows which connections are woken for an event: each still checks
+/// [`Stream::wants`] and who may see the status.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Audience {
+    Public,
+    PublicLocal,
+    PublicRemote,
+    Tag(String),
+    TagLocal(String),
+    List(Uuid),
+}
+
+/// Which connections an event may concern.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reach<'a> {
+    /// Every connection (an unrestricted deletion, a revoked token, a kind this node does not
+    /// know).
+    All,
+    /// The connections of these viewers.
+    Viewers(&'a [Uuid]),
+    /// The connections filed under any of these.
+    Audiences(Vec<Audience>),
+}
+
+/// The connections `e` may concern: a superset of those with a stream that
+/// [`Stream::wants`] it.
+pub fn reach(e: &Event) -> Reach<'_> {
+    match e.kind.as_str() {
+        "public" => {
+            let mut a = vec![
+                Audience::Public,
+                if e.local {
+                    Audience::PublicLocal
+                } else {
+                    Audience::PublicRemote
+                },
+            ];
+            for t in &e.tags {
+                a.push(Audience::Tag(t.clone()));
+                if e.local {
+                    a.push(Audience::TagLocal(t.clone()));
+                }
+            }
+            Reach::Audiences(a)
+        }
+        "list" => Reach::Audiences(e.lists.iter().copied().map(Audience::List).collect()),
+        "home" | "notification" | "relationship" | "filters" => Reach::Viewers(&e.accounts),
+        "delete" if e.restricted => Reach::Viewers(&e.accounts),
+        _ => Reach::All,
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StreamError {
     #[error("Unknown stream type")]
@@ -74,6 +128,20 @@ impl Stream {
             Stream::HashtagLocal(t) => vec!["hashtag:local".into(), t.clone()],
             Stream::List(id) => vec!["list".into(), id.to_string()],
         }
+    }
+
+    /// Where the hub files a connection for this stream; `None` for the viewer's own streams
+    /// (every connection is filed under its viewer).
+    pub fn audience(&self) -> Option<Audience> {
+        Some(match self {
+            Stream::User | Stream::UserNotification => return None,
+            Stream::Public => Audience::Public,
+            Stream::PublicLocal => Audience::PublicLocal,
+            Stream::PublicRemote => Audience::PublicRemote,
+            Stream::Hashtag(t) => Audience::Tag(t.clone()),
+            Stream::HashtagLocal(t) => Audience::TagLocal(t.clone()),
+            Stream::List(id) => Audience::List(*id),
+        })
     }
 
     /// Whether `e` goes out on this stream of `viewer`'s connection. Who may read the status
@@ -163,6 +231,71 @@ mod tests {
             Stream::parse("hashtag:local", Some("a"), None).map(|s| s.names()),
             Ok(vec!["hashtag:local".to_string(), "a".to_string()])
         );
+    }
+
+    /// The hub wakes only the connections an event reaches: every stream that wants an event
+    /// must be reached by it, or the filing would lose events.
+    #[test]
+    fn every_stream_that_wants_an_event_is_reached_by_it() {
+        let (me, other) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let (mine, theirs) = (Uuid::from_u128(11), Uuid::from_u128(12));
+        let streams = [
+            Stream::User,
+            Stream::UserNotification,
+            Stream::Public,
+            Stream::PublicLocal,
+            Stream::PublicRemote,
+            Stream::Hashtag("rust".into()),
+            Stream::HashtagLocal("rust".into()),
+            Stream::Hashtag("go".into()),
+            Stream::List(mine),
+        ];
+        let mut events = vec![];
+        for kind in [
+            "home",
+            "list",
+            "notification",
+            "public",
+            "delete",
+            "revoke",
+            "relationship",
+            "filters",
+            "something-new",
+        ] {
+            for local in [false, true] {
+                for accounts in [vec![], vec![me], vec![other, me]] {
+                    for restricted in [false, true] {
+                        let mut e = event(kind, accounts.clone(), local, &["rust", "zig"]);
+                        e.restricted = restricted;
+                        e.lists = vec![theirs, mine];
+                        events.push(e);
+                    }
+                }
+            }
+        }
+        let mut wanted = 0;
+        for e in &events {
+            for s in &streams {
+                if !s.wants(e, me) {
+                    continue;
+                }
+                wanted += 1;
+                let reached = match reach(e) {
+                    Reach::All => true,
+                    Reach::Viewers(v) => v.contains(&me),
+                    Reach::Audiences(a) => s.audience().is_some_and(|x| a.contains(&x)),
+                };
+                assert!(reached, "{s:?} wants {} {:?} but is not reached", e.kind, e);
+            }
+        }
+        assert!(wanted > 100, "the cases cover the wanted pairs ({wanted})");
+        // And the filing narrows: a public post does not reach a home-only connection, a
+        // home entry only its viewers.
+        let public = event("public", vec![], true, &["rust"]);
+        assert!(matches!(reach(&public), Reach::Audiences(a) if !a.is_empty()));
+        assert_eq!(Stream::User.audience(), None);
+        let home = event("home", vec![other], false, &[]);
+        assert_eq!(reach(&home), Reach::Viewers(&[other]));
     }
 
     #[test]
