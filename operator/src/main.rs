@@ -21,7 +21,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
@@ -207,7 +207,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             None => Api::all(client.clone()),
         }
     }
-    let recorder = Recorder::new(
+    let recorder = reconcile::report::Events::new(
         client.clone(),
         Reporter {
             controller: reconcile::MANAGER.into(),
