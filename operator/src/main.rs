@@ -21,7 +21,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
@@ -98,8 +98,51 @@ struct RunArgs {
     reconcile_concurrency: u16,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// glibc's malloc, tuned for one long-lived process holding many `Hollo`s (issue 36 item 4):
+/// at most two arenas (its default is eight per core, and each keeps its own freed memory), set
+/// before any thread starts. An operator who tunes malloc (`GLIBC_TUNABLES`,
+/// `MALLOC_ARENA_MAX`) is left alone.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_malloc() {
+    if std::env::var_os("GLIBC_TUNABLES").is_some()
+        || std::env::var_os("MALLOC_ARENA_MAX").is_some()
+    {
+        return;
+    }
+    // SAFETY: mallopt only sets a parameter of glibc's allocator; it is called first thing in
+    // main, before this process starts any thread.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Returns the heap's free pages to the system every `every`. glibc gives back only the top of
+/// a heap on its own; the free memory inside it (what a burst of reconciles, a re-list or the
+/// install of many `Hollo`s left behind) stays resident until `malloc_trim`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_malloc(every: Duration, stop: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            // SAFETY: malloc_trim only releases free memory; glibc locks each arena itself.
+            let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+        }
+    });
+}
+
+fn main() -> anyhow::Result<()> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tune_malloc();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async_main())
+}
+
+async fn async_main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd => {
@@ -149,9 +192,15 @@ fn shutdown_on_signals(token: CancellationToken) {
     });
 }
 
+/// How often the heap's free pages go back to the system (`trim_malloc`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_TRIM_EVERY: Duration = Duration::from_secs(10);
+
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     shutdown_on_signals(shutdown.clone());
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    trim_malloc(MALLOC_TRIM_EVERY, shutdown.clone());
 
     let health = Arc::new(telemetry::Health::default());
     let server = tokio::spawn(telemetry::serve(
@@ -207,7 +256,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             None => Api::all(client.clone()),
         }
     }
-    let recorder = Recorder::new(
+    let recorder = reconcile::report::Events::new(
         client.clone(),
         Reporter {
             controller: reconcile::MANAGER.into(),

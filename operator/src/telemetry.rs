@@ -10,6 +10,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use futures::FutureExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -332,7 +333,26 @@ impl Metrics {
     ) {
         if let Ok(mut m) = self.hollos.lock() {
             let st = m.entry(key).or_default();
-            st.status = status.clone();
+            // What `PerHollo::fill` reads: the phase, the roles' counts, each condition's type
+            // and status (not their messages: at 1 000 `Hollo`s, megabytes nobody scrapes).
+            st.status = HolloStatus {
+                phase: status.phase,
+                web: status.web.clone(),
+                worker: status.worker.clone(),
+                conditions: status
+                    .conditions
+                    .iter()
+                    .map(|c| Condition {
+                        type_: c.type_.clone(),
+                        status: c.status.clone(),
+                        last_transition_time: c.last_transition_time.clone(),
+                        message: String::new(),
+                        observed_generation: None,
+                        reason: String::new(),
+                    })
+                    .collect(),
+                ..HolloStatus::default()
+            };
             st.connections = budget.total();
             st.max_connections = budget.max_connections;
             st.migration_seconds = migration_seconds.or(st.migration_seconds);
@@ -364,6 +384,9 @@ impl Metrics {
         if encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
+        // The per-Hollo series live only for the scrape: `fill` makes them again from the
+        // recorded state, and at 1 000 `Hollo`s they are tens of thousands of label sets.
+        self.per_hollo.clear();
         out
     }
 }

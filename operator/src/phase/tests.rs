@@ -66,7 +66,18 @@ fn migration_running_keeps_waiting_and_ensures_the_job() {
     assert_eq!(p.phase, Phase::Migrating);
     assert_eq!(p.migration_job, Some(0));
     assert_eq!(p.workloads, Workloads::Stopped);
-    assert_eq!(p.requeue, POLL);
+    // A first install waits for the Job alone, which is watched: no poll.
+    assert_eq!(p.requeue, STEADY_REQUEUE);
+}
+
+#[test]
+fn an_upgrade_s_migration_keeps_polling() {
+    let p = decide_after(&testutil::spec(), &upgrading(), |o| {
+        o.job = JobState::Running
+    });
+    assert_eq!(p.phase, Phase::Migrating);
+    assert_eq!(p.migration_job, Some(0));
+    assert_eq!(p.requeue, POLL, "old pods and backups are not watched");
 }
 
 #[test]
@@ -86,7 +97,8 @@ fn rolling_out_becomes_running_when_ready() {
     };
     let p = decide(&testutil::spec(), &o);
     assert_eq!(p.phase, Phase::RollingOut);
-    assert_eq!(p.requeue, POLL);
+    // Deployments are watched: their changes wake the Hollo, no poll.
+    assert_eq!(p.requeue, STEADY_REQUEUE);
     let updated = Observed {
         rolled_out: true,
         ..o
@@ -111,7 +123,10 @@ fn losing_readiness_while_running_stays_running() {
     };
     let p = decide(&testutil::spec(), &o);
     assert_eq!(p.phase, Phase::Running);
-    assert_eq!(p.requeue, POLL, "watch closely until ready again");
+    assert_eq!(
+        p.requeue, STEADY_REQUEUE,
+        "readiness is watched, not polled"
+    );
     // A spec change that rolls the pods again is a rollout.
     let p = decide_after(&testutil::spec(), &o, |o| o.rolled_out = false);
     assert_eq!(p.phase, Phase::RollingOut);

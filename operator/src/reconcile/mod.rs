@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::events::EventType;
 use kube::{Client, ResourceExt};
 
 use crate::crd::{Hollo, Phase};
@@ -94,7 +94,7 @@ impl Error {
 
 pub struct Context {
     pub client: Client,
-    pub recorder: Recorder,
+    pub recorder: report::Events,
     pub health: Arc<Health>,
     pub stores: stores::Stores,
     pub applier: apply::Applier,

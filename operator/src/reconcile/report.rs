@@ -2,7 +2,7 @@
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
@@ -167,7 +167,7 @@ pub fn paused(hollo: &Hollo, now: Timestamp) -> HolloStatus {
 
 /// A Normal event when the paused status is first written (and again after each edit while
 /// paused: the edit waits).
-pub async fn paused_event(recorder: &Recorder, hollo: &Hollo) {
+pub async fn paused_event(recorder: &Events, hollo: &Hollo) {
     let note = format!(
         "reconciliation paused at generation {}; changes wait until spec.reconciliationPaused is false",
         hollo.meta().generation.unwrap_or(0)
@@ -208,14 +208,49 @@ pub async fn write_status(
     Ok(true)
 }
 
+/// Where a reconcile's events go. kube's `Recorder` keeps every event it sent for six minutes
+/// (a repeat with the same reason for the same `Hollo` becomes a count on the first) and scans
+/// all it keeps, under one lock, on each new event. Warnings go through one shared `Recorder`,
+/// so a warning repeated while nothing changes (say, KEDA missing, every 30 s) stays one event
+/// with a count. A Normal event marks a change that was just written to the status (a phase
+/// change, a pause, a resume) and is not repeated while nothing changes; it goes through a
+/// recorder that keeps nothing (a phase reached again within six minutes is a new event, not
+/// a count on the first): at 1 000 `Hollo`s an install's few phase changes each were
+/// thousands of kept events, megabytes held for six minutes (issue 36 item 4).
+#[derive(Clone)]
+pub struct Events {
+    client: Client,
+    reporter: Reporter,
+    warnings: Recorder,
+}
+
+impl Events {
+    pub fn new(client: Client, reporter: Reporter) -> Self {
+        let warnings = Recorder::new(client.clone(), reporter.clone());
+        Self {
+            client,
+            reporter,
+            warnings,
+        }
+    }
+
+    fn recorder(&self, type_: EventType) -> Recorder {
+        match type_ {
+            EventType::Warning => self.warnings.clone(),
+            EventType::Normal => Recorder::new(self.client.clone(), self.reporter.clone()),
+        }
+    }
+}
+
 pub async fn publish(
-    recorder: &Recorder,
+    recorder: &Events,
     hollo: &Hollo,
     type_: EventType,
     reason: &str,
     action: &str,
     note: String,
 ) {
+    let recorder = recorder.recorder(type_);
     let ev = Event {
         type_,
         reason: reason.into(),
@@ -231,7 +266,7 @@ pub async fn publish(
 
 /// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad, or
 /// the HTTPRoute cannot be applied.
-pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus) {
+pub async fn check_events(recorder: &Events, hollo: &Hollo, new: &HolloStatus) {
     let previous = hollo.status.clone().unwrap_or_default();
     for c in &new.conditions {
         let checked = [
@@ -264,7 +299,7 @@ pub async fn check_events(recorder: &Recorder, hollo: &Hollo, new: &HolloStatus)
 /// The events of one reconcile: a failed migration, a phase change, an exceeded budget, a
 /// missing KEDA.
 pub async fn events(
-    recorder: &Recorder,
+    recorder: &Events,
     hollo: &Hollo,
     plan: &Plan,
     new: &HolloStatus,

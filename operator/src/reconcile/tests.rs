@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::client::Body;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -179,7 +179,7 @@ impl Fixture {
         let (network_policies, _) = ready_store();
         let (cron_jobs, _) = ready_store();
         let ctx = Arc::new(Context {
-            recorder: Recorder::new(
+            recorder: super::report::Events::new(
                 client.clone(),
                 Reporter {
                     controller: super::MANAGER.into(),
