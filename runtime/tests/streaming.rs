@@ -1037,3 +1037,28 @@ fn health_addr_of(node: &Hollo) -> Option<String> {
     let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
     Some(rest[..end].to_string())
 }
+
+/// R-SHUT-1, R-API: a node that stops tells each of its streams to go away (1001), after what
+/// was queued for it, so clients reconnect through the load balancer to a node that stays;
+/// the node's stop does not wait on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopping_node_tells_every_stream_to_go_away() {
+    let inst = Instance::start("all", &[]).await;
+    let (_, token) = inst.account("leaver").await;
+    let base = inst.base.clone();
+    let mut public = connect(&base, "stream=public", &token).await;
+    let mut user = connect(&base, "stream=user", &token).await;
+    let stopping = tokio::spawn(inst.shutdown());
+    assert_eq!(
+        closed(&mut public, "the public stream's close").await,
+        Some(1001)
+    );
+    assert_eq!(
+        closed(&mut user, "the user stream's close").await,
+        Some(1001)
+    );
+    tokio::time::timeout(WAIT, stopping)
+        .await
+        .expect("the node stopped in time")
+        .expect("shutdown task");
+}
