@@ -350,22 +350,7 @@ mod tests {
     use super::*;
 
     fn event(kind: &str, accounts: Vec<Uuid>, tags: &[&str]) -> Event {
-        Event {
-            id: 1,
-            kind: kind.into(),
-            event: "update".into(),
-            accounts,
-            post_id: None,
-            notification_id: None,
-            local: true,
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            restricted: false,
-            tokens: vec![],
-            lists: vec![],
-            authors: vec![],
-            shared: Default::default(),
-            per_viewer: Default::default(),
-        }
+        Event::for_test(kind, accounts, true, tags)
     }
 
     /// What `sub` holds: the kinds of its waiting events, or `closed`.

@@ -87,22 +87,9 @@ mod tests {
     use futures::task::noop_waker_ref;
 
     fn event(id: i64) -> Arc<Event> {
-        Arc::new(Event {
-            id,
-            kind: "public".into(),
-            event: "update".into(),
-            accounts: vec![],
-            post_id: None,
-            notification_id: None,
-            local: true,
-            tags: vec![],
-            restricted: false,
-            tokens: vec![],
-            lists: vec![],
-            authors: vec![],
-            shared: Default::default(),
-            per_viewer: Default::default(),
-        })
+        let mut e = Event::for_test("public", vec![], true, &[]);
+        e.id = id;
+        Arc::new(e)
     }
 
     fn next(m: &Mailbox) -> Poll<Option<i64>> {

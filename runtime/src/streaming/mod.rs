@@ -76,6 +76,30 @@ pub struct Event {
     pub per_viewer: PerViewer,
 }
 
+#[cfg(test)]
+impl Event {
+    /// An event for unit tests: `kind` for `accounts`, local or not, with `tags`; no post and
+    /// nothing else.
+    pub(crate) fn for_test(kind: &str, accounts: Vec<Uuid>, local: bool, tags: &[&str]) -> Event {
+        Event {
+            id: 1,
+            kind: kind.into(),
+            event: "update".into(),
+            accounts,
+            post_id: None,
+            notification_id: None,
+            local,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            restricted: false,
+            tokens: vec![],
+            lists: vec![],
+            authors: vec![],
+            shared: Default::default(),
+            per_viewer: Default::default(),
+        }
+    }
+}
+
 /// A status rendered once (`None`: gone, or not the viewer's to see) for every stream that
 /// sends it.
 pub type Cell = OnceCell<Option<Arc<SharedStatus>>>;

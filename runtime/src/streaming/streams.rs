@@ -180,22 +180,9 @@ mod tests {
     use super::*;
 
     fn event(kind: &str, accounts: Vec<Uuid>, local: bool, tags: &[&str]) -> Event {
-        Event {
-            id: 1,
-            kind: kind.into(),
-            event: "update".into(),
-            accounts,
-            post_id: Some(Uuid::nil()),
-            notification_id: None,
-            local,
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            restricted: false,
-            tokens: vec![],
-            lists: vec![],
-            authors: vec![],
-            shared: Default::default(),
-            per_viewer: Default::default(),
-        }
+        let mut e = Event::for_test(kind, accounts, local, tags);
+        e.post_id = Some(Uuid::nil());
+        e
     }
 
     #[test]
