@@ -264,7 +264,9 @@ impl Hub {
         let mut reg = self.registry();
         reg.next_id += 1;
         let id = reg.next_id;
-        if !reg.closed {
+        if reg.closed {
+            mailbox.close();
+        } else {
             let audiences = audiences(streams);
             reg.file(id, &audiences);
             reg.by_viewer.entry(viewer).or_default().insert(id);
@@ -277,9 +279,6 @@ impl Hub {
                     mark: 0,
                 },
             );
-        }
-        if reg.closed {
-            mailbox.close();
         }
         Subscription {
             hub: self.clone(),

@@ -18,13 +18,13 @@
 //! revoked it — or when the token is found gone right after the stream subscribed (revoked
 //! between the handshake's check and the subscription).
 
+use std::future::poll_fn;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
-use std::future::poll_fn;
-use std::task::Poll;
-
+use futures::FutureExt;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -136,6 +136,9 @@ impl Session {
         let mut out = Outbox::new(socket);
         let every = self.ping_every;
         let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        // The timer is looked at only when nothing else is waiting (`next_wake`): ticks missed
+        // while events kept the stream busy are one ping later, not a burst of them.
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // Revoked between the handshake's check and the subscription: no `revoke` event is
         // coming for it any more. A database error here is no reason to refuse the stream
         // (the event would still come if it were revoked now).
@@ -209,9 +212,7 @@ impl Session {
                     // pass of this loop per delivered event instead of two. If the socket is
                     // busy, the next pass finishes the write when it can.
                     if out.pending()
-                        && let Poll::Ready(Err(_)) = out.poll_write(
-                            &mut std::task::Context::from_waker(futures::task::noop_waker_ref()),
-                        )
+                        && let Some(Err(_)) = out.write().now_or_never()
                     {
                         break End::Gone;
                     }
