@@ -1062,3 +1062,60 @@ async fn a_stopping_node_tells_every_stream_to_go_away() {
         .expect("the node stopped in time")
         .expect("shutdown task");
 }
+
+/// Reads until the server pings (tungstenite queues the pong, sent as it reads on); how many
+/// other messages came before it.
+async fn next_ping(ws: &mut Socket, what: &str) -> usize {
+    let start = Instant::now();
+    let mut other = 0;
+    loop {
+        let left = WAIT
+            .checked_sub(start.elapsed())
+            .unwrap_or_else(|| panic!("timed out waiting for {what}"));
+        match tokio::time::timeout(left, ws.next()).await {
+            Err(_) => panic!("timed out waiting for {what}"),
+            Ok(Some(Ok(Message::Ping(_)))) => return other,
+            Ok(Some(Ok(_))) => other += 1,
+            Ok(end) => panic!("{what}: the stream ended: {end:?}"),
+        }
+    }
+}
+
+/// R-API: the server pings each stream at a third of the idle timeout (here 3 s, so every
+/// second): a stream whose client answers stays open past the timeout however quiet it is,
+/// and events sent between pings do not stop them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_stream_is_pinged_and_outlives_the_idle_timeout() {
+    let idle = Duration::from_secs(3);
+    let inst = Instance::start("all", &[("HTTP_IDLE_TIMEOUT_SECONDS", "3")]).await;
+    let (_, token) = inst.account("pinged").await;
+    let base = inst.base.as_str();
+    let api = Client::at(base, Some(&token));
+    let mut ws = connect(base, "stream=public", &token).await;
+    let opened = Instant::now();
+    next_ping(&mut ws, "the first ping").await;
+    post(&api, "between pings", "public").await;
+    until(&mut ws, "the post between pings", |e| {
+        e.is(&["public"], "update")
+    })
+    .await;
+    let mut pings = 0;
+    while pings < 2 || opened.elapsed() <= idle + Duration::from_secs(1) {
+        next_ping(&mut ws, "a ping after an event").await;
+        pings += 1;
+    }
+    post(&api, "after the idle timeout", "public").await;
+    let (e, _) = until(&mut ws, "a post after the idle timeout", |e| {
+        e.is(&["public"], "update")
+    })
+    .await;
+    assert!(
+        e.payload["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("after the idle timeout")),
+        "the stream outlived the idle timeout: {:?}",
+        e.payload["content"]
+    );
+    drop(ws);
+    inst.shutdown().await;
+}
