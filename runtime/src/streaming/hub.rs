@@ -9,7 +9,7 @@
 //! connection of the node. A public post is two events (the public one and the followers' home
 //! one), so 10 000 open streams were 20 000 task wake-ups per post, half of them only to find
 //! the event was not theirs: the wake-ups, not the writes, were most of the node's CPU per
-//! delivered message (issue 36 item 1, R-API).
+//! delivered message (R-API).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
