@@ -93,8 +93,11 @@ def build(*bins):
 
 
 def free_port():
+    """A port free on every local address: nodes bind 0.0.0.0, and a port that is free on
+    127.0.0.1 may still be held on another loopback address (bench/streaming's clients dial
+    from 127.0.0.1-8, and the next bench's node once failed to bind such a port)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))
         return s.getsockname()[1]
 
 
