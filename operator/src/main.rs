@@ -108,7 +108,7 @@ struct RunArgs {
 ///
 /// Measured together (`bench/operator-burst`, N=1000): with two arenas and glibc's threshold
 /// the annotation of every `Hollo` took the RSS from 56 to 64 MiB (peak 69.6); with these,
-/// from 55 to 60 MiB (peak 63.7). An operator who tunes malloc (`GLIBC_TUNABLES`, any
+/// from 55 to 59–61 MiB (peak 63.7). An operator who tunes malloc (`GLIBC_TUNABLES`, any
 /// `MALLOC_*` variable) is left alone.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn tune_malloc() {
