@@ -537,16 +537,21 @@ impl Default for DisruptionBudgetSpec {
     }
 }
 
+// Here and for the other large, rarely set Kubernetes types of the spec (affinity, security
+// contexts, an HPA's behavior) a `Box`: an unset `Option<Probe>` still takes the size of a
+// `Probe` in every cached `Hollo` (6.4 KB a `Hollo` before, most of it unset options; at
+// 1 000 `Hollo`s, issue 36 item 4). Serialized and in the schema a `Box` is its content.
+// (Not a doc comment: those become the CRD's descriptions.)
 /// Probes replacing the profile's defaults for one role (each one independently).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub startup: Option<Probe>,
+    pub startup: Option<Box<Probe>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub liveness: Option<Probe>,
+    pub liveness: Option<Box<Probe>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub readiness: Option<Probe>,
+    pub readiness: Option<Box<Probe>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
@@ -689,7 +694,7 @@ pub struct WebAutoscalingSpec {
     /// The HPA's `behavior` (scale-up/scale-down policies and stabilization windows); unset =
     /// Kubernetes' defaults (scale down after a 300 s window).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
+    pub behavior: Option<Box<HorizontalPodAutoscalerBehavior>>,
 }
 
 impl Default for WebAutoscalingSpec {
@@ -737,7 +742,7 @@ pub struct SchedulingSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<Vec<Toleration>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub affinity: Option<Affinity>,
+    pub affinity: Option<Box<Affinity>>,
     /// Unset: web, worker and `all` pods spread softly over nodes (`maxSkew: 1` over
     /// `kubernetes.io/hostname`, `whenUnsatisfiable: ScheduleAnyway`, per rollout revision);
     /// migration Jobs none. `[]`: no constraint at all.
@@ -815,7 +820,7 @@ pub struct AutoscalingSpec {
     /// in the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior`. Unset =
     /// Kubernetes' defaults.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
+    pub behavior: Option<Box<HorizontalPodAutoscalerBehavior>>,
 }
 
 impl Default for AutoscalingSpec {
@@ -954,17 +959,17 @@ pub struct PodOverrides {
     #[serde(default)]
     pub tolerations: Vec<Toleration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub affinity: Option<Affinity>,
+    pub affinity: Option<Box<Affinity>>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
     /// Replaces the operator's restrictive pod security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub security_context: Option<PodSecurityContext>,
+    pub security_context: Option<Box<PodSecurityContext>>,
     /// Replaces the operator's restrictive container security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub container_security_context: Option<SecurityContext>,
+    pub container_security_context: Option<Box<SecurityContext>>,
 }
 
 /// Where a CA bundle comes from: a ConfigMap or a Secret of the Hollo's namespace, one key.

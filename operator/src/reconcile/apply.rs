@@ -60,7 +60,8 @@ const API_PRESENT: u8 = 2;
 
 /// Carries out writes; remembers what it applied.
 pub struct Applier {
-    memo: Mutex<HashMap<(&'static str, String, String), Memo>>,
+    /// By [`Applier::key`]: a hash, not the strings (thousands of children at 1 000 `Hollo`s).
+    memo: Mutex<HashMap<u64, Memo>>,
     keda: AtomicU8,
     /// The same for the Gateway API's HTTPRoute (R-OP-OPS).
     gateway: AtomicU8,
@@ -121,12 +122,14 @@ fn project(stored: &Value, want: &Value) -> Value {
 }
 
 impl Applier {
-    fn key<K: Resource>(obj: &K) -> (&'static str, String, String) {
-        (
-            std::any::type_name::<K>(),
-            obj.namespace().unwrap_or_default(),
-            obj.name_any(),
-        )
+    /// The kind, namespace and name of `obj`, hashed: two objects share it only by a 64-bit
+    /// collision, which costs at most applies that change nothing (each overwrites the
+    /// other's memo, so neither matches).
+    fn key<K: Resource>(obj: &K) -> u64 {
+        let mut h = DefaultHasher::new();
+        std::any::type_name::<K>().hash(&mut h);
+        h.write_u64(stores::object_key(obj));
+        h.finish()
     }
 
     fn memo_of<K: Resource + Serialize>(&self, want: &K) -> Option<Memo> {

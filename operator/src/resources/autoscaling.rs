@@ -73,7 +73,7 @@ pub fn hpa(hollo: &Hollo) -> HorizontalPodAutoscaler {
         target_name(hollo),
         (a.min_replicas, a.max_replicas),
         a.target_cpu_utilization.map(|cpu| vec![cpu_metric(cpu)]),
-        a.behavior.clone(),
+        a.behavior.as_deref().cloned(),
     )
 }
 
@@ -128,7 +128,7 @@ pub fn web_hpa(hollo: &Hollo) -> Option<HorizontalPodAutoscaler> {
         name,
         (a.min_replicas, a.max_replicas),
         Some(vec![cpu_metric(a.target_cpu_utilization)]),
-        a.behavior.clone(),
+        a.behavior.as_deref().cloned(),
     ))
 }
 
@@ -332,7 +332,7 @@ mod tests {
         spec.web.autoscaling.min_replicas = 2;
         spec.web.autoscaling.max_replicas = 5;
         spec.web.autoscaling.target_cpu_utilization = 60;
-        spec.web.autoscaling.behavior = Some(scale_down_after(600));
+        spec.web.autoscaling.behavior = Some(Box::new(scale_down_after(600)));
         let h = web_hpa(&testutil::hollo(spec.clone())).expect("an HPA");
         assert_eq!(h.metadata.name.as_deref(), Some("social-web"));
         let labels = h.metadata.labels.clone().expect("labels");
@@ -365,7 +365,7 @@ mod tests {
     #[test]
     fn worker_behavior_reaches_the_hpa_and_kedas_hpa_config() {
         let mut spec = autoscaled();
-        spec.worker.autoscaling.behavior = Some(scale_down_after(900));
+        spec.worker.autoscaling.behavior = Some(Box::new(scale_down_after(900)));
         let Autoscaler::Hpa(h) = autoscaler(&testutil::hollo(spec.clone())) else {
             panic!("expected an HPA");
         };

@@ -203,7 +203,8 @@ fn runtime_default() -> SeccompProfile {
 pub fn pod_security_context(spec: &HolloSpec) -> PodSecurityContext {
     spec.pod
         .security_context
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or(PodSecurityContext {
             run_as_non_root: Some(true),
             run_as_user: Some(RUN_AS),
@@ -217,7 +218,8 @@ pub fn pod_security_context(spec: &HolloSpec) -> PodSecurityContext {
 pub fn container_security_context(spec: &HolloSpec) -> SecurityContext {
     spec.pod
         .container_security_context
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or(SecurityContext {
             allow_privilege_escalation: Some(false),
             read_only_root_filesystem: Some(true),
@@ -414,7 +416,11 @@ pub fn pod_template(
                 .then(|| spec.image.pull_secrets.clone()),
             node_selector: (!node_selector.is_empty()).then_some(node_selector),
             tolerations: (!tolerations.is_empty()).then_some(tolerations),
-            affinity: role.affinity.clone().or_else(|| spec.pod.affinity.clone()),
+            affinity: role
+                .affinity
+                .as_deref()
+                .or(spec.pod.affinity.as_deref())
+                .cloned(),
             topology_spread_constraints: (!spread.is_empty()).then_some(spread),
             priority_class_name: role.priority_class_name.clone(),
             restart_policy: restart_policy.map(str::to_string),
@@ -823,10 +829,10 @@ mod tests {
             Some([("pool".to_string(), "batch".to_string())].into());
         spec.worker.scheduling.priority_class_name = Some("hollo-workers".into());
         spec.worker.scheduling.topology_spread_constraints = Some(vec![]);
-        spec.worker.scheduling.affinity = Some(Affinity {
+        spec.worker.scheduling.affinity = Some(Box::new(Affinity {
             node_affinity: Some(NodeAffinity::default()),
             ..Affinity::default()
-        });
+        }));
         spec.migrations.scheduling.tolerations = Some(vec![]);
         let h = testutil::hollo(spec);
         let web = pod_of(&super::super::web::deployment(&h, "0.1.0", None));

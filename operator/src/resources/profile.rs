@@ -100,8 +100,8 @@ fn with_overrides(
         (&mut p.liveness, &probes.liveness),
         (&mut p.readiness, &probes.readiness),
     ] {
-        if o.is_some() {
-            *slot = o.clone();
+        if let Some(o) = o {
+            *slot = Some(Probe::clone(o));
         }
     }
     p
@@ -277,16 +277,16 @@ mod tests {
             spec.web.port = 8080;
             spec.web.command = Some(vec!["/bin/app".into()]);
             spec.web.args = Some(vec!["serve".into(), "--fast".into()]);
-            spec.web.probes.readiness = Some(http_probe("/ready", "http", 7, 2));
+            spec.web.probes.readiness = Some(Box::new(http_probe("/ready", "http", 7, 2)));
             spec.worker.command = Some(vec!["/bin/app".into(), "work".into()]);
             spec.worker.args = Some(vec!["--quiet".into()]);
             spec.worker.health_port = 9191;
-            spec.worker.probes.liveness = Some(Probe {
+            spec.worker.probes.liveness = Some(Box::new(Probe {
                 exec: Some(ExecAction {
                     command: Some(vec!["/bin/app".into(), "alive".into()]),
                 }),
                 ..Probe::default()
-            });
+            }));
             spec.migrations.command = Some(vec!["/bin/app".into(), "db".into()]);
             let web = http(&spec);
             assert_eq!(
