@@ -540,7 +540,7 @@ impl Default for DisruptionBudgetSpec {
 // Here and for the other large, rarely set Kubernetes types of the spec (affinity, security
 // contexts, an HPA's behavior) a `Box`: an unset `Option<Probe>` still takes the size of a
 // `Probe` in every cached `Hollo` (6.4 KB a `Hollo` before, most of it unset options; at
-// 1 000 `Hollo`s, issue 36 item 4). Serialized and in the schema a `Box` is its content.
+// 1 000 `Hollo`s per operator). Serialized and in the schema a `Box` is its content.
 // (Not a doc comment: those become the CRD's descriptions.)
 /// Probes replacing the profile's defaults for one role (each one independently).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]

@@ -98,7 +98,7 @@ struct RunArgs {
     reconcile_concurrency: u16,
 }
 
-/// glibc's malloc, tuned for one long-lived process holding many `Hollo`s (issue 36 item 4),
+/// glibc's malloc, tuned for one long-lived process holding many `Hollo`s (1 000 per operator),
 /// set before any thread starts:
 /// - one arena (its default is eight per core, and each keeps its own freed memory): a
 ///   reconcile mostly waits on the apiserver, so threads rarely contend for it;

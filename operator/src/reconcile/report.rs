@@ -216,7 +216,7 @@ pub async fn write_status(
 /// change, a pause, a resume) and is not repeated while nothing changes; it goes through a
 /// recorder that keeps nothing (a phase reached again within six minutes is a new event, not
 /// a count on the first): at 1 000 `Hollo`s an install's few phase changes each were
-/// thousands of kept events, megabytes held for six minutes (issue 36 item 4).
+/// thousands of kept events, megabytes held for six minutes (R-OP-STATUS).
 #[derive(Clone)]
 pub struct Events {
     client: Client,

@@ -245,7 +245,7 @@ where
     S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 {
     // Keyed by a hash of namespace and name, not by `ObjectRef` (four strings an object: a
-    // few hundred bytes each for thousands of children at 1 000 `Hollo`s, issue 36 item 4).
+    // few hundred bytes each for thousands of children at 1 000 `Hollo`s per operator).
     let mut seen: std::collections::HashMap<u64, u64> = Default::default();
     events.filter_map(move |event| {
         let out = match event {
