@@ -879,6 +879,19 @@ async fn open_streams_count_against_the_connection_cap() {
 /// Reads until the server closes the stream; the close frame's code, or `None` for a close
 /// without one. Events before it are skipped.
 async fn closed(ws: &mut Socket, what: &str) -> Option<u16> {
+    read_until(ws, what, |m| match m {
+        Message::Close(frame) => Some(frame.map(|f| u16::from(f.code))),
+        _ => None,
+    })
+    .await
+}
+
+/// Reads messages until `pick` takes one; fails after the deadline or when the stream ends.
+async fn read_until<T>(
+    ws: &mut Socket,
+    what: &str,
+    mut pick: impl FnMut(Message) -> Option<T>,
+) -> T {
     let start = Instant::now();
     loop {
         let left = WAIT
@@ -886,9 +899,12 @@ async fn closed(ws: &mut Socket, what: &str) -> Option<u16> {
             .unwrap_or_else(|| panic!("timed out waiting for {what}"));
         match tokio::time::timeout(left, ws.next()).await {
             Err(_) => panic!("timed out waiting for {what}"),
-            Ok(Some(Ok(Message::Close(frame)))) => return frame.map(|f| u16::from(f.code)),
-            Ok(Some(Ok(_))) => {}
-            Ok(other) => panic!("{what}: the stream ended without a close frame: {other:?}"),
+            Ok(Some(Ok(m))) => {
+                if let Some(t) = pick(m) {
+                    return t;
+                }
+            }
+            Ok(end) => panic!("{what}: the stream ended first: {end:?}"),
         }
     }
 }
@@ -1063,22 +1079,9 @@ async fn a_stopping_node_tells_every_stream_to_go_away() {
         .expect("shutdown task");
 }
 
-/// Reads until the server pings (tungstenite queues the pong, sent as it reads on); how many
-/// other messages came before it.
-async fn next_ping(ws: &mut Socket, what: &str) -> usize {
-    let start = Instant::now();
-    let mut other = 0;
-    loop {
-        let left = WAIT
-            .checked_sub(start.elapsed())
-            .unwrap_or_else(|| panic!("timed out waiting for {what}"));
-        match tokio::time::timeout(left, ws.next()).await {
-            Err(_) => panic!("timed out waiting for {what}"),
-            Ok(Some(Ok(Message::Ping(_)))) => return other,
-            Ok(Some(Ok(_))) => other += 1,
-            Ok(end) => panic!("{what}: the stream ended: {end:?}"),
-        }
-    }
+/// Reads until the server pings (tungstenite queues the pong, sent as it reads on).
+async fn next_ping(ws: &mut Socket, what: &str) {
+    read_until(ws, what, |m| matches!(m, Message::Ping(_)).then_some(())).await
 }
 
 /// R-API: the server pings each stream at a third of the idle timeout (here 3 s, so every
