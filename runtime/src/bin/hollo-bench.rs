@@ -26,7 +26,6 @@ use hollo_runtime::queue::{
     JobContext, KindSpec, NewMessage, QueueName, Registry, TaskError, enqueue_many,
 };
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -156,8 +155,7 @@ fn peak_rss_kb() -> u64 {
 
 async fn connect(url: &str, max: u32, sync_commit: &str) -> Result<PgPool> {
     let opts = db::connect_options(url)?.options([("synchronous_commit", sync_commit)]);
-    PgPoolOptions::new()
-        .max_connections(max)
+    db::pool_options(max)
         .connect_with(opts)
         .await
         .context("connecting")

@@ -141,6 +141,33 @@ pub fn connect_options(url: &str) -> Result<PgConnectOptions> {
     Ok(opts)
 }
 
+/// A connection idle for less than this is handed out without a liveness check.
+pub const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
+
+/// The options of every pool of a node (and of the queue benchmark, so it measures the same).
+///
+/// sqlx checks each idle connection before handing it out (`test_before_acquire`): a Sync
+/// message and its ReadyForQuery, a full round trip to PostgreSQL in front of every statement
+/// or transaction. Under load that was one extra round trip per query: in the queue's drain a
+/// claim became two round trips. The check is there to catch a connection that died while
+/// idle (a restarted or failed-over server, a NAT or pooler timeout), which takes time to go
+/// stale; so only a connection idle for [`PING_IF_IDLE_FOR`] or longer is checked (a pool's
+/// common bypass window, like HikariCP's). A connection that fails within that second fails
+/// its statement, as a statement in flight at that moment would anyway, and is discarded.
+pub fn pool_options(max: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_IF_IDLE_FOR {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+}
+
 /// Builds a pool, waiting for the database with back-off and a clear log line per attempt
 /// (R-DB-3). Gives up only when `stop` fires.
 pub async fn connect_pool(
@@ -167,8 +194,7 @@ pub async fn connect_pool(
                 if attempt > 1 {
                     tracing::info!(pool = what, attempt, "database reachable again");
                 }
-                return Ok(PgPoolOptions::new()
-                    .max_connections(max)
+                return Ok(pool_options(max)
                     .min_connections(0)
                     .acquire_timeout(Duration::from_secs(30))
                     .connect_lazy_with(opts));
