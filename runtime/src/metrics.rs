@@ -74,6 +74,18 @@ pub struct Metrics {
     pub depth_samples: Counter,
 }
 
+/// One kind's handler series, taken from the families once per consumer and kind: a
+/// family lookup hashes and allocates the label set under a lock, five times a message.
+#[derive(Clone)]
+pub struct KindMetrics {
+    pub started: Counter,
+    pub succeeded: Counter,
+    pub failed: Counter,
+    pub retried: Counter,
+    pub in_flight: Gauge<i64, AtomicI64>,
+    pub latency: Histogram,
+}
+
 impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut registry = Registry::with_prefix("hollo");
@@ -198,6 +210,19 @@ impl Metrics {
             depth,
             latency,
         })
+    }
+
+    /// The series of `kind` in `queue` (they share their values with the families').
+    pub fn of_kind(&self, queue: &str, kind: &str) -> KindMetrics {
+        let labels = Self::labels(queue, kind);
+        KindMetrics {
+            started: self.started.get_or_create(&labels).clone(),
+            succeeded: self.succeeded.get_or_create(&labels).clone(),
+            failed: self.failed.get_or_create(&labels).clone(),
+            retried: self.retried.get_or_create(&labels).clone(),
+            in_flight: self.in_flight.get_or_create(&labels).clone(),
+            latency: self.latency.get_or_create(&labels).clone(),
+        }
     }
 
     pub fn labels(queue: &str, kind: &str) -> KindLabels {

@@ -956,3 +956,92 @@ async fn completions_that_fail_to_commit_are_written_again_not_lost() {
     );
     w.shutdown().await;
 }
+
+/// A consumer keeps its claim connection while the queue has a backlog (no pool round trip
+/// per claim). Killing that connection's backend mid-backlog costs one failed claim: the
+/// consumer takes another connection and every message still runs and is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_connection_killed_mid_backlog_is_replaced_and_nothing_is_lost() {
+    let db = fresh_db().await;
+    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let n = 3000;
+    let msgs: Vec<NewMessage> = (0..n)
+        .map(|i| NewMessage::new("test.log.v1", serde_json::json!({ "key": format!("c{i}") })))
+        .collect();
+    enqueue_many(&db.pool, QueueName::Task, &msgs)
+        .await
+        .unwrap();
+    let w = start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        logging_registry("test.log.v1", QueueName::Task),
+        Duration::from_secs(2),
+    );
+    until_count(
+        &db,
+        Duration::from_secs(30),
+        "the backlog being drained",
+        "SELECT least(count(*), 100) FROM exec_log",
+        100,
+    )
+    .await;
+    // Only the backends whose last statement was a claim.
+    let (left, killed): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM hollo_task_message_v1),
+                (SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                  WHERE datname = current_database() AND pid <> pg_backend_pid()
+                    AND query LIKE 'WITH done AS%')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(left > 0, "the kill came while the backlog lasted");
+    assert!(killed >= 1, "a claim connection was killed");
+    until_count(
+        &db,
+        Duration::from_secs(60),
+        "every message deleted after the kill",
+        "SELECT count(*) FROM hollo_task_message_v1",
+        0,
+    )
+    .await;
+    let distinct: i64 = sqlx::query_scalar("SELECT count(DISTINCT key) FROM exec_log")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(distinct, n, "every message ran");
+    w.shutdown().await;
+}
+
+/// `db::pool_options`: a connection idle for less than `PING_IF_IDLE_FOR` is handed out
+/// without a round trip, an older one is checked first, so a connection that died while idle
+/// (here: its backend terminated) is replaced instead of failing the next statement.
+#[tokio::test]
+async fn a_pooled_connection_that_died_while_idle_is_replaced() {
+    let db = fresh_db().await;
+    let pool = hollo_runtime::db::pool_options(1)
+        .connect(&db.url)
+        .await
+        .unwrap();
+    let first: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(first)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(killed);
+    // Idle past the window, so the pool checks the connection before handing it out.
+    tokio::time::sleep(hollo_runtime::db::PING_IF_IDLE_FOR + Duration::from_millis(200)).await;
+    let second: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await
+        .expect("the dead connection is replaced, not handed out");
+    assert_ne!(first, second, "a new backend serves the pool");
+}

@@ -102,11 +102,23 @@ async fn run(
             .unwrap_or_default()
     };
     loop {
-        let open = rx.recv().await.is_some();
+        let mut open = rx.recv().await.is_some();
         if open {
-            // Group what finishes within the window (a claim may take it all meanwhile).
-            let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
-            while let Ok(Some(())) = tokio::time::timeout_at(deadline, rx.recv()).await {}
+            // Group what finishes within the window (a claim may take it all meanwhile). The
+            // channel is not polled while the window runs, so the wake-ups sent meanwhile (the
+            // first completion after each claim sends one) only queue up instead of waking
+            // this task once per claim; they are read after it.
+            tokio::time::sleep(BATCH_WINDOW).await;
+            loop {
+                match rx.try_recv() {
+                    Ok(()) => {}
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        open = false;
+                        break;
+                    }
+                }
+            }
         }
         let all = take();
         for batch in all.chunks(BATCH_MAX) {
@@ -140,8 +152,8 @@ async fn write_batch(pool: &PgPool, queue: QueueName, node: Uuid, held: &Held, b
 
 /// Deletes finished messages in one statement, each fenced on the claim it ran under (a row
 /// re-claimed since, by us or another worker, is left alone). Returns how many were deleted.
-pub async fn delete_done(
-    pool: &PgPool,
+pub async fn delete_done<'c>(
+    db: impl sqlx::PgExecutor<'c>,
     queue: QueueName,
     node: Uuid,
     done: &[Done],
@@ -155,7 +167,7 @@ pub async fn delete_done(
         .bind(done.iter().map(|d| d.0).collect::<Vec<Uuid>>())
         .bind(done.iter().map(|d| d.1).collect::<Vec<i32>>())
         .bind(node)
-        .execute(pool)
+        .execute(db)
         .await?
         .rows_affected())
 }

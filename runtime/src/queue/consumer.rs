@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -16,7 +17,7 @@ use super::registry::{JobContext, Registry, TaskError};
 use super::retry::Backoff;
 pub use super::slots::InFlight;
 use super::slots::Slots;
-use crate::metrics::Metrics;
+use crate::metrics::{KindMetrics, Metrics};
 
 /// How long a refill claim may wait for more slots to free up. Handlers that finish together
 /// (short or no-op ones) are then refilled by one claim instead of one round trip per slot; the
@@ -50,25 +51,30 @@ impl Consumer {
         abort: CancellationToken,
         in_flight: InFlight,
     ) {
+        // Shared by every handler run: cloning the consumer (its registry of every kind) per
+        // message was a map copy per message.
+        let this = Arc::new(self);
         let held: Held = Default::default();
         let (completer, completer_task) =
-            Completer::start(self.pool.clone(), self.queue, self.node, held.clone());
+            Completer::start(this.pool.clone(), this.queue, this.node, held.clone());
         let renewal_stop = CancellationToken::new();
-        let renewal = tokio::spawn(renew_loop(self.clone(), held.clone(), renewal_stop.clone()));
+        let renewal = tokio::spawn(renew_loop(this.clone(), held.clone(), renewal_stop.clone()));
+        // Each kind's metric series, looked up in the families once.
+        let mut kind_metrics: HashMap<&'static str, KindMetrics> = HashMap::new();
 
-        let lanes: Vec<_> = self
+        let lanes: Vec<_> = this
             .registry
-            .lanes_of(self.queue)
+            .lanes_of(this.queue)
             .into_iter()
             .filter(|l| {
-                self.registry
-                    .kinds_in(self.queue, self.slot_pool)
+                this.registry
+                    .kinds_in(this.queue, this.slot_pool)
                     .any(|k| k.lane == Some(l.name))
             })
             .collect();
-        let free_kinds: Vec<String> = self
+        let free_kinds: Vec<String> = this
             .registry
-            .kinds_in(self.queue, self.slot_pool)
+            .kinds_in(this.queue, this.slot_pool)
             .filter(|k| k.lane.is_none())
             .map(|k| k.name.to_string())
             .collect();
@@ -77,25 +83,33 @@ impl Consumer {
             .map(|l| {
                 (
                     l.name,
-                    self.registry
-                        .kinds_in(self.queue, self.slot_pool)
+                    this.registry
+                        .kinds_in(this.queue, this.slot_pool)
                         .filter(|k| k.lane == Some(l.name))
                         .map(|k| k.name.to_string())
                         .collect(),
                 )
             })
             .collect();
-        let mut slots = Slots::new(self.limit, in_flight);
+        let mut slots = Slots::new(this.limit, in_flight);
         let mut more = true;
-        let mut backoff = Backoff::new(Duration::from_millis(100), self.poll);
+        let mut backoff = Backoff::new(Duration::from_millis(100), this.poll);
         // When slots free up one by one, the refill claim waits until this instant (or until
         // every handler is done) so one query refills several slots instead of one per slot.
         let mut claim_at: Option<tokio::time::Instant> = None;
+        // While a claim fills every free slot (the queue has a backlog) the consumer keeps its
+        // connection for the next claim instead of returning it to the pool: sqlx checks a
+        // connection with a round trip (a Sync and its ReadyForQuery) each time one goes back,
+        // in a task of its own, which was one more round trip and two task wake-ups per claim
+        // on both sides of the socket, in a loop that otherwise makes one. The first claim that
+        // finds fewer messages than free slots (the backlog is gone) gives it back; so does a
+        // failed claim (sqlx then discards a broken connection).
+        let mut conn: Option<(PoolConnection<Postgres>, std::time::Instant)> = None;
 
         while !stop.is_cancelled() {
             let free = slots.free();
             let coalescing = match claim_at {
-                Some(at) if more && free > 0 && free < self.limit => {
+                Some(at) if more && free > 0 && free < this.limit => {
                     tokio::time::Instant::now() < at
                 }
                 _ => false,
@@ -114,34 +128,43 @@ impl Consumer {
                 }
                 // Finished messages ride along: their delete commits with this claim.
                 let done = completer.take();
-                match claim::claim_and_complete(
-                    &self.pool, self.queue, self.node, self.lease, free, &branches, &done,
-                )
-                .await
-                {
-                    Ok(claimed) => {
+                match this.claim(conn.take(), free, &branches, &done).await {
+                    Ok((c, claimed)) => {
                         complete::forget_all(&held, &done.iter().map(|d| d.0).collect::<Vec<_>>());
                         backoff.reset();
                         more = claimed.len() == free;
+                        if more {
+                            conn = Some((c, std::time::Instant::now()));
+                        }
                         if let Ok(mut h) = held.lock() {
                             h.extend(claimed.iter().map(|m| m.id));
                         }
                         for msg in claimed {
-                            let lane = self.registry.get(&msg.kind).and_then(|k| k.lane);
-                            let (id, kind) = (msg.id, msg.kind.clone());
-                            let handler = self.clone().execute(
+                            let kind = this.registry.get(&msg.kind);
+                            let lane = kind.and_then(|k| k.lane);
+                            let metrics = kind.map(|k| {
+                                kind_metrics
+                                    .entry(k.name)
+                                    .or_insert_with(|| {
+                                        this.metrics.of_kind(this.queue.as_str(), k.name)
+                                    })
+                                    .clone()
+                            });
+                            let (id, name) = (msg.id, kind.map_or("", |k| k.name));
+                            let handler = this.clone().execute(
                                 msg,
+                                metrics,
                                 completer.clone(),
                                 held.clone(),
                                 abort.clone(),
                             );
-                            slots.spawn(id, kind, lane, handler);
+                            slots.spawn(id, name, lane, handler);
                         }
                     }
                     Err(e) => {
                         // Nothing of the statement happened: the batcher writes these instead.
                         completer.give_back(done);
-                        tracing::warn!(queue = self.queue.as_str(), error = %e, "claim failed; retrying");
+                        tracing::warn!(queue = this.queue.as_str(), error = %e, "claim failed; retrying");
                         tokio::select! {
                             _ = stop.cancelled() => break,
                             _ = tokio::time::sleep(backoff.next_wait()) => {}
@@ -166,7 +189,7 @@ impl Consumer {
                     }
                     more = true;
                 }
-                _ = tokio::time::sleep(self.poll) => { more = true; claim_at = None; }
+                _ = tokio::time::sleep(this.poll) => { more = true; claim_at = None; }
                 _ = tokio::time::sleep_until(coalesce_until.unwrap_or_else(tokio::time::Instant::now)), if coalesce_until.is_some() => {
                     claim_at = None;
                 }
@@ -174,7 +197,7 @@ impl Consumer {
                     // Every other handler that is already done too, so the next claim sees
                     // all the free slots at once.
                     let (others, lanes_freed) = slots.reap_finished();
-                    let was_full = slots.len() + 1 + others >= self.limit;
+                    let was_full = slots.len() + 1 + others >= this.limit;
                     // A freed lane slot may unblock lane work even if the queue looked empty.
                     if was_full || lane_freed || lanes_freed {
                         more = true;
@@ -186,10 +209,11 @@ impl Consumer {
             }
         }
 
+        drop(conn);
         // Draining: no new claims; wait for running handlers within the window.
         if !slots.is_empty() {
             tracing::info!(
-                queue = self.queue.as_str(),
+                queue = this.queue.as_str(),
                 running = slots.len(),
                 "draining in-flight messages"
             );
@@ -200,9 +224,9 @@ impl Consumer {
                 _ = abort.cancelled() => {
                     let cut = slots.abort_all().await;
                     if !cut.is_empty() {
-                        match claim::release(&self.pool, self.queue, self.node, &cut).await {
-                            Ok(n) => tracing::warn!(queue = self.queue.as_str(), released = n, "drain window over: handed unfinished messages back"),
-                            Err(e) => tracing::warn!(queue = self.queue.as_str(), error = %e, "drain window over; unfinished messages return when their lease ends"),
+                        match claim::release(&this.pool, this.queue, this.node, &cut).await {
+                            Ok(n) => tracing::warn!(queue = this.queue.as_str(), released = n, "drain window over: handed unfinished messages back"),
+                            Err(e) => tracing::warn!(queue = this.queue.as_str(), error = %e, "drain window over; unfinished messages return when their lease ends"),
                         }
                         if let Ok(mut h) = held.lock() {
                             for id in &cut {
@@ -220,30 +244,48 @@ impl Consumer {
         let _ = renewal.await;
     }
 
+    /// One claim (carrying the finished `done`) on the kept connection or a pooled one;
+    /// returns the connection with the claimed messages, for the caller to keep or drop.
+    async fn claim(
+        &self,
+        kept: Option<(PoolConnection<Postgres>, std::time::Instant)>,
+        free: usize,
+        branches: &[ClaimBranch],
+        done: &[complete::Done],
+    ) -> Result<(PoolConnection<Postgres>, Vec<Claimed>), sqlx::Error> {
+        let mut conn = match kept {
+            Some(kept) => checked(&self.pool, kept).await?,
+            None => self.pool.acquire().await?,
+        };
+        let claimed = claim::claim_and_complete(
+            &mut *conn, self.queue, self.node, self.lease, free, branches, done,
+        )
+        .await?;
+        Ok((conn, claimed))
+    }
+
     /// Runs one message's handler under its time limit and records the outcome.
     async fn execute(
-        self,
+        self: Arc<Self>,
         msg: Claimed,
+        metrics: Option<KindMetrics>,
         completer: Completer,
         held: Held,
         abort: CancellationToken,
     ) {
-        let Some(kind) = self.registry.get(&msg.kind).cloned() else {
+        let (Some(kind), Some(metrics)) = (self.registry.get(&msg.kind), metrics) else {
             // Claims only ask for registered kinds, so this is a bug: hand it back untouched.
             let _ = claim::release(&self.pool, self.queue, self.node, &[msg.id]).await;
             return;
         };
-        let labels = Metrics::labels(self.queue.as_str(), &msg.kind);
-        self.metrics.started.get_or_create(&labels).inc();
-        self.metrics.in_flight.get_or_create(&labels).inc();
+        metrics.started.inc();
+        metrics.in_flight.inc();
         let waited = (chrono::Utc::now() - msg.ready_at)
             .to_std()
             .unwrap_or_default();
-        self.metrics
-            .latency
-            .get_or_create(&labels)
-            .observe(waited.as_secs_f64());
+        metrics.latency.observe(waited.as_secs_f64());
 
+        let msg = Arc::new(msg);
         let ctx = JobContext::new(
             msg.clone(),
             self.pool.clone(),
@@ -258,10 +300,10 @@ impl Consumer {
                 kind.timeout.as_secs()
             ))),
         };
-        self.metrics.in_flight.get_or_create(&labels).dec();
+        metrics.in_flight.dec();
         let finish = match outcome {
             Ok(()) => {
-                self.metrics.succeeded.get_or_create(&labels).inc();
+                metrics.succeeded.inc();
                 if ctx.completed_in_tx() {
                     forget(&held, msg.id);
                 } else {
@@ -271,7 +313,7 @@ impl Consumer {
             }
             Err(TaskError::Permanent(e)) => {
                 tracing::warn!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, error = %e, "message failed permanently");
-                self.metrics.failed.get_or_create(&labels).inc();
+                metrics.failed.inc();
                 complete::fail(&self.pool, &msg, self.node, &e).await
             }
             Err(TaskError::Transient(e)) => {
@@ -280,13 +322,13 @@ impl Consumer {
                     Some(delay) => {
                         tracing::info!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, attempt = failures,
                             retry_in_ms = delay.as_millis() as u64, error = %e, "message failed; will retry");
-                        self.metrics.retried.get_or_create(&labels).inc();
+                        metrics.retried.inc();
                         complete::retry_later(&self.pool, &msg, self.node, delay, &e).await
                     }
                     None => {
                         tracing::warn!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, attempts = failures, error = %e,
                             "message failed; retry policy exhausted");
-                        self.metrics.failed.get_or_create(&labels).inc();
+                        metrics.failed.inc();
                         complete::fail(&self.pool, &msg, self.node, &e).await
                     }
                 }
@@ -300,6 +342,21 @@ impl Consumer {
     }
 }
 
+/// A kept claim connection, checked like the pool checks an idle one (`db::pool_options`):
+/// one kept past `PING_IF_IDLE_FOR` (long handlers) is pinged first, and if that fails it is
+/// dropped (sqlx discards it) and another is taken from the pool.
+async fn checked(
+    pool: &PgPool,
+    (mut conn, since): (PoolConnection<Postgres>, std::time::Instant),
+) -> Result<PoolConnection<Postgres>, sqlx::Error> {
+    use sqlx::Connection;
+    if since.elapsed() < crate::db::PING_IF_IDLE_FOR || conn.ping().await.is_ok() {
+        return Ok(conn);
+    }
+    drop(conn);
+    pool.acquire().await
+}
+
 fn forget(held: &Held, id: Uuid) {
     if let Ok(mut h) = held.lock() {
         h.remove(&id);
@@ -307,7 +364,7 @@ fn forget(held: &Held, id: Uuid) {
 }
 
 /// Renews every lease this consumer holds, a third of a lease apart, one statement each time.
-async fn renew_loop(c: Consumer, held: Held, stop: CancellationToken) {
+async fn renew_loop(c: Arc<Consumer>, held: Held, stop: CancellationToken) {
     let every = c.lease / 3;
     loop {
         tokio::select! {

@@ -52,7 +52,8 @@ impl From<anyhow::Error> for TaskError {
 /// its own transaction (so a database effect and the message's removal commit together).
 #[derive(Clone)]
 pub struct JobContext {
-    pub msg: Claimed,
+    /// Shared, not copied: a message's payload can be a whole ActivityPub document.
+    pub msg: Arc<Claimed>,
     pub pool: PgPool,
     /// Connections reserved for item locks (R-DB-1); `None` on nodes that do not consume.
     pub item_locks: Option<PgPool>,
@@ -64,7 +65,7 @@ pub struct JobContext {
 
 impl JobContext {
     pub(crate) fn new(
-        msg: Claimed,
+        msg: Arc<Claimed>,
         pool: PgPool,
         item_locks: Option<PgPool>,
         node_id: Uuid,
@@ -211,7 +212,8 @@ impl Registry {
         let f: HandlerFn = Arc::new(move |ctx: JobContext| {
             let handler = handler.clone();
             Box::pin(async move {
-                let payload: P = serde_json::from_value(ctx.msg.data.clone())
+                // Read from the stored value without copying it first.
+                let payload = P::deserialize(&ctx.msg.data)
                     .map_err(|e| TaskError::Permanent(format!("malformed {name} payload: {e}")))?;
                 handler(ctx, payload).await
             })

@@ -13,12 +13,13 @@ use super::registry::Lane;
 
 /// Counts of what a consumer is running, shared with the heartbeat.
 #[derive(Clone, Default)]
-pub struct InFlight(Arc<Mutex<HashMap<String, usize>>>);
+pub struct InFlight(Arc<Mutex<HashMap<&'static str, usize>>>);
 
 impl InFlight {
-    pub(super) fn add(&self, kind: &str, delta: isize) {
+    /// `kind` is the registry's name of the kind (static: no allocation per message).
+    pub(super) fn add(&self, kind: &'static str, delta: isize) {
         if let Ok(mut m) = self.0.lock() {
-            let e = m.entry(kind.to_string()).or_default();
+            let e = m.entry(kind).or_default();
             *e = e.saturating_add_signed(delta);
             if *e == 0 {
                 m.remove(kind);
@@ -26,14 +27,17 @@ impl InFlight {
         }
     }
     pub fn snapshot(&self) -> HashMap<String, usize> {
-        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+        self.0
+            .lock()
+            .map(|m| m.iter().map(|(k, n)| (k.to_string(), *n)).collect())
+            .unwrap_or_default()
     }
 }
 
 struct Slot {
     msg: Uuid,
     lane: Option<&'static str>,
-    kind: String,
+    kind: &'static str,
 }
 
 pub(super) struct Slots {
@@ -77,14 +81,14 @@ impl Slots {
     pub fn spawn(
         &mut self,
         msg: Uuid,
-        kind: String,
+        kind: &'static str,
         lane: Option<&'static str>,
         handler: impl Future<Output = ()> + Send + 'static,
     ) {
         if let Some(l) = lane {
             *self.lane_busy.entry(l).or_default() += 1;
         }
-        self.in_flight.add(&kind, 1);
+        self.in_flight.add(kind, 1);
         let id = self.running.spawn(handler).id();
         self.slots.insert(id, Slot { msg, lane, kind });
     }
@@ -115,7 +119,7 @@ impl Slots {
         let Some(slot) = self.slots.remove(&id) else {
             return false;
         };
-        self.in_flight.add(&slot.kind, -1);
+        self.in_flight.add(slot.kind, -1);
         match slot.lane {
             Some(l) => {
                 self.lane_busy
@@ -135,7 +139,7 @@ impl Slots {
         self.slots
             .drain()
             .map(|(_, slot)| {
-                self.in_flight.add(&slot.kind, -1);
+                self.in_flight.add(slot.kind, -1);
                 slot.msg
             })
             .collect()
