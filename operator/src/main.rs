@@ -272,9 +272,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             instance: Some(identity),
         },
     );
-    let controller = reconcile::stores::hollo_controller(api::<Hollo>(&client, &ns)).with_config(
-        kube::runtime::controller::Config::default().concurrency(args.reconcile_concurrency),
-    );
+    // No bound in the controller itself: every reconcile waits at the gate for one of
+    // `RECONCILE_CONCURRENCY` slots, spec edits first (`reconcile::gate`).
+    let controller = reconcile::stores::hollo_controller(api::<Hollo>(&client, &ns));
+    let gate = Arc::new(reconcile::gate::Gate::new(args.reconcile_concurrency));
     let (controller, stores) =
         reconcile::stores::watch_children(controller, &client, ns.as_deref());
     let (controller, secrets) = if args.watch_secrets {
@@ -299,9 +300,14 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         "starting controller"
     );
     let stop = shutdown.clone();
+    let hollos = controller.store();
     controller
         .graceful_shutdown_on(async move { stop.cancelled().await })
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .run(
+            move |hollo, ctx| reconcile::gated(gate.clone(), hollos.clone(), hollo, ctx),
+            reconcile::error_policy,
+            ctx,
+        )
         .for_each(|res| async move {
             match res {
                 Ok((obj, _)) => tracing::debug!(object = %obj, "reconciled"),

@@ -11,10 +11,12 @@
 //! | `desired`  | 3. the desired set (pure)                                          |
 //! | `apply`    | 4. apply what differs, prune the rest                              |
 //! | `report`   | 5. status (written when changed) and events                        |
+//! | `gate`     | which waiting reconcile runs next (spec edits first)               |
 
 pub mod apply;
 pub mod desired;
 pub mod external;
+pub mod gate;
 pub mod observe;
 pub mod report;
 pub mod stores;
@@ -115,20 +117,59 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// How soon to retry after a transient error.
 const RETRY: Duration = Duration::from_secs(15);
 
-/// One reconcile. Runs inside the controller's `reconciling object` span (its `object.reason`:
+/// One reconcile, without waiting at a [`gate::Gate`] (the orchestration tests call it).
+#[cfg(test)]
+pub async fn reconcile(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action, Error> {
+    reconcile_traced(hollo, ctx).await
+}
+
+/// Whether `hollo`'s spec has a change no reconcile has carried out yet (an edit, a new
+/// `Hollo`): `metadata.generation` is not the status's `observedGeneration`.
+pub fn spec_pending(hollo: &Hollo) -> bool {
+    hollo.metadata.generation != hollo.status.as_ref().and_then(|s| s.observed_generation)
+}
+
+/// One reconcile, when `gate` gives it a slot: one whose `Hollo` has a spec change pending
+/// ([`spec_pending`]) before the other wake-ups. The controller starts every reconcile at once
+/// (no bound of its own) and the gate bounds how many run (`RECONCILE_CONCURRENCY`). A waiting
+/// reconcile holds no more than this future (the reconcile's own is made with its slot), and
+/// it reads the `Hollo` from `hollos` again once it has the slot: it may have changed
+/// meanwhile, or gone.
+///
+/// Runs inside the controller's `reconciling object` span (its `object.reason`:
 /// why this reconcile ran, e.g. `related object updated: Secret…`), which kube-runtime enters
 /// only while the future is made: `RUST_LOG=kube_runtime::controller=info,
 /// hollo_operator::reconcile=debug` logs one `reconcile started` line per reconcile with it
-/// (which events wake how many `Hollo`s).
-pub fn reconcile(
+/// (which events wake how many `Hollo`s) when it leaves the gate.
+pub fn gated(
+    gate: Arc<gate::Gate>,
+    hollos: kube::runtime::reflector::Store<Hollo>,
     hollo: Arc<Hollo>,
     ctx: Arc<Context>,
 ) -> impl std::future::Future<Output = Result<Action, Error>> + Send + 'static {
     use tracing::Instrument;
     let span = tracing::Span::current();
     async move {
-        tracing::debug!("reconcile started");
-        reconcile_traced(hollo, ctx).await
+        let uid = hollo.uid().unwrap_or_default();
+        let urgent = spec_pending(&hollo) && gate.pending(&uid, hollo.metadata.generation);
+        let waiting = Instant::now();
+        let _slot = gate.enter(urgent).await;
+        let key = kube::runtime::reflector::ObjectRef::from_obj(hollo.as_ref());
+        let Some(hollo) = hollos.get(&key) else {
+            gate.done(&uid, None);
+            return Ok(Action::await_change());
+        };
+        let waited_ms = waiting.elapsed().as_millis();
+        tracing::debug!(urgent, waited_ms, "reconcile started");
+        let generation = hollo.metadata.generation;
+        let started = Instant::now();
+        let result = Box::pin(reconcile_traced(hollo, ctx)).await;
+        let ms = started.elapsed().as_millis();
+        tracing::debug!(urgent, ms, ok = result.is_ok(), "reconcile finished");
+        if result.is_ok() {
+            gate.done(&uid, generation);
+        }
+        result
     }
     .instrument(span)
 }
