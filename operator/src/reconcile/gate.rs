@@ -19,8 +19,18 @@ pub struct Gate {
     /// The generation each `Hollo` (by uid) was last reconciled at without an error: the
     /// cached `Hollo` shows that status write only when its watch event has come, and a
     /// wake-up meanwhile is not a change still to carry out.
-    done: Mutex<HashMap<String, i64>>,
+    done: Mutex<Done>,
 }
+
+#[derive(Default)]
+struct Done {
+    generations: HashMap<String, i64>,
+    /// Entries left by the last pruning.
+    after_prune: usize,
+}
+
+/// Below this many entries the generation map is never pruned.
+const PRUNE_ABOVE: usize = 64;
 
 struct Inner {
     limit: usize,
@@ -61,19 +71,33 @@ impl Gate {
     /// this process (the cached status may not show the last write yet).
     pub fn pending(&self, uid: &str, generation: Option<i64>) -> bool {
         let done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        done.get(uid).copied() != generation
+        done.generations.get(uid).copied() != generation
     }
 
     /// Generation `generation` of the `Hollo` `uid` has been carried out (`None`: it is gone).
-    pub fn done(&self, uid: &str, generation: Option<i64>) {
+    /// `live` lists the uids of the `Hollo`s that exist: a deleted `Hollo` is not always
+    /// reconciled again, so its entry could stay; the entries of gone `Hollo`s are dropped
+    /// whenever the map has doubled since it was last pruned.
+    pub fn done(
+        &self,
+        uid: &str,
+        generation: Option<i64>,
+        live: impl FnOnce() -> std::collections::HashSet<String>,
+    ) {
         let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
         match generation {
             Some(g) => {
-                done.insert(uid.to_string(), g);
+                done.generations.insert(uid.to_string(), g);
             }
             None => {
-                done.remove(uid);
+                done.generations.remove(uid);
             }
+        }
+        // Amortized: the map at least doubles between two prunings.
+        if done.generations.len() > PRUNE_ABOVE.max(2 * done.after_prune) {
+            let live = live();
+            done.generations.retain(|uid, _| live.contains(uid));
+            done.after_prune = done.generations.len();
         }
     }
 
@@ -212,6 +236,23 @@ mod tests {
         drop(handed);
         assert_eq!(gate.counts(), (0, 0, 0));
         assert!(gate.enter(false).now_or_never().is_some());
+    }
+
+    #[test]
+    fn generations_of_gone_hollos_are_pruned_once_the_map_doubles() {
+        let gate = Gate::new(1);
+        let live = |n: usize| move || (0..n).map(|i| format!("live-{i}")).collect();
+        for i in 0..PRUNE_ABOVE {
+            gate.done(&format!("gone-{i}"), Some(1), live(0));
+        }
+        assert_eq!(
+            gate.done.lock().expect("done").generations.len(),
+            PRUNE_ABOVE
+        );
+        // One more: every gone uid is dropped, the live one kept.
+        gate.done("live-0", Some(3), live(1));
+        assert_eq!(gate.done.lock().expect("done").generations.len(), 1);
+        assert!(!gate.pending("live-0", Some(3)));
     }
 
     #[tokio::test]

@@ -156,7 +156,7 @@ pub fn gated(
         let _slot = gate.enter(urgent).await;
         let key = kube::runtime::reflector::ObjectRef::from_obj(hollo.as_ref());
         let Some(hollo) = hollos.get(&key) else {
-            gate.done(&uid, None);
+            gate.done(&uid, None, || live_uids(&hollos));
             return Ok(Action::await_change());
         };
         let waited_ms = waiting.elapsed().as_millis();
@@ -167,7 +167,7 @@ pub fn gated(
         let ms = started.elapsed().as_millis();
         tracing::debug!(urgent, ms, ok = result.is_ok(), "reconcile finished");
         if result.is_ok() {
-            gate.done(&uid, generation);
+            gate.done(&uid, generation, || live_uids(&hollos));
         }
         result
     }
@@ -197,6 +197,11 @@ async fn reconcile_traced(hollo: Arc<Hollo>, ctx: Arc<Context>) -> Result<Action
         .await;
     }
     result
+}
+
+/// The uids of the `Hollo`s in the cache.
+fn live_uids(hollos: &kube::runtime::reflector::Store<Hollo>) -> std::collections::HashSet<String> {
+    hollos.state().iter().filter_map(|h| h.uid()).collect()
 }
 
 /// `(namespace, name)`: the per-Hollo metrics' key.
