@@ -33,6 +33,17 @@ fn start(
     start_consumer(pool, queue, None, limit, registry, lease)
 }
 
+/// A task consumer of the logging handler, 4 at a time.
+fn start_logging(db: &support::TestDb, lease: Duration) -> Running {
+    start(
+        &db.pool,
+        QueueName::Task,
+        4,
+        logging_registry("test.log.v1", QueueName::Task),
+        lease,
+    )
+}
+
 /// A task consumer of the probes, `limit` at a time, with a 30 s lease.
 fn start_probes(db: &support::TestDb, limit: usize) -> Running {
     start(
@@ -81,6 +92,30 @@ struct Keyed {
     key: String,
 }
 
+/// The table the logging handler writes each run to.
+async fn create_exec_log(db: &support::TestDb) {
+    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+}
+
+/// `exec_log` and `n` task messages for the logging handler, keys `{prefix}0` … .
+async fn logged_backlog(db: &support::TestDb, n: i64, prefix: &str) {
+    create_exec_log(db).await;
+    let msgs: Vec<NewMessage> = (0..n)
+        .map(|i| {
+            NewMessage::new(
+                "test.log.v1",
+                serde_json::json!({ "key": format!("{prefix}{i}") }),
+            )
+        })
+        .collect();
+    enqueue_many(&db.pool, QueueName::Task, &msgs)
+        .await
+        .unwrap();
+}
+
 /// A handler that logs every execution (not only the first), completing through the batcher.
 fn logging_registry(kind: &'static str, queue: QueueName) -> Registry {
     let mut reg = Registry::new();
@@ -101,27 +136,10 @@ fn logging_registry(kind: &'static str, queue: QueueName) -> Registry {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_message_is_handled_exactly_once_across_workers() {
     let db = fresh_db().await;
-    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
-        .execute(&db.pool)
-        .await
-        .unwrap();
     let n = 900;
-    let msgs: Vec<NewMessage> = (0..n)
-        .map(|i| NewMessage::new("test.log.v1", serde_json::json!({ "key": format!("k{i}") })))
-        .collect();
-    enqueue_many(&db.pool, QueueName::Task, &msgs)
-        .await
-        .unwrap();
+    logged_backlog(&db, n, "k").await;
     let workers: Vec<Running> = (0..3)
-        .map(|_| {
-            start(
-                &db.pool,
-                QueueName::Task,
-                4,
-                logging_registry("test.log.v1", QueueName::Task),
-                Duration::from_secs(30),
-            )
-        })
+        .map(|_| start_logging(&db, Duration::from_secs(30)))
         .collect();
     eventually(
         Duration::from_secs(60),
@@ -466,10 +484,7 @@ async fn per_process_limits_hold_under_load() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_slot_pool_runs_beside_the_queue_slots_not_inside_them() {
     let db = fresh_db().await;
-    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    create_exec_log(&db).await;
     let pooled = Arc::new(Gauge::default());
     // Pooled handlers hold their slot until the test opens the gate.
     let (gate, gate_rx) = tokio::sync::watch::channel(false);
@@ -887,10 +902,6 @@ async fn a_claim_carries_fenced_completions_in_the_same_statement() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn completions_that_fail_to_commit_are_written_again_not_lost() {
     let db = fresh_db().await;
-    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
-        .execute(&db.pool)
-        .await
-        .unwrap();
     // Injected fault: every DELETE on the queue fails while `fail_deletes.on` is true.
     for stmt in [
         "CREATE TABLE fail_deletes (on_ boolean NOT NULL)",
@@ -906,19 +917,8 @@ async fn completions_that_fail_to_commit_are_written_again_not_lost() {
         sqlx::query(stmt).execute(&db.pool).await.unwrap();
     }
     let n = 12;
-    let msgs: Vec<NewMessage> = (0..n)
-        .map(|i| NewMessage::new("test.log.v1", serde_json::json!({ "key": format!("f{i}") })))
-        .collect();
-    enqueue_many(&db.pool, QueueName::Task, &msgs)
-        .await
-        .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        logging_registry("test.log.v1", QueueName::Task),
-        Duration::from_secs(30),
-    );
+    logged_backlog(&db, n, "f").await;
+    let w = start_logging(&db, Duration::from_secs(30));
     // Only the first claim can succeed (every later one carries completions that fail).
     eventually(Duration::from_secs(20), "the first slots ran", || async {
         let ran: i64 = sqlx::query_scalar("SELECT count(*) FROM exec_log")
@@ -963,24 +963,9 @@ async fn completions_that_fail_to_commit_are_written_again_not_lost() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_claim_connection_killed_mid_backlog_is_replaced_and_nothing_is_lost() {
     let db = fresh_db().await;
-    sqlx::query("CREATE TABLE exec_log (key text NOT NULL, node uuid NOT NULL)")
-        .execute(&db.pool)
-        .await
-        .unwrap();
     let n = 3000;
-    let msgs: Vec<NewMessage> = (0..n)
-        .map(|i| NewMessage::new("test.log.v1", serde_json::json!({ "key": format!("c{i}") })))
-        .collect();
-    enqueue_many(&db.pool, QueueName::Task, &msgs)
-        .await
-        .unwrap();
-    let w = start(
-        &db.pool,
-        QueueName::Task,
-        4,
-        logging_registry("test.log.v1", QueueName::Task),
-        Duration::from_secs(2),
-    );
+    logged_backlog(&db, n, "c").await;
+    let w = start_logging(&db, Duration::from_secs(2));
     until_count(
         &db,
         Duration::from_secs(30),
