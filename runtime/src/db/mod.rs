@@ -160,12 +160,23 @@ pub fn pool_options(max: u32) -> PgPoolOptions {
         .test_before_acquire(false)
         .before_acquire(|conn, meta| {
             Box::pin(async move {
-                if meta.idle_for >= PING_IF_IDLE_FOR {
-                    conn.ping().await?;
-                }
+                alive_if_idle(conn, meta.idle_for).await?;
                 Ok(true)
             })
         })
+}
+
+/// The liveness rule of [`pool_options`], for a connection held outside the pool too (the
+/// queue consumer keeps its claim connection through a backlog): one idle for
+/// [`PING_IF_IDLE_FOR`] or longer is pinged, a fresher one is trusted.
+pub async fn alive_if_idle(
+    conn: &mut sqlx::PgConnection,
+    idle_for: Duration,
+) -> Result<(), sqlx::Error> {
+    if idle_for >= PING_IF_IDLE_FOR {
+        conn.ping().await?;
+    }
+    Ok(())
 }
 
 /// Builds a pool, waiting for the database with back-off and a clear log line per attempt
