@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::claim::{self, ClaimBranch};
 use super::complete::{self, Completer, Held};
 use super::message::{Claimed, QueueName};
-use super::registry::{JobContext, Registry, TaskError};
+use super::registry::{JobContext, Registry, TaskError, TaskKind};
 use super::retry::Backoff;
 pub use super::slots::InFlight;
 use super::slots::Slots;
@@ -59,8 +59,8 @@ impl Consumer {
             Completer::start(this.pool.clone(), this.queue, this.node, held.clone());
         let renewal_stop = CancellationToken::new();
         let renewal = tokio::spawn(renew_loop(this.clone(), held.clone(), renewal_stop.clone()));
-        // Each kind's metric series, looked up in the families once.
-        let mut kind_metrics: HashMap<&'static str, KindMetrics> = HashMap::new();
+        // Each kind with its metric series, looked up in the registry and the families once.
+        let mut runs: HashMap<&'static str, Arc<KindRun>> = HashMap::new();
 
         let lanes: Vec<_> = this
             .registry
@@ -140,20 +140,19 @@ impl Consumer {
                             h.extend(claimed.iter().map(|m| m.id));
                         }
                         for msg in claimed {
-                            let kind = this.registry.get(&msg.kind);
-                            let lane = kind.and_then(|k| k.lane);
-                            let metrics = kind.map(|k| {
-                                kind_metrics
-                                    .entry(k.name)
-                                    .or_insert_with(|| {
-                                        this.metrics.of_kind(this.queue.as_str(), k.name)
-                                    })
-                                    .clone()
-                            });
-                            let (id, name) = (msg.id, kind.map_or("", |k| k.name));
+                            let Some(run) = this.run_of(&mut runs, &msg.kind) else {
+                                // Claims only ask for registered kinds, so this is a bug:
+                                // hand it back untouched.
+                                let _ =
+                                    claim::release(&this.pool, this.queue, this.node, &[msg.id])
+                                        .await;
+                                forget(&held, msg.id);
+                                continue;
+                            };
+                            let (id, name, lane) = (msg.id, run.kind.name, run.kind.lane);
                             let handler = this.clone().execute(
                                 msg,
-                                metrics,
+                                run,
                                 completer.clone(),
                                 held.clone(),
                                 abort.clone(),
@@ -264,20 +263,35 @@ impl Consumer {
         Ok((conn, claimed))
     }
 
+    /// The registered kind `name` with its metric series, from `runs` or made once into it;
+    /// `None` for a kind this node does not know.
+    fn run_of(
+        &self,
+        runs: &mut HashMap<&'static str, Arc<KindRun>>,
+        name: &str,
+    ) -> Option<Arc<KindRun>> {
+        if let Some(run) = runs.get(name) {
+            return Some(run.clone());
+        }
+        let kind = self.registry.get(name)?;
+        let run = Arc::new(KindRun {
+            kind: kind.clone(),
+            metrics: self.metrics.of_kind(self.queue.as_str(), kind.name),
+        });
+        runs.insert(kind.name, run.clone());
+        Some(run)
+    }
+
     /// Runs one message's handler under its time limit and records the outcome.
     async fn execute(
         self: Arc<Self>,
         msg: Claimed,
-        metrics: Option<KindMetrics>,
+        run: Arc<KindRun>,
         completer: Completer,
         held: Held,
         abort: CancellationToken,
     ) {
-        let (Some(kind), Some(metrics)) = (self.registry.get(&msg.kind), metrics) else {
-            // Claims only ask for registered kinds, so this is a bug: hand it back untouched.
-            let _ = claim::release(&self.pool, self.queue, self.node, &[msg.id]).await;
-            return;
-        };
+        let KindRun { kind, metrics } = &*run;
         metrics.started.inc();
         metrics.in_flight.inc();
         let waited = (chrono::Utc::now() - msg.ready_at)
@@ -342,15 +356,23 @@ impl Consumer {
     }
 }
 
-/// A kept claim connection, checked like the pool checks an idle one (`db::pool_options`):
-/// one kept past `PING_IF_IDLE_FOR` (long handlers) is pinged first, and if that fails it is
-/// dropped (sqlx discards it) and another is taken from the pool.
+/// A registered kind as the claim loop hands it to [`Consumer::execute`].
+struct KindRun {
+    kind: TaskKind,
+    metrics: KindMetrics,
+}
+
+/// A kept claim connection, checked like the pool checks an idle one
+/// ([`crate::db::alive_if_idle`]): if that fails it is dropped (sqlx discards it) and another
+/// is taken from the pool.
 async fn checked(
     pool: &PgPool,
     (mut conn, since): (PoolConnection<Postgres>, std::time::Instant),
 ) -> Result<PoolConnection<Postgres>, sqlx::Error> {
-    use sqlx::Connection;
-    if since.elapsed() < crate::db::PING_IF_IDLE_FOR || conn.ping().await.is_ok() {
+    if crate::db::alive_if_idle(&mut conn, since.elapsed())
+        .await
+        .is_ok()
+    {
         return Ok(conn);
     }
     drop(conn);
