@@ -163,6 +163,9 @@ class Postgres:
             subprocess.run([HOLLO, "local-db", "stop", "--dir", self.dir], capture_output=True)
             self.start()
             self.psql("postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;")
+            # Planning counted apart: a statement re-planned on each run shows it here.
+            self.psql("postgres", "ALTER SYSTEM SET pg_stat_statements.track_planning = on;")
+            self.psql("postgres", "SELECT pg_reload_conf();")
 
     def start(self):
         out = subprocess.run([HOLLO, "local-db", "start", "--dir", self.dir], check=True,
@@ -176,11 +179,15 @@ class Postgres:
 
     def top_statements(self, n=15):
         """The statements that took the most execution time since the last reset: total ms,
-        calls, ms per call, the statement's start."""
+        calls, ms per call, rows and shared buffers touched per call (a scan stepping over
+        dead or locked rows shows here), the statement's start."""
         return self.psql("postgres", f"""
             SELECT round(total_exec_time::numeric) || ' ms | ' || calls || ' calls | '
                    || round((total_exec_time / calls)::numeric, 3) || ' ms | '
-                   || left(regexp_replace(query, '\\s+', ' ', 'g'), 120)
+                   || plans || ' plans ' || round(total_plan_time::numeric) || ' ms | '
+                   || round(rows::numeric / calls, 1) || ' rows | '
+                   || round((shared_blks_hit + shared_blks_read)::numeric / calls, 1)
+                   || ' blks | ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 120)
               FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT {n};""")
 
     def url(self, db):
