@@ -712,7 +712,14 @@ fn start_consumers(config: &Config, w: Wiring<'_>) -> Result<Vec<tokio::task::Jo
         );
         for (slot_pool, limit) in pools {
             let wake = Arc::new(Notify::new());
-            w.subs.wake(queue.channel(), wake.clone());
+            // Woken only by the kinds it runs: an inbox backlog must not make the deliveries'
+            // consumer claim (and scan that backlog) once per enqueued activity.
+            let kinds = w
+                .registry
+                .kinds_in(queue, slot_pool)
+                .map(|k| k.name.to_string())
+                .collect();
+            w.subs.wake_for(queue.channel(), kinds, wake.clone());
             let consumer = Consumer {
                 queue,
                 slot_pool,

@@ -1030,3 +1030,88 @@ async fn a_pooled_connection_that_died_while_idle_is_replaced() {
         .expect("the dead connection is replaced, not handed out");
     assert_ne!(first, second, "a new backend serves the pool");
 }
+
+/// R-Q-1: a wake-up names the kind it enqueued, so a consumer that runs other kinds of the same
+/// queue (the deliveries' slot pool beside the inbox) is not woken to claim for nothing; an
+/// empty payload (an older node) and a reconnect still wake everyone.
+#[tokio::test]
+async fn a_wake_up_reaches_only_the_consumers_of_its_kind() {
+    use hollo_runtime::db::listen::{self, Source, Subscriptions};
+    use tokio::sync::Notify;
+
+    let db = fresh_db().await;
+    let ch = QueueName::Task.channel();
+    let (mine, every) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let mut subs = Subscriptions::default();
+    subs.wake_for(ch, ["test.mine".to_string()].into(), mine.clone());
+    subs.wake(ch, every.clone());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let listening = tokio::spawn(listen::run(
+        Source::Pool(db.pool.clone()),
+        subs,
+        stop.clone(),
+    ));
+    let woken = |n: &Arc<Notify>, what: &'static str| {
+        let n = n.clone();
+        async move {
+            tokio::time::timeout(Duration::from_secs(10), n.notified())
+                .await
+                .unwrap_or_else(|_| panic!("{what} was never woken"))
+        }
+    };
+    // Connecting wakes both.
+    woken(&mine, "the filtered subscriber at connect").await;
+    woken(&every, "the plain subscriber at connect").await;
+
+    // Another kind, one row and many: only the plain subscriber hears it. The listener hands
+    // a burst to its subscribers in order, so once `every` is woken, `mine` has been passed.
+    enqueue(
+        &db.pool,
+        QueueName::Task,
+        &NewMessage::new("test.other", serde_json::json!({})),
+    )
+    .await
+    .unwrap();
+    woken(&every, "the plain subscriber by test.other").await;
+    enqueue_many(
+        &db.pool,
+        QueueName::Task,
+        &[NewMessage::new("test.other", serde_json::json!({}))],
+    )
+    .await
+    .unwrap();
+    woken(&every, "the plain subscriber by a batch of test.other").await;
+    assert!(
+        futures::FutureExt::now_or_never(mine.notified()).is_none(),
+        "a consumer of test.mine was woken by test.other"
+    );
+
+    // Its own kind (in a batch with another) and an empty payload wake it.
+    enqueue_many(
+        &db.pool,
+        QueueName::Task,
+        &[
+            NewMessage::new("test.other", serde_json::json!({})),
+            NewMessage::new("test.mine", serde_json::json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    woken(&mine, "the filtered subscriber by its kind in a batch").await;
+    enqueue(
+        &db.pool,
+        QueueName::Task,
+        &NewMessage::new("test.mine", serde_json::json!({})),
+    )
+    .await
+    .unwrap();
+    woken(&mine, "the filtered subscriber by its kind").await;
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(ch)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    woken(&mine, "the filtered subscriber by an empty payload").await;
+    stop.cancel();
+    let _ = listening.await;
+}

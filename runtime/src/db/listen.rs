@@ -8,7 +8,7 @@
 //! Subscribers only ever wait on cheap hand-offs here (a `Notify`, a bounded channel), so the
 //! streaming feed's reads never delay a queue's wake-up.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +39,9 @@ pub enum Heard {
 enum Subscriber {
     /// Woken once per burst (and after a reconnect); the payload does not matter.
     Wake(Arc<Notify>),
+    /// Woken by a burst with a payload naming one of `kinds` or an empty one (and after a
+    /// reconnect): a queue consumer that runs only some of the queue's kinds.
+    WakeFor(Arc<Notify>, HashSet<String>),
     /// Handed every payload.
     Feed(mpsc::Sender<Heard>),
 }
@@ -70,6 +73,14 @@ impl Subscriptions {
         self.add(channel, Subscriber::Wake(wake));
     }
 
+    /// `wake` is notified when `channel` is with a payload that is one of `kinds`, or empty.
+    /// A queue's wake-up names the kind it enqueued (`queue::enqueue`); a consumer that runs
+    /// other kinds would claim for nothing (R-Q-1). An empty payload, as an older node sends,
+    /// wakes every consumer of the channel.
+    pub fn wake_for(&mut self, channel: &str, kinds: HashSet<String>, wake: Arc<Notify>) {
+        self.add(channel, Subscriber::WakeFor(wake, kinds));
+    }
+
     /// Every payload on `channel`, and each (re)connect, arrive on the returned receiver.
     pub fn feed(&mut self, channel: &str) -> mpsc::Receiver<Heard> {
         let (tx, rx) = mpsc::channel(FEED_BACKLOG);
@@ -79,14 +90,14 @@ impl Subscriptions {
 
     fn add(&mut self, channel: &str, s: Subscriber) {
         let c = self.by_channel.entry(channel.to_string()).or_default();
-        c.fed |= matches!(s, Subscriber::Feed(_));
+        c.fed |= matches!(s, Subscriber::Feed(_) | Subscriber::WakeFor(..));
         c.subscribers.push(s);
     }
 
     async fn tell_all_connected(&self) {
         for s in self.by_channel.values().flat_map(|c| &c.subscribers) {
             match s {
-                Subscriber::Wake(w) => w.notify_one(),
+                Subscriber::Wake(w) | Subscriber::WakeFor(w, _) => w.notify_one(),
                 // A feed that has stopped (its node is stopping) needs nothing.
                 Subscriber::Feed(f) => drop(f.send(Heard::Connected).await),
             }
@@ -97,6 +108,11 @@ impl Subscriptions {
         for s in &channel.subscribers {
             match s {
                 Subscriber::Wake(w) => w.notify_one(),
+                Subscriber::WakeFor(w, kinds) => {
+                    if payloads.iter().any(|p| p.is_empty() || kinds.contains(p)) {
+                        w.notify_one();
+                    }
+                }
                 Subscriber::Feed(f) => drop(f.send(Heard::Payloads(payloads.clone())).await),
             }
         }

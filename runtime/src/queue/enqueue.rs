@@ -85,7 +85,7 @@ where
                    message = EXCLUDED.message
              WHERE m.lease_owner IS NULL AND EXCLUDED.due < m.due
             RETURNING m.id, (m.xmax = 0) AS inserted, m.due <= now() AS ready
-         ), wake AS (SELECT pg_notify('{ch}', '') FROM ins WHERE ready LIMIT 1)
+         ), wake AS (SELECT pg_notify('{ch}', $4) FROM ins WHERE ready LIMIT 1)
          SELECT id, inserted, (SELECT count(*) FROM wake) AS woke FROM ins"
     );
     let id = Uuid::now_v7();
@@ -123,7 +123,7 @@ pub fn ready_message_ctes(
             INSERT INTO {t} (id, message, delay, created, due, ready_at, kind)
             SELECT ${id}, ${body}, interval '0', now(), now(), now(), ${kind} FROM {source}
             RETURNING 1
-         ), q_wake AS (SELECT pg_notify('{ch}', '') FROM q_ins LIMIT 1)"
+         ), q_wake AS (SELECT pg_notify('{ch}', ${kind}) FROM q_ins LIMIT 1)"
     );
     (
         sql,
@@ -165,8 +165,9 @@ where
                    now() + d * interval '1 second', kind, key
               FROM unnest($1::uuid[], $2::jsonb[], $3::float8[], $4::text[], $5::text[]) AS u(id, body, d, kind, key)
             ON CONFLICT (coalesce_key) WHERE coalesce_key IS NOT NULL DO NOTHING
-            RETURNING due <= now() AS ready
-         ), wake AS (SELECT pg_notify('{ch}', '') FROM ins WHERE ready LIMIT 1)
+            RETURNING kind, due <= now() AS ready
+         ), wake AS (SELECT pg_notify('{ch}', k.kind)
+                       FROM (SELECT DISTINCT kind FROM ins WHERE ready) k)
          SELECT count(*), (SELECT count(*) FROM wake) FROM ins"
     );
     let (n, _): (i64, i64) = sqlx::query_as(AssertSqlSafe(sql))
