@@ -45,21 +45,34 @@ async fn handle(ctx: JobContext, fed: &Federation, p: InboxPayload) -> Result<()
     // activity, R-AP-1). The completion's condition reads `act`, so the activity is locked
     // before the message row is touched: two workers holding the same activity through two
     // messages always take the locks in the same order.
+    //
+    // The same statement makes this transaction commit without waiting for its WAL flush
+    // (`synchronous_commit = off`, this transaction only). Everything it writes is derived
+    // from rows that are already durable: the stored activity (committed synchronously before
+    // the sender got its 202) and its queue message. A PostgreSQL crash can lose only the
+    // last such commits, each whole, and then the message row (undeleted) is claimed again and
+    // the activity (not marked processed) is applied again. The sender loses nothing; the
+    // worker no longer waits on a disk flush per activity.
     let sql = format!(
         "WITH act AS (SELECT processed_at FROM inbox_activities WHERE id = $1 FOR UPDATE), {}
          SELECT EXISTS (SELECT 1 FROM done), EXISTS (SELECT 1 FROM act),
-                (SELECT processed_at FROM act)",
+                (SELECT processed_at FROM act),
+                set_config('synchronous_commit', 'off', true)",
         ctx.completion_cte(2, "(SELECT count(*) FROM act) >= 0")
     );
     let (msg, claims, node) = ctx.completion_args();
-    let (done, stored, processed_at): (bool, bool, Option<chrono::DateTime<chrono::Utc>>) =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(&inc.id)
-            .bind(msg)
-            .bind(claims)
-            .bind(node)
-            .fetch_one(&mut *tx)
-            .await?;
+    let (done, stored, processed_at, _): (
+        bool,
+        bool,
+        Option<chrono::DateTime<chrono::Utc>>,
+        String,
+    ) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(&inc.id)
+        .bind(msg)
+        .bind(claims)
+        .bind(node)
+        .fetch_one(&mut *tx)
+        .await?;
     if !ctx.completed(done) {
         // Our lease was lost: another worker runs this message now.
         return Ok(());
