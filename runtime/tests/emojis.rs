@@ -227,8 +227,7 @@ async fn custom_emojis_are_added_listed_used_federated_and_removed() {
         json!([])
     );
     assert_eq!(reqwest::get(&url).await.unwrap().status().as_u16(), 404);
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// The admin copies a custom emoji from a remote post (R-MAPI-6): its image is fetched
@@ -305,6 +304,5 @@ async fn a_remote_posts_emoji_is_copied() {
             .as_ref(),
         image.as_slice()
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }

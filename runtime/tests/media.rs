@@ -15,7 +15,7 @@ use hollo_runtime::media::{self, AttachError, Drive};
 use image::{DynamicImage, ImageFormat};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes};
+use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes, users};
 use support::eventually;
 use support::files::{files_under, temp_dir};
 use support::moto::Moto;
@@ -245,8 +245,7 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
         422,
         "bad focus on update",
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,10 +412,9 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
 
     // Deleting an unattached upload removes its rows and files.
     let before = files_under(&dir).len();
-    let del = api
-        .bare(Method::DELETE, &format!("/api/v1/media/{id}"))
-        .await;
-    assert_eq!(del.status, 200, "{}", del.body);
+    api.bare(Method::DELETE, &format!("/api/v1/media/{id}"))
+        .await
+        .assert_ok();
     assert_eq!(files_under(&dir).len(), before - 2);
     assert_error(
         &api.get(&format!("/api/v1/media/{id}")).await,
@@ -435,8 +433,7 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
         json!(["image/jpeg", "image/png", "image/gif", "image/webp"])
     );
     assert_eq!(v["configuration"]["statuses"]["max_media_attachments"], 4);
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// Polls `GET /api/v1/media/:id` until it is no longer 206.
@@ -516,17 +513,14 @@ async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
         0,
         "every task completed"
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_attach_uploads_and_read_them_back_in_order() {
     let dir = storage_dir();
     let inst = Instance::on_disk(&dir, &[]).await;
-    let (alice, token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::bearer(&inst, &token);
+    let [(alice, _, api), (bob, bob_token, _)] = users(&inst, ["alice", "bob"]).await;
     let mut ids = Vec::new();
     for i in 0..5 {
         let (s, m) = upload(
@@ -668,8 +662,7 @@ async fn statuses_attach_uploads_and_read_them_back_in_order() {
         .await,
         0
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// Makes uploads look two days old: their rows and their files.
@@ -755,8 +748,7 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
         404,
         "cleaned up",
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1030,6 +1022,5 @@ async fn media_files_answer_range_requests() {
     let head = http.head(&url).send().await.unwrap();
     assert_eq!(head.status().as_u16(), 200);
     assert_eq!(head.headers()["content-type"], "image/png");
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }

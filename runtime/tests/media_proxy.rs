@@ -7,20 +7,15 @@
 mod support;
 
 use serde_json::json;
-use support::api::{Client, WAIT, follow_each_other};
+use support::api::{WAIT, alice_and_peer, follow_each_other};
 use support::eventually;
 use support::multipart::png;
-use support::node::Instance;
-use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn remote_images_reach_readers_only_through_our_signed_urls_and_one_fetch() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (inst, peer, _, api) = alice_and_peer().await;
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let (photo, face) = (png(40, 30), png(8, 8));
     for (name, bytes) in [("photo.png", &photo), ("face.png", &face)] {

@@ -15,7 +15,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use support::eventually;
 use support::node::Instance;
-use support::peer::{Peer, Received};
+use support::peer::{Peer, Received, post_headers};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -65,15 +65,7 @@ async fn post_with_input(url: &str, peer: &Peer, body: &[u8], input: Option<&str
         "content-type",
         HeaderValue::from_static("application/activity+json"),
     );
-    let resp = reqwest::Client::new()
-        .post(url)
-        .headers(headers)
-        .body(body.to_vec())
-        .send()
-        .await
-        .expect("post");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    post_headers(url, headers, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -217,12 +209,6 @@ async fn a_host_that_refuses_rfc9421_gets_draft_cavage_at_once_and_is_remembered
     })
     .await;
     assert_eq!((follow.scheme, follow.verified.is_ok()), ("cavage", true));
-    assert_eq!(
-        peer.received()
-            .iter()
-            .filter(|r| r.ty() == "Follow")
-            .count(),
-        1
-    );
+    assert_eq!(peer.count_of("Follow"), 1);
     inst.shutdown().await;
 }

@@ -237,6 +237,10 @@ impl Peer {
     pub fn received(&self) -> Vec<Received> {
         self.state.received.lock().expect("received").clone()
     }
+    /// How many activities of type `ty` arrived.
+    pub fn count_of(&self, ty: &str) -> usize {
+        self.received().iter().filter(|r| r.ty() == ty).count()
+    }
     /// The bodies of what arrived, in order.
     pub fn bodies(&self) -> Vec<Value> {
         self.received().into_iter().map(|r| r.body).collect()
@@ -374,16 +378,7 @@ impl Peer {
             .expect("sign");
         headers.insert("content-type", ACTIVITY_JSON.parse().expect("header"));
         tamper(&mut headers);
-        let resp = reqwest::Client::new()
-            .post(url)
-            .headers(headers)
-            .body(body.to_vec())
-            .send()
-            .await
-            .expect("post");
-        let status = resp.status().as_u16();
-        let body = resp.json().await.unwrap_or(Value::Null);
-        (status, body)
+        post_headers(url, headers, body).await
     }
 
     /// `post`, signed as `/users/{name}` (every actor of the peer has the peer's key).
@@ -660,4 +655,18 @@ async fn upload(State(s): State<PeerState>, Path(name): Path<String>) -> Respons
         Some((ty, body)) => ([("content-type", ty)], body).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// POSTs `body` to `url` with exactly `headers` (a signature, a content type); the status and
+/// the JSON body (null when there is none).
+pub async fn post_headers(url: &str, headers: HeaderMap, body: &[u8]) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .headers(headers)
+        .body(body.to_vec())
+        .send()
+        .await
+        .expect("post");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
 }
