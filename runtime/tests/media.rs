@@ -7,12 +7,11 @@
 
 mod support;
 
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hollo_runtime::media::{self, AttachError, Drive};
-use image::{DynamicImage, ImageFormat};
+use image::ImageFormat;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes, users};
@@ -27,16 +26,7 @@ const WAIT: Duration = Duration::from_secs(60);
 const ADMIN: &str = "media-admin-token";
 
 fn encode(w: u32, h: u32, format: ImageFormat) -> Vec<u8> {
-    let img = DynamicImage::ImageRgba8(image::RgbaImage::from_fn(w, h, |x, y| {
-        image::Rgba([(x * 7 % 256) as u8, (y * 3 % 256) as u8, 90, 255])
-    }));
-    let img = match format {
-        ImageFormat::Jpeg => DynamicImage::ImageRgb8(img.to_rgb8()),
-        _ => img,
-    };
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, format).expect("encode");
-    out.into_inner()
+    support::multipart::encode(w, h, format, 255)
 }
 
 fn png(w: u32, h: u32) -> Vec<u8> {
@@ -753,9 +743,7 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
-    let moto = Moto::start().await;
-    moto.public_bucket("hollo-media").await;
-    let base = format!("{}/hollo-media", moto.endpoint);
+    let (moto, base) = Moto::with_public_bucket("hollo-media").await;
     let mut env = moto.drive_env("hollo-media", &base);
     env.extend([("MEDIA_SYNC_MAX_BYTES", "2000"), ("ADMIN_TOKEN", ADMIN)]);
     let inst = Instance::start("all", &env).await;

@@ -10,11 +10,10 @@
 
 mod support;
 
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use image::{DynamicImage, ImageFormat};
+use image::ImageFormat;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
@@ -23,7 +22,7 @@ use support::api::{
 };
 use support::files::{files_under, temp_dir};
 use support::moto::Moto;
-use support::multipart::{Part, form};
+use support::multipart::{Part, encode, form};
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
@@ -44,19 +43,6 @@ async fn instance(dir: &Path) -> Instance {
         ],
     )
     .await
-}
-
-fn encode(w: u32, h: u32, format: ImageFormat, alpha: u8) -> Vec<u8> {
-    let img = DynamicImage::ImageRgba8(image::RgbaImage::from_fn(w, h, |x, y| {
-        image::Rgba([(x * 7 % 256) as u8, (y * 3 % 256) as u8, 90, alpha])
-    }));
-    let img = match format {
-        ImageFormat::Jpeg => DynamicImage::ImageRgb8(img.to_rgb8()),
-        _ => img,
-    };
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, format).expect("encode");
-    out.into_inner()
 }
 
 async fn patch_form(api: &Client, parts: &[Part<'_>]) -> Answer {
@@ -370,9 +356,7 @@ async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_s3_drive_stores_and_deletes_profile_images_through_moto() {
-    let moto = Moto::start().await;
-    moto.public_bucket("hollo-profiles").await;
-    let base = format!("{}/hollo-profiles", moto.endpoint);
+    let (moto, base) = Moto::with_public_bucket("hollo-profiles").await;
     let inst = Instance::start("all", &moto.drive_env("hollo-profiles", &base)).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));

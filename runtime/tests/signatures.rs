@@ -9,9 +9,7 @@ mod support;
 
 use std::time::{Duration, SystemTime};
 
-use axum::http::{HeaderMap, HeaderValue};
-use hollo_runtime::federation::transport::rfc9421;
-use reqwest::Method;
+use axum::http::HeaderValue;
 use serde_json::{Value, json};
 use support::eventually;
 use support::node::Instance;
@@ -44,17 +42,7 @@ fn accepts(peer: &Peer) -> Vec<Received> {
 
 /// A POST signed with RFC 9421 whose `Signature-Input` is then replaced by `input`.
 async fn post_with_input(url: &str, peer: &Peer, body: &[u8], input: Option<&str>) -> (u16, Value) {
-    let u = url::Url::parse(url).expect("url");
-    let mut headers = HeaderMap::new();
-    rfc9421::sign_at(
-        &peer.key(),
-        &Method::POST,
-        &u,
-        Some(body),
-        &mut headers,
-        SystemTime::now(),
-    )
-    .expect("sign");
+    let mut headers = peer.rfc9421_headers(url, body);
     if let Some(input) = input {
         headers.insert(
             "signature-input",
@@ -108,25 +96,8 @@ async fn an_rfc9421_peer_is_verified_and_answered_in_rfc9421() {
     }
     let mut tampered = body.clone();
     tampered.push(b' ');
-    let u = url::Url::parse(&inbox).expect("url");
-    let mut headers = HeaderMap::new();
-    rfc9421::sign_at(
-        &peer.key(),
-        &Method::POST,
-        &u,
-        Some(&body),
-        &mut headers,
-        SystemTime::now(),
-    )
-    .expect("sign");
-    let resp = reqwest::Client::new()
-        .post(&inbox)
-        .headers(headers)
-        .body(tampered)
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(resp.status().as_u16(), 401);
+    let headers = peer.rfc9421_headers(&inbox, &body);
+    assert_eq!(post_headers(&inbox, headers, &tampered).await.0, 401);
     assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 0);
     assert_eq!(
         scheme_of(&inst, &peer).await,

@@ -9,14 +9,12 @@ order.
 usage: filters_flow.py BASE_URL USERNAME PASSWORD TOKEN FRIEND_TOKEN (the password is unused:
 the tokens were made for the accounts, as `hollo account create` makes them)"""
 
-from harness import check, client, run_steps, two_tokens, until
+from harness import TwoAccounts, check, run_steps, two_tokens, until
 
 
-class Flow:
+class Flow(TwoAccounts):
     def __init__(self, base, token, friend_token):
-        self.api, self.friend_api = client(base, token), client(base, friend_token)
-        self.me = self.api.account_verify_credentials()
-        self.friend = self.friend_api.account_verify_credentials()
+        super().__init__(base, token, friend_token)
         self.filter = None
         self.post = None
 

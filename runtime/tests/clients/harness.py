@@ -31,6 +31,15 @@ def client(base, token):
     return Mastodon(access_token=token, api_base_url=base, version_check_mode="none")
 
 
+class TwoAccounts:
+    """The shared state of a flow between two accounts: a client of each (`api`, `friend_api`)
+    and their accounts as verify_credentials answers them (`me`, `friend`)."""
+    def __init__(self, base, token, friend_token):
+        self.api, self.friend_api = client(base, token), client(base, friend_token)
+        self.me = self.api.account_verify_credentials()
+        self.friend = self.friend_api.account_verify_credentials()
+
+
 def gone(fetch, what):
     """Checks that `fetch()` now fails with a 404 (Mastodon.py's MastodonNotFoundError)."""
     from mastodon import MastodonNotFoundError

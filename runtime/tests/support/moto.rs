@@ -61,8 +61,15 @@ impl Moto {
         }
     }
 
-    /// Creates `bucket` whose objects anyone may read (a bucket policy, as a deployment that
-    /// serves files from the bucket has). moto accepts unsigned requests.
+    /// A server with the public `bucket` (`public_bucket`), and the URL its files are served
+    /// from.
+    pub async fn with_public_bucket(bucket: &str) -> (Moto, String) {
+        let moto = Moto::start().await;
+        moto.public_bucket(bucket).await;
+        let base = format!("{}/{bucket}", moto.endpoint);
+        (moto, base)
+    }
+
     /// The settings of a node whose drive is `bucket` on this server, its files served from
     /// `url_base`.
     pub fn drive_env<'a>(&'a self, bucket: &'a str, url_base: &'a str) -> Vec<(&'a str, &'a str)> {
@@ -78,6 +85,8 @@ impl Moto {
         ]
     }
 
+    /// Creates `bucket` whose objects anyone may read (a bucket policy, as a deployment that
+    /// serves files from the bucket has). moto accepts unsigned requests.
     pub async fn public_bucket(&self, bucket: &str) {
         let http = reqwest::Client::new();
         let resp = http

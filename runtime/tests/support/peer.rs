@@ -267,30 +267,28 @@ impl Peer {
         *self.state.accepts.lock().expect("accepts") = Some((cavage, rfc9421));
     }
 
-    /// POSTs `activity` to `url` signed with RFC 9421 by the peer's key.
-    pub async fn post_rfc9421(&self, url: &str, activity: &Value) -> (u16, Value) {
-        let body = serde_json::to_vec(activity).expect("json");
+    /// The RFC 9421 signature headers of a POST of `body` to `url` by the peer's key, now.
+    pub fn rfc9421_headers(&self, url: &str, body: &[u8]) -> HeaderMap {
         let u = url::Url::parse(url).expect("url");
         let mut headers = HeaderMap::new();
         hollo_runtime::federation::transport::rfc9421::sign_at(
             &self.key(),
             &Method::POST,
             &u,
-            Some(&body),
+            Some(body),
             &mut headers,
             SystemTime::now(),
         )
         .expect("sign");
+        headers
+    }
+
+    /// POSTs `activity` to `url` signed with RFC 9421 by the peer's key.
+    pub async fn post_rfc9421(&self, url: &str, activity: &Value) -> (u16, Value) {
+        let body = serde_json::to_vec(activity).expect("json");
+        let mut headers = self.rfc9421_headers(url, &body);
         headers.insert("content-type", ACTIVITY_JSON.parse().expect("header"));
-        let resp = reqwest::Client::new()
-            .post(url)
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .expect("post");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+        post_headers(url, headers, &body).await
     }
 
     pub fn set_access(&self, access: ActorAccess) {
