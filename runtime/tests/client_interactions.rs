@@ -257,14 +257,10 @@ async fn a_remote_server_receives_likes_announces_and_their_undos() {
     // The peer follows alice and posts a note she sees.
     peer_follows_accepted(&inst, &peer, "alice").await;
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC],
-        "object": {
-            "id": note, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hi</p>",
-            "published": "2026-12-01T10:00:00Z", "to": [PUBLIC],
-        },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hi</p>",
+        "published": "2026-12-01T10:00:00Z", "to": [PUBLIC],
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let remote: String = eventually(WAIT, "the note is stored", || async {
         sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM remote_posts WHERE iri = $1")

@@ -671,15 +671,13 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     // alice follows the peer (accepted) and the peer follows alice.
     let (_, their_follow) = follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>@alice #domaintag</p>", "published": "2026-12-01T10:00:00Z",
         "to": [PUBLIC], "cc": [me],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>@alice #domaintag</p>", "published": "2026-12-01T10:00:00Z",
-                    "to": [PUBLIC], "cc": [me],
-                    "tag": [{ "type": "Mention", "href": me, "name": "@alice" },
-                            { "type": "Hashtag", "name": "#domaintag" }] },
-    });
+        "tag": [{ "type": "Mention", "href": me, "name": "@alice" },
+                { "type": "Hashtag", "name": "#domaintag" }]
+    }));
     assert_eq!(peer.post(&inbox, &create).await, 202);
     let paths = [
         "/api/v1/timelines/home",
@@ -757,13 +755,11 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     // (posted after it) does.
     let mut public = connect(&inst.base, "stream=public", &alice_token).await;
     let later = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{later}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC], "cc": [],
-        "object": { "id": later, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>still here</p>", "published": "2026-12-01T11:00:00Z",
-                    "to": [PUBLIC], "cc": [] },
-    });
+    let create = peer.create(json!({
+        "id": later, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>still here</p>", "published": "2026-12-01T11:00:00Z",
+        "to": [PUBLIC], "cc": []
+    }));
     assert_eq!(peer.post(&inbox, &create).await, 202);
     // Stored (and its stream event written) before the control is posted: the barrier.
     inst.until_count(

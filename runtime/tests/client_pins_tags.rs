@@ -195,14 +195,13 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     uploads("page.html", "text/html", b"<script>alert(1)</script>");
     let emoji_image = peer.iri("/uploads/blobcat.png");
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>pin me :blobcat:</p>", "published": "2026-12-01T10:00:00Z",
-                    "tag": [{ "type": "Emoji", "name": ":blobcat:",
-                              "icon": { "type": "Image", "mediaType": "image/png",
-                                        "url": emoji_image } }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": "<p>pin me :blobcat:</p>", "published": "2026-12-01T10:00:00Z",
+        "tag": [{ "type": "Emoji", "name": ":blobcat:",
+                  "icon": { "type": "Image", "mediaType": "image/png",
+                            "url": emoji_image } }]
+    }));
     assert_eq!(peer.post(&inbox, &create).await, 202);
     let theirs = format!("{}/collections/featured", peer.actor());
     let stray = json!({ "id": peer.new_id("adds"), "type": "Add", "actor": peer.actor(),

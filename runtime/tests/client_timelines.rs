@@ -674,13 +674,11 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     });
     assert_eq!(peer.post(&inbox, &accept).await, 202);
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>remote news</p>", "published": "2026-12-01T10:00:00Z",
-                    "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>remote news</p>", "published": "2026-12-01T10:00:00Z",
+        "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())]
+    }));
     // The note must find the follow accepted: wait for the Accept to be processed first.
     eventually(WAIT, "alice follows the peer", || async {
         let r = alice_api
@@ -771,12 +769,11 @@ async fn direct_posts_make_conversations_for_each_participant() {
     // A remote direct note to alice starts a conversation with the remote account.
     let me = inst.fed.actor_iri("alice");
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [me],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [me],
-                    "content": "<p>@alice psst</p>", "published": "2026-12-01T10:00:00Z",
-                    "tag": [{ "type": "Mention", "href": me, "name": "@alice" }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [me],
+        "content": "<p>@alice psst</p>", "published": "2026-12-01T10:00:00Z",
+        "tag": [{ "type": "Mention", "href": me, "name": "@alice" }]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let mine = eventually(WAIT, "the remote conversation", || async {
         let l = list(&inst, Some(&alice_token), "/api/v1/conversations").await;

@@ -191,17 +191,13 @@ async fn react_to_pictures(peer: std::sync::Arc<Peer>, author: String) {
                 "published": chrono::Utc::now().to_rfc3339(),
             });
             let reply_id = peer.new_id("notes");
-            let reply = serde_json::json!({
-                "id": format!("{reply_id}/activity"), "type": "Create", "actor": peer.actor(),
+            let reply = peer.create(serde_json::json!({
+                "id": reply_id, "type": "Note", "attributedTo": peer.actor(),
+                "inReplyTo": note["id"], "content": "<p>Lovely picture</p>",
+                "published": chrono::Utc::now().to_rfc3339(),
                 "to": [public], "cc": [author],
-                "object": {
-                    "id": reply_id, "type": "Note", "attributedTo": peer.actor(),
-                    "inReplyTo": note["id"], "content": "<p>Lovely picture</p>",
-                    "published": chrono::Utc::now().to_rfc3339(),
-                    "to": [public], "cc": [author],
-                    "tag": [{"type": "Mention", "href": author, "name": "@mona"}],
-                },
-            });
+                "tag": [{"type": "Mention", "href": author, "name": "@mona"}],
+            }));
             for activity in [like, announce, reply] {
                 assert_eq!(peer.post(&inbox, &activity).await, 202, "{activity:#}");
             }

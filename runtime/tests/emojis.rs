@@ -245,13 +245,12 @@ async fn a_remote_posts_emoji_is_copied() {
         .insert("party.png".into(), ("image/png".into(), image.clone()));
     let note = peer.new_id("notes");
     let public = "https://www.w3.org/ns/activitystreams#Public";
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [public],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [public],
-                    "content": "<p>:party:</p>", "published": "2026-12-01T10:00:00Z",
-                    "tag": [{ "type": "Emoji", "name": ":party:",
-                              "icon": { "type": "Image", "url": peer.iri("/uploads/party.png") } }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [public],
+        "content": "<p>:party:</p>", "published": "2026-12-01T10:00:00Z",
+        "tag": [{ "type": "Emoji", "name": ":party:",
+                  "icon": { "type": "Image", "url": peer.iri("/uploads/party.png") } }]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let status_id = support::eventually(support::api::WAIT, "the note is stored", || async {
         let home = api.get("/api/v1/timelines/home").await.body;

@@ -211,14 +211,11 @@ async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply(
     let peer = Peer::start().await;
     inst.account("carol").await;
     let note_id = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note_id}/activity"), "type": "Create", "actor": peer.actor(),
-        "object": {
-            "id": note_id, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hello</p>",
-            "published": "2026-11-30T10:00:00Z",
-            "replies": { "id": format!("{note_id}/replies"), "type": "Collection" },
-        },
-    });
+    let create = peer.create(json!({
+        "id": note_id, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hello</p>",
+        "published": "2026-11-30T10:00:00Z",
+        "replies": { "id": format!("{note_id}/replies"), "type": "Collection" },
+    }));
     let inbox = inst.fed.inbox("carol");
     assert_eq!(peer.post(&inbox, &create).await, 202);
     assert_eq!(

@@ -27,13 +27,12 @@ async fn remote_images_reach_readers_only_through_our_signed_urls_and_one_fetch(
     }
     let photo_url = peer.iri("/uploads/photo.png");
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>look</p>", "published": "2026-12-01T10:00:00Z",
-                    "attachment": [{ "type": "Document", "mediaType": "image/png",
-                                     "url": photo_url, "name": "a photo" }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": "<p>look</p>", "published": "2026-12-01T10:00:00Z",
+        "attachment": [{ "type": "Document", "mediaType": "image/png",
+                         "url": photo_url, "name": "a photo" }]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let status = eventually(WAIT, "the note at home", || async {
         let home = api.get("/api/v1/timelines/home").await.body;

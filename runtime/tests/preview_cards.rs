@@ -387,12 +387,11 @@ async fn a_remote_post_gets_its_card_too() {
     follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
     let story = site.url("plain");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": format!("<p>look <a href=\"{story}\">{story}</a></p>"),
-                    "published": "2026-12-01T10:00:00Z" },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": format!("<p>look <a href=\"{story}\">{story}</a></p>"),
+        "published": "2026-12-01T10:00:00Z"
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let card = eventually(WAIT, "the remote note's card at home", || async {
         let home = api.get("/api/v1/timelines/home").await.body;

@@ -166,11 +166,10 @@ async fn reactions_cross_to_and_from_a_remote_server() {
 
     // Ours, to their post: an `EmojiReact` to the author, then its `Undo`.
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>theirs</p>", "published": "2026-12-01T10:00:00Z" },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": "<p>theirs</p>", "published": "2026-12-01T10:00:00Z"
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let theirs = eventually(WAIT, "their note at home", || async {
         let home = api.get("/api/v1/timelines/home").await.body;

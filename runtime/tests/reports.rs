@@ -40,13 +40,11 @@ async fn reports_are_checked_forwarded_listed_and_received() {
     // The peer's person and alice follow each other; the peer posts publicly to alice.
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC], "cc": [me],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>buy now</p>", "published": "2026-12-01T10:00:00Z",
-                    "to": [PUBLIC], "cc": [me] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>buy now</p>", "published": "2026-12-01T10:00:00Z",
+        "to": [PUBLIC], "cc": [me]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let note_id: String = eventually(WAIT, "the peer's note at alice's home", || async {
         api.get("/api/v1/timelines/home").await.body[0]["id"]

@@ -264,17 +264,15 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         ),
     ] {
         let note = peer.new_id("notes");
-        let create = json!({
-            "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
+        let create = peer.create(json!({
+            "id": note, "type": "Note", "attributedTo": peer.actor(),
             "to": to, "cc": cc,
-            "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                        "to": to, "cc": cc,
-                        "content": format!("<p>@bob {text} #secrettag</p>"),
-                        "published": "2026-12-01T10:00:00Z",
-                        "tag": [{ "type": "Mention", "href": bob_iri, "name": "@bob" },
-                                { "type": "Hashtag", "name": "#secrettag",
-                                  "href": peer.iri("/tags/secrettag") }] },
-        });
+            "content": format!("<p>@bob {text} #secrettag</p>"),
+            "published": "2026-12-01T10:00:00Z",
+            "tag": [{ "type": "Mention", "href": bob_iri, "name": "@bob" },
+                    { "type": "Hashtag", "name": "#secrettag",
+                      "href": peer.iri("/tags/secrettag") }]
+        }));
         assert_eq!(peer.post(&inst.fed.inbox("bob"), &create).await, 202);
         remote_iris.push(note);
     }

@@ -237,6 +237,22 @@ impl Peer {
     pub fn received(&self) -> Vec<Received> {
         self.state.received.lock().expect("received").clone()
     }
+    /// The peer's `Create` of its `object` (a Note with an `id`): the id `<object id>/activity`,
+    /// addressed (`to`, `cc`) as the object is, as servers send a Create.
+    pub fn create(&self, object: Value) -> Value {
+        let mut create = json!({
+            "id": format!("{}/activity", object["id"].as_str().expect("the object's id")),
+            "type": "Create", "actor": self.actor(),
+        });
+        for key in ["to", "cc"] {
+            if let Some(v) = object.get(key) {
+                create[key] = v.clone();
+            }
+        }
+        create["object"] = object;
+        create
+    }
+
     /// How many activities of type `ty` arrived.
     pub fn count_of(&self, ty: &str) -> usize {
         self.received().iter().filter(|r| r.ty() == ty).count()
