@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes, users};
 use support::eventually;
 use support::files::{files_under, temp_dir};
+use support::images::{gif_with_frame, png_bomb};
 use support::moto::Moto;
 use support::multipart::Part;
 use support::node::Instance;
@@ -805,45 +806,6 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
         0
     );
     inst.shutdown().await;
-}
-
-/// A GIF whose logical screen is `sw`×`sh` and whose second frame is `fw`×`fh`.
-fn gif_with_frame(sw: u16, sh: u16, fw: u16, fh: u16) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut enc =
-            gif::Encoder::new(&mut out, sw, sh, &[0, 0, 0, 255, 255, 255]).expect("gif encoder");
-        for (w, h) in [(sw, sh), (fw, fh)] {
-            let frame = gif::Frame {
-                width: w,
-                height: h,
-                buffer: std::borrow::Cow::Owned(vec![1; usize::from(w) * usize::from(h)]),
-                ..gif::Frame::default()
-            };
-            enc.write_frame(&frame).expect("frame");
-        }
-    }
-    out
-}
-
-/// A `w`×`h` 16-bit RGBA PNG of zeros, written row by row: a few hundred KB that decode to
-/// `w × h × 8` bytes.
-fn png_bomb(w: u32, h: u32) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(png::ColorType::Rgba);
-        enc.set_depth(png::BitDepth::Sixteen);
-        enc.set_compression(png::Compression::Balanced);
-        let mut writer = enc.write_header().expect("header");
-        let mut stream = writer.stream_writer().expect("stream");
-        let row = vec![0u8; w as usize * 8];
-        for _ in 0..h {
-            std::io::Write::write_all(&mut stream, &row).expect("row");
-        }
-        stream.finish().expect("finish");
-    }
-    out
 }
 
 /// R-API: a GIF whose 1×1 screen holds a frame over `MEDIA_MAX_PIXELS` (which the

@@ -8,6 +8,7 @@ pub mod clients;
 pub mod consumer;
 pub mod expiry;
 pub mod files;
+pub mod images;
 pub mod moto;
 pub mod multipart;
 pub mod node;
