@@ -108,6 +108,17 @@ pub async fn create_with_password(
     ))
 }
 
+/// Takes the row lock of `account` (`FOR UPDATE`) for the rest of the transaction: the writes
+/// checked against a per-account limit (lists, filters, pins, featured tags, scheduled
+/// statuses) take it first, so two at once cannot both pass the limit.
+pub async fn lock<'e>(exec: impl PgExecutor<'e>, account: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
+        .bind(account)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
 pub async fn by_username<'e>(
     exec: impl PgExecutor<'e>,
     username: &str,

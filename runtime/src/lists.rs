@@ -165,10 +165,7 @@ pub async fn containing(
 /// cannot both pass the limit.
 pub async fn create(tx: &mut PgConnection, account: Uuid, c: &Changes) -> Result<List, ListError> {
     let title = title(c.title.as_deref().unwrap_or_default())?;
-    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
+    crate::accounts::lock(&mut *tx, account).await?;
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM lists WHERE account_id = $1")
         .bind(account)
         .fetch_one(&mut *tx)

@@ -11,7 +11,10 @@ use std::time::Duration;
 use hollo_runtime::polls::{MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, WAIT, assert_error, received, token_with_scopes};
+use support::api::{
+    Answer, Client, WAIT, assert_error, peer_follows, peer_follows_accepted, received,
+    token_with_scopes, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -28,8 +31,8 @@ async fn resolve_peer(api: &Client, peer: &Peer, name: &str) -> Value {
             "/api/v2/search?q=%40{}&resolve=true&type=accounts",
             peer.handle_of(name)
         ))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+        .await
+        .assert_ok();
     assert_eq!(
         a.body["accounts"].as_array().map(Vec::len),
         Some(1),
@@ -42,8 +45,8 @@ async fn resolve_peer(api: &Client, peer: &Peer, name: &str) -> Value {
 async fn relationship(api: &Client, id: &str) -> Value {
     let a = api
         .get(&format!("/api/v1/accounts/relationships?id[]={id}"))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+        .await
+        .assert_ok();
     a.body[0].clone()
 }
 
@@ -61,14 +64,10 @@ async fn instance_counts_are_read_once_per_ttl_not_per_request() {
     let api = Client::bearer(&inst, &alice);
     let anon = Client::new(&inst, None);
     let counted = std::time::Instant::now();
-    let v1 = anon.get("/api/v1/instance").await;
-    assert_eq!(v1.status, 200, "{}", v1.body);
+    let v1 = anon.get("/api/v1/instance").await.assert_ok();
     assert_eq!(v1.body["stats"]["status_count"], 0);
     assert_eq!(v1.body["stats"]["user_count"], 1);
-    let posted = api
-        .call(Method::POST, "/api/v1/statuses", &json!({"status": "new"}))
-        .await;
-    assert_eq!(posted.status, 200, "{}", posted.body);
+    api.post(&json!({"status": "new"})).await.assert_ok();
     inst.account("bob").await;
     assert_eq!(inst.count("SELECT count(*) FROM statuses").await, 1);
     // Answers that arrived within the TTL of the first count must all show that count.
@@ -76,8 +75,7 @@ async fn instance_counts_are_read_once_per_ttl_not_per_request() {
     for _ in 0..20 {
         let v1 = anon.get("/api/v1/instance").await;
         let ni = anon.get("/nodeinfo/2.1").await;
-        let v2 = anon.get("/api/v2/instance").await;
-        assert_eq!(v2.status, 200, "{}", v2.body);
+        anon.get("/api/v2/instance").await.assert_ok();
         if counted.elapsed() >= TTL {
             break;
         }
@@ -115,19 +113,11 @@ async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() 
     let (_, alice) = inst.account("alice").await;
     inst.account("bob").await;
     let api = Client::bearer(&inst, &alice);
-    let posted = api
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({"status": "hello"}),
-        )
-        .await;
-    assert_eq!(posted.status, 200, "{}", posted.body);
+    api.post(&json!({"status": "hello"})).await.assert_ok();
     let anon = Client::new(&inst, None);
     let domain = inst.base.trim_start_matches("http://").to_string();
 
-    let v2 = anon.get("/api/v2/instance").await;
-    assert_eq!(v2.status, 200, "{}", v2.body);
+    let v2 = anon.get("/api/v2/instance").await.assert_ok();
     assert_eq!(v2.body["domain"], json!(domain));
     // The API level whose features are served (R-MAPI-6): 4.2 (exclusive lists), not 4.3,
     // whose notification requests and multi-status fetch apps would then call.
@@ -151,8 +141,7 @@ async fn instance_v1_v2_emojis_and_nodeinfo_report_the_real_limits_and_counts() 
     assert_eq!(v2.body["usage"]["users"]["active_month"], 1);
     assert_eq!(v2.body["registrations"]["enabled"], false);
 
-    let v1 = anon.get("/api/v1/instance").await;
-    assert_eq!(v1.status, 200, "{}", v1.body);
+    let v1 = anon.get("/api/v1/instance").await.assert_ok();
     assert_eq!(v1.body["uri"], json!(domain));
     assert_eq!(v1.body["stats"]["user_count"], 2);
     assert_eq!(v1.body["stats"]["status_count"], 1);
@@ -201,15 +190,12 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
     let api = Client::bearer(&inst, &token);
 
     // The peer follows alice (auto-accepted: she is not locked).
-    let follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
-        "object": inst.fed.actor_iri("alice"),
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    peer_follows_accepted(&inst, &peer, "alice").await;
 
-    let me = api.get("/api/v1/accounts/verify_credentials").await;
-    assert_eq!(me.status, 200, "{}", me.body);
+    let me = api
+        .get("/api/v1/accounts/verify_credentials")
+        .await
+        .assert_ok();
     assert_eq!(me.body["id"], json!(alice.id.to_string()));
     assert_eq!(me.body["acct"], "alice");
     assert_eq!(me.body["followers_count"], 1);
@@ -227,8 +213,8 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
                 "fields_attributes": [{"name": "Site", "value": "https://a.example"}],
             }),
         )
-        .await;
-    assert_eq!(updated.status, 200, "{}", updated.body);
+        .await
+        .assert_ok();
     assert_eq!(updated.body["display_name"], "Alice <A>");
     assert_eq!(
         updated.body["note"],
@@ -249,8 +235,7 @@ async fn update_credentials_changes_the_profile_the_actor_and_tells_followers() 
             "application/x-www-form-urlencoded",
             "locked=true&fields_attributes[0][name]=Site&fields_attributes[0][value]=x&fields_attributes[1][name]=Pets&fields_attributes[1][value]=cat",
         )
-        .await;
-    assert_eq!(form.status, 200, "{}", form.body);
+        .await.assert_ok();
     assert_eq!(form.body["locked"], true);
     assert_eq!(form.body["display_name"], "Alice <A>", "untouched");
     assert_eq!(form.body["fields"].as_array().map(Vec::len), Some(2));
@@ -437,8 +422,8 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
     // Follow → a verified Follow reaches the peer; requested until it accepts.
     let rel = api
         .bare(Method::POST, &format!("/api/v1/accounts/{id}/follow"))
-        .await;
-    assert_eq!(rel.status, 200, "{}", rel.body);
+        .await
+        .assert_ok();
     assert_eq!(rel.body["id"], json!(id));
     assert_eq!(rel.body["requested"], true);
     assert_eq!(rel.body["following"], false);
@@ -469,19 +454,15 @@ async fn following_a_remote_account_federates_and_shows_in_relationships_and_lis
     assert_eq!(me.body["following_count"], 1);
 
     // The peer follows alice too; then alice blocks it: Block delivered, both follows gone.
-    let peer_follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
-        "object": inst.fed.actor_iri("alice"),
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &peer_follow).await, 202);
+    peer_follows(&inst, &peer, "alice").await;
     eventually(WAIT, "the peer is a follower", || async {
         (relationship(&api, &id).await["followed_by"] == true).then_some(())
     })
     .await;
     let blocked = api
         .bare(Method::POST, &format!("/api/v1/accounts/{id}/block"))
-        .await;
-    assert_eq!(blocked.status, 200, "{}", blocked.body);
+        .await
+        .assert_ok();
     assert_eq!(blocked.body["blocking"], true);
     assert_eq!(blocked.body["following"], false);
     assert_eq!(blocked.body["followed_by"], false);
@@ -624,8 +605,8 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
             Method::POST,
             &format!("/api/v1/follow_requests/{peer_id}/authorize"),
         )
-        .await;
-    assert_eq!(ok.status, 200, "{}", ok.body);
+        .await
+        .assert_ok();
     assert_eq!(ok.body["followed_by"], true);
     let accept = received(&peer, "Accept", |_| true).await;
     assert_eq!(accept["object"]["id"], json!(follow_ids[0]));
@@ -704,8 +685,7 @@ async fn a_locked_account_answers_follow_requests_with_accept_or_reject() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_accounts_follow_each_other_and_lists_paginate() {
     let inst = Instance::start("web", &[]).await;
-    let (alice, a_token) = inst.account("alice").await;
-    let (bob, b_token) = inst.account("bob").await;
+    let [(alice, a_token, _), (bob, b_token, _)] = users(&inst, ["alice", "bob"]).await;
     let (alice_api, bob_api) = (
         Client::bearer(&inst, &a_token),
         Client::bearer(&inst, &b_token),
@@ -773,11 +753,7 @@ async fn local_accounts_follow_each_other_and_lists_paginate() {
     let mut ids = Vec::new();
     for i in 0..5 {
         let st = alice_api
-            .call(
-                Method::POST,
-                "/api/v1/statuses",
-                &json!({"status": format!("post {i}")}),
-            )
+            .post(&json!({"status": format!("post {i}")}))
             .await;
         ids.push(st.body["id"].as_str().unwrap().to_string());
     }
@@ -878,8 +854,7 @@ async fn search_resolves_post_urls_and_finds_only_what_is_stored_without_resolve
     assert_eq!(before.body["statuses"], json!([]), "{}", before.body);
     assert_eq!(peer.hits().len(), 0, "nothing fetched without resolve");
 
-    let found = api.get(&q(true)).await;
-    assert_eq!(found.status, 200, "{}", found.body);
+    let found = api.get(&q(true)).await.assert_ok();
     let status = &found.body["statuses"][0];
     assert_eq!(status["uri"], json!(url));
     assert_eq!(status["content"], "<p>hi</p>", "sanitized");
@@ -982,8 +957,8 @@ async fn search_resolution_obeys_the_ssrf_guard() {
         url::form_urlencoded::byte_serialize(peer.iri("/notes/1").as_bytes()).collect::<String>();
     let a = api
         .get(&format!("/api/v2/search?q={url}&resolve=true"))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+        .await
+        .assert_ok();
     assert_eq!(a.body["statuses"], json!([]));
     let a = api
         .get(&format!(
@@ -1007,10 +982,8 @@ async fn search_resolution_obeys_the_ssrf_guard() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
     let inst = instance().await;
-    let (alice, token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, _) = inst.account("carol").await;
-    let api = Client::bearer(&inst, &token);
+    let [(alice, _, api), (bob, bob_token, _), (carol, _, _)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let ids = |a: &Answer| -> Vec<String> {
         a.body
             .as_array()
@@ -1019,15 +992,14 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
             .map(|x| x["id"].as_str().unwrap().to_string())
             .collect()
     };
-    let none = api.get("/api/v1/blocks").await;
-    assert_eq!(none.status, 200, "{}", none.body);
+    let none = api.get("/api/v1/blocks").await.assert_ok();
     assert_eq!(none.body, json!([]));
 
     for who in [&bob, &carol] {
         let b = api
             .bare(Method::POST, &format!("/api/v1/accounts/{}/block", who.id))
-            .await;
-        assert_eq!(b.status, 200, "{}", b.body);
+            .await
+            .assert_ok();
         assert_eq!(b.body["blocking"], true);
     }
     let all = api.get("/api/v1/blocks").await;
@@ -1089,9 +1061,8 @@ async fn blocks_list_the_holders_blocks_newest_first_in_pages() {
 async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
     let inst = instance().await;
     let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
-    let (bob, _) = inst.account("bob").await;
-    let (bobby, _) = inst.account("bobby").await;
+    let [(alice, token, _), (bob, _, _), (bobby, _, _)] =
+        users(&inst, ["alice", "bob", "bobby"]).await;
     inst.account("carol").await;
     let api = Client::bearer(&inst, &token);
     let accts = |a: &Answer| -> Vec<String> {
@@ -1152,10 +1123,9 @@ async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
     assert_eq!(accts(&api.get(&local_address).await), ["bobby"]);
 
     // following: alice follows bob only.
-    let f = api
-        .bare(Method::POST, &format!("/api/v1/accounts/{}/follow", bob.id))
-        .await;
-    assert_eq!(f.status, 200, "{}", f.body);
+    api.bare(Method::POST, &format!("/api/v1/accounts/{}/follow", bob.id))
+        .await
+        .assert_ok();
     assert_eq!(
         accts(&api.get("/api/v1/accounts/search?q=bo&following=true").await),
         ["bob"]

@@ -19,7 +19,7 @@ use futures::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, add_to_list, assert_error, call_ok, follow, get_ok, id, new_list, users,
+    Client, WAIT, act_ok, add_to_list, assert_error, call_ok, follow, get_ok, id, new_list, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -65,12 +65,7 @@ async fn shown(api: &Client, path: &str, want: &str) -> Option<Vec<String>> {
 #[tokio::test]
 async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, eve_token) = inst.account("eve").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let eve = Client::new(&inst, Some(&eve_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [(_, _, api), (bob, _, bob_api), (_, _, eve)] = users(&inst, ["alice", "bob", "eve"]).await;
 
     // Bad input first: nothing is stored by any of these.
     for (body, what) in [
@@ -116,8 +111,8 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
              &keywords_attributes[][keyword]=spoiler&keywords_attributes[][whole_word]=false\
              &keywords_attributes[][keyword]=finale",
         )
-        .await;
-    assert_eq!(made.status, 200, "{}", made.body);
+        .await
+        .assert_ok();
     let f = made.body;
     assert_eq!(f["title"], "Spoilers");
     assert_eq!(f["context"], json!(["home", "public"]));
@@ -148,12 +143,8 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         assert_error(&eve.get(&path).await, 404, &path);
     }
     assert_error(
-        &eve.call(
-            Method::DELETE,
-            &format!("/api/v2/filters/{fid}"),
-            &json!({}),
-        )
-        .await,
+        &eve.act(Method::DELETE, &format!("/api/v2/filters/{fid}"))
+            .await,
         404,
         "eve deletes alice's filter",
     );
@@ -260,11 +251,10 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
             .len(),
         3
     );
-    call_ok(
+    act_ok(
         &api,
         Method::DELETE,
         &format!("/api/v2/filters/keywords/{twist}"),
-        json!({}),
     )
     .await;
     assert_error(
@@ -323,11 +313,10 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         404,
         "eve reads the rule",
     );
-    call_ok(
+    act_ok(
         &api,
         Method::DELETE,
         &format!("/api/v2/filters/statuses/{rule_id}"),
-        json!({}),
     )
     .await;
     assert_eq!(
@@ -372,8 +361,8 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
             "/api/v1/filters",
             "phrase=election&context[]=notifications&irreversible=false&whole_word=true",
         )
-        .await;
-    assert_eq!(old.status, 200, "{}", old.body);
+        .await
+        .assert_ok();
     assert_eq!(old.body["phrase"], "election");
     assert_eq!(old.body["irreversible"], false);
     let old_id = id(&old.body);
@@ -398,13 +387,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         (moved["irreversible"].as_bool(), moved["context"].clone()),
         (Some(true), json!(["home", "thread"]))
     );
-    call_ok(
-        &api,
-        Method::DELETE,
-        &format!("/api/v1/filters/{old_id}"),
-        json!({}),
-    )
-    .await;
+    act_ok(&api, Method::DELETE, &format!("/api/v1/filters/{old_id}")).await;
     assert_eq!(
         get_ok(&api, "/api/v2/filters")
             .await
@@ -431,13 +414,7 @@ async fn filters_v2_and_v1_are_kept_and_refused_as_mastodon_does() {
         "no write:filters",
     );
 
-    call_ok(
-        &api,
-        Method::DELETE,
-        &format!("/api/v2/filters/{fid}"),
-        json!({}),
-    )
-    .await;
+    act_ok(&api, Method::DELETE, &format!("/api/v2/filters/{fid}")).await;
     assert_eq!(get_ok(&api, "/api/v2/filters").await, json!([]));
     assert_eq!(
         inst.count("SELECT count(*) FROM filter_keywords").await,
@@ -476,11 +453,10 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     let near = id(&bob_api
         .posted(&json!({ "status": "no spoilers here #tv" }))
         .await);
-    let boost = id(&call_ok(
+    let boost = id(&act_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{hit}/reblog"),
-        json!({}),
     )
     .await);
     let own = id(&alice_api_post(&api, "my own spoiler is mine to see").await);
@@ -650,13 +626,7 @@ async fn a_filter_applies_in_the_contexts_it_names_and_nowhere_else() {
     assert_eq!(c["filtered"][0]["keyword_matches"], Value::Null);
 
     // Deleted: everything is back.
-    call_ok(
-        &api,
-        Method::DELETE,
-        &format!("/api/v2/filters/{f}"),
-        json!({}),
-    )
-    .await;
+    act_ok(&api, Method::DELETE, &format!("/api/v2/filters/{f}")).await;
     for p in &paths {
         assert_eq!(shown(&api, p, &hit).await, Some(vec![]), "back in {p}");
     }
@@ -893,11 +863,10 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     assert!(mentions().await.contains(&reply), "before the mute");
 
     // Muted through a reply deep in it: the whole thread is muted, the root says so.
-    let muted = call_ok(
+    let muted = act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{reply}/mute"),
-        json!({}),
     )
     .await;
     assert_eq!(muted["muted"], true);
@@ -913,18 +882,16 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     let deeper = id(&bob_api
         .posted(&json!({ "status": "@alice more", "in_reply_to_id": reply }))
         .await);
-    call_ok(
+    act_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{root}/favourite"),
-        json!({}),
     )
     .await;
-    call_ok(
+    act_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{root}/reblog"),
-        json!({}),
     )
     .await;
     // The control: another thread still notifies.
@@ -953,11 +920,10 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     );
 
     // Unmuted: the thread notifies again.
-    let unmuted = call_ok(
+    let unmuted = act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{root}/unmute"),
-        json!({}),
     )
     .await;
     assert_eq!(unmuted["muted"], false);
@@ -971,11 +937,7 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
         .await);
     assert_error(
         &carol_api
-            .call(
-                Method::POST,
-                &format!("/api/v1/statuses/{private}/mute"),
-                &json!({}),
-            )
+            .act(Method::POST, &format!("/api/v1/statuses/{private}/mute"))
             .await,
         404,
         "unreadable",

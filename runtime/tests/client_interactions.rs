@@ -10,21 +10,17 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, has, id, received, scalar, token_with_scopes, users,
+    Client, WAIT, alice_and_peer, assert_error, has, id, list, peer_follows_accepted, received,
+    scalar, token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
-use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
 async fn act(api: &Client, status: &str, action: &str) -> Value {
     let a = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{status}/{action}"),
-            &json!({}),
-        )
+        .act(Method::POST, &format!("/api/v1/statuses/{status}/{action}"))
         .await;
     assert_eq!(a.status, 200, "{action} {status}: {}", a.body);
     a.body
@@ -41,28 +37,10 @@ async fn notifications(inst: &Instance, account: uuid::Uuid, kind: &str) -> i64 
     .await
 }
 
-/// The ids of a page of entities, and the `Link` header's `next` URL.
+/// The ids of a page of entities, and the `Link` header's `next` path.
 async fn page(inst: &Instance, token: &str, path: &str) -> (Vec<String>, Option<String>) {
-    let resp = reqwest::Client::new()
-        .get(format!("{}{path}", inst.base))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "{path}");
-    let next = resp
-        .headers()
-        .get("link")
-        .and_then(|l| l.to_str().ok())
-        .and_then(|l| {
-            l.split(',')
-                .find(|p| p.contains("rel=\"next\""))
-                .and_then(|p| p.split(['<', '>']).nth(1))
-                .map(str::to_string)
-        });
-    let body: Value = resp.json().await.unwrap();
-    let ids = body.as_array().expect("a list").iter().map(id).collect();
-    (ids, next)
+    let listed = list(inst, Some(token), path).await;
+    (listed.ids, listed.next)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -105,8 +83,8 @@ async fn favourites_and_bookmarks_are_idempotent_listed_and_taken_back() {
     // favourited_by: anyone may read it; a bad token is 401, a token without read 403.
     let by = anon
         .get(&format!("/api/v1/statuses/{p}/favourited_by"))
-        .await;
-    assert_eq!(by.status, 200, "{}", by.body);
+        .await
+        .assert_ok();
     assert_eq!(by.body[0]["id"], json!(bob.id.to_string()));
     assert_eq!(by.body.as_array().map(Vec::len), Some(1));
     let bad = Client::new(&inst, Some("not-a-token"));
@@ -131,8 +109,7 @@ async fn favourites_and_bookmarks_are_idempotent_listed_and_taken_back() {
     let (first, next) = page(&inst, &bob_token, "/api/v1/favourites?limit=2").await;
     assert_eq!(first, [posts[2].clone(), posts[1].clone()]);
     let next = next.expect("a next page");
-    let path = next.trim_start_matches(&inst.base);
-    let (second, _) = page(&inst, &bob_token, path).await;
+    let (second, _) = page(&inst, &bob_token, &next).await;
     assert_eq!(second, [posts[0].clone()]);
 
     // Unfavourite: the flag, the count and the notification go; repeating it is harmless.
@@ -164,11 +141,7 @@ async fn favourites_and_bookmarks_are_idempotent_listed_and_taken_back() {
     for target in [uuid::Uuid::new_v4().to_string(), "nope".into(), private] {
         for action in ["favourite", "reblog", "bookmark"] {
             let a = carol_api
-                .call(
-                    Method::POST,
-                    &format!("/api/v1/statuses/{target}/{action}"),
-                    &json!({}),
-                )
+                .act(Method::POST, &format!("/api/v1/statuses/{target}/{action}"))
                 .await;
             assert_error(&a, 404, &format!("{action} {target}"));
         }
@@ -193,14 +166,9 @@ async fn boosts_reach_the_boosters_followers_and_only_what_may_be_boosted() {
     let anon = Client::new(&inst, None);
     // carol follows bob, bob follows alice (local follows are accepted at once).
     for (api, whom) in [(&carol_api, bob.id), (&bob_api, alice.id)] {
-        let f = api
-            .call(
-                Method::POST,
-                &format!("/api/v1/accounts/{whom}/follow"),
-                &json!({}),
-            )
-            .await;
-        assert_eq!(f.status, 200, "{}", f.body);
+        api.act(Method::POST, &format!("/api/v1/accounts/{whom}/follow"))
+            .await
+            .assert_ok();
     }
     let p = id(&alice_api.posted(&json!({ "status": "boost me" })).await);
 
@@ -252,11 +220,7 @@ async fn boosts_reach_the_boosters_followers_and_only_what_may_be_boosted() {
         .posted(&json!({ "status": "followers", "visibility": "private" }))
         .await);
     let refused = bob_api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{private}/reblog"),
-            &json!({}),
-        )
+        .act(Method::POST, &format!("/api/v1/statuses/{private}/reblog"))
         .await;
     assert_error(&refused, 403, "boosting someone else's followers-only post");
     let own = act(&alice_api, &private, "reblog").await;
@@ -265,11 +229,7 @@ async fn boosts_reach_the_boosters_followers_and_only_what_may_be_boosted() {
         .posted(&json!({ "status": "@bob hi", "visibility": "direct" }))
         .await);
     let refused = bob_api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{direct}/reblog"),
-            &json!({}),
-        )
+        .act(Method::POST, &format!("/api/v1/statuses/{direct}/reblog"))
         .await;
     assert_error(&refused, 403, "boosting a direct post");
     let asked_direct = bob_api
@@ -292,27 +252,15 @@ async fn boosts_reach_the_boosters_followers_and_only_what_may_be_boosted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_remote_server_receives_likes_announces_and_their_undos() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (inst, peer, _, api) = alice_and_peer().await;
 
     // The peer follows alice and posts a note she sees.
-    let follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
-        "object": inst.fed.actor_iri("alice"),
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    peer_follows_accepted(&inst, &peer, "alice").await;
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC],
-        "object": {
-            "id": note, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hi</p>",
-            "published": "2026-12-01T10:00:00Z", "to": [PUBLIC],
-        },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hi</p>",
+        "published": "2026-12-01T10:00:00Z", "to": [PUBLIC],
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let remote: String = eventually(WAIT, "the note is stored", || async {
         sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM remote_posts WHERE iri = $1")
@@ -334,7 +282,7 @@ async fn a_remote_server_receives_likes_announces_and_their_undos() {
     let undo = received(&peer, "Undo", |b| b["object"]["type"] == "Like").await;
     assert_eq!(undo["object"]["id"], like["id"], "the Undo names our Like");
     assert_eq!(
-        peer.received().iter().filter(|r| r.ty() == "Like").count(),
+        peer.count_of("Like"),
         1,
         "a repeated favourite sends nothing"
     );

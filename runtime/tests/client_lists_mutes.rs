@@ -19,8 +19,8 @@ use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, add_to_list, assert_error, call_ok, follow, follow_each_other, id, new_list,
-    received, token_with_scopes, users,
+    Client, WAIT, act_ok, add_to_list, assert_error, call_ok, follow, follow_each_other, id,
+    new_list, received, token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -43,11 +43,8 @@ fn reply(text: &str, parent: &str) -> Value {
 #[tokio::test]
 async fn lists_are_created_changed_and_refused_as_mastodon_does() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, _) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let carol = Client::new(&inst, Some(&carol_token));
+    let [(alice, _, api), (bob, _, _), (_, _, carol)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
     let bob_id = bob.id.to_string();
 
     // Bad input first: a blank title, an unknown policy, a non-boolean `exclusive`.
@@ -89,8 +86,8 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
             "/api/v1/lists",
             "title=Work&replies_policy=none&exclusive=true",
         )
-        .await;
-    assert_eq!(form.status, 200, "{}", form.body);
+        .await
+        .assert_ok();
     assert_eq!(form.body["replies_policy"], "none");
     assert_eq!(form.body["exclusive"], true);
     let work = id(&form.body);
@@ -140,11 +137,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         422,
         "an account alice does not follow",
     );
-    assert_error(
-        &api.call(Method::POST, &path, &json!({})).await,
-        422,
-        "no account_ids",
-    );
+    assert_error(&api.act(Method::POST, &path).await, 422, "no account_ids");
     assert_error(
         &api.call(
             Method::POST,
@@ -222,20 +215,18 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
 
     // Removing a member (as a DELETE with the ids in the query, as some apps send it), then
     // the list; an unfollow takes the account out of every list.
-    let gone = api
-        .bare(
-            Method::DELETE,
-            &format!("/api/v1/lists/{friends}/accounts?account_ids[]={bob_id}"),
-        )
-        .await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    api.bare(
+        Method::DELETE,
+        &format!("/api/v1/lists/{friends}/accounts?account_ids[]={bob_id}"),
+    )
+    .await
+    .assert_ok();
     assert_eq!(api.get(&path).await.body, json!([]));
     add_to_list(&api, &work, &[bob_id.as_str()]).await;
-    call_ok(
+    act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unfollow"),
-        json!({}),
     )
     .await;
     assert_eq!(
@@ -245,13 +236,7 @@ async fn lists_are_created_changed_and_refused_as_mastodon_does() {
         json!([]),
         "an unfollowed account leaves the lists"
     );
-    call_ok(
-        &api,
-        Method::DELETE,
-        &format!("/api/v1/lists/{friends}"),
-        json!({}),
-    )
-    .await;
+    act_ok(&api, Method::DELETE, &format!("/api/v1/lists/{friends}")).await;
     assert_error(
         &api.get(&format!("/api/v1/lists/{friends}")).await,
         404,
@@ -319,11 +304,10 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     let to_followed = id(&bob_api.posted(&reply("to carol", &carol_post)).await);
     let to_stranger = id(&bob_api.posted(&reply("to erin", &erin_post)).await);
     let dave_post = id(&dave_api.posted(&json!({ "status": "dave's" })).await);
-    let boost = id(&call_ok(
+    let boost = id(&act_ok(
         &bob_api,
         Method::POST,
         &format!("/api/v1/statuses/{carol_post}/reblog"),
-        json!({}),
     )
     .await);
 
@@ -383,22 +367,20 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
     // A member added later brings what home holds of theirs; one removed takes theirs along.
     add_to_list(&api, &members, &[carol_id.as_str()]).await;
     assert!(ids(&api, &timeline(&members)).await.contains(&carol_post));
-    let gone = api
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/lists/{members}/accounts"),
-            &json!({ "account_ids": [bob_id] }),
-        )
-        .await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    api.call(
+        Method::DELETE,
+        &format!("/api/v1/lists/{members}/accounts"),
+        &json!({ "account_ids": [bob_id] }),
+    )
+    .await
+    .assert_ok();
     assert_eq!(ids(&api, &timeline(&members)).await, [carol_post.as_str()]);
 
     // A deleted post leaves the list timelines too.
-    call_ok(
+    act_ok(
         &dave_api,
         Method::DELETE,
         &format!("/api/v1/statuses/{dave_post}"),
-        json!({}),
     )
     .await;
     assert_eq!(ids(&api, &timeline(&quiet)).await, Vec::<String>::new());
@@ -410,11 +392,10 @@ async fn list_timelines_follow_replies_policy_exclusivity_and_membership() {
             .await
             .contains(&carol_post)
     );
-    call_ok(
+    act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{carol_id}/unfollow"),
-        json!({}),
     )
     .await;
     let home = ids(&api, "/api/v1/timelines/home").await;
@@ -458,12 +439,8 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
         );
     }
     assert_error(
-        &api.call(
-            Method::POST,
-            &format!("/api/v1/accounts/{}/mute", alice.id),
-            &json!({}),
-        )
-        .await,
+        &api.act(Method::POST, &format!("/api/v1/accounts/{}/mute", alice.id))
+            .await,
         422,
         "muting oneself",
     );
@@ -472,11 +449,10 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
         .posted(&json!({ "status": "bob says #mutetag" }))
         .await);
     let mention = id(&bob_api.posted(&json!({ "status": "@alice hi" })).await);
-    let boost = id(&call_ok(
+    let boost = id(&act_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{bobs}/reblog"),
-        json!({}),
     )
     .await);
     let carols = id(&carol_api
@@ -560,11 +536,10 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert!(!ids(&api, "/api/v1/timelines/home").await.contains(&bobs));
 
     // Unmuted: everything is back.
-    let rel = call_ok(
+    let rel = act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unmute"),
-        json!({}),
     )
     .await;
     assert_eq!(rel["muting"], false);
@@ -574,11 +549,10 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert_eq!(api.get("/api/v1/mutes").await.body, json!([]));
 
     // A block hides the same (and unfollows, so bob leaves the list too).
-    call_ok(
+    act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/block"),
-        json!({}),
     )
     .await;
     for p in &paths[1..4] {
@@ -592,11 +566,7 @@ async fn mutes_and_blocks_hide_posts_boosts_and_notifications_until_lifted() {
     assert_eq!(reader.get("/api/v1/mutes").await.status, 200);
     assert_error(
         &reader
-            .call(
-                Method::POST,
-                &format!("/api/v1/accounts/{carol_id}/mute"),
-                &json!({}),
-            )
+            .act(Method::POST, &format!("/api/v1/accounts/{carol_id}/mute"))
             .await,
         403,
         "mute without write:mutes",
@@ -665,9 +635,7 @@ async fn a_mute_with_a_duration_ends_by_itself_on_the_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_mute_expiry_survives_a_worker_killed_mid_task() {
     let inst = Instance::start("web", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, _) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&alice_token));
+    let [(_, _, api), (bob, _, _)] = users(&inst, ["alice", "bob"]).await;
     let bob_id = bob.id.to_string();
     mute(&api, &bob_id, json!({ "duration": 1 })).await;
     support::expiry::KilledMidTask {
@@ -703,15 +671,13 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     // alice follows the peer (accepted) and the peer follows alice.
     let (_, their_follow) = follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>@alice #domaintag</p>", "published": "2026-12-01T10:00:00Z",
         "to": [PUBLIC], "cc": [me],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>@alice #domaintag</p>", "published": "2026-12-01T10:00:00Z",
-                    "to": [PUBLIC], "cc": [me],
-                    "tag": [{ "type": "Mention", "href": me, "name": "@alice" },
-                            { "type": "Hashtag", "name": "#domaintag" }] },
-    });
+        "tag": [{ "type": "Mention", "href": me, "name": "@alice" },
+                { "type": "Hashtag", "name": "#domaintag" }]
+    }));
     assert_eq!(peer.post(&inbox, &create).await, 202);
     let paths = [
         "/api/v1/timelines/home",
@@ -747,10 +713,9 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
             what,
         );
     }
-    let blocked = api
-        .form(Method::POST, "/api/v1/domain_blocks", "domain=127.0.0.2")
-        .await;
-    assert_eq!(blocked.status, 200, "{}", blocked.body);
+    api.form(Method::POST, "/api/v1/domain_blocks", "domain=127.0.0.2")
+        .await
+        .assert_ok();
     assert_eq!(
         api.get("/api/v1/domain_blocks").await.body,
         json!(["127.0.0.2"])
@@ -790,24 +755,18 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     // (posted after it) does.
     let mut public = connect(&inst.base, "stream=public", &alice_token).await;
     let later = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{later}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC], "cc": [],
-        "object": { "id": later, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>still here</p>", "published": "2026-12-01T11:00:00Z",
-                    "to": [PUBLIC], "cc": [] },
-    });
+    let create = peer.create(json!({
+        "id": later, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>still here</p>", "published": "2026-12-01T11:00:00Z",
+        "to": [PUBLIC], "cc": []
+    }));
     assert_eq!(peer.post(&inbox, &create).await, 202);
     // Stored (and its stream event written) before the control is posted: the barrier.
-    eventually(WAIT, "the later note is stored", || async {
-        (inst
-            .count(&format!(
-                "SELECT count(*) FROM remote_posts WHERE iri = '{later}'"
-            ))
-            .await
-            == 1)
-            .then_some(())
-    })
+    inst.until_count(
+        "the later note is stored",
+        &format!("SELECT count(*) FROM remote_posts WHERE iri = '{later}'"),
+        |c| c == 1,
+    )
     .await;
     let control = id(&carol.posted(&json!({ "status": "the control" })).await);
     let before = until_status(&mut public, &control).await;
@@ -825,10 +784,9 @@ async fn a_domain_block_hides_a_server_and_drops_its_follows() {
     );
 
     // Unblocked (the domain in the query, as a DELETE may send it): the posts show again.
-    let gone = api
-        .bare(Method::DELETE, "/api/v1/domain_blocks?domain=127.0.0.2")
-        .await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    api.bare(Method::DELETE, "/api/v1/domain_blocks?domain=127.0.0.2")
+        .await
+        .assert_ok();
     assert_eq!(api.get("/api/v1/domain_blocks").await.body, json!([]));
     assert!(ids(&api, paths[1]).await.contains(&post_id));
     inst.shutdown().await;
@@ -868,13 +826,12 @@ async fn until_status(ws: &mut Socket, want: &str) -> Vec<(Vec<String>, String, 
 #[tokio::test]
 async fn list_streams_and_muted_accounts_on_the_streams() {
     let inst = Instance::start("all", &[]).await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (carol, carol_token) = inst.account("carol").await;
-    let (_, eve_token) = inst.account("eve").await;
-    let api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
-    let carol_api = Client::new(&inst, Some(&carol_token));
+    let [
+        (_, alice_token, api),
+        (bob, _, bob_api),
+        (carol, _, carol_api),
+        (_, eve_token, _),
+    ] = users(&inst, ["alice", "bob", "carol", "eve"]).await;
     let (bob_id, carol_id) = (bob.id.to_string(), carol.id.to_string());
     follow(&api, &bob_id).await;
     follow(&api, &carol_id).await;
@@ -925,11 +882,10 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
     assert!(before.is_empty(), "{before:?}");
     mute(&api, &bob_id, json!({})).await;
     let bobs = id(&bob_api.posted(&json!({ "status": "while muted" })).await);
-    let boost = id(&call_ok(
+    let boost = id(&act_ok(
         &carol_api,
         Method::POST,
         &format!("/api/v1/statuses/{bobs}/reblog"),
-        json!({}),
     )
     .await);
     let carols = id(&carol_api.posted(&json!({ "status": "the control" })).await);
@@ -941,11 +897,10 @@ async fn list_streams_and_muted_accounts_on_the_streams() {
         );
     }
     // The list stream names the list, as Mastodon's.
-    call_ok(
+    act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/accounts/{bob_id}/unmute"),
-        json!({}),
     )
     .await;
     let after = id(&bob_api.posted(&json!({ "status": "after the mute" })).await);

@@ -12,8 +12,8 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, ap_doc, assert_error, call_ok, follow, follow_each_other, get_ok, id, received,
-    token_with_scopes, users,
+    Client, WAIT, act_ok, alice_and_peer, ap_doc, assert_error, call_ok, follow, follow_each_other,
+    get_ok, id, received, resolve_id, token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -51,7 +51,7 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     let pin = |who: &Client, status: &str| {
         let path = format!("/api/v1/statuses/{status}/pin");
         let who = Client::new(&inst, who.token.as_deref());
-        async move { who.call(Method::POST, &path, &json!({})).await }
+        async move { who.act(Method::POST, &path).await }
     };
     assert_error(&pin(&api, &bobs).await, 422, "another's status");
     assert_error(&pin(&api, &direct).await, 422, "a direct status");
@@ -118,11 +118,10 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
         actor["featuredTags"],
         format!("{me}/collections/tags").as_str()
     );
-    call_ok(
+    act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{}/unpin", posts[4]),
-        json!({}),
     )
     .await;
     assert_eq!(pin(&api, &private).await.status, 200);
@@ -149,11 +148,10 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     );
 
     // Unpin: `pinned` false, off the profile, a Remove sent.
-    let unpinned = call_ok(
+    let unpinned = act_ok(
         &api,
         Method::POST,
         &format!("/api/v1/statuses/{}/unpin", posts[0]),
-        json!({}),
     )
     .await;
     assert_eq!(unpinned["pinned"], false);
@@ -168,11 +166,10 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     );
     received(&peer, "Remove", |b| b["object"] == first_uri).await;
     // A deleted status leaves the pins.
-    call_ok(
+    act_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/statuses/{}", posts[1]),
-        json!({}),
     )
     .await;
     assert_eq!(inst.count("SELECT count(*) FROM status_pins").await, 3);
@@ -198,14 +195,13 @@ async fn pins_are_refused_kept_shown_and_federated_as_mastodon_does() {
     uploads("page.html", "text/html", b"<script>alert(1)</script>");
     let emoji_image = peer.iri("/uploads/blobcat.png");
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>pin me :blobcat:</p>", "published": "2026-12-01T10:00:00Z",
-                    "tag": [{ "type": "Emoji", "name": ":blobcat:",
-                              "icon": { "type": "Image", "mediaType": "image/png",
-                                        "url": emoji_image } }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": "<p>pin me :blobcat:</p>", "published": "2026-12-01T10:00:00Z",
+        "tag": [{ "type": "Emoji", "name": ":blobcat:",
+                  "icon": { "type": "Image", "mediaType": "image/png",
+                            "url": emoji_image } }]
+    }));
     assert_eq!(peer.post(&inbox, &create).await, 202);
     let theirs = format!("{}/collections/featured", peer.actor());
     let stray = json!({ "id": peer.new_id("adds"), "type": "Add", "actor": peer.actor(),
@@ -303,7 +299,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     assert!(anonymous.get("following").is_none(), "{anonymous}");
     assert_error(
         &Client::new(&inst, None)
-            .call(Method::POST, "/api/v1/tags/rust/follow", &json!({}))
+            .act(Method::POST, "/api/v1/tags/rust/follow")
             .await,
         401,
         "no token",
@@ -311,7 +307,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
 
     let home = || async { ids(&get_ok(&api, "/api/v1/timelines/home").await) };
     let before = id(&carol.posted(&json!({ "status": "#rust before" })).await);
-    let followed = call_ok(&api, Method::POST, "/api/v1/tags/%23Rust/follow", json!({})).await;
+    let followed = act_ok(&api, Method::POST, "/api/v1/tags/%23Rust/follow").await;
     assert_eq!(followed["following"], true);
     let listed = get_ok(&api, "/api/v1/followed_tags").await;
     assert_eq!(listed[0]["name"], "rust");
@@ -345,7 +341,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         json!([])
     );
     // Unfollowed: what only the tag brought leaves home; bob's (followed) post stays.
-    let unfollowed = call_ok(&api, Method::POST, "/api/v1/tags/rust/unfollow", json!({})).await;
+    let unfollowed = act_ok(&api, Method::POST, "/api/v1/tags/rust/unfollow").await;
     assert_eq!(unfollowed["following"], false);
     let h = home().await;
     assert!(!h.contains(&public) && h.contains(&bobs), "{h:?}");
@@ -368,8 +364,8 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
         .await;
     let made = api
         .form(Method::POST, "/api/v1/featured_tags", "name=%23Rust")
-        .await;
-    assert_eq!(made.status, 200, "{}", made.body);
+        .await
+        .assert_ok();
     assert_eq!(
         (
             made.body["name"].as_str(),
@@ -398,11 +394,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     let fid = id(&made.body);
     assert_error(
         &carol
-            .call(
-                Method::DELETE,
-                &format!("/api/v1/featured_tags/{fid}"),
-                &json!({}),
-            )
+            .act(Method::DELETE, &format!("/api/v1/featured_tags/{fid}"))
             .await,
         404,
         "carol's delete",
@@ -438,11 +430,10 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
     assert_eq!(coll["totalItems"], 10);
     assert_eq!(coll["items"][0]["type"], "Hashtag");
     assert_eq!(coll["items"][0]["name"], "#rust");
-    call_ok(
+    act_ok(
         &api,
         Method::DELETE,
         &format!("/api/v1/featured_tags/{fid}"),
-        json!({}),
     )
     .await;
     assert_eq!(
@@ -463,10 +454,7 @@ async fn followed_tags_reach_home_and_featured_tags_are_kept() {
 /// its profile is viewed and ours are missing or a day old; an unreadable collection is 0.
 #[tokio::test]
 async fn remote_profiles_show_their_servers_counts() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (inst, peer, _, api) = alice_and_peer().await;
     let actor = peer.actor();
     let path = |c: &str| actor.replacen(peer.base(), "", 1) + "/" + c;
     peer.doc(&path("followers"), json!({ "id": format!("{actor}/followers"), "type": "OrderedCollection", "totalItems": 42 }));
@@ -475,18 +463,7 @@ async fn remote_profiles_show_their_servers_counts() {
         json!({ "id": format!("{actor}/outbox"), "type": "OrderedCollection", "totalItems": 1234 }),
     );
     // `following` is not served (hidden): unknown, shown as 0.
-    let found = get_ok(
-        &api,
-        &format!(
-            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
-            peer.handle()
-        ),
-    )
-    .await;
-    let peer_id = found["accounts"][0]["id"]
-        .as_str()
-        .expect("resolved")
-        .to_string();
+    let peer_id = resolve_id(&api, &peer.handle()).await;
     let first = get_ok(&api, &format!("/api/v1/accounts/{peer_id}")).await;
     assert_eq!(first["followers_count"], 0, "not read yet");
     let counted = eventually(WAIT, "the counts are read", || async {

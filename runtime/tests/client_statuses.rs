@@ -9,7 +9,9 @@ mod support;
 use hollo_runtime::polls::MAX_STATUS_CHARS;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, follow, has, id, received, scalar, users};
+use support::api::{
+    Client, WAIT, assert_error, follow, has, id, peer_follows_accepted, received, scalar, users,
+};
 use support::eventually;
 use support::multipart::{form, png};
 use support::node::Instance;
@@ -150,8 +152,8 @@ async fn posting_reading_and_visibility() {
     // Context: ancestors and descendants, filtered for each viewer.
     let ctx = bob_api
         .get(&format!("/api/v1/statuses/{}/context", id(&reply)))
-        .await;
-    assert_eq!(ctx.status, 200, "{}", ctx.body);
+        .await
+        .assert_ok();
     assert_eq!(ctx.body["ancestors"][0]["id"], json!(public_id));
     assert_eq!(ctx.body["descendants"][0]["id"], json!(id(&private_reply)));
     let ctx = carol_api
@@ -179,8 +181,7 @@ async fn posting_reading_and_visibility() {
             "/api/v1/statuses",
             "status=from+a+form&visibility=private&sensitive=1&poll[options][]=a&poll[options][]=b&poll[expires_in]=600",
         )
-        .await;
-    assert_eq!(f.status, 200, "{}", f.body);
+        .await.assert_ok();
     assert_eq!(f.body["visibility"], "private");
     assert_eq!(f.body["sensitive"], true);
     assert_eq!(f.body["poll"]["options"][1]["title"], "b");
@@ -244,8 +245,8 @@ async fn edits_history_source_and_deletion() {
             &path,
             &json!({"status": "second @bob", "spoiler_text": "now with cw"}),
         )
-        .await;
-    assert_eq!(edited.status, 200, "{}", edited.body);
+        .await
+        .assert_ok();
     assert!(edited.body["content"].as_str().unwrap().contains("second"));
     assert_eq!(edited.body["spoiler_text"], "now with cw");
     assert!(edited.body["edited_at"].is_string());
@@ -263,8 +264,7 @@ async fn edits_history_source_and_deletion() {
         .await;
     assert_error(&too_long, 422, "an edit over the limit");
 
-    let history = api.get(&format!("{path}/history")).await;
-    assert_eq!(history.status, 200, "{}", history.body);
+    let history = api.get(&format!("{path}/history")).await.assert_ok();
     let versions = history.body.as_array().unwrap();
     assert_eq!(versions.len(), 2, "{versions:?}");
     assert!(versions[0]["content"].as_str().unwrap().contains("first"));
@@ -291,20 +291,15 @@ async fn edits_history_source_and_deletion() {
 
     // Deletion: only the author; the answer carries the text; everything about it goes.
     assert_error(
-        &bob_api.call(Method::DELETE, &path, &json!({})).await,
+        &bob_api.act(Method::DELETE, &path).await,
         404,
         "bob deletes alice's status",
     );
-    let gone = api.call(Method::DELETE, &path, &json!({})).await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    let gone = api.act(Method::DELETE, &path).await.assert_ok();
     assert_eq!(gone.body["id"], json!(sid));
     assert_eq!(gone.body["text"], "second @bob");
     assert_error(&api.get(&path).await, 404, "a deleted status");
-    assert_error(
-        &api.call(Method::DELETE, &path, &json!({})).await,
-        404,
-        "deleting twice",
-    );
+    assert_error(&api.act(Method::DELETE, &path).await, 404, "deleting twice");
     for sql in [
         "SELECT count(*) FROM home_feed WHERE post_id = $1::uuid",
         "SELECT count(*) FROM notifications WHERE post_id = $1::uuid",
@@ -343,12 +338,7 @@ async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility()
     let public = "https://www.w3.org/ns/activitystreams#Public";
     let followers = inst.fed.followers("alice");
 
-    let follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
-        "object": inst.fed.actor_iri("alice"),
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    peer_follows_accepted(&inst, &peer, "alice").await;
 
     // A public status with media: to Public, cc followers, the Documents attached.
     let (content_type, body) = form(&[("file", Some(("a.png", "image/png")), &png(32, 16))]);
@@ -417,14 +407,9 @@ async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility()
     assert!(!has(&c["cc"], &followers), "{c}");
 
     // Edit → Update; delete → Delete of a Tombstone.
-    let e = api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", id(&st)),
-            &json!({"status": "with a better caption"}),
-        )
-        .await;
-    assert_eq!(e.status, 200, "{}", e.body);
+    api.edit(&id(&st), &json!({"status": "with a better caption"}))
+        .await
+        .assert_ok();
     let update = received(&peer, "Update", |b| b["object"]["id"] == json!(uri)).await;
     assert!(
         update["object"]["content"]
@@ -433,14 +418,9 @@ async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility()
             .contains("better caption")
     );
     assert_eq!(update["object"]["attachment"][0]["type"], "Document");
-    let d = api
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{}", id(&st)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(d.status, 200, "{}", d.body);
+    api.act(Method::DELETE, &format!("/api/v1/statuses/{}", id(&st)))
+        .await
+        .assert_ok();
     let delete = received(&peer, "Delete", |b| b["object"]["id"] == json!(uri)).await;
     assert_eq!(delete["object"]["type"], "Tombstone");
     assert!(has(&delete["to"], public), "{delete}");

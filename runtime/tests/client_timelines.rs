@@ -9,7 +9,10 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, follow, follow_each_other, id, received, users};
+use support::api::{
+    Client, Listed, WAIT, assert_error, follow, follow_each_other, id, list, received, resolve_id,
+    users,
+};
 use support::eventually;
 use support::multipart::upload_png;
 use support::node::Instance;
@@ -17,54 +20,15 @@ use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
-/// A page: the entity ids and the `Link` header's `next` and `prev` paths.
-struct Listed {
-    ids: Vec<String>,
-    body: Value,
-    next: Option<String>,
-    prev: Option<String>,
-}
-
-async fn list(inst: &Instance, token: Option<&str>, path: &str) -> Listed {
-    let req = reqwest::Client::new().get(format!("{}{path}", inst.base));
-    let req = match token {
-        Some(t) => req.bearer_auth(t),
-        None => req,
-    };
-    let resp = req.send().await.unwrap();
-    assert_eq!(resp.status(), 200, "{path}");
-    let link = resp
-        .headers()
-        .get("link")
-        .and_then(|l| l.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let rel = |name: &str| {
-        link.split(',')
-            .find(|p| p.contains(&format!("rel=\"{name}\"")))
-            .and_then(|p| p.split(['<', '>']).nth(1))
-            .map(|u| u.trim_start_matches(&inst.base).to_string())
-    };
-    let (next, prev) = (rel("next"), rel("prev"));
-    let body: Value = resp.json().await.unwrap();
-    let ids = body.as_array().expect("a list").iter().map(id).collect();
-    Listed {
-        ids,
-        body,
-        next,
-        prev,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn home_public_and_tag_timelines_page_and_honour_visibility() {
     let dir = support::files::temp_dir("hollo-timelines");
     let inst = Instance::on_disk(&dir, &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [
+        (alice, alice_token, alice_api),
+        (_, bob_token, bob_api),
+        (_, carol_token, _),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
     follow(&bob_api, &alice.id.to_string()).await;
 
     let public = id(&alice_api.posted(&json!({ "status": "one #Rust" })).await);
@@ -154,14 +118,10 @@ async fn home_public_and_tag_timelines_page_and_honour_visibility() {
         assert_eq!(tagged.ids, [public.as_str()], "{path}: {}", tagged.body);
     }
     // An edit that drops the tag takes the post off the tag timeline.
-    let edited = alice_api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{public}"),
-            &json!({ "status": "one, untagged" }),
-        )
-        .await;
-    assert_eq!(edited.status, 200, "{}", edited.body);
+    alice_api
+        .edit(&public, &json!({ "status": "one, untagged" }))
+        .await
+        .assert_ok();
     assert!(
         list(&inst, None, "/api/v1/timelines/tag/rust")
             .await
@@ -171,11 +131,7 @@ async fn home_public_and_tag_timelines_page_and_honour_visibility() {
 
     // Deleted posts leave every timeline.
     let gone = alice_api
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{unlisted}"),
-            &json!({}),
-        )
+        .act(Method::DELETE, &format!("/api/v1/statuses/{unlisted}"))
         .await;
     assert_eq!(gone.status, 200);
     let home = list(&inst, Some(&bob_token), "/api/v1/timelines/home").await;
@@ -206,25 +162,21 @@ async fn home_public_and_tag_timelines_page_and_honour_visibility() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn markers_and_notifications_list_filter_dismiss_and_count() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
-    let alice_api = Client::new(&inst, Some(&alice_token));
-    let bob_api = Client::new(&inst, Some(&bob_token));
+    let [
+        (alice, alice_token, alice_api),
+        (bob, _, bob_api),
+        (_, carol_token, _),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
 
     // follow, mention, favourite, reblog: four notifications for alice, all from bob.
     follow(&bob_api, &alice.id.to_string()).await;
     let post = id(&alice_api.posted(&json!({ "status": "hello" })).await);
     let mention = id(&bob_api.posted(&json!({ "status": "@alice hi" })).await);
     for action in ["favourite", "reblog"] {
-        let a = bob_api
-            .call(
-                Method::POST,
-                &format!("/api/v1/statuses/{post}/{action}"),
-                &json!({}),
-            )
-            .await;
-        assert_eq!(a.status, 200, "{}", a.body);
+        bob_api
+            .act(Method::POST, &format!("/api/v1/statuses/{post}/{action}"))
+            .await
+            .assert_ok();
     }
     let all = list(&inst, Some(&alice_token), "/api/v1/notifications").await;
     let types: Vec<&str> = all
@@ -299,8 +251,8 @@ async fn markers_and_notifications_list_filter_dismiss_and_count() {
             "/api/v1/markers",
             &format!("notifications[last_read_id]={}", all.ids[2]),
         )
-        .await;
-    assert_eq!(saved.status, 200, "{}", saved.body);
+        .await
+        .assert_ok();
     assert_eq!(
         saved.body["notifications"]["last_read_id"],
         json!(all.ids[2])
@@ -341,15 +293,11 @@ async fn markers_and_notifications_list_filter_dismiss_and_count() {
     // Dismiss one, then clear the rest; each only one's own.
     let dismiss = |n: &str| format!("/api/v1/notifications/{n}/dismiss");
     assert_error(
-        &carol_api
-            .call(Method::POST, &dismiss(&all.ids[0]), &json!({}))
-            .await,
+        &carol_api.act(Method::POST, &dismiss(&all.ids[0])).await,
         404,
         "dismissing someone else's",
     );
-    let d = alice_api
-        .call(Method::POST, &dismiss(&all.ids[0]), &json!({}))
-        .await;
+    let d = alice_api.act(Method::POST, &dismiss(&all.ids[0])).await;
     assert_eq!(d.status, 200);
     assert_error(
         &alice_api
@@ -359,7 +307,7 @@ async fn markers_and_notifications_list_filter_dismiss_and_count() {
         "a dismissed notification",
     );
     let c = alice_api
-        .call(Method::POST, "/api/v1/notifications/clear", &json!({}))
+        .act(Method::POST, "/api/v1/notifications/clear")
         .await;
     assert_eq!(c.status, 200);
     assert!(
@@ -552,14 +500,12 @@ async fn the_inbox_fills_timelines_and_notifications_and_redelivery_changes_noth
         "{home_boost}"
     );
     assert_eq!(home_boost["account"]["id"], json!(peer_id), "{home_boost}");
-    let b = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{public_id}/reblog"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(b.status, 200, "{}", b.body);
+    api.act(
+        Method::POST,
+        &format!("/api/v1/statuses/{public_id}/reblog"),
+    )
+    .await
+    .assert_ok();
     let mut edited = public.clone();
     edited["content"] = json!("<p>edited</p>");
     let update = json!({ "id": peer.new_id("updates"), "type": "Update", "actor": peer.actor(),
@@ -629,8 +575,8 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
             &format!("/api/v1/accounts/{}/follow", alice.id),
             "notify=true&reblogs=false",
         )
-        .await;
-    assert_eq!(rel.status, 200, "{}", rel.body);
+        .await
+        .assert_ok();
     assert_eq!(rel.body["notifying"], true, "{}", rel.body);
     assert_eq!(rel.body["showing_reblogs"], false, "{}", rel.body);
     follow(&carol_api, &alice.id.to_string()).await;
@@ -681,13 +627,9 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     // alice boosts carol's post: carol follows alice and keeps boosts, so the boost reaches
     // her home; bob turned alice's boosts off.
     let boost = alice_api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{carols}/reblog"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(boost.status, 200, "{}", boost.body);
+        .act(Method::POST, &format!("/api/v1/statuses/{carols}/reblog"))
+        .await
+        .assert_ok();
     let boost_id = id(&boost.body);
     let carol_home = list(&inst, Some(&carol_token), "/api/v1/timelines/home").await;
     assert!(carol_home.ids.contains(&boost_id), "{}", carol_home.body);
@@ -696,14 +638,10 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     assert!(bob_home.ids.contains(&post), "her own posts still come");
 
     // carol edits the post alice boosted: alice is told (`update`).
-    let edit = carol_api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{carols}"),
-            &json!({ "status": "carol's, edited" }),
-        )
-        .await;
-    assert_eq!(edit.status, 200, "{}", edit.body);
+    carol_api
+        .edit(&carols, &json!({ "status": "carol's, edited" }))
+        .await
+        .assert_ok();
     let updates = list(
         &inst,
         Some(&alice_token),
@@ -718,24 +656,15 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     assert_eq!(updates.body[0]["status"]["id"], json!(carols));
 
     // A remote account followed with notify: its new post arrives as a `status`.
-    let found = alice_api
-        .get(&format!(
-            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
-            peer.handle()
-        ))
-        .await;
-    let peer_id = found.body["accounts"][0]["id"]
-        .as_str()
-        .expect("resolved")
-        .to_string();
-    let rel = alice_api
+    let peer_id = resolve_id(&alice_api, &peer.handle()).await;
+    alice_api
         .call(
             Method::POST,
             &format!("/api/v1/accounts/{peer_id}/follow"),
             &json!({ "notify": true }),
         )
-        .await;
-    assert_eq!(rel.status, 200, "{}", rel.body);
+        .await
+        .assert_ok();
     let me = inst.fed.actor_iri("alice");
     let inbox = inst.fed.inbox("alice");
     let f = received(&peer, "Follow", |_| true).await;
@@ -745,13 +674,11 @@ async fn follow_options_decide_status_notifications_and_boosts_at_home() {
     });
     assert_eq!(peer.post(&inbox, &accept).await, 202);
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>remote news</p>", "published": "2026-12-01T10:00:00Z",
-                    "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>remote news</p>", "published": "2026-12-01T10:00:00Z",
+        "to": [PUBLIC], "cc": [format!("{}/followers", peer.actor())]
+    }));
     // The note must find the follow accepted: wait for the Accept to be processed first.
     eventually(WAIT, "alice follows the peer", || async {
         let r = alice_api
@@ -813,13 +740,12 @@ async fn direct_posts_make_conversations_for_each_participant() {
 
     // A reply continues the conversation: the last status moves, the other side is unread.
     let read = bob_api
-        .call(
+        .act(
             Method::POST,
             &format!("/api/v1/conversations/{conversation}/read"),
-            &json!({}),
         )
-        .await;
-    assert_eq!(read.status, 200, "{}", read.body);
+        .await
+        .assert_ok();
     assert_eq!(read.body["unread"], false);
     let reply = id(&bob_api
         .posted(&json!({ "status": "@alice back", "visibility": "direct",
@@ -831,10 +757,9 @@ async fn direct_posts_make_conversations_for_each_participant() {
     assert_eq!(mine.body[0]["unread"], true);
     assert_error(
         &carol_api
-            .call(
+            .act(
                 Method::POST,
                 &format!("/api/v1/conversations/{conversation}/read"),
-                &json!({}),
             )
             .await,
         404,
@@ -844,12 +769,11 @@ async fn direct_posts_make_conversations_for_each_participant() {
     // A remote direct note to alice starts a conversation with the remote account.
     let me = inst.fed.actor_iri("alice");
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [me],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [me],
-                    "content": "<p>@alice psst</p>", "published": "2026-12-01T10:00:00Z",
-                    "tag": [{ "type": "Mention", "href": me, "name": "@alice" }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [me],
+        "content": "<p>@alice psst</p>", "published": "2026-12-01T10:00:00Z",
+        "tag": [{ "type": "Mention", "href": me, "name": "@alice" }]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let mine = eventually(WAIT, "the remote conversation", || async {
         let l = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
@@ -875,14 +799,9 @@ async fn direct_posts_make_conversations_for_each_participant() {
 
     // Deleting the reply moves the last status back; deleting the first ends it.
     for (api, status, left) in [(&bob_api, &reply, 2), (&alice_api, &first, 1)] {
-        let d = api
-            .call(
-                Method::DELETE,
-                &format!("/api/v1/statuses/{status}"),
-                &json!({}),
-            )
-            .await;
-        assert_eq!(d.status, 200, "{}", d.body);
+        api.act(Method::DELETE, &format!("/api/v1/statuses/{status}"))
+            .await
+            .assert_ok();
         let l = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
         assert_eq!(l.ids.len(), left, "{}", l.body);
     }
@@ -892,10 +811,9 @@ async fn direct_posts_make_conversations_for_each_participant() {
     // Removing a conversation from one's list.
     let remote = list(&inst, Some(&alice_token), "/api/v1/conversations").await;
     let gone = alice_api
-        .call(
+        .act(
             Method::DELETE,
             &format!("/api/v1/conversations/{}", remote.ids[0]),
-            &json!({}),
         )
         .await;
     assert_eq!(gone.status, 200);

@@ -10,6 +10,7 @@ mod support;
 
 use std::time::Duration;
 
+use support::api::users;
 use support::node::Instance;
 use support::peer::Peer;
 
@@ -190,17 +191,13 @@ async fn react_to_pictures(peer: std::sync::Arc<Peer>, author: String) {
                 "published": chrono::Utc::now().to_rfc3339(),
             });
             let reply_id = peer.new_id("notes");
-            let reply = serde_json::json!({
-                "id": format!("{reply_id}/activity"), "type": "Create", "actor": peer.actor(),
+            let reply = peer.create(serde_json::json!({
+                "id": reply_id, "type": "Note", "attributedTo": peer.actor(),
+                "inReplyTo": note["id"], "content": "<p>Lovely picture</p>",
+                "published": chrono::Utc::now().to_rfc3339(),
                 "to": [public], "cc": [author],
-                "object": {
-                    "id": reply_id, "type": "Note", "attributedTo": peer.actor(),
-                    "inReplyTo": note["id"], "content": "<p>Lovely picture</p>",
-                    "published": chrono::Utc::now().to_rfc3339(),
-                    "to": [public], "cc": [author],
-                    "tag": [{"type": "Mention", "href": author, "name": "@mona"}],
-                },
-            });
+                "tag": [{"type": "Mention", "href": author, "name": "@mona"}],
+            }));
             for activity in [like, announce, reply] {
                 assert_eq!(peer.post(&inbox, &activity).await, 202, "{activity:#}");
             }
@@ -216,8 +213,7 @@ async fn react_to_pictures(peer: std::sync::Arc<Peer>, author: String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_drives_lists_and_mutes() {
     let inst = Instance::start("all", &[]).await;
-    let (_, token) = inst.account("lena").await;
-    let (_, friend_token) = inst.account("fritz").await;
+    let [(_, token, _), (_, friend_token, _)] = users(&inst, ["lena", "fritz"]).await;
     let out = run_script(
         "lists_mutes_flow.py",
         &inst.base,
@@ -235,8 +231,7 @@ async fn mastodon_py_drives_lists_and_mutes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_drives_filters_and_conversation_mutes() {
     let inst = Instance::start("all", &[]).await;
-    let (_, token) = inst.account("fiona").await;
-    let (_, friend_token) = inst.account("felix").await;
+    let [(_, token, _), (_, friend_token, _)] = users(&inst, ["fiona", "felix"]).await;
     let out = run_script(
         "filters_flow.py",
         &inst.base,
@@ -278,8 +273,7 @@ async fn mastodon_py_reads_link_previews() {
     let (_, token) = inst.account("carla").await;
     let out = run_script("cards_flow.py", &inst.base, "carla", &[&token]).await;
     assert!(out.contains("cards_flow: all steps passed"), "{out}");
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// R-MAPI-6's quote posts in Mastodon.py's 4.5 API (`clients/quotes_flow.py`): quoting under
@@ -288,8 +282,7 @@ async fn mastodon_py_reads_link_previews() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_drives_quotes() {
     let inst = Instance::start("all", &[]).await;
-    let (_, token) = inst.account("quinn").await;
-    let (_, quoter_token) = inst.account("quoter").await;
+    let [(_, token, _), (_, quoter_token, _)] = users(&inst, ["quinn", "quoter"]).await;
     let out = run_script(
         "quotes_flow.py",
         &inst.base,
@@ -326,8 +319,7 @@ async fn megalodon_drives_reactions_and_quotes() {
     )
     .expect("copy reactions_flow.mjs");
     let inst = Instance::start("all", &[]).await;
-    let (_, author) = inst.account("rena").await;
-    let (_, reactor) = inst.account("rory").await;
+    let [(_, author, _), (_, reactor, _)] = users(&inst, ["rena", "rory"]).await;
     let out = tokio::process::Command::new(&node)
         .arg(&script)
         .args([inst.base.as_str(), author.as_str(), reactor.as_str()])
@@ -351,8 +343,7 @@ async fn megalodon_drives_reactions_and_quotes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mastodon_py_drives_profiles_pins_and_tags() {
     let inst = Instance::start("all", &[]).await;
-    let (_, token) = inst.account("petra").await;
-    let (_, friend_token) = inst.account("paulo").await;
+    let [(_, token, _), (_, friend_token, _)] = users(&inst, ["petra", "paulo"]).await;
     let out = run_script(
         "profile_flow.py",
         &inst.base,

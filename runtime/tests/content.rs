@@ -9,19 +9,14 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::json;
-use support::api::{Client, ap_doc, call_ok, get_ok};
+use support::api::{alice_and_peer, ap_doc, call_ok, get_ok, peer_follows};
 use support::eventually;
-use support::node::Instance;
-use support::peer::Peer;
 
 const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_and_tags() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_alice, token) = inst.account("alice").await;
-    let api = Client::bearer(&inst, &token);
+    let (inst, peer, _alice, api) = alice_and_peer().await;
     inst.account("carol").await;
     let bob = peer.actor_of("bob");
     let text = format!(
@@ -29,13 +24,7 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
         peer.handle_of("bob"),
         peer.handle_of("missing-dan"),
     );
-    let created = call_ok(
-        &api,
-        Method::POST,
-        "/api/v1/statuses",
-        json!({ "status": text }),
-    )
-    .await;
+    let created = api.posted(&json!({ "status": text })).await;
     let html = created["content"].as_str().expect("content").to_string();
     let carol = inst.fed.actor_iri("carol");
     let tag_href = format!("{}/tags/rust", inst.base);
@@ -106,25 +95,16 @@ async fn content_is_one_html_for_the_api_the_uri_and_the_create_with_mentions_an
 /// round trip, and the `Create` it gets carries the `Mention` (so its server notifies it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_mention_of_an_actor_learned_from_a_follow_links_without_webfinger() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (alice, token) = inst.account("alice").await;
-    let api = Client::bearer(&inst, &token);
-    let me = inst.fed.actor_iri("alice");
-    let follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
-    eventually(WAIT, "the peer follows alice", || async {
-        (inst
-            .count(&format!(
-                "SELECT count(*) FROM followers WHERE account_id = '{}'",
-                alice.id
-            ))
-            .await
-            == 1)
-            .then_some(())
-    })
+    let (inst, peer, alice, api) = alice_and_peer().await;
+    peer_follows(&inst, &peer, "alice").await;
+    inst.until_count(
+        "the peer follows alice",
+        &format!(
+            "SELECT count(*) FROM followers WHERE account_id = '{}'",
+            alice.id
+        ),
+        |c| c == 1,
+    )
     .await;
     assert_eq!(
         inst.count("SELECT count(*) FROM remote_actors WHERE handle IS NOT NULL")
@@ -132,13 +112,9 @@ async fn a_mention_of_an_actor_learned_from_a_follow_links_without_webfinger() {
         0,
         "learned from the follow: no handle"
     );
-    let status = call_ok(
-        &api,
-        Method::POST,
-        "/api/v1/statuses",
-        json!({ "status": format!("thanks @{}!", peer.handle()) }),
-    )
-    .await;
+    let status = api
+        .posted(&json!({ "status": format!("thanks @{}!", peer.handle()) }))
+        .await;
     assert_eq!(status["mentions"][0]["url"], peer.actor(), "{status}");
     assert!(
         status["content"]

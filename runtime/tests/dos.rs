@@ -146,15 +146,11 @@ async fn parallel_sign_ins_keep_the_node_memory_bounded() {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let app: serde_json::Value = http
-        .post(format!("{base}/api/v1/apps"))
-        .json(&serde_json::json!({"client_name": "t", "redirect_uris": "urn:ietf:wg:oauth:2.0:oob", "scopes": "read"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let app = support::api::register_app(
+        &base,
+        serde_json::json!({"client_name": "t", "redirect_uris": "urn:ietf:wg:oauth:2.0:oob", "scopes": "read"}),
+    )
+    .await;
     let client_id = app["client_id"].as_str().unwrap();
     let page = http
         .get(format!(

@@ -227,8 +227,7 @@ async fn custom_emojis_are_added_listed_used_federated_and_removed() {
         json!([])
     );
     assert_eq!(reqwest::get(&url).await.unwrap().status().as_u16(), 404);
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// The admin copies a custom emoji from a remote post (R-MAPI-6): its image is fetched
@@ -246,13 +245,12 @@ async fn a_remote_posts_emoji_is_copied() {
         .insert("party.png".into(), ("image/png".into(), image.clone()));
     let note = peer.new_id("notes");
     let public = "https://www.w3.org/ns/activitystreams#Public";
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [public],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [public],
-                    "content": "<p>:party:</p>", "published": "2026-12-01T10:00:00Z",
-                    "tag": [{ "type": "Emoji", "name": ":party:",
-                              "icon": { "type": "Image", "url": peer.iri("/uploads/party.png") } }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [public],
+        "content": "<p>:party:</p>", "published": "2026-12-01T10:00:00Z",
+        "tag": [{ "type": "Emoji", "name": ":party:",
+                  "icon": { "type": "Image", "url": peer.iri("/uploads/party.png") } }]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let status_id = support::eventually(support::api::WAIT, "the note is stored", || async {
         let home = api.get("/api/v1/timelines/home").await.body;
@@ -305,6 +303,5 @@ async fn a_remote_posts_emoji_is_copied() {
             .as_ref(),
         image.as_slice()
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, id, received, users};
+use support::api::{Client, WAIT, act_ok, id, received, users};
 use support::eventually;
 use support::multipart::png;
 use support::node::Instance;
@@ -153,11 +153,10 @@ async fn every_entity_keeps_its_shape() {
                  "source": { "privacy": "public", "language": "en" } }),
     )
     .await;
-    ok(
+    act_ok(
         &bob_api,
         Method::POST,
         &format!("/api/v1/accounts/{}/follow", alice.id),
-        &json!({}),
     )
     .await;
 
@@ -213,19 +212,17 @@ async fn every_entity_keeps_its_shape() {
 
     // bob favourites, bookmarks and boosts her post.
     for action in ["favourite", "bookmark"] {
-        ok(
+        act_ok(
             &bob_api,
             Method::POST,
             &format!("/api/v1/statuses/{post_id}/{action}"),
-            &json!({}),
         )
         .await;
     }
-    let boost = ok(
+    let boost = act_ok(
         &bob_api,
         Method::POST,
         &format!("/api/v1/statuses/{post_id}/reblog"),
-        &json!({}),
     )
     .await;
     names.name(&id(&boost), "boost");
@@ -370,6 +367,5 @@ async fn every_entity_keeps_its_shape() {
         .filter_map(|(name, answer)| check(&names, name, answer))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }

@@ -10,7 +10,9 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, id, import_csv, token_with_scopes};
+use support::api::{
+    Client, WAIT, assert_error, header_text, id, import_csv, resolve_id, token_with_scopes, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -24,12 +26,7 @@ async fn export(inst: &Instance, token: &str, file: &str) -> String {
         .await
         .expect("export");
     assert_eq!(resp.status().as_u16(), 200, "{file}");
-    let ctype = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
+    let ctype = header_text(resp.headers(), "content-type");
     assert!(ctype.starts_with("text/csv"), "{file}: {ctype}");
     resp.text().await.expect("body")
 }
@@ -43,16 +40,7 @@ async fn import(inst: &Instance, token: &str, ty: &str, csv: &str) {
 
 /// The Account id of the peer's person `name`, resolved through search.
 async fn resolve(api: &Client, peer: &Peer, name: &str) -> String {
-    let found = api
-        .get(&format!(
-            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
-            peer.handle_of(name)
-        ))
-        .await;
-    found.body["accounts"][0]["id"]
-        .as_str()
-        .expect("resolved")
-        .to_string()
+    resolve_id(api, &peer.handle_of(name)).await
 }
 
 /// The peer accepts `username`'s pending follow of its person `peer`.
@@ -69,16 +57,14 @@ async fn accept(inst: &Instance, peer: &Peer, username: &str) {
         "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
     });
     assert_eq!(peer.post(&inst.fed.inbox(username), &accept).await, 202);
-    eventually(WAIT, "the follow is accepted", || async {
-        (inst
-            .count(&format!(
-                "SELECT count(*) FROM follows f JOIN accounts a ON a.id = f.account_id
+    inst.until_count(
+        "the follow is accepted",
+        &format!(
+            "SELECT count(*) FROM follows f JOIN accounts a ON a.id = f.account_id
                   WHERE a.username = '{username}' AND f.state = 'accepted'"
-            ))
-            .await
-            == 1)
-            .then_some(())
-    })
+        ),
+        |c| c == 1,
+    )
     .await;
 }
 
@@ -86,9 +72,7 @@ async fn accept(inst: &Instance, peer: &Peer, username: &str) {
 async fn exports_are_mastodons_csv_and_import_back_the_same() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (_, zed_token) = inst.account("zed").await;
-    let api = Client::new(&inst, Some(&alice_token));
+    let [(alice, alice_token, api), (_, zed_token, _)] = users(&inst, ["alice", "zed"]).await;
     let call = |method: Method, path: String, body: Value| {
         let api = &api;
         async move {
@@ -150,9 +134,11 @@ async fn exports_are_mastodons_csv_and_import_back_the_same() {
         "actor": peer.actor(), "object": inst.fed.actor_iri("alice"),
     });
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &follower).await, 202);
-    eventually(WAIT, "the peer follows alice", || async {
-        (inst.count("SELECT count(*) FROM followers").await == 1).then_some(())
-    })
+    inst.until_count(
+        "the peer follows alice",
+        "SELECT count(*) FROM followers",
+        |c| c == 1,
+    )
     .await;
 
     // Mastodon's formats, exactly.

@@ -20,7 +20,7 @@ use reqwest::Method;
 use rsa::RsaPrivateKey;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::api::{Answer, Client};
+use support::api::{Answer, Client, header_text};
 use support::eventually;
 use support::node::Instance;
 use support::peer::{ActorAccess, Peer, Reply};
@@ -161,13 +161,7 @@ async fn we_follow_the_peer_and_receive_its_accept() {
     );
     support::api::until_follow_accepted(&inst, alice.id, &peer.actor(), "our follow is accepted")
         .await;
-    assert_eq!(
-        peer.received()
-            .iter()
-            .filter(|r| r.ty() == "Follow")
-            .count(),
-        1
-    );
+    assert_eq!(peer.count_of("Follow"), 1);
     inst.shutdown().await;
 }
 
@@ -202,9 +196,11 @@ async fn the_peer_follows_us_and_gets_an_accept() {
         "object": { "id": follow_id, "type": "Follow", "actor": peer.actor(), "object": inst.fed.actor_iri("bob") },
     });
     assert_eq!(peer.post(&format!("{}/inbox", inst.base), &undo).await, 202);
-    eventually(WAIT, "the follower is removed", || async {
-        (inst.count("SELECT count(*) FROM followers").await == 0).then_some(())
-    })
+    inst.until_count(
+        "the follower is removed",
+        "SELECT count(*) FROM followers",
+        |c| c == 0,
+    )
     .await;
     inst.shutdown().await;
 }
@@ -215,14 +211,11 @@ async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply(
     let peer = Peer::start().await;
     inst.account("carol").await;
     let note_id = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note_id}/activity"), "type": "Create", "actor": peer.actor(),
-        "object": {
-            "id": note_id, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hello</p>",
-            "published": "2026-11-30T10:00:00Z",
-            "replies": { "id": format!("{note_id}/replies"), "type": "Collection" },
-        },
-    });
+    let create = peer.create(json!({
+        "id": note_id, "type": "Note", "attributedTo": peer.actor(), "content": "<p>hello</p>",
+        "published": "2026-11-30T10:00:00Z",
+        "replies": { "id": format!("{note_id}/replies"), "type": "Collection" },
+    }));
     let inbox = inst.fed.inbox("carol");
     assert_eq!(peer.post(&inbox, &create).await, 202);
     assert_eq!(
@@ -230,13 +223,11 @@ async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply(
         202,
         "a duplicate is accepted"
     );
-    eventually(WAIT, "the Create is processed", || async {
-        (inst
-            .count("SELECT count(*) FROM inbox_activities WHERE processed_at IS NOT NULL")
-            .await
-            == 1)
-            .then_some(())
-    })
+    inst.until_count(
+        "the Create is processed",
+        "SELECT count(*) FROM inbox_activities WHERE processed_at IS NOT NULL",
+        |c| c == 1,
+    )
     .await;
     let (n, replies): (i64, Option<String>) =
         sqlx::query_as("SELECT count(*), max(replies_iri) FROM remote_posts")
@@ -281,13 +272,11 @@ async fn a_signed_create_posted_twice_is_stored_once_and_later_activities_apply(
         "object": { "id": note_id, "type": "Tombstone" },
     });
     assert_eq!(peer.post(&inbox, &delete).await, 202);
-    eventually(WAIT, "the note is deleted", || async {
-        (inst
-            .count("SELECT count(*) FROM remote_posts WHERE deleted_at IS NOT NULL")
-            .await
-            == 1)
-            .then_some(())
-    })
+    inst.until_count(
+        "the note is deleted",
+        "SELECT count(*) FROM remote_posts WHERE deleted_at IS NOT NULL",
+        |c| c == 1,
+    )
     .await;
     inst.shutdown().await;
 }
@@ -576,13 +565,11 @@ async fn a_put_back_does_not_restart_the_retry_budget() {
         delivery_state(&inst.pool, &id).await,
         Some(("failed".into(), 10))
     );
-    eventually(WAIT, "the message given up", || async {
-        (inst
-            .count("SELECT count(*) FROM hollo_failed_message")
-            .await
-            == 1)
-            .then_some(())
-    })
+    inst.until_count(
+        "the message given up",
+        "SELECT count(*) FROM hollo_failed_message",
+        |c| c == 1,
+    )
     .await;
     // Nothing is left to retry it: no message in the queue, two requests in all.
     assert_eq!(
@@ -619,12 +606,8 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     peer_follows(&inst, &peer, &alice).await;
     let client = reqwest::Client::new();
     let created = Client::bearer(&inst, &token)
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({ "status": "Tea or coffee?",
-                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }),
-        )
+        .post(&json!({ "status": "Tea or coffee?",
+                       "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }))
         .await
         .body;
     let uri = created["uri"].as_str().expect("uri").to_string();
@@ -654,9 +637,8 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
     assert_eq!(served["oneOf"], q["oneOf"]);
     // Moving the end: followers get an Update with the new endTime.
     let moved = Client::bearer(&inst, &token)
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", created["id"].as_str().expect("id")),
+        .edit(
+            created["id"].as_str().expect("id"),
             &json!({ "poll": { "expires_in": 7200 } }),
         )
         .await;
@@ -689,11 +671,7 @@ async fn a_new_poll_reaches_followers_as_a_question_and_its_uri_serves_it() {
 
     // A status without a poll is a Note.
     let plain = Client::bearer(&inst, &token)
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({ "status": "hello" }),
-        )
+        .post(&json!({ "status": "hello" }))
         .await
         .body;
     let note = eventually(WAIT, "the Create of the note", || async {
@@ -719,12 +697,8 @@ async fn an_ended_poll_sends_its_closing_update_once() {
     peer_follows(&inst, &peer, &alice).await;
     // The `all` node consumes the task queue too: the poll's wakeup runs there.
     let created = Client::bearer(&inst, &token)
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({ "status": "Quick one",
-                       "poll": { "options": ["yes", "no"], "expires_in": 2 } }),
-        )
+        .post(&json!({ "status": "Quick one",
+                       "poll": { "options": ["yes", "no"], "expires_in": 2 } }))
         .await
         .body;
     let poll: Uuid = created["poll"]["id"]
@@ -878,13 +852,11 @@ async fn a_hanging_host_gets_at_most_its_bound_and_other_hosts_keep_flowing() {
         "the slow host never had two deliveries at once"
     );
     // Waiting ones give up their slot after a short wait and are put back for later.
-    eventually(WAIT, "busy-host deliveries put back", || async {
-        (inst
-            .count("SELECT count(*) FROM deliveries WHERE last_error LIKE 'host busy%'")
-            .await
-            >= 1)
-            .then_some(())
-    })
+    inst.until_count(
+        "busy-host deliveries put back",
+        "SELECT count(*) FROM deliveries WHERE last_error LIKE 'host busy%'",
+        |c| c >= 1,
+    )
     .await;
     assert_eq!(slow.received().len(), 1);
     inst.shutdown().await;
@@ -1063,12 +1035,7 @@ async fn the_instance_actor_is_an_application_with_one_key_pair_however_many_pro
             .send()
             .await
             .expect("GET /actor");
-        let ct = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        let ct = header_text(resp.headers(), "content-type");
         let status = resp.status().as_u16();
         let doc: Value = resp.json().await.expect("actor json");
         (status, ct, doc)
@@ -1387,9 +1354,11 @@ async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
         });
         assert_eq!(peer.post(&inbox, &create).await, 202);
     }
-    eventually(WAIT, "both notes stored", || async {
-        (inst.count("SELECT count(*) FROM remote_posts").await == 2).then_some(())
-    })
+    inst.until_count(
+        "both notes stored",
+        "SELECT count(*) FROM remote_posts",
+        |c| c == 2,
+    )
     .await;
     let (content, summary, url): (Option<String>, Option<String>, Option<String>) =
         sqlx::query_as("SELECT content, summary, url FROM remote_posts WHERE iri = $1")
@@ -1422,14 +1391,10 @@ async fn remote_html_is_sanitized_and_local_text_is_published_escaped() {
 
     // Our user's text goes out escaped: what they typed is shown, never markup.
     peer_follows(&inst, &peer, &alice).await;
-    let created = Client::bearer(&inst, &token)
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({ "status": "<b>bold</b> & <script>alert(1)</script>\nline two" }),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{}", created.body);
+    Client::bearer(&inst, &token)
+        .post(&json!({ "status": "<b>bold</b> & <script>alert(1)</script>\nline two" }))
+        .await
+        .assert_ok();
     let create = eventually(WAIT, "the Create at the follower's inbox", || async {
         peer.received().into_iter().find(|r| r.ty() == "Create")
     })

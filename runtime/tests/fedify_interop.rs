@@ -258,10 +258,7 @@ async fn a_fedify_peer_and_we_read_each_other() {
     let emoji_url = emoji["url"].as_str().expect("emoji url").to_string();
     let text =
         "Fish & chips <b>not bold</b> at https://example.com/menu?a=1&b=2 #Interop :hollo_fish:";
-    let status = api
-        .call(Method::POST, "/api/v1/statuses", &json!({ "status": text }))
-        .await
-        .body;
+    let status = api.post(&json!({ "status": text })).await.body;
     let shown = status["content"].as_str().expect("content").to_string();
     assert!(
         shown.contains("&lt;b&gt;") && !shown.contains("<b>"),
@@ -299,12 +296,8 @@ async fn a_fedify_peer_and_we_read_each_other() {
     // (4) A poll: Fedify reads the Question; its vote counts here; the closing Update carries
     // the final counts.
     let created = api
-        .call(
-            Method::POST,
-            "/api/v1/statuses",
-            &json!({ "status": "Tea or coffee?",
-                     "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }),
-        )
+        .post(&json!({ "status": "Tea or coffee?",
+                     "poll": { "options": ["tea", "coffee"], "expires_in": 3600 } }))
         .await
         .body;
     let uri = created["uri"].as_str().expect("uri").to_string();
@@ -349,9 +342,8 @@ async fn a_fedify_peer_and_we_read_each_other() {
     );
     // End the poll soon (an edit, as a client would), then Fedify reads the closing Update.
     let edited = api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", created["id"].as_str().expect("id")),
+        .edit(
+            created["id"].as_str().expect("id"),
             &json!({ "poll": { "expires_in": 1 } }),
         )
         .await;
@@ -572,8 +564,7 @@ async fn a_fedify_follower_reads_our_new_avatar_and_header() {
         header.as_str(),
         "{update}"
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// Emoji reactions both ways with Fedify's `EmojiReact` (issue 32 item 3): Fedify reacts to
@@ -638,14 +629,12 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
     inst.custom_emoji("hollo", "http://img.example/hollo.png")
         .await;
     for emoji in ["%F0%9F%8E%89", "hollo"] {
-        let a = api
-            .call(
-                reqwest::Method::POST,
-                &format!("/api/v1/statuses/{theirs}/react/{emoji}"),
-                &json!({}),
-            )
-            .await;
-        assert_eq!(a.status, 200, "{}", a.body);
+        api.act(
+            reqwest::Method::POST,
+            &format!("/api/v1/statuses/{theirs}/react/{emoji}"),
+        )
+        .await
+        .assert_ok();
     }
     let party = peer
         .find("Fedify parses our EmojiReact 🎉", |r| {
@@ -664,14 +653,12 @@ async fn emoji_reactions_cross_both_ways_with_fedify() {
         json!([{"type": "Emoji", "name": ":hollo:", "icon": "http://img.example/hollo.png"}]),
         "{custom}"
     );
-    let a = api
-        .call(
-            reqwest::Method::POST,
-            &format!("/api/v1/statuses/{theirs}/unreact/hollo"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    api.act(
+        reqwest::Method::POST,
+        &format!("/api/v1/statuses/{theirs}/unreact/hollo"),
+    )
+    .await
+    .assert_ok();
     let undo = peer
         .find("Fedify parses our Undo of the EmojiReact", |r| {
             r["type"] == "Undo" && r["object"] == custom["id"]

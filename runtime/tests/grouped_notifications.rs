@@ -49,7 +49,7 @@ async fn notifications_come_in_groups_as_mastodon_makes_them() {
             http: c.http.clone(),
         };
         async move {
-            let a = c.call(Method::POST, &path, &json!({})).await;
+            let a = c.act(Method::POST, &path).await;
             assert_eq!(a.status, 200, "{path}: {}", a.body);
         }
     };
@@ -103,8 +103,7 @@ async fn notifications_come_in_groups_as_mastodon_makes_them() {
     }
 
     // The default grouping: favourite, reblog and follow groups, the mention alone.
-    let page = api.get("/api/v2/notifications").await;
-    assert_eq!(page.status, 200, "{}", page.body);
+    let page = api.get("/api/v2/notifications").await.assert_ok();
     let all = groups(&page.body);
     assert_eq!(all.len(), 4, "{}", page.body);
     let fav = by_type(&all, "favourite")[0];
@@ -225,8 +224,10 @@ async fn notifications_come_in_groups_as_mastodon_makes_them() {
 
     // One group and its accounts.
     let key = fav["group_key"].as_str().expect("key");
-    let one = api.get(&format!("/api/v2/notifications/{key}")).await;
-    assert_eq!(one.status, 200, "{}", one.body);
+    let one = api
+        .get(&format!("/api/v2/notifications/{key}"))
+        .await
+        .assert_ok();
     assert_eq!(groups(&one.body)[0]["notifications_count"], 4);
     let who = api
         .get(&format!("/api/v2/notifications/{key}/accounts"))
@@ -246,28 +247,22 @@ async fn notifications_come_in_groups_as_mastodon_makes_them() {
     let unread = api.get("/api/v2/notifications/unread_count").await;
     assert_eq!(unread.body["count"], 4, "{}", unread.body);
     let top = v1[0]["id"].as_str().expect("id");
-    let marked = api
-        .call(
-            Method::POST,
-            "/api/v1/markers",
-            &json!({ "notifications": { "last_read_id": top } }),
-        )
-        .await;
-    assert_eq!(marked.status, 200, "{}", marked.body);
+    api.call(
+        Method::POST,
+        "/api/v1/markers",
+        &json!({ "notifications": { "last_read_id": top } }),
+    )
+    .await
+    .assert_ok();
     assert_eq!(
         api.get("/api/v2/notifications/unread_count").await.body["count"],
         0
     );
 
     // A mute takes eve out of the group, its count and the accounts.
-    let muted = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{eve}/mute"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(muted.status, 200, "{}", muted.body);
+    api.act(Method::POST, &format!("/api/v1/accounts/{eve}/mute"))
+        .await
+        .assert_ok();
     let page = api.get("/api/v2/notifications").await.body;
     let fav = by_type(&groups(&page), "favourite")[0].clone();
     assert_eq!(fav["notifications_count"], 3);
@@ -299,14 +294,12 @@ async fn notifications_come_in_groups_as_mastodon_makes_them() {
 
     // Dismissing a group removes its notifications, and only its.
     let key = favs[1]["group_key"].as_str().expect("key");
-    let gone = api
-        .call(
-            Method::POST,
-            &format!("/api/v2/notifications/{key}/dismiss"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    api.act(
+        Method::POST,
+        &format!("/api/v2/notifications/{key}/dismiss"),
+    )
+    .await
+    .assert_ok();
     assert_error(
         &api.get(&format!("/api/v2/notifications/{key}")).await,
         404,

@@ -559,13 +559,11 @@ async fn cancel_mid_run_starts_no_new_items_and_prepared_follows_still_arrive() 
     assert_eq!(v["status"], "cancelled");
     assert_eq!(v["total"], 80);
     // Nothing is left queued for this job's items.
-    eventually(WAIT, "no item messages left", || async {
-        (inst
-            .count("SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.import-item.v1'")
-            .await
-            == 0)
-            .then_some(())
-    })
+    inst.until_count(
+        "no item messages left",
+        "SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.import-item.v1'",
+        |c| c == 0,
+    )
     .await;
 
     // Every follow confirmed before or during the cancellation is still delivered.
@@ -1134,8 +1132,7 @@ async fn media_cleanup_deletes_only_old_orphans_with_strict_keys() {
     assert!(fresh.exists(), "younger than the grace period");
     assert!(odd.exists(), "not of the strict key shape");
     assert!(elsewhere.exists(), "outside media/");
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -274,12 +274,10 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     // An emoji reaction to the peer's post, with a custom emoji (its `Emoji` tag), and its
     // `Undo` (R-MAPI-6).
     let theirs = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{theirs}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": ["https://www.w3.org/ns/activitystreams#Public"],
-        "object": { "id": theirs, "type": "Note", "attributedTo": peer.actor(),
-                    "to": ["https://www.w3.org/ns/activitystreams#Public"], "content": "<p>hi</p>" },
-    });
+    let create = peer.create(json!({
+        "id": theirs, "type": "Note", "attributedTo": peer.actor(),
+        "to": ["https://www.w3.org/ns/activitystreams#Public"], "content": "<p>hi</p>"
+    }));
     assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
     let theirs_id: uuid::Uuid = remote_post_id(&inst, &theirs, "the peer's note stored").await;
     inst.custom_emoji("tea", "http://img.example/tea.png").await;

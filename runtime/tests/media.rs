@@ -7,17 +7,17 @@
 
 mod support;
 
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hollo_runtime::media::{self, AttachError, Drive};
-use image::{DynamicImage, ImageFormat};
+use image::ImageFormat;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes};
+use support::api::{Answer, Client, assert_error, run_media_cleanup, token_with_scopes, users};
 use support::eventually;
 use support::files::{files_under, temp_dir};
+use support::images::{gif_with_frame, png_bomb};
 use support::moto::Moto;
 use support::multipart::Part;
 use support::node::Instance;
@@ -27,16 +27,7 @@ const WAIT: Duration = Duration::from_secs(60);
 const ADMIN: &str = "media-admin-token";
 
 fn encode(w: u32, h: u32, format: ImageFormat) -> Vec<u8> {
-    let img = DynamicImage::ImageRgba8(image::RgbaImage::from_fn(w, h, |x, y| {
-        image::Rgba([(x * 7 % 256) as u8, (y * 3 % 256) as u8, 90, 255])
-    }));
-    let img = match format {
-        ImageFormat::Jpeg => DynamicImage::ImageRgb8(img.to_rgb8()),
-        _ => img,
-    };
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, format).expect("encode");
-    out.into_inner()
+    support::multipart::encode(w, h, format, 255)
 }
 
 fn png(w: u32, h: u32) -> Vec<u8> {
@@ -245,8 +236,7 @@ async fn refused_uploads_store_nothing_and_others_media_is_not_found() {
         422,
         "bad focus on update",
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,10 +403,9 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
 
     // Deleting an unattached upload removes its rows and files.
     let before = files_under(&dir).len();
-    let del = api
-        .bare(Method::DELETE, &format!("/api/v1/media/{id}"))
-        .await;
-    assert_eq!(del.status, 200, "{}", del.body);
+    api.bare(Method::DELETE, &format!("/api/v1/media/{id}"))
+        .await
+        .assert_ok();
     assert_eq!(files_under(&dir).len(), before - 2);
     assert_error(
         &api.get(&format!("/api/v1/media/{id}")).await,
@@ -435,8 +424,7 @@ async fn uploads_are_processed_stored_and_served_with_their_types() {
         json!(["image/jpeg", "image/png", "image/gif", "image/webp"])
     );
     assert_eq!(v["configuration"]["statuses"]["max_media_attachments"], 4);
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// Polls `GET /api/v1/media/:id` until it is no longer 206.
@@ -516,17 +504,14 @@ async fn big_v2_uploads_are_answered_202_and_processed_by_a_worker() {
         0,
         "every task completed"
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_attach_uploads_and_read_them_back_in_order() {
     let dir = storage_dir();
     let inst = Instance::on_disk(&dir, &[]).await;
-    let (alice, token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::bearer(&inst, &token);
+    let [(alice, _, api), (bob, bob_token, _)] = users(&inst, ["alice", "bob"]).await;
     let mut ids = Vec::new();
     for i in 0..5 {
         let (s, m) = upload(
@@ -668,8 +653,7 @@ async fn statuses_attach_uploads_and_read_them_back_in_order() {
         .await,
         0
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 /// Makes uploads look two days old: their rows and their files.
@@ -755,15 +739,12 @@ async fn the_media_cleanup_removes_uploads_no_status_took_within_a_day() {
         404,
         "cleaned up",
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
-    let moto = Moto::start().await;
-    moto.public_bucket("hollo-media").await;
-    let base = format!("{}/hollo-media", moto.endpoint);
+    let (moto, base) = Moto::with_public_bucket("hollo-media").await;
     let mut env = moto.drive_env("hollo-media", &base);
     env.extend([("MEDIA_SYNC_MAX_BYTES", "2000"), ("ADMIN_TOKEN", ADMIN)]);
     let inst = Instance::start("all", &env).await;
@@ -825,45 +806,6 @@ async fn the_s3_drive_stores_serves_processes_and_cleans_up_through_moto() {
         0
     );
     inst.shutdown().await;
-}
-
-/// A GIF whose logical screen is `sw`×`sh` and whose second frame is `fw`×`fh`.
-fn gif_with_frame(sw: u16, sh: u16, fw: u16, fh: u16) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut enc =
-            gif::Encoder::new(&mut out, sw, sh, &[0, 0, 0, 255, 255, 255]).expect("gif encoder");
-        for (w, h) in [(sw, sh), (fw, fh)] {
-            let frame = gif::Frame {
-                width: w,
-                height: h,
-                buffer: std::borrow::Cow::Owned(vec![1; usize::from(w) * usize::from(h)]),
-                ..gif::Frame::default()
-            };
-            enc.write_frame(&frame).expect("frame");
-        }
-    }
-    out
-}
-
-/// A `w`×`h` 16-bit RGBA PNG of zeros, written row by row: a few hundred KB that decode to
-/// `w × h × 8` bytes.
-fn png_bomb(w: u32, h: u32) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(png::ColorType::Rgba);
-        enc.set_depth(png::BitDepth::Sixteen);
-        enc.set_compression(png::Compression::Balanced);
-        let mut writer = enc.write_header().expect("header");
-        let mut stream = writer.stream_writer().expect("stream");
-        let row = vec![0u8; w as usize * 8];
-        for _ in 0..h {
-            std::io::Write::write_all(&mut stream, &row).expect("row");
-        }
-        stream.finish().expect("finish");
-    }
-    out
 }
 
 /// R-API: a GIF whose 1×1 screen holds a frame over `MEDIA_MAX_PIXELS` (which the
@@ -1030,6 +972,5 @@ async fn media_files_answer_range_requests() {
     let head = http.head(&url).send().await.unwrap();
     assert_eq!(head.status().as_u16(), 200);
     assert_eq!(head.headers()["content-type"], "image/png");
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }

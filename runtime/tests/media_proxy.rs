@@ -7,20 +7,15 @@
 mod support;
 
 use serde_json::json;
-use support::api::{Client, WAIT, follow_each_other};
+use support::api::{WAIT, alice_and_peer, follow_each_other};
 use support::eventually;
 use support::multipart::png;
-use support::node::Instance;
-use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn remote_images_reach_readers_only_through_our_signed_urls_and_one_fetch() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (inst, peer, _, api) = alice_and_peer().await;
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let (photo, face) = (png(40, 30), png(8, 8));
     for (name, bytes) in [("photo.png", &photo), ("face.png", &face)] {
@@ -32,13 +27,12 @@ async fn remote_images_reach_readers_only_through_our_signed_urls_and_one_fetch(
     }
     let photo_url = peer.iri("/uploads/photo.png");
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>look</p>", "published": "2026-12-01T10:00:00Z",
-                    "attachment": [{ "type": "Document", "mediaType": "image/png",
-                                     "url": photo_url, "name": "a photo" }] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": "<p>look</p>", "published": "2026-12-01T10:00:00Z",
+        "attachment": [{ "type": "Document", "mediaType": "image/png",
+                         "url": photo_url, "name": "a photo" }]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let status = eventually(WAIT, "the note at home", || async {
         let home = api.get("/api/v1/timelines/home").await.body;

@@ -17,6 +17,7 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION, RETRY_AFTER, SET_COOKIE};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use support::api::register_app;
 use support::node::Instance;
 
 const PASSWORD: &str = "correct horse battery";
@@ -128,15 +129,11 @@ struct App {
 }
 
 async fn register(base: &str, scopes: &str, uris: Value) -> App {
-    let v: Value = reqwest::Client::new()
-        .post(format!("{base}/api/v1/apps"))
-        .json(&json!({"client_name": "Test App", "redirect_uris": uris, "scopes": scopes, "website": "https://app.example"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = register_app(
+        base,
+        json!({"client_name": "Test App", "redirect_uris": uris, "scopes": scopes, "website": "https://app.example"}),
+    )
+    .await;
     App {
         client_id: v["client_id"].as_str().unwrap().to_string(),
         client_secret: v["client_secret"].as_str().unwrap().to_string(),

@@ -25,7 +25,7 @@ use sqlx::postgres::PgPoolOptions;
 use support::api::Client;
 use support::consumer::{Running, start_consumer};
 use support::process::Hollo;
-use support::{eventually, fresh_db};
+use support::{eventually, fresh_db, seed_monitoring};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -202,20 +202,8 @@ async fn a_far_expiry_is_stored_as_a_wakeup_of_at_most_seven_days() {
             .expect("schedule"),
         Admission::Coalesced
     );
-    // The seed's monitoring SQL, unchanged.
-    let (queued, ready, delayed, pending_polls): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT count(*) AS queued,
-       count(*) FILTER (WHERE created + delay <= CURRENT_TIMESTAMP) AS ready,
-       count(*) FILTER (WHERE created + delay > CURRENT_TIMESTAMP) AS delayed,
-       count(*) FILTER (
-         WHERE message->>'type' = 'task'
-           AND message->>'taskName' = 'hollo.poll-notification.v1'
-       ) AS pending_polls
-FROM hollo_task_message_v1;",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .expect("monitoring SQL");
+    // The seed's monitoring SQL, unchanged (support::seed_monitoring).
+    let (queued, ready, delayed, pending_polls) = seed_monitoring(&db.pool).await;
     assert_eq!((queued, ready, delayed, pending_polls), (1, 0, 1, 1));
     let st = queue_stats(&db.pool, QueueName::Task).await.expect("stats");
     assert_eq!(st.pending_polls, 1);

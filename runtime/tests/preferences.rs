@@ -10,7 +10,10 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, has, id, received, token_with_scopes};
+use support::api::{
+    Answer, Client, assert_error, has, id, peer_follows_accepted, received, token_with_scopes,
+    users,
+};
 use support::node::Instance;
 use support::peer::Peer;
 
@@ -22,8 +25,7 @@ async fn patch_form(api: &Client, body: &str) -> Answer {
 }
 
 async fn prefs(api: &Client) -> Value {
-    let a = api.get("/api/v1/preferences").await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    let a = api.get("/api/v1/preferences").await.assert_ok();
     a.body
 }
 
@@ -42,12 +44,7 @@ async fn updates_sent(inst: &Instance, peer: &Peer) -> usize {
     let queued = inst
         .count("SELECT count(*) FROM hollo_activity_message_v1 WHERE message::text LIKE '%\"Update\"%'")
         .await as usize;
-    queued
-        + peer
-            .received()
-            .iter()
-            .filter(|r| r.ty() == "Update")
-            .count()
+    queued + peer.count_of("Update")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -107,25 +104,17 @@ async fn bad_preferences_are_refused_and_change_nothing() {
 async fn a_followers_only_default_keeps_posts_and_boosts_followers_only() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&token));
-    let bob = Client::new(&inst, Some(&bob_token));
+    let [(_, _, api), (_, _, bob)] = users(&inst, ["alice", "bob"]).await;
 
     // The peer follows alice, so her posts are delivered to it.
-    let follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
-        "object": inst.fed.actor_iri("alice"),
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    peer_follows_accepted(&inst, &peer, "alice").await;
 
     let changed = patch_form(
         &api,
         "source[privacy]=private&source[sensitive]=true&source[language]=de",
     )
-    .await;
-    assert_eq!(changed.status, 200, "{}", changed.body);
+    .await
+    .assert_ok();
     assert_eq!(changed.body["source"]["privacy"], "private");
     assert_eq!(changed.body["source"]["sensitive"], true);
     assert_eq!(changed.body["source"]["language"], "de");
@@ -186,13 +175,12 @@ async fn a_followers_only_default_keeps_posts_and_boosts_followers_only() {
     // A boost without visibility takes the default too (Mastodon's ReblogService).
     let bobs = bob.posted(&json!({"status": "boost me"})).await;
     let boost = api
-        .call(
+        .act(
             Method::POST,
             &format!("/api/v1/statuses/{}/reblog", id(&bobs)),
-            &json!({}),
         )
-        .await;
-    assert_eq!(boost.status, 200, "{}", boost.body);
+        .await
+        .assert_ok();
     assert_eq!(boost.body["visibility"], "private", "{}", boost.body);
     let announce = received(&peer, "Announce", |_| true).await;
     for key in ["to", "cc"] {
@@ -200,20 +188,18 @@ async fn a_followers_only_default_keeps_posts_and_boosts_followers_only() {
     }
 
     // An empty language clears it; the others stay.
-    let cleared = patch_form(&api, "source[language]=").await;
-    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    let cleared = patch_form(&api, "source[language]=").await.assert_ok();
     assert_eq!(cleared.body["source"]["language"], "");
     assert_eq!(cleared.body["source"]["privacy"], "private");
     assert_eq!(prefs(&api).await["posting:default:language"], Value::Null);
     // JSON bodies set them the same way.
-    let json_body = api
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &json!({"source": {"privacy": "unlisted", "sensitive": false}}),
-        )
-        .await;
-    assert_eq!(json_body.status, 200, "{}", json_body.body);
+    api.call(
+        Method::PATCH,
+        "/api/v1/accounts/update_credentials",
+        &json!({"source": {"privacy": "unlisted", "sensitive": false}}),
+    )
+    .await
+    .assert_ok();
     let unlisted = api.posted(&json!({"status": "quietly public"})).await;
     assert_eq!(unlisted["visibility"], "unlisted");
     assert_eq!(unlisted["sensitive"], false);

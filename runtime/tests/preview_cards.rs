@@ -20,7 +20,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
-use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{Client, WAIT, follow_each_other, id};
 use support::eventually;
@@ -342,14 +341,9 @@ async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
     assert_eq!(shown["card"]["title"], "The Big Story (video)");
 
     // An edit that drops the link drops the card; one that links elsewhere gets that page's.
-    let edited = api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", id(&first)),
-            &json!({"status": "no link any more"}),
-        )
-        .await;
-    assert_eq!(edited.status, 200, "{}", edited.body);
+    api.edit(&id(&first), &json!({"status": "no link any more"}))
+        .await
+        .assert_ok();
     eventually(WAIT, "the card gone after the edit", || async {
         let s = api
             .get(&format!("/api/v1/statuses/{}", id(&first)))
@@ -358,14 +352,12 @@ async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
         s["card"].is_null().then_some(())
     })
     .await;
-    let plain = api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", id(&second)),
-            &json!({"status": format!("now {}", site.url("plain"))}),
-        )
-        .await;
-    assert_eq!(plain.status, 200, "{}", plain.body);
+    api.edit(
+        &id(&second),
+        &json!({"status": format!("now {}", site.url("plain"))}),
+    )
+    .await
+    .assert_ok();
     eventually(WAIT, "the new page's card after the edit", || async {
         let s = api
             .get(&format!("/api/v1/statuses/{}", id(&second)))
@@ -395,12 +387,11 @@ async fn a_remote_post_gets_its_card_too() {
     follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
     let story = site.url("plain");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": format!("<p>look <a href=\"{story}\">{story}</a></p>"),
-                    "published": "2026-12-01T10:00:00Z" },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": format!("<p>look <a href=\"{story}\">{story}</a></p>"),
+        "published": "2026-12-01T10:00:00Z"
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let card = eventually(WAIT, "the remote note's card at home", || async {
         let home = api.get("/api/v1/timelines/home").await.body;

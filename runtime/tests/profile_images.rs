@@ -10,17 +10,19 @@
 
 mod support;
 
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use image::{DynamicImage, ImageFormat};
+use image::ImageFormat;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Answer, Client, assert_error, received, run_media_cleanup, token_with_scopes};
+use support::api::{
+    Answer, Client, assert_error, header_text, peer_follows_accepted, received, run_media_cleanup,
+    token_with_scopes,
+};
 use support::files::{files_under, temp_dir};
 use support::moto::Moto;
-use support::multipart::{Part, form};
+use support::multipart::{Part, encode, form};
 use support::node::Instance;
 use support::peer::Peer;
 use uuid::Uuid;
@@ -43,19 +45,6 @@ async fn instance(dir: &Path) -> Instance {
     .await
 }
 
-fn encode(w: u32, h: u32, format: ImageFormat, alpha: u8) -> Vec<u8> {
-    let img = DynamicImage::ImageRgba8(image::RgbaImage::from_fn(w, h, |x, y| {
-        image::Rgba([(x * 7 % 256) as u8, (y * 3 % 256) as u8, 90, alpha])
-    }));
-    let img = match format {
-        ImageFormat::Jpeg => DynamicImage::ImageRgb8(img.to_rgb8()),
-        _ => img,
-    };
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, format).expect("encode");
-    out.into_inner()
-}
-
 async fn patch_form(api: &Client, parts: &[Part<'_>]) -> Answer {
     let (ctype, body) = form(parts);
     api.send(
@@ -68,12 +57,8 @@ async fn patch_form(api: &Client, parts: &[Part<'_>]) -> Answer {
 }
 
 async fn remove(api: &Client, which: &str) -> Answer {
-    api.call(
-        Method::DELETE,
-        &format!("/api/v1/profile/{which}"),
-        &json!({}),
-    )
-    .await
+    api.act(Method::DELETE, &format!("/api/v1/profile/{which}"))
+        .await
 }
 
 fn placeholder(inst: &Instance, which: &str) -> String {
@@ -96,12 +81,7 @@ async fn actor(inst: &Instance, name: &str) -> Value {
 async fn served(url: &str) -> (String, u32, u32) {
     let resp = reqwest::get(url).await.expect("GET the image");
     assert_eq!(resp.status(), 200, "{url}");
-    let ctype = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
+    let ctype = header_text(resp.headers(), "content-type");
     let bytes = resp.bytes().await.unwrap();
     let img = image::load_from_memory(&bytes).expect("the served file is an image");
     (ctype, img.width(), img.height())
@@ -113,8 +93,10 @@ async fn refused_images_store_nothing_and_removing_nothing_is_a_placeholder() {
     let inst = instance(&dir).await;
     let (alice, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));
-    let before = api.get("/api/v1/accounts/verify_credentials").await;
-    assert_eq!(before.status, 200, "{}", before.body);
+    let before = api
+        .get("/api/v1/accounts/verify_credentials")
+        .await
+        .assert_ok();
     assert_placeholders(&inst, &before.body);
 
     // Not an image by its bytes, whatever it claims; the note beside it is not kept either.
@@ -208,8 +190,7 @@ async fn refused_images_store_nothing_and_removing_nothing_is_a_placeholder() {
         doc.get("icon").is_none() && doc.get("image").is_none(),
         "{doc}"
     );
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -222,11 +203,7 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
     let me = inst.fed.actor_iri("alice");
 
     // The peer follows alice (accepted at once: she is not locked).
-    let follow = json!({
-        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(), "object": me,
-    });
-    assert_eq!(peer.post(&inst.fed.inbox("alice"), &follow).await, 202);
-    received(&peer, "Accept", |_| true).await;
+    peer_follows_accepted(&inst, &peer, "alice").await;
 
     // An opaque wide PNG as the avatar, a small JPEG as the header, with a text field.
     let avatar_in = encode(1280, 320, ImageFormat::Png, 255);
@@ -243,8 +220,8 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
             ("header", Some(("banner.jpg", "image/jpeg")), &header_in),
         ],
     )
-    .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    .await
+    .assert_ok();
     assert_eq!(a.body["display_name"], "Alice");
     let avatar = a.body["avatar"].as_str().expect("avatar").to_string();
     let header = a.body["header"].as_str().expect("header").to_string();
@@ -290,8 +267,9 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
 
     // A new avatar with transparency: a PNG, the old file gone from the drive.
     let clear = encode(64, 64, ImageFormat::Png, 100);
-    let a = patch_form(&api, &[("avatar", Some(("c.png", "image/png")), &clear)]).await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    let a = patch_form(&api, &[("avatar", Some(("c.png", "image/png")), &clear)])
+        .await
+        .assert_ok();
     let avatar2 = a.body["avatar"].as_str().expect("avatar").to_string();
     assert_ne!(avatar2, avatar);
     assert_eq!(a.body["header"], json!(header), "the header is kept");
@@ -306,8 +284,7 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
     assert_eq!(update["object"]["icon"]["mediaType"], "image/png");
 
     // Removal: the placeholder, no icon on the actor, and another Update without it.
-    let a = remove(&api, "avatar").await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    let a = remove(&api, "avatar").await.assert_ok();
     assert_eq!(a.body["avatar"], json!(placeholder(&inst, "avatar")));
     assert_eq!(a.body["avatar_static"], json!(placeholder(&inst, "avatar")));
     assert_eq!(a.body["header"], json!(header));
@@ -325,8 +302,7 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
     })
     .await;
     assert_eq!(update["object"]["id"], json!(me));
-    let a = remove(&api, "header").await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    let a = remove(&api, "header").await.assert_ok();
     assert_placeholders(&inst, &a.body);
     assert_eq!(files_under(&dir), Vec::<String>::new());
     assert_eq!(inst.count("SELECT count(*) FROM media_files").await, 0);
@@ -334,8 +310,7 @@ async fn avatars_and_headers_are_processed_served_shown_and_federated() {
         b["object"].get("icon").is_none() && b["object"].get("image").is_none()
     })
     .await;
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,8 +327,8 @@ async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed(
             ("header", Some(("h.png", "image/png")), &img),
         ],
     )
-    .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    .await
+    .assert_ok();
     // A file a request wrote before its transaction failed (or its process died): on the
     // drive, named by no row.
     let stray = format!("media/{}/avatar.jpg", Uuid::now_v7());
@@ -376,15 +351,12 @@ async fn the_media_cleanup_keeps_profile_images_and_removes_one_never_committed(
     for url in [&a.body["avatar"], &a.body["header"]] {
         assert_eq!(served(url.as_str().unwrap()).await.0, "image/jpeg");
     }
-    inst.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
+    inst.shutdown_removing(dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_s3_drive_stores_and_deletes_profile_images_through_moto() {
-    let moto = Moto::start().await;
-    moto.public_bucket("hollo-profiles").await;
-    let base = format!("{}/hollo-profiles", moto.endpoint);
+    let (moto, base) = Moto::with_public_bucket("hollo-profiles").await;
     let inst = Instance::start("all", &moto.drive_env("hollo-profiles", &base)).await;
     let (_, token) = inst.account("alice").await;
     let api = Client::new(&inst, Some(&token));
@@ -396,15 +368,14 @@ async fn the_s3_drive_stores_and_deletes_profile_images_through_moto() {
             &encode(3000, 1000, ImageFormat::Png, 50),
         )],
     )
-    .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    .await
+    .assert_ok();
     let header = a.body["header"].as_str().unwrap().to_string();
     assert!(header.starts_with(&format!("{base}/media/")), "{header}");
     // The bucket serves it with the type it was stored with, at the header's size.
     assert_eq!(served(&header).await, ("image/png".to_string(), 1500, 500));
     assert_eq!(actor(&inst, "alice").await["image"]["url"], json!(header));
-    let a = remove(&api, "header").await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    let a = remove(&api, "header").await.assert_ok();
     assert_eq!(a.body["header"], json!(placeholder(&inst, "header")));
     assert_eq!(
         reqwest::get(&header).await.unwrap().status().as_u16(),

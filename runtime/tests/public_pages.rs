@@ -66,14 +66,13 @@ async fn page(base: &str, path: &str) -> Got {
 async fn person(inst: &Instance, name: &str, profile: Value) -> String {
     let (_, token) = inst.account(name).await;
     let api = Client::new(inst, Some(&token));
-    let updated = api
-        .call(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            &profile,
-        )
-        .await;
-    assert_eq!(updated.status, 200, "{}", updated.body);
+    api.call(
+        Method::PATCH,
+        "/api/v1/accounts/update_credentials",
+        &profile,
+    )
+    .await
+    .assert_ok();
     token
 }
 
@@ -279,14 +278,13 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
     ];
     // Pinned: the unlisted post heads the profile; the followers-only one, pinned too, does not.
     for pinned in [&unlisted, &private] {
-        let p = alice
-            .call(
+        alice
+            .act(
                 Method::POST,
                 &format!("/api/v1/statuses/{}/pin", id(pinned)),
-                &json!({}),
             )
-            .await;
-        assert_eq!(p.status, 200, "{}", p.body);
+            .await
+            .assert_ok();
     }
 
     // --- Negotiation, both ways, on every IRI kind.
@@ -459,14 +457,10 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
 
     // --- Deleted: 410 on the permalink.
     let gone = alice.posted(&json!({ "status": "GONE-SOON" })).await;
-    let d = alice
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{}", id(&gone)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(d.status, 200, "{}", d.body);
+    alice
+        .act(Method::DELETE, &format!("/api/v1/statuses/{}", id(&gone)))
+        .await
+        .assert_ok();
     let g = page(&base, &format!("/@alice/{}", id(&gone))).await;
     assert_eq!(g.status, 410, "{}", g.body);
     assert!(!g.body.contains("GONE-SOON"));
@@ -586,8 +580,7 @@ async fn public_pages_negotiate_hide_what_is_not_public_and_cache() {
 /// Boosts `post` as `c`; the boost's Status.
 async fn boost(c: &Client, post: &Value, body: Value) -> Value {
     let path = format!("/api/v1/statuses/{}/reblog", id(post));
-    let b = c.call(Method::POST, &path, &body).await;
-    assert_eq!(b.status, 200, "{}", b.body);
+    let b = c.call(Method::POST, &path, &body).await.assert_ok();
     b.body
 }
 
@@ -613,14 +606,9 @@ async fn profile_lists_the_accounts_public_boosts() {
     boost(&alice, &carols, json!({ "visibility": "private" })).await;
     boost(&alice, &secret, json!({})).await;
     boost(&alice, &gone, json!({})).await;
-    let d = bob
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{}", id(&gone)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(d.status, 200, "{}", d.body);
+    bob.act(Method::DELETE, &format!("/api/v1/statuses/{}", id(&gone)))
+        .await
+        .assert_ok();
     alice.posted(&json!({ "status": "ALICE-NEWEST" })).await;
 
     let g = page(&base, "/@alice").await;
@@ -658,14 +646,13 @@ async fn profile_lists_the_accounts_public_boosts() {
     assert_eq!(feed.status, 200);
     assert!(feed.body.contains("ALICE-NEWEST") && !feed.body.contains("BOB-BOOSTED"));
     // Undone, the boost leaves the page.
-    let u = alice
-        .call(
+    alice
+        .act(
             Method::POST,
             &format!("/api/v1/statuses/{}/unreblog", id(&bobs)),
-            &json!({}),
         )
-        .await;
-    assert_eq!(u.status, 200, "{}", u.body);
+        .await
+        .assert_ok();
     let g = page(&base, "/@alice").await;
     assert!(!g.body.contains("BOB-BOOSTED"), "{}", g.body);
     inst.shutdown().await;
@@ -742,14 +729,10 @@ async fn revalidation_sees_every_visible_change() {
     // A new post (profile, tag page), then its deletion.
     let second = alice.posted(&json!({ "status": "SECOND #cachetag" })).await;
     changed(&base, &mut tags, "a new post (and the post count)").await;
-    let d = alice
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{}", id(&second)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(d.status, 200, "{}", d.body);
+    alice
+        .act(Method::DELETE, &format!("/api/v1/statuses/{}", id(&second)))
+        .await
+        .assert_ok();
     changed(&base, &mut tags, "a deletion (and the post count)").await;
     let g = page(&base, "/@alice").await;
     assert!(!g.body.contains("SECOND"));
@@ -760,48 +743,36 @@ async fn revalidation_sees_every_visible_change() {
     assert!(page(&base, "/").await.body.contains("Alice Renamed"));
 
     // Someone else's favourite and vote: counts under a post, a poll's tally.
-    let f = bob
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{}/favourite", id(&first)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(f.status, 200, "{}", f.body);
+    bob.act(
+        Method::POST,
+        &format!("/api/v1/statuses/{}/favourite", id(&first)),
+    )
+    .await
+    .assert_ok();
     changed(&base, &mut tags[..2], "a favourite").await;
     let poll_id = poll["poll"]["id"].as_str().unwrap();
-    let v = bob
-        .call(
-            Method::POST,
-            &format!("/api/v1/polls/{poll_id}/votes"),
-            &json!({ "choices": [1] }),
-        )
-        .await;
-    assert_eq!(v.status, 200, "{}", v.body);
+    bob.call(
+        Method::POST,
+        &format!("/api/v1/polls/{poll_id}/votes"),
+        &json!({ "choices": [1] }),
+    )
+    .await
+    .assert_ok();
     changed(&base, &mut tags[..2], "a vote").await;
     // An edit of a post's text.
-    let e = alice
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", id(&first)),
-            &json!({ "status": "FIRST EDITED #cachetag" }),
-        )
-        .await;
-    assert_eq!(e.status, 200, "{}", e.body);
+    alice
+        .edit(&id(&first), &json!({ "status": "FIRST EDITED #cachetag" }))
+        .await
+        .assert_ok();
     changed(&base, &mut tags[..2], "an edit").await;
     // A follow: the follower count on the profile and home.
     let alice_id = alice.get("/api/v1/accounts/verify_credentials").await.body["id"]
         .as_str()
         .unwrap()
         .to_string();
-    let fo = bob
-        .call(
-            Method::POST,
-            &format!("/api/v1/accounts/{alice_id}/follow"),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(fo.status, 200, "{}", fo.body);
+    bob.act(Method::POST, &format!("/api/v1/accounts/{alice_id}/follow"))
+        .await
+        .assert_ok();
     changed(&base, &mut [tags[0].clone(), tags[2].clone()], "a follow").await;
     // The feed saw the deletion and the edit too.
     assert_eq!(
@@ -860,8 +831,10 @@ async fn link_site(profile: &str, actor: &str, bob: &str) -> String {
 /// `fields[].verified_at` of the token holder's CredentialAccount, by field name (and the
 /// same in `source.fields`).
 async fn verified(c: &Client) -> std::collections::BTreeMap<String, bool> {
-    let me = c.get("/api/v1/accounts/verify_credentials").await;
-    assert_eq!(me.status, 200, "{}", me.body);
+    let me = c
+        .get("/api/v1/accounts/verify_credentials")
+        .await
+        .assert_ok();
     let of = |fields: &Value| -> std::collections::BTreeMap<String, bool> {
         fields
             .as_array()
@@ -883,11 +856,9 @@ async fn verified(c: &Client) -> std::collections::BTreeMap<String, bool> {
 /// Waits until no verification of links is queued or running.
 /// `PATCH /api/v1/accounts/update_credentials` of `body`, asserting a 200.
 async fn update_credentials(api: &Client, body: Value) -> Answer {
-    let u = api
-        .call(Method::PATCH, "/api/v1/accounts/update_credentials", &body)
-        .await;
-    assert_eq!(u.status, 200, "{}", u.body);
-    u
+    api.call(Method::PATCH, "/api/v1/accounts/update_credentials", &body)
+        .await
+        .assert_ok()
 }
 
 /// Sets alice's two profile fields, Site and Blog, asserting a 200; the account.
@@ -1032,14 +1003,13 @@ async fn each_account_draws_its_pages_in_its_theme_colour() {
     }
     assert_eq!(page(&base, "/@tess").await.header(header::ETAG), etag);
 
-    let a = tess
-        .form(
-            Method::PATCH,
-            "/api/v1/accounts/update_credentials",
-            "theme_color=jade",
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    tess.form(
+        Method::PATCH,
+        "/api/v1/accounts/update_credentials",
+        "theme_color=jade",
+    )
+    .await
+    .assert_ok();
     for path in ["/@tess", post_path.as_str()] {
         let got = page(&base, path).await;
         assert!(got.body.contains("<body class=\"theme-jade\">"), "{path}");

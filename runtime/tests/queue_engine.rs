@@ -20,7 +20,7 @@ use hollo_runtime::tasks::probe;
 use serde::Deserialize;
 use sqlx::PgPool;
 use support::consumer::{Running, start_consumer};
-use support::{eventually, fresh_db};
+use support::{eventually, fresh_db, seed_monitoring};
 use uuid::Uuid;
 
 fn start(
@@ -788,20 +788,8 @@ async fn the_seed_monitoring_sql_gives_the_same_numbers_as_queue_stats() {
         2
     );
 
-    // Verbatim from the seed (000_…/001_…).
-    let (queued, ready, delayed, pending_polls): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT count(*) AS queued,
-       count(*) FILTER (WHERE created + delay <= CURRENT_TIMESTAMP) AS ready,
-       count(*) FILTER (WHERE created + delay > CURRENT_TIMESTAMP) AS delayed,
-       count(*) FILTER (
-         WHERE message->>'type' = 'task'
-           AND message->>'taskName' = 'hollo.poll-notification.v1'
-       ) AS pending_polls
-FROM hollo_task_message_v1;",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    // Verbatim from the seed (000_…/001_…: support::seed_monitoring).
+    let (queued, ready, delayed, pending_polls) = seed_monitoring(&db.pool).await;
     let s = queue_stats(&db.pool, QueueName::Task).await.unwrap();
     assert_eq!(
         (s.queued, s.ready, s.delayed, s.pending_polls),

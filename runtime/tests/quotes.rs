@@ -12,11 +12,11 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Answer, Client, WAIT, follow, follow_each_other, id, notifications_of, received, users,
+    Answer, Client, WAIT, alice_and_peer, follow, follow_each_other, id, notifications_of,
+    received, users,
 };
 use support::eventually;
 use support::node::Instance;
-use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -41,14 +41,13 @@ async fn status(api: &Client, id: &str) -> Value {
 
 /// `api` revokes the quote `quoting` of its status `quoted`.
 async fn revoke(api: &Client, quoted: &Value, quoting: &Value) -> Answer {
-    api.call(
+    api.act(
         Method::POST,
         &format!(
             "/api/v1/statuses/{}/quotes/{}/revoke",
             id(quoted),
             id(quoting)
         ),
-        &json!({}),
     )
     .await
 }
@@ -177,14 +176,10 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
     assert!(seen["quote"]["quoted_status"].is_null(), "{seen}");
 
     // An edit of the quoted post tells those who quote it.
-    let edit = alice
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", id(&open)),
-            &json!({"status": "quote me, edited"}),
-        )
-        .await;
-    assert_eq!(edit.status, 200, "{}", edit.body);
+    alice
+        .edit(&id(&open), &json!({"status": "quote me, edited"}))
+        .await
+        .assert_ok();
     eventually(WAIT, "bob's quoted_update", || async {
         let n = notifications_of(&bob, "quoted_update").await;
         (n.len() == 1).then_some(())
@@ -198,22 +193,17 @@ async fn local_quotes_follow_the_policy_and_the_visibility_rule() {
         status(&bob, &id(&quoting)).await["quote"]["state"],
         "accepted"
     );
-    let revoked = revoke(&alice, &open, &quoting).await;
-    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let revoked = revoke(&alice, &open, &quoting).await.assert_ok();
     assert_eq!(revoked.body["quote"]["state"], "revoked");
     let now = status(&bob, &id(&quoting)).await;
     assert_eq!(now["quote"]["state"], "revoked");
     assert!(now["quote"]["quoted_status"].is_null());
 
     // The quoted post deleted: its quotes say so, without it.
-    let gone = alice
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/statuses/{}", id(&open)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    alice
+        .act(Method::DELETE, &format!("/api/v1/statuses/{}", id(&open)))
+        .await
+        .assert_ok();
     let carols = status(&carol, &id(&second)).await;
     assert_eq!(carols["quote"]["state"], "deleted", "{carols}");
     assert!(carols["quote"]["quoted_status"].is_null());
@@ -230,10 +220,7 @@ async fn by_uri(api: &Client, uri: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn quotes_cross_with_a_remote_server_and_forged_authorizations_do_not_hold() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (inst, peer, _, api) = alice_and_peer().await;
     follow_each_other(&inst, &api, &peer, "alice").await;
     let inbox = inst.fed.inbox("alice");
 

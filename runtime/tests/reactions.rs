@@ -10,10 +10,11 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, follow_each_other, id, notifications_of, received, users};
+use support::api::{
+    Client, WAIT, alice_and_peer, follow_each_other, id, notifications_of, received, users,
+};
 use support::eventually;
 use support::node::Instance;
-use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 
@@ -43,10 +44,9 @@ async fn local_reactions_are_checked_counted_notified_and_taken_back() {
         "👍👍👍👍👍👍👍👍👍👍👍👍👍👍👍👍👍",
     ] {
         let a = bob_api
-            .call(
+            .act(
                 Method::POST,
                 &format!("/api/v1/statuses/{sid}/react/{}", enc(bad)),
-                &json!({}),
             )
             .await;
         assert_eq!(a.status, 422, "{bad}: {}", a.body);
@@ -58,44 +58,40 @@ async fn local_reactions_are_checked_counted_notified_and_taken_back() {
         .posted(&json!({"status": "followers only", "visibility": "private"}))
         .await;
     let a = bob_api
-        .call(
+        .act(
             Method::POST,
             &format!("/api/v1/statuses/{}/react/{}", id(&private), enc("👍")),
-            &json!({}),
         )
         .await;
     assert_eq!(a.status, 404, "{}", a.body);
 
     // Hollo's path and Pleroma's, a Unicode emoji and a custom one; twice is once.
     for _ in 0..2 {
-        let a = bob_api
-            .call(
+        bob_api
+            .act(
                 Method::POST,
                 &format!("/api/v1/statuses/{sid}/react/{}", enc("👍")),
-                &json!({}),
             )
-            .await;
-        assert_eq!(a.status, 200, "{}", a.body);
+            .await
+            .assert_ok();
     }
-    let a = bob_api
-        .call(
+    bob_api
+        .act(
             Method::PUT,
             &format!(
                 "/api/v1/pleroma/statuses/{sid}/reactions/{}",
                 enc(":blobcat:")
             ),
-            &json!({}),
         )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    let carols = carol_api
-        .call(
+        .await
+        .assert_ok();
+    carol_api
+        .act(
             Method::POST,
             &format!("/api/v1/statuses/{sid}/react/{}", enc("👍")),
-            &json!({}),
         )
-        .await;
-    assert_eq!(carols.status, 200, "{}", carols.body);
+        .await
+        .assert_ok();
     let shown = reactions_of(&bob_api, &sid).await;
     assert_eq!(shown[0]["name"], "👍");
     assert_eq!(shown[0]["count"], 2);
@@ -128,13 +124,12 @@ async fn local_reactions_are_checked_counted_notified_and_taken_back() {
 
     // Taking one back: the count, the flag and the notification follow.
     let a = bob_api
-        .call(
+        .act(
             Method::POST,
             &format!("/api/v1/statuses/{sid}/unreact/{}", enc("👍")),
-            &json!({}),
         )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+        .await
+        .assert_ok();
     let thumbs = a.body["emoji_reactions"]
         .as_array()
         .and_then(|r| r.iter().find(|x| x["name"] == "👍"))
@@ -143,13 +138,12 @@ async fn local_reactions_are_checked_counted_notified_and_taken_back() {
     assert_eq!(thumbs["count"], 1);
     assert_eq!(thumbs["me"], false);
     let a = bob_api
-        .call(
+        .act(
             Method::DELETE,
             &format!("/api/v1/pleroma/statuses/{sid}/reactions/blobcat"),
-            &json!({}),
         )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+        .await
+        .assert_ok();
     assert_eq!(a.body["emoji_reactions"].as_array().map(Vec::len), Some(1));
     let n = notifications_of(&alice_api, "emoji_reaction").await;
     assert_eq!(n.len(), 1, "{n:?}");
@@ -166,20 +160,16 @@ async fn anonymous_list(inst: &Instance, status: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reactions_cross_to_and_from_a_remote_server() {
-    let inst = Instance::start("all", &[]).await;
-    let peer = Peer::start().await;
-    let (_, token) = inst.account("alice").await;
-    let api = Client::new(&inst, Some(&token));
+    let (inst, peer, _, api) = alice_and_peer().await;
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let me = inst.fed.actor_iri("alice");
 
     // Ours, to their post: an `EmojiReact` to the author, then its `Undo`.
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(), "to": [PUBLIC],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
-                    "content": "<p>theirs</p>", "published": "2026-12-01T10:00:00Z" },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(), "to": [PUBLIC],
+        "content": "<p>theirs</p>", "published": "2026-12-01T10:00:00Z"
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let theirs = eventually(WAIT, "their note at home", || async {
         let home = api.get("/api/v1/timelines/home").await.body;
@@ -189,25 +179,21 @@ async fn reactions_cross_to_and_from_a_remote_server() {
             .map(id)
     })
     .await;
-    let a = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{theirs}/react/{}", enc("🎉")),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    api.act(
+        Method::POST,
+        &format!("/api/v1/statuses/{theirs}/react/{}", enc("🎉")),
+    )
+    .await
+    .assert_ok();
     let react = received(&peer, "EmojiReact", |b| b["object"] == note.as_str()).await;
     assert_eq!(react["actor"], me.as_str());
     assert_eq!(react["content"], "🎉");
-    let a = api
-        .call(
-            Method::POST,
-            &format!("/api/v1/statuses/{theirs}/unreact/{}", enc("🎉")),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    api.act(
+        Method::POST,
+        &format!("/api/v1/statuses/{theirs}/unreact/{}", enc("🎉")),
+    )
+    .await
+    .assert_ok();
     let undo = received(&peer, "Undo", |b| b["object"]["type"] == "EmojiReact").await;
     assert_eq!(undo["object"]["id"], react["id"]);
 

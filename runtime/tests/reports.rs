@@ -8,7 +8,9 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, follow_each_other, received, token_with_scopes};
+use support::api::{
+    Client, WAIT, assert_error, follow_each_other, received, token_with_scopes, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -32,22 +34,17 @@ async fn reports_count(inst: &Instance) -> i64 {
 async fn reports_are_checked_forwarded_listed_and_received() {
     let inst = Instance::start("all", &[("ADMIN_TOKEN", ADMIN)]).await;
     let peer = Peer::start_on("127.0.0.2").await;
-    let (alice, token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let api = Client::new(&inst, Some(&token));
-    let bobs = Client::new(&inst, Some(&bob_token));
+    let [(alice, _, api), (bob, _, bobs)] = users(&inst, ["alice", "bob"]).await;
     let me = inst.fed.actor_iri("alice");
 
     // The peer's person and alice follow each other; the peer posts publicly to alice.
     let (peer_id, _) = follow_each_other(&inst, &api, &peer, "alice").await;
     let note = peer.new_id("notes");
-    let create = json!({
-        "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
-        "to": [PUBLIC], "cc": [me],
-        "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                    "content": "<p>buy now</p>", "published": "2026-12-01T10:00:00Z",
-                    "to": [PUBLIC], "cc": [me] },
-    });
+    let create = peer.create(json!({
+        "id": note, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>buy now</p>", "published": "2026-12-01T10:00:00Z",
+        "to": [PUBLIC], "cc": [me]
+    }));
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &create).await, 202);
     let note_id: String = eventually(WAIT, "the peer's note at alice's home", || async {
         api.get("/api/v1/timelines/home").await.body[0]["id"]
@@ -141,8 +138,7 @@ async fn reports_are_checked_forwarded_listed_and_received() {
                 "account_id={peer_id}&status_ids[]={note_id}&comment=spam+here&category=spam&forward=true"
             ),
         )
-        .await;
-    assert_eq!(made.status, 200, "{}", made.body);
+        .await.assert_ok();
     let r = &made.body;
     assert_eq!(r["category"], "spam");
     assert_eq!(r["comment"], "spam here");
@@ -164,15 +160,14 @@ async fn reports_are_checked_forwarded_listed_and_received() {
         &json!({ "account_id": bob.id.to_string(), "status_ids": [bobs_public["id"]],
                  "comment": "bob again", "forward": true }),
     )
-    .await;
-    assert_eq!(local.status, 200, "{}", local.body);
+    .await
+    .assert_ok();
     assert_eq!(local.body["forwarded"], false);
     assert_eq!(local.body["category"], "other");
 
     // The admin's list: only with ADMIN_TOKEN; open ones, newest first.
     assert_eq!(api.get("/api/v1/admin/reports").await.status, 401);
-    let listed = admin(&inst).get("/api/v1/admin/reports").await;
-    assert_eq!(listed.status, 200, "{}", listed.body);
+    let listed = admin(&inst).get("/api/v1/admin/reports").await.assert_ok();
     let list = listed.body.as_array().expect("a list").clone();
     assert_eq!(list.len(), 2, "{}", listed.body);
     assert_eq!(list[0]["id"], local.body["id"]);
@@ -203,13 +198,11 @@ async fn reports_are_checked_forwarded_listed_and_received() {
     assert_eq!(theirs["account"]["account"]["id"], peer_id.as_str());
     assert_eq!(theirs["statuses"][0]["id"], mine["id"]);
     assert_eq!(peer.post(&inst.fed.inbox("alice"), &their_flag).await, 202);
-    eventually(WAIT, "the redelivery processed", || async {
-        (inst
-            .count("SELECT count(*) FROM inbox_activities WHERE processed_at IS NULL")
-            .await
-            == 0)
-            .then_some(())
-    })
+    inst.until_count(
+        "the redelivery processed",
+        "SELECT count(*) FROM inbox_activities WHERE processed_at IS NULL",
+        |c| c == 0,
+    )
     .await;
     assert_eq!(reports_count(&inst).await, 3, "one report per Flag");
 
@@ -217,9 +210,9 @@ async fn reports_are_checked_forwarded_listed_and_received() {
     let id = theirs["id"].as_str().expect("id");
     let path = |what: &str| format!("/api/v1/admin/reports/{id}/{what}");
     let resolved = admin(&inst)
-        .call(Method::POST, &path("resolve"), &json!({}))
-        .await;
-    assert_eq!(resolved.status, 200, "{}", resolved.body);
+        .act(Method::POST, &path("resolve"))
+        .await
+        .assert_ok();
     assert_eq!(resolved.body["action_taken"], true);
     let open = admin(&inst).get("/api/v1/admin/reports").await.body;
     assert_eq!(open.as_array().map(Vec::len), Some(2));
@@ -228,9 +221,7 @@ async fn reports_are_checked_forwarded_listed_and_received() {
         .await
         .body;
     assert_eq!(done[0]["id"], id);
-    let reopened = admin(&inst)
-        .call(Method::POST, &path("reopen"), &json!({}))
-        .await;
+    let reopened = admin(&inst).act(Method::POST, &path("reopen")).await;
     assert_eq!(reopened.body["action_taken"], false);
     assert_eq!(
         admin(&inst)

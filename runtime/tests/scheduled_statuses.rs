@@ -97,8 +97,7 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
                 .await
         }
     };
-    let first = send("k1").await;
-    assert_eq!(first.status, 200, "{}", first.body);
+    let first = send("k1").await.assert_ok();
     let s = first.body;
     assert_eq!(s["params"]["text"], "later");
     assert_eq!(s["params"]["visibility"], "unlisted");
@@ -118,11 +117,7 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
 
     // The upload it keeps can be neither deleted nor attached to another post meanwhile.
     let del = alice
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/media/{}", id(&media)),
-            &json!({}),
-        )
+        .act(Method::DELETE, &format!("/api/v1/media/{}", id(&media)))
         .await;
     assert_eq!(del.status, 404, "{}", del.body);
     let other = alice
@@ -139,10 +134,7 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
         .call(Method::PUT, &path, &json!({ "scheduled_at": at(7200) }))
         .await;
     assert_eq!(moved.status, 404);
-    assert_eq!(
-        bob.call(Method::DELETE, &path, &json!({})).await.status,
-        404
-    );
+    assert_eq!(bob.act(Method::DELETE, &path).await.status, 404);
     assert_eq!(
         alice
             .get("/api/v1/scheduled_statuses/not-an-id")
@@ -163,8 +155,8 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
     let when = at(2 * 86_400);
     let moved = alice
         .call(Method::PUT, &path, &json!({ "scheduled_at": when }))
-        .await;
-    assert_eq!(moved.status, 200, "{}", moved.body);
+        .await
+        .assert_ok();
     assert_eq!(
         time(&moved.body["scheduled_at"]).timestamp(),
         time(&json!(when)).timestamp()
@@ -182,10 +174,10 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
         .and_utc();
     for i in 0..24 {
         let t = (day + TimeDelta::seconds(i)).to_rfc3339();
-        let a = alice
+        alice
             .post(&json!({ "status": format!("d{i}"), "scheduled_at": t }))
-            .await;
-        assert_eq!(a.status, 200, "{}", a.body);
+            .await
+            .assert_ok();
     }
     // The one moved two days ahead may share that day; count what that day holds.
     let on_day = inst
@@ -198,10 +190,10 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
         .await;
     for i in on_day..25 {
         let t = (day + TimeDelta::seconds(100 + i)).to_rfc3339();
-        let a = alice
+        alice
             .post(&json!({ "status": format!("e{i}"), "scheduled_at": t }))
-            .await;
-        assert_eq!(a.status, 200, "{}", a.body);
+            .await
+            .assert_ok();
     }
     let t = (day + TimeDelta::seconds(500)).to_rfc3339();
     let over = alice
@@ -210,17 +202,12 @@ async fn bad_schedules_are_refused_and_nothing_is_stored() {
     assert_error(&over, 422, "per day");
 
     // Cancelling gives the upload back: it can be deleted now.
-    let gone = alice.call(Method::DELETE, &path, &json!({})).await;
-    assert_eq!(gone.status, 200, "{}", gone.body);
+    alice.act(Method::DELETE, &path).await.assert_ok();
     assert_eq!(alice.get(&path).await.status, 404);
-    let del = alice
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/media/{}", id(&media)),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(del.status, 200, "{}", del.body);
+    alice
+        .act(Method::DELETE, &format!("/api/v1/media/{}", id(&media)))
+        .await
+        .assert_ok();
     // A time already past is an ordinary post, as Mastodon's.
     let now = alice
         .posted(&json!({ "status": "right away", "scheduled_at": at(-60) }))
@@ -257,14 +244,13 @@ async fn a_worker_publishes_at_the_time_once() {
         .posted(&json!({ "status": "moved", "scheduled_at": at(3) }))
         .await;
     let moved_to = at(8);
-    let m = api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/scheduled_statuses/{}", id(&later)),
-            &json!({ "scheduled_at": moved_to }),
-        )
-        .await;
-    assert_eq!(m.status, 200, "{}", m.body);
+    api.call(
+        Method::PUT,
+        &format!("/api/v1/scheduled_statuses/{}", id(&later)),
+        &json!({ "scheduled_at": moved_to }),
+    )
+    .await
+    .assert_ok();
     // Nothing is published by a web node.
     assert_eq!(inst.count("SELECT count(*) FROM statuses").await, 0);
 

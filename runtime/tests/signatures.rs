@@ -9,13 +9,11 @@ mod support;
 
 use std::time::{Duration, SystemTime};
 
-use axum::http::{HeaderMap, HeaderValue};
-use hollo_runtime::federation::transport::rfc9421;
-use reqwest::Method;
+use axum::http::HeaderValue;
 use serde_json::{Value, json};
 use support::eventually;
 use support::node::Instance;
-use support::peer::{Peer, Received};
+use support::peer::{Peer, Received, post_headers};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -44,17 +42,7 @@ fn accepts(peer: &Peer) -> Vec<Received> {
 
 /// A POST signed with RFC 9421 whose `Signature-Input` is then replaced by `input`.
 async fn post_with_input(url: &str, peer: &Peer, body: &[u8], input: Option<&str>) -> (u16, Value) {
-    let u = url::Url::parse(url).expect("url");
-    let mut headers = HeaderMap::new();
-    rfc9421::sign_at(
-        &peer.key(),
-        &Method::POST,
-        &u,
-        Some(body),
-        &mut headers,
-        SystemTime::now(),
-    )
-    .expect("sign");
+    let mut headers = peer.rfc9421_headers(url, body);
     if let Some(input) = input {
         headers.insert(
             "signature-input",
@@ -65,15 +53,7 @@ async fn post_with_input(url: &str, peer: &Peer, body: &[u8], input: Option<&str
         "content-type",
         HeaderValue::from_static("application/activity+json"),
     );
-    let resp = reqwest::Client::new()
-        .post(url)
-        .headers(headers)
-        .body(body.to_vec())
-        .send()
-        .await
-        .expect("post");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    post_headers(url, headers, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -116,25 +96,8 @@ async fn an_rfc9421_peer_is_verified_and_answered_in_rfc9421() {
     }
     let mut tampered = body.clone();
     tampered.push(b' ');
-    let u = url::Url::parse(&inbox).expect("url");
-    let mut headers = HeaderMap::new();
-    rfc9421::sign_at(
-        &peer.key(),
-        &Method::POST,
-        &u,
-        Some(&body),
-        &mut headers,
-        SystemTime::now(),
-    )
-    .expect("sign");
-    let resp = reqwest::Client::new()
-        .post(&inbox)
-        .headers(headers)
-        .body(tampered)
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(resp.status().as_u16(), 401);
+    let headers = peer.rfc9421_headers(&inbox, &body);
+    assert_eq!(post_headers(&inbox, headers, &tampered).await.0, 401);
     assert_eq!(inst.count("SELECT count(*) FROM inbox_activities").await, 0);
     assert_eq!(
         scheme_of(&inst, &peer).await,
@@ -217,12 +180,6 @@ async fn a_host_that_refuses_rfc9421_gets_draft_cavage_at_once_and_is_remembered
     })
     .await;
     assert_eq!((follow.scheme, follow.verified.is_ok()), ("cavage", true));
-    assert_eq!(
-        peer.received()
-            .iter()
-            .filter(|r| r.ty() == "Follow")
-            .count(),
-        1
-    );
+    assert_eq!(peer.count_of("Follow"), 1);
     inst.shutdown().await;
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, call_2xx};
+use support::api::{Client, call_2xx, register_app, users};
 use support::eventually;
 use support::node::{Instance, SECRET};
 use support::process::{Hollo, run};
@@ -234,9 +234,11 @@ async fn tokens_health_and_refusals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_stream_gets_what_it_should_and_nothing_private() {
     let inst = Instance::start("all", &[]).await;
-    let (alice, alice_token) = inst.account("alice").await;
-    let (bob, bob_token) = inst.account("bob").await;
-    let (_, carol_token) = inst.account("carol").await;
+    let [
+        (alice, alice_token, _),
+        (bob, bob_token, _),
+        (_, carol_token, _),
+    ] = users(&inst, ["alice", "bob", "carol"]).await;
     let base = inst.base.as_str();
     let alice_api = Client::at(base, Some(&alice_token));
     let bob_api = Client::at(base, Some(&bob_token));
@@ -436,8 +438,7 @@ async fn a_client_that_stops_reading_is_dropped_and_nobody_else_notices() {
         ],
     )
     .await;
-    let (_, alice_token) = inst.account("alice").await;
-    let (_, bob_token) = inst.account("bob").await;
+    let [(_, alice_token, _), (_, bob_token, _)] = users(&inst, ["alice", "bob"]).await;
     let base = inst.base.clone();
     let alice_api = Client::at(&base, Some(&alice_token));
 
@@ -786,8 +787,7 @@ async fn inbox_notes_reach_the_public_streams() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn streams_are_capped_per_token_and_per_node() {
     let inst = Instance::start("all", &[("STREAMS_PER_TOKEN", "2"), ("STREAMS_MAX", "3")]).await;
-    let (_, alice) = inst.account("alice").await;
-    let (_, bob) = inst.account("bob").await;
+    let [(_, alice, _), (_, bob, _)] = users(&inst, ["alice", "bob"]).await;
     let base = inst.base.as_str();
     let a1 = connect(base, "stream=public", &alice).await;
     let _a2 = connect(base, "stream=user", &alice).await;
@@ -958,16 +958,11 @@ async fn a_revoked_tokens_streams_close_on_every_node() {
 
     // An app registered through node B, and a token it holds for alice (as its OAuth flow
     // would have issued it).
-    let http = reqwest::Client::new();
-    let app: Value = http
-        .post(format!("{b}/api/v1/apps"))
-        .json(&json!({"client_name": "Streamer", "redirect_uris": "urn:ietf:wg:oauth:2.0:oob", "scopes": "read"}))
-        .send()
-        .await
-        .expect("register")
-        .json()
-        .await
-        .expect("app");
+    let app = register_app(
+        &b,
+        json!({"client_name": "Streamer", "redirect_uris": "urn:ietf:wg:oauth:2.0:oob", "scopes": "read"}),
+    )
+    .await;
     let client_id = app["client_id"].as_str().expect("client_id").to_string();
     let client_secret = app["client_secret"].as_str().expect("secret").to_string();
     let app_token = format!("app-token-{}", uuid::Uuid::new_v4().simple());
@@ -992,7 +987,7 @@ async fn a_revoked_tokens_streams_close_on_every_node() {
     }
 
     let revoked_at = Instant::now();
-    let status = http
+    let status = reqwest::Client::new()
         .post(format!("{b}/oauth/revoke"))
         .form(&[
             ("client_id", client_id.as_str()),

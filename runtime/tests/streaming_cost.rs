@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use support::api::users;
 use support::node::Instance;
 use support::stream::{Socket, connect};
 use tokio_tungstenite::tungstenite::Message;
@@ -103,8 +104,7 @@ async fn a_public_post_costs_no_statement_per_stream() {
         ],
     )
     .await;
-    let (_, alice) = inst.account("alice").await;
-    let (_, carol) = inst.account("carol").await;
+    let [(_, alice, _), (_, carol, _)] = users(&inst, ["alice", "carol"]).await;
     let base = inst.base.clone();
 
     let mut streams = vec![connect(&base, "stream=public", &carol).await];

@@ -264,17 +264,15 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         ),
     ] {
         let note = peer.new_id("notes");
-        let create = json!({
-            "id": format!("{note}/activity"), "type": "Create", "actor": peer.actor(),
+        let create = peer.create(json!({
+            "id": note, "type": "Note", "attributedTo": peer.actor(),
             "to": to, "cc": cc,
-            "object": { "id": note, "type": "Note", "attributedTo": peer.actor(),
-                        "to": to, "cc": cc,
-                        "content": format!("<p>@bob {text} #secrettag</p>"),
-                        "published": "2026-12-01T10:00:00Z",
-                        "tag": [{ "type": "Mention", "href": bob_iri, "name": "@bob" },
-                                { "type": "Hashtag", "name": "#secrettag",
-                                  "href": peer.iri("/tags/secrettag") }] },
-        });
+            "content": format!("<p>@bob {text} #secrettag</p>"),
+            "published": "2026-12-01T10:00:00Z",
+            "tag": [{ "type": "Mention", "href": bob_iri, "name": "@bob" },
+                    { "type": "Hashtag", "name": "#secrettag",
+                      "href": peer.iri("/tags/secrettag") }]
+        }));
         assert_eq!(peer.post(&inst.fed.inbox("bob"), &create).await, 202);
         remote_iris.push(note);
     }
@@ -467,14 +465,13 @@ async fn a_notification_goes_with_the_readers_access_to_its_status() {
     assert_eq!(unread.body["count"], 1, "{}", unread.body);
 
     // Bob is edited out.
-    let edit = alice_api
-        .call(
-            Method::PUT,
-            &format!("/api/v1/statuses/{}", id(&dm)),
+    alice_api
+        .edit(
+            &id(&dm),
             &json!({ "status": "@carol planning SECRET-PLAN" }),
         )
-        .await;
-    assert_eq!(edit.status, 200, "{}", edit.body);
+        .await
+        .assert_ok();
 
     let list = bob_api.get("/api/v1/notifications").await;
     assert_eq!(list.status, 200);
@@ -508,14 +505,14 @@ async fn a_notification_goes_with_the_readers_access_to_its_status() {
         "{}",
         carols.body
     );
-    let vote = carol_api
+    carol_api
         .call(
             Method::POST,
             &format!("/api/v1/polls/{poll}/votes"),
             &json!({ "choices": [0] }),
         )
-        .await;
-    assert_eq!(vote.status, 200, "{}", vote.body);
+        .await
+        .assert_ok();
     // And anonymously the poll is not there at all.
     let anonymous = Client::new(&inst, None);
     assert_eq!(

@@ -141,18 +141,6 @@ async fn local_postmaster(pool: &PgPool) -> Option<u32> {
     proc_stat(&backend.to_string())?.get(1)?.parse().ok()
 }
 
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-}
-
 async fn connect(url: &str, max: u32, sync_commit: &str) -> Result<PgPool> {
     let opts = db::connect_options(url)?.options([("synchronous_commit", sync_commit)]);
     db::pool_options(max)
@@ -297,7 +285,10 @@ async fn child(args: Args, url: &str) -> Result<()> {
         out.push_str(&format!("lat {l:.3}\n"));
     }
     out.push_str(&format!("cpu_s {:.3}\n", own_cpu_s() - cpu_at_go));
-    out.push_str(&format!("rss_kb {}\n", peak_rss_kb()));
+    out.push_str(&format!(
+        "rss_kb {}\n",
+        hollo_runtime::metrics::peak_rss_kb()
+    ));
     stdout.write_all(out.as_bytes()).await?;
     stdout.flush().await?;
     Ok(())

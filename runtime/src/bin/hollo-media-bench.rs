@@ -52,18 +52,6 @@ enum Cmd {
     },
 }
 
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// The pre-fix path: dimensions only, decoded with an allowance of 8 bytes per pixel.
 fn unbounded(bytes: &[u8], max_pixels: u64) -> Result<(u32, u32), ProcessError> {
     use image::{ImageDecoder, ImageReader, Limits};
@@ -131,7 +119,7 @@ async fn main() -> Result<()> {
                 bail!("--uploads must be at least 1");
             }
             let bytes = Arc::new(std::fs::read(&file)?);
-            let before = peak_rss_kb();
+            let before = hollo_runtime::metrics::peak_rss_kb();
             let slots = DecodeSlots::new(slots);
             let runs = (0..uploads).map(|_| {
                 let (bytes, slots) = (bytes.clone(), slots.clone());
@@ -168,7 +156,7 @@ async fn main() -> Result<()> {
             }
             println!(
                 "peak_rss_kb_before={before} peak_rss_kb={} uploads={uploads} mode={}",
-                peak_rss_kb(),
+                hollo_runtime::metrics::peak_rss_kb(),
                 if old {
                     "unbounded (before the fix)"
                 } else {

@@ -297,10 +297,7 @@ pub async fn create(
         return Err(invalid("context can't be blank"));
     }
     // Serializes an account's creates, so the limit holds under concurrent requests.
-    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
+    crate::accounts::lock(&mut *tx, account).await?;
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM filters WHERE account_id = $1")
         .bind(account)
         .fetch_one(&mut *tx)

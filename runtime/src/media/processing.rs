@@ -336,7 +336,12 @@ fn blurhash_of(image: &DynamicImage) -> Result<String, ProcessError> {
 }
 
 #[cfg(test)]
+#[path = "../../tests/support/images.rs"]
+mod test_images;
+
+#[cfg(test)]
 mod tests {
+    use super::test_images::{gif_with_frame, png_bomb};
     use super::*;
 
     fn png(w: u32, h: u32) -> Vec<u8> {
@@ -433,48 +438,6 @@ mod tests {
         );
         let p = probe(&gif, 1 << 20, 60_000).expect("within the limit");
         assert_eq!((p.format, p.width, p.height), (Format::Gif, 1, 1));
-    }
-
-    /// A GIF whose logical screen is `sw`×`sh` and whose second frame is `fw`×`fh`.
-    fn gif_with_frame(sw: u16, sh: u16, fw: u16, fh: u16) -> Vec<u8> {
-        let mut out = Vec::new();
-        {
-            let mut enc = gif::Encoder::new(&mut out, sw, sh, &[0, 0, 0, 255, 255, 255])
-                .expect("gif encoder");
-            let small = gif::Frame {
-                width: sw,
-                height: sh,
-                buffer: std::borrow::Cow::Owned(vec![0; usize::from(sw) * usize::from(sh)]),
-                ..gif::Frame::default()
-            };
-            enc.write_frame(&small).expect("frame");
-            let big = gif::Frame {
-                width: fw,
-                height: fh,
-                buffer: std::borrow::Cow::Owned(vec![1; usize::from(fw) * usize::from(fh)]),
-                ..gif::Frame::default()
-            };
-            enc.write_frame(&big).expect("frame");
-        }
-        out
-    }
-
-    fn png_bomb(w: u32, h: u32) -> Vec<u8> {
-        let mut out = Vec::new();
-        {
-            let mut enc = png::Encoder::new(&mut out, w, h);
-            enc.set_color(png::ColorType::Rgba);
-            enc.set_depth(png::BitDepth::Sixteen);
-            enc.set_compression(png::Compression::Balanced);
-            let mut writer = enc.write_header().expect("header");
-            let mut stream = writer.stream_writer().expect("stream");
-            let row = vec![0u8; w as usize * 8];
-            for _ in 0..h {
-                std::io::Write::write_all(&mut stream, &row).expect("row");
-            }
-            stream.finish().expect("finish");
-        }
-        out
     }
 
     fn png_bomb_8bit(w: u32, h: u32) -> Vec<u8> {

@@ -13,20 +13,29 @@ use std::collections::HashSet;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// How far up a thread is followed (as `statuses::context`).
+/// How far up a thread is followed (as `statuses::context`; conversations' roots too): cycles
+/// and very long chains stop here.
 const MAX_DEPTH: i32 = 64;
 
-/// The IRI at the top of the thread of post `id`, if `id` names a post.
-pub async fn root_of(conn: &mut PgConnection, id: Uuid) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+/// `up(uri, parent, depth)`: post `$1` and the posts we have above it (`parent` is each one's
+/// `in_reply_to`), to `MAX_DEPTH` — the walk up a thread that finds its top.
+pub(crate) fn up_the_thread() -> String {
+    format!(
         "WITH RECURSIVE up(uri, parent, depth) AS (
              SELECT uri, in_reply_to_uri, 0 FROM posts WHERE id = $1
            UNION ALL
              SELECT p.uri, p.in_reply_to_uri, up.depth + 1
                FROM up JOIN posts p ON p.uri = up.parent
               WHERE up.depth < {MAX_DEPTH}
-         )
-         SELECT coalesce(parent, uri) FROM up ORDER BY depth DESC LIMIT 1"
+         )"
+    )
+}
+
+/// The IRI at the top of the thread of post `id`, if `id` names a post.
+pub async fn root_of(conn: &mut PgConnection, id: Uuid) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "{} SELECT coalesce(parent, uri) FROM up ORDER BY depth DESC LIMIT 1",
+        up_the_thread()
     )))
     .bind(id)
     .fetch_optional(conn)
@@ -57,14 +66,8 @@ pub async fn unmute(tx: &mut PgConnection, account: Uuid, id: Uuid) -> Result<()
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DELETE FROM conversation_mutes m
           WHERE m.account_id = $2 AND m.root_uri IN (
-             WITH RECURSIVE up(uri, parent, depth) AS (
-                 SELECT uri, in_reply_to_uri, 0 FROM posts WHERE id = $1
-               UNION ALL
-                 SELECT p.uri, p.in_reply_to_uri, up.depth + 1
-                   FROM up JOIN posts p ON p.uri = up.parent
-                  WHERE up.depth < {MAX_DEPTH}
-             )
-             SELECT uri FROM up UNION SELECT parent FROM up WHERE parent IS NOT NULL)"
+             {} SELECT uri FROM up UNION SELECT parent FROM up WHERE parent IS NOT NULL)",
+        up_the_thread()
     )))
     .bind(id)
     .bind(account)

@@ -10,9 +10,6 @@ use uuid::Uuid;
 use super::access::visible_sql;
 use crate::federation::Federation;
 
-/// How far up a thread the root is looked for (cycles and very long chains stop here).
-const MAX_DEPTH: i32 = 64;
-
 /// Records the direct post `post` (already stored) in the conversations of its local
 /// participants. `author` is its local author, if any; `participants` every actor IRI of the
 /// exchange (the author and whom it addresses), each once.
@@ -75,14 +72,8 @@ pub async fn record(
 /// have).
 async fn root_of(tx: &mut PgConnection, post: Uuid) -> Result<String, sqlx::Error> {
     sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "WITH RECURSIVE up(uri, parent, depth) AS (
-             SELECT uri, in_reply_to_uri, 0 FROM posts WHERE id = $1
-           UNION ALL
-             SELECT p.uri, p.in_reply_to_uri, up.depth + 1
-               FROM up JOIN posts p ON p.uri = up.parent
-              WHERE up.depth < {MAX_DEPTH}
-         )
-         SELECT uri FROM up ORDER BY depth DESC LIMIT 1"
+        "{} SELECT uri FROM up ORDER BY depth DESC LIMIT 1",
+        super::conversation_mutes::up_the_thread()
     )))
     .bind(post)
     .fetch_one(tx)

@@ -43,10 +43,7 @@ pub async fn pin(
         ));
     }
     // Serializes an account's pins, so the limit holds under concurrent requests.
-    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
-        .bind(account.id)
-        .execute(&mut *tx)
-        .await?;
+    crate::accounts::lock(&mut *tx, account.id).await?;
     let (pinned, count): (bool, i64) = sqlx::query_as(
         "SELECT EXISTS (SELECT 1 FROM status_pins WHERE account_id = $1 AND status_id = $2),
                 (SELECT count(*) FROM status_pins WHERE account_id = $1)",

@@ -161,10 +161,7 @@ pub async fn schedule(
     let mut tx = pool.begin().await?;
     // The limits are counted under the account's row lock, so parallel requests cannot all
     // pass them.
-    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
+    crate::accounts::lock(&mut *tx, account).await?;
     check_limits(&mut tx, account, at, None).await?;
     let id = Uuid::now_v7();
     let params = Params::of(n);
@@ -305,10 +302,7 @@ pub async fn reschedule(
 ) -> Result<Option<Scheduled>, WriteError> {
     check_time(at, Utc::now(), min_offset)?;
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
+    crate::accounts::lock(&mut *tx, account).await?;
     let Some(current) = find(&mut tx, account, id).await? else {
         return Ok(None);
     };

@@ -53,10 +53,7 @@ pub async fn add(
     let name = super::normalize(raw).ok_or_else(|| {
         FeaturedError::Refused(format!("Validation failed: {raw:?} is not a hashtag"))
     })?;
-    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
+    crate::accounts::lock(&mut *tx, account).await?;
     let (exists, count): (bool, i64) = sqlx::query_as(
         "SELECT EXISTS (SELECT 1 FROM featured_tags WHERE account_id = $1 AND name = $2),
                 (SELECT count(*) FROM featured_tags WHERE account_id = $1)",

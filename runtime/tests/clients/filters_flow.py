@@ -9,20 +9,12 @@ order.
 usage: filters_flow.py BASE_URL USERNAME PASSWORD TOKEN FRIEND_TOKEN (the password is unused:
 the tokens were made for the accounts, as `hollo account create` makes them)"""
 
-import sys
-
-from mastodon import Mastodon
-
-from harness import check, fail, until
+from harness import TwoAccounts, check, run_steps, two_tokens, until
 
 
-class Flow:
+class Flow(TwoAccounts):
     def __init__(self, base, token, friend_token):
-        def client(t):
-            return Mastodon(access_token=t, api_base_url=base, version_check_mode="none")
-        self.api, self.friend_api = client(token), client(friend_token)
-        self.me = self.api.account_verify_credentials()
-        self.friend = self.friend_api.account_verify_credentials()
+        super().__init__(base, token, friend_token)
         self.filter = None
         self.post = None
 
@@ -120,15 +112,8 @@ STEPS = [a_warning_filter, the_v1_view, hide_it, keywords_and_statuses, a_filter
 
 
 def main(base, token, friend_token):
-    flow = Flow(base, token, friend_token)
-    for step in STEPS:
-        print(f"filters_flow: {step.__name__}", flush=True)
-        step(flow)
-    print("filters_flow: all steps passed")
+    run_steps("filters_flow", STEPS, Flow(base, token, friend_token))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
-        fail(__doc__)
-    base, _username, _password, token, friend_token = sys.argv[1:]
-    main(base, token, friend_token)
+    main(*two_tokens(__doc__))

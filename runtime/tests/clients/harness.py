@@ -25,6 +25,49 @@ def check(condition, message):
         fail(message)
 
 
+def client(base, token):
+    """A Mastodon.py client of `base` holding `token` (no version check: Hollo is not Mastodon)."""
+    from mastodon import Mastodon
+    return Mastodon(access_token=token, api_base_url=base, version_check_mode="none")
+
+
+class TwoAccounts:
+    """The shared state of a flow between two accounts: a client of each (`api`, `friend_api`)
+    and their accounts as verify_credentials answers them (`me`, `friend`)."""
+    def __init__(self, base, token, friend_token):
+        self.api, self.friend_api = client(base, token), client(base, friend_token)
+        self.me = self.api.account_verify_credentials()
+        self.friend = self.friend_api.account_verify_credentials()
+
+
+def gone(fetch, what):
+    """Checks that `fetch()` now fails with a 404 (Mastodon.py's MastodonNotFoundError)."""
+    from mastodon import MastodonNotFoundError
+    try:
+        fetch()
+    except MastodonNotFoundError:
+        return
+    fail(f"the deleted {what} is still there")
+
+
+def run_steps(name, steps, flow, done=lambda flow: ""):
+    """Runs each step of `steps` on `flow` in order, saying which; `done(flow)` ends the last
+    line."""
+    for step in steps:
+        print(f"{name}: {step.__name__}", flush=True)
+        step(flow)
+    print(f"{name}: all steps passed{done(flow)}")
+
+
+def two_tokens(doc):
+    """BASE_URL, TOKEN and the second account's token of the command line (`doc` is its usage;
+    USERNAME and PASSWORD between are unused: the tokens were made for the accounts)."""
+    if len(sys.argv) != 6:
+        fail(doc)
+    base, _username, _password, token, other_token = sys.argv[1:]
+    return base, token, other_token
+
+
 def png(width, height):
     """A small valid RGB PNG, made here so the test needs no imaging library."""
     def chunk(kind, data):

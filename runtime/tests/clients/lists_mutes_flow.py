@@ -7,19 +7,12 @@ out of the list and delete it. Each step is a function taking the shared `Flow`,
 usage: lists_mutes_flow.py BASE_URL USERNAME PASSWORD TOKEN FRIEND_TOKEN (the password is
 unused: the tokens were made for the accounts, as `hollo account create` makes them)"""
 
-import sys
-
-from mastodon import Mastodon, MastodonNotFoundError
-
-from harness import check, fail, until
-
+from harness import check, client, gone, run_steps, two_tokens, until
 
 
 class Flow:
     def __init__(self, base, token, friend_token):
-        def client(t):
-            return Mastodon(access_token=t, api_base_url=base, version_check_mode="none")
-        self.api, self.friend_api = client(token), client(friend_token)
+        self.api, self.friend_api = client(base, token), client(base, friend_token)
         self.friend = self.friend_api.account_verify_credentials()
         self.list = None
         self.post = None
@@ -88,11 +81,7 @@ def take_the_list_apart(flow):
     check(ids(flow.api.timeline_list(flow.list["id"])) == [],
           "a removed member's posts leave the list")
     flow.api.list_delete(flow.list["id"])
-    try:
-        flow.api.list(flow.list["id"])
-    except MastodonNotFoundError:
-        return
-    fail("the deleted list is still there")
+    gone(lambda: flow.api.list(flow.list["id"]), "list")
 
 
 STEPS = [follow_and_make_a_list, add_the_friend, their_post_reaches_the_list, mute_and_unmute,
@@ -100,15 +89,8 @@ STEPS = [follow_and_make_a_list, add_the_friend, their_post_reaches_the_list, mu
 
 
 def main(base, token, friend_token):
-    flow = Flow(base, token, friend_token)
-    for step in STEPS:
-        print(f"lists_mutes_flow: {step.__name__}", flush=True)
-        step(flow)
-    print("lists_mutes_flow: all steps passed")
+    run_steps("lists_mutes_flow", STEPS, Flow(base, token, friend_token))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
-        fail(__doc__)
-    base, _username, _password, token, friend_token = sys.argv[1:]
-    main(base, token, friend_token)
+    main(*two_tokens(__doc__))

@@ -15,7 +15,7 @@ import urllib.request
 from mastodon import Mastodon, MastodonUnauthorizedError
 from selenium.webdriver.common.by import By
 
-from harness import approve, browser, check, fail, jpeg_size, png, sign_in
+from harness import approve, browser, check, fail, jpeg_size, png, run_steps, sign_in
 
 OOB = "urn:ietf:wg:oauth:2.0:oob"
 SCOPES = ["read", "write", "follow", "profile"]
@@ -140,11 +140,7 @@ STEPS = [register_app, authorize_in_browser, log_in, instance, verify_credential
 
 
 def main(base, username, password, peer):
-    flow = Flow(base, username, password, peer)
-    for step in STEPS:
-        print(f"mastodon_flow: {step.__name__}", flush=True)
-        step(flow)
-    print("mastodon_flow: all steps passed")
+    run_steps("mastodon_flow", STEPS, Flow(base, username, password, peer))
 
 
 if __name__ == "__main__":

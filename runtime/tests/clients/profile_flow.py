@@ -7,20 +7,14 @@ Each step is a function taking the shared `Flow`, run in order.
 usage: profile_flow.py BASE_URL USERNAME PASSWORD TOKEN FRIEND_TOKEN (the password is unused:
 the tokens were made for the accounts, as `hollo account create` makes them)"""
 
-import sys
+from mastodon import MastodonAPIError
 
-from mastodon import Mastodon, MastodonAPIError
-
-from harness import check, fail, until
+from harness import TwoAccounts, check, fail, run_steps, two_tokens, until
 
 
-class Flow:
+class Flow(TwoAccounts):
     def __init__(self, base, token, friend_token):
-        def client(t):
-            return Mastodon(access_token=t, api_base_url=base, version_check_mode="none")
-        self.api, self.friend_api = client(token), client(friend_token)
-        self.me = self.api.account_verify_credentials()
-        self.friend = self.friend_api.account_verify_credentials()
+        super().__init__(base, token, friend_token)
         self.pinned = []
 
 
@@ -87,15 +81,8 @@ STEPS = [default_visibility, pin_and_unpin, mention_autocomplete, follow_a_tag, 
 
 
 def main(base, token, friend_token):
-    flow = Flow(base, token, friend_token)
-    for step in STEPS:
-        print(f"profile_flow: {step.__name__}", flush=True)
-        step(flow)
-    print("profile_flow: all steps passed")
+    run_steps("profile_flow", STEPS, Flow(base, token, friend_token))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
-        fail(__doc__)
-    base, _username, _password, token, friend_token = sys.argv[1:]
-    main(base, token, friend_token)
+    main(*two_tokens(__doc__))

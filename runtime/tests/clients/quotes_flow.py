@@ -6,17 +6,13 @@ and `quote_approval` included).
 
 usage: quotes_flow.py BASE_URL USERNAME PASSWORD TOKEN QUOTER_TOKEN (the password is unused)"""
 
-import sys
-
-from mastodon import Mastodon
 from mastodon.errors import MastodonAPIError
 
-from harness import check, fail
+from harness import check, client, fail, two_tokens
 
 
 def main(base, token, quoter_token):
-    author = Mastodon(access_token=token, api_base_url=base, version_check_mode="none")
-    quoter = Mastodon(access_token=quoter_token, api_base_url=base, version_check_mode="none")
+    author, quoter = client(base, token), client(base, quoter_token)
 
     post = author.status_post("quote me, Mastodon.py", quote_approval_policy="public")
     check(post["quote_approval"]["automatic"] == ["public"], f"approval: {post['quote_approval']}")
@@ -47,7 +43,4 @@ def main(base, token, quoter_token):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
-        fail(__doc__)
-    base, _username, _password, token, quoter_token = sys.argv[1:]
-    main(base, token, quoter_token)
+    main(*two_tokens(__doc__))

@@ -10,9 +10,7 @@ token was made for the account, as `hollo account create` makes one)"""
 
 import sys
 
-from mastodon import Mastodon, MastodonNotFoundError
-
-from harness import check, fail, png, until
+from harness import check, client, fail, gone, png, run_steps, until
 
 TAG = "fullpath"
 
@@ -20,7 +18,7 @@ TAG = "fullpath"
 class Flow:
     def __init__(self, base, username, token, peer):
         self.base, self.username, self.peer = base, username, peer
-        self.api = Mastodon(access_token=token, api_base_url=base, version_check_mode="none")
+        self.api = client(base, token)
 
 
 def post_with_media(flow):
@@ -96,11 +94,7 @@ def interact_ourselves(flow):
 def delete(flow):
     deleted = flow.api.status_delete(flow.status["id"])
     check(deleted["id"] == flow.status["id"], f"delete answers the status: {deleted}")
-    try:
-        flow.api.status(flow.status["id"])
-    except MastodonNotFoundError:
-        return
-    fail("the deleted status is still there")
+    gone(lambda: flow.api.status(flow.status["id"]), "status")
 
 
 STEPS = [post_with_media, post_with_poll, see_the_reactions, read_timelines,
@@ -108,11 +102,8 @@ STEPS = [post_with_media, post_with_poll, see_the_reactions, read_timelines,
 
 
 def main(base, username, token, peer):
-    flow = Flow(base, username, token, peer)
-    for step in STEPS:
-        print(f"statuses_flow: {step.__name__}", flush=True)
-        step(flow)
-    print(f"statuses_flow: all steps passed; deleted {flow.status['uri']}")
+    run_steps("statuses_flow", STEPS, Flow(base, username, token, peer),
+              lambda flow: f"; deleted {flow.status['uri']}")
 
 
 if __name__ == "__main__":

@@ -108,8 +108,20 @@ impl Client {
             .await
     }
 
+    /// `method` on `path` with an empty JSON object as the body (an action with no
+    /// parameters: favourite, mute, read, dismiss …).
+    pub async fn act(&self, method: Method, path: &str) -> Answer {
+        self.call(method, path, &serde_json::json!({})).await
+    }
+
     pub async fn post(&self, json: &Value) -> Answer {
         self.call(Method::POST, "/api/v1/statuses", json).await
+    }
+
+    /// `PUT /api/v1/statuses/<status>` of `json` (an edit).
+    pub async fn edit(&self, status: &str, json: &Value) -> Answer {
+        self.call(Method::PUT, &format!("/api/v1/statuses/{status}"), json)
+            .await
     }
 
     /// Posts and returns the new status, asserting success.
@@ -137,6 +149,11 @@ pub async fn call_ok(api: &Client, method: Method, path: &str, body: Value) -> V
     a.body
 }
 
+/// The body of an action with no parameters (`Client::act`), asserting a 200.
+pub async fn act_ok(api: &Client, method: Method, path: &str) -> Value {
+    call_ok(api, method, path, serde_json::json!({})).await
+}
+
 /// The body of a JSON call, asserting a 2xx.
 pub async fn call_2xx(api: &Client, method: Method, path: &str, body: Value) -> Value {
     let a = api.call(method, path, &body).await;
@@ -147,6 +164,19 @@ pub async fn call_2xx(api: &Client, method: Method, path: &str, body: Value) -> 
         a.body
     );
     a.body
+}
+
+/// Registers an OAuth app at the node at `base` (`POST /api/v1/apps` of `body`); the app.
+pub async fn register_app(base: &str, body: Value) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/api/v1/apps"))
+        .json(&body)
+        .send()
+        .await
+        .expect("register")
+        .json()
+        .await
+        .expect("app")
 }
 
 /// An ActivityPub document at `url` as a peer fetches it, asserting a 200.
@@ -171,10 +201,26 @@ pub async fn get_ok(api: &Client, path: &str) -> Value {
 }
 
 impl Answer {
+    /// The answer, asserting a 200 (the body is the message otherwise).
+    #[track_caller]
+    pub fn assert_ok(self) -> Answer {
+        assert_eq!(self.status, 200, "{}", self.body);
+        self
+    }
+
     /// The status and the body, for a test that names them apart.
     pub fn parts(self) -> (u16, Value) {
         (self.status, self.body)
     }
+}
+
+/// The text of header `name`, or "" when it is missing (or not text).
+pub fn header_text(headers: &HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// How long a test waits for a background job (an import, a cleanup) to end.
@@ -276,6 +322,80 @@ pub async fn add_to_list(api: &Client, list: &str, accounts: &[&str]) {
     .await;
 }
 
+/// A page: the entity ids and the `Link` header's `next` and `prev` paths.
+pub struct Listed {
+    pub ids: Vec<String>,
+    pub body: Value,
+    pub next: Option<String>,
+    pub prev: Option<String>,
+}
+
+/// `GET path` (as `token`, or anonymously), asserting a 200.
+pub async fn list(inst: &Instance, token: Option<&str>, path: &str) -> Listed {
+    let req = reqwest::Client::new().get(format!("{}{path}", inst.base));
+    let req = match token {
+        Some(t) => req.bearer_auth(t),
+        None => req,
+    };
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200, "{path}");
+    let link = header_text(resp.headers(), "link");
+    let rel = |name: &str| {
+        link.split(',')
+            .find(|p| p.contains(&format!("rel=\"{name}\"")))
+            .and_then(|p| p.split(['<', '>']).nth(1))
+            .map(|u| u.trim_start_matches(&inst.base).to_string())
+    };
+    let (next, prev) = (rel("next"), rel("prev"));
+    let body: Value = resp.json().await.unwrap();
+    let ids = body.as_array().expect("a list").iter().map(id).collect();
+    Listed {
+        ids,
+        body,
+        next,
+        prev,
+    }
+}
+
+/// An `all` node, a peer, and the local account alice with a client holding her token.
+pub async fn alice_and_peer() -> (Instance, Peer, Account, Client) {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let (alice, token) = inst.account("alice").await;
+    let api = Client::bearer(&inst, &token);
+    (inst, peer, alice, api)
+}
+
+/// The peer's person follows `username` (its `Follow` taken with a 202); returns the `Follow`.
+pub async fn peer_follows(inst: &Instance, peer: &Peer, username: &str) -> Value {
+    let follow = serde_json::json!({
+        "id": peer.new_id("follows"), "type": "Follow", "actor": peer.actor(),
+        "object": inst.fed.actor_iri(username),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox(username), &follow).await, 202);
+    follow
+}
+
+/// `peer_follows`, then waits until the peer receives the `Accept`.
+pub async fn peer_follows_accepted(inst: &Instance, peer: &Peer, username: &str) -> Value {
+    let follow = peer_follows(inst, peer, username).await;
+    received(peer, "Accept", |_| true).await;
+    follow
+}
+
+/// The Account id of the peer's person `handle` (`user@host`), resolved through search.
+pub async fn resolve_id(api: &Client, handle: &str) -> String {
+    let found = api
+        .get(&format!(
+            "/api/v2/search?q=%40{handle}&resolve=true&type=accounts"
+        ))
+        .await;
+    found.body["accounts"][0]["id"]
+        .as_str()
+        .expect("resolved")
+        .to_string()
+}
+
 /// Local accounts of `inst` named `names`, each with a token of its own and a client holding it.
 pub async fn users<const N: usize>(
     inst: &Instance,
@@ -375,16 +495,7 @@ pub async fn follow_each_other(
 ) -> (String, String) {
     let inbox = inst.fed.inbox(username);
     let me = inst.fed.actor_iri(username);
-    let found = api
-        .get(&format!(
-            "/api/v2/search?q=%40{}&resolve=true&type=accounts",
-            peer.handle()
-        ))
-        .await;
-    let peer_id = found.body["accounts"][0]["id"]
-        .as_str()
-        .expect("resolved")
-        .to_string();
+    let peer_id = resolve_id(api, &peer.handle()).await;
     let followed = api
         .call(
             Method::POST,

@@ -4,8 +4,6 @@
 //! chromedriver FAILS the test naming it; nothing is skipped silently.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// How long one script may run.
@@ -49,52 +47,17 @@ pub fn browser_paths() -> (PathBuf, PathBuf) {
 
 /// The venv with `clients/requirements.txt` installed, made once per requirements content.
 pub fn venv_python() -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let python = std::env::var("HOLLO_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
     assert!(
         which(&python).is_some() || Path::new(&python).is_file(),
         "the client tests need {python} (Debian packages `python3` and `python3-venv`): install them (.ci/run does) — this test never skips"
     );
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("client-venv");
-    let requirements = clients_dir().join("requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).expect("requirements.txt");
-    let stamp = venv.join("requirements.installed");
-    let bin = venv.join("bin/python");
-    if bin.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-        return bin;
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    let out = Command::new(&python)
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .output()
-        .expect("run python3 -m venv");
-    assert!(
-        out.status.success(),
-        "creating the venv failed (Debian needs `python3-venv`): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new(&bin)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&requirements)
-        .output()
-        .expect("run pip");
-    assert!(
-        out.status.success(),
-        "installing clients/requirements.txt failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&stamp, wanted).expect("stamp");
-    bin
+    super::venv::installed(
+        "client-venv",
+        &clients_dir().join("requirements.txt"),
+        "python",
+        "the client tests",
+    )
 }
 
 /// Runs `clients/<script> ARGS…` to completion within the deadline; its standard output.

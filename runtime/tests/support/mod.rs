@@ -8,12 +8,14 @@ pub mod clients;
 pub mod consumer;
 pub mod expiry;
 pub mod files;
+pub mod images;
 pub mod moto;
 pub mod multipart;
 pub mod node;
 pub mod peer;
 pub mod process;
 pub mod stream;
+pub mod venv;
 
 use std::time::{Duration, Instant};
 
@@ -73,6 +75,24 @@ pub async fn fresh_db_with(migrate: bool) -> TestDb {
 
 pub async fn fresh_db() -> TestDb {
     fresh_db_with(true).await
+}
+
+/// The seed's monitoring SQL over the task queue, verbatim (000_…/001_…): how many messages
+/// are queued, ready, delayed, and pending poll notifications.
+pub async fn seed_monitoring(pool: &PgPool) -> (i64, i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT count(*) AS queued,
+       count(*) FILTER (WHERE created + delay <= CURRENT_TIMESTAMP) AS ready,
+       count(*) FILTER (WHERE created + delay > CURRENT_TIMESTAMP) AS delayed,
+       count(*) FILTER (
+         WHERE message->>'type' = 'task'
+           AND message->>'taskName' = 'hollo.poll-notification.v1'
+       ) AS pending_polls
+FROM hollo_task_message_v1;",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("monitoring SQL")
 }
 
 /// Polls `check` until it returns `Some`, failing the test with `what` after `deadline`.

@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn requirements() -> PathBuf {
@@ -14,53 +13,12 @@ fn requirements() -> PathBuf {
 
 /// The venv's `moto_server`, made once per requirements content.
 fn moto_server_bin() -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let python = std::env::var("HOLLO_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("moto-venv");
-    let wanted = std::fs::read_to_string(requirements()).expect("tests/media/requirements.txt");
-    let stamp = venv.join("requirements.installed");
-    let bin = venv.join("bin/moto_server");
-    if bin.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-        return bin;
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    let out = Command::new(&python)
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .output();
-    let out = out.unwrap_or_else(|e| {
-        panic!(
-            "the S3 test needs {python} (Debian packages `python3` and `python3-venv`; .ci/run \
-             installs them) to run moto's S3 server: {e} — this test never skips"
-        )
-    });
-    assert!(
-        out.status.success(),
-        "creating the moto venv failed (Debian needs `python3-venv`): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new(venv.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(requirements())
-        .output()
-        .expect("run pip");
-    assert!(
-        out.status.success(),
-        "installing moto[server] from PyPI failed (tests/media/requirements.txt; the S3 test \
-         needs it): {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&stamp, wanted).expect("stamp");
-    bin
+    super::venv::installed(
+        "moto-venv",
+        &requirements(),
+        "moto_server",
+        "the S3 tests (moto's S3 server)",
+    )
 }
 
 /// A running moto S3 server on a free local port; stopped when dropped.
@@ -103,8 +61,15 @@ impl Moto {
         }
     }
 
-    /// Creates `bucket` whose objects anyone may read (a bucket policy, as a deployment that
-    /// serves files from the bucket has). moto accepts unsigned requests.
+    /// A server with the public `bucket` (`public_bucket`), and the URL its files are served
+    /// from.
+    pub async fn with_public_bucket(bucket: &str) -> (Moto, String) {
+        let moto = Moto::start().await;
+        moto.public_bucket(bucket).await;
+        let base = format!("{}/{bucket}", moto.endpoint);
+        (moto, base)
+    }
+
     /// The settings of a node whose drive is `bucket` on this server, its files served from
     /// `url_base`.
     pub fn drive_env<'a>(&'a self, bucket: &'a str, url_base: &'a str) -> Vec<(&'a str, &'a str)> {
@@ -120,6 +85,8 @@ impl Moto {
         ]
     }
 
+    /// Creates `bucket` whose objects anyone may read (a bucket policy, as a deployment that
+    /// serves files from the bucket has). moto accepts unsigned requests.
     pub async fn public_bucket(&self, bucket: &str) {
         let http = reqwest::Client::new();
         let resp = http

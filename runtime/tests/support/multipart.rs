@@ -43,6 +43,21 @@ pub fn png(width: u32, height: u32) -> Vec<u8> {
     out.into_inner()
 }
 
+/// A `w`×`h` image of another gradient with opacity `alpha`, encoded as `format` (a JPEG
+/// without the alpha channel).
+pub fn encode(w: u32, h: u32, format: image::ImageFormat, alpha: u8) -> Vec<u8> {
+    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_fn(w, h, |x, y| {
+        image::Rgba([(x * 7 % 256) as u8, (y * 3 % 256) as u8, 90, alpha])
+    }));
+    let img = match format {
+        image::ImageFormat::Jpeg => image::DynamicImage::ImageRgb8(img.to_rgb8()),
+        _ => img,
+    };
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, format).expect("encode");
+    out.into_inner()
+}
+
 /// Uploads a small PNG through `POST /api/v2/media` as `token`'s holder; the
 /// MediaAttachment entity.
 pub async fn upload_png(base: &str, token: &str) -> serde_json::Value {

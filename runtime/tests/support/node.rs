@@ -176,6 +176,14 @@ impl Instance {
             .expect("count")
     }
 
+    /// Waits (within `api::WAIT`) until what the count `sql` gives satisfies `done`; `what` names it.
+    pub async fn until_count(&self, what: &str, sql: &str, done: impl Fn(i64) -> bool) {
+        super::eventually(super::api::WAIT, what, || async {
+            done(self.count(sql).await).then_some(())
+        })
+        .await
+    }
+
     /// A custom emoji `:shortcode:` of this instance whose image is at `url` (its row only: no
     /// file is stored, which reactions and federation tests do not need).
     pub async fn custom_emoji(&self, shortcode: &str, url: &str) {
@@ -193,6 +201,12 @@ impl Instance {
     }
 
     /// Drains every node (workers first) and waits until they have stopped.
+    /// `shutdown`, then removes `dir` (the node's disk drive, or any scratch directory).
+    pub async fn shutdown_removing(self, dir: impl AsRef<std::path::Path>) {
+        self.shutdown().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     pub async fn shutdown(mut self) {
         for w in std::mem::take(&mut self.workers) {
             w.shutdown().await.expect("worker stops cleanly");

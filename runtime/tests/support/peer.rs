@@ -237,6 +237,26 @@ impl Peer {
     pub fn received(&self) -> Vec<Received> {
         self.state.received.lock().expect("received").clone()
     }
+    /// The peer's `Create` of its `object` (a Note with an `id`): the id `<object id>/activity`,
+    /// addressed (`to`, `cc`) as the object is, as servers send a Create.
+    pub fn create(&self, object: Value) -> Value {
+        let mut create = json!({
+            "id": format!("{}/activity", object["id"].as_str().expect("the object's id")),
+            "type": "Create", "actor": self.actor(),
+        });
+        for key in ["to", "cc"] {
+            if let Some(v) = object.get(key) {
+                create[key] = v.clone();
+            }
+        }
+        create["object"] = object;
+        create
+    }
+
+    /// How many activities of type `ty` arrived.
+    pub fn count_of(&self, ty: &str) -> usize {
+        self.received().iter().filter(|r| r.ty() == ty).count()
+    }
     /// The bodies of what arrived, in order.
     pub fn bodies(&self) -> Vec<Value> {
         self.received().into_iter().map(|r| r.body).collect()
@@ -263,30 +283,28 @@ impl Peer {
         *self.state.accepts.lock().expect("accepts") = Some((cavage, rfc9421));
     }
 
-    /// POSTs `activity` to `url` signed with RFC 9421 by the peer's key.
-    pub async fn post_rfc9421(&self, url: &str, activity: &Value) -> (u16, Value) {
-        let body = serde_json::to_vec(activity).expect("json");
+    /// The RFC 9421 signature headers of a POST of `body` to `url` by the peer's key, now.
+    pub fn rfc9421_headers(&self, url: &str, body: &[u8]) -> HeaderMap {
         let u = url::Url::parse(url).expect("url");
         let mut headers = HeaderMap::new();
         hollo_runtime::federation::transport::rfc9421::sign_at(
             &self.key(),
             &Method::POST,
             &u,
-            Some(&body),
+            Some(body),
             &mut headers,
             SystemTime::now(),
         )
         .expect("sign");
+        headers
+    }
+
+    /// POSTs `activity` to `url` signed with RFC 9421 by the peer's key.
+    pub async fn post_rfc9421(&self, url: &str, activity: &Value) -> (u16, Value) {
+        let body = serde_json::to_vec(activity).expect("json");
+        let mut headers = self.rfc9421_headers(url, &body);
         headers.insert("content-type", ACTIVITY_JSON.parse().expect("header"));
-        let resp = reqwest::Client::new()
-            .post(url)
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .expect("post");
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+        post_headers(url, headers, &body).await
     }
 
     pub fn set_access(&self, access: ActorAccess) {
@@ -374,16 +392,7 @@ impl Peer {
             .expect("sign");
         headers.insert("content-type", ACTIVITY_JSON.parse().expect("header"));
         tamper(&mut headers);
-        let resp = reqwest::Client::new()
-            .post(url)
-            .headers(headers)
-            .body(body.to_vec())
-            .send()
-            .await
-            .expect("post");
-        let status = resp.status().as_u16();
-        let body = resp.json().await.unwrap_or(Value::Null);
-        (status, body)
+        post_headers(url, headers, body).await
     }
 
     /// `post`, signed as `/users/{name}` (every actor of the peer has the peer's key).
@@ -660,4 +669,18 @@ async fn upload(State(s): State<PeerState>, Path(name): Path<String>) -> Respons
         Some((ty, body)) => ([("content-type", ty)], body).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// POSTs `body` to `url` with exactly `headers` (a signature, a content type); the status and
+/// the JSON body (null when there is none).
+pub async fn post_headers(url: &str, headers: HeaderMap, body: &[u8]) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .headers(headers)
+        .body(body.to_vec())
+        .send()
+        .await
+        .expect("post");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
 }

@@ -10,13 +10,9 @@ use axum::http::{StatusCode, header};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
 
-use sqlx::PgConnection;
-use uuid::Uuid;
-
-use super::{status, target};
-use crate::accounts::Account;
+use super::on_status;
 use crate::mastodon::Status;
-use crate::statuses::interact::{self, BoostError, Post};
+use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;
 use crate::statuses::{Visibility, conversation_mutes, pins};
 use crate::web::activitypub::federation;
@@ -73,21 +69,6 @@ impl From<BoostError> for ApiError {
             BoostError::Db(e) => e.into(),
         }
     }
-}
-
-/// begin → the status the caller can see (`target`) → `act` → commit → render the status
-/// `act` names (the post itself, or the boost `reblog` made).
-async fn on_status(
-    s: &AppState,
-    account: &Account,
-    raw: &str,
-    act: impl AsyncFnOnce(&mut PgConnection, &Post) -> Result<Uuid, ApiError>,
-) -> Result<Json<Status>, ApiError> {
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), raw).await?;
-    let shown = act(&mut tx, &post).await?;
-    tx.commit().await?;
-    status(s, account.id, shown).await
 }
 
 /// The actions with nothing to read but the status.

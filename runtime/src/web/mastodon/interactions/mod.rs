@@ -7,6 +7,7 @@ use axum::Router;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::accounts::Account;
 use crate::mastodon::status::{self, Status};
 use crate::statuses::interact::{self, Post};
 use crate::web::{ApiError, AppState, parse_id};
@@ -35,6 +36,21 @@ async fn target(
     interact::find(conn, viewer, id)
         .await?
         .ok_or_else(ApiError::record_not_found)
+}
+
+/// begin → the status the caller can see (`target`) → `act` → commit → render the status
+/// `act` names (the post itself, or the boost `reblog` made).
+async fn on_status(
+    s: &AppState,
+    account: &Account,
+    raw: &str,
+    act: impl AsyncFnOnce(&mut PgConnection, &Post) -> Result<Uuid, ApiError>,
+) -> Result<Json<Status>, ApiError> {
+    let mut tx = s.pool.begin().await?;
+    let post = target(&mut tx, Some(account.id), raw).await?;
+    let shown = act(&mut tx, &post).await?;
+    tx.commit().await?;
+    status(s, account.id, shown).await
 }
 
 /// The Status entity of `id` as `viewer` sees it.

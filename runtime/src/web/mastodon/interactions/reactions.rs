@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 use std::sync::Arc;
 
-use super::{status, target};
+use super::{on_status, target};
 use crate::mastodon::Status;
 use crate::mastodon::account::Account;
 use crate::reactions::{self, ReactionError};
@@ -45,12 +45,12 @@ async fn react(
     Path((raw, emoji)): Path<(String, String)>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    let reaction = reactions::parse(&mut tx, &emoji).await?;
-    reactions::react(&mut tx, fed, &account, &post, &reaction).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        let reaction = reactions::parse(tx, &emoji).await?;
+        reactions::react(tx, fed, &account, post, &reaction).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 async fn unreact(
@@ -59,11 +59,11 @@ async fn unreact(
     Path((raw, emoji)): Path<(String, String)>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    let mut tx = s.pool.begin().await?;
-    let post = target(&mut tx, Some(account.id), &raw).await?;
-    reactions::unreact(&mut tx, fed, &account, &post, &emoji).await?;
-    tx.commit().await?;
-    status(&s, account.id, post.id).await
+    on_status(&s, &account, &raw, async |tx, post| {
+        reactions::unreact(tx, fed, &account, post, &emoji).await?;
+        Ok(post.id)
+    })
+    .await
 }
 
 /// Pleroma's reaction with the accounts that made it.
