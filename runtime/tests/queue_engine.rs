@@ -1051,48 +1051,38 @@ async fn a_wake_up_reaches_only_the_consumers_of_its_kind() {
     woken(&mine, "the filtered subscriber at connect").await;
     woken(&every, "the plain subscriber at connect").await;
 
-    // Another kind, one row and many: only the plain subscriber hears it. The listener hands
-    // a burst to its subscribers in order, so once `every` is woken, `mine` has been passed.
-    enqueue(
-        &db.pool,
-        QueueName::Task,
-        &NewMessage::new("test.other", serde_json::json!({})),
-    )
-    .await
-    .unwrap();
+    // Enqueues one message per kind, through `enqueue` for one and `enqueue_many` for more.
+    let send = |kinds: &'static [&'static str]| {
+        let pool = db.pool.clone();
+        async move {
+            let msgs: Vec<NewMessage> = kinds
+                .iter()
+                .map(|k| NewMessage::new(*k, serde_json::json!({})))
+                .collect();
+            if let [one] = msgs.as_slice() {
+                enqueue(&pool, QueueName::Task, one).await.unwrap();
+            } else {
+                enqueue_many(&pool, QueueName::Task, &msgs).await.unwrap();
+            }
+        }
+    };
+
+    // Another kind, one row and a batch: only the plain subscriber hears it. The listener
+    // hands a burst to its subscribers in order, so once `every` is woken, `mine` has been
+    // passed.
+    send(&["test.other"]).await;
     woken(&every, "the plain subscriber by test.other").await;
-    enqueue_many(
-        &db.pool,
-        QueueName::Task,
-        &[NewMessage::new("test.other", serde_json::json!({}))],
-    )
-    .await
-    .unwrap();
+    send(&["test.other", "test.other"]).await;
     woken(&every, "the plain subscriber by a batch of test.other").await;
     assert!(
         futures::FutureExt::now_or_never(mine.notified()).is_none(),
         "a consumer of test.mine was woken by test.other"
     );
 
-    // Its own kind (in a batch with another) and an empty payload wake it.
-    enqueue_many(
-        &db.pool,
-        QueueName::Task,
-        &[
-            NewMessage::new("test.other", serde_json::json!({})),
-            NewMessage::new("test.mine", serde_json::json!({})),
-        ],
-    )
-    .await
-    .unwrap();
+    // Its own kind (in a batch with another, and alone) and an empty payload wake it.
+    send(&["test.other", "test.mine"]).await;
     woken(&mine, "the filtered subscriber by its kind in a batch").await;
-    enqueue(
-        &db.pool,
-        QueueName::Task,
-        &NewMessage::new("test.mine", serde_json::json!({})),
-    )
-    .await
-    .unwrap();
+    send(&["test.mine"]).await;
     woken(&mine, "the filtered subscriber by its kind").await;
     sqlx::query("SELECT pg_notify($1, '')")
         .bind(ch)
