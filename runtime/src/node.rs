@@ -711,15 +711,6 @@ fn start_consumers(config: &Config, w: Wiring<'_>) -> Result<Vec<tokio::task::Jo
                 .map(|p| (Some(p.name), p.limit)),
         );
         for (slot_pool, limit) in pools {
-            let wake = Arc::new(Notify::new());
-            // Woken only by the kinds it runs: an inbox backlog must not make the deliveries'
-            // consumer claim (and scan that backlog) once per enqueued activity.
-            let kinds = w
-                .registry
-                .kinds_in(queue, slot_pool)
-                .map(|k| k.name.to_string())
-                .collect();
-            w.subs.wake_for(queue.channel(), kinds, wake.clone());
             let consumer = Consumer {
                 queue,
                 slot_pool,
@@ -732,6 +723,11 @@ fn start_consumers(config: &Config, w: Wiring<'_>) -> Result<Vec<tokio::task::Jo
                 poll: config.queue.poll_interval,
                 metrics: w.metrics.clone(),
             };
+            let wake = Arc::new(Notify::new());
+            // Woken only by the kinds it runs: an inbox backlog must not make the deliveries'
+            // consumer claim (and scan that backlog) once per enqueued activity.
+            let kinds = consumer.kinds().map(|k| k.name.to_string()).collect();
+            w.subs.wake_for(queue.channel(), kinds, wake.clone());
             handles.push(tokio::spawn(consumer.run(
                 wake,
                 w.shutdown.stop.clone(),

@@ -41,6 +41,12 @@ pub struct Consumer {
 }
 
 impl Consumer {
+    /// The kinds this consumer claims: its queue's kinds in its slot pool. Its wake-ups
+    /// (`node.rs`) and its claim's branches (by lane) both come from this one set.
+    pub fn kinds(&self) -> impl Iterator<Item = &TaskKind> {
+        self.registry.kinds_in(self.queue, self.slot_pool)
+    }
+
     /// Runs until `stop` fires (stop claiming at once, R-SHUT-1), then waits for running
     /// handlers until `abort` fires; whatever still runs then is handed back without a
     /// recorded failure (R-SHUT-2).
@@ -66,15 +72,10 @@ impl Consumer {
             .registry
             .lanes_of(this.queue)
             .into_iter()
-            .filter(|l| {
-                this.registry
-                    .kinds_in(this.queue, this.slot_pool)
-                    .any(|k| k.lane == Some(l.name))
-            })
+            .filter(|l| this.kinds().any(|k| k.lane == Some(l.name)))
             .collect();
         let free_kinds: Vec<String> = this
-            .registry
-            .kinds_in(this.queue, this.slot_pool)
+            .kinds()
             .filter(|k| k.lane.is_none())
             .map(|k| k.name.to_string())
             .collect();
@@ -83,8 +84,7 @@ impl Consumer {
             .map(|l| {
                 (
                     l.name,
-                    this.registry
-                        .kinds_in(this.queue, this.slot_pool)
+                    this.kinds()
                         .filter(|k| k.lane == Some(l.name))
                         .map(|k| k.name.to_string())
                         .collect(),
