@@ -10,7 +10,7 @@
 //! Prints one line of `key=value` pairs: `N=… running_s=… reconciles_per_hollo=…
 //! steady_reconciles=… steady_writes=… steady_requests_per_s=… steady_non_watch=…
 //! steady_by_verb=… single_p50_ms=… single_ms=… burst=… burst_s=… rss_mib=… rss_peak_mib=…
-//! watch_secrets=… load1=…`.
+//! code_mib=… cpu_s=… watch_secrets=… load1=…`.
 
 mod common;
 
@@ -86,18 +86,42 @@ async fn metric(name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// `VmRSS` and `VmHWM` of the operator process, in MiB.
-fn rss_mib() -> (f64, f64) {
+/// The operator process's footprint from `/proc`: `VmRSS`, `VmHWM` and `RssFile` (its code
+/// pages: resident like the heap) in MiB, and the CPU it used so far (user + system) in seconds.
+struct Footprint {
+    rss_mib: f64,
+    peak_mib: f64,
+    code_mib: f64,
+    cpu_s: f64,
+}
+
+fn footprint() -> Footprint {
     let pid = std::env::var("HOLLO_BENCH_OPERATOR_PID").unwrap_or_default();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |key: &str| {
+    let mib = |key: &str| {
         status
             .lines()
             .find_map(|l| l.strip_prefix(key))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .unwrap_or(0.0)
+            / 1024.0
     };
-    (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+    // utime and stime are fields 14 and 15, counted after the command's closing parenthesis
+    // (a command may contain spaces); in clock ticks, which Linux's ABI fixes at 100 a second.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after_comm = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: f64 = after_comm
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<f64>().ok())
+        .sum();
+    Footprint {
+        rss_mib: mib("VmRSS:"),
+        peak_mib: mib("VmHWM:"),
+        code_mib: mib("RssFile:"),
+        cpu_s: ticks / 100.0,
+    }
 }
 
 /// Waits until every worker Deployment named in `names` wants `replicas`; returns when.
@@ -191,13 +215,16 @@ async fn hollos_burst_of_worker_replica_patches() {
         }
         if Instant::now() >= deadline {
             // What was reached, as the last line, before failing: the bench reports it.
-            let (rss, peak) = rss_mib();
+            let f = footprint();
             println!(
                 "N={hollos_n} running_s=timeout running={running} after_s={:.0} \
-                 reconciles={} writes={} rss_mib={rss:.1} rss_peak_mib={peak:.1} load1={}",
+                 reconciles={} writes={} rss_mib={:.1} rss_peak_mib={:.1} cpu_s={:.1} load1={}",
                 started.elapsed().as_secs_f64(),
                 metric("hollo_operator_reconciles_total").await - reconciles_before,
                 metric("hollo_operator_api_writes_total").await,
+                f.rss_mib,
+                f.peak_mib,
+                f.cpu_s,
                 load1(),
             );
             panic!("only {running}/{hollos_n} Hollos Running after {running_timeout} s");
@@ -299,7 +326,7 @@ async fn hollos_burst_of_worker_replica_patches() {
     let last_patch = Instant::now();
     let done = workers_at(&store, burst_names, 4).await;
     let burst_s = (done - last_patch).as_secs_f64();
-    let (rss, peak) = rss_mib();
+    let f = footprint();
     watch.abort();
 
     println!(
@@ -307,7 +334,8 @@ async fn hollos_burst_of_worker_replica_patches() {
          steady_reconciles={steady_reconciles} steady_writes={steady_writes} \
          steady_s={steady_s} steady_requests_per_s={:.2} steady_non_watch={steady_non_watch} \
          steady_by_verb={steady_by_verb} single_p50_ms={p50:.0} single_ms={} burst={burst} \
-         burst_s={burst_s:.2} rss_mib={rss:.1} rss_peak_mib={peak:.1} watch_secrets={} load1={}",
+         burst_s={burst_s:.2} rss_mib={:.1} rss_peak_mib={:.1} code_mib={:.1} cpu_s={:.1} \
+         watch_secrets={} load1={}",
         reconciles / hollos_n as f64,
         steady_total / steady_s as f64,
         single
@@ -315,6 +343,10 @@ async fn hollos_burst_of_worker_replica_patches() {
             .map(|v| format!("{v:.0}"))
             .collect::<Vec<_>>()
             .join(","),
+        f.rss_mib,
+        f.peak_mib,
+        f.code_mib,
+        f.cpu_s,
         std::env::var("HOLLO_BENCH_WATCH_SECRETS").unwrap_or_else(|_| "false".into()),
         load1(),
     );
