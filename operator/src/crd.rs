@@ -5,6 +5,8 @@
 //! `#[serde(default)]` (a field missing from a stored object takes it) and by schemars (which
 //! emits it into the CRD schema, so the apiserver defaults stored objects the same way); a field
 //! of a struct with required fields has its own default fn instead. Nothing else restates one.
+//! Likewise an unset `Option` is left out of a serialized object by the struct's
+//! `#[serde_with::skip_serializing_none]`, not by an attribute on each field.
 
 // `printcolumn(...)` repeats `type_ = "string"` across columns by design; clippy reads the
 // derive's helper attributes as duplicated attributes.
@@ -22,6 +24,7 @@ use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "hollo.social",
@@ -125,10 +128,8 @@ pub struct HolloSpec {
     /// Secret holding `SECRET_KEY`.
     pub secret_key_ref: SecretKeyRef,
     /// Optional Secret holding `ADMIN_TOKEN` (bearer token of the admin API).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_token_ref: Option<SecretKeyRef>,
     /// `PUBLIC_URL`; defaults to `https://<web.ingress.host>` when an Ingress is enabled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
     #[serde(default)]
     pub storage: StorageSpec,
@@ -170,16 +171,14 @@ pub struct HolloSpec {
 
 /// `spec.upgrade`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct UpgradeSpec {
     /// Allow a `version` older than the running one whose schema is older than the database's
     /// (or cannot be told). Without it such a downgrade is refused before anything stops
     /// (condition `VersionAccepted=False`, a Warning event; the running version keeps
     /// running). Set it only when the older version is known to run on the newer schema.
-    #[serde(default)]
     pub allow_downgrade: bool,
     /// A CloudNativePG backup before each migration (`database.cnpg` only).
-    #[serde(default)]
     pub backup: UpgradeBackupSpec,
 }
 
@@ -210,17 +209,15 @@ impl Default for UpgradeBackupSpec {
 /// environment; each starts the runtime's cleanup job (R-JOB-11), which the workers carry out.
 /// Suspended while an upgrade stops the workers. `status.lastCleanup` tells when each last
 /// started one.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct MaintenanceSpec {
     /// Remote posts older than `olderThanDays` that no local account bookmarked.
-    #[serde(default)]
     pub remote_posts: RemotePostsCleanup,
     /// Media files no row names, and uploads no status took within a day.
-    #[serde(default)]
     pub media: MediaCleanup,
     /// The CronJobs' `timeZone` (IANA name); unset: the controller manager's (usually UTC).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
 }
 
@@ -310,6 +307,7 @@ fn default_environment() -> String {
     "production".into()
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "ImageSpec::default")]
 #[x_kube(validation = Rule::new("self.profile == 'hollo-rs' || self.profile == 'upstream'").message("image.profile must be hollo-rs or upstream"))]
@@ -320,7 +318,6 @@ pub struct ImageSpec {
     /// autoscaling query; every one of them can be overridden per role.
     pub profile: ImageProfile,
     /// Overrides `spec.version` as the image tag (e.g. a digest-pinned build of that version).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
     pub pull_policy: PullPolicy,
     pub pull_secrets: Vec<LocalObjectReference>,
@@ -427,21 +424,19 @@ pub struct SecretKeyRef {
     pub key: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("has(self.urlSecretRef) != has(self.cnpg)").message("database: set exactly one of urlSecretRef and cnpg"))]
 #[x_kube(validation = Rule::new("!has(self.cnpg) || !has(self.directUrlSecretRef)").message("database.cnpg gives the direct URL itself (the cluster's -rw Service); remove database.directUrlSecretRef"))]
 pub struct DatabaseSpec {
     /// Secret key holding `DATABASE_URL`. Exactly one of this and `cnpg`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_secret_ref: Option<SecretKeyRef>,
     /// A CloudNativePG `Cluster` in the same namespace: the URL comes from its application
     /// Secret (`<cluster>-app`, key `uri`, which points at `<cluster>-rw`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cnpg: Option<CnpgSpec>,
     /// Secret key holding `DATABASE_DIRECT_URL` (bypasses a transaction pooler for LISTEN/NOTIFY
     /// and migrations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_url_secret_ref: Option<SecretKeyRef>,
     /// PostgreSQL `max_connections` the connection budget is checked against.
     #[serde(default = "default_max_connections")]
@@ -455,6 +450,7 @@ pub struct DatabaseSpec {
 
 /// CloudNativePG: the cluster whose application Secret holds the URL, and optionally a
 /// `Pooler` (PgBouncer) of that cluster that web nodes connect through.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.cluster != ''").message("database.cnpg.cluster must name the CloudNativePG Cluster (a pooler alone is not enough)"))]
@@ -464,7 +460,6 @@ pub struct CnpgSpec {
     pub cluster: String,
     /// A `Pooler` of that cluster: web nodes connect through its Service (same name);
     /// migrations and LISTEN/NOTIFY keep the direct `<cluster>-rw` URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooler: Option<String>,
 }
 
@@ -483,17 +478,14 @@ pub enum Disk {
     S3,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct StorageSpec {
-    #[serde(default)]
     pub disk: Disk,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs: Option<FsStorage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s3: Option<S3Storage>,
     /// `STORAGE_URL_BASE`: the public URL media is served from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_base: Option<String>,
 }
 
@@ -518,11 +510,11 @@ pub struct S3Storage {
     pub secret_name: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "DisruptionBudgetSpec::default")]
 pub struct DisruptionBudgetSpec {
     /// `None` = automatic: on when the role has 2 or more replicas.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     #[x_kube(validation = Rule::new("self >= 1").message("disruptionBudget.maxUnavailable must be at least 1 (0 blocks node drains forever)"))]
     pub max_unavailable: i32,
@@ -543,29 +535,23 @@ impl Default for DisruptionBudgetSpec {
 // 1 000 `Hollo`s per operator). Serialized and in the schema a `Box` is its content.
 // (Not a doc comment: those become the CRD's descriptions.)
 /// Probes replacing the profile's defaults for one role (each one independently).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeOverrides {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup: Option<Box<Probe>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub liveness: Option<Box<Probe>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readiness: Option<Box<Probe>>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct IngressSpec {
-    #[serde(default)]
     pub enabled: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_secret_name: Option<String>,
-    #[serde(default)]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -574,42 +560,35 @@ pub struct IngressSpec {
 /// Gateway API's CRDs in the cluster everything else is applied and `Degraded` says so. Body
 /// size limits are the Gateway implementation's (see the README: an upload needs more than 1 MiB).
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "HttpRouteSpec::default")]
 #[x_kube(validation = Rule::new("!self.enabled || size(self.parentRefs) > 0").message("web.httpRoute.enabled requires at least one parentRefs entry (the Gateway)"))]
 pub struct HttpRouteSpec {
-    #[serde(default)]
     pub enabled: bool,
     /// The Gateways (or listeners, with `sectionName`) the route attaches to.
-    #[serde(default)]
     pub parent_refs: Vec<GatewayParentRef>,
     /// Host names the route answers for; empty: the listeners' host names.
-    #[serde(default)]
     pub hostnames: Vec<String>,
-    #[serde(default)]
     pub annotations: BTreeMap<String, String>,
 }
 
 /// A Gateway API `ParentReference`.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayParentRef {
     pub name: String,
     /// Default: the Hollo's namespace (the Gateway must then allow routes from it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// A listener of the Gateway.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<i32>,
     /// Default `gateway.networking.k8s.io`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// Default `Gateway`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "WebSpec::default")]
 #[x_kube(validation = Rule::new("self.replicas >= 0").message("web.replicas must be >= 0"))]
@@ -640,10 +619,8 @@ pub struct WebSpec {
     #[serde(rename = "httpRoute")]
     pub http_route: HttpRouteSpec,
     /// Replaces the profile's serve command (the container's `command`); `all` nodes use it too.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
     /// Replaces the profile's arguments (the container's `args`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
     /// Where web (and `all`) pods run; unset fields fall back to `spec.pod`.
@@ -680,6 +657,7 @@ impl Default for MaintenancePageSpec {
 
 /// Web autoscaling: an `autoscaling/v2` HPA `<name>-web` (`<name>-all` in all
 /// mode) on CPU. The connection budget counts `maxReplicas` web pods.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "WebAutoscalingSpec::default")]
 #[x_kube(validation = Rule::new("self.minReplicas >= 1").message("web.autoscaling.minReplicas must be at least 1"))]
@@ -693,7 +671,6 @@ pub struct WebAutoscalingSpec {
     pub target_cpu_utilization: i32,
     /// The HPA's `behavior` (scale-up/scale-down policies and stabilization windows); unset =
     /// Kubernetes' defaults (scale down after a 300 s window).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub behavior: Option<Box<HorizontalPodAutoscalerBehavior>>,
 }
 
@@ -734,21 +711,17 @@ impl Default for WebSpec {
 
 /// Where one role's pods run. A field set here replaces the same field of
 /// `spec.pod` for this role; an unset one falls back to it.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<Vec<Toleration>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Box<Affinity>>,
     /// Unset: web, worker and `all` pods spread softly over nodes (`maxSkew: 1` over
     /// `kubernetes.io/hostname`, `whenUnsatisfiable: ScheduleAnyway`, per rollout revision);
     /// migration Jobs none. `[]`: no constraint at all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
 }
 
@@ -800,6 +773,7 @@ impl Default for KedaSpec {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "AutoscalingSpec::default")]
 #[x_kube(validation = Rule::new("self.minReplicas >= 1").message("worker.autoscaling.minReplicas must be at least 1"))]
@@ -810,16 +784,12 @@ pub struct AutoscalingSpec {
     pub enabled: bool,
     pub min_replicas: i32,
     pub max_replicas: i32,
-    #[serde(
-        rename = "targetCPUUtilization",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "targetCPUUtilization")]
     pub target_cpu_utilization: Option<i32>,
     pub keda: KedaSpec,
     /// The HPA's `behavior` (scale-down stabilization and policies): on the HPA, or with KEDA
     /// in the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior`. Unset =
     /// Kubernetes' defaults.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub behavior: Option<Box<HorizontalPodAutoscalerBehavior>>,
 }
 
@@ -836,6 +806,7 @@ impl Default for AutoscalingSpec {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "WorkerSpec::default")]
 #[x_kube(validation = Rule::new("self.replicas >= 0").message("worker.replicas must be >= 0"))]
@@ -860,9 +831,7 @@ pub struct WorkerSpec {
     pub resources: ResourceRequirements,
     pub disruption_budget: DisruptionBudgetSpec,
     /// Replaces the profile's serve command of workers.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
     /// Where worker pods run; unset fields fall back to `spec.pod`.
@@ -890,6 +859,7 @@ impl Default for WorkerSpec {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "MigrationSpec::default")]
 #[x_kube(validation = Rule::new("!has(self.command) || self.command.size() > 0").message("migrations.command must not be empty"))]
@@ -897,7 +867,6 @@ impl Default for WorkerSpec {
 #[x_kube(validation = Rule::new("self.backoffLimit >= 0").message("migrations.backoffLimit must be >= 0"))]
 pub struct MigrationSpec {
     /// The migration command; unset = the profile's (`hollo migrate`, `pnpm run migrate`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
     pub active_deadline_seconds: i64,
     pub backoff_limit: i32,
@@ -906,7 +875,6 @@ pub struct MigrationSpec {
     /// the pod status (else from the pod log); used by `upgradeStrategy: RollingWhenCompatible`.
     pub version_command: Vec<String>,
     /// Resources of migration and version-probe Jobs; unset = `web.resources`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
     /// Where migration and version-probe Jobs run; unset fields fall back to `spec.pod`.
     pub scheduling: SchedulingSpec,
@@ -933,53 +901,42 @@ impl Default for MigrationSpec {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default = "PodOverrides::default")]
 #[x_kube(validation = Rule::new("self.labels.all(k, !k.startsWith('app.kubernetes.io/'))").message("pod.labels must not set app.kubernetes.io/ labels (the operator's selectors use them)"))]
 #[x_kube(validation = Rule::new("self.volumes.all(v, v.name != 'tmp' && v.name != 'storage' && v.name != 'ca-bundle')").message("pod.volumes: the names tmp, storage and ca-bundle are the operator's"))]
 pub struct PodOverrides {
     /// Extra CA certificates (PEM) trusted for outgoing federation requests besides the public
     /// roots: mounted read-only at `/etc/hollo/ca/` in every pod and named by
     /// `EXTRA_CA_CERTS_FILE` (hollo-rs) or `NODE_EXTRA_CA_CERTS` (upstream).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<CaBundleSpec>,
     /// Extra labels on every pod (web, worker, all, Jobs).
-    #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// Extra volumes of every pod (a CA bundle, a config file, …).
-    #[serde(default)]
     #[schemars(length(max = 32))]
     pub volumes: Vec<Volume>,
     /// Extra mounts of the `hollo` container of every pod.
-    #[serde(default)]
     #[schemars(length(max = 32))]
     pub volume_mounts: Vec<VolumeMount>,
-    #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
-    #[serde(default)]
     pub tolerations: Vec<Toleration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Box<Affinity>>,
-    #[serde(default)]
     pub annotations: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
     /// Replaces the operator's restrictive pod security context.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_context: Option<Box<PodSecurityContext>>,
     /// Replaces the operator's restrictive container security context.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_security_context: Option<Box<SecurityContext>>,
 }
 
 /// Where a CA bundle comes from: a ConfigMap or a Secret of the Hollo's namespace, one key.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("has(self.configMap) != has(self.secret)").message("pod.caBundle needs exactly one of configMap and secret"))]
 pub struct CaBundleSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
     /// The key holding the PEM bundle.
     #[serde(default = "default_ca_key")]
@@ -1047,41 +1004,30 @@ pub struct RoleStatus {
     pub ready_replicas: i32,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct HolloStatus {
-    #[serde(default)]
     pub phase: Phase,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// The version whose pods are (or were last) running and migrated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_version: Option<String>,
-    #[serde(default)]
     pub web: RoleStatus,
-    #[serde(default)]
     pub worker: RoleStatus,
     /// Failed migration attempts of `targetVersion` (drives the retry back-off).
-    #[serde(default)]
     pub migration_attempts: i32,
     /// When the last failed migration attempt was observed (RFC 3339), for the back-off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_migration_failure: Option<String>,
     /// `metadata.generation` when that failure was recorded: a spec edit since then (say, a
     /// fixed migration command) retries at once instead of waiting out the back-off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration_failure_generation: Option<i64>,
-    #[serde(default)]
     pub conditions: Vec<Condition>,
     /// When each scheduled cleanup (`spec.maintenance`) last started its job: its CronJob's
     /// `lastSuccessfulTime` (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cleanup: Option<LastCleanup>,
     /// A zero-downtime upgrade past its pre-deploy migrations whose post-deploy migrations
     /// have not run yet; cleared once they have.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expand_contract: Option<ExpandContract>,
 }
 
@@ -1098,12 +1044,11 @@ pub struct ExpandContract {
     pub same_task_definitions: bool,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastCleanup {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_posts: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<String>,
 }
 
