@@ -18,6 +18,17 @@ pub const WORKERS_AVAILABLE: &str = "WorkersAvailable";
 pub const STOPPED: &str = "Stopped";
 /// `spec.reconciliationPaused` (R-OP-OPS).
 pub const RECONCILIATION_PAUSED: &str = "ReconciliationPaused";
+// The types of the `Check` conditions, which only some specs have.
+pub const DATABASE: &str = "Database";
+pub const SECRET_KEY: &str = "SecretKey";
+pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
+/// A target version older than the running one, refused or accepted against the database's
+/// schema (R-OP-ZD).
+pub const VERSION_ACCEPTED: &str = "VersionAccepted";
+/// `upgrade.backup`: the pre-migration CloudNativePG Backup (R-OP-OPS).
+pub const BACKED_UP: &str = "BackedUp";
+/// `web.httpRoute` (R-OP-OPS): applied, or the Gateway API is not installed.
+pub const HTTP_ROUTE: &str = "HTTPRoute";
 
 /// Everything the status needs besides the plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,17 +58,6 @@ pub struct Check {
     pub reason: &'static str,
     pub message: String,
 }
-
-pub const DATABASE: &str = "Database";
-pub const SECRET_KEY: &str = "SecretKey";
-pub const UPGRADE_STRATEGY: &str = "UpgradeStrategy";
-/// A target version older than the running one, refused or accepted against the database's
-/// schema (R-OP-ZD).
-pub const VERSION_ACCEPTED: &str = "VersionAccepted";
-/// `upgrade.backup`: the pre-migration CloudNativePG Backup (R-OP-OPS).
-pub const BACKED_UP: &str = "BackedUp";
-/// `web.httpRoute` (R-OP-OPS): applied, or the Gateway API is not installed.
-pub const HTTP_ROUTE: &str = "HTTPRoute";
 
 /// The `HTTPRoute` condition when `web.httpRoute` is enabled: `missing` is why it could not be
 /// applied (the Gateway API's CRDs are absent), which degrades the resource like a missing KEDA.
