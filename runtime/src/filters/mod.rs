@@ -155,6 +155,25 @@ fn invalid(m: impl Into<String>) -> FilterError {
     FilterError::Invalid(m.into())
 }
 
+/// Refuses one more filter, keyword or status past its limit: `count` (`$1` bound to `of`)
+/// finds `max` already, and the refusal says "`holder` may have at most `max` `things`".
+async fn below_limit(
+    tx: &mut PgConnection,
+    count: &'static str,
+    of: Uuid,
+    max: i64,
+    (holder, things): (&str, &str),
+) -> Result<(), FilterError> {
+    let n: i64 = sqlx::query_scalar(count)
+        .bind(of)
+        .fetch_one(&mut *tx)
+        .await?;
+    if n >= max {
+        return Err(invalid(format!("{holder} may have at most {max} {things}")));
+    }
+    Ok(())
+}
+
 /// A keyword change of a create or update (Mastodon's `keywords_attributes`): a new keyword
 /// (no id), a change of one (id), or its removal (id and `destroy`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -298,15 +317,14 @@ pub async fn create(
     }
     // Serializes an account's creates, so the limit holds under concurrent requests.
     crate::accounts::lock(&mut *tx, account).await?;
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM filters WHERE account_id = $1")
-        .bind(account)
-        .fetch_one(&mut *tx)
-        .await?;
-    if count >= MAX_FILTERS {
-        return Err(invalid(format!(
-            "an account may have at most {MAX_FILTERS} filters"
-        )));
-    }
+    below_limit(
+        tx,
+        "SELECT count(*) FROM filters WHERE account_id = $1",
+        account,
+        MAX_FILTERS,
+        ("an account", "filters"),
+    )
+    .await?;
     let id = Uuid::now_v7();
     sqlx::query(
         "INSERT INTO filters (id, account_id, title, context, action) VALUES ($1, $2, $3, $4, $5)",
@@ -441,16 +459,14 @@ async fn insert_keyword(
     keyword: &str,
     whole_word: bool,
 ) -> Result<Keyword, FilterError> {
-    let count: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM filter_keywords WHERE filter_id = $1")
-            .bind(filter)
-            .fetch_one(&mut *tx)
-            .await?;
-    if count >= MAX_KEYWORDS {
-        return Err(invalid(format!(
-            "a filter may have at most {MAX_KEYWORDS} keywords"
-        )));
-    }
+    below_limit(
+        tx,
+        "SELECT count(*) FROM filter_keywords WHERE filter_id = $1",
+        filter,
+        MAX_KEYWORDS,
+        ("a filter", "keywords"),
+    )
+    .await?;
     Ok(sqlx::query_as(
         "INSERT INTO filter_keywords (id, filter_id, keyword, whole_word) VALUES ($1, $2, $3, $4)
          RETURNING id, filter_id, keyword, whole_word",
@@ -519,23 +535,6 @@ async fn owns_locked(
     .is_some())
 }
 
-/// `account`'s keyword `id` (of any of their filters).
-pub async fn keyword(
-    conn: &mut PgConnection,
-    account: Uuid,
-    id: Uuid,
-) -> Result<Option<Keyword>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT k.id, k.filter_id, k.keyword, k.whole_word
-           FROM filter_keywords k JOIN filters f ON f.id = k.filter_id
-          WHERE f.account_id = $1 AND k.id = $2",
-    )
-    .bind(account)
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-}
-
 /// Changes `account`'s keyword `id`; `None` when it is none of theirs.
 pub async fn update_keyword(
     tx: &mut PgConnection,
@@ -586,16 +585,14 @@ pub async fn add_status(
     if let Some(r) = existing {
         return Ok(Some(r));
     }
-    let count: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM filter_statuses WHERE filter_id = $1")
-            .bind(filter)
-            .fetch_one(&mut *tx)
-            .await?;
-    if count >= MAX_STATUSES {
-        return Err(invalid(format!(
-            "a filter may have at most {MAX_STATUSES} statuses"
-        )));
-    }
+    below_limit(
+        tx,
+        "SELECT count(*) FROM filter_statuses WHERE filter_id = $1",
+        filter,
+        MAX_STATUSES,
+        ("a filter", "statuses"),
+    )
+    .await?;
     let r = sqlx::query_as(
         "INSERT INTO filter_statuses (id, filter_id, status_id) VALUES ($1, $2, $3)
          RETURNING id, filter_id, status_id",
@@ -607,23 +604,6 @@ pub async fn add_status(
     .await?;
     crate::streaming::emit::filters(tx, account).await?;
     Ok(Some(r))
-}
-
-/// `account`'s status rule `id`.
-pub async fn status_rule(
-    conn: &mut PgConnection,
-    account: Uuid,
-    id: Uuid,
-) -> Result<Option<StatusRule>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT s.id, s.filter_id, s.status_id
-           FROM filter_statuses s JOIN filters f ON f.id = s.filter_id
-          WHERE f.account_id = $1 AND s.id = $2",
-    )
-    .bind(account)
-    .bind(id)
-    .fetch_optional(conn)
-    .await
 }
 
 /// A filter's rule: one of its keywords or one of its statuses.
@@ -640,6 +620,45 @@ impl Rule {
             Rule::Status => "filter_statuses",
         }
     }
+
+    /// The columns of its row ([`RuleRow`]), of the table as `r`.
+    fn columns(self) -> &'static str {
+        match self {
+            Rule::Keyword => "r.id, r.filter_id, r.keyword, r.whole_word",
+            Rule::Status => "r.id, r.filter_id, r.status_id",
+        }
+    }
+}
+
+/// The row of a rule of one kind: a [`Keyword`] or a [`StatusRule`].
+pub trait RuleRow: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin {
+    const RULE: Rule;
+}
+
+impl RuleRow for Keyword {
+    const RULE: Rule = Rule::Keyword;
+}
+
+impl RuleRow for StatusRule {
+    const RULE: Rule = Rule::Status;
+}
+
+/// `account`'s rule `id` of that kind (of any of their filters).
+pub async fn rule<R: RuleRow>(
+    conn: &mut PgConnection,
+    account: Uuid,
+    id: Uuid,
+) -> Result<Option<R>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {} FROM {} r JOIN filters f ON f.id = r.filter_id
+          WHERE f.account_id = $1 AND r.id = $2",
+        R::RULE.columns(),
+        R::RULE.table()
+    )))
+    .bind(account)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
 }
 
 /// Removes `account`'s rule `id` of that kind; `false` when it is none of theirs.

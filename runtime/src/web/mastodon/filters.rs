@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -20,7 +21,7 @@ use crate::mastodon::Empty;
 use crate::mastodon::filter::{Filter, FilterKeyword, FilterStatus, V1Filter};
 use crate::statuses::access;
 use crate::web::auth::{Needs, need};
-use crate::web::{ApiError, AppState, parse_id};
+use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -28,19 +29,21 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v2/filters/{id}", get(show).put(update).delete(remove))
         .route(
             "/api/v2/filters/{id}/keywords",
-            get(keywords).post(add_keyword),
+            get(rules::<filters::Keyword>).post(add_keyword),
         )
         .route(
             "/api/v2/filters/keywords/{id}",
-            get(show_keyword).put(update_keyword).delete(remove_keyword),
+            get(show_rule::<filters::Keyword>)
+                .put(update_keyword)
+                .delete(remove_rule::<filters::Keyword>),
         )
         .route(
             "/api/v2/filters/{id}/statuses",
-            get(statuses).post(add_status),
+            get(rules::<filters::StatusRule>).post(add_status),
         )
         .route(
             "/api/v2/filters/statuses/{id}",
-            get(show_status).delete(remove_status),
+            get(show_rule::<filters::StatusRule>).delete(remove_rule::<filters::StatusRule>),
         )
         .route("/api/v1/filters", get(v1_index).post(v1_create))
         .route(
@@ -80,8 +83,9 @@ async fn read<T>(
     run(&mut conn).await?.ok_or_else(ApiError::record_not_found)
 }
 
-fn id_of(raw: &str, what: &str) -> Result<Uuid, ApiError> {
-    parse_id(raw, what).map_err(|_| ApiError::record_not_found())
+/// The id the path names: a malformed one is the same 404 as an unknown one.
+fn id_of(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
 }
 
 /// A string field, if present and a string (forms send every value as one).
@@ -206,7 +210,7 @@ async fn index(
 }
 
 async fn own(s: &AppState, account: Uuid, raw: &str) -> Result<filters::Filter, ApiError> {
-    let id = id_of(raw, "filter")?;
+    let id = id_of(raw)?;
     read(s, async |c| Ok(filters::get(c, account, id).await?)).await
 }
 
@@ -237,7 +241,7 @@ async fn update(
     Path(id): Path<String>,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<Filter>, ApiError> {
-    let id = id_of(&id, "filter")?;
+    let id = id_of(&id)?;
     let changes = changes(&body)?;
     let f = one(&s, async |tx| {
         filters::update(tx, account.id, id, &changes).await
@@ -251,7 +255,7 @@ async fn remove(
     Needs(account, _): Needs<need::WriteFilters>,
     Path(id): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = id_of(&id, "filter")?;
+    let id = id_of(&id)?;
     one(&s, async |tx| {
         Ok(filters::delete(tx, account.id, id)
             .await?
@@ -260,22 +264,13 @@ async fn remove(
     .await
 }
 
-async fn keywords(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
-) -> Result<Json<Vec<FilterKeyword>>, ApiError> {
-    let f = own(&s, account.id, &id).await?;
-    Ok(Json(f.keywords.iter().map(FilterKeyword::from).collect()))
-}
-
 async fn add_keyword(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
     Path(id): Path<String>,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<FilterKeyword>, ApiError> {
-    let id = id_of(&id, "filter")?;
+    let id = id_of(&id)?;
     let keyword = string(&body, "keyword")?.unwrap_or_default();
     let whole_word = flag("whole_word", body.get("whole_word"))?.unwrap_or(true);
     let k = one(&s, async |tx| {
@@ -285,23 +280,13 @@ async fn add_keyword(
     Ok(Json(FilterKeyword::from(&k)))
 }
 
-async fn show_keyword(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
-) -> Result<Json<FilterKeyword>, ApiError> {
-    let id = id_of(&id, "keyword")?;
-    let k = read(&s, async |c| Ok(filters::keyword(c, account.id, id).await?)).await?;
-    Ok(Json(FilterKeyword::from(&k)))
-}
-
 async fn update_keyword(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
     Path(id): Path<String>,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<FilterKeyword>, ApiError> {
-    let id = id_of(&id, "keyword")?;
+    let id = id_of(&id)?;
     let keyword = string(&body, "keyword")?;
     let whole_word = flag("whole_word", body.get("whole_word"))?;
     let k = one(&s, async |tx| {
@@ -311,23 +296,6 @@ async fn update_keyword(
     Ok(Json(FilterKeyword::from(&k)))
 }
 
-async fn remove_keyword(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
-) -> Result<Json<Empty>, ApiError> {
-    remove_rule(&s, account.id, Rule::Keyword, id_of(&id, "keyword")?).await
-}
-
-async fn statuses(
-    State(s): State<AppState>,
-    Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
-) -> Result<Json<Vec<FilterStatus>>, ApiError> {
-    let f = own(&s, account.id, &id).await?;
-    Ok(Json(f.statuses.iter().map(FilterStatus::from).collect()))
-}
-
 /// Adds a status the account may read (one it may not is the same 404 as an unknown one).
 async fn add_status(
     State(s): State<AppState>,
@@ -335,7 +303,7 @@ async fn add_status(
     Path(id): Path<String>,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<FilterStatus>, ApiError> {
-    let id = id_of(&id, "filter")?;
+    let id = id_of(&id)?;
     let status = string(&body, "status_id")?
         .and_then(|raw| Uuid::parse_str(&raw).ok())
         .ok_or_else(ApiError::record_not_found)?;
@@ -349,35 +317,58 @@ async fn add_status(
     Ok(Json(FilterStatus::from(&r)))
 }
 
-async fn show_status(
+/// A filter's rules of one kind, its keywords or its statuses, which are listed
+/// (`/api/v2/filters/{id}/keywords`), shown and removed (`/api/v2/filters/keywords/{id}`)
+/// alike; only adding one differs.
+trait RuleKind: filters::RuleRow {
+    /// The rule as the API answers it.
+    type Entity: Serialize + for<'a> From<&'a Self>;
+    /// The filter's rules of this kind.
+    fn of(f: &filters::Filter) -> &[Self];
+}
+
+impl RuleKind for filters::Keyword {
+    type Entity = FilterKeyword;
+    fn of(f: &filters::Filter) -> &[Self] {
+        &f.keywords
+    }
+}
+
+impl RuleKind for filters::StatusRule {
+    type Entity = FilterStatus;
+    fn of(f: &filters::Filter) -> &[Self] {
+        &f.statuses
+    }
+}
+
+/// The rules of that kind of the filter the path names.
+async fn rules<R: RuleKind>(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFilters>,
     Path(id): Path<String>,
-) -> Result<Json<FilterStatus>, ApiError> {
-    let id = id_of(&id, "status filter")?;
-    let r = read(&s, async |c| {
-        Ok(filters::status_rule(c, account.id, id).await?)
-    })
-    .await?;
-    Ok(Json(FilterStatus::from(&r)))
+) -> Result<Json<Vec<R::Entity>>, ApiError> {
+    let f = own(&s, account.id, &id).await?;
+    Ok(Json(R::of(&f).iter().map(R::Entity::from).collect()))
 }
 
-async fn remove_status(
+async fn show_rule<R: RuleKind>(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadFilters>,
+    Path(id): Path<String>,
+) -> Result<Json<R::Entity>, ApiError> {
+    let id = id_of(&id)?;
+    let r: R = read(&s, async |c| Ok(filters::rule(c, account.id, id).await?)).await?;
+    Ok(Json(R::Entity::from(&r)))
+}
+
+async fn remove_rule<R: RuleKind>(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
     Path(id): Path<String>,
 ) -> Result<Json<Empty>, ApiError> {
-    remove_rule(&s, account.id, Rule::Status, id_of(&id, "status filter")?).await
-}
-
-async fn remove_rule(
-    s: &AppState,
-    account: Uuid,
-    rule: Rule,
-    id: Uuid,
-) -> Result<Json<Empty>, ApiError> {
-    one(s, async |tx| {
-        Ok(filters::delete_rule(tx, account, rule, id)
+    let id = id_of(&id)?;
+    one(&s, async |tx| {
+        Ok(filters::delete_rule(tx, account.id, R::RULE, id)
             .await?
             .then_some(Json(Empty {})))
     })
@@ -407,9 +398,9 @@ async fn v1_own(
     account: Uuid,
     raw: &str,
 ) -> Result<(filters::Filter, filters::Keyword), ApiError> {
-    let id = id_of(raw, "filter")?;
+    let id = id_of(raw)?;
     read(s, async |c| {
-        let Some(k) = filters::keyword(&mut *c, account, id).await? else {
+        let Some(k) = filters::rule::<filters::Keyword>(&mut *c, account, id).await? else {
             return Ok(None);
         };
         Ok(filters::get(c, account, k.filter_id).await?.map(|f| (f, k)))
