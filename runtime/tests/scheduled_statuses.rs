@@ -364,3 +364,75 @@ async fn a_worker_killed_mid_publish_publishes_once() {
     );
     inst.shutdown().await;
 }
+
+/// A wakeup a moment early waits again, whenever in that moment the time passes: 60 statuses
+/// due 10 to 600 ms after their wakeups are all published, once, none early. (The handler once
+/// read the clock twice, decided "early" and then, in the same breath, "not early any more",
+/// and completed the wakeup without a new one: the status was never published. `wake` itself
+/// makes such wakeups — its delay counts from a clock read after its transaction began.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wakeups_a_moment_early_still_publish() {
+    let mut inst = Instance::start("web", &[("SCHEDULED_STATUS_MIN_SECONDS", "1")]).await;
+    let (alice, alice_token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&alice_token));
+    const N: usize = 60;
+    for i in 0..N {
+        // Spread over days: at most 25 on one day (Mastodon's DAILY_LIMIT).
+        let when = at(3600 + 86_400 * (i as i64 / 20));
+        api.posted(&json!({ "status": format!("edge {i}"), "scheduled_at": when }))
+            .await;
+    }
+    inst.worker(&[]).await;
+
+    // Every row due 10·k ms from now (about the pace one worker publishes them at), every wakeup due now, announced at commit.
+    let mut tx = inst.pool.begin().await.unwrap();
+    let due: Vec<(Uuid, String, DateTime<Utc>)> = sqlx::query_as(
+        "UPDATE scheduled_statuses s
+            SET scheduled_at = clock_timestamp() + n.k * interval '10 ms'
+           FROM (SELECT id, row_number() OVER (ORDER BY id) AS k FROM scheduled_statuses) n
+          WHERE n.id = s.id
+         RETURNING s.id, s.params ->> 'text', s.scheduled_at",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(due.len(), N);
+    for (id, _, _) in &due {
+        hollo_runtime::queue::enqueue(
+            &mut *tx,
+            hollo_runtime::queue::QueueName::Task,
+            &hollo_runtime::queue::NewMessage::new(KIND, json!({ "scheduledStatusId": id }))
+                .coalesce(hollo_runtime::statuses::scheduled::wakeup_key(*id)),
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let published = eventually(WAIT, "every status is published", || async {
+        let rows: Vec<(String, DateTime<Utc>)> =
+            sqlx::query_as("SELECT content, created_at FROM statuses WHERE account_id = $1")
+                .bind(alice.id)
+                .fetch_all(&inst.pool)
+                .await
+                .unwrap();
+        (rows.len() >= N).then_some(rows)
+    })
+    .await;
+    assert_eq!(published.len(), N, "once each");
+    for (_, text, scheduled_at) in &due {
+        let (_, created) = published
+            .iter()
+            .find(|(content, _)| content == text)
+            .unwrap_or_else(|| panic!("{text} in {published:?}"));
+        assert!(
+            *created >= *scheduled_at - TimeDelta::milliseconds(1),
+            "never early: {text} at {created}, due {scheduled_at}"
+        );
+    }
+    assert_eq!(
+        inst.count("SELECT count(*) FROM scheduled_statuses").await,
+        0
+    );
+    inst.shutdown().await;
+}

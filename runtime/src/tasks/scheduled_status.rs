@@ -52,13 +52,14 @@ async fn handle(ctx: JobContext, deps: &Deps, p: Payload) -> Result<(), TaskErro
     .await?;
     let Some(row) = row else {
         // Cancelled, or published by an earlier delivery of this message.
-        return finish(&ctx, id).await;
+        return finish(&ctx, id, Then::Done).await;
     };
     if row.scheduled_at > Utc::now() {
-        return finish(&ctx, id).await;
+        return finish(&ctx, id, Then::WakeAgain).await;
     }
     let Some(author) = crate::accounts::by_id(&ctx.pool, row.account_id).await? else {
-        return finish(&ctx, id).await;
+        // The author is being deleted; the row goes with it.
+        return finish(&ctx, id, Then::Done).await;
     };
     let fed = deps.fed.as_deref();
     let mut new = row.params.to_new();
@@ -110,9 +111,19 @@ async fn handle(ctx: JobContext, deps: &Deps, p: Payload) -> Result<(), TaskErro
     Ok(())
 }
 
-/// Completes the message without publishing; re-queues the wakeup if the row is still
-/// waiting (an early wakeup: a far date reached in steps, or a time moved later).
-async fn finish(ctx: &JobContext, id: uuid::Uuid) -> Result<(), TaskError> {
+/// What a wakeup that publishes nothing leaves behind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Nothing: there is no row, or it cannot be published.
+    Done,
+    /// A new wakeup for the row's time, if the row is still there (an early wakeup: a far
+    /// date reached in steps, a time moved later, or a delay counted from a clock read after
+    /// the scheduling transaction began).
+    WakeAgain,
+}
+
+/// Completes the message without publishing, and does what `then` says.
+async fn finish(ctx: &JobContext, id: uuid::Uuid, then: Then) -> Result<(), TaskError> {
     let mut tx = ctx.pool.begin().await?;
     let at: Option<DateTime<Utc>> =
         sqlx::query_scalar("SELECT scheduled_at FROM scheduled_statuses WHERE id = $1 FOR UPDATE")
@@ -122,7 +133,10 @@ async fn finish(ctx: &JobContext, id: uuid::Uuid) -> Result<(), TaskError> {
     if !ctx.complete_in(&mut tx).await? {
         return Ok(());
     }
-    if let Some(at) = at.filter(|at| *at > Utc::now()) {
+    // The caller decided "early"; the clock is not read again here. It was, and a status
+    // whose time passed between the two reads lost its only wakeup and was never published.
+    // A time that has passed meanwhile makes a wakeup due at once.
+    if let (Then::WakeAgain, Some(at)) = (then, at) {
         scheduled::wake(&mut tx, id, at).await?;
     }
     tx.commit().await?;
