@@ -5,11 +5,12 @@
 //! image is fetched through the fetch guard —, and `category`) and
 //! `DELETE /api/v1/admin/custom_emojis/{id}`. The rules are `emojis`'.
 
-use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
+use axum::extract::{DefaultBodyLimit, Multipart, State};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::Serialize;
 
+use super::RecordId;
 use crate::emojis::{self, Emoji, EmojiError};
 use crate::mastodon::CustomEmoji;
 use crate::web::auth::Admin;
@@ -174,9 +175,8 @@ async fn copied(s: &AppState, status: &str, shortcode: &str) -> Result<Vec<u8>, 
 async fn remove(
     State(s): State<AppState>,
     _: Admin,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<crate::mastodon::Empty>, ApiError> {
-    let id = uuid::Uuid::parse_str(&raw).map_err(|_| ApiError::record_not_found())?;
     let mut tx = s.pool.begin().await?;
     let key = emojis::delete(&mut tx, id)
         .await?

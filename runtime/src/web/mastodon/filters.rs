@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::RecordId;
 use super::statuses::body::{StatusBody, flag};
 use crate::filters::{self, Action, Changes, Context, FilterError, KeywordChange, Rule};
 use crate::mastodon::Empty;
@@ -81,11 +82,6 @@ async fn read<T>(
 ) -> Result<T, ApiError> {
     let mut conn = s.pool.acquire().await?;
     run(&mut conn).await?.ok_or_else(ApiError::record_not_found)
-}
-
-/// The id the path names: a malformed one is the same 404 as an unknown one.
-fn id_of(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
 }
 
 /// A string field, if present and a string (forms send every value as one).
@@ -209,17 +205,16 @@ async fn index(
     Ok(Json(all.iter().map(Filter::full).collect()))
 }
 
-async fn own(s: &AppState, account: Uuid, raw: &str) -> Result<filters::Filter, ApiError> {
-    let id = id_of(raw)?;
+async fn own(s: &AppState, account: Uuid, id: Uuid) -> Result<filters::Filter, ApiError> {
     read(s, async |c| Ok(filters::get(c, account, id).await?)).await
 }
 
 async fn show(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Filter>, ApiError> {
-    Ok(Json(Filter::full(&own(&s, account.id, &id).await?)))
+    Ok(Json(Filter::full(&own(&s, account.id, id).await?)))
 }
 
 async fn create(
@@ -238,10 +233,9 @@ async fn create(
 async fn update(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<Filter>, ApiError> {
-    let id = id_of(&id)?;
     let changes = changes(&body)?;
     let f = one(&s, async |tx| {
         filters::update(tx, account.id, id, &changes).await
@@ -253,9 +247,8 @@ async fn update(
 async fn remove(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = id_of(&id)?;
     one(&s, async |tx| {
         Ok(filters::delete(tx, account.id, id)
             .await?
@@ -267,10 +260,9 @@ async fn remove(
 async fn add_keyword(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<FilterKeyword>, ApiError> {
-    let id = id_of(&id)?;
     let keyword = string(&body, "keyword")?.unwrap_or_default();
     let whole_word = flag("whole_word", body.get("whole_word"))?.unwrap_or(true);
     let k = one(&s, async |tx| {
@@ -283,10 +275,9 @@ async fn add_keyword(
 async fn update_keyword(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<FilterKeyword>, ApiError> {
-    let id = id_of(&id)?;
     let keyword = string(&body, "keyword")?;
     let whole_word = flag("whole_word", body.get("whole_word"))?;
     let k = one(&s, async |tx| {
@@ -300,10 +291,9 @@ async fn update_keyword(
 async fn add_status(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<FilterStatus>, ApiError> {
-    let id = id_of(&id)?;
     let status = string(&body, "status_id")?
         .and_then(|raw| Uuid::parse_str(&raw).ok())
         .ok_or_else(ApiError::record_not_found)?;
@@ -345,18 +335,17 @@ impl RuleKind for filters::StatusRule {
 async fn rules<R: RuleKind>(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Vec<R::Entity>>, ApiError> {
-    let f = own(&s, account.id, &id).await?;
+    let f = own(&s, account.id, id).await?;
     Ok(Json(R::of(&f).iter().map(R::Entity::from).collect()))
 }
 
 async fn show_rule<R: RuleKind>(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<R::Entity>, ApiError> {
-    let id = id_of(&id)?;
     let r: R = read(&s, async |c| Ok(filters::rule(c, account.id, id).await?)).await?;
     Ok(Json(R::Entity::from(&r)))
 }
@@ -364,9 +353,8 @@ async fn show_rule<R: RuleKind>(
 async fn remove_rule<R: RuleKind>(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = id_of(&id)?;
     one(&s, async |tx| {
         Ok(filters::delete_rule(tx, account.id, R::RULE, id)
             .await?
@@ -392,13 +380,12 @@ async fn v1_index(
     ))
 }
 
-/// The filter holding `account`'s keyword `raw`, and the keyword.
+/// The filter holding `account`'s keyword `id`, and the keyword.
 async fn v1_own(
     s: &AppState,
     account: Uuid,
-    raw: &str,
+    id: Uuid,
 ) -> Result<(filters::Filter, filters::Keyword), ApiError> {
-    let id = id_of(raw)?;
     read(s, async |c| {
         let Some(k) = filters::rule::<filters::Keyword>(&mut *c, account, id).await? else {
             return Ok(None);
@@ -411,9 +398,9 @@ async fn v1_own(
 async fn v1_show(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<V1Filter>, ApiError> {
-    let (f, k) = v1_own(&s, account.id, &id).await?;
+    let (f, k) = v1_own(&s, account.id, id).await?;
     Ok(Json(V1Filter::of(&f, &k)))
 }
 
@@ -457,10 +444,10 @@ async fn v1_create(
 async fn v1_update(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(body): StatusBody<Map<String, Value>>,
 ) -> Result<Json<V1Filter>, ApiError> {
-    let (f, k) = v1_own(&s, account.id, &id).await?;
+    let (f, k) = v1_own(&s, account.id, id).await?;
     let mut changes = v1_changes(&body)?;
     let touches_filter =
         changes.context.is_some() || changes.action.is_some() || changes.expires_in.is_some();
@@ -492,9 +479,9 @@ async fn v1_update(
 async fn v1_remove(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteFilters>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Empty>, ApiError> {
-    let (f, k) = v1_own(&s, account.id, &id).await?;
+    let (f, k) = v1_own(&s, account.id, id).await?;
     one(&s, async |tx| {
         if f.keywords.len() == 1 && f.statuses.is_empty() {
             filters::delete(tx, account.id, f.id).await?;

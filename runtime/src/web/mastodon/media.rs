@@ -14,20 +14,21 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 
+use super::RecordId;
 use crate::mastodon::MediaAttachment;
 use crate::media::attach::AttachError;
 use crate::media::upload::{self, Mode, Upload, UploadError};
 use crate::media::{DriveError, MediaRow};
 use crate::web::auth::{Needs, need};
 use crate::web::body::{self, BodyError};
-use crate::web::{ApiError, AppState, parse_id};
+use crate::web::{ApiError, AppState};
 
 /// Room for the multipart framing and the text fields around the files.
 const FRAMING: usize = 64 * 1024;
@@ -187,9 +188,8 @@ async fn read_form(s: &AppState, req: Request) -> Result<Upload, ApiError> {
 async fn show(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteMedia>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id, "media attachment").map_err(|_| ApiError::record_not_found())?;
     let row = upload::find_own(&s.pool, account.id, id)
         .await?
         .ok_or_else(ApiError::record_not_found)?;
@@ -238,10 +238,9 @@ fn update_fields(
 async fn update(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteMedia>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id, "media attachment").map_err(|_| ApiError::record_not_found())?;
     let (parts, body) = req.into_parts();
     let bytes = body::read_limited(
         &parts.headers,
@@ -271,9 +270,8 @@ async fn update(
 async fn destroy(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteMedia>,
-    Path(id): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id, "media attachment").map_err(|_| ApiError::record_not_found())?;
     upload::delete(&s.pool, &s.drive, account.id, id)
         .await?
         .ok_or_else(ApiError::record_not_found)?;

@@ -58,6 +58,31 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(streaming::routes())
 }
 
+/// A record's id from a request (its path, a form field): a malformed one is the same 404 as
+/// an unknown one, Mastodon's "Record not found".
+pub(crate) fn record_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
+    uuid::Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
+}
+
+/// The record id of a route with one path parameter, `/api/v1/statuses/{id}` say, as
+/// [`record_id`] reads it.
+pub struct RecordId(pub uuid::Uuid);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for RecordId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| ApiError::record_not_found())?;
+        record_id(&raw).map(RecordId)
+    }
+}
+
 /// The account a path id names, local or remote; a malformed id is the same 404 as an unknown
 /// one.
 pub(crate) async fn found(s: &AppState, raw: &str) -> Result<Found, ApiError> {

@@ -115,7 +115,7 @@ impl Selection {
     ) -> Result<Self, ApiError> {
         let from = match param(params, "account_id").filter(|v| !v.is_empty()) {
             None => None,
-            Some(v) => Some(Uuid::parse_str(v).map_err(|_| ApiError::record_not_found())?),
+            Some(v) => Some(super::record_id(v)?),
         };
         Ok(Selection {
             types: kinds(params, "types")?,

@@ -6,7 +6,7 @@
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::pagination::{Page, Paged, param, params};
 use super::statuses::body::{StatusBody, flag, text};
+use super::{RecordId, record_id};
 use crate::federation::actors::directory;
 use crate::mastodon::account;
 use crate::mastodon::report::{self as entity, AdminReport, Report};
@@ -67,13 +68,13 @@ impl CreateRequest {
         let target = text(self.account_id)
             .ok_or_else(|| ApiError::unprocessable("Validation failed: account_id is missing"))?;
         // A malformed id names no account: the same 404 as an unknown one.
-        let target = Uuid::parse_str(&target).map_err(|_| ApiError::record_not_found())?;
+        let target = record_id(&target)?;
         let status_ids = self
             .status_ids
             .unwrap_or_default()
             .iter()
             .filter(|s| !s.trim().is_empty())
-            .map(|s| Uuid::parse_str(s.trim()).map_err(|_| ApiError::record_not_found()))
+            .map(|s| record_id(s.trim()))
             .collect::<Result<Vec<_>, _>>()?;
         // This server has no rules (the instance lists none), so none can be named.
         if self.rule_ids.iter().flatten().any(|r| !r.trim().is_empty()) {
@@ -114,10 +115,6 @@ async fn create(
     Ok(Json(entity::of(&row, target)))
 }
 
-fn report_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
-}
-
 async fn admin_index(
     State(s): State<AppState>,
     _: Admin,
@@ -156,26 +153,26 @@ async fn one(s: &AppState, row: Option<reports::Report>) -> Result<Json<AdminRep
 async fn admin_show(
     State(s): State<AppState>,
     _: Admin,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<AdminReport>, ApiError> {
-    let row = reports::find(&s.pool, report_id(&raw)?).await?;
+    let row = reports::find(&s.pool, id).await?;
     one(&s, row).await
 }
 
 async fn resolve(
     State(s): State<AppState>,
     _: Admin,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<AdminReport>, ApiError> {
-    let row = reports::set_resolved(&s.pool, report_id(&raw)?, true).await?;
+    let row = reports::set_resolved(&s.pool, id, true).await?;
     one(&s, row).await
 }
 
 async fn reopen(
     State(s): State<AppState>,
     _: Admin,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<AdminReport>, ApiError> {
-    let row = reports::set_resolved(&s.pool, report_id(&raw)?, false).await?;
+    let row = reports::set_resolved(&s.pool, id, false).await?;
     one(&s, row).await
 }

@@ -6,13 +6,14 @@
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::get;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::RecordId;
 use super::pagination::{Page, Paged, params};
 use super::statuses::body::StatusBody;
 use crate::mastodon::Empty;
@@ -39,10 +40,6 @@ pub fn parse_time(raw: &str) -> Result<DateTime<Utc>, ApiError> {
                 "Validation failed: scheduled_at {raw:?} is not an ISO 8601 time"
             ))
         })
-}
-
-fn id_of(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
 }
 
 async fn one(s: &AppState, row: Scheduled) -> Result<Json<ScheduledStatus>, ApiError> {
@@ -77,9 +74,8 @@ async fn index(
 async fn show(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<ScheduledStatus>, ApiError> {
-    let id = id_of(&raw)?;
     let mut conn = s.pool.acquire().await?;
     let row = scheduled::find(&mut conn, account.id, id)
         .await?
@@ -97,10 +93,9 @@ pub struct UpdateRequest {
 async fn update(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(req): StatusBody<UpdateRequest>,
 ) -> Result<Json<ScheduledStatus>, ApiError> {
-    let id = id_of(&raw)?;
     let at = req
         .scheduled_at
         .as_deref()
@@ -121,9 +116,8 @@ async fn update(
 async fn cancel(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = id_of(&raw)?;
     if !scheduled::cancel(&s.pool, account.id, id).await? {
         return Err(ApiError::record_not_found());
     }

@@ -9,6 +9,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value};
 
+use super::RecordId;
 use super::found;
 use super::pagination::{Page, Paged, params};
 use super::statuses::body::StatusBody;
@@ -156,9 +157,8 @@ async fn feature(
 async fn unfeature(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteAccounts>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Empty>, ApiError> {
-    let id = uuid::Uuid::parse_str(&raw).map_err(|_| ApiError::record_not_found())?;
     let mut tx = s.pool.begin().await?;
     if !featured::remove(&mut tx, account.id, id).await? {
         return Err(ApiError::record_not_found());

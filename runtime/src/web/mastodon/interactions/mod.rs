@@ -10,7 +10,8 @@ use uuid::Uuid;
 use crate::accounts::Account;
 use crate::mastodon::status::{self, Status};
 use crate::statuses::interact::{self, Post};
-use crate::web::{ApiError, AppState, parse_id};
+use crate::web::mastodon::record_id;
+use crate::web::{ApiError, AppState};
 
 mod actions;
 mod lists;
@@ -32,7 +33,7 @@ async fn target(
     viewer: Option<Uuid>,
     raw: &str,
 ) -> Result<Post, ApiError> {
-    let id = parse_id(raw, "status").map_err(|_| ApiError::record_not_found())?;
+    let id = record_id(raw)?;
     interact::find(conn, viewer, id)
         .await?
         .ok_or_else(ApiError::record_not_found)

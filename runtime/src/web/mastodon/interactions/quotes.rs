@@ -20,7 +20,8 @@ use crate::quotes::local::{self, RevokeError};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
 use crate::web::mastodon::statuses::body::StatusBody;
-use crate::web::{ApiError, AppState, parse_id};
+use crate::web::mastodon::{RecordId, record_id};
+use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -41,19 +42,14 @@ impl From<RevokeError> for ApiError {
     }
 }
 
-fn id(raw: &str) -> Result<Uuid, ApiError> {
-    parse_id(raw, "status").map_err(|_| ApiError::record_not_found())
-}
-
 /// The most quotes one page shows.
 const LIMIT: i64 = 40;
 
 async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
-    Path(raw): Path<String>,
+    RecordId(status_id): RecordId,
 ) -> Result<Json<Vec<Status>>, ApiError> {
-    let status_id = id(&raw)?;
     let mut conn = s.pool.acquire().await?;
     let uri: Option<String> =
         sqlx::query_scalar("SELECT uri FROM statuses WHERE id = $1 AND account_id = $2")
@@ -81,7 +77,7 @@ async fn revoke(
     Path((raw, quoting)): Path<(String, String)>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    let (status_id, quoting) = (id(&raw)?, id(&quoting)?);
+    let (status_id, quoting) = (record_id(&raw)?, record_id(&quoting)?);
     let mut tx = s.pool.begin().await?;
     local::revoke(&mut tx, fed, &account, status_id, quoting).await?;
     tx.commit().await?;
@@ -97,10 +93,9 @@ struct PolicyBody {
 async fn set_policy(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
+    RecordId(status_id): RecordId,
     StatusBody(body): StatusBody<PolicyBody>,
 ) -> Result<Json<Status>, ApiError> {
-    let status_id = id(&raw)?;
     let asked = body.quote_approval_policy.unwrap_or_default();
     let policy = Policy::parse(asked.trim()).ok_or_else(|| {
         ApiError::unprocessable(format!(

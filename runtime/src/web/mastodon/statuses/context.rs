@@ -2,16 +2,17 @@
 //! filtered by visibility for the viewer; a remote post's replies are collected on view.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{render, status_id};
+use super::render;
 use crate::filters::Context::Thread;
 use crate::filters::active::Active;
 use crate::mastodon::Status;
 use crate::statuses::{access, context as thread};
 use crate::web::auth::{MaybeNeeds, need};
+use crate::web::mastodon::RecordId;
 use crate::web::{ApiError, AppState};
 
 /// Mastodon's `Context` entity, with the reply-collection job (if one was asked for) riding
@@ -27,9 +28,8 @@ pub struct Context {
 pub async fn context(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Context>, ApiError> {
-    let id = status_id(&raw)?;
     let viewer = viewer.map(|a| a.id);
     let filters = Active::of(&s.pool, viewer).await?;
     let mut conn = s.pool.acquire().await?;

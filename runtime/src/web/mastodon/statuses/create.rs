@@ -17,6 +17,7 @@ use crate::statuses::preferences::{self, Posting};
 use crate::statuses::scheduled;
 use crate::statuses::write::{self, NewStatus};
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::record_id;
 use crate::web::mastodon::scheduled_statuses::parse_time;
 use crate::web::polls::schedule;
 use crate::web::{ApiError, AppState, write_limits};
@@ -66,11 +67,11 @@ impl CreateRequest {
         let in_reply_to = match text(self.in_reply_to_id) {
             None => None,
             // A reply to something that cannot exist is a reply to nothing we know: 404.
-            Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| ApiError::record_not_found())?),
+            Some(id) => Some(record_id(&id)?),
         };
         let quoted = match text(self.quoted_status_id) {
             None => None,
-            Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| ApiError::record_not_found())?),
+            Some(id) => Some(record_id(&id)?),
         };
         let quote_policy = match text(self.quote_approval_policy) {
             None => None,

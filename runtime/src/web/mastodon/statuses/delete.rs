@@ -3,19 +3,19 @@
 
 use crate::mastodon::Status;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 
-use super::{status_id, visible_one};
+use super::visible_one;
 use crate::statuses::write;
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::RecordId;
 use crate::web::{ApiError, AppState};
 
 pub async fn delete(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Status>, ApiError> {
-    let id = status_id(&raw)?;
     // Rendered first (it is gone after), shown only once the deletion succeeded.
     let mut shown = visible_one(&s, Some(account.id), id).await?;
     let source = {

@@ -3,15 +3,16 @@
 //! federated as an `Update`.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::body::{StatusBody, flag, media_ids, text};
-use super::{status_id, visible_one};
+use super::visible_one;
 use crate::polls::validation::{EditStatusRequest, PollEditRequest};
 use crate::statuses::write::{self, Edit};
 use crate::web::auth::{Needs, need};
+use crate::web::mastodon::RecordId;
 use crate::web::polls::schedule;
 use crate::web::{ApiError, AppState};
 
@@ -65,10 +66,9 @@ impl EditRequest {
 pub async fn edit(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::WriteStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
     StatusBody(req): StatusBody<EditRequest>,
 ) -> Result<Json<crate::mastodon::Status>, ApiError> {
-    let id = status_id(&raw)?;
     let e = req.into_edit()?;
     let poll = write::edit(&s.pool, s.fed.as_deref(), &s.drive, &account, id, &e).await?;
     if let (Some(p), Some(_)) = (poll, e.poll_edit.expires_in) {

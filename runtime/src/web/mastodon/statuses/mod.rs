@@ -43,11 +43,6 @@ impl From<WriteError> for ApiError {
     }
 }
 
-/// A status id from the path: malformed is the same 404 as unknown.
-pub(crate) fn status_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::record_not_found())
-}
-
 /// Status entities for the `ids` that `viewer` may read (the rest are left out), with their
 /// media (R-MAPI-VIS: `mastodon::status::render` is where who may read is enforced).
 pub(crate) async fn render(

@@ -3,28 +3,27 @@
 
 use crate::mastodon::{Status, StatusEdit, StatusSource, status_edit};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 
-use super::{status_id, visible_one};
+use super::visible_one;
 use crate::statuses::write;
 use crate::web::auth::{MaybeNeeds, Needs, need};
+use crate::web::mastodon::RecordId;
 use crate::web::{ApiError, AppState};
 
 pub async fn show(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Status>, ApiError> {
-    let id = status_id(&raw)?;
     Ok(Json(visible_one(&s, viewer.map(|a| a.id), id).await?))
 }
 
 pub async fn history(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<Vec<StatusEdit>>, ApiError> {
-    let id = status_id(&raw)?;
     let current = visible_one(&s, viewer.map(|a| a.id), id).await?;
     let mut conn = s.pool.acquire().await?;
     Ok(Json(status_edit::history(&mut conn, &current).await?))
@@ -33,9 +32,8 @@ pub async fn history(
 pub async fn source(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
-    Path(raw): Path<String>,
+    RecordId(id): RecordId,
 ) -> Result<Json<StatusSource>, ApiError> {
-    let id = status_id(&raw)?;
     let mut conn = s.pool.acquire().await?;
     let (text, spoiler_text) = write::source(&mut conn, account.id, id)
         .await?
