@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use uuid::Uuid;
 
 use super::found;
-use super::pagination::{Page, Paged, param, params};
+use super::pagination::{Page, Paged, Paging, param, params};
 use super::statuses::render;
 use crate::federation::Federation;
 use crate::federation::actors::directory::{self, Found};
@@ -266,10 +266,9 @@ async fn blocks(
 async fn mutes(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadMutes>,
-    uri: Uri,
+    Paging { page, uri }: Paging<i64>,
 ) -> Result<Paged<crate::mastodon::MutedAccount>, ApiError> {
     let fed = federation(&s)?;
-    let page: Page<i64> = Page::from_params(&params(&uri))?;
     let rows: Vec<(i64, String, Option<chrono::DateTime<chrono::Utc>>)> = page
         .fetch_by_id(&s.pool, crate::mutes::LIST_SELECT, account.id)
         .await?;

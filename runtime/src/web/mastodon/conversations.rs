@@ -6,14 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::Uri;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use uuid::Uuid;
 
 use crate::statuses::hidden::Hidden;
 
-use super::pagination::{Page, Paged, params};
+use super::pagination::{Paged, Paging};
 use super::statuses::render;
 use crate::federation::actors::directory;
 use crate::mastodon::Empty;
@@ -35,9 +34,8 @@ pub fn routes() -> Router<AppState> {
 async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
-    uri: Uri,
+    Paging { page, uri }: Paging<Uuid>,
 ) -> Result<Paged<ConversationEntity>, ApiError> {
-    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let sql = conversations::page_sql(&page.clause("c.last_status_id", 2));
     let rows: Vec<Conversation> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(account.id)

@@ -8,7 +8,7 @@ use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router};
 
-use super::pagination::{Page, Paged, param, params};
+use super::pagination::{Paged, Paging, param, params};
 use super::statuses::body::StatusBody;
 use crate::federation::outbound::domain_blocks::{self, LIST_SELECT, normalize};
 use crate::mastodon::Empty;
@@ -26,9 +26,8 @@ pub fn routes() -> Router<AppState> {
 async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadBlocks>,
-    uri: Uri,
+    Paging { page, uri }: Paging<i64>,
 ) -> Result<Paged<String>, ApiError> {
-    let page: Page<i64> = Page::from_params(&params(&uri))?;
     let rows: Vec<(i64, String)> = page.fetch_by_id(&s.pool, LIST_SELECT, account.id).await?;
     let keys: Vec<String> = rows.iter().map(|(id, _)| id.to_string()).collect();
     let domains = rows.into_iter().map(|(_, d)| d).collect();

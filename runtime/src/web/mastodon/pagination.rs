@@ -8,6 +8,8 @@
 use std::str::FromStr;
 
 use axum::Json;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -34,6 +36,24 @@ pub fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.as_str())
+}
+
+/// A list request's page (`max_id`, `since_id`, `min_id`, `limit`) and its URI, which the
+/// answer's `Link` header repeats: a handler takes `Paging { page, uri }: Paging<Uuid>`.
+/// Cursors that are not of the list's key type are the 422 of [`Page::from_params`].
+pub struct Paging<K> {
+    pub page: Page<K>,
+    pub uri: Uri,
+}
+
+impl<K: FromStr + Send, S: Send + Sync> FromRequestParts<S> for Paging<K> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let uri = parts.uri.clone();
+        let page = Page::from_params(&params(&uri))?;
+        Ok(Paging { page, uri })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,14 +7,13 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::http::Uri;
 use axum::routing::get;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::RecordId;
-use super::pagination::{Page, Paged, params};
+use super::pagination::{Paged, Paging};
 use super::statuses::body::StatusBody;
 use crate::mastodon::Empty;
 use crate::mastodon::scheduled_status::{self as entity, ScheduledStatus};
@@ -54,9 +53,8 @@ async fn one(s: &AppState, row: Scheduled) -> Result<Json<ScheduledStatus>, ApiE
 async fn index(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
-    uri: Uri,
+    Paging { page, uri }: Paging<Uuid>,
 ) -> Result<Paged<ScheduledStatus>, ApiError> {
-    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let rows: Vec<Scheduled> = page
         .fetch_by_id(
             &s.pool,

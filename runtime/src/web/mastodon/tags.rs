@@ -4,14 +4,13 @@
 //! `tags::fan_out`'s; the rules are `tags`'.
 
 use axum::extract::{Path, State};
-use axum::http::Uri;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value};
 
 use super::RecordId;
 use super::found;
-use super::pagination::{Page, Paged, params};
+use super::pagination::{Paged, Paging};
 use super::statuses::body::StatusBody;
 use crate::federation::actors::directory::Found;
 use crate::mastodon::Empty;
@@ -99,9 +98,8 @@ async fn set_followed(
 async fn followed(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadFollows>,
-    uri: Uri,
+    Paging { page, uri }: Paging<i64>,
 ) -> Result<Paged<Tag>, ApiError> {
-    let page: Page<i64> = Page::from_params(&params(&uri))?;
     let rows: Vec<(i64, String)> = page
         .fetch_by_id(
             &s.pool,

@@ -13,7 +13,7 @@ use axum::http::Uri;
 use axum::routing::get;
 use uuid::Uuid;
 
-use super::pagination::{Page, Paged, param, params};
+use super::pagination::{Page, Paged, Paging, param, params};
 use super::statuses::render;
 use crate::filters::Context;
 use crate::filters::active::Active;
@@ -64,10 +64,9 @@ async fn list(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadLists>,
     Path(id): Path<String>,
-    uri: Uri,
+    Paging { page, uri }: Paging<Uuid>,
 ) -> Result<Paged<Status>, ApiError> {
     let id = crate::web::parse_id(&id, "list")?;
-    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     if !crate::lists::owned_by(&s.pool, id, account.id).await? {
         return Err(ApiError::record_not_found());
     }
@@ -79,9 +78,8 @@ async fn list(
 async fn home(
     State(s): State<AppState>,
     Needs(account, _): Needs<need::ReadStatuses>,
-    uri: Uri,
+    Paging { page, uri }: Paging<Uuid>,
 ) -> Result<Paged<Status>, ApiError> {
-    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let hidden = Hidden::of(&s.pool, s.site().urls, Some(account.id)).await?;
     let ids = feed_page(&s, "home_feed", "account_id", account.id, &hidden, &page).await?;
     statuses_page(&s, Some(account.id), Context::Home, page.finish(ids), &uri).await

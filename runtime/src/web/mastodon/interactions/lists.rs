@@ -18,7 +18,7 @@ use crate::web::activitypub::federation;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::mastodon::accounts::render_rows;
 use crate::web::mastodon::pagination::BindPage;
-use crate::web::mastodon::pagination::{Page, Paged, params};
+use crate::web::mastodon::pagination::{Page, Paged, Paging, params};
 use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -107,10 +107,9 @@ async fn favourited_by(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadAccounts>,
     Path(raw): Path<String>,
-    uri: Uri,
+    Paging { page, uri }: Paging<i64>,
 ) -> Result<Paged<crate::mastodon::Account>, ApiError> {
     let fed = federation(&s)?;
-    let page: Page<i64> = Page::from_params(&params(&uri))?;
     let post = {
         let mut conn = s.pool.acquire().await?;
         target(&mut conn, viewer.map(|a| a.id), &raw).await?
@@ -142,10 +141,9 @@ async fn reblogged_by(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadAccounts>,
     Path(raw): Path<String>,
-    uri: Uri,
+    Paging { page, uri }: Paging<Uuid>,
 ) -> Result<Paged<crate::mastodon::Account>, ApiError> {
     let fed = federation(&s)?;
-    let page: Page<Uuid> = Page::from_params(&params(&uri))?;
     let viewer = viewer.map(|a| a.id);
     let post = {
         let mut conn = s.pool.acquire().await?;
