@@ -726,7 +726,7 @@ fn start_consumers(config: &Config, w: Wiring<'_>) -> Result<Vec<tokio::task::Jo
             let wake = Arc::new(Notify::new());
             // Woken only by the kinds it runs: an inbox backlog must not make the deliveries'
             // consumer claim (and scan that backlog) once per enqueued activity.
-            let kinds = consumer.kinds().map(|k| k.name.to_string()).collect();
+            let kinds = consumer.kinds().map(|k| k.spec.name.to_string()).collect();
             w.subs.wake_for(queue.channel(), kinds, wake.clone());
             handles.push(tokio::spawn(consumer.run(
                 wake,

@@ -72,12 +72,12 @@ impl Consumer {
             .registry
             .lanes_of(this.queue)
             .into_iter()
-            .filter(|l| this.kinds().any(|k| k.lane == Some(l.name)))
+            .filter(|l| this.kinds().any(|k| k.spec.lane == Some(l.name)))
             .collect();
         let free_kinds: Vec<String> = this
             .kinds()
-            .filter(|k| k.lane.is_none())
-            .map(|k| k.name.to_string())
+            .filter(|k| k.spec.lane.is_none())
+            .map(|k| k.spec.name.to_string())
             .collect();
         let lane_kinds: HashMap<&'static str, Vec<String>> = lanes
             .iter()
@@ -85,8 +85,8 @@ impl Consumer {
                 (
                     l.name,
                     this.kinds()
-                        .filter(|k| k.lane == Some(l.name))
-                        .map(|k| k.name.to_string())
+                        .filter(|k| k.spec.lane == Some(l.name))
+                        .map(|k| k.spec.name.to_string())
                         .collect(),
                 )
             })
@@ -149,7 +149,7 @@ impl Consumer {
                                 forget(&held, msg.id);
                                 continue;
                             };
-                            let (id, name, lane) = (msg.id, run.kind.name, run.kind.lane);
+                            let (id, name, lane) = (msg.id, run.kind.spec.name, run.kind.spec.lane);
                             let handler = this.clone().execute(
                                 msg,
                                 run,
@@ -276,9 +276,9 @@ impl Consumer {
         let kind = self.registry.get(name)?;
         let run = Arc::new(KindRun {
             kind: kind.clone(),
-            metrics: self.metrics.of_kind(self.queue.as_str(), kind.name),
+            metrics: self.metrics.of_kind(self.queue.as_str(), kind.spec.name),
         });
-        runs.insert(kind.name, run.clone());
+        runs.insert(kind.spec.name, run.clone());
         Some(run)
     }
 
@@ -307,13 +307,14 @@ impl Consumer {
             self.node,
             abort,
         );
-        let outcome = match tokio::time::timeout(kind.timeout, (kind.handler)(ctx.clone())).await {
-            Ok(r) => r,
-            Err(_) => Err(TaskError::Transient(format!(
-                "timed out after {} s",
-                kind.timeout.as_secs()
-            ))),
-        };
+        let outcome =
+            match tokio::time::timeout(kind.spec.timeout, (kind.handler)(ctx.clone())).await {
+                Ok(r) => r,
+                Err(_) => Err(TaskError::Transient(format!(
+                    "timed out after {} s",
+                    kind.spec.timeout.as_secs()
+                ))),
+            };
         metrics.in_flight.dec();
         let finish = match outcome {
             Ok(()) => {
@@ -332,7 +333,7 @@ impl Consumer {
             }
             Err(TaskError::Transient(e)) => {
                 let failures = (msg.attempts + 1).max(1) as u32;
-                match kind.retry.next_delay(failures, rand::random::<f64>()) {
+                match kind.spec.retry.next_delay(failures, rand::random::<f64>()) {
                     Some(delay) => {
                         tracing::info!(queue = self.queue.as_str(), kind = %msg.kind, id = %msg.id, attempt = failures,
                             retry_in_ms = delay.as_millis() as u64, error = %e, "message failed; will retry");

@@ -147,14 +147,10 @@ impl JobContext {
 pub type HandlerFn =
     Arc<dyn Fn(JobContext) -> BoxFuture<'static, Result<(), TaskError>> + Send + Sync>;
 
+/// A registered kind: its static facts and the handler that runs its messages.
 #[derive(Clone)]
 pub struct TaskKind {
-    pub name: &'static str,
-    pub queue: QueueName,
-    pub retry: RetryPolicy,
-    pub timeout: Duration,
-    pub lane: Option<&'static str>,
-    pub slot_pool: Option<&'static str>,
+    pub spec: KindSpec,
     pub handler: HandlerFn,
 }
 
@@ -218,18 +214,7 @@ impl Registry {
                 handler(ctx, payload).await
             })
         });
-        self.kinds.insert(
-            spec.name,
-            TaskKind {
-                name: spec.name,
-                queue: spec.queue,
-                retry: spec.retry,
-                timeout: spec.timeout,
-                lane: spec.lane,
-                slot_pool: spec.slot_pool,
-                handler: f,
-            },
-        );
+        self.kinds.insert(spec.name, TaskKind { spec, handler: f });
     }
 
     pub fn get(&self, name: &str) -> Option<&TaskKind> {
@@ -237,7 +222,7 @@ impl Registry {
     }
 
     pub fn kinds_of(&self, queue: QueueName) -> impl Iterator<Item = &TaskKind> {
-        self.kinds.values().filter(move |k| k.queue == queue)
+        self.kinds.values().filter(move |k| k.spec.queue == queue)
     }
 
     /// The kinds one consumer runs: those of `queue` in `slot_pool` (`None`: the queue's own
@@ -252,10 +237,10 @@ impl Registry {
     }
 
     fn slot_pool_of(&self, kind: &TaskKind) -> Option<&SlotPool> {
-        let name = kind.slot_pool?;
+        let name = kind.spec.slot_pool?;
         self.slot_pools
             .iter()
-            .find(|p| p.name == name && p.queue == kind.queue)
+            .find(|p| p.name == name && p.queue == kind.spec.queue)
     }
 
     /// The slot pools declared on `queue` (each gets a consumer of its own).
