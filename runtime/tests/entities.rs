@@ -2,9 +2,9 @@
 //! byte-compatible where clients depend on it — a snapshot test of each entity"). One scene
 //! builds every shape — a local status with media, mention, tag, spoiler and language; a
 //! reply; a poll; a direct message; a boost; a remote note with an attachment, a mention and
-//! a hashtag; local and remote accounts; the credential account; a relationship; every
-//! notification kind we send — and each answer is compared, after naming its volatile parts
-//! (ids, times, ports), with `tests/snapshots/<name>.json`.
+//! a hashtag; local and remote accounts; the credential account; a relationship; a report and
+//! the admin's view of it; every notification kind we send — and each answer is compared,
+//! after naming its volatile parts (ids, times, ports), with `tests/snapshots/<name>.json`.
 //!
 //! `UPDATE_SNAPSHOTS=1 cargo test --test entities` rewrites the files; review the diff.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
@@ -23,6 +23,7 @@ use support::node::Instance;
 use support::peer::Peer;
 
 const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+const ADMIN: &str = "entities-admin-token-0123456789";
 
 /// Volatile parts of an answer, named: known ids and origins by what they are, any other UUID
 /// as `<uuid>`, and times (keys ending in `_at`) as `<time>`.
@@ -132,7 +133,7 @@ async fn ok(api: &Client, method: Method, path: &str, body: &Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_entity_keeps_its_shape() {
     let dir = support::files::temp_dir("hollo-entities");
-    let inst = Instance::on_disk(&dir, &[]).await;
+    let inst = Instance::on_disk(&dir, &[("ADMIN_TOKEN", ADMIN)]).await;
     let peer = Peer::start().await;
     let [(alice, _, alice_api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
     let mut names = Names::new();
@@ -283,8 +284,26 @@ async fn every_entity_keeps_its_shape() {
     let peer_id = id(&remote_status["account"]);
     names.name(&peer_id, "peer_account");
 
+    // bob reports alice's post: the reporter's entity, and the admin's view of it.
+    let report = ok(
+        &bob_api,
+        Method::POST,
+        "/api/v1/reports",
+        &json!({ "account_id": alice.id.to_string(), "status_ids": [post_id],
+                 "comment": "too much cake", "category": "other" }),
+    )
+    .await;
+    let report_id = id(&report);
+    names.name(&report_id, "report");
+    let admin_report = Client::new(&inst, Some(ADMIN))
+        .get(&format!("/api/v1/admin/reports/{report_id}"))
+        .await
+        .body;
+
     let answers: Vec<(&str, Value)> = vec![
         ("media_attachment", media),
+        ("report", report),
+        ("admin_report", admin_report),
         (
             "status_local_as_booster",
             bob_api

@@ -15,8 +15,9 @@ use super::{Site, Urls};
 use crate::federation::actors::directory::{self, Found, RemoteAccount};
 use crate::reports::Report as Row;
 
+/// What the reporter's and the admin's entities both say of a report, in Mastodon's order.
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub struct ReportCore {
     pub id: String,
     pub action_taken: bool,
     pub action_taken_at: Option<DateTime<Utc>>,
@@ -24,6 +25,26 @@ pub struct Report {
     pub comment: String,
     pub forwarded: bool,
     pub created_at: DateTime<Utc>,
+}
+
+impl From<&Row> for ReportCore {
+    fn from(row: &Row) -> Self {
+        ReportCore {
+            id: row.id.to_string(),
+            action_taken: row.action_taken_at.is_some(),
+            action_taken_at: row.action_taken_at,
+            category: row.category.clone(),
+            comment: row.comment.clone(),
+            forwarded: row.forwarded,
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub core: ReportCore,
     pub status_ids: Option<Vec<String>>,
     pub rule_ids: Option<Vec<String>>,
     pub target_account: Account,
@@ -43,13 +64,8 @@ pub struct AdminAccount {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct AdminReport {
-    pub id: String,
-    pub action_taken: bool,
-    pub action_taken_at: Option<DateTime<Utc>>,
-    pub category: String,
-    pub comment: String,
-    pub forwarded: bool,
-    pub created_at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub core: ReportCore,
     pub updated_at: DateTime<Utc>,
     /// The reporter: a local account, or the remote actor whose `Flag` it was.
     pub account: AdminAccount,
@@ -63,13 +79,7 @@ pub struct AdminReport {
 /// The reporter's entity of a report it made about `target`.
 pub fn of(row: &Row, target: Account) -> Report {
     Report {
-        id: row.id.to_string(),
-        action_taken: row.action_taken_at.is_some(),
-        action_taken_at: row.action_taken_at,
-        category: row.category.clone(),
-        comment: row.comment.clone(),
-        forwarded: row.forwarded,
-        created_at: row.created_at,
+        core: row.into(),
         status_ids: (!row.status_ids.is_empty())
             .then(|| row.status_ids.iter().map(Uuid::to_string).collect()),
         rule_ids: None,
@@ -180,13 +190,7 @@ pub async fn admin(
         let viewer = row.account_id.or(Some(row.target_account_id));
         let statuses = status::render(&mut conn, site, viewer, &row.status_ids).await?;
         out.push(AdminReport {
-            id: row.id.to_string(),
-            action_taken: row.action_taken_at.is_some(),
-            action_taken_at: row.action_taken_at,
-            category: row.category.clone(),
-            comment: row.comment.clone(),
-            forwarded: row.forwarded,
-            created_at: row.created_at,
+            core: row.into(),
             updated_at: row.updated_at,
             account: people.reporter(site.urls, row),
             target_account: people.target(site.urls, row),
