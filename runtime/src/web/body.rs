@@ -57,6 +57,21 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 
 /// The whole body, at most `limit` bytes, within `deadline`. A declared length over the limit
 /// is refused before a byte is read.
+/// The body's media type as sent, lower-cased (media types are case-insensitive, RFC 9110
+/// §8.3.1); empty when there is none or it is not text.
+pub fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
+/// Whether the body is a `media` (`multipart/form-data`, …), whatever its parameters.
+pub fn is_content_type(headers: &HeaderMap, media: &str) -> bool {
+    content_type(headers).starts_with(media)
+}
+
 pub async fn read_limited(
     headers: &HeaderMap,
     body: Body,
@@ -139,6 +154,20 @@ impl<T: RequestBody> FromRequest<AppState> for ApiJson<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn media_types_match_whatever_their_case_and_parameters() {
+        let mut h = HeaderMap::new();
+        assert_eq!(content_type(&h), "");
+        assert!(!is_content_type(&h, "application/json"));
+        h.insert(
+            header::CONTENT_TYPE,
+            "Multipart/Form-Data; boundary=XyZ".parse().unwrap(),
+        );
+        assert_eq!(content_type(&h), "multipart/form-data; boundary=xyz");
+        assert!(is_content_type(&h, "multipart/form-data"));
+        assert!(!is_content_type(&h, "application/x-www-form-urlencoded"));
+    }
 
     #[test]
     fn nul_escapes_are_found_and_escaped_backslashes_are_not() {

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::body::is_content_type;
 use super::{ApiError, AppState};
 
 /// Longest request target (path and query) accepted.
@@ -80,17 +81,11 @@ pub async fn guard(req: Request, next: Next) -> Response {
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
+    is_content_type(headers, "application/json")
 }
 
 fn is_html(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/html"))
+    is_content_type(headers, "text/html")
 }
 
 /// Gives an error response that is not JSON the `{"error": …}` shape, keeping its status and

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::auth::{Admin, Needs, need};
-use super::body::{ApiJson, BodyError, RequestBody};
+use super::body::{self, ApiJson, BodyError, RequestBody};
 use super::{ApiError, AppState, parse_id};
 use crate::accounts::Account;
 use crate::tasks::cleanups;
@@ -82,12 +82,7 @@ async fn read_upload(s: &AppState, req: Request) -> Result<Vec<u8>, ApiError> {
 }
 
 async fn read_upload_stream(s: &AppState, req: Request, max: usize) -> Result<Vec<u8>, ApiError> {
-    let multipart = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
-    if multipart {
+    if body::is_content_type(req.headers(), "multipart/form-data") {
         let mut form = Multipart::from_request(req, s).await.map_err(|e| {
             ApiError::new(StatusCode::BAD_REQUEST, format!("bad multipart body: {e}"))
         })?;

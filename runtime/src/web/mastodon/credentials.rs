@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::routing::{delete, get, patch};
 use axum::{Json, Router};
 use serde_json::Value;
@@ -28,7 +28,7 @@ use crate::media::profile_images::{self, ImagesUpdate, Slot};
 use crate::statuses::preferences::{self, PostingUpdate};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
-use crate::web::body::{BodyError, JSON_MAX_BYTES, parse_json, read_limited};
+use crate::web::body::{BodyError, JSON_MAX_BYTES, content_type, parse_json, read_limited};
 use crate::web::{ApiError, AppState};
 
 /// Room for the multipart framing and the text fields around the two images.
@@ -134,12 +134,7 @@ async fn update_credentials(
 ) -> Result<Json<CredentialAccount>, ApiError> {
     let fed = federation(&s)?;
     let (parts, body) = req.into_parts();
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let content_type = content_type(&parts.headers);
     let mut files = Vec::new();
     let mut update = if content_type.starts_with("multipart/form-data") {
         // Streamed, each file bounded as it arrives (the JSON limit is far too small for them).

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -126,12 +126,7 @@ async fn create(
 /// The multipart form, each file bounded by `MEDIA_MAX_BYTES` (past it: 422 at once, the rest
 /// unread), text fields by [`MAX_TEXT_FIELD`].
 async fn read_form(s: &AppState, req: Request) -> Result<Upload, ApiError> {
-    let is_multipart = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"));
-    if !is_multipart {
+    if !body::is_content_type(req.headers(), "multipart/form-data") {
         return Err(ApiError::unprocessable(
             "Validation failed: the upload must be a multipart/form-data form with a `file`",
         ));
@@ -249,13 +244,7 @@ async fn update(
         s.http.body_timeout,
     )
     .await?;
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json")
-        .to_ascii_lowercase();
-    let (description, focus) = update_fields(&content_type, &bytes)?;
+    let (description, focus) = update_fields(&body::content_type(&parts.headers), &bytes)?;
     let description = match description {
         Some(d) => Some(upload::check_description(d)?),
         None => None,

@@ -4,10 +4,9 @@
 //! so a missing parameter is the endpoint's own RFC 6749 error.
 
 use axum::extract::{FromRequest, Request};
-use axum::http::header;
 use serde::de::DeserializeOwned;
 
-use crate::web::body::{BodyError, JSON_MAX_BYTES, json_has_nul, read_limited};
+use crate::web::body::{BodyError, JSON_MAX_BYTES, is_content_type, json_has_nul, read_limited};
 use crate::web::{ApiError, AppState};
 
 pub struct FormOrJson<T>(pub T);
@@ -17,11 +16,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormOrJson<T> {
 
     async fn from_request(req: Request, s: &AppState) -> Result<Self, ApiError> {
         let (parts, body) = req.into_parts();
-        let form = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        let form = is_content_type(&parts.headers, "application/x-www-form-urlencoded");
         let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout)
             .await
             .map_err(ApiError::from)?;

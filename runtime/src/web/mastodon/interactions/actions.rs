@@ -6,7 +6,7 @@
 //! the activity it sends) → commit → render.
 
 use axum::extract::{Path, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Extension, Json, Router};
 
@@ -17,7 +17,7 @@ use crate::statuses::preferences;
 use crate::statuses::{Visibility, conversation_mutes, pins};
 use crate::web::activitypub::federation;
 use crate::web::auth::{Need, Needs, need};
-use crate::web::body::{JSON_MAX_BYTES, parse_json, read_limited};
+use crate::web::body::{JSON_MAX_BYTES, is_content_type, parse_json, read_limited};
 use crate::web::mastodon::pagination::{param, params};
 use crate::web::{ApiError, AppState};
 
@@ -165,11 +165,7 @@ async fn asked_visibility(s: &AppState, req: Request) -> Result<Option<Visibilit
     let mut asked = param(&params(&parts.uri), "visibility").map(str::to_string);
     let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
     if !bytes.is_empty() {
-        let json = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| t.to_ascii_lowercase().starts_with("application/json"));
+        let json = is_content_type(&parts.headers, "application/json");
         let from_body = if json {
             parse_json::<serde_json::Value>(&bytes, StatusCode::UNPROCESSABLE_ENTITY)?
                 .get("visibility")

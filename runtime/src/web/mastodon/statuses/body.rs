@@ -4,11 +4,11 @@
 //! struct serves all three. Wrong shapes are 422, malformed JSON 400, as the polls API was.
 
 use axum::extract::{FromRequest, Request};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::web::body::{BodyError, JSON_MAX_BYTES, parse_json, read_limited};
+use crate::web::body::{BodyError, JSON_MAX_BYTES, content_type, parse_json, read_limited};
 use crate::web::{ApiError, AppState};
 
 /// A status request body of any of the three encodings, decoded into `T`.
@@ -19,12 +19,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for StatusBody<T> {
 
     async fn from_request(req: Request, s: &AppState) -> Result<Self, ApiError> {
         let (parts, body) = req.into_parts();
-        let content_type = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+        let content_type = content_type(&parts.headers);
         let bytes = read_limited(&parts.headers, body, JSON_MAX_BYTES, s.http.body_timeout).await?;
         let value = if content_type.starts_with("application/x-www-form-urlencoded") {
             from_pairs(url::form_urlencoded::parse(&bytes).into_owned().collect())?
