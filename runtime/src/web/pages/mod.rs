@@ -51,6 +51,7 @@ pub fn routes() -> Router<AppState> {
 const TEMPLATES: &[(&str, &str)] = &[
     ("layout.html", include_str!("templates/layout.html")),
     ("post_item.html", include_str!("templates/post_item.html")),
+    ("posts.html", include_str!("templates/posts.html")),
     ("profile.html", include_str!("templates/profile.html")),
     ("post.html", include_str!("templates/post.html")),
     ("tag.html", include_str!("templates/tag.html")),
