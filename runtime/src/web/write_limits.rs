@@ -70,35 +70,30 @@ pub async fn take(
         ),
     };
     // The bucket's level now (what was left plus the refill since, capped), less one when
-    // that leaves at least nothing; otherwise the row is left alone and nothing is returned.
-    let taken: Option<f64> = sqlx::query_scalar(
-        "INSERT INTO write_limits AS w (account_id, action, tokens, updated_at)
-         VALUES ($1, $2, $3 - 1, now())
-         ON CONFLICT (account_id, action) DO UPDATE
-            SET tokens = LEAST($3, w.tokens + $4 * extract(epoch FROM now() - w.updated_at)::float8) - 1,
-                updated_at = now()
-          WHERE LEAST($3, w.tokens + $4 * extract(epoch FROM now() - w.updated_at)::float8) >= 1
-         RETURNING tokens",
+    // that leaves at least nothing; otherwise the row is left alone and the level is
+    // returned instead, from the statement's snapshot (one round trip either way).
+    let (taken, level): (Option<f64>, Option<f64>) = sqlx::query_as(
+        "WITH taken AS (
+             INSERT INTO write_limits AS w (account_id, action, tokens, updated_at)
+             VALUES ($1, $2, $3 - 1, now())
+             ON CONFLICT (account_id, action) DO UPDATE
+                SET tokens = LEAST($3, w.tokens + $4 * extract(epoch FROM now() - w.updated_at)::float8) - 1,
+                    updated_at = now()
+              WHERE LEAST($3, w.tokens + $4 * extract(epoch FROM now() - w.updated_at)::float8) >= 1
+             RETURNING tokens)
+         SELECT (SELECT tokens FROM taken),
+                (SELECT LEAST($3, tokens + $4 * extract(epoch FROM now() - updated_at)::float8)
+                   FROM write_limits WHERE account_id = $1 AND action = $2)",
     )
     .bind(account)
     .bind(action.name())
     .bind(capacity)
     .bind(per_second)
-    .fetch_optional(pool)
+    .fetch_one(pool)
     .await?;
     if taken.is_some() {
         return Ok(Ok(()));
     }
-    let level: Option<f64> = sqlx::query_scalar(
-        "SELECT LEAST($3, tokens + $4 * extract(epoch FROM now() - updated_at)::float8)
-           FROM write_limits WHERE account_id = $1 AND action = $2",
-    )
-    .bind(account)
-    .bind(action.name())
-    .bind(capacity)
-    .bind(per_second)
-    .fetch_optional(pool)
-    .await?;
     let missing = 1.0 - level.unwrap_or(0.0);
     let wait = (missing.max(0.0) / per_second).ceil().max(1.0);
     Ok(Err(Limited {
