@@ -208,6 +208,25 @@ pub async fn block(
     Ok(Outcome::applied("block stored"))
 }
 
+/// Deletes the row of `table` (`followers` or `follow_requests`) that the incoming actor's
+/// Follow `follow_id` made; whether there was one.
+async fn forget_follow(
+    tx: &mut PgConnection,
+    table: &'static str,
+    inc: &Incoming,
+    follow_id: &str,
+) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM {table} WHERE actor_iri = $1 AND follow_activity_id = $2"
+    )))
+    .bind(&inc.actor)
+    .bind(follow_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    Ok(n > 0)
+}
+
 /// `Undo` by its actor: a follow (waiting or accepted), else a like or boost.
 pub async fn undo(
     tx: &mut PgConnection,
@@ -216,26 +235,13 @@ pub async fn undo(
     undone: &Object,
 ) -> Result<Outcome, sqlx::Error> {
     // A Follow still waiting on a locked account is withdrawn.
-    let n =
-        sqlx::query("DELETE FROM follow_requests WHERE actor_iri = $1 AND follow_activity_id = $2")
-            .bind(&inc.actor)
-            .bind(&undone.id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-    if n > 0 {
+    if forget_follow(tx, "follow_requests", inc, &undone.id).await? {
         notify::withdraw(tx, Kind::FollowRequest, &undone.id).await?;
         return Ok(Outcome::applied("follow request withdrawn"));
     }
     // An Undo names its activity by id; Mastodon embeds it, others may not (then we look
     // the id up among the relationships and interactions it could be).
-    let n = sqlx::query("DELETE FROM followers WHERE actor_iri = $1 AND follow_activity_id = $2")
-        .bind(&inc.actor)
-        .bind(&undone.id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    if n > 0 {
+    if forget_follow(tx, "followers", inc, &undone.id).await? {
         return Ok(Outcome::applied("follower removed"));
     }
     if undone.kind() == Some("Follow") {
