@@ -286,18 +286,28 @@ fn consent_page(s: &AppState, headers: &HeaderMap, c: &Checked, account: &Accoun
     with_csrf(page, s, headers, &csrf, new)
 }
 
+/// This browser's signed-in account (if any) and the checked request: what both the
+/// authorization page and its consent form start from.
+async fn signed_in_and_checked(
+    s: &AppState,
+    headers: &HeaderMap,
+    p: &AuthorizeParams,
+) -> Result<(Option<Account>, Checked), Response> {
+    let account = session::current(&s.pool, headers)
+        .await
+        .map_err(|e| db_error(s, e))?;
+    let c = check(s, p, account.is_some()).await?;
+    Ok((account, c))
+}
+
 /// `GET /oauth/authorize`.
 pub async fn show(
     State(s): State<AppState>,
     headers: HeaderMap,
     Query(p): Query<AuthorizeParams>,
 ) -> Response {
-    let account = match session::current(&s.pool, &headers).await {
-        Ok(a) => a,
-        Err(e) => return db_error(&s, e),
-    };
-    let c = match check(&s, &p, account.is_some()).await {
-        Ok(c) => c,
+    let (account, c) = match signed_in_and_checked(&s, &headers, &p).await {
+        Ok(found) => found,
         Err(resp) => return resp,
     };
     let force = given(&p.force_login).is_some_and(|v| v == "true" || v == "1");
@@ -426,24 +436,24 @@ pub async fn sign_in(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(a)| a.ip());
     let address = throttle::client_address(s.behind_proxy, &headers, peer);
+    // The sign-in page again, saying why, and when to retry where that is known.
+    let again = |status: StatusCode, why: &str, retry_after: Option<u64>| {
+        let mut resp = sign_in_page(&s, &headers, status, Some(&c.app), &p, &username, Some(why));
+        if let Some(seconds) = retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        resp
+    };
     // A place among the node's password checks first: when they are all taken, the attempt
     // is refused at once, before it is counted or its account read (R-API; the app
     // check above is one indexed read).
     let Ok(ticket) = s.hashing.admit() else {
-        let mut resp = sign_in_page(
-            &s,
-            &headers,
+        return again(
             StatusCode::SERVICE_UNAVAILABLE,
-            Some(&c.app),
-            &p,
-            &username,
-            Some("Too many sign-ins at once. Try again in a moment."),
+            "Too many sign-ins at once. Try again in a moment.",
+            Some(crate::passwords::BUSY_RETRY_SECONDS),
         );
-        resp.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(crate::passwords::BUSY_RETRY_SECONDS),
-        );
-        return resp;
     };
     // The attempt is counted before the password is checked, so parallel guesses cannot
     // all pass the limit (R-API).
@@ -456,18 +466,7 @@ pub async fn sign_in(
                 "Too many failed sign-ins. Try again in {minutes} minute{}.",
                 if minutes == 1 { "" } else { "s" }
             );
-            let mut resp = sign_in_page(
-                &s,
-                &headers,
-                StatusCode::TOO_MANY_REQUESTS,
-                Some(&c.app),
-                &p,
-                &username,
-                Some(&msg),
-            );
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
-            return resp;
+            return again(StatusCode::TOO_MANY_REQUESTS, &msg, Some(wait));
         }
     };
     let account =
@@ -480,14 +479,10 @@ pub async fn sign_in(
     };
     let Some(account) = account else {
         // The reservation is the failure: nothing more to record.
-        return sign_in_page(
-            &s,
-            &headers,
+        return again(
             StatusCode::UNAUTHORIZED,
-            Some(&c.app),
-            &p,
-            &username,
-            Some("Wrong username or password."),
+            "Wrong username or password.",
+            None,
         );
     };
     let started = async {
@@ -539,12 +534,8 @@ pub async fn decide(
         code_challenge_method: f.code_challenge_method,
         force_login: None,
     };
-    let account = match session::current(&s.pool, &headers).await {
-        Ok(a) => a,
-        Err(e) => return db_error(&s, e),
-    };
-    let c = match check(&s, &p, account.is_some()).await {
-        Ok(c) => c,
+    let (account, c) = match signed_in_and_checked(&s, &headers, &p).await {
+        Ok(found) => found,
         Err(resp) => return resp,
     };
     let Some(account) = account else {
