@@ -68,6 +68,11 @@ struct Args {
     /// `synchronous_commit` for every connection (benchmark durable settings unless told).
     #[arg(long, default_value = "on")]
     synchronous_commit: String,
+    /// Due messages of another kind, which no worker here runs, inserted before the run: the
+    /// backlog one consumer leaves for another on a shared table (deliveries behind a flood
+    /// of inbox activities, or the other way round). Each claim has to get past it.
+    #[arg(long, default_value_t = 0)]
+    backlog: u64,
     /// Database to use; default: a throwaway database on the local PostgreSQL under target/.
     #[arg(long, env = "BENCH_DATABASE_URL")]
     database_url: Option<String>,
@@ -77,6 +82,8 @@ struct Args {
 }
 
 const KIND: &str = "hollo.bench.v1";
+/// The kind of `--backlog`: registered by no worker of the run.
+const OTHER_KIND: &str = "hollo.bench-other.v1";
 const QUEUE: QueueName = QueueName::Activity;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -354,22 +361,19 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
     let setup = connect(url, 2, &args.synchronous_commit).await?;
     db::migrate(&setup).await?;
     let body = serde_json::json!({});
+    // The backlog first: older, so it is due before every message of the run.
+    enqueue_bulk(&setup, OTHER_KIND, args.backlog, &body).await?;
+    let backlog_due: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT coalesce(max(due), 'epoch') FROM {}",
+            QUEUE.table()
+        )))
+        .fetch_one(&setup)
+        .await?;
     if let Mode::Drain = args.mode {
-        let t = Instant::now();
-        let mut n = 0;
-        while n < args.jobs {
-            let batch: Vec<NewMessage> = (n..(n + 5000).min(args.jobs))
-                .map(|_| NewMessage::new(KIND, body.clone()))
-                .collect();
-            n += batch.len() as u64;
-            enqueue_many(&setup, QUEUE, &batch).await?;
-        }
-        eprintln!(
-            "enqueued {} in {:.2} s ({:.0}/s, bulk)",
-            args.jobs,
-            t.elapsed().as_secs_f64(),
-            args.jobs as f64 / t.elapsed().as_secs_f64()
-        );
+        enqueue_bulk(&setup, KIND, args.jobs, &body).await?;
+    }
+    if args.backlog > 0 || matches!(args.mode, Mode::Drain) {
         // A fair start: the table as a worker would find it after autovacuum.
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "VACUUM ANALYZE {}",
@@ -426,14 +430,17 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
         w.stdin.flush().await?;
     }
     // One index probe, not count(*): a seq scan of the whole queue every few ms would take a
-    // sizeable share of a 2-vCPU machine away from the workers being measured.
+    // sizeable share of a 2-vCPU machine away from the workers being measured. The probe
+    // starts past the backlog (every message of the run is due after it, and claims only
+    // move `due` later), so it never walks the backlog either.
     let any_sql = format!(
-        "SELECT EXISTS (SELECT 1 FROM {} ORDER BY due LIMIT 1)",
+        "SELECT EXISTS (SELECT 1 FROM {} WHERE due > $1 ORDER BY due LIMIT 1)",
         QUEUE.table()
     );
     let wait_empty = || async {
         loop {
             let any: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(any_sql.clone()))
+                .bind(backlog_due)
                 .fetch_one(&setup)
                 .await?;
             if !any {
@@ -524,7 +531,8 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
     };
     eprintln!("handler runs: {} (≥ jobs: at-least-once)", lat.len());
     println!(
-        "mode={mode} jobs={total} workers={} concurrency={} handler_ms={} synchronous_commit={} elapsed_s={:.3} jobs_s={:.0} latency_ms_p50={:.2} latency_ms_p99={:.2} latency_ms_max={:.2} wal_bytes_per_job={:.0} worker_cpu_us_per_job={:.1} pg_cpu_us_per_job={} peak_rss_kb={} worker_peak_rss_kb={}",
+        "mode={mode} jobs={total} backlog={} workers={} concurrency={} handler_ms={} synchronous_commit={} elapsed_s={:.3} jobs_s={:.0} latency_ms_p50={:.2} latency_ms_p99={:.2} latency_ms_max={:.2} wal_bytes_per_job={:.0} worker_cpu_us_per_job={:.1} pg_cpu_us_per_job={} peak_rss_kb={} worker_peak_rss_kb={}",
+        args.backlog,
         args.workers,
         args.concurrency,
         args.handler_ms,
@@ -560,6 +568,32 @@ fn with_database(admin: &str, db: &str) -> String {
         }
         _ => format!("{base}/{db}{query}"),
     }
+}
+
+/// Enqueues `n` messages of `kind` in batches of 5 000.
+async fn enqueue_bulk(
+    pool: &PgPool,
+    kind: &'static str,
+    n: u64,
+    body: &serde_json::Value,
+) -> Result<()> {
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let batch: Vec<NewMessage> = (done..(done + 5000).min(n))
+            .map(|_| NewMessage::new(kind, body.clone()))
+            .collect();
+        done += batch.len() as u64;
+        enqueue_many(pool, QUEUE, &batch).await?;
+    }
+    if n > 0 {
+        eprintln!(
+            "enqueued {n} {kind} in {:.2} s ({:.0}/s, bulk)",
+            t.elapsed().as_secs_f64(),
+            n as f64 / t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 async fn drop_database(admin: &str, name: &str) -> Result<()> {
