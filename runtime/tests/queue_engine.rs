@@ -1093,3 +1093,150 @@ async fn a_wake_up_reaches_only_the_consumers_of_its_kind() {
     stop.cancel();
     let _ = listening.await;
 }
+
+/// Every scan of the message table in `plan` (EXPLAIN's JSON), as (index, rows read past).
+fn table_scans(plan: &serde_json::Value, table: &str, out: &mut Vec<(String, u64)>) {
+    if plan["Relation Name"] == table {
+        out.push((
+            plan["Index Name"].as_str().unwrap_or("(none)").to_string(),
+            plan["Rows Removed by Filter"].as_u64().unwrap_or(0),
+        ));
+    }
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        table_scans(child, table, out);
+    }
+}
+
+/// R-Q-3: deliveries have slots of their own, so the activity table holds rows one consumer
+/// leaves for the other. A claim reads its own kinds only: with 3 000 due messages of another
+/// kind ahead of them, it gets its own messages, oldest first across its kinds, and its scans
+/// read no row of the other kind (they walked all 3 000 when the activity table had only its
+/// `due` index: `hollo-bench --backlog` in the README).
+#[tokio::test]
+async fn a_claim_reads_only_its_own_kinds_however_many_others_are_due() {
+    let db = fresh_db().await;
+    let queue = QueueName::Activity;
+    let body = serde_json::json!({});
+    let others: Vec<NewMessage> = (0..3000)
+        .map(|_| NewMessage::new("hollo.inbox.v1", body.clone()))
+        .collect();
+    enqueue_many(&db.pool, queue, &others).await.unwrap();
+    for kind in ["hollo.deliver.v1", "hollo.probe-activity.v1"] {
+        let mine: Vec<NewMessage> = (0..5)
+            .map(|_| NewMessage::new(kind, body.clone()))
+            .collect();
+        enqueue_many(&db.pool, queue, &mine).await.unwrap();
+    }
+    sqlx::query(sqlx::AssertSqlSafe(format!("ANALYZE {}", queue.table())))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let branch = ClaimBranch {
+        kinds: vec!["hollo.probe-activity.v1".into(), "hollo.deliver.v1".into()],
+        limit: 7,
+    };
+
+    // The plan, run for real and rolled back.
+    let sql = claim::statement(queue, 7, &[&branch]).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let plan: serde_json::Value = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) {sql}"
+    )))
+    .bind(7i64)
+    .bind(Uuid::new_v4())
+    .bind(30.0f64)
+    .bind(Vec::<Uuid>::new())
+    .bind(Vec::<i32>::new())
+    .bind(7i64)
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    tx.rollback().await.unwrap();
+    let mut scans = Vec::new();
+    table_scans(&plan[0]["Plan"], queue.table(), &mut scans);
+    // The claim's scans (the others are the primary-key lookups of the update and of the
+    // completions).
+    let claims: Vec<&str> = scans
+        .iter()
+        .map(|(index, _)| index.as_str())
+        .filter(|index| index.ends_with("_due"))
+        .collect();
+    assert_eq!(
+        claims, ["hollo_activity_message_v1_kind_due"; 2],
+        "one (kind, due) scan per kind: {scans:?}\n{plan:#}"
+    );
+    assert!(
+        scans.iter().all(|(_, past)| *past == 0),
+        "rows of another kind read: {scans:?}\n{plan:#}"
+    );
+
+    // The claim itself: 7 of its 10, the 5 deliveries (enqueued first) then 2 probes.
+    let got = claim::claim(
+        &db.pool,
+        queue,
+        Uuid::new_v4(),
+        Duration::from_secs(30),
+        7,
+        &[branch],
+    )
+    .await
+    .unwrap();
+    let kinds: Vec<&str> = got.iter().map(|m| m.kind.as_str()).collect();
+    assert_eq!(kinds.len(), 7, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "hollo.deliver.v1").count(),
+        5,
+        "oldest first across the branch's kinds: {kinds:?}"
+    );
+}
+
+/// A branch of many kinds shares one scan (`kind IN (…)`) and still claims only those kinds;
+/// a kind name that could not stand in SQL as a literal is refused before anything runs.
+#[tokio::test]
+async fn many_kinds_share_a_scan_and_odd_kind_names_are_refused() {
+    let db = fresh_db().await;
+    let queue = QueueName::Task;
+    let body = serde_json::json!({});
+    let kinds: Vec<String> = (0..6).map(|i| format!("hollo.test-{i}.v1")).collect();
+    let mut batch: Vec<NewMessage> = Vec::new();
+    for _ in 0..3 {
+        batch.extend(
+            ["hollo.test-0.v1", "hollo.test-5.v1", "hollo.elsewhere.v1"]
+                .map(|k| NewMessage::new(k, body.clone())),
+        );
+    }
+    enqueue_many(&db.pool, queue, &batch).await.unwrap();
+    let node = Uuid::new_v4();
+    let lease = Duration::from_secs(30);
+    let branch = ClaimBranch { kinds, limit: 10 };
+    let got = claim::claim(&db.pool, queue, node, lease, 10, &[branch])
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 6);
+    assert!(
+        got.iter().all(|m| m.kind != "hollo.elsewhere.v1"),
+        "{got:?}"
+    );
+
+    for bad in ["x'; DROP TABLE accounts; --", "a b", "", "kind\\"] {
+        let branch = ClaimBranch {
+            kinds: vec![bad.to_string()],
+            limit: 1,
+        };
+        let err = claim::claim(&db.pool, queue, node, lease, 1, &[branch])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, sqlx::Error::InvalidArgument(m) if m.contains("kind name")),
+            "{bad:?}: {err}"
+        );
+    }
+    let left: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM {} WHERE lease_owner IS NULL",
+        queue.table()
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(left, 3, "only the unclaimed other kind is left");
+}

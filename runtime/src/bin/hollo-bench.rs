@@ -4,7 +4,8 @@
 //! Modes: `drain` pre-inserts `--jobs` no-op messages and times how fast `--workers` worker
 //! *processes* (each with `--concurrency` slots) empty the queue; `steady` enqueues at `--rate`
 //! per second for `--seconds` while they work, which is where enqueue-to-start latency means
-//! something. Workers are this binary re-executed in a hidden child mode, so each has its own
+//! something. `--backlog N` puts N due messages of a kind no worker takes ahead of them (the
+//! rows one consumer leaves for another on a shared table). Workers are this binary re-executed in a hidden child mode, so each has its own
 //! address space and its peak RSS (VmHWM) is what a real worker process of the engine would
 //! use. The last line is machine-readable.
 //!
@@ -363,13 +364,11 @@ async fn run_parent(args: &Args, url: &str) -> Result<()> {
     let body = serde_json::json!({});
     // The backlog first: older, so it is due before every message of the run.
     enqueue_bulk(&setup, OTHER_KIND, args.backlog, &body).await?;
-    let backlog_due: chrono::DateTime<chrono::Utc> =
-        sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT coalesce(max(due), 'epoch') FROM {}",
-            QUEUE.table()
-        )))
-        .fetch_one(&setup)
-        .await?;
+    let backlog_due: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(sqlx::AssertSqlSafe(
+        format!("SELECT coalesce(max(due), 'epoch') FROM {}", QUEUE.table()),
+    ))
+    .fetch_one(&setup)
+    .await?;
     if let Mode::Drain = args.mode {
         enqueue_bulk(&setup, KIND, args.jobs, &body).await?;
     }

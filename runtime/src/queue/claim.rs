@@ -59,49 +59,7 @@ pub async fn claim_and_complete<'c>(
         }
         return Ok(Vec::new());
     }
-    let t = queue.table();
-    // Parameters: $1 total, $2 node, $3 lease seconds, $4/$5 finished ids and claims, then
-    // (kinds, limit) per branch. Each branch is its own CTE: PostgreSQL refuses FOR UPDATE
-    // directly under UNION. The `done` CTE runs whether or not it is read (PostgreSQL always
-    // executes data-modifying CTEs); it touches only rows leased to us, which the branches
-    // (due rows only) see only when a lease ran out before its completion was written: then
-    // `pick` leaves the row out, so the completion wins and the row is not modified twice.
-    let mut ctes = vec![format!(
-        "done AS (DELETE FROM {t} d USING unnest($4::uuid[], $5::int[]) AS f(id, claims)
-                   WHERE {} RETURNING d.id)",
-        fence("d", "f.id", "f.claims", "$2")
-    )];
-    let mut union = Vec::with_capacity(branches.len());
-    for (i, b) in branches.iter().enumerate() {
-        let kinds = 6 + 2 * i;
-        let limit = kinds + 1;
-        // The row-locking scan's LIMIT is a literal (see `scan_limit`): with a literal,
-        // PostgreSQL's estimates for the cached generic plan match the custom ones and it
-        // stops re-planning this statement after five runs, which was half the server time of
-        // a small claim. A parameter LIMIT makes the generic plan look costlier, so every run
-        // was planned anew. The branch's exact limit is applied on top.
-        let scan = scan_limit(b.limit.min(total));
-        ctes.push(format!(
-            "b{i} AS (SELECT id, due FROM {t} WHERE due <= now()
-                        AND kind = ANY(${kinds}::text[])
-                      ORDER BY due LIMIT {scan} FOR UPDATE SKIP LOCKED)"
-        ));
-        union.push(format!(
-            "(SELECT id, due FROM b{i} ORDER BY due LIMIT ${limit})"
-        ));
-    }
-    let sql = format!(
-        "WITH {}, pick AS (SELECT id FROM ({}) cand WHERE id NOT IN (SELECT id FROM done)
-                   ORDER BY due LIMIT $1)
-         UPDATE {t} m
-            SET lease_owner = $2, claims = m.claims + 1,
-                due = now() + $3 * interval '1 second',
-                delay = (now() + $3 * interval '1 second') - m.created
-           FROM pick WHERE m.id = pick.id
-         RETURNING m.id, m.kind, m.message -> 'data', m.attempts, m.claims, m.created, m.ready_at",
-        ctes.join(", "),
-        union.join(" UNION ALL ")
-    );
+    let sql = statement(queue, total, &branches)?;
     let mut q = sqlx::query_as::<
         _,
         (
@@ -120,7 +78,7 @@ pub async fn claim_and_complete<'c>(
     .bind(done.iter().map(|d| d.0).collect::<Vec<Uuid>>())
     .bind(done.iter().map(|d| d.1).collect::<Vec<i32>>());
     for b in &branches {
-        q = q.bind(&b.kinds).bind(b.limit.min(total) as i64);
+        q = q.bind(b.limit.min(total) as i64);
     }
     let rows = q.fetch_all(db).await?;
     Ok(rows
@@ -140,13 +98,108 @@ pub async fn claim_and_complete<'c>(
         .collect())
 }
 
-/// The LIMIT literal of a claim branch's row-locking scan for a branch of `limit` messages.
-/// Exact up to [`EXACT_SCAN_LIMIT`] (a worker's slot counts: 10 activity, 4 task slots by
-/// default), so a connection caches at most that many variants of a branch's statement;
-/// above it rounded up to a power of two, which keeps the variants few. Rows locked beyond
-/// the limit are wasted work: each lock is a tuple header write and a WAL record, and the
-/// other workers' `SKIP LOCKED` scans step over them. Rounding 10 free slots up to 16 locked
-/// 60 % more rows than a claim could take.
+/// The statement [`claim_and_complete`] runs for these (non-empty) branches. Parameters: $1
+/// `total` (bigint), $2 the node (uuid), $3 the lease in seconds (float8), $4/$5 the finished
+/// ids (uuid[]) and their claims (int[]), then each branch's limit (bigint). Public so that a
+/// test (or an operator) can EXPLAIN it.
+pub fn statement(
+    queue: QueueName,
+    total: usize,
+    branches: &[&ClaimBranch],
+) -> Result<String, sqlx::Error> {
+    if let Some(bad) = branches
+        .iter()
+        .flat_map(|b| &b.kinds)
+        .find(|k| !is_plain_kind(k))
+    {
+        return Err(sqlx::Error::InvalidArgument(format!(
+            "kind name {bad:?}: a claim names kinds in its SQL, so only letters, digits, \
+             '.', '_', ':' and '-' are allowed"
+        )));
+    }
+    let t = queue.table();
+    // Each scan is its own CTE: PostgreSQL refuses FOR UPDATE
+    // directly under UNION. The `done` CTE runs whether or not it is read (PostgreSQL always
+    // executes data-modifying CTEs); it touches only rows leased to us, which the branches
+    // (due rows only) see only when a lease ran out before its completion was written: then
+    // `pick` leaves the row out, so the completion wins and the row is not modified twice.
+    let mut ctes = vec![format!(
+        "done AS (DELETE FROM {t} d USING unnest($4::uuid[], $5::int[]) AS f(id, claims)
+                   WHERE {} RETURNING d.id)",
+        fence("d", "f.id", "f.claims", "$2")
+    )];
+    let mut union = Vec::with_capacity(branches.len());
+    for (i, b) in branches.iter().enumerate() {
+        let limit = 6 + i;
+        // The row-locking scan's LIMIT is a literal (see `scan_limit`): with a literal,
+        // PostgreSQL's estimates for the cached generic plan match the custom ones and it
+        // stops re-planning this statement after five runs, which was half the server time of
+        // a small claim. A parameter LIMIT makes the generic plan look costlier, so every run
+        // was planned anew. The branch's exact limit is applied on top.
+        let scan = scan_limit(b.limit.min(total));
+        let scans: Vec<String> = kind_filters(&b.kinds)
+            .into_iter()
+            .enumerate()
+            .map(|(j, filter)| {
+                ctes.push(format!(
+                    "b{i}_{j} AS (SELECT id, due FROM {t} WHERE due <= now() AND {filter}
+                              ORDER BY due LIMIT {scan} FOR UPDATE SKIP LOCKED)"
+                ));
+                format!("SELECT id, due FROM b{i}_{j}")
+            })
+            .collect();
+        union.push(format!(
+            "(SELECT id, due FROM ({}) b ORDER BY due LIMIT ${limit})",
+            scans.join(" UNION ALL ")
+        ));
+    }
+    Ok(format!(
+        "WITH {}, pick AS (SELECT id FROM ({}) cand WHERE id NOT IN (SELECT id FROM done)
+                   ORDER BY due LIMIT $1)
+         UPDATE {t} m
+            SET lease_owner = $2, claims = m.claims + 1,
+                due = now() + $3 * interval '1 second',
+                delay = (now() + $3 * interval '1 second') - m.created
+           FROM pick WHERE m.id = pick.id
+         RETURNING m.id, m.kind, m.message -> 'data', m.attempts, m.claims, m.created, m.ready_at",
+        ctes.join(", "),
+        union.join(" UNION ALL ")
+    ))
+}
+
+/// The kind filters of one branch, each the condition of a scan of its own. Up to
+/// [`SCANS_PER_BRANCH`] kinds, one scan per kind, `kind = '…'`: it reads the `(kind, due)`
+/// index in `due` order and never sees another kind's rows, however many are due (deliveries
+/// behind 200 000 due inbox activities, or the other way round). More kinds share one scan,
+/// `kind IN (…)`. The kinds are literals, not parameters, so that the plan PostgreSQL caches
+/// is made from each kind's own statistics: with a parameter, a generic plan assumes every
+/// kind is equally common and reads `due` alone, filtering — the walk this avoids.
+fn kind_filters(kinds: &[String]) -> Vec<String> {
+    let literal = |k: &String| format!("'{k}'");
+    if kinds.len() <= SCANS_PER_BRANCH {
+        kinds
+            .iter()
+            .map(|k| format!("kind = {}", literal(k)))
+            .collect()
+    } else {
+        let list: Vec<String> = kinds.iter().map(literal).collect();
+        vec![format!("kind IN ({})", list.join(", "))]
+    }
+}
+
+/// One scan per kind up to this many kinds in a branch (each scan locks up to the branch's
+/// limit, and a statement of many CTEs costs planning time).
+const SCANS_PER_BRANCH: usize = 4;
+
+/// Whether `kind` may stand in SQL as a literal as it is: registered kind names are constants
+/// like `hollo.deliver.v1`, and nothing else reaches a claim.
+fn is_plain_kind(kind: &str) -> bool {
+    !kind.is_empty()
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+}
+
 fn scan_limit(limit: usize) -> usize {
     if limit <= EXACT_SCAN_LIMIT {
         limit
