@@ -200,3 +200,71 @@ async fn the_previous_binary_runs_on_the_next_pre_schema_only() {
     assert!(!status.success(), "{}", w.logs());
     assert!(w.logs().contains("post-deploy migration"), "{}", w.logs());
 }
+
+/// Whether `index` exists and is valid (readable by plans).
+async fn index_valid(pool: &PgPool, index: &str) -> Option<bool> {
+    sqlx::query_scalar(
+        "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+          WHERE c.relname = $1",
+    )
+    .bind(index)
+    .fetch_optional(pool)
+    .await
+    .unwrap()
+}
+
+/// R-OP-MIG: a `CREATE INDEX CONCURRENTLY` migration that is interrupted leaves an invalid
+/// index, and the migration's `IF NOT EXISTS` would accept it on the retry. Here the build is
+/// stopped by a lock timeout while a writer's transaction is open (as an evicted Job's would
+/// be stopped); the next migrate rebuilds it, and claims read it again.
+#[tokio::test]
+async fn an_interrupted_concurrent_index_build_is_rebuilt_by_the_next_migrate() {
+    let db = fresh_db_with(true).await;
+    let index = "hollo_activity_message_v1_kind_due";
+    assert!(db::CONCURRENT_INDEXES.contains(&index));
+    assert_eq!(index_valid(&db.pool, index).await, Some(true));
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP INDEX {index}")))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+
+    // A writer's open transaction: the concurrent build waits for it, and gives up.
+    let mut writer = db.pool.begin().await.unwrap();
+    sqlx::query("INSERT INTO hollo_activity_message_v1 (id, message, kind) VALUES ($1, '{}', 'x')")
+        .bind(uuid::Uuid::new_v4())
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    let mut builder = db.pool.acquire().await.unwrap();
+    sqlx::query("SET lock_timeout = '300ms'")
+        .execute(&mut *builder)
+        .await
+        .unwrap();
+    let build = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON hollo_activity_message_v1 (kind, due)"
+    )))
+    .execute(&mut *builder)
+    .await;
+    assert!(build.is_err(), "the build had to wait for the writer");
+    sqlx::query("RESET lock_timeout")
+        .execute(&mut *builder)
+        .await
+        .unwrap();
+    drop(builder);
+    writer.rollback().await.unwrap();
+    assert_eq!(
+        index_valid(&db.pool, index).await,
+        Some(false),
+        "the interrupted build left an invalid index"
+    );
+
+    db::migrate_pre(&db.pool).await.unwrap();
+    assert_eq!(index_valid(&db.pool, index).await, Some(true));
+    // Still the index the migration builds.
+    let def: String = sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE indexname = $1")
+        .bind(index)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(def.ends_with("USING btree (kind, due)"), "{def}");
+}

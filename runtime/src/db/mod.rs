@@ -241,7 +241,39 @@ pub async fn migrate_pre(pool: &PgPool) -> Result<i64> {
         .run(pool)
         .await
         .context("applying pre-deploy migrations")?;
+    rebuild_invalid_indexes(pool).await?;
     schema_version(pool).await
+}
+
+/// The indexes migrations build `CONCURRENTLY` (on tables too busy to lock). A build that is
+/// interrupted — the migration Job's pod evicted, a lock timeout, a deadlock with a second
+/// migrator waiting on the migrations' advisory lock — leaves its index in the catalog,
+/// marked invalid: PostgreSQL keeps it up to date but never reads it. The migration was not
+/// recorded, so it runs again, and its `IF NOT EXISTS` then finds that index and stops.
+pub const CONCURRENT_INDEXES: &[&str] = &["hollo_activity_message_v1_kind_due"];
+
+/// Rebuilds each of [`CONCURRENT_INDEXES`] that an interrupted build left invalid, again
+/// without blocking writes (`REINDEX … CONCURRENTLY`).
+async fn rebuild_invalid_indexes(pool: &PgPool) -> Result<()> {
+    let invalid: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+          WHERE NOT i.indisvalid AND c.relname = ANY($1) AND pg_table_is_visible(c.oid)",
+    )
+    .bind(CONCURRENT_INDEXES)
+    .fetch_all(pool)
+    .await
+    .context("looking for invalid indexes")?;
+    for name in invalid {
+        tracing::warn!(index = %name, "an interrupted concurrent build left this index invalid; rebuilding it");
+        // `name` is one of CONCURRENT_INDEXES, constants of this module.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "REINDEX INDEX CONCURRENTLY {name}"
+        )))
+        .execute(pool)
+        .await
+        .with_context(|| format!("rebuilding the invalid index {name}"))?;
+    }
+    Ok(())
 }
 
 /// Applies the pending post-deploy migrations (`hollo migrate --post`), once no old pod is
