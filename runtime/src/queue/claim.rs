@@ -80,6 +80,9 @@ pub async fn claim_and_complete<'c>(
     for b in &branches {
         q = q.bind(b.limit.min(total) as i64);
     }
+    for b in branches.iter().filter(|b| shares_a_scan(b)) {
+        q = q.bind(&b.kinds);
+    }
     let rows = q.fetch_all(db).await?;
     Ok(rows
         .into_iter()
@@ -100,8 +103,9 @@ pub async fn claim_and_complete<'c>(
 
 /// The statement [`claim_and_complete`] runs for these (non-empty) branches. Parameters: $1
 /// `total` (bigint), $2 the node (uuid), $3 the lease in seconds (float8), $4/$5 the finished
-/// ids (uuid[]) and their claims (int[]), then each branch's limit (bigint). Public so that a
-/// test (or an operator) can EXPLAIN it.
+/// ids (uuid[]) and their claims (int[]), then each branch's limit (bigint), then the kinds
+/// (text[]) of each branch of more than [`SCANS_PER_BRANCH`] kinds. Public so that a test (or
+/// an operator) can EXPLAIN it.
 pub fn statement(
     queue: QueueName,
     total: usize,
@@ -129,6 +133,7 @@ pub fn statement(
         fence("d", "f.id", "f.claims", "$2")
     )];
     let mut union = Vec::with_capacity(branches.len());
+    let mut kinds_param = 6 + branches.len();
     for (i, b) in branches.iter().enumerate() {
         let limit = 6 + i;
         // The row-locking scan's LIMIT is a literal (see `scan_limit`): with a literal,
@@ -137,7 +142,13 @@ pub fn statement(
         // a small claim. A parameter LIMIT makes the generic plan look costlier, so every run
         // was planned anew. The branch's exact limit is applied on top.
         let scan = scan_limit(b.limit.min(total));
-        let scans: Vec<String> = kind_filters(&b.kinds)
+        let filters = if shares_a_scan(b) {
+            kinds_param += 1;
+            vec![format!("kind = ANY(${}::text[])", kinds_param - 1)]
+        } else {
+            b.kinds.iter().map(|k| format!("kind = '{k}'")).collect()
+        };
+        let scans: Vec<String> = filters
             .into_iter()
             .enumerate()
             .map(|(j, filter)| {
@@ -167,24 +178,18 @@ pub fn statement(
     ))
 }
 
-/// The kind filters of one branch, each the condition of a scan of its own. Up to
-/// [`SCANS_PER_BRANCH`] kinds, one scan per kind, `kind = '…'`: it reads the `(kind, due)`
-/// index in `due` order and never sees another kind's rows, however many are due (deliveries
-/// behind 200 000 due inbox activities, or the other way round). More kinds share one scan,
-/// `kind IN (…)`. The kinds are literals, not parameters, so that the plan PostgreSQL caches
-/// is made from each kind's own statistics: with a parameter, a generic plan assumes every
-/// kind is equally common and reads `due` alone, filtering — the walk this avoids.
-fn kind_filters(kinds: &[String]) -> Vec<String> {
-    let literal = |k: &String| format!("'{k}'");
-    if kinds.len() <= SCANS_PER_BRANCH {
-        kinds
-            .iter()
-            .map(|k| format!("kind = {}", literal(k)))
-            .collect()
-    } else {
-        let list: Vec<String> = kinds.iter().map(literal).collect();
-        vec![format!("kind IN ({})", list.join(", "))]
-    }
+/// Whether a branch's kinds share one scan, `kind = ANY($n)`. Up to [`SCANS_PER_BRANCH`] kinds,
+/// each has a scan of its own, `kind = '…'`: it reads the `(kind, due)` index in `due` order
+/// and never sees another kind's rows, however many are due (deliveries behind 200 000 due
+/// inbox activities, or the other way round). Those kinds are literals, not parameters, so
+/// that the plan PostgreSQL caches is made from each kind's own statistics: with a parameter,
+/// a generic plan assumes every kind is equally common and reads `due` alone, filtering — the
+/// walk this avoids. A branch of more kinds (the task queue's general slots: every task kind
+/// but the lanes') keeps one parameterized scan: it takes most of what is due anyway, so
+/// reading `due` in order is right for it, and a cached plan that does not depend on each
+/// kind's statistics cannot flip to sorting a whole backlog when they are stale.
+fn shares_a_scan(branch: &ClaimBranch) -> bool {
+    branch.kinds.len() > SCANS_PER_BRANCH
 }
 
 /// One scan per kind up to this many kinds in a branch (each scan locks up to the branch's
