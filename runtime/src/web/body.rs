@@ -55,8 +55,6 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The whole body, at most `limit` bytes, within `deadline`. A declared length over the limit
-/// is refused before a byte is read.
 /// The body's media type as sent, lower-cased (media types are case-insensitive, RFC 9110
 /// §8.3.1); empty when there is none or it is not text.
 pub fn content_type(headers: &HeaderMap) -> String {
@@ -72,6 +70,8 @@ pub fn is_content_type(headers: &HeaderMap, media: &str) -> bool {
     content_type(headers).starts_with(media)
 }
 
+/// The whole body, at most `limit` bytes, within `deadline`. A declared length over the limit
+/// is refused before a byte is read.
 pub async fn read_limited(
     headers: &HeaderMap,
     body: Body,
