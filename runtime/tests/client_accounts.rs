@@ -12,12 +12,13 @@ use hollo_runtime::polls::{MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_ST
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Answer, Client, WAIT, assert_error, peer_follows, peer_follows_accepted, received,
-    token_with_scopes, users,
+    Answer, Client, WAIT, assert_error, follow, follow_each_other, peer_follows,
+    peer_follows_accepted, received, token_with_scopes, users,
 };
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
+use uuid::Uuid;
 
 /// An `all` node: the web API and the queues consumed (deliveries, inbox processing).
 async fn instance() -> Instance {
@@ -1168,4 +1169,126 @@ async fn accounts_search_completes_mentions_by_prefix_address_and_following() {
         "the stored remote account by prefix"
     );
     inst.shutdown().await;
+}
+
+/// R-MAPI-2: `GET /api/v1/accounts/familiar_followers` — of each account named, its followers
+/// whom the caller follows, the most recently followed first: of a local account all of them
+/// (local followers and remote ones), of a remote account the local accounts following it.
+/// Unknown and malformed ids are left out, a repeated one answered once; `read:follows` is
+/// needed and at most 80 accounts are asked about at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn familiar_followers_are_the_followers_one_follows() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let [
+        (alice, _, alice_api),
+        (bob, _, bob_api),
+        (carol, _, carol_api),
+        (dave, _, _),
+        (_, _, erin_api),
+    ] = users(&inst, ["alice", "bob", "carol", "dave", "erin"]).await;
+    let [bob_id, carol_id, dave_id] = [&bob, &carol, &dave].map(|a| a.id.to_string());
+    // Alice and bob follow the peer's person, which follows them back.
+    let (peer_id, _) = follow_each_other(&inst, &alice_api, &peer, "alice").await;
+    follow_each_other(&inst, &bob_api, &peer, "bob").await;
+    // Dave's followers: bob, carol, erin and the peer. Alice follows bob and carol, not erin.
+    for api in [&bob_api, &carol_api, &erin_api] {
+        follow(api, &dave_id).await;
+    }
+    peer_follows(&inst, &peer, "dave").await;
+    follow(&alice_api, &bob_id).await;
+    follow(&alice_api, &carol_id).await;
+
+    let names = |v: &Value| -> Vec<String> {
+        v["accounts"]
+            .as_array()
+            .expect("accounts")
+            .iter()
+            .map(|a| a["acct"].as_str().expect("acct").to_string())
+            .collect()
+    };
+    let path = format!(
+        "/api/v1/accounts/familiar_followers?id[]={dave_id}&id[]={peer_id}&id[]=nope&id[]={}&id[]={dave_id}&id[]={bob_id}",
+        Uuid::now_v7()
+    );
+    let peer_acct = peer.handle();
+    let body = eventually(WAIT, "the peer's follow of dave is stored", || async {
+        let a = alice_api.get(&path).await.assert_ok();
+        (names(&a.body[0]).len() == 3).then_some(a.body)
+    })
+    .await;
+    let entries = body.as_array().expect("a list");
+    assert_eq!(entries.len(), 3, "{body}");
+    assert_eq!(entries[0]["id"], dave_id.as_str());
+    assert_eq!(names(&entries[0]), ["carol", "bob", peer_acct.as_str()]);
+    // The peer's followers here: bob follows it, carol does not.
+    assert_eq!(entries[1]["id"], peer_id.as_str());
+    assert_eq!(names(&entries[1]), ["bob"]);
+    // Bob's followers: alice herself and the peer; alice follows the peer.
+    assert_eq!(entries[2]["id"], bob_id.as_str());
+    assert_eq!(names(&entries[2]), [peer_acct.as_str()]);
+    assert_eq!(entries[2]["accounts"][0]["id"], peer_id.as_str());
+
+    // Someone who follows none of them has no familiar followers.
+    let erins = erin_api.get(&path).await.assert_ok();
+    assert!(
+        erins
+            .body
+            .as_array()
+            .expect("a list")
+            .iter()
+            .all(|e| names(e).is_empty()),
+        "{}",
+        erins.body
+    );
+
+    let no_scope = token_with_scopes(&inst, alice.id, "read:accounts").await;
+    let a = Client::bearer(&inst, &no_scope).get(&path).await;
+    assert_error(&a, 403, "without read:follows");
+    let many = (0..81)
+        .map(|_| format!("id[]={}", Uuid::now_v7()))
+        .collect::<Vec<_>>()
+        .join("&");
+    let a = alice_api
+        .get(&format!("/api/v1/accounts/familiar_followers?{many}"))
+        .await;
+    assert_error(&a, 422, "81 ids");
+}
+
+/// Mastodon 4.3's `GET /api/v1/accounts?id[]=…`: local accounts and stored remote actors in
+/// the order asked, each once; unknown and malformed ids are left out; more than 80 is a 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn several_accounts_at_once() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let [(_, _, alice_api), (bob, _, _)] = users(&inst, ["alice", "bob"]).await;
+    let peer_id = resolve_peer(&alice_api, &peer, "peer").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let bob_id = bob.id.to_string();
+    let path = format!(
+        "/api/v1/accounts?id[]={peer_id}&id[]=x&id[]={bob_id}&id[]={}&id[]={peer_id}",
+        Uuid::now_v7()
+    );
+    let a = alice_api.get(&path).await.assert_ok();
+    let got: Vec<&str> = a
+        .body
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|v| v["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(got, [peer_id.as_str(), bob_id.as_str()], "{}", a.body);
+    assert_eq!(a.body[1]["username"], "bob");
+    assert_eq!(a.body[0]["acct"], peer.handle().as_str());
+    let many = (0..81)
+        .map(|_| format!("id[]={}", Uuid::now_v7()))
+        .collect::<Vec<_>>()
+        .join("&");
+    assert_error(
+        &alice_api.get(&format!("/api/v1/accounts?{many}")).await,
+        422,
+        "81 ids",
+    );
 }

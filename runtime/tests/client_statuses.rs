@@ -452,3 +452,57 @@ async fn followers_receive_creates_updates_and_deletes_addressed_by_visibility()
     let _ = std::fs::remove_dir_all(&dir);
     inst.shutdown().await;
 }
+
+/// Mastodon 4.3's `GET /api/v1/statuses?id[]=…`: the statuses the reader may read, in the
+/// order asked, each once; a followers-only post of someone the reader does not follow, a
+/// direct message to someone else, an unknown and a malformed id are left out (R-MAPI-VIS),
+/// for an account and anonymously alike; more than 80 ids is a 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn several_statuses_at_once_only_those_the_reader_may_read() {
+    let inst = Instance::start("all", &[]).await;
+    let [(_, _, alice_api), (_, _, bob_api), (carol, _, _)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
+    let public = id(&alice_api.posted(&json!({"status": "for all"})).await);
+    let private = id(&alice_api
+        .posted(&json!({"status": "followers", "visibility": "private"}))
+        .await);
+    let direct = id(&alice_api
+        .posted(&json!({"status": "@carol just you", "visibility": "direct"}))
+        .await);
+    let unlisted = id(&alice_api
+        .posted(&json!({"status": "quiet", "visibility": "unlisted"}))
+        .await);
+    let query = [
+        &direct,
+        &unlisted,
+        &private,
+        &public,
+        &unlisted,
+        &Uuid::now_v7().to_string(),
+        &"not-an-id".to_string(),
+    ]
+    .iter()
+    .map(|i| format!("id[]={i}"))
+    .collect::<Vec<_>>()
+    .join("&");
+    let path = format!("/api/v1/statuses?{query}");
+    let ids = |a: &support::api::Answer| -> Vec<String> {
+        a.body.as_array().expect("a list").iter().map(id).collect()
+    };
+
+    let mine = alice_api.get(&path).await.assert_ok();
+    assert_eq!(ids(&mine), [&*direct, &unlisted, &private, &public]);
+    assert_eq!(mine.body[0]["visibility"], "direct");
+    let bobs = bob_api.get(&path).await.assert_ok();
+    assert_eq!(ids(&bobs), [&*unlisted, &public], "{}", bobs.body);
+    let anon = Client::new(&inst, None).get(&path).await.assert_ok();
+    assert_eq!(ids(&anon), [&*unlisted, &public], "{}", anon.body);
+    let _ = carol;
+
+    let many = (0..81)
+        .map(|_| format!("id[]={}", Uuid::now_v7()))
+        .collect::<Vec<_>>()
+        .join("&");
+    let a = alice_api.get(&format!("/api/v1/statuses?{many}")).await;
+    assert_error(&a, 422, "81 ids");
+}

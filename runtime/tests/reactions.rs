@@ -281,3 +281,45 @@ async fn reactions_cross_to_and_from_a_remote_server() {
     .await;
     assert_eq!(notifications_of(&api, "emoji_reaction").await.len(), 1);
 }
+
+/// Fedibird's (and upstream Hollo's) paths: `PUT`/`DELETE
+/// /api/v1/statuses/{id}/emoji_reactions/{emoji}` react and take back as `react`/`unreact`
+/// do, with the same refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fedibird_paths_react_and_take_back() {
+    let inst = Instance::start("all", &[]).await;
+    let [(_, _, alice_api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
+    let sid = id(&alice_api.posted(&json!({"status": "react here"})).await);
+    let private = id(&alice_api
+        .posted(&json!({"status": "followers only", "visibility": "private"}))
+        .await);
+    let path = |status: &str, emoji: &str| {
+        format!("/api/v1/statuses/{status}/emoji_reactions/{}", enc(emoji))
+    };
+
+    let a = bob_api.act(Method::PUT, &path(&private, "🎉")).await;
+    assert_eq!(a.status, 404, "a post bob may not read: {}", a.body);
+    let a = bob_api.act(Method::PUT, &path(&sid, "abc")).await;
+    assert_eq!(a.status, 422, "not an emoji: {}", a.body);
+
+    let a = bob_api
+        .act(Method::PUT, &path(&sid, "🎉"))
+        .await
+        .assert_ok();
+    let shown = &a.body["emoji_reactions"];
+    assert_eq!(shown[0]["name"], "🎉", "{shown}");
+    assert_eq!(shown[0]["count"], 1);
+    assert_eq!(shown[0]["me"], true);
+    assert_eq!(shown[0]["account_ids"][0], bob.id.to_string());
+    assert_eq!(
+        notifications_of(&alice_api, "emoji_reaction").await.len(),
+        1
+    );
+
+    let a = bob_api
+        .act(Method::DELETE, &path(&sid, "🎉"))
+        .await
+        .assert_ok();
+    assert_eq!(a.body["emoji_reactions"], json!([]), "{}", a.body);
+    assert_eq!(reactions_of(&alice_api, &sid).await, json!([]));
+}

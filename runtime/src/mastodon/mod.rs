@@ -9,6 +9,7 @@
 //! the domain (statuses, polls, media, accounts); nothing here imports `web`.
 
 pub mod account;
+pub mod familiar_followers;
 pub mod filter;
 pub mod instance;
 pub mod list;
@@ -29,6 +30,7 @@ pub mod tag;
 pub mod urls;
 
 pub use account::{Account, CredentialAccount, MutedAccount};
+pub use familiar_followers::FamiliarFollowers;
 pub use filter::FilterResult;
 pub use list::List;
 pub use media::MediaAttachment;

@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use uuid::Uuid;
 
 use super::found;
-use super::pagination::{Page, Paged, Paging, param, params};
+use super::pagination::{MAX_LIMIT, Page, Paged, Paging, ids_param, param, params};
 use super::statuses::render;
 use crate::federation::Federation;
 use crate::federation::actors::directory::{self, Found};
@@ -26,6 +26,7 @@ use crate::web::{ApiError, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/api/v1/accounts", get(many))
         .route("/api/v1/accounts/lookup", get(lookup))
         .route("/api/v1/accounts/{id}", get(show))
         .route("/api/v1/accounts/{id}/statuses", get(statuses))
@@ -46,6 +47,24 @@ async fn show(
     Ok(Json(
         crate::mastodon::account::of_found(&s.pool, s.site().urls, &found).await?,
     ))
+}
+
+/// Several accounts at once (`GET /api/v1/accounts?id[]=…`, Mastodon 4.3), ours and stored
+/// remote actors alike, in the order asked, each once; unknown ids are left out.
+async fn many(
+    State(s): State<AppState>,
+    _: Needs<need::ReadAccounts>,
+    uri: Uri,
+) -> Result<Json<Vec<Account>>, ApiError> {
+    let ids = ids_param(&uri, MAX_LIMIT as usize)?;
+    let mut found = directory::by_ids(&s.pool, &ids).await?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(f) = found.remove(&id) {
+            out.push(crate::mastodon::account::of_found(&s.pool, s.site().urls, &f).await?);
+        }
+    }
+    Ok(Json(out))
 }
 
 /// A remote profile looked at: its counts are asked of its server when ours are stale

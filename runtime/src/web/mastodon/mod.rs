@@ -13,6 +13,7 @@ pub mod conversations;
 pub mod credentials;
 pub mod domain_blocks;
 pub mod emojis;
+pub mod familiar_followers;
 pub mod filters;
 pub mod follow_requests;
 pub mod grouped_notifications;
@@ -39,6 +40,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(credentials::routes(state))
         .merge(accounts::routes())
         .merge(relationships::routes())
+        .merge(familiar_followers::routes())
         .merge(lists::routes())
         .merge(filters::routes())
         .merge(tags::routes())

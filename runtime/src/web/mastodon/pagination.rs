@@ -30,6 +30,29 @@ pub fn params(uri: &Uri) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The records a request names by `id[]=…` (or `id=…`, several allowed), each once, in the
+/// order given. A value that is not a UUID names no record and is left out, as an unknown
+/// id is on Mastodon; more than `most` distinct ids is a 422 (a request costs what it names).
+pub fn ids_param(uri: &Uri, most: usize) -> Result<Vec<uuid::Uuid>, ApiError> {
+    let mut ids: Vec<uuid::Uuid> = Vec::new();
+    for (key, raw) in params(uri) {
+        if key != "id[]" && key != "id" {
+            continue;
+        }
+        if let Ok(id) = uuid::Uuid::parse_str(&raw)
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+            if ids.len() > most {
+                return Err(ApiError::unprocessable(format!(
+                    "at most {most} ids may be asked for at once"
+                )));
+            }
+        }
+    }
+    Ok(ids)
+}
+
 /// The first value of `key`.
 pub fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
     params

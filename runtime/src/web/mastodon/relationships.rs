@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 
 use super::found;
-use super::pagination::params;
+use super::pagination::ids_param;
 use super::statuses::body::{StatusBody, flag};
 use crate::accounts::Account;
 use crate::federation::Federation;
@@ -49,6 +49,10 @@ pub(crate) async fn relationship_of(
     Ok(Relationship::new(id.to_string(), &standing))
 }
 
+/// At most this many accounts in one relationships request: a client checks a page of
+/// accounts (at most 80) at once; each costs a few queries.
+const RELATIONSHIPS_AT_ONCE: usize = 200;
+
 /// `id[]=…` (or `id=…`), several allowed; ids that name no account are left out, as on
 /// Mastodon.
 async fn list(
@@ -57,13 +61,7 @@ async fn list(
     uri: Uri,
 ) -> Result<Json<Vec<Relationship>>, ApiError> {
     let mut out = Vec::new();
-    for (key, raw) in params(&uri) {
-        if key != "id[]" && key != "id" {
-            continue;
-        }
-        let Ok(id) = uuid::Uuid::parse_str(&raw) else {
-            continue;
-        };
+    for id in ids_param(&uri, RELATIONSHIPS_AT_ONCE)? {
         if let Some(found) = directory::by_id(&s.pool, id).await? {
             out.push(relationship_of(&s, &account, &found).await?);
         }

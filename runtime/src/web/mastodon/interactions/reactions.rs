@@ -1,5 +1,6 @@
 //! Emoji reactions (R-MAPI-6) in the paths clients use: Hollo's and
-//! Fedibird's `POST /api/v1/statuses/{id}/react/{emoji}` and `/unreact/{emoji}`, Pleroma's
+//! Fedibird's `POST /api/v1/statuses/{id}/react/{emoji}` and `/unreact/{emoji}`, Fedibird's
+//! (and upstream Hollo's) `PUT`/`DELETE /api/v1/statuses/{id}/emoji_reactions/{emoji}`, Pleroma's
 //! `PUT`/`DELETE /api/v1/pleroma/statuses/{id}/reactions/{emoji}` (each answers the Status
 //! entity after the change), and Pleroma's `GET …/reactions[/{emoji}]`, the reactions with
 //! their accounts. Works on any status the caller may read; idempotent; begin → act
@@ -23,6 +24,10 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/statuses/{id}/react/{emoji}", post(react))
         .route("/api/v1/statuses/{id}/unreact/{emoji}", post(unreact))
+        .route(
+            "/api/v1/statuses/{id}/emoji_reactions/{emoji}",
+            put(react).delete(unreact),
+        )
         .route(
             "/api/v1/pleroma/statuses/{id}/reactions/{emoji}",
             put(react).delete(unreact).get(list_one),

@@ -4,7 +4,7 @@
 //! (`body`: JSON, urlencoded and multipart forms alike) and render.
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::get;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -22,7 +22,7 @@ pub mod read;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/statuses", post(create::create))
+        .route("/api/v1/statuses", get(read::many).post(create::create))
         .route(
             "/api/v1/statuses/{id}",
             get(read::show).put(edit::edit).delete(delete::delete),

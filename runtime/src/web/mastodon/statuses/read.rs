@@ -1,14 +1,17 @@
-//! Single reads: `GET /api/v1/statuses/:id` (any post or boost the viewer may see),
-//! `/:id/history` (its versions) and `/:id/source` (the author's text as typed).
+//! Reads: `GET /api/v1/statuses/:id` (any post or boost the viewer may see), several at once
+//! (`GET /api/v1/statuses?id[]=…`, Mastodon 4.3), `/:id/history` (its versions) and
+//! `/:id/source` (the author's text as typed).
 
 use crate::mastodon::{Status, StatusEdit, StatusSource, status_edit};
 use axum::Json;
 use axum::extract::State;
+use axum::http::Uri;
 
-use super::visible_one;
+use super::{render, visible_one};
 use crate::statuses::write;
 use crate::web::auth::{MaybeNeeds, Needs, need};
 use crate::web::mastodon::RecordId;
+use crate::web::mastodon::pagination::{MAX_LIMIT, ids_param};
 use crate::web::{ApiError, AppState};
 
 pub async fn show(
@@ -17,6 +20,20 @@ pub async fn show(
     RecordId(id): RecordId,
 ) -> Result<Json<Status>, ApiError> {
     Ok(Json(visible_one(&s, viewer.map(|a| a.id), id).await?))
+}
+
+/// The statuses the ids name that the viewer may read, in the order asked, each once; the
+/// rest (unknown, deleted, not the viewer's to read: R-MAPI-VIS) are left out, as on Mastodon.
+pub async fn many(
+    State(s): State<AppState>,
+    MaybeNeeds(viewer, _): MaybeNeeds<need::ReadStatuses>,
+    uri: Uri,
+) -> Result<Json<Vec<Status>>, ApiError> {
+    let ids = ids_param(&uri, MAX_LIMIT as usize)?;
+    let mut conn = s.pool.acquire().await?;
+    Ok(Json(
+        render(&s, &mut conn, viewer.map(|a| a.id), &ids).await?,
+    ))
 }
 
 pub async fn history(
