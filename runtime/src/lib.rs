@@ -36,6 +36,7 @@ pub mod statuses;
 pub mod streaming;
 pub mod tags;
 pub mod tasks;
+pub mod trends;
 pub mod web;
 
 #[cfg(not(feature = "e2e-next"))]

@@ -44,7 +44,8 @@ pub struct CardAuthor {
 
 #[derive(sqlx::FromRow)]
 struct Row {
-    post_id: Uuid,
+    /// The post the card is of, or the card's own id: what the caller keys the cards by.
+    key: Uuid,
     url: String,
     kind: String,
     title: String,
@@ -65,6 +66,11 @@ struct Row {
     published_at: Option<DateTime<Utc>>,
 }
 
+/// A card's columns as the entity shows them (after the key `Row` is read by).
+const COLUMNS: &str = "c.url, c.kind, c.title, c.description, c.author_name, c.author_url,
+    c.provider_name, c.provider_url, c.html, c.width, c.height, c.image_key, c.image_width,
+    c.image_height, c.image_description, c.blurhash, c.language, c.published_at";
+
 /// The cards of `posts` (those that have one), in one query.
 pub async fn of_posts(
     conn: &mut PgConnection,
@@ -74,20 +80,39 @@ pub async fn of_posts(
     if posts.is_empty() {
         return Ok(HashMap::new());
     }
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT l.post_id, c.url, c.kind, c.title, c.description, c.author_name, c.author_url,
-                c.provider_name, c.provider_url, c.html, c.width, c.height, c.image_key,
-                c.image_width, c.image_height, c.image_description, c.blurhash, c.language,
-                c.published_at
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT l.post_id AS key, {COLUMNS}
            FROM post_preview_cards l JOIN preview_cards c ON c.id = l.card_id
-          WHERE l.post_id = ANY($1) AND c.fetched_at IS NOT NULL",
-    )
+          WHERE l.post_id = ANY($1) AND c.fetched_at IS NOT NULL"
+    )))
     .bind(posts)
     .fetch_all(conn)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.post_id, entity(drive, r)))
+        .map(|r| (r.key, entity(drive, r)))
+        .collect())
+}
+
+/// Cards by their own ids (those fetched), in one query.
+pub async fn by_ids(
+    conn: &mut PgConnection,
+    drive: &Drive,
+    cards: &[Uuid],
+) -> Result<HashMap<Uuid, PreviewCard>, sqlx::Error> {
+    if cards.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT c.id AS key, {COLUMNS}
+           FROM preview_cards c WHERE c.id = ANY($1) AND c.fetched_at IS NOT NULL"
+    )))
+    .bind(cards)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.key, entity(drive, r)))
         .collect())
 }
 
@@ -128,4 +153,13 @@ fn entity(drive: &Drive, r: Row) -> PreviewCard {
         language: r.language,
         published_at: r.published_at,
     }
+}
+
+/// Mastodon's `Trends::Link`: a card people are sharing, with its week of use (`history`,
+/// as a Tag's).
+#[derive(Clone, Debug, Serialize)]
+pub struct TrendsLink {
+    #[serde(flatten)]
+    pub card: PreviewCard,
+    pub history: Vec<super::tag::History>,
 }

@@ -25,19 +25,25 @@ pub struct History {
     pub accounts: String,
 }
 
+impl History {
+    /// A week of use as Mastodon shows it: numbers as strings, days as UNIX times.
+    pub fn of(days: &[Day]) -> Vec<History> {
+        days.iter()
+            .map(|d| History {
+                day: d.day.timestamp().to_string(),
+                uses: d.uses.to_string(),
+                accounts: d.accounts.to_string(),
+            })
+            .collect()
+    }
+}
+
 impl Tag {
     pub fn new(urls: Urls<'_>, name: &str, history: &[Day], following: Option<bool>) -> Tag {
         Tag {
             name: name.to_string(),
             url: urls.tag(name),
-            history: history
-                .iter()
-                .map(|d| History {
-                    day: d.day.timestamp().to_string(),
-                    uses: d.uses.to_string(),
-                    accounts: d.accounts.to_string(),
-                })
-                .collect(),
+            history: History::of(history),
             following,
         }
     }

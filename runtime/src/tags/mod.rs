@@ -28,7 +28,7 @@ pub fn source(tag: &str) -> String {
 
 /// The smallest v7 UUID of the millisecond `at`: post ids are time-ordered, so `id >=` this
 /// bound is "posted at or after `at`" on the ids' own indexes.
-fn id_floor(at: DateTime<Utc>) -> Uuid {
+pub(crate) fn id_floor(at: DateTime<Utc>) -> Uuid {
     let ms = at.timestamp_millis().max(0) as u64;
     let mut b = [0u8; 16];
     b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
@@ -49,11 +49,7 @@ pub struct Day {
 /// The last 7 days of `tag`'s use (today first, days without use included), from the tag's
 /// rows of `post_tags` posted since then — one range of the `(tag, post_id)` key.
 pub async fn history(conn: &mut PgConnection, tag: &str) -> Result<Vec<Day>, sqlx::Error> {
-    let today = Utc::now()
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .map(|d| d.and_utc())
-        .unwrap_or_else(Utc::now);
+    let today = today();
     let since = today - Duration::days(6);
     let rows: Vec<(DateTime<Utc>, i64, i64)> = sqlx::query_as(
         "SELECT date_trunc('day', p.created_at, 'UTC'), count(*), count(DISTINCT p.author_id)
@@ -66,7 +62,22 @@ pub async fn history(conn: &mut PgConnection, tag: &str) -> Result<Vec<Day>, sql
     .bind(since)
     .fetch_all(conn)
     .await?;
-    Ok((0..7)
+    Ok(week(today, &rows))
+}
+
+/// Midnight UTC of today: the first day of a `history`.
+pub fn today() -> DateTime<Utc> {
+    Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .map(|d| d.and_utc())
+        .unwrap_or_else(Utc::now)
+}
+
+/// Seven days from `today` back, each with the uses and accounts `rows` (day, uses, accounts)
+/// give it, zeros for a day without a row: Mastodon's `history` of a tag or a link.
+pub fn week(today: DateTime<Utc>, rows: &[(DateTime<Utc>, i64, i64)]) -> Vec<Day> {
+    (0..7)
         .map(|n| {
             let day = today - Duration::days(n);
             let (uses, accounts) = rows
@@ -79,7 +90,7 @@ pub async fn history(conn: &mut PgConnection, tag: &str) -> Result<Vec<Day>, sql
                 accounts,
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Which of `tags` `account` follows.

@@ -29,6 +29,7 @@ pub mod oauth;
 pub mod pages;
 pub mod permalinks;
 pub mod polls;
+pub mod recent;
 pub mod replies;
 pub mod server;
 pub mod write_limits;
@@ -75,6 +76,8 @@ pub struct AppState {
     /// The instance's user and status counts, recounted at most every
     /// `INSTANCE_STATS_SECONDS` (R-API).
     pub instance_stats: Arc<mastodon::instance::UsageCache>,
+    /// The trends, recomputed at most every `trends::PERIOD` (R-MAPI-6).
+    pub trends: Arc<recent::Recent<Arc<crate::trends::Trends>>>,
     /// The bound on password checks (`PASSWORD_HASH_CONCURRENCY`, R-API).
     pub hashing: Arc<crate::passwords::Hashing>,
     /// Remote images shown through this server (`media::proxy`); `None` without `SECRET_KEY`.
@@ -110,6 +113,7 @@ impl AppState {
             media: Default::default(),
             writes: Default::default(),
             instance_stats: mastodon::instance::UsageCache::new(Duration::from_secs(300)),
+            trends: recent::Recent::new(crate::trends::PERIOD),
             hashing: crate::passwords::Hashing::new(
                 std::thread::available_parallelism().map_or(1, |n| n.get()),
             ),

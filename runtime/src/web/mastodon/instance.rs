@@ -22,6 +22,7 @@ use crate::media::processing::Format;
 use crate::polls::{
     MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_STATUS_CHARS, MIN_EXPIRES_IN,
 };
+use crate::web::recent::Recent;
 use crate::web::{ApiError, AppState};
 
 const NODEINFO_SCHEMA: &str = "http://nodeinfo.diaspora.software/ns/schema/2.1";
@@ -110,38 +111,11 @@ pub struct Usage {
 /// The instance's counts as this process last read them (R-API). Counting every
 /// account and status costs about half a second of database time at 300 000 statuses, and the
 /// three documents that show the counts are anonymous: each process counts at most once per
-/// `INSTANCE_STATS_SECONDS`, and callers arriving while it counts wait for that one count
-/// rather than start their own.
-pub struct UsageCache {
-    ttl: std::time::Duration,
-    last: tokio::sync::Mutex<Option<(Usage, std::time::Instant)>>,
-}
-
-impl UsageCache {
-    pub fn new(ttl: std::time::Duration) -> std::sync::Arc<UsageCache> {
-        std::sync::Arc::new(UsageCache {
-            ttl,
-            last: tokio::sync::Mutex::new(None),
-        })
-    }
-
-    /// The counts, read from the database only when the last reading is older than the TTL.
-    pub async fn get(&self, pool: &sqlx::PgPool) -> Result<Usage, sqlx::Error> {
-        // Held across the count on purpose: one count per process at a time.
-        let mut last = self.last.lock().await;
-        if let Some((u, at)) = *last
-            && at.elapsed() < self.ttl
-        {
-            return Ok(u);
-        }
-        let u = count(pool).await?;
-        *last = Some((u, std::time::Instant::now()));
-        Ok(u)
-    }
-}
+/// `INSTANCE_STATS_SECONDS` ([`Recent`]).
+pub type UsageCache = Recent<Usage>;
 
 async fn usage(s: &AppState) -> Result<Usage, sqlx::Error> {
-    s.instance_stats.get(&s.pool).await
+    s.instance_stats.get(|| count(&s.pool)).await
 }
 
 async fn count(pool: &sqlx::PgPool) -> Result<Usage, sqlx::Error> {

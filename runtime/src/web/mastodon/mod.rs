@@ -32,6 +32,7 @@ pub mod statuses;
 pub mod streaming;
 pub mod tags;
 pub mod timelines;
+pub mod trends;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
@@ -53,6 +54,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(reports::routes())
         .merge(interactions::routes())
         .merge(timelines::routes())
+        .merge(trends::routes())
         .merge(markers::routes())
         .merge(notifications::routes())
         .merge(grouped_notifications::routes())
