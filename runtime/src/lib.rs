@@ -34,6 +34,7 @@ pub mod scopes;
 pub mod shutdown;
 pub mod statuses;
 pub mod streaming;
+pub mod suggestions;
 pub mod tags;
 pub mod tasks;
 pub mod trends;

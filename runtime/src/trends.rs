@@ -60,13 +60,16 @@ pub async fn compute(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Tren
     let day_ago = now - chrono::Duration::days(1);
     let two_days_ago = now - chrono::Duration::days(2);
     // Accounts per tag in the last day and the day before, from public posts of two days:
-    // one range of post ids (time-ordered) on `post_tags_post`.
+    // one range of post ids (time-ordered) on `post_tags_post`, and the same range of the
+    // posts (PostgreSQL does not carry a range across a join's equality by itself, and
+    // without it would read every post to join them).
     let tag_rows: Vec<(String, i64, i64)> = sqlx::query_as(
         "SELECT t.tag,
                 count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2),
                 count(DISTINCT p.author_id) FILTER (WHERE p.created_at < $2)
            FROM post_tags t JOIN posts p ON p.id = t.post_id
-          WHERE t.post_id >= $1 AND p.created_at >= $3 AND p.visibility = 'public'
+          WHERE t.post_id >= $1 AND p.id >= $1 AND p.created_at >= $3
+            AND p.visibility = 'public'
           GROUP BY t.tag
          HAVING count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2) >= $4",
     )

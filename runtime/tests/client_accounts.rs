@@ -12,7 +12,7 @@ use hollo_runtime::polls::{MAX_EXPIRES_IN, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_ST
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Answer, Client, WAIT, assert_error, follow, follow_each_other, peer_follows,
+    Answer, Client, WAIT, assert_error, call_ok, follow, follow_each_other, peer_follows,
     peer_follows_accepted, received, token_with_scopes, users,
 };
 use support::eventually;
@@ -1291,4 +1291,136 @@ async fn several_accounts_at_once() {
         422,
         "81 ids",
     );
+}
+
+/// R-MAPI-6: follow suggestions. Alice follows bob and carol (local) and the peer's person.
+/// Dave is followed by bob and carol, erin by bob, and the peer boosted a post of frank's:
+/// each is popular among the people alice follows (`friends_of_friends`, by how many of them);
+/// gina is followed by two other local accounts (`most_followed`). Never suggested: alice,
+/// whom she follows, whom she mutes, whom she dismissed; the scope is needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn suggestions_come_from_the_people_one_follows_and_the_server() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let [
+        (alice, _, alice_api),
+        (bob, _, bob_api),
+        (carol, _, carol_api),
+        (dave, _, dave_api),
+        (erin, _, erin_api),
+        (frank, _, frank_api),
+        (gina, _, _),
+    ] = users(
+        &inst,
+        ["alice", "bob", "carol", "dave", "erin", "frank", "gina"],
+    )
+    .await;
+    let [dave_id, erin_id, frank_id, gina_id] =
+        [&dave, &erin, &frank, &gina].map(|a| a.id.to_string());
+    follow_each_other(&inst, &alice_api, &peer, "alice").await;
+    follow(&alice_api, &bob.id.to_string()).await;
+    follow(&alice_api, &carol.id.to_string()).await;
+    follow(&bob_api, &dave_id).await;
+    follow(&carol_api, &dave_id).await;
+    follow(&bob_api, &erin_id).await;
+    follow(&dave_api, &gina_id).await;
+    follow(&erin_api, &gina_id).await;
+    let post = frank_api.posted(&json!({"status": "boost me"})).await;
+    let post_id: Uuid = post["id"].as_str().expect("id").parse().expect("uuid");
+    let boost = json!({
+        "id": peer.new_id("boosts"), "type": "Announce", "actor": peer.actor(),
+        "to": ["https://www.w3.org/ns/activitystreams#Public"],
+        "object": inst.fed.status_iri("frank", post_id),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("alice"), &boost).await, 202);
+    eventually(WAIT, "the peer's boost is stored", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM reblogs WHERE post_id = $1")
+            .bind(post_id)
+            .fetch_one(&inst.pool)
+            .await
+            .expect("count");
+        (n == 1).then_some(())
+    })
+    .await;
+
+    let ids = |v: &Value, at: &str| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|x| {
+                x.pointer(at)
+                    .and_then(Value::as_str)
+                    .expect("id")
+                    .to_string()
+            })
+            .collect()
+    };
+    let v2 = alice_api.get("/api/v2/suggestions").await.assert_ok();
+    assert_eq!(
+        ids(&v2.body, "/account/id"),
+        [&dave_id, &erin_id, &frank_id, &gina_id].map(String::as_str),
+        "{}",
+        v2.body
+    );
+    assert_eq!(
+        v2.body[0]["sources"],
+        json!(["friends_of_friends", "most_followed"])
+    );
+    assert_eq!(v2.body[0]["source"], "past_interactions");
+    assert_eq!(
+        v2.body[2]["sources"],
+        json!(["friends_of_friends"]),
+        "frank, by the boost"
+    );
+    assert_eq!(v2.body[3]["sources"], json!(["most_followed"]));
+    assert_eq!(v2.body[3]["source"], "global");
+    let v1 = alice_api
+        .get("/api/v1/suggestions?limit=2")
+        .await
+        .assert_ok();
+    assert_eq!(
+        ids(&v1.body, "/id"),
+        [&dave_id, &erin_id].map(String::as_str)
+    );
+
+    // A mute and a dismissal take them out; dismissing again is fine, an unknown id is 404.
+    call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{erin_id}/mute"),
+        json!({}),
+    )
+    .await;
+    for _ in 0..2 {
+        let a = alice_api
+            .call(
+                Method::DELETE,
+                &format!("/api/v1/suggestions/{dave_id}"),
+                &json!({}),
+            )
+            .await
+            .assert_ok();
+        assert_eq!(a.body, json!({}));
+    }
+    let a = alice_api
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/suggestions/{}", Uuid::now_v7()),
+            &json!({}),
+        )
+        .await;
+    assert_error(&a, 404, "unknown account");
+    let v1 = alice_api.get("/api/v1/suggestions").await.assert_ok();
+    assert_eq!(
+        ids(&v1.body, "/id"),
+        [&frank_id, &gina_id].map(String::as_str),
+        "{}",
+        v1.body
+    );
+
+    let no_scope = token_with_scopes(&inst, alice.id, "read:statuses").await;
+    let a = Client::bearer(&inst, &no_scope)
+        .get("/api/v2/suggestions")
+        .await;
+    assert_error(&a, 403, "without read:accounts");
 }

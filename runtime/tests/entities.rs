@@ -6,6 +6,9 @@
 //! the admin's view of it; every notification kind we send — and each answer is compared,
 //! after naming its volatile parts (ids, times, ports), with `tests/snapshots/<name>.json`.
 //!
+//! A second scene pins the discovery routes' entities: familiar followers, a v2 suggestion, a
+//! trending tag and a trending link.
+//!
 //! `UPDATE_SNAPSHOTS=1 cargo test --test entities` rewrites the files; review the diff.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
@@ -69,6 +72,8 @@ impl Names {
     fn value(&self, key: Option<&str>, v: &Value) -> Value {
         match v {
             Value::String(_) if key.is_some_and(|k| k.ends_with("_at")) => json!("<time>"),
+            // A `history` entry's day: midnight UTC as a UNIX time.
+            Value::String(_) if key == Some("day") => json!("<day>"),
             // Notification ids are sequence numbers.
             Value::String(s)
                 if matches!(
@@ -387,4 +392,93 @@ async fn every_entity_keeps_its_shape() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     inst.shutdown_removing(dir).await;
+}
+
+/// What the discovery routes answer (R-MAPI-2, R-MAPI-6): familiar followers, a v2 follow
+/// suggestion, a trending tag and a trending link. Alice follows bob and carol, who follow
+/// dave and share a tagged link in public.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn discovery_entities_keep_their_shape() {
+    let inst = Instance::start("all", &[]).await;
+    let [
+        (_, _, alice_api),
+        (bob, _, bob_api),
+        (carol, _, carol_api),
+        (dave, _, _),
+    ] = users(&inst, ["alice", "bob", "carol", "dave"]).await;
+    let mut names = Names::new();
+    names.name(&inst.base, "origin");
+    names.name(&inst.base.replace("http://", ""), "host");
+    for (a, name) in [(&bob, "bob"), (&carol, "carol"), (&dave, "dave")] {
+        names.name(&a.id.to_string(), name);
+    }
+    for (api, whom) in [
+        (&alice_api, &bob),
+        (&alice_api, &carol),
+        (&bob_api, &dave),
+        (&carol_api, &dave),
+    ] {
+        act_ok(
+            api,
+            Method::POST,
+            &format!("/api/v1/accounts/{}/follow", whom.id),
+        )
+        .await;
+    }
+    // A card fetched earlier for the link they share (the workers reuse it).
+    let url = "https://tea.example/brew";
+    sqlx::query(
+        "INSERT INTO preview_cards (id, url, title, description, provider_name, fetched_at)
+         VALUES (gen_random_uuid(), $1, 'Brewing', 'Four minutes', 'Tea', now())",
+    )
+    .bind(url)
+    .execute(&inst.pool)
+    .await
+    .unwrap();
+    for api in [&bob_api, &carol_api] {
+        ok(
+            api,
+            Method::POST,
+            "/api/v1/statuses",
+            &json!({ "status": format!("#tea {url}") }),
+        )
+        .await;
+    }
+    eventually(WAIT, "both posts show the card", || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM post_preview_cards l JOIN preview_cards c ON c.id = l.card_id
+              WHERE c.url = $1",
+        )
+        .bind(url)
+        .fetch_one(&inst.pool)
+        .await
+        .unwrap();
+        (n == 2).then_some(())
+    })
+    .await;
+
+    let anon = Client::new(&inst, None);
+    let answers: Vec<(&str, Value)> = vec![
+        (
+            "familiar_followers",
+            alice_api
+                .get(&format!(
+                    "/api/v1/accounts/familiar_followers?id[]={}",
+                    dave.id
+                ))
+                .await
+                .body,
+        ),
+        (
+            "suggestions_v2",
+            alice_api.get("/api/v2/suggestions").await.body,
+        ),
+        ("trends_tags", anon.get("/api/v1/trends/tags").await.body),
+        ("trends_links", anon.get("/api/v1/trends/links").await.body),
+    ];
+    let failures: Vec<String> = answers
+        .iter()
+        .filter_map(|(name, answer)| check(&names, name, answer))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

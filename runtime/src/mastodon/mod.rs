@@ -26,6 +26,7 @@ pub mod report;
 pub mod scheduled_status;
 pub mod status;
 pub mod status_edit;
+pub mod suggestion;
 pub mod tag;
 pub mod urls;
 

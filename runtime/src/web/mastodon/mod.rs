@@ -30,6 +30,7 @@ pub mod scheduled_statuses;
 pub mod search;
 pub mod statuses;
 pub mod streaming;
+pub mod suggestions;
 pub mod tags;
 pub mod timelines;
 pub mod trends;
@@ -55,6 +56,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(interactions::routes())
         .merge(timelines::routes())
         .merge(trends::routes())
+        .merge(suggestions::routes())
         .merge(markers::routes())
         .merge(notifications::routes())
         .merge(grouped_notifications::routes())
