@@ -60,23 +60,29 @@ pub async fn for_account(
          ), local_mine AS (
              SELECT a.id FROM mine m JOIN accounts a
                ON starts_with(m.iri, $3) AND lower(a.username) = lower(substr(m.iri, length($3) + 1))
+         ), boosts AS MATERIALIZED (
+             -- The boosts by one's follows in the window (a range of their time-ordered
+             -- ids), before any post is looked up: materialized, so the planner cannot probe
+             -- the post of every boost first.
+             SELECT r.post_id, coalesce(r.actor_iri, $3 || ba.username) AS booster
+               FROM reblogs r LEFT JOIN accounts ba ON ba.id = r.account_id
+              WHERE r.id >= $4 AND coalesce(r.actor_iri, $3 || ba.username) IN (SELECT iri FROM mine)
          ), signals AS (
              -- Followed by the local accounts one follows.
              SELECT f.target_iri AS iri, count(*) AS fof, 0::bigint AS popular
                FROM local_mine l JOIN follows f ON f.account_id = l.id AND f.state = 'accepted'
               GROUP BY f.target_iri
            UNION ALL
-             -- Boosted by the accounts one follows, lately: the boosted post's author, probed
-             -- by id (`LIMIT 1` keeps the view a per-row lookup).
-             SELECT b.author, count(DISTINCT b.booster), 0
-               FROM (SELECT coalesce(r.actor_iri, $3 || ba.username) AS booster,
+             -- Boosted by the accounts one follows, lately: each boost's post probed by id
+             -- for its author (`LIMIT 1` keeps the view a per-row lookup).
+             SELECT x.author, count(DISTINCT x.booster), 0
+               FROM (SELECT b.booster,
                             (SELECT coalesce(p.actor_iri, $3 || pa.username)
                                FROM posts p LEFT JOIN accounts pa ON pa.id = p.account_id
-                              WHERE p.id = r.post_id LIMIT 1) AS author
-                       FROM reblogs r LEFT JOIN accounts ba ON ba.id = r.account_id
-                      WHERE r.id >= $4) b
-              WHERE b.booster IN (SELECT iri FROM mine) AND b.author IS NOT NULL
-              GROUP BY b.author
+                              WHERE p.id = b.post_id LIMIT 1) AS author
+                       FROM boosts b) x
+              WHERE x.author IS NOT NULL
+              GROUP BY x.author
            UNION ALL
              -- Followed by local accounts.
              SELECT target_iri, 0, count(*) FROM follows WHERE state = 'accepted'

@@ -57,27 +57,14 @@ pub fn rising(observed: i64, before: i64) -> f64 {
 
 /// The trends as of `now`.
 pub async fn compute(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Trends, sqlx::Error> {
-    let day_ago = now - chrono::Duration::days(1);
     let two_days_ago = now - chrono::Duration::days(2);
-    // Accounts per tag in the last day and the day before, from public posts of two days:
-    // one range of post ids (time-ordered) on `post_tags_post`, and the same range of the
-    // posts (PostgreSQL does not carry a range across a join's equality by itself, and
-    // without it would read every post to join them).
-    let tag_rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT t.tag,
-                count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2),
-                count(DISTINCT p.author_id) FILTER (WHERE p.created_at < $2)
-           FROM post_tags t JOIN posts p ON p.id = t.post_id
-          WHERE t.post_id >= $1 AND p.id >= $1 AND p.created_at >= $3
-            AND p.visibility = 'public'
-          GROUP BY t.tag
-         HAVING count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2) >= $4",
+    // Tags, from `post_tags` by post id (time-ordered: one range of `post_tags_post`).
+    let tag_rows: Vec<(String, i64, i64)> = accounts_by_day(
+        &mut *conn,
+        now,
+        "t.tag",
+        "post_tags t JOIN posts p ON p.id = t.post_id AND t.post_id >= $1",
     )
-    .bind(id_floor(two_days_ago))
-    .bind(day_ago)
-    .bind(two_days_ago)
-    .bind(MIN_ACCOUNTS)
-    .fetch_all(&mut *conn)
     .await?;
     let mut tags = Vec::new();
     for name in best(tag_rows) {
@@ -85,23 +72,14 @@ pub async fn compute(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Tren
         tags.push((name, week));
     }
 
-    // The same for the links of public posts (their preview cards, once fetched).
-    let link_rows: Vec<(Uuid, i64, i64)> = sqlx::query_as(
-        "SELECT l.card_id,
-                count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2),
-                count(DISTINCT p.author_id) FILTER (WHERE p.created_at < $2)
-           FROM posts p
-           JOIN post_preview_cards l ON l.post_id = p.id
-           JOIN preview_cards c ON c.id = l.card_id AND c.fetched_at IS NOT NULL
-          WHERE p.id >= $1 AND p.created_at >= $3 AND p.visibility = 'public'
-          GROUP BY l.card_id
-         HAVING count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2) >= $4",
+    // Links: the preview cards of public posts, once fetched.
+    let link_rows: Vec<(Uuid, i64, i64)> = accounts_by_day(
+        &mut *conn,
+        now,
+        "l.card_id",
+        "posts p JOIN post_preview_cards l ON l.post_id = p.id
+          JOIN preview_cards c ON c.id = l.card_id AND c.fetched_at IS NOT NULL",
     )
-    .bind(id_floor(two_days_ago))
-    .bind(day_ago)
-    .bind(two_days_ago)
-    .bind(MIN_ACCOUNTS)
-    .fetch_all(&mut *conn)
     .await?;
     let mut links = Vec::new();
     for card in best(link_rows) {
@@ -146,6 +124,40 @@ pub async fn compute(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Tren
         statuses,
         links,
     })
+}
+
+/// (key, accounts in the last 24 hours, accounts in the 24 hours before) of the keys
+/// (`key`, an expression over `from`) of public posts of the last two days, for keys used
+/// by at least [`MIN_ACCOUNTS`] accounts in the last 24 hours. `from` joins the posts as `p`
+/// and may use `$1`, the first post id of the window. The posts are bounded by that id range
+/// too: PostgreSQL does not carry a range across a join's equality by itself, and without
+/// it would read every post to join them.
+async fn accounts_by_day<K>(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+    key: &str,
+    from: &str,
+) -> Result<Vec<(K, i64, i64)>, sqlx::Error>
+where
+    K: Send + Unpin + for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    let day_ago = now - chrono::Duration::days(1);
+    let two_days_ago = now - chrono::Duration::days(2);
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {key},
+                count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2),
+                count(DISTINCT p.author_id) FILTER (WHERE p.created_at < $2)
+           FROM {from}
+          WHERE p.id >= $1 AND p.created_at >= $3 AND p.visibility = 'public'
+          GROUP BY {key}
+         HAVING count(DISTINCT p.author_id) FILTER (WHERE p.created_at >= $2) >= $4"
+    )))
+    .bind(id_floor(two_days_ago))
+    .bind(day_ago)
+    .bind(two_days_ago)
+    .bind(MIN_ACCOUNTS)
+    .fetch_all(conn)
+    .await
 }
 
 /// The keys of (key, last day's accounts, the day before's) rows that are rising, best first

@@ -13,7 +13,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
     Answer, Client, WAIT, assert_error, call_ok, follow, follow_each_other, peer_follows,
-    peer_follows_accepted, received, token_with_scopes, users,
+    peer_follows_accepted, received, token_with_scopes, unknown_ids_query, users,
 };
 use support::eventually;
 use support::node::Instance;
@@ -1245,10 +1245,7 @@ async fn familiar_followers_are_the_followers_one_follows() {
     let no_scope = token_with_scopes(&inst, alice.id, "read:accounts").await;
     let a = Client::bearer(&inst, &no_scope).get(&path).await;
     assert_error(&a, 403, "without read:follows");
-    let many = (0..81)
-        .map(|_| format!("id[]={}", Uuid::now_v7()))
-        .collect::<Vec<_>>()
-        .join("&");
+    let many = unknown_ids_query(81);
     let a = alice_api
         .get(&format!("/api/v1/accounts/familiar_followers?{many}"))
         .await;
@@ -1282,10 +1279,7 @@ async fn several_accounts_at_once() {
     assert_eq!(got, [peer_id.as_str(), bob_id.as_str()], "{}", a.body);
     assert_eq!(a.body[1]["username"], "bob");
     assert_eq!(a.body[0]["acct"], peer.handle().as_str());
-    let many = (0..81)
-        .map(|_| format!("id[]={}", Uuid::now_v7()))
-        .collect::<Vec<_>>()
-        .join("&");
+    let many = unknown_ids_query(81);
     assert_error(
         &alice_api.get(&format!("/api/v1/accounts?{many}")).await,
         422,

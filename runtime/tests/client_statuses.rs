@@ -10,7 +10,8 @@ use hollo_runtime::polls::MAX_STATUS_CHARS;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::api::{
-    Client, WAIT, assert_error, follow, has, id, peer_follows_accepted, received, scalar, users,
+    Client, WAIT, assert_error, follow, has, id, peer_follows_accepted, received, scalar,
+    unknown_ids_query, users,
 };
 use support::eventually;
 use support::multipart::{form, png};
@@ -499,10 +500,7 @@ async fn several_statuses_at_once_only_those_the_reader_may_read() {
     assert_eq!(ids(&anon), [&*unlisted, &public], "{}", anon.body);
     let _ = carol;
 
-    let many = (0..81)
-        .map(|_| format!("id[]={}", Uuid::now_v7()))
-        .collect::<Vec<_>>()
-        .join("&");
+    let many = unknown_ids_query(81);
     let a = alice_api.get(&format!("/api/v1/statuses?{many}")).await;
     assert_error(&a, 422, "81 ids");
 }

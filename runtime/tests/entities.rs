@@ -19,7 +19,9 @@ use std::path::PathBuf;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, act_ok, id, received, users};
+use support::api::{
+    Client, WAIT, act_ok, card_fetched_earlier, id, received, until_posts_show_card, users,
+};
 use support::eventually;
 use support::multipart::png;
 use support::node::Instance;
@@ -427,14 +429,7 @@ async fn discovery_entities_keep_their_shape() {
     }
     // A card fetched earlier for the link they share (the workers reuse it).
     let url = "https://tea.example/brew";
-    sqlx::query(
-        "INSERT INTO preview_cards (id, url, title, description, provider_name, fetched_at)
-         VALUES (gen_random_uuid(), $1, 'Brewing', 'Four minutes', 'Tea', now())",
-    )
-    .bind(url)
-    .execute(&inst.pool)
-    .await
-    .unwrap();
+    card_fetched_earlier(&inst, url, "Brewing", "Tea").await;
     for api in [&bob_api, &carol_api] {
         ok(
             api,
@@ -444,18 +439,7 @@ async fn discovery_entities_keep_their_shape() {
         )
         .await;
     }
-    eventually(WAIT, "both posts show the card", || async {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM post_preview_cards l JOIN preview_cards c ON c.id = l.card_id
-              WHERE c.url = $1",
-        )
-        .bind(url)
-        .fetch_one(&inst.pool)
-        .await
-        .unwrap();
-        (n == 2).then_some(())
-    })
-    .await;
+    until_posts_show_card(&inst, url, 2).await;
 
     let anon = Client::new(&inst, None);
     let answers: Vec<(&str, Value)> = vec![

@@ -10,8 +10,10 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::api::{Client, WAIT, assert_error, call_ok, header_text, id, users};
-use support::eventually;
+use support::api::{
+    Client, assert_error, call_ok, card_fetched_earlier, header_text, id, until_posts_show_card,
+    users,
+};
 use support::node::Instance;
 
 fn names(v: &Value, key: &str) -> Vec<String> {
@@ -70,17 +72,9 @@ async fn trends_count_public_posts_and_show_each_reader_what_they_may_read() {
         }
     }
 
-    // Links: a page two accounts share, whose card was fetched before (the workers reuse a
-    // card under 14 days old rather than fetch the page again).
+    // Links: a page two accounts share, whose card was fetched before.
     let url = "https://news.example/story";
-    sqlx::query(
-        "INSERT INTO preview_cards (id, url, title, provider_name, fetched_at)
-         VALUES (gen_random_uuid(), $1, 'The story', 'News', now())",
-    )
-    .bind(url)
-    .execute(&inst.pool)
-    .await
-    .unwrap();
+    card_fetched_earlier(&inst, url, "The story", "News").await;
     alice
         .posted(&post("public", "read https://news.example/story"))
         .await;
@@ -89,18 +83,7 @@ async fn trends_count_public_posts_and_show_each_reader_what_they_may_read() {
     carol
         .posted(&post("public", "elsewhere https://other.example/"))
         .await;
-    eventually(WAIT, "both posts show the card", || async {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM post_preview_cards l JOIN preview_cards c ON c.id = l.card_id
-              WHERE c.url = $1",
-        )
-        .bind(url)
-        .fetch_one(&inst.pool)
-        .await
-        .unwrap();
-        (n == 2).then_some(())
-    })
-    .await;
+    until_posts_show_card(&inst, url, 2).await;
 
     // Dave mutes bob before anything is read: the trends are computed once and shared, what
     // each reader is shown of them is decided per request.

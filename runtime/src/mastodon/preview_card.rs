@@ -77,21 +77,8 @@ pub async fn of_posts(
     drive: &Drive,
     posts: &[Uuid],
 ) -> Result<HashMap<Uuid, PreviewCard>, sqlx::Error> {
-    if posts.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT l.post_id AS key, {COLUMNS}
-           FROM post_preview_cards l JOIN preview_cards c ON c.id = l.card_id
-          WHERE l.post_id = ANY($1) AND c.fetched_at IS NOT NULL"
-    )))
-    .bind(posts)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.key, entity(drive, r)))
-        .collect())
+    let from = "post_preview_cards l JOIN preview_cards c ON c.id = l.card_id";
+    load(conn, drive, "l.post_id", from, posts).await
 }
 
 /// Cards by their own ids (those fetched), in one query.
@@ -100,14 +87,25 @@ pub async fn by_ids(
     drive: &Drive,
     cards: &[Uuid],
 ) -> Result<HashMap<Uuid, PreviewCard>, sqlx::Error> {
-    if cards.is_empty() {
+    load(conn, drive, "c.id", "preview_cards c", cards).await
+}
+
+/// The fetched cards (`c` in `from`) whose `key` is one of `keys`, keyed by it.
+async fn load(
+    conn: &mut PgConnection,
+    drive: &Drive,
+    key: &str,
+    from: &str,
+    keys: &[Uuid],
+) -> Result<HashMap<Uuid, PreviewCard>, sqlx::Error> {
+    if keys.is_empty() {
         return Ok(HashMap::new());
     }
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT c.id AS key, {COLUMNS}
-           FROM preview_cards c WHERE c.id = ANY($1) AND c.fetched_at IS NOT NULL"
+        "SELECT {key} AS key, {COLUMNS} FROM {from}
+          WHERE {key} = ANY($1) AND c.fetched_at IS NOT NULL"
     )))
-    .bind(cards)
+    .bind(keys)
     .fetch_all(conn)
     .await?;
     Ok(rows

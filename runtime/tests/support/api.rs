@@ -518,3 +518,42 @@ pub async fn follow_each_other(
     received(peer, "Accept", |b| b["object"]["id"] == follow_id.as_str()).await;
     (peer_id, follow_id)
 }
+
+/// A preview card for `url` fetched a moment ago (`title`, `provider_name`): the workers reuse
+/// a card under 14 days old rather than fetch the page, so posts linking `url` get this one.
+pub async fn card_fetched_earlier(inst: &Instance, url: &str, title: &str, provider: &str) {
+    sqlx::query(
+        "INSERT INTO preview_cards (id, url, title, provider_name, fetched_at)
+         VALUES (gen_random_uuid(), $1, $2, $3, now())",
+    )
+    .bind(url)
+    .bind(title)
+    .bind(provider)
+    .execute(&inst.pool)
+    .await
+    .expect("insert a card");
+}
+
+/// Waits until `n` posts show the card of `url`.
+pub async fn until_posts_show_card(inst: &Instance, url: &str, n: i64) {
+    eventually(WAIT, "the posts show the card", || async {
+        let shown: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM post_preview_cards l JOIN preview_cards c ON c.id = l.card_id
+              WHERE c.url = $1",
+        )
+        .bind(url)
+        .fetch_one(&inst.pool)
+        .await
+        .expect("count");
+        (shown == n).then_some(())
+    })
+    .await;
+}
+
+/// `id[]=…` of `n` ids that name nothing: one more than a request may name is a 422.
+pub fn unknown_ids_query(n: usize) -> String {
+    (0..n)
+        .map(|_| format!("id[]={}", Uuid::now_v7()))
+        .collect::<Vec<_>>()
+        .join("&")
+}
