@@ -88,18 +88,32 @@ pub async fn compute(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Tren
     }
 
     // Public posts of two days that are not replies, with their favourites (ours and remote
-    // `Like`s) and boosts (ours and remote `Announce`s) as far as they reached us.
+    // `Like`s of ours) and boosts (ours and remote `Announce`s) as far as they reached us.
+    // Driven by the interactions, not the posts: post ids are time-ordered, so the
+    // favourites and boosts of the window's posts are one range of `favourites_post` and
+    // `reblogs_post`, and only posts with enough of them are looked up (by id, `LIMIT 1`
+    // keeping the view a per-row lookup). Reading every post of two days instead cost
+    // 0.4-0.56 s on bench/timelines' 79 000.
     let post_rows: Vec<(Uuid, DateTime<Utc>, i64)> = sqlx::query_as(
-        "SELECT p.id, p.created_at, e.n
-           FROM posts p
+        "SELECT e.post_id, p.created_at, e.n
+           FROM (SELECT post_id, sum(n)::bigint AS n
+                   FROM (SELECT post_id, count(*) AS n FROM favourites
+                          WHERE post_id >= $1 GROUP BY post_id
+                         UNION ALL
+                         SELECT post_id, count(*) FROM reblogs
+                          WHERE post_id >= $1 GROUP BY post_id
+                         UNION ALL
+                         SELECT s.id, count(*) FROM statuses s
+                           JOIN remote_interactions i ON i.object = s.uri AND i.kind = 'like'
+                                AND i.undone_at IS NULL
+                          WHERE s.id >= $1 AND s.visibility = 'public' GROUP BY s.id) c
+                  GROUP BY post_id
+                 HAVING sum(n) >= $3) e
            CROSS JOIN LATERAL (
-                SELECT (SELECT count(*) FROM favourites f WHERE f.post_id = p.id)
-                     + (SELECT count(*) FROM reblogs r WHERE r.post_id = p.id)
-                     + (SELECT count(*) FROM remote_interactions i
-                         WHERE i.object = p.uri AND i.kind = 'like' AND i.undone_at IS NULL)
-                       AS n) e
-          WHERE p.id >= $1 AND p.created_at >= $2 AND p.visibility = 'public'
-            AND p.in_reply_to_uri IS NULL AND e.n >= $3",
+                SELECT p.created_at FROM posts p
+                 WHERE p.id = e.post_id AND p.created_at >= $2 AND p.visibility = 'public'
+                   AND p.in_reply_to_uri IS NULL
+                 LIMIT 1) p",
     )
     .bind(id_floor(two_days_ago))
     .bind(two_days_ago)
