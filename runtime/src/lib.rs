@@ -5,6 +5,7 @@
 // default macro recursion limit.
 #![recursion_limit = "256"]
 
+pub mod account_notes;
 pub mod accounts;
 pub mod cards;
 pub mod config;

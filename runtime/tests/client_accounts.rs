@@ -1418,3 +1418,150 @@ async fn suggestions_come_from_the_people_one_follows_and_the_server() {
         .await;
     assert_error(&a, 403, "without read:accounts");
 }
+
+/// R-MAPI-2: `remove_from_followers` ends a follower's follow — a local follower's as if it
+/// had unfollowed (our posts leave its home), a remote one's with a `Reject` of its `Follow`;
+/// `note` keeps a private note shown only in one's own Relationship (at most 2 000 characters,
+/// empty removes it); `domain_blocking` says whether one blocks the account's server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn removing_followers_private_notes_and_domain_blocking_in_relationships() {
+    let inst = instance().await;
+    // On 127.0.0.2: another host than ours, so its server can be blocked.
+    let peer = Peer::start_on("127.0.0.2").await;
+    let [(alice, _, alice_api), (_, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
+    let alice_id = alice.id.to_string();
+    let bob_id = bob_api
+        .get("/api/v1/accounts/verify_credentials")
+        .await
+        .body["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    follow(&bob_api, &alice_id).await;
+    let post = alice_api
+        .posted(&json!({"status": "for my followers"}))
+        .await;
+    let home_has_it = || async {
+        bob_api
+            .get("/api/v1/timelines/home")
+            .await
+            .body
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|s| s["id"] == post["id"])
+    };
+    assert!(home_has_it().await, "bob's home has alice's post");
+    let follow_activity = peer_follows_accepted(&inst, &peer, "alice").await;
+    let peer_id = resolve_peer(&alice_api, &peer, "peer").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    assert_eq!(relationship(&alice_api, &bob_id).await["followed_by"], true);
+    assert_eq!(
+        relationship(&alice_api, &peer_id).await["followed_by"],
+        true
+    );
+
+    // A local follower removed: its follow and its home entries go.
+    let r = call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{bob_id}/remove_from_followers"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r["followed_by"], false, "{r}");
+    assert_eq!(relationship(&bob_api, &alice_id).await["following"], false);
+    assert!(!home_has_it().await, "alice's post left bob's home");
+    // A remote follower removed: told with a Reject of its own Follow.
+    let r = call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{peer_id}/remove_from_followers"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r["followed_by"], false, "{r}");
+    received(&peer, "Reject", |b| {
+        b["object"]["id"] == follow_activity["id"]
+    })
+    .await;
+    // Not a follower (any more): nothing changes, nothing is sent.
+    call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{peer_id}/remove_from_followers"),
+        json!({}),
+    )
+    .await;
+
+    // Notes: too long is a 422 that keeps nothing; JSON or a form; only the writer sees it.
+    let long = "x".repeat(2001);
+    let a = alice_api
+        .call(
+            Method::POST,
+            &format!("/api/v1/accounts/{peer_id}/note"),
+            &json!({"comment": long}),
+        )
+        .await;
+    assert_error(&a, 422, "2 001 characters");
+    assert_eq!(relationship(&alice_api, &peer_id).await["note"], "");
+    let r = call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{peer_id}/note"),
+        json!({"comment": "met at the <conf>"}),
+    )
+    .await;
+    assert_eq!(r["note"], "met at the <conf>");
+    let a = alice_api
+        .form(
+            Method::POST,
+            &format!("/api/v1/accounts/{peer_id}/note"),
+            "comment=rather+tea",
+        )
+        .await
+        .assert_ok();
+    assert_eq!(a.body["note"], "rather tea");
+    assert_eq!(
+        relationship(&alice_api, &peer_id).await["note"],
+        "rather tea"
+    );
+    assert_eq!(
+        relationship(&bob_api, &peer_id).await["note"],
+        "",
+        "private to alice"
+    );
+    let r = call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{peer_id}/note"),
+        json!({"comment": ""}),
+    )
+    .await;
+    assert_eq!(r["note"], "", "an empty comment removes the note");
+
+    // Blocking the peer's server shows in the relationship.
+    assert_eq!(
+        relationship(&alice_api, &peer_id).await["domain_blocking"],
+        false
+    );
+    let domain = peer.host().split(':').next().expect("host").to_string();
+    alice_api
+        .form(
+            Method::POST,
+            "/api/v1/domain_blocks",
+            &format!("domain={domain}"),
+        )
+        .await
+        .assert_ok();
+    assert_eq!(
+        relationship(&alice_api, &peer_id).await["domain_blocking"],
+        true
+    );
+    assert_eq!(
+        relationship(&bob_api, &peer_id).await["domain_blocking"],
+        false
+    );
+}

@@ -18,9 +18,10 @@ pub struct Relationship {
     pub muting_notifications: bool,
     pub requested: bool,
     pub requested_by: bool,
-    /// Domain blocks and endorsements are not kept yet.
     pub domain_blocking: bool,
+    /// Endorsements are not kept yet.
     pub endorsed: bool,
+    /// The viewer's private note on the account.
     pub note: String,
 }
 
@@ -39,9 +40,9 @@ impl Relationship {
             muting_notifications: s.muting_notifications,
             requested: s.requested,
             requested_by: s.requested_by,
-            domain_blocking: false,
+            domain_blocking: s.domain_blocking,
             endorsed: false,
-            note: String::new(),
+            note: s.note.clone(),
         }
     }
 }

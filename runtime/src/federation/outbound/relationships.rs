@@ -237,6 +237,35 @@ pub async fn unfollow(
     }
 }
 
+/// `account` removes `follower` from its followers (Mastodon's "remove this follower"): a
+/// local follower's follow ends as if it had unfollowed (our posts leave its home and lists);
+/// a remote one is dropped and told with a `Reject` of its `Follow`, as a domain block does.
+/// Not a follower: nothing changes.
+pub async fn remove_from_followers(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    follower: &Target,
+) -> Result<(), sqlx::Error> {
+    match follower {
+        Target::Local(other) => unfollow(tx, fed, other, &Target::Local(account.clone())).await,
+        Target::Remote(remote) => {
+            let removed: Option<String> = sqlx::query_scalar(
+                "DELETE FROM followers WHERE account_id = $1 AND actor_iri = $2
+                 RETURNING follow_activity_id",
+            )
+            .bind(account.id)
+            .bind(&remote.iri)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(follow_id) = removed {
+                follows::answer_follow(tx, fed, account, remote, &follow_id, "Reject").await?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// `actor_iri` no longer follows (or asks to follow) the local account `of`.
 async fn remove_follower(
     tx: &mut PgConnection,
@@ -430,6 +459,10 @@ pub struct Standing {
     pub blocked_by: bool,
     pub muting: bool,
     pub muting_notifications: bool,
+    /// The account blocks the actor's server (or one it is under).
+    pub domain_blocking: bool,
+    /// The account's private note on the actor (`account_notes`), empty without one.
+    pub note: String,
 }
 
 /// The standing of `account` with the actor `iri`.
@@ -449,9 +482,23 @@ pub async fn standing(
         bool,
         bool,
         Option<bool>,
+        bool,
+        Option<String>,
     );
     let me = fed.actor_iri(&account.username);
-    let (state, reblogs, notify, languages, followed_by, requested_by, blocking, blocked_by, mute): Row =
+    let (
+        state,
+        reblogs,
+        notify,
+        languages,
+        followed_by,
+        requested_by,
+        blocking,
+        blocked_by,
+        mute,
+        domain_blocking,
+        note,
+    ): Row =
         sqlx::query_as(
             "SELECT f.state, f.show_reblogs, f.notify, f.languages,
                     EXISTS (SELECT 1 FROM followers WHERE account_id = $1 AND actor_iri = $2),
@@ -462,7 +509,11 @@ pub async fn standing(
                     OR EXISTS (SELECT 1 FROM account_blocks b JOIN accounts a ON a.id = b.account_id
                                 WHERE b.target_iri = $3 AND $2 = $4 || '/users/' || a.username),
                     (SELECT notifications FROM account_mutes WHERE account_id = $1 AND target_iri = $2
-                        AND (expires_at IS NULL OR expires_at > now()))
+                        AND (expires_at IS NULL OR expires_at > now())),
+                    EXISTS (SELECT 1 FROM account_domain_blocks
+                             WHERE account_id = $1
+                               AND hollo_host_in(hollo_iri_host($2), ARRAY[domain])),
+                    (SELECT comment FROM account_notes WHERE account_id = $1 AND target_iri = $2)
                FROM (SELECT 1) one
                LEFT JOIN follows f ON f.account_id = $1 AND f.target_iri = $2",
         )
@@ -484,5 +535,7 @@ pub async fn standing(
         blocked_by,
         muting: mute.is_some(),
         muting_notifications: mute.unwrap_or(false),
+        domain_blocking,
+        note: note.unwrap_or_default(),
     })
 }

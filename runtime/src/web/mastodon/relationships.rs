@@ -1,5 +1,6 @@
 //! Relationships: `GET /api/v1/accounts/relationships?id[]=…`, and `POST
-//! /api/v1/accounts/{id}/follow`, `/unfollow`, `/block`, `/unblock`, `/mute`, `/unmute`, each
+//! /api/v1/accounts/{id}/follow`, `/unfollow`, `/block`, `/unblock`, `/mute`, `/unmute`,
+//! `/remove_from_followers`, `/note`, each
 //! answering the Relationship entity after the change. The change and the activity it sends
 //! (`Follow`, `Undo`, `Block`) commit together (`federation::relationships`); a mute sends
 //! nothing (`mutes`).
@@ -32,6 +33,11 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/accounts/{id}/unblock", post(unblock))
         .route("/api/v1/accounts/{id}/mute", post(mute))
         .route("/api/v1/accounts/{id}/unmute", post(unmute))
+        .route(
+            "/api/v1/accounts/{id}/remove_from_followers",
+            post(remove_from_followers),
+        )
+        .route("/api/v1/accounts/{id}/note", post(note))
 }
 
 /// The Relationship entity of `account` with `found`.
@@ -257,4 +263,44 @@ mod tests {
             assert!(duration(Some(&bad)).is_err(), "{bad}");
         }
     }
+}
+
+/// `POST /api/v1/accounts/{id}/remove_from_followers` (`write:follows`): the account stops
+/// following the caller; a remote one is sent a `Reject` of its `Follow`.
+async fn remove_from_followers(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteFollows>,
+    Path(id): Path<String>,
+) -> Result<Json<Relationship>, ApiError> {
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        Ok(relationships::remove_from_followers(tx, fed, &account, &found.target()).await?)
+    })
+    .await
+}
+
+/// `comment`, the note's text (JSON or a form); empty or absent removes the note.
+#[derive(Debug, Default, serde::Deserialize)]
+struct NoteBody {
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+/// `POST /api/v1/accounts/{id}/note` (`write:accounts`): the caller's private note on the
+/// account (at most 2 000 characters, else 422), shown as its Relationship's `note`.
+async fn note(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+    Path(id): Path<String>,
+    StatusBody(body): StatusBody<NoteBody>,
+) -> Result<Json<Relationship>, ApiError> {
+    let comment = body.comment.unwrap_or_default();
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        crate::account_notes::set(tx, account.id, &found.iri(fed), &comment)
+            .await
+            .map_err(|e| match e {
+                crate::account_notes::NoteError::Db(e) => e.into(),
+                e => ApiError::unprocessable(e.to_string()),
+            })
+    })
+    .await
 }
