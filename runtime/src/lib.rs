@@ -12,6 +12,7 @@ pub mod config;
 pub mod content;
 pub mod db;
 pub mod emojis;
+pub mod endorsements;
 pub mod exports;
 pub mod federation;
 pub mod filters;

@@ -11,8 +11,9 @@
 //! review queue (Mastodon's admins approve trends): a Hollo server's readers are its own
 //! accounts, and the visibility check, mutes and blocks still apply to every reader.
 //!
-//! Computing this reads every public post of two days, so a web node computes it at most once
-//! per [`PERIOD`] and shares it (`web::recent::Recent`).
+//! Computing this reads the public posts of two days that carry a tag or a card, and the
+//! favourites and boosts of the window's posts, so a web node computes it at most once per
+//! [`PERIOD`] and shares it (`web::recent::Recent`).
 
 use std::time::Duration;
 

@@ -1565,3 +1565,80 @@ async fn removing_followers_private_notes_and_domain_blocking_in_relationships()
         false
     );
 }
+
+/// R-MAPI-6: endorsements (featured accounts). Only an account one follows can be endorsed
+/// (422 otherwise, nothing kept); the Relationship shows `endorsed`; `GET
+/// /api/v1/endorsements` and the account's `/endorsements` list them, newest first; unpinning
+/// and unfollowing end one; pinning needs `write:accounts`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn endorsements_feature_followed_accounts() {
+    let inst = instance().await;
+    let peer = Peer::start().await;
+    let [(alice, _, alice_api), (bob, _, bob_api), (carol, _, _)] =
+        users(&inst, ["alice", "bob", "carol"]).await;
+    let (peer_id, _) = follow_each_other(&inst, &alice_api, &peer, "alice").await;
+    let [alice_id, bob_id, carol_id] = [&alice, &bob, &carol].map(|a| a.id.to_string());
+    let pin = |id: &str| format!("/api/v1/accounts/{id}/pin");
+    let listed = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|a| a["id"].as_str().expect("id").to_string())
+            .collect()
+    };
+
+    let a = alice_api
+        .call(Method::POST, &pin(&carol_id), &json!({}))
+        .await;
+    assert_error(&a, 422, "not followed");
+    assert_eq!(relationship(&alice_api, &carol_id).await["endorsed"], false);
+
+    follow(&alice_api, &bob_id).await;
+    for _ in 0..2 {
+        let r = call_ok(&alice_api, Method::POST, &pin(&bob_id), json!({})).await;
+        assert_eq!(r["endorsed"], true, "{r}");
+    }
+    call_ok(&alice_api, Method::POST, &pin(&peer_id), json!({})).await;
+    let mine = alice_api.get("/api/v1/endorsements").await.assert_ok();
+    assert_eq!(listed(&mine.body), [&peer_id, &bob_id].map(String::as_str));
+    let hers = bob_api
+        .get(&format!("/api/v1/accounts/{alice_id}/endorsements"))
+        .await
+        .assert_ok();
+    assert_eq!(listed(&hers.body), [&peer_id, &bob_id].map(String::as_str));
+    let remote = bob_api
+        .get(&format!("/api/v1/accounts/{peer_id}/endorsements"))
+        .await
+        .assert_ok();
+    assert_eq!(remote.body, json!([]), "a remote account's are not fetched");
+    assert_eq!(
+        relationship(&bob_api, &alice_id).await["endorsed"],
+        false,
+        "alice's endorsement is hers"
+    );
+
+    let r = call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{peer_id}/unpin"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r["endorsed"], false);
+    call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{bob_id}/unfollow"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(relationship(&alice_api, &bob_id).await["endorsed"], false);
+    let mine = alice_api.get("/api/v1/endorsements").await.assert_ok();
+    assert_eq!(mine.body, json!([]), "unfollowing ends the endorsement");
+
+    let read_only = token_with_scopes(&inst, alice.id, "read").await;
+    let a = Client::bearer(&inst, &read_only)
+        .call(Method::POST, &pin(&peer_id), &json!({}))
+        .await;
+    assert_error(&a, 403, "without write:accounts");
+}

@@ -19,7 +19,7 @@ pub struct Relationship {
     pub requested: bool,
     pub requested_by: bool,
     pub domain_blocking: bool,
-    /// Endorsements are not kept yet.
+    /// The viewer features the account on its profile.
     pub endorsed: bool,
     /// The viewer's private note on the account.
     pub note: String,
@@ -41,7 +41,7 @@ impl Relationship {
             requested: s.requested,
             requested_by: s.requested_by,
             domain_blocking: s.domain_blocking,
-            endorsed: false,
+            endorsed: s.endorsed,
             note: s.note.clone(),
         }
     }

@@ -223,9 +223,10 @@ pub async fn unfollow(
     let Some(follow_id) = removed else {
         return Ok(());
     };
-    // Someone one no longer follows leaves one's lists and home, as on Mastodon (their posts
-    // and boosts there came through the follow: `home_feed.source`).
+    // Someone one no longer follows leaves one's lists, endorsements and home, as on
+    // Mastodon (their posts and boosts there came through the follow: `home_feed.source`).
     crate::lists::forget(&mut *tx, account.id, &iri).await?;
+    crate::endorsements::forget(&mut *tx, account.id, &iri).await?;
     sqlx::query("DELETE FROM home_feed WHERE account_id = $1 AND source = $2")
         .bind(account.id)
         .bind(&iri)
@@ -318,6 +319,7 @@ pub async fn block(
         .execute(&mut *tx)
         .await?;
     crate::lists::forget(&mut *tx, account.id, &iri).await?;
+    crate::endorsements::forget(&mut *tx, account.id, &iri).await?;
     remove_follower(tx, account, &iri).await?;
     match target {
         Target::Local(other) => {
@@ -327,6 +329,7 @@ pub async fn block(
                 .execute(&mut *tx)
                 .await?;
             crate::lists::forget(&mut *tx, other.id, &me).await?;
+            crate::endorsements::forget(&mut *tx, other.id, &me).await?;
             remove_follower(tx, other, &me).await?;
         }
         Target::Remote(remote) if fresh.is_some() => {
@@ -463,6 +466,8 @@ pub struct Standing {
     pub domain_blocking: bool,
     /// The account's private note on the actor (`account_notes`), empty without one.
     pub note: String,
+    /// The account features the actor on its profile (`account_endorsements`).
+    pub endorsed: bool,
 }
 
 /// The standing of `account` with the actor `iri`.
@@ -484,6 +489,7 @@ pub async fn standing(
         Option<bool>,
         bool,
         Option<String>,
+        bool,
     );
     let me = fed.actor_iri(&account.username);
     let (
@@ -498,6 +504,7 @@ pub async fn standing(
         mute,
         domain_blocking,
         note,
+        endorsed,
     ): Row =
         sqlx::query_as(
             "SELECT f.state, f.show_reblogs, f.notify, f.languages,
@@ -513,7 +520,9 @@ pub async fn standing(
                     EXISTS (SELECT 1 FROM account_domain_blocks
                              WHERE account_id = $1
                                AND hollo_host_in(hollo_iri_host($2), ARRAY[domain])),
-                    (SELECT comment FROM account_notes WHERE account_id = $1 AND target_iri = $2)
+                    (SELECT comment FROM account_notes WHERE account_id = $1 AND target_iri = $2),
+                    EXISTS (SELECT 1 FROM account_endorsements
+                             WHERE account_id = $1 AND target_iri = $2)
                FROM (SELECT 1) one
                LEFT JOIN follows f ON f.account_id = $1 AND f.target_iri = $2",
         )
@@ -537,5 +546,6 @@ pub async fn standing(
         muting_notifications: mute.unwrap_or(false),
         domain_blocking,
         note: note.unwrap_or_default(),
+        endorsed,
     })
 }

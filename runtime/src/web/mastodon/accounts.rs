@@ -32,6 +32,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/accounts/{id}/statuses", get(statuses))
         .route("/api/v1/accounts/{id}/followers", get(followers))
         .route("/api/v1/accounts/{id}/following", get(following))
+        .route("/api/v1/accounts/{id}/endorsements", get(endorsed_by))
+        .route("/api/v1/endorsements", get(endorsements))
         .route("/api/v1/blocks", get(blocks))
         .route("/api/v1/mutes", get(mutes))
 }
@@ -262,6 +264,8 @@ impl ProfileFilters {
 enum List {
     Followers,
     Following,
+    /// The accounts it features on its profile.
+    Endorsements,
 }
 
 /// `GET /api/v1/blocks`: the accounts the token holder blocks, newest block first, paged by
@@ -326,7 +330,28 @@ async fn following(
     relationship_list(&s, &id, &uri, List::Following).await
 }
 
-/// A local account's followers or followed accounts, paginated by the relationship's id.
+/// The caller's endorsed accounts, newest endorsement first, paged by it (`Link`).
+async fn endorsements(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::ReadAccounts>,
+    uri: Uri,
+) -> Result<Paged<Account>, ApiError> {
+    iri_page(&s, account.id, crate::endorsements::LIST_SELECT, &uri).await
+}
+
+/// The accounts a local account features on its profile (Mastodon 4.4); a remote account's
+/// are not fetched: empty.
+async fn endorsed_by(
+    State(s): State<AppState>,
+    _: Needs<need::ReadAccounts>,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Paged<Account>, ApiError> {
+    relationship_list(&s, &id, &uri, List::Endorsements).await
+}
+
+/// A local account's followers, followed or endorsed accounts, paginated by the
+/// relationship's id.
 async fn relationship_list(
     s: &AppState,
     id: &str,
@@ -343,6 +368,7 @@ async fn relationship_list(
         List::Following => {
             "SELECT id, target_iri FROM follows WHERE account_id = $1 AND state = 'accepted' AND"
         }
+        List::Endorsements => crate::endorsements::LIST_SELECT,
     };
     iri_page(s, account.id, select, uri).await
 }

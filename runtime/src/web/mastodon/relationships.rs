@@ -1,6 +1,6 @@
 //! Relationships: `GET /api/v1/accounts/relationships?id[]=…`, and `POST
 //! /api/v1/accounts/{id}/follow`, `/unfollow`, `/block`, `/unblock`, `/mute`, `/unmute`,
-//! `/remove_from_followers`, `/note`, each
+//! `/remove_from_followers`, `/note`, `/pin`, `/unpin` (endorsements), each
 //! answering the Relationship entity after the change. The change and the activity it sends
 //! (`Follow`, `Undo`, `Block`) commit together (`federation::relationships`); a mute sends
 //! nothing (`mutes`).
@@ -38,6 +38,8 @@ pub fn routes() -> Router<AppState> {
             post(remove_from_followers),
         )
         .route("/api/v1/accounts/{id}/note", post(note))
+        .route("/api/v1/accounts/{id}/pin", post(endorse))
+        .route("/api/v1/accounts/{id}/unpin", post(unendorse))
 }
 
 /// The Relationship entity of `account` with `found`.
@@ -301,6 +303,36 @@ async fn note(
                 crate::account_notes::NoteError::Db(e) => e.into(),
                 e => ApiError::unprocessable(e.to_string()),
             })
+    })
+    .await
+}
+
+/// `POST /api/v1/accounts/{id}/pin` (`write:accounts`): the caller features the account on
+/// its profile; it must follow it (422 otherwise).
+async fn endorse(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+    Path(id): Path<String>,
+) -> Result<Json<Relationship>, ApiError> {
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        crate::endorsements::endorse(tx, account.id, &found.iri(fed))
+            .await
+            .map_err(|e| match e {
+                crate::endorsements::EndorseError::Db(e) => e.into(),
+                e => ApiError::unprocessable(e.to_string()),
+            })
+    })
+    .await
+}
+
+/// `POST /api/v1/accounts/{id}/unpin` (`write:accounts`).
+async fn unendorse(
+    State(s): State<AppState>,
+    Needs(account, _): Needs<need::WriteAccounts>,
+    Path(id): Path<String>,
+) -> Result<Json<Relationship>, ApiError> {
+    on_account(&s, &account, &id, async |tx, fed, found| {
+        Ok(crate::endorsements::forget(tx, account.id, &found.iri(fed)).await?)
     })
     .await
 }
