@@ -84,6 +84,26 @@ fn refused(e: RelationshipError) -> ApiError {
     }
 }
 
+/// A note too long is the caller's mistake (422); a database failure is ours.
+impl From<crate::account_notes::NoteError> for ApiError {
+    fn from(e: crate::account_notes::NoteError) -> Self {
+        match e {
+            crate::account_notes::NoteError::Db(e) => e.into(),
+            e => ApiError::unprocessable(e.to_string()),
+        }
+    }
+}
+
+/// Endorsing an account one does not follow is the caller's mistake (422).
+impl From<crate::endorsements::EndorseError> for ApiError {
+    fn from(e: crate::endorsements::EndorseError) -> Self {
+        match e {
+            crate::endorsements::EndorseError::Db(e) => e.into(),
+            e => ApiError::unprocessable(e.to_string()),
+        }
+    }
+}
+
 /// `reblogs` (their boosts at home), `notify` (a `status` notification for each new post) and
 /// `languages[]`, as JSON or a form; absent keeps what the follow had (a new one: boosts on,
 /// notifications off, every language).
@@ -297,12 +317,7 @@ async fn note(
 ) -> Result<Json<Relationship>, ApiError> {
     let comment = body.comment.unwrap_or_default();
     on_account(&s, &account, &id, async |tx, fed, found| {
-        crate::account_notes::set(tx, account.id, &found.iri(fed), &comment)
-            .await
-            .map_err(|e| match e {
-                crate::account_notes::NoteError::Db(e) => e.into(),
-                e => ApiError::unprocessable(e.to_string()),
-            })
+        Ok(crate::account_notes::set(tx, account.id, &found.iri(fed), &comment).await?)
     })
     .await
 }
@@ -315,12 +330,7 @@ async fn endorse(
     Path(id): Path<String>,
 ) -> Result<Json<Relationship>, ApiError> {
     on_account(&s, &account, &id, async |tx, fed, found| {
-        crate::endorsements::endorse(tx, account.id, &found.iri(fed))
-            .await
-            .map_err(|e| match e {
-                crate::endorsements::EndorseError::Db(e) => e.into(),
-                e => ApiError::unprocessable(e.to_string()),
-            })
+        Ok(crate::endorsements::endorse(tx, account.id, &found.iri(fed)).await?)
     })
     .await
 }
