@@ -45,9 +45,15 @@ pub fn ld() -> Value {
             "_misskey_quote": "https://misskey-hub.net/ns#_misskey_quote",
             "gts": "https://gotosocial.org/ns#",
             "interactionPolicy": { "@id": "gts:interactionPolicy", "@type": "@id" },
+            "canLike": { "@id": "gts:canLike", "@type": "@id" },
+            "canReply": { "@id": "gts:canReply", "@type": "@id" },
+            "canAnnounce": { "@id": "gts:canAnnounce", "@type": "@id" },
             "canQuote": { "@id": "gts:canQuote", "@type": "@id" },
             "automaticApproval": { "@id": "gts:automaticApproval", "@type": "@id" },
             "manualApproval": { "@id": "gts:manualApproval", "@type": "@id" },
+            // GoToSocial 0.18's names for the two above.
+            "always": { "@id": "gts:always", "@type": "@id" },
+            "approvalRequired": { "@id": "gts:approvalRequired", "@type": "@id" },
             "interactingObject": { "@id": "gts:interactingObject", "@type": "@id" },
             "interactionTarget": { "@id": "gts:interactionTarget", "@type": "@id" },
             // Media `Document`s of a note's `attachment` (Mastodon's terms).

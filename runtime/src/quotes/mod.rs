@@ -136,9 +136,19 @@ pub fn remote_policy(note: &Value) -> Option<RemotePolicy> {
             None => Vec::new(),
         }
     };
+    // GoToSocial 0.18 names the two lists `always` and `approvalRequired`.
+    let both = |new: &str, old: &str| -> Vec<String> {
+        let mut l = listed(new);
+        for a in listed(old) {
+            if !l.contains(&a) {
+                l.push(a);
+            }
+        }
+        l
+    };
     Some(RemotePolicy {
-        automatic: listed("automaticApproval"),
-        manual: listed("manualApproval"),
+        automatic: both("automaticApproval", "always"),
+        manual: both("manualApproval", "approvalRequired"),
     })
 }
 
@@ -343,5 +353,17 @@ mod tests {
             vec!["followers"]
         );
         assert_eq!(RemotePolicy::names(&p.automatic, None), vec!["public"]);
+    }
+
+    /// GoToSocial 0.18 writes `always` and `approvalRequired` for the same two lists.
+    #[test]
+    fn gotosocial_0_18_names_are_read_too() {
+        let followers = "https://gts.example/users/a/followers";
+        let p = remote_policy(&json!({ "interactionPolicy": { "canQuote": {
+            "always": [followers], "approvalRequired": [PUBLIC],
+        }}}))
+        .expect("a policy");
+        assert_eq!(p.automatic, vec![followers.to_string()]);
+        assert_eq!(p.manual, vec![PUBLIC.to_string()]);
     }
 }

@@ -8,6 +8,7 @@ pub mod featured;
 pub mod follows;
 pub mod interactions;
 pub mod mentions;
+pub mod policy;
 pub mod quotes;
 pub mod relationships;
 pub mod statuses;

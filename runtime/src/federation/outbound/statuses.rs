@@ -19,6 +19,7 @@ use crate::federation::Federation;
 use crate::federation::context;
 use crate::federation::outbound::delivery::{Recipient, queue_activity};
 use crate::federation::outbound::mentions;
+use crate::federation::outbound::policy::{Audience, interaction_policy};
 use crate::federation::vocab::PUBLIC;
 use crate::media::{self, Drive};
 use crate::polls::{self, PollTally};
@@ -47,7 +48,7 @@ pub struct LocalStatus {
     pub emojis: Vec<crate::emojis::Emoji>,
     /// The post it quotes, and the quoted author's authorization once granted (`quotes`).
     pub quote: Option<QuoteRef>,
-    /// Who may quote it (`quotes::Policy`), advertised as `interactionPolicy.canQuote`.
+    /// Who may quote it (`quotes::Policy`), advertised in its `interactionPolicy`.
     pub quote_policy: Policy,
 }
 
@@ -96,6 +97,16 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
             "<p class=\"quote-inline\">RE: <a href=\"{link}\">{link}</a></p>"
         ));
     }
+    let followers = fed.followers(&s.username);
+    let policy = interaction_policy(
+        s.visibility,
+        s.quote_policy,
+        &Audience {
+            author: &actor,
+            followers: &followers,
+            mentioned: &rendered.mentioned,
+        },
+    );
     let (to, cc) = addressing(fed, &s.username, s.visibility, rendered.mentioned);
     let summary = (!s.spoiler_text.is_empty()).then_some(&s.spoiler_text);
     let mut o = json!({
@@ -127,15 +138,7 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
             o["quoteAuthorization"] = json!(a);
         }
     }
-    // Who may quote it without asking (FEP-044f): only its author, unless it is public or
-    // unlisted and its policy opens it.
-    let quotable = matches!(s.visibility, Visibility::Public | Visibility::Unlisted);
-    let automatic = match (quotable, s.quote_policy) {
-        (true, Policy::Public) => json!([PUBLIC]),
-        (true, Policy::Followers) => json!([fed.followers(&s.username)]),
-        _ => json!([actor]),
-    };
-    o["interactionPolicy"] = json!({ "canQuote": { "automaticApproval": automatic } });
+    o["interactionPolicy"] = policy;
     if let Some(at) = s.edited_at {
         o["updated"] = json!(at);
     }
