@@ -9,6 +9,7 @@
 //! holds this one test and its node is a web node (no queue consumers polling beside it).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};

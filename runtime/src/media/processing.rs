@@ -336,7 +336,7 @@ fn blurhash_of(image: &DynamicImage) -> Result<String, ProcessError> {
 }
 
 #[cfg(test)]
-#[path = "../../tests/support/images.rs"]
+#[path = "../../tests/it/support/images.rs"]
 mod test_images;
 
 #[cfg(test)]

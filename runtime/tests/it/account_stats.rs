@@ -4,7 +4,7 @@
 //! that were there before it. After every step each count equals a `count(*)` of its table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use hollo_runtime::db;
 use sqlx::PgPool;

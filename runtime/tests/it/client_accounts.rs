@@ -4,7 +4,7 @@
 //! arrive signed and verified, what it sends us must change what the API shows.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //! order, so once the second has arrived the first would have arrived before it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

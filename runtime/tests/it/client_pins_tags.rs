@@ -7,7 +7,7 @@
 //! hashtag search; and the limits the instance advertises.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! real node on a real PostgreSQL, with the shared `Peer` as the remote server.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use hollo_runtime::polls::MAX_STATUS_CHARS;
 use reqwest::Method;

@@ -5,7 +5,7 @@
 //! over HTTP against a real node on a real PostgreSQL, with the shared `Peer` as the remote.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! them); nothing is skipped silently.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! with `tag` entries, and a mentioned actor is addressed and delivered to.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! as an `Emoji` tag of its `Note`, and deleting it removes its file.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::io::Cursor;
 

@@ -9,10 +9,10 @@
 //! A second scene pins the discovery routes' entities: familiar followers, a v2 suggestion, a
 //! trending tag and a trending link.
 //!
-//! `UPDATE_SNAPSHOTS=1 cargo test --test entities` rewrites the files; review the diff.
+//! `UPDATE_SNAPSHOTS=1 cargo test -p hollo-runtime --test it entities::` rewrites the files; review the diff.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

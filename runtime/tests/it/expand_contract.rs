@@ -5,7 +5,7 @@
 //! version pre-migrated. Real PostgreSQL, the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! shared test peer as the remote server.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! runs the real binary and kills it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};

@@ -8,7 +8,7 @@
 //! and `scripts/test` call it); without it the test fails and says what is missing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

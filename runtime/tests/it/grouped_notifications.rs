@@ -4,7 +4,7 @@
 //! `Link`; one group, its accounts, dismissing it; unread groups past the marker; mutes and
 //! the visibility check apply as on the v1 list; a group spans at most 12 hours.
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

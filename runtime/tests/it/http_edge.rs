@@ -5,7 +5,7 @@
 //! finished sending.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

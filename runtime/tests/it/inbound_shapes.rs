@@ -9,7 +9,7 @@
 //! actor and origin (the inbox checks that the signer is the actor and the id its origin).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! 1,000-follow test runs three real worker processes and kills one mid-run.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -8,7 +8,7 @@
 //! (`.ci/run` calls it); without node or the install the test fails and says what is missing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

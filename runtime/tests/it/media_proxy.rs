@@ -4,7 +4,7 @@
 //! readers (the node's cache, counted in `/metrics`), and a URL this server did not sign is a
 //! 404.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::api::{WAIT, alice_and_peer, follow_each_other};

@@ -5,7 +5,7 @@
 //! the password commands.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io::Write;

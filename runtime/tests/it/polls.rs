@@ -3,7 +3,7 @@
 //! Time only appears as lower bounds ("not before the expiry") and polled deadlines.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};

@@ -5,7 +5,7 @@
 //! table must still equal the arrays, whichever way a row got there.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use sqlx::PgPool;
 use support::{account_with_token, fresh_db};

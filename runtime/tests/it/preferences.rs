@@ -6,7 +6,7 @@
 //! it is addressed as the default says.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! (R-ROLE, R-DB-3, R-SHUT, R-Q-2.)
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

@@ -3,7 +3,7 @@
 //! relayed by someone else counts only with a valid proof by its own actor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! harness of `clients/` — feedparser, mf2py and a headless Chromium at 375 and 1280 px.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

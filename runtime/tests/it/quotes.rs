@@ -7,7 +7,7 @@
 //! authorization (it names another note) that must leave the quote unshown.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

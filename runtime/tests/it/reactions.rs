@@ -6,7 +6,7 @@
 //! reactor may not read.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

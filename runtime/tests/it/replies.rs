@@ -4,7 +4,7 @@
 //! in the SIGKILL test, which runs the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! shows, resolves and reopens them; a `Flag` another server sends about one of ours becomes a
 //! report, once.
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! before `scheduled_at`, exactly once, also when the worker is SIGKILLed mid-publish.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use reqwest::Method;

@@ -3,7 +3,7 @@
 //! rendered for a viewer — against a real PostgreSQL with rows as the writers store them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use hollo_runtime::federation::Federation;
 use hollo_runtime::mastodon::{Site, status};

@@ -9,7 +9,7 @@
 //! arrived the first would have arrived before it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

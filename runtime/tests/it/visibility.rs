@@ -11,7 +11,7 @@
 //! status's or poll's id.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
