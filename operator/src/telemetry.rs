@@ -623,12 +623,12 @@ mod tests {
     /// client sends, and the counts are exported.
     #[tokio::test]
     async fn the_client_layer_counts_requests_by_verb() {
-        use http::{Request, Response};
+        use crate::testutil::mock;
+        use http::Response;
         use k8s_openapi::api::core::v1::Secret;
         use kube::client::Body;
-        use tower_test::mock;
         let m = Metrics::default();
-        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let (service, mut handle) = mock::pair();
         let service = tower::ServiceBuilder::new()
             .layer(count_requests(m.requests.clone()))
             .service(service);

@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use http::{Request, Response};
+use crate::testutil::mock;
+use http::Response;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
@@ -18,7 +19,6 @@ use kube::runtime::watcher;
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tower_test::mock;
 
 use super::stores::Stores;
 use super::{Context, Error, apply::Applier, reconcile};
@@ -143,7 +143,7 @@ where
 
 impl Fixture {
     fn new(hollo: &Hollo, override_: Override) -> Self {
-        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let (service, mut handle) = mock::pair();
         let client = Client::new(service, "fedi");
         let calls: Calls = Arc::default();
         let seen = calls.clone();
