@@ -138,3 +138,117 @@ async fn remote_images_reach_readers_only_through_our_signed_urls_and_one_fetch(
     );
     inst.shutdown().await;
 }
+
+/// The proxied URL of `remote` on `inst` (as the node mints it in entities).
+fn proxied(inst: &support::node::Instance, remote: &str) -> String {
+    hollo_runtime::media::proxy::MediaProxy::new(support::node::SECRET).url(&inst.base, remote)
+}
+
+/// An upload the peer serves under `/uploads/{name}` with `content_type` as it is.
+fn serve(peer: &support::peer::Peer, name: &str, content_type: &str, body: &[u8]) {
+    peer.state
+        .uploads
+        .lock()
+        .expect("uploads")
+        .insert(name.into(), (content_type.into(), body.to_vec()));
+}
+
+fn fetches(peer: &support::peer::Peer, name: &str) -> usize {
+    let path = format!("/uploads/{name}");
+    peer.hits().iter().filter(|h| h.path == path).count()
+}
+
+/// Issue 61 F3: `Content-Type: image/png, text/html` passed the `image/` prefix check and was
+/// relayed as it came, so a browser rendered the remote's HTML on our origin. The bytes decide
+/// now, as for uploads: only JPEG, PNG, GIF and WebP are relayed, under the type we sniffed;
+/// HTML or SVG is a 502 whatever the remote calls it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_sniffed_raster_images_are_relayed_under_the_type_we_decided() {
+    let inst = support::node::Instance::start("web", &[]).await;
+    let peer = support::peer::Peer::start().await;
+    let html = b"<html><body><script>alert(document.domain)</script></body></html>";
+    let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#;
+    serve(&peer, "page.png", "image/png, text/html", html);
+    serve(&peer, "plain.png", "image/png", html);
+    serve(&peer, "vector.png", "image/png", svg);
+    let photo = png(12, 9);
+    serve(&peer, "photo.jpg", "image/jpeg, text/html", &photo);
+    for name in ["page.png", "plain.png", "vector.png"] {
+        let resp = reqwest::get(proxied(&inst, &peer.iri(&format!("/uploads/{name}"))))
+            .await
+            .expect("proxy");
+        let status = resp.status();
+        let ty = support::api::header_text(resp.headers(), "content-type");
+        let body = resp.text().await.expect("body");
+        assert_eq!(status, 502, "{name}: {ty} {body}");
+        assert!(ty.starts_with("application/json"), "{name}: {ty}");
+        assert!(!body.contains("<script"), "{name}: {body}");
+    }
+    let resp = reqwest::get(proxied(&inst, &peer.iri("/uploads/photo.jpg")))
+        .await
+        .expect("proxy");
+    assert_eq!(resp.status(), 200);
+    let h = resp.headers().clone();
+    assert_eq!(h["content-type"], "image/png", "the sniffed type, not the remote's");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["content-security-policy"], "default-src 'none'; sandbox");
+    assert_eq!(resp.bytes().await.expect("body").as_ref(), photo.as_slice());
+    inst.shutdown().await;
+}
+
+/// Issue 61 F8: a failed proxy fetch was not remembered, so every reader's GET hit the remote
+/// again. A failure is remembered for a while: the second GET is answered without a request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_fetch_is_remembered_and_not_repeated() {
+    let inst = support::node::Instance::start("web", &[]).await;
+    let peer = support::peer::Peer::start().await;
+    serve(&peer, "page.png", "image/png", b"<html>not an image</html>");
+    for name in ["missing.png", "page.png"] {
+        let url = proxied(&inst, &peer.iri(&format!("/uploads/{name}")));
+        for _ in 0..3 {
+            let status = reqwest::get(&url).await.expect("proxy").status();
+            assert_eq!(status, 502, "{name}");
+        }
+        assert_eq!(fetches(&peer, name), 1, "{name}: one request for three readers");
+    }
+    inst.shutdown().await;
+}
+
+/// Issue 61 F7: the proxy's 502 said what the guard or the resolver found ("localhost:
+/// 127.0.0.1 is a loopback … address", "cannot resolve …"), an oracle for internal names.
+/// Every failure is now the same generic 502; the detail is only logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_fetch_says_nothing_of_what_a_name_resolves_to() {
+    let inst =
+        support::node::Instance::start("web", &[("ALLOW_PRIVATE_ADDRESS", "false")]).await;
+    let mut answers = Vec::new();
+    for remote in [
+        "https://localhost/a.png",
+        "https://127.0.0.1/a.png",
+        "https://no-such-host.invalid/a.png",
+        "https://169.254.169.254/latest/meta-data/a.png",
+    ] {
+        let resp = reqwest::get(proxied(&inst, remote)).await.expect("proxy");
+        let status = resp.status().as_u16();
+        let body: serde_json::Value = resp.json().await.expect("a JSON error");
+        let text = body.to_string();
+        for leak in [
+            "127.0.0.1",
+            "169.254",
+            "localhost",
+            "invalid",
+            "loopback",
+            "resolve",
+            "ALLOW_PRIVATE_ADDRESS",
+        ] {
+            assert!(!text.contains(leak), "{remote}: {text}");
+        }
+        answers.push((status, body));
+    }
+    assert_eq!(answers[0].0, 502, "{answers:?}");
+    assert!(
+        answers.iter().all(|a| *a == answers[0]),
+        "one answer for every failure: {answers:?}"
+    );
+    inst.shutdown().await;
+}

@@ -787,13 +787,64 @@ async fn without_allow_private_address_the_guard_refuses_and_the_job_fails() {
     let job = request(&inst, &alice, &post, &replies_iri).await;
     let j = inst.until_status(job, &["completed", "failed"]).await;
     assert_eq!(j.status, "failed");
-    assert!(
-        j.error.unwrap_or_default().contains("refused"),
-        "the guard's reason is kept"
+    // What the job shows says that the remote was not reached, not what the guard found
+    // (issue 61 F7: the address a name resolves to is an oracle for internal names).
+    let error = j.error.unwrap_or_default();
+    assert_eq!(
+        error,
+        format!("GET {replies_iri}: server unreachable or refused"),
     );
+    let (_, token) = inst.account("bob").await;
+    let (code, view) = inst
+        .api(
+            "GET",
+            &format!("/api/v1/reply-collections/{job}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(view["error"], error.as_str());
     assert!(
         remote.hits().is_empty(),
         "nothing reached the loopback server"
+    );
+    inst.shutdown().await;
+}
+
+/// Issue 61 F7: requesting the replies of a post whose name resolves to an internal address
+/// answered 422 "cannot fetch …: refused: localhost: 127.0.0.1 is a loopback … address": the
+/// API told what an internal name resolves to. Every fetch failure is one generic 502 now,
+/// the same for a name that resolves to a refused address and one that does not resolve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_post_that_cannot_be_fetched_is_a_generic_502() {
+    let inst = Instance::start(
+        "web",
+        &[("SECRET_KEY", SECRET), ("ALLOW_PRIVATE_ADDRESS", "false")],
+    )
+    .await;
+    let (_, token) = inst.account("alice").await;
+    let mut answers = Vec::new();
+    for url in [
+        "https://localhost/notes/1",
+        "https://no-such-host.invalid/notes/1",
+        "https://10.0.0.1/notes/1",
+    ] {
+        let body = json!({ "url": url }).to_string();
+        let (code, err) = inst
+            .api("POST", "/api/v1/reply-collections", &token, Some(&body))
+            .await;
+        let text = err["error"].as_str().unwrap_or_default().to_string();
+        for leak in ["127.0.0.1", "::1", "loopback", "resolve", "ALLOW_PRIVATE_ADDRESS", url] {
+            assert!(!text.contains(leak), "{url}: {err}");
+        }
+        answers.push((code, text));
+    }
+    assert_eq!(answers[0].0, 502, "{answers:?}");
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    assert_eq!(
+        inst.count("SELECT count(*) FROM reply_collection_jobs").await,
+        0
     );
     inst.shutdown().await;
 }
@@ -999,8 +1050,9 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
             "POST",
             "/api/v1/reply-collections".to_string(),
             &token,
+            // A remote that cannot be fetched is a 502 (the remote's fault, not the input's).
             Some(json!({ "url": remote.iri("/missing") }).to_string()),
-            422,
+            502,
         ),
         (
             "POST",
@@ -1014,7 +1066,7 @@ async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
             "/api/v1/reply-collections".to_string(),
             &token,
             Some(json!({ "url": "http://169.254.169.254/latest/meta-data/" }).to_string()),
-            422,
+            502,
         ),
         (
             "GET",
