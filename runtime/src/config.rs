@@ -217,6 +217,11 @@ pub struct MediaConfig {
     /// keeps in memory per web node for an hour, so a busy post's images are fetched once, not
     /// once per reader.
     pub proxy_cache_bytes: usize,
+    /// `MEDIA_PROXY_CONCURRENCY` (default 32, 1–1024): remote images the media proxy fetches at
+    /// once per web node (at most 8 of them from one remote host); a reader waits up to 5 s
+    /// for a place, then gets 503. Each fetch holds at most 1 MiB of the image (larger ones
+    /// stream through), so this bounds the proxy's memory besides its cache (R-API).
+    pub proxy_concurrency: usize,
     pub drive: DriveConfig,
     /// `STORAGE_URL_BASE`: the public URL files are reachable under (`<base>/<key>`). Default
     /// for `fs`: `PUBLIC_URL` (the web node serves `/media/…`); required for `s3`.
@@ -231,6 +236,7 @@ impl Default for MediaConfig {
             sync_max_bytes: 1024 * 1024,
             decode_concurrency: 2,
             proxy_cache_bytes: 64 * 1024 * 1024,
+            proxy_concurrency: 32,
             drive: DriveConfig::None,
             url_base: "http://localhost:3000".into(),
         }
@@ -262,6 +268,12 @@ impl MediaConfig {
         )? as usize
             * 1024
             * 1024;
+        let proxy_concurrency = env.count(
+            "MEDIA_PROXY_CONCURRENCY",
+            d.proxy_concurrency as u32,
+            1,
+            1024,
+        )? as usize;
         let fs_path = env
             .get("FS_STORAGE_PATH")
             .map(|p| std::path::PathBuf::from(p.trim()));
@@ -316,6 +328,7 @@ impl MediaConfig {
             decode_concurrency,
             sync_max_bytes,
             proxy_cache_bytes,
+            proxy_concurrency,
             drive,
             url_base,
         })
@@ -1279,6 +1292,13 @@ mod tests {
         assert_eq!(c.media.sync_max_bytes, 1024 * 1024);
         assert_eq!(c.media.decode_concurrency, 2);
         assert_eq!(c.media.proxy_cache_bytes, 64 << 20);
+        assert_eq!(c.media.proxy_concurrency, 32);
+        assert_eq!(
+            valid([("MEDIA_PROXY_CONCURRENCY", "4")])
+                .media
+                .proxy_concurrency,
+            4
+        );
         assert_eq!(c.media.drive, DriveConfig::None);
         assert_eq!(c.media.url_base, "http://localhost:4000");
         let c = valid([
@@ -1322,6 +1342,14 @@ mod tests {
             (
                 vec![("MEDIA_PROXY_CACHE_MB", "lots")],
                 "MEDIA_PROXY_CACHE_MB",
+            ),
+            (
+                vec![("MEDIA_PROXY_CONCURRENCY", "0")],
+                "MEDIA_PROXY_CONCURRENCY",
+            ),
+            (
+                vec![("MEDIA_PROXY_CONCURRENCY", "1025")],
+                "MEDIA_PROXY_CONCURRENCY",
             ),
             (
                 vec![("MEDIA_DECODE_CONCURRENCY", "0")],

@@ -552,8 +552,9 @@ fn app_state(
             .secret_key
             .as_ref()
             .map(|k| Arc::new(crate::media::proxy::MediaProxy::new(k.expose()))),
-        proxy_cache: Arc::new(crate::media::proxy::ProxyCache::new(
+        proxy_relay: Arc::new(crate::media::proxy::Relay::new(
             config.media.proxy_cache_bytes,
+            config.media.proxy_concurrency,
         )),
         ..AppState::new(pool.clone(), fed)
     })

@@ -82,8 +82,8 @@ pub struct AppState {
     pub hashing: Arc<crate::passwords::Hashing>,
     /// Remote images shown through this server (`media::proxy`); `None` without `SECRET_KEY`.
     pub media_proxy: Option<Arc<crate::media::proxy::MediaProxy>>,
-    /// What the media proxy relayed, kept for readers after the first.
-    pub proxy_cache: Arc<crate::media::proxy::ProxyCache>,
+    /// The media proxy's fetches, and what it relayed or saw fail (`media::proxy`).
+    pub proxy_relay: Arc<crate::media::proxy::Relay>,
 }
 
 impl AppState {
@@ -109,7 +109,7 @@ impl AppState {
             behind_proxy: false,
             drive: Arc::new(crate::media::Drive::disabled("http://localhost:3000")),
             media_proxy: None,
-            proxy_cache: Arc::new(crate::media::proxy::ProxyCache::new(0)),
+            proxy_relay: Arc::new(crate::media::proxy::Relay::new(0, 1)),
             media: Default::default(),
             writes: Default::default(),
             instance_stats: mastodon::instance::UsageCache::new(Duration::from_secs(300)),

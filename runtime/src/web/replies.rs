@@ -2,7 +2,8 @@
 //! `POST /api/v1/reply-collections {"url"}` requests a collection of a remote post's replies,
 //! `GET /api/v1/reply-collections/{id}` shows a job, and viewing a remote post's thread
 //! (`GET /api/v1/statuses/{id}/context`, in `mastodon::statuses`) requests the collection of
-//! its replies when it has a `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing.
+//! its replies when it has a `replies` IRI. Bad input is a 4xx `{"error"}` and stores nothing;
+//! a post that cannot be fetched is a 502 that says no more.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -101,15 +102,27 @@ async fn create(
             let fed = s.fed.as_ref().ok_or_else(|| {
                 ApiError::unavailable("federation is disabled on this node (SECRET_KEY is unset)")
             })?;
-            let signer = fed
-                .signing_key(&account)
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+            let signer = fed.signing_key(&account).map_err(|e| {
+                tracing::warn!(account = %account.username, error = %format_args!("{e:#}"), "no signing key for a reply collection");
+                ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the account's signing key is unusable".into(),
+                )
+            })?;
             // `get_object` takes only a document of the URL's own origin (id and redirects).
+            // Whatever went wrong is one 502: what our guard or resolver found would tell the
+            // client what an internal name resolves to (issue 61 F7). The detail is logged.
             let doc = fed
                 .fetch
                 .get_object(url, Some(&signer))
                 .await
-                .map_err(|e| ApiError::unprocessable(format!("cannot fetch {url}: {e}")))?
+                .map_err(|e| {
+                    tracing::info!(url, error = %e, "a post could not be fetched for its replies");
+                    ApiError(
+                        StatusCode::BAD_GATEWAY,
+                        "the remote post could not be fetched".into(),
+                    )
+                })?
                 .doc;
             doc.get("replies")
                 .and_then(id_of)

@@ -33,21 +33,6 @@ fn retryable_fetch(e: &FetchError) -> bool {
     }
 }
 
-/// What a client may learn of a failed fetch: the remote's HTTP status, or that it could not
-/// be reached — never why our guard refused an address, what a name resolved to or that it
-/// did not resolve, which would make the API an oracle for our internal DNS and network
-/// (R-API; the inbox's key fetches answer the same way, R-AP-1). A refusal and an
-/// unreachable host read the same. The detail goes to the log.
-pub fn public_reason(e: &FetchError) -> String {
-    match e {
-        FetchError::Status(code) => format!("HTTP {code}"),
-        FetchError::TooManyRequests(_) => "HTTP 429".into(),
-        FetchError::TooLarge => "response too large".into(),
-        FetchError::Invalid(_) => "response not accepted".into(),
-        FetchError::Refused(_) | FetchError::Network(_) => "server unreachable or refused".into(),
-    }
-}
-
 /// `name@host` → the remote actor, fetched (signed with `account`'s key) and cached.
 pub async fn resolve_account(
     pool: &PgPool,
@@ -59,7 +44,7 @@ pub async fn resolve_account(
     let iri = webfinger::resolve(fed, handle).await.map_err(|e| {
         tracing::info!(handle, error = %e, "cannot resolve an account");
         let why = match &e {
-            ResolveError::Fetch(f) => public_reason(f),
+            ResolveError::Fetch(f) => f.public_reason(),
             other => other.to_string(),
         };
         ResolveFailure {
@@ -93,7 +78,7 @@ pub async fn resolve_account(
         .map_err(|e| {
             tracing::info!(handle, actor = iri, error = %e, "cannot fetch an actor");
             let why = match &e {
-                actor::ActorError::Fetch(f) => public_reason(f),
+                actor::ActorError::Fetch(f) => f.public_reason(),
                 actor::ActorError::Invalid(_) => "actor document not accepted".into(),
                 actor::ActorError::Db(_) => "database unavailable".into(),
             };

@@ -91,10 +91,29 @@ pub enum FetchError {
     /// HTTP 429 from a GET, with its `Retry-After` when usable (reply collection backs off by it).
     #[error("HTTP 429")]
     TooManyRequests(Option<Duration>),
-    #[error("response larger than {MAX_RESPONSE_BYTES} bytes")]
+    #[error("response larger than allowed")]
     TooLarge,
     #[error("invalid response: {0}")]
     Invalid(String),
+}
+
+impl FetchError {
+    /// What a client may learn of a failed fetch: the remote's HTTP status, or that it could
+    /// not be reached — never why our guard refused an address, what a name resolved to or
+    /// that it did not resolve, which would make the API an oracle for our internal DNS and
+    /// network (R-API; the inbox's key fetches answer the same way, R-AP-1). A refusal and an
+    /// unreachable host read the same. The detail goes to the log.
+    pub fn public_reason(&self) -> String {
+        match self {
+            FetchError::Status(code) => format!("HTTP {code}"),
+            FetchError::TooManyRequests(_) => "HTTP 429".into(),
+            FetchError::TooLarge => "response too large".into(),
+            FetchError::Invalid(_) => "response not accepted".into(),
+            FetchError::Refused(_) | FetchError::Network(_) => {
+                "server unreachable or refused".into()
+            }
+        }
+    }
 }
 
 /// An address the guard refuses even with `ALLOW_PRIVATE_ADDRESS=true`: cloud metadata
@@ -403,20 +422,31 @@ impl FetchClient {
         Ok(second.doc)
     }
 
-    /// GETs a remote image for the media proxy (`media::proxy`): unsigned (an image is public),
-    /// redirects followed to any origin but each hop through the guard, the answer must call
-    /// itself `image/*`, and at most `max` bytes. Returns the bytes and their type.
+    /// GETs a remote image (link previews' images, custom emojis): as [`Self::open_image`],
+    /// read whole. Returns the bytes and the type the remote named.
     pub async fn get_image(&self, url: &str, max: usize) -> Result<(Vec<u8>, String), FetchError> {
-        let (_, media_type, body) = self
-            .get_public(url, "image/*", max, |media_type| {
-                // SVG is a document that can carry scripts: never relayed as an image.
-                media_type.starts_with("image/") && !media_type.contains("svg")
-            })
-            .await?;
-        Ok((body, media_type))
+        let (_, media_type, body) = self.open_image(url, max).await?;
+        Ok((body.collect().await?, media_type))
     }
 
-    /// GETs a web page for a link preview (`cards`): as [`Self::get_image`], for `text/html`
+    /// Opens a remote image: unsigned (an image is public), redirects followed to any origin
+    /// but each hop through the guard, the answer must call itself `image/*` (not SVG, a
+    /// document that can carry scripts), and its body, read as it arrives, is at most `max`
+    /// bytes. What the bytes really are is the caller's to check (`Format::sniff`): a type
+    /// the remote names is only a first filter (`image/png, text/html` passes it). Returns
+    /// the URL that answered, the type named, and the body.
+    pub async fn open_image(
+        &self,
+        url: &str,
+        max: usize,
+    ) -> Result<(Url, String, CappedBody), FetchError> {
+        self.open_public(url, "image/*", max, |media_type| {
+            media_type.starts_with("image/") && !media_type.contains("svg")
+        })
+        .await
+    }
+
+    /// GETs a web page for a link preview (`cards`): as [`Self::open_image`], for `text/html`
     /// (or XHTML) of at most `max` bytes. Returns the URL that finally answered and the text
     /// (UTF-8; bytes that are not become U+FFFD).
     pub async fn get_page(&self, url: &str, max: usize) -> Result<(Url, String), FetchError> {
@@ -442,10 +472,7 @@ impl FetchClient {
         serde_json::from_slice(&body).map_err(|e| FetchError::Invalid(format!("not JSON: {e}")))
     }
 
-    /// An unsigned GET of public content: redirects followed to any origin (the content is
-    /// not attributed to the origin asked, unlike a document), each hop through the guard;
-    /// the answer's content type must satisfy `takes` before its body is read, and the body is
-    /// at most `max` bytes. Returns the final URL, the content type and the body.
+    /// An unsigned GET of public content, read whole: [`Self::open_public`]'s body collected.
     async fn get_public(
         &self,
         url: &str,
@@ -453,6 +480,22 @@ impl FetchClient {
         max: usize,
         takes: impl Fn(&str) -> bool,
     ) -> Result<(Url, String, Vec<u8>), FetchError> {
+        let (at, media_type, body) = self.open_public(url, accept, max, takes).await?;
+        Ok((at, media_type, body.collect().await?))
+    }
+
+    /// An unsigned GET of public content: redirects followed to any origin (the content is
+    /// not attributed to the origin asked, unlike a document), each hop through the guard;
+    /// the answer's content type must satisfy `takes` before its body is read, and the body is
+    /// at most `max` bytes, checked as it streams. Returns the final URL, the content type and
+    /// the body, not yet read.
+    async fn open_public(
+        &self,
+        url: &str,
+        accept: &'static str,
+        max: usize,
+        takes: impl Fn(&str) -> bool,
+    ) -> Result<(Url, String, CappedBody), FetchError> {
         let mut current = parse_url(url)?;
         for _ in 0..=MAX_REDIRECTS {
             self.check_url(&current).await?;
@@ -477,18 +520,7 @@ impl FetchClient {
                     "{current} answered with content type {media_type:?}, not {accept}"
                 )));
             }
-            if resp.content_length().is_some_and(|n| n > max as u64) {
-                return Err(FetchError::TooLarge);
-            }
-            let mut resp = resp;
-            let mut body = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
-                if body.len() + chunk.len() > max {
-                    return Err(FetchError::TooLarge);
-                }
-                body.extend_from_slice(&chunk);
-            }
-            return Ok((current, media_type, body));
+            return Ok((current, media_type, CappedBody::new(resp, max)?));
         }
         Err(FetchError::Refused(format!(
             "more than {MAX_REDIRECTS} redirects"
@@ -675,21 +707,72 @@ fn network_error(e: reqwest::Error) -> FetchError {
     }
 }
 
-async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, FetchError> {
-    if resp
-        .content_length()
-        .is_some_and(|n| n > MAX_RESPONSE_BYTES as u64)
-    {
-        return Err(FetchError::TooLarge);
+async fn read_capped(resp: reqwest::Response) -> Result<Vec<u8>, FetchError> {
+    CappedBody::new(resp, MAX_RESPONSE_BYTES)?.collect().await
+}
+
+/// A response body read as it arrives, at most its cap in all: a `Content-Length` over the
+/// cap is refused before the first byte, and the bytes are counted as they come, so a remote
+/// that says nothing of its length (or lies) is cut off at the cap too. Every remote body is
+/// read through one, whole ([`Self::collect`]) or chunk by chunk ([`Self::chunk`], which the
+/// media proxy streams through without holding the image).
+pub struct CappedBody {
+    resp: reqwest::Response,
+    max: usize,
+    read: usize,
+    /// `Content-Length` as received (reqwest's own shrinks as the body is read).
+    announced: Option<u64>,
+}
+
+impl std::fmt::Debug for CappedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CappedBody")
+            .field("max", &self.max)
+            .field("read", &self.read)
+            .finish_non_exhaustive()
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+}
+
+impl CappedBody {
+    fn new(resp: reqwest::Response, max: usize) -> Result<CappedBody, FetchError> {
+        let announced = resp.content_length();
+        if announced.is_some_and(|n| n > max as u64) {
             return Err(FetchError::TooLarge);
         }
-        body.extend_from_slice(&chunk);
+        Ok(CappedBody {
+            resp,
+            max,
+            read: 0,
+            announced,
+        })
     }
-    Ok(body)
+
+    /// The whole body's length as the remote announced it (`Content-Length`), if it did;
+    /// within the cap, and the same however much has been read.
+    pub fn content_length(&self) -> Option<u64> {
+        self.announced
+    }
+
+    /// The next bytes, `None` at the end; [`FetchError::TooLarge`] once the cap is passed.
+    pub async fn chunk(&mut self) -> Result<Option<axum::body::Bytes>, FetchError> {
+        let Some(chunk) = self.resp.chunk().await.map_err(network_error)? else {
+            return Ok(None);
+        };
+        self.read += chunk.len();
+        if self.read > self.max {
+            return Err(FetchError::TooLarge);
+        }
+        Ok(Some(chunk))
+    }
+
+    /// The whole body.
+    pub async fn collect(mut self) -> Result<Vec<u8>, FetchError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
 }
 
 /// The longest `Retry-After` honoured. A remote's value is input like any other: an absurd

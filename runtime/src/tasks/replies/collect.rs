@@ -80,11 +80,22 @@ enum End {
         partial: bool,
     },
     RateLimited(Duration),
+    /// Why, as the job shows it to any reader of the API (`GET /api/v1/reply-collections/…`):
+    /// what the remote answered, never what our guard, resolver or database found (issue 61
+    /// F7: the address an internal name resolves to is an oracle). Details are logged.
     Failed(String),
     /// Shutdown: back to waiting without a recorded failure.
     Stopped,
     /// Our fence no longer matches: someone else owns the job now.
     LostLease,
+}
+
+impl End {
+    /// A database error ends the attempt; what it said is logged, not shown.
+    fn db(e: sqlx::Error) -> End {
+        tracing::warn!(error = %e, "reply collection: database error");
+        End::Failed("database unavailable".into())
+    }
 }
 
 #[derive(Default)]
@@ -279,7 +290,10 @@ impl Collector {
     async fn walk(&self, pool: &PgPool, run: &Run, n: &mut Counters, w: &mut Frontier) -> End {
         let signer = match self.signer(pool, run).await {
             Ok(k) => k,
-            Err(e) => return End::Failed(e),
+            Err(e) => {
+                tracing::warn!(job = %run.id, error = %e, "reply collection: no signing key");
+                return End::Failed("no usable signing key".into());
+            }
         };
         while let Some((src, depth)) = w.todo.pop_front() {
             let fetched = matches!(src, Src::Iri(_));
@@ -304,7 +318,7 @@ impl Collector {
                             Ok(_) => n.handed_off += 1,
                             Err(super::RequestError::BadIri(_)) => n.skipped += 1,
                             Err(super::RequestError::Db(e)) => {
-                                return End::Failed(format!("database: {e}"));
+                                return End::db(e);
                             }
                         }
                         continue;
@@ -339,7 +353,7 @@ impl Collector {
                 match self.store(pool, run, &doc, n).await {
                     Ok(true) => {}
                     Ok(false) => return End::LostLease,
-                    Err(e) => return End::Failed(format!("database: {e}")),
+                    Err(e) => return End::db(e),
                 }
                 if depth < run.max_depth
                     && let Some(r) = doc.get("replies")
@@ -387,7 +401,7 @@ impl Collector {
                         match self.store(pool, run, &item, n).await {
                             Ok(true) => {}
                             Ok(false) => return End::LostLease,
-                            Err(e) => return End::Failed(format!("database: {e}")),
+                            Err(e) => return End::db(e),
                         }
                         if depth < run.max_depth
                             && let Some(r) = item.get("replies")
@@ -422,7 +436,7 @@ impl Collector {
         iri: &str,
         n: &mut Counters,
     ) -> Result<Value, End> {
-        let db = |e: sqlx::Error| End::Failed(format!("database: {e}"));
+        let db = End::db;
         loop {
             if self.stop.is_cancelled() {
                 return Err(End::Stopped);
@@ -462,7 +476,10 @@ impl Collector {
                     .filter(|d| !d.is_zero())
                     .unwrap_or(self.cfg.retry_after_default),
             )),
-            Err(Some(e)) => Err(End::Failed(format!("GET {iri}: {e}"))),
+            Err(Some(e)) => {
+                tracing::info!(job = %run.id, iri, error = %e, "reply collection: a GET failed");
+                Err(End::Failed(format!("GET {iri}: {}", e.public_reason())))
+            }
         }
     }
 
@@ -513,7 +530,7 @@ impl Collector {
         obj: &Value,
         n: &mut Counters,
     ) -> Result<bool, End> {
-        let db = |e: sqlx::Error| End::Failed(format!("database: {e}"));
+        let db = End::db;
         let Some(author) = obj.get("attributedTo").and_then(id_of) else {
             return Ok(true); // `store` skips it with the rest of its checks
         };
