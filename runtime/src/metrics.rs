@@ -49,8 +49,8 @@ pub static POLL_ENQUEUE_ATTEMPTS: LazyLock<Family<OutcomeLabels, Counter>> =
     LazyLock::new(Family::default);
 
 /// Requests of the remote media proxy by outcome: `hit` (served from this node's cache),
-/// `miss` (fetched from the remote), `error` (the remote failed or sent no image). Process-wide
-/// like the poll counter.
+/// `miss` (fetched from the remote), `error` (the remote failed or sent no image, now or within
+/// the failure TTL), `busy` (no fetch place came free: 503). Process-wide like the poll counter.
 pub static MEDIA_PROXY_REQUESTS: LazyLock<Family<OutcomeLabels, Counter>> =
     LazyLock::new(Family::default);
 
@@ -156,7 +156,7 @@ impl Metrics {
         );
         registry.register(
             "media_proxy_requests",
-            "Remote media proxy requests by outcome (hit: this node's cache; miss: fetched; error)",
+            "Remote media proxy requests by outcome (hit: this node's cache; miss: fetched; error; busy: 503)",
             MEDIA_PROXY_REQUESTS.clone(),
         );
         registry.register(

@@ -96,7 +96,10 @@ async fn serve(
 /// browser believes it, and a CSP that sandboxes the response should it be opened as a page.
 fn policy_headers(resp: &mut Response, format: Format) {
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.mime()));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.mime()),
+    );
     // A day: the remote may change its image; a browser keeps what it has meanwhile.
     h.insert(
         header::CACHE_CONTROL,

@@ -257,7 +257,11 @@ async fn slow_image_server(ip: &str) -> String {
             head[..PNG_SIGNATURE.len()].copy_from_slice(PNG_SIGNATURE);
             let head = axum::body::Bytes::from(head);
             let chunks = futures::stream::unfold(0usize, move |at| {
-                let chunk = if at == 0 { head.clone() } else { filler.clone() };
+                let chunk = if at == 0 {
+                    head.clone()
+                } else {
+                    filler.clone()
+                };
                 async move {
                     if at >= LARGE_IMAGE_BYTES {
                         return None;
@@ -348,9 +352,7 @@ async fn parallel_proxy_gets_of_large_images_keep_the_node_memory_bounded() {
         growth_mib < PROXY_BURST_GROWTH_MIB,
         "peak RSS grew by {growth_mib} MiB, over the bound of {PROXY_BURST_GROWTH_MIB} MiB"
     );
-    let served = answers
-        .remove(&(StatusCode::OK, false, true))
-        .unwrap_or(0);
+    let served = answers.remove(&(StatusCode::OK, false, true)).unwrap_or(0);
     let busy = answers
         .remove(&(StatusCode::SERVICE_UNAVAILABLE, true, false))
         .unwrap_or(0);

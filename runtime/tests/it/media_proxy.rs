@@ -2,7 +2,9 @@
 //! account's avatar and header are shown through this server's signed URLs (`remote_url`
 //! keeps the origin), served as images with `nosniff`, fetched from the remote once for many
 //! readers (the node's cache, counted in `/metrics`), and a URL this server did not sign is a
-//! 404.
+//! 404. Only what sniffs as a raster image is relayed, under the sniffed type; a failure is
+//! one generic 502, remembered for a while. (The memory bound under a burst is in `dos.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 use crate::support;
 
@@ -189,7 +191,10 @@ async fn only_sniffed_raster_images_are_relayed_under_the_type_we_decided() {
         .expect("proxy");
     assert_eq!(resp.status(), 200);
     let h = resp.headers().clone();
-    assert_eq!(h["content-type"], "image/png", "the sniffed type, not the remote's");
+    assert_eq!(
+        h["content-type"], "image/png",
+        "the sniffed type, not the remote's"
+    );
     assert_eq!(h["x-content-type-options"], "nosniff");
     assert_eq!(h["content-security-policy"], "default-src 'none'; sandbox");
     assert_eq!(resp.bytes().await.expect("body").as_ref(), photo.as_slice());
@@ -209,7 +214,11 @@ async fn a_failed_fetch_is_remembered_and_not_repeated() {
             let status = reqwest::get(&url).await.expect("proxy").status();
             assert_eq!(status, 502, "{name}");
         }
-        assert_eq!(fetches(&peer, name), 1, "{name}: one request for three readers");
+        assert_eq!(
+            fetches(&peer, name),
+            1,
+            "{name}: one request for three readers"
+        );
     }
     inst.shutdown().await;
 }
@@ -219,8 +228,7 @@ async fn a_failed_fetch_is_remembered_and_not_repeated() {
 /// Every failure is now the same generic 502; the detail is only logged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failed_fetch_says_nothing_of_what_a_name_resolves_to() {
-    let inst =
-        support::node::Instance::start("web", &[("ALLOW_PRIVATE_ADDRESS", "false")]).await;
+    let inst = support::node::Instance::start("web", &[("ALLOW_PRIVATE_ADDRESS", "false")]).await;
     let mut answers = Vec::new();
     for remote in [
         "https://localhost/a.png",

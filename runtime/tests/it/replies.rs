@@ -835,7 +835,14 @@ async fn a_post_that_cannot_be_fetched_is_a_generic_502() {
             .api("POST", "/api/v1/reply-collections", &token, Some(&body))
             .await;
         let text = err["error"].as_str().unwrap_or_default().to_string();
-        for leak in ["127.0.0.1", "::1", "loopback", "resolve", "ALLOW_PRIVATE_ADDRESS", url] {
+        for leak in [
+            "127.0.0.1",
+            "::1",
+            "loopback",
+            "resolve",
+            "ALLOW_PRIVATE_ADDRESS",
+            url,
+        ] {
             assert!(!text.contains(leak), "{url}: {err}");
         }
         answers.push((code, text));
@@ -843,7 +850,8 @@ async fn a_post_that_cannot_be_fetched_is_a_generic_502() {
     assert_eq!(answers[0].0, 502, "{answers:?}");
     assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
     assert_eq!(
-        inst.count("SELECT count(*) FROM reply_collection_jobs").await,
+        inst.count("SELECT count(*) FROM reply_collection_jobs")
+            .await,
         0
     );
     inst.shutdown().await;

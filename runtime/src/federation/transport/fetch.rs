@@ -915,6 +915,57 @@ mod tests {
         }
     }
 
+    /// A body is capped as it streams: a `Content-Length` over the cap is refused before
+    /// the first byte, and a body that announces nothing is cut off once past the cap.
+    #[tokio::test]
+    async fn bodies_are_capped_by_their_length_and_while_they_stream() {
+        let chunked = || async {
+            let chunks = futures::stream::iter(
+                (0..3).map(|_| Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![7u8; 1024]))),
+            );
+            (
+                [("content-type", "image/png")],
+                axum::body::Body::from_stream(chunks),
+            )
+        };
+        let sized = || async { ([("content-type", "image/png")], vec![7u8; 3 * 1024]) };
+        let app = axum::Router::new()
+            .route("/chunked", axum::routing::get(chunked))
+            .route("/sized", axum::routing::get(sized));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = FetchClient::new(true).expect("client");
+        let err = client
+            .open_image(&format!("{base}/sized"), 2048)
+            .await
+            .expect_err("too large by its length");
+        assert!(matches!(err, FetchError::TooLarge), "{err}");
+        let (_, _, mut body) = client
+            .open_image(&format!("{base}/chunked"), 2048)
+            .await
+            .expect("no length announced");
+        assert_eq!(body.content_length(), None);
+        let mut read = 0;
+        let err = loop {
+            match body.chunk().await {
+                Ok(Some(c)) => read += c.len(),
+                Ok(None) => panic!("the whole body passed the cap"),
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, FetchError::TooLarge), "{err}");
+        assert!(read <= 2048, "{read} bytes handed out");
+        let (_, _, body) = client
+            .open_image(&format!("{base}/sized"), 4096)
+            .await
+            .expect("within the cap");
+        assert_eq!(body.content_length(), Some(3 * 1024));
+        assert_eq!(body.collect().await.expect("body").len(), 3 * 1024);
+    }
+
     /// The first delivery to a host asks it to close the connection; the next within the
     /// window keeps it (R-AP-2: no idle socket per host of a fan-out).
     #[tokio::test]

@@ -211,7 +211,11 @@ mod tests {
         for r in readers {
             assert_eq!(&r.await.unwrap().bytes[..], &[1, 2, 3]);
         }
-        assert_eq!(fetches.load(Ordering::SeqCst), 1, "one fetch, sixteen readers");
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "one fetch, sixteen readers"
+        );
         // A reader that gives up (drops its right to fetch) lets the next one fetch.
         match cache.lookup("https://r.example/b.png").await {
             Lookup::Miss(Some(f)) => drop(f),
@@ -231,7 +235,11 @@ mod tests {
                 f.keep(image(&[0; 64 * 1024]));
             }
         }
-        assert!(cache.weight() <= 256 * 1024, "{} bytes kept", cache.weight());
+        assert!(
+            cache.weight() <= 256 * 1024,
+            "{} bytes kept",
+            cache.weight()
+        );
         let none = ProxyCache::new(0);
         assert!(matches!(
             none.lookup("https://r.example/a.png").await,

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 
+use super::MAX_BYTES;
 use super::cache::{CACHED_MAX_BYTES, Failures, Lookup, ProxyCache, Relayed, Source};
 use super::slots::{FetchSlots, PER_HOST, QUEUE_WAIT, Slot};
-use super::MAX_BYTES;
 use crate::federation::transport::fetch::{CappedBody, FetchClient, FetchError};
 use crate::media::processing::Format;
 
@@ -168,13 +168,7 @@ async fn open(fetch: &FetchClient, url: &str, keep: bool) -> Result<Opened, Fail
 /// held until the last byte (or until the reader goes away and the body is dropped); a
 /// remote that fails midway (too large, reset) ends the body with an error, which aborts
 /// the response, and is remembered as a failure.
-fn stream(
-    head: Bytes,
-    body: CappedBody,
-    slot: Slot,
-    failures: Arc<Failures>,
-    url: String,
-) -> Body {
+fn stream(head: Bytes, body: CappedBody, slot: Slot, failures: Arc<Failures>, url: String) -> Body {
     struct State {
         head: Option<Bytes>,
         body: CappedBody,

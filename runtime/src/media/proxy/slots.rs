@@ -137,7 +137,10 @@ mod tests {
             "the node's three are taken"
         );
         drop(a1);
-        let c1 = slots.acquire("c.example", NO_WAIT).await.expect("c, once a place is free");
+        let c1 = slots
+            .acquire("c.example", NO_WAIT)
+            .await
+            .expect("c, once a place is free");
         drop((a2, b1, c1));
         assert_eq!(slots.hosts_in_use(), 0, "no host is kept once unused");
     }

@@ -165,8 +165,11 @@ async fn copied(s: &AppState, status: &str, shortcode: &str) -> Result<Vec<u8>, 
         .get_image(&emoji.url, emojis::MAX_BYTES)
         .await
         .map_err(|e| {
+            // The remote's status at most: the guard's and resolver's words are for the log.
+            tracing::info!(url = emoji.url, error = %e, "a remote emoji's image could not be fetched");
             ApiError::unprocessable(format!(
-                "the image of :{shortcode}: could not be fetched: {e}"
+                "the image of :{shortcode}: could not be fetched: {}",
+                e.public_reason()
             ))
         })?;
     Ok(bytes)
