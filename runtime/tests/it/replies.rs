@@ -990,7 +990,7 @@ async fn recovery_reclaims_100_expired_jobs_and_100_orphaned_hosts_and_pauses_wh
 // Bad input.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn bad_input_on_the_endpoints_is_4xx_and_stores_nothing() {
+async fn bad_input_and_unfetchable_posts_are_refused_and_store_nothing() {
     let (inst, remote, _alice, token) = with_remote().await;
     remote.doc(
         "/nothread",
