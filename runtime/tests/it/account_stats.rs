@@ -228,3 +228,129 @@ async fn the_migration_counts_what_was_stored_before_it() {
     post(pool, alice, 1).await;
     check(pool, alice, (13, 7, 3), "kept after it").await;
 }
+
+/// The pre-deploy migration that counts public and unlisted statuses apart (F9).
+const PUBLIC_STATUSES: i64 = 20261214000200;
+
+/// `public_statuses` as kept and as counted (public and unlisted statuses).
+async fn public_both(pool: &PgPool, account: Uuid) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT coalesce((SELECT public_statuses FROM account_stats WHERE account_id = $1), 0),
+                (SELECT count(*) FROM statuses
+                  WHERE account_id = $1 AND visibility IN ('public', 'unlisted'))",
+    )
+    .bind(account)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+async fn check_public(pool: &PgPool, account: Uuid, want: i64, step: &str) {
+    let (kept, counted) = public_both(pool, account).await;
+    assert_eq!(counted, want, "{step}: the table itself");
+    assert_eq!(kept, counted, "{step}: public_statuses against count(*)");
+}
+
+/// Inserts `n` statuses of `account` as `statuses::write` does: as 'public' (the column's
+/// default), then given `visibility` by an UPDATE in the same transaction.
+async fn post_as(pool: &PgPool, account: Uuid, n: i32, visibility: &str) {
+    let mut tx = pool.begin().await.unwrap();
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "INSERT INTO statuses (id, account_id, uri, content)
+         SELECT gen_random_uuid(), $1, 'https://hollo.example/s/' || gen_random_uuid(), 'x'
+           FROM generate_series(1, $2) RETURNING id",
+    )
+    .bind(account)
+    .bind(n)
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE statuses SET visibility = $2 WHERE id = ANY($1)")
+        .bind(&ids)
+        .bind(visibility)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// What a stranger is shown of an account's posts (`public_statuses`): its public and
+/// unlisted ones, whichever way a status is written, changed or deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn public_statuses_count_what_anyone_may_read() {
+    let db = fresh_db().await;
+    let pool = &db.pool;
+    let (alice, _) = account_with_token(pool, "alice").await;
+    for (n, visibility) in [
+        (3, "public"),
+        (2, "unlisted"),
+        (4, "private"),
+        (5, "direct"),
+    ] {
+        post_as(pool, alice, n, visibility).await;
+    }
+    check_public(pool, alice, 5, "written as the API writes them").await;
+    check(pool, alice, (14, 0, 0), "every status in `statuses`").await;
+    sqlx::query(
+        "UPDATE statuses SET visibility = CASE visibility WHEN 'private' THEN 'public'
+                                                          WHEN 'public' THEN 'direct'
+                                                          ELSE visibility END
+          WHERE account_id = $1",
+    )
+    .bind(alice)
+    .execute(pool)
+    .await
+    .unwrap();
+    check_public(pool, alice, 6, "visibilities swapped in one statement").await;
+    sqlx::query("UPDATE statuses SET content = 'edited' WHERE account_id = $1")
+        .bind(alice)
+        .execute(pool)
+        .await
+        .unwrap();
+    check_public(pool, alice, 6, "an edit that keeps the visibility").await;
+    let writers: Vec<_> = (0..4)
+        .map(|i| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    post_as(&pool, alice, 1, ["public", "direct"][i % 2]).await;
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    check_public(pool, alice, 26, "40 concurrent posts, half of them public").await;
+    sqlx::query("DELETE FROM statuses WHERE account_id = $1 AND visibility <> 'private'")
+        .bind(alice)
+        .execute(pool)
+        .await
+        .unwrap();
+    check_public(pool, alice, 0, "all but the followers-only ones deleted").await;
+}
+
+/// An instance upgraded with statuses already stored: the migration counts the public ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_public_count_migration_counts_what_was_stored_before_it() {
+    let db = fresh_db_with(false).await;
+    let pool = &db.pool;
+    assert!(
+        db::MIGRATOR.iter().any(|m| m.version == PUBLIC_STATUSES),
+        "the public count migration is {PUBLIC_STATUSES}"
+    );
+    let before: Vec<_> = db::MIGRATOR
+        .iter()
+        .filter(|m| m.version < PUBLIC_STATUSES)
+        .cloned()
+        .collect();
+    Migrator::with_migrations(before).run(pool).await.unwrap();
+    let (alice, _) = account_with_token(pool, "alice").await;
+    post_as(pool, alice, 4, "unlisted").await;
+    post_as(pool, alice, 3, "direct").await;
+
+    db::migrate(pool).await.unwrap();
+    check_public(pool, alice, 4, "counted by the migration").await;
+    post_as(pool, alice, 1, "public").await;
+    check_public(pool, alice, 5, "kept after it").await;
+}

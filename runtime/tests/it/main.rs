@@ -8,6 +8,7 @@
 
 mod support;
 
+mod access;
 mod account_stats;
 mod client_accounts;
 mod client_filters;

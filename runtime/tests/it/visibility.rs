@@ -1,12 +1,14 @@
 //! One visibility rule for every path that returns a status (R-MAPI-VIS, R-API and
 //! 2): a direct message and a followers-only post between two other accounts — local ones, with
 //! a poll and a hashtag, and remote ones addressed to someone else — never reach a third
-//! account or an anonymous client, through any route the server has.
+//! account or an anonymous client, through any route the server has; nor do the
+//! followers-only ones reach a follower of their author's once the follow has ended (removed
+//! from the followers, unfollowed, blocked by the author here or by the remote author).
 //!
 //! The routes are not listed here: they are read from the router's source (every
 //! `.route("…", get(…).post(…))` under `src/web`), so a route added tomorrow is attacked too.
 //! Each is called with every method it has, with each secret id, IRI, account id and tag in
-//! its path parameters, its query and its body, as the third account and anonymously; no
+//! its path parameters, its query and its body, as each ex-follower and anonymously; no
 //! answer may contain a secret's id, IRI or text, and no route may answer 2xx to a secret
 //! status's or poll's id.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
@@ -18,7 +20,9 @@ use std::path::Path;
 
 use reqwest::Method;
 use serde_json::json;
-use support::api::{Client, WAIT, follow, id, users};
+use support::api::{
+    Client, WAIT, call_ok, follow, id, received, resolve_id, until_follow_accepted, users,
+};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -196,15 +200,56 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
     let [
         (alice, _, alice_api),
         (bob, _, bob_api),
-        (_, _, mallory_api),
-    ] = users(&inst, ["alice", "bob", "mallory"]).await;
+        (mallory, _, mallory_api),
+        (trudy, _, trudy_api),
+    ] = users(&inst, ["alice", "bob", "mallory", "trudy"]).await;
     let anonymous = Client::new(&inst, None);
 
-    // Mallory follows alice: followers see followers-only posts written after they follow,
-    // so the followers-only post below is addressed to bob alone (mallory followed later).
+    // Followers read followers-only posts for as long as they follow (as on Mastodon): bob,
+    // mallory and trudy follow alice, and mallory and trudy the peer's person, before any
+    // secret is written — then, before the attack, alice removes mallory from her followers
+    // and blocks trudy, mallory unfollows the peer and the peer blocks trudy. Each was a
+    // follower when the posts were written (in their home timelines, notified); neither may
+    // read them any more. Alice approves her followers, so the attackers' own follow calls
+    // below ask and are never granted.
+    call_ok(
+        &alice_api,
+        Method::PATCH,
+        "/api/v1/accounts/update_credentials",
+        json!({ "locked": true }),
+    )
+    .await;
+    for (api, account) in [
+        (&bob_api, &bob),
+        (&mallory_api, &mallory),
+        (&trudy_api, &trudy),
+    ] {
+        follow(api, &alice.id.to_string()).await;
+        call_ok(
+            &alice_api,
+            Method::POST,
+            &format!("/api/v1/follow_requests/{}/authorize", account.id),
+            json!({}),
+        )
+        .await;
+    }
+    let peer_account = resolve_id(&mallory_api, &peer.handle()).await;
+    for (api, account, name) in [
+        (&mallory_api, &mallory, "mallory"),
+        (&trudy_api, &trudy, "trudy"),
+    ] {
+        follow(api, &peer_account).await;
+        let me = inst.fed.actor_iri(name);
+        let f = received(&peer, "Follow", |b| b["actor"] == me.as_str()).await;
+        let accept = json!({
+            "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+            "object": { "id": f["id"], "type": "Follow", "actor": me, "object": peer.actor() },
+        });
+        assert_eq!(peer.post(&inst.fed.inbox(name), &accept).await, 202);
+        until_follow_accepted(&inst, account.id, &peer.actor(), "a follow of the peer").await;
+    }
     // Local secrets: a direct message to bob with a poll and a hashtag, and a followers-only
-    // post of alice's (her only follower then: bob).
-    follow(&bob_api, &alice.id.to_string()).await;
+    // post of alice's.
     let dm = alice_api
         .posted(&json!({
             "status": "@bob SECRET-LOCAL-DM #secrettag",
@@ -233,7 +278,6 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         scheduled["params"]["text"] == "SECRET-LOCAL-SCHEDULED #secrettag",
         "{scheduled}"
     );
-    follow(&mallory_api, &alice.id.to_string()).await;
     // Bob acts on them, so they are in his favourites, bookmarks, conversations and alice's
     // notifications.
     let poll = dm["poll"]["id"]
@@ -313,6 +357,51 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         bobs_view.body
     );
 
+    // Mallory and trudy read the followers-only posts while they follow.
+    for api in [&mallory_api, &trudy_api] {
+        for sid in [&id(&private), &remote_ids[1]] {
+            let a = api.get(&format!("/api/v1/statuses/{sid}")).await;
+            assert_eq!(a.status, 200, "a follower reads {sid}: {}", a.body);
+        }
+    }
+    // Then their follows end: removed, unfollowed, blocked both by alice and by the peer.
+    call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{}/remove_from_followers", mallory.id),
+        json!({}),
+    )
+    .await;
+    call_ok(
+        &mallory_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{peer_account}/unfollow"),
+        json!({}),
+    )
+    .await;
+    call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/accounts/{}/block", trudy.id),
+        json!({}),
+    )
+    .await;
+    let block = json!({
+        "id": peer.new_id("blocks"), "type": "Block", "actor": peer.actor(),
+        "object": inst.fed.actor_iri("trudy"),
+    });
+    assert_eq!(peer.post(&inst.fed.inbox("trudy"), &block).await, 202);
+    inst.until_count(
+        "the peer's block of trudy applied",
+        &format!(
+            "SELECT count(*) FROM follows WHERE account_id = '{}' AND target_iri = '{}'",
+            trudy.id,
+            peer.actor()
+        ),
+        |n| n == 0,
+    )
+    .await;
+
     let mut secret_ids: Vec<String> = vec![id(&dm), id(&private), poll.clone(), id(&scheduled)];
     secret_ids.extend(remote_ids.iter().cloned());
     let mut secret_iris: Vec<String> = vec![
@@ -385,8 +474,11 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
                             "status": "probe", "in_reply_to_id": value, "choices": [0],
                             "id": value, "q": value, "status_ids": [value],
                         });
-                        for (who, client) in [("mallory", &mallory_api), ("anonymous", &anonymous)]
-                        {
+                        for (who, client) in [
+                            ("mallory", &mallory_api),
+                            ("trudy", &trudy_api),
+                            ("anonymous", &anonymous),
+                        ] {
                             let req = client
                                 .http
                                 .request(method.clone(), format!("{}{path}", client.base))
