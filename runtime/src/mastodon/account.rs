@@ -135,12 +135,16 @@ pub async fn locals(
     let rows: Vec<LocalRow> = sqlx::query_as(
         // Counters are kept by triggers (`account_stats`): counting per render read the whole
         // table for an account with most of the posts. The last post is one index probe.
+        // Posts are counted, and the last one dated, as any reader may see them: public and
+        // unlisted ones (a direct message or a followers-only post moves neither; its owner
+        // sees them all, `credential`).
         "SELECT a.id, a.username, a.display_name, a.note, a.locked, a.bot, a.fields, a.created_at,
                 a.avatar_url, a.header_url,
                 coalesce(s.followers, 0) AS followers,
                 coalesce(s.following, 0) AS following,
-                coalesce(s.statuses, 0) AS statuses,
-                (SELECT max(created_at) FROM statuses WHERE account_id = a.id) AS last_status_at,
+                coalesce(s.public_statuses, 0) AS statuses,
+                (SELECT max(created_at) FROM statuses
+                  WHERE account_id = a.id AND visibility IN ('public', 'unlisted')) AS last_status_at,
                 (SELECT coalesce(jsonb_object_agg(v.value, v.verified_at), '{}')
                    FROM account_field_verifications v WHERE v.account_id = a.id) AS verified
            FROM accounts a LEFT JOIN account_stats s ON s.account_id = a.id
@@ -306,7 +310,14 @@ pub async fn credential(
     urls: Urls<'_>,
     account: &accounts::Account,
 ) -> Result<CredentialAccount, sqlx::Error> {
-    let entity = local(&mut *pool.acquire().await?, urls, account.id).await?;
+    let mut entity = local(&mut *pool.acquire().await?, urls, account.id).await?;
+    // Its owner counts every post of theirs.
+    entity.statuses_count = sqlx::query_scalar(
+        "SELECT coalesce((SELECT statuses FROM account_stats WHERE account_id = $1), 0)",
+    )
+    .bind(account.id)
+    .fetch_one(pool)
+    .await?;
     let profile = profiles::load(pool, account.id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;

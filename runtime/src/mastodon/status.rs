@@ -387,7 +387,7 @@ async fn render_posts(
         .chain(remote.iter().filter_map(|r| r.in_reply_to.clone()))
         .collect();
     let parents = parents(conn, &parent_uris).await?;
-    let counts = counts(conn, &found, &uris).await?;
+    let counts = counts(conn, viewer, &found, &uris).await?;
     let flags = match viewer {
         Some(v) => viewer_flags(conn, v, &found, &uris).await?,
         None => HashMap::new(),
@@ -651,23 +651,28 @@ struct Counts {
     favourites: i64,
 }
 
-/// Replies we know of, boosts (ours and theirs) and favourites (ours, and remote `Like`s).
+/// Replies we know of that `viewer` may read (R-MAPI-VIS: a direct or followers-only reply
+/// is not counted for someone who may not read it, so its existence does not show), boosts
+/// (ours and theirs) and favourites (ours, and remote `Like`s).
 async fn counts(
     conn: &mut PgConnection,
+    viewer: Option<Uuid>,
     ids: &[Uuid],
     uris: &[String],
 ) -> Result<HashMap<Uuid, Counts>, sqlx::Error> {
-    let rows: Vec<Counts> = sqlx::query_as(
+    let rows: Vec<Counts> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT t.id,
-                (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = t.uri) AS replies,
+                (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = t.uri AND {}) AS replies,
                 (SELECT count(*) FROM reblogs r WHERE r.post_id = t.id) AS reblogs,
                 (SELECT count(*) FROM favourites f WHERE f.post_id = t.id)
                   + (SELECT count(*) FROM remote_interactions i
                       WHERE i.object = t.uri AND i.kind = 'like' AND i.undone_at IS NULL) AS favourites
            FROM unnest($1::uuid[], $2::text[]) AS t(id, uri)",
-    )
+        access::visible_sql("c", 3)
+    )))
     .bind(ids)
     .bind(uris)
+    .bind(viewer)
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(|c| (c.id, c)).collect())

@@ -14,14 +14,15 @@
 //!   them once, for both). A deleted or hidden item is also absent from the facts (`present`).
 //! - **a profile** (display name, bio, fields, avatar, header, locked, bot): every write of
 //!   them is `profiles::update_in`, which sets `accounts.updated_at`; field verifications are
-//!   their own rows (value and time); counts come from `account_stats`, listed as they are.
+//!   their own rows (value and time); counts come from `account_stats`, listed as they are
+//!   shown (an account's public and unlisted posts: a direct message moves no tag).
 //! - **a post's text, warning, sensitivity, media and poll options**: only an edit changes
 //!   them, and an edit sets `edited_at` (ours and theirs); a remote post's every change
 //!   (edit, deletion, audience) sets its `updated_at`. Our post's stored mentions (the links of
 //!   its text) and tags are listed themselves, as they are written apart from the text. Our attachments are listed as whole rows (`md5` of each), so a description
 //!   or a finished processing changes the tag too.
 //! - **counts under a post** (replies, boosts, favourites) and **poll tallies**: counted, as
-//!   `render` counts them, per item; a poll's closing (a time, no write) is `expires_at <=
+//!   `render` counts them for an anonymous reader (public and unlisted replies), per item; a poll's closing (a time, no write) is `expires_at <=
 //!   now()`.
 //! - **authors** (a boosted post's author, the authors of a tag page): our accounts'
 //!   `updated_at`, a remote actor's `fetched_at` and `gone_at` (its name is from its document,
@@ -45,7 +46,7 @@ use uuid::Uuid;
 /// `remote_interactions_object`, `statuses_in_reply_to` and the posts view by uri).
 const FACTS_SQL: &str = "
 WITH acc AS (
-    SELECT string_agg(concat_ws(',', a.id, a.username, a.updated_at, st.statuses, st.followers,
+    SELECT string_agg(concat_ws(',', a.id, a.username, a.updated_at, st.public_statuses, st.followers,
                                 st.following,
                                 (SELECT string_agg(v.value || '=' || v.verified_at, '|' ORDER BY v.value)
                                    FROM account_field_verifications v WHERE v.account_id = a.id)),
@@ -63,7 +64,8 @@ WITH acc AS (
            array_to_string(s.tags, ' '), la.updated_at,
            rp.id IS NOT NULL, rp.deleted_at, rp.edited_at, rp.updated_at, rp.visibility,
            ra.fetched_at, ra.gone_at,
-           (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = coalesce(s.uri, rp.iri)),
+           (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = coalesce(s.uri, rp.iri)
+               AND c.visibility IN ('public', 'unlisted')),
            (SELECT count(*) FROM reblogs b WHERE b.post_id = i.pid),
            (SELECT count(*) FROM favourites f WHERE f.post_id = i.pid),
            (SELECT count(*) FROM remote_interactions x
