@@ -124,11 +124,21 @@ pub async fn request(
     // `process::prepare` fetched the note from its own id: it is the requester's.
     let note = instrument.id.as_str();
     let actor_iri = fed.actor_iri(&ours.username);
-    let granted =
-        match super::allowed(&mut *tx, &actor_iri, &ours, Quoter::Remote(&inc.actor)).await? {
-            true => authorization::grant(&mut *tx, fed, &ours, note).await?,
-            false => None,
-        };
+    // Across a block between them, either way, the request is refused whatever the policy.
+    let blocked = crate::federation::outbound::relationships::blocked_either_way(
+        &mut *tx,
+        fed,
+        ours.account_id,
+        &actor_iri,
+        &inc.actor,
+    )
+    .await?;
+    let allowed =
+        !blocked && super::allowed(&mut *tx, &actor_iri, &ours, Quoter::Remote(&inc.actor)).await?;
+    let granted = match allowed {
+        true => authorization::grant(&mut *tx, fed, &ours, note).await?,
+        false => None,
+    };
     let request = json!({
         "id": inc.id, "type": "QuoteRequest", "actor": inc.actor,
         "object": ours.uri, "instrument": note,

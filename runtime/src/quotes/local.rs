@@ -35,6 +35,9 @@ pub enum TargetError {
     /// Its policy refuses them, or it is not public (422).
     #[error("Validation failed: Quoted status is not quotable by you")]
     NotQuotable,
+    /// A block stands between them and its author (403, `statuses::post::blocked`).
+    #[error("This action is not allowed")]
+    Blocked,
     #[error("database: {0}")]
     Db(#[from] sqlx::Error),
 }
@@ -52,6 +55,9 @@ pub async fn target(
         .await?
         .ok_or(TargetError::NotFound)?;
     let fed = fed.ok_or(TargetError::NotQuotable)?;
+    if post::blocked(&mut conn, fed, author, &post).await? {
+        return Err(TargetError::Blocked);
+    }
     if post.account_id.is_some() {
         let ours = super::our_status(&mut conn, &post.uri)
             .await?

@@ -1,12 +1,21 @@
-//! Who may read a status (R-MAPI-3): public and unlisted posts, anyone; followers-only and
-//! direct ones, their local author and the local accounts in their `audience` (the mentioned,
-//! and for a remote followers-only post the local followers of its author when it arrived).
-//! Anything else is answered as if the status did not exist (404, no existence leak).
+//! Who may read a status (R-MAPI-3): public and unlisted posts, anyone; followers-only ones,
+//! their local author, the local accounts in their `audience` (those the post names: the
+//! mentioned, and for a remote post the addressed) and whoever follows their author *now* —
+//! an accepted row of `follows`, read when the post is read, so a follower blocked, removed
+//! or gone no longer reads it and one who follows later does, as on Mastodon; direct ones,
+//! their author and their `audience`. Anything else is answered as if the status did not
+//! exist (404, no existence leak).
 //!
 //! One rule, in SQL, so single reads, lists and timelines cannot disagree (R-MAPI-VIS): list
 //! queries filter with [`visible_sql`] / [`entry_visible_sql`] so their pages are full, and
 //! every Status entity is rendered by `mastodon::status::render`, which keeps only the ids
 //! [`visible`] allows — a path that forgets to filter shows less, never more.
+//!
+//! The follow is one probe of `follows`' primary key (viewer, author's actor IRI), made only
+//! for a followers-only post the viewer neither wrote nor is named by. Follows name their
+//! target by actor IRI, ours too; a remote post has its author's in `actor_iri`, and one of
+//! ours is `<author's actor IRI>/statuses/<id>` (`polls::insert_status` mints it so), which
+//! [`author_iri_sql`] cuts it from.
 
 use std::collections::HashSet;
 
@@ -17,9 +26,40 @@ use uuid::Uuid;
 /// `uuid`, NULL for an anonymous reader). Callers substitute their parameter number:
 /// `visible_sql("p", 2)`.
 pub fn visible_sql(alias: &str, viewer_param: u32) -> String {
+    rule(alias, viewer_param, &author_iri_sql(alias))
+}
+
+/// [`visible_sql`] over our own `statuses` table aliased `alias` (its author is local).
+pub fn local_visible_sql(alias: &str, viewer_param: u32) -> String {
+    rule(alias, viewer_param, &local_author_iri_sql(alias))
+}
+
+/// The actor IRI of the author of the `posts` row `alias`: a remote post's `actor_iri`, else
+/// the one its own IRI starts with ([`local_author_iri_sql`]).
+pub fn author_iri_sql(alias: &str) -> String {
+    format!(
+        "coalesce({alias}.actor_iri, {})",
+        local_author_iri_sql(alias)
+    )
+}
+
+/// The actor IRI of the author of our status `alias` (`statuses` or a `posts` row of ours):
+/// its IRI up to its last `/statuses/`.
+pub fn local_author_iri_sql(alias: &str) -> String {
+    format!("substring({alias}.uri FROM '^(.*)/statuses/')")
+}
+
+/// The rule over the row `alias` whose author's actor IRI is the expression `author_iri`. The
+/// follow is asked last, and only of a followers-only post.
+fn rule(alias: &str, viewer_param: u32, author_iri: &str) -> String {
     format!(
         "({alias}.visibility IN ('public', 'unlisted') OR {alias}.account_id = ${viewer_param}::uuid \
-          OR ${viewer_param}::uuid = ANY({alias}.audience))"
+          OR ${viewer_param}::uuid = ANY({alias}.audience) \
+          OR ({alias}.visibility = 'private' \
+              AND EXISTS (SELECT 1 FROM follows live_follow \
+                           WHERE live_follow.account_id = ${viewer_param}::uuid \
+                             AND live_follow.target_iri = {author_iri} \
+                             AND live_follow.state = 'accepted')))"
     )
 }
 

@@ -1,6 +1,6 @@
 //! Writing local statuses (R-MAPI-3): create, edit and delete, each in one
-//! transaction with everything that follows from it — media attached, mentions stored, who
-//! may read it (`audience`), the home timelines it lands in, `mention` notifications and the
+//! transaction with everything that follows from it — media attached, mentions stored, whom
+//! it names (`audience`), the home timelines it lands in, `mention` notifications and the
 //! ActivityPub activity queued for delivery — so no status exists without its side effects
 //! and no side effect outlives its status. Handlers parse and render; they decide nothing here.
 
@@ -8,7 +8,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::notify::{self, Kind, Notification};
-use super::{Visibility, access, conversations, feed, followers};
+use super::{Visibility, access, conversations, feed, followers, post};
 use crate::accounts::Account;
 use crate::content::{self, Mention};
 use crate::federation::Federation;
@@ -58,6 +58,10 @@ pub enum WriteError {
     /// Someone else's status the caller can see (403).
     #[error("This action is not allowed")]
     NotAuthor,
+    /// A block stands between the caller and the author of the post it replies to or quotes
+    /// (403, `statuses::post::blocked`).
+    #[error("This action is not allowed")]
+    Blocked,
     /// A rule the request breaks (422).
     #[error("{0}")]
     Invalid(String),
@@ -79,6 +83,7 @@ impl From<crate::quotes::local::TargetError> for WriteError {
         use crate::quotes::local::TargetError;
         match e {
             TargetError::NotFound => WriteError::NotFound,
+            TargetError::Blocked => WriteError::Blocked,
             e @ TargetError::NotQuotable => WriteError::Invalid(e.to_string()),
             TargetError::Db(e) => WriteError::Db(e),
         }
@@ -167,7 +172,7 @@ pub async fn prepare(
 ) -> Result<Prepared, WriteError> {
     check_new(n)?;
     let parent_uri = match n.in_reply_to {
-        Some(p) => Some(parent(pool, author.id, p).await?),
+        Some(p) => Some(parent(pool, fed, author, p).await?),
         None => None,
     };
     let mentioned = match fed {
@@ -285,7 +290,7 @@ pub async fn insert(
     };
     mentions::store(tx, status, &mentioned).await?;
     let local = local_reach(tx, fed, author, n.visibility, &mentioned).await?;
-    set_audience(tx, status, &local.audience).await?;
+    set_audience(tx, status, &local.mentioned).await?;
     let own = feed::Entry {
         entry: status,
         post: status,
@@ -359,33 +364,39 @@ async fn notifies_followers(
         .await
 }
 
-/// The IRI of the post `id` replies to, if the author may see it.
-async fn parent(pool: &PgPool, viewer: Uuid, id: Uuid) -> Result<String, WriteError> {
+/// The IRI of the post `id` (not a boost) a status of `author` replies to, if the author may
+/// see it, and no block stands between it and the post's author.
+async fn parent(
+    pool: &PgPool,
+    fed: Option<&Federation>,
+    author: &Account,
+    id: Uuid,
+) -> Result<String, WriteError> {
     let mut conn = pool.acquire().await?;
-    if !access::can_see(&mut conn, Some(viewer), id).await? {
-        return Err(WriteError::NotFound);
-    }
-    sqlx::query_scalar("SELECT uri FROM posts WHERE id = $1")
-        .bind(id)
-        .fetch_optional(&mut *conn)
+    let post = post::find(&mut conn, Some(author.id), id)
         .await?
-        .ok_or(WriteError::NotFound)
+        .filter(|p| p.id == id)
+        .ok_or(WriteError::NotFound)?;
+    if let Some(f) = fed
+        && post::blocked(&mut conn, f, author, &post).await?
+    {
+        return Err(WriteError::Blocked);
+    }
+    Ok(post.uri)
 }
 
 /// The local accounts a status reaches.
 struct LocalReach {
-    /// Mentioned local accounts (notified).
+    /// Mentioned local accounts (notified, and its `audience`: they may read it whatever
+    /// its visibility; its followers read a followers-only one as long as they follow,
+    /// `access`).
     mentioned: Vec<Uuid>,
-    /// Who may read it besides the author (`audience`).
-    audience: Vec<Uuid>,
     /// Whose home timelines it goes to besides the author's.
     home: Vec<Uuid>,
 }
 
 /// Mastodon's fan-out: public, unlisted and followers-only statuses reach every local
-/// follower's home; a direct one only the mentioned accounts that follow the author. Who may
-/// read a followers-only one: its local followers and the mentioned; a direct one: the
-/// mentioned.
+/// follower's home; a direct one only the mentioned accounts that follow the author.
 async fn local_reach(
     tx: &mut PgConnection,
     fed: Option<&Federation>,
@@ -396,7 +407,6 @@ async fn local_reach(
     let Some(fed) = fed else {
         return Ok(LocalReach {
             mentioned: Vec::new(),
-            audience: Vec::new(),
             home: Vec::new(),
         });
     };
@@ -411,10 +421,6 @@ async fn local_reach(
             .fetch_all(&mut *tx)
             .await?;
     let followers = followers::of(&mut *tx, &fed.actor_iri(&author.username)).await?;
-    let mut audience = mentioned.clone();
-    if visibility == Visibility::Private {
-        audience.extend(followers.iter().filter(|f| !mentioned.contains(f)));
-    }
     let home = match visibility {
         Visibility::Direct => followers
             .into_iter()
@@ -422,11 +428,7 @@ async fn local_reach(
             .collect(),
         _ => followers,
     };
-    Ok(LocalReach {
-        mentioned,
-        audience,
-        home,
-    })
+    Ok(LocalReach { mentioned, home })
 }
 
 async fn set_audience(
@@ -576,7 +578,7 @@ pub async fn edit(
             .execute(&mut *tx)
             .await?;
         let local = local_reach(&mut tx, fed, author, visibility, m).await?;
-        set_audience(&mut tx, status, &local.audience).await?;
+        set_audience(&mut tx, status, &local.mentioned).await?;
         notify_mentioned(&mut tx, author.id, status, &uri, &local.mentioned).await?;
     }
     // Local accounts that boosted it hear of the edit (`update`), once per edit.

@@ -9,6 +9,7 @@
 //! [`deleted`]) and the inbox (`federation::activity`: [`remote_created_stored`], [`remote_edited`],
 //! [`remote_deleted`]).
 
+use crate::statuses::access;
 use sqlx::{AssertSqlSafe, PgConnection};
 use uuid::Uuid;
 
@@ -196,10 +197,26 @@ pub async fn deleted(tx: &mut PgConnection, post: Uuid) -> Result<(), sqlx::Erro
     deleted_where(
         tx,
         "SELECT $1::uuid UNION ALL SELECT id FROM reblogs WHERE post_id = $1::uuid",
-        "SELECT visibility, array_append(audience, account_id) FROM statuses WHERE id = $1::uuid",
+        &format!(
+            "SELECT visibility, array_append(audience, account_id) || {} FROM statuses s
+              WHERE id = $1::uuid",
+            followers_reading("s", &access::local_author_iri_sql("s"))
+        ),
         &post.to_string(),
     )
     .await
+}
+
+/// The local accounts that read the post `alias` (of `statuses` or `remote_posts`) as its
+/// author's followers (`statuses::access`): a followers-only post's accepted followers now,
+/// as an array (none for another visibility).
+fn followers_reading(alias: &str, author_iri: &str) -> String {
+    format!(
+        "(CASE WHEN {alias}.visibility = 'private'
+               THEN ARRAY(SELECT f.account_id FROM follows f
+                           WHERE f.target_iri = {author_iri} AND f.state = 'accepted')
+               ELSE '{{}}'::uuid[] END)"
+    )
 }
 
 /// `delete` rows of the ids `ids` selects, for the readers `readers` selects (one row: the
@@ -274,7 +291,10 @@ pub async fn remote_deleted(tx: &mut PgConnection, iri: &str) -> Result<(), sqlx
     deleted_where(
         tx,
         "SELECT id FROM remote_posts WHERE iri = $1 UNION ALL SELECT id FROM reblogs WHERE post_uri = $1",
-        "SELECT visibility, audience FROM remote_posts WHERE iri = $1",
+        &format!(
+            "SELECT visibility, audience || {} FROM remote_posts r WHERE iri = $1",
+            followers_reading("r", "r.actor")
+        ),
         iri,
     )
     .await

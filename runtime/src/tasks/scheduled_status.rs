@@ -64,7 +64,7 @@ async fn handle(ctx: JobContext, deps: &Deps, p: Payload) -> Result<(), TaskErro
     let fed = deps.fed.as_deref();
     let mut new = row.params.to_new();
     let prepared = match write::prepare(&ctx.pool, fed, &author, &new).await {
-        Err(WriteError::NotFound) if new.in_reply_to.is_some() => {
+        Err(WriteError::NotFound | WriteError::Blocked) if new.in_reply_to.is_some() => {
             new.in_reply_to = None;
             write::prepare(&ctx.pool, fed, &author, &new).await
         }

@@ -1,5 +1,7 @@
 //! Remote `Like`s and `Announce`s, and their `Undo` (R-MAPI-4): a like of our
-//! post counts once per actor and notifies its author (`favourite`); a boost of a post we know
+//! post counts once per actor and notifies its author (`favourite`), unless the actor may not
+//! read the post or a block stands between it and the author (then nothing is stored, as
+//! for a reaction or a boost); a boost of a post we know
 //! is a `reblogs` row of the remote actor, notifies our author (`reblog`) and reaches the home
 //! feeds of local accounts following the booster (unless they turned its boosts off). An `Undo` takes each back.
 //!
@@ -12,27 +14,26 @@ use uuid::Uuid;
 
 use super::incoming::Incoming;
 use super::outcome::Outcome;
+use crate::federation::Federation;
 use crate::federation::actors::directory::remote_id;
+use crate::federation::outbound::relationships;
 use crate::statuses::notify::{self, Kind, Notification};
-use crate::statuses::{Visibility, feed, followers};
-
-/// One of our statuses by IRI: its id and author.
-async fn local_status(
-    tx: &mut PgConnection,
-    uri: &str,
-) -> Result<Option<(Uuid, Uuid)>, sqlx::Error> {
-    sqlx::query_as("SELECT id, account_id FROM statuses WHERE uri = $1")
-        .bind(uri)
-        .fetch_optional(tx)
-        .await
-}
+use crate::statuses::{Visibility, access, feed, followers};
 
 /// `Like`: stored in `remote_interactions` (which the counts read); our author is notified.
+/// A like of a post we store that the actor may not engage with ([`refusal`]) is dropped.
 pub async fn like(
     tx: &mut PgConnection,
+    fed: &Federation,
     inc: &Incoming,
     object_id: &str,
 ) -> Result<Outcome, sqlx::Error> {
+    let post = known_post(tx, object_id).await?;
+    if let Some(p) = &post
+        && let Some(why) = refusal(tx, fed, &inc.actor, p).await?
+    {
+        return Ok(Outcome::ignored(format!("like of {why}")));
+    }
     let fresh = sqlx::query(
         "INSERT INTO remote_interactions (activity_id, kind, actor, object) VALUES ($1, 'like', $2, $3)
          ON CONFLICT DO NOTHING",
@@ -47,15 +48,20 @@ pub async fn like(
     if !fresh {
         return Ok(Outcome::applied("like already stored"));
     }
-    if let (Some((post, author)), Some(from)) = (
-        local_status(tx, object_id).await?,
-        remote_id(tx, &inc.actor).await?,
-    ) {
+    if let (
+        Some(KnownPost {
+            id,
+            author: Some(author),
+            ..
+        }),
+        Some(from),
+    ) = (post, remote_id(tx, &inc.actor).await?)
+    {
         let n = Notification {
             account: author,
             kind: Kind::Favourite,
             from_account: from,
-            post: Some(post),
+            post: Some(id),
             cause: &inc.id,
         };
         notify::notify(tx, &n).await?;
@@ -63,30 +69,74 @@ pub async fn like(
     Ok(Outcome::applied("like stored"))
 }
 
+/// A post we store that a remote activity names, as the engagement checks read it.
+struct KnownPost {
+    id: Uuid,
+    /// Its local author, for one of ours.
+    author: Option<Uuid>,
+    visibility: String,
+    /// Its author's actor IRI.
+    author_iri: String,
+}
+
+/// The post we store at `uri`, ours or theirs.
+async fn known_post(tx: &mut PgConnection, uri: &str) -> Result<Option<KnownPost>, sqlx::Error> {
+    let row: Option<(Uuid, Option<Uuid>, String, String)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT p.id, p.account_id, p.visibility, {} FROM posts p WHERE p.uri = $1",
+            access::author_iri_sql("p")
+        )))
+        .bind(uri)
+        .fetch_optional(&mut *tx)
+        .await?;
+    Ok(row.map(|(id, author, visibility, author_iri)| KnownPost {
+        id,
+        author,
+        visibility,
+        author_iri,
+    }))
+}
+
+/// Why `actor` may not like or react to `post`, if it may not: it may not read it
+/// ([`may_read`]), or a block stands between it and the post's local author, either way
+/// (`relationships::blocked_either_way`, as for our own accounts' engagements).
+async fn refusal(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    actor: &str,
+    post: &KnownPost,
+) -> Result<Option<&'static str>, sqlx::Error> {
+    if !may_read(tx, actor, post).await? {
+        return Ok(Some("a post the actor may not read"));
+    }
+    if let Some(author) = post.author
+        && relationships::blocked_either_way(tx, fed, author, &post.author_iri, actor).await?
+    {
+        return Ok(Some("a post across a block"));
+    }
+    Ok(None)
+}
+
 /// An emoji reaction to a post we store: a Unicode emoji, or a custom one named `:code:`
 /// whose `Emoji` tag gives its image. Counted once per actor, post and emoji; our author is
 /// notified (`emoji_reaction`). A post the actor may not read (followers-only, not followed;
-/// direct, not addressed) takes no reaction, as its existence is not theirs to learn.
+/// direct, not addressed) takes no reaction, as its existence is not theirs to learn; nor
+/// does one across a block ([`refusal`]).
 pub async fn react(
     tx: &mut PgConnection,
+    fed: &Federation,
     inc: &Incoming,
     object_id: &str,
     emoji: &str,
     tags: &Value,
 ) -> Result<Outcome, sqlx::Error> {
-    let post: Option<(Uuid, Option<Uuid>, String)> =
-        sqlx::query_as("SELECT id, account_id, visibility FROM posts WHERE uri = $1")
-            .bind(object_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let Some((post, author, visibility)) = post else {
+    let Some(known) = known_post(tx, object_id).await? else {
         return Ok(Outcome::ignored("reaction to an unknown post"));
     };
-    if !may_react(tx, &inc.actor, post, author, &visibility).await? {
-        return Ok(Outcome::ignored(
-            "reaction to a post the actor may not read",
-        ));
+    if let Some(why) = refusal(tx, fed, &inc.actor, &known).await? {
+        return Ok(Outcome::ignored(format!("reaction to {why}")));
     }
+    let (post, author) = (known.id, known.author);
     let Some((name, url)) = reaction_of(emoji, tags) else {
         return Ok(Outcome::ignored("reaction that is not an emoji"));
     };
@@ -120,19 +170,17 @@ pub async fn react(
     Ok(Outcome::applied("reaction stored"))
 }
 
-/// Whether `actor` may read the post (and so react to it): a public or unlisted one, one of
-/// our followers-only posts whose author it follows, a post whose audience it is in.
-async fn may_react(
+/// Whether `actor` may read the post (and so like or react to it): a public or unlisted one,
+/// one of our followers-only posts whose author it follows now, one of ours that mentions it.
+async fn may_read(
     tx: &mut PgConnection,
     actor: &str,
-    post: Uuid,
-    author: Option<Uuid>,
-    visibility: &str,
+    post: &KnownPost,
 ) -> Result<bool, sqlx::Error> {
-    if matches!(visibility, "public" | "unlisted") {
+    if matches!(post.visibility.as_str(), "public" | "unlisted") {
         return Ok(true);
     }
-    let Some(author) = author else {
+    let Some(author) = post.author else {
         // A remote non-public post: its own server decides who reads it; ours stores it
         // only for the local accounts it was addressed to.
         return Ok(false);
@@ -144,8 +192,8 @@ async fn may_react(
     )
     .bind(author)
     .bind(actor)
-    .bind(visibility)
-    .bind(post)
+    .bind(&post.visibility)
+    .bind(post.id)
     .fetch_one(tx)
     .await
 }
@@ -182,12 +230,23 @@ fn reaction_of(emoji: &str, tags: &Value) -> Option<(String, Option<String>)> {
     Some((format!(":{code}:"), Some(url)))
 }
 
-/// `Announce` of a post we know (ours, or a stored remote one that is public or unlisted).
+/// `Announce` of a post we know (ours, or a stored remote one that is public or unlisted). A
+/// boost across a block between the booster and the post's local author is dropped.
 pub async fn announce(
     tx: &mut PgConnection,
+    fed: &Federation,
     inc: &Incoming,
     object_id: &str,
 ) -> Result<Outcome, sqlx::Error> {
+    if let Some(KnownPost {
+        author: Some(author),
+        author_iri,
+        ..
+    }) = known_post(tx, object_id).await?
+        && relationships::blocked_either_way(tx, fed, author, &author_iri, &inc.actor).await?
+    {
+        return Ok(Outcome::ignored("Announce of a post across a block"));
+    }
     // The booster's interaction is recorded as before (relationships read them).
     sqlx::query(
         "INSERT INTO remote_interactions (activity_id, kind, actor, object) VALUES ($1, 'announce', $2, $3)

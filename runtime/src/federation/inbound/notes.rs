@@ -146,8 +146,8 @@ pub struct Stored {
 /// (the author's followers collection taken from the stored actor). A create never overwrites
 /// (a replayed `Create`, or a reply collected twice, changes nothing, and the stored post is
 /// returned); an update touches only a post of the same author that is not deleted, or stores
-/// it if we never saw it. `audience` (local accounts who may read it) is added to what the
-/// post had. The id is a v7 of its publication time (never later than now), so timelines
+/// it if we never saw it. `audience` (the local accounts it names, who may read it) is added
+/// to what the post had. The id is a v7 of its publication time (never later than now), so timelines
 /// order it by when it was written. `None`: nothing of this author under that IRI.
 pub async fn store(
     conn: &mut PgConnection,
@@ -323,8 +323,9 @@ pub async fn upsert(
         return Ok(Outcome::ignored("note not attributed to the signer"));
     }
 
-    // Who may read it: the mentioned and addressed local accounts, and for a followers-only
-    // post the local followers of its author now.
+    // Whom it names (its `audience`, who may read it whatever its visibility): the mentioned
+    // and addressed local accounts. Its author's local followers read a followers-only one
+    // as long as they follow (`statuses::access`).
     let fields = NoteFields::of(object);
     let mentioned = local_ids(tx, fed, &fields.mention_hrefs()).await?;
     let addressed: Vec<&str> = ["to", "cc"]
@@ -353,10 +354,7 @@ pub async fn upsert(
     .fetch_one(&mut *tx)
     .await?;
     let visibility = Visibility::of_addressing(object, actor_doc_followers.as_deref());
-    let mut audience: BTreeSet<Uuid> = mentioned.iter().chain(&addressed).copied().collect();
-    if visibility == Visibility::Private {
-        audience.extend(&followers);
-    }
+    let audience: BTreeSet<Uuid> = mentioned.iter().chain(&addressed).copied().collect();
     let audience: Vec<Uuid> = audience.into_iter().collect();
 
     let post = Post {

@@ -320,7 +320,7 @@ pub async fn apply(
         (Activity::Like(o) | Activity::Announce(o), _) if !o.has_id() => {
             Ok(Outcome::ignored("no object"))
         }
-        (Activity::Like(post), _) => interactions::like(tx, inc, &post.id).await,
+        (Activity::Like(post), _) => interactions::like(tx, fed, inc, &post.id).await,
         (Activity::React { object, .. }, _) if !object.has_id() => {
             Ok(Outcome::ignored("no object"))
         }
@@ -331,8 +331,8 @@ pub async fn apply(
                 tags,
             },
             _,
-        ) => interactions::react(tx, inc, &object.id, emoji, tags).await,
-        (Activity::Announce(post), _) => interactions::announce(tx, inc, &post.id).await,
+        ) => interactions::react(tx, fed, inc, &object.id, emoji, tags).await,
+        (Activity::Announce(post), _) => interactions::announce(tx, fed, inc, &post.id).await,
         (
             Activity::Feature {
                 added,

@@ -46,12 +46,13 @@ pub async fn follow(
     target: &Target,
 ) -> Result<(), RelationshipError> {
     let iri = target.iri(fed);
-    if iri == fed.actor_iri(&account.username) {
+    let me = fed.actor_iri(&account.username);
+    if iri == me {
         return Err(RelationshipError::Refused(
             "you cannot follow yourself".into(),
         ));
     }
-    if blocked_either_way(&mut *tx, fed, account, &iri).await? {
+    if blocked_either_way(&mut *tx, fed, account.id, &me, &iri).await? {
         return Err(RelationshipError::Refused(
             "a block stands between these accounts".into(),
         ));
@@ -61,7 +62,6 @@ pub async fn follow(
             follows::follow_in(&mut *tx, fed, account, remote).await?;
         }
         Target::Local(other) => {
-            let me = fed.actor_iri(&account.username);
             let already: Option<String> = sqlx::query_scalar(
                 "SELECT state FROM follows WHERE account_id = $1 AND target_iri = $2 FOR UPDATE",
             )
@@ -163,24 +163,30 @@ pub enum RelationshipError {
     Db(#[from] sqlx::Error),
 }
 
-async fn blocked_either_way(
+/// Whether a block stands between the local account `account` (whose actor IRI is `me`) and
+/// the actor `other`, either way: `account` blocks `other`, or `other` blocks `account` — a
+/// local `other` by a block of its own, a remote one by the `Block` it sent (not undone).
+/// Across one, a follow is refused ([`follow`]), and so are favourites, boosts, replies,
+/// quotes and reactions, ours (`statuses::post::blocked`) and theirs (the inbox's `Like`,
+/// `Announce`, `EmojiReact` and `QuoteRequest`). Each side is one index probe.
+pub async fn blocked_either_way(
     conn: &mut PgConnection,
     fed: &Federation,
-    account: &Account,
-    iri: &str,
+    account: uuid::Uuid,
+    me: &str,
+    other: &str,
 ) -> Result<bool, sqlx::Error> {
-    let me = fed.actor_iri(&account.username);
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM account_blocks WHERE account_id = $1 AND target_iri = $2)
              OR EXISTS (SELECT 1 FROM account_blocks b JOIN accounts a ON a.id = b.account_id
-                         WHERE b.target_iri = $3 AND $2 = $4 || '/users/' || a.username)
+                         WHERE lower(a.username) = lower($4) AND b.target_iri = $3)
              OR EXISTS (SELECT 1 FROM remote_interactions
                          WHERE kind = 'block' AND actor = $2 AND object = $3 AND undone_at IS NULL)",
     )
-    .bind(account.id)
-    .bind(iri)
-    .bind(&me)
-    .bind(&fed.origin)
+    .bind(account)
+    .bind(other)
+    .bind(me)
+    .bind(fed.local_username(other))
     .fetch_one(&mut *conn)
     .await
 }

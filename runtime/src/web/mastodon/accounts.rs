@@ -17,7 +17,7 @@ use crate::federation::actors::directory::{self, Found};
 use crate::filters::Context;
 use crate::filters::active::Active;
 use crate::mastodon::{Account, Status};
-use crate::statuses::access::{readable_page_sql, visible_sql};
+use crate::statuses::access::{local_visible_sql, readable_page_sql};
 use crate::statuses::pins;
 use crate::web::activitypub::federation;
 use crate::web::auth::{Needs, need};
@@ -128,7 +128,7 @@ async fn statuses(
         Found::Local(account) => {
             let sql = format!(
                 "SELECT s.id FROM statuses s WHERE s.account_id = $1 AND {}{} AND {}",
-                visible_sql("s", 5),
+                local_visible_sql("s", 5),
                 filters.local_sql(6),
                 page.keyset("s.id", 2),
             );

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::accounts;
 use crate::federation::actors::profiles;
-use crate::statuses::access::visible_sql;
+use crate::statuses::access::{local_visible_sql, visible_sql};
 use crate::web::AppState;
 
 use super::HTML;
@@ -65,7 +65,7 @@ pub async fn post_ids(
         "SELECT s.id FROM statuses s
           WHERE s.account_id = $1 AND s.visibility IN ('public', 'unlisted') AND {}{}
           ORDER BY s.id DESC LIMIT {limit}",
-        visible_sql("s", 2),
+        local_visible_sql("s", 2),
         if max.is_some() { " AND s.id < $3" } else { "" },
     );
     let sql = if boosts {

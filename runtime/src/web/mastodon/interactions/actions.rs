@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Extension, Json, Router};
 
-use super::on_status;
+use super::{Touch, on_status};
 use crate::mastodon::Status;
 use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;
@@ -87,6 +87,16 @@ enum Act {
     Unpin,
 }
 
+impl Act {
+    /// A favourite engages the post's author; the others keep or undo.
+    fn touch(self) -> Touch {
+        match self {
+            Act::Favourite => Touch::Engages,
+            _ => Touch::Keeps,
+        }
+    }
+}
+
 /// The route's `Act` (its `Extension`), for a token with the scope `N`.
 async fn act<N: Need>(
     State(s): State<AppState>,
@@ -99,7 +109,7 @@ async fn act<N: Need>(
         Act::Favourite | Act::Unfavourite | Act::Unreblog => Some(federation(&s)?.as_ref()),
         _ => s.fed.as_deref(),
     };
-    on_status(&s, &account, &raw, async |tx, post| {
+    on_status(&s, &account, &raw, what.touch(), async |tx, post| {
         let sends = || fed.ok_or_else(|| ApiError::unavailable("federation is not configured"));
         match what {
             Act::Favourite => {
@@ -148,7 +158,7 @@ async fn reblog(
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
     let asked = asked_visibility(&s, req).await?;
-    on_status(&s, &account, &raw, async |tx, post| {
+    on_status(&s, &account, &raw, Touch::Engages, async |tx, post| {
         let default = preferences::load(&mut *tx, account.id).await?.visibility;
         let visibility = interact::boost_visibility(&account, post, asked, default)?;
         Ok(interact::reblog(tx, fed, &account, post, visibility)

@@ -39,16 +39,33 @@ async fn target(
         .ok_or_else(ApiError::record_not_found)
 }
 
-/// begin → the status the caller can see (`target`) → `act` → commit → render the status
-/// `act` names (the post itself, or the boost `reblog` made).
+/// Whether an action engages the post's author — a favourite, a boost, a reaction: refused
+/// across a block either way (`statuses::post::blocked`, Mastodon's 403) — or only keeps the
+/// post for the caller (a bookmark, a mute, a pin, any undo).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Touch {
+    Engages,
+    Keeps,
+}
+
+/// begin → the status the caller can see (`target`), not across a block if `touch` engages
+/// its author → `act` → commit → render the status `act` names (the post itself, or the
+/// boost `reblog` made).
 async fn on_status(
     s: &AppState,
     account: &Account,
     raw: &str,
+    touch: Touch,
     act: impl AsyncFnOnce(&mut PgConnection, &Post) -> Result<Uuid, ApiError>,
 ) -> Result<Json<Status>, ApiError> {
     let mut tx = s.pool.begin().await?;
     let post = target(&mut tx, Some(account.id), raw).await?;
+    if touch == Touch::Engages
+        && let Some(fed) = s.fed.as_deref()
+        && crate::statuses::post::blocked(&mut tx, fed, account, &post).await?
+    {
+        return Err(ApiError::forbidden("This action is not allowed"));
+    }
     let shown = act(&mut tx, &post).await?;
     tx.commit().await?;
     status(s, account.id, shown).await

@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 use std::sync::Arc;
 
-use super::{on_status, target};
+use super::{Touch, on_status, target};
 use crate::mastodon::Status;
 use crate::mastodon::account::Account;
 use crate::reactions::{self, ReactionError};
@@ -50,7 +50,7 @@ async fn react(
     Path((raw, emoji)): Path<(String, String)>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    on_status(&s, &account, &raw, async |tx, post| {
+    on_status(&s, &account, &raw, Touch::Engages, async |tx, post| {
         let reaction = reactions::parse(tx, &emoji).await?;
         reactions::react(tx, fed, &account, post, &reaction).await?;
         Ok(post.id)
@@ -64,7 +64,7 @@ async fn unreact(
     Path((raw, emoji)): Path<(String, String)>,
 ) -> Result<Json<Status>, ApiError> {
     let fed = federation(&s)?;
-    on_status(&s, &account, &raw, async |tx, post| {
+    on_status(&s, &account, &raw, Touch::Keeps, async |tx, post| {
         reactions::unreact(tx, fed, &account, post, &emoji).await?;
         Ok(post.id)
     })

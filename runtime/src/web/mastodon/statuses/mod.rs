@@ -36,7 +36,7 @@ impl From<WriteError> for ApiError {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::NotFound => ApiError::not_found(e.to_string()),
-            WriteError::NotAuthor => ApiError::forbidden(e.to_string()),
+            WriteError::NotAuthor | WriteError::Blocked => ApiError::forbidden(e.to_string()),
             WriteError::Invalid(m) => ApiError::unprocessable(m),
             WriteError::Db(e) => e.into(),
         }
