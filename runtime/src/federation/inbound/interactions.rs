@@ -1,9 +1,10 @@
-//! Remote `Like`s and `Announce`s, and their `Undo` (R-MAPI-4): a like of our
-//! post counts once per actor and notifies its author (`favourite`), unless the actor may not
-//! read the post or a block stands between it and the author (then nothing is stored, as
-//! for a reaction or a boost); a boost of a post we know
-//! is a `reblogs` row of the remote actor, notifies our author (`reblog`) and reaches the home
-//! feeds of local accounts following the booster (unless they turned its boosts off). An `Undo` takes each back.
+//! Remote `Like`s and `Announce`s, and their `Undo` (R-MAPI-4): a like of our post counts
+//! once per actor and notifies its author (`favourite`); a boost of a post we know is a
+//! `reblogs` row of the remote actor, notifies our author (`reblog`) and reaches the home
+//! feeds of local accounts following the booster (unless they turned its boosts off). An
+//! `Undo` takes each back. A like of one of our posts the actor may not read, a reaction to
+//! any post it may not read, and any of them across a block between the actor and our
+//! author, store nothing ([`refusal`]).
 //!
 //! Redelivery changes nothing: a like is one standing row per (actor, post), a boost one row
 //! per (actor, post) and per activity, and notifications are keyed by the activity.
@@ -21,7 +22,8 @@ use crate::statuses::notify::{self, Kind, Notification};
 use crate::statuses::{Visibility, access, feed, followers};
 
 /// `Like`: stored in `remote_interactions` (which the counts read); our author is notified.
-/// A like of a post we store that the actor may not engage with ([`refusal`]) is dropped.
+/// A like of one of our posts that the actor may not engage with ([`refusal`]) is dropped
+/// (who may like a post of theirs is their server's business).
 pub async fn like(
     tx: &mut PgConnection,
     fed: &Federation,
@@ -30,6 +32,7 @@ pub async fn like(
 ) -> Result<Outcome, sqlx::Error> {
     let post = known_post(tx, object_id).await?;
     if let Some(p) = &post
+        && p.author.is_some()
         && let Some(why) = refusal(tx, fed, &inc.actor, p).await?
     {
         return Ok(Outcome::ignored(format!("like of {why}")));
