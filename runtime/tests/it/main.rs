@@ -19,6 +19,7 @@ mod client_statuses;
 mod client_timelines;
 mod clients;
 mod content;
+mod docs;
 mod dos;
 mod emojis;
 mod entities;

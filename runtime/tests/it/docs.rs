@@ -1,0 +1,164 @@
+//! The user documentation stays readable (issue 62): README.md short enough to read before
+//! deciding, no requirement ids (`R-…`) or issue numbers in what users read (README.md and the
+//! book in `docs/`), and every link of the book's table of contents (and every relative link
+//! of the README and the book) pointing at a file that exists. Plain std: it reads files.
+
+use std::path::{Path, PathBuf};
+
+/// The README's budget: what it is, the two commands, where to go next. Everything else
+/// belongs in the book.
+const README_MAX_LINES: usize = 150;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the runtime crate sits in the repository")
+        .to_path_buf()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// README.md and every Markdown file under docs/, as (path relative to the repo, text).
+fn user_docs() -> Vec<(PathBuf, String)> {
+    let root = repo();
+    let mut files = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = read(&p);
+            (p.strip_prefix(&root).expect("under the repo").to_path_buf(), text)
+        })
+        .collect()
+}
+
+/// Requirement ids (`R-` then a capital letter, not inside a longer word) and issue numbers
+/// (`issue 12`, any case) in `text`, as "line: excerpt".
+fn internal_references(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let bytes = line.as_bytes();
+        let requirement_id = (0..bytes.len().saturating_sub(2)).any(|i| {
+            bytes[i] == b'R'
+                && bytes[i + 1] == b'-'
+                && bytes[i + 2].is_ascii_uppercase()
+                && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+        });
+        let lower = line.to_ascii_lowercase();
+        let issue_number = lower.match_indices("issue ").any(|(i, _)| {
+            lower[i + "issue ".len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        });
+        if requirement_id || issue_number {
+            found.push(format!("{}: {}", n + 1, line.trim()));
+        }
+    }
+    found
+}
+
+/// The targets of Markdown links `[text](target)` in `text`, without their `#anchor`.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let Some(end) = rest.find(')') else { break };
+        let target = rest[..end].split('#').next().unwrap_or_default().trim();
+        if !target.is_empty() {
+            targets.push(target.to_string());
+        }
+        rest = &rest[end..];
+    }
+    targets
+}
+
+/// A link to another site, or a mail address: not a file of this repository.
+fn is_external(target: &str) -> bool {
+    target.contains("://") || target.starts_with("mailto:")
+}
+
+#[test]
+fn readme_stays_short() {
+    let readme = read(&repo().join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines, more than {README_MAX_LINES}: move the detail into a \
+         chapter of the book (docs/) and link it"
+    );
+}
+
+#[test]
+fn user_docs_cite_no_requirement_ids_or_issue_numbers() {
+    let mut offending = Vec::new();
+    for (path, text) in user_docs() {
+        for hit in internal_references(&text) {
+            offending.push(format!("{}:{hit}", path.display()));
+        }
+    }
+    assert!(
+        offending.is_empty(),
+        "requirement ids or issue numbers in user documentation (keep them in commits, code \
+         comments and tests):\n{}",
+        offending.join("\n")
+    );
+}
+
+#[test]
+fn the_book_summary_links_existing_chapters() {
+    let docs = repo().join("docs");
+    let summary = read(&docs.join("SUMMARY.md"));
+    let targets = link_targets(&summary);
+    assert!(targets.len() > 20, "docs/SUMMARY.md lists the book's chapters");
+    let missing: Vec<&String> = targets
+        .iter()
+        .filter(|t| is_external(t) || !docs.join(t.as_str()).is_file())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/SUMMARY.md links chapters that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn relative_links_in_user_docs_resolve() {
+    let root = repo();
+    let mut broken = Vec::new();
+    for (path, text) in user_docs() {
+        let dir = root.join(&path).parent().expect("a file's folder").to_path_buf();
+        for target in link_targets(&text) {
+            if !is_external(&target) && !dir.join(&target).exists() {
+                broken.push(format!("{}: {target}", path.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_checks_catch_what_they_look_for() {
+    assert_eq!(internal_references("see R-MAPI-6 and (R-OP-UPG)").len(), 1);
+    assert_eq!(internal_references("fixed in issue 35 item 2").len(), 1);
+    assert_eq!(internal_references("Issue 7").len(), 1);
+    assert!(internal_references("an issue with PKCE; FOR-BAR; X-Request-Id; issue35_x").is_empty());
+    assert_eq!(
+        link_targets("[a](one.md) [b](../two.md#part) [c](https://x.org) [d](#here)"),
+        ["one.md", "../two.md", "https://x.org"]
+    );
+}
