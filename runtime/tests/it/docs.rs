@@ -1,7 +1,8 @@
 //! The user documentation stays readable (issue 62): README.md short enough to read before
 //! deciding, no requirement ids (`R-…`) or issue numbers in what users read (README.md and the
 //! book in `docs/`), and every link of the book's table of contents (and every relative link
-//! of the README and the book) pointing at a file that exists. Plain std: it reads files.
+//! of the README and the book) pointing at a file that exists; and every environment variable
+//! the runtime reads listed in the configuration reference. Plain std: it reads files.
 
 use std::path::{Path, PathBuf};
 
@@ -41,7 +42,10 @@ fn user_docs() -> Vec<(PathBuf, String)> {
         .into_iter()
         .map(|p| {
             let text = read(&p);
-            (p.strip_prefix(&root).expect("under the repo").to_path_buf(), text)
+            (
+                p.strip_prefix(&root).expect("under the repo").to_path_buf(),
+                text,
+            )
         })
         .collect()
 }
@@ -125,7 +129,10 @@ fn the_book_summary_links_existing_chapters() {
     let docs = repo().join("docs");
     let summary = read(&docs.join("SUMMARY.md"));
     let targets = link_targets(&summary);
-    assert!(targets.len() > 20, "docs/SUMMARY.md lists the book's chapters");
+    assert!(
+        targets.len() > 20,
+        "docs/SUMMARY.md lists the book's chapters"
+    );
     let missing: Vec<&String> = targets
         .iter()
         .filter(|t| is_external(t) || !docs.join(t.as_str()).is_file())
@@ -141,7 +148,11 @@ fn relative_links_in_user_docs_resolve() {
     let root = repo();
     let mut broken = Vec::new();
     for (path, text) in user_docs() {
-        let dir = root.join(&path).parent().expect("a file's folder").to_path_buf();
+        let dir = root
+            .join(&path)
+            .parent()
+            .expect("a file's folder")
+            .to_path_buf();
         for target in link_targets(&text) {
             if !is_external(&target) && !dir.join(&target).exists() {
                 broken.push(format!("{}: {target}", path.display()));
@@ -151,8 +162,83 @@ fn relative_links_in_user_docs_resolve() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
+/// Names quoted in `source` as a whole string literal of capitals, digits and underscores
+/// (`"DATABASE_URL"`), at least three characters long.
+fn quoted_capitals(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (at, _) in source.match_indices('"') {
+        let rest = &source[at + 1..];
+        let len = rest
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(rest.len());
+        if len >= 3
+            && rest[len..].starts_with('"')
+            && rest.starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            names.push(rest[..len].to_string());
+        }
+    }
+    names
+}
+
+/// Every variable the runtime reads: the capitals quoted in `config.rs` (outside its tests),
+/// where the configuration is read and validated, and what other files read themselves
+/// (`env.get("…")`, `env::var("…")`), less the system's own variables.
+fn runtime_environment_variables() -> Vec<String> {
+    let src = repo().join("runtime/src");
+    let config = read(&src.join("config.rs"));
+    let config = config.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut names = quoted_capitals(config);
+    let mut dirs = vec![src];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("runtime/src") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("config.rs") {
+                let text = read(&path);
+                for call in ["env.get(", "env::var(", "env::var_os("] {
+                    for (at, _) in text.match_indices(call) {
+                        let rest = &text[at + call.len() - 1..];
+                        names.extend(
+                            quoted_capitals(&rest[..rest.len().min(64)])
+                                .into_iter()
+                                .take(1),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    const SYSTEM: [&str; 4] = ["PATH", "USER", "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_"];
+    names.retain(|n| !SYSTEM.contains(&n.as_str()));
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn every_environment_variable_is_in_the_configuration_reference() {
+    let reference = read(&repo().join("docs/reference/configuration.md"));
+    let names = runtime_environment_variables();
+    assert!(names.len() > 50, "found the runtime's variables: {names:?}");
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !reference.contains(&format!("`{n}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "environment variables the runtime reads but docs/reference/configuration.md does \
+         not list: {missing:?}"
+    );
+}
+
 #[test]
 fn the_checks_catch_what_they_look_for() {
+    assert_eq!(
+        quoted_capitals(r#"env.get("PORT") "Bad name" "A_B2" x("no") "X""#),
+        ["PORT", "A_B2"]
+    );
     assert_eq!(internal_references("see R-MAPI-6 and (R-OP-UPG)").len(), 1);
     assert_eq!(internal_references("fixed in issue 35 item 2").len(), 1);
     assert_eq!(internal_references("Issue 7").len(), 1);
