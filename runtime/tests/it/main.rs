@@ -27,6 +27,7 @@ mod expand_contract;
 mod exports;
 mod federation;
 mod fedify_interop;
+mod gotosocial_interop;
 mod grouped_notifications;
 mod http_edge;
 mod inbound_shapes;

@@ -8,6 +8,8 @@ pub mod clients;
 pub mod consumer;
 pub mod expiry;
 pub mod files;
+pub mod gotosocial;
+pub mod hosts;
 pub mod images;
 pub mod moto;
 pub mod multipart;
@@ -15,6 +17,7 @@ pub mod node;
 pub mod peer;
 pub mod process;
 pub mod stream;
+pub mod tls_front;
 pub mod venv;
 
 use std::time::{Duration, Instant};
