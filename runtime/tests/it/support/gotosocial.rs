@@ -28,7 +28,9 @@ pub fn install_dir() -> PathBuf {
 /// A file of the test CA fixtures (`ca.pem`, `server.pem`, `server.key`): one certificate for
 /// every `*.gts-interop.test` name the interop tests use.
 pub fn tls_fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/gotosocial/tls").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/gotosocial/tls")
+        .join(name)
 }
 
 /// An HTTP client that trusts the test CA and follows no redirects (the OAuth flow reads them).
@@ -124,17 +126,30 @@ impl GoToSocial {
                 // Its outgoing requests trust the test CA (Go reads SSL_CERT_FILE), and the
                 // ffmpeg WebAssembly it compiles at start is cached between runs.
                 .env("SSL_CERT_FILE", tls_fixture("ca.pem"))
-                .env("GTS_WAZERO_COMPILATION_CACHE", install_dir().join("wazero-cache"))
+                .env(
+                    "GTS_WAZERO_COMPILATION_CACHE",
+                    install_dir().join("wazero-cache"),
+                )
                 .stdin(Stdio::null());
             cmd
         };
         for user in users {
             let email = format!("{user}@{host}");
             let create = [
-                "admin", "account", "create", "--username", user, "--email", &email,
-                "--password", PASSWORD,
+                "admin",
+                "account",
+                "create",
+                "--username",
+                user,
+                "--email",
+                &email,
+                "--password",
+                PASSWORD,
             ];
-            for args in [&create[..], &["admin", "account", "confirm", "--username", user]] {
+            for args in [
+                &create[..],
+                &["admin", "account", "confirm", "--username", user],
+            ] {
                 let out = gts(args).output().expect("run gotosocial admin");
                 assert!(
                     out.status.success(),
@@ -160,7 +175,10 @@ impl GoToSocial {
         let http = http_client();
         let deadline = std::time::Instant::now() + Duration::from_secs(180);
         loop {
-            let probe = http.get(format!("{}/api/v1/instance", server.base)).send().await;
+            let probe = http
+                .get(format!("{}/api/v1/instance", server.base))
+                .send()
+                .await;
             match probe {
                 Ok(r) if r.status().is_success() => break,
                 other => {
@@ -223,8 +241,14 @@ impl GoToSocial {
             ])
             .expect("query")
         );
-        let r = cookies.send(http.get(&authorize).header("accept", "text/html")).await;
-        assert!(r.status().is_redirection(), "GET /oauth/authorize: {}", r.status());
+        let r = cookies
+            .send(http.get(&authorize).header("accept", "text/html"))
+            .await;
+        assert!(
+            r.status().is_redirection(),
+            "GET /oauth/authorize: {}",
+            r.status()
+        );
         let email = format!("{user}@{}", self.host);
         let r = cookies
             .send(
@@ -233,9 +257,16 @@ impl GoToSocial {
                     .form(&[("username", email.as_str()), ("password", PASSWORD)]),
             )
             .await;
-        assert!(r.status().is_redirection(), "POST /auth/sign_in: {}", r.status());
+        assert!(
+            r.status().is_redirection(),
+            "POST /auth/sign_in: {}",
+            r.status()
+        );
         let r = cookies
-            .send(http.post(format!("{base}/oauth/authorize")).header("accept", "text/html"))
+            .send(
+                http.post(format!("{base}/oauth/authorize"))
+                    .header("accept", "text/html"),
+            )
             .await;
         let location = r.headers().get(LOCATION).and_then(|l| l.to_str().ok());
         let location = location.unwrap_or_else(|| panic!("POST /oauth/authorize: {}", r.status()));
@@ -262,7 +293,10 @@ impl GoToSocial {
             .json()
             .await
             .expect("token");
-        token["access_token"].as_str().expect("access_token").to_string()
+        token["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_string()
     }
 
     /// A client API client of `user`.
@@ -290,7 +324,11 @@ struct Cookies(Vec<(String, String)>);
 impl Cookies {
     async fn send(&mut self, req: reqwest::RequestBuilder) -> reqwest::Response {
         let header: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let req = if header.is_empty() { req } else { req.header(COOKIE, header.join("; ")) };
+        let req = if header.is_empty() {
+            req
+        } else {
+            req.header(COOKIE, header.join("; "))
+        };
         let resp = req.send().await.expect("request");
         for set in resp.headers().get_all(SET_COOKIE) {
             let Some((name, value)) = set
@@ -302,7 +340,8 @@ impl Cookies {
                 continue;
             };
             self.0.retain(|(k, _)| k != name);
-            self.0.push((name.trim().to_string(), value.trim().to_string()));
+            self.0
+                .push((name.trim().to_string(), value.trim().to_string()));
         }
         resp
     }

@@ -5,8 +5,9 @@
 //! Other tests of the same binary resolve names (`localhost`) while the file changes, so it is
 //! never rewritten while ours are added or removed: the entries are appended in one write and
 //! taken away by cutting the file back to its old length, so a reader sees the file either with
-//! or without them. Only a run killed before its `Drop` leaves lines behind; they carry a marker,
-//! and the next run removes them first.
+//! or without them. Only a run killed before its `Drop` leaves lines behind; each line names the
+//! process that added it, and the next run removes those of processes that no longer exist
+//! (test runs of other work trees may be using theirs).
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -25,14 +26,20 @@ pub struct HostNames {
 impl HostNames {
     /// Adds `address name` for each pair; `tag` (a word) marks the lines as this test's.
     pub fn add(tag: &str, entries: &[(&str, &str)]) -> HostNames {
-        let marker = format!("# hollo-test:{tag}");
+        let marker = format!("# hollo-test:{tag}:{}", std::process::id());
         let _guard = EDIT.lock().unwrap_or_else(|e| e.into_inner());
         let current = std::fs::read_to_string(HOSTS).expect("read /etc/hosts");
-        if current.lines().any(|l| l.ends_with(&marker)) {
+        let stale = |line: &str| {
+            line.rsplit_once("# hollo-test:")
+                .and_then(|(_, m)| m.rsplit_once(':'))
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        };
+        if current.lines().any(stale) {
             // Left by a run that was killed: drop them before adding ours.
             let kept: String = current
                 .lines()
-                .filter(|l| !l.ends_with(&marker))
+                .filter(|l| !stale(l))
                 .map(|l| format!("{l}\n"))
                 .collect();
             std::fs::write(HOSTS, kept).expect("rewrite /etc/hosts");

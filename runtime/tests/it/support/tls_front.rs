@@ -24,19 +24,25 @@ pub fn server_config(cert: &Path, key: &Path) -> Arc<rustls::ServerConfig> {
         .collect::<Result<_, _>>()
         .expect("a PEM certificate chain");
     let key = PrivateKeyDer::from_pem_file(key).expect("a PEM private key");
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .expect("certificate and key match");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .expect("certificate and key match");
     Arc::new(config)
 }
 
 impl TlsFront {
     /// Listens on `listen` and relays each connection, decrypted, to `backend`.
-    pub async fn start(listen: SocketAddr, backend: SocketAddr, cert: &Path, key: &Path) -> TlsFront {
+    pub async fn start(
+        listen: SocketAddr,
+        backend: SocketAddr,
+        cert: &Path,
+        key: &Path,
+    ) -> TlsFront {
         let acceptor = tokio_rustls::TlsAcceptor::from(server_config(cert, key));
         let listener = TcpListener::bind(listen)
             .await
