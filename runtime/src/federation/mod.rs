@@ -5,6 +5,7 @@
 //! the same key id a web node publishes.
 
 pub mod actors;
+pub mod bounds;
 pub mod context;
 pub mod crypto;
 pub mod inbound;

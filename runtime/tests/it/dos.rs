@@ -1,5 +1,6 @@
 //! Denial of service against a real `hollo` process (R-API): one request must
-//! not abort the node, and a burst of sign-ins must not take its memory. Process-level on
+//! not abort the node, and neither a burst of sign-ins nor anonymous reads of what remote
+//! servers sent may take its memory. Process-level on
 //! purpose: a stack overflow aborts the whole process and memory is the process's, so only a
 //! separate process shows either.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
@@ -9,6 +10,8 @@ use crate::support;
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use support::node::Instance;
+use support::peer::Peer;
 use support::process::Hollo;
 use support::{account_with_token, eventually, fresh_db};
 
@@ -359,4 +362,98 @@ async fn parallel_proxy_gets_of_large_images_keep_the_node_memory_bounded() {
     assert!(answers.is_empty(), "unexpected answers: {answers:?}");
     assert_eq!(served + busy, 100);
     assert!(served >= 16, "some of the burst were served: {served}");
+}
+
+/// The bound on how much a web node's peak RSS may grow while 8 anonymous readers each read
+/// the public timeline twice, 40 statuses a page, with 21 hostile remote notes stored (each
+/// ~1 MiB of attachments, as the audit sent). A page renders at most 4 attachments a status
+/// now; before, every attachment was rendered with a signed proxy URL (121 MB of JSON a
+/// page) and the same readers took the node to 2.7 GB.
+const HOSTILE_READS_GROWTH_MIB: u64 = 128;
+
+/// Issue 61 F1: a remote note's `attachment` list was stored whole and every anonymous read
+/// of the public timeline rendered all of it. Now the inbox keeps the first 4 (as Mastodon)
+/// and a page costs what its 40 bounded statuses cost: 8 parallel anonymous readers keep a
+/// separate web node's peak RSS within `HOSTILE_READS_GROWTH_MIB` of where it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn anonymous_reads_of_hostile_remote_notes_keep_the_node_memory_bounded() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let base = peer.base().to_string();
+    const NOTES: usize = 21;
+    for n in 0..NOTES {
+        let attachments: Vec<serde_json::Value> = (0..11_000)
+            .map(|i| {
+                serde_json::json!({"type": "Document", "mediaType": "image/png",
+                                   "url": format!("{base}/media/{n}/{i:05}.png")})
+            })
+            .collect();
+        let note = serde_json::json!({
+            "id": peer.iri(&format!("/notes/{n}")), "type": "Note",
+            "attributedTo": peer.actor(), "content": format!("<p>note {n}</p>"),
+            "to": ["https://www.w3.org/ns/activitystreams#Public"], "attachment": attachments,
+        });
+        let create = peer.create(note);
+        let size = serde_json::to_vec(&create).unwrap().len();
+        assert!(size > 900_000 && size < 1024 * 1024, "{size} bytes");
+        assert_eq!(peer.post(&format!("{}/inbox", inst.base), &create).await, 202);
+    }
+    eventually(Duration::from_secs(180), "the hostile notes stored", || async {
+        let n = inst.count("SELECT count(*) FROM remote_posts").await;
+        (n == NOTES as i64).then_some(())
+    })
+    .await;
+
+    // A separate web node on the same database, read by anonymous clients.
+    let port = free_port().to_string();
+    let web = format!("http://127.0.0.1:{port}");
+    let node = Hollo::serve(&inst.process_env(
+        "web",
+        &[("PORT", port.as_str()), ("BIND", "127.0.0.1"), ("RUST_LOG", "warn")],
+    ));
+    let pid = node.child.id();
+    let http = reqwest::Client::new();
+    eventually(Duration::from_secs(60), "web /readyz", || async {
+        let r = http.get(format!("{web}/readyz")).send().await.ok()?;
+        (r.status() == StatusCode::OK).then_some(())
+    })
+    .await;
+    let before_kib = proc_kib(pid, "VmRSS");
+    let readers: Vec<_> = (0..8)
+        .map(|_| {
+            let (http, url) = (
+                http.clone(),
+                format!("{web}/api/v1/timelines/public?limit=40"),
+            );
+            tokio::spawn(async move {
+                let mut bytes = 0;
+                for _ in 0..2 {
+                    let r = http.get(&url).send().await.unwrap();
+                    assert_eq!(r.status(), StatusCode::OK);
+                    bytes += r.bytes().await.unwrap().len();
+                }
+                bytes
+            })
+        })
+        .collect();
+    let mut largest = 0;
+    for r in readers {
+        largest = largest.max(r.await.unwrap());
+    }
+    let peak_kib = proc_kib(pid, "VmHWM");
+    let after_kib = proc_kib(pid, "VmRSS");
+    eprintln!(
+        "8 anonymous readers × 2 pages of {NOTES} hostile notes: {} bytes per reader; RSS before {} MiB, peak {} MiB, after {} MiB",
+        largest,
+        before_kib / 1024,
+        peak_kib / 1024,
+        after_kib / 1024
+    );
+    assert!(
+        peak_kib.saturating_sub(before_kib) < HOSTILE_READS_GROWTH_MIB * 1024,
+        "peak RSS grew {} MiB, over the bound of {HOSTILE_READS_GROWTH_MIB} MiB",
+        (peak_kib - before_kib) / 1024
+    );
+    drop(node);
+    inst.shutdown().await;
 }

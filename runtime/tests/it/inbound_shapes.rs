@@ -13,7 +13,12 @@ use crate::support;
 
 use std::time::Duration;
 
-use serde_json::Value;
+use hollo_runtime::federation::bounds::{
+    MAX_ADDRESSEES, MAX_ALIASES, MAX_ATTACHMENTS, MAX_CONTENT_BYTES, MAX_FIELDS, MAX_NAME_BYTES,
+    MAX_POLL_OPTIONS, MAX_STRING_BYTES, MAX_SUMMARY_BYTES, MAX_TAG_STRING_BYTES,
+    MAX_TAGS_PER_KIND,
+};
+use serde_json::{Value, json};
 use support::eventually;
 use support::node::Instance;
 use support::peer::Peer;
@@ -236,5 +241,297 @@ async fn bad_input_is_refused_or_ignored_and_stores_no_post() {
     let s = deliver(&inst, &peer, &odd).await;
     assert_eq!(s.outcome, "ignored: unsupported type EmojiReact");
     assert_eq!(inst.count("SELECT count(*) FROM remote_posts").await, 0);
+    inst.shutdown().await;
+}
+
+// Remote lists and strings are bounded when stored (issue 61 F1): a remote server chooses how
+// long its lists are, we choose how much of them we keep and show.
+
+
+/// What one rendered status (with its author) may cost at most, from the caps: its text
+/// (sanitized HTML may escape a character into up to 4 bytes), its attachments and tags (a
+/// proxied image URL percent-encodes the remote one, up to 3 bytes a byte, and is shown twice)
+/// and its author's profile.
+fn status_bound() -> usize {
+    let proxied = |n: usize| 3 * n + 256;
+    let text = 4 * MAX_CONTENT_BYTES + MAX_SUMMARY_BYTES + 4 * MAX_STRING_BYTES;
+    let attachments = MAX_ATTACHMENTS
+        * (2 * proxied(MAX_STRING_BYTES) + 2 * MAX_STRING_BYTES + MAX_NAME_BYTES + 512);
+    let tags = MAX_TAGS_PER_KIND
+        * (2 * proxied(MAX_TAG_STRING_BYTES) + 4 * MAX_TAG_STRING_BYTES + 2 * MAX_STRING_BYTES + 512);
+    let account = 2 * MAX_NAME_BYTES
+        + 4 * MAX_SUMMARY_BYTES
+        + MAX_FIELDS * 2 * 4 * MAX_NAME_BYTES
+        + MAX_TAGS_PER_KIND * 2 * proxied(MAX_TAG_STRING_BYTES)
+        + 4 * proxied(MAX_STRING_BYTES)
+        + 4 * MAX_STRING_BYTES;
+    text + attachments + tags + account + 4096
+}
+
+/// A public note of the peer's `/users/{author}` at `/notes/{name}`, with `extra` merged in.
+fn note_by(peer: &Peer, author: &str, name: &str, extra: Value) -> Value {
+    let mut note = json!({
+        "id": peer.iri(&format!("/notes/{name}")), "type": "Note",
+        "attributedTo": peer.actor_of(author), "content": format!("<p>{name}</p>"),
+        "published": "2026-11-30T10:00:00Z", "to": [PUBLIC],
+    });
+    for (k, v) in extra.as_object().expect("an object") {
+        note[k] = v.clone();
+    }
+    note
+}
+
+/// Delivers `note` in a `Create` signed as `author`, checks the inbox took it, and waits for it
+/// to be processed; returns the stored body.
+async fn deliver_as(inst: &Instance, peer: &Peer, author: &str, note: Value) -> Value {
+    let mut create = peer.create(note);
+    create["actor"] = peer.actor_of(author).into();
+    let size = serde_json::to_vec(&create).expect("json").len();
+    assert!(size < 1024 * 1024, "a body the inbox takes ({size} bytes)");
+    let status = peer
+        .post_as(author, &format!("{}/inbox", inst.base), &create)
+        .await;
+    assert_eq!(status, 202);
+    let id = create["id"].as_str().expect("id").to_string();
+    let (outcome, body): (String, Value) = eventually(WAIT, "the activity processed", || {
+        let id = id.clone();
+        async move {
+            sqlx::query_as(
+                "SELECT outcome, body FROM inbox_activities WHERE id = $1 AND processed_at IS NOT NULL",
+            )
+            .bind(&id)
+            .fetch_optional(&inst.pool)
+            .await
+            .expect("select")
+        }
+    })
+    .await;
+    assert!(outcome.starts_with("Note stored") || outcome.starts_with("Question stored"), "{outcome}");
+    body
+}
+
+/// How many entries of `list` have `"type": ty`.
+fn of_type(list: &Value, ty: &str) -> usize {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .filter(|t| t["type"] == ty)
+        .count()
+}
+
+/// A remote note's every list and long string: 10 000 attachments, 2 000 tags of each kind, a
+/// 10 000-option poll, 3 000 addressees, 500 KB of content — stored at the caps, and rendered
+/// to an anonymous reader of the public timeline at the caps, the page within what the caps
+/// allow. (Before: all of it was kept and every read rendered all of it, each attachment with
+/// a signed proxy URL; one anonymous read of 21 such notes was 121 MB of JSON.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_list_of_a_remote_note_is_stored_and_shown_bounded() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let base = peer.base().to_string();
+    let attachments: Vec<Value> = (0..10_000)
+        .map(|i| json!({"type": "Document", "mediaType": "image/png", "url": format!("{base}/m/{i}.png")}))
+        .collect();
+    let mut tags = Vec::new();
+    for i in 0..2_000 {
+        tags.push(json!({"type": "Mention", "href": format!("{base}/users/m{i}"), "name": format!("@m{i}@x")}));
+        tags.push(json!({"type": "Hashtag", "href": format!("{base}/tags/t{i}"), "name": format!("#t{i}")}));
+        tags.push(json!({"type": "Emoji", "name": format!(":e{i}:"), "icon": {"url": format!("{base}/e/{i}.png")}}));
+        tags.push(json!({"type": "Link", "href": format!("{base}/l/{i}")}));
+    }
+    let options: Vec<Value> = (0..10_000)
+        .map(|i| json!({"type": "Note", "name": format!("option {i}")}))
+        .collect();
+    let addressees: Vec<String> = (0..3_000).map(|i| format!("{base}/users/a{i}")).collect();
+    let notes = [
+        ("attachments", json!({"attachment": attachments})),
+        ("tags", json!({"tag": tags})),
+        ("poll", json!({"type": "Question", "oneOf": options, "endTime": "2099-01-01T00:00:00Z"})),
+        (
+            "strings",
+            json!({
+                "content": format!("<p>{}</p>", "a".repeat(500_000)),
+                "summary": "s".repeat(100_000),
+                "cc": addressees,
+                "attachment": [{"type": "Document", "mediaType": "image/png",
+                                "url": format!("{base}/m/long.png"), "name": "n".repeat(60_000)}],
+            }),
+        ),
+    ];
+    let mut bodies = std::collections::HashMap::new();
+    for (name, extra) in notes {
+        let body = deliver_as(&inst, &peer, "peer", note_by(&peer, "peer", name, extra)).await;
+        bodies.insert(name, body["object"].clone());
+    }
+
+    // What the inbox kept of each, and what `remote_posts` holds.
+    let o = &bodies["attachments"];
+    assert_eq!(o["attachment"].as_array().unwrap().len(), MAX_ATTACHMENTS);
+    let o = &bodies["tags"];
+    for ty in ["Mention", "Hashtag", "Emoji", "Link"] {
+        assert_eq!(of_type(&o["tag"], ty), MAX_TAGS_PER_KIND, "{ty}");
+    }
+    let o = &bodies["poll"];
+    assert_eq!(o["oneOf"].as_array().unwrap().len(), MAX_POLL_OPTIONS);
+    let o = &bodies["strings"];
+    assert_eq!(o["cc"].as_array().unwrap().len(), MAX_ADDRESSEES);
+    assert!(o["content"].as_str().unwrap().len() <= MAX_CONTENT_BYTES);
+    assert!(o["summary"].as_str().unwrap().len() <= MAX_SUMMARY_BYTES);
+    assert!(o["attachment"][0]["name"].as_str().unwrap().len() <= MAX_NAME_BYTES);
+    let rows: Vec<(String, i32, i32, i32, i32, i32)> = sqlx::query_as(
+        "SELECT iri, jsonb_array_length(attachments), jsonb_array_length(mentions),
+                coalesce(array_length(tags, 1), 0), octet_length(content)::int,
+                octet_length(body::text)::int
+           FROM remote_posts",
+    )
+    .fetch_all(&inst.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 4);
+    for (iri, attachments, mentions, tags, content, body) in rows {
+        assert!(attachments as usize <= MAX_ATTACHMENTS, "{iri}: {attachments}");
+        assert!(mentions as usize <= MAX_TAGS_PER_KIND, "{iri}: {mentions}");
+        assert!(tags as usize <= MAX_TAGS_PER_KIND, "{iri}: {tags}");
+        assert!(content as usize <= 4 * MAX_CONTENT_BYTES, "{iri}: {content}");
+        assert!(body < 300_000, "{iri}: a stored body of {body} bytes");
+        if iri.ends_with("/attachments") {
+            assert_eq!(attachments as usize, MAX_ATTACHMENTS);
+        }
+        if iri.ends_with("/tags") {
+            assert_eq!((mentions as usize, tags as usize), (MAX_TAGS_PER_KIND, MAX_TAGS_PER_KIND));
+        }
+    }
+
+    // An anonymous reader's page: each status at the caps, the page within what they allow.
+    let resp = reqwest::get(format!("{}/api/v1/timelines/public?limit=40", inst.base))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let bytes = resp.bytes().await.unwrap();
+    let page: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(page.len(), 4);
+    assert!(
+        bytes.len() <= page.len() * status_bound(),
+        "{} bytes for {} statuses (bound {} each)",
+        bytes.len(),
+        page.len(),
+        status_bound()
+    );
+    for s in &page {
+        let name = s["uri"].as_str().unwrap().rsplit('/').next().unwrap();
+        assert!(s["media_attachments"].as_array().unwrap().len() <= MAX_ATTACHMENTS, "{name}");
+        assert!(s["emojis"].as_array().unwrap().len() <= MAX_TAGS_PER_KIND, "{name}");
+        assert!(s["tags"].as_array().unwrap().len() <= MAX_TAGS_PER_KIND, "{name}");
+        match name {
+            "attachments" => assert_eq!(s["media_attachments"].as_array().unwrap().len(), MAX_ATTACHMENTS),
+            "tags" => {
+                assert_eq!(s["emojis"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
+                assert_eq!(s["tags"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
+            }
+            _ => {}
+        }
+    }
+    inst.shutdown().await;
+}
+
+/// A remote actor's lists and strings: an `Update` of itself with 6 000 profile fields, 6 000
+/// aliases, 2 000 emojis and a 100 KB display name is stored at the caps, and every status
+/// of theirs shows the capped profile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_list_of_a_remote_actor_is_stored_and_shown_bounded() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let base = peer.base().to_string();
+    let actor = peer.actor_of("hostile");
+    // First as the peer serves it (the inbox fetches it to check the signature), then updated.
+    deliver_as(&inst, &peer, "hostile", note_by(&peer, "hostile", "first", json!({}))).await;
+    let mut doc = support::api::ap_doc(&actor).await;
+    doc["name"] = "N".repeat(100_000).into();
+    doc["attachment"] = (0..6_000)
+        .map(|i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": format!("v{i}")}))
+        .collect();
+    doc["alsoKnownAs"] = (0..6_000)
+        .map(|i| Value::String(format!("{base}/users/alias{i}")))
+        .collect();
+    doc["tag"] = (0..2_000)
+        .map(|i| json!({"type": "Emoji", "name": format!(":e{i}:"), "icon": {"url": format!("{base}/e/{i}.png")}}))
+        .collect();
+    let update = json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "id": format!("{actor}#update-1"), "type": "Update", "actor": actor, "object": doc,
+    });
+    assert!(serde_json::to_vec(&update).unwrap().len() < 1024 * 1024);
+    assert_eq!(peer.post_as("hostile", &format!("{}/inbox", inst.base), &update).await, 202);
+    let stored: Value = eventually(WAIT, "the update applied", || async {
+        let outcome: Option<String> = sqlx::query_scalar(
+            "SELECT outcome FROM inbox_activities WHERE type = 'Update' AND processed_at IS NOT NULL",
+        )
+        .fetch_optional(&inst.pool)
+        .await
+        .unwrap();
+        outcome?;
+        sqlx::query_scalar("SELECT document FROM remote_actors WHERE iri = $1")
+            .bind(&actor)
+            .fetch_optional(&inst.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(stored["attachment"].as_array().unwrap().len(), MAX_FIELDS);
+    assert_eq!(stored["alsoKnownAs"].as_array().unwrap().len(), MAX_ALIASES);
+    assert_eq!(of_type(&stored["tag"], "Emoji"), MAX_TAGS_PER_KIND);
+    assert!(stored["name"].as_str().unwrap().len() <= MAX_NAME_BYTES);
+
+    deliver_as(&inst, &peer, "hostile", note_by(&peer, "hostile", "second", json!({}))).await;
+    let page: Vec<Value> = reqwest::get(format!("{}/api/v1/timelines/public", inst.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 2);
+    for s in &page {
+        let a = &s["account"];
+        assert_eq!(a["fields"].as_array().unwrap().len(), MAX_FIELDS);
+        assert_eq!(a["emojis"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
+        assert!(a["display_name"].as_str().unwrap().len() <= MAX_NAME_BYTES);
+    }
+    inst.shutdown().await;
+}
+
+/// The same caps hold for a note we fetch (search resolution) rather than receive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fetched_note_is_stored_bounded_too() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let base = peer.base().to_string();
+    let attachments: Vec<Value> = (0..10_000)
+        .map(|i| json!({"type": "Document", "mediaType": "image/png", "url": format!("{base}/m/{i}.png")}))
+        .collect();
+    let note = note_by(&peer, "peer", "fetched", json!({"attachment": attachments}));
+    let iri = note["id"].as_str().unwrap().to_string();
+    peer.doc("/notes/fetched", note);
+    let (_, token) = inst.account("alice").await;
+    let api = support::api::Client::bearer(&inst, &token);
+    let q: String = url::form_urlencoded::byte_serialize(iri.as_bytes()).collect();
+    let found = api
+        .get(&format!("/api/v2/search?q={q}&resolve=true&type=statuses"))
+        .await
+        .assert_ok();
+    let statuses = found.body["statuses"].as_array().unwrap();
+    assert_eq!(statuses.len(), 1, "{}", found.body);
+    assert_eq!(
+        statuses[0]["media_attachments"].as_array().unwrap().len(),
+        MAX_ATTACHMENTS
+    );
+    let (stored, body): (i32, i32) = sqlx::query_as(
+        "SELECT jsonb_array_length(attachments), jsonb_array_length(body->'attachment')
+           FROM remote_posts WHERE iri = $1",
+    )
+    .bind(&iri)
+    .fetch_one(&inst.pool)
+    .await
+    .unwrap();
+    assert_eq!((stored as usize, body as usize), (MAX_ATTACHMENTS, MAX_ATTACHMENTS));
     inst.shutdown().await;
 }
