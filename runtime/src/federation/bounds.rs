@@ -66,3 +66,36 @@ pub const MAX_PEM_BYTES: usize = 8 * 1024;
 pub const MAX_STRING_BYTES: usize = 2 * 1024;
 /// A property name, in bytes: a longer one is dropped with its value.
 pub const MAX_KEY_BYTES: usize = 256;
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub fn cut(mut s: String, max: usize) -> String {
+    s.truncate(cut_str(&s, max).len());
+    s
+}
+
+/// The longest start of `s` of at most `max` bytes that ends at a character boundary.
+pub fn cut_str(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_cut_at_a_character_boundary() {
+        assert_eq!(cut("abc".into(), 5), "abc");
+        assert_eq!(cut("abcdef".into(), 3), "abc");
+        // "é" is two bytes: a cut inside it keeps the character out.
+        assert_eq!(cut("aé".into(), 2), "a");
+        assert_eq!(cut_str("日本語", 7), "日本");
+        assert_eq!(cut_str("", 0), "");
+    }
+}

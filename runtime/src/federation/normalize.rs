@@ -12,15 +12,21 @@
 //!   `attributedTo` array by its first actor (PeerTube lists the channel too), a `url` array by
 //!   its first `text/html` link;
 //! - `url` as a `Link` object by its `href`; `content`/`summary`/`name` from their `…Map` when
-//!   only the map is given; `tag`, `oneOf`, `anyOf`, `attachment` always arrays.
+//!   only the map is given; `tag`, `oneOf`, `anyOf`, `attachment`, `alsoKnownAs` always arrays.
 //!
 //! Everything else is kept as it came. This is not JSON-LD expansion: contexts are not fetched
 //! (a remote context is an outbound request per activity and a way to make us fetch), so a
 //! document that renames ActivityStreams terms in its own context is read by the names above.
+//!
+//! The same walk bounds the document (`bounds`): every list and every string of every object
+//! is cut to its cap, so no stored post or actor holds more than the caps allow, whichever way
+//! it came. Every remote document passes here: the inbox's activities, every object the fetch
+//! client returns (`FetchClient::get_object`) and every collected reply.
 
 use serde_json::{Map, Value};
 
-use crate::federation::vocab::PUBLIC;
+use crate::federation::bounds::{self, cut};
+use crate::federation::vocab::{self, PUBLIC};
 
 const AS_NS: &str = "https://www.w3.org/ns/activitystreams#";
 
@@ -72,7 +78,8 @@ const SINGLE: [&str; 10] = [
     "published",
     "replies",
 ];
-const ARRAYS: [&str; 4] = ["tag", "oneOf", "anyOf", "attachment"];
+/// Language maps of the terms read as one text (`content`, `summary`, `name`).
+const LANGUAGE_MAPS: [&str; 3] = ["contentMap", "summaryMap", "nameMap"];
 
 /// A term without its ActivityStreams prefix (`as:Note`, `https://…/activitystreams#Note`).
 fn bare(term: &str) -> &str {
@@ -91,28 +98,76 @@ fn is_public(iri: &str) -> bool {
 /// item 3). No activity we read nests terms anywhere near this deep.
 pub const MAX_DEPTH: usize = 32;
 
-/// An incoming document in the shape the rest of the code reads (see the module doc).
+/// An incoming document in the shape the rest of the code reads, bounded (see the module doc).
 pub fn normalize(doc: Value) -> Value {
-    at(doc, 0)
+    at(doc, 0, Place::TOP)
 }
 
-fn at(doc: Value, depth: usize) -> Value {
+/// Where a value sits, for its bounds: how long its strings may be, and whether it is (in) a
+/// `tag` entry, whose strings are all short.
+#[derive(Clone, Copy)]
+struct Place {
+    string: usize,
+    in_tag: bool,
+}
+
+impl Place {
+    const TOP: Place = Place {
+        string: bounds::MAX_STRING_BYTES,
+        in_tag: false,
+    };
+
+    /// The place of the value of `key` in an object at `self`.
+    fn of(self, key: &str) -> Place {
+        let string = match key {
+            _ if self.in_tag => bounds::MAX_TAG_STRING_BYTES,
+            "content" => bounds::MAX_CONTENT_BYTES,
+            "summary" => bounds::MAX_SUMMARY_BYTES,
+            "name" | "value" => bounds::MAX_NAME_BYTES,
+            "publicKeyPem" => bounds::MAX_PEM_BYTES,
+            _ => bounds::MAX_STRING_BYTES,
+        };
+        Place {
+            string,
+            in_tag: self.in_tag || key == "tag",
+        }
+    }
+}
+
+fn at(doc: Value, depth: usize, place: Place) -> Value {
     if depth >= MAX_DEPTH {
         return doc;
     }
     match doc {
-        Value::Object(o) => Value::Object(object(o, depth + 1)),
-        Value::Array(a) => Value::Array(a.into_iter().map(|v| at(v, depth + 1)).collect()),
+        Value::Object(o) => Value::Object(object(o, depth + 1, place)),
+        Value::Array(a) => Value::Array(
+            a.into_iter()
+                .take(bounds::MAX_LIST)
+                .map(|v| at(v, depth + 1, place))
+                .collect(),
+        ),
+        Value::String(s) => Value::String(cut(s, place.string)),
         other => other,
     }
 }
 
-fn object(o: Map<String, Value>, depth: usize) -> Map<String, Value> {
+/// The type an object names, read before its properties are (`type`, `@type` or `as:type`).
+fn type_in(o: &Map<String, Value>) -> Option<String> {
+    let t = ["type", "@type", "as:type"]
+        .iter()
+        .find_map(|k| o.get(*k))?;
+    type_of(t.clone()).as_str().map(str::to_string)
+}
+
+fn object(o: Map<String, Value>, depth: usize, place: Place) -> Map<String, Value> {
+    let ty = type_in(&o);
     // A `Flag` names several objects (the account and its statuses): its list is kept.
-    let flag = o
-        .get("type")
-        .or_else(|| o.get("@type"))
-        .is_some_and(|t| type_of(t.clone()) == "Flag");
+    let flag = ty.as_deref() == Some("Flag");
+    // An actor's `attachment` holds its profile fields, a post's its media.
+    let attachments = match ty.as_deref() {
+        Some(t) if vocab::is_actor(t) => bounds::MAX_FIELDS,
+        _ => bounds::MAX_ATTACHMENTS,
+    };
     let mut out = Map::with_capacity(o.len());
     for (key, value) in o {
         if key == "@context" {
@@ -124,19 +179,32 @@ fn object(o: Map<String, Value>, depth: usize) -> Map<String, Value> {
             "@type" => "type".to_string(),
             k => bare(k).to_string(),
         };
-        // The first spelling of a term wins (`content` over an `as:content` beside it).
-        if out.contains_key(&key) {
+        // The first spelling of a term wins (`content` over an `as:content` beside it); a name
+        // longer than any term is not one we read.
+        if out.contains_key(&key) || key.len() > bounds::MAX_KEY_BYTES {
             continue;
         }
+        let at_key = place.of(&key);
+        let list = |value: Value, max: usize| -> Value {
+            as_array(value)
+                .into_iter()
+                .take(max)
+                .map(|v| at(v, depth, at_key))
+                .collect()
+        };
         let value = match key.as_str() {
             "type" => type_of(value),
             k if ADDRESSING.contains(&k) => addressing(value),
-            k if ARRAYS.contains(&k) => as_array(value).into_iter().map(|v| at(v, depth)).collect(),
-            "url" => url(value, depth),
-            "attributedTo" => attributed_to(value, depth),
-            "object" if flag => as_array(value).into_iter().map(|v| at(v, depth)).collect(),
-            k if SINGLE.contains(&k) => one(value, depth),
-            _ => at(value, depth),
+            "tag" => tags(value, depth, at_key),
+            "attachment" => list(value, attachments),
+            "oneOf" | "anyOf" => list(value, bounds::MAX_POLL_OPTIONS),
+            "alsoKnownAs" => list(value, bounds::MAX_ALIASES),
+            k if LANGUAGE_MAPS.contains(&k) => language_map(value, place.of(&k[..k.len() - 3])),
+            "url" => url(value, depth, at_key),
+            "attributedTo" => attributed_to(value, depth, at_key),
+            "object" if flag => list(value, bounds::MAX_LIST),
+            k if SINGLE.contains(&k) => one(value, depth, at_key),
+            _ => at(value, depth, at_key),
         };
         out.insert(key, value);
     }
@@ -166,6 +234,7 @@ fn as_array(v: Value) -> Vec<Value> {
 fn type_of(v: Value) -> Value {
     let types: Vec<String> = as_array(v)
         .iter()
+        .take(bounds::MAX_LIST)
         .filter_map(Value::as_str)
         .map(|t| bare(t).to_string())
         .collect();
@@ -173,7 +242,9 @@ fn type_of(v: Value) -> Value {
         .iter()
         .find(|t| KNOWN_TYPES.contains(&t.as_str()))
         .or_else(|| types.first());
-    pick.map_or(Value::Null, |t| Value::String(t.clone()))
+    pick.map_or(Value::Null, |t| {
+        Value::String(cut(t.clone(), bounds::MAX_STRING_BYTES))
+    })
 }
 
 fn addressing(v: Value) -> Value {
@@ -187,21 +258,77 @@ fn addressing(v: Value) -> Value {
         _ => None,
     });
     Value::Array(
-        iris.map(|s| Value::String(if is_public(&s) { PUBLIC.to_string() } else { s }))
+        iris.take(bounds::MAX_ADDRESSEES)
+            .map(|s| {
+                Value::String(if is_public(&s) {
+                    PUBLIC.to_string()
+                } else {
+                    cut(s, bounds::MAX_STRING_BYTES)
+                })
+            })
             .collect(),
     )
 }
 
-/// One value from a value or an array of them (the first), normalized.
-fn one(v: Value, depth: usize) -> Value {
+/// A `tag` list: the first `MAX_TAGS_PER_KIND` entries of each kind (`Mention`, `Hashtag`,
+/// `Emoji`, anything else), in their order, so a flood of one kind cannot push out another.
+fn tags(v: Value, depth: usize, place: Place) -> Value {
+    const KINDS: [&str; 3] = ["Mention", "Hashtag", "Emoji"];
+    let mut taken = [0usize; KINDS.len() + 1];
+    let mut out = Vec::new();
+    for t in as_array(v) {
+        if taken.iter().all(|n| *n >= bounds::MAX_TAGS_PER_KIND) {
+            break;
+        }
+        let t = at(t, depth, place);
+        let ty = t.get("type").and_then(Value::as_str);
+        let kind = KINDS
+            .iter()
+            .position(|k| Some(*k) == ty)
+            .unwrap_or(KINDS.len());
+        if taken[kind] < bounds::MAX_TAGS_PER_KIND {
+            taken[kind] += 1;
+            out.push(t);
+        }
+    }
+    Value::Array(out)
+}
+
+/// A language map (`contentMap`): at most `MAX_LANGUAGES` languages, each text bounded as
+/// its term is (`place`).
+fn language_map(v: Value, place: Place) -> Value {
     match v {
-        Value::Array(a) => a.into_iter().next().map_or(Value::Null, |v| at(v, depth)),
-        other => at(other, depth),
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .filter(|(lang, _)| lang.len() <= bounds::MAX_KEY_BYTES)
+                .take(bounds::MAX_LANGUAGES)
+                .map(|(lang, text)| match text {
+                    Value::String(s) => (lang, Value::String(cut(s, place.string))),
+                    _ => (lang, Value::Null),
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
     }
 }
 
-fn attributed_to(v: Value, depth: usize) -> Value {
-    let all: Vec<Value> = as_array(v).into_iter().map(|v| at(v, depth)).collect();
+/// One value from a value or an array of them (the first), normalized.
+fn one(v: Value, depth: usize, place: Place) -> Value {
+    match v {
+        Value::Array(a) => a
+            .into_iter()
+            .next()
+            .map_or(Value::Null, |v| at(v, depth, place)),
+        other => at(other, depth, place),
+    }
+}
+
+fn attributed_to(v: Value, depth: usize, place: Place) -> Value {
+    let all: Vec<Value> = as_array(v)
+        .into_iter()
+        .take(bounds::MAX_LIST)
+        .map(|v| at(v, depth, place))
+        .collect();
     let actor = all
         .iter()
         .position(|a| {
@@ -215,8 +342,12 @@ fn attributed_to(v: Value, depth: usize) -> Value {
 
 /// `url` as a string: a `Link` by its `href`, an array by its first `text/html` link (else its
 /// first).
-fn url(v: Value, depth: usize) -> Value {
-    let links: Vec<Value> = as_array(v).into_iter().map(|v| at(v, depth)).collect();
+fn url(v: Value, depth: usize, place: Place) -> Value {
+    let links: Vec<Value> = as_array(v)
+        .into_iter()
+        .take(bounds::MAX_LIST)
+        .map(|v| at(v, depth, place))
+        .collect();
     let href = |l: &Value| -> Option<String> {
         match l {
             Value::String(s) => Some(s.clone()),
@@ -233,7 +364,7 @@ fn url(v: Value, depth: usize) -> Value {
         .find(|l| l.get("mediaType").and_then(Value::as_str) == Some("text/html"))
         .and_then(href);
     html.or_else(|| links.iter().find_map(href))
-        .map_or(Value::Null, Value::String)
+        .map_or(Value::Null, |u| Value::String(cut(u, place.string)))
 }
 
 /// Why a document's `@context` cannot be a JSON-LD context: `None` when it is absent or has
@@ -355,6 +486,117 @@ mod tests {
             .join()
             .expect("no stack overflow");
         assert_eq!(deep, MAX_DEPTH);
+    }
+
+    /// Issue 61 F1: every list and string of every object is cut to its bound, whichever
+    /// object holds it (the activity, its note, a tag entry).
+    #[test]
+    fn every_list_and_string_is_bounded() {
+        let many = |n: usize, f: &dyn Fn(usize) -> Value| -> Value { (0..n).map(f).collect() };
+        let mut tags: Vec<Value> = Vec::new();
+        for i in 0..100 {
+            tags.push(json!({"type": "Hashtag", "name": format!("#t{i}")}));
+        }
+        tags.push(
+            json!({"type": "Mention", "href": "https://m.example/u", "name": "x".repeat(5000)}),
+        );
+        tags.push(json!({"type": "as:Emoji", "name": ":e:", "icon": {"url": "y".repeat(5000)}}));
+        let mut activity = json!({
+            "type": "Create",
+            "to": many(5000, &|i| json!(format!("https://m.example/u/{i}"))),
+            "object": {
+                "type": "Question",
+                "content": "c".repeat(100_000),
+                "summary": "s".repeat(100_000),
+                "contentMap": Value::Object((0..40).map(|i| (format!("l{i}"), json!("é".repeat(40_000)))).collect()),
+                "attachment": many(100, &|i| json!({"type": "Document", "url": format!("https://m.example/{i}"), "name": "n".repeat(9000)})),
+                "tag": tags,
+                "oneOf": many(100, &|i| json!({"type": "Note", "name": format!("o{i}")})),
+                "alsoKnownAs": "https://m.example/one",
+                "custom": many(1000, &|i| json!(i)),
+                "url": "u".repeat(5000),
+            },
+        });
+        activity["x".repeat(300)] = json!("a property name no term has");
+        let n = normalize(activity);
+        let len = |v: &Value| v.as_array().map_or(0, Vec::len);
+        assert_eq!(len(&n["to"]), bounds::MAX_ADDRESSEES);
+        assert!(
+            n.as_object()
+                .unwrap()
+                .keys()
+                .all(|k| k.len() <= bounds::MAX_KEY_BYTES)
+        );
+        let o = &n["object"];
+        assert_eq!(
+            o["content"].as_str().unwrap().len(),
+            bounds::MAX_CONTENT_BYTES
+        );
+        assert_eq!(
+            o["summary"].as_str().unwrap().len(),
+            bounds::MAX_SUMMARY_BYTES
+        );
+        let map = o["contentMap"].as_object().unwrap();
+        assert_eq!(map.len(), bounds::MAX_LANGUAGES);
+        // Cut at a character boundary: "é" is two bytes.
+        assert!(
+            map.values()
+                .all(|t| t.as_str().unwrap().len() == bounds::MAX_CONTENT_BYTES)
+        );
+        assert_eq!(len(&o["attachment"]), bounds::MAX_ATTACHMENTS);
+        assert_eq!(
+            o["attachment"][0]["name"].as_str().unwrap().len(),
+            bounds::MAX_NAME_BYTES
+        );
+        let tags = o["tag"].as_array().unwrap();
+        assert_eq!(
+            tags.len(),
+            bounds::MAX_TAGS_PER_KIND + 2,
+            "a flood of hashtags keeps the rest"
+        );
+        assert_eq!(
+            tags[bounds::MAX_TAGS_PER_KIND]["name"]
+                .as_str()
+                .unwrap()
+                .len(),
+            bounds::MAX_TAG_STRING_BYTES
+        );
+        assert_eq!(tags[bounds::MAX_TAGS_PER_KIND + 1]["type"], "Emoji");
+        assert_eq!(
+            tags[bounds::MAX_TAGS_PER_KIND + 1]["icon"]["url"]
+                .as_str()
+                .unwrap()
+                .len(),
+            bounds::MAX_TAG_STRING_BYTES
+        );
+        assert_eq!(len(&o["oneOf"]), bounds::MAX_POLL_OPTIONS);
+        assert_eq!(o["alsoKnownAs"], json!(["https://m.example/one"]));
+        assert_eq!(len(&o["custom"]), bounds::MAX_LIST);
+        assert_eq!(o["url"].as_str().unwrap().len(), bounds::MAX_STRING_BYTES);
+        // An actor's `attachment` is its profile fields.
+        let actor = normalize(json!({
+            "type": "Person",
+            "attachment": many(100, &|i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": "v"})),
+            "alsoKnownAs": many(100, &|i| json!(format!("https://m.example/a{i}"))),
+            "publicKey": {"id": "https://m.example/u#main-key", "publicKeyPem": "k".repeat(5000)},
+        }));
+        assert_eq!(len(&actor["attachment"]), bounds::MAX_FIELDS);
+        assert_eq!(len(&actor["alsoKnownAs"]), bounds::MAX_ALIASES);
+        assert_eq!(
+            actor["publicKey"]["publicKeyPem"].as_str().unwrap().len(),
+            5000
+        );
+    }
+
+    #[test]
+    fn a_bounded_document_is_its_own_normal_form() {
+        let doc = json!({
+            "type": "Note", "content": "c".repeat(100_000), "tag": {"type": "Hashtag", "name": "#x"},
+            "url": [{"type": "Link", "href": "https://m.example/n"}],
+            "attachment": [{"type": "Document", "url": "https://m.example/a.png"}],
+        });
+        let once = normalize(doc);
+        assert_eq!(normalize(once.clone()), once);
     }
 
     #[test]

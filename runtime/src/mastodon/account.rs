@@ -14,6 +14,7 @@ use super::{CustomEmoji, Urls};
 use crate::accounts;
 use crate::federation::actors::directory::{Found, RemoteAccount};
 use crate::federation::actors::profiles::{self, Field as ProfileField};
+use crate::federation::bounds;
 use crate::html;
 
 #[derive(Clone, Debug, Serialize)]
@@ -235,6 +236,7 @@ pub fn remote(urls: Urls<'_>, r: &RemoteAccount) -> Account {
         Some(Value::Array(a)) => a
             .iter()
             .filter(|f| text(f, "type") == Some("PropertyValue"))
+            .take(bounds::MAX_FIELDS)
             .map(|f| Field {
                 name: text(f, "name").unwrap_or_default().to_string(),
                 value: html::sanitize_remote(text(f, "value").unwrap_or_default()),

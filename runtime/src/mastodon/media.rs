@@ -141,11 +141,17 @@ impl MediaAttachment {
         })
     }
 
-    /// A remote post's `attachment` list as stored.
+    /// A remote post's `attachment` list as stored: at most `bounds::MAX_ATTACHMENTS` (a post
+    /// stored before the bound may hold more).
     pub fn remote_all(urls: crate::mastodon::Urls<'_>, stored: &Value) -> Vec<Self> {
         stored
             .as_array()
-            .map(|docs| docs.iter().filter_map(|d| Self::remote(urls, d)).collect())
+            .map(|docs| {
+                docs.iter()
+                    .filter_map(|d| Self::remote(urls, d))
+                    .take(crate::federation::bounds::MAX_ATTACHMENTS)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }

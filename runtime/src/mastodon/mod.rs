@@ -78,8 +78,9 @@ pub struct CustomEmoji {
 impl CustomEmoji {
     /// The `Emoji` tags of an ActivityPub `tag` value (an array, or one object): a shortcode
     /// Mastodon would make (`[A-Za-z0-9_]{2,}` between colons) and an http(s) image. Each
-    /// shortcode once; anything else is skipped. The image is shown through the media proxy
-    /// when the node has one (`Urls::remote_image`).
+    /// shortcode once, at most `bounds::MAX_TAGS_PER_KIND` (a document stored before the
+    /// bound may hold more); anything else is skipped. The image is shown through the media
+    /// proxy when the node has one (`Urls::remote_image`).
     pub fn from_tags(urls: Urls<'_>, tags: Option<&serde_json::Value>) -> Vec<CustomEmoji> {
         let items: Vec<&serde_json::Value> = match tags {
             Some(serde_json::Value::Array(a)) => a.iter().collect(),
@@ -88,6 +89,9 @@ impl CustomEmoji {
         };
         let mut out: Vec<CustomEmoji> = Vec::new();
         for t in items {
+            if out.len() >= crate::federation::bounds::MAX_TAGS_PER_KIND {
+                break;
+            }
             if t.get("type").and_then(serde_json::Value::as_str) != Some("Emoji") {
                 continue;
             }

@@ -340,6 +340,44 @@ fn reblog_entity(r: &ReblogRow, inner: &Status, booster: Arc<Account>, mine: boo
     s
 }
 
+/// The query of `RemoteRow`s by id (`$1`). What it reads is bounded (`bounds`) whenever the
+/// post was stored: its lists are sliced and its texts cut here too, for posts stored before
+/// the bounds, so a rendered status costs what the bounds allow, whatever its row holds.
+fn remote_rows_sql() -> &'static str {
+    use crate::federation::bounds;
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT id, iri, actor, left(content, {content}) AS content,
+                    left(summary, {summary}) AS summary, url,
+                    coalesce(published, created_at) AS created_at, edited_at, visibility,
+                    sensitive, language, in_reply_to,
+                    jsonb_path_query_array(mentions, '$[0 to {tags}]') AS mentions,
+                    tags[1:{kind}] AS tags,
+                    jsonb_path_query_array(attachments, '$[0 to {attachments}]') AS attachments,
+                    jsonb_path_query_array(body, '$.tag[0 to {all_tags}]') AS tag_json,
+                    body->'interactionPolicy' AS interaction_policy
+               FROM remote_posts WHERE id = ANY($1) AND deleted_at IS NULL",
+            // Sanitized HTML of a bounded `content` may be longer than it (an escaped `<`).
+            content = 4 * bounds::MAX_CONTENT_BYTES,
+            summary = 4 * bounds::MAX_SUMMARY_BYTES,
+            tags = bounds::MAX_TAGS_PER_KIND - 1,
+            kind = bounds::MAX_TAGS_PER_KIND,
+            attachments = bounds::MAX_ATTACHMENTS - 1,
+            all_tags = 4 * bounds::MAX_TAGS_PER_KIND - 1,
+        )
+    });
+    &SQL
+}
+
+/// A remote post's stored HTML as shown: as stored, unless `remote_rows_sql` had to cut it (a
+/// post stored before the bounds), when the cut is sanitized again so it stays well-formed.
+fn bounded_html(html: String) -> String {
+    if html.len() < 4 * crate::federation::bounds::MAX_CONTENT_BYTES {
+        return html;
+    }
+    html::sanitize_remote(&html)
+}
+
 /// Entities of the posts among `ids` (not boosts), keyed by id.
 async fn render_posts(
     conn: &mut PgConnection,
@@ -357,15 +395,10 @@ async fn render_posts(
     .bind(ids)
     .fetch_all(&mut *conn)
     .await?;
-    let remote: Vec<RemoteRow> = sqlx::query_as(
-        "SELECT id, iri, actor, content, summary, url, coalesce(published, created_at) AS created_at,
-                edited_at, visibility, sensitive, language, in_reply_to, mentions, tags, attachments,
-                body->'tag' AS tag_json, body->'interactionPolicy' AS interaction_policy
-           FROM remote_posts WHERE id = ANY($1) AND deleted_at IS NULL",
-    )
-    .bind(ids)
-    .fetch_all(&mut *conn)
-    .await?;
+    let remote: Vec<RemoteRow> = sqlx::query_as(sqlx::AssertSqlSafe(remote_rows_sql()))
+        .bind(ids)
+        .fetch_all(&mut *conn)
+        .await?;
     if local.is_empty() && remote.is_empty() {
         return Ok(HashMap::new());
     }
@@ -494,7 +527,7 @@ async fn render_posts(
             .collect();
         s.spoiler_text = html::to_text(r.summary.as_deref().unwrap_or_default());
         s.sensitive = r.sensitive || !s.spoiler_text.is_empty();
-        s.content = r.content.unwrap_or_default();
+        s.content = r.content.map(bounded_html).unwrap_or_default();
         s.created_at = r.created_at;
         s.edited_at = r.edited_at;
         s.visibility = r.visibility;
@@ -752,15 +785,15 @@ async fn mention_ids(
         return Ok(HashMap::new());
     }
     let mut out = HashMap::new();
-    let remote: Vec<(String, Uuid, Value)> =
-        sqlx::query_as("SELECT iri, id, document FROM remote_actors WHERE iri = ANY($1)")
-            .bind(&hrefs)
-            .fetch_all(&mut *conn)
-            .await?;
-    for (iri, id, doc) in remote {
-        let url = doc
-            .get("url")
-            .and_then(crate::federation::actors::actor::id_of)
+    // Only the profile URL of each: the rest of a mentioned actor's document is not shown.
+    let remote: Vec<(String, Uuid, Value)> = sqlx::query_as(
+        "SELECT iri, id, coalesce(document->'url', 'null') FROM remote_actors WHERE iri = ANY($1)",
+    )
+    .bind(&hrefs)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (iri, id, url) in remote {
+        let url = crate::federation::actors::actor::id_of(&url)
             .and_then(html::http_url)
             .unwrap_or(&iri)
             .to_string();
@@ -852,7 +885,7 @@ async fn accounts_of(
     if !iris.is_empty() {
         let rows: Vec<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {} FROM remote_actors WHERE iri = ANY($1)",
-            crate::federation::actors::directory::REMOTE_COLUMNS
+            crate::federation::actors::directory::remote_columns()
         )))
         .bind(&iris)
         .fetch_all(&mut *conn)

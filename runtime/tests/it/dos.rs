@@ -365,22 +365,25 @@ async fn parallel_proxy_gets_of_large_images_keep_the_node_memory_bounded() {
 }
 
 /// The bound on how much a web node's peak RSS may grow while 8 anonymous readers each read
-/// the public timeline twice, 40 statuses a page, with 21 hostile remote notes stored (each
-/// ~1 MiB of attachments, as the audit sent). A page renders at most 4 attachments a status
-/// now; before, every attachment was rendered with a signed proxy URL (121 MB of JSON a
-/// page) and the same readers took the node to 2.7 GB.
+/// the public timeline twice, a page of 40 hostile remote notes (each ~1 MiB of attachments,
+/// as the audit sent; half of them, and their author, as a node before the bounds stored
+/// them). A status renders at most 4 attachments and its author 16 fields now; before, every
+/// attachment was rendered with a signed proxy URL (121 MB of JSON for 21 such notes in the
+/// audit) and the same readers took the node to 2.7 GB.
 const HOSTILE_READS_GROWTH_MIB: u64 = 128;
 
 /// Issue 61 F1: a remote note's `attachment` list was stored whole and every anonymous read
-/// of the public timeline rendered all of it. Now the inbox keeps the first 4 (as Mastodon)
-/// and a page costs what its 40 bounded statuses cost: 8 parallel anonymous readers keep a
-/// separate web node's peak RSS within `HOSTILE_READS_GROWTH_MIB` of where it started.
+/// of the public timeline rendered all of it. Now the inbox keeps the first 4 (as Mastodon),
+/// rows stored before that are cut where they are read, and a page costs what its 40 bounded
+/// statuses cost: 8 parallel anonymous readers keep a separate web node's peak RSS within
+/// `HOSTILE_READS_GROWTH_MIB` of where it started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn anonymous_reads_of_hostile_remote_notes_keep_the_node_memory_bounded() {
     let inst = Instance::start("all", &[]).await;
     let peer = Peer::start().await;
     let base = peer.base().to_string();
-    const NOTES: usize = 21;
+    const NOTES: usize = 40;
+    let mut notes = Vec::new();
     for n in 0..NOTES {
         let attachments: Vec<serde_json::Value> = (0..11_000)
             .map(|i| {
@@ -393,23 +396,62 @@ async fn anonymous_reads_of_hostile_remote_notes_keep_the_node_memory_bounded() 
             "attributedTo": peer.actor(), "content": format!("<p>note {n}</p>"),
             "to": ["https://www.w3.org/ns/activitystreams#Public"], "attachment": attachments,
         });
-        let create = peer.create(note);
+        let create = peer.create(note.clone());
         let size = serde_json::to_vec(&create).unwrap().len();
         assert!(size > 900_000 && size < 1024 * 1024, "{size} bytes");
-        assert_eq!(peer.post(&format!("{}/inbox", inst.base), &create).await, 202);
+        assert_eq!(
+            peer.post(&format!("{}/inbox", inst.base), &create).await,
+            202
+        );
+        notes.push(note);
     }
-    eventually(Duration::from_secs(180), "the hostile notes stored", || async {
-        let n = inst.count("SELECT count(*) FROM remote_posts").await;
-        (n == NOTES as i64).then_some(())
-    })
+    eventually(
+        Duration::from_secs(300),
+        "the hostile notes stored",
+        || async {
+            let n = inst.count("SELECT count(*) FROM remote_posts").await;
+            (n == NOTES as i64).then_some(())
+        },
+    )
     .await;
+    // Half of them, and their author, as a node stored them before the bounds: whole.
+    for note in notes.iter().step_by(2) {
+        sqlx::query("UPDATE remote_posts SET attachments = $2, body = $3 WHERE iri = $1")
+            .bind(note["id"].as_str().unwrap())
+            .bind(&note["attachment"])
+            .bind(note)
+            .execute(&inst.pool)
+            .await
+            .unwrap();
+    }
+    let fields: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| serde_json::json!({"type": "PropertyValue", "name": format!("field {i}"), "value": format!("value {i}")}))
+        .collect();
+    let emojis: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| serde_json::json!({"type": "Emoji", "name": format!(":e{i}:"), "icon": {"url": format!("{base}/e/{i}.png")}}))
+        .collect();
+    sqlx::query(
+        "UPDATE remote_actors SET document = document || jsonb_build_object('attachment', $2::jsonb, 'tag', $3::jsonb, 'name', $4::text)
+          WHERE iri = $1",
+    )
+    .bind(peer.actor())
+    .bind(serde_json::Value::from(fields))
+    .bind(serde_json::Value::from(emojis))
+    .bind("N".repeat(200_000))
+    .execute(&inst.pool)
+    .await
+    .unwrap();
 
     // A separate web node on the same database, read by anonymous clients.
     let port = free_port().to_string();
     let web = format!("http://127.0.0.1:{port}");
     let mut node = Hollo::serve(&inst.process_env(
         "web",
-        &[("PORT", port.as_str()), ("BIND", "127.0.0.1"), ("RUST_LOG", "warn")],
+        &[
+            ("PORT", port.as_str()),
+            ("BIND", "127.0.0.1"),
+            ("RUST_LOG", "warn"),
+        ],
     ));
     let pid = node.child.id();
     let http = reqwest::Client::new();
@@ -446,7 +488,11 @@ async fn anonymous_reads_of_hostile_remote_notes_keep_the_node_memory_bounded() 
         pages.extend(r.await.unwrap());
     }
     let exited = node.child.try_wait().expect("try_wait");
-    assert!(exited.is_none(), "the node exited ({exited:?}); logs:\n{}", node.logs());
+    assert!(
+        exited.is_none(),
+        "the node exited ({exited:?}); logs:\n{}",
+        node.logs()
+    );
     let peak_kib = proc_kib(pid, "VmHWM");
     let after_kib = proc_kib(pid, "VmRSS");
     let largest = pages.iter().flatten().max().copied().unwrap_or(0);

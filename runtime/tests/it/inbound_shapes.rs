@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use hollo_runtime::federation::bounds::{
     MAX_ADDRESSEES, MAX_ALIASES, MAX_ATTACHMENTS, MAX_CONTENT_BYTES, MAX_FIELDS, MAX_NAME_BYTES,
-    MAX_POLL_OPTIONS, MAX_STRING_BYTES, MAX_SUMMARY_BYTES, MAX_TAG_STRING_BYTES,
-    MAX_TAGS_PER_KIND,
+    MAX_POLL_OPTIONS, MAX_STRING_BYTES, MAX_SUMMARY_BYTES, MAX_TAG_STRING_BYTES, MAX_TAGS_PER_KIND,
 };
 use serde_json::{Value, json};
 use support::eventually;
@@ -247,7 +246,6 @@ async fn bad_input_is_refused_or_ignored_and_stores_no_post() {
 // Remote lists and strings are bounded when stored (issue 61 F1): a remote server chooses how
 // long its lists are, we choose how much of them we keep and show.
 
-
 /// What one rendered status (with its author) may cost at most, from the caps: its text
 /// (sanitized HTML may escape a character into up to 4 bytes), its attachments and tags (a
 /// proxied image URL percent-encodes the remote one, up to 3 bytes a byte, and is shown twice)
@@ -258,7 +256,10 @@ fn status_bound() -> usize {
     let attachments = MAX_ATTACHMENTS
         * (2 * proxied(MAX_STRING_BYTES) + 2 * MAX_STRING_BYTES + MAX_NAME_BYTES + 512);
     let tags = MAX_TAGS_PER_KIND
-        * (2 * proxied(MAX_TAG_STRING_BYTES) + 4 * MAX_TAG_STRING_BYTES + 2 * MAX_STRING_BYTES + 512);
+        * (2 * proxied(MAX_TAG_STRING_BYTES)
+            + 4 * MAX_TAG_STRING_BYTES
+            + 2 * MAX_STRING_BYTES
+            + 512);
     let account = 2 * MAX_NAME_BYTES
         + 4 * MAX_SUMMARY_BYTES
         + MAX_FIELDS * 2 * 4 * MAX_NAME_BYTES
@@ -306,7 +307,10 @@ async fn deliver_as(inst: &Instance, peer: &Peer, author: &str, note: Value) -> 
         }
     })
     .await;
-    assert!(outcome.starts_with("Note stored") || outcome.starts_with("Question stored"), "{outcome}");
+    assert!(
+        outcome.starts_with("Note stored") || outcome.starts_with("Question stored"),
+        "{outcome}"
+    );
     body
 }
 
@@ -346,7 +350,10 @@ async fn every_list_of_a_remote_note_is_stored_and_shown_bounded() {
     let notes = [
         ("attachments", json!({"attachment": attachments})),
         ("tags", json!({"tag": tags})),
-        ("poll", json!({"type": "Question", "oneOf": options, "endTime": "2099-01-01T00:00:00Z"})),
+        (
+            "poll",
+            json!({"type": "Question", "oneOf": options, "endTime": "2099-01-01T00:00:00Z"}),
+        ),
         (
             "strings",
             json!({
@@ -389,16 +396,25 @@ async fn every_list_of_a_remote_note_is_stored_and_shown_bounded() {
     .unwrap();
     assert_eq!(rows.len(), 4);
     for (iri, attachments, mentions, tags, content, body) in rows {
-        assert!(attachments as usize <= MAX_ATTACHMENTS, "{iri}: {attachments}");
+        assert!(
+            attachments as usize <= MAX_ATTACHMENTS,
+            "{iri}: {attachments}"
+        );
         assert!(mentions as usize <= MAX_TAGS_PER_KIND, "{iri}: {mentions}");
         assert!(tags as usize <= MAX_TAGS_PER_KIND, "{iri}: {tags}");
-        assert!(content as usize <= 4 * MAX_CONTENT_BYTES, "{iri}: {content}");
+        assert!(
+            content as usize <= 4 * MAX_CONTENT_BYTES,
+            "{iri}: {content}"
+        );
         assert!(body < 300_000, "{iri}: a stored body of {body} bytes");
         if iri.ends_with("/attachments") {
             assert_eq!(attachments as usize, MAX_ATTACHMENTS);
         }
         if iri.ends_with("/tags") {
-            assert_eq!((mentions as usize, tags as usize), (MAX_TAGS_PER_KIND, MAX_TAGS_PER_KIND));
+            assert_eq!(
+                (mentions as usize, tags as usize),
+                (MAX_TAGS_PER_KIND, MAX_TAGS_PER_KIND)
+            );
         }
     }
 
@@ -419,11 +435,23 @@ async fn every_list_of_a_remote_note_is_stored_and_shown_bounded() {
     );
     for s in &page {
         let name = s["uri"].as_str().unwrap().rsplit('/').next().unwrap();
-        assert!(s["media_attachments"].as_array().unwrap().len() <= MAX_ATTACHMENTS, "{name}");
-        assert!(s["emojis"].as_array().unwrap().len() <= MAX_TAGS_PER_KIND, "{name}");
-        assert!(s["tags"].as_array().unwrap().len() <= MAX_TAGS_PER_KIND, "{name}");
+        assert!(
+            s["media_attachments"].as_array().unwrap().len() <= MAX_ATTACHMENTS,
+            "{name}"
+        );
+        assert!(
+            s["emojis"].as_array().unwrap().len() <= MAX_TAGS_PER_KIND,
+            "{name}"
+        );
+        assert!(
+            s["tags"].as_array().unwrap().len() <= MAX_TAGS_PER_KIND,
+            "{name}"
+        );
         match name {
-            "attachments" => assert_eq!(s["media_attachments"].as_array().unwrap().len(), MAX_ATTACHMENTS),
+            "attachments" => assert_eq!(
+                s["media_attachments"].as_array().unwrap().len(),
+                MAX_ATTACHMENTS
+            ),
             "tags" => {
                 assert_eq!(s["emojis"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
                 assert_eq!(s["tags"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
@@ -444,11 +472,19 @@ async fn every_list_of_a_remote_actor_is_stored_and_shown_bounded() {
     let base = peer.base().to_string();
     let actor = peer.actor_of("hostile");
     // First as the peer serves it (the inbox fetches it to check the signature), then updated.
-    deliver_as(&inst, &peer, "hostile", note_by(&peer, "hostile", "first", json!({}))).await;
+    deliver_as(
+        &inst,
+        &peer,
+        "hostile",
+        note_by(&peer, "hostile", "first", json!({})),
+    )
+    .await;
     let mut doc = support::api::ap_doc(&actor).await;
     doc["name"] = "N".repeat(100_000).into();
     doc["attachment"] = (0..6_000)
-        .map(|i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": format!("v{i}")}))
+        .map(
+            |i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": format!("v{i}")}),
+        )
         .collect();
     doc["alsoKnownAs"] = (0..6_000)
         .map(|i| Value::String(format!("{base}/users/alias{i}")))
@@ -461,7 +497,11 @@ async fn every_list_of_a_remote_actor_is_stored_and_shown_bounded() {
         "id": format!("{actor}#update-1"), "type": "Update", "actor": actor, "object": doc,
     });
     assert!(serde_json::to_vec(&update).unwrap().len() < 1024 * 1024);
-    assert_eq!(peer.post_as("hostile", &format!("{}/inbox", inst.base), &update).await, 202);
+    assert_eq!(
+        peer.post_as("hostile", &format!("{}/inbox", inst.base), &update)
+            .await,
+        202
+    );
     let stored: Value = eventually(WAIT, "the update applied", || async {
         let outcome: Option<String> = sqlx::query_scalar(
             "SELECT outcome FROM inbox_activities WHERE type = 'Update' AND processed_at IS NOT NULL",
@@ -482,7 +522,13 @@ async fn every_list_of_a_remote_actor_is_stored_and_shown_bounded() {
     assert_eq!(of_type(&stored["tag"], "Emoji"), MAX_TAGS_PER_KIND);
     assert!(stored["name"].as_str().unwrap().len() <= MAX_NAME_BYTES);
 
-    deliver_as(&inst, &peer, "hostile", note_by(&peer, "hostile", "second", json!({}))).await;
+    deliver_as(
+        &inst,
+        &peer,
+        "hostile",
+        note_by(&peer, "hostile", "second", json!({})),
+    )
+    .await;
     let page: Vec<Value> = reqwest::get(format!("{}/api/v1/timelines/public", inst.base))
         .await
         .unwrap()
@@ -532,6 +578,96 @@ async fn a_fetched_note_is_stored_bounded_too() {
     .fetch_one(&inst.pool)
     .await
     .unwrap();
-    assert_eq!((stored as usize, body as usize), (MAX_ATTACHMENTS, MAX_ATTACHMENTS));
+    assert_eq!(
+        (stored as usize, body as usize),
+        (MAX_ATTACHMENTS, MAX_ATTACHMENTS)
+    );
+    inst.shutdown().await;
+}
+
+/// Rows stored before the bounds (as a node without them stored a hostile note and actor:
+/// whole) are bounded where they are read: the public timeline shows them at the caps, within
+/// what the caps allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rows_stored_before_the_bounds_are_shown_bounded() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let base = peer.base().to_string();
+    let note = note_by(&peer, "peer", "old", json!({}));
+    let iri = note["id"].as_str().unwrap().to_string();
+    deliver_as(&inst, &peer, "peer", note).await;
+    let many = |n: usize, f: &dyn Fn(usize) -> Value| -> Value { (0..n).map(f).collect() };
+    let attachments = many(
+        10_000,
+        &|i| json!({"type": "Document", "mediaType": "image/png", "url": format!("{base}/m/{i}.png")}),
+    );
+    let emojis = many(
+        10_000,
+        &|i| json!({"type": "Emoji", "name": format!(":e{i}:"), "icon": {"url": format!("{base}/e/{i}.png")}}),
+    );
+    let actor = peer.actor();
+    let mentions = many(
+        10_000,
+        &|i| json!({"href": actor, "name": format!("@peer{i}@x")}),
+    );
+    let tags: Vec<String> = (0..10_000).map(|i| format!("t{i}")).collect();
+    sqlx::query(
+        "UPDATE remote_posts SET attachments = $2, mentions = $3, tags = $4, content = $5,
+                body = jsonb_set(body, '{tag}', $6)
+          WHERE iri = $1",
+    )
+    .bind(&iri)
+    .bind(&attachments)
+    .bind(&mentions)
+    .bind(&tags)
+    .bind(format!("<p>{}</p>", "a".repeat(1_000_000)))
+    .bind(&emojis)
+    .execute(&inst.pool)
+    .await
+    .unwrap();
+    let fields = many(
+        10_000,
+        &|i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": "v".repeat(100)}),
+    );
+    let junk = many(10_000, &|i| json!(format!("junk {i}")));
+    sqlx::query(
+        "UPDATE remote_actors
+            SET document = document || jsonb_build_object('attachment', $2::jsonb, 'tag', $3::jsonb,
+                                                          'name', $4::text, 'junk', $5::jsonb)
+          WHERE iri = $1",
+    )
+    .bind(&actor)
+    .bind(&fields)
+    .bind(&emojis)
+    .bind("N".repeat(200_000))
+    .bind(&junk)
+    .execute(&inst.pool)
+    .await
+    .unwrap();
+
+    let resp = reqwest::get(format!("{}/api/v1/timelines/public", inst.base))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let bytes = resp.bytes().await.unwrap();
+    assert!(
+        bytes.len() <= status_bound(),
+        "{} bytes for one status (bound {})",
+        bytes.len(),
+        status_bound()
+    );
+    let page: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(page.len(), 1);
+    let s = &page[0];
+    let len = |v: &Value| v.as_array().unwrap().len();
+    assert_eq!(len(&s["media_attachments"]), MAX_ATTACHMENTS);
+    assert_eq!(len(&s["emojis"]), MAX_TAGS_PER_KIND);
+    assert_eq!(len(&s["tags"]), MAX_TAGS_PER_KIND);
+    assert_eq!(len(&s["mentions"]), MAX_TAGS_PER_KIND);
+    assert!(s["content"].as_str().unwrap().len() <= 4 * MAX_CONTENT_BYTES + 16);
+    let a = &s["account"];
+    assert_eq!(len(&a["fields"]), MAX_FIELDS);
+    assert_eq!(len(&a["emojis"]), MAX_TAGS_PER_KIND);
+    assert!(a["display_name"].as_str().unwrap().len() <= MAX_NAME_BYTES);
     inst.shutdown().await;
 }

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::accounts::{self, Account};
 use crate::federation::Federation;
 use crate::federation::actors::actor::RemoteActor;
+use crate::federation::bounds;
 use crate::federation::outbound::relationships::Target;
 
 /// A stored remote actor as the client API shows it.
@@ -63,9 +64,63 @@ impl RemoteAccount {
     }
 }
 
-/// The columns of a [`RemoteAccount`].
-pub const REMOTE_COLUMNS: &str = "id, iri, handle, inbox, shared_inbox, key_id, public_key_pem,
-     document, fetched_at, followers_count, following_count, statuses_count";
+/// The columns of a [`RemoteAccount`] (of `remote_actors`, unaliased). Its `document` is what
+/// the Account entity and `acct` read of the stored actor — its lists sliced and its texts
+/// cut to `bounds`, since an actor stored before the bounds may hold any amount, and only
+/// these properties: an account is shown beside each of its posts, so a page costs what these
+/// cost, never what else a remote server put in its document.
+pub fn remote_columns() -> &'static str {
+    static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        // A text property, cut to `max` characters (stored ones were cut to bytes already);
+        // null when it is not a string, which no reader takes for text anyway.
+        let text = |key: &str, max: usize| {
+            format!(
+                "'{key}', CASE WHEN jsonb_typeof(document->'{key}') = 'string'
+                               THEN to_jsonb(left(document->>'{key}', {max})) END"
+            )
+        };
+        let boolean = |key: &str| {
+            format!(
+                "'{key}', CASE WHEN jsonb_typeof(document->'{key}') = 'boolean'
+                               THEN document->'{key}' END"
+            )
+        };
+        let fields = [
+            text("type", bounds::MAX_STRING_BYTES),
+            text("preferredUsername", bounds::MAX_STRING_BYTES),
+            text("name", bounds::MAX_NAME_BYTES),
+            text("summary", bounds::MAX_SUMMARY_BYTES),
+            text("published", bounds::MAX_STRING_BYTES),
+            boolean("manuallyApprovesFollowers"),
+            boolean("discoverable"),
+            // A `Link` (documents stored before `normalize` made it a string) by its id.
+            format!(
+                "'url', CASE jsonb_typeof(document->'url')
+                          WHEN 'string' THEN to_jsonb(left(document->>'url', {}))
+                          WHEN 'object' THEN jsonb_build_object('id', document->'url'->'id') END",
+                bounds::MAX_STRING_BYTES
+            ),
+            // The first image: what `account::remote` shows of a list of them.
+            "'icon', jsonb_path_query_first(document, '$.icon[0]')".to_string(),
+            "'image', jsonb_path_query_first(document, '$.image[0]')".to_string(),
+            format!(
+                "'attachment', jsonb_path_query_array(document, '$.attachment[0 to {}]')",
+                bounds::MAX_FIELDS - 1
+            ),
+            format!(
+                "'tag', jsonb_path_query_array(document, '$.tag[0 to {}]')",
+                4 * bounds::MAX_TAGS_PER_KIND - 1
+            ),
+        ];
+        format!(
+            "id, iri, handle, inbox, shared_inbox, key_id, public_key_pem,
+             jsonb_build_object({}) AS document,
+             fetched_at, followers_count, following_count, statuses_count",
+            fields.join(", ")
+        )
+    });
+    &COLUMNS
+}
 
 /// An account found by one of its names.
 #[derive(Clone, Debug)]
@@ -94,7 +149,8 @@ pub async fn by_id(pool: &PgPool, id: Uuid) -> Result<Option<Found>, sqlx::Error
         return Ok(Some(Found::Local(a)));
     }
     let remote: Option<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE id = $1"
+        "SELECT {} FROM remote_actors WHERE id = $1",
+        remote_columns()
     )))
     .bind(id)
     .fetch_optional(pool)
@@ -116,7 +172,8 @@ pub async fn by_ids(
         out.insert(a.id, Found::Local(a));
     }
     let remote: Vec<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE id = ANY($1)"
+        "SELECT {} FROM remote_actors WHERE id = ANY($1)",
+        remote_columns()
     )))
     .bind(ids)
     .fetch_all(pool)
@@ -137,7 +194,8 @@ pub async fn remote_id(conn: &mut PgConnection, iri: &str) -> Result<Option<Uuid
 
 pub async fn remote_by_iri(pool: &PgPool, iri: &str) -> Result<Option<RemoteAccount>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE iri = $1"
+        "SELECT {} FROM remote_actors WHERE iri = $1",
+        remote_columns()
     )))
     .bind(iri)
     .fetch_optional(pool)
@@ -150,7 +208,8 @@ pub async fn remotes_by_iri(
     iris: &[String],
 ) -> Result<Vec<RemoteAccount>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors WHERE iri = ANY($1)"
+        "SELECT {} FROM remote_actors WHERE iri = ANY($1)",
+        remote_columns()
     )))
     .bind(iris)
     .fetch_all(pool)
@@ -186,11 +245,12 @@ pub async fn by_acct(
         return Ok(accounts::by_username(pool, name).await?.map(Found::Local));
     }
     let remote: Option<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors
+        "SELECT {} FROM remote_actors
           WHERE lower(handle) = lower($1)
              OR (handle IS NULL AND lower(document->>'preferredUsername') = lower($2)
                  AND substring(iri from '^[a-z]+://([^/]+)') = lower($3))
-          ORDER BY handle IS NULL, fetched_at DESC LIMIT 1"
+          ORDER BY handle IS NULL, fetched_at DESC LIMIT 1",
+        remote_columns()
     )))
     .bind(acct)
     .bind(name)
@@ -225,9 +285,10 @@ pub async fn search(pool: &PgPool, prefix: &str, limit: i64) -> Result<Vec<Found
         }
     }
     let remotes: Vec<RemoteAccount> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {REMOTE_COLUMNS} FROM remote_actors
+        "SELECT {} FROM remote_actors
           WHERE gone_at IS NULL AND (handle ILIKE $1 OR document->>'preferredUsername' ILIKE $1)
-          ORDER BY handle LIMIT $2"
+          ORDER BY handle LIMIT $2",
+        remote_columns()
     )))
     .bind(&pattern)
     .bind(limit - out.len() as i64)

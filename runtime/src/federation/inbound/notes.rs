@@ -17,6 +17,7 @@ use super::incoming::Incoming;
 use super::outcome::Outcome;
 use crate::federation::Federation;
 use crate::federation::actors::actor::id_of;
+use crate::federation::bounds;
 use crate::federation::iri::same_origin;
 use crate::federation::vocab;
 use crate::html;
@@ -25,8 +26,10 @@ use crate::statuses::{Visibility, conversations, feed};
 use crate::streaming::emit;
 
 /// What `remote_posts` keeps of a remote note, made safe to serve: `content` and `summary`
-/// through the allow-list sanitizer, urls only when http(s). Every way a note arrives — the
-/// inbox, reply collection, search — stores these.
+/// through the allow-list sanitizer, urls only when http(s), at most `bounds`' attachments,
+/// mentions and hashtags. Every way a note arrives — the inbox, reply collection, search —
+/// stores these, from a document `normalize` has already bounded; the counts are kept here
+/// too, so what is stored stays bounded whatever document a caller passes.
 pub struct NoteFields {
     pub content: Option<String>,
     pub summary: Option<String>,
@@ -68,6 +71,7 @@ impl NoteFields {
                 let name = t.get("name").and_then(Value::as_str).unwrap_or(href);
                 Some(serde_json::json!({ "href": href, "name": name }))
             })
+            .take(bounds::MAX_TAGS_PER_KIND)
             .collect();
         let hashtags: BTreeSet<String> = tags
             .iter()
@@ -77,6 +81,7 @@ impl NoteFields {
             // Only names a local post could have made: the name goes into tag URLs and
             // timelines (R-API).
             .filter(|n| crate::content::valid_tag_name(n))
+            .take(bounds::MAX_TAGS_PER_KIND)
             .collect();
         let attachments: Vec<Value> = many(object.get("attachment"))
             .into_iter()
@@ -86,6 +91,7 @@ impl NoteFields {
                     .and_then(html::http_url)
                     .is_some()
             })
+            .take(bounds::MAX_ATTACHMENTS)
             .cloned()
             .collect();
         // Mastodon sends the language as the one key of `contentMap`.

@@ -375,13 +375,16 @@ impl FetchClient {
     /// signed when a key is given — authorized fetch, R-RPL-8), the response must be
     /// `application/activity+json` or `application/ld+json` (an upload served as `text/plain`
     /// or `application/json` is not a document of the server), and the document's `id`, when
-    /// it has one, must be on the requested origin.
+    /// it has one, must be on the requested origin. The document comes back normalized and
+    /// bounded (`normalize`), as the inbox's activities are: nothing fetched is read or stored
+    /// in any other shape or size.
     pub async fn get_object(
         &self,
         url: &str,
         signer: Option<&SigningKey>,
     ) -> Result<Fetched, FetchError> {
-        let fetched = self.get(url, Want::Object, signer).await?;
+        let mut fetched = self.get(url, Want::Object, signer).await?;
+        fetched.doc = crate::federation::normalize::normalize(std::mem::take(&mut fetched.doc));
         // A document without id (an anonymous collection page) names nothing it could poison.
         if let Some(id) = fetched.doc.get("id")
             && !id.as_str().is_some_and(|id| iri::same_origin(id, url))
