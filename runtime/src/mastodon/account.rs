@@ -226,6 +226,8 @@ fn image_url(v: Option<&Value>) -> Option<&str> {
         _ => None,
     }
     .and_then(html::http_url)
+    // Longer only in a document stored before the bounds: not a URL any server serves.
+    .filter(|u| u.len() <= bounds::MAX_STRING_BYTES)
 }
 
 /// A remote actor's Account entity, from its stored document; text through the sanitizer.
@@ -237,10 +239,16 @@ pub fn remote(urls: Urls<'_>, r: &RemoteAccount) -> Account {
             .iter()
             .filter(|f| text(f, "type") == Some("PropertyValue"))
             .take(bounds::MAX_FIELDS)
-            .map(|f| Field {
-                name: text(f, "name").unwrap_or_default().to_string(),
-                value: html::sanitize_remote(text(f, "value").unwrap_or_default()),
-                verified_at: None,
+            .map(|f| {
+                // Cut as `normalize` cuts them, for documents stored before the bounds.
+                let field = |k: &str| {
+                    bounds::cut_str(text(f, k).unwrap_or_default(), bounds::MAX_NAME_BYTES)
+                };
+                Field {
+                    name: field("name").to_string(),
+                    value: html::sanitize_remote(field("value")),
+                    verified_at: None,
+                }
             })
             .collect(),
         _ => Vec::new(),

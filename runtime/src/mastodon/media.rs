@@ -100,12 +100,16 @@ impl MediaAttachment {
         }
     }
 
-    /// A remote post's stored `Document` (sanitized URL, or nothing to show).
+    /// A remote post's stored `Document` (sanitized URL, or nothing to show). Its strings are
+    /// held to `bounds` as `normalize` holds them, for posts stored before the bounds.
     pub fn remote(urls: crate::mastodon::Urls<'_>, doc: &Value) -> Option<Self> {
+        use crate::federation::bounds::{MAX_NAME_BYTES, MAX_STRING_BYTES, cut_str};
         let url = doc
             .get("url")
             .and_then(crate::federation::actors::actor::id_of)?;
-        let url = html::http_url(url)?.to_string();
+        let url = html::http_url(url)
+            .filter(|u| u.len() <= MAX_STRING_BYTES)?
+            .to_string();
         let media_type = doc.get("mediaType").and_then(Value::as_str).unwrap_or("");
         let kind = match media_type.split('/').next() {
             Some("image") if media_type == "image/gif" => "gifv",
@@ -133,10 +137,14 @@ impl MediaAttachment {
                 original: width.zip(height).and_then(|(w, h)| Dimensions::of(w, h)),
                 ..Meta::default()
             },
-            description: doc.get("name").and_then(Value::as_str).map(str::to_string),
+            description: doc
+                .get("name")
+                .and_then(Value::as_str)
+                .map(|d| cut_str(d, MAX_NAME_BYTES).to_string()),
             blurhash: doc
                 .get("blurhash")
                 .and_then(Value::as_str)
+                .filter(|b| b.len() <= MAX_STRING_BYTES)
                 .map(str::to_string),
         })
     }

@@ -107,7 +107,9 @@ impl CustomEmoji {
                 .and_then(|i| i.get("url"))
                 .or(icon)
                 .and_then(crate::federation::actors::actor::id_of)
-                .and_then(crate::html::http_url);
+                .and_then(crate::html::http_url)
+                // Longer only in a document stored before the bounds.
+                .filter(|u| u.len() <= crate::federation::bounds::MAX_TAG_STRING_BYTES);
             if let (true, Some(url)) = (valid, url)
                 && !out.iter().any(|e| e.shortcode == code)
             {

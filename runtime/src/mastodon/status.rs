@@ -519,7 +519,11 @@ async fn render_posts(
         let Some(account) = accounts.get(&Author::Remote(r.actor.clone())) else {
             continue;
         };
-        let url = r.url.clone().unwrap_or_else(|| r.iri.clone());
+        let url = r
+            .url
+            .clone()
+            .filter(|u| u.len() <= crate::federation::bounds::MAX_STRING_BYTES)
+            .unwrap_or_else(|| r.iri.clone());
         let mut s = Status::new(r.id, r.iri, url, account.clone());
         s.mentions = remote_mentions(&r.mentions)
             .iter()
@@ -795,6 +799,7 @@ async fn mention_ids(
     for (iri, id, url) in remote {
         let url = crate::federation::actors::actor::id_of(&url)
             .and_then(html::http_url)
+            .filter(|u| u.len() <= crate::federation::bounds::MAX_STRING_BYTES)
             .unwrap_or(&iri)
             .to_string();
         out.insert(
@@ -839,7 +844,13 @@ fn mention_entity(
     let t = known.get(href)?;
     let acct = match &t.local_username {
         Some(u) => u.clone(),
-        None => name.trim_start_matches('@').to_string(),
+        // As `normalize` cuts a tag's strings, for posts stored before the bounds.
+        None => crate::federation::bounds::cut_str(
+            name,
+            crate::federation::bounds::MAX_TAG_STRING_BYTES,
+        )
+        .trim_start_matches('@')
+        .to_string(),
     };
     Some(Mention {
         id: t.id.to_string(),

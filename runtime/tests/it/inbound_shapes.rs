@@ -3,7 +3,10 @@
 //! compactions (`@id`/`@type`, type arrays, `Public`, embedded actor and reply target, an
 //! `attributedTo` array, a `url` array of Links, a single `tag`), each posted signed to our
 //! inbox and checked as stored. Bad input — a malformed `@context`, an unknown activity type —
-//! is refused with a 400 or ignored with its reason, and stores no post.
+//! is refused with a 400 or ignored with its reason, and stores no post. Hostile input — tens
+//! of thousands of attachments, tags, poll options, fields, aliases, and megabytes of text, in
+//! a note we receive or fetch, an actor's update, or rows stored before the bounds — is kept
+//! and shown at `federation::bounds`' caps.
 //!
 //! Fixtures are in `tests/fixtures/inbound/`; `{{actor}}` and `{{base}}` become the test peer's
 //! actor and origin (the inbox checks that the signer is the actor and the id its origin).
@@ -599,7 +602,7 @@ async fn rows_stored_before_the_bounds_are_shown_bounded() {
     let many = |n: usize, f: &dyn Fn(usize) -> Value| -> Value { (0..n).map(f).collect() };
     let attachments = many(
         10_000,
-        &|i| json!({"type": "Document", "mediaType": "image/png", "url": format!("{base}/m/{i}.png")}),
+        &|i| json!({"type": "Document", "mediaType": "image/png", "url": format!("{base}/m/{i}.png"), "name": "d".repeat(if i < 8 { 5_000 } else { 1 })}),
     );
     let emojis = many(
         10_000,
@@ -627,7 +630,7 @@ async fn rows_stored_before_the_bounds_are_shown_bounded() {
     .unwrap();
     let fields = many(
         10_000,
-        &|i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": "v".repeat(100)}),
+        &|i| json!({"type": "PropertyValue", "name": format!("f{i}"), "value": "v".repeat(if i < 20 { 5_000 } else { 1 })}),
     );
     let junk = many(10_000, &|i| json!(format!("junk {i}")));
     sqlx::query(
@@ -667,6 +670,12 @@ async fn rows_stored_before_the_bounds_are_shown_bounded() {
     assert!(s["content"].as_str().unwrap().len() <= 4 * MAX_CONTENT_BYTES + 16);
     let a = &s["account"];
     assert_eq!(len(&a["fields"]), MAX_FIELDS);
+    for f in a["fields"].as_array().unwrap() {
+        assert!(f["value"].as_str().unwrap().len() <= MAX_NAME_BYTES, "{f}");
+    }
+    for m in s["media_attachments"].as_array().unwrap() {
+        assert!(m["description"].as_str().unwrap().len() <= MAX_NAME_BYTES);
+    }
     assert_eq!(len(&a["emojis"]), MAX_TAGS_PER_KIND);
     assert!(a["display_name"].as_str().unwrap().len() <= MAX_NAME_BYTES);
     inst.shutdown().await;
