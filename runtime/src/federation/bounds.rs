@@ -29,7 +29,10 @@
 //!
 //! `@context` is kept as it came (it is never shown; what it may hold is checked by
 //! `normalize::malformed_context`), and so is whatever lies deeper than `normalize::MAX_DEPTH`,
-//! which nothing reads. A document is at most 1 MiB when it arrives (inbox and fetch limits).
+//! which nothing reads. How many properties an object has is not capped: a document is at
+//! most 1 MiB when it arrives (inbox and fetch limits), and what is read of a stored one for
+//! every status — its author's profile (`directory::remote_columns`), the post's columns and
+//! tags (`mastodon::status`) — is a projection of the properties shown, never the whole.
 //!
 //! Rows stored before these caps are bounded again where they are read: a rendered status
 //! shows at most these many attachments, mentions, hashtags and emojis, a remote account at
