@@ -10,14 +10,17 @@
 //! shorter, as on GoToSocial, while the page's `Link` cursors still come from what was read.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::keywords::KeywordSet;
 use super::{Action, Context};
 use crate::mastodon::Status;
 use crate::mastodon::filter::{Filter as FilterEntity, FilterResult};
+use crate::mastodon::notification::Notification;
 
 /// One filter, ready to match.
 #[derive(Clone, Debug)]
@@ -26,59 +29,42 @@ struct Compiled {
     contexts: Vec<Context>,
     action: Action,
     expires_at: Option<DateTime<Utc>>,
-    keywords: Vec<(String, KeywordMatcher)>,
+    /// Its keywords, each with its position in the reader's [`KeywordSet`].
+    keywords: Vec<(String, usize)>,
     statuses: HashSet<Uuid>,
 }
 
-/// The filters of one reader that had not ended when loaded.
+/// The filters of one reader that had not ended when loaded. Cheap to clone: a page is
+/// matched on the blocking pool with a clone ([`Active::apply`]).
 #[derive(Clone, Debug, Default)]
 pub struct Active {
     /// The reader's Account id, as entities name it: their own statuses are never filtered
     /// (GoToSocial's rule, and Mastodon's apps').
     viewer: String,
-    filters: Vec<Compiled>,
+    filters: Arc<[Compiled]>,
+    /// Every keyword of `filters`, matched together in one pass per status.
+    keywords: Arc<KeywordSet>,
 }
 
-/// One keyword, ready to match: Mastodon's rule — case-insensitive; a whole-word keyword must
-/// not run on into a word character where it begins or ends with one (so `#tag` or `:)`
-/// still match inside text). Matched by searching the lowercased text, not by a regular
-/// expression: compiling 50 Unicode-aware patterns on every request cost a signed-in
-/// timeline page 20-50 ms (bench/timelines), finding a literal costs microseconds.
-#[derive(Clone, Debug)]
-pub struct KeywordMatcher {
-    lower: String,
-    /// Whole word, at the keyword's start / end (only where it has a word character there).
-    bound_start: bool,
-    bound_end: bool,
-}
+/// Matching a page's filters was cut short (the blocking pool went away at shutdown, or the
+/// match panicked): the request fails rather than showing what a filter may hide.
+#[derive(Debug, thiserror::Error)]
+#[error("the reader's filters could not be applied")]
+pub struct Unfinished;
 
-fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-impl KeywordMatcher {
-    pub fn new(keyword: &str, whole_word: bool) -> KeywordMatcher {
-        KeywordMatcher {
-            lower: keyword.to_lowercase(),
-            bound_start: whole_word && keyword.chars().next().is_some_and(is_word),
-            bound_end: whole_word && keyword.chars().last().is_some_and(is_word),
-        }
+/// The reader's keywords compiled, on the blocking pool when there are any: an account's
+/// whole allowance of nested keywords takes tens of milliseconds to compile.
+async fn compile(keywords: Vec<(String, bool)>) -> Arc<KeywordSet> {
+    if keywords.is_empty() {
+        return Arc::default();
     }
-
-    /// Whether the keyword occurs in `text_lower` (the text, lowercased).
-    pub fn is_match(&self, text_lower: &str) -> bool {
-        if self.lower.is_empty() {
-            return false;
-        }
-        text_lower
-            .match_indices(self.lower.as_str())
-            .any(|(at, m)| {
-                let before = text_lower[..at].chars().next_back();
-                let after = text_lower[at + m.len()..].chars().next();
-                let runs_on = (self.bound_start && before.is_some_and(is_word))
-                    || (self.bound_end && after.is_some_and(is_word));
-                !runs_on
-            })
+    let build =
+        |k: &[(String, bool)]| Arc::new(KeywordSet::new(k.iter().map(|(k, w)| (k.as_str(), *w))));
+    let copy = keywords.clone();
+    match tokio::task::spawn_blocking(move || build(&copy)).await {
+        Ok(set) => set,
+        // Only when the pool is going away: compiled here instead, as before.
+        Err(_) => build(&keywords),
     }
 }
 
@@ -117,9 +103,19 @@ impl Active {
         };
         let all = super::all(conn, viewer).await?;
         let now = Utc::now();
-        let filters = all
+        let live: Vec<&super::Filter> = all
             .iter()
             .filter(|f| f.expires_at.is_none_or(|e| e > now))
+            .collect();
+        let keywords: Vec<(String, bool)> = live
+            .iter()
+            .flat_map(|f| f.keywords.iter())
+            .map(|k| (k.keyword.clone(), k.whole_word))
+            .collect();
+        let keywords = compile(keywords).await;
+        let mut position = 0..;
+        let filters = live
+            .iter()
             .map(|f| Compiled {
                 entity: FilterEntity::summary(f),
                 contexts: f.context.clone(),
@@ -128,12 +124,8 @@ impl Active {
                 keywords: f
                     .keywords
                     .iter()
-                    .map(|k| {
-                        (
-                            k.keyword.clone(),
-                            KeywordMatcher::new(&k.keyword, k.whole_word),
-                        )
-                    })
+                    .zip(&mut position)
+                    .map(|(k, at)| (k.keyword.clone(), at))
                     .collect(),
                 statuses: f.statuses.iter().map(|s| s.status_id).collect(),
             })
@@ -141,6 +133,7 @@ impl Active {
         Ok(Active {
             viewer: viewer.to_string(),
             filters,
+            keywords,
         })
     }
 
@@ -166,19 +159,20 @@ impl Active {
             return (results, false);
         }
         let mut hide = false;
-        let mut text: Option<String> = None;
+        let mut found: Option<Vec<bool>> = None;
         let id = proper.uuid();
-        for f in &self.filters {
+        for f in self.filters.iter() {
             if !f.contexts.contains(&context) || f.expires_at.is_some_and(|e| e <= now) {
                 continue;
             }
             let keyword_matches: Vec<String> = if f.keywords.is_empty() {
                 Vec::new()
             } else {
-                let text = text.get_or_insert_with(|| searchable_text(proper).to_lowercase());
+                let found = found
+                    .get_or_insert_with(|| self.keywords.scan(&searchable_text(proper)).keywords);
                 f.keywords
                     .iter()
-                    .filter(|(_, m)| m.is_match(text))
+                    .filter(|(_, at)| found.get(*at).copied().unwrap_or(false))
                     .map(|(k, _)| k.clone())
                     .collect()
             };
@@ -217,55 +211,51 @@ impl Active {
     }
 
     /// [`Active::apply_one`] over a page, in order.
-    pub fn apply(&self, context: Context, statuses: Vec<Status>) -> Vec<Status> {
-        if self.filters.is_empty() {
-            return statuses;
+    pub async fn apply(
+        &self,
+        context: Context,
+        statuses: Vec<Status>,
+    ) -> Result<Vec<Status>, Unfinished> {
+        self.off_workers(move |f| {
+            statuses
+                .into_iter()
+                .filter_map(|s| f.apply_one(context, s))
+                .collect()
+        })
+        .await
+    }
+
+    /// Notifications as shown in the `notifications` context, in order
+    /// ([`Notification::filtered`]).
+    pub async fn apply_notifications(
+        &self,
+        notifications: Vec<Notification>,
+    ) -> Result<Vec<Notification>, Unfinished> {
+        self.off_workers(move |f| {
+            notifications
+                .into_iter()
+                .filter_map(|n| n.filtered(f))
+                .collect()
+        })
+        .await
+    }
+
+    /// `work` with these filters: on the blocking pool when there are keywords to match (a
+    /// page of long statuses is milliseconds of matching, which must not hold an async
+    /// worker that health checks and every other request share), inline otherwise.
+    async fn off_workers<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Active) -> T + Send + 'static,
+    ) -> Result<T, Unfinished> {
+        if self.keywords.is_empty() {
+            return Ok(work(self));
         }
-        statuses
-            .into_iter()
-            .filter_map(|s| self.apply_one(context, s))
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hit(keyword: &str, whole_word: bool, text: &str) -> bool {
-        KeywordMatcher::new(keyword, whole_word).is_match(&text.to_lowercase())
-    }
-
-    #[test]
-    fn whole_words_do_not_match_inside_words() {
-        assert!(hit("cat", true, "a Cat sat"));
-        assert!(hit("Cat", true, "cat."));
-        assert!(!hit("cat", true, "concatenate"));
-        assert!(!hit("cat", true, "cats"));
-        assert!(
-            hit("cat", true, "cats and a cat"),
-            "a later occurrence counts"
-        );
-        assert!(hit("cat", false, "concatenate"));
-        assert!(hit("two words", true, "said two  words? no: two words!"));
-    }
-
-    #[test]
-    fn keywords_are_literal_and_edges_follow_the_keyword() {
-        assert!(
-            hit("#rust", true, "I like #Rust!"),
-            "no boundary before a non-word start"
-        );
-        assert!(!hit("#rust", true, "#rustacean"));
-        assert!(
-            hit("a.b", false, "xa.by") && !hit("a.b", false, "axb"),
-            "literal, not a pattern"
-        );
-        assert!(
-            hit("über", true, "ÜBER alles") && !hit("über", true, "überall"),
-            "Unicode words"
-        );
-        assert!(hit(":)", true, "fine:)"), "no word edge to check");
-        assert!(!hit("", false, "anything"));
+        let filters = self.clone();
+        tokio::task::spawn_blocking(move || work(&filters))
+            .await
+            .map_err(|err| {
+                tracing::error!(error = %err, "matching a reader's filters failed");
+                Unfinished
+            })
     }
 }

@@ -9,6 +9,7 @@
 //! owner's open streams, once per end.
 
 pub mod active;
+pub mod keywords;
 
 use std::time::Duration;
 
@@ -88,6 +89,13 @@ impl Action {
 pub const MAX_FILTERS: i64 = 100;
 pub const MAX_KEYWORDS: i64 = 100;
 pub const MAX_STATUSES: i64 = 1000;
+/// The most keyword text one account may have, in UTF-8 bytes over all its filters (issue 61,
+/// F4). Every keyword is matched against every status a reader is shown, so their total is
+/// what a page costs: 100 filters of 100 keywords of 512 characters was 5 MB of patterns and
+/// 17-23 s per page. 16 KiB is some 1 500 keywords of ten letters — more than anyone types
+/// into an app — and keeps a scan's worst case to tens of steps per byte of text
+/// (`keywords`' tests).
+pub const MAX_KEYWORD_BYTES: usize = 16 * 1024;
 /// Longest `expires_in` (as mutes: a century is forever to any client).
 pub const MAX_DURATION: Duration = crate::mutes::MAX_DURATION;
 
@@ -170,6 +178,27 @@ async fn below_limit(
         .await?;
     if n >= max {
         return Err(invalid(format!("{holder} may have at most {max} {things}")));
+    }
+    Ok(())
+}
+
+/// Refuses a change that leaves `account`'s keywords over [`MAX_KEYWORD_BYTES`] in all; run
+/// after the change is written, in its transaction. The account is locked first, so two
+/// changes of its filters cannot each see the other's keywords missing and pass together.
+async fn within_keyword_bytes(tx: &mut PgConnection, account: Uuid) -> Result<(), FilterError> {
+    crate::accounts::lock(&mut *tx, account).await?;
+    let total: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(octet_length(k.keyword)), 0)::bigint
+           FROM filter_keywords k JOIN filters f ON f.id = k.filter_id
+          WHERE f.account_id = $1",
+    )
+    .bind(account)
+    .fetch_one(&mut *tx)
+    .await?;
+    if total > MAX_KEYWORD_BYTES as i64 {
+        return Err(invalid(format!(
+            "an account's filter keywords may total at most {MAX_KEYWORD_BYTES} bytes"
+        )));
     }
     Ok(())
 }
@@ -420,6 +449,9 @@ async fn finish_change(
             }
         }
     }
+    if changes.keywords.iter().any(|k| !k.destroy) {
+        within_keyword_bytes(tx, account).await?;
+    }
     crate::streaming::emit::filters(tx, account).await?;
     get(tx, account, id)
         .await?
@@ -515,6 +547,7 @@ pub async fn add_keyword(
         return Ok(None);
     }
     let k = insert_keyword(tx, filter, &check_keyword(keyword)?, whole_word).await?;
+    within_keyword_bytes(tx, account).await?;
     crate::streaming::emit::filters(tx, account).await?;
     Ok(Some(k))
 }
@@ -558,6 +591,7 @@ pub async fn update_keyword(
     .fetch_optional(&mut *tx)
     .await?;
     if k.is_some() {
+        within_keyword_bytes(tx, account).await?;
         crate::streaming::emit::filters(tx, account).await?;
     }
     Ok(k)

@@ -44,6 +44,15 @@ pub struct GroupedNotificationsResults {
     pub notification_groups: Vec<NotificationGroup>,
 }
 
+/// Why [`results`] has none.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    #[error(transparent)]
+    Filters(#[from] crate::filters::active::Unfinished),
+}
+
 /// One group as a page (or a single-group request) found it.
 #[derive(Clone, Debug)]
 pub struct Found {
@@ -70,18 +79,18 @@ pub async fn results(
     viewer: Uuid,
     filters: &Active,
     groups: Vec<Found>,
-) -> Result<GroupedNotificationsResults, sqlx::Error> {
+) -> Result<GroupedNotificationsResults, ResultsError> {
     let sample_ids: Vec<Uuid> = groups.iter().flat_map(|g| g.sample.clone()).collect();
     let accounts = notification::accounts(pool, site, &sample_ids).await?;
     let heads: Vec<Row> = groups.iter().map(|g| g.head.clone()).collect();
     // The heads rendered as notifications: their statuses checked for the viewer, filtered.
-    let shown: HashMap<String, notification::Notification> =
-        notification::render(pool, site, viewer, heads)
-            .await?
-            .into_iter()
-            .filter_map(|n| n.filtered(filters))
-            .map(|n| (n.id.clone(), n))
-            .collect();
+    let rendered = notification::render(pool, site, viewer, heads).await?;
+    let shown: HashMap<String, notification::Notification> = filters
+        .apply_notifications(rendered)
+        .await?
+        .into_iter()
+        .map(|n| (n.id.clone(), n))
+        .collect();
     let mut out = GroupedNotificationsResults::default();
     let (mut seen_accounts, mut seen_statuses) = (HashSet::new(), HashSet::new());
     for g in groups {

@@ -331,12 +331,18 @@ impl Session {
     }
 
     /// `sh` as this viewer is shown it in `context`: `None` when a `hide` filter takes it
-    /// out, `sh` itself (its JSON and messages as rendered) when no filter matches.
-    fn filtered(&self, context: Context, sh: &Arc<SharedStatus>) -> Option<Payload> {
+    /// out (or the filters could not be applied), `sh` itself (its JSON and messages as
+    /// rendered) when no filter matches. Keywords are matched off the async workers.
+    async fn filtered(&self, context: Context, sh: &Arc<SharedStatus>) -> Option<Payload> {
         if self.filters.is_empty() {
             return Some(Payload::Shared(sh.clone()));
         }
-        let s = self.filters.apply_one(context, sh.status.clone())?;
+        let s = self
+            .filters
+            .apply(context, vec![sh.status.clone()])
+            .await
+            .ok()?
+            .pop()?;
         if s.filtered.is_empty() {
             Some(Payload::Shared(sh.clone()))
         } else {
@@ -458,9 +464,10 @@ impl Session {
                         })
                     })
                     .await?;
-                Ok(shared
-                    .as_ref()
-                    .and_then(|sh| self.filtered(Context::Public, sh)))
+                Ok(match shared.as_ref() {
+                    Some(sh) => Box::pin(self.filtered(Context::Public, sh)).await,
+                    None => None,
+                })
             }
             // Home and list events: the home context, as Mastodon applies it to both.
             (_, "update" | "status.update", Some(id), _) => {
@@ -479,9 +486,10 @@ impl Session {
                     .cloned();
                 drop(mine);
                 e.viewer_done(self.viewer);
-                Ok(shared?
-                    .as_ref()
-                    .and_then(|sh| self.filtered(Context::Home, sh)))
+                Ok(match shared?.as_ref() {
+                    Some(sh) => Box::pin(self.filtered(Context::Home, sh)).await,
+                    None => None,
+                })
             }
             (_, "notification", _, Some(id)) => {
                 let n = Box::pin(render::notification(
@@ -491,7 +499,11 @@ impl Session {
                     id,
                 ))
                 .await?;
-                Ok(n.and_then(|n| n.filtered(&self.filters))
+                let Some(n) = n else { return Ok(None) };
+                let shown = Box::pin(self.filters.apply_notifications(vec![n])).await;
+                Ok(shown
+                    .ok()
+                    .and_then(|mut n| n.pop())
                     .map(|n| Payload::Own(render::json(&n).into())))
             }
             _ => Ok(None),

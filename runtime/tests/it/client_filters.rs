@@ -944,3 +944,158 @@ async fn a_muted_conversation_notifies_nothing_until_unmuted() {
     );
     inst.shutdown().await;
 }
+
+/// F4 (issue 61): 100 filters of 100 keywords of 512 characters made every page a reader was
+/// shown cost seconds of CPU on an async worker. An account's keywords are bounded in total
+/// (16 KiB, counted in bytes over all its filters): the audit's filter is refused whole, and
+/// every way of adding keyword text (a new filter, a filter's update, the keywords resource,
+/// a keyword's change) is refused past the bound and changes nothing. A reader at the bound
+/// still gets their pages, filtered as before, and the node its health checks.
+#[tokio::test]
+async fn an_accounts_keywords_are_bounded_in_total() {
+    let inst = Instance::start("all", &[]).await;
+    let [(_, _, api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
+    follow(&api, &bob.id.to_string()).await;
+    let long = |i: usize, n: usize| format!("{}{i:03}", "a".repeat(n - 3));
+    let bytes = || {
+        inst.count("SELECT coalesce(sum(octet_length(keyword)), 0)::bigint FROM filter_keywords")
+    };
+
+    let audit: Vec<Value> = (0..100)
+        .map(|i| json!({ "keyword": long(i, 512) }))
+        .collect();
+    let refused = api
+        .call(
+            Method::POST,
+            "/api/v2/filters",
+            &json!({ "title": "hostile", "context": ["home"], "keywords_attributes": audit }),
+        )
+        .await;
+    assert_error(&refused, 422, "100 keywords of 512 characters");
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("16384 bytes"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(inst.count("SELECT count(*) FROM filters").await, 0);
+
+    // Up to the bound exactly: 31 keywords of 512 bytes, then "cat" and one of 509 bytes.
+    let first: Vec<Value> = (0..31)
+        .map(|i| json!({ "keyword": long(i, 512) }))
+        .collect();
+    call_ok(
+        &api,
+        Method::POST,
+        "/api/v2/filters",
+        json!({ "title": "long", "context": ["home"], "keywords_attributes": first }),
+    )
+    .await;
+    let pets = call_ok(
+        &api,
+        Method::POST,
+        "/api/v2/filters",
+        json!({ "title": "pets", "context": ["home"],
+                "keywords_attributes": [{ "keyword": "cat", "whole_word": true }] }),
+    )
+    .await;
+    let (pets_id, cat) = (id(&pets), id(&pets["keywords"][0]));
+    let keywords = format!("/api/v2/filters/{pets_id}/keywords");
+    let over = api
+        .call(
+            Method::POST,
+            &keywords,
+            &json!({ "keyword": long(900, 510) }),
+        )
+        .await;
+    assert_error(&over, 422, "one byte over, by the keywords resource");
+    call_ok(
+        &api,
+        Method::POST,
+        &keywords,
+        json!({ "keyword": long(901, 509) }),
+    )
+    .await;
+    assert_eq!(bytes().await, 16 * 1024);
+
+    // At the bound, nothing more goes in by any route.
+    for (method, path, body, what) in [
+        (
+            Method::POST,
+            keywords.clone(),
+            json!({ "keyword": "x" }),
+            "a keyword added",
+        ),
+        (
+            Method::PUT,
+            format!("/api/v2/filters/keywords/{cat}"),
+            json!({ "keyword": "cats" }),
+            "a keyword made longer",
+        ),
+        (
+            Method::PUT,
+            format!("/api/v2/filters/{pets_id}"),
+            json!({ "keywords_attributes": [{ "keyword": "dog" }] }),
+            "a filter's update",
+        ),
+        (
+            Method::POST,
+            "/api/v2/filters".to_string(),
+            json!({ "title": "more", "context": ["home"],
+                    "keywords_attributes": [{ "keyword": "dog" }] }),
+            "a new filter",
+        ),
+        (
+            Method::POST,
+            "/api/v1/filters".to_string(),
+            json!({ "phrase": "dog", "context": ["home"] }),
+            "a v1 filter",
+        ),
+    ] {
+        assert_error(&api.call(method, &path, &body).await, 422, what);
+    }
+    assert_eq!(bytes().await, 16 * 1024, "the refusals changed nothing");
+    assert_eq!(inst.count("SELECT count(*) FROM filters").await, 2);
+    // Shorter is always allowed.
+    call_ok(
+        &api,
+        Method::PUT,
+        &format!("/api/v2/filters/keywords/{cat}"),
+        json!({ "keyword": "ca" }),
+    )
+    .await;
+    call_ok(
+        &api,
+        Method::PUT,
+        &format!("/api/v2/filters/keywords/{cat}"),
+        json!({ "keyword": "cat" }),
+    )
+    .await;
+
+    // The page: every keyword matched, as before, and the node answers its health checks.
+    let near = "a".repeat(400);
+    let hit = id(&bob_api
+        .posted(&json!({ "status": format!("{near} and a Cat!") }))
+        .await);
+    let miss = id(&bob_api
+        .posted(&json!({ "status": format!("{near} concatenated") }))
+        .await);
+    let home = get_ok(&api, "/api/v1/timelines/home").await;
+    let of = |want: &str| {
+        home.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| id(s) == want)
+            .cloned()
+            .expect("on the page")
+    };
+    assert_eq!(titles(&of(&hit)), ["pets"]);
+    assert_eq!(of(&hit)["filtered"][0]["keyword_matches"], json!(["cat"]));
+    assert_eq!(titles(&of(&miss)), Vec::<String>::new());
+    let health = reqwest::get(format!("{}/healthz", inst.health_base()))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+}

@@ -188,7 +188,7 @@ async fn statuses(
     let active = Active::of(&s.pool, Some(viewer.id)).await?;
     let mut conn = s.pool.acquire().await?;
     let items = render(&s, &mut conn, Some(viewer.id), &ids).await?;
-    let items = active.apply(Context::Account, items);
+    let items = active.apply(Context::Account, items).await?;
     let keys: Vec<String> = ids.iter().map(Uuid::to_string).collect();
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }

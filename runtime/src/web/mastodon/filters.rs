@@ -62,6 +62,12 @@ impl From<FilterError> for ApiError {
     }
 }
 
+impl From<crate::filters::active::Unfinished> for ApiError {
+    fn from(e: crate::filters::active::Unfinished) -> Self {
+        ApiError::unavailable(e.to_string())
+    }
+}
+
 /// One change of the account's filters in its own transaction: `None` (nothing of the
 /// account's by that id) is the same 404 as an unknown id, a refused change a 422.
 async fn one<T>(

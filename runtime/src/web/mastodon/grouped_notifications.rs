@@ -32,6 +32,16 @@ use crate::statuses::notify::GROUPABLE;
 use crate::web::auth::{Needs, need};
 use crate::web::{ApiError, AppState};
 
+impl From<crate::mastodon::notification_group::ResultsError> for ApiError {
+    fn from(e: crate::mastodon::notification_group::ResultsError) -> Self {
+        use crate::mastodon::notification_group::ResultsError;
+        match e {
+            ResultsError::Db(e) => e.into(),
+            ResultsError::Filters(e) => e.into(),
+        }
+    }
+}
+
 /// Most notifications one page reads to find its groups.
 pub const WALK_CAP: i64 = 2000;
 

@@ -185,11 +185,9 @@ async fn list(
     let rows = page.finish(rows);
     let keys: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
     let filters = Active::of(&s.pool, Some(account.id)).await?;
-    let items = notification::render(&s.pool, s.site(), account.id, rows)
-        .await?
-        .into_iter()
-        .filter_map(|n| n.filtered(&filters))
-        .collect();
+    let items = filters
+        .apply_notifications(notification::render(&s.pool, s.site(), account.id, rows).await?)
+        .await?;
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
@@ -204,9 +202,11 @@ async fn show(
 ) -> Result<Json<Notification>, ApiError> {
     let id = notification_id(&raw)?;
     let filters = Active::of(&s.pool, Some(account.id)).await?;
-    notification::one(&s.pool, s.site(), account.id, id)
+    let found = notification::one(&s.pool, s.site(), account.id, id).await?;
+    filters
+        .apply_notifications(found.into_iter().collect())
         .await?
-        .and_then(|n| n.filtered(&filters))
+        .pop()
         .map(Json)
         .ok_or_else(ApiError::record_not_found)
 }

@@ -228,6 +228,6 @@ async fn statuses_page(
     let mut conn = s.pool.acquire().await?;
     let items = render(s, &mut conn, viewer, &ids).await?;
     let keys: Vec<String> = items.iter().map(|v| v.id.clone()).collect();
-    let items = filters.apply(context, items);
+    let items = filters.apply(context, items).await?;
     Ok(Paged::new(items, &keys, &s.public_origin, uri))
 }

@@ -37,9 +37,11 @@ pub async fn context(
         return Err(ApiError::record_not_found());
     }
     let (up, down) = thread::thread(&mut conn, viewer, id).await?;
-    let ancestors = filters.apply(Thread, render(&s, &mut conn, viewer, &up).await?);
-    let descendants = filters.apply(Thread, render(&s, &mut conn, viewer, &down).await?);
+    let ancestors = render(&s, &mut conn, viewer, &up).await?;
+    let descendants = render(&s, &mut conn, viewer, &down).await?;
     drop(conn);
+    let ancestors = filters.apply(Thread, ancestors).await?;
+    let descendants = filters.apply(Thread, descendants).await?;
     // A signed-in viewer of a remote post asks for the replies we have not seen yet.
     let job = match viewer {
         Some(v) => crate::web::replies::request_on_view(&s, id, v).await?,
