@@ -635,6 +635,10 @@ pub struct FederationConfig {
     /// `PREVIEW_CARD_TIMEOUT_SECONDS` (default 10, 1–60): the whole fetch of one card (page,
     /// oEmbed, image) gives up after this; a slow page gets no card.
     pub preview_card_timeout: Duration,
+    /// `PREVIEW_CARD_CONCURRENCY` (default 4, 1–1000): card fetches in flight per worker
+    /// process, in slots of their own beside the task slots, so slow pages delay no other
+    /// task.
+    pub preview_card_concurrency: usize,
 }
 
 /// Minimum length of `SECRET_KEY`: it is the root of the account key encryption.
@@ -667,6 +671,7 @@ impl FederationConfig {
             host_concurrency: env.count("DELIVERY_HOST_CONCURRENCY", 4, 1, 1_000)? as usize,
             preview_cards: env.bool("PREVIEW_CARDS", true)?,
             preview_card_timeout: env.seconds("PREVIEW_CARD_TIMEOUT_SECONDS", 10, 1, 60)?,
+            preview_card_concurrency: env.count("PREVIEW_CARD_CONCURRENCY", 4, 1, 1_000)? as usize,
         })
     }
 }
@@ -1132,6 +1137,7 @@ mod tests {
         assert!(c.federation.secret_key.is_none());
         assert!(!c.federation.allow_private_address);
         assert_eq!(c.federation.host_concurrency, 4);
+        assert_eq!(c.federation.preview_card_concurrency, 4);
         for bad in [
             "ftp://x",
             "https://x.example/sub",

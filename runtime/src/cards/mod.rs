@@ -10,6 +10,7 @@
 //! own decoder, a player kept only as one https iframe.
 
 pub mod oembed;
+pub mod pacing;
 pub mod page;
 pub mod store;
 
@@ -32,6 +33,14 @@ pub const KIND: &str = "hollo.preview-card.v1";
 #[serde(rename_all = "camelCase")]
 pub struct Payload {
     pub post_id: Uuid,
+    /// Times the card was put back because its site was busy (`cards::pacing`); bounded.
+    #[serde(default)]
+    pub deferrals: u32,
+}
+
+/// One pending card message per post.
+pub fn coalesce_key(post: Uuid) -> String {
+    format!("preview-card:{post}")
 }
 
 /// The link a post's card is for: the first `<a href>` of its HTML that is neither a mention
@@ -95,11 +104,15 @@ pub async fn enqueue_for(
     if !always && first_link(html).is_none() {
         return Ok(());
     }
-    let data = serde_json::to_value(Payload { post_id: post }).unwrap_or_default();
+    let data = serde_json::to_value(Payload {
+        post_id: post,
+        deferrals: 0,
+    })
+    .unwrap_or_default();
     enqueue(
         &mut *tx,
         QueueName::Task,
-        &NewMessage::new(KIND, data).coalesce(format!("preview-card:{post}")),
+        &NewMessage::new(KIND, data).coalesce(coalesce_key(post)),
     )
     .await?;
     Ok(())

@@ -45,6 +45,10 @@ pub const REPLY_LANE: &str = "replies";
 /// The slot pool of outgoing deliveries: `DELIVERY_CONCURRENCY` slots beside the activity slots.
 pub const DELIVERY_POOL: &str = "deliveries";
 
+/// The slot pool of link previews: `PREVIEW_CARD_CONCURRENCY` slots beside the task slots, so
+/// pages that answer slowly or never hold only card fetches (issue 61, F5).
+pub const CARD_POOL: &str = "cards";
+
 /// Every kind this node can run. Federation kinds need `SECRET_KEY` (account keys); without
 /// it they are not registered and their messages wait for a node that has it.
 pub fn registry(q: &QueueConfig, fed: Option<Arc<Federation>>) -> Registry {
@@ -83,7 +87,11 @@ pub fn registry_for_node(
 /// and storage path, and media processing, which needs its drive. Imports resolve and follow
 /// accounts, so they need federation too.
 pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Registry {
-    let mut reg = registry(&config.queue, fed.clone());
+    let mut reg = registry(&config.queue, fed.clone()).slot_pool(
+        CARD_POOL,
+        QueueName::Task,
+        config.federation.preview_card_concurrency,
+    );
     // The configuration was validated at start; a drive object_store still refuses leaves
     // uploads waiting for a worker that has one (and says so).
     let full = match crate::media::Drive::from_config(&config.media) {
@@ -120,6 +128,7 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
                 media: Arc::new(config.media.clone()),
                 enabled: config.federation.preview_cards,
                 timeout: config.federation.preview_card_timeout,
+                pacing: Arc::default(),
             },
         );
     }

@@ -7,23 +7,32 @@
 //! the card image from us, never from the linked site. A page that fails any of this gives no
 //! card, is remembered as failed for a day, and the message completes: a hostile page costs
 //! one bounded fetch a day, not a retry storm. Database errors retry.
+//!
+//! Cards run in slots of their own ([`super::CARD_POOL`]), so a page that never finishes
+//! delays no other task; within them `cards::pacing` keeps one site to two fetches at a time
+//! (a card whose site is busy is put back for a few seconds) and skips a page, whatever its
+//! query, that timed out or was unreachable within the hour (issue 61, F5).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rand::Rng;
 use url::Url;
 use uuid::Uuid;
 
 use crate::cards::oembed::{self, OEmbed};
+use crate::cards::pacing::Pacing;
 use crate::cards::page::{self, PageMeta};
 use crate::cards::store::{self, Known, NewCard, StoredImage};
-use crate::cards::{KIND, Payload, first_link};
+use crate::cards::{KIND, Payload, coalesce_key, first_link};
 use crate::config::MediaConfig;
 use crate::federation::Federation;
 use crate::federation::transport::fetch::FetchError;
 use crate::media::Drive;
 use crate::media::processing;
-use crate::queue::{JobContext, KindSpec, QueueName, Registry, RetryPolicy, TaskError};
+use crate::queue::{
+    JobContext, KindSpec, NewMessage, QueueName, Registry, RetryPolicy, TaskError, enqueue,
+};
 
 /// Largest page read (the `<head>` of any real page is far smaller).
 pub const MAX_PAGE_BYTES: usize = 1024 * 1024;
@@ -31,12 +40,16 @@ pub const MAX_PAGE_BYTES: usize = 1024 * 1024;
 const MAX_OEMBED_BYTES: usize = 64 * 1024;
 /// Largest preview image fetched.
 pub const MAX_IMAGE_BYTES: usize = 4 * 1024 * 1024;
+/// How often a card may be put back for a busy site (some eight minutes of waiting) before it
+/// is given up without a card.
+const MAX_DEFERRALS: u32 = 100;
 
 pub fn spec(timeout: Duration) -> KindSpec {
     KindSpec::new(KIND, QueueName::Task)
         .retry(RetryPolicy::exponential(Duration::from_secs(5), 5))
         // The fetch is bounded by `timeout`; decoding and storing the image get the rest.
         .timeout(timeout + Duration::from_secs(30))
+        .slot_pool(super::CARD_POOL)
 }
 
 #[derive(Clone)]
@@ -49,16 +62,19 @@ pub struct Deps {
     pub enabled: bool,
     /// `PREVIEW_CARD_TIMEOUT_SECONDS`.
     pub timeout: Duration,
+    /// This process's share-out of the linked sites.
+    pub pacing: Arc<Pacing>,
 }
 
 pub fn register(reg: &mut Registry, deps: Deps) {
     reg.register(spec(deps.timeout), move |ctx: JobContext, p: Payload| {
         let deps = deps.clone();
-        async move { handle(ctx, &deps, p.post_id).await }
+        async move { handle(ctx, &deps, p).await }
     });
 }
 
-async fn handle(ctx: JobContext, deps: &Deps, post: Uuid) -> Result<(), TaskError> {
+async fn handle(ctx: JobContext, deps: &Deps, p: Payload) -> Result<(), TaskError> {
+    let post = p.post_id;
     let Some(html) = post_html(&ctx, post).await? else {
         return Ok(()); // deleted meanwhile
     };
@@ -72,11 +88,26 @@ async fn handle(ctx: JobContext, deps: &Deps, post: Uuid) -> Result<(), TaskErro
         Known::Failed => return show(&ctx, post, None).await,
         Known::Stale => {}
     }
+    let Some(_turn) = deps.pacing.admit(&url).await else {
+        return put_back(&ctx, p).await;
+    };
+    // Asked once the turn is ours: the fetch that held it may just have timed out.
+    if deps.pacing.is_slow(&url) {
+        // Not recorded against this URL: the page may answer again within the hour.
+        tracing::info!(%post, url = key, "no preview card: the page did not answer lately");
+        return show(&ctx, post, None).await;
+    }
     let fetched = tokio::time::timeout(deps.timeout, fetch_card(deps, &url)).await;
     let card = match fetched {
         Ok(Ok(card)) => card,
-        Ok(Err(e)) => return failed(&ctx, post, &key, &e.to_string()).await,
+        Ok(Err(e)) => {
+            if matches!(e, CardError::Fetch(FetchError::Network(_))) {
+                deps.pacing.slow(&url);
+            }
+            return failed(&ctx, post, &key, &e.to_string()).await;
+        }
         Err(_) => {
+            deps.pacing.slow(&url);
             let why = format!("no card within {} s", deps.timeout.as_secs());
             return failed(&ctx, post, &key, &why).await;
         }
@@ -94,6 +125,36 @@ async fn handle(ctx: JobContext, deps: &Deps, post: Uuid) -> Result<(), TaskErro
         tracing::info!(key = k, error = %e, "a replaced card image stays for the media cleanup");
     }
     tracing::debug!(%post, url = key, "preview card stored");
+    Ok(())
+}
+
+/// Puts the card back for a few seconds (its site is busy): the message completes and a
+/// delayed one takes its place in one transaction, so the card slot is free meanwhile. Past
+/// [`MAX_DEFERRALS`] the post gets no card.
+async fn put_back(ctx: &JobContext, p: Payload) -> Result<(), TaskError> {
+    if p.deferrals >= MAX_DEFERRALS {
+        tracing::info!(post = %p.post_id, "no preview card: its site stayed busy");
+        return show(ctx, p.post_id, None).await;
+    }
+    let mut tx = ctx.pool.begin().await?;
+    if !ctx.complete_in(&mut tx).await? {
+        return Ok(()); // the lease was lost; whoever holds it now runs the card
+    }
+    let next = Payload {
+        deferrals: p.deferrals + 1,
+        ..p
+    };
+    let data = serde_json::to_value(next).map_err(|e| TaskError::Permanent(e.to_string()))?;
+    let delay = Duration::from_millis(rand::thread_rng().gen_range(3_000..7_000));
+    enqueue(
+        &mut *tx,
+        QueueName::Task,
+        &NewMessage::new(KIND, data)
+            .delay(delay)
+            .coalesce(coalesce_key(p.post_id)),
+    )
+    .await?;
+    tx.commit().await?;
     Ok(())
 }
 

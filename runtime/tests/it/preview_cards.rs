@@ -35,6 +35,32 @@ const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
 struct Site {
     base: Arc<Mutex<String>>,
     hits: Arc<Mutex<HashMap<String, u32>>>,
+    /// Requests of `hang` being answered now, and the most at once.
+    hanging: Arc<Mutex<(u32, u32)>>,
+    /// `story` answers only once this is set, so a test can look at a post before its card
+    /// can exist.
+    story_open: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// One `hang` answer in progress: counted while its body is open.
+struct Hanging(Site);
+
+impl Hanging {
+    fn new(site: Site) -> Hanging {
+        let mut h = site.hanging.lock().expect("hanging");
+        h.0 += 1;
+        h.1 = h.1.max(h.0);
+        drop(h);
+        Hanging(site)
+    }
+}
+
+impl Drop for Hanging {
+    fn drop(&mut self) {
+        if let Ok(mut h) = self.0.hanging.lock() {
+            h.0 -= 1;
+        }
+    }
 }
 
 impl Site {
@@ -54,6 +80,11 @@ impl Site {
 
     fn url(&self, page: &str) -> String {
         format!("{}/{page}", self.base.lock().expect("base"))
+    }
+
+    /// The most `hang` answers that were open at once.
+    fn most_hanging(&self) -> u32 {
+        self.hanging.lock().expect("hanging").1
     }
 
     fn hits(&self, page: &str) -> u32 {
@@ -79,7 +110,11 @@ async fn page(State(site): State<Site>, Path(name): Path<String>) -> Response {
         .or_default() += 1;
     let base = site.base.lock().expect("base").clone();
     match name.as_str() {
-        "story" => html(format!(
+        "story" => {
+            while !site.story_open.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            html(format!(
             r#"<!doctype html><html lang="en"><head><title>fallback</title>
             <meta property="og:title" content="The Big Story">
             <meta property="og:description" content="What happened, and why.">
@@ -88,7 +123,8 @@ async fn page(State(site): State<Site>, Path(name): Path<String>) -> Response {
             <meta property="og:site_name" content="Example News">
             <link rel="alternate" type="application/json+oembed" href="{base}/oembed">
             </head><body>story</body></html>"#
-        )),
+            ))
+        }
         "oembed" => (
             [(header::CONTENT_TYPE, "application/json")],
             json!({
@@ -122,6 +158,22 @@ async fn page(State(site): State<Site>, Path(name): Path<String>) -> Response {
                     Some((Ok::<_, std::io::Error>("<title>slow".to_string()), 1))
                 } else {
                     tokio::time::sleep(Duration::from_secs(30)).await;
+                    None
+                }
+            });
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/html")
+                .body(Body::from_stream(body))
+                .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+        }
+        // A page that never finishes, whatever its query string.
+        "hang" => {
+            let held = Hanging::new(site.clone());
+            let body = futures::stream::unfold((0, held), |(n, held)| async move {
+                if n == 0 {
+                    Some((Ok::<_, std::io::Error>("<title>hang".to_string()), (1, held)))
+                } else {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
                     None
                 }
             });
@@ -264,6 +316,8 @@ async fn a_link_gets_a_card_once_per_url_streamed_and_dropped_with_the_link() {
         first["card"].is_null(),
         "posting does not wait for the page"
     );
+    site.story_open
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let card = card_of(&api, &id(&first)).await;
     assert_eq!(card["url"], story.as_str());
     assert_eq!(card["type"], "video");
@@ -405,5 +459,103 @@ async fn a_remote_post_gets_its_card_too() {
     .await;
     assert_eq!(card["title"], "Plain page");
     assert_eq!(card["url"], story.as_str());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// F5 (issue 61): card fetches shared the task slots, so pages that never finish (distinct
+/// query strings defeated the failure record) held every task slot for the card time limit
+/// and other tasks waited. Cards have slots of their own, at most two fetches per host at a
+/// time, and a page that timed out is not asked again for a while, whatever its query: a task
+/// queued meanwhile runs at once, the site never sees more than two requests at a time, and
+/// the links that waited get no card without being fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_that_never_finishes_delays_no_other_work() {
+    let dir = support::files::temp_dir("hollo-cards");
+    let inst = Instance::start(
+        "all",
+        &[
+            ("FS_STORAGE_PATH", dir.to_str().expect("dir")),
+            ("PREVIEW_CARD_TIMEOUT_SECONDS", "20"),
+        ],
+    )
+    .await;
+    let site = Site::start().await;
+    let (_, token) = inst.account("alice").await;
+    let api = Client::new(&inst, Some(&token));
+    let links: Vec<String> = (0..8)
+        .map(|i| format!("{}?v={i}", site.url("hang")))
+        .collect();
+    let mut posted = Vec::new();
+    for link in &links {
+        posted.push(id(&api
+            .posted(&json!({"status": format!("watch {link}")}))
+            .await));
+    }
+    eventually(WAIT, "the site holding card fetches", || async {
+        (site.hits("hang") >= 1).then_some(())
+    })
+    .await;
+
+    // Meanwhile, other work of the task queue runs at once, well within the card time limit.
+    hollo_runtime::tasks::probe::enqueue(
+        &inst.pool,
+        hollo_runtime::queue::QueueName::Task,
+        "meanwhile",
+        1,
+        0,
+        0,
+        Duration::ZERO,
+    )
+    .await
+    .expect("enqueue a probe");
+    eventually(
+        Duration::from_secs(10),
+        "a task run beside the hanging cards",
+        || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM hollo_probe_result WHERE key = 'meanwhile-0'",
+            )
+            .fetch_one(&inst.pool)
+            .await
+            .ok()
+            .filter(|n| *n == 1)
+        },
+    )
+    .await;
+
+    // Every link ends without a card. The host was held by at most two requests at a time;
+    // once they gave up (each recorded as failed), the other query strings of the same page
+    // were not fetched at all.
+    eventually(Duration::from_secs(90), "every card task done", || async {
+        let pending: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM hollo_task_message_v1 WHERE kind = 'hollo.preview-card.v1'",
+        )
+        .fetch_one(&inst.pool)
+        .await
+        .expect("count");
+        (pending == 0).then_some(())
+    })
+    .await;
+    let hits = site.hits("hang");
+    assert!((1..=2).contains(&hits), "{hits} requests");
+    assert!(site.most_hanging() <= 2, "{} at once", site.most_hanging());
+    // The fetches that were made gave up (the fetcher's read timeout or the card's time
+    // limit, whichever came first) and are recorded; the others are not.
+    let failed: Vec<String> =
+        sqlx::query_scalar("SELECT error FROM preview_cards WHERE failed_at IS NOT NULL")
+            .fetch_all(&inst.pool)
+            .await
+            .expect("failures");
+    assert_eq!(failed.len(), hits as usize, "{failed:?}");
+    assert!(
+        failed
+            .iter()
+            .all(|e| e.contains("timed out") || e.contains("no card within 20 s")),
+        "{failed:?}"
+    );
+    for status in &posted {
+        let s = api.get(&format!("/api/v1/statuses/{status}")).await.body;
+        assert!(s["card"].is_null(), "{s}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
