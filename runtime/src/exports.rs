@@ -4,7 +4,13 @@
 //! and blocked domains. Accounts are written as `name@host` addresses: ours at this server's
 //! domain, remote ones by WebFinger handle or preferred username at their host, as the client
 //! API shows them; an actor we no longer know is left out (an import could not resolve it).
+//!
+//! A remote actor names itself: a `preferredUsername` of `=HYPERLINK(…)` would be a formula
+//! to the spreadsheet a user opens the file in (issue 61, F10). Every cell that a spreadsheet
+//! could read as one is written with a leading `'` ([`spreadsheet_text`]), which marks it as
+//! text and is not shown; the import takes the mark off ([`unmarked`]), so our files round-trip.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use sqlx::PgPool;
@@ -64,12 +70,38 @@ async fn addresses(
     Ok(out)
 }
 
+/// What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list), and `'`,
+/// the mark itself, so that a cell that starts with one is marked too and [`unmarked`] gives
+/// back what was written.
+fn needs_mark(c: char) -> bool {
+    matches!(c, '=' | '+' | '-' | '@' | '\t' | '\r' | '\'')
+}
+
+/// `cell` as a spreadsheet must take it: text, never a formula.
+pub fn spreadsheet_text(cell: &str) -> Cow<'_, str> {
+    if cell.starts_with(needs_mark) {
+        Cow::Owned(format!("'{cell}"))
+    } else {
+        Cow::Borrowed(cell)
+    }
+}
+
+/// A cell of an imported file without the mark [`spreadsheet_text`] put on it, trimmed as the
+/// import trims every cell. A `'` before anything else is the cell's own (a list named `'90s`
+/// in Mastodon's export).
+pub fn unmarked(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(needs_mark) => rest.trim(),
+        _ => cell,
+    }
+}
+
 fn csv_of(rows: Vec<Vec<String>>) -> Result<String, sqlx::Error> {
     let mut w = csv::WriterBuilder::new()
         .flexible(true)
         .from_writer(Vec::new());
     for r in rows {
-        w.write_record(&r)
+        w.write_record(r.iter().map(|c| spreadsheet_text(c).into_owned()))
             .map_err(|e| sqlx::Error::Protocol(format!("CSV: {e}")))?;
     }
     let bytes = w
@@ -224,5 +256,32 @@ mod tests {
             out,
             "\"A list, with a comma\",a@b.example\nplain,c@d.example\n"
         );
+    }
+
+    #[test]
+    fn no_cell_is_a_formula_and_the_mark_comes_off_exactly() {
+        let out = csv_of(vec![vec![
+            "=HYPERLINK(\"http://x.example\")@h.example".into(),
+            "+1".into(),
+            "-2@h".into(),
+            "@x".into(),
+            "\tx".into(),
+            "\rx".into(),
+            "'90s".into(),
+            "''".into(),
+            "plain".into(),
+        ]])
+        .expect("csv");
+        assert_eq!(
+            out,
+            "\"'=HYPERLINK(\"\"http://x.example\"\")@h.example\",'+1,'-2@h,'@x,'\tx,\"'\rx\",''90s,''',plain\n"
+        );
+        for cell in ["=1", "+1", "-1", "@1", "'90s", "''", "plain", "", "'"] {
+            assert_eq!(unmarked(&spreadsheet_text(cell)), cell, "{cell:?}");
+        }
+        // The import trims every cell; a marked one is trimmed once the mark is off.
+        assert_eq!(unmarked(&spreadsheet_text("\tx ")), "x");
+        // A quote of the cell's own (not our mark) stays.
+        assert_eq!(unmarked("'90s"), "'90s");
     }
 }

@@ -183,6 +183,8 @@ pub fn parse(ty: ImportType, bytes: &[u8], max_rows: usize) -> Result<Vec<Value>
             line,
             message: e.to_string(),
         })?;
+        // Our exports mark cells a spreadsheet would run as formulas (`exports`).
+        let record: csv::StringRecord = record.iter().map(crate::exports::unmarked).collect();
         if record.iter().all(str::is_empty) {
             continue;
         }

@@ -117,6 +117,21 @@ async fn exports_are_mastodons_csv_and_import_back_the_same() {
         json!({ "account_ids": [followed] }),
     )
     .await;
+    // Titles a spreadsheet would read as a formula, or as text already marked as such.
+    for title in ["@team", "'90s"] {
+        let other = id(&call(
+            Method::POST,
+            "/api/v1/lists".into(),
+            json!({ "title": title }),
+        )
+        .await);
+        call(
+            Method::POST,
+            format!("/api/v1/lists/{other}/accounts"),
+            json!({ "account_ids": [followed] }),
+        )
+        .await;
+    }
     let post = api.posted(&json!({ "status": "keep this" })).await;
     call(
         Method::POST,
@@ -161,7 +176,9 @@ async fn exports_are_mastodons_csv_and_import_back_the_same() {
     let lists = export(&inst, &alice_token, "lists.csv").await;
     assert_eq!(
         lists,
-        format!("\"Close, \"\"dear\"\" friends\",peer@{host}\n")
+        format!(
+            "\"Close, \"\"dear\"\" friends\",peer@{host}\n'@team,peer@{host}\n''90s,peer@{host}\n"
+        )
     );
     let bookmarks = export(&inst, &alice_token, "bookmarks.csv").await;
     assert_eq!(bookmarks, format!("{uri}\n"));
@@ -209,11 +226,50 @@ async fn exports_are_mastodons_csv_and_import_back_the_same() {
         ("lists.csv", &lists),
         ("bookmarks.csv", &bookmarks),
     ] {
+        // The import makes the lists in no set order; each line comes back the same.
+        let lines = |csv: &str| {
+            let mut l: Vec<String> = csv.lines().map(str::to_string).collect();
+            l.sort();
+            l
+        };
         assert_eq!(
-            &export(&inst, &zed_token, file).await,
-            alices,
+            lines(&export(&inst, &zed_token, file).await),
+            lines(alices),
             "{file} after the round trip"
         );
     }
+    inst.shutdown().await;
+}
+
+/// F10 (issue 61): a remote actor's `preferredUsername` went into the exports as it came, and
+/// a spreadsheet opening the file runs a cell that starts with `=`, `+`, `-` or `@` as a
+/// formula. Such a cell (tab and carriage return too, as OWASP lists them) starts with a `'`,
+/// which spreadsheets read as "text" and do not show; the import takes the mark off again
+/// (the round trip above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remote_name_is_never_a_spreadsheet_formula() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let [(_, alice_token, _)] = users(&inst, ["alice"]).await;
+    let name = "=1+2";
+    let follow = json!({
+        "id": peer.new_id("follows"), "type": "Follow",
+        "actor": peer.actor_of(name), "object": inst.fed.actor_iri("alice"),
+    });
+    assert_eq!(
+        peer.post_as(name, &inst.fed.inbox("alice"), &follow).await,
+        202
+    );
+    inst.until_count(
+        "the hostile name follows alice",
+        "SELECT count(*) FROM followers",
+        |c| c == 1,
+    )
+    .await;
+    let followers = export(&inst, &alice_token, "followers.csv").await;
+    assert_eq!(
+        followers,
+        format!("Account address\n'=1+2@{}\n", peer.host())
+    );
     inst.shutdown().await;
 }
