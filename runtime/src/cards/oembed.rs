@@ -1,13 +1,20 @@
 //! An oEmbed document (<https://oembed.com>), read as untrusted input: the fields a preview
-//! card takes, and a player's `html` only when it is nothing but one https `<iframe>` (what
-//! Mastodon keeps of it too) — a provider's script or markup never reaches a client.
+//! card takes, and a player's `html` only as one https `<iframe>` we write ourselves from the
+//! provider's (what Mastodon keeps of it too) — a provider's script or markup never reaches a
+//! client.
 
-use std::sync::OnceLock;
+use std::cell::RefCell;
 
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{
+    BufferQueue, StartTag, TagToken, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
 use serde_json::Value;
 use url::Url;
 
 use super::page::{MAX_NAME, MAX_TITLE, cap, clean};
+use crate::html::escape;
 
 /// Largest player size taken (a provider's absurd numbers are not passed on).
 const MAX_SIDE: i64 = 4_096;
@@ -79,26 +86,106 @@ pub fn read(doc: &Value, base: &Url) -> OEmbed {
     }
 }
 
-/// The player markup cut down to iframes with an https `src` and their size; empty unless
-/// exactly one iframe is left.
+/// The player markup rebuilt as one fresh iframe: the document's only `<iframe>` (as a
+/// browser's tokenizer finds it: a frame in a script's or another frame's text is text), with
+/// an absolute https `src`, keeping only its size, `allowfullscreen` and `title`, and nothing
+/// inside it. Empty unless there is exactly one such frame. Nothing of the provider's markup
+/// is passed on as written (issue 61, F11: a text check let a protocol-relative `src` and the
+/// frame's own text through).
 pub fn player(html: &str) -> String {
-    static IFRAMES: OnceLock<ammonia::Builder<'static>> = OnceLock::new();
-    let cleaned = IFRAMES
-        .get_or_init(|| {
-            let mut b = ammonia::Builder::empty();
-            b.add_tags(["iframe"])
-                .add_tag_attributes(
-                    "iframe",
-                    ["src", "width", "height", "allowfullscreen", "title"],
-                )
-                .url_schemes(["https"].into_iter().collect())
-                .link_rel(None);
-            b
-        })
-        .clean(html)
-        .to_string();
-    let one_iframe = cleaned.matches("<iframe").count() == 1 && cleaned.contains("src=\"https://");
-    if one_iframe { cleaned } else { String::new() }
+    let frames = iframes(html);
+    let [frame] = frames.as_slice() else {
+        return String::new();
+    };
+    let Some(src) = frame
+        .src
+        .as_deref()
+        .and_then(|s| Url::parse(s.trim()).ok())
+        .filter(|u| u.scheme() == "https" && u.host().is_some())
+    else {
+        return String::new();
+    };
+    let mut out = format!("<iframe src=\"{}\"", escape(src.as_str()));
+    for (name, value) in [("width", &frame.width), ("height", &frame.height)] {
+        if let Some(v) = value.as_deref().map(str::trim).filter(|v| is_size(v)) {
+            out.push_str(&format!(" {name}=\"{v}\""));
+        }
+    }
+    if frame.allowfullscreen {
+        out.push_str(" allowfullscreen=\"\"");
+    }
+    if let Some(t) = frame.title.as_deref().map(clean).filter(|t| !t.is_empty()) {
+        out.push_str(&format!(" title=\"{}\"", escape(&cap(&t, MAX_NAME))));
+    }
+    out.push_str("></iframe>");
+    out
+}
+
+/// A frame's width or height as taken: up to five digits, or a percentage.
+fn is_size(v: &str) -> bool {
+    let digits = v.strip_suffix('%').unwrap_or(v);
+    (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The attributes of an `<iframe>` start tag that a player keeps.
+#[derive(Debug, Default)]
+struct Frame {
+    src: Option<String>,
+    width: Option<String>,
+    height: Option<String>,
+    allowfullscreen: bool,
+    title: Option<String>,
+}
+
+/// The iframes of `html` (at most two: more is as refused as two).
+fn iframes(html: &str) -> Vec<Frame> {
+    struct Sink(RefCell<Vec<Frame>>);
+    impl TokenSink for Sink {
+        type Handle = ();
+        fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+            let TagToken(tag) = token else {
+                return TokenSinkResult::Continue;
+            };
+            if tag.kind != StartTag {
+                return TokenSinkResult::Continue;
+            }
+            let attr = |name: &str| {
+                tag.attrs
+                    .iter()
+                    .find(|a| &*a.name.local == name)
+                    .map(|a| a.value.to_string())
+            };
+            // What a browser reads as text up to the element's end tag is text here too.
+            match &*tag.name {
+                "iframe" => {
+                    let mut frames = self.0.borrow_mut();
+                    if frames.len() < 2 {
+                        frames.push(Frame {
+                            src: attr("src"),
+                            width: attr("width"),
+                            height: attr("height"),
+                            allowfullscreen: attr("allowfullscreen").is_some(),
+                            title: attr("title"),
+                        });
+                    }
+                    TokenSinkResult::RawData(RawKind::Rawtext)
+                }
+                "script" => TokenSinkResult::RawData(RawKind::ScriptData),
+                "style" | "xmp" | "noembed" | "noframes" | "noscript" => {
+                    TokenSinkResult::RawData(RawKind::Rawtext)
+                }
+                "title" | "textarea" => TokenSinkResult::RawData(RawKind::Rcdata),
+                "plaintext" => TokenSinkResult::Plaintext,
+                _ => TokenSinkResult::Continue,
+            }
+        }
+    }
+    let tok = Tokenizer::new(Sink(RefCell::new(Vec::new())), TokenizerOpts::default());
+    let input = BufferQueue::default();
+    input.push_back(StrTendril::from_slice(html));
+    let _ = tok.feed(&input);
+    tok.end();
+    tok.sink.0.into_inner()
 }
 
 #[cfg(test)]
@@ -148,6 +235,49 @@ mod tests {
                 "<iframe src=\"https://a.example/\"></iframe><iframe src=\"https://b.example/\"></iframe>"
             ),
             ""
+        );
+    }
+
+    /// F11 (issue 61): the check looked for `<iframe` and `src="https://` in the cleaned
+    /// text, so a protocol-relative `src` passed with the words in the frame's text, and the
+    /// frame's text (raw script) was passed on. The frame is now rebuilt from its parsed
+    /// attributes, with nothing inside it.
+    #[test]
+    fn the_frame_is_rebuilt_from_its_parsed_attributes_alone() {
+        assert_eq!(
+            player("<iframe src=\"//evil.example/x\"> src=\"https://</iframe>"),
+            "",
+            "a protocol-relative src"
+        );
+        assert_eq!(
+            player("<iframe src=\"/embed/1\"></iframe>"),
+            "",
+            "a relative src"
+        );
+        assert_eq!(
+            player(
+                "<iframe src=\"https://v.example/e?a=1&amp;b=2\" width=\"640\" height=\"100%\" allowfullscreen title='A \"clip\" <b>' allow=\"camera\" onload=\"x()\" srcdoc=\"<script>y()</script>\"><script>alert(1)</script></iframe>"
+            ),
+            "<iframe src=\"https://v.example/e?a=1&amp;b=2\" width=\"640\" height=\"100%\" allowfullscreen=\"\" title=\"A &quot;clip&quot; &lt;b&gt;\"></iframe>"
+        );
+        assert_eq!(
+            player(
+                "<div><p>Watch:</p><iframe src=\"https://v.example/e\" width=\"1e9\" height=\"-1\"></iframe></div>"
+            ),
+            "<iframe src=\"https://v.example/e\"></iframe>",
+            "markup around the frame and odd sizes go"
+        );
+        assert_eq!(
+            player("<script>'<iframe src=\"https://v.example/e\"></iframe>'</script>"),
+            "",
+            "a frame in a script's text is text"
+        );
+        assert_eq!(
+            player(
+                "<iframe src=\"https://a.example/\"><iframe src=\"https://b.example/\"></iframe>"
+            ),
+            "<iframe src=\"https://a.example/\"></iframe>",
+            "a frame's text is not a second frame, as in a browser"
         );
     }
 
