@@ -103,26 +103,30 @@ impl KeywordSet {
         let mut pattern_of = Vec::new();
         for (keyword, whole_word) in keywords {
             let p = pattern(keyword, whole_word);
+            // A blank keyword is refused when stored; one would match everywhere, so it gets
+            // a pattern id no scan reports.
+            if p.is_empty() {
+                pattern_of.push(usize::MAX);
+                continue;
+            }
             let id = *ids.entry(p).or_insert_with_key(|p| {
                 patterns.push(p.clone());
                 patterns.len() - 1
             });
             pattern_of.push(id);
         }
-        // A blank keyword is refused when stored; one would match everywhere, so never.
-        let usable = !patterns.iter().any(Vec::is_empty);
-        let automaton = match NFA::builder()
-            .match_kind(MatchKind::Standard)
-            .prefilter(false)
-            .build(&patterns)
-        {
-            Ok(nfa) if usable && !patterns.is_empty() => Some(nfa),
-            Ok(_) => None,
-            Err(err) => {
-                // Only past the automaton's own limits, far above the stored bounds.
-                tracing::warn!(error = %err, "a reader's keywords could not be compiled");
-                None
-            }
+        let automaton = if patterns.is_empty() {
+            None
+        } else {
+            NFA::builder()
+                .match_kind(MatchKind::Standard)
+                .prefilter(false)
+                .build(&patterns)
+                .inspect_err(|err| {
+                    // Only past the automaton's own limits, far above the stored bounds.
+                    tracing::warn!(error = %err, "a reader's keywords could not be compiled");
+                })
+                .ok()
         };
         KeywordSet {
             automaton,
@@ -257,6 +261,8 @@ mod tests {
         assert!(hit(":)", true, "fine:)"), "no word edge to check");
         assert!(!hit("", false, "anything"));
         assert!(hit("οδος", true, "ΟΔΟΣ"), "final sigma lowercases alike");
+        let with_blank = KeywordSet::new([("", false), ("cat", false)]);
+        assert_eq!(with_blank.scan("a cat").keywords, [false, true]);
     }
 
     #[test]
