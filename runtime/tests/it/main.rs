@@ -31,6 +31,7 @@ mod gotosocial_interop;
 mod grouped_notifications;
 mod http_edge;
 mod inbound_shapes;
+mod interaction_policy;
 mod jobs;
 mod jsonld;
 mod media;
