@@ -7,6 +7,7 @@
 
 pub mod account_notes;
 pub mod accounts;
+pub mod approvals;
 pub mod cards;
 pub mod config;
 pub mod content;

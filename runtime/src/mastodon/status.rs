@@ -689,8 +689,10 @@ struct Counts {
 }
 
 /// Replies we know of that `viewer` may read (R-MAPI-VIS: a direct or followers-only reply
-/// is not counted for someone who may not read it, so its existence does not show), boosts
-/// (ours and theirs) and favourites (ours, and remote `Like`s).
+/// is not counted for someone who may not read it, so its existence does not show; one of
+/// ours still waiting for the post's author to approve it counts for its author alone,
+/// `approvals`), boosts (ours and theirs) and favourites (ours, and remote `Like`s), of ours
+/// none still waiting for approval.
 async fn counts(
     conn: &mut PgConnection,
     viewer: Option<Uuid>,
@@ -700,8 +702,10 @@ async fn counts(
     let rows: Vec<Counts> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT t.id,
                 (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = t.uri AND {}) AS replies,
-                (SELECT count(*) FROM reblogs r WHERE r.post_id = t.id) AS reblogs,
-                (SELECT count(*) FROM favourites f WHERE f.post_id = t.id)
+                (SELECT count(*) FROM reblogs r
+                  WHERE r.post_id = t.id AND NOT r.pending_approval) AS reblogs,
+                (SELECT count(*) FROM favourites f
+                  WHERE f.post_id = t.id AND NOT f.pending_approval)
                   + (SELECT count(*) FROM remote_interactions i
                       WHERE i.object = t.uri AND i.kind = 'like' AND i.undone_at IS NULL) AS favourites
            FROM unnest($1::uuid[], $2::text[]) AS t(id, uri)",

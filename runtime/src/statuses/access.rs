@@ -3,8 +3,9 @@
 //! mentioned, and for a remote post the addressed) and whoever follows their author *now* —
 //! an accepted row of `follows`, read when the post is read, so a follower blocked, removed
 //! or gone no longer reads it and one who follows later does, as on Mastodon; direct ones,
-//! their author and their `audience`. Anything else is answered as if the status did not
-//! exist (404, no existence leak).
+//! their author and their `audience`. A reply or boost of ours still waiting for a remote
+//! author's approval (`approvals`) is its author's alone, whatever its visibility. Anything
+//! else is answered as if the status did not exist (404, no existence leak).
 //!
 //! One rule, in SQL, so single reads, lists and timelines cannot disagree (R-MAPI-VIS): list
 //! queries filter with [`visible_sql`] / [`entry_visible_sql`] so their pages are full, and
@@ -56,12 +57,15 @@ pub fn local_author_iri_sql(alias: &str) -> String {
 /// reading every local follower of the author.)
 fn rule(alias: &str, viewer_param: u32, author_iri: &str) -> String {
     format!(
-        "({alias}.visibility IN ('public', 'unlisted') OR {alias}.account_id = ${viewer_param}::uuid \
-          OR ${viewer_param}::uuid = ANY({alias}.audience) \
-          OR ({alias}.visibility = 'private' \
-              AND coalesce((SELECT live_follow.state = 'accepted' FROM follows live_follow \
-                              WHERE live_follow.account_id = ${viewer_param}::uuid \
-                                AND live_follow.target_iri = {author_iri}), false)))"
+        "({alias}.account_id = ${viewer_param}::uuid \
+          OR (NOT {alias}.pending_approval \
+              AND ({alias}.visibility IN ('public', 'unlisted') \
+                   OR ${viewer_param}::uuid = ANY({alias}.audience) \
+                   OR ({alias}.visibility = 'private' \
+                       AND coalesce((SELECT live_follow.state = 'accepted' \
+                                       FROM follows live_follow \
+                                      WHERE live_follow.account_id = ${viewer_param}::uuid \
+                                        AND live_follow.target_iri = {author_iri}), false)))))"
     )
 }
 
@@ -133,7 +137,8 @@ pub fn entry_visible_sql(id_expr: &str, viewer_param: u32) -> String {
                       CROSS JOIN LATERAL (SELECT 1 FROM posts vp \
                                            WHERE vp.id = vr.post_id AND {rule} LIMIT 1) ok \
                       WHERE vr.id = {id_expr} \
-                        AND (vr.visibility IN ('public', 'unlisted') \
+                        AND ((vr.visibility IN ('public', 'unlisted') \
+                              AND NOT vr.pending_approval) \
                              OR vr.account_id = ${viewer_param}::uuid) \
                       LIMIT 1), false))"
     )
@@ -158,7 +163,8 @@ pub async fn visible(
          SELECT r.id FROM reblogs r
           CROSS JOIN LATERAL (SELECT 1 FROM posts p WHERE p.id = r.post_id AND {rule} LIMIT 1) ok
           WHERE r.id = ANY($1)
-            AND (r.visibility IN ('public', 'unlisted') OR r.account_id = $2::uuid)"
+            AND ((r.visibility IN ('public', 'unlisted') AND NOT r.pending_approval)
+                 OR r.account_id = $2::uuid)"
     );
     let rows: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(ids)

@@ -7,6 +7,10 @@
 //! Every action is idempotent: a second favourite, boost or bookmark of the same post finds
 //! the first one and changes nothing (no second row, notification or activity), and undoing
 //! what is not there changes nothing either.
+//!
+//! A favourite or boost of a remote post takes the `Consent` its policy gives
+//! (`approvals::ask`): one that waits for the author's approval is stored pending, and a
+//! pending boost reaches no one's home but the booster's until it is approved.
 
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -16,27 +20,31 @@ use super::feed::{self, Entry};
 use super::notify::{self, Kind, Notification};
 pub use super::post::{Boost, Post, find};
 use crate::accounts::Account;
+use crate::approvals::Consent;
 use crate::federation::Federation;
 use crate::federation::outbound::interactions;
 
-/// Favourites `post`. True when it is new (false: it was already favourited, nothing
-/// changed); then a local author is notified and a remote one sent our `Like`.
+/// Favourites `post` as its author's `consent` allows. True when it is new (false: it was
+/// already favourited, nothing changed); then a local author is notified and a remote one
+/// sent our `Like`.
 pub async fn favourite(
     tx: &mut PgConnection,
     fed: &Federation,
     account: &Account,
     post: &Post,
+    consent: Consent,
 ) -> Result<bool, sqlx::Error> {
     let activity = fed.new_activity_id();
     let new: Option<String> = sqlx::query_scalar(
-        "INSERT INTO favourites (account_id, post_id, post_uri, activity_id)
-         VALUES ($1, $2, $3, $4)
+        "INSERT INTO favourites (account_id, post_id, post_uri, activity_id, pending_approval)
+         VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (account_id, post_id) DO NOTHING RETURNING activity_id",
     )
     .bind(account.id)
     .bind(post.id)
     .bind(&post.uri)
     .bind(&activity)
+    .bind(consent.pending())
     .fetch_optional(&mut *tx)
     .await?;
     let Some(like) = new else {
@@ -114,36 +122,43 @@ pub fn boost_visibility(
     }
 }
 
-/// Boosts `post` (already checked with `boost_visibility`) as a new status. Returns the
-/// boost: an existing boost of the post is answered as it is. A new one goes to the booster's
-/// home timeline and their local followers', notifies a local author, and its `Announce` is
-/// queued to the booster's followers and a remote author.
+/// What a `Boost` is read as.
+const BOOST: &str = "id, activity_id, visibility, pending_approval, approved_by";
+
+/// Boosts `post` (already checked with `boost_visibility`) as a new status, as its author's
+/// `consent` allows. Returns the boost: an existing boost of the post is answered as it is. A
+/// new one goes to the booster's home timeline and (unless pending) their local followers',
+/// notifies a local author, and its `Announce` is queued to the booster's followers and a
+/// remote author (only the author while pending).
 pub async fn reblog(
     tx: &mut PgConnection,
     fed: &Federation,
     account: &Account,
     post: &Post,
     visibility: Visibility,
+    consent: Consent,
 ) -> Result<Boost, sqlx::Error> {
     let activity = fed.new_activity_id();
-    let new: Option<Boost> = sqlx::query_as(
-        "INSERT INTO reblogs (id, post_id, post_uri, account_id, activity_id, visibility)
-         VALUES ($1, $2, $3, $4, $5, $6)
+    let new: Option<Boost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO reblogs (id, post_id, post_uri, account_id, activity_id, visibility,
+                              pending_approval)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (account_id, post_id) WHERE account_id IS NOT NULL DO NOTHING
-         RETURNING id, activity_id, visibility",
-    )
+         RETURNING {BOOST}"
+    )))
     .bind(Uuid::now_v7())
     .bind(post.id)
     .bind(&post.uri)
     .bind(account.id)
     .bind(&activity)
     .bind(visibility.as_str())
+    .bind(consent.pending())
     .fetch_optional(&mut *tx)
     .await?;
     let Some(boost) = new else {
-        let existing: Boost = sqlx::query_as(
-            "SELECT id, activity_id, visibility FROM reblogs WHERE account_id = $1 AND post_id = $2",
-        )
+        let existing: Boost = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {BOOST} FROM reblogs WHERE account_id = $1 AND post_id = $2"
+        )))
         .bind(account.id)
         .bind(post.id)
         .fetch_one(&mut *tx)
@@ -157,15 +172,9 @@ pub async fn reblog(
         reply_to: None,
     };
     feed::push(&mut *tx, &own, &[account.id]).await?;
-    let me = fed.actor_iri(&account.username);
-    let followers = super::followers::boost_readers(&mut *tx, &me).await?;
-    let theirs = Entry {
-        entry: boost.id,
-        post: post.id,
-        source: &me,
-        reply_to: None,
-    };
-    feed::push(&mut *tx, &theirs, &followers).await?;
+    if !boost.pending_approval {
+        to_followers_homes(tx, fed, account, post, &boost).await?;
+    }
     if let Some(author) = post.account_id {
         let n = Notification {
             account: author,
@@ -182,6 +191,27 @@ pub async fn reblog(
     Ok(boost)
 }
 
+/// `boost` of `post` in the home timelines of the booster's local followers who see boosts:
+/// when it is made, or once its author approved it (`approvals::answers`).
+pub async fn to_followers_homes(
+    tx: &mut PgConnection,
+    fed: &Federation,
+    account: &Account,
+    post: &Post,
+    boost: &Boost,
+) -> Result<(), sqlx::Error> {
+    let me = fed.actor_iri(&account.username);
+    let followers = super::followers::boost_readers(&mut *tx, &me).await?;
+    let theirs = Entry {
+        entry: boost.id,
+        post: post.id,
+        source: &me,
+        reply_to: None,
+    };
+    feed::push(&mut *tx, &theirs, &followers).await?;
+    Ok(())
+}
+
 /// Takes back the boost of `post`: its timeline entries and the notification it caused go,
 /// and the `Undo` of its `Announce` is queued. True when there was one.
 pub async fn unreblog(
@@ -190,10 +220,9 @@ pub async fn unreblog(
     account: &Account,
     post: &Post,
 ) -> Result<bool, sqlx::Error> {
-    let gone: Option<Boost> = sqlx::query_as(
-        "DELETE FROM reblogs WHERE account_id = $1 AND post_id = $2
-         RETURNING id, activity_id, visibility",
-    )
+    let gone: Option<Boost> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM reblogs WHERE account_id = $1 AND post_id = $2 RETURNING {BOOST}"
+    )))
     .bind(account.id)
     .bind(post.id)
     .fetch_optional(&mut *tx)

@@ -80,4 +80,9 @@ pub struct Boost {
     /// Our `Announce` id.
     pub activity_id: String,
     pub visibility: String,
+    /// Waiting for the remote author's approval (`approvals`): only the booster sees it, and
+    /// only that author was sent it.
+    pub pending_approval: bool,
+    /// The approval the boosted post's author gave it, served as `approvedBy`.
+    pub approved_by: Option<String>,
 }

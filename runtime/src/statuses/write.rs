@@ -62,6 +62,9 @@ pub enum WriteError {
     /// (403, `statuses::post::blocked`).
     #[error("This action is not allowed")]
     Blocked,
+    /// The policy of the remote post it replies to refuses the author (403, `approvals`).
+    #[error("{0}")]
+    NotPermitted(String),
     /// A rule the request breaks (422).
     #[error("{0}")]
     Invalid(String),
@@ -86,6 +89,15 @@ impl From<crate::quotes::local::TargetError> for WriteError {
             TargetError::Blocked => WriteError::Blocked,
             e @ TargetError::NotQuotable => WriteError::Invalid(e.to_string()),
             TargetError::Db(e) => WriteError::Db(e),
+        }
+    }
+}
+
+impl From<crate::approvals::AskError> for WriteError {
+    fn from(e: crate::approvals::AskError) -> Self {
+        match e {
+            crate::approvals::AskError::Db(e) => WriteError::Db(e),
+            e @ crate::approvals::AskError::Refused(_) => WriteError::NotPermitted(e.to_string()),
         }
     }
 }
@@ -156,9 +168,12 @@ async fn replayed(pool: &PgPool, account: Uuid, key: &str) -> Result<Option<Writ
 }
 
 /// What a new status settles before its transaction: its parent (checked readable by the
-/// author) and its mentions, which may need remote fetches that no transaction should wait on.
+/// author, and its policy asked whether the author may reply: `approvals`) and its mentions,
+/// which may need remote fetches that no transaction should wait on.
 pub struct Prepared {
     parent_uri: Option<String>,
+    /// The reply waits for the remote parent's author to approve it.
+    pending_approval: bool,
     mentioned: Vec<Mention>,
     quote: Option<crate::quotes::local::Target>,
 }
@@ -175,6 +190,15 @@ pub async fn prepare(
         Some(p) => Some(parent(pool, fed, author, p).await?),
         None => None,
     };
+    let pending_approval = match (&parent_uri, fed) {
+        (Some(uri), Some(f)) => {
+            let mut conn = pool.acquire().await?;
+            crate::approvals::ask(&mut conn, f, author, uri, crate::approvals::Kind::Reply)
+                .await?
+                .pending()
+        }
+        _ => false,
+    };
     let mentioned = match fed {
         Some(f) => mentions::resolve(pool, f, author, &n.text).await,
         None => Vec::new(),
@@ -185,6 +209,7 @@ pub async fn prepare(
     };
     Ok(Prepared {
         parent_uri,
+        pending_approval,
         mentioned,
         quote,
     })
@@ -257,6 +282,7 @@ pub async fn insert(
 ) -> Result<(Uuid, Option<Uuid>), WriteError> {
     let Prepared {
         parent_uri,
+        pending_approval,
         mentioned,
         quote,
     } = prepared;
@@ -265,7 +291,7 @@ pub async fn insert(
         polls::insert_status(tx, author.id, actor.as_deref(), &n.text, n.poll.as_ref()).await?;
     let uri: String = sqlx::query_scalar(
         "UPDATE statuses SET visibility = $2, spoiler_text = $3, sensitive = $4, language = $5,
-                in_reply_to_uri = $6, tags = $7, quote_policy = $8
+                in_reply_to_uri = $6, tags = $7, quote_policy = $8, pending_approval = $9
           WHERE id = $1 RETURNING uri",
     )
     .bind(status)
@@ -280,6 +306,7 @@ pub async fn insert(
             .unwrap_or(crate::quotes::Policy::Public)
             .as_str(),
     )
+    .bind(pending_approval)
     .fetch_one(&mut *tx)
     .await?;
     media::attach(tx, author.id, status, &n.media_ids).await?;
@@ -633,14 +660,29 @@ pub async fn delete(
     if owner != author.id {
         return Err(WriteError::NotFound);
     }
+    remove(&mut tx, fed, Some(drive), author.id, status, &uri).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// [`delete`]'s effects, in the caller's transaction, for the status `status` (IRI `uri`) of
+/// `author`: also how a reply its parent's author rejected goes (`approvals::answers`).
+pub async fn remove(
+    tx: &mut PgConnection,
+    fed: Option<&Federation>,
+    drive: Option<&Drive>,
+    author: Uuid,
+    status: Uuid,
+    uri: &str,
+) -> Result<(), sqlx::Error> {
     // Published first: the activity's recipients and addressing are read from the row.
     if let Some(f) = fed {
-        ap::publish(&mut tx, f, Some(drive), author.id, status, Announce::Delete).await?;
+        ap::publish(&mut *tx, f, drive, author, status, Announce::Delete).await?;
     }
-    streaming::emit::deleted(&mut tx, status).await?;
-    feed::remove_post(&mut tx, status).await?;
-    notify::remove_post(&mut tx, status).await?;
-    conversations::remove_post(&mut tx, status).await?;
+    streaming::emit::deleted(&mut *tx, status).await?;
+    feed::remove_post(&mut *tx, status).await?;
+    notify::remove_post(&mut *tx, status).await?;
+    conversations::remove_post(&mut *tx, status).await?;
     for sql in [
         "DELETE FROM reblogs WHERE post_id = $1",
         "DELETE FROM favourites WHERE post_id = $1",
@@ -651,10 +693,9 @@ pub async fn delete(
         sqlx::query(sql).bind(status).execute(&mut *tx).await?;
     }
     sqlx::query("INSERT INTO status_tombstones (uri) VALUES ($1) ON CONFLICT DO NOTHING")
-        .bind(&uri)
+        .bind(uri)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Task kinds, one module each. `registry` wires every kind this binary can run.
 
 pub mod actor_counts;
+pub mod approved_reply;
 pub mod cleanups;
 pub mod delivered;
 pub mod delivery;
@@ -30,8 +31,9 @@ use tokio_util::sync::CancellationToken;
 /// operator allows a rolling upgrade only between versions that report the same number.
 /// 2: `hollo.mute-expiry.v1`, which an older worker cannot run. 3: `hollo.filter-expiry.v1`
 /// and `hollo.actor-counts.v1`. 4: `hollo.scheduled-status.v1` (and, not yet released,
-/// `hollo.preview-card.v1`, `hollo.verify-links.v1` and `hollo.quote-update.v1`: no image has reported 4 yet, so
-/// they join it rather than bump it).
+/// `hollo.preview-card.v1`, `hollo.verify-links.v1`, `hollo.quote-update.v1` and
+/// `hollo.approved-reply.v1`: no image has reported 4 yet, so they join it rather than bump
+/// it).
 #[cfg(not(feature = "e2e-next-tasks"))]
 pub const TASK_DEFINITION_VERSION: i32 = 4;
 /// The end-to-end suite's next version (feature `e2e-next-tasks`): the same handlers under a
@@ -117,8 +119,10 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
         media::register(&mut reg, d.clone(), Arc::new(config.media.clone()));
     }
     if let (Some(f), Some(d)) = (&fed, &full) {
-        // An approved quote's note goes out again with its media's URLs.
+        // An approved quote's note goes out again with its media's URLs, and so does a reply
+        // its remote parent's author approved.
         quote_update::register(&mut reg, f.clone(), d.clone());
+        approved_reply::register(&mut reg, f.clone(), d.clone());
         // Card images go to the drive; with it off, cards come without an image.
         preview_card::register(
             &mut reg,

@@ -240,11 +240,12 @@ async fn what_needs_approval_waits_for_the_authors_answer() {
         inboxes_of(&inst, &create_id).await,
         [format!("{}/inbox", peer.base())]
     );
-    // Pending: alice reads it, nobody else does, and bob's note counts no reply.
+    // Pending: alice reads it, nobody else does, and bob's note counts no reply but for her.
     status(&alice, &id(&reply)).await.assert_ok();
     assert_eq!(status(&dave, &id(&reply)).await.status, 404);
     assert_eq!(status(&anonymous, &id(&reply)).await.status, 404);
-    assert_eq!(status(&alice, &note).await.body["replies_count"], 0);
+    assert_eq!(status(&dave, &note).await.body["replies_count"], 0);
+    assert_eq!(status(&alice, &note).await.body["replies_count"], 1);
     let context = alice
         .get(&format!("/api/v1/statuses/{note}/context"))
         .await

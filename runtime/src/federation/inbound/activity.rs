@@ -130,8 +130,9 @@ impl FlagEnvelope {
 pub enum Activity {
     /// Follow `object` (one of our accounts, or nobody we have).
     Follow(Object),
-    /// An answer to one of our `Follow`s or `QuoteRequest`s, named by its id; an accepted
-    /// quote's `result` is the authorization.
+    /// An answer to one of our `Follow`s or `QuoteRequest`s, or to a reply, favourite or boost
+    /// of ours that the post's author had to approve, named by its id; an accepted quote's
+    /// `result` is the authorization, an accepted interaction's its approval.
     Answer {
         accepted: bool,
         follow: Object,

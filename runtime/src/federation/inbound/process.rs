@@ -274,7 +274,15 @@ pub async fn apply(
             _,
         ) => {
             let result = result.has_id().then_some(result.id.as_str());
-            match quotes::inbound::answered(tx, inc, *accepted, follow, result).await? {
+            if let Some(outcome) =
+                quotes::inbound::answered(tx, inc, *accepted, follow, result).await?
+            {
+                return Ok(outcome);
+            }
+            // The author's answer to our reply, favourite or boost (interaction policies).
+            match crate::approvals::answers::answered(tx, fed, inc, *accepted, follow, result)
+                .await?
+            {
                 Some(outcome) => Ok(outcome),
                 None => follows::answer(tx, inc, *accepted, follow).await,
             }

@@ -59,15 +59,40 @@ pub async fn queue_activity(
     activity: &Value,
     recipients: &[Recipient],
 ) -> Result<usize, sqlx::Error> {
+    let activity = &signed(tx, fed, account, activity).await?;
+    store_and_deliver(tx, Some(account), activity, recipients, Stored::Once).await
+}
+
+/// Queues an activity already stored, changed since (a reply or boost that now carries its
+/// approval, `approvals`): the stored body is replaced — deliveries still waiting send the
+/// new one — and it goes to those of `recipients` it had not gone to; who had it gets no
+/// second copy. An activity not stored yet is stored and queued as [`queue_activity`] does.
+pub async fn requeue_activity(
+    tx: &mut PgConnection,
+    fed: &crate::federation::Federation,
+    account: Uuid,
+    activity: &Value,
+    recipients: &[Recipient],
+) -> Result<usize, sqlx::Error> {
+    let activity = &signed(tx, fed, account, activity).await?;
+    store_and_deliver(tx, Some(account), activity, recipients, Stored::Replaced).await
+}
+
+/// `activity` with the account's integrity proof.
+async fn signed(
+    tx: &mut PgConnection,
+    fed: &crate::federation::Federation,
+    account: Uuid,
+    activity: &Value,
+) -> Result<Value, sqlx::Error> {
     // Signed once, here, with the author's proof key (FEP-8b32): every delivery and every
     // retry carries the same proof, and a relay of it still proves who wrote it.
     let key = fed
         .proof_key(&mut *tx, account)
         .await
         .map_err(|e| sqlx::Error::Protocol(format!("the author's proof key: {e:#}")))?;
-    let activity = &crate::federation::crypto::proofs::sign(activity, &key, chrono::Utc::now())
-        .map_err(|e| sqlx::Error::Protocol(format!("signing the activity: {e}")))?;
-    store_and_deliver(tx, Some(account), activity, recipients).await
+    crate::federation::crypto::proofs::sign(activity, &key, chrono::Utc::now())
+        .map_err(|e| sqlx::Error::Protocol(format!("signing the activity: {e}")))
 }
 
 /// Stores `activity` (its `id` must be set) as the instance actor's and queues its
@@ -79,7 +104,16 @@ pub async fn queue_instance_activity(
     activity: &Value,
     recipients: &[Recipient],
 ) -> Result<usize, sqlx::Error> {
-    store_and_deliver(tx, None, activity, recipients).await
+    store_and_deliver(tx, None, activity, recipients, Stored::Once).await
+}
+
+/// How an activity whose id is already stored is treated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    /// Left alone, and nothing is queued: one id is one activity, sent once.
+    Once,
+    /// Replaced by the new body, which goes to the recipients it had not gone to.
+    Replaced,
 }
 
 async fn store_and_deliver(
@@ -87,6 +121,7 @@ async fn store_and_deliver(
     account: Option<Uuid>,
     activity: &Value,
     recipients: &[Recipient],
+    stored: Stored,
 ) -> Result<usize, sqlx::Error> {
     let id = activity
         .get("id")
@@ -96,10 +131,14 @@ async fn store_and_deliver(
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("Activity");
-    let fresh = sqlx::query(
+    let on_conflict = match stored {
+        Stored::Once => "DO NOTHING",
+        Stored::Replaced => "DO UPDATE SET body = EXCLUDED.body",
+    };
+    let fresh = sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO outbox_activities (id, account_id, type, body) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (id) DO NOTHING",
-    )
+         ON CONFLICT (id) {on_conflict}"
+    )))
     .bind(id)
     .bind(account)
     .bind(ty)

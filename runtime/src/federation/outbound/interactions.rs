@@ -4,7 +4,9 @@
 //! a boost of that visibility. Each is queued in the caller's transaction, the one that
 //! stores the change (`statuses::interact`), so a favourite is never stored without its
 //! `Like` nor a `Like` sent for a favourite that was not stored. A local author gets nothing
-//! sent: their notification is written directly.
+//! sent: their notification is written directly. A boost waiting for the remote author's
+//! approval (`approvals`) goes, addressed as any boost, to that author alone; once approved,
+//! to everyone, carrying `approvedBy`.
 
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -13,7 +15,7 @@ use crate::accounts::Account;
 use crate::emojis::Reaction;
 use crate::federation::Federation;
 use crate::federation::context;
-use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::delivery::{Recipient, queue_activity, requeue_activity};
 use crate::federation::outbound::statuses::inboxes;
 use crate::federation::vocab::PUBLIC;
 use crate::statuses::Visibility;
@@ -45,14 +47,26 @@ impl Interaction<'_> {
     }
 
     /// Queues the `Announce` of `boost` to the booster's followers and the post's remote
-    /// author.
+    /// author (only the latter while the boost waits for their approval).
     pub async fn announce(
         self,
         tx: &mut PgConnection,
         boost: &Boost,
     ) -> Result<usize, sqlx::Error> {
         let announce = with_context(self.announce_object(boost));
-        self.to_announce_recipients(tx, &announce).await
+        self.to_announce_recipients(tx, &announce, boost).await
+    }
+
+    /// Queues the `Announce` of `boost` again once its author approved it: the same activity,
+    /// now carrying `approvedBy`, to those it had not gone to (the booster's followers).
+    pub async fn announce_approved(
+        self,
+        tx: &mut PgConnection,
+        boost: &Boost,
+    ) -> Result<usize, sqlx::Error> {
+        let announce = with_context(self.announce_object(boost));
+        let to = self.announce_recipients(tx).await?;
+        requeue_activity(&mut *tx, self.fed, self.account.id, &announce, &to).await
     }
 
     /// Queues the `Undo` of `boost`'s `Announce` to whoever the `Announce` went to (as they
@@ -69,7 +83,7 @@ impl Interaction<'_> {
             "to": announce["to"], "cc": announce["cc"],
             "object": announce,
         });
-        self.to_announce_recipients(tx, &undo).await
+        self.to_announce_recipients(tx, &undo, boost).await
     }
 
     /// Queues the `EmojiReact` `activity` of the post to its remote author: the emoji as
@@ -107,15 +121,25 @@ impl Interaction<'_> {
     }
 
     /// Queues `activity` (an `Announce` or its `Undo`) to the booster's remote followers
-    /// and, for a remote post, its author.
+    /// and, for a remote post, its author; while `boost` waits for that author's approval, to
+    /// the author alone, addressed as it is.
     async fn to_announce_recipients(
         self,
         tx: &mut PgConnection,
         activity: &Value,
+        boost: &Boost,
     ) -> Result<usize, sqlx::Error> {
-        let author: Vec<String> = self.post.actor_iri.iter().cloned().collect();
-        let to = inboxes(&mut *tx, self.account.id, true, None, &author, &[]).await?;
+        let to = match (&self.post.actor_iri, boost.pending_approval) {
+            (Some(author), true) => author_recipient(&mut *tx, author).await?,
+            _ => self.announce_recipients(tx).await?,
+        };
         queue_activity(&mut *tx, self.fed, self.account.id, activity, &to).await
+    }
+
+    /// The booster's remote followers and, for a remote post, its author.
+    async fn announce_recipients(self, tx: &mut PgConnection) -> Result<Vec<Recipient>, sqlx::Error> {
+        let author: Vec<String> = self.post.actor_iri.iter().cloned().collect();
+        inboxes(&mut *tx, self.account.id, true, None, &author, &[]).await
     }
 
     /// Our account's actor IRI.
@@ -172,12 +196,17 @@ impl Interaction<'_> {
         if let Some(a) = author {
             cc.push(a);
         }
-        json!({
+        let mut announce = json!({
             "id": boost.activity_id, "type": "Announce",
             "actor": self.actor(),
             "published": boost_time(boost),
             "to": to, "cc": cc, "object": self.post.uri,
-        })
+        });
+        if let Some(a) = &boost.approved_by {
+            // GoToSocial's proof that the post's author approved the boost.
+            announce["approvedBy"] = json!(a);
+        }
+        announce
     }
 }
 

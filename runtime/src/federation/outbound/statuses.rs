@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::content::{self, Mention};
 use crate::federation::Federation;
 use crate::federation::context;
-use crate::federation::outbound::delivery::{Recipient, queue_activity};
+use crate::federation::outbound::delivery::{Recipient, queue_activity, requeue_activity};
 use crate::federation::outbound::mentions;
 use crate::federation::outbound::policy::{Audience, interaction_policy};
 use crate::federation::vocab::PUBLIC;
@@ -50,6 +50,11 @@ pub struct LocalStatus {
     pub quote: Option<QuoteRef>,
     /// Who may quote it (`quotes::Policy`), advertised in its `interactionPolicy`.
     pub quote_policy: Policy,
+    /// A reply still waiting for the remote parent's author to approve it (`approvals`): it
+    /// goes to that author alone.
+    pub pending_approval: bool,
+    /// The approval the parent's author gave it, served as `approvedBy`.
+    pub approved_by: Option<String>,
 }
 
 /// What a quoting note says of its quote.
@@ -139,6 +144,11 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
         }
     }
     o["interactionPolicy"] = policy;
+    if let Some(a) = &s.approved_by {
+        // GoToSocial's proof that the parent's author approved the reply (servers that
+        // enforce policies check it before they show it).
+        o["approvedBy"] = json!(a);
+    }
     if let Some(at) = s.edited_at {
         o["updated"] = json!(at);
     }
@@ -178,6 +188,8 @@ struct Row {
     quoted_uri: Option<String>,
     quote_state: Option<String>,
     quote_authorization: Option<String>,
+    pending_approval: bool,
+    approved_by: Option<String>,
 }
 
 /// Loads a local status (and its poll with current counts) by id, in the caller's connection;
@@ -192,7 +204,7 @@ pub async fn load(
         "SELECT s.uri, a.username, s.content, s.created_at, p.id AS poll_id, s.mentions,
                 s.visibility, s.spoiler_text, s.sensitive, s.language, s.in_reply_to_uri,
                 s.edited_at, s.quote_policy, q.quoted_uri, q.state AS quote_state,
-                q.authorization_iri AS quote_authorization
+                q.authorization_iri AS quote_authorization, s.pending_approval, s.approved_by
            FROM statuses s JOIN accounts a ON a.id = s.account_id
            LEFT JOIN polls p ON p.status_id = s.id
            LEFT JOIN quotes q ON q.post_id = s.id
@@ -236,12 +248,15 @@ pub async fn load(
                 .filter(|_| r.quote_state.as_deref() == Some("accepted")),
         }),
         quote_policy: Policy::parse(&r.quote_policy).unwrap_or(Policy::Public),
+        pending_approval: r.pending_approval,
+        approved_by: r.approved_by,
     }))
 }
 
 /// Who hears about a status: the author's followers (unless it is direct), the remote actors
 /// it mentions, the remote author of the post it replies to (unless direct) and, for a poll,
-/// its remote voters.
+/// its remote voters. A reply waiting for approval goes to the parent's author alone
+/// (GoToSocial's interaction policies: "do not distribute the activity further").
 async fn recipients(
     conn: &mut PgConnection,
     account: Uuid,
@@ -249,6 +264,10 @@ async fn recipients(
     poll: Option<Uuid>,
     mentioned: &[String],
 ) -> Result<Vec<Recipient>, sqlx::Error> {
+    if s.pending_approval {
+        let parent: Vec<&str> = s.in_reply_to_uri.as_deref().into_iter().collect();
+        return inboxes(conn, account, false, None, &[], &parent).await;
+    }
     let wide = s.visibility != Visibility::Direct;
     let mut posts: Vec<&str> = Vec::new();
     if wide {
@@ -297,6 +316,9 @@ pub enum Announce<'a> {
     /// Its deletion (a `Tombstone`), to everyone the `Create` went to. Published before the
     /// row is deleted, in the same transaction.
     Delete,
+    /// Its `Create` again, once the reply was approved (`approvals`): the same activity, now
+    /// carrying `approvedBy`, to those it had not gone to (everyone but the parent's author).
+    Approved,
 }
 
 /// Queues the activity about a status in the caller's transaction (the one that changed it),
@@ -317,7 +339,7 @@ pub async fn publish(
         return Ok(0);
     }
     let (poll, ty, id) = match what {
-        Announce::Create => (None, "Create", format!("{}/activity", s.uri)),
+        Announce::Create | Announce::Approved => (None, "Create", format!("{}/activity", s.uri)),
         Announce::Update { tag } => (
             s.poll.as_ref().map(|p| p.id),
             "Update",
@@ -341,5 +363,8 @@ pub async fn publish(
         "id": id, "type": ty, "actor": fed.actor_iri(&s.username),
         "to": to_field, "cc": cc_field, "object": object,
     });
-    queue_activity(&mut *tx, fed, account, &activity, &to).await
+    match what {
+        Announce::Approved => requeue_activity(&mut *tx, fed, account, &activity, &to).await,
+        _ => queue_activity(&mut *tx, fed, account, &activity, &to).await,
+    }
 }

@@ -55,19 +55,21 @@ WITH acc AS (
      WHERE a.id = ANY($1)
 ), items AS (
     SELECT t.n, t.id, r.id AS boost, r.visibility AS boost_visibility, r.account_id AS booster,
+           r.pending_approval AS boost_pending,
            coalesce(r.post_id, t.id) AS pid
       FROM unnest($2::uuid[]) WITH ORDINALITY AS t(id, n)
       LEFT JOIN reblogs r ON r.id = t.id
 ), shown AS (
-    SELECT i.n, concat_ws(',', i.id, i.boost, i.boost_visibility, i.booster, i.pid,
-           s.id IS NOT NULL, s.visibility, s.edited_at, s.in_reply_to_uri, md5(s.mentions::text),
+    SELECT i.n, concat_ws(',', i.id, i.boost, i.boost_visibility, i.boost_pending, i.booster,
+           i.pid, s.id IS NOT NULL, s.visibility, s.pending_approval, s.edited_at,
+           s.in_reply_to_uri, md5(s.mentions::text),
            array_to_string(s.tags, ' '), la.updated_at,
            rp.id IS NOT NULL, rp.deleted_at, rp.edited_at, rp.updated_at, rp.visibility,
            ra.fetched_at, ra.gone_at,
            (SELECT count(*) FROM posts c WHERE c.in_reply_to_uri = coalesce(s.uri, rp.iri)
-               AND c.visibility IN ('public', 'unlisted')),
-           (SELECT count(*) FROM reblogs b WHERE b.post_id = i.pid),
-           (SELECT count(*) FROM favourites f WHERE f.post_id = i.pid),
+               AND c.visibility IN ('public', 'unlisted') AND NOT c.pending_approval),
+           (SELECT count(*) FROM reblogs b WHERE b.post_id = i.pid AND NOT b.pending_approval),
+           (SELECT count(*) FROM favourites f WHERE f.post_id = i.pid AND NOT f.pending_approval),
            (SELECT count(*) FROM remote_interactions x
              WHERE x.object = coalesce(s.uri, rp.iri) AND x.kind = 'like' AND x.undone_at IS NULL),
            (SELECT count(*) FROM posts pp WHERE pp.uri = coalesce(s.in_reply_to_uri, rp.in_reply_to)),

@@ -3,7 +3,8 @@
 //! `/unpin` (R-MAPI-6). Each answers the Status entity after the change (`/reblog` the
 //! boost, whose `reblog` is the boosted status), works on any status the caller can see, and
 //! is idempotent. Each is begin → act (`statuses::interact`: the row, its local side effects and
-//! the activity it sends) → commit → render.
+//! the activity it sends) → commit → render. A favourite or boost of a remote post first asks
+//! its policy (`approvals::ask`): refused is GoToSocial's 403, nothing stored or sent.
 
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
@@ -11,6 +12,7 @@ use axum::routing::post;
 use axum::{Extension, Json, Router};
 
 use super::{Touch, on_status};
+use crate::approvals::{self, AskError, Kind};
 use crate::mastodon::Status;
 use crate::statuses::interact::{self, BoostError};
 use crate::statuses::preferences;
@@ -60,6 +62,15 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/statuses/{id}/unpin",
             post(act::<need::WriteAccounts>).layer(Extension(Act::Unpin)),
         )
+}
+
+impl From<AskError> for ApiError {
+    fn from(e: AskError) -> Self {
+        match e {
+            AskError::Refused(_) => ApiError::forbidden(e.to_string()),
+            AskError::Db(e) => e.into(),
+        }
+    }
 }
 
 impl From<BoostError> for ApiError {
@@ -113,7 +124,9 @@ async fn act<N: Need>(
         let sends = || fed.ok_or_else(|| ApiError::unavailable("federation is not configured"));
         match what {
             Act::Favourite => {
-                interact::favourite(tx, sends()?, &account, post).await?;
+                let fed = sends()?;
+                let consent = approvals::ask(tx, fed, &account, &post.uri, Kind::Like).await?;
+                interact::favourite(tx, fed, &account, post, consent).await?;
             }
             Act::Unfavourite => {
                 interact::unfavourite(tx, sends()?, &account, post).await?;
@@ -161,7 +174,8 @@ async fn reblog(
     on_status(&s, &account, &raw, Touch::Engages, async |tx, post| {
         let default = preferences::load(&mut *tx, account.id).await?.visibility;
         let visibility = interact::boost_visibility(&account, post, asked, default)?;
-        Ok(interact::reblog(tx, fed, &account, post, visibility)
+        let consent = approvals::ask(tx, fed, &account, &post.uri, Kind::Announce).await?;
+        Ok(interact::reblog(tx, fed, &account, post, visibility, consent)
             .await?
             .id)
     })

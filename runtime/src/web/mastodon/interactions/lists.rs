@@ -102,7 +102,8 @@ async fn render_statuses(
 }
 
 /// Who favourited the status: local accounts' favourites and remote `Like`s, one list keyed
-/// by the favourite's id (remote Likes share its sequence, see the migration).
+/// by the favourite's id (remote Likes share its sequence, see the migration). A favourite
+/// still waiting for the author's approval (`approvals`) shows only to whoever made it.
 async fn favourited_by(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadAccounts>,
@@ -110,14 +111,16 @@ async fn favourited_by(
     Paging { page, uri }: Paging<i64>,
 ) -> Result<Paged<crate::mastodon::Account>, ApiError> {
     let fed = federation(&s)?;
+    let viewer = viewer.map(|a| a.id);
     let post = {
         let mut conn = s.pool.acquire().await?;
-        target(&mut conn, viewer.map(|a| a.id), &raw).await?
+        target(&mut conn, viewer, &raw).await?
     };
     let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT k, iri FROM (
              SELECT f.id AS k, $6 || '/users/' || a.username AS iri
-               FROM favourites f JOIN accounts a ON a.id = f.account_id WHERE f.post_id = $1
+               FROM favourites f JOIN accounts a ON a.id = f.account_id
+              WHERE f.post_id = $1 AND (NOT f.pending_approval OR f.account_id = $8::uuid)
            UNION ALL
              SELECT i.seq, i.actor FROM remote_interactions i
               WHERE i.object = $7 AND i.kind = 'like' AND i.undone_at IS NULL
@@ -128,6 +131,7 @@ async fn favourited_by(
     .bind_page(&page)
     .bind(&fed.origin)
     .bind(&post.uri)
+    .bind(viewer)
     .fetch_all(&s.pool)
     .await?;
     let rows = page.finish(rows);
@@ -135,8 +139,9 @@ async fn favourited_by(
     Ok(Paged::new(items, &keys, &s.public_origin, &uri))
 }
 
-/// Who boosted the status, keyed by the boost's id; a followers-only boost shows only to its
-/// booster (as `access::can_see` reads boosts).
+/// Who boosted the status, keyed by the boost's id; a followers-only boost, or one still
+/// waiting for the author's approval, shows only to its booster (as `access::can_see` reads
+/// boosts).
 async fn reblogged_by(
     State(s): State<AppState>,
     MaybeNeeds(viewer, _): MaybeNeeds<need::ReadAccounts>,
@@ -153,7 +158,8 @@ async fn reblogged_by(
         "SELECT r.id, coalesce(r.actor_iri, $6 || '/users/' || a.username)
            FROM reblogs r LEFT JOIN accounts a ON a.id = r.account_id
           WHERE r.post_id = $1
-            AND (r.visibility IN ('public', 'unlisted') OR r.account_id = $7::uuid)
+            AND ((r.visibility IN ('public', 'unlisted') AND NOT r.pending_approval)
+                 OR r.account_id = $7::uuid)
             AND {}",
         page.clause("r.id", 2)
     )))

@@ -37,6 +37,7 @@ impl From<WriteError> for ApiError {
         match e {
             WriteError::NotFound => ApiError::not_found(e.to_string()),
             WriteError::NotAuthor | WriteError::Blocked => ApiError::forbidden(e.to_string()),
+            WriteError::NotPermitted(m) => ApiError::forbidden(m),
             WriteError::Invalid(m) => ApiError::unprocessable(m),
             WriteError::Db(e) => e.into(),
         }
