@@ -222,12 +222,22 @@ async fn reject(
                     "a Reject of a reply to a post that mentions its author",
                 ));
             }
-            write::remove(&mut *tx, Some(fed), None, account.id, status, &ours.interaction)
-                .await?;
+            write::remove(
+                &mut *tx,
+                Some(fed),
+                None,
+                account.id,
+                status,
+                &ours.interaction,
+            )
+            .await?;
         }
         _ => return Ok(Outcome::ignored("nothing to undo")),
     }
-    Ok(Outcome::applied(format!("our {} rejected: undone", ours.kind)))
+    Ok(Outcome::applied(format!(
+        "our {} rejected: undone",
+        ours.kind
+    )))
 }
 
 /// Whether the stored mentions `[{"href", "name"}]` name the actor `me`.

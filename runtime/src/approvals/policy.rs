@@ -153,11 +153,9 @@ pub fn permission(rules: &Rules, who: &Standing) -> Permission {
 /// Whether `policy` names any audience that only a follow relationship can put our account
 /// in (so the relationships are worth asking for).
 pub fn names_collection(rules: &Rules, who: &Standing) -> bool {
-    rules
-        .automatic
-        .iter()
-        .chain(&rules.manual)
-        .any(|a| Some(a.as_str()) == who.author_followers || Some(a.as_str()) == who.author_following)
+    rules.automatic.iter().chain(&rules.manual).any(|a| {
+        Some(a.as_str()) == who.author_followers || Some(a.as_str()) == who.author_following
+    })
 }
 
 #[cfg(test)]
@@ -195,7 +193,10 @@ mod tests {
         // An object with empty lists names nobody: only the author.
         let closed = json!({ "canLike": { "always": [] } });
         let rules = sub_policy(Some(&closed), "canLike").expect("set");
-        assert_eq!(permission(&rules, &standing(true, true)), Permission::Denied);
+        assert_eq!(
+            permission(&rules, &standing(true, true)),
+            Permission::Denied
+        );
     }
 
     #[test]
@@ -271,7 +272,13 @@ mod tests {
     #[test]
     fn relationships_are_asked_only_when_a_collection_is_named() {
         let who = standing(false, false);
-        assert!(!names_collection(&Rules::of(&json!({ "always": [PUBLIC, BOB] })), &who));
-        assert!(names_collection(&Rules::of(&json!({ "approvalRequired": FOLLOWING })), &who));
+        assert!(!names_collection(
+            &Rules::of(&json!({ "always": [PUBLIC, BOB] })),
+            &who
+        ));
+        assert!(names_collection(
+            &Rules::of(&json!({ "approvalRequired": FOLLOWING })),
+            &who
+        ));
     }
 }

@@ -54,6 +54,9 @@ pub fn ld() -> Value {
             // GoToSocial 0.18's names for the two above.
             "always": { "@id": "gts:always", "@type": "@id" },
             "approvalRequired": { "@id": "gts:approvalRequired", "@type": "@id" },
+            // The author's approval of a reply or boost of ours (GoToSocial's
+            // interaction policies: `approvals`).
+            "approvedBy": { "@id": "gts:approvedBy", "@type": "@id" },
             "interactingObject": { "@id": "gts:interactingObject", "@type": "@id" },
             "interactionTarget": { "@id": "gts:interactionTarget", "@type": "@id" },
             // Media `Document`s of a note's `attachment` (Mastodon's terms).

@@ -71,7 +71,15 @@ async fn handle(
         return Ok(());
     }
     if let Some(author) = author {
-        ap::publish(&mut tx, fed, Some(drive), author, status, Announce::Approved).await?;
+        ap::publish(
+            &mut tx,
+            fed,
+            Some(drive),
+            author,
+            status,
+            Announce::Approved,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(())

@@ -177,7 +177,11 @@ async fn what_a_remote_policy_refuses_is_refused_and_never_sent() {
         .await;
     received(&peer, "Like", |b| b["object"] == open_iri.as_str()).await;
     received(&peer, "Create", |b| b["object"]["id"] == answered["uri"]).await;
-    let sent: Vec<String> = alice_sent(&inst).await.into_iter().map(|(t, _)| t).collect();
+    let sent: Vec<String> = alice_sent(&inst)
+        .await
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
     assert_eq!(sent, ["Like", "Create"]);
 
     // Once alice follows bob, she is among the followers his policy lets reply: at once, as
@@ -200,7 +204,11 @@ async fn what_a_remote_policy_refuses_is_refused_and_never_sent() {
     status(&anonymous, &id(&reply)).await.assert_ok();
     assert_eq!(status(&alice, &closed).await.body["replies_count"], 1);
     // Liking is still bob's alone.
-    assert_error(&act(&alice, &closed, "favourite").await, 403, "still refused");
+    assert_error(
+        &act(&alice, &closed, "favourite").await,
+        403,
+        "still refused",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -314,7 +322,11 @@ async fn what_needs_approval_waits_for_the_authors_answer() {
         b["object"]["id"] == reply_uri.as_str()
     })
     .await;
-    assert_eq!(resent["object"]["approvedBy"], accept_id.as_str(), "{resent}");
+    assert_eq!(
+        resent["object"]["approvedBy"],
+        accept_id.as_str(),
+        "{resent}"
+    );
 
     // Bob approves the like with an approval object (the newer form: `result`), and
     // rejects the boost: the like is counted, the boost is gone.

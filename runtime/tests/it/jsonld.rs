@@ -338,6 +338,62 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     })
     .await;
 
+    // A reply and a boost of a remote post whose author must approve them (GoToSocial's
+    // interaction policies): once the author accepts, both go out again carrying
+    // `approvedBy`, and the reply serves it.
+    let asks = peer.iri("/notes/jsonld-asks");
+    let asks_note = json!({
+        "id": asks, "type": "Note", "attributedTo": peer.actor(), "content": "<p>ask me</p>",
+        "to": ["https://www.w3.org/ns/activitystreams#Public"],
+        "interactionPolicy": {
+            "canReply": { "approvalRequired": ["https://www.w3.org/ns/activitystreams#Public"] },
+            "canAnnounce": { "manualApproval": ["https://www.w3.org/ns/activitystreams#Public"] },
+        },
+    });
+    let create = json!({
+        "id": format!("{asks}/activity"), "type": "Create", "actor": peer.actor(),
+        "to": ["https://www.w3.org/ns/activitystreams#Public"], "object": asks_note,
+    });
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
+    let asks_id: uuid::Uuid = remote_post_id(&inst, &asks, "the asking note stored").await;
+    let reply = call_2xx(
+        &api,
+        Method::POST,
+        "/api/v1/statuses",
+        json!({"status": "may I answer?", "in_reply_to_id": asks_id}),
+    )
+    .await;
+    let boost = call_2xx(
+        &api,
+        Method::POST,
+        &format!("/api/v1/statuses/{asks_id}/reblog"),
+        json!({}),
+    )
+    .await;
+    let announce_id: String = sqlx::query_scalar("SELECT activity_id FROM reblogs WHERE id = $1")
+        .bind(uuid::Uuid::parse_str(boost["id"].as_str().expect("id")).expect("uuid"))
+        .fetch_one(&inst.pool)
+        .await
+        .expect("announce id");
+    for object in [reply["uri"].clone(), json!(announce_id)] {
+        let accept = json!({
+            "id": peer.new_id("accepts"), "type": "Accept", "actor": peer.actor(),
+            "object": object, "target": asks,
+        });
+        assert_eq!(peer.post(&fed.inbox(&alice.username), &accept).await, 202);
+    }
+    eventually(WAIT, "the approved reply and boost sent again", || async {
+        let n = inst
+            .count(
+                "SELECT count(*) FROM outbox_activities WHERE body ? 'approvedBy'
+                    OR body->'object' ? 'approvedBy'",
+            )
+            .await;
+        (n == 2).then_some(())
+    })
+    .await;
+    let approved_reply = reply["uri"].as_str().expect("uri").to_string();
+
     // A block, then an overwrite import that undoes it (and blocks another).
     import_blocks(&api, "merge", &[peer.handle_of("b1")]).await;
     import_blocks(&api, "overwrite", &[peer.handle_of("b2")]).await;
@@ -378,6 +434,9 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         let doc = ap_doc(url).await;
         docs.push((format!("GET {url} ({})", kind(&doc)), doc));
     }
+    let doc = ap_doc(&approved_reply).await;
+    assert!(doc["approvedBy"].is_string(), "{doc}");
+    docs.push((format!("GET {approved_reply} (approved reply)"), doc));
     // Everything stored to be sent (each delivery sends exactly the stored body).
     let sent: Vec<(String, Value)> =
         sqlx::query_as("SELECT id, body FROM outbox_activities ORDER BY created_at")

@@ -137,7 +137,10 @@ impl Interaction<'_> {
     }
 
     /// The booster's remote followers and, for a remote post, its author.
-    async fn announce_recipients(self, tx: &mut PgConnection) -> Result<Vec<Recipient>, sqlx::Error> {
+    async fn announce_recipients(
+        self,
+        tx: &mut PgConnection,
+    ) -> Result<Vec<Recipient>, sqlx::Error> {
         let author: Vec<String> = self.post.actor_iri.iter().cloned().collect();
         inboxes(&mut *tx, self.account.id, true, None, &author, &[]).await
     }

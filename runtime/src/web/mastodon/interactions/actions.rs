@@ -175,9 +175,11 @@ async fn reblog(
         let default = preferences::load(&mut *tx, account.id).await?.visibility;
         let visibility = interact::boost_visibility(&account, post, asked, default)?;
         let consent = approvals::ask(tx, fed, &account, &post.uri, Kind::Announce).await?;
-        Ok(interact::reblog(tx, fed, &account, post, visibility, consent)
-            .await?
-            .id)
+        Ok(
+            interact::reblog(tx, fed, &account, post, visibility, consent)
+                .await?
+                .id,
+        )
     })
     .await
 }
