@@ -27,7 +27,7 @@ use crate::federation::inbound::incoming::Incoming;
 use crate::federation::iri::same_origin;
 use crate::federation::outbound::interactions::Interaction;
 use crate::html;
-use crate::statuses::interact::{self, Boost, Post};
+use crate::statuses::interact::{self, Boost};
 use crate::statuses::{feed, write};
 
 /// One of our interactions an answer names.
@@ -189,33 +189,34 @@ async fn reject(
     account: &Account,
     ours: &Ours,
 ) -> Result<Outcome, sqlx::Error> {
-    let post: Option<Post> = interact::find(&mut *tx, Some(account.id), ours.post_id).await?;
     match (ours.kind.as_str(), ours.own_id) {
-        ("like", _) => match post {
-            Some(p) => {
-                interact::unfavourite(tx, fed, account, &p).await?;
+        ("like", _) => match interact::find(&mut *tx, Some(account.id), ours.post_id).await? {
+            Some(post) => {
+                interact::unfavourite(tx, fed, account, &post).await?;
             }
+            // A post no longer shown keeps no favourite either; there is no one to tell.
             None => {
-                sqlx::query("DELETE FROM favourites WHERE account_id = $1 AND post_id = $2")
-                    .bind(account.id)
-                    .bind(ours.post_id)
+                sqlx::query("DELETE FROM favourites WHERE activity_id = $1")
+                    .bind(&ours.interaction)
                     .execute(&mut *tx)
                     .await?;
             }
         },
-        ("announce", Some(boost)) => match post {
-            Some(p) => {
-                interact::unreblog(tx, fed, account, &p).await?;
+        ("announce", Some(boost)) => {
+            match interact::find(&mut *tx, Some(account.id), ours.post_id).await? {
+                Some(post) => {
+                    interact::unreblog(tx, fed, account, &post).await?;
+                }
+                None => {
+                    feed::remove_entry(&mut *tx, boost).await?;
+                    sqlx::query("DELETE FROM reblogs WHERE id = $1")
+                        .bind(boost)
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
-            None => {
-                feed::remove_entry(&mut *tx, boost).await?;
-                sqlx::query("DELETE FROM reblogs WHERE id = $1")
-                    .bind(boost)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        },
-        (_, Some(status)) => {
+        }
+        ("reply", Some(status)) => {
             let me = fed.actor_iri(&account.username);
             if mentions(ours.parent_mentions.as_ref(), &me) {
                 return Ok(Outcome::ignored(

@@ -162,7 +162,7 @@ async fn what_a_remote_policy_refuses_is_refused_and_never_sent() {
     let (open_iri, open) = bobs_note(&inst, &peer, "open", json!({})).await;
     act(&alice, &open, "favourite").await.assert_ok();
     let alice_iri = inst.fed.actor_iri("alice");
-    let (_, mentions_her) = bobs_note(
+    let (mentions_iri, mentions_her) = bobs_note(
         &inst,
         &peer,
         "mentions-alice",
@@ -183,6 +183,15 @@ async fn what_a_remote_policy_refuses_is_refused_and_never_sent() {
         .map(|(t, _)| t)
         .collect();
     assert_eq!(sent, ["Like", "Create"]);
+    // Nor can bob reject her answer to a post of his that mentions her.
+    let reject = answer(&peer, "Reject", &answered["uri"], &mentions_iri, None);
+    assert_eq!(
+        peer.post_as("bob", &inst.fed.inbox("alice"), &reject).await,
+        202
+    );
+    let outcome = outcome_of(&inst, reject["id"].as_str().expect("id")).await;
+    assert!(outcome.contains("mentions"), "{outcome}");
+    status(&alice, &id(&answered)).await.assert_ok();
 
     // Once alice follows bob, she is among the followers his policy lets reply: at once, as
     // any reply, shown to everyone.
