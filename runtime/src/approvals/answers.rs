@@ -165,10 +165,10 @@ async fn boost_approved(
     let Some(post) = interact::find(&mut *tx, Some(account.id), ours.post_id).await? else {
         return Ok(());
     };
-    let boost: Boost = sqlx::query_as(
-        "SELECT id, activity_id, visibility, pending_approval, approved_by FROM reblogs
-          WHERE id = $1",
-    )
+    let boost: Boost = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {} FROM reblogs WHERE id = $1",
+        interact::BOOST
+    )))
     .bind(boost)
     .fetch_one(&mut *tx)
     .await?;

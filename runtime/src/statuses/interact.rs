@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::Visibility;
 use super::feed::{self, Entry};
 use super::notify::{self, Kind, Notification};
-pub use super::post::{Boost, Post, find};
+pub use super::post::{BOOST, Boost, Post, find};
 use crate::accounts::Account;
 use crate::approvals::Consent;
 use crate::federation::Federation;
@@ -121,9 +121,6 @@ pub fn boost_visibility(
         },
     }
 }
-
-/// What a `Boost` is read as.
-const BOOST: &str = "id, activity_id, visibility, pending_approval, approved_by";
 
 /// Boosts `post` (already checked with `boost_visibility`) as a new status, as its author's
 /// `consent` allows. Returns the boost: an existing boost of the post is answered as it is. A

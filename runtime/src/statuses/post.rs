@@ -72,6 +72,9 @@ pub async fn blocked(
     relationships::blocked_either_way(conn, fed, account.id, &me, &post.author_iri).await
 }
 
+/// The columns of `reblogs` a [`Boost`] is read from.
+pub const BOOST: &str = "id, activity_id, visibility, pending_approval, approved_by";
+
 /// One of our boosts as stored.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Boost {
