@@ -145,7 +145,12 @@ async fn approve(
             ("announce", Some(boost)) => boost_approved(tx, fed, account, ours, boost).await?,
             ("reply", Some(status)) => {
                 crate::streaming::emit::created(&mut *tx, status).await?;
-                crate::tasks::approved_reply::enqueue_for(&mut *tx, status).await?;
+                crate::tasks::republish::enqueue_for(
+                    &mut *tx,
+                    crate::tasks::republish::Approved::Reply,
+                    status,
+                )
+                .await?;
             }
             _ => {}
         }

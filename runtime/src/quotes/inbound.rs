@@ -218,7 +218,12 @@ pub async fn answered(
     super::record(&mut *tx, post, &quoted, state, authorization, None).await?;
     crate::streaming::emit::edited(&mut *tx, post).await?;
     if state == State::Accepted {
-        crate::tasks::quote_update::enqueue_for(&mut *tx, post).await?;
+        crate::tasks::republish::enqueue_for(
+            &mut *tx,
+            crate::tasks::republish::Approved::Quote,
+            post,
+        )
+        .await?;
     }
     Ok(Some(Outcome::applied(match state {
         State::Accepted => "our quote was authorized",

@@ -1,7 +1,6 @@
 //! Task kinds, one module each. `registry` wires every kind this binary can run.
 
 pub mod actor_counts;
-pub mod approved_reply;
 pub mod cleanups;
 pub mod delivered;
 pub mod delivery;
@@ -14,8 +13,8 @@ pub mod mute_expiry;
 pub mod poll_notification;
 pub mod preview_card;
 pub mod probe;
-pub mod quote_update;
 pub mod replies;
+pub mod republish;
 pub mod scheduled_status;
 pub mod verify_links;
 
@@ -121,8 +120,7 @@ pub fn registry_with_jobs(config: &Config, fed: Option<Arc<Federation>>) -> Regi
     if let (Some(f), Some(d)) = (&fed, &full) {
         // An approved quote's note goes out again with its media's URLs, and so does a reply
         // its remote parent's author approved.
-        quote_update::register(&mut reg, f.clone(), d.clone());
-        approved_reply::register(&mut reg, f.clone(), d.clone());
+        republish::register(&mut reg, f.clone(), d.clone());
         // Card images go to the drive; with it off, cards come without an image.
         preview_card::register(
             &mut reg,
