@@ -17,6 +17,7 @@ pub mod endorsements;
 pub mod exports;
 pub mod federation;
 pub mod filters;
+pub mod first_run;
 pub mod html;
 pub mod lists;
 pub mod logging;

@@ -134,6 +134,12 @@ impl NodeBuilder {
         )
         .await?;
         let (addr, health_addr, node_id) = (http.addr, http.health_addr, node.node_id);
+        if config.db.url.is_none() && config.role.serves_http() {
+            // The local default is how a newcomer meets the product: say where it is and how
+            // to make the first account.
+            let public_url = config.federation.public_url.as_str();
+            crate::first_run::greet_when_new(&pool, addr, public_url.trim_end_matches('/')).await;
+        }
         let stopped = Stopped {
             pool: pool.clone(),
             local_pg,

@@ -646,13 +646,58 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
     let port = free_port();
     let port_s = port.to_string();
     let home_s = home.to_string_lossy().to_string();
-    let mut n = Hollo::serve(&[("PORT", &port_s), ("HOLLO_HOME", &home_s)]);
+    // Started by its path (the test harness's CARGO_PKG_NAME, which `cargo run` sets too, blanked).
+    let mut n = Hollo::serve(&[
+        ("PORT", &port_s),
+        ("HOLLO_HOME", &home_s),
+        ("CARGO_PKG_NAME", ""),
+    ]);
     eventually(
         Duration::from_secs(60),
         "the local-default node to be ready",
         || async { http_get(port, "/readyz", None).filter(|(s, _)| *s == 200) },
     )
     .await;
+    // First contact: where it listens, and the command that makes the first account, written
+    // as this process was started; pasted into a shell it works.
+    let create = eventually(
+        Duration::from_secs(10),
+        "the first-contact lines",
+        || async {
+            n.logs()
+                .lines()
+                .find(|l| l.contains("account create"))
+                .map(|l| l.trim().to_string())
+        },
+    )
+    .await;
+    let logs = n.logs();
+    assert!(
+        logs.contains(&format!("listens on 127.0.0.1:{port}"))
+            && logs.contains(&format!("public address is http://localhost:{port}")),
+        "{logs}"
+    );
+    assert_eq!(
+        create,
+        format!(
+            "printf '%s\\n' \"$PASSWORD\" | HOLLO_HOME={home_s} {} account create alice --admin \
+             --password-stdin",
+            support::HOLLO
+        )
+    );
+    let created = std::process::Command::new("sh")
+        .args(["-c", &create])
+        .env("PASSWORD", "a first password")
+        .env_remove("DATABASE_URL")
+        .env_remove("SECRET_KEY")
+        .output()
+        .expect("run the printed command");
+    let stderr = String::from_utf8_lossy(&created.stderr);
+    assert!(
+        created.status.success() && stderr.contains("created alice (admin)"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&created.stdout).trim().is_empty(), "a token");
     assert!(
         n.logs().contains(WORKER_STARTED),
         "the default role is all: {}",
