@@ -23,6 +23,7 @@ mod docs;
 mod dos;
 mod emojis;
 mod entities;
+mod examples;
 mod expand_contract;
 mod exports;
 mod federation;
