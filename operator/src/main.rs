@@ -7,6 +7,8 @@ mod downgrade;
 mod leader;
 mod phase;
 mod reconcile;
+#[cfg(test)]
+mod reference;
 mod resources;
 mod status;
 mod telemetry;

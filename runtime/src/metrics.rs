@@ -151,7 +151,7 @@ impl Metrics {
         );
         registry.register(
             "poll_notification_enqueue_attempts",
-            "Poll-notification scheduling attempts by outcome (coalesced and deferred included; not stored messages)",
+            "Poll-notification scheduling attempts by outcome (inserted, advanced, coalesced, evicted, deferred-capacity, lock-timeout, not-needed, error, rescheduled); not stored messages",
             POLL_ENQUEUE_ATTEMPTS.clone(),
         );
         registry.register(
