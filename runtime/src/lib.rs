@@ -9,6 +9,7 @@ pub mod account_notes;
 pub mod accounts;
 pub mod approvals;
 pub mod cards;
+pub mod cli;
 pub mod config;
 pub mod content;
 pub mod db;

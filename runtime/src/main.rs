@@ -1,152 +1,20 @@
-//! `hollo`: serve | migrate | version | queue | probe | account | cleanup | maintenance-page | local-db.
+//! `hollo`: serve | migrate | version | queue | probe | account | cleanup | maintenance-page |
+//! local-db. The commands and their help are declared in `hollo_runtime::cli`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use hollo_runtime::accounts;
+use hollo_runtime::cli::{
+    AccountCommand, CleanupCommand, Cli, Command, LocalDbCommand, ProbeCommand, QueueCommand,
+};
 use hollo_runtime::config::{Config, ConfigError, DbConfig, Env, LogFormat};
 use hollo_runtime::federation::Federation;
 use hollo_runtime::queue::{QueueName, stats};
 use hollo_runtime::{db, logging, node, tasks, version_json};
 use tokio_util::sync::CancellationToken;
-
-#[derive(Parser)]
-#[command(
-    name = "hollo",
-    version,
-    about = "Hollo workload runtime: web and worker nodes on one PostgreSQL"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run a node; the role comes from NODE_TYPE (all | web | worker).
-    Serve,
-    /// Apply the SQL migrations and exit: pre-deploy then post-deploy, or only one kind
-    /// (R-OP-ZD; the operator's zero-downtime upgrade runs `--pre` with the old
-    /// version serving, `--post` once none of it is left).
-    Migrate {
-        /// Only the pre-deploy (additive) migrations of `migrations/`.
-        #[arg(long, conflicts_with = "post")]
-        pre: bool,
-        /// Only the post-deploy (contract) migrations of `migrations/post/` (pending
-        /// pre-deploy ones first).
-        #[arg(long)]
-        post: bool,
-    },
-    /// Print the build, schema and task-definition versions.
-    Version {
-        #[arg(long)]
-        json: bool,
-        /// Also write the JSON to this file: Kubernetes' `/dev/termination-log`, which the
-        /// operator's version probe reads from the pod status (no log access needed).
-        #[arg(long, value_name = "PATH", requires = "json")]
-        termination_log: Option<std::path::PathBuf>,
-    },
-    /// Queue inspection.
-    Queue {
-        #[command(subcommand)]
-        command: QueueCommand,
-    },
-    /// The probe task: prove workers consume, drive load.
-    Probe {
-        #[command(subcommand)]
-        command: ProbeCommand,
-    },
-    /// Local accounts (needs SECRET_KEY: the account's private key is encrypted with it).
-    Account {
-        #[command(subcommand)]
-        command: AccountCommand,
-    },
-    /// Start a cleanup job (R-JOB-11) as `POST /api/v1/admin/cleanups` does; the workers run
-    /// it. Prints the job id. What the operator's `spec.maintenance` CronJobs run.
-    Cleanup {
-        #[command(subcommand)]
-        command: CleanupCommand,
-    },
-    /// Answer every request with 503 + Retry-After on PORT (R-OP-ZD): what the
-    /// operator runs in the web Service's place while an upgrade stops the web nodes.
-    MaintenancePage,
-    /// The local PostgreSQL used when DATABASE_URL is unset (and by the test suite).
-    LocalDb {
-        #[command(subcommand)]
-        command: LocalDbCommand,
-        /// Directory of the cluster (default: $HOLLO_HOME/postgres, i.e. .hollo/postgres).
-        #[arg(long, global = true)]
-        dir: Option<String>,
-    },
-}
-
-#[derive(Subcommand)]
-enum QueueCommand {
-    /// queued / ready / delayed / in-flight per queue (the seed's monitoring SQL numbers).
-    Stats {
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand)]
-enum ProbeCommand {
-    Enqueue {
-        #[arg(long, default_value_t = 1)]
-        count: u64,
-        #[arg(long, default_value_t = 0)]
-        sleep_ms: u64,
-        #[arg(long, default_value_t = 0)]
-        fail_times: u32,
-        #[arg(long, default_value_t = 0.0)]
-        delay_seconds: f64,
-        #[arg(long, default_value = "task")]
-        queue: QueueName,
-        /// Key prefix (default: a fresh random one, so runs never collide).
-        #[arg(long)]
-        prefix: Option<String>,
-    },
-    Stats {
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand)]
-enum AccountCommand {
-    /// Create an account with a fresh key pair; prints its API bearer token (shown only once).
-    Create {
-        name: String,
-        #[arg(long)]
-        admin: bool,
-        /// Read the account's sign-in password from standard input (one trailing line break
-        /// is dropped); without it the account signs in with CLI tokens only.
-        #[arg(long)]
-        password_stdin: bool,
-    },
-    /// Set an account's sign-in password, read from standard input.
-    SetPassword { name: String },
-}
-
-#[derive(Subcommand)]
-enum CleanupCommand {
-    /// Remote posts received more than N days ago that no local account bookmarked.
-    RemotePosts {
-        #[arg(long)]
-        older_than_days: i64,
-    },
-    /// Media files no row names, and uploads no status took within a day.
-    Media,
-}
-
-#[derive(Subcommand)]
-enum LocalDbCommand {
-    /// Create and start it if needed; print the admin URL.
-    Start,
-    Stop,
-}
 
 /// glibc's malloc serves a large block with an mmap of its own and unmaps it when freed —
 /// until one is freed: then it raises its mmap threshold to that size (up to 32 MiB), and

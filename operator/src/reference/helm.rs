@@ -8,6 +8,8 @@ use super::{REGENERATE, cell, check_part, read};
 
 const PAGE: &str = "docs/reference/helm-values.md";
 const CHARTS: [&str; 2] = ["hollo-operator", "hollo"];
+/// Kubernetes' name pattern for namespaces (RFC 1123 labels).
+const DNS_LABEL: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 /// The schema `s` with a `$ref` to the file's `definitions` resolved (its own keys win).
 fn resolved(schema: &Json, s: &Json) -> Json {
@@ -35,7 +37,15 @@ fn number(v: &Json) -> String {
 /// What the schema allows, in words: type, enumeration, bounds, pattern.
 fn allowed(s: &Json) -> String {
     if let Some(values) = s.get("enum").and_then(Json::as_array) {
-        let values: Vec<String> = values.iter().map(|v| format!("`{}`", v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect();
+        let values: Vec<String> = values
+            .iter()
+            .map(|v| {
+                format!(
+                    "`{}`",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+                )
+            })
+            .collect();
         return format!("one of {}", values.join(", "));
     }
     let kind = match s.get("$definition").and_then(Json::as_str) {
@@ -54,7 +64,11 @@ fn allowed(s: &Json) -> String {
         },
     };
     let mut bounds = Vec::new();
-    match (s.get("minimum"), s.get("exclusiveMinimum"), s.get("maximum")) {
+    match (
+        s.get("minimum"),
+        s.get("exclusiveMinimum"),
+        s.get("maximum"),
+    ) {
         (Some(lo), _, Some(hi)) => bounds.push(format!("{}–{}", number(lo), number(hi))),
         (_, Some(lo), Some(hi)) => bounds.push(format!("> {} and ≤ {}", number(lo), number(hi))),
         (Some(lo), _, None) => bounds.push(format!("≥ {}", number(lo))),
@@ -70,10 +84,18 @@ fn allowed(s: &Json) -> String {
     }
     let item = &s["items"];
     if let Some(p) = item.get("pattern").and_then(Json::as_str) {
-        bounds.push(format!("each a name (`{p}`)"));
+        bounds.push(if p == DNS_LABEL {
+            "each a DNS-1123 label (a namespace name)".into()
+        } else {
+            "each matching its pattern in `values.schema.json`".into()
+        });
     }
     if let Some(r) = item.get("required").and_then(Json::as_array) {
-        let r: Vec<String> = r.iter().filter_map(Json::as_str).map(|k| format!("`{k}`")).collect();
+        let r: Vec<String> = r
+            .iter()
+            .filter_map(Json::as_str)
+            .map(|k| format!("`{k}`"))
+            .collect();
         bounds.push(format!("each with {}", r.join(", ")));
     }
     if bounds.is_empty() {
@@ -101,7 +123,13 @@ fn default_text(v: Option<&serde_yaml::Value>) -> String {
 
 /// The rows of `schema` under `path`: every value with a description (objects without one
 /// are only the sum of their values), depth first in the schema's order.
-fn rows(schema: &Json, s: &Json, values: Option<&serde_yaml::Value>, path: &str, out: &mut Vec<String>) {
+fn rows(
+    schema: &Json,
+    s: &Json,
+    values: Option<&serde_yaml::Value>,
+    path: &str,
+    out: &mut Vec<String>,
+) {
     let s = resolved(schema, s);
     let description = s.get("description").and_then(Json::as_str);
     let properties = s.get("properties").and_then(Json::as_object);
@@ -120,21 +148,38 @@ fn rows(schema: &Json, s: &Json, values: Option<&serde_yaml::Value>, path: &str,
     }
     for (name, child) in properties.into_iter().flatten() {
         let child_values = values.and_then(|v| v.get(name.as_str()));
-        let child_path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+        let child_path = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
         rows(schema, child, child_values, &child_path, out);
     }
 }
 
 /// Every key path of `values.yaml` (maps descended into, as far as the schema declares
 /// properties), so that a default the schema does not know fails here as `helm install` would.
-fn undeclared(schema: &Json, s: &Json, values: &serde_yaml::Value, path: &str, out: &mut Vec<String>) {
+fn undeclared(
+    schema: &Json,
+    s: &Json,
+    values: &serde_yaml::Value,
+    path: &str,
+    out: &mut Vec<String>,
+) {
     let s = resolved(schema, s);
-    let (Some(properties), Some(map)) = (s.get("properties").and_then(Json::as_object), values.as_mapping()) else {
+    let (Some(properties), Some(map)) = (
+        s.get("properties").and_then(Json::as_object),
+        values.as_mapping(),
+    ) else {
         return;
     };
     for (k, v) in map {
         let k = k.as_str().unwrap_or_default();
-        let child = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+        let child = if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        };
         match properties.get(k) {
             Some(ps) => undeclared(schema, ps, v, &child, out),
             None => out.push(child),
@@ -145,8 +190,9 @@ fn undeclared(schema: &Json, s: &Json, values: &serde_yaml::Value, path: &str, o
 fn chart_table(chart: &str) -> String {
     let schema: Json = serde_json::from_str(&read(&format!("charts/{chart}/values.schema.json")))
         .expect("values.schema.json is JSON");
-    let values: serde_yaml::Value = serde_yaml::from_str(&read(&format!("charts/{chart}/values.yaml")))
-        .expect("values.yaml is YAML");
+    let values: serde_yaml::Value =
+        serde_yaml::from_str(&read(&format!("charts/{chart}/values.yaml")))
+            .expect("values.yaml is YAML");
     let mut out = vec![
         "| value | allowed | default | meaning |".to_string(),
         "|---|---|---|---|".to_string(),
@@ -172,12 +218,16 @@ fn helm_values_reference_is_current() {
 fn every_default_is_a_value_the_schema_declares() {
     for chart in CHARTS {
         let schema: Json =
-            serde_json::from_str(&read(&format!("charts/{chart}/values.schema.json"))).expect("JSON");
+            serde_json::from_str(&read(&format!("charts/{chart}/values.schema.json")))
+                .expect("JSON");
         let values: serde_yaml::Value =
             serde_yaml::from_str(&read(&format!("charts/{chart}/values.yaml"))).expect("YAML");
         let mut extra = Vec::new();
         undeclared(&schema, &schema, &values, "", &mut extra);
-        assert!(extra.is_empty(), "charts/{chart}/values.yaml sets undeclared values: {extra:?}");
+        assert!(
+            extra.is_empty(),
+            "charts/{chart}/values.yaml sets undeclared values: {extra:?}"
+        );
     }
 }
 
@@ -190,9 +240,15 @@ fn the_table_says_what_the_schema_allows() {
     let s = serde_json::json!({"enum": ["json", "text"]});
     assert_eq!(allowed(&s), "one of `json`, `text`");
     let schema = serde_json::json!({"definitions": {"duration": {"type": "string"}}});
-    let s = resolved(&schema, &serde_json::json!({"$ref": "#/definitions/duration", "description": "d"}));
+    let s = resolved(
+        &schema,
+        &serde_json::json!({"$ref": "#/definitions/duration", "description": "d"}),
+    );
     assert_eq!(allowed(&s), "duration (`30s`, `15m`, `1h30m`)");
     assert_eq!(s["description"], "d");
-    assert_eq!(default_text(Some(&serde_yaml::Value::String(String::new()))), "`\"\"`");
+    assert_eq!(
+        default_text(Some(&serde_yaml::Value::String(String::new()))),
+        "`\"\"`"
+    );
     assert_eq!(default_text(None), "—");
 }

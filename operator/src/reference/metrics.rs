@@ -43,7 +43,9 @@ impl Family {
             "histogram" => &["_bucket", "_sum", "_count", "_created"],
             _ => &[""],
         };
-        suffixes.iter().any(|s| token == format!("{}{s}", self.name))
+        suffixes
+            .iter()
+            .any(|s| token == format!("{}{s}", self.name))
     }
 }
 
@@ -118,7 +120,9 @@ fn runtime_exposition() -> String {
     };
     let m = Metrics::new();
     let _ = m.of_kind("task", "example");
-    let _ = m.enqueued.get_or_create(&Metrics::labels("task", "example"));
+    let _ = m
+        .enqueued
+        .get_or_create(&Metrics::labels("task", "example"));
     let _ = m.depth.get_or_create(&QueueLabels {
         queue: "task".into(),
         state: "ready".into(),
@@ -126,7 +130,11 @@ fn runtime_exposition() -> String {
     let outcome = OutcomeLabels {
         outcome: "example".into(),
     };
-    for family in [&*POLL_ENQUEUE_ATTEMPTS, &*MEDIA_PROXY_REQUESTS, &*PREVIEW_CARDS] {
+    for family in [
+        &*POLL_ENQUEUE_ATTEMPTS,
+        &*MEDIA_PROXY_REQUESTS,
+        &*PREVIEW_CARDS,
+    ] {
         let _ = family.get_or_create(&outcome);
     }
     m.render()
@@ -137,7 +145,9 @@ fn operator_exposition() -> String {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
     let m = crate::telemetry::Metrics::default();
     m.observe(Duration::from_millis(5), Some("example"));
-    let _ = m.requests.get_or_create(&crate::telemetry::VerbLabels { verb: "get" });
+    let _ = m
+        .requests
+        .get_or_create(&crate::telemetry::VerbLabels { verb: "get" });
     let key = ("ns".to_string(), "social".to_string());
     let status = crate::crd::HolloStatus {
         conditions: vec![Condition {
@@ -314,8 +324,16 @@ fn the_charts_alerts_and_dashboard_read_only_registered_families() {
     let labels = all_labels(&all);
     let queries = chart_queries();
     assert!(
-        queries.iter().filter(|(w, _)| w.starts_with("alert ")).count() >= 5
-            && queries.iter().filter(|(w, _)| w.starts_with("panel ")).count() >= 10,
+        queries
+            .iter()
+            .filter(|(w, _)| w.starts_with("alert "))
+            .count()
+            >= 5
+            && queries
+                .iter()
+                .filter(|(w, _)| w.starts_with("panel "))
+                .count()
+                >= 10,
         "found the chart's alerts and panels: {queries:?}"
     );
     let mut unknown = Vec::new();

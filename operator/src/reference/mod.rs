@@ -11,7 +11,8 @@ mod metrics;
 use std::path::{Path, PathBuf};
 
 /// The command that rewrites every generated part of the operator's pages.
-pub const REGENERATE: &str = "UPDATE_REFERENCES=1 cargo test --workspace --bin hollo-operator reference::";
+pub const REGENERATE: &str =
+    "UPDATE_REFERENCES=1 cargo test --workspace --bin hollo-operator reference::";
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -66,7 +66,11 @@ pub mod need {
             impl super::Need for $name {
                 const ANY_OF: &'static [&'static str] = &[$($scope),+];
             }
-        )*};
+        )*
+            /// Every marker by its name, with the scopes it takes (the HTTP routes
+            /// reference names a route's scopes from the marker in its handler's signature).
+            pub const ALL: &[(&str, &[&str])] = &[$((stringify!($name), &[$($scope),+])),*];
+        };
     }
     needs! {
         // `verify_credentials` is what the `profile` scope exists for.

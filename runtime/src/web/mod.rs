@@ -225,27 +225,38 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
 
 /// The full router of a web (or `all`) node.
 pub fn router(state: AppState) -> Router {
-    let routes = health_routes()
+    let routes = routes(&state);
+    finish(routes, state)
+}
+
+/// Every route of a web node's public port, before `finish` adds the fallback and the edge
+/// layers (the HTTP routes reference is generated from it).
+pub fn routes(state: &AppState) -> Router<AppState> {
+    health_routes()
         .route("/api/version", get(version))
         .route("/api/admin/status", get(admin_status))
         .merge(activitypub::routes())
         .merge(permalinks::routes())
         .merge(api::routes())
-        .merge(jobs::routes(&state))
+        .merge(jobs::routes(state))
         .merge(exports::routes())
         .merge(polls::routes())
         .merge(replies::routes())
         .merge(oauth::routes())
-        .merge(mastodon::routes(&state))
+        .merge(mastodon::routes(state))
         .merge(media_files::routes())
         .merge(media_proxy::routes())
-        .merge(pages::routes());
-    finish(routes, state)
+        .merge(pages::routes())
 }
 
 /// The health server every node runs on `HEALTH_PORT`: probes and `/metrics`.
 pub fn health_router(state: AppState) -> Router {
-    finish(health_routes().route("/metrics", get(metrics)), state)
+    finish(health_port_routes(), state)
+}
+
+/// Every route of the health port.
+pub fn health_port_routes() -> Router<AppState> {
+    health_routes().route("/metrics", get(metrics))
 }
 
 async fn healthz() -> Json<serde_json::Value> {

@@ -53,7 +53,7 @@ fn user_docs() -> Vec<(PathBuf, String)> {
 
 /// Requirement ids (`R-` then a capital letter, not inside a longer word) and issue numbers
 /// (`issue 12`, any case) in `text`, as "line: excerpt".
-fn internal_references(text: &str) -> Vec<String> {
+pub(crate) fn internal_references(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let bytes = line.as_bytes();

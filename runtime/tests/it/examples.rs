@@ -195,10 +195,7 @@ async fn each_node_passes_the_runtimes_configuration_check_and_serves_its_media_
         let mut env = environment(&service);
         // The container's media directory, here a temporary one.
         let in_container = env
-            .insert(
-                "FS_STORAGE_PATH".into(),
-                media_dir.to_string_lossy().into(),
-            )
+            .insert("FS_STORAGE_PATH".into(), media_dir.to_string_lossy().into())
             .unwrap_or_else(|| panic!("{name}: media on the shared volume (FS_STORAGE_PATH)"));
         let mounted = words(&service["volumes"])
             .iter()

@@ -49,6 +49,7 @@ mod public_pages;
 mod queue_engine;
 mod quotes;
 mod reactions;
+mod reference_pages;
 mod replies;
 mod reports;
 mod scheduled_statuses;

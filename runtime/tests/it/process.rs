@@ -697,7 +697,10 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
         created.status.success() && stderr.contains("created alice (admin)"),
         "{stderr}"
     );
-    assert!(!String::from_utf8_lossy(&created.stdout).trim().is_empty(), "a token");
+    assert!(
+        !String::from_utf8_lossy(&created.stdout).trim().is_empty(),
+        "a token"
+    );
     assert!(
         n.logs().contains(WORKER_STARTED),
         "the default role is all: {}",
