@@ -276,6 +276,7 @@ async fn gotosocial_and_we_interact_both_ways() {
     reply_favourite_boost_from_gotosocial(&w).await;
     reply_favourite_boost_from_hollo(&w).await;
     followers_only_both_ways(&w).await;
+    followers_only_reply_and_favourite_approved(&w).await;
     edits_and_deletes_both_ways(&w).await;
     mentions_both_ways(&w).await;
     media_both_ways(&w).await;
@@ -609,6 +610,71 @@ async fn followers_only_both_ways(w: &World) {
             .iter()
             .any(|s| s["uri"] == theirs["uri"]),
         "bob's followers-only post on hollo's public timeline"
+    );
+}
+
+/// bob, a follower, replies to and favourites alice's followers-only post. Our policy lets
+/// alice's followers do both; GoToSocial cannot check a followers collection of ours, so it
+/// sends each to alice alone and keeps it pending until our `Accept` names an approval it can
+/// fetch. alice sees both at once; GoToSocial then shows the reply to its other users (a
+/// reply pending approval is its author's and the answered author's alone there) and records
+/// both approved by our approval objects.
+async fn followers_only_reply_and_favourite_approved(w: &World) {
+    let ours = w
+        .post(
+            &w.alice,
+            json!({ "status": "Followers, answer me", "visibility": "private" }),
+        )
+        .await;
+    let (uri, our_id) = (ours["uri"].as_str().unwrap(), ours["id"].as_str().unwrap());
+    let seen = w
+        .in_home(&w.bob, uri, "alice's followers-only post at GoToSocial")
+        .await;
+    let at_gts = seen["id"].as_str().unwrap();
+    w.ok(
+        &w.bob,
+        Method::POST,
+        &format!("/api/v1/statuses/{at_gts}/favourite"),
+        json!({}),
+    )
+    .await;
+    let reply = w
+        .post(
+            &w.bob,
+            json!({ "status": "A follower's answer", "in_reply_to_id": at_gts,
+                    "visibility": "unlisted" }),
+        )
+        .await;
+    let reply_uri = reply["uri"].as_str().unwrap();
+
+    w.notified(&w.alice, "favourite", uri).await;
+    let context = format!("/api/v1/statuses/{our_id}/context");
+    w.until("bob's reply in alice's thread at hollo", || async {
+        let c = w.alice.get(&context).await.body;
+        c["descendants"]
+            .as_array()?
+            .iter()
+            .any(|s| s["uri"] == reply_uri)
+            .then_some(())
+    })
+    .await;
+
+    let reply_path = format!("/api/v1/statuses/{}", reply["id"].as_str().unwrap());
+    w.until(
+        "bob's reply approved at GoToSocial (carol, who follows no one, reads it)",
+        || async { (w.carol.get(&reply_path).await.status == 200).then_some(()) },
+    )
+    .await;
+    let approvals = format!("{}/users/alice/approvals/", w.hollo.base);
+    let faves = w
+        .until("bob's favourite approved at GoToSocial", || async {
+            let faves = w.gts.fave_approvals(uri);
+            (!faves.is_empty() && faves.iter().all(|(pending, _)| !pending)).then_some(faves)
+        })
+        .await;
+    assert!(
+        faves.len() == 1 && faves[0].1.starts_with(&approvals),
+        "bob's favourite at GoToSocial, approved by one of alice's approvals: {faves:?}"
     );
 }
 

@@ -201,6 +201,38 @@ impl GoToSocial {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
+    /// The approval state GoToSocial recorded for its users' favourites of the post `uri`:
+    /// (pending, the approval's IRI) per favourite. Its client API shows a favourite waiting for
+    /// the post's author exactly as an approved one (`favourited: true`, counted), so this
+    /// reads its database — read-only, with the `sqlite3` command — and nothing else does.
+    pub fn fave_approvals(&self, uri: &str) -> Vec<(bool, String)> {
+        let db = self.dir.join("sqlite.db");
+        let sql = format!(
+            "SELECT f.pending_approval, coalesce(f.approved_by_uri, '') FROM status_faves f \
+             JOIN statuses s ON s.id = f.status_id WHERE s.uri = '{}'",
+            uri.replace('\'', "''")
+        );
+        let out = Command::new("sqlite3")
+            .args(["-readonly", "-separator", "|"])
+            .arg(&db)
+            .arg(&sql)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run sqlite3 (install it: the interop test reads GoToSocial's database): {e}")
+            });
+        assert!(
+            out.status.success(),
+            "sqlite3 {}: {}",
+            db.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('|'))
+            .map(|(pending, by)| (pending.trim() == "1", by.trim().to_string()))
+            .collect()
+    }
+
     /// The last `n` lines of the server log (for failure messages), without the access-log
     /// lines of the test's own polling.
     pub fn log_tail(&self, n: usize) -> String {
