@@ -21,8 +21,12 @@
 //! What a policy allows through a followers or following collection is sent at once, as any
 //! interaction: GoToSocial's author server accepts it without its author (and answers with an
 //! `Accept`, whose approval is then recorded the same way).
+//!
+//! The other way round — remote interactions with our followers-only statuses, which GoToSocial
+//! holds until we approve them — is `granted`.
 
 pub mod answers;
+pub mod granted;
 pub mod policy;
 
 use serde_json::Value;

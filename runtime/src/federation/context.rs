@@ -57,6 +57,10 @@ pub fn ld() -> Value {
             // The author's approval of a reply or boost of ours (GoToSocial's
             // interaction policies: `approvals`).
             "approvedBy": { "@id": "gts:approvedBy", "@type": "@id" },
+            // Our approvals of remote interactions with our posts (`approvals::granted`).
+            "LikeApproval": "gts:LikeApproval",
+            "ReplyApproval": "gts:ReplyApproval",
+            "AnnounceApproval": "gts:AnnounceApproval",
             "interactingObject": { "@id": "gts:interactingObject", "@type": "@id" },
             "interactionTarget": { "@id": "gts:interactionTarget", "@type": "@id" },
             // Media `Document`s of a note's `attachment` (Mastodon's terms).

@@ -173,3 +173,35 @@ pub async fn visible(
         .await?;
     Ok(rows.into_iter().collect())
 }
+
+/// Whether our account `author` blocks anyone or any server: only then is it worth finding
+/// out who signed a fetch of its documents ([`blocks_remote_reader`]).
+pub async fn blocks_anyone(conn: &mut PgConnection, author: Uuid) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM account_blocks WHERE account_id = $1)
+             OR EXISTS (SELECT 1 FROM account_domain_blocks WHERE account_id = $1)",
+    )
+    .bind(author)
+    .fetch_one(conn)
+    .await
+}
+
+/// Whether our account `author` blocks the remote actor `reader` (who signed a fetch of one of
+/// its documents), or its server: then none of its statuses is that reader's to fetch, public
+/// ones included, as Mastodon answers such a fetch.
+pub async fn blocks_remote_reader(
+    conn: &mut PgConnection,
+    author: Uuid,
+    reader: &str,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM account_blocks WHERE account_id = $1 AND target_iri = $2)
+             OR EXISTS (SELECT 1 FROM account_domain_blocks d
+                         WHERE d.account_id = $1
+                           AND hollo_host_in(hollo_iri_host($2), ARRAY[d.domain]))",
+    )
+    .bind(author)
+    .bind(reader)
+    .fetch_one(conn)
+    .await
+}

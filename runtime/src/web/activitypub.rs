@@ -27,6 +27,7 @@ use super::{ApiError, AppState};
 use crate::accounts::{self, Account};
 use crate::federation::context;
 use crate::federation::transport::fetch::ACTIVITY_JSON;
+use crate::statuses::access;
 use crate::federation::{
     Federation, actors::instance, actors::profiles, actors::webfinger, inbound, outbound::statuses,
 };
@@ -43,6 +44,8 @@ pub fn routes() -> Router<AppState> {
             "/users/{name}/quote_authorizations/{id}",
             get(quote_authorization_handler),
         )
+        .route("/users/{name}/approvals/{id}", get(approval_handler))
+        .route("/users/{name}/approvals/{id}/accept", get(approval_accept_handler))
         .route("/users/{name}/followers", get(followers_handler))
         .route("/users/{name}/following", get(following_handler))
         .route("/users/{name}/collections/featured", get(featured_handler))
@@ -170,6 +173,72 @@ async fn quote_authorization_handler(
     Ok(activity_json(doc))
 }
 
+/// An approval we granted of a like of, or reply to, one of our followers-only statuses
+/// (`approvals::granted`): how GoToSocial and the servers its interaction reaches check the
+/// interaction's `approvedBy`. 404 for one we never granted or no longer stands, and for a
+/// fetch signed by someone the status's author blocks.
+async fn approval_handler(
+    State(s): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    approval(&s, &name, &id, false, &uri, &headers).await
+}
+
+/// The `Accept` that gave an approval ([`approval_handler`]), at its own id.
+async fn approval_accept_handler(
+    State(s): State<AppState>,
+    Path((name, id)): Path<(String, String)>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    approval(&s, &name, &id, true, &uri, &headers).await
+}
+
+async fn approval(
+    s: &AppState,
+    name: &str,
+    id: &str,
+    accept: bool,
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let fed = federation(s)?;
+    let missing = || ApiError::not_found("no such approval");
+    let id = Uuid::parse_str(id).map_err(|_| missing())?;
+    let (author, doc) = crate::approvals::granted::document(&s.pool, fed, name, id, accept)
+        .await?
+        .ok_or_else(missing)?;
+    if signed_by_blocked(s, fed, author, uri, headers).await? {
+        return Err(missing());
+    }
+    Ok(activity_json(doc))
+}
+
+/// Whether the GET (`uri`, `headers`) of a document of our account `author` is signed by a
+/// remote actor that account blocks, or from a server it blocks: then its statuses are not
+/// that reader's, public ones included, and it is answered as if they did not exist (as
+/// Mastodon answers it). Who signed is found out only for an author who blocks anyone; an
+/// unsigned request, or one whose signature does not verify, is an anonymous reader's.
+pub(crate) async fn signed_by_blocked(
+    s: &AppState,
+    fed: &Federation,
+    author: Uuid,
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+) -> Result<bool, ApiError> {
+    if !access::blocks_anyone(&mut *s.pool.acquire().await?, author).await? {
+        return Ok(false);
+    }
+    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let request = inbound::SignedRequest::get(fed, path, headers);
+    let Some(signer) = inbound::signer_of_get(&s.pool, fed, &request).await? else {
+        return Ok(false);
+    };
+    Ok(access::blocks_remote_reader(&mut *s.pool.acquire().await?, author, &signer).await?)
+}
+
 /// The object of our status `id` of `name` (`Note`, or `Question` with current counts), so
 /// remote servers can fetch what our `Create` announced (`/users/{name}/statuses/{id}` and
 /// `/@name/{id}`, see `permalinks`): public and unlisted ones only, a Tombstone (410) for a
@@ -252,10 +321,17 @@ async fn outbox_handler(Named { fed, account }: Named) -> Result<Response, ApiEr
 async fn featured_handler(
     State(s): State<AppState>,
     Named { fed, account }: Named,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
+    // Someone the account blocks gets the collection empty, as Mastodon serves it.
+    let pinned = match signed_by_blocked(&s, &fed, account.id, &uri, &headers).await? {
+        true => Vec::new(),
+        false => crate::statuses::pins::of_local(&mut *s.pool.acquire().await?, account.id).await?,
+    };
     let mut conn = s.pool.acquire().await?;
     let mut items = Vec::new();
-    for id in crate::statuses::pins::of_local(&mut conn, account.id).await? {
+    for id in pinned {
         if let Some(st) = statuses::load(&mut conn, Some(&s.drive), id).await?
             && matches!(
                 st.visibility,

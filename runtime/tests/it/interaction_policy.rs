@@ -390,3 +390,146 @@ async fn what_needs_approval_waits_for_the_authors_answer() {
     .expect("deliveries");
     assert_eq!(leaked, 0, "the rejected reply stayed between alice and bob");
 }
+
+/// `GET url` as the peer's person `name` would fetch it (signed with its key when `signed`):
+/// the status and the document.
+async fn fetch_as(peer: &Peer, name: &str, url: &str, signed: bool) -> (u16, Value) {
+    use hollo_runtime::federation::transport::signature::{self, SigningKey};
+    let mut headers = reqwest::header::HeaderMap::new();
+    if signed {
+        let key = SigningKey::new(
+            format!("{}#main-key", peer.actor_of(name)),
+            support::peer::peer_key(),
+        )
+        .unwrap();
+        let u = url::Url::parse(url).unwrap();
+        signature::sign_request(&key, &Method::GET, &u, None, &mut headers).unwrap();
+    }
+    let resp = reqwest::Client::new()
+        .get(url)
+        .headers(headers)
+        .header("accept", "application/activity+json")
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Our followers-only post lets alice's followers like and reply to it; a remote server
+/// cannot check that collection, so GoToSocial waits for our `Accept` naming an approval it
+/// can fetch. Each permitted like and reply gets one (`object` type-hinted, `result` the
+/// approval on our host), and the approval is served — a `LikeApproval` or `ReplyApproval`
+/// attributed to alice, naming the interaction and the post — while the interaction stands.
+/// Nothing else gets one: no approval exists for what we did not approve (404), a public post
+/// needs none, someone who does not follow gets none, a redelivery no second one, and an
+/// undone like or a deleted reply loses its approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn our_followers_only_posts_approve_their_followers_likes_and_replies() {
+    let (inst, peer, _, alice) = alice_and_peer().await;
+    let inbox = inst.fed.inbox("alice");
+    support::api::peer_follows_accepted(&inst, &peer, "alice").await;
+    let private = alice
+        .posted(&json!({ "status": "followers, answer me", "visibility": "private" }))
+        .await;
+    let public = alice.posted(&json!({ "status": "everyone, answer me" })).await;
+    let private_uri = private["uri"].as_str().unwrap().to_string();
+    let public_uri = public["uri"].as_str().unwrap().to_string();
+    let approvals = format!("{}/approvals/", inst.fed.actor_iri("alice"));
+
+    // The follower likes and replies to the followers-only post, likes the public one; the
+    // peer's mallory, who does not follow, likes the followers-only one.
+    let like = json!({ "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(),
+                       "object": private_uri });
+    let reply_iri = peer.iri("/users/peer/statuses/answer");
+    let reply = peer.create(json!({
+        "id": reply_iri, "type": "Note", "attributedTo": peer.actor(),
+        "content": "<p>an answer</p>", "inReplyTo": private_uri,
+        "to": [peer.iri("/users/peer/followers")], "cc": [inst.fed.actor_iri("alice")],
+    }));
+    let public_like = json!({ "id": peer.new_id("likes"), "type": "Like",
+                              "actor": peer.actor(), "object": public_uri });
+    let strangers_like = json!({ "id": peer.new_id("likes"), "type": "Like",
+                                 "actor": peer.actor_of("mallory"), "object": private_uri });
+    for a in [&like, &reply, &public_like] {
+        assert_eq!(peer.post(&inbox, a).await, 202, "{a}");
+    }
+    assert_eq!(peer.post_as("mallory", &inbox, &strangers_like).await, 202);
+
+    let liked = received(&peer, "Accept", |b| b["object"]["id"] == like["id"]).await;
+    assert_eq!(liked["object"]["type"], "Like", "{liked}");
+    assert_eq!(liked["actor"], inst.fed.actor_iri("alice"), "{liked}");
+    assert_eq!(liked["target"], private_uri.as_str(), "{liked}");
+    let approval = liked["result"].as_str().unwrap().to_string();
+    assert!(approval.starts_with(&approvals), "{liked}");
+    assert_eq!(liked["id"], json!(format!("{approval}/accept")), "{liked}");
+    let answered = received(&peer, "Accept", |b| b["object"]["id"] == reply_iri.as_str()).await;
+    assert_eq!(answered["object"]["type"], "Note", "{answered}");
+    let reply_approval = answered["result"].as_str().unwrap().to_string();
+
+    // Each approval is what GoToSocial checks, fetched signed as its servers fetch.
+    for (url, ty, object) in [
+        (&approval, "LikeApproval", like["id"].clone()),
+        (&reply_approval, "ReplyApproval", json!(reply_iri)),
+    ] {
+        let (code, doc) = fetch_as(&peer, "peer", url, true).await;
+        assert_eq!(code, 200, "{url}: {doc}");
+        assert_eq!(doc["id"], url.as_str(), "{doc}");
+        assert_eq!(doc["type"], ty, "{doc}");
+        assert_eq!(doc["attributedTo"], inst.fed.actor_iri("alice"), "{doc}");
+        assert_eq!(doc["object"], object, "{doc}");
+        assert_eq!(doc["target"], private_uri.as_str(), "{doc}");
+    }
+    let (code, accept) = fetch_as(&peer, "peer", &format!("{approval}/accept"), true).await;
+    assert_eq!((code, &accept["type"]), (200, &json!("Accept")), "{accept}");
+    assert_eq!(accept["result"], approval.as_str(), "{accept}");
+
+    // What we never approved is found nowhere: an unknown id, alice's approval under another
+    // account's path, and no Accept for the public like or the stranger's.
+    let unknown = format!("{approvals}{}", uuid::Uuid::now_v7());
+    let elsewhere = approval.replace("/users/alice/", "/users/bob/");
+    for url in [&unknown, &elsewhere, &format!("{unknown}/accept")] {
+        assert_eq!(fetch_as(&peer, "peer", url, true).await.0, 404, "{url}");
+    }
+    let ids: Vec<&str> = [&public_like, &strangers_like]
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    for id in &ids {
+        outcome_of(&inst, id).await;
+    }
+    // The reply again (GoToSocial sends it once more when approved, under another activity
+    // id): no second approval, no second Accept.
+    let mut again = reply.clone();
+    again["id"] = json!(peer.new_id("creates"));
+    assert_eq!(peer.post(&inbox, &again).await, 202);
+    outcome_of(&inst, again["id"].as_str().unwrap()).await;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM interaction_grants")
+        .fetch_one(&inst.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 2, "one approval for the follower's like, one for its reply");
+    let accepts: Vec<Value> = alice_sent(&inst)
+        .await
+        .into_iter()
+        .filter(|(ty, body)| ty == "Accept" && body.get("result").is_some())
+        .map(|(_, body)| body)
+        .collect();
+    assert_eq!(accepts.len(), 2, "{accepts:?}");
+
+    // The like undone and the reply deleted: their approvals no longer stand.
+    let undo = json!({ "id": peer.new_id("undos"), "type": "Undo", "actor": peer.actor(),
+                       "object": like });
+    let delete = json!({ "id": peer.new_id("deletes"), "type": "Delete", "actor": peer.actor(),
+                         "object": reply_iri });
+    for a in [&undo, &delete] {
+        assert_eq!(peer.post(&inbox, a).await, 202, "{a}");
+    }
+    for url in [&approval, &reply_approval] {
+        eventually(WAIT, &format!("{url} withdrawn"), || async {
+            (fetch_as(&peer, "peer", url, false).await.0 == 404).then_some(())
+        })
+        .await;
+    }
+    inst.shutdown().await;
+}

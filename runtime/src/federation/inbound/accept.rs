@@ -49,8 +49,10 @@ fn malformed(msg: impl Into<String>) -> InboxError {
     InboxError::Malformed(msg.into())
 }
 
-/// A POST to one of our inboxes, as far as its signature is concerned.
+/// A POST to one of our inboxes (or a signed GET, [`SignedRequest::get`]), as far as its
+/// signature is concerned.
 pub struct SignedRequest<'a> {
+    method: &'static str,
     path_and_query: &'a str,
     headers: &'a HeaderMap,
     /// RFC 9421 (`Signature-Input`), else draft-cavage.
@@ -61,10 +63,19 @@ pub struct SignedRequest<'a> {
 impl<'a> SignedRequest<'a> {
     pub fn new(fed: &Federation, path_and_query: &'a str, headers: &'a HeaderMap) -> Self {
         SignedRequest {
+            method: "POST",
             path_and_query,
             headers,
             rfc9421: rfc9421::is_signed(headers),
             target_uri: format!("{}{path_and_query}", fed.origin),
+        }
+    }
+
+    /// A GET of one of our documents.
+    pub fn get(fed: &Federation, path_and_query: &'a str, headers: &'a HeaderMap) -> Self {
+        SignedRequest {
+            method: "GET",
+            ..SignedRequest::new(fed, path_and_query, headers)
         }
     }
 
@@ -74,14 +85,45 @@ impl<'a> SignedRequest<'a> {
         let now = SystemTime::now();
         if self.rfc9421 {
             let target = rfc9421::Target {
-                method: "POST",
+                method: self.method,
                 uri: &self.target_uri,
             };
             rfc9421::prepare(&target, self.headers, body, now)
         } else {
-            signature::prepare_verification("POST", self.path_and_query, self.headers, body, now)
+            let (method, path) = (self.method, self.path_and_query);
+            signature::prepare_verification(method, path, self.headers, body, now)
         }
         .map_err(|e| unauthorized(e.to_string()))
+    }
+
+    /// Whether it carries a signature at all.
+    pub fn is_signed(&self) -> bool {
+        self.rfc9421 || self.headers.contains_key("signature")
+    }
+}
+
+/// Who signed the GET `request`: the owner of the key its signature verifies with (fetched
+/// as the inbox fetches one, signed as the instance actor). `None` for an unsigned request or
+/// one whose signature does not verify: such a request is read as an anonymous one, as
+/// Mastodon reads it when it does not require signed fetches.
+pub async fn signer_of_get(
+    pool: &PgPool,
+    fed: &Federation,
+    request: &SignedRequest<'_>,
+) -> Result<Option<String>, sqlx::Error> {
+    if !request.is_signed() {
+        return Ok(None);
+    }
+    let Ok(pending) = request.check(None) else {
+        return Ok(None);
+    };
+    match verified_owner(pool, fed, &pending, None).await {
+        Ok(owner) => Ok(Some(owner)),
+        Err(InboxError::Database(e)) => Err(e),
+        Err(e) => {
+            tracing::debug!(key = %pending.key_id, error = %e, "a signed GET read as anonymous");
+            Ok(None)
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::incoming::Incoming;
 use super::outcome::Outcome;
+use crate::approvals::{self, granted};
 use crate::federation::Federation;
 use crate::federation::actors::directory::remote_id;
 use crate::federation::outbound::relationships;
@@ -50,6 +51,16 @@ pub async fn like(
         == 1;
     if !fresh {
         return Ok(Outcome::applied("like already stored"));
+    }
+    if post.as_ref().is_some_and(|p| p.author.is_some()) {
+        // A like of our followers-only status waits for our approval on GoToSocial.
+        let like = granted::Interaction {
+            kind: approvals::Kind::Like,
+            id: &inc.id,
+            ty: "Like",
+            actor: &inc.actor,
+        };
+        granted::grant(tx, fed, object_id, &like).await?;
     }
     if let (
         Some(KnownPost {
@@ -368,6 +379,7 @@ pub async fn undo(
     Ok(match kind.as_deref() {
         Some("like") => {
             notify::withdraw(tx, Kind::Favourite, object_id).await?;
+            granted::withdraw(tx, object_id, &inc.actor).await?;
             Some(Outcome::applied("like undone"))
         }
         Some(_) => Some(Outcome::applied("interaction undone")),

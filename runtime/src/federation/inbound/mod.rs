@@ -15,6 +15,6 @@ pub mod outcome;
 pub mod process;
 pub mod resolve;
 
-pub use accept::{Accepted, InboxError, SignedRequest, accept};
+pub use accept::{Accepted, InboxError, SignedRequest, accept, signer_of_get};
 pub use activity::Activity;
 pub use outcome::Outcome;

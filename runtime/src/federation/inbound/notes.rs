@@ -387,6 +387,16 @@ pub async fn upsert(
     } else if !create {
         emit::remote_edited(tx, iri).await?;
     }
+    if create && let Some(parent) = fields.in_reply_to.as_deref() {
+        // A reply to our followers-only status waits for our approval on GoToSocial.
+        let reply = crate::approvals::granted::Interaction {
+            kind: crate::approvals::Kind::Reply,
+            id: iri,
+            ty,
+            actor: &inc.actor,
+        };
+        crate::approvals::granted::grant(tx, fed, parent, &reply).await?;
+    }
     if stored.fresh || !create {
         // Its link preview, fetched by a worker (`cards`); an edit may change or drop the link.
         let content = fields.content.as_deref().unwrap_or_default();
@@ -546,6 +556,7 @@ pub async fn delete(
         .execute(&mut *tx)
         .await?;
     crate::quotes::forget(tx, id).await?;
+    crate::approvals::granted::withdraw(tx, object_id, &inc.actor).await?;
     Ok(Outcome::applied("post deleted"))
 }
 
