@@ -5,7 +5,9 @@
 //!   removed from the followers, or who unfollowed no longer reads it by any route nor acts on
 //!   it — local or remote — while someone who follows later does (as on Mastodon);
 //! - a block, either way, refuses favourites, boosts, replies, quotes and reactions, from this
-//!   server's users and from remote actors;
+//!   server's users and from remote actors; and whom an author blocks (or whose server) does
+//!   not fetch even its public posts with a signed request — the document, the page, the
+//!   pinned posts — as Mastodon answers it (`visibility.rs` covers the client API);
 //! - what a reader is shown of an account's and a post's counts, and the public profile's
 //!   validator, does not move with posts that reader may not see.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
@@ -252,6 +254,28 @@ async fn signed_get(peer: &Peer, url: &str) -> u16 {
         .as_u16()
 }
 
+/// A `GET` of `url` signed as the peer's person `name`, wanting `accept`: the status code and
+/// the body.
+async fn signed_get_as(peer: &Peer, name: &str, url: &str, accept: &str) -> (u16, String) {
+    use hollo_runtime::federation::transport::signature::{self, SigningKey};
+    let key = SigningKey::new(
+        format!("{}#main-key", peer.actor_of(name)),
+        support::peer::peer_key(),
+    )
+    .unwrap();
+    let u = url::Url::parse(url).unwrap();
+    let mut headers = reqwest::header::HeaderMap::new();
+    signature::sign_request(&key, &Method::GET, &u, None, &mut headers).unwrap();
+    let resp = reqwest::Client::new()
+        .get(url)
+        .headers(headers)
+        .header("accept", accept)
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.text().await.unwrap_or_default())
+}
+
 /// Waits until the inbox has processed each of the activities `ids`.
 async fn processed(inst: &Instance, ids: &[&str]) {
     let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
@@ -426,6 +450,49 @@ async fn remote_ex_followers_and_blocked_actors_reach_nothing() {
         ))
         .await;
     assert_eq!(reactions.body, json!([]), "{}", reactions.body);
+
+    // Nor does mallory fetch her public post, pinned, with a signature: not the document, not
+    // the page, not the pinned posts. The peer's person, and anyone unsigned, still do.
+    call_ok(
+        &alice_api,
+        Method::POST,
+        &format!("/api/v1/statuses/{}/pin", id(&public)),
+        json!({}),
+    )
+    .await;
+    let page = format!("{}/@alice/{}", inst.base, id(&public));
+    let featured = format!("{}/collections/featured", inst.fed.actor_iri("alice"));
+    const AP: &str = "application/activity+json";
+    let pinned = |body: &str| body.contains(public_uri.as_str());
+    for (name, shown) in [("mallory", false), ("peer", true)] {
+        let (code, body) = signed_get_as(&peer, name, &public_uri, AP).await;
+        assert_eq!(code == 200, shown, "{name} fetches the post: {code} {body}");
+        let (code, body) = signed_get_as(&peer, name, &page, "text/html").await;
+        assert_eq!(code == 200, shown, "{name} opens the page: {code} {body}");
+        let (code, body) = signed_get_as(&peer, name, &featured, AP).await;
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(pinned(&body), shown, "{name}'s view of the pinned posts: {body}");
+    }
+    let unsigned = reqwest::Client::new()
+        .get(&public_uri)
+        .header("accept", AP)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 200, "anyone reads the public post");
+    // A server alice blocks: none of its actors fetches it signed.
+    let other = Peer::start_on("127.0.0.2").await;
+    let (code, body) = signed_get_as(&other, "peer", &public_uri, AP).await;
+    assert_eq!(code, 200, "another server's actor fetches the post: {body}");
+    call_ok(
+        &alice_api,
+        Method::POST,
+        "/api/v1/domain_blocks",
+        json!({ "domain": "127.0.0.2" }),
+    )
+    .await;
+    let (code, body) = signed_get_as(&other, "peer", &public_uri, AP).await;
+    assert_eq!(code, 404, "a blocked server's actor fetches the post: {body}");
     inst.shutdown().await;
 }
 

@@ -3,7 +3,11 @@
 //! a poll and a hashtag, and remote ones addressed to someone else — never reach a third
 //! account or an anonymous client, through any route the server has; nor do the
 //! followers-only ones reach a follower of their author's once the follow has ended (removed
-//! from the followers, unfollowed, blocked by the author here or by the remote author).
+//! from the followers, unfollowed, blocked by the author here or by the remote author). And
+//! a reader the author blocks — here, or by the `Block` a remote author sent — reads none of
+//! the author's public posts either, through any route of the client API (which knows its
+//! reader by token; the pages and documents serve anonymous readers, and a blocked server's
+//! signed fetch is `access.rs`'s).
 //!
 //! The routes are not listed here: they are read from the router's source (every
 //! `.route("…", get(…).post(…))` under `src/web`), so a route added tomorrow is attacked too.
@@ -278,6 +282,22 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         scheduled["params"]["text"] == "SECRET-LOCAL-SCHEDULED #secrettag",
         "{scheduled}"
     );
+    // Public posts, a poll and a hashtag with them: everyone's to read but trudy's, whom
+    // their authors block below (alice here, the peer by its `Block`). Bob boosts alice's.
+    let blocked_public = alice_api
+        .posted(&json!({
+            "status": "BLOCKED-READER-LOCAL-PUBLIC #secrettag",
+            "poll": { "options": ["BLOCKED-OPTION-A", "BLOCKED-OPTION-B"], "expires_in": 3600 },
+        }))
+        .await;
+    let blocked_poll = blocked_public["poll"]["id"].as_str().unwrap().to_string();
+    call_ok(
+        &bob_api,
+        Method::POST,
+        &format!("/api/v1/statuses/{}/reblog", id(&blocked_public)),
+        json!({}),
+    )
+    .await;
     // Bob acts on them, so they are in his favourites, bookmarks, conversations and alice's
     // notifications.
     let poll = dm["poll"]["id"]
@@ -296,7 +316,8 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         assert_eq!(a.status, 200, "bob {path}: {}", a.body);
     }
 
-    // Remote secrets: a direct note and a followers-only note of the peer's, to bob.
+    // Remote secrets: a direct note and a followers-only note of the peer's, to bob; and a
+    // public one, trudy's not to read once the peer blocks her.
     let bob_iri = inst.fed.actor_iri("bob");
     let mut remote_iris = Vec::new();
     for (text, to, cc) in [
@@ -304,6 +325,11 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         (
             "SECRET-REMOTE-PRIVATE",
             json!([peer.iri("/users/peer/followers")]),
+            json!([bob_iri]),
+        ),
+        (
+            "BLOCKED-READER-REMOTE-PUBLIC",
+            json!(["https://www.w3.org/ns/activitystreams#Public"]),
             json!([bob_iri]),
         ),
     ] {
@@ -337,6 +363,10 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
             (ids.len() == remote_iris.len()).then_some(ids)
         })
         .await;
+    // The public remote note is trudy's secret alone (below), not one of these.
+    let remote_public_iri = remote_iris.pop().unwrap();
+    let remote_public_id = remote_ids[2].clone();
+    let remote_ids: Vec<String> = remote_ids[..2].to_vec();
     for sid in [id(&dm), id(&private)].iter().chain(&remote_ids) {
         let a = bob_api.get(&format!("/api/v1/statuses/{sid}")).await;
         assert_eq!(a.status, 200, "bob reads {sid}: {}", a.body);
@@ -357,9 +387,9 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         bobs_view.body
     );
 
-    // Mallory and trudy read the followers-only posts while they follow.
+    // Mallory and trudy read the followers-only posts while they follow, and the public ones.
     for api in [&mallory_api, &trudy_api] {
-        for sid in [&id(&private), &remote_ids[1]] {
+        for sid in [&id(&private), &remote_ids[1], &id(&blocked_public), &remote_public_id] {
             let a = api.get(&format!("/api/v1/statuses/{sid}")).await;
             assert_eq!(a.status, 200, "a follower reads {sid}: {}", a.body);
         }
@@ -426,11 +456,35 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         needles,
         ids: secret_ids.clone(),
     };
+    // What trudy, whom their authors block, may not read besides: the public posts, their
+    // poll, their IRIs (the client API knows her; other routes serve anonymous readers).
+    let blocked_ids = vec![
+        id(&blocked_public),
+        blocked_poll.clone(),
+        remote_public_id.clone(),
+    ];
+    let blocked_iris = vec![
+        blocked_public["uri"].as_str().unwrap().to_string(),
+        remote_public_iri.clone(),
+    ];
+    let mut trudys_needles = secrets.needles.clone();
+    trudys_needles.extend(
+        ["BLOCKED-READER-LOCAL-PUBLIC", "BLOCKED-READER-REMOTE-PUBLIC", "BLOCKED-OPTION"]
+            .map(String::from),
+    );
+    trudys_needles.extend(blocked_ids.iter().cloned());
+    trudys_needles.extend(blocked_iris.iter().cloned());
+    let blocked_reader = Secrets {
+        needles: trudys_needles,
+        ids: secret_ids.iter().chain(&blocked_ids).cloned().collect(),
+    };
 
     // What goes into path parameters, queries and bodies: the secrets themselves, and the
     // accounts and tag they live under.
     let mut values: Vec<String> = secret_ids.clone();
     values.extend(secret_iris.iter().cloned());
+    values.extend(blocked_ids.iter().cloned());
+    values.extend(blocked_iris.iter().cloned());
     values.extend([
         alice.id.to_string(),
         bob.id.to_string(),
@@ -462,9 +516,11 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
                         // An `{id}` naming a secret status or poll: not found, whatever
                         // the route does with it (a tag or name is not an id: a tag timeline
                         // of a word that is also an id is an empty page).
-                        let secret_in_path = route.path.contains("{id}")
-                            && filled.contains(value.as_str())
-                            && secrets.ids.contains(value);
+                        let secret_in_path = |secrets: &Secrets| {
+                            route.path.contains("{id}")
+                                && filled.contains(value.as_str())
+                                && secrets.ids.contains(value)
+                        };
                         let path = format!(
                             "{filled}?q={}&resolve=false&limit=40&account_id={}",
                             enc(value),
@@ -479,6 +535,11 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
                             ("trudy", &trudy_api),
                             ("anonymous", &anonymous),
                         ] {
+                            let secrets = if who == "trudy" && route.path.starts_with("/api/") {
+                                &blocked_reader
+                            } else {
+                                &secrets
+                            };
                             let req = client
                                 .http
                                 .request(method.clone(), format!("{}{path}", client.base))
@@ -497,7 +558,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
                                     text.chars().take(300).collect::<String>()
                                 ));
                             }
-                            if secret_in_path && (200..300).contains(&status) {
+                            if secret_in_path(secrets) && (200..300).contains(&status) {
                                 leaks.push(format!(
                                     "{who} {method} {path} → {status} for a secret id: {}",
                                     text.chars().take(300).collect::<String>()
@@ -517,8 +578,20 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         leaks.join("\n")
     );
 
-    // Nothing above changed what bob, who may read them, sees.
-    for sid in [id(&dm), id(&private)].iter().chain(&remote_ids) {
+    // Nothing above changed what bob, who may read them, sees, nor what mallory and an
+    // anonymous reader see of the public posts.
+    for api in [&mallory_api, &anonymous] {
+        for sid in [&id(&blocked_public), &remote_public_id] {
+            let a = api.get(&format!("/api/v1/statuses/{sid}")).await;
+            assert_eq!(a.status, 200, "{sid} is public: {}", a.body);
+        }
+    }
+    for sid in [id(&dm), id(&private)]
+        .iter()
+        .chain(&remote_ids)
+        .chain(&blocked_ids[..1])
+        .chain(&[remote_public_id.clone()])
+    {
         let a = bob_api.get(&format!("/api/v1/statuses/{sid}")).await;
         assert_eq!(a.status, 200, "bob still reads {sid}: {}", a.body);
     }
