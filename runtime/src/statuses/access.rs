@@ -4,8 +4,11 @@
 //! an accepted row of `follows`, read when the post is read, so a follower blocked, removed
 //! or gone no longer reads it and one who follows later does, as on Mastodon; direct ones,
 //! their author and their `audience`. A reply or boost of ours still waiting for a remote
-//! author's approval (`approvals`) is its author's alone, whatever its visibility. Anything
-//! else is answered as if the status did not exist (404, no existence leak).
+//! author's approval (`approvals`) is its author's alone, whatever its visibility. Whomever
+//! its author blocks reads none of it, public ones included (Mastodon's rule): a local author
+//! by a block of its own, a remote one by the `Block` it sent us; a remote reader's signed
+//! fetch by [`blocks_remote_reader`]. Anything else is answered as if the status did not
+//! exist (404, no existence leak).
 //!
 //! One rule, in SQL, so single reads, lists and timelines cannot disagree (R-MAPI-VIS): list
 //! queries filter with [`visible_sql`] / [`entry_visible_sql`] so their pages are full, and
@@ -27,12 +30,54 @@ use uuid::Uuid;
 /// `uuid`, NULL for an anonymous reader). Callers substitute their parameter number:
 /// `visible_sql("p", 2)`.
 pub fn visible_sql(alias: &str, viewer_param: u32) -> String {
-    rule(alias, viewer_param, &author_iri_sql(alias))
+    let blocked = format!(
+        "({} OR {})",
+        local_author_blocks_sql(alias, viewer_param, &author_iri_sql(alias)),
+        remote_author_blocks_sql(alias, viewer_param)
+    );
+    rule(alias, viewer_param, &author_iri_sql(alias), &blocked)
 }
 
 /// [`visible_sql`] over our own `statuses` table aliased `alias` (its author is local).
 pub fn local_visible_sql(alias: &str, viewer_param: u32) -> String {
-    rule(alias, viewer_param, &local_author_iri_sql(alias))
+    let author_iri = local_author_iri_sql(alias);
+    let blocked = local_author_blocks_sql(alias, viewer_param, &author_iri);
+    rule(alias, viewer_param, &author_iri, &blocked)
+}
+
+/// The viewer's username (an uncorrelated subquery: computed once per query, NULL for an
+/// anonymous reader).
+fn viewer_name_sql(viewer_param: u32) -> String {
+    format!("(SELECT reader.username FROM accounts reader WHERE reader.id = ${viewer_param}::uuid)")
+}
+
+/// Whether the local author of the row `alias` (whose actor IRI is the expression
+/// `author_iri`) blocks the viewer: one probe of `account_blocks`' key. The viewer is local
+/// too, so its actor IRI is the author's with the last segment (the name) replaced by its own.
+fn local_author_blocks_sql(alias: &str, viewer_param: u32, author_iri: &str) -> String {
+    format!(
+        "coalesce((SELECT true FROM account_blocks author_block \
+                    WHERE author_block.account_id = {alias}.account_id \
+                      AND author_block.target_iri = \
+                          regexp_replace({author_iri}, '[^/]*$', '') || {}), false)",
+        viewer_name_sql(viewer_param)
+    )
+}
+
+/// Whether the remote author of the `posts` row `alias` sent a `Block` of the viewer that
+/// stands: one probe of `remote_interactions_blocks` (the blocks its author sent). The object
+/// of such a block is our actor IRI `<origin>/users/<name>`; its name is compared, which can
+/// only match more than the viewer's IRI when the author blocked someone of that name
+/// elsewhere — and then hides nothing but that author's own posts.
+fn remote_author_blocks_sql(alias: &str, viewer_param: u32) -> String {
+    let suffix = format!("('/users/' || {})", viewer_name_sql(viewer_param));
+    format!(
+        "coalesce((SELECT true FROM remote_interactions author_block \
+                    WHERE author_block.actor = {alias}.actor_iri \
+                      AND author_block.kind = 'block' AND author_block.undone_at IS NULL \
+                      AND right(author_block.object, length({suffix})) = {suffix} \
+                    LIMIT 1), false)"
+    )
 }
 
 /// The actor IRI of the author of the `posts` row `alias`: a remote post's `actor_iri`, else
@@ -50,15 +95,17 @@ pub fn local_author_iri_sql(alias: &str) -> String {
     format!("substring({alias}.uri FROM '^(.*)/statuses/')")
 }
 
-/// The rule over the row `alias` whose author's actor IRI is the expression `author_iri`. The
-/// follow is asked last, and only of a followers-only post, as a scalar subquery: one probe
-/// of `follows`' primary key per post. (An `EXISTS` there was planned as a hashed
+/// The rule over the row `alias` whose author's actor IRI is the expression `author_iri` and
+/// for which `blocked` says whether its author blocks the viewer (asked of a signed-in viewer
+/// only). The follow is asked last, and only of a followers-only post, as a scalar subquery:
+/// one probe of `follows`' primary key per post. (An `EXISTS` there was planned as a hashed
 /// alternative reading all of the viewer's follows, or as a probe of `follows_target_accepted`
 /// reading every local follower of the author.)
-fn rule(alias: &str, viewer_param: u32, author_iri: &str) -> String {
+fn rule(alias: &str, viewer_param: u32, author_iri: &str, blocked: &str) -> String {
     format!(
         "({alias}.account_id = ${viewer_param}::uuid \
           OR (NOT {alias}.pending_approval \
+              AND NOT (${viewer_param}::uuid IS NOT NULL AND {blocked}) \
               AND ({alias}.visibility IN ('public', 'unlisted') \
                    OR ${viewer_param}::uuid = ANY({alias}.audience) \
                    OR ({alias}.visibility = 'private' \

@@ -12,8 +12,9 @@ use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::AppState;
-use super::activitypub::{actor_document, status_document};
+use super::activitypub::{actor_document, signed_by_blocked, status_document};
+use super::{ApiError, AppState};
+use crate::accounts;
 use super::pages::{post, profile};
 
 pub mod negotiate;
@@ -35,11 +36,40 @@ async fn actor(s: &AppState, name: &str, uri: &Uri, headers: &HeaderMap, d: Defa
     negotiate::vary(actor_document(s, name).await.into_response())
 }
 
-async fn status(s: &AppState, name: &str, id: &str, headers: &HeaderMap, d: Default) -> Response {
+async fn status(
+    s: &AppState,
+    name: &str,
+    id: &str,
+    (uri, headers): (&Uri, &HeaderMap),
+    d: Default,
+) -> Response {
+    // Someone the author blocks, fetching with a signature, finds neither the document nor
+    // the page (`statuses::access`).
+    match blocked_reader(s, name, uri, headers).await {
+        Ok(false) => {}
+        Ok(true) => {
+            return negotiate::vary(ApiError::not_found("no such status").into_response());
+        }
+        Err(e) => return negotiate::vary(e.into_response()),
+    }
     if negotiate::wants_html(headers, d) {
         return post::page(s, name, id, headers).await;
     }
     negotiate::vary(status_document(s, name, id).await.into_response())
+}
+
+/// Whether the request for a status of our account `name` is signed by someone it blocks.
+async fn blocked_reader(
+    s: &AppState,
+    name: &str,
+    uri: &Uri,
+    headers: &HeaderMap,
+) -> Result<bool, ApiError> {
+    let (Some(fed), Some(account)) = (s.fed.as_ref(), accounts::by_username(&s.pool, name).await?)
+    else {
+        return Ok(false);
+    };
+    signed_by_blocked(s, fed, account.id, uri, headers).await
 }
 
 async fn actor_iri(
@@ -63,15 +93,17 @@ async fn profile_path(
 async fn status_iri(
     State(s): State<AppState>,
     Path((name, id)): Path<(String, String)>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    status(&s, &name, &id, &headers, Default::Json).await
+    status(&s, &name, &id, (&uri, &headers), Default::Json).await
 }
 
 async fn status_path(
     State(s): State<AppState>,
     Path((name, id)): Path<(String, String)>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    status(&s, &name, &id, &headers, Default::Html).await
+    status(&s, &name, &id, (&uri, &headers), Default::Html).await
 }
