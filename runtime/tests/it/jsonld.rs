@@ -394,6 +394,31 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
     .await;
     let approved_reply = reply["uri"].as_str().expect("uri").to_string();
 
+    // The peer, a follower, likes alice's followers-only post: our Accept names the
+    // `LikeApproval` we serve (`approvals::granted`).
+    let private = call_2xx(
+        &api,
+        Method::POST,
+        "/api/v1/statuses",
+        json!({"status": "for my followers", "visibility": "private"}),
+    )
+    .await;
+    let like = json!({
+        "id": peer.new_id("likes"), "type": "Like", "actor": peer.actor(),
+        "object": private["uri"],
+    });
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &like).await, 202);
+    let approval: String = eventually(WAIT, "our Accept of the like", || async {
+        sqlx::query_scalar(
+            "SELECT body->>'result' FROM outbox_activities
+              WHERE body->>'type' = 'Accept' AND body->'object'->>'type' = 'Like'",
+        )
+        .fetch_optional(&inst.pool)
+        .await
+        .expect("query")
+    })
+    .await;
+
     // A block, then an overwrite import that undoes it (and blocks another).
     import_blocks(&api, "merge", &[peer.handle_of("b1")]).await;
     import_blocks(&api, "overwrite", &[peer.handle_of("b2")]).await;
@@ -420,6 +445,8 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         fed.featured_tags(&alice.username),
         fed.instance_outbox(),
         authorization.clone(),
+        approval.clone(),
+        format!("{approval}/accept"),
     ] {
         let doc = ap_doc(&url).await;
         docs.push((format!("GET {url} ({})", kind(&doc)), doc));
@@ -493,6 +520,8 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         "QuoteRequest",
         "Accept(QuoteRequest)",
         "QuoteAuthorization",
+        "Accept(Like)",
+        "LikeApproval",
         "Add",
         "Remove",
         "Collection",
