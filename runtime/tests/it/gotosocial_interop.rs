@@ -8,7 +8,9 @@
 //!
 //! The interaction steps pin issue 61: our notes carried an `interactionPolicy` with only
 //! `canQuote`, which GoToSocial reads as "only the author may reply, like or boost", so its
-//! users got 403 for every post of ours.
+//! users got 403 for every post of ours. And a follower's reply to or favourite of our
+//! followers-only post stays pending on GoToSocial until our `Accept` names an approval it
+//! can fetch (`approvals::granted`).
 //!
 //! Not exchanged yet: a GoToSocial user's poll. We store a remote `Question` as a plain post
 //! (no options, no counts), so our users can neither see nor vote on it.
