@@ -223,27 +223,29 @@ pub async fn document(
     .bind(username)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(author, username, kind, interaction, ty, actor, target)| {
-        let grant = Grant {
-            id,
-            username: &username,
-            kind: if kind == "like" {
-                Kind::Like
+    Ok(
+        row.map(|(author, username, kind, interaction, ty, actor, target)| {
+            let grant = Grant {
+                id,
+                username: &username,
+                kind: if kind == "like" {
+                    Kind::Like
+                } else {
+                    Kind::Reply
+                },
+                interaction: &interaction,
+                interaction_type: &ty,
+                actor: &actor,
+                target: &target,
+            };
+            let doc = if accept {
+                grant.accept(fed)
             } else {
-                Kind::Reply
-            },
-            interaction: &interaction,
-            interaction_type: &ty,
-            actor: &actor,
-            target: &target,
-        };
-        let doc = if accept {
-            grant.accept(fed)
-        } else {
-            grant.approval(fed)
-        };
-        (author, doc)
-    }))
+                grant.approval(fed)
+            };
+            (author, doc)
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -251,8 +253,13 @@ mod tests {
     use super::*;
 
     fn fed() -> Federation {
-        Federation::new("https://hollo.test", "secret-0123456789abcdef0123456789", false, 4)
-            .expect("federation")
+        Federation::new(
+            "https://hollo.test",
+            "secret-0123456789abcdef0123456789",
+            false,
+            4,
+        )
+        .expect("federation")
     }
 
     /// What GoToSocial 0.18 checks: the `result` on the `Accept`'s host, the approval's type

@@ -27,10 +27,10 @@ use super::{ApiError, AppState};
 use crate::accounts::{self, Account};
 use crate::federation::context;
 use crate::federation::transport::fetch::ACTIVITY_JSON;
-use crate::statuses::access;
 use crate::federation::{
     Federation, actors::instance, actors::profiles, actors::webfinger, inbound, outbound::statuses,
 };
+use crate::statuses::access;
 use uuid::Uuid;
 
 /// Largest activity the inbox accepts; Mastodon's own limit is about this size.
@@ -45,7 +45,10 @@ pub fn routes() -> Router<AppState> {
             get(quote_authorization_handler),
         )
         .route("/users/{name}/approvals/{id}", get(approval_handler))
-        .route("/users/{name}/approvals/{id}/accept", get(approval_accept_handler))
+        .route(
+            "/users/{name}/approvals/{id}/accept",
+            get(approval_accept_handler),
+        )
         .route("/users/{name}/followers", get(followers_handler))
         .route("/users/{name}/following", get(following_handler))
         .route("/users/{name}/collections/featured", get(featured_handler))

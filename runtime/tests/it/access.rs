@@ -273,7 +273,10 @@ async fn signed_get_as(peer: &Peer, name: &str, url: &str, accept: &str) -> (u16
         .send()
         .await
         .unwrap();
-    (resp.status().as_u16(), resp.text().await.unwrap_or_default())
+    (
+        resp.status().as_u16(),
+        resp.text().await.unwrap_or_default(),
+    )
 }
 
 /// Waits until the inbox has processed each of the activities `ids`.
@@ -471,7 +474,11 @@ async fn remote_ex_followers_and_blocked_actors_reach_nothing() {
         assert_eq!(code == 200, shown, "{name} opens the page: {code} {body}");
         let (code, body) = signed_get_as(&peer, name, &featured, AP).await;
         assert_eq!(code, 200, "{body}");
-        assert_eq!(pinned(&body), shown, "{name}'s view of the pinned posts: {body}");
+        assert_eq!(
+            pinned(&body),
+            shown,
+            "{name}'s view of the pinned posts: {body}"
+        );
     }
     let unsigned = reqwest::Client::new()
         .get(&public_uri)
@@ -492,7 +499,10 @@ async fn remote_ex_followers_and_blocked_actors_reach_nothing() {
     )
     .await;
     let (code, body) = signed_get_as(&other, "peer", &public_uri, AP).await;
-    assert_eq!(code, 404, "a blocked server's actor fetches the post: {body}");
+    assert_eq!(
+        code, 404,
+        "a blocked server's actor fetches the post: {body}"
+    );
     inst.shutdown().await;
 }
 

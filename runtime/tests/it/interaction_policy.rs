@@ -432,7 +432,9 @@ async fn our_followers_only_posts_approve_their_followers_likes_and_replies() {
     let private = alice
         .posted(&json!({ "status": "followers, answer me", "visibility": "private" }))
         .await;
-    let public = alice.posted(&json!({ "status": "everyone, answer me" })).await;
+    let public = alice
+        .posted(&json!({ "status": "everyone, answer me" }))
+        .await;
     let private_uri = private["uri"].as_str().unwrap().to_string();
     let public_uri = public["uri"].as_str().unwrap().to_string();
     let approvals = format!("{}/approvals/", inst.fed.actor_iri("alice"));
@@ -508,7 +510,10 @@ async fn our_followers_only_posts_approve_their_followers_likes_and_replies() {
         .fetch_one(&inst.pool)
         .await
         .unwrap();
-    assert_eq!(n, 2, "one approval for the follower's like, one for its reply");
+    assert_eq!(
+        n, 2,
+        "one approval for the follower's like, one for its reply"
+    );
     let accepts: Vec<Value> = alice_sent(&inst)
         .await
         .into_iter()

@@ -389,7 +389,12 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
 
     // Mallory and trudy read the followers-only posts while they follow, and the public ones.
     for api in [&mallory_api, &trudy_api] {
-        for sid in [&id(&private), &remote_ids[1], &id(&blocked_public), &remote_public_id] {
+        for sid in [
+            &id(&private),
+            &remote_ids[1],
+            &id(&blocked_public),
+            &remote_public_id,
+        ] {
             let a = api.get(&format!("/api/v1/statuses/{sid}")).await;
             assert_eq!(a.status, 200, "a follower reads {sid}: {}", a.body);
         }
@@ -471,8 +476,12 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
     ];
     let mut trudys_needles = secrets.needles.clone();
     trudys_needles.extend(
-        ["BLOCKED-READER-LOCAL-PUBLIC", "BLOCKED-READER-REMOTE-PUBLIC", "BLOCKED-OPTION"]
-            .map(String::from),
+        [
+            "BLOCKED-READER-LOCAL-PUBLIC",
+            "BLOCKED-READER-REMOTE-PUBLIC",
+            "BLOCKED-OPTION",
+        ]
+        .map(String::from),
     );
     trudys_needles.extend(blocked_iris.iter().cloned());
     let blocked_reader = Secrets {

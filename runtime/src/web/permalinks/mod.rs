@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::activitypub::{actor_document, signed_by_blocked, status_document};
+use super::pages::{post, profile};
 use super::{ApiError, AppState};
 use crate::accounts;
-use super::pages::{post, profile};
 
 pub mod negotiate;
 
