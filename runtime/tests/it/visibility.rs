@@ -470,7 +470,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         blocked_poll.clone(),
         remote_public_id.clone(),
     ];
-    let blocked_iris = vec![
+    let blocked_iris = [
         blocked_public["uri"].as_str().unwrap().to_string(),
         remote_public_iri.clone(),
     ];
@@ -600,7 +600,7 @@ async fn no_route_shows_a_status_to_anyone_it_is_not_addressed_to() {
         .iter()
         .chain(&remote_ids)
         .chain(&blocked_ids[..1])
-        .chain(&[remote_public_id.clone()])
+        .chain(std::slice::from_ref(&remote_public_id))
     {
         let a = bob_api.get(&format!("/api/v1/statuses/{sid}")).await;
         assert_eq!(a.status, 200, "bob still reads {sid}: {}", a.body);
