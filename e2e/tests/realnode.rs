@@ -119,8 +119,8 @@ async fn quick_start(ns: &Ns, edit: impl Fn(&str) -> String) -> String {
     ns.media_claim().await;
     let example = std::fs::read_to_string(ns.env.repo.join("examples/hollo-minimal.yaml"))
         .expect("read examples/hollo-minimal.yaml");
-    assert!(example.contains("ghcr.io/OWNER/hollo"));
-    let manifest = edit(&example.replace("ghcr.io/OWNER/hollo", LOCAL_REPOSITORY));
+    assert!(example.contains("ghcr.io/hollo-social/hollo"));
+    let manifest = edit(&example.replace("ghcr.io/hollo-social/hollo", LOCAL_REPOSITORY));
     ns.try_kubectl(&["apply", "-f", "-"], Some(&manifest))
         .expect("kubectl apply -f examples/hollo-minimal.yaml");
     db

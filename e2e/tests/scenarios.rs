@@ -1789,7 +1789,7 @@ async fn issue34_downgrade_below_the_schema_is_refused() {
         "spec": {"backoffLimit": 0, "template": {
             "metadata": {"labels": labels},
             "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "hollo", "image": "ghcr.io/OWNER/hollo:0.2.0",
+                "name": "hollo", "image": "ghcr.io/hollo-social/hollo:0.2.0",
                 "command": ["echo", newer]}]}}},
     }))
     .expect("probe Job");
@@ -1931,7 +1931,7 @@ async fn issue34_maintenance_page_answers_during_the_downtime() {
     );
     assert_eq!(
         image_of(&d),
-        format!("ghcr.io/OWNER/hollo:{V1}"),
+        format!("ghcr.io/hollo-social/hollo:{V1}"),
         "the old image"
     );
     assert_eq!(env_of(&d, 0, "RETRY_AFTER_SECONDS").as_deref(), Some("30"));

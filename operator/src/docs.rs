@@ -343,6 +343,141 @@ mod tests {
         assert_eq!(readme_rules(), chart);
     }
 
+    /// The images this project publishes; every chart, example, doc and script names these.
+    const OUR_IMAGES: [&str; 2] = [
+        "ghcr.io/hollo-social/hollo",
+        "ghcr.io/hollo-social/hollo-operator",
+    ];
+    /// Image paths that may appear beside ours: upstream Hollo's image (the `upstream`
+    /// profile) and the end-to-end suite's local builds.
+    const OTHER_IMAGES: [&str; 3] = [
+        "ghcr.io/fedify-dev/hollo",
+        "localhost/hollo",
+        "localhost/hollo-operator",
+    ];
+
+    /// Every file git tracks (else every file under the repository but `target/` and `.git/`).
+    fn tracked_files() -> Vec<std::path::PathBuf> {
+        let top = std::path::Path::new(TOP);
+        if let Ok(out) = std::process::Command::new("git")
+            .args(["-C", TOP, "ls-files", "-z"])
+            .output()
+            && out.status.success()
+        {
+            return out
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| top.join(String::from_utf8_lossy(p).as_ref()))
+                .collect();
+        }
+        let mut files = vec![];
+        let mut dirs = vec![top.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap_or_default();
+                if name == "target" || name == ".git" {
+                    continue;
+                }
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        files
+    }
+
+    /// Placeholders (`OWNER/…`) and image paths ending in `/hollo` or `/hollo-operator` that
+    /// are neither ours nor in [`OTHER_IMAGES`], as "line: what".
+    fn image_name_problems(text: &str) -> Vec<String> {
+        let mut found = vec![];
+        let boundary = |c: char| c.is_whitespace() || "\"'`=({[,;<>".contains(c);
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("OWNER/") || line.contains("/OWNER") {
+                found.push(format!("{}: placeholder: {}", n + 1, line.trim()));
+            }
+            for token in line.split(boundary) {
+                // Up to a tag, a digest or a closing bracket.
+                let path = token
+                    .split([':', '@', ')', '}', ']'])
+                    .next()
+                    .unwrap_or_default();
+                let path = path.strip_prefix("docker://").unwrap_or(path);
+                let Some((host, _)) = path.split_once('/') else {
+                    continue;
+                };
+                let registry = host == "localhost"
+                    || (host.contains('.') && host.chars().any(|c| c.is_ascii_alphabetic()));
+                let ours = path.ends_with("/hollo") || path.ends_with("/hollo-operator");
+                // A URL (`https://github.com/…/hollo`) is no image path.
+                let url = token.contains("://") && !token.starts_with("docker://");
+                if registry
+                    && ours
+                    && !url
+                    && !OUR_IMAGES.contains(&path)
+                    && !OTHER_IMAGES.contains(&path)
+                {
+                    found.push(format!("{}: image {path}", n + 1));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn image_name_check_catches_what_it_looks_for() {
+        for bad in [
+            "  repository: ghcr.io/OWNER/hollo-operator",
+            "image: {repository: ghcr.io/someone/hollo}",
+            "docker build -t quay.io/hollo/hollo:0.1.0 .",
+            "\"image\": \"docker.io/hollo-social/hollo-operator@sha256:00\"",
+            "see https://github.com/OWNER/hollo-on-kubernetes",
+        ] {
+            assert!(!image_name_problems(bad).is_empty(), "{bad}");
+        }
+        for good in [
+            "  repository: ghcr.io/hollo-social/hollo-operator",
+            "image: {repository: ghcr.io/hollo-social/hollo, pullPolicy: IfNotPresent}",
+            "\"ghcr.io/hollo-social/hollo:0.1.0\"",
+            "repository: ghcr.io/fedify-dev/hollo",
+            "--set image.repository=localhost/hollo-operator",
+            "cp target/debug/hollo ../target/debug/hollo",
+            "https://github.com/fedify-dev/hollo",
+            "CREATE DATABASE {name} OWNER {name}",
+        ] {
+            assert_eq!(image_name_problems(good), Vec::<String>::new(), "{good}");
+        }
+    }
+
+    /// One image name everywhere: no placeholder and no other registry path for our images in
+    /// any tracked file (charts, examples, docs, Dockerfiles, scripts, the CRD default).
+    #[test]
+    fn every_file_names_our_images() {
+        let files = tracked_files();
+        assert!(files.len() > 100, "{} files", files.len());
+        let mut problems = vec![];
+        // This file holds the bad examples above.
+        let this_file = std::path::Path::new(TOP).join("operator/src/docs.rs");
+        for file in files.into_iter().filter(|f| *f != this_file) {
+            // Binary files and files removed from the work tree but still in the index.
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            for p in image_name_problems(&text) {
+                let shown = file.strip_prefix(TOP).unwrap_or(&file);
+                problems.push(format!("{}:{p}", shown.display()));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        let defaults = crate::crd::ImageSpec::default();
+        assert_eq!(defaults.repository, OUR_IMAGES[0]);
+        let chart = read("charts/hollo-operator/values.yaml");
+        assert!(chart.contains(&format!("repository: {}\n", OUR_IMAGES[1])));
+    }
+
     /// The uid the pods run as: the code's, both images' and the chart's, and what the operator
     /// README says.
     #[test]
