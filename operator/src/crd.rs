@@ -35,6 +35,8 @@ use serde::{Deserialize, Serialize};
     namespaced,
     status = "HolloStatus",
     derive = "PartialEq",
+    doc = "A Hollo fediverse server (ActivityPub, Mastodon client API) run by the Hollo operator: web and worker Deployments, migrations gated before every new version, disruption budgets, autoscalers. `kubectl explain hollo.spec` lists its fields.",
+    category = "hollo",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(
         name = "Version",
@@ -111,11 +113,14 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("!self.networkPolicy.enabled || has(self.database.cnpg) || size(self.networkPolicy.database) > 0").message("networkPolicy.enabled needs to know where the database is: networkPolicy.database (say [{ipBlock: {cidr: 10.0.5.10/32}}]) unless database.cnpg names the cluster"))]
 #[x_kube(validation = Rule::new("!self.upgrade.backup.enabled || has(self.database.cnpg)").message("upgrade.backup.enabled takes a CloudNativePG Backup: it needs database.cnpg"))]
 #[serde(rename_all = "camelCase")]
+/// The desired state of one Hollo instance: its version and image, database, Secrets, media
+/// storage, web and worker roles, migrations and upgrades.
 pub struct HolloSpec {
     /// The Hollo version to run; the image tag unless `image.tag` is set. Changing it triggers
     /// the gated upgrade (scale down, migrate, roll out).
     #[x_kube(validation = Rule::new("self.size() > 0 && self.size() <= 128").message("version must be 1-128 characters"))]
     pub version: String,
+    /// The image every pod and Job runs: repository, conventions (`profile`), tag and pulling.
     #[serde(default)]
     pub image: ImageSpec,
     #[serde(default)]
@@ -124,6 +129,8 @@ pub struct HolloSpec {
     #[serde(default = "default_environment")]
     #[x_kube(validation = Rule::new("self.size() > 0").message("environment must not be empty"))]
     pub environment: String,
+    /// Where the database is (a URL Secret or a CloudNativePG cluster) and the numbers the
+    /// connection budget is checked against.
     pub database: DatabaseSpec,
     /// Secret holding `SECRET_KEY`.
     pub secret_key_ref: SecretKeyRef,
@@ -131,20 +138,31 @@ pub struct HolloSpec {
     pub admin_token_ref: Option<SecretKeyRef>,
     /// `PUBLIC_URL`; defaults to `https://<web.ingress.host>` when an Ingress is enabled.
     pub public_url: Option<String>,
+    /// Where media files are kept: a ReadWriteMany claim every pod mounts (`fs`) or S3.
     #[serde(default)]
     pub storage: StorageSpec,
+    /// The web role: the pods serving HTTP (every pod in `mode: all`), their Service, Ingress or
+    /// HTTPRoute, autoscaler and disruption budget.
     #[serde(default)]
     pub web: WebSpec,
+    /// The worker role (`mode: split`): the pods consuming the queues, their autoscaler and
+    /// disruption budget.
     #[serde(default)]
     pub worker: WorkerSpec,
+    /// The migration Jobs run before a version's pods start, and the version-probe Jobs.
     #[serde(default)]
     pub migrations: MigrationSpec,
+    /// How a version change proceeds: `Recreate` (stop every old pod, migrate, start the new
+    /// version) or `RollingWhenCompatible` (without downtime when both versions are shown
+    /// compatible, else as `Recreate`).
     #[serde(default)]
     pub upgrade_strategy: UpgradeStrategy,
     /// Extra environment for every pod (web, worker, all, migration). Appended after the
     /// operator's own variables, so a name given here wins (Kubernetes: last definition wins).
     #[serde(default)]
     pub env: Vec<EnvVar>,
+    /// Settings of every pod (web, worker, all, Jobs): labels, annotations, volumes, security
+    /// contexts, CA bundle, and where they run unless a role's `scheduling` says otherwise.
     #[serde(default)]
     pub pod: PodOverrides,
     /// Opt-in NetworkPolicies for the instance's pods.
@@ -190,7 +208,9 @@ pub struct UpgradeSpec {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "UpgradeBackupSpec::default")]
 pub struct UpgradeBackupSpec {
+    /// Back up the cluster before each migration.
     pub enabled: bool,
+    /// How long to wait for the Backup to complete before giving up (`BackupFailed`).
     #[x_kube(validation = Rule::new("self >= 1 && self <= 86400").message("upgrade.backup.timeoutSeconds must be 1-86400"))]
     pub timeout_seconds: i32,
 }
@@ -226,9 +246,11 @@ pub struct MaintenanceSpec {
 #[x_kube(validation = Rule::new("self.olderThanDays >= 1 && self.olderThanDays <= 36500").message("maintenance.remotePosts.olderThanDays must be 1-36500"))]
 #[x_kube(validation = Rule::new("self.schedule.size() > 0").message("maintenance.remotePosts.schedule must be a cron schedule"))]
 pub struct RemotePostsCleanup {
+    /// Run the CronJob `<name>-cleanup-remote-posts`.
     pub enabled: bool,
     /// Cron schedule (`minute hour day month weekday`).
     pub schedule: String,
+    /// Remote posts older than this many days are deleted.
     pub older_than_days: i32,
 }
 
@@ -246,7 +268,9 @@ impl Default for RemotePostsCleanup {
 #[serde(rename_all = "camelCase", default = "MediaCleanup::default")]
 #[x_kube(validation = Rule::new("self.schedule.size() > 0").message("maintenance.media.schedule must be a cron schedule"))]
 pub struct MediaCleanup {
+    /// Run the CronJob `<name>-cleanup-media`.
     pub enabled: bool,
+    /// Cron schedule (`minute hour day month weekday`).
     pub schedule: String,
 }
 
@@ -269,6 +293,7 @@ impl Default for MediaCleanup {
 #[serde(rename_all = "camelCase", default = "NetworkPolicySpec::default")]
 #[x_kube(validation = Rule::new("!self.enabled || size(self.ingressNamespaces) > 0").message("networkPolicy.enabled requires ingressNamespaces: the namespaces of the ingress controller or gateway that reach the web port"))]
 pub struct NetworkPolicySpec {
+    /// Create both NetworkPolicies.
     pub enabled: bool,
     /// Namespaces (by name) whose pods may reach the web port: the ingress controller's or the
     /// Gateway's.
@@ -280,6 +305,7 @@ pub struct NetworkPolicySpec {
     /// pods are allowed by their `cnpg.io/cluster` label) nor on the public internet: say an
     /// `ipBlock` of a private address or a pod/namespace selector. Reached on `databasePort`.
     pub database: Vec<k8s_openapi::api::networking::v1::NetworkPolicyPeer>,
+    /// The database's port, allowed towards `database` (or the CloudNativePG pods).
     #[x_kube(validation = Rule::new("self >= 1 && self <= 65535").message("networkPolicy.databasePort must be 1-65535"))]
     pub database_port: i32,
     /// Object storage in a private range (say an in-cluster MinIO), any port. A public S3
@@ -312,6 +338,7 @@ fn default_environment() -> String {
 #[serde(rename_all = "camelCase", default = "ImageSpec::default")]
 #[x_kube(validation = Rule::new("self.profile == 'hollo-rs' || self.profile == 'upstream'").message("image.profile must be hollo-rs or upstream"))]
 pub struct ImageSpec {
+    /// The image repository, without a tag: the tag is `spec.version` unless `tag` is set.
     pub repository: String,
     /// Which conventions the image follows: `hollo-rs` (this project's runtime) or `upstream`
     /// (fedify-dev/hollo's image). Sets the default commands, probes, ports, environment and
@@ -319,7 +346,9 @@ pub struct ImageSpec {
     pub profile: ImageProfile,
     /// Overrides `spec.version` as the image tag (e.g. a digest-pinned build of that version).
     pub tag: Option<String>,
+    /// `imagePullPolicy` of every container.
     pub pull_policy: PullPolicy,
+    /// `imagePullSecrets` of every pod: Secrets of the Hollo's namespace.
     pub pull_secrets: Vec<LocalObjectReference>,
 }
 
@@ -420,7 +449,9 @@ pub enum UpgradeStrategy {
 /// A key in a Secret in the Hollo's namespace.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 pub struct SecretKeyRef {
+    /// The Secret's name.
     pub name: String,
+    /// The key in that Secret.
     pub key: String,
 }
 
@@ -482,8 +513,11 @@ pub enum Disk {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct StorageSpec {
+    /// `fs`: files on the claim of `fs`; `s3`: objects in the bucket of `s3` (`DRIVE_DISK`).
     pub disk: Disk,
+    /// The shared claim of `disk: fs`.
     pub fs: Option<FsStorage>,
+    /// The S3 settings of `disk: s3`.
     pub s3: Option<S3Storage>,
     /// `STORAGE_URL_BASE`: the public URL media is served from.
     pub url_base: Option<String>,
@@ -494,6 +528,7 @@ pub struct StorageSpec {
 pub struct FsStorage {
     /// A ReadWriteMany PersistentVolumeClaim shared by every pod.
     pub claim_name: String,
+    /// Where every pod mounts it (`FS_STORAGE_PATH`).
     #[serde(default = "default_mount_path")]
     pub mount_path: String,
 }
@@ -507,15 +542,18 @@ fn default_mount_path() -> String {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct S3Storage {
+    /// The Secret (in the Hollo's namespace) holding the S3 variables.
     pub secret_name: String,
 }
 
+/// A PodDisruptionBudget `<name>-<role>` for one role's pods.
 #[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "DisruptionBudgetSpec::default")]
 pub struct DisruptionBudgetSpec {
     /// `None` = automatic: on when the role has 2 or more replicas.
     pub enabled: Option<bool>,
+    /// The budget's `maxUnavailable`: pods of the role a drain may evict at once.
     #[x_kube(validation = Rule::new("self >= 1").message("disruptionBudget.maxUnavailable must be at least 1 (0 blocks node drains forever)"))]
     pub max_unavailable: i32,
 }
@@ -544,14 +582,21 @@ pub struct ProbeOverrides {
     pub readiness: Option<Box<Probe>>,
 }
 
+/// An Ingress (named as the web Service) sending every path of `host` to the web pods; the
+/// web pods then trust `X-Forwarded-*` headers (`BEHIND_PROXY=true`).
 #[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct IngressSpec {
+    /// Create the Ingress (needs `host`).
     pub enabled: bool,
+    /// The Ingress's `ingressClassName`; unset: the cluster's default class.
     pub class_name: Option<String>,
+    /// The host name it answers for; also the default `publicUrl` (`https://<host>`).
     pub host: Option<String>,
+    /// A Secret holding the TLS certificate of `host`; unset: no TLS section.
     pub tls_secret_name: Option<String>,
+    /// Annotations of the Ingress (say, for its controller).
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -563,11 +608,13 @@ pub struct IngressSpec {
 #[serde(rename_all = "camelCase", default = "HttpRouteSpec::default")]
 #[x_kube(validation = Rule::new("!self.enabled || size(self.parentRefs) > 0").message("web.httpRoute.enabled requires at least one parentRefs entry (the Gateway)"))]
 pub struct HttpRouteSpec {
+    /// Create the HTTPRoute (needs `parentRefs`).
     pub enabled: bool,
     /// The Gateways (or listeners, with `sectionName`) the route attaches to.
     pub parent_refs: Vec<GatewayParentRef>,
     /// Host names the route answers for; empty: the listeners' host names.
     pub hostnames: Vec<String>,
+    /// Annotations of the HTTPRoute.
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -576,11 +623,13 @@ pub struct HttpRouteSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayParentRef {
+    /// The Gateway's name.
     pub name: String,
     /// Default: the Hollo's namespace (the Gateway must then allow routes from it).
     pub namespace: Option<String>,
     /// A listener of the Gateway.
     pub section_name: Option<String>,
+    /// A port of the Gateway's listeners.
     pub port: Option<i32>,
     /// Default `gateway.networking.k8s.io`.
     pub group: Option<String>,
@@ -598,7 +647,9 @@ pub struct GatewayParentRef {
 #[x_kube(validation = Rule::new("self.drainSeconds >= 0 && self.drainSeconds <= 3600").message("web.drainSeconds must be 0-3600"))]
 #[x_kube(validation = Rule::new("self.healthPort >= 1 && self.healthPort <= 65535 && self.healthPort != self.port").message("web.healthPort must be 1-65535 and differ from web.port"))]
 pub struct WebSpec {
+    /// Web pods, when `autoscaling` is off.
     pub replicas: i32,
+    /// The HTTP port (`PORT`) of the web pods and of the web Service.
     pub port: i32,
     /// `HEALTH_PORT` of web (and `all`) pods with `hollo-rs`: `/healthz`, `/readyz` and
     /// `/metrics`, which the public `port` does not serve. Declared as the
@@ -612,7 +663,9 @@ pub struct WebSpec {
     /// `SHUTDOWN_DRAIN_SECONDS` for in-flight requests after the pre-stop delay.
     pub drain_seconds: i32,
     pub resources: ResourceRequirements,
+    /// The web pods' PodDisruptionBudget `<name>-web` (`<name>-all` in `mode: all`).
     pub disruption_budget: DisruptionBudgetSpec,
+    /// An Ingress to the web Service.
     pub ingress: IngressSpec,
     /// A Gateway API `HTTPRoute` `<name>-web` to the web Service, beside (or instead of) the
     /// Ingress.
@@ -640,6 +693,7 @@ pub struct WebSpec {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "MaintenancePageSpec::default")]
 pub struct MaintenancePageSpec {
+    /// Serve the page while an upgrade stops the web pods.
     pub enabled: bool,
     /// `Retry-After` in seconds (`RETRY_AFTER_SECONDS`).
     #[x_kube(validation = Rule::new("self >= 1 && self <= 3600").message("web.maintenancePage.retryAfterSeconds must be 1-3600"))]
@@ -664,9 +718,13 @@ impl Default for MaintenancePageSpec {
 #[x_kube(validation = Rule::new("self.minReplicas <= self.maxReplicas").message("web.autoscaling.minReplicas must be <= maxReplicas"))]
 #[x_kube(validation = Rule::new("self.targetCPUUtilization >= 1 && self.targetCPUUtilization <= 100").message("web.autoscaling.targetCPUUtilization must be 1-100"))]
 pub struct WebAutoscalingSpec {
+    /// Create the HPA; it then owns the web Deployment's `replicas`.
     pub enabled: bool,
+    /// The HPA's `minReplicas`.
     pub min_replicas: i32,
+    /// The HPA's `maxReplicas`.
     pub max_replicas: i32,
+    /// Average CPU use the HPA aims for, in percent of the pods' CPU request.
     #[serde(rename = "targetCPUUtilization")]
     pub target_cpu_utilization: i32,
     /// The HPA's `behavior` (scale-up/scale-down policies and stabilization windows); unset =
@@ -715,16 +773,20 @@ impl Default for WebSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingSpec {
+    /// Replaces `spec.pod.nodeSelector` for these pods.
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// Replaces `spec.pod.tolerations` for these pods.
     pub tolerations: Option<Vec<Toleration>>,
     pub affinity: Option<Box<Affinity>>,
     /// Unset: web, worker and `all` pods spread softly over nodes (`maxSkew: 1` over
     /// `kubernetes.io/hostname`, `whenUnsatisfiable: ScheduleAnyway`, per rollout revision);
     /// migration Jobs none. `[]`: no constraint at all.
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// The pods' `priorityClassName`; unset: the cluster's default priority.
     pub priority_class_name: Option<String>,
 }
 
+/// How much work each worker runs at once.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "ConcurrencySpec::default")]
 #[x_kube(validation = Rule::new("self.activities >= 1 && self.tasks >= 1 && self.replies >= 1 && (!has(self.deliveries) || self.deliveries >= 1)").message("worker.concurrency values must be at least 1"))]
@@ -756,9 +818,14 @@ impl Default for ConcurrencySpec {
 #[serde(rename_all = "camelCase", default = "KedaSpec::default")]
 #[x_kube(validation = Rule::new("self.targetReadyMessagesPerReplica >= 1").message("worker.autoscaling.keda.targetReadyMessagesPerReplica must be at least 1"))]
 pub struct KedaSpec {
+    /// A KEDA `ScaledObject` instead of the CPU HPA (needs `autoscaling.enabled` and KEDA).
     pub enabled: bool,
+    /// Ready queue messages per worker the ScaledObject aims for.
     pub target_ready_messages_per_replica: i32,
+    /// KEDA's `pollingInterval`: seconds between two reads of the queue depth.
     pub polling_interval_seconds: i32,
+    /// KEDA's `cooldownPeriod`: seconds without ready messages before scaling to
+    /// `minReplicas`.
     pub cooldown_period_seconds: i32,
 }
 
@@ -781,11 +848,17 @@ impl Default for KedaSpec {
 #[x_kube(validation = Rule::new("!has(self.targetCPUUtilization) || (self.targetCPUUtilization >= 1 && self.targetCPUUtilization <= 100)").message("worker.autoscaling.targetCPUUtilization must be 1-100"))]
 #[x_kube(validation = Rule::new("has(self.targetCPUUtilization) || self.keda.enabled").message("worker.autoscaling needs targetCPUUtilization or keda.enabled"))]
 pub struct AutoscalingSpec {
+    /// Create the autoscaler; it then owns the worker Deployment's `replicas`.
     pub enabled: bool,
+    /// The autoscaler's `minReplicas`.
     pub min_replicas: i32,
+    /// The autoscaler's `maxReplicas`.
     pub max_replicas: i32,
+    /// Average CPU use the HPA aims for, in percent of the pods' CPU request; unset: no CPU
+    /// target (then `keda` must be on).
     #[serde(rename = "targetCPUUtilization")]
     pub target_cpu_utilization: Option<i32>,
+    /// Scale on ready queue messages with KEDA instead.
     pub keda: KedaSpec,
     /// The HPA's `behavior` (scale-down stabilization and policies): on the HPA, or with KEDA
     /// in the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior`. Unset =
@@ -818,6 +891,7 @@ pub struct WorkerSpec {
     pub replicas: i32,
     /// `SHUTDOWN_DRAIN_SECONDS`; the grace period is this plus 5 s (R-OP-DRAIN).
     pub drain_seconds: i32,
+    /// How much work each worker runs at once.
     pub concurrency: ConcurrencySpec,
     /// `WORKER_POOL_MAX`.
     pub pool_max: i32,
@@ -827,11 +901,14 @@ pub struct WorkerSpec {
     /// `health` with `hollo-rs`; with `upstream` (whose workers open no port) only when
     /// `worker.probes` sets a probe, which may then name it.
     pub health_port: i32,
+    /// An autoscaler for the workers: an HPA on CPU, or a KEDA ScaledObject on ready messages.
     pub autoscaling: AutoscalingSpec,
     pub resources: ResourceRequirements,
+    /// The workers' PodDisruptionBudget `<name>-worker`.
     pub disruption_budget: DisruptionBudgetSpec,
     /// Replaces the profile's serve command of workers.
     pub command: Option<Vec<String>>,
+    /// Replaces the profile's arguments of workers.
     pub args: Option<Vec<String>>,
     pub probes: ProbeOverrides,
     /// Where worker pods run; unset fields fall back to `spec.pod`.
@@ -868,7 +945,10 @@ impl Default for WorkerSpec {
 pub struct MigrationSpec {
     /// The migration command; unset = the profile's (`hollo migrate`, `pnpm run migrate`).
     pub command: Option<Vec<String>>,
+    /// The Jobs' `activeDeadlineSeconds`: a migration still running after this fails (and is
+    /// retried with back-off).
     pub active_deadline_seconds: i64,
+    /// The Jobs' `backoffLimit`: pods retried within one attempt before it counts as failed.
     pub backoff_limit: i32,
     /// Prints `{"version","schemaVersion","taskDefinitionVersion"}` and writes it to the
     /// container's termination message (`/dev/termination-log`), which the operator reads from
@@ -919,10 +999,15 @@ pub struct PodOverrides {
     /// Extra mounts of the `hollo` container of every pod.
     #[schemars(length(max = 32))]
     pub volume_mounts: Vec<VolumeMount>,
+    /// `nodeSelector` of every pod; a role's `scheduling.nodeSelector` replaces it.
     pub node_selector: BTreeMap<String, String>,
+    /// Tolerations of every pod; a role's `scheduling.tolerations` replaces them.
     pub tolerations: Vec<Toleration>,
     pub affinity: Option<Box<Affinity>>,
+    /// Extra annotations on every pod.
     pub annotations: BTreeMap<String, String>,
+    /// The ServiceAccount every pod runs as (its token is never mounted: the pods do not talk
+    /// to the Kubernetes API); unset: the namespace's `default`.
     pub service_account_name: Option<String>,
     /// Replaces the operator's restrictive pod security context.
     pub security_context: Option<Box<PodSecurityContext>>,
@@ -936,7 +1021,9 @@ pub struct PodOverrides {
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("has(self.configMap) != has(self.secret)").message("pod.caBundle needs exactly one of configMap and secret"))]
 pub struct CaBundleSpec {
+    /// A ConfigMap of the Hollo's namespace holding the bundle.
     pub config_map: Option<String>,
+    /// A Secret of the Hollo's namespace holding the bundle.
     pub secret: Option<String>,
     /// The key holding the PEM bundle.
     #[serde(default = "default_ca_key")]
@@ -997,23 +1084,31 @@ impl Phase {
     }
 }
 
+/// Pods of one role's Deployment.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleStatus {
+    /// Pods the Deployment has.
     pub replicas: i32,
+    /// Of those, the Ready ones.
     pub ready_replicas: i32,
 }
 
 #[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+/// What the operator last observed and did; written by the operator only.
 pub struct HolloStatus {
     pub phase: Phase,
+    /// The `metadata.generation` this status describes.
     pub observed_generation: Option<i64>,
     /// The version whose pods are (or were last) running and migrated.
     pub current_version: Option<String>,
+    /// The version being brought up: `spec.version` once accepted.
     pub target_version: Option<String>,
+    /// Pods of the web Deployment (of the `all` one in `mode: all`).
     pub web: RoleStatus,
+    /// Pods of the worker Deployment.
     pub worker: RoleStatus,
     /// Failed migration attempts of `targetVersion` (drives the retry back-off).
     pub migration_attempts: i32,
@@ -1022,6 +1117,11 @@ pub struct HolloStatus {
     /// `metadata.generation` when that failure was recorded: a spec edit since then (say, a
     /// fixed migration command) retries at once instead of waiting out the back-off.
     pub migration_failure_generation: Option<i64>,
+    /// The latest observations, one per `type`: `Ready`, `Progressing`, `Migrated`, `Degraded`,
+    /// `ConnectionBudget`, `WorkersAvailable`, and when they apply `Stopped`,
+    /// `ReconciliationPaused`, `Database`, `SecretKey`, `UpgradeStrategy`, `VersionAccepted`,
+    /// `BackedUp`, `HTTPRoute`.
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// When each scheduled cleanup (`spec.maintenance`) last started its job: its CronJob's
     /// `lastSuccessfulTime` (RFC 3339).
@@ -1036,7 +1136,9 @@ pub struct HolloStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandContract {
+    /// The version being rolled out, whose pre-deploy migrations are applied.
     pub version: String,
+    /// The version being replaced.
     pub from: String,
     /// Both versions read the same queued messages: old and new workers may overlap. When
     /// false the old workers stop before any new pod starts and the new ones start once no
@@ -1048,7 +1150,9 @@ pub struct ExpandContract {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastCleanup {
+    /// When the remote-posts cleanup last started its job (RFC 3339).
     pub remote_posts: Option<String>,
+    /// When the media cleanup last started its job (RFC 3339).
     pub media: Option<String>,
 }
 
@@ -1129,6 +1233,37 @@ impl HolloSpec {
 /// The CRD as YAML, exactly as `hollo-operator crd` prints it and `crds/` stores it.
 pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
     serde_yaml::to_string(&Hollo::crd())
+}
+
+/// Where the operator chart carries the CRD, relative to the repository.
+pub const CHART_TEMPLATE_PATH: &str = "charts/hollo-operator/templates/crd.yaml";
+
+/// The annotation that makes `helm uninstall` leave an object in place.
+pub const HELM_KEEP: (&str, &str) = ("helm.sh/resource-policy", "keep");
+
+/// The operator chart's CRD template (`hollo-operator crd --chart-template`): the CRD of
+/// [`crd_yaml`] behind the value `crds.install`, annotated so that `helm uninstall` keeps it
+/// (and with it every `Hollo`). A template and not the chart's `crds/`, which Helm installs
+/// once and never upgrades: a new operator would then run against an old schema that prunes
+/// the fields it added.
+pub fn chart_template() -> Result<String, serde_yaml::Error> {
+    let mut crd = Hollo::crd();
+    crd.metadata.annotations = Some(BTreeMap::from([(
+        HELM_KEEP.0.to_string(),
+        HELM_KEEP.1.to_string(),
+    )]));
+    Ok(format!(
+        "{{{{- /*\n\
+         Generated by `hollo-operator crd --chart-template` from the schema crds/hollo.social_hollos.yaml\n\
+         holds (do not edit; the test crd::tests::chart_template_is_the_generated_crd fails when it\n\
+         differs). Regenerate from the repository root with\n\
+         cargo run -q -p hollo-operator -- crd --chart-template > {CHART_TEMPLATE_PATH}\n\
+         */}}}}\n\
+         {{{{- if .Values.crds.install }}}}\n\
+         {}\
+         {{{{- end }}}}\n",
+        serde_yaml::to_string(&crd)?
+    ))
 }
 
 #[cfg(test)]

@@ -43,7 +43,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print the Hollo CustomResourceDefinition as YAML.
-    Crd,
+    Crd {
+        /// Print the operator chart's template of it instead (`templates/crd.yaml`).
+        #[arg(long)]
+        chart_template: bool,
+    },
     /// Print the CRD's field reference as Markdown (`operator/CRD-REFERENCE.md`).
     CrdReference,
     /// Run the controller against the current kubeconfig or in-cluster config.
@@ -156,8 +160,12 @@ fn main() -> anyhow::Result<()> {
 async fn async_main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Crd => {
-            print!("{}", crd::crd_yaml()?);
+        Command::Crd { chart_template } => {
+            if chart_template {
+                print!("{}", crd::chart_template()?);
+            } else {
+                print!("{}", crd::crd_yaml()?);
+            }
             Ok(())
         }
         Command::CrdReference => {

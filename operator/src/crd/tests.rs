@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::Value;
 
 #[test]
 fn defaults_match_the_contract() {
@@ -120,27 +121,107 @@ fn committed_crd_is_up_to_date() {
     );
 }
 
-/// The chart installs its own copy of the CRD (Helm's `crds/`): it must be the generated
-/// one too, or a chart install runs an operator whose status the apiserver rejects.
+/// The operator chart carries the CRD as a template (Helm upgrades templates, never `crds/`):
+/// it must be the generated one, behind `crds.install`, kept on uninstall; and the chart must
+/// have no `crds/` of its own, or `helm install` would create the CRD outside the release and
+/// the template would then clash with it.
 #[test]
-fn chart_crd_is_the_generated_crd() {
+fn chart_template_is_the_generated_crd() {
     let top = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let chart = std::fs::read_to_string(format!(
-        "{top}/charts/hollo-operator/crds/hollo.social_hollos.yaml"
-    ))
-    .expect("charts/hollo-operator/crds/hollo.social_hollos.yaml exists");
-    let committed = std::fs::read_to_string(format!("{top}/crds/hollo.social_hollos.yaml"))
-        .expect("crds/hollo.social_hollos.yaml exists");
+    let template = std::fs::read_to_string(format!("{top}/{CHART_TEMPLATE_PATH}"))
+        .expect("the chart's CRD template exists");
     assert!(
-        chart == committed,
-        "charts/hollo-operator/crds/ differs from crds/; copy it: \
-         cp crds/hollo.social_hollos.yaml charts/hollo-operator/crds/"
+        template == chart_template().expect("CRD serializes"),
+        "{CHART_TEMPLATE_PATH} is stale; regenerate with \
+         `cargo run -q -p hollo-operator -- crd --chart-template > {CHART_TEMPLATE_PATH}`"
     );
-    let entries: Vec<_> = std::fs::read_dir(format!("{top}/charts/hollo-operator/crds"))
+    // What Helm renders with the default values: crds/ plus the keep annotation.
+    let values: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(format!("{top}/charts/hollo-operator/values.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(values["crds"]["install"].as_bool(), Some(true), "crds.install");
+    let body = template
+        .split_once("{{- if .Values.crds.install }}\n")
+        .expect("behind crds.install")
+        .1
+        .strip_suffix("{{- end }}\n")
+        .expect("ends the if");
+    assert!(!body.contains("{{"), "no other template action in the CRD");
+    let mut rendered: serde_yaml::Value = serde_yaml::from_str(body).unwrap();
+    let annotations = rendered["metadata"]
+        .as_mapping_mut()
         .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(entries, ["hollo.social_hollos.yaml"], "only the Hollo CRD");
+        .remove("annotations")
+        .expect("annotations");
+    assert_eq!(annotations[HELM_KEEP.0].as_str(), Some(HELM_KEEP.1));
+    let committed: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(format!("{top}/crds/hollo.social_hollos.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert!(rendered == committed, "the template is crds/ plus the annotation");
+    assert!(
+        !std::path::Path::new(&format!("{top}/charts/hollo-operator/crds")).exists(),
+        "charts/hollo-operator/crds/: Helm would install it outside the release"
+    );
+}
+
+/// `kubectl explain hollo.spec…` answers for every field: the root, and every property below
+/// it (Kubernetes types included) has a description.
+#[test]
+fn every_field_is_described() {
+    fn undescribed(schema: &Value, path: &str, out: &mut Vec<String>) {
+        for (name, s) in schema["properties"].as_object().into_iter().flatten() {
+            let here = format!("{path}.{name}");
+            if s["description"].as_str().is_none_or(|d| d.trim().is_empty()) {
+                out.push(here.clone());
+            }
+            undescribed(s, &here, out);
+        }
+        if schema["items"].is_object() {
+            undescribed(&schema["items"], &format!("{path}[]"), out);
+        }
+        if schema["additionalProperties"].is_object() {
+            undescribed(&schema["additionalProperties"], &format!("{path}{{}}"), out);
+        }
+    }
+    let crd = serde_json::to_value(Hollo::crd()).unwrap();
+    let root = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    let top = root["description"].as_str().unwrap_or_default();
+    assert!(
+        top.starts_with("A Hollo ") && !top.contains("Auto-generated"),
+        "{top}"
+    );
+    let mut missing = vec![];
+    undescribed(root, "", &mut missing);
+    assert!(missing.is_empty(), "no description: {missing:?}");
+    let mut count = 0;
+    fn count_properties(schema: &Value, count: &mut usize) {
+        for (_, s) in schema["properties"].as_object().into_iter().flatten() {
+            *count += 1;
+            count_properties(s, count);
+        }
+        if schema["items"].is_object() {
+            count_properties(&schema["items"], count);
+        }
+    }
+    count_properties(root, &mut count);
+    assert!(count > 500, "the walk saw {count} properties");
+}
+
+/// Conditions merge by `type` (a server-side apply of one condition keeps the others), and
+/// `kubectl get hollo` also answers as part of the category `hollo`.
+#[test]
+fn conditions_are_a_map_and_the_kind_has_a_category() {
+    let crd = Hollo::crd();
+    assert_eq!(crd.spec.names.categories, Some(vec!["hollo".to_string()]));
+    let crd = serde_json::to_value(crd).unwrap();
+    let conditions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        ["status"]["properties"]["conditions"];
+    assert_eq!(conditions["x-kubernetes-list-type"], "map");
+    assert_eq!(conditions["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+    let required = conditions["items"]["required"].as_array().unwrap();
+    assert!(required.contains(&"type".into()), "a map key must be required");
 }
 
 /// Chart.yaml's appVersion (the operator image tag by default) and version follow the
