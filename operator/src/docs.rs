@@ -409,8 +409,12 @@ mod tests {
                 let Some((host, _)) = path.split_once('/') else {
                     continue;
                 };
+                // `host/owner/…/name`, or `localhost/name`: `deployment.apps/hollo-operator`
+                // is kubectl's, not an image.
                 let registry = host == "localhost"
-                    || (host.contains('.') && host.chars().any(|c| c.is_ascii_alphabetic()));
+                    || (host.contains('.')
+                        && host.chars().any(|c| c.is_ascii_alphabetic())
+                        && path.matches('/').count() >= 2);
                 let ours = path.ends_with("/hollo") || path.ends_with("/hollo-operator");
                 // A URL (`https://github.com/…/hollo`) is no image path.
                 let url = token.contains("://") && !token.starts_with("docker://");
@@ -445,6 +449,7 @@ mod tests {
             "repository: ghcr.io/fedify-dev/hollo",
             "--set image.repository=localhost/hollo-operator",
             "cp target/debug/hollo ../target/debug/hollo",
+            "poddisruptionbudget.policy/hollo-operator created (server dry run)",
             "https://github.com/fedify-dev/hollo",
             "CREATE DATABASE {name} OWNER {name}",
         ] {
@@ -476,6 +481,17 @@ mod tests {
         assert_eq!(defaults.repository, OUR_IMAGES[0]);
         let chart = read("charts/hollo-operator/values.yaml");
         assert!(chart.contains(&format!("repository: {}\n", OUR_IMAGES[1])));
+    }
+
+    /// The chart never turns leader election off, whatever `replicaCount`: a rolling upgrade
+    /// briefly runs two operator pods, and only the Lease keeps the new one from reconciling
+    /// beside the old one.
+    #[test]
+    fn the_chart_always_elects_a_leader() {
+        let deployment = read("charts/hollo-operator/templates/deployment.yaml");
+        assert!(!deployment.contains("DISABLE_LEADER_ELECTION"));
+        assert!(deployment.contains("- name: LEASE_NAME"));
+        assert!(deployment.contains("- name: POD_NAME"));
     }
 
     /// The uid the pods run as: the code's, both images' and the chart's, and what the operator

@@ -41,6 +41,34 @@ pub struct ErrorLabels {
     pub error: String,
 }
 
+/// `hollo_operator_build_info`: which build runs, so a dashboard shows when an upgrade of the
+/// operator itself reached the cluster.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: &'static str,
+    /// The git commit the binary was built from (`HOLLO_GIT_COMMIT` at compile time), else
+    /// `unknown`.
+    pub revision: &'static str,
+}
+
+impl BuildLabels {
+    pub fn of_this_binary() -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION"),
+            revision: revision(option_env!("HOLLO_GIT_COMMIT")),
+        }
+    }
+}
+
+/// A commit id as a label value: hexadecimal, at most 64 characters (a SHA-256 object id),
+/// else `unknown` (the variable is set by whoever builds; a label stays bounded).
+fn revision(commit: Option<&'static str>) -> &'static str {
+    match commit {
+        Some(c) if !c.is_empty() && c.len() <= 64 && c.chars().all(|c| c.is_ascii_hexdigit()) => c,
+        _ => "unknown",
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct VerbLabels {
     pub verb: &'static str,
@@ -293,6 +321,11 @@ impl Default for Metrics {
             "Requests to the API server, by verb (a watch counts when it is opened)",
             requests.clone(),
         );
+        registry.register(
+            "build",
+            "The operator's version and git commit",
+            prometheus_client::metrics::info::Info::new(BuildLabels::of_this_binary()),
+        );
         let per_hollo = PerHollo::default();
         per_hollo.register(&mut registry);
         Self {
@@ -471,6 +504,21 @@ mod tests {
             text.contains("hollo_operator_reconcile_duration_seconds_count 2"),
             "{text}"
         );
+        let build = format!(
+            "hollo_operator_build_info{{version=\"{}\",revision=\"",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.contains(&build), "{text}");
+    }
+
+    #[test]
+    fn the_revision_label_is_a_commit_or_unknown() {
+        assert_eq!(revision(Some("0123abcdef")), "0123abcdef");
+        for bad in [None, Some(""), Some("main\"} 1\n"), Some("g1234")] {
+            assert_eq!(revision(bad), "unknown", "{bad:?}");
+        }
+        let long: &'static str = "a".repeat(65).leak();
+        assert_eq!(revision(Some(long)), "unknown");
     }
 
     #[test]

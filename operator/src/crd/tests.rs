@@ -140,7 +140,11 @@ fn chart_template_is_the_generated_crd() {
         &std::fs::read_to_string(format!("{top}/charts/hollo-operator/values.yaml")).unwrap(),
     )
     .unwrap();
-    assert_eq!(values["crds"]["install"].as_bool(), Some(true), "crds.install");
+    assert_eq!(
+        values["crds"]["install"].as_bool(),
+        Some(true),
+        "crds.install"
+    );
     let body = template
         .split_once("{{- if .Values.crds.install }}\n")
         .expect("behind crds.install")
@@ -159,7 +163,10 @@ fn chart_template_is_the_generated_crd() {
         &std::fs::read_to_string(format!("{top}/crds/hollo.social_hollos.yaml")).unwrap(),
     )
     .unwrap();
-    assert!(rendered == committed, "the template is crds/ plus the annotation");
+    assert!(
+        rendered == committed,
+        "the template is crds/ plus the annotation"
+    );
     assert!(
         !std::path::Path::new(&format!("{top}/charts/hollo-operator/crds")).exists(),
         "charts/hollo-operator/crds/: Helm would install it outside the release"
@@ -173,7 +180,10 @@ fn every_field_is_described() {
     fn undescribed(schema: &Value, path: &str, out: &mut Vec<String>) {
         for (name, s) in schema["properties"].as_object().into_iter().flatten() {
             let here = format!("{path}.{name}");
-            if s["description"].as_str().is_none_or(|d| d.trim().is_empty()) {
+            if s["description"]
+                .as_str()
+                .is_none_or(|d| d.trim().is_empty())
+            {
                 out.push(here.clone());
             }
             undescribed(s, &here, out);
@@ -216,12 +226,18 @@ fn conditions_are_a_map_and_the_kind_has_a_category() {
     let crd = Hollo::crd();
     assert_eq!(crd.spec.names.categories, Some(vec!["hollo".to_string()]));
     let crd = serde_json::to_value(crd).unwrap();
-    let conditions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
-        ["status"]["properties"]["conditions"];
+    let conditions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+        ["properties"]["conditions"];
     assert_eq!(conditions["x-kubernetes-list-type"], "map");
-    assert_eq!(conditions["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+    assert_eq!(
+        conditions["x-kubernetes-list-map-keys"],
+        serde_json::json!(["type"])
+    );
     let required = conditions["items"]["required"].as_array().unwrap();
-    assert!(required.contains(&"type".into()), "a map key must be required");
+    assert!(
+        required.contains(&"type".into()),
+        "a map key must be required"
+    );
 }
 
 /// Chart.yaml's appVersion (the operator image tag by default) and version follow the
