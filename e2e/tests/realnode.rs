@@ -323,8 +323,8 @@ async fn quick_start_runs_for_real() {
     let r = real();
     let ns = Ns::new("real-quick").await;
 
-    // The operator: the chart's pods (two: e2e/run installs with replicaCount=2, which turns
-    // leader election on), on the real node under the chart's ServiceAccount, Ready through
+    // The operator: the chart's pods (two: e2e/run installs with replicaCount=2; leader
+    // election is always on), on the real node under the chart's ServiceAccount, Ready through
     // their probes; one of them holds the Lease.
     let ops: Api<Pod> = Api::namespaced(ns.client.clone(), "hollo-system");
     let ready_ops = wait_until("the chart's operator pods Ready", 180, || async {
@@ -2234,5 +2234,165 @@ async fn web_autoscaler_scales_on_load_within_the_budget() {
         "back to 1 web pod {}s after the load stopped",
         t1.elapsed().as_secs()
     ));
+    remove_media(&ns);
+}
+
+/// The operator's next build in this phase: its 0.1.0 image under another tag (e2e/images tags
+/// it in the node's containerd), so the upgrade changes the operator pods and nothing the
+/// operator renders.
+const OPERATOR_NEXT_TAG: &str = "0.1.0-e2e-next";
+
+/// The chart's operator pods (not terminating): name → image.
+async fn operator_pods(ns: &Ns) -> std::collections::BTreeMap<String, String> {
+    let ops: Api<Pod> = Api::namespaced(ns.client.clone(), "hollo-system");
+    ops.list(&ListParams::default().labels("app.kubernetes.io/instance=hollo-operator"))
+        .await
+        .expect("list the operator pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let image = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers[0].image.clone())
+                .unwrap_or_default();
+            (p.name_any(), image)
+        })
+        .collect()
+}
+
+async fn lease_holder(ns: &Ns) -> Result<String, String> {
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), "hollo-system");
+    leases
+        .get_opt("hollo-operator-leader")
+        .await
+        .map_err(|e| e.to_string())?
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| "the Lease has no holder".to_string())
+}
+
+/// `metadata.generation` of the web and worker Deployments: a changed pod template bumps it.
+async fn deployment_generations(ns: &Ns) -> Vec<(String, i64)> {
+    let mut out = vec![];
+    for role in ["web", "worker"] {
+        let name = format!("{HOLLO}-{role}");
+        let d = ns.deployment(&name).await.expect("the role's Deployment");
+        out.push((name, d.metadata.generation.unwrap_or_default()));
+    }
+    out
+}
+
+/// Issue 63 item 5 (the operator's own upgrade): a running instance (1 web, 2 workers) under a
+/// client pod GETting `/api/v1/instance` every 100 ms, then `helm upgrade` of the operator
+/// chart to the operator's next build (another image tag; two replicas, leader election on):
+/// the Deployment rolls both operator pods; the Lease goes to a new pod; that pod's `/metrics`
+/// says which build runs (`hollo_operator_build_info`) and that it reconciled this `Hollo`
+/// (`Running`); through all of it no web or worker pod is created, deleted or restarted and
+/// neither Deployment's template changes (nothing the operator renders changed), and the
+/// client sees no failed request.
+#[tokio::test]
+async fn operator_upgrade_rolls_no_instance_pod() {
+    let ns = Ns::new("real-opupgrade").await;
+    quick_start_running(&ns, |m| m.to_string()).await;
+    let before_ops = operator_pods(&ns).await;
+    let holder_before = wait_until("an operator pod holds the Lease", 60, || async {
+        lease_holder(&ns).await
+    })
+    .await;
+    assert!(
+        before_ops.contains_key(&holder_before),
+        "{holder_before} not in {before_ops:?}"
+    );
+    let generations = deployment_generations(&ns).await;
+    let observed = ns.hollo().await.data["status"]["observedGeneration"].as_i64();
+    let (untouched, watch) = watch_pods_untouched(&ns, app_pods(&ns).await);
+    let url = web_url(&ns, "/api/v1/instance");
+    start_poller(&ns, &url, 90, &[]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let tag = format!("image.tag={OPERATOR_NEXT_TAG}");
+    ns.log(&format!(
+        "helm upgrade hollo-operator charts/hollo-operator --reuse-values --set {tag} --wait"
+    ));
+    let out = Command::new("helm")
+        .args([
+            "upgrade",
+            "hollo-operator",
+            "charts/hollo-operator",
+            "-n",
+            "hollo-system",
+            "--reuse-values",
+            "--set",
+            &tag,
+            "--wait",
+            "--timeout",
+            "180s",
+        ])
+        .env("KUBECONFIG", &ns.env.kubeconfig)
+        .current_dir(&ns.env.repo)
+        .output()
+        .expect("run helm");
+    assert!(
+        out.status.success(),
+        "helm upgrade: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let next_image = format!("localhost/hollo-operator:{OPERATOR_NEXT_TAG}");
+    let holder = wait_until("a pod of the next build holds the Lease", 120, || async {
+        let ops = operator_pods(&ns).await;
+        let holder = lease_holder(&ns).await?;
+        let old_left: Vec<&String> = ops.keys().filter(|n| before_ops.contains_key(*n)).collect();
+        match ops.get(&holder) {
+            Some(image) if *image == next_image && old_left.is_empty() && ops.len() == 2 => {
+                Ok(holder)
+            }
+            _ => Err(format!("holder {holder}, operator pods {ops:?}")),
+        }
+    })
+    .await;
+    ns.log(&format!("{holder_before} → {holder} holds the Lease"));
+    // The new leader reconciled this Hollo (its per-Hollo gauge says Running) and names its build.
+    let metrics_path = format!("/api/v1/namespaces/hollo-system/pods/{holder}:8080/proxy/metrics");
+    let running = format!(
+        "hollo_operator_hollo_phase{{hollo_namespace=\"{}\",hollo=\"{HOLLO}\",phase=\"Running\"}} 1",
+        ns.name
+    );
+    let metrics = wait_until("the new leader reconciled the Hollo", 60, || async {
+        let m = ns.try_kubectl(&["get", "--raw", &metrics_path], None)?;
+        if m.contains(&running) {
+            Ok(m)
+        } else {
+            Err(format!("no `{running}` yet"))
+        }
+    })
+    .await;
+    assert!(
+        metrics.contains("hollo_operator_build_info{version=\"0.1.0\",revision=\""),
+        "{metrics}"
+    );
+    let writes = metrics
+        .lines()
+        .find(|l| l.starts_with("hollo_operator_api_writes_total "))
+        .unwrap_or("no hollo_operator_api_writes_total");
+    ns.log(&format!("the new leader: {writes}"));
+    // A few seconds more for anything the new leader might still change.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    assert_eq!(
+        deployment_generations(&ns).await,
+        generations,
+        "no Deployment template changed"
+    );
+    let h = ns.hollo().await;
+    assert_eq!(phase(&h), "Running", "{}", status_line(&h));
+    assert_eq!(h.data["status"]["observedGeneration"].as_i64(), observed);
+    watch.abort();
+    let seen = untouched.lock().unwrap().clone();
+    assert!(seen.is_empty(), "instance pods changed: {seen:?}");
+    poller_succeeded(&ns, &url, 120).await;
     remove_media(&ns);
 }
