@@ -323,7 +323,7 @@ impl Default for Metrics {
         );
         registry.register(
             "build",
-            "The operator's version and git commit",
+            "The running build: its version and git commit (revision; unknown unless the build set HOLLO_GIT_COMMIT)",
             prometheus_client::metrics::info::Info::new(BuildLabels::of_this_binary()),
         );
         let per_hollo = PerHollo::default();

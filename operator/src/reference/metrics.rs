@@ -32,6 +32,8 @@ impl Family {
     fn scraped(&self) -> String {
         match self.kind.as_str() {
             "counter" => format!("{}_total", self.name),
+            // An OpenMetrics info family's one sample is `<name>_info{…} 1`.
+            "info" => format!("{}_info", self.name),
             _ => self.name.clone(),
         }
     }
@@ -41,6 +43,7 @@ impl Family {
         let suffixes: &[&str] = match self.kind.as_str() {
             "counter" => &["_total", "_created"],
             "histogram" => &["_bucket", "_sum", "_count", "_created"],
+            "info" => &["_info"],
             _ => &[""],
         };
         suffixes
