@@ -1149,3 +1149,122 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
     w.shutdown().await;
     assert_never_early_never_twice(&db.pool).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Blocks, and remote polls: a real node (`Instance`), the test peer as their server.
+
+mod across_servers {
+    use super::*;
+    use reqwest::Method;
+    use support::api::{Client, call_ok, id, received, remote_post_id, users};
+    use support::node::Instance;
+    use support::peer::Peer;
+
+    const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+
+    /// Waits until the inbox processed the activity `id`; its outcome.
+    async fn processed(inst: &Instance, id: &str) -> String {
+        eventually(WAIT, "the activity processed", || async {
+            sqlx::query_scalar(
+                "SELECT outcome FROM inbox_activities WHERE id = $1 AND processed_at IS NOT NULL",
+            )
+            .bind(id)
+            .fetch_optional(&inst.pool)
+            .await
+            .unwrap()
+        })
+        .await
+    }
+
+    /// Delivers `activity` signed by the peer's `/users/{author}` to our shared inbox; the
+    /// outcome once processed.
+    async fn deliver(inst: &Instance, peer: &Peer, author: &str, activity: &Value) -> String {
+        let status = peer
+            .post_as(author, &format!("{}/inbox", inst.base), activity)
+            .await;
+        assert_eq!(status, 202, "{activity}");
+        processed(inst, activity["id"].as_str().unwrap()).await
+    }
+
+    /// The peer's `/users/{author}` votes `name` on our status `uri`, as Mastodon sends it.
+    fn remote_vote(peer: &Peer, author: &str, uri: &str, name: &str) -> Value {
+        let actor = peer.actor_of(author);
+        let note = peer.new_id("votes");
+        json!({
+            "id": format!("{note}/activity"), "type": "Create", "actor": actor,
+            "object": {"id": note, "type": "Note", "name": name, "inReplyTo": uri,
+                       "attributedTo": actor, "to": [uri.rsplit_once("/statuses/").unwrap().0]},
+        })
+    }
+
+    async fn votes_stored(inst: &Instance, poll: &str) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM poll_votes WHERE poll_id = $1::uuid")
+            .bind(poll)
+            .fetch_one(&inst.pool)
+            .await
+            .unwrap()
+    }
+
+    /// A vote across a block is refused, whichever side blocked, on our polls as on Mastodon
+    /// (its `PollPolicy#vote?`): a local voter gets a 403 (or, where the block hides the post
+    /// from them, the 404 of a poll they cannot see), a remote vote is ignored; nothing is
+    /// counted. Once the block is lifted, the vote counts.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn votes_across_a_block_are_refused_either_way() {
+        let inst = Instance::start("all", &[]).await;
+        let peer = Peer::start().await;
+        let [(alice, _, alice_api), (bob, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
+        let st = alice_api
+            .posted(&json!({"status": "Tea or coffee?",
+                            "poll": {"options": ["tea", "coffee"], "expires_in": 3600}}))
+            .await;
+        let poll = st["poll"]["id"].as_str().unwrap().to_string();
+        let votes = format!("/api/v1/polls/{poll}/votes");
+
+        for (blocker, blocked) in [(&alice_api, &bob), (&bob_api, &alice)] {
+            let path = format!("/api/v1/accounts/{}/block", blocked.id);
+            call_ok(blocker, Method::POST, &path, json!({})).await;
+            let a = bob_api
+                .call(Method::POST, &votes, &json!({"choices": [0]}))
+                .await;
+            assert!(
+                matches!(a.status, 403 | 404),
+                "{} is blocked: bob's vote answered {} {}",
+                blocked.username,
+                a.status,
+                a.body
+            );
+            assert!(a.body["error"].is_string(), "{}", a.body);
+            assert_eq!(votes_stored(&inst, &poll).await, 0, "a vote across a block");
+            let path = format!("/api/v1/accounts/{}/unblock", blocked.id);
+            call_ok(blocker, Method::POST, &path, json!({})).await;
+        }
+        let a = bob_api
+            .call(Method::POST, &votes, &json!({"choices": [0]}))
+            .await;
+        assert_eq!(a.status, 200, "once unblocked: {}", a.body);
+
+        // Remote voters: one alice blocks, one that blocks alice.
+        let uri = st["uri"].as_str().unwrap();
+        let mallory = peer.actor_of("mallory");
+        let mallory_id = support::api::resolve_id(&alice_api, &peer.handle_of("mallory")).await;
+        let path = format!("/api/v1/accounts/{mallory_id}/block");
+        call_ok(&alice_api, Method::POST, &path, json!({})).await;
+        let outcome = deliver(&inst, &peer, "mallory", &remote_vote(&peer, "mallory", uri, "tea")).await;
+        assert!(outcome.contains("block"), "mallory's vote: {outcome}");
+        let block = json!({
+            "id": peer.new_id("blocks"), "type": "Block", "actor": peer.actor_of("trent"),
+            "object": inst.fed.actor_iri("alice"),
+        });
+        deliver(&inst, &peer, "trent", &block).await;
+        let outcome = deliver(&inst, &peer, "trent", &remote_vote(&peer, "trent", uri, "tea")).await;
+        assert!(outcome.contains("block"), "trent's vote: {outcome}");
+        assert_eq!(votes_stored(&inst, &poll).await, 1, "only bob's vote");
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM remote_posts")
+            .fetch_one(&inst.pool)
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "a refused vote is not stored as a post either ({mallory})");
+        inst.shutdown().await;
+    }
+}
