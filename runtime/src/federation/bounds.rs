@@ -21,7 +21,9 @@
 //! | any other list | 128 | collection pages, keys, approvals, a `Flag`'s objects (our own reports name at most 100 statuses) |
 //! | `content` | 64 KiB | several times the longest post a common server lets its users write (Pleroma and Akkoma 5 000 characters, Misskey 3 000) |
 //! | `summary` | 8 KiB | a profile's bio or a content warning (Pleroma's 5 000-character bios) |
-//! | `name`, `value` | 4 KiB | alt text (Mastodon's 1 500 characters), display names, profile fields, poll options |
+//! | `name`, `value` | 4 KiB | alt text (Mastodon's 1 500 characters), display names, profile fields |
+//! | a poll option's `name` | 1 KiB | Pleroma's and Akkoma's default `max_option_chars` (200), the longest of the common servers (Mastodon and GoToSocial 50), in any script |
+//! | a poll option's count, `votersCount` | 10⁹ | more votes than any poll has had; the sum of 20 stays far from overflowing |
 //! | every string of a `tag` entry | 512 B | `@user@host` (a DNS name is at most 253 bytes), hashtags of at most 100 characters, shortcodes of 64, their URLs |
 //! | `publicKeyPem` | 8 KiB | an RSA key of 16 384 bits is under 3 KiB |
 //! | any other string (ids, URLs, media types, dates) | 2 KiB | the longest URL commonly accepted |
@@ -63,6 +65,11 @@ pub const MAX_SUMMARY_BYTES: usize = 8 * 1024;
 pub const MAX_NAME_BYTES: usize = 4 * 1024;
 /// Every string of a `tag` entry, in bytes.
 pub const MAX_TAG_STRING_BYTES: usize = 512;
+/// A poll option's `name` (and `nameMap`), in bytes. Votes name the option by this text, so
+/// one cut here cannot be voted on at its origin; no common server allows one this long.
+pub const MAX_POLL_OPTION_BYTES: usize = 1024;
+/// A remote poll's count of one option, or of its voters: larger numbers are read as this.
+pub const MAX_POLL_COUNT: i64 = 1_000_000_000;
 /// `publicKeyPem`, in bytes.
 pub const MAX_PEM_BYTES: usize = 8 * 1024;
 /// Any other string, in bytes.

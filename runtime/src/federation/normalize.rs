@@ -104,23 +104,27 @@ pub fn normalize(doc: Value) -> Value {
 }
 
 /// Where a value sits, for its bounds: how long its strings may be, and whether it is (in) a
-/// `tag` entry, whose strings are all short.
+/// `tag` entry, whose strings are all short, or a poll option (`oneOf`, `anyOf`), whose
+/// `name` is.
 #[derive(Clone, Copy)]
 struct Place {
     string: usize,
     in_tag: bool,
+    in_option: bool,
 }
 
 impl Place {
     const TOP: Place = Place {
         string: bounds::MAX_STRING_BYTES,
         in_tag: false,
+        in_option: false,
     };
 
     /// The place of the value of `key` in an object at `self`.
     fn of(self, key: &str) -> Place {
         let string = match key {
             _ if self.in_tag => bounds::MAX_TAG_STRING_BYTES,
+            "name" if self.in_option => bounds::MAX_POLL_OPTION_BYTES,
             "content" => bounds::MAX_CONTENT_BYTES,
             "summary" => bounds::MAX_SUMMARY_BYTES,
             "name" | "value" => bounds::MAX_NAME_BYTES,
@@ -130,6 +134,7 @@ impl Place {
         Place {
             string,
             in_tag: self.in_tag || key == "tag",
+            in_option: self.in_option || matches!(key, "oneOf" | "anyOf"),
         }
     }
 }
@@ -511,7 +516,8 @@ mod tests {
                 "contentMap": Value::Object((0..40).map(|i| (format!("l{i}"), json!("é".repeat(40_000)))).collect()),
                 "attachment": many(100, &|i| json!({"type": "Document", "url": format!("https://m.example/{i}"), "name": "n".repeat(9000)})),
                 "tag": tags,
-                "oneOf": many(100, &|i| json!({"type": "Note", "name": format!("o{i}")})),
+                "oneOf": many(100, &|i| json!({"type": "Note", "name": format!("o{i}").repeat(2000),
+                                               "nameMap": {"en": "m".repeat(2000)}})),
                 "alsoKnownAs": "https://m.example/one",
                 "custom": many(1000, &|i| json!(i)),
                 "url": "u".repeat(5000),
@@ -570,6 +576,14 @@ mod tests {
             bounds::MAX_TAG_STRING_BYTES
         );
         assert_eq!(len(&o["oneOf"]), bounds::MAX_POLL_OPTIONS);
+        assert_eq!(
+            o["oneOf"][0]["name"].as_str().unwrap().len(),
+            bounds::MAX_POLL_OPTION_BYTES
+        );
+        assert_eq!(
+            o["oneOf"][0]["nameMap"]["en"].as_str().unwrap().len(),
+            bounds::MAX_POLL_OPTION_BYTES
+        );
         assert_eq!(o["alsoKnownAs"], json!(["https://m.example/one"]));
         assert_eq!(len(&o["custom"]), bounds::MAX_LIST);
         assert_eq!(o["url"].as_str().unwrap().len(), bounds::MAX_STRING_BYTES);

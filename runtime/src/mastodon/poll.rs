@@ -1,4 +1,5 @@
-//! Mastodon's `Poll` entity: the tally of a poll on one of our statuses, and the viewer's votes.
+//! Mastodon's `Poll` entity: the tally of a poll, ours or a remote post's, and the viewer's
+//! votes.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -11,11 +12,13 @@ use crate::polls::storage::tally;
 #[derive(Clone, Debug, Serialize)]
 pub struct Poll {
     pub id: String,
-    pub expires_at: DateTime<Utc>,
+    /// `null` for a remote poll without end, as on Mastodon.
+    pub expires_at: Option<DateTime<Utc>>,
     pub expired: bool,
     pub multiple: bool,
     pub votes_count: i64,
-    pub voters_count: i64,
+    /// `null` for a remote poll of several choices whose origin does not say, as on Mastodon.
+    pub voters_count: Option<i64>,
     pub options: Vec<PollOption>,
     pub emojis: Vec<CustomEmoji>,
     /// Only when a viewer is known, as Mastodon leaves them out for anonymous readers.
@@ -38,10 +41,11 @@ pub async fn of_poll(
     poll_id: Uuid,
     viewer: Option<Uuid>,
 ) -> Result<Option<Poll>, sqlx::Error> {
-    let status: Option<Uuid> = sqlx::query_scalar("SELECT status_id FROM polls WHERE id = $1")
-        .bind(poll_id)
-        .fetch_optional(&mut *conn)
-        .await?;
+    let status: Option<Uuid> =
+        sqlx::query_scalar("SELECT coalesce(status_id, remote_post_id) FROM polls WHERE id = $1")
+            .bind(poll_id)
+            .fetch_optional(&mut *conn)
+            .await?;
     match status {
         Some(status) if crate::statuses::access::can_see(conn, viewer, status).await? => {
             of_readable_status(conn, poll_id, viewer).await

@@ -211,6 +211,8 @@ struct RemoteRow {
     tag_json: Option<Value>,
     /// The note's `interactionPolicy` as received (its quote policy).
     interaction_policy: Option<Value>,
+    /// Its poll (a `Question`'s, `polls::question`).
+    poll_id: Option<Uuid>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -355,7 +357,8 @@ fn remote_rows_sql() -> &'static str {
                     tags[1:{kind}] AS tags,
                     jsonb_path_query_array(attachments, '$[0 to {attachments}]') AS attachments,
                     jsonb_path_query_array(body, '$.tag[0 to {all_tags}]') AS tag_json,
-                    body->'interactionPolicy' AS interaction_policy
+                    body->'interactionPolicy' AS interaction_policy,
+                    (SELECT p.id FROM polls p WHERE p.remote_post_id = remote_posts.id) AS poll_id
                FROM remote_posts WHERE id = ANY($1) AND deleted_at IS NULL",
             // Sanitized HTML of a bounded `content` may be longer than it (an escaped `<`).
             content = 4 * bounds::MAX_CONTENT_BYTES,
@@ -538,6 +541,10 @@ async fn render_posts(
         s.language = r.language;
         s.tags = tags(site.urls, &r.tags);
         s.media_attachments = MediaAttachment::remote_all(site.urls, &r.attachments);
+        s.poll = match r.poll_id {
+            Some(p) => poll::of_readable_status(&mut *conn, p, viewer).await?,
+            None => None,
+        };
         s.emojis = CustomEmoji::from_tags(site.urls, r.tag_json.as_ref());
         s.card = cards.remove(&r.id);
         s.emoji_reactions = reactions.remove(&r.id).unwrap_or_default();

@@ -201,10 +201,12 @@ async fn admit(pool: &PgPool, poll_id: Uuid, chunk: Duration) -> Result<Admissio
         .execute(&mut *tx)
         .await?;
 
-    // The current expiry, read now: whatever the caller saw may have changed since.
+    // The current expiry, read now: whatever the caller saw may have changed since. A remote
+    // poll without end needs no wakeup (its author's closing `Update` ends it; recovery finds
+    // it then).
     let poll: Option<(f64, bool)> = sqlx::query_as(
         "SELECT GREATEST(EXTRACT(EPOCH FROM expires_at - now()), 0)::float8, notified_at IS NOT NULL
-           FROM polls WHERE id = $1",
+           FROM polls WHERE id = $1 AND expires_at IS NOT NULL",
     )
     .bind(poll_id)
     .fetch_optional(&mut *tx)

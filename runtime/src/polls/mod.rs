@@ -1,4 +1,5 @@
-//! Polls on local posts and their expiry notifications (SPEC.md §7, R-POLL).
+//! Polls and their expiry notifications (SPEC.md §7, R-POLL): polls of our statuses, and
+//! polls of remote posts (a remote `Question`) that our users see and vote on.
 //!
 //! Data walk: a web request writes the status/poll/vote/expiry and commits, then asks
 //! `admission::schedule` for a wakeup (`hollo.poll-notification.v1 {pollId}`, one stored
@@ -9,21 +10,27 @@
 //! wrong on the way (deferral at the cap, lock timeout, a crash after commit, exhausted
 //! retries) leaves an expired poll without `notified_at`, which `recovery` schedules again.
 //!
-//! Polls belong to local statuses, so the author is always local: every poll has a local
-//! recipient and is scheduled. Remote votes (`remote`) change neither the expiry nor the local
-//! recipients, so they schedule nothing; the poll's wakeup already exists or recovery finds it.
-
+//! A poll of ours has a local author, so it always has a recipient and is scheduled. Remote
+//! votes on it (`remote`) change neither the expiry nor the local recipients, so they schedule
+//! nothing; the poll's wakeup already exists or recovery finds it. A remote poll (`question`)
+//! has a recipient only once one of our users votes in it (`voting`): until then it is stored
+//! as notified, so recovery never meets it; the vote clears that and schedules its wakeup. Its
+//! end may also move with its author's `Update` (closed early): recovery finds it then.
 //!
 //! Modules by concern: `validation` (request shapes and rules, pure), `storage` (the writes
-//! and the tally, SQL); the Poll entity is `mastodon::poll`. Publishing to followers is the
-//! caller's: storage writes in the caller's transaction, so `web::polls` publishes in the same
-//! one, and nothing here depends on `federation::outbound::statuses` (which reads `storage::tally`).
+//! and the tally, SQL), `voting` (a local account's vote), `remote` (remote votes on ours),
+//! `question` (remote polls); the Poll entity is `mastodon::poll`. Publishing to followers is
+//! the caller's: storage writes in the caller's transaction, so `web::polls` publishes in the
+//! same one, and nothing here depends on `federation::outbound::statuses` (which reads
+//! `storage::tally`).
 
 pub mod admission;
+pub mod question;
 pub mod recovery;
 pub mod remote;
 pub mod storage;
 pub mod validation;
+pub mod voting;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -31,9 +38,10 @@ use uuid::Uuid;
 
 pub use storage::{
     PollError, PollTally, create_status, edit_status, insert_status, tally, unnotified_expired,
-    update_status, vote,
+    update_status,
 };
 pub use validation::{Invalid, NewPoll, StatusEdit};
+pub use voting::vote;
 
 pub const KIND: &str = "hollo.poll-notification.v1";
 pub const LOG_TARGET: &str = "hollo.poll-notifications.queue";

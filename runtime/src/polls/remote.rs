@@ -1,11 +1,15 @@
-//! Remote votes: Mastodon sends a vote as `Create` of a `Note` with `name` (the option's title)
-//! and `inReplyTo` the poll's status, attributed to the voter. Applied inside the inbox
-//! transaction, with the poll row locked like a local vote, so a vote after the end never
-//! counts and a redelivered activity never counts twice.
+//! Remote votes on our polls: Mastodon sends a vote as `Create` of a `Note` with `name` (the
+//! option's title) and `inReplyTo` the poll's status, attributed to the voter. Applied inside
+//! the inbox transaction, with the poll row locked like a local vote, so a vote after the end
+//! never counts and a redelivered activity never counts twice; nor does one across a block,
+//! either way (as a local vote, `polls::voting`). Remote polls are `question`.
 
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
+
+use crate::federation::Federation;
+use crate::federation::outbound::relationships;
 
 /// A remote vote as the inbox reads it: the option's title, the poll's status IRI and who the
 /// vote's note is attributed to.
@@ -27,29 +31,38 @@ pub enum VoteOutcome {
     NoSuchOption,
     /// A second vote on a single-choice poll.
     AlreadyVoted,
+    /// The poll's author blocks the voter, or the voter the author.
+    AcrossBlock,
 }
 
 /// Counts `voter`'s ballot (activity `activity_id`). `None` when the ballot names no poll of
 /// ours (the caller stores it as the note it is).
 pub async fn apply_vote(
     tx: &mut PgConnection,
+    fed: &Federation,
     activity_id: &str,
     voter: &str,
     ballot: &Ballot,
 ) -> Result<Option<VoteOutcome>, sqlx::Error> {
-    let poll: Option<(Uuid, Value, bool, bool)> = sqlx::query_as(
-        "SELECT p.id, p.options, p.multiple, p.expires_at <= now()
+    let poll: Option<(Uuid, Value, bool, bool, Uuid)> = sqlx::query_as(
+        "SELECT p.id, p.options, p.multiple, p.expires_at <= now(), s.account_id
            FROM polls p JOIN statuses s ON s.id = p.status_id
           WHERE s.uri = $1 FOR UPDATE OF p",
     )
     .bind(&ballot.poll)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((poll_id, options, multiple, expired)) = poll else {
+    let Some((poll_id, options, multiple, expired, author)) = poll else {
         return Ok(None);
     };
     if ballot.attributed_to.as_deref() != Some(voter) {
         return Ok(Some(VoteOutcome::NotAttributedToSigner));
+    }
+    // Our status's IRI is `<author's actor IRI>/statuses/<id>` (`storage::insert_status`).
+    if let Some((author_iri, _)) = ballot.poll.rsplit_once("/statuses/")
+        && relationships::blocked_either_way(tx, fed, author, author_iri, voter).await?
+    {
+        return Ok(Some(VoteOutcome::AcrossBlock));
     }
     if expired {
         return Ok(Some(VoteOutcome::AfterEnd));

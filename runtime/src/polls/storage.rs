@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sqlx::{PgConnection, PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::validation::{Invalid, NewPoll, StatusEdit, check_choices};
+use super::validation::{Invalid, NewPoll, StatusEdit};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PollError {
@@ -19,6 +19,9 @@ pub enum PollError {
     /// Someone else's status (403).
     #[error("only the author can edit this status")]
     NotAuthor,
+    /// A vote across a block, either way (403, Mastodon's words).
+    #[error("This action is not allowed")]
+    AcrossBlock,
     /// Well-formed but not acceptable (422).
     #[error(transparent)]
     Invalid(#[from] Invalid),
@@ -79,55 +82,6 @@ pub async fn create_status(
     let ids = insert_status(&mut tx, account_id, actor_iri, content, poll).await?;
     tx.commit().await?;
     Ok(ids)
-}
-
-/// A local account votes. The poll row is locked so the expiry check and the vote are one
-/// decision against the notification handler (which takes the same lock).
-pub async fn vote(
-    pool: &PgPool,
-    poll_id: Uuid,
-    account_id: Uuid,
-    choices: &[i64],
-) -> Result<(), PollError> {
-    let mut tx = pool.begin().await?;
-    let row: Option<(Value, bool, bool, Uuid)> = sqlx::query_as(
-        "SELECT options, multiple, expires_at <= now(), status_id FROM polls WHERE id = $1 FOR UPDATE",
-    )
-    .bind(poll_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let (options, multiple, expired, status) = row.ok_or(PollError::NotFound("poll"))?;
-    // A poll is votable by whoever may read its status (R-MAPI-VIS); to anyone else it does
-    // not exist.
-    if !crate::statuses::access::can_see(&mut tx, Some(account_id), status).await? {
-        return Err(PollError::NotFound("poll"));
-    }
-    if expired {
-        return Err(Invalid::Ended.into());
-    }
-    let n = options.as_array().map_or(0, Vec::len);
-    check_choices(choices, n, multiple)?;
-    let voted: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM poll_votes WHERE poll_id = $1 AND account_id = $2)",
-    )
-    .bind(poll_id)
-    .bind(account_id)
-    .fetch_one(&mut *tx)
-    .await?;
-    if voted {
-        return Err(Invalid::AlreadyVoted.into());
-    }
-    let choices32: Vec<i32> = choices.iter().map(|c| *c as i32).collect();
-    sqlx::query(
-        "INSERT INTO poll_votes (poll_id, account_id, choice) SELECT $1, $2, c FROM unnest($3::int[]) AS c",
-    )
-    .bind(poll_id)
-    .bind(account_id)
-    .bind(&choices32)
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(())
 }
 
 /// What an edit did.
@@ -214,17 +168,20 @@ pub async fn edit_status(
 }
 
 /// A poll with its current counts: what the Mastodon entity and the ActivityPub `Question`
-/// both show.
+/// both show. Ours counts its votes; a remote one shows its origin's counts
+/// (`polls::question`) with our users' votes since (`polls::voting`).
 pub struct PollTally {
     pub id: Uuid,
     pub options: Vec<String>,
     pub multiple: bool,
-    pub expires_at: DateTime<Utc>,
+    /// `None`: a remote poll without end.
+    pub expires_at: Option<DateTime<Utc>>,
     pub expired: bool,
     /// Votes per option, in option order.
     pub counts: Vec<i64>,
-    /// Distinct voters (local accounts and remote actors).
-    pub voters: i64,
+    /// Distinct voters (local accounts and remote actors); `None` for a remote poll of
+    /// several choices whose origin does not say.
+    pub voters: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -232,9 +189,11 @@ struct PollRow {
     id: Uuid,
     options: Value,
     multiple: bool,
-    expires_at: DateTime<Utc>,
+    expires_at: Option<DateTime<Utc>>,
     expired: bool,
-    voters: i64,
+    remote: bool,
+    remote_counts: Option<Vec<i64>>,
+    remote_voters: Option<i64>,
 }
 
 /// The poll and its counts, read in the caller's connection.
@@ -243,30 +202,31 @@ pub async fn tally(
     poll_id: Uuid,
 ) -> Result<Option<PollTally>, sqlx::Error> {
     let row: Option<PollRow> = sqlx::query_as(
-        "SELECT p.id, p.options, p.multiple, p.expires_at, p.expires_at <= now() AS expired,
-                (SELECT count(DISTINCT COALESCE(v.account_id::text, v.actor_iri))
-                   FROM poll_votes v WHERE v.poll_id = p.id) AS voters
+        "SELECT p.id, p.options, p.multiple, p.expires_at,
+                coalesce(p.expires_at <= now(), false) AS expired,
+                p.remote_post_id IS NOT NULL AS remote, p.remote_counts, p.remote_voters
            FROM polls p WHERE p.id = $1",
     )
     .bind(poll_id)
     .fetch_optional(&mut *conn)
     .await?;
     let Some(p) = row else { return Ok(None) };
-    let by_choice: Vec<(i32, i64)> = sqlx::query_as(
-        "SELECT choice, count(*) FROM poll_votes WHERE poll_id = $1 GROUP BY choice",
-    )
-    .bind(poll_id)
-    .fetch_all(&mut *conn)
-    .await?;
     let options: Vec<String> = serde_json::from_value(p.options).unwrap_or_default();
-    let counts = (0..options.len())
-        .map(|i| {
-            by_choice
-                .iter()
-                .find(|(c, _)| *c as usize == i)
-                .map_or(0, |(_, n)| *n)
-        })
-        .collect();
+    let (counts, voters) = if p.remote {
+        let stored = p.remote_counts.unwrap_or_default();
+        let counts: Vec<i64> = (0..options.len())
+            .map(|i| stored.get(i).copied().unwrap_or(0))
+            .collect();
+        // One choice each: as many voters as votes.
+        let voters = match (p.remote_voters, p.multiple) {
+            (Some(n), _) => Some(n),
+            (None, false) => Some(counts.iter().sum()),
+            (None, true) => None,
+        };
+        (counts, voters)
+    } else {
+        local_counts(conn, poll_id, options.len()).await?
+    };
     Ok(Some(PollTally {
         id: p.id,
         options,
@@ -274,8 +234,38 @@ pub async fn tally(
         expires_at: p.expires_at,
         expired: p.expired,
         counts,
-        voters: p.voters,
+        voters,
     }))
+}
+
+/// Our poll's votes per option (of `n`) and its distinct voters.
+async fn local_counts(
+    conn: &mut PgConnection,
+    poll_id: Uuid,
+    n: usize,
+) -> Result<(Vec<i64>, Option<i64>), sqlx::Error> {
+    let voters: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT COALESCE(v.account_id::text, v.actor_iri))
+           FROM poll_votes v WHERE v.poll_id = $1",
+    )
+    .bind(poll_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let by_choice: Vec<(i32, i64)> = sqlx::query_as(
+        "SELECT choice, count(*) FROM poll_votes WHERE poll_id = $1 GROUP BY choice",
+    )
+    .bind(poll_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let counts = (0..n)
+        .map(|i| {
+            by_choice
+                .iter()
+                .find(|(c, _)| *c as usize == i)
+                .map_or(0, |(_, n)| *n)
+        })
+        .collect();
+    Ok((counts, Some(voters)))
 }
 
 /// Expired polls that have no notifications yet (what recovery looks for).

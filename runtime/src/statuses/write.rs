@@ -107,6 +107,7 @@ impl From<PollError> for WriteError {
         match e {
             PollError::NotFound(_) => WriteError::NotFound,
             PollError::NotAuthor => WriteError::NotAuthor,
+            e @ PollError::AcrossBlock => WriteError::NotPermitted(e.to_string()),
             PollError::Invalid(e) => WriteError::Invalid(e.to_string()),
             PollError::Db(e) => WriteError::Db(e),
         }

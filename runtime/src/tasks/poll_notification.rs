@@ -7,6 +7,9 @@
 //! read under the lock, and a duplicate or redelivered message finds `notified_at` set and the
 //! unique (poll, account) key in place. With federation the same transaction queues the
 //! poll's closing `Update` to followers and remote voters.
+//!
+//! A remote poll (`polls::question`) notifies its local voters only: its author is not ours,
+//! and its end is its author's to announce.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,8 +44,12 @@ struct Current {
     left: f64,
     expired: bool,
     notified: bool,
-    status_id: Uuid,
-    author: Uuid,
+    /// Our status, for a poll of ours.
+    status_id: Option<Uuid>,
+    /// The remote post, for a remote poll.
+    remote_post_id: Option<Uuid>,
+    /// Our status's author (`None` for a remote poll).
+    author: Option<Uuid>,
 }
 
 async fn handle(
@@ -55,9 +62,9 @@ async fn handle(
     let current: Option<Current> = sqlx::query_as(
         "SELECT GREATEST(EXTRACT(EPOCH FROM p.expires_at - now()), 0)::float8 AS left,
                 p.expires_at <= now() AS expired, p.notified_at IS NOT NULL AS notified,
-                s.id AS status_id, s.account_id AS author
-           FROM polls p JOIN statuses s ON s.id = p.status_id
-          WHERE p.id = $1 FOR UPDATE OF p",
+                p.status_id, p.remote_post_id, s.account_id AS author
+           FROM polls p LEFT JOIN statuses s ON s.id = p.status_id
+          WHERE p.id = $1 AND p.expires_at IS NOT NULL FOR UPDATE OF p",
     )
     .bind(poll_id)
     .fetch_optional(&mut *tx)
@@ -67,7 +74,8 @@ async fn handle(
         return Ok(());
     }
     let Some(c) = current else {
-        tx.commit().await?; // the poll (or its status) was deleted
+        // The poll (or its status) was deleted, or a remote poll has no end any more.
+        tx.commit().await?;
         return Ok(());
     };
     if c.notified {
@@ -97,9 +105,9 @@ async fn handle(
         return Ok(());
     }
     let stored: Vec<(Uuid, i64)> = sqlx::query_as(
-        "INSERT INTO notifications (account_id, type, poll_id, status_id)
-         SELECT r.account_id, 'poll', $1, $2
-           FROM (SELECT $3::uuid AS account_id
+        "INSERT INTO notifications (account_id, type, poll_id, status_id, post_id)
+         SELECT r.account_id, 'poll', $1, $2, $4
+           FROM (SELECT $3::uuid AS account_id WHERE $3::uuid IS NOT NULL
                  UNION SELECT account_id FROM poll_votes WHERE poll_id = $1 AND account_id IS NOT NULL) r
          ON CONFLICT (poll_id, account_id) WHERE type = 'poll' DO NOTHING
          RETURNING account_id, id",
@@ -107,6 +115,7 @@ async fn handle(
     .bind(poll_id)
     .bind(c.status_id)
     .bind(c.author)
+    .bind(c.remote_post_id)
     .fetch_all(&mut *tx)
     .await?;
     crate::streaming::emit::notified(&mut tx, &stored).await?;
@@ -115,10 +124,10 @@ async fn handle(
         .bind(poll_id)
         .execute(&mut *tx)
         .await?;
-    if let Some(fed) = fed {
+    if let (Some(fed), Some(author), Some(status)) = (fed, c.author, c.status_id) {
         // One end per poll (its expiry cannot move afterwards): a stable activity id.
         let end = Announce::Update { tag: "closed" };
-        statuses::publish(&mut tx, fed, None, c.author, c.status_id, end).await?;
+        statuses::publish(&mut tx, fed, None, author, status, end).await?;
     }
     tx.commit().await?;
     tracing::debug!(target: LOG_TARGET, poll = %poll_id, notifications = written, "poll ended; notified");

@@ -37,7 +37,7 @@ impl From<PollError> for ApiError {
     fn from(e: PollError) -> Self {
         match e {
             PollError::NotFound(_) => ApiError::not_found(e.to_string()),
-            PollError::NotAuthor => ApiError::forbidden(e.to_string()),
+            PollError::NotAuthor | PollError::AcrossBlock => ApiError::forbidden(e.to_string()),
             PollError::Invalid(e) => e.into(),
             PollError::Db(e) => e.into(),
         }
@@ -75,8 +75,9 @@ async fn vote(
 ) -> Result<Json<Poll>, ApiError> {
     let poll = parse_id(&raw, "poll")?;
     let choices = req.validate()?;
-    polls::vote(&s.pool, poll, account.id, &choices).await?;
-    // A local voter is a recipient: schedule (coalesces with the stored wakeup).
+    polls::vote(&s.pool, s.fed.as_deref(), poll, account.id, &choices).await?;
+    // A local voter is a recipient: schedule (coalesces with the stored wakeup; a remote poll
+    // without end has none).
     schedule(&s, poll).await;
     let mut conn = s.pool.acquire().await?;
     crate::mastodon::poll::of_poll(&mut conn, poll, Some(account.id))

@@ -215,7 +215,7 @@ async fn a_wakeup_before_the_expiry_reschedules_and_notifies_only_after_it() {
     let (author, _) = account(&db.pool, "chunky").await;
     let (voter, _) = account(&db.pool, "voter").await;
     let poll = new_poll(&db.pool, author, 3, false).await;
-    polls::vote(&db.pool, poll, voter, &[1])
+    polls::vote(&db.pool, None, poll, voter, &[1])
         .await
         .expect("vote");
     // 1 s chunks: the wakeup runs twice or three times before the 3 s expiry.
@@ -433,7 +433,7 @@ async fn random_votes_expiry_changes_duplicates_and_restarts_never_notify_early_
                 0 | 1 => {
                     let voter = accounts_[rng.gen_range(0..accounts_.len())];
                     // Rejections (ended, already voted, single choice) are part of the game.
-                    if polls::vote(&db.pool, p, voter, &[rng.gen_range(0..3)])
+                    if polls::vote(&db.pool, None, p, voter, &[rng.gen_range(0..3)])
                         .await
                         .is_ok()
                     {
@@ -632,14 +632,22 @@ async fn remote_votes_count_once_and_never_after_the_end() {
         }),
         processed_at: None,
     };
+    let fed = hollo_runtime::federation::Federation::new(
+        "https://here.example",
+        "polls-test-secret-0123456789abcdef0123",
+        true,
+        4,
+    )
+    .expect("federation");
     let apply = |inc: Incoming| {
         let pool = db.pool.clone();
+        let fed = &fed;
         async move {
             let mut tx = pool.begin().await.unwrap();
             let Activity::Vote { ballot, .. } = Activity::of(&inc) else {
                 panic!("not read as a vote: {inc:?}");
             };
-            let r = polls::remote::apply_vote(&mut tx, &inc.id, &inc.actor, &ballot)
+            let r = polls::remote::apply_vote(&mut tx, fed, &inc.id, &inc.actor, &ballot)
                 .await
                 .unwrap()
                 .map(|v| Outcome::from(v).to_string());
@@ -1156,7 +1164,7 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
 mod across_servers {
     use super::*;
     use reqwest::Method;
-    use support::api::{Client, call_ok, id, received, remote_post_id, users};
+    use support::api::{call_ok, users};
     use support::node::Instance;
     use support::peer::Peer;
 
@@ -1250,21 +1258,36 @@ mod across_servers {
         let mallory_id = support::api::resolve_id(&alice_api, &peer.handle_of("mallory")).await;
         let path = format!("/api/v1/accounts/{mallory_id}/block");
         call_ok(&alice_api, Method::POST, &path, json!({})).await;
-        let outcome = deliver(&inst, &peer, "mallory", &remote_vote(&peer, "mallory", uri, "tea")).await;
+        let outcome = deliver(
+            &inst,
+            &peer,
+            "mallory",
+            &remote_vote(&peer, "mallory", uri, "tea"),
+        )
+        .await;
         assert!(outcome.contains("block"), "mallory's vote: {outcome}");
         let block = json!({
             "id": peer.new_id("blocks"), "type": "Block", "actor": peer.actor_of("trent"),
             "object": inst.fed.actor_iri("alice"),
         });
         deliver(&inst, &peer, "trent", &block).await;
-        let outcome = deliver(&inst, &peer, "trent", &remote_vote(&peer, "trent", uri, "tea")).await;
+        let outcome = deliver(
+            &inst,
+            &peer,
+            "trent",
+            &remote_vote(&peer, "trent", uri, "tea"),
+        )
+        .await;
         assert!(outcome.contains("block"), "trent's vote: {outcome}");
         assert_eq!(votes_stored(&inst, &poll).await, 1, "only bob's vote");
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM remote_posts")
             .fetch_one(&inst.pool)
             .await
             .unwrap();
-        assert_eq!(n, 0, "a refused vote is not stored as a post either ({mallory})");
+        assert_eq!(
+            n, 0,
+            "a refused vote is not stored as a post either ({mallory})"
+        );
         inst.shutdown().await;
     }
 }

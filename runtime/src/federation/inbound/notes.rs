@@ -21,6 +21,7 @@ use crate::federation::bounds;
 use crate::federation::iri::same_origin;
 use crate::federation::vocab;
 use crate::html;
+use crate::polls::question::{self, RemotePoll};
 use crate::statuses::notify::{self, Kind, Notification};
 use crate::statuses::{Visibility, conversations, feed};
 use crate::streaming::emit;
@@ -142,10 +143,12 @@ impl NoteFields {
     }
 }
 
-/// A stored post: its id, and whether this call inserted it.
+/// A stored post: its id, whether this call inserted it, and whether it changed what a
+/// reader sees (an `Update` that only brings a poll's new counts does not: it is no edit).
 pub struct Stored {
     pub id: Uuid,
     pub fresh: bool,
+    pub edited: bool,
 }
 
 /// Stores a remote note as `NoteFields` makes it safe, its visibility read from its addressing
@@ -208,6 +211,10 @@ async fn store_fields(
         audience,
         visibility,
     } = *post;
+    // A poll's `Update` (GoToSocial and Mastodon send one as its counts change and when it
+    // closes) is an edit only when what it shows besides the counts changed
+    // (`polls::question::store` tells about the options).
+    let poll = RemotePoll::of(object);
     let on_conflict = if create {
         "DO NOTHING"
     } else {
@@ -217,7 +224,12 @@ async fn store_fields(
             mentions = EXCLUDED.mentions, tags = EXCLUDED.tags,
             attachments = EXCLUDED.attachments,
             audience = ARRAY(SELECT DISTINCT unnest(remote_posts.audience || EXCLUDED.audience)),
-            edited_at = now(), updated_at = now()
+            edited_at = CASE WHEN $17 AND remote_posts.content IS NOT DISTINCT FROM EXCLUDED.content
+                                  AND remote_posts.summary IS NOT DISTINCT FROM EXCLUDED.summary
+                                  AND remote_posts.sensitive = EXCLUDED.sensitive
+                                  AND remote_posts.attachments = EXCLUDED.attachments
+                             THEN remote_posts.edited_at ELSE now() END,
+            updated_at = now()
           WHERE remote_posts.actor = EXCLUDED.actor AND remote_posts.deleted_at IS NULL"
     };
     let sql = format!(
@@ -227,9 +239,9 @@ async fn store_fields(
          VALUES (hollo_uuid_v7(least(coalesce($8, now()), now())), $1, $2, $3, $4, $5, $6, $7,
                  $8, $9, $10, $11, $12, $13, $14, $15, $16)
          ON CONFLICT (iri) {on_conflict}
-         RETURNING id, (xmax = 0) AS fresh"
+         RETURNING id, (xmax = 0) AS fresh, coalesce(edited_at = now(), false) AS edited"
     );
-    let row: Option<(Uuid, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    let row: Option<(Uuid, bool, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(iri)
         .bind(actor)
         .bind(&note.content)
@@ -246,10 +258,21 @@ async fn store_fields(
         .bind(&note.tags)
         .bind(&note.attachments)
         .bind(audience)
+        .bind(poll.is_some())
         .fetch_optional(&mut *conn)
         .await?;
-    if let Some((id, fresh)) = row {
-        return Ok(Some(Stored { id, fresh }));
+    if let Some((id, fresh, mut edited)) = row {
+        if fresh || !create {
+            let changed = question::store(conn, id, poll.as_ref(), create && fresh).await?;
+            if changed.options_changed && !fresh && !edited {
+                sqlx::query("UPDATE remote_posts SET edited_at = now() WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+                edited = true;
+            }
+        }
+        return Ok(Some(Stored { id, fresh, edited }));
     }
     if !create {
         return Ok(None);
@@ -264,7 +287,11 @@ async fn store_fields(
     .bind(audience)
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(id.map(|id| Stored { id, fresh: false }))
+    Ok(id.map(|id| Stored {
+        id,
+        fresh: false,
+        edited: false,
+    }))
 }
 
 /// `store` for the callers that only need to know whether a row was written (reply
@@ -397,7 +424,7 @@ pub async fn upsert(
         };
         crate::approvals::granted::grant(tx, fed, parent, &reply).await?;
     }
-    if stored.fresh || !create {
+    if stored.fresh || stored.edited {
         // Its link preview, fetched by a worker (`cards`); an edit may change or drop the link.
         let content = fields.content.as_deref().unwrap_or_default();
         crate::cards::enqueue_for(tx, stored.id, content, !create).await?;
@@ -496,8 +523,9 @@ pub async fn upsert(
                 }
             }
         }
-        if !create && !stored.fresh {
-            // An edit reaches the local accounts that boosted the post.
+        if !create && !stored.fresh && stored.edited {
+            // An edit reaches the local accounts that boosted the post (a poll's new counts
+            // are no edit).
             let boosters: Vec<Uuid> = sqlx::query_scalar(
                 "SELECT account_id FROM reblogs WHERE post_id = $1 AND account_id IS NOT NULL",
             )
@@ -521,7 +549,8 @@ pub async fn upsert(
     Ok(Outcome::applied(match (create, stored.fresh) {
         (true, true) => format!("{ty} stored"),
         (true, false) => format!("{ty} already stored"),
-        (false, _) => format!("{ty} updated"),
+        (false, _) if stored.fresh || stored.edited => format!("{ty} updated"),
+        (false, _) => format!("{ty} poll counts updated"),
     }))
 }
 
@@ -552,6 +581,11 @@ pub async fn delete(
         .execute(&mut *tx)
         .await?;
     sqlx::query("DELETE FROM post_tags WHERE post_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    // Its poll, with our users' votes and their end-of-poll notification.
+    sqlx::query("DELETE FROM polls WHERE remote_post_id = $1")
         .bind(id)
         .execute(&mut *tx)
         .await?;

@@ -41,6 +41,7 @@ impl From<crate::polls::remote::VoteOutcome> for Outcome {
             AfterEnd => Outcome::ignored("vote after the poll ended"),
             NoSuchOption => Outcome::ignored("vote for no option of the poll"),
             AlreadyVoted => Outcome::ignored("already voted on a single-choice poll"),
+            AcrossBlock => Outcome::ignored("vote across a block"),
         }
     }
 }

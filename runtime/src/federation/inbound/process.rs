@@ -305,7 +305,7 @@ pub async fn apply(
         (Activity::Block(target), _) => follows::block(tx, fed, inc, target).await,
         (Activity::ActorUpdate(document), _) => actors::update(tx, inc, document).await,
         (Activity::Vote { ballot, note }, _) => {
-            match crate::polls::remote::apply_vote(tx, &inc.id, &inc.actor, ballot).await? {
+            match crate::polls::remote::apply_vote(tx, fed, &inc.id, &inc.actor, ballot).await? {
                 Some(vote) => Ok(vote.into()),
                 // Not one of our polls: a note like any other.
                 None => notes::upsert(tx, fed, inc, true, note, None).await,

@@ -9,6 +9,7 @@ pub mod follows;
 pub mod interactions;
 pub mod mentions;
 pub mod policy;
+pub mod polls;
 pub mod quotes;
 pub mod relationships;
 pub mod statuses;

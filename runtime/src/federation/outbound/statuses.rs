@@ -164,7 +164,7 @@ pub fn object(fed: &Federation, s: &LocalStatus) -> Value {
             })
             .collect();
         o[if p.multiple { "anyOf" } else { "oneOf" }] = json!(options);
-        o["votersCount"] = json!(p.voters);
+        o["votersCount"] = json!(p.voters.unwrap_or_default());
         o[if p.expired { "closed" } else { "endTime" }] = json!(p.expires_at);
     }
     o

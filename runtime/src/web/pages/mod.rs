@@ -377,9 +377,11 @@ pub struct MediaView {
 #[derive(Serialize)]
 pub struct PollView {
     pub options: Vec<PollOptionView>,
-    pub voters: i64,
+    /// `None`: a remote poll whose server does not say.
+    pub voters: Option<i64>,
     pub expired: bool,
-    pub closes: String,
+    /// `None`: a remote poll without end.
+    pub closes: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -532,7 +534,9 @@ pub fn post_view(s: &AppState, st: &Status) -> PostView {
             .collect(),
         voters: p.voters_count,
         expired: p.expired,
-        closes: p.expires_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+        closes: p
+            .expires_at
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()),
     });
     let updated_at = st.edited_at.unwrap_or(st.created_at);
     PostView {
