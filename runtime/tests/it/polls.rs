@@ -1164,7 +1164,7 @@ async fn three_failed_executions_end_the_message_and_recovery_schedules_the_poll
 mod across_servers {
     use super::*;
     use reqwest::Method;
-    use support::api::{call_ok, users};
+    use support::api::{Client, call_ok, received, remote_post_id, users};
     use support::node::Instance;
     use support::peer::Peer;
 
@@ -1288,6 +1288,384 @@ mod across_servers {
             n, 0,
             "a refused vote is not stored as a post either ({mallory})"
         );
+        inst.shutdown().await;
+    }
+
+    /// A `Question` of the peer's `/users/{author}` at `id`: options `(name, count)` as
+    /// `oneOf` (or `anyOf` when `multiple`), with `extra` merged in.
+    fn question(
+        peer: &Peer,
+        author: &str,
+        id: &str,
+        options: &[(&str, i64)],
+        multiple: bool,
+        extra: Value,
+    ) -> Value {
+        let options: Vec<Value> = options
+            .iter()
+            .map(|(name, n)| {
+                json!({"type": "Note", "name": name,
+                       "replies": {"type": "Collection", "totalItems": n}})
+            })
+            .collect();
+        let mut q = json!({
+            "id": id, "type": "Question", "attributedTo": peer.actor_of(author),
+            "content": "<p>Which one?</p>", "published": "2026-12-01T10:00:00Z",
+            "to": [PUBLIC], "cc": [peer.iri(&format!("/users/{author}/followers"))],
+        });
+        q[if multiple { "anyOf" } else { "oneOf" }] = json!(options);
+        for (k, v) in extra.as_object().expect("an object") {
+            q[k] = v.clone();
+        }
+        q
+    }
+
+    /// An `Update` of `object` by the peer's `/users/{by}`.
+    fn update(peer: &Peer, by: &str, object: Value) -> Value {
+        json!({"id": peer.new_id("updates"), "type": "Update", "actor": peer.actor_of(by),
+               "to": [PUBLIC], "object": object})
+    }
+
+    fn create_by(peer: &Peer, by: &str, object: Value) -> Value {
+        let mut c = peer.create(object);
+        c["actor"] = json!(peer.actor_of(by));
+        c
+    }
+
+    fn in_an_hour() -> String {
+        (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339()
+    }
+
+    /// (title, votes) of each option of the Poll entity `p`.
+    fn tally_of(p: &Value) -> Vec<(String, i64)> {
+        p["options"]
+            .as_array()
+            .expect("options")
+            .iter()
+            .map(|o| {
+                (
+                    o["title"].as_str().unwrap().to_string(),
+                    o["votes_count"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn pairs(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+        v.iter().map(|(t, n)| (t.to_string(), *n)).collect()
+    }
+
+    /// A remote poll (issue 61): shown in its status and at `/api/v1/polls/:id` with the
+    /// origin's options and counts; a vote is counted at once and sent as Mastodon sends it
+    /// (one `Create` of a `Note` named as the option, in reply to the poll, to its author
+    /// alone); a second vote, a bad choice and a vote after the end are refused; the author's
+    /// `Update`s refresh the counts and close it (no edit), and an `Update` from anyone else —
+    /// another account of its server, or another server — changes nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_remote_poll_is_shown_voted_on_and_refreshed_by_its_author_only() {
+        let inst = Instance::start("all", &[]).await;
+        let peer = Peer::start().await;
+        let other = Peer::start_on("127.0.0.2").await;
+        let [(_, _, alice_api), (_, _, bob_api)] = users(&inst, ["alice", "bob"]).await;
+        let q = peer.new_id("questions");
+        let end = in_an_hour();
+        let first = question(
+            &peer,
+            "peer",
+            &q,
+            &[("a", 1), ("b", 2), ("c", 0)],
+            false,
+            json!({"endTime": end, "votersCount": 3}),
+        );
+        let outcome = deliver(&inst, &peer, "peer", &create_by(&peer, "peer", first)).await;
+        assert_eq!(outcome, "Question stored");
+        let sid = remote_post_id(&inst, &q, "the question").await.to_string();
+        let st = alice_api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        let p = &st["poll"];
+        assert_eq!(tally_of(p), pairs(&[("a", 1), ("b", 2), ("c", 0)]), "{st}");
+        assert_eq!(
+            (
+                &p["votes_count"],
+                &p["voters_count"],
+                &p["multiple"],
+                &p["expired"]
+            ),
+            (&json!(3), &json!(3), &json!(false), &json!(false)),
+            "{p}"
+        );
+        assert_eq!((&p["voted"], &p["own_votes"]), (&json!(false), &json!([])));
+        let ends = chrono::DateTime::parse_from_rfc3339(p["expires_at"].as_str().unwrap());
+        let end_sent = chrono::DateTime::parse_from_rfc3339(&end).unwrap();
+        assert_eq!(ends.unwrap().timestamp(), end_sent.timestamp());
+        let poll = p["id"].as_str().unwrap().to_string();
+        let anon = Client::new(&inst, None)
+            .get(&format!("/api/v1/polls/{poll}"))
+            .await;
+        assert_eq!(anon.status, 200, "{}", anon.body);
+        assert_eq!(tally_of(&anon.body), tally_of(p));
+        assert!(anon.body.get("voted").is_none(), "{}", anon.body);
+
+        // Votes: bad choices refused; one counted at once and sent.
+        let votes = format!("/api/v1/polls/{poll}/votes");
+        for bad in [
+            json!({"choices": [3]}),
+            json!({"choices": [0, 1]}),
+            json!({"choices": [-1]}),
+        ] {
+            let a = alice_api.call(Method::POST, &votes, &bad).await;
+            assert_eq!(a.status, 422, "{bad}: {}", a.body);
+        }
+        let a = alice_api
+            .call(Method::POST, &votes, &json!({"choices": [1]}))
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(tally_of(&a.body), pairs(&[("a", 1), ("b", 3), ("c", 0)]));
+        assert_eq!(
+            (
+                &a.body["voted"],
+                &a.body["own_votes"],
+                &a.body["votes_count"],
+                &a.body["voters_count"]
+            ),
+            (&json!(true), &json!([1]), &json!(4), &json!(4)),
+            "{}",
+            a.body
+        );
+        let create = received(&peer, "Create", |b| b["object"]["inReplyTo"] == q.as_str()).await;
+        let alice = inst.fed.actor_iri("alice");
+        let o = &create["object"];
+        assert_eq!(
+            (&create["actor"], &o["type"], &o["name"], &o["attributedTo"]),
+            (&json!(alice), &json!("Note"), &json!("b"), &json!(alice)),
+            "{create}"
+        );
+        assert_eq!(
+            create["to"],
+            json!([peer.actor()]),
+            "to the author alone: {create}"
+        );
+        assert_eq!(o["to"], json!([peer.actor()]), "{create}");
+        assert!(
+            create.get("cc").is_none() && o.get("cc").is_none(),
+            "addressed to no one else: {create}"
+        );
+        let again = alice_api
+            .call(Method::POST, &votes, &json!({"choices": [0]}))
+            .await;
+        assert_eq!(again.status, 422, "a second vote: {}", again.body);
+        assert_eq!(peer.count_of("Create"), 1, "one vote, one Create");
+
+        // Updates from anyone but the author change nothing.
+        let theirs = question(
+            &peer,
+            "eve",
+            &q,
+            &[("a", 900), ("b", 0), ("c", 0)],
+            false,
+            json!({"endTime": end, "votersCount": 900}),
+        );
+        let outcome = deliver(&inst, &peer, "eve", &update(&peer, "eve", theirs)).await;
+        assert!(outcome.starts_with("ignored"), "eve's update: {outcome}");
+        let forged = question(
+            &peer,
+            "peer",
+            &q,
+            &[("a", 900), ("b", 0), ("c", 0)],
+            false,
+            json!({"endTime": end, "votersCount": 900}),
+        );
+        let outcome = deliver(&inst, &other, "peer", &update(&other, "peer", forged)).await;
+        assert!(
+            outcome.starts_with("ignored"),
+            "another server's update: {outcome}"
+        );
+        let p = bob_api.get(&format!("/api/v1/polls/{poll}")).await.body;
+        assert_eq!(tally_of(&p), pairs(&[("a", 1), ("b", 3), ("c", 0)]), "{p}");
+
+        // The author's new counts: shown, and no edit.
+        let counted = question(
+            &peer,
+            "peer",
+            &q,
+            &[("a", 1), ("b", 4), ("c", 1)],
+            false,
+            json!({"endTime": end, "votersCount": 6}),
+        );
+        let outcome = deliver(&inst, &peer, "peer", &update(&peer, "peer", counted)).await;
+        assert_eq!(outcome, "Question poll counts updated");
+        let st = alice_api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        assert_eq!(
+            tally_of(&st["poll"]),
+            pairs(&[("a", 1), ("b", 4), ("c", 1)])
+        );
+        assert_eq!(st["poll"]["voters_count"], 6);
+        assert_eq!(
+            st["poll"]["own_votes"],
+            json!([1]),
+            "alice's vote is still hers"
+        );
+        assert!(st["edited_at"].is_null(), "new counts are no edit: {st}");
+
+        // Closed by its author: the closing totals; no more votes.
+        let closed = question(
+            &peer,
+            "peer",
+            &q,
+            &[("a", 2), ("b", 4), ("c", 1)],
+            false,
+            json!({"endTime": end, "closed": chrono::Utc::now().to_rfc3339(), "votersCount": 7}),
+        );
+        deliver(&inst, &peer, "peer", &update(&peer, "peer", closed)).await;
+        let p = bob_api.get(&format!("/api/v1/polls/{poll}")).await.body;
+        assert_eq!(p["expired"], true, "{p}");
+        assert_eq!(tally_of(&p), pairs(&[("a", 2), ("b", 4), ("c", 1)]));
+        assert_eq!(
+            (&p["votes_count"], &p["voters_count"]),
+            (&json!(7), &json!(7))
+        );
+        let late = bob_api
+            .call(Method::POST, &votes, &json!({"choices": [0]}))
+            .await;
+        assert_eq!(late.status, 422, "a vote after the end: {}", late.body);
+        assert_eq!(
+            peer.count_of("Create"),
+            1,
+            "nothing sent for a refused vote"
+        );
+        inst.shutdown().await;
+    }
+
+    /// A remote poll of several choices: a vote for two options is two `Create`s; when the
+    /// poll ends, its local voter is notified (its author is not ours), no one else.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_vote_for_several_options_sends_each_and_its_voter_hears_of_the_end() {
+        let inst = Instance::start("all", &[]).await;
+        let peer = Peer::start().await;
+        let [(alice, _, alice_api), (bob, _, _)] = users(&inst, ["alice", "bob"]).await;
+        let q = peer.new_id("questions");
+        let end = (chrono::Utc::now() + chrono::Duration::seconds(8)).to_rfc3339();
+        let poll = question(
+            &peer,
+            "peer",
+            &q,
+            &[("x", 0), ("y", 1), ("z", 0)],
+            true,
+            json!({"endTime": end}),
+        );
+        deliver(&inst, &peer, "peer", &create_by(&peer, "peer", poll)).await;
+        let sid = remote_post_id(&inst, &q, "the question").await.to_string();
+        let st = alice_api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        let p = &st["poll"];
+        assert_eq!(
+            (&p["multiple"], &p["voters_count"]),
+            (&json!(true), &Value::Null),
+            "{p}"
+        );
+        let votes = format!("/api/v1/polls/{}/votes", p["id"].as_str().unwrap());
+        let a = alice_api
+            .call(Method::POST, &votes, &json!({"choices": [0, 2]}))
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(tally_of(&a.body), pairs(&[("x", 1), ("y", 1), ("z", 1)]));
+        assert_eq!(a.body["own_votes"], json!([0, 2]));
+        eventually(WAIT, "both votes at the peer", || async {
+            (peer.count_of("Create") == 2).then_some(())
+        })
+        .await;
+        let mut names: Vec<String> = peer
+            .bodies()
+            .iter()
+            .filter(|b| b["type"] == "Create")
+            .map(|b| b["object"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["x", "z"]);
+
+        let n: Value = eventually(WAIT, "alice's poll notification", || async {
+            let list = alice_api
+                .get("/api/v1/notifications?types[]=poll")
+                .await
+                .body;
+            list.as_array().and_then(|l| l.first().cloned())
+        })
+        .await;
+        assert_eq!(n["status"]["id"], json!(sid), "{n}");
+        assert_eq!(n["status"]["poll"]["expired"], true, "{n}");
+        assert_eq!(n["account"]["acct"], json!(peer.handle()), "{n}");
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM notifications WHERE type = 'poll' AND account_id <> $1",
+        )
+        .bind(alice.id)
+        .fetch_one(&inst.pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            others, 0,
+            "only the voter is notified (not {})",
+            bob.username
+        );
+        inst.shutdown().await;
+    }
+
+    /// A remote poll without end (GoToSocial's may have none) takes votes until its author
+    /// closes it; new options are a new poll (as on Mastodon, the votes for the old go), and
+    /// an edit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_endless_remote_poll_closes_when_its_author_says_and_new_options_are_a_new_poll() {
+        let inst = Instance::start("all", &[]).await;
+        let peer = Peer::start().await;
+        let [(_, _, alice_api)] = users(&inst, ["alice"]).await;
+        let q = peer.new_id("questions");
+        let first = question(&peer, "peer", &q, &[("p", 0), ("q", 0)], false, json!({}));
+        deliver(&inst, &peer, "peer", &create_by(&peer, "peer", first)).await;
+        let sid = remote_post_id(&inst, &q, "the question").await.to_string();
+        let st = alice_api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        assert!(st["poll"]["expires_at"].is_null(), "{st}");
+        assert_eq!(st["poll"]["expired"], false);
+        let poll = st["poll"]["id"].as_str().unwrap().to_string();
+        let votes = format!("/api/v1/polls/{poll}/votes");
+        let a = alice_api
+            .call(Method::POST, &votes, &json!({"choices": [0]}))
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+
+        let changed = question(
+            &peer,
+            "peer",
+            &q,
+            &[("p", 0), ("q", 0), ("r", 0)],
+            false,
+            json!({}),
+        );
+        let outcome = deliver(&inst, &peer, "peer", &update(&peer, "peer", changed)).await;
+        assert_eq!(outcome, "Question updated");
+        let st = alice_api.get(&format!("/api/v1/statuses/{sid}")).await.body;
+        assert_eq!(
+            tally_of(&st["poll"]),
+            pairs(&[("p", 0), ("q", 0), ("r", 0)])
+        );
+        assert_eq!(
+            (&st["poll"]["voted"], &st["poll"]["own_votes"]),
+            (&json!(false), &json!([]))
+        );
+        assert!(st["edited_at"].is_string(), "new options are an edit: {st}");
+
+        let closed = question(
+            &peer,
+            "peer",
+            &q,
+            &[("p", 0), ("q", 0), ("r", 1)],
+            false,
+            json!({"closed": true}),
+        );
+        deliver(&inst, &peer, "peer", &update(&peer, "peer", closed)).await;
+        let p = alice_api.get(&format!("/api/v1/polls/{poll}")).await.body;
+        assert_eq!(p["expired"], true, "{p}");
+        assert!(p["expires_at"].is_string(), "{p}");
+        let late = alice_api
+            .call(Method::POST, &votes, &json!({"choices": [2]}))
+            .await;
+        assert_eq!(late.status, 422, "{}", late.body);
         inst.shutdown().await;
     }
 }
