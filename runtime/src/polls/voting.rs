@@ -19,6 +19,7 @@ use super::validation::{Invalid, check_choices};
 use crate::accounts::{self, Account};
 use crate::federation::Federation;
 use crate::federation::outbound::polls::{self as outbound, Ballot};
+use crate::statuses::access;
 use crate::statuses::post::{self, Post};
 
 /// The poll row as a vote reads it, locked.
@@ -53,18 +54,22 @@ pub async fn vote(
     let poll = row.ok_or(PollError::NotFound("poll"))?;
     // A poll is votable by whoever may read its status (R-MAPI-VIS); to anyone else it does
     // not exist.
-    let post = post::find(&mut tx, Some(account_id), poll.post)
-        .await?
-        .ok_or(PollError::NotFound("poll"))?;
+    if !access::can_see(&mut tx, Some(account_id), poll.post).await? {
+        return Err(PollError::NotFound("poll"));
+    }
+    // With federation, who the author and the voter are as actors (a status written without
+    // it has no author IRI, and no block can name it).
     let voter = match fed {
         Some(fed) => {
-            let account = accounts::by_id(&mut *tx, account_id)
-                .await?
-                .ok_or(PollError::NotFound("poll"))?;
+            let post = post::find(&mut tx, Some(account_id), poll.post).await?;
+            let account = accounts::by_id(&mut *tx, account_id).await?;
+            let (Some(post), Some(account)) = (post, account) else {
+                return Err(PollError::NotFound("poll"));
+            };
             if post::blocked(&mut tx, fed, &account, &post).await? {
                 return Err(PollError::AcrossBlock);
             }
-            Some((fed, account))
+            Some((fed, account, post))
         }
         None => None,
     };
@@ -85,7 +90,7 @@ pub async fn vote(
     }
     let choices32: Vec<i32> = choices.iter().map(|c| *c as i32).collect();
     if poll.remote {
-        let (fed, account) = voter.ok_or(PollError::NotFound("poll"))?;
+        let (fed, account, post) = voter.ok_or(PollError::NotFound("poll"))?;
         let target = Remote {
             poll_id,
             titles: &titles,
