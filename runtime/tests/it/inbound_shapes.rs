@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use hollo_runtime::federation::bounds::{
     MAX_ADDRESSEES, MAX_ALIASES, MAX_ATTACHMENTS, MAX_CONTENT_BYTES, MAX_FIELDS, MAX_NAME_BYTES,
-    MAX_POLL_OPTIONS, MAX_STRING_BYTES, MAX_SUMMARY_BYTES, MAX_TAG_STRING_BYTES, MAX_TAGS_PER_KIND,
+    MAX_POLL_COUNT, MAX_POLL_OPTION_BYTES, MAX_POLL_OPTIONS, MAX_STRING_BYTES, MAX_SUMMARY_BYTES,
+    MAX_TAG_STRING_BYTES, MAX_TAGS_PER_KIND,
 };
 use serde_json::{Value, json};
 use support::eventually;
@@ -204,6 +205,101 @@ async fn other_valid_compactions() {
     inst.shutdown().await;
 }
 
+/// The Poll entity of the stored remote post `iri`, as an anonymous reader gets its status.
+async fn poll_of(inst: &Instance, iri: &str) -> Value {
+    let id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM remote_posts WHERE iri = $1")
+        .bind(iri)
+        .fetch_one(&inst.pool)
+        .await
+        .expect("the post");
+    let resp = reqwest::get(format!("{}/api/v1/statuses/{id}", inst.base))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let st: Value = resp.json().await.unwrap();
+    st["poll"].clone()
+}
+
+/// Mastodon's poll: a `Question` with `oneOf`, each option counted by its
+/// `replies.totalItems`, `votersCount` and `endTime` — shown as Mastodon's Poll entity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mastodon_question() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let s = deliver(&inst, &peer, &fixture("mastodon_question", &peer)).await;
+    assert_eq!(s.outcome, "Question stored", "{s:?}");
+    assert_eq!(s.content.as_deref(), Some("<p>Tea or coffee?</p>"));
+    let p = poll_of(&inst, s.body["object"]["id"].as_str().unwrap()).await;
+    assert_eq!(
+        p["options"],
+        json!([{"title": "Tea", "votes_count": 4}, {"title": "Coffee", "votes_count": 3}]),
+        "{p}"
+    );
+    assert_eq!(
+        (
+            &p["votes_count"],
+            &p["voters_count"],
+            &p["multiple"],
+            &p["expired"]
+        ),
+        (&json!(7), &json!(7), &json!(false), &json!(false)),
+        "{p}"
+    );
+    assert_eq!(p["expires_at"], "2099-12-01T10:00:00Z", "{p}");
+    inst.shutdown().await;
+}
+
+/// A remote poll's counts, voters and end as a server may garble them — strings, negative,
+/// fractional and huge numbers, none at all — and option names of 5 000 bytes: stored and
+/// shown bounded (a garbled count is 0, a huge one `MAX_POLL_COUNT`, a garbled voters count
+/// or end none), never an error and never an overflow of the sums.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remote_poll_with_garbage_counts_is_stored_bounded() {
+    let inst = Instance::start("all", &[]).await;
+    let peer = Peer::start().await;
+    let option = |name: String, total: Value| json!({"type": "Note", "name": name, "replies": {"type": "Collection", "totalItems": total}});
+    let options = vec![
+        option("string".into(), json!("five")),
+        option("negative".into(), json!(-3)),
+        option("fraction".into(), json!(2.5)),
+        option("huge".into(), json!(1e300)),
+        option("beyond i64".into(), json!(u64::MAX)),
+        option("null".into(), Value::Null),
+        json!({"type": "Note", "name": "no replies"}),
+        json!({"type": "Note", "name": "a collection", "replies": "https://x.example/r"}),
+        option("é".repeat(2500), json!(2)),
+        json!({"type": "Note", "content": "no name"}),
+    ];
+    let note = note_by(
+        &peer,
+        "peer",
+        "garbage",
+        json!({"type": "Question", "anyOf": options, "votersCount": -1, "endTime": "soon"}),
+    );
+    deliver_as(&inst, &peer, "peer", note.clone()).await;
+    let p = poll_of(&inst, note["id"].as_str().unwrap()).await;
+    let counts: Vec<i64> = p["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["votes_count"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        counts,
+        [0, 0, 0, 0, MAX_POLL_COUNT, 0, 0, 0, 2],
+        "the unnamed option is left out: {p}"
+    );
+    assert_eq!(p["votes_count"], MAX_POLL_COUNT + 2);
+    let long = p["options"][8]["title"].as_str().unwrap();
+    assert!(long.len() <= MAX_POLL_OPTION_BYTES, "{}", long.len());
+    assert_eq!(
+        (&p["voters_count"], &p["expires_at"], &p["multiple"]),
+        (&Value::Null, &Value::Null, &json!(true)),
+        "{p}"
+    );
+    inst.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_input_is_refused_or_ignored_and_stores_no_post() {
     let inst = Instance::start("all", &[]).await;
@@ -269,7 +365,8 @@ fn status_bound() -> usize {
         + MAX_TAGS_PER_KIND * 2 * proxied(MAX_TAG_STRING_BYTES)
         + 4 * proxied(MAX_STRING_BYTES)
         + 4 * MAX_STRING_BYTES;
-    text + attachments + tags + account + 4096
+    let poll = MAX_POLL_OPTIONS * (4 * MAX_POLL_OPTION_BYTES + 64) + 512;
+    text + attachments + tags + account + poll + 4096
 }
 
 /// A public note of the peer's `/users/{author}` at `/notes/{name}`, with `extra` merged in.
@@ -383,6 +480,15 @@ async fn every_list_of_a_remote_note_is_stored_and_shown_bounded() {
     }
     let o = &bodies["poll"];
     assert_eq!(o["oneOf"].as_array().unwrap().len(), MAX_POLL_OPTIONS);
+    let (options, counts): (i32, i32) =
+        sqlx::query_as("SELECT jsonb_array_length(options), cardinality(remote_counts) FROM polls")
+            .fetch_one(&inst.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (options as usize, counts as usize),
+        (MAX_POLL_OPTIONS, MAX_POLL_OPTIONS)
+    );
     let o = &bodies["strings"];
     assert_eq!(o["cc"].as_array().unwrap().len(), MAX_ADDRESSEES);
     assert!(o["content"].as_str().unwrap().len() <= MAX_CONTENT_BYTES);
@@ -459,6 +565,10 @@ async fn every_list_of_a_remote_note_is_stored_and_shown_bounded() {
                 assert_eq!(s["emojis"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
                 assert_eq!(s["tags"].as_array().unwrap().len(), MAX_TAGS_PER_KIND);
             }
+            "poll" => assert_eq!(
+                s["poll"]["options"].as_array().unwrap().len(),
+                MAX_POLL_OPTIONS
+            ),
             _ => {}
         }
     }
