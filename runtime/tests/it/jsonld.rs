@@ -291,6 +291,30 @@ async fn every_document_we_serve_or_send_expands_without_losing_a_term() {
         .await;
     }
 
+    // A vote on the peer's poll: a `Create` of a `Note` named as the option.
+    let question = peer.new_id("questions");
+    let create = peer.create(json!({
+        "id": question, "type": "Question", "attributedTo": peer.actor(),
+        "to": ["https://www.w3.org/ns/activitystreams#Public"], "content": "<p>which?</p>",
+        "oneOf": [{"type": "Note", "name": "this", "replies": {"type": "Collection", "totalItems": 0}},
+                  {"type": "Note", "name": "that", "replies": {"type": "Collection", "totalItems": 0}}],
+        "endTime": "2099-01-01T00:00:00Z",
+    }));
+    assert_eq!(peer.post(&fed.inbox(&alice.username), &create).await, 202);
+    let question_id = remote_post_id(&inst, &question, "the peer's question stored").await;
+    let st = api
+        .get(&format!("/api/v1/statuses/{question_id}"))
+        .await
+        .body;
+    let poll = st["poll"]["id"].as_str().expect("a poll").to_string();
+    call_2xx(
+        &api,
+        Method::POST,
+        &format!("/api/v1/polls/{poll}/votes"),
+        json!({"choices": [1]}),
+    )
+    .await;
+
     // Quotes (R-MAPI-6): our quote of a remote post that asks for consent (a `QuoteRequest`,
     // a `Create(Note)` with `quote`), and our `Accept` of the peer's `QuoteRequest`, whose
     // `result` is the `QuoteAuthorization` we serve.
