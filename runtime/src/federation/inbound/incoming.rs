@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -20,18 +21,52 @@ pub struct InboxPayload {
 
 /// Stores a verified activity and enqueues its processing in one transaction. Returns `false`
 /// when the id was already stored (a duplicate post): nothing is enqueued again.
+///
+/// One exception to "one activity per id": GoToSocial sends every `Update` of a post under one
+/// id (`<post>/activity#Update`) — each edit, each new count of a poll, its close. An `Update`
+/// whose id is stored with another body is a new one: it is kept under that id plus a digest
+/// of its body (so its own redelivery is still a duplicate).
 pub async fn store(
     pool: &PgPool,
     account: Option<Uuid>,
     key_id: &str,
     activity: &Verified<'_>,
 ) -> Result<bool, sqlx::Error> {
+    if insert(pool, account, key_id, activity, activity.id).await? {
+        return Ok(true);
+    }
+    if activity.ty != "Update" {
+        return Ok(false);
+    }
+    let same: Option<bool> =
+        sqlx::query_scalar("SELECT body = $2 FROM inbox_activities WHERE id = $1")
+            .bind(activity.id)
+            .bind(activity.body)
+            .fetch_optional(pool)
+            .await?;
+    if same != Some(false) {
+        return Ok(false);
+    }
+    let digest = Sha256::digest(serde_json::to_vec(activity.body).unwrap_or_default());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let id = format!("{}#sha256-{hex}", activity.id);
+    insert(pool, account, key_id, activity, &id).await
+}
+
+/// Stores `activity` under `id` and enqueues its processing, unless `id` is stored already.
+async fn insert(
+    pool: &PgPool,
+    account: Option<Uuid>,
+    key_id: &str,
+    activity: &Verified<'_>,
+    id: &str,
+) -> Result<bool, sqlx::Error> {
     // One statement, so one round trip and one commit per accepted activity (R-AP-1): the
     // message is enqueued only when the activity row is new.
     let msg = NewMessage::new(
         INBOX_KIND,
         serde_json::to_value(InboxPayload {
-            activity_id: activity.id.to_string(),
+            activity_id: id.to_string(),
         })
         .unwrap_or_default(),
     );
@@ -45,7 +80,7 @@ pub async fn store(
          SELECT (SELECT count(*) FROM stored), (SELECT count(*) FROM q_wake)"
     );
     let (stored, _woke): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(activity.id)
+        .bind(id)
         .bind(activity.ty)
         .bind(activity.actor)
         .bind(account)
