@@ -1668,4 +1668,82 @@ mod across_servers {
         assert_eq!(late.status, 422, "{}", late.body);
         inst.shutdown().await;
     }
+
+    /// GoToSocial sends every `Update` of a post under one id (`<post>/activity#Update`): each
+    /// new count and the close refresh the poll (before, only the first was read: the others
+    /// were taken for redeliveries of it), while a real redelivery still changes nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn gotosocial_updates_under_one_id_each_refresh_the_poll() {
+        let inst = Instance::start("all", &[]).await;
+        let peer = Peer::start().await;
+        let [(_, _, alice_api)] = users(&inst, ["alice"]).await;
+        let q = peer.iri("/users/peer/statuses/01GTSPOLL");
+        let end = in_an_hour();
+        let poll = |counts: [i64; 2], extra: Value| {
+            let mut extra = extra;
+            extra["endTime"] = json!(end);
+            extra["votersCount"] = json!(counts.iter().sum::<i64>());
+            question(
+                &peer,
+                "peer",
+                &q,
+                &[("cats", counts[0]), ("dogs", counts[1])],
+                false,
+                extra,
+            )
+        };
+        deliver(
+            &inst,
+            &peer,
+            "peer",
+            &create_by(&peer, "peer", poll([0, 0], json!({}))),
+        )
+        .await;
+        let sid = remote_post_id(&inst, &q, "the question").await.to_string();
+        let one_id = |object: Value| {
+            let mut u = update(&peer, "peer", object);
+            u["id"] = json!(format!("{q}/activity#Update"));
+            u
+        };
+        let shown = |want: [i64; 2], expired: bool| {
+            let api = &alice_api;
+            let path = format!("/api/v1/statuses/{sid}");
+            async move {
+                eventually(WAIT, "the update shown", || async {
+                    let p = api.get(&path).await.body["poll"].clone();
+                    let counts = tally_of(&p).iter().map(|(_, n)| *n).collect::<Vec<_>>();
+                    (counts == want && p["expired"] == expired).then_some(())
+                })
+                .await
+            }
+        };
+        let inbox = format!("{}/inbox", inst.base);
+        let second = one_id(poll([1, 1], json!({})));
+        for (update, want) in [
+            (one_id(poll([1, 0], json!({}))), [1, 0]),
+            (second.clone(), [1, 1]),
+        ] {
+            assert_eq!(peer.post_as("peer", &inbox, &update).await, 202);
+            shown(want, false).await;
+        }
+        assert_eq!(
+            peer.post_as("peer", &inbox, &second).await,
+            202,
+            "a redelivery"
+        );
+        let closed = one_id(poll(
+            [2, 1],
+            json!({"closed": chrono::Utc::now().to_rfc3339()}),
+        ));
+        assert_eq!(peer.post_as("peer", &inbox, &closed).await, 202);
+        shown([2, 1], true).await;
+        let stored: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM inbox_activities WHERE id LIKE $1 || '%'")
+                .bind(format!("{q}/activity#Update"))
+                .fetch_one(&inst.pool)
+                .await
+                .unwrap();
+        assert_eq!(stored, 3, "three Updates, the redelivery not again");
+        inst.shutdown().await;
+    }
 }
