@@ -2,18 +2,15 @@
 //! on loopback host names, each behind TLS and driven only through its own client API, exchange
 //! what their users do: follows both ways (GoToSocial's accounts are locked: its user accepts),
 //! profile updates, posts with HTML-significant text, replies, favourites and boosts and their
-//! undo both ways, followers-only posts, edits, deletes, mentions, media, our poll with a vote
-//! from GoToSocial and its closing totals, and quotes (which GoToSocial 0.18 shows as the
-//! quoting post's link).
+//! undo both ways, followers-only posts, edits, deletes, mentions, media, polls both ways (our
+//! poll voted from GoToSocial, a GoToSocial user's poll voted from hollo) with their closing
+//! totals, and quotes (which GoToSocial 0.18 shows as the quoting post's link).
 //!
 //! The interaction steps pin issue 61: our notes carried an `interactionPolicy` with only
 //! `canQuote`, which GoToSocial reads as "only the author may reply, like or boost", so its
 //! users got 403 for every post of ours. And a follower's reply to or favourite of our
 //! followers-only post stays pending on GoToSocial until our `Accept` names an approval it
 //! can fetch (`approvals::granted`).
-//!
-//! Not exchanged yet: a GoToSocial user's poll. We store a remote `Question` as a plain post
-//! (no options, no counts), so our users can neither see nor vote on it.
 //!
 //! GoToSocial is built by `runtime/tests/gotosocial/install` (`scripts/test` runs it); without
 //! it the test fails and says so. It runs as root: the names go into `/etc/hosts` while it runs
@@ -283,6 +280,8 @@ async fn gotosocial_and_we_interact_both_ways() {
     mentions_both_ways(&w).await;
     media_both_ways(&w).await;
     hollo_poll_voted_from_gotosocial(&w).await;
+    let gts_poll = gotosocial_poll_voted_from_hollo(&w).await;
+    gotosocial_poll_closes(&w, &gts_poll).await;
     quotes_show_their_link(&w).await;
 }
 
@@ -869,6 +868,82 @@ async fn hollo_poll_voted_from_gotosocial(w: &World) {
         },
     )
     .await;
+}
+
+/// bob's poll at GoToSocial, as hollo shows it: its status there, its id here.
+struct GtsPoll {
+    uri: String,
+    poll_id: String,
+}
+
+/// bob's poll (closing in 25 s): alice sees it at hollo and votes, and GoToSocial counts her
+/// vote; carol votes at GoToSocial, which hollo only learns from GoToSocial's closing `Update`.
+async fn gotosocial_poll_voted_from_hollo(w: &World) -> GtsPoll {
+    let theirs = w
+        .post(
+            &w.bob,
+            json!({ "status": "Cats or dogs?", "poll": { "options": ["cats", "dogs"], "expires_in": 25 } }),
+        )
+        .await;
+    let uri = theirs["uri"].as_str().unwrap().to_string();
+    let seen = w.in_home(&w.alice, &uri, "bob's poll at hollo").await;
+    let poll_id = seen["poll"]["id"].as_str().unwrap_or_else(|| {
+        panic!(
+            "no poll at hollo: {seen}\n--- hollo log (tail) ---\n{}",
+            tail(&w.hollo.process.logs(), 30)
+        )
+    });
+    let titles: Vec<&str> = seen["poll"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["cats", "dogs"], "{seen}");
+    let voted = w
+        .ok(
+            &w.alice,
+            Method::POST,
+            &format!("/api/v1/polls/{poll_id}/votes"),
+            json!({ "choices": [0] }),
+        )
+        .await;
+    assert_eq!(voted["own_votes"], json!([0]), "{voted}");
+    let theirs_path = format!("/api/v1/statuses/{}", theirs["id"].as_str().unwrap());
+    w.until("alice's vote counted at GoToSocial", || async {
+        let s = w.bob.get(&theirs_path).await.body;
+        (s["poll"]["votes_count"] == 1 && s["poll"]["options"][0]["votes_count"] == 1).then_some(())
+    })
+    .await;
+    let gts_poll = theirs["poll"]["id"].as_str().unwrap();
+    w.ok(
+        &w.carol,
+        Method::POST,
+        &format!("/api/v1/polls/{gts_poll}/votes"),
+        json!({ "choices": [1] }),
+    )
+    .await;
+    GtsPoll {
+        uri,
+        poll_id: poll_id.to_string(),
+    }
+}
+
+/// bob's poll has closed: hollo shows it expired with GoToSocial's totals (carol's vote too),
+/// and tells alice, who voted, that it ended.
+async fn gotosocial_poll_closes(w: &World, poll: &GtsPoll) {
+    let path = format!("/api/v1/polls/{}", poll.poll_id);
+    w.until("bob's poll closed with its totals at hollo", || async {
+        let p = w.alice.get(&path).await.body;
+        (p["expired"] == true
+            && p["votes_count"] == 2
+            && p["options"][0]["votes_count"] == 1
+            && p["options"][1]["votes_count"] == 1)
+            .then_some(())
+    })
+    .await;
+    let n = w.notified(&w.alice, "poll", &poll.uri).await;
+    assert_eq!(n["status"]["poll"]["expired"], true, "{n}");
 }
 
 /// alice quotes bob's post: GoToSocial 0.18 has no quotes, so bob sees alice's post with the
