@@ -1,6 +1,6 @@
-//! Statuses, polls and votes in PostgreSQL. The writes run in the caller's transaction
-//! (`insert_status`, `update_status`) so the caller can queue the status's delivery in the
-//! same commit; `create_status`/`edit_status` are the same writes in a transaction of their
+//! Statuses and polls in PostgreSQL (votes are `voting`'s). The writes run in the caller's
+//! transaction (`insert_status`, `update_status`) so the caller can queue the status's delivery
+//! in the same commit; `create_status`/`edit_status` are the same writes in a transaction of their
 //! own. Each commits before anyone schedules: admission is its own transaction, so a busy
 //! admission lock can only defer a wakeup, never fail or slow down the user's write.
 
@@ -193,7 +193,8 @@ struct PollRow {
     expired: bool,
     remote: bool,
     remote_counts: Option<Vec<i64>>,
-    remote_voters: Option<i64>,
+    /// A remote poll's `votersCount`, or our poll's distinct voters.
+    voters: Option<i64>,
 }
 
 /// The poll and its counts, read in the caller's connection.
@@ -204,7 +205,11 @@ pub async fn tally(
     let row: Option<PollRow> = sqlx::query_as(
         "SELECT p.id, p.options, p.multiple, p.expires_at,
                 coalesce(p.expires_at <= now(), false) AS expired,
-                p.remote_post_id IS NOT NULL AS remote, p.remote_counts, p.remote_voters
+                p.remote_post_id IS NOT NULL AS remote, p.remote_counts,
+                CASE WHEN p.remote_post_id IS NULL
+                     THEN (SELECT count(DISTINCT COALESCE(v.account_id::text, v.actor_iri))
+                             FROM poll_votes v WHERE v.poll_id = p.id)
+                     ELSE p.remote_voters END AS voters
            FROM polls p WHERE p.id = $1",
     )
     .bind(poll_id)
@@ -218,14 +223,14 @@ pub async fn tally(
             .map(|i| stored.get(i).copied().unwrap_or(0))
             .collect();
         // One choice each: as many voters as votes.
-        let voters = match (p.remote_voters, p.multiple) {
+        let voters = match (p.voters, p.multiple) {
             (Some(n), _) => Some(n),
             (None, false) => Some(counts.iter().sum()),
             (None, true) => None,
         };
         (counts, voters)
     } else {
-        local_counts(conn, poll_id, options.len()).await?
+        (local_counts(conn, poll_id, options.len()).await?, p.voters)
     };
     Ok(Some(PollTally {
         id: p.id,
@@ -238,19 +243,12 @@ pub async fn tally(
     }))
 }
 
-/// Our poll's votes per option (of `n`) and its distinct voters.
+/// Our poll's votes per option (of `n`).
 async fn local_counts(
     conn: &mut PgConnection,
     poll_id: Uuid,
     n: usize,
-) -> Result<(Vec<i64>, Option<i64>), sqlx::Error> {
-    let voters: i64 = sqlx::query_scalar(
-        "SELECT count(DISTINCT COALESCE(v.account_id::text, v.actor_iri))
-           FROM poll_votes v WHERE v.poll_id = $1",
-    )
-    .bind(poll_id)
-    .fetch_one(&mut *conn)
-    .await?;
+) -> Result<Vec<i64>, sqlx::Error> {
     let by_choice: Vec<(i32, i64)> = sqlx::query_as(
         "SELECT choice, count(*) FROM poll_votes WHERE poll_id = $1 GROUP BY choice",
     )
@@ -265,7 +263,7 @@ async fn local_counts(
                 .map_or(0, |(_, n)| *n)
         })
         .collect();
-    Ok((counts, Some(voters)))
+    Ok(counts)
 }
 
 /// Expired polls that have no notifications yet (what recovery looks for).
