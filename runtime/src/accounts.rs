@@ -67,45 +67,105 @@ pub async fn create_with_password(
     if by_username(pool, username).await?.is_some() {
         bail!("account {username:?} already exists");
     }
-    // RSA generation is CPU work of a second or so; keep it off the async workers.
-    let key = tokio::task::spawn_blocking(keys::generate).await??;
-    let id = Uuid::now_v7();
-    let public_key_pem = keys::public_key_pem(&key)?;
-    let private_key_enc = cipher.encrypt(id, &key)?;
-    let token = new_token();
+    let keys = NewKeys::generate(cipher).await?;
     let mut tx = pool.begin().await?;
-    let inserted = sqlx::query(
-        "INSERT INTO accounts (id, username, admin, public_key_pem, private_key_enc, password_hash)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-    )
-    .bind(id)
-    .bind(username)
-    .bind(admin)
-    .bind(&public_key_pem)
-    .bind(&private_key_enc)
-    .bind(password_hash)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    if inserted == 0 {
+    let Some(account) = keys.insert(&mut tx, username, admin, password_hash).await? else {
         bail!("account {username:?} already exists");
-    }
+    };
+    let token = new_token();
     sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
         .bind(hash_token(&token))
-        .bind(id)
+        .bind(account.id)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok((
-        Account {
+    Ok((account, token))
+}
+
+/// Creates the owner — an administrator, as `hollo account create --admin` makes — only while
+/// no account exists: the first-run page's account. The table is locked against every other
+/// insert for the check and the insert (`SHARE ROW EXCLUSIVE` conflicts with itself and with
+/// `INSERT`), so two at once make one owner, and an account the CLI creates meanwhile closes
+/// the page too. The setup tokens go in the same transaction. `None`: an account exists.
+pub async fn create_owner(
+    pool: &PgPool,
+    cipher: &KeyCipher,
+    username: &str,
+    password_hash: &str,
+) -> Result<Option<Account>> {
+    if !valid_username(username) {
+        bail!("invalid account name {username:?}: use 1–30 letters, digits or underscores");
+    }
+    let keys = NewKeys::generate(cipher).await?;
+    let mut tx = pool.begin().await?;
+    sqlx::query("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let any: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM accounts)")
+        .fetch_one(&mut *tx)
+        .await?;
+    if any {
+        return Ok(None);
+    }
+    let account = keys
+        .insert(&mut tx, username, true, Some(password_hash))
+        .await?;
+    sqlx::query("DELETE FROM setup_tokens")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(account)
+}
+
+/// A new account's id and key pair, made before any transaction opens: RSA generation is CPU
+/// work of a second or so.
+struct NewKeys {
+    id: Uuid,
+    public_key_pem: String,
+    private_key_enc: Vec<u8>,
+}
+
+impl NewKeys {
+    async fn generate(cipher: &KeyCipher) -> Result<NewKeys> {
+        // Off the async workers.
+        let key = tokio::task::spawn_blocking(keys::generate).await??;
+        let id = Uuid::now_v7();
+        Ok(NewKeys {
             id,
+            public_key_pem: keys::public_key_pem(&key)?,
+            private_key_enc: cipher.encrypt(id, &key)?,
+        })
+    }
+
+    /// Inserts the account; `None` when the name is taken.
+    async fn insert(
+        self,
+        tx: &mut sqlx::PgConnection,
+        username: &str,
+        admin: bool,
+        password_hash: Option<&str>,
+    ) -> Result<Option<Account>, sqlx::Error> {
+        let inserted = sqlx::query(
+            "INSERT INTO accounts (id, username, admin, public_key_pem, private_key_enc, password_hash)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .bind(self.id)
+        .bind(username)
+        .bind(admin)
+        .bind(&self.public_key_pem)
+        .bind(&self.private_key_enc)
+        .bind(password_hash)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        Ok((inserted == 1).then(|| Account {
+            id: self.id,
             username: username.to_string(),
             admin,
-            public_key_pem,
-            private_key_enc,
-        },
-        token,
-    ))
+            public_key_pem: self.public_key_pem,
+            private_key_enc: self.private_key_enc,
+        }))
+    }
 }
 
 /// Takes the row lock of `account` (`FOR UPDATE`) for the rest of the transaction: the writes

@@ -2,6 +2,11 @@
 //! says where it listens and the exact command that creates the first account — written the
 //! way this very process was started (`cargo run …`, a path, or `hollo` on `PATH`), so it
 //! works when pasted into the same directory.
+//!
+//! It also opens the first-run page (`web::oauth::setup`) for the owner: every node that serves
+//! HTTP makes a one-time token at start while no account exists and logs the page's link with
+//! it; only a SHA-256 of each token is stored (`setup_tokens`), and creating the owner deletes
+//! them all.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -77,11 +82,13 @@ fn shell_word(word: &str) -> String {
 }
 
 /// The lines `hollo serve` prints on the local default while no account exists.
-pub fn greeting(listening: SocketAddr, public_url: &str, cli: &str) -> String {
+pub fn greeting(listening: SocketAddr, public_url: &str, cli: &str, setup_url: &str) -> String {
     format!(
         "\nHollo is running: it listens on {listening}; its public address is {public_url}.\n\
-         No account exists yet. Create the first one (the owner, an administrator) from this\n\
-         directory, in another terminal:\n\n\
+         No account exists yet. Create the first one (the owner, an administrator) in a browser\n\
+         on this machine at {public_url}/setup, or from anywhere with this link (it works once):\n\n\
+         \x20   {setup_url}\n\n\
+         or from this directory, in another terminal:\n\n\
          \x20   read -rs PASSWORD   # the password to sign in with, 8 characters or more\n\
          \x20   printf '%s\\n' \"$PASSWORD\" | {cli} account create alice --admin --password-stdin\n\n\
          (any name instead of alice). It prints a bearer token for the API; a Mastodon app signs\n\
@@ -89,20 +96,81 @@ pub fn greeting(listening: SocketAddr, public_url: &str, cli: &str) -> String {
     )
 }
 
-/// Prints [`greeting`] on standard error when no account exists. Errors are only logged: a
-/// failed look-up must not stop a node that serves.
-pub async fn greet_when_new(pool: &PgPool, listening: SocketAddr, public_url: &str) {
-    let any: Result<bool, sqlx::Error> =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM accounts)")
-            .fetch_one(pool)
-            .await;
-    match any {
-        Ok(true) => {}
-        Ok(false) => {
-            let cli = Invocation::of_this_process().cli();
-            eprintln!("{}", greeting(listening, public_url, &cli));
+/// The first-run page's link carrying `token`.
+pub fn setup_url(public_url: &str, token: &str) -> String {
+    format!("{}/setup?token={token}", public_url.trim_end_matches('/'))
+}
+
+/// Whether any account exists (the first-run page is open only while none does).
+pub async fn any_account(pool: &PgPool) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM accounts)")
+        .fetch_one(pool)
+        .await
+}
+
+/// Makes a one-time token of the first-run page and returns it; only its hash is stored.
+pub async fn issue_setup_token(pool: &PgPool) -> Result<String, sqlx::Error> {
+    let token = crate::accounts::new_token();
+    sqlx::query("INSERT INTO setup_tokens (token_hash) VALUES ($1)")
+        .bind(crate::accounts::hash_token(&token))
+        .execute(pool)
+        .await?;
+    Ok(token)
+}
+
+/// How many of the newest setup tokens are compared: each node start adds one, so the list is
+/// bounded however often nodes restart before the owner exists.
+const TOKENS_COMPARED: i64 = 100;
+
+/// Whether `given` is a setup token still unused. Each stored hash is compared in constant time
+/// with the given token's, all of them, whichever matches.
+pub async fn setup_token_ok(pool: &PgPool, given: &str) -> Result<bool, sqlx::Error> {
+    if given.is_empty() {
+        return Ok(false);
+    }
+    let stored: Vec<Vec<u8>> = sqlx::query_scalar(
+        "SELECT token_hash FROM setup_tokens ORDER BY created_at DESC LIMIT $1",
+    )
+    .bind(TOKENS_COMPARED)
+    .fetch_all(pool)
+    .await?;
+    let wanted = crate::accounts::hash_token(given);
+    Ok(stored.iter().fold(false, |found, hash| {
+        found | crate::web::oauth::same_bytes(hash, &wanted)
+    }))
+}
+
+/// While no account exists: makes a setup token and says how to create the owner — the whole
+/// greeting on standard error on the local default (`greeting`), a log line with the link
+/// elsewhere. Errors are only logged: a failed look-up must not stop a node that serves.
+pub async fn greet_when_new(
+    pool: &PgPool,
+    listening: SocketAddr,
+    public_url: &str,
+    local_default: bool,
+) {
+    let token = match any_account(pool).await {
+        Ok(true) => return,
+        Ok(false) => issue_setup_token(pool).await,
+        Err(e) => Err(e),
+    };
+    let token = match token {
+        Ok(token) => token,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not look for accounts or make a setup link");
+            return;
         }
-        Err(e) => tracing::warn!(error = %e, "could not count the accounts"),
+    };
+    let link = setup_url(public_url, &token);
+    if local_default {
+        let cli = Invocation::of_this_process().cli();
+        eprintln!("{}", greeting(listening, public_url, &cli, &link));
+    } else {
+        tracing::info!(
+            setup_url = %link,
+            "no account exists yet: create the owner at this link (it works once), or with \
+             `hollo account create NAME --admin --password-stdin`"
+        );
     }
 }
 
@@ -174,9 +242,11 @@ mod tests {
             "127.0.0.1:3000".parse().expect("address"),
             "http://localhost:3000",
             "hollo",
+            "http://localhost:3000/setup?token=abc",
         );
         assert!(g.contains("listens on 127.0.0.1:3000"), "{g}");
         assert!(g.contains("public address is http://localhost:3000"), "{g}");
+        assert!(g.contains("http://localhost:3000/setup?token=abc"), "{g}");
         assert!(
             g.contains(
                 "printf '%s\\n' \"$PASSWORD\" | hollo account create alice --admin --password-stdin"

@@ -134,11 +134,19 @@ impl NodeBuilder {
         )
         .await?;
         let (addr, health_addr, node_id) = (http.addr, http.health_addr, node.node_id);
-        if config.db.url.is_none() && config.role.serves_http() {
-            // The local default is how a newcomer meets the product: say where it is and how
-            // to make the first account.
+        if config.role.serves_http() {
+            // Before any account exists: say where the node is and how to make the first
+            // account (the whole greeting on the local default, how a newcomer meets the
+            // product; a log line with the first-run link elsewhere).
             let public_url = config.federation.public_url.as_str();
-            crate::first_run::greet_when_new(&pool, addr, public_url.trim_end_matches('/')).await;
+            let local_default = config.db.url.is_none();
+            crate::first_run::greet_when_new(
+                &pool,
+                addr,
+                public_url.trim_end_matches('/'),
+                local_default,
+            )
+            .await;
         }
         let stopped = Stopped {
             pool: pool.clone(),

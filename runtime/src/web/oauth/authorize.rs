@@ -47,7 +47,7 @@ struct Checked {
     challenge: Option<String>,
 }
 
-fn host(s: &AppState) -> String {
+pub(super) fn host(s: &AppState) -> String {
     s.public_origin
         .split_once("://")
         .map_or(s.public_origin.as_str(), |(_, h)| h)
@@ -73,7 +73,7 @@ fn redirect_with(redirect_uri: &str, pairs: &[(&str, &str)]) -> Response {
     see_other(url.as_str())
 }
 
-fn see_other(location: &str) -> Response {
+pub(super) fn see_other(location: &str) -> Response {
     match HeaderValue::from_str(location) {
         Ok(v) => (StatusCode::SEE_OTHER, [(header::LOCATION, v)]).into_response(),
         Err(_) => (StatusCode::BAD_REQUEST, "invalid redirect URI").into_response(),
@@ -232,7 +232,7 @@ fn db_error(s: &AppState, e: sqlx::Error) -> Response {
 }
 
 /// Adds the CSRF cookie to a page when the browser has none yet.
-fn with_csrf(resp: Response, s: &AppState, headers: &HeaderMap, csrf: &str, new: bool) -> Response {
+pub(super) fn with_csrf(resp: Response, s: &AppState, headers: &HeaderMap, csrf: &str, new: bool) -> Response {
     if !new {
         return resp;
     }
@@ -259,12 +259,18 @@ fn sign_in_page(
     error: Option<&str>,
 ) -> Response {
     let (csrf, new) = session::csrf_token(headers);
+    // Without an app (the page of `GET /auth/sign_in`) the form carries no request.
+    let next = if app.is_some() {
+        next_query(p)
+    } else {
+        String::new()
+    };
     let page = pages::render(
         status,
         "sign_in.html",
         context! {
             host => host(s), app_name => app.map(|a| a.name.clone()), csrf => &csrf,
-            next => next_query(p), username, error,
+            next, username, error,
         },
     );
     with_csrf(page, s, headers, &csrf, new)
@@ -321,7 +327,7 @@ pub async fn show(
 /// is this browser's token.
 /// A form of these pages, taken only from this server's own origin with the browser's CSRF
 /// token; otherwise the handler never runs and the browser gets the refusal page.
-pub struct Guarded<T>(T);
+pub struct Guarded<T>(pub T);
 
 /// A form that carries the CSRF token of the page it was sent from.
 pub trait CsrfForm {
@@ -420,11 +426,17 @@ pub async fn sign_in(
             "The sign-in form did not carry a valid authorization request.",
         );
     };
-    // Not signed in (yet): errors are shown, never sent to the app.
-    let c = match check(&s, &p, false).await {
-        Ok(c) => c,
-        Err(resp) => return resp,
+    // Not signed in (yet): errors are shown, never sent to the app. No request at all: the
+    // sign-in of `GET /auth/sign_in`, which ends on a page of its own.
+    let c = if next.trim().is_empty() {
+        None
+    } else {
+        match check(&s, &p, false).await {
+            Ok(c) => Some(c),
+            Err(resp) => return resp,
+        }
     };
+    let app = c.as_ref().map(|c| &c.app);
     let username = f
         .username
         .unwrap_or_default()
@@ -438,7 +450,7 @@ pub async fn sign_in(
     let address = throttle::client_address(s.behind_proxy, &headers, peer);
     // The sign-in page again, saying why, and when to retry where that is known.
     let again = |status: StatusCode, why: &str, retry_after: Option<u64>| {
-        let mut resp = sign_in_page(&s, &headers, status, Some(&c.app), &p, &username, Some(why));
+        let mut resp = sign_in_page(&s, &headers, status, app, &p, &username, Some(why));
         if let Some(seconds) = retry_after {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
@@ -494,8 +506,16 @@ pub async fn sign_in(
         Ok(t) => t,
         Err(e) => return db_error(&s, e),
     };
+    let then = match c {
+        Some(_) => see_other(&format!("/oauth/authorize?{}", next_query(&p))),
+        None => pages::render(
+            StatusCode::OK,
+            "signed_in.html",
+            context! { host => host(&s), username => &account.username },
+        ),
+    };
     with_cookie(
-        see_other(&format!("/oauth/authorize?{}", next_query(&p))),
+        then,
         &s,
         &headers,
         (
@@ -504,6 +524,35 @@ pub async fn sign_in(
             session::SESSION_DAYS * 86_400,
         ),
     )
+}
+
+#[derive(Deserialize)]
+pub struct SignInQuery {
+    /// The account the first-run page just created: named on the page.
+    created: Option<String>,
+}
+
+/// `GET /auth/sign_in` (Mastodon's path): the sign-in page without an app, where the first-run
+/// page sends its new owner. Signing in here ends on a page that says so; apps sign in through
+/// `/oauth/authorize`.
+pub async fn sign_in_form(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SignInQuery>,
+) -> Response {
+    let created = q
+        .created
+        .filter(|name| crate::accounts::valid_username(name));
+    let (csrf, new) = session::csrf_token(&headers);
+    let page = pages::render(
+        StatusCode::OK,
+        "sign_in.html",
+        context! {
+            host => host(&s), csrf => &csrf, next => "",
+            username => created.clone().unwrap_or_default(), created,
+        },
+    );
+    with_csrf(page, &s, &headers, &csrf, new)
 }
 
 #[derive(Deserialize)]

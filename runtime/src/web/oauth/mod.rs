@@ -1,6 +1,7 @@
 //! OAuth 2 as Mastodon speaks it (R-MAPI-1): apps register (`apps`), people sign in and consent
 //! on server-rendered pages (`authorize`, `pages`, `session`, `throttle`), apps trade codes for
-//! tokens and revoke them (`token`), and `metadata` describes it all (RFC 8414). Codes and
+//! tokens and revoke them (`token`), and `metadata` describes it all (RFC 8414). The first-run
+//! page that creates the owner (`setup`) is one of these pages too. Codes and
 //! tokens are stored hashed (`codes`, `tokens`); scopes are `crate::scopes`.
 
 use axum::Router;
@@ -19,6 +20,7 @@ pub mod form;
 pub mod metadata;
 pub mod pages;
 pub mod session;
+pub mod setup;
 pub mod throttle;
 pub mod token;
 pub mod tokens;
@@ -38,6 +40,8 @@ pub fn routes() -> Router<AppState> {
             get(authorize::show).post(authorize::decide),
         )
         .route("/oauth/sign_in", post(authorize::sign_in))
+        .route("/auth/sign_in", get(authorize::sign_in_form))
+        .route("/setup", get(setup::show).post(setup::create))
         .route("/auth/sign_out", post(authorize::sign_out))
         .route("/oauth/token", post(token::token))
         .route("/oauth/revoke", post(token::revoke))

@@ -16,6 +16,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("code.html", include_str!("templates/code.html")),
     ("error.html", include_str!("templates/error.html")),
     ("signed_out.html", include_str!("templates/signed_out.html")),
+    ("signed_in.html", include_str!("templates/signed_in.html")),
+    ("setup.html", include_str!("templates/setup.html")),
 ];
 
 fn env() -> &'static Environment<'static> {
