@@ -53,6 +53,7 @@ mod reference_pages;
 mod replies;
 mod reports;
 mod scheduled_statuses;
+mod setup_page;
 mod signatures;
 mod statuses_model;
 mod streaming;
