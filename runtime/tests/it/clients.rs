@@ -40,6 +40,24 @@ async fn sign_in_and_consent_pages_in_chromium() {
     inst.shutdown().await;
 }
 
+/// The first run in Chromium: the first-run page opened with the one-time link (the node is
+/// behind a proxy, so the browser's loopback connection is not local), the owner created, then
+/// an app's authorization-code sign-in with the new account ending in verify_credentials.
+#[tokio::test(flavor = "multi_thread")]
+async fn first_run_page_then_an_app_sign_in_in_chromium() {
+    let inst = Instance::start("web", &[("BEHIND_PROXY", "true")]).await;
+    let token = hollo_runtime::first_run::issue_setup_token(&inst.pool)
+        .await
+        .expect("a setup token");
+    run_script("setup_browser.py", &inst.base, "owner", &[&token]).await;
+    let admin: bool = sqlx::query_scalar("SELECT admin FROM accounts WHERE username = 'owner'")
+        .fetch_one(&inst.pool)
+        .await
+        .expect("the owner");
+    assert!(admin, "the owner is an administrator");
+    inst.shutdown().await;
+}
+
 /// The whole flow of R-MAPI-1 "Tests" in Mastodon.py: register, authorize in the browser,
 /// log in, read the instance, verify and update the profile, upload and remove an avatar (on
 /// the fs drive, R-MAPI-6), then follow an account of a remote test peer (resolved by

@@ -685,6 +685,15 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
             support::HOLLO
         )
     );
+    // And the first-run page's one-time link, open while no account exists.
+    let link = logs
+        .split_whitespace()
+        .find(|w| w.starts_with(&format!("http://localhost:{port}/setup?token=")))
+        .unwrap_or_else(|| panic!("no first-run link in {logs}"))
+        .to_string();
+    let path = &link[format!("http://localhost:{port}").len()..];
+    let page = http_get(port, path, None).expect("the first-run page");
+    assert!(page.0 == 200 && page.1.contains("action=\"/setup\""), "{page:?}");
     let created = std::process::Command::new("sh")
         .args(["-c", &create])
         .env("PASSWORD", "a first password")
@@ -701,6 +710,8 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
         !String::from_utf8_lossy(&created.stdout).trim().is_empty(),
         "a token"
     );
+    // An account exists: the page is closed, its link with it.
+    assert_eq!(http_get(port, path, None).map(|p| p.0), Some(404));
     assert!(
         n.logs().contains(WORKER_STARTED),
         "the default role is all: {}",
