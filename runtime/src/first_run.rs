@@ -128,12 +128,11 @@ pub async fn setup_token_ok(pool: &PgPool, given: &str) -> Result<bool, sqlx::Er
     if given.is_empty() {
         return Ok(false);
     }
-    let stored: Vec<Vec<u8>> = sqlx::query_scalar(
-        "SELECT token_hash FROM setup_tokens ORDER BY created_at DESC LIMIT $1",
-    )
-    .bind(TOKENS_COMPARED)
-    .fetch_all(pool)
-    .await?;
+    let stored: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT token_hash FROM setup_tokens ORDER BY created_at DESC LIMIT $1")
+            .bind(TOKENS_COMPARED)
+            .fetch_all(pool)
+            .await?;
     let wanted = crate::accounts::hash_token(given);
     Ok(stored.iter().fold(false, |found, hash| {
         found | crate::web::oauth::same_bytes(hash, &wanted)

@@ -693,7 +693,10 @@ async fn serve_without_database_url_starts_its_own_postgres_and_stops_it_on_exit
         .to_string();
     let path = &link[format!("http://localhost:{port}").len()..];
     let page = http_get(port, path, None).expect("the first-run page");
-    assert!(page.0 == 200 && page.1.contains("action=\"/setup\""), "{page:?}");
+    assert!(
+        page.0 == 200 && page.1.contains("action=\"/setup\""),
+        "{page:?}"
+    );
     let created = std::process::Command::new("sh")
         .args(["-c", &create])
         .env("PASSWORD", "a first password")

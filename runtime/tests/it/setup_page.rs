@@ -135,7 +135,10 @@ async fn a_remote_peer_needs_the_one_time_token_and_a_wrong_one_is_refused() {
     for path in ["/setup", "/setup?token=", "/setup?token=not-the-token"] {
         let (status, _, body) = call(from_peer(remote, Request::get(path), Body::empty())).await;
         assert_eq!(status, 403, "{path}: {body}");
-        assert!(!body.contains("action=\"/setup\""), "{path}: no form: {body}");
+        assert!(
+            !body.contains("action=\"/setup\""),
+            "{path}: no form: {body}"
+        );
     }
     // A token one character off is as wrong as any.
     let mut near = token.clone();
@@ -324,7 +327,10 @@ async fn concurrent_forms_make_one_owner_and_the_page_closes() {
     for t in tries {
         statuses.push(t.await.unwrap());
     }
-    let created = statuses.iter().filter(|s| **s == StatusCode::SEE_OTHER).count();
+    let created = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::SEE_OTHER)
+        .count();
     assert_eq!(created, 1, "{statuses:?}");
     assert!(
         statuses
@@ -341,7 +347,13 @@ async fn concurrent_forms_make_one_owner_and_the_page_closes() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-    let resp = post_form(&base, Some(&csrf), &[], &fields(Some(&csrf.field), None, "late")).await;
+    let resp = post_form(
+        &base,
+        Some(&csrf),
+        &[],
+        &fields(Some(&csrf.field), None, "late"),
+    )
+    .await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     assert_eq!(accounts(&inst).await, 1);
 

@@ -232,7 +232,13 @@ fn db_error(s: &AppState, e: sqlx::Error) -> Response {
 }
 
 /// Adds the CSRF cookie to a page when the browser has none yet.
-pub(super) fn with_csrf(resp: Response, s: &AppState, headers: &HeaderMap, csrf: &str, new: bool) -> Response {
+pub(super) fn with_csrf(
+    resp: Response,
+    s: &AppState,
+    headers: &HeaderMap,
+    csrf: &str,
+    new: bool,
+) -> Response {
     if !new {
         return resp;
     }
