@@ -20,6 +20,12 @@ use tower::ServiceExt;
 
 const PASSWORD: &str = "first owner password";
 
+/// Extra request headers, as (name, value).
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
+/// A refused form: what it lacks, its CSRF cookie, extra headers and its fields.
+type Case<'a> = (&'a str, Option<&'a Csrf>, Headers<'a>, Headers<'a>);
+
 /// A form's CSRF token: the double-submit cookie the page set and the field it carries.
 struct Csrf {
     cookie: String,
@@ -254,7 +260,7 @@ async fn a_form_without_its_csrf_token_or_from_another_origin_is_refused() {
     let inst = Instance::start("web", &[]).await;
     let base = &inst.base;
     let csrf = local_form(base).await;
-    let cases: Vec<(&str, Option<&Csrf>, Vec<(&str, &str)>, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         ("no cookie, no field", None, vec![], fields(None, None, "a")),
         (
             "a field without its cookie",
