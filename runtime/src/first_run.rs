@@ -149,7 +149,14 @@ pub async fn greet_when_new(
     local_default: bool,
 ) {
     let token = match any_account(pool).await {
-        Ok(true) => return,
+        Ok(true) => {
+            // Links printed before an account existed stay dead even if every account is
+            // deleted later.
+            if let Err(e) = sqlx::query("DELETE FROM setup_tokens").execute(pool).await {
+                tracing::warn!(error = %e, "could not clear the setup links");
+            }
+            return;
+        }
         Ok(false) => issue_setup_token(pool).await,
         Err(e) => Err(e),
     };

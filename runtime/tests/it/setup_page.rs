@@ -241,6 +241,23 @@ async fn a_request_forwarded_from_elsewhere_is_not_local() {
         .await;
         assert_eq!(resp.status(), StatusCode::FORBIDDEN, "POST with {header:?}");
     }
+    // A page of another site whose name was rebound to this machine (DNS rebinding) asks for
+    // its own name.
+    let resp = no_redirects()
+        .get(format!("{base}/setup"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN, "another site's name");
+    let resp = post_form(
+        base,
+        Some(&csrf),
+        &[("host", "evil.example")],
+        &fields(Some(&csrf.field), None, "rebound"),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN, "another site's name");
     assert_eq!(accounts(&inst).await, 0);
     inst.shutdown().await;
 
@@ -399,5 +416,19 @@ async fn concurrent_forms_make_one_owner_and_the_page_closes() {
         "a session"
     );
     assert!(resp.text().await.unwrap().contains("id=\"signed-in\""));
+
+    // A start with an account prints no link and clears any left (one made here as if
+    // before): deleting every account later must not reopen the page to an old log line.
+    hollo_runtime::first_run::issue_setup_token(&inst.pool)
+        .await
+        .unwrap();
+    hollo_runtime::first_run::greet_when_new(
+        &inst.pool,
+        "127.0.0.1:3000".parse().unwrap(),
+        &base,
+        false,
+    )
+    .await;
+    assert_eq!(inst.count("SELECT count(*) FROM setup_tokens").await, 0);
     inst.shutdown().await;
 }

@@ -32,7 +32,10 @@ const FORWARDING_HEADERS: &[&str] = &[
     "x-client-ip",
 ];
 
-/// Whether the request comes from the server's own machine (see the module's comment).
+/// Whether the request comes from the server's own machine (see the module's comment). The
+/// browser must also have asked for this server by a loopback name or `PUBLIC_URL`'s host: a
+/// page of another site whose name was rebound to 127.0.0.1 (DNS rebinding) sends its own name
+/// as `Host`.
 pub fn from_this_machine(s: &AppState, headers: &HeaderMap, ext: &Extensions) -> bool {
     let loopback = ext
         .get::<ConnectInfo<SocketAddr>>()
@@ -42,6 +45,30 @@ pub fn from_this_machine(s: &AppState, headers: &HeaderMap, ext: &Extensions) ->
         && !FORWARDING_HEADERS
             .iter()
             .any(|name| headers.contains_key(*name))
+        && asked_for_us(s, headers)
+}
+
+/// Whether the `Host` header names this server: a loopback name or address, or `PUBLIC_URL`'s
+/// host (the port aside).
+fn asked_for_us(s: &AppState, headers: &HeaderMap) -> bool {
+    let Some(host) = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| format!("http://{h}").parse::<url::Url>().ok())
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    else {
+        return false;
+    };
+    let ours = url::Url::parse(&s.public_origin)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()));
+    match &host {
+        url::Host::Domain(name) => {
+            name.eq_ignore_ascii_case("localhost") || ours.as_ref() == Some(&host)
+        }
+        url::Host::Ipv4(ip) => ip.is_loopback() || ours.as_ref() == Some(&host),
+        url::Host::Ipv6(ip) => ip.is_loopback() || ours.as_ref() == Some(&host),
+    }
 }
 
 /// Why a request may not use the page, as the response to give; `None`: it may.
