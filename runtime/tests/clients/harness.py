@@ -11,7 +11,7 @@ import zlib
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support.ui import WebDriverWait
 
 
@@ -152,4 +152,19 @@ def approve(driver, app_name, scopes):
 def submit_and_wait(driver, button):
     """Clicks a form's button and waits until the next page has replaced this one."""
     button.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(button))
+    WebDriverWait(driver, 20).until(lambda _: detached(button))
+
+
+def detached(element):
+    """Whether the page holding `element` has gone. Chromium reports a node caught mid-navigation
+    either as stale or, while the old document is being torn down, as an inspector error saying it
+    "does not belong to the document"; both mean the next page has replaced this one."""
+    try:
+        element.is_enabled()
+        return False
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as error:
+        if "does not belong to the document" in str(error):
+            return True
+        raise
