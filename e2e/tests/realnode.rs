@@ -1776,6 +1776,39 @@ const NEXT_POST: i64 = 20991231000002;
 /// Waits for the polling client to end; asserts it succeeded with no failed request (of
 /// `url`). Its log.
 async fn poller_succeeded(ns: &Ns, url: &str, secs: u64) -> String {
+    // What it watched is over once no pod is still shutting down (an old pod's drain is part of
+    // what the client must see through): end it then rather than wait out its -for (upper
+    // bound). If it already ended (a failure, or its -for ran out), there is nothing to stop and
+    // the phase below says how it ended.
+    wait_until(
+        "no pod of the scenario still shutting down",
+        secs,
+        || async {
+            let pods = ns
+                .api::<Pod>()
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let ending: Vec<String> = pods
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_some())
+                .map(|p| p.name_any())
+                .collect();
+            if ending.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("shutting down: {ending:?}"))
+            }
+        },
+    )
+    .await;
+    if let Err(e) = ns.try_kubectl(
+        &["exec", "poller", "--", "/httpget", "-touch", POLLER_STOP],
+        None,
+    ) {
+        ns.log(&format!("stopping the polling client: {e}"));
+    }
     let end = pod_ended(ns, "poller", "the polling client ends", secs).await;
     let log = ns.kubectl(&["logs", "poller"]);
     ns.log(&format!("client: {}", log.lines().last().unwrap_or("")));
@@ -1784,11 +1817,22 @@ async fn poller_succeeded(ns: &Ns, url: &str, secs: u64) -> String {
     log
 }
 
-/// A client pod GETting `url` through the web Service every 100 ms for `secs` seconds
-/// (e2e/images' httpget; it exits non-zero and logs each failure if any request fails).
+/// The file whose creation ends the polling client (on its pod's emptyDir `/stop`).
+const POLLER_STOP: &str = "/stop/now";
+
+/// A client pod GETting `url` through the web Service every 100 ms for at most `secs` seconds,
+/// until `poller_succeeded` ends it (e2e/images' httpget; it exits non-zero and logs each
+/// failure if any request fails).
 async fn start_poller(ns: &Ns, url: &str, secs: u64, extra_args: &[&str]) {
     let for_ = format!("{secs}s");
-    let args = [&["-poll", "100ms", "-for", &for_], extra_args, &[url]].concat();
+    let stop = ["-stop-file", POLLER_STOP];
+    let args = [
+        &["-poll", "100ms", "-for", &for_],
+        &stop[..],
+        extra_args,
+        &[url],
+    ]
+    .concat();
     create_client_pod(ns, "poller", &args, "create the polling client pod");
     wait_until("the polling client runs", 60, || async {
         match poller_phase(ns).await? {
@@ -1831,9 +1875,12 @@ fn create_client_pod(ns: &Ns, name: &str, args: &[&str], what: &str) {
         "metadata": {"name": name},
         "spec": {
             "restartPolicy": "Never",
+            // where `httpget -touch` tells a polling client to end (the root is read-only)
+            "volumes": [{"name": "stop", "emptyDir": {}}],
             "containers": [{
                 "name": "get", "image": HTTPGET_IMAGE, "imagePullPolicy": "Never",
                 "args": args,
+                "volumeMounts": [{"name": "stop", "mountPath": "/stop"}],
                 "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
                                     "readOnlyRootFilesystem": true,
                                     "capabilities": {"drop": ["ALL"]},

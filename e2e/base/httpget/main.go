@@ -10,6 +10,12 @@
 //	                             the same, but a 503 carrying Retry-After (the maintenance page of
 //	                             issue 34) is counted as "unavailable", not as a failure; the
 //	                             summary line then ends with " unavailable=K".
+//	httpget -poll 100ms -for 200s -stop-file /stop/now URL
+//	                             the same, but it also ends (with its summary) as soon as
+//	                             /stop/now exists: -for is the upper bound, and a scenario ends
+//	                             the client when what it watched is over instead of waiting it out
+//	httpget -touch /stop/now     creates that file (run in the client's pod with kubectl exec:
+//	                             the image holds nothing else)
 package main
 
 import (
@@ -92,7 +98,16 @@ func main() {
 	poll := flag.Duration("poll", 0, "poll interval (poll mode)")
 	dur := flag.Duration("for", 0, "how long to poll (poll mode)")
 	unavailableOK := flag.Bool("unavailable-ok", false, "count a 503 with Retry-After as unavailable, not failed (poll mode)")
+	stopFile := flag.String("stop-file", "", "end polling once this file exists (poll mode)")
+	touch := flag.String("touch", "", "create this file and exit")
 	flag.Parse()
+	if *touch != "" {
+		if err := os.WriteFile(*touch, nil, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: httpget [-wait D | -poll D -for D] URL")
 		os.Exit(2)
@@ -104,6 +119,11 @@ func main() {
 		var slowest time.Duration
 		end := time.Now().Add(*dur)
 		for time.Now().Before(end) {
+			if *stopFile != "" {
+				if _, err := os.Stat(*stopFile); err == nil {
+					break
+				}
+			}
 			n++
 			s := &steps{start: time.Now()}
 			code, _, err := getTraced(c, url, s)
