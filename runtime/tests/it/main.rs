@@ -50,6 +50,7 @@ mod queue_engine;
 mod quotes;
 mod reactions;
 mod reference_pages;
+mod release;
 mod replies;
 mod reports;
 mod scheduled_statuses;
