@@ -61,25 +61,66 @@ pub async fn create_with_password(
     admin: bool,
     password_hash: Option<&str>,
 ) -> Result<(Account, String)> {
+    let new = NewAccount {
+        username,
+        admin,
+        password_hash,
+        token: true,
+    };
+    match create_unless_taken(pool, cipher, new).await? {
+        Some((account, Some(token))) => Ok((account, token)),
+        Some((_, None)) => bail!("account {username:?} was created without its token"),
+        None => bail!("account {username:?} already exists"),
+    }
+}
+
+/// What [`create_unless_taken`] makes.
+#[derive(Debug, Clone, Copy)]
+pub struct NewAccount<'a> {
+    pub username: &'a str,
+    pub admin: bool,
+    /// The argon2id hash of its password (`crate::passwords::hash`), if it has one.
+    pub password_hash: Option<&'a str>,
+    /// Make its first bearer token too (in the same transaction).
+    pub token: bool,
+}
+
+/// Creates `new` with a fresh key pair and returns it with its token when one was asked for;
+/// `None` when the name is taken (in any letter case), a concurrent create's included: the
+/// declarative first account (`hollo account create --if-absent`) then leaves it alone.
+pub async fn create_unless_taken(
+    pool: &PgPool,
+    cipher: &KeyCipher,
+    new: NewAccount<'_>,
+) -> Result<Option<(Account, Option<String>)>> {
+    let username = new.username;
     if !valid_username(username) {
         bail!("invalid account name {username:?}: use 1–30 letters, digits or underscores");
     }
     if by_username(pool, username).await?.is_some() {
-        bail!("account {username:?} already exists");
+        return Ok(None);
     }
     let keys = NewKeys::generate(cipher).await?;
     let mut tx = pool.begin().await?;
-    let Some(account) = keys.insert(&mut tx, username, admin, password_hash).await? else {
-        bail!("account {username:?} already exists");
+    let Some(account) = keys
+        .insert(&mut tx, username, new.admin, new.password_hash)
+        .await?
+    else {
+        return Ok(None);
     };
-    let token = new_token();
-    sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
-        .bind(hash_token(&token))
-        .bind(account.id)
-        .execute(&mut *tx)
-        .await?;
+    let token = if new.token {
+        let token = new_token();
+        sqlx::query("INSERT INTO account_tokens (token_hash, account_id) VALUES ($1, $2)")
+            .bind(hash_token(&token))
+            .bind(account.id)
+            .execute(&mut *tx)
+            .await?;
+        Some(token)
+    } else {
+        None
+    };
     tx.commit().await?;
-    Ok((account, token))
+    Ok(Some((account, token)))
 }
 
 /// Creates the owner — an administrator, as `hollo account create --admin` makes — only while

@@ -145,8 +145,22 @@ pub enum AccountCommand {
         admin: bool,
         /// Read the account's sign-in password from standard input (one trailing line break
         /// is dropped); without it the account signs in with CLI tokens only.
-        #[arg(long)]
+        #[arg(long, group = "password")]
         password_stdin: bool,
+        /// Read the account's sign-in password from the environment variable VAR (one
+        /// trailing line break is dropped): a variable filled from a Kubernetes Secret keeps
+        /// the password out of command lines and pod specs.
+        #[arg(long, value_name = "VAR", group = "password")]
+        password_env: Option<String>,
+        /// When an account of that name exists (in any letter case), leave it exactly as it
+        /// is — password and role included — and succeed: what a repeated, declarative
+        /// "make sure the first account exists" needs.
+        #[arg(long)]
+        if_absent: bool,
+        /// Make no bearer token and print nothing on standard output: the account signs in
+        /// with its password only (so nothing that grants access lands in a log).
+        #[arg(long, requires = "password")]
+        no_token: bool,
     },
     /// Set or replace an account's sign-in password, read from standard input.
     SetPassword {

@@ -217,48 +217,24 @@ async fn run(command: Command, env: &Env) -> Result<()> {
                     name,
                     admin,
                     password_stdin,
+                    password_env,
+                    if_absent,
+                    no_token,
                 },
         } => {
-            // Read and check the password before anything is created: a refused one leaves
-            // nothing behind.
-            let password = if password_stdin {
-                let p = read_password()?;
-                hollo_runtime::passwords::check_rules(&p)?;
-                Some(p)
-            } else {
-                None
+            let password = match (password_stdin, password_env) {
+                (true, _) => Some(read_password()?),
+                (false, Some(var)) => Some(password_from_env(env, &var)?),
+                (false, None) => None,
             };
-            let mut config = Config::from_env(env).map_err(config_error)?;
-            config
-                .fill_local_secret_key()
-                .context("creating the local SECRET_KEY")?;
-            let fed = Federation::from_config(&config.federation)?.ok_or_else(|| {
-                anyhow::anyhow!(
-                    "SECRET_KEY is required to create accounts (their private keys are encrypted with it)"
-                )
-            })?;
-            let pool = connect(env).await?;
-            db::check_schema(&pool).await?;
-            let password_hash = match &password {
-                Some(p) => Some(hollo_runtime::passwords::hash(p).await?),
-                None => None,
-            };
-            let (account, token) = accounts::create_with_password(
-                &pool,
-                fed.cipher(),
-                &name,
+            let new = NewAccountArgs {
+                name,
                 admin,
-                password_hash.as_deref(),
-            )
-            .await?;
-            eprintln!(
-                "created {}{} ({}); its bearer token follows (shown only once)",
-                account.username,
-                if admin { " (admin)" } else { "" },
-                fed.actor_iri(&account.username)
-            );
-            println!("{token}");
-            Ok(())
+                password,
+                if_absent,
+                token: !no_token,
+            };
+            create_account(new, env).await
         }
         Command::LocalDb { command, dir } => {
             let cfg = DbConfig::from_env(env).map_err(config_error)?;
@@ -274,6 +250,85 @@ async fn run(command: Command, env: &Env) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// What `hollo account create` was asked for.
+struct NewAccountArgs {
+    name: String,
+    admin: bool,
+    password: Option<String>,
+    if_absent: bool,
+    token: bool,
+}
+
+/// `hollo account create`.
+async fn create_account(new: NewAccountArgs, env: &Env) -> Result<()> {
+    // Check the password before anything is created: a refused one leaves nothing behind.
+    if let Some(p) = &new.password {
+        hollo_runtime::passwords::check_rules(p)?;
+    }
+    let mut config = Config::from_env(env).map_err(config_error)?;
+    config
+        .fill_local_secret_key()
+        .context("creating the local SECRET_KEY")?;
+    let fed = Federation::from_config(&config.federation)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "SECRET_KEY is required to create accounts (their private keys are encrypted with it)"
+        )
+    })?;
+    let pool = connect(env).await?;
+    db::check_schema(&pool).await?;
+    let name = new.name.as_str();
+    let exists = |name: &str| {
+        if new.if_absent {
+            eprintln!("account {name} exists; left as it is");
+            Ok(())
+        } else {
+            Err(anyhow::anyhow!("account {name:?} already exists"))
+        }
+    };
+    // Before the password's hashing and the key pair: both cost time, and neither is needed.
+    if let Some(existing) = accounts::by_username(&pool, name).await? {
+        return exists(&existing.username);
+    }
+    let password_hash = match &new.password {
+        Some(p) => Some(hollo_runtime::passwords::hash(p).await?),
+        None => None,
+    };
+    let request = accounts::NewAccount {
+        username: name,
+        admin: new.admin,
+        password_hash: password_hash.as_deref(),
+        token: new.token,
+    };
+    let Some((account, token)) = accounts::create_unless_taken(&pool, fed.cipher(), request).await?
+    else {
+        return exists(name);
+    };
+    eprintln!(
+        "created {}{} ({}){}",
+        account.username,
+        if new.admin { " (admin)" } else { "" },
+        fed.actor_iri(&account.username),
+        if token.is_some() {
+            "; its bearer token follows (shown only once)"
+        } else {
+            ""
+        }
+    );
+    if let Some(token) = token {
+        println!("{token}");
+    }
+    Ok(())
+}
+
+/// A password from the environment variable `var` (`--password-env`); like one from standard
+/// input, one trailing line break is dropped (a Secret made from a file often ends with one).
+fn password_from_env(env: &Env, var: &str) -> Result<String> {
+    let text = env.get(var).with_context(|| {
+        format!("--password-env {var}: the environment variable {var} is unset or empty")
+    })?;
+    Ok(hollo_runtime::passwords::from_stdin_text(text).to_owned())
 }
 
 /// A password from standard input (`--password-stdin`, `set-password`).

@@ -1004,6 +1004,139 @@ async fn password_commands_hash_with_argon2id_and_refuse_bad_passwords() {
     inst.shutdown().await;
 }
 
+/// What the operator's `spec.admin` Job runs (issue 63 item 7): `hollo account create NAME
+/// --admin --password-env VAR --if-absent --no-token`. The password comes from the environment
+/// (a Secret there), nothing is printed that grants access (no bearer token in a Job's log), and
+/// a second run — every later reconcile may make one — leaves the account exactly as its owner
+/// left it: a password they changed stays changed.
+#[tokio::test]
+async fn account_create_if_absent_takes_its_password_from_the_environment_and_never_resets_it() {
+    let inst = Instance::start("web", &[]).await;
+    let first = "first password from a Secret";
+    let base = [
+        ("DATABASE_URL", inst.url.as_str()),
+        ("SECRET_KEY", support::node::SECRET),
+        ("RUST_LOG", "warn"),
+    ];
+    let ensure = |env: &[(&str, &str)]| {
+        let mut all = base.to_vec();
+        all.extend_from_slice(env);
+        support::process::run(
+            &[
+                "account",
+                "create",
+                "owner",
+                "--admin",
+                "--password-env",
+                "FIRST_PASSWORD",
+                "--if-absent",
+                "--no-token",
+            ],
+            &all,
+        )
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+    let hashing = passwords::Hashing::new(1);
+    let signs_in = |password: &'static str| {
+        let (pool, hashing) = (&inst.pool, &hashing);
+        async move {
+            passwords::sign_in(pool, hashing, &hashing.admit().unwrap(), "owner", password)
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+
+    // The variable unset, or a password the rules refuse: nothing is created.
+    let out = ensure(&[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("FIRST_PASSWORD"),
+        "the error names the variable: {}",
+        text(&out.stderr)
+    );
+    let out = ensure(&[("FIRST_PASSWORD", "short")]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("too short"), "{}", text(&out.stderr));
+    assert_eq!(inst.count("SELECT count(*) FROM accounts").await, 0);
+
+    // Created: an administrator signing in with that password, and nothing on stdout.
+    let out = ensure(&[("FIRST_PASSWORD", first)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "no bearer token is printed");
+    assert!(!text(&out.stderr).contains(first), "{}", text(&out.stderr));
+    let admin: bool =
+        sqlx::query_scalar("SELECT admin FROM accounts WHERE username = 'owner'")
+            .fetch_one(&inst.pool)
+            .await
+            .unwrap();
+    assert!(admin);
+    assert_eq!(
+        inst.count("SELECT count(*) FROM account_tokens").await,
+        0,
+        "--no-token makes no token"
+    );
+    assert!(signs_in("first password from a Secret").await);
+
+    // The owner changes the password; the next run leaves the account alone and succeeds.
+    let out = support::process::command(&["account", "set-password", "owner"], &base)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"the owner's own password\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for password in [first, "another password in the Secret"] {
+        let out = ensure(&[("FIRST_PASSWORD", password)]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "");
+        assert!(
+            text(&out.stderr).contains("exists"),
+            "says it left the account alone: {}",
+            text(&out.stderr)
+        );
+    }
+    // Even a name differing only in case is the same account.
+    let mut upper = base.to_vec();
+    upper.push(("FIRST_PASSWORD", first));
+    let out = support::process::run(
+        &[
+            "account",
+            "create",
+            "OWNER",
+            "--password-env",
+            "FIRST_PASSWORD",
+            "--if-absent",
+        ],
+        &upper,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "no account made, so no token");
+    assert_eq!(inst.count("SELECT count(*) FROM accounts").await, 1);
+    assert!(signs_in("the owner's own password").await);
+    assert!(!signs_in("first password from a Secret").await);
+
+    // Without --if-absent an existing name is still an error; --no-token needs a password.
+    let out = support::process::run(
+        &["account", "create", "owner", "--password-env", "FIRST_PASSWORD"],
+        &upper,
+    );
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("already exists"), "{}", text(&out.stderr));
+    let out = support::process::run(&["account", "create", "someone", "--no-token"], &base);
+    assert!(!out.status.success());
+    assert_eq!(inst.count("SELECT count(*) FROM accounts").await, 1);
+    inst.shutdown().await;
+}
+
 #[tokio::test]
 async fn behind_an_https_proxy_the_cookies_are_secure_and_the_forwarded_address_counts() {
     let inst = Instance::start("web", &[("BEHIND_PROXY", "true")]).await;
