@@ -301,7 +301,8 @@ async fn create_account(new: NewAccountArgs, env: &Env) -> Result<()> {
         password_hash: password_hash.as_deref(),
         token: new.token,
     };
-    let Some((account, token)) = accounts::create_unless_taken(&pool, fed.cipher(), request).await?
+    let Some((account, token)) =
+        accounts::create_unless_taken(&pool, fed.cipher(), request).await?
     else {
         return exists(name);
     };

@@ -1057,7 +1057,11 @@ async fn account_create_if_absent_takes_its_password_from_the_environment_and_ne
     );
     let out = ensure(&[("FIRST_PASSWORD", "short")]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("too short"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("too short"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(inst.count("SELECT count(*) FROM accounts").await, 0);
 
     // Created: an administrator signing in with that password, and nothing on stdout.
@@ -1065,11 +1069,10 @@ async fn account_create_if_absent_takes_its_password_from_the_environment_and_ne
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "", "no bearer token is printed");
     assert!(!text(&out.stderr).contains(first), "{}", text(&out.stderr));
-    let admin: bool =
-        sqlx::query_scalar("SELECT admin FROM accounts WHERE username = 'owner'")
-            .fetch_one(&inst.pool)
-            .await
-            .unwrap();
+    let admin: bool = sqlx::query_scalar("SELECT admin FROM accounts WHERE username = 'owner'")
+        .fetch_one(&inst.pool)
+        .await
+        .unwrap();
     assert!(admin);
     assert_eq!(
         inst.count("SELECT count(*) FROM account_tokens").await,
@@ -1126,11 +1129,21 @@ async fn account_create_if_absent_takes_its_password_from_the_environment_and_ne
 
     // Without --if-absent an existing name is still an error; --no-token needs a password.
     let out = support::process::run(
-        &["account", "create", "owner", "--password-env", "FIRST_PASSWORD"],
+        &[
+            "account",
+            "create",
+            "owner",
+            "--password-env",
+            "FIRST_PASSWORD",
+        ],
         &upper,
     );
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("already exists"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("already exists"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = support::process::run(&["account", "create", "someone", "--no-token"], &base);
     assert!(!out.status.success());
     assert_eq!(inst.count("SELECT count(*) FROM accounts").await, 1);
