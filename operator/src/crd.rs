@@ -105,6 +105,7 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("self.storage.disk != 's3' || has(self.storage.s3)").message("storage.disk=s3 requires storage.s3"))]
 #[x_kube(validation = Rule::new("!self.web.ingress.enabled || (has(self.web.ingress.host) && self.web.ingress.host != '')").message("web.ingress.enabled requires web.ingress.host"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.adminTokenRef)").message("image.profile=upstream: upstream Hollo has no admin token (ADMIN_TOKEN is hollo-rs only); remove adminTokenRef"))]
+#[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.admin)").message("image.profile=upstream: upstream Hollo creates its first account on its own setup page (it has no `hollo account create`); remove admin"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.database.directUrlSecretRef)").message("image.profile=upstream: upstream Hollo reads only DATABASE_URL; remove database.directUrlSecretRef"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || !has(self.publicUrl)").message("image.profile=upstream: upstream Hollo takes its origin from the request (BEHIND_PROXY) or from WEB_ORIGIN and HANDLE_HOST in spec.env; remove publicUrl"))]
 #[x_kube(validation = Rule::new("self.image.profile != 'upstream' || has(self.storage.urlBase) || self.env.exists(e, e.name == 'STORAGE_URL_BASE')").message("image.profile=upstream: upstream Hollo refuses to start without STORAGE_URL_BASE; set storage.urlBase (with disk fs: https://<host>/assets)"))]
@@ -132,8 +133,17 @@ pub struct HolloSpec {
     /// Where the database is (a URL Secret or a CloudNativePG cluster) and the numbers the
     /// connection budget is checked against.
     pub database: DatabaseSpec,
-    /// Secret holding `SECRET_KEY`.
-    pub secret_key_ref: SecretKeyRef,
+    /// Secret holding `SECRET_KEY`, the root of the key that encrypts every account's private
+    /// key. Unset: the operator generates the Secret `<name>-secret-key` (key `SECRET_KEY`, 64
+    /// hex characters from the operator's random source) once, owned by this `Hollo`, and never
+    /// changes it. Deleting the `Hollo` deletes that Secret too: before deleting a `Hollo` whose
+    /// database you keep, copy it into a Secret of your own and name that here.
+    pub secret_key_ref: Option<SecretKeyRef>,
+    /// The first account, declared: an administrator created once the schema is migrated, by
+    /// a Job (`<name>-admin-…`) running `hollo account create --if-absent`. An account of
+    /// that name that exists is left exactly as it is (a password changed since stays
+    /// changed). Condition `AdminAccount`.
+    pub admin: Option<AdminSpec>,
     /// Optional Secret holding `ADMIN_TOKEN` (bearer token of the admin API).
     pub admin_token_ref: Option<SecretKeyRef>,
     /// `PUBLIC_URL`; defaults to `https://<web.ingress.host>` when an Ingress is enabled.
@@ -284,8 +294,8 @@ impl Default for MediaCleanup {
 }
 
 /// `spec.networkPolicy`: NetworkPolicies `<name>-web` (web or all pods) and
-/// `<name>-worker` (workers, migration and version-probe Jobs). Ingress: the web port only from
-/// `ingressNamespaces`, the health port (`/metrics`) only from `metricsNamespaces`, nothing else.
+/// `<name>-worker` (workers; migration, version-probe, cleanup and admin-account Jobs). Ingress:
+/// the web port only from `ingressNamespaces`, the health port (`/metrics`) only from `metricsNamespaces`, nothing else.
 /// Egress: DNS, the database, `objectStorage` peers, and the public internet (any port) except
 /// private, shared, loopback and link-local ranges (cloud metadata is link-local), beside the
 /// runtime's own fetch guard. Enforced only by a CNI that implements NetworkPolicy.
@@ -453,6 +463,20 @@ pub struct SecretKeyRef {
     pub name: String,
     /// The key in that Secret.
     pub key: String,
+}
+
+/// `spec.admin`: the account the Job creates.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminSpec {
+    /// Its user name (its handle is `@<username>@<host>`; sign in with it): 1-30 letters,
+    /// digits or underscores. A new name creates another account; the old one stays.
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9_]{1,30}$')").message("admin.username must be 1-30 letters, digits or underscores"))]
+    pub username: String,
+    /// The Secret key holding its sign-in password (8 characters to 1 KiB; one trailing line
+    /// break is dropped). Read by the Job's pod only (an environment variable from the
+    /// Secret), and only when the account is created: changing it later changes nothing.
+    pub password_secret_ref: SecretKeyRef,
 }
 
 #[serde_with::skip_serializing_none]
@@ -954,9 +978,10 @@ pub struct MigrationSpec {
     /// container's termination message (`/dev/termination-log`), which the operator reads from
     /// the pod status (else from the pod log); used by `upgradeStrategy: RollingWhenCompatible`.
     pub version_command: Vec<String>,
-    /// Resources of migration and version-probe Jobs; unset = `web.resources`.
+    /// Resources of migration, version-probe and admin-account Jobs; unset = `web.resources`.
     pub resources: Option<ResourceRequirements>,
-    /// Where migration and version-probe Jobs run; unset fields fall back to `spec.pod`.
+    /// Where migration, version-probe and admin-account Jobs run; unset fields fall back to
+    /// `spec.pod`.
     pub scheduling: SchedulingSpec,
 }
 
@@ -1120,7 +1145,7 @@ pub struct HolloStatus {
     /// The latest observations, one per `type`: `Ready`, `Progressing`, `Migrated`, `Degraded`,
     /// `ConnectionBudget`, `WorkersAvailable`, and when they apply `Stopped`,
     /// `ReconciliationPaused`, `Database`, `SecretKey`, `UpgradeStrategy`, `VersionAccepted`,
-    /// `BackedUp`, `HTTPRoute`.
+    /// `BackedUp`, `HTTPRoute`, `AdminAccount`.
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// When each scheduled cleanup (`spec.maintenance`) last started its job: its CronJob's

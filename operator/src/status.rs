@@ -29,6 +29,8 @@ pub const VERSION_ACCEPTED: &str = "VersionAccepted";
 pub const BACKED_UP: &str = "BackedUp";
 /// `web.httpRoute` (R-OP-OPS): applied, or the Gateway API is not installed.
 pub const HTTP_ROUTE: &str = "HTTPRoute";
+/// `spec.admin`: the declared first account (issue 63 item 7).
+pub const ADMIN_ACCOUNT: &str = "AdminAccount";
 
 /// Everything the status needs besides the plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +59,15 @@ pub struct Check {
     pub ok: bool,
     pub reason: &'static str,
     pub message: String,
+}
+
+impl Check {
+    /// A `False` that is information, not a problem: it does not mark the `Hollo` `Degraded`.
+    pub fn is_note(&self) -> bool {
+        self.type_ == UPGRADE_STRATEGY
+            || (self.type_ == ADMIN_ACCOUNT
+                && crate::resources::admin::PENDING.contains(&self.reason))
+    }
 }
 
 /// The `HTTPRoute` condition when `web.httpRoute` is enabled: `missing` is why it could not be
@@ -196,11 +207,9 @@ pub fn compute(
     // A migration that failed before and is being retried is still a degraded state.
     let retrying = !plan.migrated && migration_attempts > 0;
     let unready = phase == Phase::Running && !inputs.pods_ready;
-    // A failing check that is more than a note (the upgrade strategy falling back is one).
-    let failing = inputs
-        .checks
-        .iter()
-        .find(|c| !c.ok && c.type_ != UPGRADE_STRATEGY);
+    // A failing check that is more than a note (the upgrade strategy falling back is one, and
+    // so is the first account still on its way).
+    let failing = inputs.checks.iter().find(|c| !c.ok && !c.is_note());
     let mut conditions = vec![
         condition(
             inputs,

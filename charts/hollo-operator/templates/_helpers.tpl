@@ -77,15 +77,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
-{{- /* Read-only, one GET each per reconcile: the Secrets a Hollo puts into its pods'
-     environment (hashed into the pod template so a rotation rolls the pods; the CloudNativePG
-     application Secret and the upstream SECRET_KEY also checked; never copied), and the
-     CloudNativePG Cluster's max_connections. No list or watch unless watchSecrets (a
-     metadata-only watch; a GET only when a Secret changed): by default the operator cannot
-     enumerate Secrets. */}}
+{{- /* One GET each per reconcile: the Secrets a Hollo puts into its pods' environment
+     (hashed into the pod template so a rotation rolls the pods; the CloudNativePG
+     application Secret and the upstream SECRET_KEY also checked; never copied) and the
+     spec.admin password Secret (its keys only), and the CloudNativePG Cluster's
+     max_connections. create: the SECRET_KEY Secret the operator generates for a Hollo that
+     names none (once; never updated). No list or watch unless watchSecrets (a metadata-only
+     watch; a GET only when a Secret changed): by default the operator cannot enumerate
+     Secrets. */}}
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get"{{- include "hollo-operator.secretWatchVerbs" . }}]
+  verbs: ["get", "create"{{- include "hollo-operator.secretWatchVerbs" . }}]
 - apiGroups: ["postgresql.cnpg.io"]
   resources: ["clusters"]
   verbs: ["get"]

@@ -429,6 +429,41 @@ mod cel {
         );
     }
 
+    /// Issue 63 item 7: `spec.admin` and a generated `SECRET_KEY` pass admission; a bad user
+    /// name, a missing password reference, or the upstream image (no `hollo account create`)
+    /// do not.
+    #[test]
+    fn the_declared_first_account_and_a_generated_secret_key_are_checked() {
+        let admin = |username: &str| {
+            json!({"admin": {"username": username,
+                             "passwordSecretRef": {"name": "hollo-admin", "key": "password"}}})
+        };
+        assert_eq!(violations(admin("owner_1")), Vec::<String>::new());
+        assert_eq!(
+            violations(json!({"secretKeyRef": null})),
+            Vec::<String>::new(),
+            "secretKeyRef may be left out"
+        );
+        for bad in ["", "has-dash", "with space", &"x".repeat(31), "café"] {
+            rejects(
+                admin(bad),
+                "admin.username must be 1-30 letters, digits or underscores",
+            );
+        }
+        let schema_errors = |patch: Value| {
+            let obj = object(patch);
+            let h: Result<Hollo, _> = serde_json::from_value(obj);
+            h.is_err()
+        };
+        assert!(
+            schema_errors(json!({"admin": {"username": "owner"}})),
+            "passwordSecretRef is required"
+        );
+        let upstream = json!({"image": {"profile": "upstream"},
+                              "storage": {"urlBase": "https://h.example/assets"}});
+        merge_rejects(upstream, admin("owner"), "remove admin");
+    }
+
     fn merge_rejects(base: Value, patch: Value, message: &str) {
         let mut all = base;
         merge(&mut all, patch);

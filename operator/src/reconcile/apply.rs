@@ -238,6 +238,30 @@ impl Applier {
     }
 }
 
+/// Creates `secret` (the operator's generated `SECRET_KEY`): a create, never an apply, so a
+/// Secret already there — made meanwhile by another reconcile or by hand — is kept and
+/// returned as it is (409), never overwritten. Logs the name only.
+pub async fn create_secret(
+    applier: &Applier,
+    api: &Api<k8s_openapi::api::core::v1::Secret>,
+    secret: &k8s_openapi::api::core::v1::Secret,
+) -> Result<k8s_openapi::api::core::v1::Secret, Error> {
+    let name = secret.name_any();
+    let pp = PostParams {
+        field_manager: Some(MANAGER.into()),
+        ..PostParams::default()
+    };
+    applier.writes.inc();
+    match api.create(&pp, secret).await {
+        Ok(created) => {
+            tracing::info!(secret = %name, "created Secret with a generated SECRET_KEY");
+            Ok(created)
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(api.get(&name).await?),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The namespaced APIs of one reconcile.
 struct Apis {
     deployments: Api<Deployment>,

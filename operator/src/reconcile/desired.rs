@@ -17,8 +17,8 @@ use crate::phase::{JobState, Plan, Workloads};
 use crate::resources::labels::Component;
 use crate::resources::migration::MigrationKind;
 use crate::resources::{
-    self, autoscaling, httproute, ingress, maintenance, maintenance_page, migration, networkpolicy,
-    pdb, service,
+    self, admin, autoscaling, httproute, ingress, maintenance, maintenance_page, migration,
+    networkpolicy, pdb, service,
 };
 
 /// How many replicas a role Deployment should have.
@@ -95,7 +95,8 @@ impl Desired {
     }
 }
 
-pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
+/// `admin_due`: the `spec.admin` Job may run now (`resources::admin::due`).
+pub fn desired(hollo: &Hollo, plan: &Plan, world: &World, admin_due: bool) -> Desired {
     let spec = &hollo.spec;
     let mut d = Desired {
         // R-OP-ZD: the web Service answers from the maintenance page once it is ready.
@@ -133,6 +134,9 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     }
     if plan.backup {
         d.backups.extend(resources::backup::backup(hollo));
+    }
+    if admin_due {
+        d.jobs.extend(admin::job(hollo));
     }
     if plan.probe_versions
         && let Some(old) = &world.observed.current_version
@@ -234,9 +238,10 @@ pub fn desired(hollo: &Hollo, plan: &Plan, world: &World) -> Desired {
     d
 }
 
-/// Once the target runs, migration Jobs of other versions and all version probes are history;
-/// the finished ones are deleted. The target's own Jobs stay (a failed attempt's logs remain
-/// reachable).
+/// Once the target runs, migration Jobs of other versions, all version probes and the
+/// admin-account Jobs of an earlier `spec.admin` are history; the finished ones are deleted.
+/// The target's own Jobs stay (a failed attempt's logs remain reachable), and so does the
+/// current `spec.admin` Job (a record that the account was made).
 pub fn finished_jobs<'a>(hollo: &Hollo, jobs: &'a [std::sync::Arc<Job>]) -> Vec<&'a Job> {
     use crate::resources::labels;
     let target = labels::label_value(&hollo.spec.version);
@@ -248,7 +253,8 @@ pub fn finished_jobs<'a>(hollo: &Hollo, jobs: &'a [std::sync::Arc<Job>]) -> Vec<
             let probe = component == Some(migration::PROBE_COMPONENT);
             let old_migration = component == Some(Component::Migration.as_str())
                 && l.get(labels::VERSION) != Some(&target);
-            (probe || old_migration) && super::observe::job_state(Some(j)) != JobState::Running
+            (probe || old_migration || admin::stale(hollo, j))
+                && super::observe::job_state(Some(j)) != JobState::Running
         })
         .collect()
 }

@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 use super::Error;
 use crate::crd::{Hollo, HolloSpec, ImageProfile};
 use crate::resources::pod::cnpg_app_secret;
+use crate::resources::secret_key;
 use crate::status::{self, Check};
 
 /// Pod annotation carrying a hash of every referenced Secret's referenced values: a rotated
@@ -63,11 +64,28 @@ pub struct Cnpg {
     pub cluster_note: Option<String>,
 }
 
+/// The operator's own `SECRET_KEY` Secret (`spec.secretKeyRef` unset), as found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeneratedKey {
+    /// There with its key: read, or created by this reconcile.
+    Present,
+    /// There, but without the key `SECRET_KEY` (someone else made it).
+    NoKey,
+    /// Gone after the operator had generated it (the status says so). Not generated again:
+    /// a new key could not decrypt the private keys the old one encrypted.
+    Gone,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct External {
     pub cnpg: Option<Cnpg>,
     /// Upstream profile only: the `SECRET_KEY` value's length, or what is wrong with it.
     pub secret_key: Option<Result<usize, SecretState>>,
+    /// `spec.secretKeyRef` unset: the operator's Secret `<name>-secret-key`.
+    pub generated_key: Option<GeneratedKey>,
+    /// `spec.admin`: its password Secret (read for its keys only; not hashed into the pods,
+    /// which never read it).
+    pub admin_password: Option<SecretState>,
     /// [`secrets_hash`] of the referenced Secrets, when the spec references any.
     pub secrets_hash: Option<String>,
 }
@@ -148,9 +166,15 @@ impl External {
     /// is not there and sit in `CreateContainerConfigError` (or a failing Job), so the
     /// reconcile holds until it appears instead.
     pub fn hold(&self, spec: &HolloSpec) -> Option<Check> {
-        checks(spec, self)
-            .into_iter()
-            .find(|c| c.type_ == status::DATABASE && !c.ok)
+        let generated_unusable = matches!(
+            self.generated_key,
+            Some(GeneratedKey::Gone | GeneratedKey::NoKey)
+        );
+        checks(spec, self).into_iter().find(|c| {
+            !c.ok
+                && (c.type_ == status::DATABASE
+                    || (c.type_ == status::SECRET_KEY && generated_unusable))
+        })
     }
 }
 
@@ -273,8 +297,8 @@ impl SecretReader {
     }
 }
 
-/// The `Hollo`s in `hollos` whose pods read the Secret `name` in namespace `ns`: what a change of
-/// that Secret must reconcile.
+/// The `Hollo`s in `hollos` whose pods read the Secret `name` in namespace `ns` (or whose
+/// `spec.admin` names it): what a change of that Secret must reconcile.
 pub fn hollos_reading(
     hollos: &[Arc<Hollo>],
     ns: Option<&str>,
@@ -283,17 +307,28 @@ pub fn hollos_reading(
     hollos
         .iter()
         .filter(|h| h.namespace().as_deref() == ns)
-        .filter(|h| referenced_secrets(&h.spec).contains_key(name))
+        .filter(|h| {
+            referenced_secrets(&secret_key::resolved(h).spec).contains_key(name)
+                || h.spec
+                    .admin
+                    .as_ref()
+                    .is_some_and(|a| a.password_secret_ref.name == name)
+        })
         .map(|h| ObjectRef::from_obj(h.as_ref()))
         .collect()
 }
 
+/// Reads what `hollo` (as stored: `spec.secretKeyRef` possibly unset) names, and creates the
+/// operator's `SECRET_KEY` Secret when the spec names none and it is absent
+/// ([`secret_key::to_create`]; `applier` counts the write).
 pub async fn read(
     client: &Client,
     reader: &SecretReader,
+    applier: &super::apply::Applier,
     hollo: &Hollo,
 ) -> Result<External, Error> {
-    let spec = &hollo.spec;
+    let resolved = secret_key::resolved(hollo);
+    let spec = &resolved.spec;
     let mut out = External::default();
     let refs = referenced_secrets(spec);
     if refs.is_empty() {
@@ -304,6 +339,30 @@ pub async fn read(
     let mut found = std::collections::BTreeMap::new();
     for name in refs.keys() {
         found.insert(name.clone(), reader.get(&secrets, &ns, name).await?);
+    }
+    if secret_key::generated(hollo) {
+        let name = secret_key::name(hollo);
+        let mut secret = found.get(&name).cloned().flatten();
+        if let Some(new) = secret_key::to_create(hollo, secret.as_ref()) {
+            let created = super::apply::create_secret(applier, &secrets, &new).await?;
+            // Hashed as it now is, so the pods made next are not rolled once more by the
+            // next reconcile.
+            found.insert(name, Some(created.clone()));
+            secret = Some(created);
+        }
+        out.generated_key = Some(generated_key(secret.as_ref()));
+    }
+    if let Some(admin) = &spec.admin {
+        let r = &admin.password_secret_ref;
+        let secret = match found.get(&r.name) {
+            Some(s) => s.clone(),
+            None => reader.get(&secrets, &ns, &r.name).await?,
+        };
+        // Whether it is there with its key, and nothing about its value.
+        out.admin_password = Some(match secret_state(secret.as_ref(), &[r.key.as_str()]) {
+            SecretState::Found(_) => SecretState::Found(String::new()),
+            other => other,
+        });
     }
     out.secrets_hash = Some(secrets_hash(&refs, &found));
     let get = |name: &str| found.get(name).cloned().flatten();
@@ -335,8 +394,7 @@ pub async fn read(
             cluster_note,
         });
     }
-    if spec.image.profile == ImageProfile::Upstream {
-        let r = &spec.secret_key_ref;
+    if let (ImageProfile::Upstream, Some(r)) = (spec.image.profile, &spec.secret_key_ref) {
         let secret = get(&r.name);
         out.secret_key = Some(match secret_state(secret.as_ref(), &[r.key.as_str()]) {
             SecretState::Found(_) => Ok(secret
@@ -351,7 +409,54 @@ pub async fn read(
     Ok(out)
 }
 
-/// The conditions only some specs have.
+/// What was found of the operator's `SECRET_KEY` Secret (after creating it if it was due).
+pub fn generated_key(found: Option<&Secret>) -> GeneratedKey {
+    match secret_state(found, &[secret_key::KEY]) {
+        SecretState::Found(_) => GeneratedKey::Present,
+        SecretState::MissingKeys(_) => GeneratedKey::NoKey,
+        SecretState::Missing => GeneratedKey::Gone,
+    }
+}
+
+/// The `SecretKey` condition of the operator's own Secret `name`.
+fn generated_key_check(name: &str, key: GeneratedKey) -> Check {
+    let (ok, reason, message) = match key {
+        GeneratedKey::Present => (
+            true,
+            secret_key::GENERATED,
+            format!("SECRET_KEY from Secret {name}, generated by the operator and never replaced"),
+        ),
+        GeneratedKey::NoKey => (
+            false,
+            secret_key::INCOMPLETE,
+            format!(
+                "Secret {name} has no key {k}; nothing is applied until it has (`kubectl \
+                 create secret generic {name} --from-literal={k}=\"$(openssl rand -hex 32)\"` \
+                 makes one, or name a Secret in spec.secretKeyRef)",
+                k = secret_key::KEY
+            ),
+        ),
+        GeneratedKey::Gone => (
+            false,
+            secret_key::GONE,
+            format!(
+                "Secret {name}, the SECRET_KEY the operator generated, is gone; a new key could \
+                 not decrypt the accounts' private keys, so none is generated: restore the \
+                 Secret from a backup (or name a Secret in spec.secretKeyRef). Nothing is \
+                 applied until then"
+            ),
+        ),
+    };
+    Check {
+        type_: status::SECRET_KEY,
+        ok,
+        reason,
+        message,
+    }
+}
+
+/// The conditions only some specs have. `spec` as the builders see it
+/// ([`secret_key::resolved`]).
 pub fn checks(spec: &HolloSpec, ext: &External) -> Vec<Check> {
     let mut out = vec![];
     if let (Some(cnpg), Some(c)) = (&spec.database.cnpg, &ext.cnpg) {
@@ -407,8 +512,9 @@ pub fn checks(spec: &HolloSpec, ext: &External) -> Vec<Check> {
             }
         });
     }
-    if let Some(key) = &ext.secret_key {
-        let r = &spec.secret_key_ref;
+    if let (Some(key), Some(r)) = (ext.generated_key, &spec.secret_key_ref) {
+        out.push(generated_key_check(&r.name, key));
+    } else if let (Some(key), Some(r)) = (&ext.secret_key, &spec.secret_key_ref) {
         let (ok, reason, message) = match key {
             Ok(n) if *n >= UPSTREAM_SECRET_KEY_MIN => (
                 true,
@@ -515,6 +621,8 @@ mod tests {
                 cluster_note: None,
             }),
             secret_key: None,
+            generated_key: None,
+            admin_password: None,
             secrets_hash: None,
         };
         let hold = ext.hold(&spec).expect("held");
@@ -537,6 +645,8 @@ mod tests {
                 cluster_note: None,
             }),
             secret_key: None,
+            generated_key: None,
+            admin_password: None,
             secrets_hash: None,
         };
         assert_eq!(ext.hold(&spec), None);
@@ -555,6 +665,8 @@ mod tests {
                 cluster_note: None,
             }),
             secret_key: None,
+            generated_key: None,
+            admin_password: None,
             secrets_hash: Some(secrets_hash(
                 &referenced_secrets(&h.spec),
                 &[
@@ -607,6 +719,8 @@ mod tests {
                 &External {
                     cnpg: None,
                     secret_key: Some(key),
+                    generated_key: None,
+                    admin_password: None,
                     secrets_hash: None,
                 },
             )
@@ -624,6 +738,8 @@ mod tests {
             External {
                 cnpg: None,
                 secret_key: Some(Ok(10)),
+                generated_key: None,
+                admin_password: None,
                 secrets_hash: None,
             }
             .hold(&spec),

@@ -3,15 +3,19 @@
 //! apply what differs under one field manager, delete owned children that are not wanted →
 //! status and events.
 //!
-//! | module     | step                                                               |
-//! |------------|--------------------------------------------------------------------|
-//! | `stores`   | the watch caches of every child kind                               |
-//! | `observe`  | 1. what the decision needs                                         |
-//! | `external` | 1b. Secrets and the CloudNativePG Cluster a spec names (not owned) |
-//! | `desired`  | 3. the desired set (pure)                                          |
-//! | `apply`    | 4. apply what differs, prune the rest                              |
-//! | `report`   | 5. status (written when changed) and events                        |
-//! | `gate`     | which waiting reconcile runs next (spec edits first)               |
+//! | module     | step                                                                   |
+//! |------------|------------------------------------------------------------------------|
+//! | `stores`   | the watch caches of every child kind                                   |
+//! | `observe`  | 1. what the decision needs                                             |
+//! | `external` | 1b. Secrets and the CloudNativePG Cluster a spec names (not owned), and |
+//! |            | the generated `SECRET_KEY` Secret, created once when due              |
+//! | `desired`  | 3. the desired set (pure)                                              |
+//! | `apply`    | 4. apply what differs, prune the rest                                  |
+//! | `report`   | 5. status (written when changed) and events                            |
+//! | `gate`     | which waiting reconcile runs next (spec edits first)                   |
+//!
+//! `resources::secret_key::resolved` runs first: from 1b on, every step sees
+//! `spec.secretKeyRef` set (the spec's, or the operator's own Secret).
 
 pub mod apply;
 pub mod desired;
@@ -34,6 +38,7 @@ use kube::{Client, ResourceExt};
 
 use crate::crd::{Hollo, Phase};
 use crate::phase;
+use crate::resources::admin;
 use crate::telemetry::Health;
 
 /// The one field manager of every write (R-OP-1).
@@ -258,7 +263,10 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         _ => return Err(Error::CachesNotReady(CACHE_WAIT)),
     }
     let now = Timestamp::now();
-    let ext = external::read(&ctx.client, &ctx.secrets, hollo).await?;
+    let ext = external::read(&ctx.client, &ctx.secrets, &ctx.applier, hollo).await?;
+    // From here on `spec.secretKeyRef` is set: the spec's, or the operator's own Secret.
+    let resolved = crate::resources::secret_key::resolved(hollo);
+    let hollo: &Hollo = &resolved;
     let mut checks = external::checks(&hollo.spec, &ext);
     if let Some(hold) = ext.hold(&hollo.spec) {
         let mut status = report::held(hollo, &hold, now);
@@ -279,7 +287,11 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         hollo = %hollo.name_any(), phase = plan.phase.as_str(),
         old_pods = world.observed.old_pods, job = ?world.observed.job, "reconciling"
     );
-    let want = desired::desired(hollo, &plan, &world);
+    // `spec.admin`: the Job once the version is migrated and the password Secret is there.
+    let admin_password = matches!(ext.admin_password, Some(external::SecretState::Found(_)));
+    let current = plan.current_version.as_deref();
+    let admin_due = admin::due(hollo, plan.phase, current, admin_password);
+    let want = desired::desired(hollo, &plan, &world, admin_due);
     // A refused downgrade runs the old version but keeps its probes (they are the reason).
     let running = plan.phase == Phase::Running && plan.refused.is_none();
     let (client, stores, applier) = (&ctx.client, &ctx.stores, &ctx.applier);
@@ -313,6 +325,10 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
         let check = crate::status::http_route_check(outcome.route_missing.as_deref());
         checks.push(check);
     }
+    let admin_job = admin::job_name(hollo)
+        .and_then(|name| world.jobs.iter().find(|j| j.name_any() == name).cloned());
+    let admin_job = observe::job_state(admin_job.as_deref());
+    checks.extend(admin::check(hollo, admin_password, &admin_job, admin_due));
     let mut status = report::status(hollo, &plan, &world, missing.clone(), checks, now);
     let cron_jobs = stores::owned(&ctx.stores.cron_jobs, hollo);
     status.last_cleanup = report::last_cleanup(hollo, &cron_jobs);

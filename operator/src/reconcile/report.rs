@@ -264,8 +264,8 @@ pub async fn publish(
     }
 }
 
-/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad, or
-/// the HTTPRoute cannot be applied.
+/// A Warning event when one of the checked inputs (database Secret, SECRET_KEY) turns bad, the
+/// HTTPRoute cannot be applied, or the `spec.admin` account cannot be made.
 pub async fn check_events(recorder: &Events, hollo: &Hollo, new: &HolloStatus) {
     let previous = hollo.status.clone().unwrap_or_default();
     for c in &new.conditions {
@@ -275,8 +275,15 @@ pub async fn check_events(recorder: &Events, hollo: &Hollo, new: &HolloStatus) {
             status::HTTP_ROUTE,
             status::VERSION_ACCEPTED,
             status::BACKED_UP,
+            status::ADMIN_ACCOUNT,
         ];
         if !checked.contains(&c.type_.as_str()) || c.status != "False" {
+            continue;
+        }
+        // The first account on its way is no warning.
+        if c.type_ == status::ADMIN_ACCOUNT
+            && crate::resources::admin::PENDING.contains(&c.reason.as_str())
+        {
             continue;
         }
         let was = previous.conditions.iter().find(|p| p.type_ == c.type_);

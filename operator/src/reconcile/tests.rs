@@ -890,7 +890,9 @@ fn a_secret_change_maps_to_the_hollos_that_read_it() {
     let a = testutil::hollo(testutil::spec());
     let mut b = a.clone();
     b.metadata.name = Some("other".into());
-    b.spec.secret_key_ref.name = "other-secret".into();
+    if let Some(r) = b.spec.secret_key_ref.as_mut() {
+        r.name = "other-secret".into();
+    }
     let mut elsewhere = a.clone();
     elsewhere.metadata.namespace = Some("elsewhere".into());
     let hollos: Vec<Arc<Hollo>> = [a, b, elsewhere].into_iter().map(Arc::new).collect();
@@ -905,4 +907,292 @@ fn a_secret_change_maps_to_the_hollos_that_read_it() {
     assert_eq!(names("fedi", "other-secret"), ["other"]);
     assert_eq!(names("elsewhere", "hollo-db"), ["social"]);
     assert_eq!(names("fedi", "unrelated"), Vec::<String>::new());
+}
+
+/// A mocked apiserver's Secrets for the tests of the generated `SECRET_KEY` (issue 63 item 7):
+/// what a POST stored (the Secret `social-secret-key` until then absent), and every other
+/// Secret as [`mock_secret`].
+fn secrets_kept(store: Arc<Mutex<Option<Value>>>) -> Override {
+    Box::new(move |call: &Call| {
+        let generated = format!("{NS}/secrets/social-secret-key");
+        if call.line == format!("POST /api/v1{NS}/secrets") {
+            let mut stored = call.body.clone();
+            stored["metadata"]["resourceVersion"] = json!("1");
+            *store.lock().expect("store") = Some(stored.clone());
+            return Some((201, stored));
+        }
+        if call.line == format!("GET /api/v1{generated}") {
+            return Some(match store.lock().expect("store").clone() {
+                Some(s) => (200, s),
+                None => not_found(),
+            });
+        }
+        None
+    })
+}
+
+fn job_env_secret(job_apply: &Call, var: &str) -> (String, String) {
+    let env = job_apply.body["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let e = env
+        .iter()
+        .find(|e| e["name"] == var)
+        .unwrap_or_else(|| panic!("{var} in {env:?}"));
+    assert!(e.get("value").is_none(), "{var} by reference only: {e}");
+    let r = &e["valueFrom"]["secretKeyRef"];
+    (
+        r["name"].as_str().unwrap_or_default().to_string(),
+        r["key"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// No `secretKeyRef`: the first reconcile creates `social-secret-key` (a POST, owned,
+/// immutable, 64 hex characters), and the migration Job reads it by reference; the next
+/// reconcile finds it and creates nothing, and hashes it as the first did (no roll).
+#[tokio::test]
+async fn a_hollo_naming_no_secret_key_gets_one_generated_once() {
+    let mut spec = testutil::spec();
+    spec.secret_key_ref = None;
+    let h = testutil::hollo(spec);
+    let store: Arc<Mutex<Option<Value>>> = Arc::default();
+    let f = Fixture::new(&h, secrets_kept(store.clone()));
+    let (result, calls) = f.reconcile_with_reads(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    let posts: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.line == format!("POST /api/v1{NS}/secrets"))
+        .collect();
+    assert_eq!(posts.len(), 1, "{:?}", lines(&calls));
+    let s = &posts[0].body;
+    assert_eq!(s["metadata"]["name"], "social-secret-key");
+    assert_eq!(s["metadata"]["ownerReferences"][0]["uid"], "0b3c-uid");
+    assert_eq!(s["immutable"], true);
+    assert!(posts[0].query.contains("fieldManager=hollo-operator"));
+    let secret: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(s.clone()).expect("a Secret");
+    let key = secret.data.expect("data")["SECRET_KEY"].0.clone();
+    assert!(
+        key.len() == 64 && key.iter().all(u8::is_ascii_hexdigit),
+        "{key:?}"
+    );
+    let job_line = |calls: &[Call]| {
+        calls
+            .iter()
+            .find(|c| c.line.contains("/jobs/social-migrate-"))
+            .cloned()
+            .expect("the migration Job applied")
+    };
+    let job = job_line(&calls);
+    assert_eq!(
+        job_env_secret(&job, "SECRET_KEY"),
+        ("social-secret-key".into(), "SECRET_KEY".into())
+    );
+    let status = calls
+        .iter()
+        .find(|c| c.line.ends_with("/status"))
+        .expect("status");
+    let c = condition(status, crate::status::SECRET_KEY);
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("Generated"))
+    );
+    assert!(
+        !status
+            .body
+            .to_string()
+            .contains(&String::from_utf8_lossy(&key).to_string()),
+        "the key is in no status"
+    );
+
+    let h = with_status(h, &calls);
+    let (result, again) = f.reconcile_with_reads(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert!(
+        !again.iter().any(|c| c.line.starts_with("POST /api/v1")),
+        "created once: {:?}",
+        lines(&again)
+    );
+    let hash = |c: &Call| {
+        c.body["spec"]["template"]["metadata"]["annotations"][super::external::SECRETS_HASH].clone()
+    };
+    assert_eq!(
+        hash(&job_line(&again)),
+        hash(&job),
+        "hashed alike both times"
+    );
+    assert!(!hash(&job).is_null());
+}
+
+/// A `SECRET_KEY` Secret the operator generated and that is gone is not generated again (a
+/// new key could not decrypt the accounts' private keys): nothing is applied, the status says
+/// why.
+#[tokio::test]
+async fn a_generated_secret_key_that_disappears_is_not_replaced() {
+    let mut spec = testutil::spec();
+    spec.secret_key_ref = None;
+    let (mut h, deps) = running(spec);
+    let generated = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        type_: crate::status::SECRET_KEY.into(),
+        status: "True".into(),
+        reason: crate::resources::secret_key::GENERATED.into(),
+        message: String::new(),
+        observed_generation: Some(3),
+        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ),
+    };
+    if let Some(s) = h.status.as_mut() {
+        s.conditions.push(generated);
+    }
+    let mut f = Fixture::new(&h, secrets_kept(Arc::default()));
+    f.cache_deployments(&deps);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        lines(&calls),
+        [
+            format!("PATCH /apis/hollo.social/v1alpha1{NS}/hollos/social/status"),
+            format!("POST /apis/events.k8s.io/v1{NS}/events"),
+        ],
+        "no Secret made, nothing applied"
+    );
+    let c = condition(&calls[0], crate::status::SECRET_KEY);
+    assert_eq!(c["status"], "False");
+    assert_eq!(c["reason"], "GeneratedSecretMissing");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("restore"),
+        "{c}"
+    );
+    assert_eq!(
+        condition(&calls[0], crate::status::DEGRADED)["status"],
+        "True"
+    );
+}
+
+fn with_admin(mut spec: crate::crd::HolloSpec) -> crate::crd::HolloSpec {
+    spec.admin = Some(crate::crd::AdminSpec {
+        username: "owner".into(),
+        password_secret_ref: crate::crd::SecretKeyRef {
+            name: "hollo-admin".into(),
+            key: "password".into(),
+        },
+    });
+    spec
+}
+
+/// `spec.admin` on a running `Hollo`: the Job is created (password by reference), the
+/// condition says it is on its way without degrading; once it completed, nothing more is
+/// created and `AdminAccount=True`.
+#[tokio::test]
+async fn the_declared_admin_is_created_by_a_job_once_the_version_runs() {
+    let (mut f, h, calls) = first_reconcile(with_admin(testutil::spec())).await;
+    let name = resources::admin::job_name(&h).expect("a Job name");
+    let job = calls
+        .iter()
+        .find(|c| c.line == format!("PATCH /apis/batch/v1{NS}/jobs/{name}"))
+        .cloned()
+        .unwrap_or_else(|| panic!("the admin Job applied: {:?}", lines(&calls)));
+    assert_eq!(
+        job_env_secret(&job, resources::admin::PASSWORD_ENV),
+        ("hollo-admin".into(), "password".into())
+    );
+    assert!(
+        !job.body.to_string().contains("eA=="),
+        "no Secret value in the Job"
+    );
+    let status = calls
+        .iter()
+        .find(|c| c.line.ends_with("/status"))
+        .expect("status");
+    let c = condition(status, crate::status::ADMIN_ACCOUNT);
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("Creating"))
+    );
+    assert_eq!(
+        condition(status, crate::status::DEGRADED)["status"],
+        "False"
+    );
+
+    // The Job completes (the watch shows it so).
+    let mut done = job.body.clone();
+    done["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}],
+                            "succeeded": 1});
+    cache(&mut f.writers, &done);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert!(
+        !calls.iter().any(|c| c.line.contains("/jobs/")),
+        "no Job again: {:?}",
+        lines(&calls)
+    );
+    let status = calls
+        .iter()
+        .find(|c| c.line.ends_with("/status"))
+        .expect("status");
+    let c = condition(status, crate::status::ADMIN_ACCOUNT);
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("AccountExists"))
+    );
+}
+
+/// `spec.admin` naming a Secret that is not there: no Job (its pod could not start), the
+/// condition names the Secret and the `Hollo` is `Degraded`; nothing is made before the
+/// version is migrated either.
+#[tokio::test]
+async fn the_declared_admin_waits_for_its_secret_and_for_the_migration() {
+    let (h, deps) = running(with_admin(testutil::spec()));
+    let missing: Override = Box::new(|call: &Call| {
+        (call.line == format!("GET /api/v1{NS}/secrets/hollo-admin")).then(not_found)
+    });
+    let mut f = Fixture::new(&h, missing);
+    f.cache_deployments(&deps);
+    let (result, calls) = f.reconcile(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert!(
+        !calls.iter().any(|c| c.line.contains("/jobs/")),
+        "{:?}",
+        lines(&calls)
+    );
+    let status = calls
+        .iter()
+        .find(|c| c.line.ends_with("/status"))
+        .expect("status");
+    let c = condition(status, crate::status::ADMIN_ACCOUNT);
+    assert_eq!(c["reason"], "PasswordSecretMissing");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hollo-admin"),
+        "{c}"
+    );
+    assert_eq!(condition(status, crate::status::DEGRADED)["status"], "True");
+
+    // A first install: only the migration Job, and the account waits for it.
+    let h = testutil::hollo(with_admin(testutil::spec()));
+    let f = Fixture::plain(&h);
+    let (_, calls) = f.reconcile(&h).await;
+    let jobs: Vec<&str> = lines(&calls)
+        .into_iter()
+        .filter(|l| l.contains("/jobs/"))
+        .collect();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert!(jobs[0].contains("/jobs/social-migrate-"), "{jobs:?}");
+    let status = calls
+        .iter()
+        .find(|c| c.line.ends_with("/status"))
+        .expect("status");
+    let c = condition(status, crate::status::ADMIN_ACCOUNT);
+    assert_eq!(c["reason"], "WaitingForMigration");
+    assert_eq!(
+        condition(status, crate::status::DEGRADED)["status"],
+        "False"
+    );
 }

@@ -24,7 +24,7 @@ pub enum MigrationKind {
 const MAX_NAME: usize = 63;
 
 /// FNV-1a: a stable short hash (std's hasher is randomly seeded, names must be stable).
-fn short_hash(s: &str) -> String {
+pub(crate) fn short_hash(s: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
         h ^= u64::from(b);
@@ -61,7 +61,8 @@ pub fn backup_name(instance: &str, version: &str) -> String {
     named(instance, "backup", version, 0)
 }
 
-fn named(instance: &str, infix: &str, version: &str, attempt: i32) -> String {
+/// `<instance>-<infix>-<version>[-r<attempt>]`, shortened with a hash to a valid name.
+pub(crate) fn named(instance: &str, infix: &str, version: &str, attempt: i32) -> String {
     let sanitized: String = version
         .to_ascii_lowercase()
         .chars()

@@ -1,6 +1,7 @@
 //! Pure builders: a `Hollo` (plus decisions made by `phase`) → the Kubernetes objects it owns.
 //! Nothing here talks to the API server.
 
+pub mod admin;
 pub mod all;
 pub mod autoscaling;
 pub mod backup;
@@ -14,6 +15,7 @@ pub mod networkpolicy;
 pub mod pdb;
 pub mod pod;
 pub mod profile;
+pub mod secret_key;
 pub mod service;
 pub mod web;
 pub mod worker;
@@ -161,6 +163,9 @@ fn role_deployment(
 /// and the snapshot test; the reconciler itself builds the same objects one by one.
 pub fn desired_children(hollo: &Hollo) -> Result<Vec<serde_json::Value>, serde_json::Error> {
     use crate::crd::Mode;
+    // The generated SECRET_KEY Secret itself is not rendered (its key is drawn when the
+    // operator creates it); the pods reference it all the same.
+    let hollo = &*secret_key::resolved(hollo);
     let spec = &hollo.spec;
     let v = spec.version.as_str();
     let mut out = vec![serde_json::to_value(service::service(hollo))?];
@@ -171,6 +176,9 @@ pub fn desired_children(hollo: &Hollo) -> Result<Vec<serde_json::Value>, serde_j
         out.push(serde_json::to_value(p)?);
     }
     out.push(serde_json::to_value(migration::job(hollo, 0))?);
+    if let Some(job) = admin::job(hollo) {
+        out.push(serde_json::to_value(job)?);
+    }
     match spec.mode {
         Mode::Split => {
             let workers = if spec.worker_autoscaled() {

@@ -68,6 +68,7 @@ pub fn network_policies(hollo: &Hollo) -> Vec<NetworkPolicy> {
                 Component::Migration.as_str(),
                 PROBE_COMPONENT,
                 super::maintenance::CLEANUP_COMPONENT,
+                super::admin::COMPONENT,
             ],
             worker_ingress,
         ),
@@ -249,7 +250,13 @@ mod tests {
         assert_eq!(worker["ingress"], json!([]), "workers take no ingress");
         assert_eq!(
             worker["podSelector"]["matchExpressions"][0]["values"],
-            json!(["worker", "migration", "version-probe", "cleanup"])
+            json!([
+                "worker",
+                "migration",
+                "version-probe",
+                "cleanup",
+                "admin-account"
+            ])
         );
         assert_eq!(worker["policyTypes"], json!(["Ingress", "Egress"]));
     }

@@ -126,7 +126,10 @@ pub fn common_env(spec: &HolloSpec, serves_http: bool) -> Vec<EnvVar> {
         DbRoute::Direct
     };
     let mut env = database_env(spec, route);
-    env.push(secret("SECRET_KEY", &spec.secret_key_ref));
+    // Unset only in a spec not yet `secret_key::resolved` (every reconcile resolves it first).
+    if let Some(key) = &spec.secret_key_ref {
+        env.push(secret("SECRET_KEY", key));
+    }
     let hollo_rs = spec.image.profile == ImageProfile::HolloRs;
     if hollo_rs {
         if let Some(admin) = &spec.admin_token_ref {
