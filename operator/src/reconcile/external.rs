@@ -308,7 +308,8 @@ pub fn hollos_reading(
         .iter()
         .filter(|h| h.namespace().as_deref() == ns)
         .filter(|h| {
-            referenced_secrets(&secret_key::resolved(h).spec).contains_key(name)
+            referenced_secrets(&h.spec).contains_key(name)
+                || (secret_key::generated(h) && secret_key::name(h) == name)
                 || h.spec
                     .admin
                     .as_ref()

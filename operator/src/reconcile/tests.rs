@@ -909,6 +909,22 @@ fn a_secret_change_maps_to_the_hollos_that_read_it() {
     assert_eq!(names("fedi", "unrelated"), Vec::<String>::new());
 }
 
+/// Issue 63 item 7: a `Hollo` naming no `SECRET_KEY` is woken by its generated Secret, and one
+/// with `spec.admin` by the password Secret (it waits for it).
+#[test]
+fn the_generated_key_and_the_admin_password_wake_their_hollo() {
+    let mut spec = with_admin(testutil::spec());
+    spec.secret_key_ref = None;
+    let hollos = vec![
+        Arc::new(testutil::hollo(spec)),
+        Arc::new(testutil::hollo(testutil::spec())),
+    ];
+    let woken = |secret: &str| super::external::hollos_reading(&hollos, Some("fedi"), secret).len();
+    assert_eq!(woken("social-secret-key"), 1);
+    assert_eq!(woken("hollo-admin"), 1);
+    assert_eq!(woken("hollo-secret"), 1, "only the Hollo naming it");
+}
+
 /// A mocked apiserver's Secrets for the tests of the generated `SECRET_KEY` (issue 63 item 7):
 /// what a POST stored (the Secret `social-secret-key` until then absent), and every other
 /// Secret as [`mock_secret`].
