@@ -1973,3 +1973,183 @@ async fn issue34_maintenance_page_answers_during_the_downtime() {
     .await;
     ns.wait_replicas("web", 1, 30).await;
 }
+
+/// The `valueFrom.secretKeyRef` (name, key) of `var` in a container's env; `None` when it is
+/// not there or has a plain value.
+fn env_secret_ref(
+    c: &k8s_openapi::api::core::v1::Container,
+    var: &str,
+) -> Option<(String, String)> {
+    let e = c.env.iter().flatten().find(|e| e.name == var)?;
+    if e.value.is_some() {
+        return None;
+    }
+    let r = e.value_from.as_ref()?.secret_key_ref.as_ref()?;
+    Some((r.name.clone(), r.key.clone()))
+}
+
+/// Issue 63 item 7: the first run without `kubectl exec`. A `Hollo` with no `secretKeyRef`
+/// and a `spec.admin`: the operator creates `social-secret-key` (owned by the Hollo,
+/// immutable, 64 hex characters) and the pods read it by reference; the admin Job waits for
+/// its password Secret (`AdminAccount=False PasswordSecretMissing`, `Degraded`, no Job), then
+/// runs `hollo account create owner --admin --password-env … --if-absent --no-token` with the
+/// password by reference and `AdminAccount=True`. Reconciles and a spec edit later the Secret
+/// is the same object with the same key and no second admin Job exists; deleted, it is not
+/// generated again (`SecretKey=False GeneratedSecretMissing`) until it is restored.
+#[tokio::test]
+async fn issue63_first_account_and_generated_secret_key() {
+    use k8s_openapi::api::core::v1::Secret;
+    let ns = Ns::new("i63first").await;
+    ns.prepare_instance().await;
+    let manifest = minimal_with(json!({"spec": {
+        "secretKeyRef": null,
+        "admin": {"username": "owner",
+                  "passwordSecretRef": {"name": "hollo-admin", "key": "password"}}}}));
+    let h = ns.apply_hollo(&manifest).await.expect("apply Hollo");
+    let uid = h.metadata.uid.clone().expect("uid");
+    let secrets: Api<Secret> = ns.api();
+    let name = format!("{HOLLO}-secret-key");
+    let created = wait_exists("Secret", &secrets, &name, 60).await;
+    let owner = &created.metadata.owner_references.as_ref().expect("owner")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("Hollo", uid.as_str())
+    );
+    assert_eq!(created.immutable, Some(true));
+    let key = created.data.as_ref().expect("data")["SECRET_KEY"].0.clone();
+    assert!(
+        key.len() == 64 && key.iter().all(u8::is_ascii_hexdigit),
+        "64 hex characters"
+    );
+    ns.wait_running(V1, 120).await;
+    let web = ns.deployment(&format!("{HOLLO}-web")).await.expect("web");
+    let c = &web.spec.template.spec.as_ref().expect("pod").containers[0];
+    assert_eq!(
+        env_secret_ref(c, "SECRET_KEY"),
+        Some((name.clone(), "SECRET_KEY".to_string()))
+    );
+    ns.wait_condition("SecretKey", "True", "Generated", 30)
+        .await;
+
+    // No password Secret yet: no Job, a condition saying so.
+    let message = ns
+        .wait_condition("AdminAccount", "False", "PasswordSecretMissing", 60)
+        .await;
+    assert!(message.contains("hollo-admin"), "{message}");
+    ns.wait_condition_status("Degraded", "True", 30).await;
+    let jobs: Api<Job> = ns.api();
+    let admin_jobs = || async {
+        jobs.list(&ListParams::default().labels("app.kubernetes.io/component=admin-account"))
+            .await
+            .map_err(|e| e.to_string())
+            .map(|l| l.items)
+    };
+    assert!(
+        admin_jobs().await.unwrap().is_empty(),
+        "no Job without its Secret"
+    );
+    ns.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "hollo-admin",
+        "--from-literal=password=e2e first password",
+    ]);
+    // Secrets are not watched here (the chart's default): an edit of the Hollo wakes it.
+    ns.kubectl(&["annotate", "hollo", HOLLO, "e2e/poke=1", "--overwrite"]);
+    ns.wait_condition("AdminAccount", "True", "AccountExists", 90)
+        .await;
+    ns.wait_condition_status("Degraded", "False", 30).await;
+    let listed = admin_jobs().await.unwrap();
+    assert_eq!(listed.len(), 1, "one admin Job");
+    let job = &listed[0];
+    assert!(
+        job.name_any().starts_with(&format!("{HOLLO}-admin-")),
+        "{}",
+        job.name_any()
+    );
+    let pod = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    let c = &pod.containers[0];
+    assert_eq!(
+        c.command.as_deref().unwrap_or_default(),
+        [
+            "hollo",
+            "account",
+            "create",
+            "owner",
+            "--admin",
+            "--password-env",
+            "HOLLO_ADMIN_PASSWORD",
+            "--if-absent",
+            "--no-token"
+        ]
+    );
+    assert_eq!(
+        env_secret_ref(c, "HOLLO_ADMIN_PASSWORD"),
+        Some(("hollo-admin".to_string(), "password".to_string()))
+    );
+    assert_eq!(
+        env_secret_ref(c, "SECRET_KEY"),
+        Some((name.clone(), "SECRET_KEY".to_string()))
+    );
+    let job_text = serde_json::to_string(job).unwrap();
+    assert!(
+        !job_text.contains("e2e first password"),
+        "no password in the Job"
+    );
+
+    // More reconciles and a spec edit: the same Secret, the same key, no second Job.
+    ns.kubectl(&["annotate", "hollo", HOLLO, "e2e/poke=2", "--overwrite"]);
+    ns.merge_hollo(json!({"spec": {"worker": {"replicas": 1}}}))
+        .await;
+    ns.wait_replicas("worker", 1, 60).await;
+    ns.wait_running(V1, 60).await;
+    let kept = secrets.get(&name).await.expect("Secret");
+    assert_eq!(kept.metadata.uid, created.metadata.uid, "never replaced");
+    assert_eq!(
+        kept.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    assert_eq!(kept.data.as_ref().expect("data")["SECRET_KEY"].0, key);
+    let again = admin_jobs().await.unwrap();
+    assert_eq!(
+        again.iter().map(|j| j.name_any()).collect::<Vec<_>>(),
+        [job.name_any()],
+        "the account is not made again"
+    );
+
+    // Deleted: not generated again (a new key could not decrypt the accounts' keys).
+    secrets
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete the Secret");
+    ns.kubectl(&["annotate", "hollo", HOLLO, "e2e/poke=3", "--overwrite"]);
+    ns.wait_condition("SecretKey", "False", "GeneratedSecretMissing", 60)
+        .await;
+    holds_for("the deleted key stays deleted", 5, || async {
+        match secrets.get_opt(&name).await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(_) => Err("generated again".to_string()),
+        }
+    })
+    .await;
+    // Restored from a backup (here: the copy the test kept): in use again.
+    let mut restored = Secret {
+        data: kept.data.clone(),
+        immutable: Some(true),
+        ..Secret::default()
+    };
+    restored.metadata.name = Some(name.clone());
+    secrets
+        .create(&Default::default(), &restored)
+        .await
+        .expect("restore the Secret");
+    ns.kubectl(&["annotate", "hollo", HOLLO, "e2e/poke=4", "--overwrite"]);
+    ns.wait_condition("SecretKey", "True", "Generated", 60)
+        .await;
+    ns.wait_running(V1, 60).await;
+}
