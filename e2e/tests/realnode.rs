@@ -456,6 +456,10 @@ async fn quick_start_runs_for_real() {
     let answer = get_from_a_pod(&ns, "healthz-client", &url).await;
     ns.log(&format!("GET {url} from a pod: {}", answer.trim()));
 
+    // Issue 63 item 7: the quick start's first account — declared, its commands as the page
+    // writes them — is created by the operator's Job and signs in for real.
+    first_account_signs_in(&ns, &db).await;
+
     // A worker pod's log holds the worker start line.
     let worker = ns.pods("worker").await[0].name_any();
     wait_until("the worker start line in a worker's log", 60, || async {
@@ -483,6 +487,153 @@ async fn quick_start_runs_for_real() {
     // to a minute for a `* * * * *` schedule.
     real_cleanup_runs_against_the_database(&ns, &db, &r).await;
     remove_media(&ns);
+}
+
+/// The commands of the Kubernetes quick start's "The first account" section, as written.
+fn first_account_commands(ns: &Ns) -> Vec<String> {
+    let path = ns.env.repo.join("docs/kubernetes/quick-start.md");
+    let doc = std::fs::read_to_string(&path).expect("read docs/kubernetes/quick-start.md");
+    let section = &doc[doc
+        .find("## The first account")
+        .expect("the quick start's section \"The first account\"")..];
+    let block = &section[section.find("```sh\n").expect("its sh block") + 6..];
+    let block = &block[..block.find("```").expect("the block's end")];
+    block
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Issue 63 item 7 on real pods (see `quick_start_runs_for_real`): the quick start's first
+/// account commands run by `sh` as written (a Secret with a random password, `spec.admin`
+/// patched in, `kubectl wait … --for=condition=AdminAccount`, the password read back); the
+/// operator's Job ran `hollo account create` on the real node and the database has `owner` as
+/// an administrator with an argon2id password; the sign-in form of a Ready web pod (reached on
+/// its pod address from this host) refuses a wrong password (401) and signs `owner` in with the
+/// right one (200, a session cookie, "signed in … as @owner"); the Job's log holds no password.
+async fn first_account_signs_in(ns: &Ns, db: &str) {
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(dir) = std::path::Path::new(&ns.env.kubectl).parent()
+        && ns.env.kubectl.contains('/')
+    {
+        path = format!("{}:{path}", dir.display());
+    }
+    let mut printed = String::new();
+    for cmd in first_account_commands(ns) {
+        let out = Command::new("sh")
+            .args(["-c", &cmd])
+            .env("KUBECONFIG", &ns.kubeconfig)
+            .env("PATH", &path)
+            .current_dir(&ns.env.repo)
+            .output()
+            .expect("run sh");
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ns.log(&format!("ran the quick start's `{cmd}`"));
+        printed = String::from_utf8_lossy(&out.stdout).to_string();
+    }
+    let password = printed;
+    assert!(
+        password.len() >= 24,
+        "the password the last command printed"
+    );
+    let h = ns.hollo().await;
+    ns.log(&format!(
+        "AdminAccount: {:?}",
+        condition(&h, "AdminAccount")
+    ));
+    assert_eq!(
+        psql(
+            db,
+            "SELECT admin::text || ' ' || left(password_hash, 10) FROM accounts \
+             WHERE username = 'owner'"
+        ),
+        "true $argon2id$",
+        "owner is an administrator with a password"
+    );
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = ns.api();
+    let job = jobs
+        .list(&ListParams::default().labels("app.kubernetes.io/component=admin-account"))
+        .await
+        .expect("list Jobs")
+        .items
+        .into_iter()
+        .next()
+        .expect("the admin Job");
+    let log = ns.kubectl(&["logs", &format!("job/{}", job.name_any())]);
+    ns.log(&format!("admin Job log: {}", log.trim()));
+    assert!(log.contains("created owner"), "{log}");
+    assert!(!log.contains(&password), "the password is in no log");
+
+    // Signing in, as a browser would, on a Ready web pod's address.
+    let web = ns.ready_pods("web").await;
+    let ip = web
+        .first()
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.pod_ip.clone())
+        .expect("a Ready web pod's address");
+    let base = format!("http://{ip}:3000");
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
+    let form = http
+        .get(format!("{base}/auth/sign_in"))
+        .send()
+        .await
+        .expect("GET /auth/sign_in");
+    assert_eq!(form.status(), 200);
+    let cookie = form
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hollo_csrf="))
+        .and_then(|v| v.split(';').next())
+        .expect("a CSRF cookie")
+        .to_string();
+    let page = form.text().await.expect("the sign-in page");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the form's CSRF token")
+        .to_string();
+    let sign_in = |password: String| {
+        let (http, base, cookie, csrf) = (&http, &base, &cookie, &csrf);
+        async move {
+            http.post(format!("{base}/oauth/sign_in"))
+                .header(reqwest::header::COOKIE, cookie.as_str())
+                .form(&[
+                    ("csrf", csrf.as_str()),
+                    ("next", ""),
+                    ("username", "owner"),
+                    ("password", password.as_str()),
+                ])
+                .send()
+                .await
+                .expect("POST /oauth/sign_in")
+        }
+    };
+    let wrong = sign_in(format!("{password}-not")).await;
+    assert_eq!(wrong.status(), 401, "a wrong password is refused");
+    let right = sign_in(password).await;
+    assert_eq!(right.status(), 200);
+    let session = right
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.starts_with("hollo_session="));
+    assert!(session, "a session cookie");
+    let body = right.text().await.expect("the signed-in page");
+    assert!(body.contains("<strong>@owner</strong>"), "{body}");
+    ns.log("signed in as @owner on the real node");
 }
 
 /// Issue 35 item 5 on real pods (see `quick_start_runs_for_real`): remote-post fixtures in the
