@@ -344,6 +344,12 @@ pub async fn read(
     if secret_key::generated(hollo) {
         let name = secret_key::name(hollo);
         let mut secret = found.get(&name).cloned().flatten();
+        if secret.is_none() && reader.is_watched() {
+            // The watch may not show yet one created a moment ago: ask before calling it
+            // absent (and, once the status says it was generated, gone).
+            secret = secrets.get_opt(&name).await?;
+            found.insert(name.clone(), secret.clone());
+        }
         if let Some(new) = secret_key::to_create(hollo, secret.as_ref()) {
             let created = super::apply::create_secret(applier, &secrets, &new).await?;
             // Hashed as it now is, so the pods made next are not rolled once more by the

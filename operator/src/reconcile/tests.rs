@@ -1090,6 +1090,56 @@ async fn a_generated_secret_key_that_disappears_is_not_replaced() {
     );
 }
 
+/// With Secrets watched, the watch may not show yet the `SECRET_KEY` Secret a reconcile
+/// created a moment before: the next one asks the apiserver before calling it gone, so it
+/// neither holds nor generates another.
+#[tokio::test]
+async fn a_generated_secret_key_the_watch_does_not_show_yet_is_asked_for() {
+    let mut spec = testutil::spec();
+    spec.secret_key_ref = None;
+    let h = testutil::hollo(spec);
+    let store: Arc<Mutex<Option<Value>>> = Arc::default();
+    let mut f = Fixture::new(&h, secrets_kept(store.clone()));
+    let (meta, mut mw) = ready_store();
+    mw.apply_watcher_event(&watcher::Event::Apply(secret_meta("hollo-db", "1")));
+    Arc::get_mut(&mut f.ctx).expect("one context").secrets =
+        super::external::SecretReader::watched(meta);
+    let (_, calls) = f.reconcile_with_reads(&h).await;
+    let posts = |calls: &[Call]| {
+        calls
+            .iter()
+            .filter(|c| c.line == format!("POST /api/v1{NS}/secrets"))
+            .count()
+    };
+    assert_eq!(posts(&calls), 1, "{:?}", lines(&calls));
+    // The status now says it was generated; the watch still has not seen the Secret.
+    let h = with_status(h, &calls);
+    let (result, calls) = f.reconcile_with_reads(&h).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(posts(&calls), 0, "not generated again");
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.line == format!("GET /api/v1{NS}/secrets/social-secret-key")),
+        "asked: {:?}",
+        lines(&calls)
+    );
+    // Nothing changed: no status write (or one still saying Generated), no Warning event.
+    if let Some(status) = calls.iter().find(|c| c.line.ends_with("/status")) {
+        assert_eq!(
+            condition(status, crate::status::SECRET_KEY)["reason"],
+            "Generated"
+        );
+    }
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.body["reason"] == "GeneratedSecretMissing"),
+        "{:?}",
+        lines(&calls)
+    );
+}
+
 fn with_admin(mut spec: crate::crd::HolloSpec) -> crate::crd::HolloSpec {
     spec.admin = Some(crate::crd::AdminSpec {
         username: "owner".into(),
