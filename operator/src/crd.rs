@@ -211,18 +211,39 @@ pub struct UpgradeSpec {
 }
 
 /// `spec.upgrade.backup`: before an upgrade migrates, the operator creates a
-/// CloudNativePG `Backup` `<name>-backup-<version>` of `database.cnpg.cluster` (the cluster's
-/// configured method) and waits, with the old version serving (`BackingUp`), until it is
-/// `completed`. `failed`, or not completed within `timeoutSeconds`: `BackupFailed`, no
-/// migration, the old version keeps running; delete that Backup to try again.
+/// CloudNativePG `Backup` `<name>-backup-<version>` of `database.cnpg.cluster` and waits, with
+/// the old version serving (`BackingUp`), until it is `completed`. `failed`, or not completed
+/// within `timeoutSeconds`: `BackupFailed`, no migration, the old version keeps running; delete
+/// that Backup to try again. The Backup's method follows the Cluster's own backup
+/// configuration unless `method` says otherwise.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", default = "UpgradeBackupSpec::default")]
+#[x_kube(validation = Rule::new("!has(self.pluginConfiguration) || (has(self.method) && self.method == 'plugin')").message("upgrade.backup.pluginConfiguration is for method: plugin; set method: plugin or remove pluginConfiguration"))]
 pub struct UpgradeBackupSpec {
     /// Back up the cluster before each migration.
     pub enabled: bool,
     /// How long to wait for the Backup to complete before giving up (`BackupFailed`).
     #[x_kube(validation = Rule::new("self >= 1 && self <= 86400").message("upgrade.backup.timeoutSeconds must be 1-86400"))]
     pub timeout_seconds: i32,
+    /// How CloudNativePG takes the Backup (its `spec.method`): `volumeSnapshot`, `plugin` (say,
+    /// the Barman Cloud plugin) or `barmanObjectStore` (deprecated by CloudNativePG). Unset: the
+    /// Cluster's own configuration decides — `spec.backup.volumeSnapshot` gives
+    /// `volumeSnapshot`, else a plugin of `spec.plugins` marked `isWALArchiver` gives `plugin`
+    /// with that plugin's name, else `spec.backup.barmanObjectStore` gives `barmanObjectStore`;
+    /// a Cluster with none of them has no backup to take (`BackupFailed`, `BackedUp=False`
+    /// with reason `NoBackupMethod`).
+    pub method: Option<BackupMethod>,
+    /// `method: plugin`: the plugin that takes the Backup and its parameters (CloudNativePG's
+    /// `spec.pluginConfiguration`). Unset: the Cluster's WAL-archiver plugin, no parameters.
+    pub plugin_configuration: Option<BackupPluginConfiguration>,
+    /// Whether the backup is online (hot, CloudNativePG's default) or offline (cold: the
+    /// instance is stopped while it is taken); CloudNativePG's `spec.online`, read for volume
+    /// snapshots. Unset: the Cluster's `spec.backup.volumeSnapshot.online`.
+    pub online: Option<bool>,
+    /// Which instance takes the backup: `primary` or `prefer-standby` (CloudNativePG's
+    /// `spec.target`). Unset: the Cluster's `spec.backup.target`.
+    pub target: Option<BackupTarget>,
 }
 
 impl Default for UpgradeBackupSpec {
@@ -230,8 +251,47 @@ impl Default for UpgradeBackupSpec {
         Self {
             enabled: false,
             timeout_seconds: 3600,
+            method: None,
+            plugin_configuration: None,
+            online: None,
+            target: None,
         }
     }
+}
+
+// CloudNativePG's backup methods (`Backup.spec.method`). No doc comment: the schema takes the
+// field's description.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum BackupMethod {
+    /// Kubernetes VolumeSnapshots of the instance's volumes.
+    VolumeSnapshot,
+    /// A CNPG-I plugin (say, Barman Cloud: `barman-cloud.cloudnative-pg.io`).
+    Plugin,
+    /// Barman to the Cluster's `spec.backup.barmanObjectStore`.
+    BarmanObjectStore,
+}
+
+// Which instance takes a backup (`Backup.spec.target`); the field's doc is the description.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackupTarget {
+    /// Always the primary.
+    Primary,
+    /// The most up-to-date standby when there is one, else the primary.
+    PreferStandby,
+}
+
+/// `upgrade.backup.pluginConfiguration` (CloudNativePG's `Backup.spec.pluginConfiguration`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupPluginConfiguration {
+    /// The plugin's name, say `barman-cloud.cloudnative-pg.io`.
+    #[x_kube(validation = Rule::new("self.size() > 0 && self.size() <= 253").message("upgrade.backup.pluginConfiguration.name must be 1-253 characters"))]
+    pub name: String,
+    /// Parameters passed to the plugin for this backup.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
 }
 
 /// `spec.maintenance`: owned CronJobs `<name>-cleanup-remote-posts` and

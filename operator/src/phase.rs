@@ -125,6 +125,9 @@ pub enum Backup {
     Completed,
     /// Failed or timed out, and why.
     Failed(String),
+    /// None can be asked for (the Cluster has no backup configured, or its method cannot be
+    /// told), and why.
+    Unavailable(String),
 }
 
 /// What the reconciler saw of the maintenance page (R-OP-ZD).
@@ -500,6 +503,15 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
             Backup::Failed(_) => {
                 return Plan {
                     requeue: STEADY_REQUEUE,
+                    ..hold(Phase::BackupFailed)
+                };
+            }
+            // Nothing to create: a Backup without a method would take CloudNativePG's
+            // deprecated default and fail the same way.
+            Backup::Unavailable(_) => {
+                return Plan {
+                    requeue: STEADY_REQUEUE,
+                    backup: false,
                     ..hold(Phase::BackupFailed)
                 };
             }

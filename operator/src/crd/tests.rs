@@ -690,4 +690,54 @@ mod cel {
             "hostnames": ["hollo.example.com"]}}});
         assert_eq!(violations(ok), Vec::<String>::new());
     }
+
+    /// `upgrade.backup`'s CloudNativePG fields: a plugin configuration only with `method:
+    /// plugin`, and every field deserializes as CloudNativePG spells it.
+    #[test]
+    fn backup_methods_are_admitted_and_checked() {
+        let cnpg = json!({"database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}}});
+        let with = |backup: Value| {
+            let mut spec = cnpg.clone();
+            merge(&mut spec, json!({"upgrade": {"backup": backup}}));
+            spec
+        };
+        let plugin = with(json!({"enabled": true, "method": "plugin",
+            "pluginConfiguration": {"name": "barman-cloud.cloudnative-pg.io",
+                                    "parameters": {"barmanObjectName": "store"}},
+            "online": true, "target": "prefer-standby"}));
+        assert_eq!(violations(plugin.clone()), Vec::<String>::new());
+        let h: Hollo = serde_json::from_value(object(plugin)).expect("deserializes");
+        let b = &h.spec.upgrade.backup;
+        assert_eq!(b.method, Some(BackupMethod::Plugin));
+        assert_eq!(b.target, Some(BackupTarget::PreferStandby));
+        assert_eq!(
+            b.plugin_configuration.as_ref().map(|p| p.name.as_str()),
+            Some("barman-cloud.cloudnative-pg.io")
+        );
+        for method in ["volumeSnapshot", "barmanObjectStore"] {
+            let ok = with(json!({"enabled": true, "method": method}));
+            assert_eq!(violations(ok), Vec::<String>::new(), "{method}");
+        }
+        assert_eq!(
+            violations(with(json!({"enabled": true}))),
+            Vec::<String>::new(),
+            "no method: the Cluster's"
+        );
+        for backup in [
+            json!({"enabled": true, "pluginConfiguration": {"name": "p"}}),
+            json!({"enabled": true, "method": "volumeSnapshot",
+                   "pluginConfiguration": {"name": "p"}}),
+        ] {
+            merge_rejects(
+                cnpg.clone(),
+                json!({"upgrade": {"backup": backup}}),
+                "upgrade.backup.pluginConfiguration is for method: plugin",
+            );
+        }
+        merge_rejects(
+            cnpg,
+            json!({"upgrade": {"backup": {"method": "plugin", "pluginConfiguration": {"name": ""}}}}),
+            "pluginConfiguration.name must be 1-253 characters",
+        );
+    }
 }

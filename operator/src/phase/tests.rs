@@ -507,6 +507,16 @@ fn a_backup_comes_before_any_migration_and_a_failed_one_stops_it() {
     assert_eq!(p.phase, Phase::BackupFailed);
     assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
     assert_eq!(p.migration_job, None);
+    // A Cluster with no backup configured: nothing is created (CloudNativePG's default
+    // method would fail the same way), the old version keeps serving.
+    let p = decide_after(&spec, &upgrading(), |o| {
+        o.old_pods = 3;
+        o.backup = Backup::Unavailable("no backup configured".into());
+    });
+    assert_eq!(p.phase, Phase::BackupFailed);
+    assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+    assert!(!p.backup, "no Backup without a method");
+    assert_eq!(p.migration_job, None);
     let p = decide_after(&spec, &upgrading(), |o| o.backup = Backup::Completed);
     assert_eq!((p.phase, p.migration_job), (Phase::Migrating, Some(0)));
     // Once the migration started, the Backup is not waited on again.

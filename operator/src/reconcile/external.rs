@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::Error;
 use crate::crd::{Hollo, HolloSpec, ImageProfile};
+use crate::resources::backup::{self, ClusterBackup};
 use crate::resources::pod::cnpg_app_secret;
 use crate::resources::secret_key;
 use crate::status::{self, Check};
@@ -62,6 +63,9 @@ pub struct Cnpg {
     pub max_connections: Option<i32>,
     /// Why the Cluster could not be read (absent, API not installed, …), if it could not.
     pub cluster_note: Option<String>,
+    /// The Cluster's backup configuration (`None`: it could not be read), which
+    /// `upgrade.backup`'s method defaults from.
+    pub backup: Option<ClusterBackup>,
 }
 
 /// The operator's own `SECRET_KEY` Secret (`spec.secretKeyRef` unset), as found.
@@ -378,27 +382,35 @@ pub async fn read(
         let clusters: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), &ns, &cluster_resource());
         // The Cluster only refines the budget: a failure to read it is a note, not an error.
-        let (max_connections, cluster_note) = match clusters.get_opt(&cnpg.cluster).await {
-            Ok(Some(c)) => (cluster_max_connections(&c), None),
-            Ok(None) => (
-                None,
-                Some(format!(
-                    "CloudNativePG Cluster {ns}/{} not found (or its API is not installed)",
-                    cnpg.cluster
-                )),
-            ),
-            Err(e) => (
-                None,
-                Some(format!(
-                    "CloudNativePG Cluster {ns}/{} unreadable: {e}",
-                    cnpg.cluster
-                )),
-            ),
-        };
+        let (max_connections, cluster_note, cluster_backup) =
+            match clusters.get_opt(&cnpg.cluster).await {
+                Ok(Some(c)) => (
+                    cluster_max_connections(&c),
+                    None,
+                    Some(backup::cluster_backup(&c)),
+                ),
+                Ok(None) => (
+                    None,
+                    Some(format!(
+                        "CloudNativePG Cluster {ns}/{} not found (or its API is not installed)",
+                        cnpg.cluster
+                    )),
+                    None,
+                ),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "CloudNativePG Cluster {ns}/{} unreadable: {e}",
+                        cnpg.cluster
+                    )),
+                    None,
+                ),
+            };
         out.cnpg = Some(Cnpg {
             secret: secret_state(secret.as_ref(), &APP_SECRET_KEYS),
             max_connections,
             cluster_note,
+            backup: cluster_backup,
         });
     }
     if let (ImageProfile::Upstream, Some(r)) = (spec.image.profile, &spec.secret_key_ref) {
@@ -564,12 +576,35 @@ pub fn checks(spec: &HolloSpec, ext: &External) -> Vec<Check> {
     out
 }
 
+/// `upgrade.backup`'s method and plugin (R-OP-OPS): the spec's, the rest from the Cluster's
+/// backup configuration; `None` unless the spec wants a backup; `Err`: why none can be taken.
+pub fn backup_method(
+    spec: &HolloSpec,
+    ext: &External,
+) -> Option<Result<(crate::crd::BackupMethod, Option<crate::crd::BackupPluginConfiguration>), String>>
+{
+    let cnpg = spec.database.cnpg.as_ref().filter(|_| spec.backup_wanted())?;
+    let read = ext.cnpg.as_ref();
+    let cluster = match read.and_then(|c| c.backup.as_ref()) {
+        Some(b) => Ok(b),
+        None => Err(read
+            .and_then(|c| c.cluster_note.as_deref())
+            .unwrap_or("the CloudNativePG Cluster was not read")),
+    };
+    Some(backup::resolve(&spec.upgrade.backup, &cnpg.cluster, cluster))
+}
+
 /// The `Hollo` the builders see: the Cluster's `max_connections` (when it states one) in
-/// place of `database.maxConnections`, and the referenced Secrets' hash on every pod.
+/// place of `database.maxConnections`, `upgrade.backup`'s method and plugin as
+/// [`backup_method`] resolves them, and the referenced Secrets' hash on every pod.
 pub fn effective(hollo: &Hollo, ext: &External) -> Hollo {
     let mut h = hollo.clone();
     if let Some(n) = ext.cnpg.as_ref().and_then(|c| c.max_connections) {
         h.spec.database.max_connections = n;
+    }
+    if let Some(Ok((method, plugin))) = backup_method(&hollo.spec, ext) {
+        h.spec.upgrade.backup.method = Some(method);
+        h.spec.upgrade.backup.plugin_configuration = plugin;
     }
     if let Some(hash) = &ext.secrets_hash {
         h.spec
@@ -626,6 +661,7 @@ mod tests {
                 secret: secret_state(None, &APP_SECRET_KEYS),
                 max_connections: None,
                 cluster_note: None,
+                backup: None,
             }),
             secret_key: None,
             generated_key: None,
@@ -650,6 +686,7 @@ mod tests {
                 secret: secret_state(Some(&app("p1")), &APP_SECRET_KEYS),
                 max_connections: Some(200),
                 cluster_note: None,
+                backup: None,
             }),
             secret_key: None,
             generated_key: None,
@@ -670,6 +707,7 @@ mod tests {
                 secret: secret_state(Some(&app(password)), &APP_SECRET_KEYS),
                 max_connections: max,
                 cluster_note: None,
+                backup: None,
             }),
             secret_key: None,
             generated_key: None,
@@ -704,6 +742,48 @@ mod tests {
         };
         assert_eq!(template(&e1), hash(&e1));
         assert_eq!(effective(&h, &with("p1", Some(300))), e1, "stable");
+    }
+
+    /// `upgrade.backup` without a method takes the Cluster's (the builders see it in the
+    /// effective spec); a Cluster without backups, or unread, is a reason instead.
+    #[test]
+    fn the_backup_method_comes_from_the_cluster_when_unset() {
+        use crate::crd::BackupMethod;
+        let mut spec = cnpg_spec(None);
+        let with = |backup: Option<ClusterBackup>, note: Option<&str>| External {
+            cnpg: Some(Cnpg {
+                secret: secret_state(Some(&app("p")), &APP_SECRET_KEYS),
+                max_connections: None,
+                cluster_note: note.map(Into::into),
+                backup,
+            }),
+            ..External::default()
+        };
+        let snapshots = with(Some(ClusterBackup::VolumeSnapshot), None);
+        assert_eq!(backup_method(&spec, &snapshots), None, "not wanted");
+        spec.upgrade.backup.enabled = true;
+        assert_eq!(
+            backup_method(&spec, &snapshots),
+            Some(Ok((BackupMethod::VolumeSnapshot, None)))
+        );
+        let h = effective(&testutil::hollo(spec.clone()), &snapshots);
+        assert_eq!(
+            h.spec.upgrade.backup.method,
+            Some(BackupMethod::VolumeSnapshot)
+        );
+        let b = crate::resources::backup::backup(&h).expect("a Backup");
+        assert_eq!(b.data["spec"]["method"], "volumeSnapshot");
+
+        let none = with(Some(ClusterBackup::None), None);
+        let why = backup_method(&spec, &none).expect("wanted").unwrap_err();
+        assert!(why.contains("Cluster pg has no backup configured"), "{why}");
+        let h = effective(&testutil::hollo(spec.clone()), &none);
+        assert_eq!(h.spec.upgrade.backup.method, None);
+        assert!(crate::resources::backup::backup(&h).is_none());
+
+        let unread = with(None, Some("CloudNativePG Cluster fedi/pg not found"));
+        let why = backup_method(&spec, &unread).expect("wanted").unwrap_err();
+        assert!(why.starts_with("CloudNativePG Cluster fedi/pg not found"), "{why}");
     }
 
     #[test]

@@ -280,8 +280,19 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
     }
     // The builders see the Cluster's max_connections and the Secrets' hash (rotation rolls).
     let effective = external::effective(hollo, &ext);
+    let backup_unavailable = match external::backup_method(&hollo.spec, &ext) {
+        Some(Err(why)) => Some(why),
+        _ => None,
+    };
     let hollo = &effective;
-    let world = observe::observe(&ctx.client, &ctx.stores, hollo, now).await?;
+    let world = observe::observe(
+        &ctx.client,
+        &ctx.stores,
+        hollo,
+        now,
+        backup_unavailable.as_deref(),
+    )
+    .await?;
     let plan = phase::decide(&hollo.spec, &world.observed);
     tracing::debug!(
         hollo = %hollo.name_any(), phase = plan.phase.as_str(),
@@ -303,6 +314,12 @@ async fn run(hollo: &Hollo, ctx: &Context) -> Result<Action, Error> {
             type_: crate::status::BACKED_UP,
             ok: false,
             reason: "BackupFailed",
+            message: why.clone(),
+        }),
+        crate::phase::Backup::Unavailable(why) => checks.push(crate::status::Check {
+            type_: crate::status::BACKED_UP,
+            ok: false,
+            reason: "NoBackupMethod",
             message: why.clone(),
         }),
         crate::phase::Backup::Completed => checks.push(crate::status::Check {

@@ -316,15 +316,23 @@ async fn schema_check(pods: &Api<Pod>, hollo: &Hollo, jobs: &[Arc<Job>], old: &s
 }
 
 /// R-OP-OPS: the state of the pre-migration Backup (GET by name: CloudNativePG may be
-/// absent, so it is not watched).
-async fn backup_state(client: &Client, hollo: &Hollo, now: Timestamp) -> Result<Backup, Error> {
+/// absent, so it is not watched); `unavailable`: why none can be asked for, when it cannot.
+async fn backup_state(
+    client: &Client,
+    hollo: &Hollo,
+    now: Timestamp,
+    unavailable: Option<&str>,
+) -> Result<Backup, Error> {
     use crate::resources::backup;
     let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
     let api: Api<kube::api::DynamicObject> =
         Api::namespaced_with(client.clone(), &ns, &backup::resource());
     let name = backup::name(hollo);
     let Some(o) = api.get_opt(&name).await? else {
-        return Ok(Backup::Absent);
+        return Ok(match unavailable {
+            Some(why) => Backup::Unavailable(why.to_string()),
+            None => Backup::Absent,
+        });
     };
     let status = &o.data["status"];
     let phase = status["phase"].as_str().unwrap_or("");
@@ -350,11 +358,14 @@ async fn backup_state(client: &Client, hollo: &Hollo, now: Timestamp) -> Result<
     })
 }
 
+/// What the decision needs of `hollo` (the effective one: see `external::effective`);
+/// `backup_unavailable`: why `upgrade.backup` can ask for no Backup, when it cannot.
 pub async fn observe(
     client: &Client,
     stores: &Stores,
     hollo: &Hollo,
     now: Timestamp,
+    backup_unavailable: Option<&str>,
 ) -> Result<World, Error> {
     let ns = hollo.namespace().ok_or(Error::NoNamespace)?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -445,7 +456,7 @@ pub async fn observe(
         .all(|c| deployments.get(c.as_str()).is_some_and(|d| pods_ready(d)));
     let backup = match &current {
         Some(_) if upgrading && hollo.spec.backup_wanted() => {
-            backup_state(client, hollo, now).await?
+            backup_state(client, hollo, now, backup_unavailable).await?
         }
         _ => Backup::NotWanted,
     };
