@@ -283,6 +283,31 @@ async fn create_cluster(ns: &Ns, max_connections: &str) {
         .expect("create Cluster");
 }
 
+/// Merge-patches the Cluster `pg`'s spec (CloudNativePG's own validation on the apiserver).
+async fn patch_cluster(ns: &Ns, spec: Value) {
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &cnpg_resource("Cluster", "clusters"),
+    );
+    clusters
+        .patch("pg", &PatchParams::default(), &Patch::Merge(json!({"spec": spec})))
+        .await
+        .expect("patch Cluster");
+}
+
+/// The application Secret CloudNativePG would make for the Cluster `pg`.
+async fn put_app_secret(ns: &Ns) {
+    put_secret(
+        ns,
+        "pg-app",
+        json!({"username": "app", "user": "app", "password": "pw", "dbname": "app",
+               "host": "pg-rw", "port": "5432",
+               "uri": format!("postgresql://app:pw@pg-rw.{}:5432/app", ns.name)}),
+    )
+    .await;
+}
+
 /// CloudNativePG: hold without the app Secret, then the URL from it (web through the Pooler),
 /// the budget against the Cluster's max_connections, and a rotated password rolling the pods.
 #[tokio::test]
@@ -444,14 +469,12 @@ async fn issue34_cnpg_backup_before_migrating() {
     ensure_cnpg_crds(&ns, &["clusters", "backups"]).await;
     ns.prepare_instance().await;
     create_cluster(&ns, "200").await;
-    put_secret(
+    patch_cluster(
         &ns,
-        "pg-app",
-        json!({"username": "app", "user": "app", "password": "pw", "dbname": "app",
-               "host": "pg-rw", "port": "5432",
-               "uri": format!("postgresql://app:pw@pg-rw.{}:5432/app", ns.name)}),
+        json!({"backup": {"barmanObjectStore": {"destinationPath": "s3://backups/"}}}),
     )
     .await;
+    put_app_secret(&ns).await;
     ns.apply_hollo(&minimal_with(json!({"spec": {
         "database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
         "upgrade": {"backup": {"enabled": true}}}})))
@@ -500,8 +523,11 @@ async fn issue34_cnpg_backup_before_migrating() {
         }
     })
     .await;
-    // (The CRD defaults `method` to barmanObjectStore: the cluster's own configuration.)
-    assert_eq!(backup.data["spec"]["cluster"], json!({"name": "pg"}));
+    // The method is the Cluster's own configuration, named (never CloudNativePG's default).
+    assert_eq!(
+        backup.data["spec"],
+        json!({"cluster": {"name": "pg"}, "method": "barmanObjectStore"})
+    );
     holds_for("BackingUp: old pods untouched, no migration", 3, || async {
         let h = ns.hollo().await;
         if phase(&h) != "BackingUp" {
@@ -561,5 +587,124 @@ async fn issue34_cnpg_backup_before_migrating() {
             }
         },
     )
+    .await;
+}
+
+/// Issue 63 item 3: the pre-migration Backup always names its method, taken from the Cluster's
+/// own backup configuration as it is at each upgrade, and CloudNativePG's Backup CRD (its
+/// schema and rules, on the real apiserver) accepts each: a WAL-archiver plugin → `plugin` with
+/// that plugin's name; `backup.volumeSnapshot` → `volumeSnapshot`, with `online` and `target`
+/// from `upgrade.backup`; `backup.barmanObjectStore` → `barmanObjectStore`. A Cluster with no
+/// backup configured → `BackupFailed`, `BackedUp=False` (`NoBackupMethod`), no Backup, the old
+/// pods untouched. No CloudNativePG controller: the test completes each Backup as it would.
+#[tokio::test]
+async fn issue63_backup_method_from_the_cluster() {
+    let ns = Ns::new("backup-method").await;
+    ensure_cnpg_crds(&ns, &["clusters", "backups"]).await;
+    ns.prepare_instance().await;
+    create_cluster(&ns, "200").await;
+    patch_cluster(
+        &ns,
+        json!({"plugins": [{"name": "barman-cloud.cloudnative-pg.io", "isWALArchiver": true,
+                            "parameters": {"barmanObjectName": "store"}}]}),
+    )
+    .await;
+    put_app_secret(&ns).await;
+    ns.apply_hollo(&minimal_with(json!({"spec": {
+        "database": {"urlSecretRef": null, "cnpg": {"cluster": "pg"}},
+        "upgrade": {"backup": {"enabled": true}}}})))
+        .await
+        .expect("apply a Hollo with upgrade.backup");
+    ns.wait_running(V1, 120).await;
+    let backups: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &cnpg_resource("Backup", "backups"),
+    );
+    // The Backup of `version` as stored (accepted by CloudNativePG's CRD), completed as
+    // CloudNativePG would, then the upgrade's end.
+    let backed_up = |version: &'static str, patch: Value, want: Value| {
+        let (ns, backups) = (&ns, backups.clone());
+        async move {
+            let mut spec = json!({"version": version});
+            merge(&mut spec, &patch);
+            ns.merge_hollo(json!({ "spec": spec })).await;
+            let name = format!("{HOLLO}-backup-{}", version.replace('.', "-"));
+            let b = wait_exists("Backup", &backups, &name, 60).await;
+            ns.log(&format!("Backup {name}: {}", b.data["spec"]));
+            assert_eq!(b.data["spec"], want, "{name}");
+            backups
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"phase": "completed"}})),
+                )
+                .await
+                .expect("complete the Backup as CloudNativePG would");
+            ns.wait_running(version, 120).await;
+        }
+    };
+    let cluster = json!({"name": "pg"});
+    backed_up(
+        V2,
+        json!({}),
+        json!({"cluster": cluster, "method": "plugin",
+               "pluginConfiguration": {"name": "barman-cloud.cloudnative-pg.io"}}),
+    )
+    .await;
+    patch_cluster(
+        &ns,
+        json!({"plugins": null, "backup": {"volumeSnapshot": {"className": "csi-snapshots"}}}),
+    )
+    .await;
+    backed_up(
+        "0.3.0",
+        json!({"upgrade": {"backup": {"online": false, "target": "primary"}}}),
+        json!({"cluster": cluster, "method": "volumeSnapshot", "online": false,
+               "target": "primary"}),
+    )
+    .await;
+    patch_cluster(
+        &ns,
+        json!({"backup": {"volumeSnapshot": null,
+                          "barmanObjectStore": {"destinationPath": "s3://backups/"}}}),
+    )
+    .await;
+    backed_up(
+        "0.4.0",
+        json!({"upgrade": {"backup": {"online": null, "target": null}}}),
+        json!({"cluster": cluster, "method": "barmanObjectStore"}),
+    )
+    .await;
+
+    // No backup configured: said so, nothing created, nothing stopped.
+    patch_cluster(&ns, json!({"backup": null})).await;
+    ns.wait_replicas("worker", 2, 60).await;
+    let pods = || async {
+        let mut uids: Vec<String> = ns
+            .live_pods("web,worker")
+            .await
+            .into_iter()
+            .filter_map(|p| p.metadata.uid)
+            .collect();
+        uids.sort();
+        uids
+    };
+    let before = pods().await;
+    ns.merge_hollo(json!({"spec": {"version": "0.5.0"}})).await;
+    let m = ns
+        .wait_condition("BackedUp", "False", "NoBackupMethod", 60)
+        .await;
+    assert!(m.contains("Cluster pg has no backup configured"), "{m}");
+    holds_for("BackupFailed: no Backup, the 0.4.0 pods untouched", 3, || async {
+        let h = ns.hollo().await;
+        if phase(&h) != "BackupFailed" || pods().await != before {
+            return Err(status_line(&h));
+        }
+        match backups.get_opt(&format!("{HOLLO}-backup-0-5-0")).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
     .await;
 }
