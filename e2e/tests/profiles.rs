@@ -291,7 +291,11 @@ async fn patch_cluster(ns: &Ns, spec: Value) {
         &cnpg_resource("Cluster", "clusters"),
     );
     clusters
-        .patch("pg", &PatchParams::default(), &Patch::Merge(json!({"spec": spec})))
+        .patch(
+            "pg",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": spec})),
+        )
         .await
         .expect("patch Cluster");
 }
@@ -696,15 +700,19 @@ async fn issue63_backup_method_from_the_cluster() {
         .wait_condition("BackedUp", "False", "NoBackupMethod", 60)
         .await;
     assert!(m.contains("Cluster pg has no backup configured"), "{m}");
-    holds_for("BackupFailed: no Backup, the 0.4.0 pods untouched", 3, || async {
-        let h = ns.hollo().await;
-        if phase(&h) != "BackupFailed" || pods().await != before {
-            return Err(status_line(&h));
-        }
-        match backups.get_opt(&format!("{HOLLO}-backup-0-5-0")).await {
-            Ok(None) => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
+    holds_for(
+        "BackupFailed: no Backup, the 0.4.0 pods untouched",
+        3,
+        || async {
+            let h = ns.hollo().await;
+            if phase(&h) != "BackupFailed" || pods().await != before {
+                return Err(status_line(&h));
+            }
+            match backups.get_opt(&format!("{HOLLO}-backup-0-5-0")).await {
+                Ok(None) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
     .await;
 }

@@ -198,8 +198,8 @@ pub struct HolloSpec {
 }
 
 /// `spec.upgrade`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", default = "UpgradeSpec::default")]
 pub struct UpgradeSpec {
     /// Allow a `version` older than the running one whose schema is older than the database's
     /// (or cannot be told). Without it such a downgrade is refused before anything stops
@@ -208,6 +208,39 @@ pub struct UpgradeSpec {
     pub allow_downgrade: bool,
     /// A CloudNativePG backup before each migration (`database.cnpg` only).
     pub backup: UpgradeBackupSpec,
+    /// When a version change may start its work: the backup, the migration Job, the stop of
+    /// a stop-migrate-start and the rollout that follows. Outside every window the old version
+    /// keeps serving in phase `WaitingForWindow`, the next window's start in the `Progressing`
+    /// condition; an upgrade started inside a window runs to its end. The annotation
+    /// `hollo.social/approve-upgrade: "<version>"` lets that version start at once. Empty (the
+    /// default): upgrades start at once. A first install never waits.
+    #[x_kube(validation = Rule::new("self.size() <= 16").message("upgrade.maintenanceWindows takes at most 16 windows"))]
+    pub maintenance_windows: Vec<MaintenanceWindow>,
+}
+
+/// One of `upgrade.maintenanceWindows`: it opens at each time `schedule` names in `timeZone`
+/// and stays open for `duration`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceWindow {
+    /// When the window opens: a cron schedule of five fields, `minute hour day-of-month month
+    /// day-of-week` (Vixie cron's syntax; `0 2 * * 6` is Saturdays at 02:00), read in
+    /// `timeZone`. A start in an hour a daylight-saving change skips opens right after the
+    /// change; one in an hour it repeats opens once, the first time.
+    #[x_kube(validation = Rule::new("self.size() <= 128 && self.matches('^ *[^ ]+( +[^ ]+){4} *$')").message("upgrade.maintenanceWindows[].schedule must be a cron schedule of five fields: minute hour day-of-month month day-of-week"))]
+    pub schedule: String,
+    /// How long the window stays open after each start, in hours and minutes: `2h`, `90m`,
+    /// `1h30m`. Elapsed time: a `2h` window across a daylight-saving change is two real hours.
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]{1,3}h)?([0-9]{1,5}m)?$') && !self.matches('^(0+h)?(0+m)?$')").message("upgrade.maintenanceWindows[].duration must be hours and minutes, more than zero: 2h, 90m, 1h30m"))]
+    pub duration: String,
+    /// The IANA time zone `schedule` is read in, say `Europe/Berlin`.
+    #[serde(default = "default_window_time_zone")]
+    #[x_kube(validation = Rule::new("self.size() > 0 && self.size() <= 64").message("upgrade.maintenanceWindows[].timeZone must name an IANA time zone"))]
+    pub time_zone: String,
+}
+
+fn default_window_time_zone() -> String {
+    "UTC".into()
 }
 
 /// `spec.upgrade.backup`: before an upgrade migrates, the operator creates a
@@ -1148,6 +1181,9 @@ pub enum Phase {
     BackingUp,
     /// The Backup failed or timed out: no migration, the old version keeps running.
     BackupFailed,
+    /// `upgrade.maintenanceWindows`: a version change waits for the next window (or the
+    /// approval annotation); the old version serves.
+    WaitingForWindow,
 }
 
 impl Phase {
@@ -1165,6 +1201,7 @@ impl Phase {
             Phase::Stopped => "Stopped",
             Phase::BackingUp => "BackingUp",
             Phase::BackupFailed => "BackupFailed",
+            Phase::WaitingForWindow => "WaitingForWindow",
         }
     }
 }

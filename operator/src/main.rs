@@ -14,6 +14,7 @@ mod status;
 mod telemetry;
 #[cfg(test)]
 mod testutil;
+mod window;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -39,12 +39,18 @@
 //! old version up in `BackingUp` until the CloudNativePG Backup completes (`BackupFailed` stops
 //! there); a stop-migrate-start starts the maintenance page before `ScalingDown` stops the old
 //! pods and keeps it until a new web pod is ready.
+//!
+//! `upgrade.maintenanceWindows` (issue 63 item 6): outside every window a version change waits
+//! in `WaitingForWindow` before its first step (the backup, the stop, a migration Job), the old
+//! version serving and the reconcile requeued at the next window's start; the approval
+//! annotation lets it start at once. Once under way ([`under_way`]) it runs to its end.
 
 use std::time::Duration;
 
 use crate::crd::{ExpandContract, HolloSpec, Mode, Phase, UpgradeStrategy};
 use crate::downgrade::SchemaCheck;
 use crate::resources::migration::{MigrationKind, VersionInfo};
+use crate::window::Gate;
 
 /// State of a Job the machine waits on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +118,9 @@ pub struct Observed {
     pub old_workers: i32,
     /// `status.expandContract`: a zero-downtime upgrade past its pre-deploy migrations.
     pub expand: Option<ExpandContract>,
+    /// Whether a version change may start now (`upgrade.maintenanceWindows`, the approval
+    /// annotation): `window::gate` at the time of this reconcile.
+    pub window: Gate,
 }
 
 /// The pre-migration Backup of the target version.
@@ -183,6 +192,8 @@ pub struct Plan {
     pub maintenance_page: bool,
     /// Ensure the pre-migration Backup exists (R-OP-OPS).
     pub backup: bool,
+    /// `WaitingForWindow`: what the upgrade waits for (the next window's start).
+    pub window: Option<String>,
     pub requeue: Duration,
 }
 
@@ -204,6 +215,7 @@ impl Plan {
             refused: None,
             maintenance_page: false,
             backup: false,
+            window: None,
             requeue: POLL,
         }
     }
@@ -285,6 +297,41 @@ pub fn upgrade_path(old: &VersionInfo, new: &VersionInfo) -> Compat {
     } else {
         Compat::Incompatible
     }
+}
+
+/// Whether the version change's work has begun — its backup, the stop, a migration attempt —
+/// so that it runs to its end whatever the maintenance windows say (an upgrade is never left
+/// half done because a window closed).
+fn under_way(obs: &Observed, job: &JobState) -> bool {
+    obs.migration_attempts > 0
+        || *job != JobState::Absent
+        || matches!(
+            obs.previous_phase,
+            Phase::BackingUp
+                | Phase::ScalingDown
+                | Phase::Migrating
+                | Phase::PreMigrating
+                | Phase::MigrationFailed
+        )
+}
+
+/// `WaitingForWindow` with `old` serving, looked at again when the next window opens (and at
+/// least every [`STEADY_REQUEUE`]); `None` when the gate lets the upgrade start.
+fn wait_for_window(obs: &Observed, target: &str, old: &str, base: &Plan) -> Option<Plan> {
+    let note = obs.window.waiting_message(target)?;
+    // A second past the start, so that the reconcile then finds the window open.
+    let requeue = match &obs.window {
+        Gate::Closed { wait, .. } => (*wait + Duration::from_secs(1)).min(STEADY_REQUEUE),
+        _ => STEADY_REQUEUE,
+    };
+    Some(Plan {
+        phase: Phase::WaitingForWindow,
+        workloads: Workloads::Run(old.to_string()),
+        migration_job: None,
+        window: Some(note),
+        requeue,
+        ..base.clone()
+    })
 }
 
 /// R-OP-ZD: the zero-downtime upgrade once its pre-deploy migrations are applied
@@ -485,6 +532,14 @@ pub fn decide(spec: &HolloSpec, obs: &Observed) -> Plan {
         None => (base, &obs.job),
     };
 
+    // Issue 63 item 6: outside the maintenance windows nothing of the upgrade starts — not
+    // even its backup, which is taken in the window, just before the migration it guards.
+    if let Some(old) = &current
+        && !under_way(obs, job)
+        && let Some(plan) = wait_for_window(obs, &target, old, &base)
+    {
+        return plan;
+    }
     // R-OP-OPS: the pre-migration Backup, with the old version serving, before any
     // migration attempt of the target (a retry after a failed migration does not re-back up).
     if let Some(old) = &current

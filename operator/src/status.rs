@@ -206,7 +206,9 @@ pub fn compute(
     };
     // A migration that failed before and is being retried is still a degraded state.
     let retrying = !plan.migrated && migration_attempts > 0;
-    let unready = phase == Phase::Running && !inputs.pods_ready;
+    // Waiting for a maintenance window, the old version serves as it does when Running.
+    let serving = matches!(phase, Phase::Running | Phase::WaitingForWindow);
+    let unready = serving && !inputs.pods_ready;
     // A failing check that is more than a note (the upgrade strategy falling back is one, and
     // so is the first account still on its way).
     let failing = inputs.checks.iter().find(|c| !c.ok && !c.is_note());
@@ -214,7 +216,7 @@ pub fn compute(
         condition(
             inputs,
             READY,
-            phase == Phase::Running && inputs.pods_ready,
+            serving && inputs.pods_ready,
             if unready {
                 "PodsNotReady"
             } else {
@@ -233,7 +235,11 @@ pub fn compute(
             inputs,
             PROGRESSING,
             in_motion,
-            if in_motion { phase.as_str() } else { "Stable" },
+            if in_motion || phase == Phase::WaitingForWindow {
+                phase.as_str()
+            } else {
+                "Stable"
+            },
             match phase {
                 Phase::ScalingDown => {
                     "stopping every pod of the old version before migrating".into()
@@ -264,6 +270,7 @@ pub fn compute(
                 Phase::CheckingCompatibility => {
                     "reading task-definition and schema versions of old and new image".into()
                 }
+                Phase::WaitingForWindow => plan.window.clone().unwrap_or_default(),
                 _ => String::new(),
             },
         ),
@@ -481,6 +488,38 @@ mod tests {
         let d = cond(&s, DEGRADED);
         assert_eq!(status_reason(&s, DEGRADED), ("True", "SecretKeyTooShort"));
         assert_eq!(d.message, "SecretKeyTooShort said");
+    }
+
+    /// Issue 63 item 6: waiting for a window, the old version serves (`Ready`), nothing moves
+    /// (`Progressing=False`) and the message tells when the next window opens; not degraded.
+    #[test]
+    fn waiting_for_a_window_is_ready_and_says_until_when() {
+        let mut spec = testutil::spec();
+        spec.version = "0.2.0".into();
+        let budget = Budget::for_spec(&spec);
+        let note = "version 0.2.0 waits for the next maintenance window, opening at …";
+        let waiting = Plan {
+            window: Some(note.into()),
+            requeue: STEADY_REQUEUE,
+            ..plan(Phase::WaitingForWindow, false)
+        };
+        let s = compute(&spec, &waiting, &inputs(&budget, (2, 2), (2, 2)), 0, None);
+        assert_eq!(s.phase, Phase::WaitingForWindow);
+        assert_eq!(status_reason(&s, READY), ("True", "WaitingForWindow"));
+        assert_eq!(
+            status_reason(&s, PROGRESSING),
+            ("False", "WaitingForWindow")
+        );
+        assert_eq!(cond(&s, PROGRESSING).message, note);
+        assert_eq!(cond(&s, DEGRADED).status, "False");
+        assert_eq!(status_reason(&s, MIGRATED), ("False", "MigrationPending"));
+        let unready = Inputs {
+            pods_ready: false,
+            ..inputs(&budget, (2, 1), (2, 2))
+        };
+        let s = compute(&spec, &waiting, &unready, 0, None);
+        assert_eq!(status_reason(&s, READY), ("False", "PodsNotReady"));
+        assert_eq!(status_reason(&s, DEGRADED), ("True", "PodsNotReady"));
     }
 
     #[test]

@@ -133,7 +133,7 @@ pub struct Metrics {
 }
 
 /// Every phase, so a phase gauge reads 0 for the phases a `Hollo` is not in.
-const PHASES: [Phase; 12] = [
+const PHASES: [Phase; 13] = [
     Phase::Pending,
     Phase::CheckingCompatibility,
     Phase::ScalingDown,
@@ -146,6 +146,7 @@ const PHASES: [Phase; 12] = [
     Phase::Stopped,
     Phase::BackingUp,
     Phase::BackupFailed,
+    Phase::WaitingForWindow,
 ];
 
 /// `(namespace, name)` of a `Hollo`.

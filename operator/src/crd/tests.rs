@@ -740,4 +740,43 @@ mod cel {
             "pluginConfiguration.name must be 1-253 characters",
         );
     }
+
+    /// `upgrade.maintenanceWindows`: five cron fields, a positive duration in hours and
+    /// minutes, a zone name; UTC by default; at most 16.
+    #[test]
+    fn maintenance_windows_are_admitted_and_checked() {
+        let windows = |w: Value| json!({"upgrade": {"maintenanceWindows": w}});
+        let ok = windows(json!([
+            {"schedule": "0 2 * * 6", "duration": "2h", "timeZone": "Europe/Berlin"},
+            {"schedule": "30 1 1-7 * SUN", "duration": "1h30m"},
+            {"schedule": " */15 3 * * * ", "duration": "45m"},
+        ]));
+        assert_eq!(violations(ok.clone()), Vec::<String>::new());
+        let h: Hollo = serde_json::from_value(object(ok)).expect("deserializes");
+        let w = &h.spec.upgrade.maintenance_windows;
+        assert_eq!(w[1].time_zone, "UTC", "the default zone");
+        assert_eq!(w[0].duration, "2h");
+        let one = |w: Value| windows(json!([w]));
+        let schedule = "schedule must be a cron schedule of five fields";
+        for bad in ["0 2 * *", "0 0 2 * * 6", "@daily", ""] {
+            rejects(one(json!({"schedule": bad, "duration": "1h"})), schedule);
+        }
+        let duration = "duration must be hours and minutes, more than zero";
+        for bad in [
+            "", "0h", "0h0m", "00m", "2", "1d", "1h30m15s", "90 m", "-1h", "1234h",
+        ] {
+            rejects(
+                one(json!({"schedule": "0 2 * * *", "duration": bad})),
+                duration,
+            );
+        }
+        rejects(
+            one(json!({"schedule": "0 2 * * *", "duration": "1h", "timeZone": ""})),
+            "timeZone must name an IANA time zone",
+        );
+        let many: Vec<Value> = (0..17)
+            .map(|_| json!({"schedule": "0 2 * * *", "duration": "1h"}))
+            .collect();
+        rejects(windows(json!(many)), "at most 16 windows");
+    }
 }

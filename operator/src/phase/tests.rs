@@ -21,6 +21,7 @@ fn obs() -> Observed {
         post_job: JobState::Absent,
         old_workers: 0,
         expand: None,
+        window: Gate::Unrestricted,
     }
 }
 
@@ -795,4 +796,156 @@ fn a_failed_pre_migration_keeps_the_old_version_serving() {
     });
     assert_eq!(p.phase, Phase::Stopped);
     assert_eq!(p.expand, Some(expand(true)));
+}
+
+/// A closed gate: the next window opens in `secs`.
+fn closed(secs: u64) -> Gate {
+    let opens = jiff::Timestamp::from_second(1_800_000_000)
+        .unwrap()
+        .to_zoned(jiff::tz::TimeZone::UTC);
+    Gate::Closed {
+        opens,
+        wait: Duration::from_secs(secs),
+    }
+}
+
+/// Issue 63 item 6: outside every maintenance window a version change waits before its first
+/// step, the old version serving, requeued at the next start; inside one, or approved, it goes
+/// the usual way.
+#[test]
+fn an_upgrade_waits_for_its_window_with_the_old_version_serving() {
+    let spec = testutil::spec();
+    let waiting = Observed {
+        old_pods: 3,
+        window: closed(7200),
+        ..upgrading()
+    };
+    let p = decide(&spec, &waiting);
+    assert_eq!(p.phase, Phase::WaitingForWindow);
+    assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+    assert_eq!(p.current_version.as_deref(), Some("0.0.9"));
+    assert_eq!(p.migration_job, None);
+    assert!(!p.maintenance_page && !p.backup && !p.migrated);
+    assert_eq!(p.requeue, STEADY_REQUEUE, "at least every few minutes");
+    let note = p.window.expect("what it waits for");
+    assert!(
+        note.contains("opening at 2027-01-15T08:00:00+00:00[UTC]"),
+        "{note}"
+    );
+    // Requeued a second past the next start when that is sooner.
+    let p = decide_after(&spec, &waiting, |o| o.window = closed(42));
+    assert_eq!(p.requeue, Duration::from_secs(43));
+    // A window that cannot be read waits too, and says why.
+    let p = decide_after(&spec, &waiting, |o| {
+        o.window = Gate::Never("maintenance window 1 timeZone \"X\" is not …".into())
+    });
+    assert_eq!(p.phase, Phase::WaitingForWindow);
+    assert!(p.window.is_some_and(|n| n.contains("timeZone \"X\"")));
+    // Open, or approved by the annotation: the stop-migrate-start as usual.
+    let open = Gate::Open {
+        closes: jiff::Timestamp::UNIX_EPOCH.to_zoned(jiff::tz::TimeZone::UTC),
+    };
+    for gate in [open, Gate::Approved, Gate::Unrestricted] {
+        let p = decide_after(&spec, &waiting, |o| o.window = gate.clone());
+        assert_eq!(p.phase, Phase::ScalingDown, "{gate:?}");
+        assert_eq!(p.window, None);
+    }
+}
+
+/// Every first step waits: the backup, the compatible path's migration Job, the zero-downtime
+/// path's pre-deploy Job. The version probes (nothing stops, nothing migrates) do not.
+#[test]
+fn every_first_step_of_an_upgrade_waits() {
+    let spec = testutil::spec();
+    let p = decide_after(&spec, &upgrading(), |o| {
+        o.old_pods = 3;
+        o.backup = Backup::Absent;
+        o.window = closed(60);
+    });
+    assert_eq!((p.phase, p.backup), (Phase::WaitingForWindow, false));
+    let rolling = rolling_spec();
+    let p = decide_after(&rolling, &upgrading(), |o| {
+        o.old_pods = 3;
+        o.compat = Compat::Unknown;
+        o.window = closed(60);
+    });
+    assert_eq!(
+        p.phase,
+        Phase::CheckingCompatibility,
+        "probing stops nothing"
+    );
+    for compat in [
+        Compat::Compatible,
+        Compat::ExpandContract { same_tasks: true },
+    ] {
+        let p = decide_after(&rolling, &upgrading(), |o| {
+            o.old_pods = 3;
+            o.compat = compat;
+            o.window = closed(60);
+        });
+        assert_eq!(p.phase, Phase::WaitingForWindow, "{compat:?}");
+        assert_eq!(p.migration_job, None);
+        assert_eq!(p.workloads, Workloads::Run("0.0.9".into()));
+    }
+}
+
+/// An upgrade under way runs to its end when its window closes; a first install, a stop and
+/// a migrated version never wait.
+#[test]
+fn what_is_under_way_or_no_upgrade_does_not_wait() {
+    let spec = testutil::spec();
+    let closed = |o: &mut Observed| o.window = closed(3600);
+    for previous in [
+        Phase::BackingUp,
+        Phase::ScalingDown,
+        Phase::Migrating,
+        Phase::MigrationFailed,
+    ] {
+        let p = decide_after(&spec, &upgrading(), |o| {
+            closed(o);
+            o.old_pods = 1;
+            o.previous_phase = previous;
+        });
+        assert_eq!(p.phase, Phase::ScalingDown, "after {previous:?}");
+    }
+    let p = decide_after(&spec, &upgrading(), |o| {
+        closed(o);
+        o.previous_phase = Phase::BackingUp;
+        o.backup = Backup::Running;
+    });
+    assert_eq!(p.phase, Phase::BackingUp, "a backup started in the window");
+    let p = decide_after(&spec, &upgrading(), |o| {
+        closed(o);
+        o.job = JobState::Running;
+    });
+    assert_eq!(p.phase, Phase::Migrating);
+    let p = decide_after(&spec, &upgrading(), |o| {
+        closed(o);
+        o.migration_attempts = 1;
+        o.since_last_failure = Some(Duration::from_secs(3600));
+    });
+    assert_eq!((p.phase, p.migration_job), (Phase::Migrating, Some(1)));
+    // Waiting is not under way: the next reconcile waits again.
+    let p = decide_after(&spec, &upgrading(), |o| {
+        closed(o);
+        o.old_pods = 2;
+        o.previous_phase = Phase::WaitingForWindow;
+    });
+    assert_eq!(p.phase, Phase::WaitingForWindow);
+
+    let p = decide_after(&spec, &obs(), closed);
+    assert_eq!(p.phase, Phase::Migrating, "a first install never waits");
+    let mut stopped = testutil::spec();
+    stopped.stopped = true;
+    assert_eq!(
+        decide_after(&stopped, &upgrading(), closed).phase,
+        Phase::Stopped
+    );
+    let p = decide_after(&spec, &upgrading(), |o| {
+        closed(o);
+        o.current_version = Some("0.1.0".into());
+        o.rolled_out = true;
+        o.pods_ready = true;
+    });
+    assert_eq!(p.phase, Phase::Running);
 }

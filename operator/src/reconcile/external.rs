@@ -581,9 +581,20 @@ pub fn checks(spec: &HolloSpec, ext: &External) -> Vec<Check> {
 pub fn backup_method(
     spec: &HolloSpec,
     ext: &External,
-) -> Option<Result<(crate::crd::BackupMethod, Option<crate::crd::BackupPluginConfiguration>), String>>
-{
-    let cnpg = spec.database.cnpg.as_ref().filter(|_| spec.backup_wanted())?;
+) -> Option<
+    Result<
+        (
+            crate::crd::BackupMethod,
+            Option<crate::crd::BackupPluginConfiguration>,
+        ),
+        String,
+    >,
+> {
+    let cnpg = spec
+        .database
+        .cnpg
+        .as_ref()
+        .filter(|_| spec.backup_wanted())?;
     let read = ext.cnpg.as_ref();
     let cluster = match read.and_then(|c| c.backup.as_ref()) {
         Some(b) => Ok(b),
@@ -591,7 +602,11 @@ pub fn backup_method(
             .and_then(|c| c.cluster_note.as_deref())
             .unwrap_or("the CloudNativePG Cluster was not read")),
     };
-    Some(backup::resolve(&spec.upgrade.backup, &cnpg.cluster, cluster))
+    Some(backup::resolve(
+        &spec.upgrade.backup,
+        &cnpg.cluster,
+        cluster,
+    ))
 }
 
 /// The `Hollo` the builders see: the Cluster's `max_connections` (when it states one) in
@@ -783,7 +798,10 @@ mod tests {
 
         let unread = with(None, Some("CloudNativePG Cluster fedi/pg not found"));
         let why = backup_method(&spec, &unread).expect("wanted").unwrap_err();
-        assert!(why.starts_with("CloudNativePG Cluster fedi/pg not found"), "{why}");
+        assert!(
+            why.starts_with("CloudNativePG Cluster fedi/pg not found"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -460,6 +460,19 @@ pub async fn observe(
         }
         _ => Backup::NotWanted,
     };
+    // Issue 63 item 6: only a version change from a running version can wait for a window.
+    let window = match &current {
+        Some(_) if upgrading => crate::window::gate(
+            now,
+            &hollo.spec.upgrade.maintenance_windows,
+            hollo
+                .annotations()
+                .get(crate::window::APPROVE_UPGRADE)
+                .map(String::as_str),
+            target,
+        ),
+        _ => crate::window::Gate::Unrestricted,
+    };
     let page = page(deployments.get(Component::MaintenancePage.as_str()), now);
     let http = crate::resources::service::http_component(hollo);
     let http_ready = deployments
@@ -484,6 +497,7 @@ pub async fn observe(
         post_job,
         old_workers,
         expand,
+        window,
     };
     Ok(World {
         deployments,
