@@ -1036,6 +1036,117 @@ async fn failing_migration_then_fix() {
     ns.wait_replicas("worker", 2, 30).await;
 }
 
+/// Issue 63 item 6: `upgrade.maintenanceWindows`. A first install never waits; a version change
+/// outside every window waits in `WaitingForWindow` with the old pods untouched, no migration
+/// Job, `Ready=True` and the next window's start in `Progressing`; an approval of another
+/// version changes nothing; `kubectl annotate … hollo.social/approve-upgrade=0.2.0` lets it
+/// proceed; a window that is open lets the next one through by itself.
+#[tokio::test]
+async fn upgrade_waits_for_its_maintenance_window() {
+    let ns = Ns::new("window").await;
+    ns.assert_rejected(
+        json!({"spec": {"upgrade": {"maintenanceWindows": [
+            {"schedule": "0 2 * * 6", "duration": "2 hours"}]}}}),
+        "duration must be hours and minutes",
+    )
+    .await;
+    ns.prepare_instance().await;
+    // A daily one-hour window twelve hours from now (UTC): closed for the whole scenario.
+    let hour = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        / 3600
+        % 24;
+    let at = (hour + 12) % 24;
+    let mut h = minimal_example();
+    merge(
+        &mut h,
+        &json!({"spec": {"upgrade": {"maintenanceWindows": [
+            {"schedule": format!("0 {at} * * *"), "duration": "1h"}]}}}),
+    );
+    ns.apply_hollo(&h)
+        .await
+        .expect("apply a Hollo with a window");
+    ns.wait_running(V1, 90).await;
+    ns.wait_replicas("worker", 2, 60).await;
+
+    let pods = || async {
+        let mut uids: Vec<String> = ns
+            .live_pods("web,worker")
+            .await
+            .into_iter()
+            .filter_map(|p| p.metadata.uid)
+            .collect();
+        uids.sort();
+        uids
+    };
+    let jobs: Api<Job> = ns.api();
+    let migration = format!("{HOLLO}-migrate-0-2-0");
+    let before = pods().await;
+    ns.merge_hollo(json!({"spec": {"version": V2}})).await;
+    let m = ns
+        .wait_condition("Progressing", "False", "WaitingForWindow", 60)
+        .await;
+    ns.log(&format!("Progressing: {m}"));
+    assert!(
+        m.contains("version 0.2.0 waits for the next maintenance window, opening at ")
+            && m.contains(&format!("T{at:02}:00:00+00:00[UTC]"))
+            && m.contains("hollo.social/approve-upgrade: \"0.2.0\""),
+        "{m}"
+    );
+    let waiting = || async {
+        let h = ns.hollo().await;
+        let ready = condition(&h, "Ready").map(|c| c.0);
+        if phase(&h) != "WaitingForWindow" || ready.as_deref() != Some("True") {
+            return Err(status_line(&h));
+        }
+        if pods().await != before {
+            return Err("pods changed".into());
+        }
+        match jobs.get_opt(&migration).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{migration}: {other:?}")),
+        }
+    };
+    holds_for(
+        "WaitingForWindow: the 0.1.0 pods serve, no migration",
+        3,
+        waiting,
+    )
+    .await;
+    ns.kubectl(&[
+        "annotate",
+        "hollo",
+        HOLLO,
+        "hollo.social/approve-upgrade=0.3.0",
+    ]);
+    holds_for("an approval of another version changes nothing", 3, waiting).await;
+
+    ns.kubectl(&[
+        "annotate",
+        "hollo",
+        HOLLO,
+        "--overwrite",
+        "hollo.social/approve-upgrade=0.2.0",
+    ]);
+    ns.wait_running(V2, 120).await;
+    assert!(
+        jobs.get_opt(&migration).await.expect("get").is_some(),
+        "migrated once approved"
+    );
+
+    // A window that is open now: the next version goes through without an approval.
+    ns.wait_replicas("worker", 2, 60).await;
+    ns.merge_hollo(
+        json!({"spec": {"version": "0.3.0", "upgrade": {"maintenanceWindows": [
+        {"schedule": format!("0 {at} * * *"), "duration": "1h"},
+        {"schedule": "* * * * *", "duration": "1h", "timeZone": "Pacific/Kiritimati"}]}}}),
+    )
+    .await;
+    ns.wait_running("0.3.0", 120).await;
+}
+
 /// Scenario 7: the apiserver rejects invalid specs with the CRD's CEL messages; an over-budget
 /// spec is accepted but reported (`ConnectionBudget=False`, Warning event).
 #[tokio::test]
