@@ -214,6 +214,8 @@ pub struct UpgradeSpec {
     /// condition; an upgrade started inside a window runs to its end. The annotation
     /// `hollo.social/approve-upgrade: "<version>"` lets that version start at once. Empty (the
     /// default): upgrades start at once. A first install never waits.
+    // The bounds keep the apiserver's estimate of the rules' cost within its budget.
+    #[schemars(length(max = 16))]
     #[x_kube(validation = Rule::new("self.size() <= 16").message("upgrade.maintenanceWindows takes at most 16 windows"))]
     pub maintenance_windows: Vec<MaintenanceWindow>,
 }
@@ -227,15 +229,18 @@ pub struct MaintenanceWindow {
     /// day-of-week` (Vixie cron's syntax; `0 2 * * 6` is Saturdays at 02:00), read in
     /// `timeZone`. A start in an hour a daylight-saving change skips opens right after the
     /// change; one in an hour it repeats opens once, the first time.
-    #[x_kube(validation = Rule::new("self.size() <= 128 && self.matches('^ *[^ ]+( +[^ ]+){4} *$')").message("upgrade.maintenanceWindows[].schedule must be a cron schedule of five fields: minute hour day-of-month month day-of-week"))]
+    #[schemars(length(max = 128))]
+    #[x_kube(validation = Rule::new("self.matches('^ *[^ ]+( +[^ ]+){4} *$')").message("upgrade.maintenanceWindows[].schedule must be a cron schedule of five fields: minute hour day-of-month month day-of-week"))]
     pub schedule: String,
     /// How long the window stays open after each start, in hours and minutes: `2h`, `90m`,
     /// `1h30m`. Elapsed time: a `2h` window across a daylight-saving change is two real hours.
+    #[schemars(length(max = 16))]
     #[x_kube(validation = Rule::new("self.matches('^([0-9]{1,3}h)?([0-9]{1,5}m)?$') && !self.matches('^(0+h)?(0+m)?$')").message("upgrade.maintenanceWindows[].duration must be hours and minutes, more than zero: 2h, 90m, 1h30m"))]
     pub duration: String,
     /// The IANA time zone `schedule` is read in, say `Europe/Berlin`.
     #[serde(default = "default_window_time_zone")]
-    #[x_kube(validation = Rule::new("self.size() > 0 && self.size() <= 64").message("upgrade.maintenanceWindows[].timeZone must name an IANA time zone"))]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("self.size() > 0").message("upgrade.maintenanceWindows[].timeZone must name an IANA time zone"))]
     pub time_zone: String,
 }
 
@@ -320,7 +325,8 @@ pub enum BackupTarget {
 #[serde(rename_all = "camelCase")]
 pub struct BackupPluginConfiguration {
     /// The plugin's name, say `barman-cloud.cloudnative-pg.io`.
-    #[x_kube(validation = Rule::new("self.size() > 0 && self.size() <= 253").message("upgrade.backup.pluginConfiguration.name must be 1-253 characters"))]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new("self.size() > 0").message("upgrade.backup.pluginConfiguration.name must be 1-253 characters"))]
     pub name: String,
     /// Parameters passed to the plugin for this backup.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
