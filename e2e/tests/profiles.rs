@@ -630,8 +630,9 @@ async fn issue63_backup_method_from_the_cluster() {
     let backed_up = |version: &'static str, patch: Value, want: Value| {
         let (ns, backups) = (&ns, backups.clone());
         async move {
-            let mut spec = json!({"version": version});
-            merge(&mut spec, &patch);
+            // A merge patch as given: its nulls remove fields.
+            let mut spec = patch;
+            spec["version"] = version.into();
             ns.merge_hollo(json!({ "spec": spec })).await;
             let name = format!("{HOLLO}-backup-{}", version.replace('.', "-"));
             let b = wait_exists("Backup", &backups, &name, 60).await;
