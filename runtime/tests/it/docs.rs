@@ -182,21 +182,27 @@ fn quoted_capitals(source: &str) -> Vec<String> {
     names
 }
 
-/// Every variable the runtime reads: the capitals quoted in `config.rs` (outside its tests),
+/// Every variable the runtime reads: the capitals quoted in `config/` (outside its tests),
 /// where the configuration is read and validated, and what other files read themselves
 /// (`env.get("…")`, `env::var("…")`), less the system's own variables.
 fn runtime_environment_variables() -> Vec<String> {
     let src = repo().join("runtime/src");
-    let config = read(&src.join("config.rs"));
-    let config = config.split("#[cfg(test)]").next().unwrap_or_default();
-    let mut names = quoted_capitals(config);
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(src.join("config")).expect("runtime/src/config") {
+        let path = entry.expect("directory entry").path();
+        if !path.ends_with("tests.rs") {
+            names.extend(quoted_capitals(&read(&path)));
+        }
+    }
     let mut dirs = vec![src];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("runtime/src") {
             let path = entry.expect("directory entry").path();
             if path.is_dir() {
                 dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("config.rs") {
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !path.starts_with(repo().join("runtime/src/config"))
+            {
                 let text = read(&path);
                 for call in ["env.get(", "env::var(", "env::var_os("] {
                     for (at, _) in text.match_indices(call) {
