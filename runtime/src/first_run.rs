@@ -13,6 +13,8 @@ use std::path::Path;
 
 use sqlx::PgPool;
 
+use crate::config::{Env, vars};
+
 /// How this process was started, as far as the command to run the CLI again depends on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
@@ -28,12 +30,17 @@ pub struct Invocation {
 
 impl Invocation {
     pub fn of_this_process() -> Self {
-        let non_empty = |var| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+        // Cargo's own variable, not a setting of the runtime: read directly.
+        let cargo_package = std::env::var("CARGO_PKG_NAME")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
         Invocation {
             argv0: std::env::args().next().unwrap_or_else(|| "hollo".into()),
-            cargo_package: non_empty("CARGO_PKG_NAME"),
+            cargo_package,
             exe: std::env::current_exe().ok(),
-            hollo_home: non_empty("HOLLO_HOME"),
+            hollo_home: Env::from_process()
+                .get(&vars::HOLLO_HOME)
+                .map(|home| home.trim().to_string()),
         }
     }
 

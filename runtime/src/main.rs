@@ -10,7 +10,7 @@ use hollo_runtime::accounts;
 use hollo_runtime::cli::{
     AccountCommand, CleanupCommand, Cli, Command, LocalDbCommand, ProbeCommand, QueueCommand,
 };
-use hollo_runtime::config::{Config, ConfigError, DbConfig, Env, LogFormat};
+use hollo_runtime::config::{Config, ConfigError, DbConfig, Env, LogFormat, vars};
 use hollo_runtime::federation::Federation;
 use hollo_runtime::queue::{QueueName, stats};
 use hollo_runtime::{db, logging, node, tasks, version_json};
@@ -43,11 +43,11 @@ fn main() -> ExitCode {
     fix_malloc_mmap_threshold();
     let cli = Cli::parse();
     let env = Env::from_process();
-    let format = match env.get("LOG_FORMAT") {
-        Some(v) if v.eq_ignore_ascii_case("json") => LogFormat::Json,
-        _ => LogFormat::Text,
-    };
-    if let Err(e) = logging::init(format) {
+    // A LOG_FORMAT that does not parse is refused where the configuration is read; the
+    // logs until then, and those of commands that read no more than the database's
+    // settings, are text.
+    let format = LogFormat::from_env(&env).unwrap_or(LogFormat::Text);
+    if let Err(e) = logging::init(format, &env) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
@@ -113,18 +113,12 @@ async fn run(command: Command, env: &Env) -> Result<()> {
         }
         Command::MaintenancePage => {
             use hollo_runtime::maintenance_page as page;
-            let port: u16 = match env.get("PORT") {
-                None => 3000,
-                Some(v) => v
-                    .trim()
-                    .parse()
-                    .with_context(|| format!("PORT={v} is not a port number"))?,
-            };
-            let retry_after = page::retry_after_from(env.get("RETRY_AFTER_SECONDS"));
+            let port: u16 = env.int(&vars::PORT).map_err(config_error)?;
+            let retry_after = page::retry_after_from(env);
             let shutdown = hollo_runtime::shutdown::Shutdown::new();
             shutdown.install(page::DRAIN)?;
             let stop = shutdown.stop.clone();
-            let pre_stop = page::pre_stop_from(env.get("SHUTDOWN_PRESTOP_SECONDS"));
+            let pre_stop = page::pre_stop_from(env);
             let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
             let stopped = async move {
                 stop.cancelled().await;

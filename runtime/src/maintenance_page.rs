@@ -16,8 +16,7 @@ use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
-/// The default `Retry-After`, seconds.
-pub const DEFAULT_RETRY_AFTER: u64 = 30;
+use crate::config::{Env, vars};
 
 /// What one request gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,27 +121,29 @@ pub async fn serve(
         .await
 }
 
-/// `Retry-After` from `RETRY_AFTER_SECONDS` (1..=3600), else the default.
-pub fn retry_after_from(value: Option<&str>) -> u64 {
-    value
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| (1..=3600).contains(v))
-        .unwrap_or(DEFAULT_RETRY_AFTER)
+/// `Retry-After` from `RETRY_AFTER_SECONDS` within its range, else (unset or not) its default:
+/// the page starts whatever it is given.
+pub fn retry_after_from(env: &Env) -> u64 {
+    env.int_if_valid(&vars::RETRY_AFTER_SECONDS)
+        .unwrap_or(vars::RETRY_AFTER_SECONDS.int_default() as u64)
 }
 
 /// How long the binary waits for in-flight answers on SIGTERM (they are tiny).
 pub const DRAIN: Duration = Duration::from_secs(2);
 
-/// How long it keeps answering after SIGTERM (`SHUTDOWN_PRESTOP_SECONDS`, default 5, at most
-/// 300): the endpoint removal reaches every node's proxy meanwhile, so no connection is
-/// refused when the Service moves back to the web pods.
-pub fn pre_stop_from(value: Option<&str>) -> Duration {
-    let secs = value
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| *v <= 300)
-        .unwrap_or(5);
-    Duration::from_secs(secs)
+/// How long it keeps answering after SIGTERM: `SHUTDOWN_PRESTOP_SECONDS` within its range,
+/// else [`PRE_STOP_DEFAULT`] (not the node's default of 0: the endpoint removal reaches every
+/// node's proxy meanwhile, so no connection is refused when the Service moves back to the
+/// web pods; the operator sets it anyway).
+pub fn pre_stop_from(env: &Env) -> Duration {
+    Duration::from_secs(
+        env.int_if_valid(&vars::SHUTDOWN_PRESTOP_SECONDS)
+            .unwrap_or(PRE_STOP_DEFAULT),
+    )
 }
+
+/// The page's pre-stop delay when `SHUTDOWN_PRESTOP_SECONDS` is unset or out of range.
+pub const PRE_STOP_DEFAULT: u64 = 5;
 
 #[cfg(test)]
 mod tests {
@@ -188,13 +189,21 @@ mod tests {
 
     #[test]
     fn retry_after_is_bounded() {
-        assert_eq!(retry_after_from(None), DEFAULT_RETRY_AFTER);
-        assert_eq!(retry_after_from(Some("90")), 90);
-        assert_eq!(retry_after_from(Some("0")), DEFAULT_RETRY_AFTER);
-        assert_eq!(retry_after_from(Some("x")), DEFAULT_RETRY_AFTER);
-        assert_eq!(pre_stop_from(None), Duration::from_secs(5));
-        assert_eq!(pre_stop_from(Some("0")), Duration::ZERO);
-        assert_eq!(pre_stop_from(Some("999")), Duration::from_secs(5));
+        let retry_after = |v: Option<&str>| {
+            retry_after_from(&Env::from_pairs(v.map(|v| ("RETRY_AFTER_SECONDS", v))))
+        };
+        assert_eq!(retry_after(None), 30);
+        assert_eq!(retry_after(Some("90")), 90);
+        assert_eq!(retry_after(Some("0")), 30);
+        assert_eq!(retry_after(Some("3601")), 30);
+        assert_eq!(retry_after(Some("x")), 30);
+        let pre_stop = |v: Option<&str>| {
+            pre_stop_from(&Env::from_pairs(v.map(|v| ("SHUTDOWN_PRESTOP_SECONDS", v))))
+        };
+        assert_eq!(pre_stop(None), Duration::from_secs(5));
+        assert_eq!(pre_stop(Some("0")), Duration::ZERO);
+        assert_eq!(pre_stop(Some("300")), Duration::from_secs(300));
+        assert_eq!(pre_stop(Some("999")), Duration::from_secs(5));
     }
 
     /// Over a real socket: status, `Retry-After`, content type, no refused connection.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, Env};
+use super::{ConfigError, Env, vars};
 
 /// Database connection settings shared by every command.
 #[derive(Clone, Debug)]
@@ -19,7 +19,7 @@ pub struct DbConfig {
     pub item_lock_pool_size: u32,
     /// `HOLLO_HOME`: where the local PostgreSQL lives when `DATABASE_URL` is unset.
     pub home: String,
-    /// `DATABASE_WAIT_SECONDS` (default 60): how long a one-shot command (`migrate`,
+    /// `DATABASE_WAIT_SECONDS`: how long a one-shot command (`migrate`,
     /// `account create`, …) waits for an unreachable database before it fails. `serve` waits
     /// for as long as it runs (R-DB-3).
     pub wait: Duration,
@@ -27,25 +27,8 @@ pub struct DbConfig {
 
 impl DbConfig {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let url = env.get("DATABASE_URL").map(str::to_string);
-        for (var, value) in [
-            ("DATABASE_URL", &url),
-            (
-                "DATABASE_DIRECT_URL",
-                &env.get("DATABASE_DIRECT_URL").map(str::to_string),
-            ),
-        ] {
-            if let Some(v) = value
-                && !(v.starts_with("postgres://") || v.starts_with("postgresql://"))
-            {
-                return Err(ConfigError::Invalid {
-                    var,
-                    value: redact_url(v),
-                    expected: "a postgres:// or postgresql:// URL".into(),
-                });
-            }
-        }
-        let direct_url = env.get("DATABASE_DIRECT_URL").map(str::to_string);
+        let url = env.url(&vars::DATABASE_URL)?;
+        let direct_url = env.url(&vars::DATABASE_DIRECT_URL)?;
         if url.is_none() && direct_url.is_some() {
             return Err(ConfigError::Inconsistent(
                 "DATABASE_DIRECT_URL is set but DATABASE_URL is not; set both or neither".into(),
@@ -54,30 +37,11 @@ impl DbConfig {
         Ok(DbConfig {
             url,
             direct_url,
-            web_pool_max: env.count("DATABASE_POOL_MAX", 20, 1, 10_000)?,
-            worker_pool_max: env.count("WORKER_POOL_MAX", 20, 2, 10_000)?,
-            item_lock_pool_size: env.count("ITEM_LOCK_POOL_SIZE", 4, 1, 1_000)?,
-            home: env.get("HOLLO_HOME").unwrap_or(".hollo").to_string(),
-            wait: env.seconds("DATABASE_WAIT_SECONDS", 60, 1, 3600)?,
+            web_pool_max: env.int(&vars::DATABASE_POOL_MAX)?,
+            worker_pool_max: env.int(&vars::WORKER_POOL_MAX)?,
+            item_lock_pool_size: env.int(&vars::ITEM_LOCK_POOL_SIZE)?,
+            home: env.text(&vars::HOLLO_HOME).unwrap_or_default(),
+            wait: env.duration(&vars::DATABASE_WAIT_SECONDS)?,
         })
-    }
-}
-
-/// Hide the password of a connection URL in logs and errors.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            match creds.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &url[..scheme + 3],
-                    &creds[..colon],
-                    &url[at..]
-                ),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, Env};
+use super::{ConfigError, Env, vars};
 
 /// What one client may hold of a node's HTTP server (R-API): a stalled or slow client is
 /// closed, and past the connection cap new connections get a 503 instead of a slot.
@@ -24,42 +24,21 @@ pub struct HttpLimits {
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            body_timeout: Duration::from_secs(30),
-            max_connections: 1024,
+            header_timeout: vars::HTTP_HEADER_TIMEOUT_SECONDS.default_duration(),
+            idle_timeout: vars::HTTP_IDLE_TIMEOUT_SECONDS.default_duration(),
+            body_timeout: vars::HTTP_BODY_TIMEOUT_SECONDS.default_duration(),
+            max_connections: vars::HTTP_MAX_CONNECTIONS.int_default() as usize,
         }
     }
 }
 
 impl HttpLimits {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let d = HttpLimits::default();
         Ok(HttpLimits {
-            header_timeout: env.seconds(
-                "HTTP_HEADER_TIMEOUT_SECONDS",
-                d.header_timeout.as_secs(),
-                1,
-                300,
-            )?,
-            idle_timeout: env.seconds(
-                "HTTP_IDLE_TIMEOUT_SECONDS",
-                d.idle_timeout.as_secs(),
-                1,
-                3600,
-            )?,
-            body_timeout: env.seconds(
-                "HTTP_BODY_TIMEOUT_SECONDS",
-                d.body_timeout.as_secs(),
-                1,
-                3600,
-            )?,
-            max_connections: env.count(
-                "HTTP_MAX_CONNECTIONS",
-                d.max_connections as u32,
-                1,
-                1_000_000,
-            )? as usize,
+            header_timeout: env.duration(&vars::HTTP_HEADER_TIMEOUT_SECONDS)?,
+            idle_timeout: env.duration(&vars::HTTP_IDLE_TIMEOUT_SECONDS)?,
+            body_timeout: env.duration(&vars::HTTP_BODY_TIMEOUT_SECONDS)?,
+            max_connections: env.int(&vars::HTTP_MAX_CONNECTIONS)?,
         })
     }
 }
@@ -69,31 +48,36 @@ impl HttpLimits {
 /// limit the upgrade is refused with 429 before it happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamLimits {
-    /// `STREAMS_PER_TOKEN` (default 8): open streams of one access token on one node. A
+    /// `STREAMS_PER_TOKEN`: open streams of one access token on one node. A
     /// Mastodon client multiplexes its timelines over one socket or opens one per column (the
     /// web UI one, Tusky and Elk a few): 8 leaves room for a client with a few columns and a
     /// reconnect overlapping its old socket.
     pub per_token: usize,
-    /// `STREAMS_MAX` (default half of `HTTP_MAX_CONNECTIONS`): open streams of the node, so
+    /// `STREAMS_MAX`: open streams of the node, so
     /// streams alone never take every connection slot from the API.
     pub max: usize,
 }
 
 impl StreamLimits {
     pub fn from_env(env: &Env, http: &HttpLimits) -> Result<Self, ConfigError> {
-        let cap = u32::try_from(http.max_connections).unwrap_or(u32::MAX);
+        let cap = i64::try_from(http.max_connections).unwrap_or(i64::MAX);
         Ok(StreamLimits {
-            per_token: env.count("STREAMS_PER_TOKEN", 8, 1, 10_000)? as usize,
-            max: env.count("STREAMS_MAX", (cap / 2).max(1), 1, cap)? as usize,
+            per_token: env.int(&vars::STREAMS_PER_TOKEN)?,
+            max: env.int_with(&vars::STREAMS_MAX, streams_max_default(cap), cap)?,
         })
     }
+}
+
+/// `STREAMS_MAX` when unset: half the connection cap, at least one stream.
+fn streams_max_default(max_connections: i64) -> i64 {
+    (max_connections / 2).max(1)
 }
 
 impl Default for StreamLimits {
     fn default() -> Self {
         StreamLimits {
-            per_token: 8,
-            max: 512,
+            per_token: vars::STREAMS_PER_TOKEN.int_default() as usize,
+            max: streams_max_default(vars::HTTP_MAX_CONNECTIONS.int_default()) as usize,
         }
     }
 }
@@ -109,8 +93,8 @@ pub struct ImportLimits {
 impl Default for ImportLimits {
     fn default() -> Self {
         ImportLimits {
-            max_bytes: 10 * 1024 * 1024,
-            max_rows: 50_000,
+            max_bytes: (vars::IMPORT_MAX_MIB.int_default() as usize) << 20,
+            max_rows: vars::IMPORT_MAX_ROWS.int_default() as usize,
         }
     }
 }
@@ -118,8 +102,8 @@ impl Default for ImportLimits {
 impl ImportLimits {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         Ok(ImportLimits {
-            max_bytes: env.count("IMPORT_MAX_MIB", 10, 1, 1024)? as usize * 1024 * 1024,
-            max_rows: env.count("IMPORT_MAX_ROWS", 50_000, 1, 10_000_000)? as usize,
+            max_bytes: env.int::<usize>(&vars::IMPORT_MAX_MIB)? << 20,
+            max_rows: env.int(&vars::IMPORT_MAX_ROWS)?,
         })
     }
 }
@@ -128,11 +112,11 @@ impl ImportLimits {
 /// may create per period, as a token bucket (Mastodon's default: 300 per 3 hours).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteLimits {
-    /// `STATUS_RATE_LIMIT` (default 300, 1–1,000,000): the bucket's size.
+    /// `STATUS_RATE_LIMIT`: the bucket's size.
     pub statuses: u32,
-    /// `STATUS_RATE_PERIOD_SECONDS` (default 10,800, 1–604,800): how long a full refill takes.
+    /// `STATUS_RATE_PERIOD_SECONDS`: how long a full refill takes.
     pub period: Duration,
-    /// `SCHEDULED_STATUS_MIN_SECONDS` (default 300, 0–86,400): how far ahead `scheduled_at`
+    /// `SCHEDULED_STATUS_MIN_SECONDS`: how far ahead `scheduled_at`
     /// must be (Mastodon's five minutes); a time in the past publishes at once, as Mastodon's.
     pub scheduled_min_offset: Duration,
 }
@@ -140,30 +124,19 @@ pub struct WriteLimits {
 impl Default for WriteLimits {
     fn default() -> Self {
         WriteLimits {
-            statuses: 300,
-            period: Duration::from_secs(3 * 3600),
-            scheduled_min_offset: Duration::from_secs(300),
+            statuses: vars::STATUS_RATE_LIMIT.int_default() as u32,
+            period: vars::STATUS_RATE_PERIOD_SECONDS.default_duration(),
+            scheduled_min_offset: vars::SCHEDULED_STATUS_MIN_SECONDS.default_duration(),
         }
     }
 }
 
 impl WriteLimits {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let d = WriteLimits::default();
         Ok(WriteLimits {
-            statuses: env.count("STATUS_RATE_LIMIT", d.statuses, 1, 1_000_000)?,
-            period: env.seconds(
-                "STATUS_RATE_PERIOD_SECONDS",
-                d.period.as_secs(),
-                1,
-                7 * 86_400,
-            )?,
-            scheduled_min_offset: env.seconds(
-                "SCHEDULED_STATUS_MIN_SECONDS",
-                d.scheduled_min_offset.as_secs(),
-                0,
-                86_400,
-            )?,
+            statuses: env.int(&vars::STATUS_RATE_LIMIT)?,
+            period: env.duration(&vars::STATUS_RATE_PERIOD_SECONDS)?,
+            scheduled_min_offset: env.duration(&vars::SCHEDULED_STATUS_MIN_SECONDS)?,
         })
     }
 }

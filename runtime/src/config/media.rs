@@ -1,6 +1,6 @@
 //! Media uploads: limits, the drive files are stored on, the public URL base of files.
 
-use super::{ConfigError, Env, Secret};
+use super::{ConfigError, Env, Secret, vars};
 
 /// Where media files are stored (`DRIVE_DISK`, upstream Hollo's variable names).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,23 +31,23 @@ pub struct S3Config {
 /// files.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MediaConfig {
-    /// `MEDIA_MAX_BYTES` (default 16 MiB).
+    /// `MEDIA_MAX_BYTES`.
     pub max_bytes: usize,
-    /// `MEDIA_MAX_PIXELS` (default 33,177,600: Mastodon's 7680×4320).
+    /// `MEDIA_MAX_PIXELS` (by default Mastodon's 7680×4320).
     pub max_pixels: u64,
-    /// `MEDIA_SYNC_MAX_BYTES` (default 1 MiB): larger v2 uploads are answered 202 and processed
+    /// `MEDIA_SYNC_MAX_BYTES`: larger v2 uploads are answered 202 and processed
     /// by the `hollo.media.process.v1` task.
     pub sync_max_bytes: usize,
-    /// `MEDIA_DECODE_CONCURRENCY` (default 2, 1–64): images decoded at once per process (web
+    /// `MEDIA_DECODE_CONCURRENCY`: images decoded at once per process (web
     /// uploads and the worker's processing together); more wait. Decoding is CPU work and
     /// each decode may hold up to `MEDIA_MAX_PIXELS` × 4 bytes plus the decoder's buffers, so
     /// this bounds a node's decoding memory (R-API).
     pub decode_concurrency: usize,
-    /// `MEDIA_PROXY_CACHE_MB` (default 64, 0–4096; 0: no cache): remote images the media proxy
+    /// `MEDIA_PROXY_CACHE_MB` (0: no cache): remote images the media proxy
     /// keeps in memory per web node for an hour, so a busy post's images are fetched once, not
     /// once per reader.
     pub proxy_cache_bytes: usize,
-    /// `MEDIA_PROXY_CONCURRENCY` (default 32, 1–1024): remote images the media proxy fetches at
+    /// `MEDIA_PROXY_CONCURRENCY`: remote images the media proxy fetches at
     /// once per web node (at most 8 of them from one remote host); a reader waits up to 5 s
     /// for a place, then gets 503. Each fetch holds at most 1 MiB of the image (larger ones
     /// stream through), so this bounds the proxy's memory besides its cache (R-API).
@@ -61,89 +61,26 @@ pub struct MediaConfig {
 impl Default for MediaConfig {
     fn default() -> Self {
         MediaConfig {
-            max_bytes: 16 * 1024 * 1024,
-            max_pixels: 33_177_600,
-            sync_max_bytes: 1024 * 1024,
-            decode_concurrency: 2,
-            proxy_cache_bytes: 64 * 1024 * 1024,
-            proxy_concurrency: 32,
+            max_bytes: vars::MEDIA_MAX_BYTES.int_default() as usize,
+            max_pixels: vars::MEDIA_MAX_PIXELS.int_default() as u64,
+            sync_max_bytes: vars::MEDIA_SYNC_MAX_BYTES.int_default() as usize,
+            decode_concurrency: vars::MEDIA_DECODE_CONCURRENCY.int_default() as usize,
+            proxy_cache_bytes: (vars::MEDIA_PROXY_CACHE_MB.int_default() as usize) << 20,
+            proxy_concurrency: vars::MEDIA_PROXY_CONCURRENCY.int_default() as usize,
             drive: DriveConfig::None,
-            url_base: "http://localhost:3000".into(),
+            url_base: format!("http://localhost:{}", vars::PORT.int_default()),
         }
     }
 }
 
 impl MediaConfig {
     pub fn from_env(env: &Env, public_url: &url::Url) -> Result<Self, ConfigError> {
-        let d = MediaConfig::default();
-        let max_bytes = env.count("MEDIA_MAX_BYTES", d.max_bytes as u32, 1, 1 << 30)? as usize;
-        let max_pixels = env.count("MEDIA_MAX_PIXELS", d.max_pixels as u32, 1, u32::MAX)? as u64;
-        let sync_max_bytes = env.count(
-            "MEDIA_SYNC_MAX_BYTES",
-            (d.sync_max_bytes as u32).min(max_bytes as u32),
-            0,
-            max_bytes as u32,
-        )? as usize;
-        let decode_concurrency = env.count(
-            "MEDIA_DECODE_CONCURRENCY",
-            d.decode_concurrency as u32,
-            1,
-            64,
-        )? as usize;
-        let proxy_cache_bytes = env.count(
-            "MEDIA_PROXY_CACHE_MB",
-            (d.proxy_cache_bytes >> 20) as u32,
-            0,
-            4096,
-        )? as usize
-            * 1024
-            * 1024;
-        let proxy_concurrency = env.count(
-            "MEDIA_PROXY_CONCURRENCY",
-            d.proxy_concurrency as u32,
-            1,
-            1024,
-        )? as usize;
-        let fs_path = env
-            .get("FS_STORAGE_PATH")
-            .map(|p| std::path::PathBuf::from(p.trim()));
-        let drive = match env.get("DRIVE_DISK").map(str::trim) {
-            None => fs_path.map_or(DriveConfig::None, |path| DriveConfig::Fs { path }),
-            Some("fs") => DriveConfig::Fs {
-                path: fs_path.ok_or_else(|| {
-                    ConfigError::Inconsistent(
-                        "DRIVE_DISK=fs needs FS_STORAGE_PATH (the directory media files go to)"
-                            .into(),
-                    )
-                })?,
-            },
-            Some("s3") => DriveConfig::S3(S3Config::from_env(env)?),
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    var: "DRIVE_DISK",
-                    value: other.to_string(),
-                    expected: "fs or s3".into(),
-                });
-            }
-        };
-        let url_base = match env.get("STORAGE_URL_BASE").map(str::trim) {
-            Some(raw) => {
-                let ok = url::Url::parse(raw).is_ok_and(|u| {
-                    matches!(u.scheme(), "http" | "https")
-                        && u.host_str().is_some()
-                        && u.query().is_none()
-                        && u.fragment().is_none()
-                });
-                if !ok {
-                    return Err(ConfigError::Invalid {
-                        var: "STORAGE_URL_BASE",
-                        value: raw.to_string(),
-                        expected: "an http(s) URL without query, e.g. https://media.example.com"
-                            .into(),
-                    });
-                }
-                raw.trim_end_matches('/').to_string()
-            }
+        let max_bytes: usize = env.int(&vars::MEDIA_MAX_BYTES)?;
+        let cap = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        let sync_default = vars::MEDIA_SYNC_MAX_BYTES.int_default().min(cap);
+        let drive = DriveConfig::from_env(env)?;
+        let url_base = match env.url(&vars::STORAGE_URL_BASE)? {
+            Some(base) => base,
             None if matches!(drive, DriveConfig::S3(_)) => {
                 return Err(ConfigError::Inconsistent(
                     "DRIVE_DISK=s3 needs STORAGE_URL_BASE (the public URL of the bucket's files)"
@@ -154,11 +91,11 @@ impl MediaConfig {
         };
         Ok(MediaConfig {
             max_bytes,
-            max_pixels,
-            decode_concurrency,
-            sync_max_bytes,
-            proxy_cache_bytes,
-            proxy_concurrency,
+            max_pixels: env.int(&vars::MEDIA_MAX_PIXELS)?,
+            sync_max_bytes: env.int_with(&vars::MEDIA_SYNC_MAX_BYTES, sync_default, cap)?,
+            decode_concurrency: env.int(&vars::MEDIA_DECODE_CONCURRENCY)?,
+            proxy_cache_bytes: env.int::<usize>(&vars::MEDIA_PROXY_CACHE_MB)? << 20,
+            proxy_concurrency: env.int(&vars::MEDIA_PROXY_CONCURRENCY)?,
             drive,
             url_base,
         })
@@ -173,43 +110,43 @@ impl MediaConfig {
     }
 }
 
+impl DriveConfig {
+    /// `DRIVE_DISK`, or `fs` when only `FS_STORAGE_PATH` is set.
+    fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let fs_path = env.path(&vars::FS_STORAGE_PATH);
+        Ok(match env.choice(&vars::DRIVE_DISK)? {
+            None => fs_path.map_or(DriveConfig::None, |path| DriveConfig::Fs { path }),
+            Some("s3") => DriveConfig::S3(S3Config::from_env(env)?),
+            // `fs`: the table allows no other word.
+            Some(_) => DriveConfig::Fs {
+                path: fs_path.ok_or_else(|| {
+                    ConfigError::Inconsistent(
+                        "DRIVE_DISK=fs needs FS_STORAGE_PATH (the directory media files go to)"
+                            .into(),
+                    )
+                })?,
+            },
+        })
+    }
+}
+
 impl S3Config {
     fn from_env(env: &Env) -> Result<Self, ConfigError> {
         let bucket = env
-            .get("S3_BUCKET")
-            .map(str::trim)
+            .text(&vars::S3_BUCKET)
             .ok_or_else(|| ConfigError::Inconsistent("DRIVE_DISK=s3 needs S3_BUCKET".into()))?;
-        let endpoint_url = match env.get("S3_ENDPOINT_URL").map(str::trim) {
-            None => None,
-            Some(raw)
-                if url::Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) =>
-            {
-                Some(raw.trim_end_matches('/').to_string())
-            }
-            Some(raw) => {
-                return Err(ConfigError::Invalid {
-                    var: "S3_ENDPOINT_URL",
-                    value: raw.to_string(),
-                    expected: "an http(s) URL such as https://s3.example.com".into(),
-                });
-            }
-        };
-        let access_key_id = env.get("AWS_ACCESS_KEY_ID").map(|s| s.trim().to_string());
-        let secret_access_key = env.get("AWS_SECRET_ACCESS_KEY").map(Secret::new);
+        let access_key_id = env.text(&vars::AWS_ACCESS_KEY_ID);
+        let secret_access_key = env.secret(&vars::AWS_SECRET_ACCESS_KEY)?;
         if access_key_id.is_some() != secret_access_key.is_some() {
             return Err(ConfigError::Inconsistent(
                 "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither".into(),
             ));
         }
         Ok(S3Config {
-            bucket: bucket.to_string(),
-            region: env
-                .get("S3_REGION")
-                .unwrap_or("us-east-1")
-                .trim()
-                .to_string(),
-            endpoint_url,
-            force_path_style: env.bool("S3_FORCE_PATH_STYLE", false)?,
+            bucket,
+            region: env.text(&vars::S3_REGION).unwrap_or_default(),
+            endpoint_url: env.url(&vars::S3_ENDPOINT_URL)?,
+            force_path_style: env.bool(&vars::S3_FORCE_PATH_STYLE)?,
             access_key_id,
             secret_access_key,
         })

@@ -9,16 +9,14 @@ mod media;
 mod queue;
 #[cfg(test)]
 mod tests;
+pub mod vars;
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-pub use database::{DbConfig, redact_url};
-pub use env::{ConfigError, Env};
-pub use federation::{
-    EXTRA_CA_CERTS_FILE, FederationConfig, SECRET_KEY_MIN_LEN, Secret, extra_ca_certs_file,
-};
+pub use database::DbConfig;
+pub use env::{ConfigError, Env, redact_url};
+pub use federation::{FederationConfig, SECRET_KEY_MIN_LEN, Secret, extra_ca_certs_file};
 pub use limits::{HttpLimits, ImportLimits, StreamLimits, WriteLimits};
 pub use media::{DriveConfig, MediaConfig, S3Config};
 pub use queue::{QueueConfig, ReplyConfig};
@@ -32,8 +30,6 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALLOWED: &'static str = "all, web, worker";
-
     pub fn serves_http(self) -> bool {
         matches!(self, Role::All | Role::Web)
     }
@@ -49,6 +45,16 @@ impl Role {
             Role::Worker => "worker",
         }
     }
+
+    /// `NODE_TYPE`, or its default.
+    pub fn from_env(env: &Env) -> Result<Role, ConfigError> {
+        Ok(match env.choice(&vars::NODE_TYPE)? {
+            Some("web") => Role::Web,
+            Some("worker") => Role::Worker,
+            // `all`: the table allows no other word, and it is the default.
+            _ => Role::All,
+        })
+    }
 }
 
 impl fmt::Display for Role {
@@ -57,26 +63,20 @@ impl fmt::Display for Role {
     }
 }
 
-impl FromStr for Role {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "" | "all" => Ok(Role::All),
-            "web" => Ok(Role::Web),
-            "worker" => Ok(Role::Worker),
-            _ => Err(ConfigError::Invalid {
-                var: "NODE_TYPE",
-                value: s.to_string(),
-                expected: format!("one of: {}", Role::ALLOWED),
-            }),
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
     Text,
     Json,
+}
+
+impl LogFormat {
+    /// `LOG_FORMAT`, or its default.
+    pub fn from_env(env: &Env) -> Result<LogFormat, ConfigError> {
+        Ok(match env.choice(&vars::LOG_FORMAT)? {
+            Some("json") => LogFormat::Json,
+            _ => LogFormat::Text,
+        })
+    }
 }
 
 /// Everything `hollo serve` needs.
@@ -113,15 +113,15 @@ pub struct Config {
     pub writes: WriteLimits,
     /// Streaming connections per token and per node (R-API).
     pub streams: StreamLimits,
-    /// `METRICS_SAMPLE_SECONDS` (default 15): how often a node samples the queue depths that
+    /// `METRICS_SAMPLE_SECONDS`: how often a node samples the queue depths that
     /// `/metrics` reports. A scrape only renders what was sampled, so scrapers cost no count
     /// of the queue tables however many there are (R-API).
     pub metrics_sample: Duration,
-    /// `INSTANCE_STATS_SECONDS` (default 300): how long a web node reuses the user and status
+    /// `INSTANCE_STATS_SECONDS`: how long a web node reuses the user and status
     /// counts of `/api/v{1,2}/instance` and `/nodeinfo/2.1` (R-API); upstream Hollo
     /// caches NodeInfo as long.
     pub instance_stats_ttl: Duration,
-    /// `PASSWORD_HASH_CONCURRENCY` (default: the CPUs this process may use): password checks
+    /// `PASSWORD_HASH_CONCURRENCY`: password checks
     /// (argon2id, 19 MiB each) running at once on a node; 4 times as many more may wait, and
     /// sign-ins past that are answered 503 (R-API).
     pub password_hash_concurrency: usize,
@@ -129,24 +129,13 @@ pub struct Config {
 
 impl Config {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let role: Role = env.get("NODE_TYPE").unwrap_or("all").parse()?;
-        let port = env.count("PORT", 3000, 0, 65535)? as u16; // 0: any free port (logged)
-        let health_port = env.count("HEALTH_PORT", 9090, 0, 65535)? as u16;
-        let drain = env.seconds("SHUTDOWN_DRAIN_SECONDS", 30, 0, 3600)?;
-        let prestop = env.seconds("SHUTDOWN_PRESTOP_SECONDS", 0, 0, 300)?;
-        let log_format = match env.get("LOG_FORMAT").map(|v| v.trim().to_ascii_lowercase()) {
-            None => LogFormat::Text,
-            Some(v) if v == "text" => LogFormat::Text,
-            Some(v) if v == "json" => LogFormat::Json,
-            Some(v) => {
-                return Err(ConfigError::Invalid {
-                    var: "LOG_FORMAT",
-                    value: v,
-                    expected: "text or json".into(),
-                });
-            }
-        };
-        let behind_proxy = env.bool("BEHIND_PROXY", false)?;
+        let role = Role::from_env(env)?;
+        let port: u16 = env.int(&vars::PORT)?; // 0: any free port (logged)
+        let health_port: u16 = env.int(&vars::HEALTH_PORT)?;
+        let drain = env.duration(&vars::SHUTDOWN_DRAIN_SECONDS)?;
+        let prestop = env.duration(&vars::SHUTDOWN_PRESTOP_SECONDS)?;
+        let log_format = LogFormat::from_env(env)?;
+        let behind_proxy = env.bool(&vars::BEHIND_PROXY)?;
         let federation = FederationConfig::from_env(env, port)?;
         let media = MediaConfig::from_env(env, &federation.public_url)?;
         let queue = QueueConfig::from_env(env)?;
@@ -158,8 +147,11 @@ impl Config {
         }
         let http = HttpLimits::from_env(env)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let password_hash_concurrency =
-            env.count("PASSWORD_HASH_CONCURRENCY", cpus.min(1024) as u32, 1, 1024)? as usize;
+        let password_hash_concurrency = env.int_with(
+            &vars::PASSWORD_HASH_CONCURRENCY,
+            i64::try_from(cpus).unwrap_or(i64::MAX).min(1024),
+            1024,
+        )?;
         Ok(Config {
             password_hash_concurrency,
             role,
@@ -168,26 +160,25 @@ impl Config {
             imports: ImportLimits::from_env(env)?,
             writes: WriteLimits::from_env(env)?,
             streams: StreamLimits::from_env(env, &http)?,
-            metrics_sample: env.seconds("METRICS_SAMPLE_SECONDS", 15, 1, 3600)?,
-            instance_stats_ttl: env.seconds("INSTANCE_STATS_SECONDS", 300, 1, 86_400)?,
+            metrics_sample: env.duration(&vars::METRICS_SAMPLE_SECONDS)?,
+            instance_stats_ttl: env.duration(&vars::INSTANCE_STATS_SECONDS)?,
             http,
             media,
             queue,
             port,
             health_port,
-            bind: env.get("BIND").unwrap_or("0.0.0.0").to_string(),
+            bind: env.text(&vars::BIND).unwrap_or_default(),
             drain,
             prestop,
-            environment: env.get("RUNTIME_ENV").unwrap_or("production").to_string(),
-            admin_token: env.get("ADMIN_TOKEN").map(str::to_string),
+            environment: env.text(&vars::RUNTIME_ENV).unwrap_or_default(),
+            admin_token: env
+                .secret(&vars::ADMIN_TOKEN)?
+                .map(|token| token.expose().to_string()),
             heartbeat_interval: Duration::from_secs(5),
             log_format,
             federation,
             behind_proxy,
-            storage_path: env
-                .get("FS_STORAGE_PATH")
-                .filter(|p| !p.trim().is_empty())
-                .map(std::path::PathBuf::from),
+            storage_path: env.path(&vars::FS_STORAGE_PATH),
         })
     }
 

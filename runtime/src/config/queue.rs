@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, Env};
+use super::{ConfigError, Env, vars};
 
 /// Per-process queue limits and timings (SPEC.md §2).
 #[derive(Clone, Debug)]
 pub struct QueueConfig {
     pub activity_concurrency: usize,
-    /// `DELIVERY_CONCURRENCY` (default 64): outgoing deliveries in flight per worker process, in
+    /// `DELIVERY_CONCURRENCY`: outgoing deliveries in flight per worker process, in
     /// slots of their own beside the activity slots. A delivery mostly waits on a remote
     /// server, so a fan-out needs many in flight; a slot of its own also keeps a fan-out of
     /// thousands from holding every activity slot while inbox work waits (R-AP-2).
@@ -17,44 +17,33 @@ pub struct QueueConfig {
     pub reply_concurrency: usize,
     pub lease: Duration,
     pub poll_interval: Duration,
-    /// `RECOVERY_INTERVAL_SECONDS` (default 60): how often consuming nodes run recovery scans
+    /// `RECOVERY_INTERVAL_SECONDS`: how often consuming nodes run recovery scans
     /// (R-POLL-4). Shorter only for tests and demos.
     pub recovery_interval: Duration,
-    /// `POLL_WAKEUP_CHUNK_SECONDS` (default and maximum 7 days): the longest delay of a stored
+    /// `POLL_WAKEUP_CHUNK_SECONDS`: the longest delay of a stored
     /// poll-notification wakeup (R-POLL-3); far expiries are reached in chunks of this size.
     pub poll_wakeup_chunk: Duration,
 }
 
 impl QueueConfig {
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let task_concurrency = env.count("TASK_CONCURRENCY", 4, 1, 1_000)? as usize;
-        let reply_concurrency = env.count("REPLY_CONCURRENCY", 2, 0, 1_000)? as usize;
+        let task_concurrency: usize = env.int(&vars::TASK_CONCURRENCY)?;
+        let reply_concurrency: usize = env.int(&vars::REPLY_CONCURRENCY)?;
         if reply_concurrency > task_concurrency {
             return Err(ConfigError::Inconsistent(format!(
                 "REPLY_CONCURRENCY={reply_concurrency} exceeds TASK_CONCURRENCY={task_concurrency}: \
                  reply collections run inside the task slots"
             )));
         }
-        let lease = env.seconds("QUEUE_LEASE_SECONDS", 30, 3, 3600)?;
         Ok(QueueConfig {
-            activity_concurrency: env.count("ACTIVITY_CONCURRENCY", 10, 1, 10_000)? as usize,
-            delivery_concurrency: env.count("DELIVERY_CONCURRENCY", 64, 1, 10_000)? as usize,
+            activity_concurrency: env.int(&vars::ACTIVITY_CONCURRENCY)?,
+            delivery_concurrency: env.int(&vars::DELIVERY_CONCURRENCY)?,
             task_concurrency,
             reply_concurrency,
-            lease,
-            poll_interval: Duration::from_millis(u64::from(env.count(
-                "QUEUE_POLL_MS",
-                5000,
-                10,
-                600_000,
-            )?)),
-            recovery_interval: env.seconds("RECOVERY_INTERVAL_SECONDS", 60, 1, 3600)?,
-            poll_wakeup_chunk: env.seconds(
-                "POLL_WAKEUP_CHUNK_SECONDS",
-                7 * 86_400,
-                1,
-                7 * 86_400,
-            )?,
+            lease: env.duration(&vars::QUEUE_LEASE_SECONDS)?,
+            poll_interval: env.duration(&vars::QUEUE_POLL_MS)?,
+            recovery_interval: env.duration(&vars::RECOVERY_INTERVAL_SECONDS)?,
+            poll_wakeup_chunk: env.duration(&vars::POLL_WAKEUP_CHUNK_SECONDS)?,
         })
     }
 }
@@ -85,18 +74,13 @@ pub struct ReplyConfig {
 impl ReplyConfig {
     pub fn from_env(env: &Env, recovery_interval: Duration) -> Result<Self, ConfigError> {
         Ok(ReplyConfig {
-            max_depth: env.count("REPLY_MAX_DEPTH", 2, 1, 10)?,
-            max_items: env.count("REPLY_MAX_ITEMS", 100, 1, 100_000)?,
-            max_requests: env.count("REPLY_MAX_REQUESTS", 200, 1, 100_000)?,
-            host_interval: Duration::from_millis(u64::from(env.count(
-                "REPLY_HOST_INTERVAL_MS",
-                5000,
-                0,
-                3_600_000,
-            )?)),
-            cooldown: env.seconds("REPLY_COOLDOWN_SECONDS", 300, 0, 30 * 86_400)?,
-            retry_after_default: env.seconds("REPLY_RETRY_AFTER_SECONDS", 300, 1, 86_400)?,
-            lease: env.seconds("REPLY_LEASE_SECONDS", 900, 2, 86_400)?,
+            max_depth: env.int(&vars::REPLY_MAX_DEPTH)?,
+            max_items: env.int(&vars::REPLY_MAX_ITEMS)?,
+            max_requests: env.int(&vars::REPLY_MAX_REQUESTS)?,
+            host_interval: env.duration(&vars::REPLY_HOST_INTERVAL_MS)?,
+            cooldown: env.duration(&vars::REPLY_COOLDOWN_SECONDS)?,
+            retry_after_default: env.duration(&vars::REPLY_RETRY_AFTER_SECONDS)?,
+            lease: env.duration(&vars::REPLY_LEASE_SECONDS)?,
             recovery_interval,
         })
     }

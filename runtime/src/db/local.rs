@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use crate::config::{Env, vars};
+
 pub struct LocalPostgres {
     dir: PathBuf,
     bin: PathBuf,
@@ -31,7 +33,8 @@ impl LocalPostgres {
             std::env::current_dir()?.join(dir)
         };
         let path = std::env::var_os("PATH");
-        let explicit = std::env::var_os("PG_BIN_DIR").map(PathBuf::from);
+        let env = Env::from_process();
+        let explicit = env.path(&vars::PG_BIN_DIR);
         let bin = find_bin_dir(explicit.as_deref(), Path::new("/usr/lib/postgresql"), path.as_deref()).ok_or_else(|| {
             anyhow!(
                 "DATABASE_URL is not set and no PostgreSQL server binaries (initdb, pg_ctl) were found \
@@ -40,7 +43,7 @@ impl LocalPostgres {
             )
         })?;
         let run_as = if is_root() {
-            let user = std::env::var("HOLLO_PG_USER").unwrap_or_else(|_| "postgres".into());
+            let user = env.text(&vars::HOLLO_PG_USER).unwrap_or_default();
             let exists = Command::new("id")
                 .arg("-u")
                 .arg(&user)

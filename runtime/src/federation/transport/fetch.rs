@@ -281,7 +281,7 @@ pub fn read_ca_bundle(path: &std::path::Path) -> Result<Vec<reqwest::Certificate
     let bad = |why: String| {
         FetchError::Network(format!(
             "{} {}: {why}",
-            crate::config::EXTRA_CA_CERTS_FILE,
+            crate::config::vars::EXTRA_CA_CERTS_FILE.name,
             path.display()
         ))
     };
