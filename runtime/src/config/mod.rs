@@ -8,6 +8,8 @@ mod limits;
 mod media;
 mod queue;
 #[cfg(test)]
+mod table_tests;
+#[cfg(test)]
 mod tests;
 pub mod vars;
 
@@ -147,10 +149,13 @@ impl Config {
         }
         let http = HttpLimits::from_env(env)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let hashes = &vars::PASSWORD_HASH_CONCURRENCY;
         let password_hash_concurrency = env.int_with(
-            &vars::PASSWORD_HASH_CONCURRENCY,
-            i64::try_from(cpus).unwrap_or(i64::MAX).min(1024),
-            1024,
+            hashes,
+            i64::try_from(cpus)
+                .unwrap_or(i64::MAX)
+                .min(hashes.int_max()),
+            hashes.int_max(),
         )?;
         Ok(Config {
             password_hash_concurrency,

@@ -183,6 +183,18 @@ impl Var {
         }
     }
 
+    /// The fixed maximum of an integer (0 for another variable: the table's tests rule that
+    /// out for every variable read with it).
+    pub const fn int_max(&self) -> i64 {
+        match self.kind {
+            Kind::Int {
+                max: Max::Value(max),
+                ..
+            } => max,
+            _ => 0,
+        }
+    }
+
     /// The integer default as a duration, in the variable's unit.
     pub const fn default_duration(&self) -> std::time::Duration {
         let v = self.int_default() as u64;
