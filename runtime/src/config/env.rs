@@ -361,7 +361,7 @@ fn parse_log_filter(
     name: &'static str,
     raw: &str,
 ) -> Result<tracing_subscriber::EnvFilter, ConfigError> {
-    tracing_subscriber::EnvFilter::try_new(raw).map_err(|e| ConfigError::Invalid {
+    tracing_subscriber::EnvFilter::try_new(raw.trim()).map_err(|e| ConfigError::Invalid {
         var: name,
         value: raw.to_string(),
         expected: format!("a log filter such as `info` or `warn,hollo_runtime=debug` ({e})"),

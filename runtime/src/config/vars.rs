@@ -207,6 +207,93 @@ impl Var {
     }
 }
 
+/// How the reference shows the table (`docs/reference/configuration.md`, Markdown).
+impl Var {
+    /// The name, with its alias.
+    pub fn shown_name(&self) -> String {
+        match self.alias {
+            Some(alias) => format!("`{}` (or `{alias}`)", self.name),
+            None => format!("`{}`", self.name),
+        }
+    }
+
+    /// The default: the value, with its size in larger units when it has one.
+    pub fn shown_default(&self) -> String {
+        match self.default {
+            Unset::Int(v) => {
+                let unit = match self.kind {
+                    Kind::Int { unit, .. } => unit,
+                    _ => Unit::Number,
+                };
+                match larger_unit(v, unit) {
+                    Some(larger) => format!("`{v}` ({larger})"),
+                    None => format!("`{v}`"),
+                }
+            }
+            Unset::Bool(b) => format!("`{b}`"),
+            Unset::Text(t) => format!("`{t}`"),
+            Unset::Nothing => "—".into(),
+            Unset::Derived(text) => text.into(),
+        }
+    }
+
+    /// What the variable accepts.
+    pub fn accepts(&self) -> String {
+        match self.kind {
+            Kind::Int { min, max, unit } => {
+                let unit = match unit {
+                    Unit::Number => "integer",
+                    Unit::Seconds => "seconds",
+                    Unit::Millis => "milliseconds",
+                    Unit::Bytes => "bytes",
+                    Unit::Mib => "MiB",
+                };
+                match max {
+                    Max::Value(max) => format!("{unit} {min}–{max}"),
+                    Max::Of(other) => format!("{unit} {min} – `{}`", other.name),
+                }
+            }
+            Kind::Bool => "boolean".into(),
+            Kind::OneOf(values) => {
+                let quoted: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+                match quoted.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} or {last}", rest.join(", "))
+                    }
+                    _ => quoted.join(""),
+                }
+            }
+            Kind::Url(UrlRule::Postgres) => "`postgres://` URL".into(),
+            Kind::Url(UrlRule::Origin) => "http(s) origin".into(),
+            Kind::Url(UrlRule::Base | UrlRule::Http) => "http(s) URL".into(),
+            Kind::Secret { min_len: 0 } => "secret".into(),
+            Kind::Secret { min_len } => format!("secret, ≥ {min_len} characters"),
+            Kind::Text => "text".into(),
+            Kind::Path => "path".into(),
+            Kind::LogFilter => "log filter".into(),
+        }
+    }
+}
+
+/// `v` in `unit` said in a larger unit (`604800` seconds: 7 days), when it is a whole number
+/// of it.
+fn larger_unit(v: i64, unit: Unit) -> Option<String> {
+    let whole = |size: i64, one: &str, many: &str| {
+        (v >= size && v % size == 0).then(|| {
+            let n = v / size;
+            format!("{n} {}", if n == 1 { one } else { many })
+        })
+    };
+    match unit {
+        Unit::Seconds => whole(86_400, "day", "days")
+            .or_else(|| whole(3600, "hour", "hours"))
+            .or_else(|| whole(60, "min", "min")),
+        Unit::Millis => whole(1000, "s", "s"),
+        Unit::Bytes => whole(1 << 20, "MiB", "MiB"),
+        Unit::Number | Unit::Mib => None,
+    }
+}
+
 /// `pub static NAME: Var = <spec>` named after itself.
 macro_rules! var {
     ($name:ident = $spec:expr) => {

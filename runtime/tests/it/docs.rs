@@ -2,7 +2,8 @@
 //! deciding, no requirement ids (`R-…`) or issue numbers in what users read (README.md and the
 //! book in `docs/`), and every link of the book's table of contents (and every relative link
 //! of the README and the book) pointing at a file that exists; and every environment variable
-//! the runtime reads listed in the configuration reference. Plain std: it reads files.
+//! the runtime reads in the configuration's table (and so in its reference), none read beside
+//! it. It reads files, and the table itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 use std::path::{Path, PathBuf};
@@ -182,54 +183,103 @@ fn quoted_capitals(source: &str) -> Vec<String> {
     names
 }
 
-/// Every variable the runtime reads: the capitals quoted in `config/` (outside its tests),
-/// where the configuration is read and validated, and what other files read themselves
-/// (`env.get("…")`, `env::var("…")`), less the system's own variables.
-fn runtime_environment_variables() -> Vec<String> {
-    let src = repo().join("runtime/src");
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(src.join("config")).expect("runtime/src/config") {
-        let path = entry.expect("directory entry").path();
-        if !path.ends_with("tests.rs") {
-            names.extend(quoted_capitals(&read(&path)));
-        }
-    }
-    let mut dirs = vec![src];
+/// The runtime's source files (`runtime/src`, binaries included) as (path relative to the
+/// repo, text), test modules left in.
+fn runtime_sources() -> Vec<(PathBuf, String)> {
+    let root = repo();
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("runtime/src")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("runtime/src") {
             let path = entry.expect("directory entry").path();
             if path.is_dir() {
                 dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs")
-                && !path.starts_with(repo().join("runtime/src/config"))
-            {
+            } else if path.extension().is_some_and(|e| e == "rs") {
                 let text = read(&path);
-                for call in ["env.get(", "env::var(", "env::var_os("] {
-                    for (at, _) in text.match_indices(call) {
-                        let rest = &text[at + call.len() - 1..];
-                        names.extend(
-                            quoted_capitals(&rest[..rest.len().min(64)])
-                                .into_iter()
-                                .take(1),
-                        );
-                    }
+                files.push((
+                    path.strip_prefix(&root).expect("in the repo").to_path_buf(),
+                    text,
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Variables of the system or of other programs the runtime reads directly: not settings.
+const SYSTEM: [&str; 5] = [
+    "PATH",
+    "USER",
+    "GLIBC_TUNABLES",
+    "MALLOC_MMAP_THRESHOLD_",
+    "CARGO_PKG_NAME",
+];
+
+/// Every setting is read through the configuration's table (`config::Env`, whose getters take
+/// a `&vars::Var`): a direct `std::env::var("…")` anywhere else names a variable of the
+/// system, never one of ours, so none escapes the table and the reference generated from it.
+#[test]
+fn the_runtime_reads_its_settings_only_through_the_table() {
+    let mut direct = Vec::new();
+    for (path, text) in runtime_sources() {
+        if path.ends_with("config/env.rs") {
+            continue; // Env::from_process
+        }
+        for call in ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("] {
+            for (at, _) in text.match_indices(call) {
+                let rest = &text[at + call.len() - 1..];
+                let end = rest.char_indices().nth(64).map_or(rest.len(), |(i, _)| i);
+                let name = quoted_capitals(&rest[..end])
+                    .into_iter()
+                    .next()
+                    .filter(|n| rest[1..].trim_start().starts_with(&format!("\"{n}\"")));
+                if !name.is_some_and(|n| SYSTEM.contains(&n.as_str())) {
+                    let line = text[..at].lines().count();
+                    direct.push(format!("{}:{line}: {call}…", path.display()));
                 }
             }
         }
     }
-    const SYSTEM: [&str; 4] = ["PATH", "USER", "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_"];
-    names.retain(|n| !SYSTEM.contains(&n.as_str()));
-    names.sort();
-    names.dedup();
-    names
+    assert!(
+        direct.is_empty(),
+        "environment reads outside the configuration's table (add the variable to \
+         runtime/src/config/vars.rs and read it through config::Env):\n{}",
+        direct.join("\n")
+    );
+}
+
+/// Each variable of the table is read somewhere (`vars::NAME` outside the table itself), so
+/// the reference lists nothing a node ignores.
+#[test]
+fn every_variable_of_the_table_is_read() {
+    let sources: Vec<(PathBuf, String)> = runtime_sources()
+        .into_iter()
+        .filter(|(path, _)| !path.ends_with("config/vars.rs"))
+        .collect();
+    let unread: Vec<&str> = hollo_runtime::config::vars::all()
+        .map(|v| v.name)
+        .filter(|name| {
+            let used = format!("vars::{name}");
+            !sources.iter().any(|(_, text)| {
+                text.match_indices(&used).any(|(at, _)| {
+                    !text[at + used.len()..]
+                        .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
+            })
+        })
+        .collect();
+    assert!(unread.is_empty(), "in the table but never read: {unread:?}");
 }
 
 #[test]
 fn every_environment_variable_is_in_the_configuration_reference() {
     let reference = read(&repo().join("docs/reference/configuration.md"));
-    let names = runtime_environment_variables();
-    assert!(names.len() > 50, "found the runtime's variables: {names:?}");
-    let missing: Vec<&String> = names
+    let names: Vec<&str> = hollo_runtime::config::vars::all()
+        .flat_map(|v| std::iter::once(v.name).chain(v.alias))
+        .collect();
+    assert!(names.len() > 70, "the table's variables: {names:?}");
+    let missing: Vec<&&str> = names
         .iter()
         .filter(|n| !reference.contains(&format!("`{n}`")))
         .collect();

@@ -1,5 +1,6 @@
 //! Reference pages of the book generated from the runtime itself: the `hollo` command line
-//! from its clap tree (`cli`) and the HTTP routes from the router (`routes`). Each page keeps
+//! from its clap tree (`cli`), the environment variables from the configuration's table
+//! (`configuration`) and the HTTP routes from the router (`routes`). Each page keeps
 //! its generated part between two markers; a test regenerates it and fails, naming the
 //! command, when the committed text differs; `UPDATE_REFERENCES=1` makes the same tests write
 //! it. (The operator's tests do the same for the Helm values and the metrics, in
@@ -7,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics with its message
 
 mod cli;
+mod configuration;
 mod routes;
 
 use std::path::{Path, PathBuf};
