@@ -316,6 +316,10 @@ fn media_limits_and_drive_are_validated_at_start() {
         (s3.bucket.as_str(), s3.region.as_str(), s3.force_path_style),
         ("b", "us-east-1", true)
     );
+}
+
+#[test]
+fn bad_media_limits_and_drives_are_startup_errors() {
     for (pairs, var) in [
         (vec![("MEDIA_MAX_BYTES", "0")], "MEDIA_MAX_BYTES"),
         (vec![("MEDIA_MAX_BYTES", "16MiB")], "MEDIA_MAX_BYTES"),
