@@ -320,7 +320,7 @@ async fn create_account(new: NewAccountArgs, env: &Env) -> Result<()> {
 /// A password from the environment variable `var` (`--password-env`); like one from standard
 /// input, one trailing line break is dropped (a Secret made from a file often ends with one).
 fn password_from_env(env: &Env, var: &str) -> Result<String> {
-    let text = env.get(var).with_context(|| {
+    let text = env.user_named(var).with_context(|| {
         format!("--password-env {var}: the environment variable {var} is unset or empty")
     })?;
     Ok(hollo_runtime::passwords::from_stdin_text(text).to_owned())

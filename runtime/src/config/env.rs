@@ -64,6 +64,17 @@ impl Env {
         self.lookup(var).map(|(_, value)| value)
     }
 
+    /// The value of a variable a user names at run time (`account create --password-env
+    /// VAR`), as given, if not blank. Not a setting, so not in the table; a name written in
+    /// the code is read with [`Env::get`] and a `&vars::Var` (docs.rs checks that none is
+    /// read here).
+    pub fn user_named(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+
     /// An integer variable within the table's range, or its default.
     pub fn int<T: TryFrom<i64>>(&self, var: &Var) -> Result<T, ConfigError> {
         let (Kind::Int { max, .. }, Unset::Int(default)) = (var.kind, var.default) else {
